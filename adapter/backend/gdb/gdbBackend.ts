@@ -1,0 +1,482 @@
+import { CycleLensError, ErrorCode } from '../../errors';
+import { Emitter } from '../../util/emitter';
+import { OwnedProcess, requireExecutable } from '../../util/processes';
+import type {
+  BreakpointInfo,
+  BreakpointRequest,
+  DisassembledInstruction,
+  ExitEvent,
+  Frame,
+  RegisterValue,
+  StopEvent,
+  StopReason,
+  Thread,
+  VarObject,
+} from '../types';
+import { MiCommandResult, MiConnection, describeExit } from './miConnection';
+import type { MiAsyncRecord, MiTuple } from './mi/types';
+import {
+  isTuple,
+  miInt,
+  miList,
+  miOptInt,
+  miOptString,
+  miOptTuple,
+  miQuote,
+  miString,
+  miStringList,
+  miTuple,
+  miTupleList,
+} from './mi/values';
+
+export interface GdbStartOptions {
+  gdbPath: string;
+  cwd: string;
+}
+
+export interface OutputLine {
+  category: 'console' | 'stdout' | 'stderr';
+  text: string;
+}
+
+export type ExecutionState = 'stopped' | 'running' | 'exited';
+
+/**
+ * GDB as the run-control backend: one typed method per MI command CycleLens uses, results read by
+ * field name, and target state tracked from `*running` / `*stopped` records.
+ */
+export class GdbBackend {
+  private state: ExecutionState = 'stopped';
+  private readonly stopEmitter = new Emitter<StopEvent>();
+  private readonly runningEmitter = new Emitter<void>();
+  private readonly exitEmitter = new Emitter<ExitEvent>();
+  private readonly outputEmitter = new Emitter<OutputLine>();
+  private readonly diedEmitter = new Emitter<string>();
+  private stopWaiters: Array<(e: StopEvent | undefined) => void> = [];
+  private registerNameCache: string[] | undefined;
+
+  readonly onStop = this.stopEmitter.event;
+  readonly onRunning = this.runningEmitter.event;
+  /** The program ended (not GDB). */
+  readonly onExit = this.exitEmitter.event;
+  readonly onOutput = this.outputEmitter.event;
+  /** GDB itself died; the argument is the message for the user. */
+  readonly onDied = this.diedEmitter.event;
+
+  private constructor(readonly mi: MiConnection) {
+    mi.onAsync((r) => this.onAsyncRecord(r));
+    mi.onStream((s) => {
+      if (s.type === 'target') this.outputEmitter.fire({ category: 'stdout', text: s.text });
+      else if (s.type === 'log') this.outputEmitter.fire({ category: 'stderr', text: s.text });
+      else this.outputEmitter.fire({ category: 'console', text: s.text });
+    });
+    mi.onUnparsed((line) => this.outputEmitter.fire({ category: 'stdout', text: `${line}\n` }));
+    mi.onExit((exit) => {
+      this.state = 'exited';
+      this.resolveStopWaiters(undefined);
+      this.diedEmitter.fire(describeExit(exit));
+    });
+  }
+
+  /** Starts GDB in MI mode and prepares it for an embedded target. */
+  static async start(options: GdbStartOptions): Promise<GdbBackend> {
+    const gdb = requireExecutable(options.gdbPath, 'The debugger', 'Install it (Debian: `apt-get install gdb-multiarch`) or set `gdbPath` in the launch configuration.');
+    const proc = OwnedProcess.spawn('gdb', gdb, ['--interpreter=mi3', '--nx', '--quiet'], { cwd: options.cwd });
+    const spawnError = new Promise<never>((_, reject) =>
+      proc.child.once('error', (err) => reject(new CycleLensError(ErrorCode.DebuggerFailed, `Could not start GDB '${gdb}': ${err.message}`))),
+    );
+    const backend = new GdbBackend(new MiConnection(proc));
+    await Promise.race([backend.prepare(), spawnError]);
+    return backend;
+  }
+
+  private async prepare(): Promise<void> {
+    const version = await this.mi.send('-gdb-version');
+    if (!/GNU gdb/.test(version.console)) {
+      throw new CycleLensError(ErrorCode.DebuggerFailed, `The debugger does not look like GDB (it printed: ${version.console.slice(0, 120)}). Point \`gdbPath\` at gdb-multiarch or a GDB for your target.`);
+    }
+    // Async mode lets -exec-interrupt reach a running target, and the session keep answering.
+    await this.gdbSet('mi-async', 'on');
+    await this.gdbSet('pagination', 'off');
+    await this.gdbSet('confirm', 'off');
+    await this.gdbSet('breakpoint pending', 'on');
+    await this.gdbSet('print pretty', 'off');
+    await this.gdbSet('charset', 'UTF-8');
+  }
+
+  get executionState(): ExecutionState {
+    return this.state;
+  }
+
+  get isRunning(): boolean {
+    return this.state === 'running';
+  }
+
+  // ---- session and target ----------------------------------------------------------------------
+
+  gdbSet(variable: string, value: string): Promise<MiCommandResult> {
+    return this.mi.send(`-gdb-set ${variable} ${value}`);
+  }
+
+  async fileExecAndSymbols(path: string): Promise<{ hasDebugInfo: boolean }> {
+    const r = await this.mi.send(`-file-exec-and-symbols ${miQuote(path)}`);
+    return { hasDebugInfo: !/No debugging symbols found/i.test(r.console) };
+  }
+
+  /** Connects to a gdbserver (`target extended-remote` would let GDB restart it; embedded stubs expect plain remote). */
+  async targetSelectRemote(address: string, timeoutMs = 20_000): Promise<Frame | undefined> {
+    const r = await this.mi.send(`-target-select remote ${miQuote(address)}`, timeoutMs);
+    this.state = 'stopped';
+    const frame = miOptTuple(r.results, 'frame');
+    return frame ? parseFrame(frame) : undefined;
+  }
+
+  async targetDownload(): Promise<void> {
+    await this.mi.send('-target-download', 120_000);
+  }
+
+  async targetDetach(): Promise<void> {
+    await this.mi.send('-target-detach', 5_000);
+  }
+
+  /** A GDB CLI command, with its console output. */
+  async console(command: string, timeoutMs?: number): Promise<string> {
+    const r = await this.mi.send(`-interpreter-exec console ${miQuote(command)}`, timeoutMs);
+    return r.console;
+  }
+
+  /** `monitor CMD`: passed through to the gdbserver (QEMU's HMP, OpenOCD's command line …). */
+  monitor(command: string, timeoutMs?: number): Promise<string> {
+    return this.console(`monitor ${command}`, timeoutMs);
+  }
+
+  async exit(): Promise<void> {
+    if (this.mi.exited) return;
+    try {
+      await this.mi.send('-gdb-exit', 3_000);
+    } catch {
+      // GDB may exit before answering; the process owner kills it if not.
+    }
+    await Promise.race([this.mi.process.exited, delay(2_000)]);
+    await this.mi.process.kill();
+  }
+
+  // ---- execution -------------------------------------------------------------------------------
+
+  async execContinue(): Promise<void> {
+    this.expectStopped('continue');
+    await this.mi.send('-exec-continue');
+  }
+
+  /** Interrupts a running target and resolves with the stop it produced. */
+  async execInterrupt(timeoutMs = 5_000): Promise<StopEvent | undefined> {
+    if (this.state !== 'running') return undefined;
+    const stopped = this.waitForStop(timeoutMs);
+    await this.mi.send('-exec-interrupt');
+    return stopped;
+  }
+
+  async execNext(instruction = false): Promise<void> {
+    this.expectStopped('step over');
+    await this.mi.send(instruction ? '-exec-next-instruction' : '-exec-next');
+  }
+
+  async execStep(instruction = false): Promise<void> {
+    this.expectStopped('step in');
+    await this.mi.send(instruction ? '-exec-step-instruction' : '-exec-step');
+  }
+
+  async execFinish(): Promise<void> {
+    this.expectStopped('step out');
+    await this.mi.send('-exec-finish');
+  }
+
+  /** Resolves at the next stop (or undefined on timeout / target exit). */
+  waitForStop(timeoutMs: number): Promise<StopEvent | undefined> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.stopWaiters = this.stopWaiters.filter((w) => w !== waiter);
+        resolve(undefined);
+      }, timeoutMs);
+      const waiter = (e: StopEvent | undefined): void => {
+        clearTimeout(timer);
+        resolve(e);
+      };
+      this.stopWaiters.push(waiter);
+    });
+  }
+
+  private expectStopped(what: string): void {
+    if (this.state === 'running') throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
+    if (this.state === 'exited') throw new CycleLensError(ErrorCode.NotRunning, `Cannot ${what}: the program has ended. Restart the session.`);
+  }
+
+  // ---- breakpoints -----------------------------------------------------------------------------
+
+  async breakInsert(req: BreakpointRequest): Promise<BreakpointInfo> {
+    const opts = ['-f'];
+    if (req.temporary) opts.push('-t');
+    if (req.hardware) opts.push('-h');
+    if (req.condition) opts.push('-c', miQuote(req.condition));
+    if (req.ignoreCount) opts.push('-i', String(req.ignoreCount));
+    const r = await this.mi.send(`-break-insert ${opts.join(' ')} ${miQuote(req.location)}`);
+    return parseBreakpoint(miTuple(r.results, 'bkpt'));
+  }
+
+  async breakDelete(ids: number[]): Promise<void> {
+    if (ids.length > 0) await this.mi.send(`-break-delete ${ids.join(' ')}`);
+  }
+
+  // ---- stack, threads, variables ---------------------------------------------------------------
+
+  async threadInfo(): Promise<Thread[]> {
+    const r = await this.mi.send('-thread-info');
+    return miTupleList(r.results, 'threads').map((t) => ({
+      id: miInt(t, 'id'),
+      name: miOptString(t, 'details') ?? miOptString(t, 'target-id') ?? `Thread ${miString(t, 'id')}`,
+      state: (miOptString(t, 'state') as Thread['state'] | undefined) ?? 'unknown',
+    }));
+  }
+
+  async stackInfoDepth(threadId: number, maxDepth = 1000): Promise<number> {
+    const r = await this.mi.send(`-stack-info-depth --thread ${threadId} ${maxDepth}`);
+    return miInt(r.results, 'depth');
+  }
+
+  async stackListFrames(threadId: number, low: number, high: number): Promise<Frame[]> {
+    const r = await this.mi.send(`-stack-list-frames --thread ${threadId} ${low} ${high}`);
+    return miTupleList(r.results, 'stack').map(parseFrame);
+  }
+
+  /** Locals and arguments of a frame, names only: values come through variable objects. */
+  async stackListVariables(threadId: number, frameLevel: number): Promise<Array<{ name: string; arg: boolean }>> {
+    const r = await this.mi.send(`-stack-list-variables --thread ${threadId} --frame ${frameLevel} --no-values`);
+    return miTupleList(r.results, 'variables').map((v) => ({ name: miString(v, 'name'), arg: miOptString(v, 'arg') === '1' }));
+  }
+
+  async varCreate(expression: string, threadId?: number, frameLevel?: number): Promise<VarObject> {
+    const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
+    const r = await this.mi.send(`-var-create ${ctx}- * ${miQuote(expression)}`);
+    return parseVarObject(r.results, expression);
+  }
+
+  async varListChildren(name: string): Promise<VarObject[]> {
+    const r = await this.mi.send(`-var-list-children --all-values ${miQuote(name)}`);
+    return miTupleList(r.results, 'children').map((c) => parseVarObject(c, miString(c, 'exp')));
+  }
+
+  async varAssign(name: string, value: string): Promise<string> {
+    const r = await this.mi.send(`-var-assign ${miQuote(name)} ${miQuote(value)}`);
+    return miString(r.results, 'value');
+  }
+
+  async varDelete(name: string): Promise<void> {
+    await this.mi.send(`-var-delete ${miQuote(name)}`);
+  }
+
+  async dataEvaluateExpression(expression: string, threadId?: number, frameLevel?: number): Promise<string> {
+    const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
+    const r = await this.mi.send(`-data-evaluate-expression ${ctx}${miQuote(expression)}`);
+    return miString(r.results, 'value');
+  }
+
+  // ---- registers -------------------------------------------------------------------------------
+
+  /** Register names by number; GDB leaves gaps as empty strings. Cached: they never change. */
+  async dataListRegisterNames(): Promise<string[]> {
+    if (!this.registerNameCache) {
+      const r = await this.mi.send('-data-list-register-names');
+      this.registerNameCache = miStringList(r.results, 'register-names');
+    }
+    return this.registerNameCache;
+  }
+
+  async dataListRegisterValues(numbers: number[] | undefined, threadId?: number, frameLevel?: number, format: 'x' | 'N' = 'x'): Promise<RegisterValue[]> {
+    const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
+    const which = numbers ? ` ${numbers.join(' ')}` : '';
+    const r = await this.mi.send(`-data-list-register-values ${ctx}${format}${which}`);
+    return miTupleList(r.results, 'register-values').map((v) => ({ number: miInt(v, 'number'), value: miString(v, 'value') }));
+  }
+
+  /** Reads one register by name as an unsigned integer (e.g. `pc`, `minstret`). */
+  async readRegister(name: string): Promise<bigint> {
+    const names = await this.dataListRegisterNames();
+    const index = names.indexOf(name);
+    if (index < 0) throw new CycleLensError(ErrorCode.CommandFailed, `The target has no register '${name}'.`);
+    const [value] = await this.dataListRegisterValues([index]);
+    return parseUnsigned(value?.value ?? '');
+  }
+
+  async writeRegister(name: string, value: bigint): Promise<void> {
+    await this.dataEvaluateExpression(`$${name}=0x${value.toString(16)}`);
+  }
+
+  // ---- memory and code -------------------------------------------------------------------------
+
+  async dataReadMemoryBytes(address: bigint, count: number, offset = 0): Promise<Buffer> {
+    const r = await this.mi.send(`-data-read-memory-bytes -o ${offset} 0x${address.toString(16)} ${count}`);
+    const blocks = miTupleList(r.results, 'memory');
+    const out = Buffer.alloc(count);
+    let covered = 0;
+    const start = address + BigInt(offset);
+    for (const b of blocks) {
+      const begin = BigInt(miString(b, 'begin'));
+      const contents = Buffer.from(miString(b, 'contents'), 'hex');
+      const at = Number(begin - start);
+      contents.copy(out, at);
+      covered += contents.length;
+    }
+    if (covered < count) throw new CycleLensError(ErrorCode.CommandFailed, `Only ${covered} of ${count} bytes at 0x${start.toString(16)} could be read.`);
+    return out;
+  }
+
+  async dataWriteMemoryBytes(address: bigint, data: Uint8Array): Promise<void> {
+    if (data.length === 0) return;
+    await this.mi.send(`-data-write-memory-bytes 0x${address.toString(16)} ${Buffer.from(data).toString('hex')}`);
+  }
+
+  /** `-data-disassemble` mode 5: opcodes and source lines. */
+  async dataDisassemble(start: bigint, end: bigint): Promise<DisassembledInstruction[]> {
+    const r = await this.mi.send(`-data-disassemble -s 0x${start.toString(16)} -e 0x${end.toString(16)} -- 5`);
+    const out: DisassembledInstruction[] = [];
+    for (const item of miList(r.results, 'asm_insns')) {
+      if (!isTuple(item)) continue;
+      if ('line_asm_insn' in item) {
+        const file = miOptString(item, 'fullname') ?? miOptString(item, 'file');
+        const line = miOptInt(item, 'line');
+        for (const insn of miTupleList(item, 'line_asm_insn')) out.push(parseInstruction(insn, file, line));
+      } else {
+        out.push(parseInstruction(item, undefined, undefined));
+      }
+    }
+    return out;
+  }
+
+  // ---- events ----------------------------------------------------------------------------------
+
+  private onAsyncRecord(r: MiAsyncRecord): void {
+    if (r.type !== 'exec') return;
+    if (r.asyncClass === 'running') {
+      this.state = 'running';
+      this.runningEmitter.fire();
+      return;
+    }
+    if (r.asyncClass !== 'stopped') return;
+    const reason = miOptString(r.results, 'reason') ?? '';
+    if (reason.startsWith('exited')) {
+      this.state = 'exited';
+      const code = miOptString(r.results, 'exit-code');
+      this.resolveStopWaiters(undefined);
+      this.exitEmitter.fire({ exitCode: code !== undefined ? parseInt(code, 8) : undefined, normal: reason !== 'exited-signalled' });
+      return;
+    }
+    this.state = 'stopped';
+    const frame = miOptTuple(r.results, 'frame');
+    const bkptno = miOptString(r.results, 'bkptno');
+    const signal = miOptString(r.results, 'signal-name');
+    const event: StopEvent = {
+      reason: mapStopReason(reason, signal),
+      threadId: miOptInt(r.results, 'thread-id'),
+      allStopped: miOptString(r.results, 'stopped-threads') === 'all' || r.results['stopped-threads'] === undefined,
+      breakpointIds: bkptno ? [Number(bkptno)] : [],
+      ...(signal ? { description: signal } : {}),
+      ...(frame ? { frame: parseFrame(frame) } : {}),
+    };
+    this.resolveStopWaiters(event);
+    this.stopEmitter.fire(event);
+  }
+
+  private resolveStopWaiters(e: StopEvent | undefined): void {
+    const waiters = this.stopWaiters;
+    this.stopWaiters = [];
+    for (const w of waiters) w(e);
+  }
+}
+
+function mapStopReason(reason: string, signal: string | undefined): StopReason {
+  switch (reason) {
+    case 'breakpoint-hit':
+      return 'breakpoint';
+    case 'end-stepping-range':
+    case 'location-reached':
+      return 'step';
+    case 'function-finished':
+      return 'function-finished';
+    case 'watchpoint-trigger':
+    case 'read-watchpoint-trigger':
+    case 'access-watchpoint-trigger':
+      return 'watchpoint';
+    case 'signal-received':
+      // QEMU and OpenOCD report an interrupt as SIGINT (or SIGTRAP on some stubs): a pause.
+      return signal === 'SIGINT' || signal === 'SIGTRAP' || signal === '0' ? 'pause' : 'exception';
+    case '':
+      return 'pause';
+    default:
+      return 'unknown';
+  }
+}
+
+export function parseFrame(t: MiTuple): Frame {
+  return {
+    level: miOptInt(t, 'level') ?? 0,
+    address: parseUnsigned(miString(t, 'addr')),
+    func: miOptString(t, 'func'),
+    file: miOptString(t, 'file'),
+    fullname: miOptString(t, 'fullname'),
+    line: miOptInt(t, 'line'),
+  };
+}
+
+function parseBreakpoint(t: MiTuple): BreakpointInfo {
+  const addr = miOptString(t, 'addr');
+  const pending = miOptString(t, 'pending');
+  // A breakpoint with several locations (an inlined function) lists them; the first one is shown.
+  const first = miList(t, 'locations').find(isTuple);
+  const file = miOptString(t, 'fullname') ?? (first ? miOptString(first, 'fullname') : undefined);
+  const line = miOptInt(t, 'line') ?? (first ? miOptInt(first, 'line') : undefined);
+  const firstAddr = first ? miOptString(first, 'addr') : undefined;
+  const concreteAddr = addr && /^0x/i.test(addr) ? addr : firstAddr && /^0x/i.test(firstAddr) ? firstAddr : undefined;
+  return {
+    id: miInt(t, 'number'),
+    verified: pending === undefined && concreteAddr !== undefined,
+    file,
+    line,
+    address: concreteAddr ? BigInt(concreteAddr) : undefined,
+    pending: pending !== undefined,
+  };
+}
+
+function parseVarObject(t: MiTuple, expression: string): VarObject {
+  return {
+    name: miString(t, 'name'),
+    expression,
+    value: miOptString(t, 'value') ?? '',
+    type: miOptString(t, 'type') ?? '',
+    numChildren: miOptInt(t, 'numchild') ?? 0,
+    dynamic: miOptString(t, 'dynamic') === '1',
+  };
+}
+
+function parseInstruction(t: MiTuple, file: string | undefined, line: number | undefined): DisassembledInstruction {
+  return {
+    address: parseUnsigned(miString(t, 'address')),
+    opcodes: miOptString(t, 'opcodes') ?? '',
+    instruction: miOptString(t, 'inst') ?? '',
+    functionName: miOptString(t, 'func-name'),
+    offset: miOptInt(t, 'offset'),
+    file,
+    line,
+  };
+}
+
+/** GDB prints registers and addresses as hex (`0x…`), sometimes decimal or negative. */
+export function parseUnsigned(text: string): bigint {
+  const m = /^\s*(-?)(0x[0-9a-f]+|\d+)/i.exec(text);
+  if (!m) throw new CycleLensError(ErrorCode.CommandFailed, `Expected a number from GDB, got '${text}'.`);
+  const v = BigInt(m[2]!);
+  return m[1] === '-' ? (1n << 64n) - v : v;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,26 @@
+import { createServer } from 'node:net';
+import { CycleLensDebugSession } from './session/debugSession';
+import { installExitHooks } from './util/processes';
+
+/**
+ * The CycleLens debug adapter: a standalone Node program speaking DAP over stdio, or over TCP with
+ * `--server=PORT` (one session per connection) for debugging the adapter itself.
+ */
+function main(argv: string[]): void {
+  installExitHooks();
+  const serverArg = argv.find((a) => a.startsWith('--server='));
+  if (serverArg) {
+    const port = Number(serverArg.slice('--server='.length));
+    createServer((socket) => {
+      const session = new CycleLensDebugSession();
+      session.setRunAsServer(true);
+      session.start(socket, socket);
+    }).listen(port, '127.0.0.1', () => process.stderr.write(`CycleLens debug adapter listening on 127.0.0.1:${port}\n`));
+    return;
+  }
+  const session = new CycleLensDebugSession();
+  process.stdin.on('end', () => session.shutdown());
+  session.start(process.stdin, process.stdout);
+}
+
+main(process.argv.slice(2));

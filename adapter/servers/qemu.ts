@@ -1,0 +1,117 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { QemuServerArgs, TargetFamily } from '../../common/launchArgs';
+import { CycleLensError, ErrorCode } from '../errors';
+import { Emitter } from '../util/emitter';
+import { LineCoalescer } from '../util/lineCoalescer';
+import { OwnedProcess, requireExecutable } from '../util/processes';
+import { freePort } from '../util/ports';
+import { OutputTail, waitForTcp } from './readiness';
+import type { GdbServer, ServerContext, ServerExit } from './strategy';
+
+/** Per-family QEMU defaults: the no-hardware targets of DESIGN.md. */
+const familyDefaults: Record<TargetFamily, { binary: string; machine: string; args: string[] } | undefined> = {
+  // Semihosting lets firmware print and exit (SYS_EXIT) on the Arm boards.
+  'cortex-m': { binary: 'qemu-system-arm', machine: 'mps2-an386', args: ['-semihosting-config', 'enable=on,target=native'] },
+  riscv: { binary: 'qemu-system-riscv32', machine: 'virt', args: ['-bios', 'none'] },
+  arc: undefined,
+};
+
+/**
+ * QEMU's built-in gdbstub as the server. QEMU starts halted (`-S`) and waits for GDB; the guest's
+ * UART and semihosting output arrive on QEMU's stdout; an HMP monitor socket is kept for
+ * non-intrusive PC sampling (`info registers` answers while the guest runs).
+ */
+export class QemuServer implements GdbServer {
+  readonly kind = 'qemu' as const;
+  readonly resetCommand = 'system_reset';
+  private proc: OwnedProcess | undefined;
+  private port = 0;
+  private stopping = false;
+  private runDir: string | undefined;
+  private readonly tail = new OutputTail();
+  private readonly exitEmitter = new Emitter<ServerExit>();
+  readonly onUnexpectedExit = (l: (e: ServerExit) => void): void => void this.exitEmitter.event(l);
+
+  constructor(private readonly args: QemuServerArgs) {}
+
+  get gdbAddress(): string {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  /** Path of the HMP monitor's unix socket while QEMU runs. */
+  get monitorSocket(): string | undefined {
+    return this.runDir ? join(this.runDir, 'monitor.sock') : undefined;
+  }
+
+  /** The full command line, for logs and tests. */
+  commandLine(ctx: ServerContext, port: number, monitorSocket: string): { binary: string; argv: string[] } {
+    const defaults = familyDefaults[ctx.family];
+    if (!defaults) {
+      throw new CycleLensError(ErrorCode.UnsupportedArchitecture, `QEMU has no ${ctx.family.toUpperCase()} target. Use \`"server": { "type": "remote", "address": "host:port" }\` with nSIM's or a board's gdbserver instead.`);
+    }
+    const argv = [
+      '-M', this.args.machine ?? defaults.machine,
+      ...(this.args.cpu ? ['-cpu', this.args.cpu] : []),
+      ...defaults.args,
+      ...(this.args.icount === null ? [] : ['-icount', `shift=${this.args.icount ?? 0}`]),
+      '-kernel', ctx.executable,
+      '-display', 'none',
+      '-serial', 'stdio',
+      '-monitor', `unix:${monitorSocket},server=on,wait=off`,
+      '-gdb', `tcp:127.0.0.1:${port}`,
+      '-S',
+      ...(this.args.args ?? []),
+    ];
+    return { binary: this.args.path ?? defaults.binary, argv };
+  }
+
+  async start(ctx: ServerContext): Promise<void> {
+    this.port = await freePort();
+    this.runDir = mkdtempSync(join(tmpdir(), 'cyclelens-qemu-'));
+    const { binary, argv } = this.commandLine(ctx, this.port, this.monitorSocket!);
+    const exe = requireExecutable(binary, 'QEMU', `Install it (Debian: \`apt-get install ${binary === 'qemu-system-arm' ? 'qemu-system-arm' : 'qemu-system-misc'}\`) or set \`server.path\` in the launch configuration.`);
+    ctx.log(`Starting ${exe} ${argv.join(' ')}\n`);
+    const proc = OwnedProcess.spawn('qemu', exe, argv, { cwd: ctx.cwd });
+    this.proc = proc;
+    proc.child.stdout?.setEncoding('utf8');
+    proc.child.stderr?.setEncoding('utf8');
+    const uart = new LineCoalescer(ctx.log);
+    proc.child.stdout?.on('data', (text: string) => uart.push(text));
+    proc.child.stdout?.on('end', () => uart.flush());
+    proc.child.stderr?.on('data', (text: string) => {
+      this.tail.push(text);
+      ctx.log(text);
+    });
+    let spawnError: string | undefined;
+    proc.child.once('error', (err) => (spawnError = `QEMU could not be started: ${err.message}`));
+    void proc.exited.then(({ code, signal }) => {
+      if (this.stopping) return;
+      if (code === 0) {
+        this.exitEmitter.fire({ message: 'QEMU ended with status 0', programEnded: true });
+        return;
+      }
+      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      this.exitEmitter.fire({ message: `QEMU ${how} while the session was running.${this.tail.text ? ` Its last output:\n${this.tail.text}` : ''}`, programEnded: false });
+    });
+    try {
+      await waitForTcp('127.0.0.1', this.port, Date.now() + 10_000, () => spawnError ?? (proc.hasExited ? 'exited' : undefined));
+    } catch (err) {
+      await this.stop();
+      const output = this.tail.text;
+      if (/Address already in use|Failed to find an available port/i.test(output)) {
+        throw new CycleLensError(ErrorCode.PortInUse, `QEMU could not listen for GDB on port ${this.port}: it is already in use. Try again; CycleLens picks a free port each time.`);
+      }
+      const why = err instanceof Error && err.message === 'timeout' ? 'did not open its GDB port within 10 s' : 'exited before GDB could connect';
+      throw new CycleLensError(ErrorCode.ServerFailedToStart, `QEMU ${why}.${output ? ` It printed:\n${output}` : ''}\nCheck \`server.machine\` (${argv[1]}) and that the executable is built for it.`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.proc?.kill();
+    if (this.runDir) rmSync(this.runDir, { recursive: true, force: true });
+    this.runDir = undefined;
+  }
+}

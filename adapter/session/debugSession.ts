@@ -1,0 +1,340 @@
+import { DebugSession, InitializedEvent, OutputEvent, Response, StoppedEvent, TerminatedEvent, Thread } from '@vscode/debugadapter';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import type { CycleLensLaunchArgs } from '../../common/launchArgs';
+import { familyTraits } from '../arch/traits';
+import type { StopEvent } from '../backend/types';
+import { CycleLensError, ErrorCode, errorMessage } from '../errors';
+import { DebugTarget, LaunchMode, TargetOutput } from '../target/debugTarget';
+import { BreakpointManager } from './breakpoints';
+import { disassemble } from './disassembly';
+import { validateLaunchArgs } from './launchValidation';
+import { VariableStore } from './variables';
+
+type Handler = (args: never) => Promise<unknown>;
+
+/**
+ * The DAP face of CycleLens. It translates requests into calls on the target's services and their
+ * events into DAP events; the work happens in DebugTarget, the GDB backend and the probe services.
+ * Every request goes through one dispatcher, which turns any thrown error into a DAP error response.
+ */
+export class CycleLensDebugSession extends DebugSession {
+  private target: DebugTarget | undefined;
+  private variables: VariableStore | undefined;
+  private readonly breakpoints = new BreakpointManager(() => this.requireTarget().gdb);
+  private frames = new Map<number, { threadId: number; level: number }>();
+  private nextFrameId = 1;
+  private configurationDone = false;
+
+  constructor() {
+    super();
+    this.setDebuggerLinesStartAt1(true);
+    this.setDebuggerColumnsStartAt1(true);
+  }
+
+  private readonly handlers: Record<string, Handler> = {
+    launch: (a: CycleLensLaunchArgs) => this.launch(a, 'launch'),
+    attach: (a: CycleLensLaunchArgs) => this.launch(a, 'attach'),
+    configurationDone: () => this.onConfigurationDone(),
+    setBreakpoints: (a: DebugProtocol.SetBreakpointsArguments) => this.setBreakpoints(a),
+    setFunctionBreakpoints: (a: DebugProtocol.SetFunctionBreakpointsArguments) =>
+      this.halted(async () => ({ breakpoints: await this.breakpoints.setFunctionBreakpoints(a.breakpoints) })),
+    setInstructionBreakpoints: (a: DebugProtocol.SetInstructionBreakpointsArguments) =>
+      this.halted(async () => ({ breakpoints: await this.breakpoints.setInstructionBreakpoints(a.breakpoints) })),
+    setExceptionBreakpoints: async () => ({ breakpoints: [] }),
+    threads: () => this.threads(),
+    stackTrace: (a: DebugProtocol.StackTraceArguments) => this.stackTrace(a),
+    scopes: (a: DebugProtocol.ScopesArguments) => this.scopes(a),
+    variables: (a: DebugProtocol.VariablesArguments) => this.listVariables(a),
+    setVariable: (a: DebugProtocol.SetVariableArguments) => this.setVariable(a),
+    evaluate: (a: DebugProtocol.EvaluateArguments) => this.evaluate(a),
+    continue: () => this.resume(() => this.gdb().execContinue()),
+    next: (a: DebugProtocol.NextArguments) => this.resume(() => this.gdb().execNext(a.granularity === 'instruction')),
+    stepIn: (a: DebugProtocol.StepInArguments) => this.resume(() => this.gdb().execStep(a.granularity === 'instruction')),
+    stepOut: () => this.resume(() => this.gdb().execFinish()),
+    pause: () => this.pause(),
+    readMemory: (a: DebugProtocol.ReadMemoryArguments) => this.readMemory(a),
+    writeMemory: (a: DebugProtocol.WriteMemoryArguments) => this.writeMemory(a),
+    disassemble: (a: DebugProtocol.DisassembleArguments) => this.disassemble(a),
+    restart: () => this.restart(),
+    disconnect: (a: DebugProtocol.DisconnectArguments) => this.disconnect(a.terminateDebuggee ?? this.target?.mode !== 'attach'),
+    terminate: () => this.disconnect(true),
+  };
+
+  protected override initializeRequest(response: DebugProtocol.InitializeResponse): void {
+    response.body = {
+      supportsConfigurationDoneRequest: true,
+      supportsFunctionBreakpoints: true,
+      supportsConditionalBreakpoints: true,
+      supportsHitConditionalBreakpoints: true,
+      supportsInstructionBreakpoints: true,
+      supportsEvaluateForHovers: true,
+      supportsSetVariable: true,
+      supportsReadMemoryRequest: true,
+      supportsWriteMemoryRequest: true,
+      supportsDisassembleRequest: true,
+      supportsSteppingGranularity: true,
+      supportsRestartRequest: true,
+      supportsTerminateRequest: true,
+      supportTerminateDebuggee: true,
+      supportsValueFormattingOptions: false,
+    };
+    this.sendResponse(response);
+  }
+
+  /** The one dispatcher: typed async handlers, errors turned into DAP error responses here. */
+  protected override dispatchRequest(request: DebugProtocol.Request): void {
+    const handler = this.handlers[request.command];
+    if (!handler) {
+      super.dispatchRequest(request);
+      return;
+    }
+    const response = new Response(request);
+    // Arguments are optional in DAP for several requests; a handler that throws synchronously must
+    // still produce an error response, never a request left unanswered.
+    Promise.resolve(request.arguments ?? {}).then((args) => handler(args as never)).then(
+      (body) => {
+        if (body !== undefined) (response as DebugProtocol.Response).body = body;
+        this.sendResponse(response);
+      },
+      (err: unknown) => {
+        const code = err instanceof CycleLensError ? err.code : ErrorCode.CommandFailed;
+        const userFacing = err instanceof CycleLensError ? err.userFacing : false;
+        this.sendErrorResponse(response, { id: code, format: errorMessage(err).replace(/[{}]/g, (c) => (c === '{' ? '(' : ')')), showUser: userFacing });
+      },
+    );
+  }
+
+  // ---- lifecycle -------------------------------------------------------------------------------
+
+  private async launch(args: CycleLensLaunchArgs, mode: LaunchMode): Promise<void> {
+    const config = validateLaunchArgs(args as CycleLensLaunchArgs & Record<string, unknown>);
+    const target = await DebugTarget.start(config, mode, (o) => this.output(o));
+    this.target = target;
+    this.variables = new VariableStore(() => target.gdb, config.family);
+    if (config.trace) target.gdb.mi.onTrace((line) => this.output({ category: 'console', text: `${line}\n` }));
+    target.onOutput((o) => this.output(o));
+    target.onStop((e) => this.reportStop(e));
+    target.gdb.onRunning(() => void this.invalidateStopState());
+    target.onEnded(({ message }) => {
+      if (message) this.output({ category: 'important', text: `${message}\n` });
+      this.sendEvent(new TerminatedEvent());
+    });
+    this.sendEvent(new InitializedEvent());
+  }
+
+  private async onConfigurationDone(): Promise<void> {
+    this.configurationDone = true;
+    await this.requireTarget().runToEntry();
+  }
+
+  private async restart(): Promise<void> {
+    await this.invalidateStopState();
+    await this.requireTarget().restart();
+  }
+
+  private async disconnect(terminate: boolean): Promise<void> {
+    const target = this.target;
+    this.target = undefined;
+    if (target && !target.isEnded) await target.shutdown(terminate);
+    else if (target) await target.shutdown(true);
+  }
+
+  /** Kills everything if the client vanishes without a disconnect. */
+  override shutdown(): void {
+    const target = this.target;
+    this.target = undefined;
+    if (target) {
+      void target.shutdown(true).finally(() => super.shutdown());
+    } else {
+      super.shutdown();
+    }
+  }
+
+  // ---- breakpoints -----------------------------------------------------------------------------
+
+  private setBreakpoints(a: DebugProtocol.SetBreakpointsArguments): Promise<DebugProtocol.SetBreakpointsResponse['body']> {
+    const path = a.source.path;
+    if (!path) throw new CycleLensError(ErrorCode.InvalidRequest, 'Breakpoints need a source file on disk.');
+    return this.halted(async () => ({ breakpoints: await this.breakpoints.setSourceBreakpoints(path, a.breakpoints ?? []) }));
+  }
+
+  /** Breakpoints and memory need a halted target in all-stop mode: halt briefly if it runs. */
+  private halted<T>(fn: () => Promise<T>): Promise<T> {
+    return this.requireTarget().withHalted(fn);
+  }
+
+  // ---- execution -------------------------------------------------------------------------------
+
+  private async resume(action: () => Promise<void>): Promise<DebugProtocol.ContinueResponse['body']> {
+    await this.invalidateStopState();
+    await action();
+    return { allThreadsContinued: true };
+  }
+
+  private async pause(): Promise<void> {
+    const gdb = this.gdb();
+    if (!gdb.isRunning) return;
+    const stop = await gdb.execInterrupt();
+    if (!stop) throw new CycleLensError(ErrorCode.NotStopped, 'The target did not halt within 5 s. Check the connection to the target.');
+  }
+
+  private reportStop(e: StopEvent): void {
+    const kind = e.breakpointIds.length > 0 ? this.breakpoints.kindOf(e.breakpointIds[0]!) : undefined;
+    const reason =
+      e.reason === 'breakpoint' && kind === 'function' ? 'function breakpoint'
+      : e.reason === 'breakpoint' && kind === 'instruction' ? 'instruction breakpoint'
+      : e.reason === 'function-finished' ? 'step'
+      : e.reason === 'signal' || e.reason === 'unknown' ? 'pause'
+      : e.reason;
+    const stopped = new StoppedEvent(reason, e.threadId ?? 1, e.description) as DebugProtocol.StoppedEvent;
+    stopped.body.allThreadsStopped = e.allStopped;
+    if (e.breakpointIds.length > 0) stopped.body.hitBreakpointIds = e.breakpointIds;
+    this.sendEvent(stopped);
+  }
+
+  private async invalidateStopState(): Promise<void> {
+    this.frames = new Map();
+    this.nextFrameId = 1;
+    await this.variables?.invalidate();
+  }
+
+  // ---- state inspection ------------------------------------------------------------------------
+
+  private async threads(): Promise<DebugProtocol.ThreadsResponse['body']> {
+    const target = this.target;
+    if (!target || target.isEnded || target.gdb.isRunning) return { threads: [new Thread(1, 'Core 0')] };
+    const threads = await target.gdb.threadInfo();
+    return { threads: threads.length > 0 ? threads.map((t) => new Thread(t.id, t.name)) : [new Thread(1, 'Core 0')] };
+  }
+
+  private async stackTrace(a: DebugProtocol.StackTraceArguments): Promise<DebugProtocol.StackTraceResponse['body']> {
+    const gdb = this.gdb();
+    const low = a.startFrame ?? 0;
+    const high = low + (a.levels && a.levels > 0 ? a.levels : 1000) - 1;
+    const depth = low === 0 ? await gdb.stackInfoDepth(a.threadId).catch(() => undefined) : undefined;
+    const frames = await gdb.stackListFrames(a.threadId, low, high);
+    return {
+      stackFrames: frames.map((f) => {
+        const id = this.nextFrameId++;
+        this.frames.set(id, { threadId: a.threadId, level: f.level });
+        const frame: DebugProtocol.StackFrame = {
+          id,
+          name: f.func ?? `0x${f.address.toString(16)}`,
+          line: f.line ?? 0,
+          column: 0,
+          instructionPointerReference: `0x${f.address.toString(16)}`,
+        };
+        if (f.fullname) frame.source = { name: f.file?.split('/').pop() ?? f.fullname, path: f.fullname };
+        else frame.presentationHint = 'subtle';
+        return frame;
+      }),
+      ...(depth !== undefined ? { totalFrames: depth } : {}),
+    };
+  }
+
+  private async scopes(a: DebugProtocol.ScopesArguments): Promise<DebugProtocol.ScopesResponse['body']> {
+    const frame = this.frame(a.frameId);
+    return { scopes: this.requireVariables().scopes(frame.threadId, frame.level) };
+  }
+
+  private async listVariables(a: DebugProtocol.VariablesArguments): Promise<DebugProtocol.VariablesResponse['body']> {
+    const all = await this.requireVariables().variables(a.variablesReference);
+    const start = a.start ?? 0;
+    return { variables: a.count ? all.slice(start, start + a.count) : all.slice(start) };
+  }
+
+  private async setVariable(a: DebugProtocol.SetVariableArguments): Promise<DebugProtocol.SetVariableResponse['body']> {
+    this.expectHalted('change a variable');
+    return { value: await this.requireVariables().setVariable(a.variablesReference, a.name, a.value) };
+  }
+
+  private async evaluate(a: DebugProtocol.EvaluateArguments): Promise<DebugProtocol.EvaluateResponse['body']> {
+    const gdb = this.gdb();
+    const expr = a.expression.trim();
+    if (a.context === 'repl') {
+      // `monitor …` goes to the gdbserver; `> cmd` runs a GDB command.
+      if (/^monitor\s/.test(expr)) return { result: (await this.halted(() => gdb.monitor(expr.slice(8).trim()))).trimEnd(), variablesReference: 0 };
+      if (expr.startsWith('>')) return { result: (await gdb.console(expr.slice(1).trim())).trimEnd(), variablesReference: 0 };
+    }
+    this.expectHalted('evaluate expressions');
+    const frame = a.frameId !== undefined ? this.frame(a.frameId) : undefined;
+    const v = await this.requireVariables().evaluate(expr, frame?.threadId, frame?.level);
+    return {
+      result: v.value,
+      ...(v.type ? { type: v.type } : {}),
+      variablesReference: v.variablesReference,
+      ...(v.memoryReference ? { memoryReference: v.memoryReference } : {}),
+    };
+  }
+
+  // ---- memory and code -------------------------------------------------------------------------
+
+  /** Memory references are addresses (`0x…`) or expressions such as `&(buffer)`. */
+  private async resolveAddress(reference: string): Promise<bigint> {
+    if (/^(0x[0-9a-f]+|\d+)$/i.test(reference)) return BigInt(reference);
+    const value = await this.gdb().dataEvaluateExpression(`(unsigned long)(${reference})`);
+    return BigInt(value.trim().split(/\s+/)[0]!);
+  }
+
+  private async readMemory(a: DebugProtocol.ReadMemoryArguments): Promise<DebugProtocol.ReadMemoryResponse['body']> {
+    return this.halted(async () => {
+      const address = (await this.resolveAddress(a.memoryReference)) + BigInt(a.offset ?? 0);
+      try {
+        const data = await this.gdb().dataReadMemoryBytes(address, a.count);
+        return { address: `0x${address.toString(16)}`, data: data.toString('base64') };
+      } catch {
+        return { address: `0x${address.toString(16)}`, unreadableBytes: a.count };
+      }
+    });
+  }
+
+  private async writeMemory(a: DebugProtocol.WriteMemoryArguments): Promise<DebugProtocol.WriteMemoryResponse['body']> {
+    return this.halted(async () => {
+      const address = (await this.resolveAddress(a.memoryReference)) + BigInt(a.offset ?? 0);
+      const data = Buffer.from(a.data, 'base64');
+      await this.gdb().dataWriteMemoryBytes(address, data);
+      return { bytesWritten: data.length };
+    });
+  }
+
+  private async disassemble(a: DebugProtocol.DisassembleArguments): Promise<DebugProtocol.DisassembleResponse['body']> {
+    const target = this.requireTarget();
+    return this.halted(async () => {
+      const base = (await this.resolveAddress(a.memoryReference)) + BigInt(a.offset ?? 0);
+      const instructions = await disassemble(target.gdb, familyTraits(target.config.family), base, a.instructionOffset ?? 0, a.instructionCount);
+      return { instructions };
+    });
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------------
+
+  private output(o: TargetOutput): void {
+    this.sendEvent(new OutputEvent(o.text, o.category));
+  }
+
+  private requireTarget(): DebugTarget {
+    if (!this.target || this.target.isEnded) {
+      throw new CycleLensError(ErrorCode.NotRunning, this.configurationDone ? 'The debug session has ended.' : 'No target is connected yet.');
+    }
+    return this.target;
+  }
+
+  private gdb() {
+    return this.requireTarget().gdb;
+  }
+
+  private requireVariables(): VariableStore {
+    this.requireTarget();
+    return this.variables!;
+  }
+
+  private frame(frameId: number): { threadId: number; level: number } {
+    const f = this.frames.get(frameId);
+    if (!f) throw new CycleLensError(ErrorCode.InvalidRequest, 'That stack frame is no longer valid: the target has run since.', false);
+    return f;
+  }
+
+  private expectHalted(what: string): void {
+    if (this.gdb().isRunning) throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
+  }
+}

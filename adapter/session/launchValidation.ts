@@ -1,0 +1,125 @@
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import type { CycleLensLaunchArgs, ServerArgs, TargetFamily } from '../../common/launchArgs';
+import { CycleLensError, ErrorCode } from '../errors';
+
+/** A launch configuration after validation: paths absolute, defaults applied, family known. */
+export interface ValidatedLaunch {
+  executable: string;
+  cwd: string;
+  family: TargetFamily;
+  server: ServerArgs;
+  gdbPath: string;
+  /** Function to stop at after launch, or undefined to run freely. */
+  stopAtEntry: string | undefined;
+  initCommands: string[];
+  postConnectCommands: string[];
+  trace: boolean;
+}
+
+const invalid = (message: string): never => {
+  throw new CycleLensError(ErrorCode.InvalidLaunchArgs, `Launch configuration: ${message}`);
+};
+
+function isStringArray(v: unknown): v is string[] {
+  return Array.isArray(v) && v.every((s) => typeof s === 'string');
+}
+
+function optionalStrings(v: unknown, field: string): string[] {
+  if (v === undefined) return [];
+  if (!isStringArray(v)) invalid(`\`${field}\` must be a list of strings.`);
+  return v as string[];
+}
+
+/** e_machine values (ELF gABI / processor supplements). */
+const machines: Record<number, TargetFamily> = { 40: 'cortex-m', 243: 'riscv', 93: 'arc', 195: 'arc' };
+
+/** Reads just enough of the ELF header to reject wrong files early and learn the family. */
+export function elfFamily(path: string): TargetFamily {
+  const header = Buffer.alloc(20);
+  const fd = openSync(path, 'r');
+  let n: number;
+  try {
+    n = readSync(fd, header, 0, 20, 0);
+  } finally {
+    closeSync(fd);
+  }
+  if (n < 20 || header.readUInt32BE(0) !== 0x7f454c46) {
+    throw new CycleLensError(ErrorCode.NotAnElf, `${path} is not an ELF file. Point \`executable\` at the linked .elf (not a .bin or .hex image).`);
+  }
+  const machine = header[5] === 2 ? header.readUInt16BE(18) : header.readUInt16LE(18);
+  const family = machines[machine];
+  if (!family) {
+    throw new CycleLensError(ErrorCode.UnsupportedArchitecture, `${path} is an ELF for machine ${machine}, which CycleLens does not support. Supported: ARM Cortex-M, RISC-V, ARC.`);
+  }
+  return family;
+}
+
+export function validateServer(raw: unknown, cwd: string): ServerArgs {
+  if (typeof raw !== 'object' || raw === null) invalid('`server` is missing. Add e.g. `"server": { "type": "qemu" }`.');
+  const s = raw as Record<string, unknown>;
+  switch (s['type']) {
+    case 'qemu': {
+      if (s['icount'] !== undefined && s['icount'] !== null && !(Number.isInteger(s['icount']) && (s['icount'] as number) >= 0 && (s['icount'] as number) <= 10)) {
+        invalid('`server.icount` must be an integer shift from 0 to 10, or null to turn instruction counting off.');
+      }
+      for (const key of ['machine', 'cpu', 'path'] as const) {
+        if (s[key] !== undefined && typeof s[key] !== 'string') invalid(`\`server.${key}\` must be a string.`);
+      }
+      return { ...(s as object), type: 'qemu', args: optionalStrings(s['args'], 'server.args') };
+    }
+    case 'openocd': {
+      const configFiles = optionalStrings(s['configFiles'], 'server.configFiles');
+      if (configFiles.length === 0) invalid('`server.configFiles` is empty: list your interface and target files, e.g. ["interface/stlink.cfg", "target/stm32f4x.cfg"].');
+      return {
+        ...(s as object),
+        type: 'openocd',
+        configFiles,
+        searchDirs: optionalStrings(s['searchDirs'], 'server.searchDirs').map((d) => (isAbsolute(d) ? d : resolve(cwd, d))),
+        commands: optionalStrings(s['commands'], 'server.commands'),
+      };
+    }
+    case 'remote': {
+      if (typeof s['address'] !== 'string' || !/^[^:]*:\d+$/.test(s['address'])) invalid('`server.address` must be "host:port", e.g. "localhost:3333".');
+      return { ...(s as object), type: 'remote', address: s['address'] as string };
+    }
+    default:
+      return invalid(`\`server.type\` must be "qemu", "openocd" or "remote" (got ${JSON.stringify(s['type'])}).`);
+  }
+}
+
+/** Checks a launch/attach request's arguments and fills in defaults. Throws a user-facing error. */
+export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<string, unknown>, workspaceDir = process.cwd()): ValidatedLaunch {
+  const cwd = typeof raw.cwd === 'string' ? raw.cwd : workspaceDir;
+  if (typeof raw.executable !== 'string' || raw.executable.trim() === '') {
+    invalid('`executable` is missing. Set it to your firmware ELF, e.g. "${workspaceFolder}/build/firmware.elf".');
+  }
+  const executable = isAbsolute(raw.executable!) ? raw.executable! : resolve(cwd, raw.executable!);
+  if (!existsSync(executable)) {
+    throw new CycleLensError(ErrorCode.ExecutableNotFound, `The executable ${executable} does not exist. Build the firmware first, or correct \`executable\` in launch.json.`);
+  }
+  if (!statSync(executable).isFile()) {
+    throw new CycleLensError(ErrorCode.NotAnElf, `${executable} is not a file. Point \`executable\` at the linked .elf.`);
+  }
+  const detected = elfFamily(executable);
+  if (raw.family !== undefined && !['cortex-m', 'riscv', 'arc'].includes(raw.family)) {
+    invalid('`family` must be "cortex-m", "riscv" or "arc" (or leave it out to read it from the ELF).');
+  }
+  if (raw.family !== undefined && raw.family !== detected) {
+    invalid(`\`family\` is "${raw.family}" but ${executable} is built for ${detected}. Remove \`family\` or fix \`executable\`.`);
+  }
+  const stop = raw.stopAtEntry;
+  if (stop !== undefined && typeof stop !== 'boolean' && typeof stop !== 'string') invalid('`stopAtEntry` must be true, false or a function name.');
+  if (raw.gdbPath !== undefined && typeof raw.gdbPath !== 'string') invalid('`gdbPath` must be a string.');
+  return {
+    executable,
+    cwd,
+    family: detected,
+    server: validateServer(raw.server, cwd),
+    gdbPath: raw.gdbPath ?? (detected === 'arc' ? 'arc-elf32-gdb' : 'gdb-multiarch'),
+    stopAtEntry: stop === false ? undefined : stop === true || stop === undefined ? 'main' : stop,
+    initCommands: optionalStrings(raw.initCommands, 'initCommands'),
+    postConnectCommands: optionalStrings(raw.postConnectCommands, 'postConnectCommands'),
+    trace: raw.trace === true,
+  };
+}

@@ -1,0 +1,190 @@
+import type { ValidatedLaunch } from '../session/launchValidation';
+import { CycleLensError, ErrorCode, errorMessage } from '../errors';
+import { GdbBackend } from '../backend/gdb/gdbBackend';
+import type { StopEvent } from '../backend/types';
+import { createServer } from '../servers';
+import type { GdbServer } from '../servers/strategy';
+import { Emitter } from '../util/emitter';
+
+export interface TargetOutput {
+  category: 'console' | 'stdout' | 'stderr' | 'important';
+  text: string;
+}
+
+export type LaunchMode = 'launch' | 'attach';
+
+/**
+ * A connected debug target: the gdbserver strategy plus GDB, and the lifecycle rules that keep them
+ * consistent — startup order, halting briefly to change breakpoints while running, and a teardown
+ * that never leaves a process behind whatever failed.
+ */
+export class DebugTarget {
+  private readonly outputEmitter = new Emitter<TargetOutput>();
+  private readonly endedEmitter = new Emitter<{ message: string | undefined }>();
+  private readonly stopEmitter = new Emitter<StopEvent>();
+  private ended = false;
+  private programExited = false;
+  /** Stops the target makes for its own purposes are not reported to the user. */
+  private internalStops = 0;
+  private entryBreakpointId: number | undefined;
+
+  readonly onOutput = this.outputEmitter.event;
+  /** The session is over (program exit, GDB death, server death); message set when abnormal. */
+  readonly onEnded = this.endedEmitter.event;
+  /** A stop the user should see. */
+  readonly onStop = this.stopEmitter.event;
+
+  private constructor(
+    readonly config: ValidatedLaunch,
+    readonly mode: LaunchMode,
+    readonly server: GdbServer,
+    readonly gdb: GdbBackend,
+    readonly hasDebugInfo: boolean,
+  ) {
+    gdb.onOutput((o) => this.outputEmitter.fire(o));
+    gdb.onStop((e) => {
+      if (this.internalStops > 0) return;
+      if (this.entryBreakpointId !== undefined && e.breakpointIds.includes(this.entryBreakpointId)) {
+        this.entryBreakpointId = undefined;
+        this.stopEmitter.fire({ ...e, reason: 'entry' });
+        return;
+      }
+      this.stopEmitter.fire(e);
+    });
+    gdb.onExit((e) => this.programEnded(e.exitCode !== undefined ? `with code ${e.exitCode}` : ''));
+    gdb.onDied((message) => this.end(message));
+    server.onUnexpectedExit((exit) => {
+      if (exit.programEnded) this.programEnded(`(${exit.message})`);
+      else this.end(this.programExited ? undefined : exit.message);
+    });
+  }
+
+  /** Starts the server and GDB, connects, and leaves the target halted. Cleans up on failure. */
+  static async start(config: ValidatedLaunch, mode: LaunchMode, log: (o: TargetOutput) => void): Promise<DebugTarget> {
+    const server = createServer(config.server);
+    let gdb: GdbBackend | undefined;
+    try {
+      await server.start({ executable: config.executable, family: config.family, cwd: config.cwd, log: (text) => log({ category: 'stdout', text }) });
+      gdb = await GdbBackend.start({ gdbPath: config.gdbPath, cwd: config.cwd });
+      const early = gdb.onOutput((o) => log(o));
+      const { hasDebugInfo } = await gdb.fileExecAndSymbols(config.executable);
+      if (!hasDebugInfo) {
+        log({ category: 'important', text: `${config.executable} has no debug information: source lines, locals and stepping by line are unavailable. Build with -g to get them.\n` });
+      }
+      for (const c of config.initCommands) await gdb.console(c);
+      try {
+        await gdb.targetSelectRemote(server.gdbAddress);
+      } catch (err) {
+        throw new CycleLensError(ErrorCode.ConnectFailed, `GDB could not connect to the ${server.kind} gdbserver at ${server.gdbAddress}: ${errorMessage(err)}`);
+      }
+      if (mode === 'launch') await DebugTarget.prepareLaunch(config, server, gdb);
+      for (const c of config.postConnectCommands) await gdb.console(c);
+      early.dispose();
+      return new DebugTarget(config, mode, server, gdb, hasDebugInfo);
+    } catch (err) {
+      await gdb?.exit();
+      await server.stop();
+      throw err;
+    }
+  }
+
+  private static async prepareLaunch(config: ValidatedLaunch, server: GdbServer, gdb: GdbBackend): Promise<void> {
+    // QEMU loads the ELF itself (-kernel) and starts at reset; real boards need reset and load.
+    if (server.kind === 'qemu') return;
+    if (server.resetCommand) await gdb.monitor(server.resetCommand);
+    const load = 'load' in config.server ? config.server.load : undefined;
+    if (load ?? server.kind === 'openocd') await gdb.targetDownload();
+  }
+
+  get isEnded(): boolean {
+    return this.ended;
+  }
+
+  /** Lets the program run to `stopAtEntry` (reported as reason `entry`) or freely. */
+  async runToEntry(): Promise<void> {
+    const entry = this.config.stopAtEntry;
+    if (entry !== undefined) {
+      try {
+        const bp = await this.gdb.breakInsert({ location: entry, temporary: true });
+        this.entryBreakpointId = bp.id;
+      } catch (err) {
+        this.outputEmitter.fire({ category: 'important', text: `Cannot stop at '${entry}': ${errorMessage(err)}. Stopped at reset instead; set \`stopAtEntry\` to an existing function.\n` });
+        const frame = (await this.gdb.stackListFrames(1, 0, 0).catch(() => []))[0];
+        this.stopEmitter.fire({ reason: 'entry', threadId: 1, allStopped: true, breakpointIds: [], ...(frame ? { frame } : {}) });
+        return;
+      }
+    }
+    await this.gdb.execContinue();
+  }
+
+  /**
+   * Runs `fn` with the target halted: in all-stop mode GDB cannot insert breakpoints or read memory
+   * while the target runs, so a running target is interrupted and resumed afterwards, invisibly.
+   */
+  async withHalted<T>(fn: () => Promise<T>): Promise<T> {
+    if (!this.gdb.isRunning) return fn();
+    this.internalStops++;
+    try {
+      const stop = await this.gdb.execInterrupt();
+      if (!stop) throw new CycleLensError(ErrorCode.NotStopped, 'The target did not halt when asked. It may be in a state the debugger cannot interrupt; try Pause, or restart the session.');
+      const result = await fn();
+      await this.gdb.execContinue();
+      return result;
+    } finally {
+      this.internalStops--;
+    }
+  }
+
+  /** Resets the target and runs to the entry point again. */
+  async restart(): Promise<void> {
+    const reset = this.server.resetCommand;
+    if (!reset) {
+      throw new CycleLensError(ErrorCode.Unsupported, `Restart needs a reset command, and a ${this.server.kind} gdbserver has none CycleLens knows. Stop and start the session instead.`);
+    }
+    this.internalStops++;
+    try {
+      if (this.gdb.isRunning) await this.gdb.execInterrupt();
+      await this.gdb.monitor(reset);
+      // GDB caches registers; after a reset behind its back they are stale.
+      await this.gdb.console('maintenance flush register-cache');
+    } finally {
+      this.internalStops--;
+    }
+    await this.runToEntry();
+  }
+
+  /** Ends the session: halts, detaches (attach) or kills (launch), stops GDB and the server. */
+  async shutdown(terminateDebuggee: boolean): Promise<void> {
+    this.ended = true;
+    const gdb = this.gdb;
+    try {
+      if (gdb.executionState === 'running') {
+        this.internalStops++;
+        await gdb.execInterrupt(2_000).catch(() => undefined);
+      }
+      if (!terminateDebuggee && this.server.kind !== 'qemu' && gdb.executionState !== 'exited') {
+        await gdb.targetDetach().catch(() => undefined);
+      }
+    } finally {
+      await gdb.exit();
+      await this.server.stop();
+    }
+  }
+
+  private programEnded(detail: string): void {
+    if (this.programExited) return;
+    this.programExited = true;
+    this.outputEmitter.fire({ category: 'console', text: `The program exited${detail ? ` ${detail}` : ''}.\n` });
+    this.end(undefined);
+  }
+
+  private end(message: string | undefined): void {
+    if (this.ended) return;
+    this.ended = true;
+    void (async () => {
+      await this.gdb.exit();
+      await this.server.stop();
+      this.endedEmitter.fire({ message });
+    })();
+  }
+}

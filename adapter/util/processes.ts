@@ -1,0 +1,107 @@
+import { ChildProcess, spawn, SpawnOptions } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
+import { CycleLensError, ErrorCode } from '../errors';
+
+/** Resolves an executable name against PATH, or returns undefined. */
+export function findExecutable(name: string): string | undefined {
+  const candidates = isAbsolute(name) || name.includes('/') ? [name] : (process.env.PATH ?? '').split(delimiter).map((d) => join(d, name));
+  for (const c of candidates) {
+    try {
+      accessSync(c, constants.X_OK);
+      return c;
+    } catch {
+      // not here; keep looking
+    }
+  }
+  return undefined;
+}
+
+/** Like findExecutable, but throws the user-facing "not found" error with the install hint. */
+export function requireExecutable(name: string, what: string, hint: string): string {
+  const found = findExecutable(name);
+  if (!found) {
+    throw new CycleLensError(ErrorCode.ProgramNotFound, `${what} '${name}' was not found. ${hint}`);
+  }
+  return found;
+}
+
+/**
+ * A child process the adapter owns. Each one is registered so that any way the adapter ends
+ * (disconnect, crash, signal) kills it: a profiler must never leave a QEMU or GDB running.
+ */
+export class OwnedProcess {
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+
+  private constructor(readonly name: string, readonly child: ChildProcess) {
+    this.exited = new Promise((resolve) => {
+      child.once('exit', (code, signal) => {
+        this.exitInfo = { code, signal };
+        ownedProcesses.delete(this);
+        resolve({ code, signal });
+      });
+    });
+  }
+
+  static spawn(name: string, command: string, args: string[], options: SpawnOptions = {}): OwnedProcess {
+    // detached: own process group, so kill() reaches grandchildren (a shell wrapper, OpenOCD's helpers).
+    const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...options });
+    const owned = new OwnedProcess(name, child);
+    ownedProcesses.add(owned);
+    child.once('error', () => ownedProcesses.delete(owned));
+    return owned;
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  get hasExited(): boolean {
+    return this.exitInfo !== undefined;
+  }
+
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves when the process is gone. */
+  async kill(graceMs = 1000): Promise<void> {
+    if (this.hasExited || this.child.pid === undefined) return;
+    signalGroup(this.child, 'SIGTERM');
+    const timer = setTimeout(() => signalGroup(this.child, 'SIGKILL'), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+}
+
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    try {
+      child.kill(signal);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+const ownedProcesses = new Set<OwnedProcess>();
+
+/** Kills every owned process synchronously: for process exit paths where nothing async runs. */
+export function killAllOwnedNow(): void {
+  for (const p of ownedProcesses) signalGroup(p.child, 'SIGKILL');
+  ownedProcesses.clear();
+}
+
+let exitHooksInstalled = false;
+/** Makes sure children die with the adapter, however it ends. */
+export function installExitHooks(): void {
+  if (exitHooksInstalled) return;
+  exitHooksInstalled = true;
+  process.on('exit', killAllOwnedNow);
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(sig, () => {
+      killAllOwnedNow();
+      process.exit(128 + (sig === 'SIGINT' ? 2 : sig === 'SIGTERM' ? 15 : 1));
+    });
+  }
+}

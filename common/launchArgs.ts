@@ -1,0 +1,79 @@
+/**
+ * The `cyclelens` launch/attach configuration: declared once here, imported with `import type` by the
+ * extension (configuration provider), validated by the adapter (adapter/session/launchValidation.ts)
+ * and mirrored for users in package.json `contributes.debuggers[0].configurationAttributes`.
+ */
+
+/** Core families CycleLens knows; detected from the ELF's e_machine when not given. */
+export type TargetFamily = 'cortex-m' | 'riscv' | 'arc';
+
+/** QEMU as a gdbserver: no hardware needed. */
+export interface QemuServerArgs {
+  type: 'qemu';
+  /** QEMU machine (`-M`), e.g. `mps2-an386` or `virt`. Default: `mps2-an386` for Cortex-M, `virt` for RISC-V. */
+  machine?: string;
+  /** QEMU CPU model (`-cpu`), when the machine's default is not wanted. */
+  cpu?: string;
+  /** QEMU executable. Default: `qemu-system-arm` or `qemu-system-riscv32` by family. */
+  path?: string;
+  /** `-icount shift=N`: deterministic virtual time (1 instruction = 2^N ns). `null` turns it off. Default 0. */
+  icount?: number | null;
+  /** Extra QEMU arguments, appended last. */
+  args?: string[];
+}
+
+/** OpenOCD in front of a real probe and board. */
+export interface OpenOcdServerArgs {
+  type: 'openocd';
+  /** OpenOCD executable. Default: `openocd` on PATH. */
+  path?: string;
+  /** Configuration files (`-f`), e.g. `interface/stlink.cfg`, `target/stm32f4x.cfg`. */
+  configFiles: string[];
+  /** Script search directories (`-s`). */
+  searchDirs?: string[];
+  /** Extra commands (`-c`) run after the configuration files. */
+  commands?: string[];
+  /** Load the executable into the target after connecting (launch only). Default true. */
+  load?: boolean;
+}
+
+/** Any gdbserver that is already running (J-Link, pyOCD, nSIM, a board's own stub …). */
+export interface RemoteServerArgs {
+  type: 'remote';
+  /** `host:port` of the gdbserver. */
+  address: string;
+  /** Load the executable into the target after connecting (launch only). Default false. */
+  load?: boolean;
+}
+
+export type ServerArgs = QemuServerArgs | OpenOcdServerArgs | RemoteServerArgs;
+export type ServerKind = ServerArgs['type'];
+
+/** Arguments shared by `launch` and `attach`. */
+export interface CycleLensLaunchArgs {
+  /** The firmware ELF, with debug information for source-level work. */
+  executable: string;
+  /** How the target is reached. */
+  server: ServerArgs;
+  /** Core family. Default: from the ELF header. */
+  family?: TargetFamily;
+  /** GDB executable. Default: `gdb-multiarch`. */
+  gdbPath?: string;
+  /** Where to stop after launch: a function name, `true` for `main`, `false` to run freely. Default `main`. */
+  stopAtEntry?: boolean | string;
+  /** GDB commands run before connecting (e.g. `set remotetimeout 5`). */
+  initCommands?: string[];
+  /** GDB commands run after connecting and before the first stop is reported. */
+  postConnectCommands?: string[];
+  /** Working directory for relative paths. Default: the workspace folder. */
+  cwd?: string;
+  /** Log every DAP and MI exchange to the Debug Console. */
+  trace?: boolean;
+}
+
+/** Fields VS Code itself adds to every configuration. */
+export interface DebugConfigurationBase {
+  type: 'cyclelens';
+  request: 'launch' | 'attach';
+  name: string;
+}

@@ -1,0 +1,26 @@
+import * as vscode from 'vscode';
+import { CycleLensConfigurationProvider } from './configurationProvider';
+
+export const DEBUG_TYPE = 'cyclelens';
+
+/** The adapter is a separate Node program (dist/adapter.js) started by VS Code over stdio. */
+class AdapterFactory implements vscode.DebugAdapterDescriptorFactory {
+  constructor(private readonly extensionUri: vscode.Uri) {}
+
+  createDebugAdapterDescriptor(): vscode.DebugAdapterDescriptor {
+    const adapter = vscode.Uri.joinPath(this.extensionUri, 'dist', 'adapter.js').fsPath;
+    const port = vscode.workspace.getConfiguration('cyclelens').get<number>('debugAdapterPort');
+    // A fixed port lets a developer run the adapter under a debugger (`--server=PORT`).
+    if (port) return new vscode.DebugAdapterServer(port);
+    return new vscode.DebugAdapterExecutable(process.execPath, [adapter]);
+  }
+}
+
+export function registerDebugging(context: vscode.ExtensionContext): void {
+  const provider = new CycleLensConfigurationProvider();
+  context.subscriptions.push(
+    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, provider),
+    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, provider, vscode.DebugConfigurationProviderTriggerKind.Dynamic),
+    vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, new AdapterFactory(context.extensionUri)),
+  );
+}

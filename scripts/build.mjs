@@ -1,0 +1,43 @@
+// Builds CycleLens: boundary lint, TypeScript type check (emitting out/ for the tests), and esbuild
+// bundles in dist/: the extension host code, the debug adapter (a standalone Node program), the
+// command-line program and the webview script.
+//   node scripts/build.mjs [--watch] [--no-typecheck] [--production]
+import * as esbuild from 'esbuild';
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { repoRoot } from './lib/root.mjs';
+import { checkBoundaries } from './lintBoundaries.mjs';
+
+const args = new Set(process.argv.slice(2));
+const production = args.has('--production');
+
+const violations = checkBoundaries(repoRoot);
+if (violations.length > 0) {
+  for (const v of violations) console.error(v);
+  process.exit(1);
+}
+
+if (!args.has('--no-typecheck')) {
+  execFileSync(process.execPath, [join(repoRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', repoRoot], {
+    stdio: 'inherit',
+  });
+}
+
+const node = { platform: 'node', target: 'node20', format: 'cjs', bundle: true, sourcemap: true, minify: production };
+const bundles = [
+  { ...node, entryPoints: ['extension/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
+  { ...node, entryPoints: ['adapter/main.ts'], outfile: 'dist/adapter.js' },
+  { ...node, entryPoints: ['cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
+  {
+    platform: 'browser', target: 'es2022', format: 'iife', bundle: true, sourcemap: true, minify: production,
+    entryPoints: ['webview/main.ts'], outfile: 'dist/webview.js',
+  },
+].filter((b) => existsSync(join(repoRoot, b.entryPoints[0])));
+
+if (args.has('--watch')) {
+  for (const b of bundles) await (await esbuild.context({ ...b, absWorkingDir: repoRoot, logLevel: 'info' })).watch();
+} else {
+  await Promise.all(bundles.map((b) => esbuild.build({ ...b, absWorkingDir: repoRoot, logLevel: 'warning' })));
+  console.log(`[build] ${bundles.map((b) => b.outfile).join(', ')}`);
+}

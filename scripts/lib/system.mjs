@@ -1,0 +1,63 @@
+// System prerequisites of CycleLens's build, fixtures and tests, and how to install them on Debian.
+// Everything comes from Debian's archive: the project never downloads a prebuilt binary.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+
+/** One Debian package and the command that proves it is installed. */
+export const debianPackages = [
+  { pkg: 'make', probe: 'make' },
+  { pkg: 'gcc-arm-none-eabi', probe: 'arm-none-eabi-gcc' },
+  { pkg: 'libnewlib-arm-none-eabi', file: '/usr/lib/arm-none-eabi/newlib' },
+  { pkg: 'gcc-riscv64-unknown-elf', probe: 'riscv64-unknown-elf-gcc' },
+  { pkg: 'picolibc-riscv64-unknown-elf', file: '/usr/lib/picolibc/riscv64-unknown-elf' },
+  { pkg: 'qemu-system-arm', probe: 'qemu-system-arm' },
+  { pkg: 'qemu-system-misc', probe: 'qemu-system-riscv32' },
+  { pkg: 'gdb-multiarch', probe: 'gdb-multiarch' },
+  { pkg: 'openocd', probe: 'openocd' },
+  { pkg: 'lldb', probe: 'lldb' },
+  { pkg: 'graphviz', probe: 'dot' },
+  { pkg: 'valgrind', probe: 'callgrind_annotate' },
+];
+
+/** Packages the real-VS-Code (code-server + Chromium) tier and `npm start` need on top. */
+export const uiPackages = [
+  { pkg: 'chromium', probe: 'chromium' },
+  { pkg: 'ripgrep', probe: 'rg' },
+  { pkg: 'libkrb5-dev', file: '/usr/include/krb5.h' },
+  { pkg: 'g++', probe: 'g++' },
+  { pkg: 'python3', probe: 'python3' },
+];
+
+function hasCommand(cmd) {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+}
+
+export function missingPackages(list) {
+  return list.filter((p) => (p.probe ? !hasCommand(p.probe) : !existsSync(p.file))).map((p) => p.pkg);
+}
+
+/**
+ * Installs missing Debian packages with apt-get when running as root; otherwise prints the exact
+ * command and returns false so the caller can stop with a clear message.
+ */
+export function ensureDebianPackages(list, purpose) {
+  const missing = missingPackages(list);
+  if (missing.length === 0) return true;
+  const line = `apt-get install -y --no-install-recommends ${missing.join(' ')}`;
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  if (!isRoot) {
+    console.error(`CycleLens ${purpose} needs Debian packages that are not installed: ${missing.join(', ')}.`);
+    console.error(`Install them, then run this command again:\n\n    sudo apt-get update && sudo ${line}\n`);
+    return false;
+  }
+  console.log(`[setup] installing Debian packages: ${missing.join(' ')}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  execFileSync('apt-get', ['update'], { stdio: 'inherit', env });
+  execFileSync('sh', ['-c', line], { stdio: 'inherit', env });
+  const still = missingPackages(list);
+  if (still.length > 0) {
+    console.error(`apt-get finished but these are still missing: ${still.join(', ')}`);
+    return false;
+  }
+  return true;
+}

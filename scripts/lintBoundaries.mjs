@@ -1,0 +1,56 @@
+// Enforces the rooms of DESIGN.md: adapter/, webview/, common/, cli/ and the pure analysis code under
+// extension/analysis/ never import `vscode`; adapter/ and extension/ never import each other's
+// runtime code (only `import type` from common/ crosses), and per-architecture knowledge stays in
+// adapter/arch/.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const importRe = /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|require\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm;
+
+function* tsFiles(dir) {
+  let entries;
+  try { entries = readdirSync(dir); } catch { return; }
+  for (const name of entries) {
+    const full = join(dir, name);
+    if (name === 'node_modules' || name === 'build') continue;
+    if (statSync(full).isDirectory()) yield* tsFiles(full);
+    else if (name.endsWith('.ts')) yield full;
+  }
+}
+
+const vscodeFree = ['adapter', 'webview', 'common', 'cli', join('extension', 'analysis')];
+
+export function checkBoundaries(root) {
+  const problems = [];
+  for (const room of ['adapter', 'webview', 'common', 'cli', 'extension']) {
+    for (const file of tsFiles(join(root, room))) {
+      const rel = relative(root, file);
+      const text = readFileSync(file, 'utf8');
+      for (const m of text.matchAll(importRe)) {
+        const isType = Boolean(m[2]);
+        const spec = m[3] ?? m[4] ?? m[5];
+        if (!spec) continue;
+        const noVscode = vscodeFree.some((r) => rel.startsWith(r + sep));
+        if (noVscode && spec === 'vscode') {
+          problems.push(`${rel}: imports 'vscode', but ${rel.split(sep)[0]}/ must run without VS Code (DESIGN.md, "Rules that keep the rooms apart").`);
+        }
+        if (rel.startsWith('adapter' + sep) && /(^|\/)extension\//.test(spec)) {
+          problems.push(`${rel}: imports '${spec}': the adapter may not depend on the extension; share a contract in common/ instead.`);
+        }
+        if ((rel.startsWith('extension' + sep) || rel.startsWith('webview' + sep)) && /(^|\/)adapter\//.test(spec) && !isType) {
+          problems.push(`${rel}: imports adapter runtime code '${spec}': talk to the adapter over DAP; import contracts from common/ with 'import type'.`);
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { repoRoot } = await import('./lib/root.mjs');
+  const problems = checkBoundaries(repoRoot);
+  for (const p of problems) console.error(p);
+  console.log(problems.length === 0 ? '[lint] boundaries hold' : `[lint] ${problems.length} boundary violation(s)`);
+  process.exit(problems.length === 0 ? 0 : 1);
+}

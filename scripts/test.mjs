@@ -1,0 +1,82 @@
+// `npm test`: sets up a fresh Debian machine (Debian packages through apt-get when root, npm
+// packages), builds the product and the fixture firmware, then runs every test tier with Node's
+// test runner. Tiers: unit, integration (real GDB/LLDB, QEMU, OpenOCD), e2e (code-server in Chromium).
+//   node scripts/test.mjs [--no-setup] [tier ...] [--grep PATTERN]
+import { spawn, execFileSync } from 'node:child_process';
+import { readdirSync, statSync, mkdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { repoRoot } from './lib/root.mjs';
+import { ensureDebianPackages, debianPackages, uiPackages } from './lib/system.mjs';
+import { ensureNpmDependencies } from './lib/npmDeps.mjs';
+
+const argv = process.argv.slice(2);
+const setup = !argv.includes('--no-setup');
+const grepAt = argv.indexOf('--grep');
+const grep = grepAt >= 0 ? argv[grepAt + 1] : undefined;
+const allTiers = ['unit', 'integration', 'e2e'];
+const tiers = argv.filter((a, i) => allTiers.includes(a) && argv[i - 1] !== '--grep');
+const selected = tiers.length > 0 ? tiers : allTiers;
+
+/** How many test files of a tier run at once: QEMU-backed tiers share 2 cores. */
+const concurrency = { unit: 2, integration: 2, e2e: 1 };
+
+if (setup) {
+  const packages = selected.includes('e2e') ? [...debianPackages, ...uiPackages] : debianPackages;
+  if (!ensureDebianPackages(packages, 'tests')) process.exit(1);
+  ensureNpmDependencies(repoRoot);
+}
+
+execFileSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], { stdio: 'inherit', cwd: repoRoot });
+execFileSync('make', ['-C', join(repoRoot, 'test', 'fixtures'), '-j2', '--no-print-directory'], { stdio: 'inherit' });
+
+function* testFiles(dir) {
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir).sort()) {
+    const full = join(dir, name);
+    if (statSync(full).isDirectory()) yield* testFiles(full);
+    else if (name.endsWith('.test.js')) yield full;
+  }
+}
+
+const outputDir = join(repoRoot, 'test-output');
+mkdirSync(outputDir, { recursive: true });
+
+function runTier(tier) {
+  const files = [...testFiles(join(repoRoot, 'out', 'test', tier))];
+  if (files.length === 0) {
+    console.log(`\n=== ${tier}: no test files`);
+    return Promise.resolve({ tier, pass: 0, fail: 0, skipped: 0 });
+  }
+  const tap = join(outputDir, `${tier}.tap`);
+  rmSync(tap, { force: true });
+  const args = [
+    '--test', `--test-concurrency=${concurrency[tier]}`,
+    '--test-reporter=spec', '--test-reporter-destination=stdout',
+    '--test-reporter=tap', `--test-reporter-destination=${tap}`,
+    ...(grep ? ['--test-name-pattern', grep] : []),
+    ...files,
+  ];
+  console.log(`\n=== ${tier}: ${files.length} file(s): ${files.map((f) => relative(join(repoRoot, 'out', 'test'), f)).join(' ')}`);
+  return new Promise((resolvePromise) => {
+    const child = spawn(process.execPath, args, {
+      stdio: 'inherit', cwd: repoRoot, env: { ...process.env, CYCLELENS_TEST_OUTPUT: outputDir },
+    });
+    child.on('exit', (code) => {
+      const text = existsSync(tap) ? readFileSync(tap, 'utf8') : '';
+      const count = (key) => Number((text.match(new RegExp(`^# ${key} (\\d+)$`, 'm')) ?? [])[1] ?? 0);
+      const result = { tier, pass: count('pass'), fail: count('fail') + count('cancelled'), skipped: count('skipped') + count('todo') };
+      if (code !== 0 && result.fail === 0) result.fail = 1; // the runner itself failed (crash, bad file)
+      resolvePromise(result);
+    });
+  });
+}
+
+const results = [];
+for (const tier of selected) results.push(await runTier(tier));
+console.log('\n=== summary');
+for (const r of results) console.log(`${r.tier}: ${r.pass} passed, ${r.fail} failed${r.skipped ? `, ${r.skipped} skipped` : ''}`);
+const pass = results.reduce((s, r) => s + r.pass, 0);
+const fail = results.reduce((s, r) => s + r.fail, 0);
+const skipped = results.reduce((s, r) => s + r.skipped, 0);
+console.log(`total: ${pass} passed, ${fail} failed${skipped ? `, ${skipped} skipped` : ''}`);
+process.exit(fail === 0 && pass > 0 ? 0 : 1);

@@ -1,0 +1,148 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import { AdapterHarness, fixtureSource, qemuLaunchArgs } from '../support/dap';
+import { markerLine } from '../support/markers';
+import type { FixtureTarget } from '../support/paths';
+
+/**
+ * The whole debugging round trip through the built adapter, real GDB and real QEMU, on both
+ * no-hardware targets: the same steps a user takes in VS Code.
+ */
+for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
+  describe(`debug adapter on QEMU ${target}`, () => {
+    const h = new AdapterHarness();
+    const dsp = fixtureSource('dsp.c');
+    const singlepass = fixtureSource('singlepass.c');
+    let locals: DebugProtocol.Variable[] = [];
+    let frameId = 0;
+
+    before(async () => {
+      await h.start();
+    });
+
+    after(async () => {
+      const left = await h.stop();
+      assert.deepEqual(left, [], `processes left behind: ${JSON.stringify(left)}`);
+    });
+
+    it('launches and stops at main', async () => {
+      const stopped = await h.launchToEntry(qemuLaunchArgs(target));
+      assert.equal(stopped.body.reason, 'entry');
+      const top = await h.topFrame(stopped.body.threadId);
+      assert.equal(top.name, 'main');
+      assert.equal(top.source?.path, singlepass);
+      // GDB places a breakpoint on main after the prologue: the first line of the body.
+      assert.equal(top.line, markerLine(singlepass, '#MAIN_FIRST'));
+    });
+
+    it('stops at a source breakpoint found by marker', async () => {
+      const line = markerLine(dsp, '#BP_LOCALS');
+      const set = await h.dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [{ line }] });
+      assert.equal(set.body.breakpoints[0]?.verified, true);
+      assert.equal(set.body.breakpoints[0]?.line, line);
+      await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.assertStoppedLocation('breakpoint', { path: dsp, line })]);
+    });
+
+    it('shows the call stack down from main', async () => {
+      const st = await h.dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 20 });
+      const names = st.body.stackFrames.map((f) => f.name);
+      assert.equal(names[0], 'summarise_window');
+      assert.ok(names.includes('main'), `main missing from ${names.join(' < ')}`);
+      assert.ok(names.indexOf('main') >= 3, `expected ≥ 3 frames above main: ${names.join(' < ')}`);
+      assert.ok((st.body.totalFrames ?? 0) >= names.indexOf('main') + 1);
+      frameId = st.body.stackFrames[0]!.id;
+    });
+
+    it('expands struct and array locals', async () => {
+      const scopes = await h.dc.scopesRequest({ frameId });
+      const localsScope = scopes.body.scopes.find((s) => s.name === 'Locals');
+      assert.ok(localsScope);
+      locals = await h.variablesOf(localsScope.variablesReference);
+      const st = locals.find((v) => v.name === 'st');
+      const hist = locals.find((v) => v.name === 'hist');
+      assert.ok(st && st.variablesReference > 0, `struct 'st' not expandable: ${JSON.stringify(locals)}`);
+      assert.ok(hist && hist.variablesReference > 0, `array 'hist' not expandable`);
+      const fields = (await h.variablesOf(st.variablesReference)).map((v) => v.name);
+      for (const f of ['mean', 'variance', 'spread']) assert.ok(fields.includes(f), `field ${f} missing: ${fields.join(',')}`);
+      const elements = await h.variablesOf(hist.variablesReference);
+      assert.equal(elements[0]?.name, '[0]');
+      assert.match(elements[0]!.value, /^\d+$/);
+    });
+
+    it('changes a variable and reads it back', async () => {
+      const st = locals.find((v) => v.name === 'st')!;
+      const meanRef = st.variablesReference;
+      const set = await h.dc.setVariableRequest({ variablesReference: meanRef, name: 'mean', value: '1234' });
+      assert.equal(set.body.value, '1234');
+      const ev = await h.dc.evaluateRequest({ expression: 'st.mean', frameId, context: 'watch' });
+      assert.equal(ev.body.result, '1234');
+    });
+
+    it('shows registers, with the pc at the frame address', async () => {
+      const top = await h.topFrame();
+      const scopes = await h.dc.scopesRequest({ frameId: top.id });
+      const regs = await h.variablesOf(scopes.body.scopes.find((s) => s.name === 'Registers')!.variablesReference);
+      const pc = regs.find((r) => r.name === 'pc');
+      assert.ok(pc, `no pc in ${regs.map((r) => r.name).join(',')}`);
+      assert.equal(BigInt(pc.value), BigInt(top.instructionPointerReference!));
+      assert.ok(regs.some((r) => r.name === 'sp'));
+      assert.ok(regs.some((r) => r.name === 'System registers' && r.variablesReference > 0));
+    });
+
+    it('reads and writes memory', async () => {
+      const ev = await h.dc.evaluateRequest({ expression: '&st', frameId: (await h.topFrame()).id, context: 'watch' });
+      const address = BigInt(ev.body.result.split(' ')[0]!);
+      const read = await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 16 });
+      const before = Buffer.from(read.body.data, 'base64');
+      assert.equal(before.length, 16);
+      const pattern = Buffer.from([0xde, 0xad, 0xbe, 0xef]);
+      await h.dc.customRequest('writeMemory', { memoryReference: `0x${address.toString(16)}`, offset: 4, data: pattern.toString('base64') });
+      const again = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 16 })).body.data, 'base64');
+      assert.deepEqual(again.subarray(4, 8), pattern);
+      assert.deepEqual(again.subarray(0, 4), before.subarray(0, 4));
+      assert.deepEqual(again.subarray(8), before.subarray(8));
+    });
+
+    it('disassembles around the pc', async () => {
+      const top = await h.topFrame();
+      const r = await h.dc.customRequest('disassemble', { memoryReference: top.instructionPointerReference, instructionOffset: -4, instructionCount: 12, resolveSymbols: true });
+      const insns: DebugProtocol.DisassembledInstruction[] = r.body.instructions;
+      assert.equal(insns.length, 12);
+      assert.equal(BigInt(insns[4]!.address), BigInt(top.instructionPointerReference!));
+      assert.ok(insns.slice(0, 12).every((i) => i.presentationHint !== 'invalid'), 'instructions around the pc must all decode');
+      assert.ok(insns.every((i, k) => k === 0 || BigInt(i.address) > BigInt(insns[k - 1]!.address)), 'addresses must increase');
+      assert.match(insns[4]!.symbol ?? '', /^summarise_window\+\d+$/);
+    });
+
+    it('steps over, in and out', async () => {
+      const line = markerLine(dsp, '#BP_LOCALS');
+      // #BP_LOCALS calls isqrt32: step in lands inside it, step out returns to summarise_window.
+      await Promise.all([h.dc.stepInRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
+      assert.equal((await h.topFrame()).name, 'isqrt32');
+      await Promise.all([h.dc.stepOutRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
+      let top = await h.topFrame();
+      assert.equal(top.name, 'summarise_window');
+      await Promise.all([h.dc.nextRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
+      top = await h.topFrame();
+      assert.equal(top.name, 'summarise_window');
+      assert.ok(top.line > line, `step over should move past line ${line}, at ${top.line}`);
+      const pcBefore = BigInt(top.instructionPointerReference!);
+      await Promise.all([h.dc.nextRequest({ threadId: 1, granularity: 'instruction' }), h.dc.waitForEvent('stopped')]);
+      const pcAfter = BigInt((await h.topFrame()).instructionPointerReference!);
+      assert.ok(pcAfter - pcBefore === 2n || pcAfter - pcBefore === 4n || pcAfter !== pcBefore, 'instruction step must move the pc');
+    });
+
+    it('passes monitor commands to the gdbserver', async () => {
+      const r = await h.dc.evaluateRequest({ expression: 'monitor info registers', context: 'repl' });
+      assert.match(r.body.result, target === 'rv32' ? /\bpc\s+[0-9a-f]{8}/i : /R15=[0-9a-f]{8}/i);
+    });
+
+    it('runs to the end of the program and reports its exit', async () => {
+      await h.dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
+      await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('terminated')]);
+      assert.match(h.allOutput, /checksum/, 'the firmware prints its checksum on the UART');
+      assert.match(h.allOutput, /The program exited/);
+    });
+  });
+}
