@@ -55,7 +55,8 @@ export class QemuServer implements GdbServer {
       '-M', this.args.machine ?? defaults.machine,
       ...(this.args.cpu ? ['-cpu', this.args.cpu] : []),
       ...defaults.args,
-      ...(this.args.icount === null ? [] : ['-icount', `shift=${this.args.icount ?? 0}`]),
+      // sleep=off: virtual time never follows the host clock (a wfi would otherwise make runs differ).
+      ...(this.args.icount === null ? [] : ['-icount', `shift=${this.args.icount ?? 0},sleep=off`]),
       '-kernel', ctx.executable,
       '-display', 'none',
       '-serial', 'stdio',

@@ -70,6 +70,12 @@ class LineParser {
     const tuple: MiTuple = {};
     while (this.pos < this.text.length) {
       this.expect(',');
+      if (this.peek('{')) {
+        // GDB's `+download` progress records carry a bare tuple (`+download,{section=…}`),
+        // outside the documented grammar: take its fields as the record's own.
+        Object.assign(tuple, this.tuple());
+        continue;
+      }
       this.result(tuple);
     }
     return tuple;
