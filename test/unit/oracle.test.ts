@@ -1,0 +1,490 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseArgs } from '../oracle/cli';
+import { CodeFunction, CodeInstruction, CodeModel, OUTSIDE } from '../oracle/codeModel';
+import { Flow, FlowKind, classify } from '../oracle/controlFlow';
+import { parseObjdump } from '../oracle/disassembly';
+import { profileError } from '../oracle/profileError';
+import { AnalysisResult, FunctionProfile, RegionSpec, TraceAnalyzer } from '../oracle/traceAnalyzer';
+import { TraceLogParser, TraceStats } from '../oracle/traceLog';
+
+// The oracle's stack tracking on hand-written programs and traces: every expected number below
+// was worked out by hand from the trace next to it. Each instruction is 4 bytes; `f+2` is the
+// third instruction of f.
+
+interface FnSpec {
+  at: number;
+  code: string[];
+  handler?: boolean;
+}
+
+interface Program {
+  model: CodeModel;
+  pc: (ref: string | number) => number;
+}
+
+function program(fns: Record<string, FnSpec>): Program {
+  const pc = (ref: string | number): number => {
+    if (typeof ref === 'number') return ref;
+    const m = /^(\w+)(?:\+(\d+))?$/.exec(ref)!;
+    const f = fns[m[1]!];
+    assert.ok(f, `no function ${m[1]}`);
+    return f.at + 4 * Number(m[2] ?? 0);
+  };
+  const instructions: CodeInstruction[] = [];
+  const functions: CodeFunction[] = [];
+  const handlers: number[] = [];
+  for (const [name, f] of Object.entries(fns)) {
+    functions.push({ name, start: f.at, end: f.at + 4 * f.code.length });
+    if (f.handler) handlers.push(f.at);
+    f.code.forEach((op, i) => {
+      const [verb, arg] = op.split(' ');
+      const kinds: Record<string, FlowKind> = {
+        nop: Flow.Plain,
+        call: Flow.Call,
+        tail: Flow.Branch,
+        b: Flow.Branch,
+        ret: Flow.Return,
+        mret: Flow.ExceptionReturn,
+        jump: Flow.Jump,
+        icall: Flow.IndirectCall,
+        trap: Flow.Trap,
+      };
+      const kind = kinds[verb!];
+      assert.ok(kind !== undefined, `unknown op ${op}`);
+      instructions.push({ address: f.at + 4 * i, size: 4, kind, target: arg ? pc(arg) : undefined });
+    });
+  }
+  return { model: new CodeModel(instructions, functions, handlers), pc };
+}
+
+function traceLine(pc: number): string {
+  return `Trace 0: 0x7f3a5c0${(pc & 0xfff).toString(16).padStart(3, '0')}0 [00000000/${pc.toString(16).padStart(8, '0')}/00109003/ff020201] sym`;
+}
+
+/** Runs a trace through the real log parser (in uneven chunks) and the analyser. */
+function analyze(p: Program, trace: Array<string | number>, regions: Array<{ name: string; start: string; end: string }> = []): AnalysisResult {
+  const specs: RegionSpec[] = regions.map((r) => ({ name: r.name, start: p.pc(r.start), end: p.pc(r.end) }));
+  const analyzer = new TraceAnalyzer(p.model, specs);
+  const text = trace.map((r) => traceLine(p.pc(r))).join('\n') + '\n';
+  feed(text, analyzer.consume);
+  return analyzer.result();
+}
+
+function feed(text: string, sink: (pcs: Uint32Array, n: number) => void, maxInstructions?: number, chunk = 7): TraceStats {
+  const parser = new TraceLogParser(sink, maxInstructions, 4);
+  const bytes = Buffer.from(text);
+  for (let i = 0; i < bytes.length; i += chunk) parser.push(bytes.subarray(i, i + chunk));
+  return parser.end();
+}
+
+function fn(r: AnalysisResult, name: string): FunctionProfile {
+  const f = r.functions.find((x) => x.name === name);
+  assert.ok(f, `${name} not in the result`);
+  return f;
+}
+
+function pick(r: AnalysisResult, name: string): Record<string, number> {
+  const f = fn(r, name);
+  return { exclusive: f.exclusive, inclusive: f.inclusive, noIrq: f.inclusiveExcludingInterrupts, calls: f.calls, interrupts: f.interrupts, traps: f.traps };
+}
+
+function edges(r: AnalysisResult): string[] {
+  return r.edges.map((e) => `${e.caller}->${e.callee}:${e.calls}`).sort();
+}
+
+function assertConsistent(r: AnalysisResult): void {
+  assert.equal(r.functions.reduce((s, f) => s + f.exclusive, 0), r.total, 'exclusive sums to the total');
+  assert.equal(fn(r, r.root).inclusive, r.total, 'the root is on the stack throughout');
+}
+
+describe('oracle call-stack tracking on hand-written traces', () => {
+  it('plain and nested calls', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['nop', 'call f', 'nop', 'call f', 'nop'] },
+      f: { at: 0x2000, code: ['nop', 'call g', 'ret'] },
+      g: { at: 0x3000, code: ['nop', 'ret'] },
+    });
+    const r = analyze(p, ['main', 'main+1', 'f', 'f+1', 'g', 'g+1', 'f+2', 'main+2', 'main+3', 'f', 'f+1', 'g', 'g+1', 'f+2', 'main+4']);
+    assert.equal(r.total, 15);
+    assert.deepEqual(pick(r, 'main'), { exclusive: 5, inclusive: 15, noIrq: 15, calls: 0, interrupts: 0, traps: 0 });
+    assert.deepEqual(pick(r, 'f'), { exclusive: 6, inclusive: 10, noIrq: 10, calls: 2, interrupts: 0, traps: 0 });
+    assert.deepEqual(pick(r, 'g'), { exclusive: 4, inclusive: 4, noIrq: 4, calls: 2, interrupts: 0, traps: 0 });
+    assert.deepEqual(edges(r), ['f->g:2', 'main->f:2']);
+    assert.deepEqual(r.finalStack, ['main']);
+    assert.equal(r.maxStackDepth, 3);
+    assert.deepEqual(r.anomalies, []);
+    assertConsistent(r);
+    assert.deepEqual(
+      r.addresses.filter((a) => a.function === 'g').map((a) => [a.address, a.count]),
+      [[0x3000, 2], [0x3004, 2]],
+    );
+  });
+
+  it('recursion counts each instruction once in the inclusive count', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['call r', 'nop'] },
+      r: { at: 0x5000, code: ['nop', 'b r+3', 'call r', 'ret'] },
+    });
+    const r = analyze(p, ['main', 'r', 'r+1', 'r+2', 'r', 'r+1', 'r+2', 'r', 'r+1', 'r+3', 'r+3', 'r+3', 'main+1']);
+    assert.deepEqual(pick(r, 'r'), { exclusive: 11, inclusive: 11, noIrq: 11, calls: 3, interrupts: 0, traps: 0 });
+    assert.deepEqual(edges(r), ['main->r:1', 'r->r:2']);
+    assert.equal(r.maxStackDepth, 4);
+    assert.deepEqual(r.finalStack, ['main']);
+    assertConsistent(r);
+  });
+
+  it('a tail call is a call of the callee, and the tail caller includes it', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['call t', 'nop', 'call t', 'nop'] },
+      t: { at: 0x4000, code: ['nop', 'tail g'] },
+      g: { at: 0x3000, code: ['nop', 'ret'] },
+    });
+    const r = analyze(p, ['main', 't', 't+1', 'g', 'g+1', 'main+1', 'main+2', 't', 't+1', 'g', 'g+1', 'main+3']);
+    assert.deepEqual(pick(r, 't'), { exclusive: 4, inclusive: 8, noIrq: 8, calls: 2, interrupts: 0, traps: 0 });
+    assert.deepEqual(pick(r, 'g'), { exclusive: 4, inclusive: 4, noIrq: 4, calls: 2, interrupts: 0, traps: 0 });
+    assert.deepEqual(edges(r), ['main->t:2', 't->g:2']);
+    assert.deepEqual(r.finalStack, ['main']);
+    assert.deepEqual(r.anomalies, []);
+  });
+
+  it('an interrupt mid-function that returns with a plain return (Cortex-M EXC_RETURN)', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['nop', 'nop', 'nop', 'nop'] },
+      isr: { at: 0x6000, code: ['nop', 'call g', 'ret'], handler: true },
+      g: { at: 0x3000, code: ['nop', 'ret'] },
+    });
+    const r = analyze(p, ['main', 'main+1', 'isr', 'isr+1', 'g', 'g+1', 'isr+2', 'main+2', 'main+3']);
+    assert.deepEqual(pick(r, 'main'), { exclusive: 4, inclusive: 9, noIrq: 4, calls: 0, interrupts: 0, traps: 0 });
+    assert.deepEqual(pick(r, 'isr'), { exclusive: 3, inclusive: 5, noIrq: 5, calls: 0, interrupts: 1, traps: 0 });
+    assert.deepEqual(pick(r, 'g'), { exclusive: 2, inclusive: 2, noIrq: 2, calls: 1, interrupts: 0, traps: 0 });
+    assert.deepEqual(edges(r), ['isr->g:1']);
+    assert.deepEqual(r.finalStack, ['main']);
+    assert.deepEqual(r.anomalies, []);
+    assertConsistent(r);
+  });
+
+  it('nested interrupts and tail-chaining with MRET', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['nop', 'nop', 'nop'] },
+      i1: { at: 0x6000, code: ['nop', 'nop', 'mret'], handler: true },
+      i2: { at: 0x7000, code: ['nop', 'mret'], handler: true },
+    });
+    const r = analyze(p, ['main', 'i1', 'i2', 'i2+1', 'i1+1', 'i1+2', 'i2', 'i2+1', 'main+1', 'main+2']);
+    assert.deepEqual(pick(r, 'main'), { exclusive: 3, inclusive: 10, noIrq: 3, calls: 0, interrupts: 0, traps: 0 });
+    assert.deepEqual(pick(r, 'i1'), { exclusive: 3, inclusive: 5, noIrq: 3, calls: 0, interrupts: 1, traps: 0 });
+    assert.deepEqual(pick(r, 'i2'), { exclusive: 4, inclusive: 4, noIrq: 4, calls: 0, interrupts: 2, traps: 0 });
+    assert.equal(r.maxStackDepth, 3);
+    assert.deepEqual(r.finalStack, ['main']);
+    assert.deepEqual(r.anomalies, []);
+  });
+
+  it('interrupts right after a call, a return, an indirect call and a tail-call branch', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['call f', 'nop', 'icall', 'nop', 'call t', 'nop'] },
+      f: { at: 0x2000, code: ['nop', 'ret'] },
+      t: { at: 0x4000, code: ['nop', 'tail f'] },
+      isr: { at: 0x6000, code: ['nop', 'mret'], handler: true },
+    });
+    const r = analyze(p, [
+      'main', // call f, taken, but the interrupt comes before f runs
+      'isr', 'isr+1',
+      'f', 'f+1', // ret to main+1, taken, then the interrupt
+      'isr', 'isr+1',
+      'main+1', 'main+2', // indirect call: its target is only known after the handler
+      'isr', 'isr+1',
+      'f', 'f+1',
+      'main+3', 'main+4',
+      't', 't+1', // tail call to f, taken, then the interrupt
+      'isr', 'isr+1',
+      'f', 'f+1',
+      'main+5',
+    ]);
+    assert.equal(r.total, 22);
+    assert.deepEqual(pick(r, 'f'), { exclusive: 6, inclusive: 8, noIrq: 6, calls: 3, interrupts: 0, traps: 0 });
+    assert.deepEqual(pick(r, 't'), { exclusive: 2, inclusive: 6, noIrq: 4, calls: 1, interrupts: 0, traps: 0 });
+    assert.deepEqual(pick(r, 'isr'), { exclusive: 8, inclusive: 8, noIrq: 8, calls: 0, interrupts: 4, traps: 0 });
+    assert.deepEqual(pick(r, 'main'), { exclusive: 6, inclusive: 22, noIrq: 14, calls: 0, interrupts: 0, traps: 0 });
+    assert.deepEqual(edges(r), ['main->f:2', 'main->t:1', 't->f:1']);
+    assert.deepEqual(r.finalStack, ['main']);
+    assert.deepEqual(r.anomalies, []);
+    assertConsistent(r);
+  });
+
+  it('a trap (ecall/svc) is an exception entry but not an interrupt', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['nop', 'trap', 'nop'] },
+      th: { at: 0x9000, code: ['nop', 'mret'], handler: true },
+    });
+    const r = analyze(p, ['main', 'main+1', 'th', 'th+1', 'main+2']);
+    assert.deepEqual(pick(r, 'th'), { exclusive: 2, inclusive: 2, noIrq: 2, calls: 0, interrupts: 0, traps: 1 });
+    assert.deepEqual(pick(r, 'main'), { exclusive: 3, inclusive: 5, noIrq: 5, calls: 0, interrupts: 0, traps: 0 });
+  });
+
+  it('jumps inside a function (switch tables) leave the stack alone; a jump to another entry is a tail call', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['call sw', 'nop'] },
+      sw: { at: 0x8000, code: ['jump', 'nop', 'nop', 'jump', 'ret'] },
+      g: { at: 0x3000, code: ['nop', 'ret'] },
+    });
+    const r = analyze(p, ['main', 'sw', 'sw+2', 'sw+3', 'sw+4', 'main+1']);
+    assert.deepEqual(pick(r, 'sw'), { exclusive: 4, inclusive: 4, noIrq: 4, calls: 1, interrupts: 0, traps: 0 });
+    const r2 = analyze(p, ['main', 'sw', 'sw+2', 'sw+3', 'g', 'g+1', 'main+1']);
+    assert.equal(fn(r2, 'g').calls, 1);
+    assert.equal(fn(r2, 'sw').inclusive, 5);
+    assert.deepEqual(r2.finalStack, ['main']);
+    assert.deepEqual(r2.anomalies, []);
+  });
+
+  it('an indirect jump to the return address is a return', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['call f', 'nop'] },
+      f: { at: 0x2000, code: ['nop', 'jump'] },
+    });
+    const r = analyze(p, ['main', 'f', 'f+1', 'main+1']);
+    assert.deepEqual(r.finalStack, ['main']);
+    assert.equal(fn(r, 'f').inclusive, 2);
+  });
+
+  it('PCs outside the program belong to one pseudo-function, and entering the program from there is a call', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['nop', 'call f', 'nop'] },
+      f: { at: 0x2000, code: ['nop', 'ret'] },
+    });
+    const r = analyze(p, [0x100, 0x104, 0x108, 'main', 'main+1', 'f', 'f+1', 'main+2']);
+    assert.equal(r.root, OUTSIDE);
+    assert.deepEqual(pick(r, OUTSIDE), { exclusive: 3, inclusive: 8, noIrq: 8, calls: 0, interrupts: 0, traps: 0 });
+    assert.deepEqual(pick(r, 'main'), { exclusive: 3, inclusive: 5, noIrq: 5, calls: 1, interrupts: 0, traps: 0 });
+    assert.deepEqual(r.finalStack, [OUTSIDE, 'main']);
+    assertConsistent(r);
+  });
+
+  it('reports what it cannot explain instead of guessing silently', () => {
+    const p = program({
+      main: { at: 0x1000, code: ['nop', 'ret', 'nop', 'nop'] },
+      other: { at: 0x2000, code: ['nop', 'nop'] },
+    });
+    // A return with nothing to return to, and a plain instruction "jumping" to a non-handler.
+    const r = analyze(p, ['main', 'main+1', 'main+3', 'other', 'other+1']);
+    assert.deepEqual(r.anomalies.map((a) => [a.kind, a.count]).sort(), [['exception-at-unknown-handler', 1], ['unmatched-return', 1]]);
+    assert.deepEqual(r.anomalies.find((a) => a.kind === 'unmatched-return')!.examples, [{ at: 2, pc: 0x100c, previous: 0x1004 }]);
+    assertConsistent(r);
+  });
+});
+
+describe('oracle regions', () => {
+  const p = program({
+    main: { at: 0x1000, code: ['nop', 'nop', 'call f', 'nop', 'b main+1'] },
+    f: { at: 0x2000, code: ['nop', 'ret'] },
+    isr: { at: 0x6000, code: ['nop', 'mret'], handler: true },
+  });
+  const trace = ['main', 'main+1', 'main+2', 'f', 'f+1', 'main+3', 'main+4', 'main+1', 'main+2', 'isr', 'isr+1', 'f', 'f+1', 'main+3', 'main+4', 'main+1', 'main+2'];
+
+  it('counts each pass from start to end, callees and interrupts included, and without interrupts', () => {
+    const r = analyze(p, trace, [
+      { name: 'body', start: 'main+1', end: 'main+3' },
+      { name: 'loop', start: 'main+1', end: 'main+1' },
+      { name: 'backwards', start: 'main+3', end: 'main+1' },
+      { name: 'restarting', start: 'main+1', end: 'isr' },
+    ]);
+    const [body, loop, backwards, restarting] = r.regions;
+    assert.deepEqual(body, { name: 'body', start: 0x1004, end: 0x100c, passes: [4, 6], passesExcludingInterrupts: [4, 4], restarts: 0, unmatchedEnds: 0, openAtEnd: true });
+    assert.deepEqual([loop!.passes, loop!.passesExcludingInterrupts, loop!.unmatchedEnds, loop!.openAtEnd], [[6, 8], [6, 6], 0, true]);
+    assert.deepEqual([backwards!.passes, backwards!.unmatchedEnds, backwards!.openAtEnd], [[2, 2], 1, false]);
+    assert.deepEqual([restarting!.passes, restarting!.restarts, restarting!.openAtEnd], [[2], 1, true]);
+    assert.equal(fn(r, 'f').calls, 2);
+  });
+
+  it('rejects a region endpoint that is not an instruction', () => {
+    assert.throws(() => new TraceAnalyzer(p.model, [{ name: 'bad', start: 0x1002, end: 0x100c }]), /region bad: 0x1002 is not the address of an instruction/);
+  });
+});
+
+describe('oracle trace log parsing', () => {
+  const collect = (text: string, max?: number, chunk?: number): { pcs: number[]; stats: TraceStats } => {
+    const pcs: number[] = [];
+    const stats = feed(text, (b, n) => pcs.push(...b.subarray(0, n)), max, chunk);
+    return { pcs, stats };
+  };
+
+  const log = [
+    'Trace 0: 0x7f1778000100 [00800408/00000094/00000110/ff020201] Reset_Handler',
+    'Trace 0: 0x7f1778000300 [00800408/00000096/00000110/ff020201] Reset_Handler',
+    'cpu_io_recompile: rewound execution of TB to 00000096', // withdraws 0x96
+    'Trace 0: 0x7f1778000440 [00800408/00000096/00000110/ff038201] Reset_Handler',
+    'Trace 0: 0x7f1778003a40 [00800408/0000005e/00000110/ff020201] fib',
+    'Stopped execution of TB chain before 0x7f1778003a40 [0000005e] fib', // withdraws 0x5e
+    'Trace 0: 0x7f17780045c0 [00800409/00000090/00000110/ff020201] SysTick_Handler',
+    'Stopped execution of TB chain before 0x7f17780045c0 [00000094] nothing', // does not match: counted, ignored
+    'Trace 0: 0x7f1778000100 [80000000/80001234/00109003/ff020201] ',
+    'some other QEMU message',
+    'Trace 0: 0x7f1778000100 [00800408/0000zz94/00000110/ff020201] bad hex',
+    'Trace 0: 0x7f1778000100 no brackets',
+    '',
+    'Trace 0: 0x7f1778000100 [00800408/000000a0/00000110/ff020201] last, no newline',
+  ].join('\n');
+
+  it('takes the PC from the second bracketed field and withdraws blocks QEMU did not run', () => {
+    const { pcs, stats } = collect(log);
+    assert.deepEqual(pcs, [0x94, 0x96, 0x90, 0x80001234, 0xa0]);
+    assert.deepEqual(stats, { lines: 14, instructions: 5, withdrawn: 2, unmatchedWithdrawals: 1, malformed: 2, otherLines: 2, truncated: false });
+  });
+
+  it('gives the same result whatever the chunk boundaries', () => {
+    const whole = collect(log, undefined, 1 << 20);
+    for (const chunk of [1, 2, 3, 5, 64]) assert.deepEqual(collect(log, undefined, chunk), whole);
+  });
+
+  it('stops exactly at maxInstructions, after withdrawals are settled', () => {
+    const { pcs, stats } = collect(log, 2);
+    assert.deepEqual(pcs, [0x94, 0x96]);
+    assert.equal(stats.truncated, true);
+    assert.equal(stats.instructions, 2);
+  });
+
+  it('parses millions of lines per second', () => {
+    const line = Buffer.from('Trace 0: 0x7fab1c0059c0 [00000000/80000088/00109003/ff020201] crc16_step\n');
+    const block = Buffer.alloc(line.length * 20000);
+    for (let i = 0; i < 20000; i++) line.copy(block, i * line.length);
+    let n = 0;
+    const parser = new TraceLogParser((_, c) => {
+      n += c;
+    });
+    const started = process.hrtime.bigint();
+    for (let k = 0; k < 50; k++) parser.push(block);
+    parser.end();
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    assert.equal(n, 1_000_000);
+    // The bar is set low for loaded CI machines; the README gives measured figures.
+    assert.ok(1e6 / seconds > 1e6, `${(1e6 / seconds / 1e6).toFixed(2)} M lines/s`);
+  });
+});
+
+describe('oracle disassembly classification', () => {
+  const arm = parseObjdump(
+    [
+      '00000044 <fib>:',
+      '  44:\t2801      \tcmp\tr0, #1',
+      '  46:\tdd12      \tble.n\t6e <fib+0x2a>',
+      '  5a:\tf7ff fff3 \tbl\t44 <fib>',
+      '  6c:\tbdf8      \tpop\t{r3, r4, r5, r6, r7, pc}',
+      '  6e:\t4770      \tbx\tlr',
+      '  70:\t4718      \tbx\tr3',
+      '  72:\t4798      \tblx\tr3',
+      '  74:\tbf08      \tit\teq',
+      '  76:\t4770      \tbxeq\tlr',
+      '  78:\te8d3 f003 \ttbb\t[r3, r3]',
+      '  7c:\tf85d fb04 \tldr.w\tpc, [sp], #4',
+      '  80:\tf7ff bff8 \tb.w\t70 <leaf>',
+      '  84:\tb118      \tcbz\tr0, 8e <x+0xa>',
+      '  86:\te8bd 8010 \tldmia.w\tsp!, {r4, pc}',
+      '  8a:\tdf00      \tsvc\t0',
+      '  8c:\tbeab      \tbkpt\t0x00ab',
+      '  8e:\t4a02      \tldr\tr2, [pc, #8]\t@ (9c <sub_isr+0xc>)',
+      '  90:\t46f7      \tmov\tpc, lr',
+      '  92:\tbf00      \tnop',
+      '  94:\t20000000 \t.word\t0x20000000',
+      '  98:\tbd10      \tpopne\t{r4, pc}',
+      '  9a:\tbc10      \tpop\t{r4}',
+    ].join('\n'),
+  );
+  const rv = parseObjdump(
+    [
+      '8000005e <fib>:',
+      '80000060:\t04a7d463          \tbge\ta5,a0,800000a8 <fib+0x4a>',
+      '80000088:\t3fd9                \tc.jal\t8000005e <fib>',
+      '800000a6:\t8082                \tc.jr\tra',
+      '800000a8:\t8782                \tc.jr\ta5',
+      '800000aa:\t9782                \tc.jalr\ta5',
+      '800000ac:\ta001                \tc.j\t800000ac <fib+0x4e>',
+      '800000ae:\t0000006f          \tjal\tzero,800000ae <x>',
+      '800000b2:\t010000ef          \tjal\tra,800000c2 <y>',
+      '800000b6:\t010002ef          \tjal\tt0,800000c6 <__riscv_save_0>',
+      '800000ba:\t00008067          \tjalr\tzero,0(ra)',
+      '800000be:\t00028067          \tjalr\tzero,0(t0)',
+      '800000c2:\t000780e7          \tjalr\tra,0(a5)',
+      '800000c6:\t00030067          \tjalr\tzero,0(t1) # 80000000 <_start>',
+      '800000ca:\t30200073          \tmret',
+      '800000ce:\t00000073          \tecall',
+      '800000d2:\t10500073          \twfi',
+      '800000d6:\tc111                \tc.beqz\ta0,800000da <z>',
+      '800000d8:\t00100117          \tauipc\tsp,0x100',
+      '800000dc:\t00010113          \taddi\tsp,sp,0 # 80100000 <_stack_top>',
+    ].join('\n'),
+  );
+
+  it('parses addresses, sizes, operands and direct targets from objdump -d -w', () => {
+    assert.deepEqual(arm[2], { address: 0x5a, size: 4, encoding: 'f7ff fff3', mnemonic: 'bl', operands: '44 <fib>', target: 0x44, label: 'fib', isData: false });
+    assert.equal(arm.find((i) => i.address === 0x8e)!.target, undefined, 'a literal load names data, not a target');
+    assert.deepEqual(rv[1], { address: 0x80000088, size: 2, encoding: '3fd9', mnemonic: 'c.jal', operands: '8000005e <fib>', target: 0x8000005e, label: 'fib', isData: false });
+    assert.equal(rv.find((i) => i.address === 0x800000dc)!.operands, 'sp,sp,0');
+  });
+
+  it('classifies Thumb-2 control flow', () => {
+    const kinds = Object.fromEntries(arm.map((i) => [i.address.toString(16), classify('arm', i)]));
+    assert.deepEqual(kinds, {
+      '44': Flow.Plain, '46': Flow.Branch, '5a': Flow.Call, '6c': Flow.Return, '6e': Flow.Return, '70': Flow.Jump,
+      '72': Flow.IndirectCall, '74': Flow.Plain, '76': Flow.Return, '78': Flow.Jump, '7c': Flow.Return, '80': Flow.Branch,
+      '84': Flow.Branch, '86': Flow.Return, '8a': Flow.Trap, '8c': Flow.Trap, '8e': Flow.Plain, '90': Flow.Return,
+      '92': Flow.Plain, '94': Flow.Unknown, '98': Flow.Return, '9a': Flow.Plain,
+    });
+  });
+
+  it('classifies RV32 control flow (link registers ra and t0)', () => {
+    const kinds = Object.fromEntries(rv.map((i) => [i.address.toString(16), classify('riscv', i)]));
+    assert.deepEqual(kinds, {
+      '80000060': Flow.Branch, '80000088': Flow.Call, '800000a6': Flow.Return, '800000a8': Flow.Jump, '800000aa': Flow.IndirectCall,
+      '800000ac': Flow.Branch, '800000ae': Flow.Branch, '800000b2': Flow.Call, '800000b6': Flow.Call, '800000ba': Flow.Return,
+      '800000be': Flow.Return, '800000c2': Flow.IndirectCall, '800000c6': Flow.Jump, '800000ca': Flow.ExceptionReturn,
+      '800000ce': Flow.Trap, '800000d2': Flow.Plain, '800000d6': Flow.Branch, '800000d8': Flow.Plain, '800000dc': Flow.Plain,
+    });
+  });
+});
+
+describe('oracle code model', () => {
+  it('finds instructions across distant stretches of code and owns stray PCs by function range', () => {
+    const model = new CodeModel(
+      [
+        { address: 0x100, size: 2, kind: Flow.Plain },
+        { address: 0x102, size: 4, kind: Flow.Plain },
+        { address: 0x2000_0000, size: 4, kind: Flow.Plain },
+      ],
+      [
+        { name: 'flash', start: 0x100, end: 0x106 },
+        { name: 'ram', start: 0x2000_0000, end: 0x2000_0010 },
+      ],
+    );
+    assert.equal(model.clusters.length, 2);
+    assert.deepEqual([model.indexOf(0x100), model.indexOf(0x102), model.indexOf(0x104), model.indexOf(0x2000_0000)], [0, 1, -1, 2]);
+    const stray = model.indexOrAdd(0x2000_0008);
+    assert.equal(model.functions[model.fn[stray]!]!.name, 'ram');
+    assert.equal(model.functions[model.fn[model.indexOrAdd(0x5000)]!]!.name, OUTSIDE);
+    assert.equal(model.indexOf(0x2000_0008), stray);
+  });
+});
+
+describe('TIP profile error', () => {
+  it('is 0 for a perfect profile, the misattributed share otherwise, and scale-free', () => {
+    const oracle = new Map([['a', 60], ['b', 30], ['c', 10]]);
+    assert.equal(profileError(new Map([['a', 6], ['b', 3], ['c', 1]]), oracle), 0);
+    assert.ok(Math.abs(profileError(new Map([['a', 70], ['b', 20], ['c', 10]]), oracle) - 0.1) < 1e-12);
+    assert.equal(profileError(new Map([['z', 5]]), oracle), 1);
+    assert.equal(profileError(new Map(), oracle), 1);
+  });
+});
+
+describe('oracle command line', () => {
+  it('reads regions, handlers and bounds', () => {
+    const o = parseArgs(['--elf', 'x.elf', '--target', 'rv32', '--max-instructions', '1000', '--timeout', '5', '--region', 'fir=dsp.c:46,0x80000010', '--handler', 'trap_entry', '--out', 's.json']);
+    assert.deepEqual(o, {
+      elf: 'x.elf',
+      target: 'rv32',
+      maxInstructions: 1000,
+      timeoutMs: 5000,
+      regions: [{ name: 'fir', start: 'dsp.c:46', end: '0x80000010' }],
+      handlers: ['trap_entry'],
+      out: 's.json',
+      top: 15,
+    });
+  });
+});
