@@ -31,6 +31,8 @@ export enum ErrorCode {
   CounterUnreliable = 1304,
   // Tcl RPC
   TclError = 1401,
+  TclTimeout = 1402,
+  TclConnectionLost = 1403,
 }
 
 export class CycleLensError extends Error {

@@ -35,6 +35,10 @@ export interface OpenOcdServerArgs {
   commands?: string[];
   /** Load the executable into the target after connecting (launch only). Default true. */
   load?: boolean;
+  /** Fixed ports (e.g. to attach a second GDB or telnet); any not given is picked free. */
+  gdbPort?: number;
+  tclPort?: number;
+  telnetPort?: number;
 }
 
 /** Any gdbserver that is already running (J-Link, pyOCD, nSIM, a board's own stub …). */

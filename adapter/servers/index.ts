@@ -10,7 +10,13 @@ export function createServer(args: ServerArgs): GdbServer {
     case 'qemu':
       return new QemuServer(args);
     case 'openocd':
-      return new OpenOcdServer(args);
+      return new OpenOcdServer(args, {
+        ports: {
+          ...(args.gdbPort !== undefined ? { gdb: args.gdbPort } : {}),
+          ...(args.tclPort !== undefined ? { tcl: args.tclPort } : {}),
+          ...(args.telnetPort !== undefined ? { telnet: args.telnetPort } : {}),
+        },
+      });
     case 'remote':
       return new RemoteServer(args);
     default: {

@@ -1,11 +1,14 @@
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { CycleLensLaunchArgs, ServerArgs, TargetFamily } from '../../common/launchArgs';
+import { ElfImage } from '../elf';
 import { CycleLensError, ErrorCode } from '../errors';
 
 /** A launch configuration after validation: paths absolute, defaults applied, family known. */
 export interface ValidatedLaunch {
   executable: string;
+  /** The firmware image, read once at launch (symbols and lines load lazily). */
+  image: ElfImage;
   cwd: string;
   family: TargetFamily;
   server: ServerArgs;
@@ -31,30 +34,6 @@ function optionalStrings(v: unknown, field: string): string[] {
   return v as string[];
 }
 
-/** e_machine values (ELF gABI / processor supplements). */
-const machines: Record<number, TargetFamily> = { 40: 'cortex-m', 243: 'riscv', 93: 'arc', 195: 'arc' };
-
-/** Reads just enough of the ELF header to reject wrong files early and learn the family. */
-export function elfFamily(path: string): TargetFamily {
-  const header = Buffer.alloc(20);
-  const fd = openSync(path, 'r');
-  let n: number;
-  try {
-    n = readSync(fd, header, 0, 20, 0);
-  } finally {
-    closeSync(fd);
-  }
-  if (n < 20 || header.readUInt32BE(0) !== 0x7f454c46) {
-    throw new CycleLensError(ErrorCode.NotAnElf, `${path} is not an ELF file. Point \`executable\` at the linked .elf (not a .bin or .hex image).`);
-  }
-  const machine = header[5] === 2 ? header.readUInt16BE(18) : header.readUInt16LE(18);
-  const family = machines[machine];
-  if (!family) {
-    throw new CycleLensError(ErrorCode.UnsupportedArchitecture, `${path} is an ELF for machine ${machine}, which CycleLens does not support. Supported: ARM Cortex-M, RISC-V, ARC.`);
-  }
-  return family;
-}
-
 export function validateServer(raw: unknown, cwd: string): ServerArgs {
   if (typeof raw !== 'object' || raw === null) invalid('`server` is missing. Add e.g. `"server": { "type": "qemu" }`.');
   const s = raw as Record<string, unknown>;
@@ -71,6 +50,10 @@ export function validateServer(raw: unknown, cwd: string): ServerArgs {
     case 'openocd': {
       const configFiles = optionalStrings(s['configFiles'], 'server.configFiles');
       if (configFiles.length === 0) invalid('`server.configFiles` is empty: list your interface and target files, e.g. ["interface/stlink.cfg", "target/stm32f4x.cfg"].');
+      for (const key of ['gdbPort', 'tclPort', 'telnetPort'] as const) {
+        const v = s[key];
+        if (v !== undefined && !(Number.isInteger(v) && (v as number) > 0 && (v as number) < 65536)) invalid(`\`server.${key}\` must be a TCP port number (1–65535), or left out to pick a free one.`);
+      }
       return {
         ...(s as object),
         type: 'openocd',
@@ -101,7 +84,8 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
   if (!statSync(executable).isFile()) {
     throw new CycleLensError(ErrorCode.NotAnElf, `${executable} is not a file. Point \`executable\` at the linked .elf.`);
   }
-  const detected = elfFamily(executable);
+  const image = ElfImage.loadSync(executable);
+  const detected = image.family;
   if (raw.family !== undefined && !['cortex-m', 'riscv', 'arc'].includes(raw.family)) {
     invalid('`family` must be "cortex-m", "riscv" or "arc" (or leave it out to read it from the ELF).');
   }
@@ -113,6 +97,7 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
   if (raw.gdbPath !== undefined && typeof raw.gdbPath !== 'string') invalid('`gdbPath` must be a string.');
   return {
     executable,
+    image,
     cwd,
     family: detected,
     server: validateServer(raw.server, cwd),
