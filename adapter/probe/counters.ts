@@ -1,40 +1,11 @@
+import type { CounterEvent, CounterSlotInfo, CounterUnitInfo } from '../../common/counters';
+
 /**
- * The hardware-counter model every core family implements (adapter/arch/<family>/counters*.ts):
- * discover what the chip has, list its events, program a slot, start/stop/reset, read with width
- * and wrap handled, release. Values are raw counts; the session and the extension derive the rest.
+ * The hardware-counter model every core family implements (adapter/arch/<family>/): discover what
+ * the chip has, list its events, program a slot, start/stop/reset, read with width and wrap
+ * handled, release. Values are raw counts; the session and the extension derive the rest.
  */
-
-/** A countable condition. `id` is stable for the target (e.g. `cycles`, `dwt.lsu`, `pmu.0x0008`, `arc.crun`). */
-export interface CounterEvent {
-  id: string;
-  name: string;
-  description: string;
-}
-
-export interface CounterSlotInfo {
-  /** Index in the unit's own numbering (DWT counter, mhpmcounter N, PCT index, PMU counter). */
-  index: number;
-  /** Display name, e.g. `CYCCNT`, `mhpmcounter3`, `PCT[2]`. */
-  name: string;
-  /** Counter width in bits (8 for DWT event counters, 24 for SysTick, 32/48/64 …). */
-  width: number;
-  /** For slots wired to one event (CYCCNT, mcycle): that event; otherwise undefined (programmable). */
-  fixedEvent?: string;
-  /** Event currently programmed, if any. */
-  event?: string;
-  running: boolean;
-}
-
-export interface CounterUnitInfo {
-  /** e.g. `DWT`, `SysTick`, `PMU`, `RISC-V counters`, `ARC PCT`. */
-  unit: string;
-  present: boolean;
-  /** Why the unit is absent or limited, in words for the user (e.g. "DWT reads as zero: QEMU does not model it"). */
-  note?: string;
-  slots: CounterSlotInfo[];
-  /** Smallest count the unit resolves (1 for a cycle counter; SysTick resolution is 1 tick of its clock). */
-  resolution: number;
-}
+export type { CounterEvent, CounterSlotInfo, CounterUnitInfo };
 
 export interface CounterReading {
   unit: string;
@@ -56,6 +27,11 @@ export interface CounterUnit {
   discover(): Promise<CounterUnitInfo>;
   info(): CounterUnitInfo;
   events(): CounterEvent[];
+  /**
+   * Whether `slot` can count `eventId`, including events outside the catalogue (raw RISC-V
+   * `hpm.<n>` selectors). Default: a fixed slot its own event, a programmable one any listed event.
+   */
+  canCount?(slot: number, eventId: string): boolean;
   /** Programs `slot` to count `eventId` (stopped and zeroed). Throws UnknownEvent / CounterUnavailable. */
   configure(slot: number, eventId: string): Promise<void>;
   start(slots: number[]): Promise<void>;

@@ -1,12 +1,18 @@
-import { DebugSession, InitializedEvent, OutputEvent, Response, StoppedEvent, TerminatedEvent, Thread } from '@vscode/debugadapter';
+import { DebugSession, Event, InitializedEvent, OutputEvent, Response, StoppedEvent, TerminatedEvent, Thread } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
+import type { CapabilitiesEventBody, MeasurementProgressEventBody } from '../../common/dapCustom';
+import { CustomEvents } from '../../common/dapCustom';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
+import { createCounterUnits } from '../arch/counterUnits';
 import { familyTraits } from '../arch/traits';
 import type { StopEvent } from '../backend/types';
 import { CycleLensError, ErrorCode, errorMessage } from '../errors';
+import { CounterService } from '../probe/counterService';
+import { GdbTargetAccess } from '../probe/targetAccess';
 import { DebugTarget, LaunchMode, TargetOutput } from '../target/debugTarget';
 import { BreakpointManager } from './breakpoints';
 import { disassemble } from './disassembly';
+import { ProbeRequests } from './probeRequests';
 import { validateLaunchArgs } from './launchValidation';
 import { VariableStore } from './variables';
 
@@ -20,6 +26,12 @@ type Handler = (args: never) => Promise<unknown>;
 export class CycleLensDebugSession extends DebugSession {
   private target: DebugTarget | undefined;
   private variables: VariableStore | undefined;
+  private counters: CounterService | undefined;
+  private readonly probe = new ProbeRequests(
+    () => this.requireTarget(),
+    () => this.requireCounters(),
+    (passesDone, passesWanted) => this.sendEvent(new Event(CustomEvents.measurementProgress, { passesDone, passesWanted } satisfies MeasurementProgressEventBody)),
+  );
   private readonly breakpoints = new BreakpointManager(() => this.requireTarget().gdb);
   private frames = new Map<number, { threadId: number; level: number }>();
   private nextFrameId = 1;
@@ -58,6 +70,7 @@ export class CycleLensDebugSession extends DebugSession {
     restart: () => this.restart(),
     disconnect: (a: DebugProtocol.DisconnectArguments) => this.disconnect(a.terminateDebuggee ?? this.target?.mode !== 'attach'),
     terminate: () => this.disconnect(true),
+    ...this.probe.handlers(),
   };
 
   protected override initializeRequest(response: DebugProtocol.InitializeResponse): void {
@@ -119,6 +132,15 @@ export class CycleLensDebugSession extends DebugSession {
       if (message) this.output({ category: 'important', text: `${message}\n` });
       this.sendEvent(new TerminatedEvent());
     });
+    // Counters are probed while the target is still halted at reset, before the user runs it.
+    this.counters = new CounterService(
+      createCounterUnits(config.family, new GdbTargetAccess(target.gdb), {
+        ...(config.server.type === 'qemu' ? { emulator: 'qemu' as const } : {}),
+        stepInstruction: () => target.stepInstructionInternally(),
+      }),
+    );
+    const units = await this.counters.discover();
+    this.sendEvent(new Event(CustomEvents.capabilities, { family: config.family, units } satisfies CapabilitiesEventBody));
     this.sendEvent(new InitializedEvent());
   }
 
@@ -134,7 +156,11 @@ export class CycleLensDebugSession extends DebugSession {
 
   private async disconnect(terminate: boolean): Promise<void> {
     const target = this.target;
+    const counters = this.counters;
     this.target = undefined;
+    this.counters = undefined;
+    // A target that lives on (attach, real boards) gets its counter registers back as they were.
+    if (target && !target.isEnded && !terminate && counters) await target.withHalted(() => counters.release()).catch(() => undefined);
     if (target && !target.isEnded) await target.shutdown(terminate);
     else if (target) await target.shutdown(true);
   }
@@ -321,6 +347,11 @@ export class CycleLensDebugSession extends DebugSession {
 
   private gdb() {
     return this.requireTarget().gdb;
+  }
+
+  private requireCounters(): CounterService {
+    this.requireTarget();
+    return this.counters!;
   }
 
   private requireVariables(): VariableStore {

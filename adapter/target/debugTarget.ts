@@ -67,7 +67,8 @@ export class DebugTarget {
       await server.start({ executable: config.executable, family: config.family, cwd: config.cwd, log: (text) => log({ category: 'stdout', text }) });
       gdb = await GdbBackend.start({ gdbPath: config.gdbPath, cwd: config.cwd });
       const early = gdb.onOutput((o) => log(o));
-      const { hasDebugInfo } = await gdb.fileExecAndSymbols(config.executable);
+      await gdb.fileExecAndSymbols(config.executable);
+      const hasDebugInfo = config.image.hasDebugInfo;
       if (!hasDebugInfo) {
         log({ category: 'important', text: `${config.executable} has no debug information: source lines, locals and stepping by line are unavailable. Build with -g to get them.\n` });
       }
@@ -133,6 +134,30 @@ export class DebugTarget {
     } finally {
       this.internalStops--;
     }
+  }
+
+  /** Runs `fn` (which may resume and halt the target) with its stops hidden from the user. */
+  async internally<T>(fn: () => Promise<T>): Promise<T> {
+    this.internalStops++;
+    try {
+      return await fn();
+    } finally {
+      this.internalStops--;
+    }
+  }
+
+  /** Steps one instruction without telling the user (probe services run code on the core this way). */
+  async stepInstructionInternally(): Promise<void> {
+    await this.internally(async () => {
+      const stopped = this.gdb.waitForStop(5_000);
+      await this.gdb.execStep(true);
+      if (!(await stopped)) throw new CycleLensError(ErrorCode.NotStopped, 'A single instruction step did not complete: the target may be stuck. Restart the session.');
+    });
+  }
+
+  /** Reports a stop to the user that happened while running internally. */
+  announceStop(e: StopEvent): void {
+    this.stopEmitter.fire(e);
   }
 
   /** Resets the target and runs to the entry point again. */

@@ -41,7 +41,7 @@ describe('debug adapter faults', () => {
   it('executable that is not an ELF', async () => {
     const bin = join(scratch, 'firmware.bin');
     writeFileSync(bin, Buffer.alloc(256, 0x55));
-    await launchFails(qemuLaunchArgs('rv32', 'singlepass', { executable: bin }), /is not an ELF file\. Point `executable` at the linked \.elf/);
+    await launchFails(qemuLaunchArgs('rv32', 'singlepass', { executable: bin }), /is not an ELF file \(bad magic\): point `executable` at the linked \.elf/);
   });
 
   it('debugger not found', () => launchFails(qemuLaunchArgs('rv32', 'singlepass', { gdbPath: 'no-such-gdb' }), /The debugger 'no-such-gdb' was not found\. Install it .*gdbPath/));

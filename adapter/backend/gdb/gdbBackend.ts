@@ -118,9 +118,8 @@ export class GdbBackend {
     return this.mi.send(`-gdb-set ${variable} ${value}`);
   }
 
-  async fileExecAndSymbols(path: string): Promise<{ hasDebugInfo: boolean }> {
-    const r = await this.mi.send(`-file-exec-and-symbols ${miQuote(path)}`);
-    return { hasDebugInfo: !/No debugging symbols found/i.test(r.console) };
+  async fileExecAndSymbols(path: string): Promise<void> {
+    await this.mi.send(`-file-exec-and-symbols ${miQuote(path)}`);
   }
 
   /** Connects to a gdbserver (`target extended-remote` would let GDB restart it; embedded stubs expect plain remote). */

@@ -1,0 +1,34 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { createCounterUnits } from '../../adapter/arch/counterUnits';
+import { DwtCounters } from '../../adapter/arch/cortex-m/dwt';
+import { PmuCounters } from '../../adapter/arch/cortex-m/pmu';
+import { SysTickCounters } from '../../adapter/arch/cortex-m/sysTick';
+import { RiscvCounters } from '../../adapter/arch/riscv/counters';
+import type { TargetAccess } from '../../adapter/probe/targetAccess';
+
+/** A target where nothing answers: the factory must not touch it. */
+const untouchable: TargetAccess = new Proxy({} as TargetAccess, {
+  get: () => () => Promise.reject(new Error('the factory must not access the target')),
+});
+
+describe('createCounterUnits', () => {
+  test('RISC-V: the machine counters; QEMU gets its named mhpmevent numbers', () => {
+    const [unit, ...rest] = createCounterUnits('riscv', untouchable);
+    assert.ok(unit instanceof RiscvCounters);
+    assert.deepEqual(rest, []);
+    assert.equal(createCounterUnits('riscv', untouchable, { emulator: 'qemu' })[0]!.unit, 'RISC-V counters');
+  });
+
+  test('Cortex-M: DWT, PMU, then SysTick, without probing', () => {
+    const units = createCounterUnits('cortex-m', untouchable, { stepInstruction: async () => undefined });
+    assert.ok(units[0] instanceof DwtCounters);
+    assert.ok(units[1] instanceof PmuCounters);
+    assert.ok(units[2] instanceof SysTickCounters);
+    assert.deepEqual(units.map((u) => u.info().present), [false, false, false]);
+  });
+
+  test('ARC: left to its owner for now', () => {
+    assert.deepEqual(createCounterUnits('arc', untouchable), []);
+  });
+});
