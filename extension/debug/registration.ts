@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { CycleLensConfigurationProvider } from './configurationProvider';
 
-export const DEBUG_TYPE = 'cyclelens';
+import { DEBUG_TYPE } from './sessionTracker';
 
 /** The adapter is a separate Node program (dist/adapter.js) started by VS Code over stdio. */
 class AdapterFactory implements vscode.DebugAdapterDescriptorFactory {

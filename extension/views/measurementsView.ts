@@ -1,0 +1,73 @@
+import * as vscode from 'vscode';
+import type { MeasurementRecord, MeasurementSeries, MeasurementStore } from '../analysis/measurements';
+import { formatCount, histogramBars } from '../analysis/statistics';
+
+type Node = { kind: 'record'; record: MeasurementRecord } | { kind: 'series'; record: MeasurementRecord; series: MeasurementSeries } | { kind: 'stat'; label: string; value: string };
+
+/** The Measurements view: each measurement, its counters, and per counter the distribution over passes. */
+export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.Disposable {
+  private readonly changed = new vscode.EventEmitter<undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly subscription: { dispose(): void };
+
+  constructor(private readonly store: MeasurementStore) {
+    this.subscription = store.onDidChange(() => this.changed.fire(undefined));
+  }
+
+  getChildren(node?: Node): Node[] {
+    if (!node) return this.store.all().map((record) => ({ kind: 'record', record }));
+    if (node.kind === 'record') return node.record.series.map((series) => ({ kind: 'series', record: node.record, series }));
+    if (node.kind === 'series') {
+      const d = node.series.distribution;
+      if (!d) return [{ kind: 'stat', label: 'passes', value: '0' }];
+      return [
+        { kind: 'stat', label: 'passes', value: String(d.count) },
+        { kind: 'stat', label: 'mean', value: formatCount(d.mean) },
+        { kind: 'stat', label: 'median', value: formatCount(d.median) },
+        { kind: 'stat', label: 'min', value: formatCount(d.min) },
+        { kind: 'stat', label: 'max', value: formatCount(d.max) },
+        { kind: 'stat', label: 'std dev', value: formatCount(d.stddev) },
+        { kind: 'stat', label: 'total', value: formatCount(d.total) },
+        ...(node.series.unreliablePasses ? [{ kind: 'stat' as const, label: 'unreliable passes', value: String(node.series.unreliablePasses) }] : []),
+      ];
+    }
+    return [];
+  }
+
+  getTreeItem(node: Node): vscode.TreeItem {
+    switch (node.kind) {
+      case 'record': {
+        const r = node.record;
+        const item = new vscode.TreeItem(r.label, vscode.TreeItemCollapsibleState.Expanded);
+        const first = r.series[0]?.distribution;
+        item.description = first ? `${first.count} pass${first.count === 1 ? '' : 'es'} · mean ${formatCount(first.mean)} ${r.series[0]!.event}` : 'no complete pass';
+        item.tooltip = r.incomplete ? `Incomplete: ${r.incomplete}` : `${r.kind} · ${r.takenAt.toLocaleTimeString()}`;
+        item.iconPath = new vscode.ThemeIcon(r.incomplete ? 'warning' : 'graph');
+        item.contextValue = 'measurement';
+        item.id = `measurement-${r.id}`;
+        if (r.anchor) {
+          item.command = { title: 'Go to region', command: 'vscode.open', arguments: [vscode.Uri.file(r.anchor.path), { selection: new vscode.Range(r.anchor.line - 1, 0, r.anchor.line - 1, 0) }] };
+        }
+        return item;
+      }
+      case 'series': {
+        const d = node.series.distribution;
+        const item = new vscode.TreeItem(node.series.event, vscode.TreeItemCollapsibleState.Collapsed);
+        item.description = d ? `${formatCount(d.min)} … ${formatCount(d.max)} (median ${formatCount(d.median)})` : '';
+        if (d) item.tooltip = new vscode.MarkdownString(['```', ...histogramBars(d), '```'].join('\n'));
+        item.iconPath = new vscode.ThemeIcon('symbol-numeric');
+        return item;
+      }
+      case 'stat': {
+        const item = new vscode.TreeItem(node.label);
+        item.description = node.value;
+        return item;
+      }
+    }
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
+    this.changed.dispose();
+  }
+}
