@@ -24,6 +24,11 @@ if (setup) {
   const packages = selected.includes('e2e') ? [...debianPackages, ...uiPackages] : debianPackages;
   if (!ensureDebianPackages(packages, 'tests')) process.exit(1);
   ensureNpmDependencies(repoRoot);
+  if (selected.includes('e2e')) {
+    // A real VS Code for the browser; installed here so no test's timeout includes it.
+    const { ensureCodeServer } = await import('./lib/codeServer.mjs');
+    ensureCodeServer();
+  }
 }
 
 execFileSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], { stdio: 'inherit', cwd: repoRoot });

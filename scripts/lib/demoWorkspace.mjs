@@ -1,0 +1,84 @@
+// The demo workspace that `npm start` opens and the e2e tests drive: the fixture firmware's sources,
+// its Makefile and per-target files, the ELFs built from them, and a .vscode/launch.json with one
+// `cyclelens` configuration per QEMU target. It is generated, so every call rewrites it whole.
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { repoRoot } from './root.mjs';
+
+export const fixturesDir = join(repoRoot, 'test', 'fixtures');
+export const demoWorkspaceDir = join(repoRoot, '.cache', 'demo-workspace');
+
+/**
+ * One launch configuration per QEMU target. `target` is the fixture build directory
+ * (test/fixtures/build/<target>/), as in test/support/paths.ts.
+ */
+export const demoConfigurations = [
+  { name: 'QEMU RISC-V 32', target: 'rv32', machine: 'virt' },
+  { name: 'QEMU Cortex-M4', target: 'cortex-m4', machine: 'mps2-an386' },
+];
+
+/** Builds the fixture firmware (`make -C test/fixtures -j2`). */
+export function buildFixtures() {
+  if (!existsSync(join(fixturesDir, 'Makefile'))) {
+    throw new Error(`${relative(repoRoot, fixturesDir)}/Makefile is missing: the fixture firmware cannot be built`);
+  }
+  execFileSync('make', ['-C', fixturesDir, '-j2', '--no-print-directory'], { stdio: 'inherit' });
+}
+
+/**
+ * The launch.json body. Each entry is a common/launchArgs.ts `CycleLensLaunchArgs` plus VS Code's
+ * `DebugConfigurationBase` fields; `${workspaceFolder}` keeps it valid wherever the folder is.
+ */
+export function demoLaunchJson(program = 'singlepass') {
+  return {
+    version: '0.2.0',
+    configurations: demoConfigurations.map((c) => ({
+      type: 'cyclelens',
+      request: 'launch',
+      name: c.name,
+      executable: `\${workspaceFolder}/build/${c.target}/${program}.elf`,
+      server: { type: 'qemu', machine: c.machine },
+      stopAtEntry: 'main',
+    })),
+  };
+}
+
+/** Copies build/<target>/*.elf (the linked programs; not the objects under obj/). */
+function copyElfs(builtDir, toDir) {
+  if (!existsSync(builtDir)) return;
+  for (const target of readdirSync(builtDir, { withFileTypes: true })) {
+    if (!target.isDirectory()) continue;
+    for (const file of readdirSync(join(builtDir, target.name))) {
+      if (!file.endsWith('.elf')) continue;
+      mkdirSync(join(toDir, target.name), { recursive: true });
+      cpSync(join(builtDir, target.name, file), join(toDir, target.name, file));
+    }
+  }
+}
+
+/**
+ * Writes the demo workspace into `dir`: every fixture source file (src/, the per-target directories,
+ * the Makefile; not the object files), the built ELFs under build/<target>/, and .vscode/launch.json.
+ * `build` runs make first. Unless `allowMissingFirmware`, the ELFs that launch.json names must exist
+ * (the e2e tests that only look at the UI allow them to be missing).
+ */
+export function createDemoWorkspace({ dir = demoWorkspaceDir, program = 'singlepass', build = false, allowMissingFirmware = false } = {}) {
+  if (!existsSync(fixturesDir)) throw new Error(`${fixturesDir} is missing: no fixture firmware to put in the demo workspace`);
+  if (build) buildFixtures();
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  const builtDir = join(fixturesDir, 'build');
+  cpSync(fixturesDir, dir, { recursive: true, filter: (src) => src !== builtDir });
+  copyElfs(builtDir, join(dir, 'build'));
+
+  const missing = demoConfigurations
+    .map((c) => join('build', c.target, `${program}.elf`))
+    .filter((elf) => !existsSync(join(dir, elf)));
+  if (missing.length > 0 && !allowMissingFirmware) {
+    throw new Error(`the demo firmware is not built (${missing.join(', ')} missing): run \`make -C test/fixtures -j2\``);
+  }
+  mkdirSync(join(dir, '.vscode'), { recursive: true });
+  writeFileSync(join(dir, '.vscode', 'launch.json'), `${JSON.stringify(demoLaunchJson(program), null, 2)}\n`);
+  return { dir, missingFirmware: missing };
+}

@@ -1,0 +1,97 @@
+// `npm start`: CycleLens in a real VS Code (code-server) on 127.0.0.1, on the demo firmware workspace,
+// from a fresh clone: Debian packages, npm packages, the production build packaged as a .vsix, the
+// fixture firmware, code-server itself; then it serves until Ctrl-C and stops everything it started.
+//   node scripts/start.mjs [--port N] [--theme "Default Light Modern"] [--no-setup]
+//   (PORT and CYCLELENS_THEME in the environment do the same; the default port is 8080)
+import { createServer } from 'node:net';
+import { join, relative } from 'node:path';
+import { repoRoot } from './lib/root.mjs';
+import { ensureDebianPackages, debianPackages, uiPackages } from './lib/system.mjs';
+import { ensureNpmDependencies } from './lib/npmDeps.mjs';
+import { packageExtension } from './lib/vsix.mjs';
+import { buildFixtures, createDemoWorkspace } from './lib/demoWorkspace.mjs';
+import { defaultSettings, ensureCodeServer, installExtension, startCodeServer } from './lib/codeServer.mjs';
+
+const host = '127.0.0.1';
+
+function option(name) {
+  const at = process.argv.indexOf(`--${name}`);
+  if (at >= 0) return process.argv[at + 1];
+  const inline = process.argv.find((a) => a.startsWith(`--${name}=`));
+  return inline?.slice(name.length + 3);
+}
+
+function parsePort() {
+  const text = option('port') ?? process.env.PORT ?? '8080';
+  const port = Number(text);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    throw new Error(`the port must be a number from 1 to 65535, not "${text}" (npm start -- --port 8081)`);
+  }
+  return port;
+}
+
+function portIsFree(port) {
+  return new Promise((resolveFree) => {
+    const probe = createServer();
+    probe.once('error', () => resolveFree(false));
+    probe.listen(port, host, () => probe.close(() => resolveFree(true)));
+  });
+}
+
+function step(text) {
+  console.log(`\n[start] ${text}`);
+}
+
+async function main() {
+  const port = parsePort();
+  const theme = option('theme') ?? process.env.CYCLELENS_THEME ?? 'Default Dark Modern';
+  if (!(await portIsFree(port))) {
+    throw new Error(`${host}:${port} is in use: stop what listens there or pick another port (npm start -- --port ${port + 1})`);
+  }
+
+  if (!process.argv.includes('--no-setup')) {
+    step('system and npm packages');
+    if (!ensureDebianPackages([...debianPackages, ...uiPackages], 'npm start')) process.exit(1);
+    ensureNpmDependencies(repoRoot);
+  }
+  step('building and packaging the extension');
+  const vsix = packageExtension();
+  step('building the demo firmware');
+  buildFixtures();
+  const { dir: workspace } = createDemoWorkspace();
+  step('code-server');
+  ensureCodeServer();
+  const stateDir = join(repoRoot, '.cache', 'demo');
+  const userDataDir = join(stateDir, 'user-data');
+  const extensionsDir = join(stateDir, 'extensions');
+  installExtension(vsix, extensionsDir);
+
+  const server = await startCodeServer({
+    port, host, userDataDir, extensionsDir, folder: workspace, settings: defaultSettings({ theme }),
+    logFile: join(stateDir, 'code-server.log'),
+  });
+  console.log([
+    '',
+    `CycleLens demo is served at  ${server.url}`,
+    `  workspace: ${relative(repoRoot, workspace)} (regenerated at every start)`,
+    `  log:       ${relative(repoRoot, server.logFile)}`,
+    '  Ctrl-C stops code-server and everything it started.',
+  ].join('\n'));
+
+  let stopping = false;
+  const shutdown = async (why, code) => {
+    if (stopping) return;
+    stopping = true;
+    console.log(`\n[start] ${why}: stopping code-server`);
+    await server.stop();
+    process.exit(code);
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => void shutdown(signal, 0));
+  const exit = await server.exited;
+  if (!stopping) await shutdown(`code-server exited on its own (${exit.code ?? exit.signal}); see ${server.logFile}`, 1);
+}
+
+main().catch((e) => {
+  console.error(`\n[start] ${e instanceof Error ? e.message : e}`);
+  process.exit(1);
+});
