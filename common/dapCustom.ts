@@ -64,6 +64,113 @@ export interface MeasurementResponse {
   stoppedAt?: { path?: string; line?: number; address: string; function?: string };
 }
 
+// ---- injected measurements (the target is never halted while they count) ----------------------
+
+/** What to inject: a function (by name or address) or a region between two locations. */
+export type InjectionTarget = { function: string } | { start: CodeLocation; end: CodeLocation };
+
+export interface InjectArguments {
+  targets: InjectionTarget[];
+  /** `software` (default): snapshot a free-running counter and accumulate in RAM; `hardware`: gate a counter slot. */
+  payload?: 'software' | 'hardware';
+  /** Functions too short to patch are measured at their direct call sites instead of refused. */
+  callSitesIfTooShort?: boolean;
+}
+
+export interface InjectedMeasurementInfo {
+  id: number;
+  name: string;
+  kind: 'function' | 'region' | 'call-sites';
+  payload: 'software' | 'hardware';
+  /** The counter the payload reads (`minstret`, `SysTick CVR`, `DWT CYCCNT` …). */
+  counter: string;
+  warnings: string[];
+  /** Source anchor for the editor, when the ELF has line information. */
+  source?: { path: string; line: number; endLine?: number };
+}
+
+export interface InjectionRefusedTarget {
+  target: InjectionTarget;
+  /** The user-facing reason: what blocks the patch and what to do instead. */
+  reason: string;
+}
+
+export interface InjectResponse {
+  injected: InjectedMeasurementInfo[];
+  refused: InjectionRefusedTarget[];
+}
+
+export interface InjectedResult {
+  id: number;
+  name: string;
+  counter: string;
+  /** Entries through the patch (recursive calls included). */
+  calls: number;
+  /** Completed outermost passes, which total/min/max/mean describe. */
+  passes: number;
+  /** Entries the payload could not track (EXC_RETURN in LR, full shadow stack). */
+  untracked: number;
+  /** Raw counted total, and the total with the payloads' own counted instructions removed. */
+  total: number;
+  compensatedTotal: number;
+  overheadPerPass: number;
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  meanCompensated: number | null;
+  /** The last few passes, compensated: the distribution shown in hovers. */
+  lastPasses: number[];
+}
+
+export interface InjectedResultsResponse {
+  results: InjectedResult[];
+}
+
+export interface RemoveInjectionsArguments {
+  /** Ids to remove; all when omitted. */
+  ids?: number[];
+}
+
+// ---- call graph ----------------------------------------------------------------------------------
+
+export interface CallGraphFunction {
+  name: string;
+  address: number;
+  size: number;
+  path?: string;
+  line?: number;
+}
+
+export interface CallGraphEdge {
+  caller: string;
+  callee: string;
+  kind: 'call' | 'tail';
+  /** Call sites (addresses of the calling instructions). */
+  sites: number[];
+  /** Observed calls, when a dynamic pass recorded them. */
+  count?: number;
+}
+
+export interface CallGraphResponse {
+  functions: CallGraphFunction[];
+  edges: CallGraphEdge[];
+  /** Functions that contain indirect calls (their callees are unknown statically). */
+  indirectCallers: string[];
+}
+
+/** Restarts the program from reset and runs it to `until` (default: the end of a single-pass program). */
+export interface RunArguments {
+  until?: CodeLocation;
+  timeoutMs?: number;
+  restart?: boolean;
+}
+
+export interface RunResponse {
+  reached: boolean;
+  /** Why the run stopped elsewhere (program exit, timeout, another breakpoint). */
+  detail?: string;
+}
+
 export const CustomRequests = {
   events: 'cyclelens/events',
   counters: 'cyclelens/counters',
@@ -72,6 +179,11 @@ export const CustomRequests = {
   reset: 'cyclelens/reset',
   measureTo: 'cyclelens/measureTo',
   measureRange: 'cyclelens/measureRange',
+  inject: 'cyclelens/inject',
+  injectedResults: 'cyclelens/injectedResults',
+  removeInjections: 'cyclelens/removeInjections',
+  callGraph: 'cyclelens/callGraph',
+  run: 'cyclelens/run',
 } as const;
 
 export const CustomEvents = {
