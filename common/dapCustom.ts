@@ -124,6 +124,8 @@ export interface InjectedResult {
 
 export interface InjectedResultsResponse {
   results: InjectedResult[];
+  /** Counter units elapsed since the first measurement was injected: the run the shares refer to. */
+  elapsed?: number;
 }
 
 export interface RemoveInjectionsArguments {

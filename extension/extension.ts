@@ -1,10 +1,14 @@
 import * as vscode from 'vscode';
 import { MeasurementStore } from './analysis/measurements';
 import { registerCounterCommands } from './commands/counterCommands';
+import { registerInjectionCommands } from './commands/injectionCommands';
 import { registerDebugging } from './debug/registration';
 import { SessionTracker } from './debug/sessionTracker';
+import { InjectedMeasurements } from './editor/injectedMeasurements';
 import { CountersView } from './views/countersView';
 import { MeasurementsView } from './views/measurementsView';
+
+const sourceFiles: vscode.DocumentSelector = [{ language: 'c' }, { language: 'cpp' }, { language: 'arm' }, { language: 'asm' }];
 
 /** Composition root: builds the services and registers them, nothing more. */
 export function activate(context: vscode.ExtensionContext): void {
@@ -12,14 +16,19 @@ export function activate(context: vscode.ExtensionContext): void {
   const tracker = new SessionTracker();
   const store = new MeasurementStore();
   const counters = new CountersView(tracker);
-  const measurements = new MeasurementsView(store);
+  const injected = new InjectedMeasurements(tracker, context.extensionUri);
+  const measurements = new MeasurementsView(store, injected);
   context.subscriptions.push(
     tracker,
     counters,
+    injected,
     measurements,
     vscode.window.registerTreeDataProvider('cyclelens.counters', counters),
     vscode.window.registerTreeDataProvider('cyclelens.measurements', measurements),
+    vscode.languages.registerCodeLensProvider(sourceFiles, injected),
+    vscode.languages.registerHoverProvider(sourceFiles, injected),
     ...registerCounterCommands(tracker, counters, store),
+    ...registerInjectionCommands(injected),
   );
 }
 

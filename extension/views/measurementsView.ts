@@ -1,21 +1,50 @@
 import * as vscode from 'vscode';
+import type { InjectedMeasurementInfo, InjectedResult } from '../../common/dapCustom';
 import type { MeasurementRecord, MeasurementSeries, MeasurementStore } from '../analysis/measurements';
-import { formatCount, histogramBars } from '../analysis/statistics';
+import { distribution, formatCount, histogramBars } from '../analysis/statistics';
 
-type Node = { kind: 'record'; record: MeasurementRecord } | { kind: 'series'; record: MeasurementRecord; series: MeasurementSeries } | { kind: 'stat'; label: string; value: string };
+/** Where injected measurements come from (the editor's InjectedMeasurements). */
+export interface InjectedSource {
+  all(): Array<{ info: InjectedMeasurementInfo; result?: InjectedResult }>;
+  onDidChangeResults: vscode.Event<void>;
+}
+
+type Node =
+  | { kind: 'injected'; info: InjectedMeasurementInfo; result: InjectedResult | undefined }
+  | { kind: 'record'; record: MeasurementRecord }
+  | { kind: 'series'; record: MeasurementRecord; series: MeasurementSeries }
+  | { kind: 'stat'; label: string; value: string };
 
 /** The Measurements view: each measurement, its counters, and per counter the distribution over passes. */
 export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<undefined>();
   readonly onDidChangeTreeData = this.changed.event;
-  private readonly subscription: { dispose(): void };
+  private readonly subscriptions: Array<{ dispose(): void }>;
 
-  constructor(private readonly store: MeasurementStore) {
-    this.subscription = store.onDidChange(() => this.changed.fire(undefined));
+  constructor(private readonly store: MeasurementStore, private readonly injected: InjectedSource) {
+    this.subscriptions = [store.onDidChange(() => this.changed.fire(undefined)), injected.onDidChangeResults(() => this.changed.fire(undefined))];
   }
 
   getChildren(node?: Node): Node[] {
-    if (!node) return this.store.all().map((record) => ({ kind: 'record', record }));
+    if (!node) {
+      return [
+        ...this.injected.all().map((l): Node => ({ kind: 'injected', info: l.info, result: l.result })),
+        ...this.store.all().map((record): Node => ({ kind: 'record', record })),
+      ];
+    }
+    if (node.kind === 'injected') {
+      const r = node.result;
+      if (!r) return [{ kind: 'stat', label: 'results', value: 'read at the next stop' }];
+      return [
+        { kind: 'stat', label: 'calls', value: String(r.calls) },
+        { kind: 'stat', label: 'passes', value: String(r.passes) },
+        { kind: 'stat', label: `total (${r.counter})`, value: `${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)})` },
+        { kind: 'stat', label: 'mean per pass', value: formatCount(r.meanCompensated ?? 0) },
+        { kind: 'stat', label: 'min … max', value: `${formatCount(r.min ?? 0)} … ${formatCount(r.max ?? 0)}` },
+        { kind: 'stat', label: 'payload per pass', value: formatCount(r.overheadPerPass) },
+        ...(r.untracked ? [{ kind: 'stat' as const, label: 'untracked entries', value: String(r.untracked) }] : []),
+      ];
+    }
     if (node.kind === 'record') return node.record.series.map((series) => ({ kind: 'series', record: node.record, series }));
     if (node.kind === 'series') {
       const d = node.series.distribution;
@@ -36,6 +65,20 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
 
   getTreeItem(node: Node): vscode.TreeItem {
     switch (node.kind) {
+      case 'injected': {
+        const item = new vscode.TreeItem(node.info.name, vscode.TreeItemCollapsibleState.Collapsed);
+        const r = node.result;
+        item.description = r ? `${r.calls} calls · mean ${formatCount(r.meanCompensated ?? 0)} ${r.counter}` : `${node.info.kind} · ${node.info.payload} · injected`;
+        const d = r ? distribution(r.lastPasses) : undefined;
+        item.tooltip = d ? new vscode.MarkdownString(['Last passes:', '```', ...histogramBars(d), '```'].join('\n')) : 'Injected: counting at full speed; results are read at each stop.';
+        item.iconPath = new vscode.ThemeIcon('pulse');
+        item.contextValue = 'injectedMeasurement';
+        item.id = `injected-${node.info.id}`;
+        if (node.info.source) {
+          item.command = { title: 'Go to source', command: 'vscode.open', arguments: [vscode.Uri.file(node.info.source.path), { selection: new vscode.Range(node.info.source.line - 1, 0, node.info.source.line - 1, 0) }] };
+        }
+        return item;
+      }
       case 'record': {
         const r = node.record;
         const item = new vscode.TreeItem(r.label, vscode.TreeItemCollapsibleState.Expanded);
@@ -67,7 +110,7 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
   }
 
   dispose(): void {
-    this.subscription.dispose();
+    for (const s of this.subscriptions) s.dispose();
     this.changed.dispose();
   }
 }

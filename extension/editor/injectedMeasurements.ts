@@ -1,0 +1,213 @@
+import * as vscode from 'vscode';
+import type { CallGraphFunction, InjectedMeasurementInfo, InjectedResult, InjectionTarget } from '../../common/dapCustom';
+import { distribution, formatCount, histogramBars } from '../analysis/statistics';
+import { InjectionClient } from '../debug/injectionClient';
+import type { SessionTracker } from '../debug/sessionTracker';
+
+interface Live {
+  info: InjectedMeasurementInfo;
+  result?: InjectedResult;
+}
+
+/**
+ * Injected measurements of the active session, as the editor shows them: gutter markers at a
+ * region's ends, the result at the end of its first line, a hover with the distribution, and
+ * CodeLens "Measure" above functions. Results are read at every stop of the target.
+ */
+export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.HoverProvider, vscode.Disposable {
+  private live = new Map<number, Live>();
+  private functions: CallGraphFunction[] = [];
+  private pendingStart: { uri: vscode.Uri; line: number } | undefined;
+  private totalOfRun: number | undefined;
+  private readonly codeLensChanged = new vscode.EventEmitter<void>();
+  readonly onDidChangeCodeLenses = this.codeLensChanged.event;
+  private readonly resultsChanged = new vscode.EventEmitter<void>();
+  /** Results were read or measurements added/removed (views refresh from this). */
+  readonly onDidChangeResults = this.resultsChanged.event;
+  private readonly subscriptions: vscode.Disposable[] = [];
+  private readonly startMarker: vscode.TextEditorDecorationType;
+  private readonly endMarker: vscode.TextEditorDecorationType;
+  private readonly pendingMarker: vscode.TextEditorDecorationType;
+  private readonly resultText: vscode.TextEditorDecorationType;
+
+  constructor(private readonly tracker: SessionTracker, extensionUri: vscode.Uri) {
+    const icon = (name: string): vscode.Uri => vscode.Uri.joinPath(extensionUri, 'media', name);
+    // Decoration types are created once and disposed with the extension.
+    this.startMarker = vscode.window.createTextEditorDecorationType({ gutterIconPath: icon('region-start.svg'), gutterIconSize: 'contain', overviewRulerColor: new vscode.ThemeColor('charts.orange'), overviewRulerLane: vscode.OverviewRulerLane.Left });
+    this.endMarker = vscode.window.createTextEditorDecorationType({ gutterIconPath: icon('region-end.svg'), gutterIconSize: 'contain', overviewRulerColor: new vscode.ThemeColor('charts.orange'), overviewRulerLane: vscode.OverviewRulerLane.Left });
+    this.pendingMarker = vscode.window.createTextEditorDecorationType({ gutterIconPath: icon('region-pending.svg'), gutterIconSize: 'contain', isWholeLine: true, backgroundColor: new vscode.ThemeColor('editor.rangeHighlightBackground') });
+    this.resultText = vscode.window.createTextEditorDecorationType({ after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground'), fontStyle: 'italic' } });
+    this.subscriptions.push(
+      this.startMarker, this.endMarker, this.pendingMarker, this.resultText, this.codeLensChanged, this.resultsChanged,
+      tracker.onDidStop(() => void this.refresh()),
+      tracker.onDidChange(() => {
+        if (!tracker.active) this.forgetSession();
+        else void this.loadFunctions();
+      }),
+      vscode.window.onDidChangeVisibleTextEditors(() => this.decorate()),
+    );
+  }
+
+  all(): Array<{ info: InjectedMeasurementInfo; result?: InjectedResult }> {
+    return [...this.live.values()];
+  }
+
+  // ---- user actions ------------------------------------------------------------------------------
+
+  /** "Measure Region from Here": remembers the start until "… to Here" names the end. */
+  markStart(uri: vscode.Uri, line: number): void {
+    this.pendingStart = { uri, line };
+    this.decorate();
+    void vscode.window.setStatusBarMessage(`CycleLens: region starts at line ${line}; choose "Measure Region to Here" on its last line.`, 8000);
+  }
+
+  async markEnd(uri: vscode.Uri, line: number): Promise<void> {
+    const start = this.pendingStart;
+    if (!start || start.uri.toString() !== uri.toString()) {
+      throw new Error('Choose "Measure Region from Here" on the first line of the region first (in the same file).');
+    }
+    if (line <= start.line) throw new Error(`The region's end (line ${line}) must come after its start (line ${start.line}).`);
+    this.pendingStart = undefined;
+    await this.inject([{ start: { path: uri.fsPath, line: start.line }, end: { path: uri.fsPath, line } }]);
+  }
+
+  async measureFunction(name: string): Promise<void> {
+    await this.inject([{ function: name }]);
+  }
+
+  async remove(id: number): Promise<void> {
+    await this.requireClient().remove({ ids: [id] });
+    this.live.delete(id);
+    this.changed();
+  }
+
+  async removeAll(): Promise<void> {
+    await this.requireClient().remove({});
+    this.live.clear();
+    this.changed();
+  }
+
+  /** Reads every injected measurement's record from the target. */
+  async refresh(): Promise<void> {
+    const session = this.tracker.active;
+    if (!session || this.live.size === 0) return;
+    try {
+      const { results, elapsed } = await new InjectionClient(session).results();
+      this.totalOfRun = elapsed;
+      for (const r of results) {
+        const l = this.live.get(r.id);
+        if (l) l.result = r;
+      }
+      this.changed();
+    } catch {
+      // The session ended between the stop and the request.
+    }
+  }
+
+  private async inject(targets: InjectionTarget[]): Promise<void> {
+    const r = await this.requireClient().inject({ targets, callSitesIfTooShort: true });
+    for (const info of r.injected) this.live.set(info.id, { info });
+    this.changed();
+    if (r.refused.length > 0) {
+      void vscode.window.showWarningMessage(`CycleLens could not measure: ${r.refused.map((x) => x.reason).join(' ')}`);
+    }
+    for (const info of r.injected) for (const w of info.warnings) void vscode.window.showWarningMessage(`CycleLens: ${info.name}: ${w}`);
+  }
+
+  // ---- editor presentation -----------------------------------------------------------------------
+
+  provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
+    // Cheap: the function list is loaded once per session; titles come from what is already read.
+    if (!this.tracker.active) return [];
+    const path = document.uri.fsPath;
+    return this.functions
+      .filter((f) => f.path === path && f.line !== undefined)
+      .map((f) => {
+        const range = new vscode.Range(f.line! - 1, 0, f.line! - 1, 0);
+        const measured = [...this.live.values()].find((l) => l.info.kind !== 'region' && l.info.name === f.name);
+        if (measured) {
+          return new vscode.CodeLens(range, { title: `$(pulse) ${summary(measured.result, this.totalOfRun)}`, command: 'cyclelens.removeInjected', arguments: [measured.info.id], tooltip: 'Click to stop measuring this function' });
+        }
+        return new vscode.CodeLens(range, { title: 'Measure', command: 'cyclelens.measureFunction', arguments: [f.name], tooltip: `Inject a measurement into ${f.name}: it runs at full speed and every call is counted` });
+      });
+  }
+
+  provideHover(document: vscode.TextDocument, position: vscode.Position): vscode.Hover | undefined {
+    const l = [...this.live.values()].find((x) => x.info.source?.path === document.uri.fsPath && x.info.source.line - 1 === position.line);
+    if (!l?.result) return undefined;
+    const r = l.result;
+    const md = new vscode.MarkdownString();
+    md.appendMarkdown(`**${l.info.name}** — ${r.counter}\n\n`);
+    md.appendMarkdown(`calls ${r.calls} · passes ${r.passes}${r.untracked ? ` · untracked ${r.untracked}` : ''}\n\n`);
+    md.appendMarkdown(`total ${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)}, payload ${formatCount(r.overheadPerPass)}/pass removed)\n\n`);
+    if (r.meanCompensated !== null) md.appendMarkdown(`per pass: mean ${formatCount(r.meanCompensated)}, min ${formatCount(r.min ?? 0)}, max ${formatCount(r.max ?? 0)}\n\n`);
+    const d = distribution(r.lastPasses);
+    if (d) md.appendCodeblock(histogramBars(d).join('\n'), 'text');
+    return new vscode.Hover(md);
+  }
+
+  private decorate(): void {
+    for (const editor of vscode.window.visibleTextEditors) {
+      const path = editor.document.uri.fsPath;
+      const starts: vscode.DecorationOptions[] = [];
+      const ends: vscode.DecorationOptions[] = [];
+      const texts: vscode.DecorationOptions[] = [];
+      for (const l of this.live.values()) {
+        const src = l.info.source;
+        if (!src || src.path !== path) continue;
+        const line = editor.document.lineAt(Math.min(src.line - 1, editor.document.lineCount - 1));
+        starts.push({ range: line.range });
+        if (src.endLine !== undefined) ends.push({ range: editor.document.lineAt(Math.min(src.endLine - 1, editor.document.lineCount - 1)).range });
+        texts.push({ range: new vscode.Range(line.range.end, line.range.end), renderOptions: { after: { contentText: summary(l.result, this.totalOfRun) } } });
+      }
+      editor.setDecorations(this.startMarker, starts);
+      editor.setDecorations(this.endMarker, ends);
+      editor.setDecorations(this.resultText, texts);
+      const pending = this.pendingStart && this.pendingStart.uri.toString() === editor.document.uri.toString() ? [editor.document.lineAt(this.pendingStart.line - 1).range] : [];
+      editor.setDecorations(this.pendingMarker, pending);
+    }
+  }
+
+  private changed(): void {
+    this.decorate();
+    this.codeLensChanged.fire();
+    this.resultsChanged.fire();
+  }
+
+  private async loadFunctions(): Promise<void> {
+    const session = this.tracker.active;
+    if (!session) return;
+    try {
+      this.functions = (await new InjectionClient(session).callGraph()).functions;
+      this.codeLensChanged.fire();
+    } catch {
+      this.functions = [];
+    }
+  }
+
+  /** Everything tied to a live session goes when it ends: patches are gone with it. */
+  private forgetSession(): void {
+    this.live.clear();
+    this.functions = [];
+    this.pendingStart = undefined;
+    this.totalOfRun = undefined;
+    this.changed();
+  }
+
+  private requireClient(): InjectionClient {
+    const session = this.tracker.active;
+    if (!session) throw new Error('Start a CycleLens debug session first: measurements are injected into the running target.');
+    return new InjectionClient(session);
+  }
+
+  dispose(): void {
+    for (const s of this.subscriptions) s.dispose();
+  }
+}
+
+function summary(r: InjectedResult | undefined, total: number | undefined): string {
+  if (!r) return 'measuring… (results at the next stop)';
+  if (r.passes === 0) return `${r.calls} calls, no complete pass yet`;
+  const share = total ? ` · ${((r.compensatedTotal / total) * 100).toFixed(1)}%` : '';
+  return `${r.calls} calls · ${formatCount(r.compensatedTotal)} ${r.counter} · mean ${formatCount(r.meanCompensated ?? 0)} (${formatCount(r.min ?? 0)}–${formatCount(r.max ?? 0)})${share}`;
+}
