@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds GNU binutils (as, objdump, objcopy, ld) for --target=arc-elf32 from Debian's own binutils
-# *source* package into .cache/arc-binutils/. Debian packages no ARC binutils, and CI reaches only
+# *source* package into ${CYCLELENS_CACHE:-$HOME/.cache/cyclelens}/arc-binutils/ (outside the repository, so reruns skip it). Debian packages no ARC binutils, and CI reaches only
 # Debian's archive and npm, so the upstream source comes from `apt-get source binutils`.
 #
 # The system's apt configuration is never edited: a private sources list with a deb-src entry, a
@@ -8,14 +8,14 @@
 # passed to apt-get with -o options.
 #
 # Idempotent: exits at once when the tools are already built. Prints how long the build took.
-# Leaves .cache/arc-binutils/install/bin/arc-elf32-{as,objdump,objcopy,ld,...} and
-# .cache/arc-binutils/gas-testsuite-arc (binutils' ARC assembler test programs).
+# Leaves <cache>/arc-binutils/install/bin/arc-elf32-{as,objdump,objcopy,ld,...} and
+# <cache>/arc-binutils/gas-testsuite-arc (binutils' ARC assembler test programs).
 #   scripts/buildArcBinutils.sh            # build if missing
 #   ARC_BINUTILS_FORCE=1 scripts/...       # rebuild
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cache="${ARC_BINUTILS_CACHE:-$root/.cache/arc-binutils}"
+cache="${ARC_BINUTILS_CACHE:-${CYCLELENS_CACHE:-$HOME/.cache/cyclelens}/arc-binutils}"
 prefix="$cache/install"
 tools=(as objdump objcopy ld)
 

@@ -1,6 +1,8 @@
 import type { TargetFamily } from '../../common/launchArgs';
 import type { CounterUnit } from '../probe/counters';
 import type { TargetAccess } from '../probe/targetAccess';
+import { DeferredAuxAccess } from './arc/auxAccess';
+import { ArcPctUnit } from './arc/pctCounters';
 import { DwtCounters } from './cortex-m/dwt';
 import { PmuCounters } from './cortex-m/pmu';
 import { SysTickCounters } from './cortex-m/sysTick';
@@ -33,8 +35,7 @@ export function createCounterUnits(family: TargetFamily, access: TargetAccess, o
       return [dwt, new PmuCounters(access), sysTick];
     }
     case 'arc':
-      // ARC PCT counters (adapter/arch/arc/) are wired in here by their owner.
-      return [];
+      return [new ArcPctUnit(new DeferredAuxAccess(access))];
     default: {
       const unknown: never = family;
       throw new Error(`no counter units for family ${String(unknown)}`);

@@ -19,6 +19,21 @@ export const debianPackages = [
   { pkg: 'valgrind', probe: 'callgrind_annotate' },
 ];
 
+/**
+ * What scripts/buildArcBinutils.sh and scripts/buildArcGdb.sh need to build the ARC tools from
+ * Debian's binutils and gdb source packages (ARC is not packaged; no ARC chip or simulator runs here).
+ */
+export const arcToolPackages = [
+  { pkg: 'dpkg-dev', probe: 'dpkg-source' },
+  { pkg: 'bison', probe: 'bison' },
+  { pkg: 'flex', probe: 'flex' },
+  { pkg: 'libexpat1-dev', file: '/usr/include/expat.h' },
+  { pkg: 'libgmp-dev', file: '/usr/include/x86_64-linux-gnu/gmp.h' },
+  { pkg: 'libmpfr-dev', file: '/usr/include/mpfr.h' },
+  { pkg: 'libncurses-dev', file: '/usr/include/ncurses.h' },
+  { pkg: 'xz-utils', probe: 'xz' },
+];
+
 /** Packages the real-VS-Code (code-server + Chromium) tier and `npm start` need on top. */
 export const uiPackages = [
   { pkg: 'chromium', probe: 'chromium' },
@@ -60,4 +75,11 @@ export function ensureDebianPackages(list, purpose) {
     return false;
   }
   return true;
+}
+
+/** Builds the ARC binutils and GDB into the tool cache (minutes the first time, nothing after). */
+export function ensureArcTools(root) {
+  for (const script of ['buildArcBinutils.sh', 'buildArcGdb.sh']) {
+    execFileSync('bash', [`${root}/scripts/${script}`], { stdio: 'inherit' });
+  }
 }

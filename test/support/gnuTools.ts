@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { repoRoot } from './paths';
+import { toolCache } from './paths';
 
 /**
  * The real GNU assembler and disassembler as the oracle for the instruction codecs: tests assemble
@@ -54,7 +54,7 @@ export const rv32Toolchain = (): GnuToolchain => ({
 });
 
 /** Where scripts/buildArcBinutils.sh installs arc-elf32 binutils. */
-export const arcBinutilsDir = join(repoRoot, '.cache', 'arc-binutils', 'install', 'bin');
+export const arcBinutilsDir = join(toolCache, 'arc-binutils', 'install', 'bin');
 
 /** ARC binutils from the build cache, else from PATH; undefined when neither exists. */
 export function arcToolchain(cpu = 'em4_fpuda'): GnuToolchain | undefined {

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 function findRoot(start: string): string {
@@ -16,6 +17,9 @@ export const repoRoot = findRoot(__dirname);
 export const adapterBundle = join(repoRoot, 'dist', 'adapter.js');
 export const fixturesDir = join(repoRoot, 'test', 'fixtures');
 export const testOutputDir = process.env.CYCLELENS_TEST_OUTPUT ?? join(repoRoot, 'test-output');
+
+/** Tools built from Debian sources (ARC binutils and GDB) live here, outside the repository, so reruns reuse them. */
+export const toolCache = process.env.CYCLELENS_CACHE ?? join(homedir(), '.cache', 'cyclelens');
 
 export type FixtureTarget = 'cortex-m4' | 'rv32';
 

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { ArcPctUnit } from '../../adapter/arch/arc/pctCounters';
 import { createCounterUnits } from '../../adapter/arch/counterUnits';
 import { DwtCounters } from '../../adapter/arch/cortex-m/dwt';
 import { PmuCounters } from '../../adapter/arch/cortex-m/pmu';
@@ -28,7 +29,10 @@ describe('createCounterUnits', () => {
     assert.deepEqual(units.map((u) => u.info().present), [false, false, false]);
   });
 
-  test('ARC: left to its owner for now', () => {
-    assert.deepEqual(createCounterUnits('arc', untouchable), []);
+  test('ARC: the PCT unit, without probing (aux access is resolved on first use)', () => {
+    const units = createCounterUnits('arc', untouchable);
+    assert.equal(units.length, 1);
+    assert.ok(units[0] instanceof ArcPctUnit);
+    assert.equal(units[0]!.info().present, false);
   });
 });
