@@ -48,7 +48,11 @@ export class ProbeRequests {
     const service = this.counters();
     const assignments = a.assignments ?? (a.events ? service.planEvents(a.events) : undefined);
     if (!assignments) throw new CycleLensError(ErrorCode.InvalidRequest, 'cyclelens/configure needs `events` or `assignments`.');
-    await this.halted(() => service.configure(assignments));
+    // Configured counters count from now on: a user configures, then steps and watches them move.
+    await this.halted(async () => {
+      await service.configure(assignments);
+      await service.start();
+    });
     return { units: service.capabilities() };
   }
 
