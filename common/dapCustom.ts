@@ -191,6 +191,8 @@ export const CustomRequests = {
 export const CustomEvents = {
   /** Sent once after launch: the counter units the target has (present or not, with notes). */
   capabilities: 'cyclelens/capabilities',
+  /** Every injected measurement was removed (reset or restart): the editor drops its results. */
+  injectionsRemoved: 'cyclelens/injectionsRemoved',
   /** Sent during a repeated measurement: passes done so far. */
   measurementProgress: 'cyclelens/measurementProgress',
 } as const;

@@ -65,6 +65,19 @@ export interface CycleLensLaunchArgs {
   gdbPath?: string;
   /** Where to stop after launch: a function name, `true` for `main`, `false` to run freely. Default `main`. */
   stopAtEntry?: boolean | string;
+  /**
+   * The function a single-pass program calls when its work is done (e.g. `exit`): profiling runs
+   * stop there, before the program ends, so the next run can restart. Default: `exit` or `_exit`.
+   */
+  programEnd?: string;
+  /**
+   * RAM that injected measurements may own (code cave, records), e.g. `{ "start": "0x20070000", "size": 4096 }`.
+   * Default: the linker symbols `__cyclelens_scratch_start`/`__cyclelens_scratch_end`, else — with a
+   * warning — RAM no section of the ELF occupies.
+   */
+  reservedMemory?: { start: string | number; size: number };
+  /** Let injected measurements patch code in flash by reprogramming it (off by default). */
+  allowFlashWrites?: boolean;
   /** GDB commands run before connecting (e.g. `set remotetimeout 5`). */
   initCommands?: string[];
   /** GDB commands run after connecting and before the first stop is reported. */

@@ -12,6 +12,7 @@ import { GdbTargetAccess } from '../probe/targetAccess';
 import { DebugTarget, LaunchMode, TargetOutput } from '../target/debugTarget';
 import { BreakpointManager } from './breakpoints';
 import { disassemble } from './disassembly';
+import { InjectionRequests } from './injectionRequests';
 import { ProbeRequests } from './probeRequests';
 import { validateLaunchArgs } from './launchValidation';
 import { VariableStore } from './variables';
@@ -31,6 +32,11 @@ export class CycleLensDebugSession extends DebugSession {
     () => this.requireTarget(),
     () => this.requireCounters(),
     (passesDone, passesWanted) => this.sendEvent(new Event(CustomEvents.measurementProgress, { passesDone, passesWanted } satisfies MeasurementProgressEventBody)),
+  );
+  private readonly injection = new InjectionRequests(
+    () => this.requireTarget(),
+    (o) => this.output(o),
+    () => this.counters?.capabilities().some((u) => u.unit === 'DWT' && u.present && u.slots.some((s) => s.name === 'CYCCNT')) ?? false,
   );
   private readonly breakpoints = new BreakpointManager(() => this.requireTarget().gdb);
   private frames = new Map<number, { threadId: number; level: number }>();
@@ -71,6 +77,7 @@ export class CycleLensDebugSession extends DebugSession {
     disconnect: (a: DebugProtocol.DisconnectArguments) => this.disconnect(a.terminateDebuggee ?? this.target?.mode !== 'attach'),
     terminate: () => this.disconnect(true),
     ...this.probe.handlers(),
+    ...this.injection.handlers(),
   };
 
   protected override initializeRequest(response: DebugProtocol.InitializeResponse): void {
@@ -141,6 +148,11 @@ export class CycleLensDebugSession extends DebugSession {
     );
     const units = await this.counters.discover();
     this.sendEvent(new Event(CustomEvents.capabilities, { family: config.family, units } satisfies CapabilitiesEventBody));
+    await this.injection.restoreJournal();
+    target.onBeforeReset(async () => {
+      await this.injection.removeAll();
+      this.sendEvent(new Event(CustomEvents.injectionsRemoved, {}));
+    });
     this.sendEvent(new InitializedEvent());
   }
 
@@ -159,8 +171,12 @@ export class CycleLensDebugSession extends DebugSession {
     const counters = this.counters;
     this.target = undefined;
     this.counters = undefined;
-    // A target that lives on (attach, real boards) gets its counter registers back as they were.
-    if (target && !target.isEnded && !terminate && counters) await target.withHalted(() => counters.release()).catch(() => undefined);
+    // Patched code is restored before anything else (the journal is cleared with it), and a target
+    // that lives on (attach, real boards) gets its counter registers back as they were.
+    if (target && !target.isEnded) {
+      await this.injection.removeAll().catch((err: unknown) => this.output({ category: 'important', text: `Could not remove injected measurements: ${errorMessage(err)}. They are restored from the patch journal at the next launch.\n` }));
+      if (!terminate && counters) await target.withHalted(() => counters.release()).catch(() => undefined);
+    }
     if (target && !target.isEnded) await target.shutdown(terminate);
     else if (target) await target.shutdown(true);
   }

@@ -15,6 +15,10 @@ export interface ValidatedLaunch {
   gdbPath: string;
   /** Function to stop at after launch, or undefined to run freely. */
   stopAtEntry: string | undefined;
+  /** Where a single-pass program's work ends (see CycleLensLaunchArgs.programEnd). */
+  programEnd: string | undefined;
+  reservedMemory: { start: number; size: number } | undefined;
+  allowFlashWrites: boolean;
   initCommands: string[];
   postConnectCommands: string[];
   trace: boolean;
@@ -95,6 +99,16 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
   const stop = raw.stopAtEntry;
   if (stop !== undefined && typeof stop !== 'boolean' && typeof stop !== 'string') invalid('`stopAtEntry` must be true, false or a function name.');
   if (raw.gdbPath !== undefined && typeof raw.gdbPath !== 'string') invalid('`gdbPath` must be a string.');
+  const reserved = raw.reservedMemory;
+  if (reserved !== undefined) {
+    const start = typeof reserved.start === 'string' ? Number(reserved.start) : reserved.start;
+    if (typeof reserved !== 'object' || !Number.isInteger(start) || !Number.isInteger(reserved.size) || reserved.size <= 0) {
+      invalid('`reservedMemory` must be `{ "start": "0x…", "size": bytes }` naming RAM the program never uses.');
+    }
+  }
+  if (raw.programEnd !== undefined && (typeof raw.programEnd !== 'string' || !image.functionNamed(raw.programEnd))) {
+    invalid(`\`programEnd\` must name a function of ${executable} (got ${JSON.stringify(raw.programEnd)}).`);
+  }
   return {
     executable,
     image,
@@ -103,6 +117,9 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
     server: validateServer(raw.server, cwd),
     gdbPath: raw.gdbPath ?? (detected === 'arc' ? 'arc-elf32-gdb' : 'gdb-multiarch'),
     stopAtEntry: stop === false ? undefined : stop === true || stop === undefined ? 'main' : stop,
+    programEnd: raw.programEnd ?? ['exit', '_exit'].find((name) => image.functionNamed(name)),
+    reservedMemory: reserved ? { start: Number(reserved.start), size: reserved.size } : undefined,
+    allowFlashWrites: raw.allowFlashWrites === true,
     initCommands: optionalStrings(raw.initCommands, 'initCommands'),
     postConnectCommands: optionalStrings(raw.postConnectCommands, 'postConnectCommands'),
     trace: raw.trace === true,

@@ -7,12 +7,15 @@ import type {
   MeasurementResponse,
   ReadResponse,
   ResetArguments,
+  RunArguments,
+  RunResponse,
 } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { CycleLensError, ErrorCode } from '../errors';
 import type { CounterService } from '../probe/counterService';
 import { toWire } from '../probe/counterService';
-import { BreakpointMeasurement } from '../probe/rangeMeasurement';
+import { staticCallGraph, StaticCallGraph } from '../probe/callGraph';
+import { BreakpointMeasurement, gdbLocation } from '../probe/rangeMeasurement';
 import type { DebugTarget } from '../target/debugTarget';
 
 type Handler = (args: never) => Promise<unknown>;
@@ -41,7 +44,53 @@ export class ProbeRequests {
       [CustomRequests.measureTo]: (a: MeasureToArguments) => this.measure((m) => m.measureTo(a.to, a.timeoutMs)),
       [CustomRequests.measureRange]: (a: MeasureRangeArguments) =>
         this.measure((m) => m.measureRange(a.start, a.end, a.passes, a.timeoutMs, (done) => this.onProgress(done, a.passes))),
+      [CustomRequests.callGraph]: async () => this.callGraph(),
+      [CustomRequests.run]: (a: RunArguments) => this.run(a),
     };
+  }
+
+  private graph: StaticCallGraph | undefined;
+
+  /** The static call graph of the ELF, built once per session. */
+  callGraph(): StaticCallGraph {
+    this.graph ??= staticCallGraph(this.target().config.image);
+    return this.graph;
+  }
+
+  /**
+   * Runs the program (optionally from reset) to a location, hidden from the user until it arrives:
+   * how profiling scenarios start and end their runs. Without `until`, runs to `programEnd`.
+   */
+  private async run(a: RunArguments): Promise<RunResponse> {
+    const target = this.target();
+    const until = a.until ?? (target.config.programEnd ? { function: target.config.programEnd } : undefined);
+    if (!until) {
+      throw new CycleLensError(ErrorCode.InvalidLaunchArgs, 'This program has no `exit` or `_exit`: set `programEnd` in the launch configuration to the function it calls when its work is done.');
+    }
+    const gdb = target.gdb;
+    const result = await target.internally(async (): Promise<RunResponse> => {
+      if (gdb.isRunning) await gdb.execInterrupt();
+      if (a.restart) await target.resetHalted();
+      // At a function's entry, not after its prologue: the same place an injected entry patch sits.
+      const location = 'function' in until ? `*${until.function}` : gdbLocation(until);
+      const bp = await gdb.breakInsert({ location, temporary: true });
+      const stopped = gdb.waitForStop(a.timeoutMs ?? 120_000);
+      await gdb.execContinue();
+      const stop = await stopped;
+      if (!stop) {
+        if (gdb.isRunning) await gdb.execInterrupt();
+        const ended = gdb.executionState === 'exited';
+        return { reached: false, detail: ended ? 'The program ended before it got there.' : `It did not get there within ${Math.round((a.timeoutMs ?? 120_000) / 1000)} s.` };
+      }
+      const reached = stop.breakpointIds.includes(bp.id);
+      if (!reached) await gdb.breakDelete([bp.id]);
+      return reached ? { reached } : { reached, detail: `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` };
+    });
+    if (gdb.executionState === 'stopped') {
+      const frames = await gdb.stackListFrames(1, 0, 0).catch(() => []);
+      target.announceStop({ reason: 'step', threadId: 1, allStopped: true, breakpointIds: [], ...(frames[0] ? { frame: frames[0] } : {}) });
+    }
+    return result;
   }
 
   private async configure(a: ConfigureArguments): Promise<CountersResponse> {

@@ -27,6 +27,8 @@ export class DebugTarget {
   /** Stops the target makes for its own purposes are not reported to the user. */
   private internalStops = 0;
   private entryBreakpointId: number | undefined;
+  /** Run before every reset: patched code must be restored while the journal still matches. */
+  private readonly resetHooks: Array<() => Promise<void>> = [];
 
   readonly onOutput = this.outputEmitter.event;
   /** The session is over (program exit, GDB death, server death); message set when abnormal. */
@@ -162,20 +164,27 @@ export class DebugTarget {
 
   /** Resets the target and runs to the entry point again. */
   async restart(): Promise<void> {
+    await this.resetHalted();
+    await this.runToEntry();
+  }
+
+  onBeforeReset(hook: () => Promise<void>): void {
+    this.resetHooks.push(hook);
+  }
+
+  /** Resets the target and leaves it halted at the reset vector, without telling the user. */
+  async resetHalted(): Promise<void> {
     const reset = this.server.resetCommand;
     if (!reset) {
       throw new CycleLensError(ErrorCode.Unsupported, `Restart needs a reset command, and a ${this.server.kind} gdbserver has none CycleLens knows. Stop and start the session instead.`);
     }
-    this.internalStops++;
-    try {
+    await this.internally(async () => {
       if (this.gdb.isRunning) await this.gdb.execInterrupt();
+      for (const hook of this.resetHooks) await hook();
       await this.gdb.monitor(reset);
       // GDB caches registers; after a reset behind its back they are stale.
       await this.gdb.console('maintenance flush register-cache');
-    } finally {
-      this.internalStops--;
-    }
-    await this.runToEntry();
+    });
   }
 
   /** Ends the session: halts, detaches (attach) or kills (launch), stops GDB and the server. */

@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { CallGraphFunction, InjectedMeasurementInfo, InjectedResult, InjectionTarget } from '../../common/dapCustom';
+import { CustomEvents } from '../../common/dapCustom';
 import { distribution, formatCount, histogramBars } from '../analysis/statistics';
 import { InjectionClient } from '../debug/injectionClient';
 import type { SessionTracker } from '../debug/sessionTracker';
@@ -45,6 +46,12 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
         else void this.loadFunctions();
       }),
       vscode.window.onDidChangeVisibleTextEditors(() => this.decorate()),
+      vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
+        if (e.event === CustomEvents.injectionsRemoved && e.session.id === tracker.active?.id) {
+          this.live.clear();
+          this.changed();
+        }
+      }),
     );
   }
 

@@ -1,0 +1,19 @@
+/**
+ * Function and region measurement by code injection (DESIGN.md "Function measurement",
+ * "Payload kinds"). The session builds an InjectionService with the family's support
+ * (adapter/arch/riscv/trampolineRv32.ts `rv32InjectionSupport`, adapter/arch/cortex-m/
+ * trampolineThumb.ts `thumbInjectionSupport`) and exposes its methods as DAP requests.
+ */
+export { InjectionService } from './injectionService';
+export type { Calibration, InjectionFamilySupport, InjectionServiceOptions, MeasureOptions, MeasurementInfo, MeasurementResults, TargetCode, TargetRunner } from './injectionService';
+export { InjectionPlanner, reachableDisplaced } from './planner';
+export { ProgramModel } from './programModel';
+export { InjectionRefusedError } from './errors';
+export { restoreFromJournal, journalPath, elfHash } from './journal';
+export type { RestoreReport } from './journal';
+export { resolveReservedMemory, MINIMUM_RESERVED } from './reservedMemory';
+export { QEMU_MEMORY_MAPS, memoryKindAt, parseGdbMemoryMap } from './memoryMap';
+export type { MemoryKind, MemoryRegion } from './memoryMap';
+export { gdbTargetRunner } from './gdbRunner';
+export { DWT_CYCCNT, MCYCLE, MINSTRET, SYSTICK_CVR } from './types';
+export type { CounterSource, InjectionPlan, InjectionRefusal, PayloadKind, ReservedMemory } from './types';

@@ -1,0 +1,662 @@
+import type { ElfImage } from '../../elf';
+import { CycleLensError, ErrorCode } from '../../errors';
+import type { TargetAccess } from '../targetAccess';
+import { CaveAllocator, type Block } from './caveAllocator';
+import { InjectionRefusedError, hex, refusal } from './errors';
+import { PatchJournal } from './journal';
+import { memoryKindAt, type MemoryRegion } from './memoryMap';
+import type { CountedOverhead, DispatchEntry, PayloadGenerator, RuntimeImage, RuntimeLayout, StubImage, StubRequest } from './payload';
+import { InjectionPlanner } from './planner';
+import { ProgramModel } from './programModel';
+import { Ctrl, RECORD_SIZE, Rec, decodeRecord, initialControl, initialRecord } from './recordLayout';
+import type { CaveReach, CounterSource, InjectionArch, InjectionPlan, InjectionRefusal, PatchSite, PayloadKind, ReservedMemory } from './types';
+
+/** Run control for calibration: resume until `address` executes (true), or give up after `timeoutMs`. */
+export interface TargetRunner {
+  runTo(address: number, timeoutMs: number): Promise<boolean>;
+}
+
+/** The per-family parts the service needs (built by adapter/arch/<family>/). */
+export interface InjectionFamilySupport {
+  arch: InjectionArch;
+  generator: PayloadGenerator;
+  /** Register names to save and restore around calibration runs. */
+  registers: readonly string[];
+  /** Thumb: entry and exit addresses carry bit 0. */
+  codeAddressBit: number;
+  /**
+   * Programs the counter if it needs it (SysTick, DWT). Returns code to run on the target instead
+   * when the debugger cannot reach the registers (QEMU's gdbstub does not reach the M-profile SCS).
+   */
+  prepareCounter?(access: TargetAccess): Promise<TargetCode | undefined>;
+  /** Where the halted program will resume besides the PC (RV32 mepc, Cortex-M stacked PC). */
+  resumePoints?(access: TargetAccess): Promise<Array<{ what: string; address: number }>>;
+}
+
+/** A routine the service runs on the halted target (registers saved and restored around it). */
+export interface TargetCode {
+  build(at: number): { bytes: Uint8Array; entry: number; done: number };
+  what: string;
+}
+
+export interface InjectionServiceOptions {
+  access: TargetAccess;
+  elf: ElfImage;
+  support: InjectionFamilySupport;
+  /** The service injects and removes only while this says the target is halted. */
+  isHalted: () => boolean;
+  /** Directory of patch journals, e.g. `<workspace>/.cyclelens/journal`. */
+  journalDir: string;
+  reserved: ReservedMemory;
+  /** The target's memory map (`info mem`, QEMU_MEMORY_MAPS); patches into flash/ROM are refused. */
+  memoryMap?: readonly MemoryRegion[];
+  allowFlashWrites?: boolean;
+  /** RV32: keep the cave's base in tp when no instruction of the program names tp (default true). */
+  useThreadPointer?: boolean;
+  shadowSlots?: number;
+  /** Counter units per payload instruction (1 for instruction counters; 1/40 for SysTick at 25 MHz under -icount shift=0). */
+  counterUnitsPerInstruction?: number;
+  runner?: TargetRunner;
+  log?: (line: string) => void;
+}
+
+export interface MeasureOptions {
+  payload?: PayloadKind;
+  /** When the entry is too short for a patch, measure at the call sites instead of refusing. */
+  callSitesIfTooShort?: boolean;
+}
+
+export interface MeasurementInfo {
+  id: number;
+  name: string;
+  kind: InjectionPlan['kind'];
+  payload: PayloadKind;
+  counter: string;
+  patches: Array<{ address: number; length: number }>;
+  stub: { address: number; size: number };
+  record: number;
+  counted: CountedOverhead;
+  warnings: string[];
+  notes: string[];
+}
+
+export interface PassValues {
+  raw: number[];
+  compensated: number[];
+}
+
+export interface MeasurementResults {
+  id: number;
+  name: string;
+  kind: InjectionPlan['kind'];
+  payload: PayloadKind;
+  counter: string;
+  /** Entries through the patch (every recursive call included). */
+  calls: number;
+  /** Completed outermost passes: what total, min, max and mean describe. */
+  passes: number;
+  /** Entries not redirected (EXC_RETURN in LR, full shadow stack) or region ends with no open pass. */
+  untracked: number;
+  /** Calls in flight when read (depth). */
+  open: number;
+  /** Counter units inside all passes, as counted. */
+  total: number;
+  /** Payload instructions of other measurements inside the passes, in counter units. */
+  nested: number;
+  /** total - nested - own payload per pass: the program's own cost. */
+  compensatedTotal: number;
+  ownOverheadPerPass: number;
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  meanCompensated: number | null;
+  /** The last up to eight passes (each without nested payloads; compensated also without the own). */
+  last: PassValues;
+}
+
+interface Measurement {
+  info: MeasurementInfo;
+  stub: StubImage;
+  blocks: Block[];
+  patches: Array<{ address: number; original: Uint8Array; patched: Uint8Array }>;
+  dispatch: DispatchEntry[];
+  heldBase?: number;
+  /** A displaced call runs from the stub, so its memory is never reused in this session. */
+  pinned: boolean;
+}
+
+const SHADOW_SLOTS = 64;
+/** Stack for the calibration driver (the Cortex-M stubs push four registers). */
+const CALIBRATION_STACK = 128;
+const DISPATCH_CAPACITY = 24;
+
+/**
+ * Function and region measurement by code injection (DESIGN.md "Function measurement"):
+ * plans with InjectionPlanner, builds payloads with the family's generator in the reserved RAM,
+ * journals original bytes before writing, verifies every write, and restores (checked against the
+ * ELF) on removal. Every method requires a halted target.
+ */
+export class InjectionService {
+  readonly model: ProgramModel;
+  readonly planner: InjectionPlanner;
+  readonly layout: RuntimeLayout;
+  readonly cave: CaveReach;
+  private readonly allocator: CaveAllocator;
+  private readonly journal: PatchJournal;
+  private readonly measurements = new Map<number, Measurement>();
+  private runtime: RuntimeImage | undefined;
+  private nextId = 1;
+  private unitsPerInstruction: number;
+  private hardwareSlotInUse = false;
+  /** Outer-pass overhead of hardware gating measured on this target (calibrate('hardware')). */
+  private calibratedHardwareOverhead: number | undefined;
+  private savedThreadPointer: bigint | undefined;
+
+  constructor(private readonly o: InjectionServiceOptions) {
+    this.model = new ProgramModel(o.elf, o.support.arch);
+    this.unitsPerInstruction = o.counterUnitsPerInstruction ?? 1;
+    const r = o.reserved;
+    const slots = o.shadowSlots ?? SHADOW_SLOTS;
+    const ctrlSize = Ctrl.shadow + 4 * slots;
+    const tableAt = align(r.start + ctrlSize, 4);
+    const tableEnd = tableAt + 12 * (DISPATCH_CAPACITY + 1);
+    const runtimeSize = o.support.generator.runtimeSize({ ctrl: r.start, shadowSlots: slots, runtime: 0, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY });
+    const end = r.start + r.size;
+    const tpFree = o.support.arch.family === 'riscv' && o.useThreadPointer !== false && !this.model.referencesRegister(4);
+    if (tpFree) {
+      // tp in the middle: `jalr x0, off(tp)` and `addi rd, tp, off` reach +/-2 KiB around it.
+      const tp = align(r.start + Math.min(2048, Math.floor(r.size / 2)), 4);
+      const windowEnd = Math.min(end, tp + 2048);
+      if (tp < tableEnd || tp + runtimeSize > windowEnd) throw new CycleLensError(ErrorCode.InvalidRequest, `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`);
+      this.layout = { ctrl: r.start, shadowSlots: slots, runtime: tp, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY, threadPointer: tp };
+      this.allocator = new CaveAllocator([{ start: tableEnd, size: tp - tableEnd }, { start: tp + runtimeSize, size: windowEnd - tp - runtimeSize }]);
+      this.cave = { start: Math.max(r.start, tp - 2048), size: windowEnd - Math.max(r.start, tp - 2048), threadPointerBase: tp };
+    } else {
+      const runtime = align(tableEnd, 4);
+      if (runtime + runtimeSize > end) throw new CycleLensError(ErrorCode.InvalidRequest, `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`);
+      this.layout = { ctrl: r.start, shadowSlots: slots, runtime, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY };
+      this.allocator = new CaveAllocator([{ start: runtime + runtimeSize, size: end - runtime - runtimeSize }]);
+      this.cave = { start: r.start, size: r.size };
+    }
+    this.planner = new InjectionPlanner(this.model, o.support.arch, this.cave);
+    this.journal = new PatchJournal(o.journalDir, o.elf, { start: r.start, size: r.size });
+    if (r.warning) o.log?.(`${r.warning}\n`);
+  }
+
+  get counter(): CounterSource {
+    return this.o.support.generator.counter;
+  }
+
+  // ---- measurements ----------------------------------------------------------------------------
+
+  async measureFunction(target: string | number, options: MeasureOptions = {}): Promise<MeasurementInfo> {
+    this.expectHalted('inject a measurement');
+    const plan = this.planner.planFunction(target);
+    if (!plan.ok) {
+      if (plan.code === 'tooShort' && plan.callSites?.usable.length && options.callSitesIfTooShort) return this.measureCallSites(target, options);
+      throw new InjectionRefusedError(withOffer(plan));
+    }
+    const payload = options.payload ?? 'software';
+    if (payload === 'hardware') this.claimHardwareSlot();
+    try {
+      return await this.install(plan.function.name, 'function', payload, plan.warnings, [plan.entry], (record, at) => ({ kind: 'function', payload, record, at, entry: plan.entry }));
+    } catch (err) {
+      if (payload === 'hardware') this.hardwareSlotInUse = false;
+      throw err;
+    }
+  }
+
+  /** Rewrites the function's direct calls to go through a stub (for functions too short to patch). */
+  async measureCallSites(target: string | number, options: MeasureOptions = {}): Promise<MeasurementInfo> {
+    this.expectHalted('inject a measurement');
+    const plan = this.planner.planCallSites(target);
+    if (!plan.ok) throw new InjectionRefusedError(plan);
+    const fn = plan.function;
+    return this.install(fn.name, 'callSites', options.payload ?? 'software', plan.warnings, [], (record, at) => ({ kind: 'callSite', payload: 'software', record, at, target: fn.start }), plan.sites);
+  }
+
+  async measureRegion(start: number, end: number): Promise<MeasurementInfo> {
+    this.expectHalted('inject a measurement');
+    const plan = this.planner.planRegion(start, end);
+    if (!plan.ok) throw new InjectionRefusedError(plan);
+    const name = `${plan.function.name} ${hex(start)}..${hex(end)}`;
+    return this.install(name, 'region', 'software', plan.warnings, [plan.start, plan.end], (record, at) => ({ kind: 'region', payload: 'software', record, at, start: plan.start, end: plan.end }));
+  }
+
+  /** A dry run for the editor (CodeLens): the plan or the refusal, nothing written. */
+  plan(target: string | number): InjectionPlan | InjectionRefusal {
+    return this.planner.planFunction(target);
+  }
+
+  async remove(id: number): Promise<void> {
+    this.expectHalted('remove a measurement');
+    const m = this.measurements.get(id);
+    if (!m) throw new CycleLensError(ErrorCode.InvalidRequest, `There is no measurement #${id}.`);
+    const problems: string[] = [];
+    for (const p of m.patches) {
+      const now = await this.o.access.readMemory(BigInt(p.address), p.patched.length);
+      if (!now.equals(Buffer.from(p.patched))) problems.push(`the code at ${hex(p.address)} changed after injection (reads ${now.toString('hex')})`);
+      await this.o.access.writeMemory(BigInt(p.address), p.original);
+      const check = await this.o.access.readMemory(BigInt(p.address), p.original.length);
+      const image = this.model.imageBytes(p.address, p.original.length);
+      if (!check.equals(Buffer.from(p.original))) problems.push(`restoring ${hex(p.address)} did not stick (reads ${check.toString('hex')})`);
+      else if (image && !check.equals(Buffer.from(image))) problems.push(`${hex(p.address)} now holds ${check.toString('hex')}, but the ELF has ${Buffer.from(image).toString('hex')}`);
+    }
+    this.measurements.delete(id);
+    if (m.dispatch.length) await this.writeDispatchTable();
+    if (m.info.payload === 'hardware') await this.releaseHardwareSlot();
+    // A call displaced into the stub returns into it: that memory stays reserved for the session.
+    if (!m.pinned) for (const b of m.blocks) this.allocator.release(b);
+    this.journal.removeMeasurement(id);
+    await this.reclaimIfIdle();
+    if (problems.length) throw new CycleLensError(ErrorCode.CommandFailed, `Measurement #${id} was removed, but ${problems.join('; ')}.`);
+  }
+
+  async removeAll(): Promise<void> {
+    const errors: string[] = [];
+    for (const id of [...this.measurements.keys()]) {
+      try {
+        await this.remove(id);
+      } catch (err) {
+        errors.push(err instanceof Error ? err.message : String(err));
+      }
+    }
+    if (errors.length) throw new CycleLensError(ErrorCode.CommandFailed, errors.join(' '));
+  }
+
+  /**
+   * Code bytes currently patched. A software breakpoint inside one would overwrite the patch while
+   * the target runs (GDB writes BKPT/EBREAK there on resume): the session should refuse or move
+   * such breakpoints, and avoid its own internal ones there.
+   */
+  patchedRanges(): Array<{ start: number; end: number; measurement: number }> {
+    return [...this.measurements.values()].flatMap((m) => m.patches.map((p) => ({ start: p.address, end: p.address + p.patched.length, measurement: m.info.id })));
+  }
+
+  list(): MeasurementInfo[] {
+    return [...this.measurements.values()].map((m) => m.info);
+  }
+
+  async read(): Promise<MeasurementResults[]> {
+    const out: MeasurementResults[] = [];
+    for (const m of this.measurements.values()) out.push(await this.readOne(m));
+    return out;
+  }
+
+  // ---- calibration -----------------------------------------------------------------------------
+
+  /**
+   * Runs an empty function `calls` times on the target with its measurement injected (interrupts
+   * masked) and compares the per-pass count with the payload's stated counted instructions. The
+   * target's registers are saved and restored; the program does not notice.
+   */
+  async calibrate(calls = 200, payload: PayloadKind = 'software'): Promise<Calibration> {
+    this.expectHalted('calibrate');
+    const runner = this.o.runner;
+    if (!runner) throw new CycleLensError(ErrorCode.Unsupported, 'Calibration needs run control (a TargetRunner).');
+    await this.ensureRuntime();
+    const g = this.o.support.generator;
+    const probe = g.calibrationCode(0, calls);
+    const block = this.allocOrThrow(probe.bytes.length + 16 + CALIBRATION_STACK);
+    const code = g.calibrationCode(block.start, calls);
+    await this.o.access.writeMemory(BigInt(block.start), code.bytes);
+    const fnBytes = code.bytes.subarray(code.fn - block.start, code.driver - block.start);
+    const insns = decodeAllSafe(this.o.support.arch, fnBytes, code.fn);
+    const shape = this.o.support.arch.choosePatch(code.fn, { start: block.start, size: block.size, ...(this.cave.threadPointerBase !== undefined ? { threadPointerBase: this.cave.threadPointerBase } : {}) }, this.o.support.arch.freeAtEntry);
+    if (typeof shape === 'string') throw new CycleLensError(ErrorCode.CommandFailed, shape);
+    const displaced = [];
+    let covered = 0;
+    for (const i of insns) {
+      if (covered >= shape.length) break;
+      displaced.push(i);
+      covered += i.length;
+    }
+    const site: PatchSite = { address: code.fn, shape, displaced, resume: code.fn + covered, freeRegisters: this.o.support.arch.freeAtEntry, original: fnBytes.slice(0, covered) };
+    const saved = new Map<string, bigint>();
+    for (const r of this.o.support.registers) saved.set(r, await this.o.access.readRegister(r));
+    let info: MeasurementInfo | undefined;
+    try {
+      if (payload === 'hardware') this.claimHardwareSlot();
+      info = await this.install('[calibration]', 'function', payload, [], [site], (record, at) => ({ kind: 'function', payload, record, at, entry: site }), undefined, false);
+      // A stack of its own at the top of the block: the program's SP may not be set up yet (at reset).
+      await this.o.access.writeRegister('pc', BigInt((code.driver | this.o.support.codeAddressBit) >>> 0));
+      await this.o.access.writeRegister('sp', BigInt(((block.start + block.size) & ~7) >>> 0));
+      const halted = await runner.runTo(code.done, 20_000);
+      const pc = Number(await this.o.access.readRegister('pc'));
+      if (!halted || pc !== code.done) throw new CycleLensError(ErrorCode.CommandFailed, `The calibration run did not reach its end (pc ${hex(pc)}, expected ${hex(code.done)}).`);
+      const result = (await this.read()).find((r) => r.id === info!.id)!;
+      const perPass = result.passes ? (result.total - result.nested) / result.passes : 0;
+      if (payload === 'hardware') this.calibratedHardwareOverhead = perPass - code.functionInstructions * this.unitsPerInstruction;
+      return {
+        calls,
+        passes: result.passes,
+        counter: this.counter.name,
+        perPassRaw: perPass,
+        functionInstructions: code.functionInstructions,
+        measuredOverhead: perPass - code.functionInstructions * this.unitsPerInstruction,
+        statedOverhead: info.counted.outer * this.unitsPerInstruction,
+        explanation: info.counted.explanation,
+        lastPasses: result.last.raw,
+      };
+    } finally {
+      if (info) await this.removeSilently(info.id);
+      if (payload === 'hardware') await this.releaseHardwareSlot();
+      for (const [r, v] of saved) await this.o.access.writeRegister(r, v);
+      this.allocator.release(block);
+      await this.reclaimIfIdle();
+    }
+  }
+
+  // ---- internals -------------------------------------------------------------------------------
+
+  private async install(
+    name: string,
+    kind: InjectionPlan['kind'],
+    payload: PayloadKind,
+    warnings: string[],
+    sites: PatchSite[],
+    request: (record: number, at: number) => StubRequest,
+    callSites?: Array<import('./types').CallSite & { original: Uint8Array }>,
+    checkProgram = true,
+  ): Promise<MeasurementInfo> {
+    for (const s of sites) this.checkOverlap(s.address, s.original.length);
+    for (const c of callSites ?? []) this.checkOverlap(c.address, c.length);
+    const ranges = [...sites.map((s) => [s.address, s.address + s.original.length] as [number, number]), ...(callSites ?? []).map((c) => [c.address, c.address + c.length] as [number, number])];
+    if (checkProgram) {
+      await this.checkResumePoints(ranges);
+      this.checkMemory(ranges);
+    }
+    await this.ensureRuntime();
+    if (payload === 'software' && this.hardwareSlotInUse) {
+      throw new InjectionRefusedError(refusal('unrelocatable', `${this.counter.name} is gated by a hardware-gating measurement; software accumulation reads the same counter. Remove that measurement first.`));
+    }
+    const g = this.o.support.generator;
+    const runtime = this.runtime!;
+    const recordBlock = this.allocOrThrow(RECORD_SIZE);
+    const trial = g.buildStubs(request(recordBlock.start, this.cave.start), runtime, this.layout);
+    const stubBlock = this.allocOrThrow(trial.bytes.length + 32);
+    const blocks = [recordBlock, stubBlock];
+    try {
+      const stub = g.buildStubs(request(recordBlock.start, stubBlock.start), runtime, this.layout);
+      if (stub.bytes.length > stubBlock.size) throw new Error('stub grew past its allocation');
+      const id = this.nextId++;
+      let heldBase: number | undefined;
+      if (payload === 'hardware') heldBase = await this.stopHardwareCounter();
+      const exitAddress = stub.exit !== undefined ? (stub.exit | this.o.support.codeAddressBit) >>> 0 : 0;
+      await this.o.access.writeMemory(BigInt(recordBlock.start), initialRecord(exitAddress, stub.costs, heldBase ?? 0));
+      await this.o.access.writeMemory(BigInt(stubBlock.start), stub.bytes);
+      const patches: Measurement['patches'] = [];
+      if (kind === 'region') {
+        patches.push({ address: sites[0]!.address, original: sites[0]!.original, patched: g.encodePatch(sites[0]!, stub.entry, this.layout) });
+        patches.push({ address: sites[1]!.address, original: sites[1]!.original, patched: g.encodePatch(sites[1]!, stub.regionEnd!, this.layout) });
+      } else {
+        for (const s of sites) patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout) });
+      }
+      const dispatch: DispatchEntry[] = [];
+      for (const c of callSites ?? []) {
+        if (c.length === 2) dispatch.push({ returnAddress: c.address + 2, stub: stub.dispatchEntry! });
+        patches.push({ address: c.address, original: c.original, patched: g.encodeCallSite(c, stub, this.layout) });
+      }
+      const info: MeasurementInfo = {
+        id,
+        name,
+        kind,
+        payload,
+        counter: this.counter.name,
+        patches: patches.map((p) => ({ address: p.address, length: p.patched.length })),
+        stub: { address: stubBlock.start, size: stub.bytes.length },
+        record: recordBlock.start,
+        counted: stub.counted,
+        warnings,
+        notes: stub.notes,
+      };
+      const pinned = sites.some((st) => st.displaced.some((x) => x.kind === 'call' || x.kind === 'indirectCall'));
+      if (pinned) warnings.push(`A call is among the instructions moved into the trampoline of ${name}; its return lands there, so that memory stays reserved until the session ends.`);
+      const m: Measurement = { info, stub, blocks, patches, dispatch, pinned, ...(heldBase !== undefined ? { heldBase } : {}) };
+      this.measurements.set(id, m);
+      if (dispatch.length) await this.writeDispatchTable();
+      // Journal first: if anything dies from here on, the next launch can put the bytes back.
+      if (checkProgram) this.journal.add(patches.map((p) => ({ measurement: id, address: p.address, original: Buffer.from(p.original).toString('hex'), patched: Buffer.from(p.patched).toString('hex') })));
+      const written: typeof patches = [];
+      try {
+        for (const p of patches) {
+          await this.o.access.writeMemory(BigInt(p.address), p.patched);
+          written.push(p);
+          const check = await this.o.access.readMemory(BigInt(p.address), p.patched.length);
+          if (!check.equals(Buffer.from(p.patched))) {
+            throw new InjectionRefusedError(refusal('memory', `The patch at ${hex(p.address)} did not stick (reads ${check.toString('hex')}); the code is probably in flash. Allow flash writes or reserve RAM for the code.`, p.address));
+          }
+        }
+      } catch (err) {
+        for (const p of written) await this.o.access.writeMemory(BigInt(p.address), p.original);
+        this.measurements.delete(id);
+        if (checkProgram) this.journal.removeMeasurement(id);
+        if (dispatch.length) await this.writeDispatchTable();
+        throw err;
+      }
+      for (const w of warnings) this.o.log?.(`${w}\n`);
+      return info;
+    } catch (err) {
+      for (const b of blocks) this.allocator.release(b);
+      await this.reclaimIfIdle();
+      throw err;
+    }
+  }
+
+  private async ensureRuntime(): Promise<void> {
+    if (this.runtime) return;
+    const g = this.o.support.generator;
+    const runtime = g.buildRuntime(this.layout);
+    const setup = await this.o.support.prepareCounter?.(this.o.access);
+    if (setup) await this.runOnTarget(setup);
+    await this.o.access.writeMemory(BigInt(this.layout.ctrl), initialControl(this.layout.ctrl, this.layout.shadowSlots));
+    if (g.dispatchTable) await this.o.access.writeMemory(BigInt(this.layout.dispatchTable), g.dispatchTable([], this.layout));
+    await this.o.access.writeMemory(BigInt(runtime.address), runtime.bytes);
+    if (this.layout.threadPointer !== undefined) {
+      const original = await this.o.access.readRegister('tp');
+      this.savedThreadPointer = original;
+      this.journal.setThreadPointer(original);
+      await this.o.access.writeRegister('tp', BigInt(this.layout.threadPointer));
+    }
+    this.runtime = runtime;
+  }
+
+  /** Runs `code` in the cave with the program's registers saved and restored around it. */
+  private async runOnTarget(code: TargetCode): Promise<void> {
+    const runner = this.o.runner;
+    if (!runner) throw new CycleLensError(ErrorCode.Unsupported, `${code.what} needs code run on the target, and no run control was given to the injector.`);
+    const probe = code.build(0);
+    const block = this.allocOrThrow(probe.bytes.length + 16);
+    const built = code.build(block.start);
+    const saved = new Map<string, bigint>();
+    try {
+      await this.o.access.writeMemory(BigInt(block.start), built.bytes);
+      for (const r of this.o.support.registers) saved.set(r, await this.o.access.readRegister(r));
+      await this.o.access.writeRegister('pc', BigInt((built.entry | this.o.support.codeAddressBit) >>> 0));
+      if (!(await runner.runTo(built.done, 10_000))) throw new CycleLensError(ErrorCode.CommandFailed, `${code.what} did not finish on the target.`);
+    } finally {
+      for (const [r, v] of saved) await this.o.access.writeRegister(r, v);
+      this.allocator.release(block);
+    }
+  }
+
+  private async writeDispatchTable(): Promise<void> {
+    const g = this.o.support.generator;
+    if (!g.dispatchTable) return;
+    const entries = [...this.measurements.values()].flatMap((m) => m.dispatch);
+    await this.o.access.writeMemory(BigInt(this.layout.dispatchTable), g.dispatchTable(entries, this.layout));
+  }
+
+  private async readOne(m: Measurement): Promise<MeasurementResults> {
+    const v = decodeRecord(await this.o.access.readMemory(BigInt(m.info.record), RECORD_SIZE));
+    const u = this.unitsPerInstruction;
+    const own = m.info.counted.outer * u;
+    let total = Number(v.total);
+    let nested = Number(v.nested) * u;
+    let compensated = total - nested - own * v.passes;
+    if (m.info.payload === 'hardware' && m.heldBase !== undefined) {
+      const outer = this.calibratedHardwareOverhead ?? own;
+      // The gated counter itself holds the total; recursive entries of this same measurement are
+      // in `nested` at their full cost but the counter skipped all but `counted.nested` of them.
+      total = (v.held - m.heldBase) >>> 0;
+      const recursive = v.calls - v.passes;
+      nested -= recursive * (m.info.counted.nestedPayload ?? 0) * u;
+      compensated = total - nested - outer * v.passes - m.info.counted.nested * u * recursive;
+    }
+    const raw = v.lastPasses;
+    return {
+      id: m.info.id,
+      name: m.info.name,
+      kind: m.info.kind,
+      payload: m.info.payload,
+      counter: m.info.counter,
+      calls: v.calls,
+      passes: v.passes,
+      untracked: v.untracked,
+      open: v.depth,
+      total,
+      nested,
+      compensatedTotal: compensated,
+      ownOverheadPerPass: own,
+      min: v.passes ? v.min : null,
+      max: v.passes ? v.max : null,
+      mean: v.passes ? total / v.passes : null,
+      meanCompensated: v.passes ? compensated / v.passes : null,
+      last: { raw, compensated: raw.map((x) => x - own) },
+    };
+  }
+
+  private async releaseHardwareSlot(): Promise<void> {
+    this.hardwareSlotInUse = false;
+    const c = this.counter;
+    if (c.kind === 'csr') await this.o.access.writeRegister('mcountinhibit', (await this.o.access.readRegister('mcountinhibit')) & ~(1n << BigInt(c.inhibitBit)));
+  }
+
+  private claimHardwareSlot(): void {
+    const c = this.counter;
+    if (c.kind !== 'csr') throw new InjectionRefusedError(refusal('unrelocatable', `Hardware gating needs a counter with an inhibit bit; ${c.name} has none. Use software accumulation.`));
+    if (this.hardwareSlotInUse) throw new InjectionRefusedError(refusal('unrelocatable', `${c.name} already gates another measurement; hardware gating takes one counter slot per measurement. Use software accumulation for more.`));
+    if ([...this.measurements.values()].some((m) => m.info.payload === 'software')) {
+      throw new InjectionRefusedError(refusal('unrelocatable', `Software measurements read ${c.name} as a free-running counter; gating it would break them. Remove them first, or use software accumulation.`));
+    }
+    this.hardwareSlotInUse = true;
+  }
+
+  /** Stops the gated counter and returns the value it holds (the measurement's zero). */
+  private async stopHardwareCounter(): Promise<number> {
+    const c = this.counter;
+    if (c.kind !== 'csr') throw new Error('not a CSR counter');
+    const inhibit = await this.o.access.readRegister('mcountinhibit');
+    await this.o.access.writeRegister('mcountinhibit', inhibit | (1n << BigInt(c.inhibitBit)));
+    const value = await this.o.access.readRegister(c.name);
+    // QEMU 7.2 keeps counting while inhibited: writing the value back makes it hold (a no-op on hardware).
+    await this.o.access.writeRegister(c.name, value);
+    return Number(value & 0xffffffffn);
+  }
+
+  private checkOverlap(address: number, length: number): void {
+    for (const m of this.measurements.values()) {
+      for (const p of m.patches) {
+        if (address < p.address + p.patched.length && p.address < address + length) {
+          throw new InjectionRefusedError(refusal('branchIntoPatch', `${hex(address)} is already patched by measurement #${m.info.id} (${m.info.name}); remove it first.`, address));
+        }
+      }
+    }
+  }
+
+  private checkMemory(ranges: Array<[number, number]>): void {
+    for (const [s, e] of ranges) {
+      const kind = memoryKindAt(this.o.memoryMap, s, e - s, this.o.support.arch.family);
+      if ((kind === 'flash' || kind === 'rom') && !this.o.allowFlashWrites) {
+        throw new InjectionRefusedError(refusal('memory', `The code at ${hex(s)} is in ${kind}; a debugger write would not stick (or would need a flash erase). Run the code from RAM, or allow flash writes in the launch configuration.`, s));
+      }
+    }
+  }
+
+  private async checkResumePoints(ranges: Array<[number, number]>): Promise<void> {
+    const pc = (Number(await this.o.access.readRegister('pc')) & ~1) >>> 0;
+    const points = [{ what: 'The program counter', address: pc }, ...((await this.o.support.resumePoints?.(this.o.access)) ?? [])];
+    for (const p of points) {
+      for (const [s, e] of ranges) {
+        if (p.address > s && p.address < e) {
+          throw new InjectionRefusedError(refusal('branchIntoPatch', `${p.what} is at ${hex(p.address)}, inside the bytes a patch at ${hex(s)} would overwrite; step past ${hex(e)} first.`, p.address));
+        }
+      }
+    }
+  }
+
+  private async reclaimIfIdle(): Promise<void> {
+    if (!this.runtime) return;
+    const ssp = await this.o.access.readU32(BigInt(this.layout.ctrl + Ctrl.ssp));
+    const base = this.layout.ctrl + Ctrl.shadow;
+    if (ssp !== base) return;
+    this.allocator.reclaim();
+    if (this.measurements.size === 0 && this.savedThreadPointer !== undefined) {
+      // tp goes back only when no exit stub can run any more (they reach the runtime through it).
+      await this.o.access.writeRegister('tp', this.savedThreadPointer);
+      this.savedThreadPointer = undefined;
+      this.runtime = undefined;
+      this.journal.clear();
+    }
+  }
+
+  private async removeSilently(id: number): Promise<void> {
+    const m = this.measurements.get(id);
+    if (!m) return;
+    for (const p of m.patches) await this.o.access.writeMemory(BigInt(p.address), p.original);
+    this.measurements.delete(id);
+    for (const b of m.blocks) this.allocator.release(b);
+  }
+
+  private allocOrThrow(size: number): Block {
+    const b = this.allocator.allocate(size, 4);
+    if (!b) {
+      throw new InjectionRefusedError(refusal('memory', `The reserved memory at ${hex(this.o.reserved.start)} is full (${this.allocator.freeBytes} bytes free, ${size} needed); remove measurements or reserve more RAM.`));
+    }
+    return b;
+  }
+
+  private expectHalted(what: string): void {
+    if (!this.o.isHalted()) throw new CycleLensError(ErrorCode.NotStopped, `Pause the target to ${what}: code is only patched while the core is halted.`);
+  }
+}
+
+export interface Calibration {
+  calls: number;
+  passes: number;
+  counter: string;
+  /** Counter units per pass of the empty function (nested payloads excluded). */
+  perPassRaw: number;
+  /** Instructions of the empty function itself (a NOP and the return). */
+  functionInstructions: number;
+  /** perPassRaw minus the function's own instructions: what the payload adds per call. */
+  measuredOverhead: number;
+  /** What the generator says the payload adds (counted instructions x units per instruction). */
+  statedOverhead: number;
+  explanation: string;
+  lastPasses: number[];
+}
+
+function withOffer(r: InjectionRefusal): InjectionRefusal {
+  const offer = r.callSites;
+  if (!offer || offer.usable.length === 0) return r;
+  const missed = offer.missed.length + offer.indirectCalls.length;
+  return { ...r, reason: `${r.reason} It can be measured at its ${offer.usable.length} direct call site(s) instead${missed ? ` (missing ${offer.missed.length} site(s) that cannot be rewritten and ${offer.indirectCalls.length} indirect call(s) in the program)` : ''}.` };
+}
+
+function align(x: number, a: number): number {
+  return ((x + a - 1) & ~(a - 1)) >>> 0;
+}
+
+function decodeAllSafe(arch: InjectionArch, bytes: Uint8Array, address: number): import('../../arch/codec').DecodedInstruction[] {
+  const out = [];
+  let at = 0;
+  while (at < bytes.length) {
+    const i = arch.codec.decode(bytes.subarray(at), address + at);
+    out.push(i);
+    at += i.length;
+  }
+  return out;
+}
+
+export { Rec };

@@ -1,0 +1,364 @@
+import type { DecodedInstruction } from '../../arch/codec';
+import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type FunctionCfg } from './cfg';
+import { hex, refusal } from './errors';
+import type { ProgramModel } from './programModel';
+import type {
+  CallSite,
+  CallSiteOffer,
+  CallSitePlan,
+  CaveReach,
+  FunctionCode,
+  FunctionPlan,
+  InjectionArch,
+  InjectionRefusal,
+  PatchShape,
+  PatchSite,
+  RegionPlan,
+} from './types';
+
+/**
+ * Decides where and how to patch, without touching a target: the patch site and its shape, the
+ * displaced instructions and whether they can move, and every reason not to patch. Pure: the
+ * inputs are the program's static disassembly and where the cave is.
+ */
+export class InjectionPlanner {
+  private readonly cfgs = new Map<string, FunctionCfg>();
+  private readonly lives = new Map<string, Uint32Array>();
+  private clobbers: Map<string, number> | undefined;
+
+  constructor(
+    readonly model: ProgramModel,
+    readonly arch: InjectionArch,
+    readonly cave: CaveReach,
+  ) {}
+
+  /** A function by name or by the address of its first instruction. */
+  resolveFunction(target: string | number): FunctionCode | InjectionRefusal {
+    if (typeof target === 'string') {
+      const fn = this.model.functionNamed(target);
+      return fn ?? refusal('notFound', `There is no function named '${target}' in ${this.model.elf.path}.`);
+    }
+    const fn = this.model.functionAt(target);
+    if (fn) return fn;
+    const inside = this.model.functionContaining(target);
+    return refusal('notFound', inside
+      ? `${hex(target)} is inside ${inside.name} (which starts at ${hex(inside.start)}), not at a function's first instruction.`
+      : `No function starts at ${hex(target)}.`, target);
+  }
+
+  planFunction(target: string | number): FunctionPlan | InjectionRefusal {
+    const fn = this.resolveFunction(target);
+    if ('ok' in fn) return fn;
+    const name = fn.name;
+    if (fn.undecodable) return refusal('undecodable', `${name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}), so its code cannot be patched safely.`, fn.undecodable.address);
+    const mret = fn.instructions.find((i) => i.kind === 'exceptionReturn');
+    if (mret) {
+      return refusal('exceptionReturn', `${name} is an exception handler: it returns with ${mret.mnemonic} at ${hex(mret.address)}, not through the return address, so its return cannot be redirected. Measure a region inside it instead.`, mret.address);
+    }
+    for (const e of this.model.edgesTo(fn.start)) {
+      const from = this.model.instructionAt(e.from);
+      if (!from) continue;
+      const link = e.kind === 'call' ? this.arch.linkRegister(from) : undefined;
+      if (link !== undefined && link !== this.standardLink) {
+        return refusal('alternateLink', `${from.mnemonic} at ${hex(e.from)} calls ${name} with x${link} as its link register (a millicode convention), so the return address is not where the entry payload looks for it.`, e.from);
+      }
+      const fromFn = this.model.functionContaining(e.from);
+      if (fromFn === fn && e.kind !== 'call') {
+        return refusal('entryLoop', `${from.mnemonic} at ${hex(e.from)} jumps back to ${name}'s first instruction (a loop through the entry), so the entry payload would run again on every iteration.`, e.from);
+      }
+    }
+    const ipa = this.ipaHazard(fn);
+    if (ipa) return ipa;
+    const shape = this.arch.choosePatch(fn.start, this.cave, this.arch.freeAtEntry);
+    if (typeof shape === 'string') return refusal('noFreeRegister', `${name}: ${shape}`, fn.start);
+    const site = this.coverSite(fn, fn.start, shape, this.arch.freeAtEntry);
+    if ('ok' in site) {
+      if (site.code === 'tooShort') return { ...site, callSites: this.callSiteOffer(fn) };
+      return site;
+    }
+    const warnings = this.tableWarnings(fn);
+    return { ok: true, kind: 'function', function: fn, entry: site, warnings };
+  }
+
+  /** The function's direct call sites, when the entry cannot be patched. */
+  planCallSites(target: string | number): import('./types').CallSitePlan | InjectionRefusal {
+    const fn = this.resolveFunction(target);
+    if ('ok' in fn) return fn;
+    const ipa = this.ipaHazard(fn);
+    if (ipa) return ipa;
+    const offer = this.callSiteOffer(fn);
+    if (offer.usable.length === 0) {
+      const why = offer.missed.length ? ` Its ${offer.missed.length} direct call site(s) cannot be rewritten: ${offer.missed.map((m) => `${m.mnemonic} at ${hex(m.address)} (${m.refusal})`).join('; ')}.` : ' Nothing in the program calls it directly.';
+      return refusal('tooShort', `${fn.name} cannot be measured at its call sites.${why}`, fn.start);
+    }
+    const sites = offer.usable.map((s) => ({ ...s, original: this.model.imageBytes(s.address, s.length)! }));
+    const warnings: string[] = [];
+    if (offer.missed.length) warnings.push(`${offer.missed.length} direct call site(s) of ${fn.name} cannot be rewritten and are not counted: ${offer.missed.map((m) => `${hex(m.address)} in ${m.caller} (${m.refusal})`).join(', ')}.`);
+    if (offer.indirectCalls.length) warnings.push(`${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).`);
+    const plan: CallSitePlan = { ok: true, kind: 'callSites', function: fn, sites, offer, warnings };
+    return plan;
+  }
+
+  planRegion(start: number, end: number): RegionPlan | InjectionRefusal {
+    const fn = this.model.functionContaining(start);
+    if (!fn) return refusal('notFound', `${hex(start)} is not inside any function of the program.`, start);
+    const endFn = this.model.functionContaining(end);
+    if (endFn !== fn) return refusal('regionPaths', `The region start ${hex(start)} is in ${fn.name} but the end ${hex(end)} is ${endFn ? `in ${endFn.name}` : 'outside every function'}; a region starts and ends in the same function.`, end);
+    if (fn.undecodable) return refusal('undecodable', `${fn.name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}).`, fn.undecodable.address);
+    for (const a of [start, end]) {
+      if (!this.model.instructionAt(a)) return refusal('notFound', `${hex(a)} is not the start of an instruction of ${fn.name}.`, a);
+    }
+    if (start === end) return refusal('regionPaths', `The region's start and end are the same instruction (${hex(start)}).`, start);
+    const cfg = this.cfgOf(fn);
+    const live = this.liveOf(fn);
+    const freeAt = (address: number): number => {
+      if (!live || !this.arch.liveness) return 0;
+      const i = cfg.index.get(address);
+      return i === undefined ? 0 : (~live[i]! & ~this.arch.liveness.reserved & this.arch.liveness.all) >>> 0;
+    };
+    const sites: PatchSite[] = [];
+    for (const a of [start, end]) {
+      const shape = this.arch.choosePatch(a, this.cave, freeAt(a));
+      if (typeof shape === 'string') return refusal('noFreeRegister', `At ${hex(a)}: ${shape}`, a);
+      const site = this.coverSite(fn, a, shape, freeAt(a));
+      if ('ok' in site) return site;
+      // The register the stub jumps back through: dead at the resume point and not written by the
+      // displaced code. One the displaced code reads (a saved ra at a handler's entry) is loaded after it.
+      const untouched = this.pickResumeRegister(freeAt(site.resume) & ~this.touchedBy(site.displaced));
+      const late = untouched === undefined ? this.pickResumeRegister(freeAt(site.resume) & ~this.writtenBy(site.displaced)) : undefined;
+      if (untouched !== undefined) site.resumeRegister = untouched;
+      else if (late !== undefined) {
+        site.resumeRegister = late;
+        site.resumeRegisterLate = true;
+      }
+      sites.push(site);
+    }
+    const [s, e] = sites as [PatchSite, PatchSite];
+    if (e.address > s.address && e.address < s.address + s.shape.length) {
+      return refusal('regionPaths', `The end ${hex(end)} lies inside the ${s.shape.length} bytes the start patch at ${hex(start)} overwrites; choose an end further on.`, end);
+    }
+    if (s.address > e.address && s.address < e.address + e.shape.length) {
+      return refusal('regionPaths', `The start ${hex(start)} lies inside the ${e.shape.length} bytes the end patch at ${hex(end)} overwrites.`, start);
+    }
+    const warnings = this.tableWarnings(fn);
+    const check = pathsAvoiding(cfg, cfg.index.get(start)!, cfg.index.get(end)!);
+    if (!check.reachesEnd && check.unknown.length === 0) {
+      return refusal('regionPaths', `No path from ${hex(start)} reaches the end ${hex(end)} in ${fn.name}.`, end);
+    }
+    if (check.escapes.length > 0) {
+      const first = check.escapes[0]!;
+      return refusal('regionPaths', `Not every path from ${hex(start)} reaches the end ${hex(end)}: ${describeExit(first)} without passing it${check.escapes.length > 1 ? ` (and ${check.escapes.length - 1} more way(s) out)` : ''}. A pass would stay open; choose an end every path reaches.`, first.insn.address);
+    }
+    if (check.unknown.length > 0) {
+      warnings.push(`Whether every path from ${hex(start)} reaches ${hex(end)} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`);
+    }
+    return { ok: true, kind: 'region', function: fn, start: s, end: e, warnings };
+  }
+
+  /** The instructions a patch of `shape` at `address` covers, with every reason it cannot. */
+  private coverSite(fn: FunctionCode, address: number, shape: PatchShape, free: number): PatchSite | InjectionRefusal {
+    const insns = fn.instructions;
+    let i = insns.findIndex((x) => x.address === address);
+    const displaced: DecodedInstruction[] = [];
+    let covered = 0;
+    while (covered < shape.length) {
+      const insn = insns[i];
+      if (!insn || insn.address !== address + covered) {
+        const last = displaced[displaced.length - 1];
+        const room = covered;
+        const why = !insn && address + covered >= fn.end
+          ? `${fn.name} has only ${room} byte(s) from ${hex(address)} to its end`
+          : `the code from ${hex(address)} runs into data (a literal pool or table) after ${room} byte(s)`;
+        return refusal('tooShort', `The patch at ${hex(address)} needs ${shape.length} bytes (${this.describeShape(shape)}), but ${why}${last ? `, ending with ${last.mnemonic} at ${hex(last.address)}` : ''}.`, address);
+      }
+      displaced.push(insn);
+      covered += insn.length;
+      i++;
+    }
+    const end = address + covered;
+    // IT blocks (Thumb): the patch must neither start inside one nor cut one.
+    const predicated = this.arch.predicated?.(fn);
+    if (predicated?.has(address)) {
+      const it = insns.slice(0, insns.findIndex((x) => x.address === address)).reverse().find((x) => x.kind === 'it');
+      return refusal('itBlock', `${displaced[0]!.mnemonic} at ${hex(address)} is predicated by ${it ? `${it.mnemonic} at ${hex(it.address)}` : 'an IT instruction'}; a patch there would split the IT block.`, address);
+    }
+    for (const insn of displaced) {
+      if (insn.kind !== 'it') continue;
+      const k = insns.indexOf(insn);
+      const lastMember = insns[k + (insn.itCount ?? 0)];
+      if (lastMember && lastMember.address + lastMember.length > end) {
+        return refusal('itBlock', `${insn.mnemonic} at ${hex(insn.address)} predicates instructions up to ${hex(lastMember.address)}, past the ${shape.length} bytes the patch overwrites; the patch would split the IT block.`, insn.address);
+      }
+    }
+    const into = this.model.edgesInto(address, address + shape.length);
+    if (into.length > 0) {
+      const e = into[0]!;
+      const what = e.kind === 'table' ? `the jump table of ${e.mnemonic} at ${hex(e.from)} has an entry` : `${e.mnemonic} at ${hex(e.from)} jumps`;
+      return refusal('branchIntoPatch', `${what} to ${hex(e.target)}, inside the ${shape.length} bytes the patch at ${hex(address)} overwrites${into.length > 1 ? ` (${into.length} branches do)` : ''}; execution would land in the middle of the jump.`, e.from);
+    }
+    // Instructions after an unconditional jump or return inside the patch (padding before a literal
+    // pool) are unreachable: nothing branches into the patch, so they are overwritten, not moved.
+    const original = this.model.imageBytes(address, covered);
+    if (!original) return refusal('memory', `The bytes at ${hex(address)} are not in the ELF image.`, address);
+    const scratch = this.pickResumeRegister(free & ~this.touchedBy(displaced));
+    const trial = this.arch.relocator.relocate(reachableDisplaced(displaced), this.cave.start, { patched: { start: address, end: address + shape.length }, ...(scratch !== undefined ? { scratch } : {}) });
+    if (!trial.ok) return refusal('unrelocatable', `Cannot move ${trial.reason}.`, trial.address);
+    const resumeRegister = this.pickResumeRegister(free & ~this.touchedBy(displaced));
+    return { address, shape, displaced, resume: end, freeRegisters: free, original, ...(resumeRegister !== undefined ? { resumeRegister } : {}) };
+  }
+
+  private callSiteOffer(fn: FunctionCode): CallSiteOffer {
+    const usable: CallSite[] = [];
+    const missed: CallSite[] = [];
+    for (const site of this.model.callSitesOf(fn)) {
+      const why = this.arch.callSiteRefusal(site, this.cave) ?? this.callSiteConflict(site);
+      if (why) missed.push({ ...site, refusal: why });
+      else usable.push(site);
+    }
+    return { usable, missed, indirectCalls: [...this.model.indirectCalls] };
+  }
+
+  /** A call site rewritten in place keeps its length; it must not be a branch target's middle. */
+  private callSiteConflict(site: CallSite): string | undefined {
+    const into = this.model.edgesInto(site.address, site.address + site.length);
+    return into.length ? `a branch lands inside it (${into[0]!.mnemonic} at ${hex(into[0]!.from)})` : undefined;
+  }
+
+  private tableWarnings(fn: FunctionCode): string[] {
+    return this.model.unresolvedTablesIn(fn).map((t) => `The indirect jump at ${hex(t.branch)} in ${fn.name} could not be resolved (${t.reason}); its targets are assumed to lie outside the patched bytes.`);
+  }
+
+  /** What each function writes, itself or through callees (the -fipa-ra view of a call). */
+  clobberOf(fn: FunctionCode): number | undefined {
+    const l = this.arch.liveness;
+    if (!l) return undefined;
+    this.clobbers ??= clobberSets(this.model.functions, l, (a) => this.model.functionAt(a), this.model.jumpTables);
+    return this.clobbers.get(fn.name);
+  }
+
+  private readonly computing = new Set<string>();
+
+  private liveOf(fn: FunctionCode): Uint32Array | undefined {
+    const l = this.arch.liveness;
+    if (!l) return undefined;
+    let live = this.lives.get(fn.name);
+    if (!live) {
+      this.computing.add(fn.name);
+      live = liveIn(this.cfgOf(fn), l, {
+        clobberOf: (target) => {
+          const callee = this.model.functionAt(target);
+          return callee ? this.clobberOf(callee) : undefined;
+        },
+        liveAtEntryOf: (target) => {
+          const callee = this.model.functionAt(target);
+          // Recursion (a callee whose liveness is being computed): the convention's answer.
+          if (!callee || this.computing.has(callee.name) || callee.undecodable) return undefined;
+          const cl = this.liveOf(callee);
+          return cl && cl.length > 0 ? cl[0] : undefined;
+        },
+      });
+      this.computing.delete(fn.name);
+      this.lives.set(fn.name, live);
+    }
+    return live;
+  }
+
+  /**
+   * The stubs leave t-registers (and at exit a2-a5) changed. The calling convention makes them
+   * dead across any call, but GCC's -fipa-ra lets a caller in the same program keep a value in one
+   * across a call to a callee that never writes it. Such a caller is found by liveness after each
+   * direct call site (with calls killing only what their callee writes).
+   */
+  private ipaHazard(fn: FunctionCode): InjectionRefusal | undefined {
+    const l = this.arch.liveness;
+    const clob = this.clobberOf(fn);
+    if (!l || clob === undefined) return undefined;
+    const hazard = (l.stubClobbers & ~clob) >>> 0;
+    if (hazard === 0) return undefined;
+    const check = (callee: FunctionCode, depth: number): InjectionRefusal | undefined => {
+      for (const site of this.model.callSitesOf(callee)) {
+        const caller = this.model.functionContaining(site.address);
+        if (!caller) continue;
+        if (site.kind === 'tail') {
+          // A tail jump returns to the tail caller's callers: look there (one more level).
+          if (depth < 2) {
+            const r = check(caller, depth + 1);
+            if (r) return r;
+          }
+          continue;
+        }
+        const live = this.liveOf(caller);
+        const cfg = this.cfgOf(caller);
+        const i = cfg.index.get(site.address);
+        if (!live || i === undefined) continue;
+        let after = 0;
+        for (const j of cfg.succ[i]!) after |= live[j]!;
+        const bad = (after & hazard) >>> 0;
+        if (bad) {
+          const reg = Array.from({ length: 32 }, (_, r) => r).find((r) => (bad & (1 << r)) !== 0)!;
+          return refusal('noFreeRegister', `${caller.name} keeps a value in x${reg} across the ${site.mnemonic} at ${hex(site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the measurement payload would overwrite it. Build with -fno-ipa-ra to measure ${fn.name}.`, site.address);
+        }
+      }
+      return undefined;
+    };
+    return check(fn, 0);
+  }
+
+  private cfgOf(fn: FunctionCode): FunctionCfg {
+    let cfg = this.cfgs.get(fn.name);
+    if (!cfg) {
+      cfg = buildCfg(fn, this.model.jumpTables.filter((t) => t.function === fn.name), this.arch.predicated?.(fn));
+      this.cfgs.set(fn.name, cfg);
+    }
+    return cfg;
+  }
+
+  private touchedBy(insns: readonly DecodedInstruction[]): number {
+    const l = this.arch.liveness;
+    if (!l) return 0;
+    return insns.reduce((m, x) => {
+      const e = l.effects(x);
+      return (m | e.uses | e.defs) >>> 0;
+    }, 0);
+  }
+
+  private writtenBy(insns: readonly DecodedInstruction[]): number {
+    const l = this.arch.liveness;
+    if (!l) return 0;
+    return insns.reduce((m, x) => (m | l.effects(x).defs) >>> 0, 0);
+  }
+
+  /** Prefer temporaries (RV32 t-registers x5-x7, x28-x31), then any other free register. */
+  private pickResumeRegister(free: number): number | undefined {
+    if (!this.arch.liveness) return undefined;
+    const order = [29, 30, 31, 28, 7, 6, 5, 17, 16, 15, 14, 13, 12];
+    for (const r of order) if (free & (1 << r)) return r;
+    for (let r = 1; r < 32; r++) if (free & (1 << r) && !(this.arch.liveness.reserved & (1 << r))) return r;
+    return undefined;
+  }
+
+  private get standardLink(): number {
+    return this.arch.family === 'riscv' ? 1 : 14;
+  }
+
+  private describeShape(shape: PatchShape): string {
+    switch (shape.kind) {
+      case 'rvTp':
+        return 'jalr x0, off(tp)';
+      case 'rvJal':
+        return 'jal x0';
+      case 'rvAuipc':
+        return 'auipc + jalr';
+      case 'thumbBW':
+        return 'B.W';
+      case 'thumbLdrPc':
+        return 'LDR.W pc, [pc] + literal';
+    }
+  }
+}
+
+/** The displaced instructions that can execute: up to the first that never falls through. */
+export function reachableDisplaced(displaced: readonly DecodedInstruction[]): DecodedInstruction[] {
+  const k = displaced.findIndex((x) => x.kind === 'branch' || x.kind === 'return' || x.kind === 'indirectBranch' || x.kind === 'tableBranch' || x.kind === 'exceptionReturn');
+  return k < 0 ? [...displaced] : displaced.slice(0, k + 1);
+}

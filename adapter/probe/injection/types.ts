@@ -1,0 +1,237 @@
+import type { DecodedInstruction, InstructionCodec, InstructionRelocator } from '../../arch/codec';
+
+/**
+ * Shared vocabulary of code injection: what the planner decides, what the per-family payload
+ * generators (adapter/arch/<family>/trampoline*.ts) build, and what the service reports.
+ */
+
+export type InjectionFamily = 'riscv' | 'cortex-m';
+
+/** Where the counter value comes from and how it moves. */
+export type CounterSource =
+  /** A RISC-V CSR read with `csrr` (minstret 0xB02, mcycle 0xB00, mhpmcounterN). */
+  | { kind: 'csr'; name: string; csr: number; /** mcountinhibit bit of the counter (for hardware gating). */ inhibitBit: number }
+  /**
+   * A memory-mapped counter read with one load: DWT_CYCCNT (up, 32 bits) or SysTick CVR (down,
+   * 24 bits). `width` < 32 means deltas are taken modulo 2^width.
+   */
+  | { kind: 'mmio'; name: string; address: number; direction: 'up' | 'down'; width: number };
+
+/** RV32 `minstret`: exact instruction counts under QEMU `-icount`. */
+export const MINSTRET: CounterSource = { kind: 'csr', name: 'minstret', csr: 0xb02, inhibitBit: 2 };
+export const MCYCLE: CounterSource = { kind: 'csr', name: 'mcycle', csr: 0xb00, inhibitBit: 0 };
+/** SysTick current value (ARMv7-M B3.3): 24-bit down counter; the service programs RVR = 0xFFFFFF. */
+export const SYSTICK_CVR: CounterSource = { kind: 'mmio', name: 'SysTick CVR', address: 0xe000e018, direction: 'down', width: 24 };
+/** DWT cycle counter (ARMv7-M C1.8): absent on QEMU (reads zero). */
+export const DWT_CYCCNT: CounterSource = { kind: 'mmio', name: 'DWT CYCCNT', address: 0xe0001004, direction: 'up', width: 32 };
+
+/** Payload kinds of DESIGN.md "Payload kinds". */
+export type PayloadKind = 'software' | 'hardware';
+
+/** The RAM the injector owns: control block, shadow stack, records, trampolines. */
+export interface ReservedMemory {
+  start: number;
+  size: number;
+  /** Where it came from (launch configuration, linker symbols, or a gap found in the ELF). */
+  source: 'launch' | 'linker' | 'unused';
+  /** Set when the memory was guessed, for the Debug Console. */
+  warning?: string;
+}
+
+/** A function's code as the static disassembly sees it. */
+export interface FunctionCode {
+  name: string;
+  start: number;
+  /** One past the last byte (symbol size). */
+  end: number;
+  /** Decoded instructions in address order; data islands (literal pools, inline tables) skipped. */
+  instructions: DecodedInstruction[];
+  /** Set when decoding stopped early; the function cannot be instrumented. */
+  undecodable?: { address: number; reason: string };
+}
+
+/** An edge of the static control flow into `target`. */
+export interface BranchEdge {
+  from: number;
+  target: number;
+  kind: 'branch' | 'condBranch' | 'call' | 'table';
+  /** The instruction's mnemonic, for messages. */
+  mnemonic: string;
+}
+
+export interface JumpTableInfo {
+  /** Address of the dispatching instruction (TBB/TBH, `jr`). */
+  branch: number;
+  function: string;
+  resolved: boolean;
+  table?: number;
+  targets: number[];
+  /** Why it could not be resolved. */
+  reason?: string;
+}
+
+/** Per-family knowledge the planner needs; implemented in adapter/arch/<family>/. */
+export interface InjectionArch {
+  readonly family: InjectionFamily;
+  readonly codec: InstructionCodec;
+  readonly relocator: InstructionRelocator;
+  /** Mapping-symbol names that start data ($d) or code ($t, $x...) inside a code section. */
+  mappingKind(symbolName: string): 'code' | 'data' | undefined;
+  /** Resolves an inline/offset jump table at `insns[index]`, or says why not. */
+  resolveTable(
+    fn: FunctionCode,
+    index: number,
+    readWord: (address: number, bytes: 1 | 2 | 4) => number | undefined,
+  ): { ok: true; table: number; targets: number[] } | { ok: false; reason: string };
+  /** The link register a direct call writes (RV32: rd of JAL; Thumb: always LR). */
+  linkRegister(insn: DecodedInstruction): number | undefined;
+  /** True when the instruction names register `reg` at all (RV32 `tp` usage scan). */
+  referencesRegister?(insn: DecodedInstruction, reg: number): boolean;
+  /**
+   * The patch that jumps from `site` to anywhere in the cave. `free`: registers dead at the site
+   * (bit mask). Returns a sentence when no shape fits.
+   */
+  choosePatch(site: number, cave: CaveReach, free: number): PatchShape | string;
+  /** Why a direct call site cannot be rewritten to reach the cave, or undefined when it can. */
+  callSiteRefusal(site: CallSite, cave: CaveReach): string | undefined;
+  /** Registers dead at a function's entry by the calling convention (RV32 t0-t6; Thumb r12). */
+  readonly freeAtEntry: number;
+  /** Instructions that execute conditionally without being branches (Thumb IT blocks). */
+  predicated?(fn: FunctionCode): Set<number>;
+  /** Register effects and calling-convention sets for liveness; absent when patches need no register. */
+  readonly liveness?: LivenessModel;
+}
+
+export interface LivenessModel {
+  effects(insn: DecodedInstruction): { uses: number; defs: number };
+  /** Read by a call (arguments, sp, gp ...), written by it (caller-saved registers). */
+  callUses: number;
+  callDefs: number;
+  /** Live at a return / at a jump to another function (tail call). */
+  liveAtReturn: number;
+  liveAtTail: number;
+  /** Every register (for unknown successors). */
+  all: number;
+  /** Registers never handed to a stub: zero, sp, gp, tp / sp, pc. */
+  reserved: number;
+  /**
+   * Registers the function-entry and exit stubs overwrite and leave changed (beyond the return
+   * address). A caller compiled with -fipa-ra may keep a value in one across the call when the
+   * callee itself never writes it: the planner refuses such functions.
+   */
+  stubClobbers: number;
+}
+
+/** A user-facing refusal: what, where, why, and what to do instead. */
+export interface InjectionRefusal {
+  ok: false;
+  code: RefusalReason;
+  /** One or more sentences naming the instruction/address and the reason. */
+  reason: string;
+  address?: number;
+  /** When the function is too short for an entry patch: its call sites, if any could be used. */
+  callSites?: CallSiteOffer;
+}
+
+export type RefusalReason =
+  | 'notFound'
+  | 'undecodable'
+  | 'tooShort'
+  | 'branchIntoPatch'
+  | 'itBlock'
+  | 'unrelocatable'
+  | 'exceptionReturn'
+  | 'alternateLink'
+  | 'noFreeRegister'
+  | 'entryLoop'
+  | 'unreachable'
+  | 'regionPaths'
+  | 'memory';
+
+export interface CallSite {
+  /** Address of the call instruction. */
+  address: number;
+  length: number;
+  /** `call` (links, JAL ra / C.JAL / BL) or `tail` (jump without link: JAL x0 / B.W). */
+  kind: 'call' | 'tail';
+  caller: string;
+  mnemonic: string;
+  /** Why this site cannot be rewritten (then it is missed). */
+  refusal?: string;
+}
+
+export interface CallSiteOffer {
+  /** Sites that can be rewritten to go through a stub. */
+  usable: CallSite[];
+  /** Direct sites that cannot (too short for a reachable encoding, tail jumps without link …). */
+  missed: CallSite[];
+  /** Indirect calls anywhere in the program: they may reach the function and are not counted. */
+  indirectCalls: number[];
+}
+
+/** How the patch jumps to the trampoline. */
+export type PatchShape =
+  /** RV32 `jalr x0, off(tp)`: 4 bytes, no register (tp holds the cave's middle). */
+  | { kind: 'rvTp'; length: 4 }
+  /** RV32 `jal x0`: 4 bytes, +/-1 MiB. */
+  | { kind: 'rvJal'; length: 4 }
+  /** RV32 `auipc r, hi; jalr x0, lo(r)`: 8 bytes, needs a dead register. */
+  | { kind: 'rvAuipc'; length: 8; scratch: number }
+  /** Thumb `B.W`: 4 bytes, +/-16 MiB. */
+  | { kind: 'thumbBW'; length: 4 }
+  /** Thumb `LDR.W pc, [pc, #k]` + literal: 8 bytes (10 when the site is not word aligned). */
+  | { kind: 'thumbLdrPc'; length: 8 | 10 };
+
+/** One place where code is overwritten with a jump to a trampoline. */
+export interface PatchSite {
+  address: number;
+  shape: PatchShape;
+  /** The whole instructions the patch covers; they run relocated in the trampoline. */
+  displaced: DecodedInstruction[];
+  /** Where the trampoline jumps back to: the first instruction after the displaced ones. */
+  resume: number;
+  /** Registers (bit mask) dead at the patch site that a stub may use without saving. */
+  freeRegisters: number;
+  /** Register the stub jumps back through (RV32), or undefined when it needs none. */
+  resumeRegister?: number;
+  /** The displaced code reads `resumeRegister`: load it after that code, not before the window opens. */
+  resumeRegisterLate?: boolean;
+  /** Original bytes of [address, address + shape.length). */
+  original: Uint8Array;
+}
+
+export interface FunctionPlan {
+  ok: true;
+  kind: 'function';
+  function: FunctionCode;
+  entry: PatchSite;
+  warnings: string[];
+}
+
+export interface CallSitePlan {
+  ok: true;
+  kind: 'callSites';
+  function: FunctionCode;
+  sites: Array<CallSite & { original: Uint8Array }>;
+  offer: CallSiteOffer;
+  warnings: string[];
+}
+
+export interface RegionPlan {
+  ok: true;
+  kind: 'region';
+  function: FunctionCode;
+  start: PatchSite;
+  end: PatchSite;
+  warnings: string[];
+}
+
+export type InjectionPlan = FunctionPlan | CallSitePlan | RegionPlan;
+
+/** What the planner knows about the cave when it chooses patch shapes. */
+export interface CaveReach {
+  start: number;
+  size: number;
+  /** RV32: tp holds this address (the cave's middle), so `jalr x0, off(tp)` reaches every stub. */
+  threadPointerBase?: number;
+}

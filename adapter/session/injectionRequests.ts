@@ -1,0 +1,246 @@
+import { join } from 'node:path';
+import type {
+  CodeLocation,
+  InjectArguments,
+  InjectResponse,
+  InjectedMeasurementInfo,
+  InjectedResult,
+  InjectedResultsResponse,
+  InjectionRefusedTarget,
+  RemoveInjectionsArguments,
+} from '../../common/dapCustom';
+import { CustomRequests } from '../../common/dapCustom';
+import { thumbInjectionSupport } from '../arch/cortex-m/trampolineThumb';
+import { rv32InjectionSupport } from '../arch/riscv/trampolineRv32';
+import { CycleLensError, ErrorCode, errorMessage } from '../errors';
+import {
+  DWT_CYCCNT,
+  InjectionRefusedError,
+  InjectionService,
+  MINSTRET,
+  QEMU_MEMORY_MAPS,
+  SYSTICK_CVR,
+  gdbTargetRunner,
+  parseGdbMemoryMap,
+  resolveReservedMemory,
+  restoreFromJournal,
+  type InjectionFamilySupport,
+  type MeasurementInfo,
+  type MeasurementResults,
+  type MemoryRegion,
+} from '../probe/injection';
+import { GdbTargetAccess } from '../probe/targetAccess';
+import type { DebugTarget, TargetOutput } from '../target/debugTarget';
+
+type Handler = (args: never) => Promise<unknown>;
+
+/** Directory of patch journals: a crashed session's patches are restored from here at the next launch. */
+export function journalDir(cwd: string): string {
+  return join(cwd, '.cyclelens', 'journal');
+}
+
+/**
+ * The `cyclelens/inject*` requests: injected measurements that count with the target's own
+ * instructions while it runs. Translation only; InjectionService plans, patches and restores.
+ */
+export class InjectionRequests {
+  private service: InjectionService | undefined;
+  private sources = new Map<number, InjectedMeasurementInfo['source']>();
+  private counterAtFirstInjection: bigint | undefined;
+
+  constructor(
+    private readonly target: () => DebugTarget,
+    private readonly log: (o: TargetOutput) => void,
+    /** Whether the DWT cycle counter works here (else Cortex-M payloads read SysTick). */
+    private readonly hasCycleCounter: () => boolean,
+  ) {}
+
+  handlers(): Record<string, Handler> {
+    return {
+      [CustomRequests.inject]: (a: InjectArguments) => this.inject(a),
+      [CustomRequests.injectedResults]: () => this.results(),
+      [CustomRequests.removeInjections]: (a: RemoveInjectionsArguments) => this.remove(a.ids),
+    };
+  }
+
+  /** At launch, with the target halted: put back what a crashed session left patched. */
+  async restoreJournal(): Promise<void> {
+    const target = this.target();
+    if (target.config.family === 'arc') return;
+    const report = await restoreFromJournal(new GdbTargetAccess(target.gdb), target.config.image, journalDir(target.config.cwd));
+    if (!report.journal) return;
+    const parts = [
+      report.restored.length ? `${report.restored.length} patch(es) restored` : '',
+      report.alreadyOriginal.length ? `${report.alreadyOriginal.length} already original` : '',
+      report.conflicts.length ? `${report.conflicts.length} left alone because the target holds unexpected bytes (journal kept: ${report.journal})` : '',
+      report.mismatches.length ? `${report.mismatches.length} not written because the ELF changed` : '',
+    ].filter(Boolean);
+    this.log({ category: report.conflicts.length ? 'important' : 'console', text: `CycleLens found patches a previous session left in this program: ${parts.join(', ')}.\n` });
+  }
+
+  /** Removes every patch: before a reset, a restart or the end of the session. */
+  async removeAll(): Promise<void> {
+    if (!this.service) return;
+    const service = this.service;
+    await this.target().withHalted(() => service.removeAll());
+    this.sources.clear();
+    this.counterAtFirstInjection = undefined;
+  }
+
+  private async inject(a: InjectArguments): Promise<InjectResponse> {
+    const target = this.target();
+    return target.withHalted(async () => {
+      const service = await this.serviceFor(target);
+      const injected: InjectedMeasurementInfo[] = [];
+      const refused: InjectionRefusedTarget[] = [];
+      for (const t of a.targets) {
+        try {
+          const options = { ...(a.payload ? { payload: a.payload } : {}), callSitesIfTooShort: a.callSitesIfTooShort ?? true };
+          let info: MeasurementInfo;
+          let source: InjectedMeasurementInfo['source'];
+          if ('function' in t) {
+            info = await service.measureFunction(t.function, options);
+            const fn = target.config.image.functionNamed(t.function);
+            const loc = fn ? target.config.image.lineTable.lookup(fn.address) : undefined;
+            source = loc ? { path: loc.file, line: loc.line } : undefined;
+          } else {
+            info = await service.measureRegion(this.address(t.start), this.address(t.end));
+            source = 'path' in t.start ? { path: t.start.path, line: t.start.line, ...('path' in t.end ? { endLine: t.end.line } : {}) } : undefined;
+          }
+          this.sources.set(info.id, source);
+          injected.push(toWireInfo(info, source));
+        } catch (err) {
+          if (!(err instanceof InjectionRefusedError) && !(err instanceof CycleLensError)) throw err;
+          refused.push({ target: t, reason: errorMessage(err) });
+        }
+      }
+      if (injected.length > 0 && this.counterAtFirstInjection === undefined) this.counterAtFirstInjection = await this.counterNow(service);
+      return { injected, refused };
+    });
+  }
+
+  private async results(): Promise<InjectedResultsResponse> {
+    const service = this.service;
+    if (!service) return { results: [] };
+    return this.target().withHalted(async () => {
+      const results = (await service.read()).map(toWireResult);
+      const now = await this.counterNow(service);
+      const elapsed = now !== undefined && this.counterAtFirstInjection !== undefined ? Number(now - this.counterAtFirstInjection) : undefined;
+      return { results, ...(elapsed !== undefined ? { elapsed } : {}) };
+    });
+  }
+
+  private async remove(ids: number[] | undefined): Promise<void> {
+    const service = this.service;
+    if (!service) return;
+    if (!ids) return this.removeAll();
+    await this.target().withHalted(async () => {
+      for (const id of ids) {
+        await service.remove(id);
+        this.sources.delete(id);
+      }
+    });
+  }
+
+  /** A free-running up-counter's value (CSR counters), for the share of the run; undefined otherwise. */
+  private async counterNow(service: InjectionService): Promise<bigint | undefined> {
+    const c = service.counter;
+    if (c.kind !== 'csr') return undefined;
+    return this.target().gdb.readRegister(c.name).catch(() => undefined);
+  }
+
+  private address(loc: CodeLocation): number {
+    const image = this.target().config.image;
+    if ('address' in loc) return Number(loc.address);
+    if ('function' in loc) {
+      const fn = image.functionNamed(loc.function);
+      if (!fn) throw new CycleLensError(ErrorCode.InvalidRequest, `${loc.function} is not a function of ${image.path}.`);
+      return fn.address;
+    }
+    const addresses = image.lineTable.addressesForLine(loc.path, loc.line);
+    if (addresses.length === 0) {
+      throw new CycleLensError(ErrorCode.InvalidRequest, `Line ${loc.line} of ${loc.path} has no code in ${image.path} (a comment, a declaration, or optimised away): choose a line with a statement.`);
+    }
+    return addresses[0]!;
+  }
+
+  private async serviceFor(target: DebugTarget): Promise<InjectionService> {
+    if (this.service) return this.service;
+    const { config, gdb } = target;
+    const access = new GdbTargetAccess(gdb);
+    const server = config.server;
+    const qemu = server.type === 'qemu';
+    const memoryMap = server.type === 'qemu' ? QEMU_MEMORY_MAPS[server.machine ?? (config.family === 'riscv' ? 'virt' : 'mps2-an386')] : await this.gdbMemoryMap(target);
+    const reserved = resolveReservedMemory(config.image, { ...(config.reservedMemory ? { launch: config.reservedMemory } : {}), ...(memoryMap ? { memoryMap } : {}) });
+    if ('ok' in reserved) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, reserved.reason);
+    const support = this.supportFor(config.family, qemu);
+    this.service = new InjectionService({
+      access,
+      elf: config.image,
+      support,
+      isHalted: () => gdb.executionState === 'stopped',
+      journalDir: journalDir(config.cwd),
+      reserved,
+      ...(memoryMap ? { memoryMap } : {}),
+      allowFlashWrites: config.allowFlashWrites,
+      // Under -icount shift=0 QEMU's 25 MHz SysTick advances one unit per 40 instructions.
+      ...(qemu && config.family === 'cortex-m' && !this.hasCycleCounter() ? { counterUnitsPerInstruction: 1 / 40 } : {}),
+      runner: gdbTargetRunner(gdb),
+      log: (line) => this.log({ category: 'console', text: line }),
+    });
+    return this.service;
+  }
+
+  private supportFor(family: DebugTarget['config']['family'], qemu: boolean): InjectionFamilySupport {
+    switch (family) {
+      case 'riscv':
+        return rv32InjectionSupport(MINSTRET);
+      case 'cortex-m':
+        return this.hasCycleCounter()
+          ? thumbInjectionSupport(DWT_CYCCNT)
+          : thumbInjectionSupport(SYSTICK_CVR, qemu ? { counterUnitsPerInstruction: 1 / 40 } : {});
+      case 'arc':
+        throw new CycleLensError(ErrorCode.Unsupported, 'Injected measurements are not available on ARC yet: use breakpoint-bounded measurements (Measure Selected Lines) with the PCT counters.');
+    }
+  }
+
+  private async gdbMemoryMap(target: DebugTarget): Promise<MemoryRegion[] | undefined> {
+    try {
+      const map = parseGdbMemoryMap(await target.gdb.console('info mem'));
+      return map.length > 0 ? map : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+function toWireInfo(info: MeasurementInfo, source: InjectedMeasurementInfo['source']): InjectedMeasurementInfo {
+  return {
+    id: info.id,
+    name: info.name,
+    kind: info.kind === 'callSites' ? 'call-sites' : info.kind === 'region' ? 'region' : 'function',
+    payload: info.payload,
+    counter: info.counter,
+    warnings: info.warnings,
+    ...(source ? { source } : {}),
+  };
+}
+
+function toWireResult(r: MeasurementResults): InjectedResult {
+  return {
+    id: r.id,
+    name: r.name,
+    counter: r.counter,
+    calls: r.calls,
+    passes: r.passes,
+    untracked: r.untracked,
+    total: r.total,
+    compensatedTotal: r.compensatedTotal,
+    overheadPerPass: r.ownOverheadPerPass,
+    min: r.min,
+    max: r.max,
+    mean: r.mean,
+    meanCompensated: r.meanCompensated,
+    lastPasses: r.last.compensated,
+  };
+}

@@ -1,0 +1,104 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import type { CallGraphResponse, InjectResponse, InjectedResultsResponse } from '../../common/dapCustom';
+import { CustomRequests } from '../../common/dapCustom';
+import { ElfImage } from '../../adapter/elf';
+import { runOracle, type OracleSummary } from '../oracle/oracle';
+import { AdapterHarness, fixtureSource, qemuLaunchArgs } from '../support/dap';
+import { markerLine } from '../support/markers';
+import { fixtureElf } from '../support/paths';
+
+/**
+ * Injected measurements through the built adapter on QEMU RV32, checked against the oracle: the
+ * program runs from its first round to its end with patches in place and never halts in between.
+ *
+ * Under -icount the timer interrupt fires after a fixed number of instructions, so a patched
+ * program (a few more instructions per call) takes its interrupts at other places than the traced
+ * one. To compare exactly, the test masks the timer (mie = 0) once the program has started it and
+ * compares with the oracle's counts without interrupts; the payload must then account for every
+ * instruction. (test/integration/injection.test.ts covers measurements with interrupts arriving.)
+ */
+const elfPath = fixtureElf('rv32', 'singlepass');
+const image = ElfImage.loadSync(elfPath);
+
+describe('injected measurements through the adapter (QEMU RV32, minstret)', () => {
+  const h = new AdapterHarness();
+  let oracle: OracleSummary;
+  let injected: InjectResponse;
+  let results: InjectedResultsResponse;
+  const fnBytes = (name: string): Buffer => {
+    const f = image.functionNamed(name)!;
+    return Buffer.from(image.file.readMemory(f.address, 8)!);
+  };
+
+  before(async () => {
+    oracle = await runOracle({ elf: elfPath });
+    await h.start();
+    await h.launchToEntry(qemuLaunchArgs('rv32', 'singlepass', { programEnd: 'program_end' }));
+    const singlepass = fixtureSource('singlepass.c');
+    await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [{ line: markerLine(singlepass, '#ROUND') }] });
+    await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
+    await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [] });
+    await h.dc.evaluateRequest({ expression: '> set var $mie = 0', context: 'repl' });
+  });
+  after(async () => assert.deepEqual(await h.stop(), []));
+
+  it('offers the static call graph', async () => {
+    const g = (await h.dc.customRequest(CustomRequests.callGraph)).body as CallGraphResponse;
+    assert.ok(g.functions.some((f) => f.name === 'fir_filter' && f.path?.endsWith('dsp.c')));
+    assert.ok(g.edges.some((e) => e.caller === 'process_packet' && e.callee === 'fir_filter'));
+  });
+
+  it('injects functions and a region, refusing what cannot be patched with a reason', async () => {
+    const dsp = fixtureSource('dsp.c');
+    injected = (await h.dc.customRequest(CustomRequests.inject, {
+      targets: [
+        { function: 'fir_filter' },
+        { function: 'quicksort' },
+        { function: 'process_packet' },
+        { start: { path: dsp, line: markerLine(dsp, '#REGION_START') }, end: { path: dsp, line: markerLine(dsp, '#REGION_END') } },
+        { function: 'no_such_function' },
+      ],
+    })).body as InjectResponse;
+    assert.deepEqual(injected.injected.map((i) => i.name).slice(0, 3), ['fir_filter', 'quicksort', 'process_packet']);
+    assert.equal(injected.injected.length, 4, JSON.stringify(injected.refused));
+    assert.equal(injected.refused.length, 1);
+    assert.match(injected.refused[0]!.reason, /no_such_function/);
+    assert.equal(injected.injected[0]!.source?.path, dsp);
+    // The entry of a measured function no longer holds the program's own bytes.
+    const now = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${image.functionNamed('fir_filter')!.address.toString(16)}`, count: 8 })).body.data, 'base64');
+    assert.notDeepEqual(now, fnBytes('fir_filter'));
+  });
+
+  it('counts every call without halting, matching the oracle', async () => {
+    const stopped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
+    await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
+    await h.dc.continueRequest({ threadId: 1 });
+    await stopped;
+    results = (await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse;
+    for (const name of ['fir_filter', 'quicksort', 'process_packet']) {
+      const r = results.results.find((x) => x.name === name)!;
+      const o = oracle.functions.find((f) => f.name === name)!;
+      assert.equal(r.calls, o.calls, `${name}: calls`);
+      // minstret is exact under -icount: with the payload's own counted instructions removed, the
+      // total is the oracle's inclusive count, instruction for instruction.
+      assert.equal(r.compensatedTotal, o.inclusiveExcludingInterrupts, `${name}: raw ${r.total}, payload ${r.overheadPerPass}/pass`);
+      assert.ok(r.total > r.compensatedTotal, 'the raw total includes the payload');
+    }
+    const region = results.results.find((x) => x.id === injected.injected[3]!.id)!;
+    assert.equal(region.passes, 20 * 128, 'the FIR loop body runs 128 times per call, 20 calls');
+    assert.ok(results.elapsed && results.elapsed > 0);
+  });
+
+  it('removal restores the exact original bytes and clears the journal', async () => {
+    await h.dc.customRequest(CustomRequests.removeInjections, {});
+    for (const name of ['fir_filter', 'quicksort', 'process_packet']) {
+      const addr = image.functionNamed(name)!.address;
+      const now = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${addr.toString(16)}`, count: 8 })).body.data, 'base64');
+      assert.deepEqual(now, fnBytes(name), `${name} restored`);
+    }
+    assert.equal(existsSync(`${process.cwd()}/.cyclelens/journal`) ? (await import('node:fs')).readdirSync(`${process.cwd()}/.cyclelens/journal`).filter((f) => f.endsWith('.json')).length : 0, 0);
+  });
+});
