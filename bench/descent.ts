@@ -1,0 +1,158 @@
+import { existsSync } from 'node:fs';
+import type { CallGraphResponse } from '../common/dapCustom';
+import { staticCallGraph } from '../adapter/probe/callGraph';
+import { ElfImage } from '../adapter/elf';
+import { runDescent, type BatchMeasurer } from '../extension/analysis/descent';
+import { MetricsEngine } from '../extension/analysis/metrics';
+import type { ResultSet } from '../extension/analysis/resultSet';
+import { runOracle, type OracleSummary } from '../test/oracle/oracle';
+import { fixtureElf } from '../test/support/paths';
+import { printTable } from './support';
+
+/**
+ * Descent benchmark (DESIGN.md "Benchmarks"): runs to finish versus the naive method (ceil(F/k)
+ * runs for F functions and k per run), and recall/precision of "functions at or above the
+ * threshold", for every fixture program and k in {1, 2, 4, 8}.
+ *
+ * The measurer here is the ORACLE, a perfect BatchMeasurer: each "run" returns the exact inclusive
+ * instruction counts of the QEMU trace (test/oracle/), so the figures isolate the algorithm (how
+ * many runs it needs, whether pruning loses a hot function) from measurement error. The call graph
+ * is the product's static one (adapter/probe/callGraph.ts); roots are the functions nobody calls.
+ *   npm run bench -- descent [--program singlepass] [--target rv32]
+ */
+
+const TARGETS = ['cortex-m4', 'rv32'] as const;
+const PROGRAMS = ['singlepass', 'cyclic_limited', 'cyclic', 'nodebug'] as const;
+/** `cyclic` never ends: its trace is cut after this many instructions. */
+const CYCLIC_BOUND = 1_500_000;
+const SLOTS = [1, 2, 4, 8];
+const THRESHOLDS = [0.01, 0.05];
+
+/** The oracle as a perfect measurer: exact inclusive counts of one run, any batch size. */
+class OracleMeasurer implements BatchMeasurer {
+  runs = 0;
+  private readonly byName: Map<string, { inclusive: number; calls: number }>;
+
+  constructor(
+    readonly slots: number,
+    private readonly oracle: OracleSummary,
+  ) {
+    this.byName = new Map(oracle.functions.map((f) => [f.name, { inclusive: f.inclusive, calls: f.calls + f.interrupts + f.traps }]));
+    for (const f of oracle.functions) for (const alias of f.aliases) if (!this.byName.has(alias)) this.byName.set(alias, this.byName.get(f.name)!);
+  }
+
+  async measure(batch: readonly string[]): Promise<ResultSet> {
+    this.runs++;
+    return {
+      id: `oracle-${this.runs}`,
+      createdAt: new Date().toISOString(),
+      program: { executable: this.oracle.elf },
+      run: { kind: 'oracle', event: 'instructions', totals: { instructions: this.oracle.totals.instructions }, method: 'oracle (QEMU trace), perfect measurer' },
+      // A function that never ran is measured as zero, as an injected counter would read.
+      measurements: batch.map((name) => {
+        const f = this.byName.get(name);
+        return { name, inclusive: { instructions: f?.inclusive ?? 0 }, calls: f?.calls ?? 0 };
+      }),
+      refused: [],
+    };
+  }
+}
+
+interface Row {
+  program: string;
+  k: number;
+  threshold: number;
+  functions: number;
+  hot: number;
+  naive: number;
+  runs: number;
+  bfsRuns: number;
+  basicRuns: number;
+  measured: number;
+  recall: number;
+  precision: number;
+  basicRecall: number;
+}
+
+async function benchProgram(label: string, graph: CallGraphResponse, oracle: OracleSummary): Promise<Row[]> {
+  const engine = new MetricsEngine();
+  const metric = engine.monotone('share');
+  const total = oracle.totals.instructions;
+  const inGraph = new Set(graph.functions.map((f) => f.name));
+  const rows: Row[] = [];
+  for (const threshold of THRESHOLDS) {
+    const truth = new Set(oracle.functions.filter((f) => inGraph.has(f.name) && f.inclusive / total >= threshold).map((f) => f.name));
+    for (const k of SLOTS) {
+      const score = async (options: { lookahead: boolean; siblingResidual: boolean; order: 'weight' | 'call-site' }): Promise<{ runs: number; measured: number; recall: number; precision: number }> => {
+        const r = await runDescent(graph, new OracleMeasurer(k, oracle), { engine, metric, threshold, ...options });
+        if (r.warnings.length > 0) console.error(`${label}: ${r.warnings.join('; ')}`);
+        const measured = r.outcomes.filter((o) => o.status === 'measured');
+        const found = new Set(measured.filter((o) => (o.value ?? 0) >= threshold).map((o) => o.name));
+        const hits = [...found].filter((f) => truth.has(f)).length;
+        const missed = [...truth].filter((f) => !found.has(f));
+        if (missed.length > 0) console.error(`${label} k=${k} ${threshold * 100}%: MISSED ${missed.join(', ')}`);
+        return { runs: r.runs, measured: measured.length, recall: truth.size ? hits / truth.size : 1, precision: found.size ? hits / found.size : 1 };
+      };
+      const best = await score({ lookahead: true, siblingResidual: true, order: 'weight' });
+      const bfs = await score({ lookahead: true, siblingResidual: true, order: 'call-site' });
+      const basic = await score({ lookahead: false, siblingResidual: false, order: 'call-site' });
+      rows.push({
+        program: label,
+        k,
+        threshold,
+        functions: graph.functions.length,
+        hot: truth.size,
+        naive: Math.ceil(graph.functions.length / k),
+        runs: best.runs,
+        bfsRuns: bfs.runs,
+        basicRuns: basic.runs,
+        measured: best.measured,
+        recall: best.recall,
+        precision: best.precision,
+        basicRecall: Math.min(basic.recall, bfs.recall),
+      });
+    }
+  }
+  return rows;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const only = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const rows: Row[] = [];
+  for (const target of TARGETS) {
+    if (only('--target') && only('--target') !== target) continue;
+    for (const program of PROGRAMS) {
+      if (only('--program') && only('--program') !== program) continue;
+      const elf = fixtureElf(target, program);
+      if (!existsSync(elf)) {
+        console.error(`skipped ${target}/${program}: not built (make -C test/fixtures)`);
+        continue;
+      }
+      const graph = staticCallGraph(ElfImage.loadSync(elf));
+      const oracle = await runOracle({ elf, ...(program === 'cyclic' ? { maxInstructions: CYCLIC_BOUND } : {}) });
+      if (!oracle.totals.consistent) throw new Error(`${target}/${program}: the oracle's totals are inconsistent`);
+      rows.push(...(await benchProgram(`${target}/${program}${program === 'cyclic' ? ` (first ${CYCLIC_BOUND / 1e6} M instr.)` : ''}`, graph, oracle)));
+    }
+  }
+  const pct = (v: number): string => `${(v * 100).toFixed(0)}%`;
+  console.log('\nCall-graph descent with the ORACLE as a perfect measurer (exact inclusive instruction counts from the QEMU trace),');
+  console.log('static call graph from the ELF, roots = functions nobody calls. F functions, k per run, naive = ceil(F/k) runs.');
+  console.log('hot: functions at or above the threshold; any method must measure each, so ceil(hot/k) runs is a floor.');
+  console.log('runs: default descent (callers decided first, heaviest static reach first, lookahead, sibling residual);');
+  console.log('bfs: the same in breadth-first call-site order; basic: breadth-first, bound rule only (no lookahead, no residual).');
+  console.log('recall/precision: of the default; "other recall": the lowest recall of the bfs and basic variants.\n');
+  printTable(
+    ['program', 'k', 'threshold', 'F', 'hot', 'naive', 'floor', 'runs', 'runs/naive', 'bfs', 'basic', 'measured', 'recall', 'precision', 'other recall'],
+    rows.map((r) => [r.program, String(r.k), pct(r.threshold), String(r.functions), String(r.hot), String(r.naive), String(Math.ceil(r.hot / r.k)), String(r.runs), (r.runs / r.naive).toFixed(2), String(r.bfsRuns), String(r.basicRuns), String(r.measured), pct(r.recall), pct(r.precision), pct(r.basicRecall)]),
+  );
+  const recall = rows.every((r) => r.recall === 1 && r.basicRecall === 1);
+  console.log(`\nrecall 100% everywhere: ${recall ? 'yes' : 'NO'}`);
+  const fifth = rows.filter((r) => r.threshold === 0.05).map((r) => `${r.program} k=${r.k}: ${(r.runs / r.naive).toFixed(2)}`);
+  console.log(`runs/naive at 5%: ${fifth.join('; ')}`);
+  if (!recall) process.exitCode = 1;
+}
+
+void main(process.argv.slice(2));

@@ -1,0 +1,179 @@
+import type { CodeLocation } from '../common/dapCustom';
+
+/**
+ * Command-line arguments of `cyclelens`, parsed into a typed command or a usage error that says
+ * what is wrong. No I/O here.
+ */
+
+export const USAGE = `usage:
+  cyclelens descent --config .vscode/launch.json --name "QEMU RISC-V 32" [--threshold 1%] [options]
+  cyclelens profile --config .vscode/launch.json --name "QEMU RISC-V 32" [options]
+
+  descent   measure hot functions only: breadth-first from the roots, pruning every function whose
+            callers bound it below the threshold
+  profile   the exact full profile: every function, in batches of --slots
+
+options:
+  --config FILE        launch.json with the configuration (comments allowed)
+  --name NAME          the configuration's "name"
+  --threshold T        descent only: "1%" (share of the run) or a count (e.g. 5000); default 1%
+  --slots K            functions measured per run (default 4)
+  --start FUNCTION     where each run starts, and the function that spans it (default main)
+  --root FUNCTION      a root of the descent (repeatable; default: --start and the functions nobody
+                       calls that cannot reach it, such as interrupt handlers)
+  --cyclic LOCATION    the program never ends: measure in windows at this safe stop (a function,
+                       0xADDRESS or file.c:LINE), e.g. --cyclic idle_point
+  --dwell N            cyclic: passes through the safe stop per window (default 10)
+  --rounds N           cyclic profile: rounds over all batches (default 1)
+  --out FILE           write the result sets (JSON, cyclelens-resultset/1)
+  --resume FILE        descent only: continue from the result sets of an earlier --out (same program)
+  --dot FILE           write the annotated call graph (Graphviz DOT)
+  --timeout S          seconds one run may take (default 120)
+  --adapter FILE       the debug adapter (default: adapter.js next to the CLI)
+  --no-lookahead       descent: leave spare slots empty rather than measure ahead
+  -h, --help           this text
+`;
+
+export type Threshold = { kind: 'share'; value: number } | { kind: 'count'; value: number };
+
+export interface CliCommand {
+  command: 'descent' | 'profile';
+  config: string;
+  name: string;
+  threshold: Threshold;
+  slots: number;
+  start: string;
+  roots: string[];
+  cyclic?: CodeLocation;
+  dwell: number;
+  rounds: number;
+  out?: string;
+  dot?: string;
+  resume?: string;
+  timeoutMs: number;
+  adapter?: string;
+  lookahead: boolean;
+}
+
+export type ParsedArgs = { kind: 'help' } | { kind: 'run'; command: CliCommand } | { kind: 'error'; message: string };
+
+export function parseThreshold(text: string): Threshold | string {
+  const t = text.trim();
+  const pct = /^(\d+(?:\.\d+)?)\s*%$/.exec(t);
+  if (pct) {
+    const v = Number(pct[1]) / 100;
+    return v > 1 ? `--threshold ${text}: a share cannot exceed 100%` : { kind: 'share', value: v };
+  }
+  if (/^\d+(?:\.\d+)?$/.test(t)) {
+    const v = Number(t);
+    // A bare fraction reads as a share (0.05 = 5%), a larger number as a count of the run's event.
+    return v < 1 ? { kind: 'share', value: v } : { kind: 'count', value: v };
+  }
+  return `--threshold ${text}: give a share such as 1% or 0.01, or a count such as 5000`;
+}
+
+/** `idle_point`, `0x80000412`, `src/cyclic.c:42`. */
+export function parseLocation(text: string): CodeLocation | string {
+  const t = text.trim();
+  if (/^0x[0-9a-f]+$/i.test(t)) return { address: t.toLowerCase() };
+  const fileLine = /^(.+):(\d+)$/.exec(t);
+  if (fileLine) return { path: fileLine[1]!, line: Number(fileLine[2]) };
+  if (/^[A-Za-z_.$][\w.$@]*$/.test(t)) return { function: t };
+  return `'${text}' is not a location: give a function name, 0xADDRESS or file.c:LINE`;
+}
+
+function positiveInteger(flag: string, text: string): number | string {
+  if (!/^\d+$/.test(text) || Number(text) < 1) return `${flag} ${text}: give a whole number >= 1`;
+  return Number(text);
+}
+
+export function parseArgs(argv: readonly string[]): ParsedArgs {
+  if (argv.length === 0) return { kind: 'error', message: 'no command given' };
+  if (argv.includes('-h') || argv.includes('--help')) return { kind: 'help' };
+  const [command, ...rest] = argv;
+  if (command !== 'descent' && command !== 'profile') return { kind: 'error', message: `unknown command '${command}': use descent or profile` };
+  const values = new Map<string, string[]>();
+  const flags = new Set<string>();
+  const withValue = new Set(['--config', '--name', '--threshold', '--slots', '--start', '--root', '--cyclic', '--dwell', '--rounds', '--out', '--dot', '--resume', '--timeout', '--adapter']);
+  const switches = new Set(['--no-lookahead']);
+  for (let i = 0; i < rest.length; i++) {
+    let arg = rest[i]!;
+    let value: string | undefined;
+    const eq = arg.indexOf('=');
+    if (arg.startsWith('--') && eq > 0) {
+      value = arg.slice(eq + 1);
+      arg = arg.slice(0, eq);
+    }
+    if (switches.has(arg)) {
+      if (value !== undefined) return { kind: 'error', message: `${arg} takes no value` };
+      flags.add(arg);
+      continue;
+    }
+    if (!withValue.has(arg)) return { kind: 'error', message: arg.startsWith('-') ? `unknown option ${arg}` : `unexpected argument '${arg}'` };
+    if (value === undefined) {
+      value = rest[++i];
+      if (value === undefined || (value.startsWith('--') && withValue.has(value))) return { kind: 'error', message: `${arg} needs a value` };
+    }
+    const list = values.get(arg) ?? [];
+    list.push(value);
+    values.set(arg, list);
+  }
+  const one = (flag: string): string | undefined => {
+    const list = values.get(flag);
+    return list ? list[list.length - 1] : undefined;
+  };
+  for (const [flag, list] of values) if (list.length > 1 && flag !== '--root') return { kind: 'error', message: `${flag} is given ${list.length} times` };
+
+  const config = one('--config');
+  if (!config) return { kind: 'error', message: '--config is required (the launch.json that holds the configuration)' };
+  const name = one('--name');
+  if (!name) return { kind: 'error', message: '--name is required (the "name" of the launch configuration)' };
+  const thresholdText = one('--threshold');
+  if (thresholdText !== undefined && command === 'profile') return { kind: 'error', message: '--threshold applies to descent only; profile measures every function' };
+  const threshold = thresholdText !== undefined ? parseThreshold(thresholdText) : ({ kind: 'share', value: 0.01 } as const);
+  if (typeof threshold === 'string') return { kind: 'error', message: threshold };
+  const slots = one('--slots') !== undefined ? positiveInteger('--slots', one('--slots')!) : 4;
+  if (typeof slots === 'string') return { kind: 'error', message: slots };
+  const dwell = one('--dwell') !== undefined ? positiveInteger('--dwell', one('--dwell')!) : 10;
+  if (typeof dwell === 'string') return { kind: 'error', message: dwell };
+  const rounds = one('--rounds') !== undefined ? positiveInteger('--rounds', one('--rounds')!) : 1;
+  if (typeof rounds === 'string') return { kind: 'error', message: rounds };
+  const timeout = one('--timeout') !== undefined ? positiveInteger('--timeout', one('--timeout')!) : 120;
+  if (typeof timeout === 'string') return { kind: 'error', message: timeout };
+  const cyclicText = one('--cyclic');
+  let cyclic: CodeLocation | undefined;
+  if (cyclicText !== undefined) {
+    const loc = parseLocation(cyclicText);
+    if (typeof loc === 'string') return { kind: 'error', message: `--cyclic: ${loc}` };
+    cyclic = loc;
+  } else if (values.has('--dwell') || values.has('--rounds')) {
+    return { kind: 'error', message: '--dwell and --rounds apply to cyclic programs only: add --cyclic SAFE_STOP' };
+  }
+  if (values.has('--rounds') && command !== 'profile') return { kind: 'error', message: '--rounds applies to profile only' };
+  const out = one('--out');
+  const dot = one('--dot');
+  const resume = one('--resume');
+  if (resume !== undefined && command !== 'descent') return { kind: 'error', message: '--resume applies to descent only' };
+  const adapter = one('--adapter');
+  return {
+    kind: 'run',
+    command: {
+      command,
+      config,
+      name,
+      threshold,
+      slots,
+      start: one('--start') ?? 'main',
+      roots: values.get('--root') ?? [],
+      ...(cyclic ? { cyclic } : {}),
+      dwell,
+      rounds,
+      ...(out !== undefined ? { out } : {}),
+      ...(dot !== undefined ? { dot } : {}),
+      ...(resume !== undefined ? { resume } : {}),
+      timeoutMs: timeout * 1000,
+      ...(adapter !== undefined ? { adapter } : {}),
+      lookahead: !flags.has('--no-lookahead'),
+    },
+  };
+}

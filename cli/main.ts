@@ -1,0 +1,163 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CallGraphResponse } from '../common/dapCustom';
+import { analysisRecord, rootsForStart, runDescent, runFullProfile, runRoundRobin, type AnalysisResult } from '../extension/analysis/descent';
+import { callGraphDot } from '../extension/analysis/dot';
+import { MetricsEngine } from '../extension/analysis/metrics';
+import { profileRows } from '../extension/analysis/profileRows';
+import { textReport } from '../extension/analysis/report';
+import { loadResultSetDocument, resultSetDocument, saveResultSetDocument, writeFileAtomic, type ResultSet } from '../extension/analysis/resultSet';
+import { DapProfiler } from '../extension/profiling/dapProfiler';
+import { AdapterSession } from './adapterSession';
+import { USAGE, parseArgs, type CliCommand } from './args';
+import { loadLaunchConfiguration } from './launchConfig';
+
+/**
+ * `cyclelens descent|profile`: runs an analysis from a terminal or CI against the same debug adapter
+ * VS Code uses (dist/adapter.js next to this bundle), prints the report, writes result sets and the
+ * annotated call graph. Exit status: 0 done, 1 failed (configuration, adapter, target), 2 bad
+ * arguments, 130 interrupted.
+ */
+
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  /** Registers a Ctrl-C handler; returns its removal. */
+  onInterrupt(handler: () => void): () => void;
+}
+
+const processIo: CliIo = {
+  out: (t) => process.stdout.write(t),
+  err: (t) => process.stderr.write(t),
+  onInterrupt: (handler) => {
+    process.on('SIGINT', handler);
+    process.on('SIGTERM', handler);
+    return () => {
+      process.off('SIGINT', handler);
+      process.off('SIGTERM', handler);
+    };
+  },
+};
+
+export function defaultAdapterPath(): string {
+  // Bundled: dist/cli.js next to dist/adapter.js. From out/cli/main.js (tests): the repository's dist/.
+  const beside = join(__dirname, 'adapter.js');
+  return existsSync(beside) ? beside : join(__dirname, '..', '..', 'dist', 'adapter.js');
+}
+
+export async function main(argv: readonly string[], io: CliIo = processIo): Promise<number> {
+  const parsed = parseArgs(argv);
+  if (parsed.kind === 'help') {
+    io.out(USAGE);
+    return 0;
+  }
+  if (parsed.kind === 'error') {
+    io.err(`cyclelens: ${parsed.message}\n\n${USAGE}`);
+    return 2;
+  }
+  const cmd = parsed.command;
+  const controller = new AbortController();
+  let interrupts = 0;
+  const removeInterrupt = io.onInterrupt(() => {
+    interrupts++;
+    if (interrupts === 1) io.err('\ncyclelens: stopping after the current run (Ctrl-C again to abandon it)\n');
+    controller.abort();
+    if (interrupts > 1) void session?.close().finally(() => process.exit(130));
+  });
+  let session: AdapterSession | undefined;
+  try {
+    const launch = await loadLaunchConfiguration(cmd.config, cmd.name);
+    const previous = cmd.resume ? await earlierResults(cmd.resume, String(launch.args.executable)) : [];
+    // The profiler drives the program from a stop in the start function, whatever the configuration says.
+    launch.args.stopAtEntry = cmd.start;
+    const adapterPath = cmd.adapter ?? defaultAdapterPath();
+    if (!existsSync(adapterPath)) throw new Error(`the debug adapter ${adapterPath} does not exist: build CycleLens (npm run build) or pass --adapter`);
+    io.err(`cyclelens: starting ${cmd.name} (${String(launch.args.executable)})\n`);
+    session = await AdapterSession.start({ adapterPath, launch, timeoutMs: cmd.timeoutMs, log: (l) => io.err(`${l}\n`) });
+    const profiler = new DapProfiler(session.client, {
+      slots: cmd.slots,
+      mode: cmd.cyclic ? { kind: 'cyclic', safeStop: cmd.cyclic, dwell: cmd.dwell } : { kind: 'single-pass', start: cmd.start },
+      executable: String(launch.args.executable),
+      timeoutMs: cmd.timeoutMs,
+      log: (l) => io.err(`${l}\n`),
+    });
+    const graph = await profiler.callGraph();
+    const result = await analyse(cmd, graph, profiler, io, controller.signal, previous);
+    const engine = new MetricsEngine();
+    const rows = profileRows(result, graph, engine);
+    const first = result.resultSets[0];
+    io.out(
+      textReport(
+        {
+          scenario: result.scenario,
+          metric: result.metric,
+          ...(result.threshold !== undefined ? { threshold: result.threshold } : {}),
+          runs: result.runs + profiler.baselineRuns,
+          naiveRuns: Math.ceil(graph.functions.length / cmd.slots),
+          slots: cmd.slots,
+          roots: result.roots,
+          cancelled: result.cancelled,
+          warnings: result.warnings,
+          ...(first ? { program: first.program.executable, method: first.run.method } : {}),
+        },
+        rows,
+        engine,
+      ),
+    );
+    if (cmd.out) {
+      await saveResultSetDocument(cmd.out, resultSetDocument(result.resultSets, analysisRecord(result, graph), 'cyclelens-cli'));
+      io.err(`cyclelens: ${result.resultSets.length} result set(s) written to ${cmd.out}\n`);
+    }
+    if (cmd.dot) {
+      const format = result.metric === 'inclusive' ? 'count' : 'percent';
+      await writeFileAtomic(cmd.dot, callGraphDot(graph, rows, { title: `${cmd.name}: ${result.scenario}`, metricFormat: format }));
+      io.err(`cyclelens: call graph written to ${cmd.dot}\n`);
+    }
+    return result.cancelled ? 130 : 0;
+  } catch (err) {
+    io.err(`cyclelens: ${err instanceof Error ? err.message : String(err)}\n`);
+    return controller.signal.aborted ? 130 : 1;
+  } finally {
+    removeInterrupt();
+    await session?.close();
+  }
+}
+
+/** Result sets of an earlier run of the same program, to continue its descent. */
+async function earlierResults(path: string, executable: string): Promise<ResultSet[]> {
+  const doc = await loadResultSetDocument(path);
+  const other = doc.resultSets.find((rs) => rs.program.executable !== executable);
+  if (other) throw new Error(`${path} holds results of ${other.program.executable}, not of ${executable}: ratios of different programs do not mix`);
+  return doc.resultSets;
+}
+
+async function analyse(cmd: CliCommand, graph: CallGraphResponse, profiler: DapProfiler, io: CliIo, signal: AbortSignal, previous: ResultSet[]): Promise<AnalysisResult> {
+  const engine = new MetricsEngine();
+  const roots = cmd.roots.length > 0 ? cmd.roots : rootsForStart(graph, cmd.start);
+  const common = {
+    engine,
+    roots,
+    spanning: [cmd.start],
+    signal,
+    onProgress: (p: { run: number; batch: readonly string[]; open: number }) => io.err(`run ${p.run}: ${p.batch.join(', ')}${p.open ? ` (${p.open} undecided)` : ''}\n`),
+  };
+  if (cmd.command === 'descent') {
+    const metric = engine.monotone(cmd.threshold.kind === 'share' ? 'share' : 'inclusive');
+    return runDescent(graph, profiler, { ...common, metric, threshold: cmd.threshold.value, lookahead: cmd.lookahead, previous });
+  }
+  const metric = engine.definition('share')!;
+  if (cmd.cyclic) return runRoundRobin(graph, profiler, { ...common, metric, rounds: cmd.rounds });
+  return runFullProfile(graph, profiler, { ...common, metric });
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`cyclelens: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,0 +1,524 @@
+import type { CallGraphResponse } from '../../common/dapCustom';
+import { CallGraphIndex, type GraphIndexOptions } from './callGraphIndex';
+import type { MetricDefinition, MetricsEngine, MonotoneMetric } from './metrics';
+import { rawValues, wholeRunValues, type AnalysisRecord, type FunctionOutcome, type ResultSet, type Scenario } from './resultSet';
+
+/**
+ * Call-graph descent (DESIGN.md "Call-graph descent"), the exact full profile and the cyclic
+ * round robin. Pure and deterministic: the program runs behind `BatchMeasurer`, one run per batch.
+ *
+ * The bound. For a monotone metric M and a function f, every instant f is on the stack one of its
+ * callers p is on the stack directly below f's lowest frame, so M(f) <= sum over p of M(p). A
+ * function's bound U(f) is that sum over its callers, each caller counted with its measured value
+ * or, when not measured (pruned, refused, not yet run), with its own bound; a root's bound is the
+ * whole run. Bounds are therefore valid upper bounds at every moment, not only once all callers are
+ * measured, and a function is pruned as soon as U(f) < threshold: since a measurement never
+ * exceeds the bound it replaces, a pruned function never turns hot, and every function whose
+ * value reaches the threshold is measured (recall 100 %, given a complete call graph and exact
+ * measurements). A measured value above its bound is reported: the graph misses a caller.
+ *
+ * Refinements, each one still an upper bound:
+ * - recursion: self edges add nothing; for mutual recursion (a strongly connected component S)
+ *   the lowest frame of S on the stack was called from outside S, so every member is bounded by the
+ *   callers of S from outside;
+ * - sibling residual: a callee s that only p calls ("private") runs inside p, and while f runs
+ *   directly under p no private sibling of f is on the stack, unless frames of p nest (p recursive
+ *   through others, or reachable from two roots, such as main and an interrupt handler). For other
+ *   p: the part of M(p) that can hold f is M(p) minus its measured private siblings.
+ *
+ * Order. Each step takes the functions whose bound is at or above the threshold and whose callers
+ * are all decided (measured, refused or pruned), so the frontier moves down from the roots level
+ * by level, while slots remain; with `lookahead` (default) the slots left over go to the next
+ * undecided functions, which costs no extra run and often saves one. Within that, `order: 'weight'`
+ * (default) takes first the functions that can reach the most code, so that a heavy sibling is
+ * measured before the light ones its value then bounds (fewer runs with one slot); `call-site` is
+ * plain breadth-first order, callees in the order of the calls. Functions the measurer refuses are
+ * kept as unmeasurable, and their callees are bounded by the refused function's own bound.
+ */
+
+export interface BatchMeasurer {
+  /** How many functions one run measures. */
+  readonly slots: number;
+  /**
+   * Measures the batch in one run of the program and returns that run's result set. Every batch
+   * function must come back measured or refused with a reason. Throws an AbortError when aborted.
+   */
+  measure(batch: readonly string[], signal?: AbortSignal): Promise<ResultSet>;
+}
+
+export interface AnalysisResult {
+  scenario: Scenario;
+  metric: string;
+  threshold?: number;
+  roots: string[];
+  /** Program runs the analysis took (result sets loaded from earlier not counted). */
+  runs: number;
+  batches: string[][];
+  /** Result sets in order: earlier ones passed in first, then one per run. */
+  resultSets: ResultSet[];
+  outcomes: FunctionOutcome[];
+  cancelled: boolean;
+  /** Things the user should know: bounds exceeded, functions the measurer returned nothing for. */
+  warnings: string[];
+}
+
+export interface DescentProgress {
+  run: number;
+  batch: readonly string[];
+  /** Functions still to decide after this step. */
+  open: number;
+}
+
+interface CommonOptions {
+  engine: MetricsEngine;
+  roots?: readonly string[];
+  /**
+   * Functions on the stack for the whole window, such as `main` when every run starts stopped in
+   * main and ends before main returns: an injected measurement would never see them complete, and
+   * their value is the whole run's by definition. They take no slot.
+   */
+  spanning?: readonly string[];
+  indirectTargets?: readonly string[];
+  signal?: AbortSignal;
+  onProgress?(p: DescentProgress): void;
+}
+
+export interface DescentOptions extends CommonOptions {
+  metric: MonotoneMetric;
+  /** Prune below this value of the metric (0.01 = 1 % for a share). */
+  threshold: number;
+  /** Result sets of earlier runs of the same program: their functions are not measured again. */
+  previous?: readonly ResultSet[];
+  /** Fill leftover slots with not-yet-decided functions (default true). */
+  lookahead?: boolean;
+  /** Subtract measured private siblings from a caller's share of a callee's bound (default true). */
+  siblingResidual?: boolean;
+  /**
+   * Order within one breadth-first level: `weight` (default) takes first the functions that can
+   * reach the most code, so a heavy sibling is measured before light ones it then bounds;
+   * `call-site` keeps the order of the calls in the caller's code.
+   */
+  order?: 'weight' | 'call-site';
+}
+
+export class DescentError extends Error {
+  override name = 'DescentError';
+}
+
+export function isAbort(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || (err as { code?: string }).code === 'ABORT_ERR');
+}
+
+interface Measured {
+  value: number;
+  resultSet: number;
+  /** Why the value may be too low (entries the payload missed); then it cannot bound callees. */
+  incomplete?: string;
+}
+
+/** Measurements, refusals and the whole-run value accumulated over runs. */
+class Ledger {
+  readonly resultSets: ResultSet[] = [];
+  readonly measured = new Map<string, Measured>();
+  readonly refused = new Map<string, string>();
+  readonly warnings: string[] = [];
+  whole: number | undefined;
+
+  constructor(
+    private readonly engine: MetricsEngine,
+    private readonly metric: MetricDefinition,
+    private readonly known: ReadonlySet<string>,
+    readonly spanning: ReadonlySet<string> = new Set(),
+    /** Descent bounds roots by the whole run: without it no pruning decision can be made. */
+    private readonly needsWhole = true,
+  ) {}
+
+  /** A measured value, or the whole run's for a spanning function (once a run gave it). */
+  value(name: string): number | undefined {
+    if (this.spanning.has(name)) return this.whole;
+    return this.measured.get(name)?.value;
+  }
+
+  /** A value that bounds the callees from above: not one that may have missed entries. */
+  upperValue(name: string): number | undefined {
+    const m = this.measured.get(name);
+    return m?.incomplete !== undefined ? undefined : this.value(name);
+  }
+
+  /** Measured, or spanning: its value is known (or will be after the first run). */
+  isKnown(name: string): boolean {
+    return this.spanning.has(name) || this.measured.has(name);
+  }
+
+  /** Records a result set; `asked` are the functions it had to answer for. */
+  add(rs: ResultSet, asked: readonly string[] | undefined): void {
+    const index = this.resultSets.length;
+    this.resultSets.push(rs);
+    const whole = this.engine.value(this.metric.id, wholeRunValues(rs));
+    if (whole === undefined && this.needsWhole) {
+      throw new DescentError(`run ${index + 1} (${rs.run.method}) has no total of '${rs.run.event}' for the metric '${this.metric.id}' (${this.metric.label}); the analysis needs the run's total to form shares`);
+    }
+    if (whole !== undefined) this.whole = Math.max(this.whole ?? 0, whole);
+    // An earlier result set answers for what it measured and what it refused.
+    const names = asked ?? [...rs.measurements, ...rs.refused].map((m) => m.name).filter((n) => this.known.has(n));
+    for (const name of names) {
+      const refusal = rs.refused.find((r) => r.name === name);
+      const raw = rawValues(rs, name);
+      if (raw) {
+        const value = this.engine.value(this.metric.id, raw);
+        if (value !== undefined) {
+          const incomplete = rs.measurements.find((m) => m.name === name)?.incomplete;
+          this.measured.set(name, { value, resultSet: index, ...(incomplete !== undefined ? { incomplete } : {}) });
+          this.refused.delete(name);
+          continue;
+        }
+        this.refuse(name, `it was measured, but '${this.metric.id}' cannot be formed from what was counted (${Object.keys(raw).join(', ')})`);
+      } else if (refusal) {
+        this.refuse(name, refusal.reason);
+      } else if (asked) {
+        this.refuse(name, 'the measurer returned neither a result nor a reason for it');
+        this.warnings.push(`run ${index + 1}: no result and no reason for '${name}'; it is kept as unmeasurable`);
+      }
+    }
+  }
+
+  private refuse(name: string, reason: string): void {
+    if (!this.measured.has(name)) this.refused.set(name, reason);
+  }
+}
+
+/** Upper bounds of every reachable function from the current ledger. */
+function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: boolean): Map<string, number> {
+  const whole = ledger.whole ?? Number.POSITIVE_INFINITY;
+  const U = new Map<string, number>();
+  // A caller counts with a value that bounds from above; a sibling is subtracted with any measured
+  // value (one that may be low subtracts too little, which keeps the bound).
+  const known = (p: string): number => ledger.upperValue(p) ?? U.get(p) ?? whole;
+  const privateOf = (p: string): string[] => index.callees(p).filter((s) => !index.isRoot(s) && index.reachable.has(s) && onlyCaller(index, s) === p);
+  const eligible = (p: string): boolean => residual && !index.inCycle(p) && index.rootsReaching(p) === 1;
+  const contribution = (p: string, excluded: (s: string) => boolean): number => {
+    let v = known(p);
+    if (!eligible(p) || !Number.isFinite(v)) return v;
+    for (const s of privateOf(p)) {
+      const m = ledger.value(s);
+      if (m !== undefined && !excluded(s)) v -= m;
+    }
+    return Math.max(0, v);
+  };
+  for (const id of index.componentOrder) {
+    const members = index.components[id]!;
+    if (members.length === 1) {
+      const f = members[0]!;
+      if (index.isRoot(f) || ledger.spanning.has(f)) {
+        U.set(f, whole);
+        continue;
+      }
+      let sum = 0;
+      for (const p of index.callers(f)) sum += contribution(p, (s) => s === f);
+      U.set(f, Math.min(whole, sum));
+      continue;
+    }
+    const inS = new Set(members);
+    let outside = members.some((m) => index.isRoot(m)) ? whole : 0;
+    const external = new Set<string>();
+    for (const m of members) for (const p of index.callers(m)) if (!inS.has(p)) external.add(p);
+    for (const p of external) outside += contribution(p, (s) => inS.has(s));
+    const bound = Math.min(whole, outside);
+    for (const f of members) {
+      if (index.isRoot(f) || ledger.spanning.has(f)) {
+        U.set(f, whole);
+        continue;
+      }
+      let direct = 0;
+      for (const p of index.callers(f)) direct += inS.has(p) ? (ledger.upperValue(p) ?? bound) : contribution(p, (s) => s === f);
+      U.set(f, Math.min(bound, direct));
+    }
+  }
+  return U;
+}
+
+function onlyCaller(index: CallGraphIndex, s: string): string | undefined {
+  const callers = index.callers(s);
+  return callers.length === 1 ? callers[0] : undefined;
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) {
+    const err = new Error('the analysis was cancelled');
+    err.name = 'AbortError';
+    throw err;
+  }
+}
+
+/** Measures one batch; false when cancelled (the ledger is unchanged then). */
+async function measureBatch(measurer: BatchMeasurer, batch: string[], ledger: Ledger, signal: AbortSignal | undefined): Promise<boolean> {
+  try {
+    throwIfAborted(signal);
+    const rs = await measurer.measure(batch, signal);
+    ledger.add(rs, batch);
+    return true;
+  } catch (err) {
+    if (isAbort(err) || signal?.aborted) return false;
+    throw err;
+  }
+}
+
+export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasurer, options: DescentOptions): Promise<AnalysisResult> {
+  if (!options.metric.monotone) throw new DescentError(`metric '${options.metric.id}' is not monotone and cannot drive pruning`);
+  if (!(options.threshold >= 0)) throw new DescentError(`the threshold must be a number >= 0 (got ${options.threshold})`);
+  const slots = checkSlots(measurer);
+  const index = new CallGraphIndex(graph, indexOptions(options));
+  const ledger = new Ledger(options.engine, options.metric, index.reachable, spanningSet(graph, options.spanning));
+  for (const rs of options.previous ?? []) ledger.add(rs, undefined);
+  const firstRun = ledger.resultSets.length;
+  const lookahead = options.lookahead ?? true;
+  const residual = options.siblingResidual ?? true;
+  const threshold = options.threshold;
+  const batches: string[][] = [];
+  let cancelled = false;
+  const queueOrder = (options.order ?? 'weight') === 'weight'
+    ? [...index.bfsOrder].sort((a, b) => index.reachableBytes(b) - index.reachableBytes(a))
+    : index.bfsOrder;
+
+  for (;;) {
+    const U = computeBounds(index, ledger, residual);
+    const open = (f: string): boolean => !ledger.isKnown(f) && !ledger.refused.has(f) && !(U.get(f)! < threshold);
+    const decided = (f: string): boolean => !open(f);
+    const ready = (f: string): boolean => {
+      if (index.isRoot(f)) return true;
+      const callers = index.inCycle(f) ? externalCallers(index, f) : index.callers(f);
+      return callers.every(decided);
+    };
+    const candidates = queueOrder.filter(open);
+    if (candidates.length === 0) break;
+    const first = candidates.filter(ready);
+    const batch = [...first, ...(lookahead ? candidates.filter((f) => !ready(f)) : [])].slice(0, slots);
+    if (batch.length === 0) throw new DescentError('no function is ready to measure although some are undecided (internal error: the call graph order is inconsistent)');
+    const before = new Map(batch.map((f) => [f, U.get(f)!]));
+    if (!(await measureBatch(measurer, batch, ledger, options.signal))) {
+      cancelled = true;
+      break;
+    }
+    batches.push(batch);
+    for (const f of batch) {
+      const m = ledger.measured.get(f);
+      const b = before.get(f)!;
+      if (m && m.value > b * (1 + 1e-9) + 1e-12) {
+        ledger.warnings.push(`'${f}' measured ${m.value} above its bound ${b}: the static call graph misses one of its callers (an indirect call, or code the disassembly could not follow); pruning near it may have missed functions`);
+      }
+    }
+    options.onProgress?.({ run: batches.length, batch, open: index.bfsOrder.filter(open).length });
+  }
+
+  const U = computeBounds(index, ledger, residual);
+  const outcomes = graph.functions.map((fn): FunctionOutcome => {
+    const name = fn.name;
+    const depth = index.depth.get(name);
+    if (depth === undefined) return { name, status: 'unreached' };
+    const bound = U.get(name)!;
+    if (ledger.spanning.has(name)) return spanningOutcome(name, ledger, depth);
+    const m = ledger.measured.get(name);
+    if (m) return { name, status: 'measured', value: m.value, bound, resultSet: m.resultSet, depth, ...(m.incomplete !== undefined ? { reason: `the value may be low: ${m.incomplete}` } : {}) };
+    const reason = ledger.refused.get(name);
+    if (reason !== undefined) return { name, status: 'unmeasurable', bound, reason, depth };
+    return { name, status: bound < threshold ? 'pruned' : 'pending', bound, depth };
+  });
+  return {
+    scenario: 'descent',
+    metric: options.metric.id,
+    threshold,
+    roots: [...index.roots],
+    runs: ledger.resultSets.length - firstRun,
+    batches,
+    resultSets: ledger.resultSets,
+    outcomes,
+    cancelled,
+    warnings: ledger.warnings,
+  };
+}
+
+function spanningSet(graph: CallGraphResponse, spanning: readonly string[] | undefined): Set<string> {
+  const names = new Set(graph.functions.map((f) => f.name));
+  for (const s of spanning ?? []) if (!names.has(s)) throw new DescentError(`'${s}' is not a function of the program's call graph`);
+  return new Set(spanning ?? []);
+}
+
+function spanningOutcome(name: string, ledger: Ledger, depth: number | undefined): FunctionOutcome {
+  const whole = ledger.whole;
+  return whole !== undefined
+    ? { name, status: 'measured', value: whole, bound: whole, spansWindow: true, ...(depth !== undefined ? { depth } : {}) }
+    : { name, status: 'pending', spansWindow: true, ...(depth !== undefined ? { depth } : {}) };
+}
+
+function externalCallers(index: CallGraphIndex, f: string): string[] {
+  const id = index.component(f);
+  const out = new Set<string>();
+  for (const m of index.components[id]!) for (const p of index.callers(m)) if (index.component(p) !== id) out.add(p);
+  return [...out];
+}
+
+function checkSlots(measurer: BatchMeasurer): number {
+  const k = measurer.slots;
+  if (!Number.isInteger(k) || k < 1) throw new DescentError(`the measurer offers ${k} slots; it needs at least 1`);
+  return k;
+}
+
+function indexOptions(o: CommonOptions): GraphIndexOptions {
+  return { ...(o.roots ? { roots: o.roots } : {}), ...(o.indirectTargets ? { indirectTargets: o.indirectTargets } : {}) };
+}
+
+/** Every function of the graph: reachable ones in breadth-first order, then the rest by address. */
+function allFunctionsInOrder(graph: CallGraphResponse, index: CallGraphIndex): string[] {
+  const rest = graph.functions.filter((f) => !index.reachable.has(f.name)).sort((a, b) => a.address - b.address).map((f) => f.name);
+  return [...index.bfsOrder, ...rest];
+}
+
+function chunk<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+export interface FullProfileOptions extends CommonOptions {
+  /** The value recorded per function (any metric; nothing is pruned). */
+  metric: MetricDefinition;
+}
+
+/** The exact full profile: every function measured, in batches of `slots`, ceil(F / k) runs. */
+export async function runFullProfile(graph: CallGraphResponse, measurer: BatchMeasurer, options: FullProfileOptions): Promise<AnalysisResult> {
+  const slots = checkSlots(measurer);
+  const index = new CallGraphIndex(graph, indexOptions(options));
+  const spanning = spanningSet(graph, options.spanning);
+  const order = allFunctionsInOrder(graph, index).filter((f) => !spanning.has(f));
+  const ledger = new Ledger(options.engine, options.metric, new Set(order), spanning, false);
+  const batches: string[][] = [];
+  let cancelled = false;
+  for (const batch of chunk(order, slots)) {
+    if (!(await measureBatch(measurer, batch, ledger, options.signal))) {
+      cancelled = true;
+      break;
+    }
+    batches.push(batch);
+    options.onProgress?.({ run: batches.length, batch, open: order.length - batches.flat().length });
+  }
+  const outcomes = graph.functions.map((fn): FunctionOutcome => {
+    const name = fn.name;
+    const depth = index.depth.get(name);
+    const at = depth !== undefined ? { depth } : {};
+    if (spanning.has(name)) return spanningOutcome(name, ledger, depth);
+    const m = ledger.measured.get(name);
+    if (m) return { name, status: 'measured', value: m.value, resultSet: m.resultSet, ...at };
+    const reason = ledger.refused.get(name);
+    if (reason !== undefined) return { name, status: 'unmeasurable', reason, ...at };
+    return { name, status: 'pending', ...at };
+  });
+  return { scenario: 'full-profile', metric: options.metric.id, roots: [...index.roots], runs: batches.length, batches, resultSets: ledger.resultSets, outcomes, cancelled, warnings: ledger.warnings };
+}
+
+export interface RoundRobinOptions extends CommonOptions {
+  metric: MetricDefinition;
+  /** Full rounds over all batches; default: until the signal aborts. */
+  rounds?: number;
+  /** Restrict to these functions (default: every function of the graph). */
+  functions?: readonly string[];
+}
+
+/**
+ * The cyclic scenario: a program that never ends is measured in windows between passes of a safe
+ * stop address (the measurer reconfigures there and dwells), batches taken round robin. Each window
+ * is its own result set, so a function's value is the mean of its per-window values, each formed
+ * inside its window.
+ */
+export async function runRoundRobin(graph: CallGraphResponse, measurer: BatchMeasurer, options: RoundRobinOptions): Promise<AnalysisResult> {
+  const slots = checkSlots(measurer);
+  if (options.rounds === undefined && !options.signal) throw new DescentError('a round robin without a number of rounds needs an AbortSignal to end it');
+  const index = new CallGraphIndex(graph, indexOptions(options));
+  const spanning = spanningSet(graph, options.spanning);
+  const order = (options.functions ? [...options.functions] : allFunctionsInOrder(graph, index)).filter((f) => !spanning.has(f));
+  const known = new Set(graph.functions.map((f) => f.name));
+  for (const f of order) if (!known.has(f)) throw new DescentError(`'${f}' is not a function of the program's call graph`);
+  const ledger = new Ledger(options.engine, options.metric, new Set(order), spanning, false);
+  const values = new Map<string, number[]>();
+  const last = new Map<string, number>();
+  const batches: string[][] = [];
+  const plan = chunk(order, slots);
+  let cancelled = false;
+  outer: for (let round = 0; options.rounds === undefined || round < options.rounds; round++) {
+    for (const batch of plan) {
+      if (!(await measureBatch(measurer, batch, ledger, options.signal))) {
+        cancelled = true;
+        break outer;
+      }
+      batches.push(batch);
+      const at = ledger.resultSets.length - 1;
+      for (const f of batch) {
+        const m = ledger.measured.get(f);
+        if (m?.resultSet !== at) continue;
+        const list = values.get(f) ?? [];
+        list.push(m.value);
+        values.set(f, list);
+        last.set(f, at);
+      }
+      options.onProgress?.({ run: batches.length, batch, open: 0 });
+    }
+  }
+  const inOrder = new Set(order);
+  const outcomes = graph.functions.map((fn): FunctionOutcome => {
+    const name = fn.name;
+    const depth = index.depth.get(name);
+    const at = depth !== undefined ? { depth } : {};
+    if (spanning.has(name)) return spanningOutcome(name, ledger, depth);
+    if (!inOrder.has(name)) return { name, status: 'unreached', ...at };
+    const list = values.get(name);
+    if (list && list.length > 0) {
+      return { name, status: 'measured', value: list.reduce((s, v) => s + v, 0) / list.length, windows: list.length, resultSet: last.get(name)!, ...at };
+    }
+    const reason = ledger.refused.get(name);
+    if (reason !== undefined) return { name, status: 'unmeasurable', reason, ...at };
+    return { name, status: 'pending', ...at };
+  });
+  return { scenario: 'round-robin', metric: options.metric.id, roots: [...index.roots], runs: batches.length, batches, resultSets: ledger.resultSets, outcomes, cancelled, warnings: ledger.warnings };
+}
+
+/** What gets saved with the result sets, to re-render or continue the analysis. */
+export function analysisRecord(result: AnalysisResult, graph?: CallGraphResponse): AnalysisRecord {
+  return {
+    scenario: result.scenario,
+    metric: result.metric,
+    ...(result.threshold !== undefined ? { threshold: result.threshold } : {}),
+    roots: result.roots,
+    runs: result.runs,
+    cancelled: result.cancelled,
+    outcomes: result.outcomes,
+    ...(graph ? { callGraph: graph } : {}),
+  };
+}
+
+/**
+ * Default roots when the run starts at `start` (the profiler stops at main): `start` itself and
+ * every function nobody calls that cannot reach `start` (interrupt handlers, other entry points).
+ * Startup code that calls `start` ran before the window opened, so its measurement would be empty
+ * and would wrongly bound `start` by zero.
+ */
+export function rootsForStart(graph: CallGraphResponse, start: string): string[] {
+  const index = new CallGraphIndex(graph);
+  if (!graph.functions.some((f) => f.name === start)) throw new DescentError(`the program has no function '${start}' to start from`);
+  const reachesStart = new Set<string>([start]);
+  // Walk callers upward from start.
+  const queue = [start];
+  const callersOf = new Map<string, string[]>();
+  for (const e of graph.edges) {
+    if (e.caller === e.callee) continue;
+    const list = callersOf.get(e.callee) ?? [];
+    list.push(e.caller);
+    callersOf.set(e.callee, list);
+  }
+  for (let i = 0; i < queue.length; i++) {
+    for (const p of callersOf.get(queue[i]!) ?? []) {
+      if (reachesStart.has(p)) continue;
+      reachesStart.add(p);
+      queue.push(p);
+    }
+  }
+  return [start, ...index.roots.filter((r) => !reachesStart.has(r))];
+}

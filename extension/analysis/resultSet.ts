@@ -1,0 +1,436 @@
+import { randomBytes } from 'node:crypto';
+import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { CallGraphResponse } from '../../common/dapCustom';
+import { CALLS, inclusiveKey, rawFromEvents, totalKey, type RawValues } from './metrics';
+
+/**
+ * Result sets (DESIGN.md "Measurement semantics"): every measurement taken in one run of the
+ * program, with that run's totals. Ratios are formed inside one result set only: `rawValues()`
+ * pairs a function's counts with the totals of the same run and nothing else. Result sets persist
+ * as versioned JSON (`schema: 'cyclelens-resultset/1'`), are validated field by field on load
+ * (files are data, never code), and are written atomically (temporary file + rename).
+ */
+
+export const RESULT_SET_SCHEMA = 'cyclelens-resultset/1';
+const SCHEMA_NAME = 'cyclelens-resultset';
+const SCHEMA_VERSION = 1;
+
+export type RunKind = 'single-pass' | 'cyclic' | 'oracle' | 'synthetic';
+
+export interface RunInfo {
+  kind: RunKind;
+  /** The event the function measurements count (`instructions`, `cycles` …). */
+  event: string;
+  /** Counts of the whole measured window by event id. */
+  totals: Record<string, number>;
+  /** How the values were taken, in words (`software injection, minstret`, `oracle (QEMU trace)` …). */
+  method: string;
+  /** Where the window started and ended (`main`, `program_end`, `idle_point x20` …). */
+  from?: string;
+  to?: string;
+}
+
+export interface FunctionMeasurement {
+  name: string;
+  /** Inclusive counts by event id, with the payload's own counts removed. */
+  inclusive: Record<string, number>;
+  /** Entries (recursive ones included). */
+  calls: number;
+  /** Completed outermost passes. */
+  passes?: number;
+  /** Entries the payload could not track. */
+  untracked?: number;
+  /** Per-pass extremes and mean of the event, when the measurer keeps them. */
+  min?: number;
+  max?: number;
+  mean?: number;
+  /** The counted total before the payload's own counts were removed. */
+  rawTotal?: number;
+  /** Why the value may be too low (entries the payload could not track, call sites it could not rewrite). */
+  incomplete?: string;
+}
+
+export interface RefusedFunction {
+  name: string;
+  reason: string;
+}
+
+export interface ResultSet {
+  id: string;
+  createdAt: string;
+  program: { executable: string; family?: string };
+  run: RunInfo;
+  measurements: FunctionMeasurement[];
+  /** Asked for but not measured, with the reason (never silently dropped). */
+  refused: RefusedFunction[];
+}
+
+export type FunctionStatus = 'measured' | 'pruned' | 'unmeasurable' | 'pending' | 'unreached';
+
+/** What an analysis concluded about one function. */
+export interface FunctionOutcome {
+  name: string;
+  status: FunctionStatus;
+  /** Upper bound of the metric from the callers (a root's: the whole run). */
+  bound?: number;
+  /** The metric's value (round robin: the mean over the windows). */
+  value?: number;
+  /** Index in `resultSets` of the run that measured it (round robin: the last window). */
+  resultSet?: number;
+  /** Why it could not be measured, or why its value may be low. */
+  reason?: string;
+  /** Breadth-first depth from the roots. */
+  depth?: number;
+  /** Windows that measured it (round robin). */
+  windows?: number;
+  /** On the stack for the whole window (the function the run starts in): its value is the run's, unmeasured. */
+  spansWindow?: boolean;
+}
+
+export type Scenario = 'descent' | 'full-profile' | 'round-robin';
+
+/** The analysis the result sets belong to: enough to re-render it or continue it. */
+export interface AnalysisRecord {
+  scenario: Scenario;
+  metric: string;
+  threshold?: number;
+  roots: string[];
+  runs: number;
+  cancelled: boolean;
+  outcomes: FunctionOutcome[];
+  callGraph?: CallGraphResponse;
+}
+
+export interface ResultSetDocument {
+  schema: typeof RESULT_SET_SCHEMA;
+  generator: string;
+  resultSets: ResultSet[];
+  analysis?: AnalysisRecord;
+}
+
+// ---- forming values inside one result set ---------------------------------------------------------
+
+export function measurementOf(rs: ResultSet, name: string): FunctionMeasurement | undefined {
+  return rs.measurements.find((m) => m.name === name);
+}
+
+/**
+ * The raw values of one function for the metrics engine: its inclusive counts and calls together
+ * with the totals of the same run. `extra` adds function-scope values formed elsewhere (callees).
+ */
+export function rawValues(rs: ResultSet, name: string, extra: RawValues = {}): Record<string, number> | undefined {
+  const m = measurementOf(rs, name);
+  if (!m) return undefined;
+  return { ...rawFromEvents(m.inclusive, 'inclusive'), ...rawFromEvents(rs.run.totals, 'total'), ...runEvent(m.inclusive, rs), [CALLS]: m.calls, ...extra };
+}
+
+/** The whole run as if it were one function: what a root's bound is. */
+export function wholeRunValues(rs: ResultSet): Record<string, number> {
+  return { ...rawFromEvents(rs.run.totals, 'inclusive'), ...rawFromEvents(rs.run.totals, 'total'), ...runEvent(rs.run.totals, rs) };
+}
+
+/** The `event` raw values: the counts of the event the run measured (`inclusive:event`, `total:event`). */
+function runEvent(counts: Readonly<Record<string, number>>, rs: ResultSet): Record<string, number> {
+  const out: Record<string, number> = {};
+  const v = counts[rs.run.event];
+  const t = rs.run.totals[rs.run.event];
+  if (v !== undefined) out[inclusiveKey('event')] = v;
+  if (t !== undefined) out[totalKey('event')] = t;
+  return out;
+}
+
+export function newResultSetId(): string {
+  return `rs-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+}
+
+// ---- validation -----------------------------------------------------------------------------------
+
+export type ResultSetErrorKind = 'io' | 'notJson' | 'notResultSet' | 'version' | 'malformed';
+
+export class ResultSetError extends Error {
+  override name = 'ResultSetError';
+  constructor(
+    readonly kind: ResultSetErrorKind,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type Json = unknown;
+
+/** Walks untrusted JSON with a path for messages; never evaluates anything. */
+class Reader {
+  constructor(
+    private readonly file: string,
+    private readonly path: string,
+    readonly value: Json,
+  ) {}
+
+  fail(what: string): never {
+    throw new ResultSetError('malformed', `${this.file}: ${this.path || 'the top level'} ${what}. The file is damaged or was not written by CycleLens; measure again or restore it.`);
+  }
+
+  private describe(): string {
+    if (this.value === null) return 'null';
+    if (Array.isArray(this.value)) return 'an array';
+    if (typeof this.value === 'string') return `"${this.value.length > 40 ? `${this.value.slice(0, 40)}…` : this.value}"`;
+    return typeof this.value === 'object' ? 'an object' : String(this.value);
+  }
+
+  object(): Reader {
+    if (typeof this.value !== 'object' || this.value === null || Array.isArray(this.value)) this.fail(`must be an object (found ${this.describe()})`);
+    return this;
+  }
+
+  field(name: string): Reader {
+    const obj = this.object().value as Record<string, Json>;
+    return new Reader(this.file, this.path ? `${this.path}.${name}` : name, Object.prototype.hasOwnProperty.call(obj, name) ? obj[name] : undefined);
+  }
+
+  has(name: string): boolean {
+    const obj = this.object().value as Record<string, Json>;
+    return Object.prototype.hasOwnProperty.call(obj, name) && obj[name] !== undefined && obj[name] !== null;
+  }
+
+  optional<T>(name: string, read: (r: Reader) => T): T | undefined {
+    return this.has(name) ? read(this.field(name)) : undefined;
+  }
+
+  string(): string {
+    if (typeof this.value !== 'string') this.fail(`must be a string (found ${this.describe()})`);
+    return this.value;
+  }
+
+  number(): number {
+    if (typeof this.value !== 'number' || !Number.isFinite(this.value)) this.fail(`must be a finite number (found ${this.describe()})`);
+    return this.value;
+  }
+
+  count(): number {
+    const n = this.number();
+    if (!Number.isInteger(n) || n < 0) this.fail(`must be a non-negative integer (found ${n})`);
+    return n;
+  }
+
+  boolean(): boolean {
+    if (typeof this.value !== 'boolean') this.fail(`must be true or false (found ${this.describe()})`);
+    return this.value;
+  }
+
+  oneOf<T extends string>(values: readonly T[]): T {
+    const s = this.string();
+    if (!(values as readonly string[]).includes(s)) this.fail(`must be one of ${values.map((v) => `"${v}"`).join(', ')} (found "${s}")`);
+    return s as T;
+  }
+
+  array<T>(read: (r: Reader) => T): T[] {
+    if (!Array.isArray(this.value)) this.fail(`must be an array (found ${this.describe()})`);
+    return this.value.map((v, i) => read(new Reader(this.file, `${this.path}[${i}]`, v)));
+  }
+
+  /** A record of numbers keyed by event id; keys that could reach a prototype are refused. */
+  numberRecord(): Record<string, number> {
+    const obj = this.object().value as Record<string, Json>;
+    const out: Record<string, number> = {};
+    for (const key of Object.keys(obj)) {
+      if (key === '__proto__' || key === 'constructor' || key === 'prototype') this.fail(`has a forbidden key "${key}"`);
+      out[key] = new Reader(this.file, `${this.path}.${key}`, obj[key]).number();
+    }
+    return out;
+  }
+}
+
+const RUN_KINDS: readonly RunKind[] = ['single-pass', 'cyclic', 'oracle', 'synthetic'];
+const STATUSES: readonly FunctionStatus[] = ['measured', 'pruned', 'unmeasurable', 'pending', 'unreached'];
+const SCENARIOS: readonly Scenario[] = ['descent', 'full-profile', 'round-robin'];
+
+function readResultSet(r: Reader): ResultSet {
+  const run = r.field('run');
+  const program = r.field('program');
+  const family = program.optional('family', (x) => x.string());
+  const from = run.optional('from', (x) => x.string());
+  const to = run.optional('to', (x) => x.string());
+  return {
+    id: r.field('id').string(),
+    createdAt: r.field('createdAt').string(),
+    program: { executable: program.field('executable').string(), ...(family !== undefined ? { family } : {}) },
+    run: {
+      kind: run.field('kind').oneOf(RUN_KINDS),
+      event: run.field('event').string(),
+      totals: run.field('totals').numberRecord(),
+      method: run.field('method').string(),
+      ...(from !== undefined ? { from } : {}),
+      ...(to !== undefined ? { to } : {}),
+    },
+    measurements: r.field('measurements').array((m) => {
+      const out: FunctionMeasurement = { name: m.field('name').string(), inclusive: m.field('inclusive').numberRecord(), calls: m.field('calls').count() };
+      const passes = m.optional('passes', (x) => x.count());
+      const untracked = m.optional('untracked', (x) => x.count());
+      const min = m.optional('min', (x) => x.number());
+      const max = m.optional('max', (x) => x.number());
+      const mean = m.optional('mean', (x) => x.number());
+      const rawTotal = m.optional('rawTotal', (x) => x.number());
+      const incomplete = m.optional('incomplete', (x) => x.string());
+      if (passes !== undefined) out.passes = passes;
+      if (untracked !== undefined) out.untracked = untracked;
+      if (min !== undefined) out.min = min;
+      if (max !== undefined) out.max = max;
+      if (mean !== undefined) out.mean = mean;
+      if (rawTotal !== undefined) out.rawTotal = rawTotal;
+      if (incomplete !== undefined) out.incomplete = incomplete;
+      return out;
+    }),
+    refused: r.field('refused').array((x) => ({ name: x.field('name').string(), reason: x.field('reason').string() })),
+  };
+}
+
+function readOutcome(r: Reader): FunctionOutcome {
+  const out: FunctionOutcome = { name: r.field('name').string(), status: r.field('status').oneOf(STATUSES) };
+  const bound = r.optional('bound', (x) => x.number());
+  const value = r.optional('value', (x) => x.number());
+  const resultSet = r.optional('resultSet', (x) => x.count());
+  const reason = r.optional('reason', (x) => x.string());
+  const depth = r.optional('depth', (x) => x.count());
+  const windows = r.optional('windows', (x) => x.count());
+  const spansWindow = r.optional('spansWindow', (x) => x.boolean());
+  if (bound !== undefined) out.bound = bound;
+  if (value !== undefined) out.value = value;
+  if (resultSet !== undefined) out.resultSet = resultSet;
+  if (reason !== undefined) out.reason = reason;
+  if (depth !== undefined) out.depth = depth;
+  if (windows !== undefined) out.windows = windows;
+  if (spansWindow !== undefined) out.spansWindow = spansWindow;
+  return out;
+}
+
+function readCallGraph(r: Reader): CallGraphResponse {
+  return {
+    functions: r.field('functions').array((f) => {
+      const path = f.optional('path', (x) => x.string());
+      const line = f.optional('line', (x) => x.count());
+      return { name: f.field('name').string(), address: f.field('address').count(), size: f.field('size').count(), ...(path !== undefined ? { path } : {}), ...(line !== undefined ? { line } : {}) };
+    }),
+    edges: r.field('edges').array((e) => {
+      const count = e.optional('count', (x) => x.count());
+      return {
+        caller: e.field('caller').string(),
+        callee: e.field('callee').string(),
+        kind: e.field('kind').oneOf(['call', 'tail'] as const),
+        sites: e.field('sites').array((s) => s.count()),
+        ...(count !== undefined ? { count } : {}),
+      };
+    }),
+    indirectCallers: r.field('indirectCallers').array((s) => s.string()),
+  };
+}
+
+function readAnalysis(r: Reader, resultSets: number): AnalysisRecord {
+  const threshold = r.optional('threshold', (x) => x.number());
+  const callGraph = r.optional('callGraph', readCallGraph);
+  const outcomes = r.field('outcomes').array(readOutcome);
+  outcomes.forEach((o, i) => {
+    if (o.resultSet !== undefined && o.resultSet >= resultSets) {
+      r.field('outcomes').fail(`[${i}].resultSet points at result set ${o.resultSet}, but the file holds ${resultSets}`);
+    }
+  });
+  return {
+    scenario: r.field('scenario').oneOf(SCENARIOS),
+    metric: r.field('metric').string(),
+    ...(threshold !== undefined ? { threshold } : {}),
+    roots: r.field('roots').array((x) => x.string()),
+    runs: r.field('runs').count(),
+    cancelled: r.field('cancelled').boolean(),
+    outcomes,
+    ...(callGraph ? { callGraph } : {}),
+  };
+}
+
+/** Validates parsed JSON as a result-set document; `file` names it in messages. */
+export function parseResultSetDocument(json: Json, file = 'the result set'): ResultSetDocument {
+  const top = new Reader(file, '', json);
+  if (typeof json !== 'object' || json === null || Array.isArray(json)) {
+    throw new ResultSetError('notResultSet', `${file} is not a CycleLens result set: it holds ${Array.isArray(json) ? 'an array' : typeof json}, not an object with "schema": "${RESULT_SET_SCHEMA}".`);
+  }
+  if (!top.has('schema') || typeof (json as Record<string, Json>).schema !== 'string') {
+    throw new ResultSetError('notResultSet', `${file} is not a CycleLens result set: it has no "schema" field (expected "${RESULT_SET_SCHEMA}").`);
+  }
+  const schema = (json as Record<string, Json>).schema as string;
+  const m = /^(.+)\/(\d+)$/.exec(schema);
+  if (!m || m[1] !== SCHEMA_NAME) {
+    throw new ResultSetError('notResultSet', `${file} is not a CycleLens result set: its schema is "${schema}", expected "${RESULT_SET_SCHEMA}".`);
+  }
+  const version = Number(m[2]);
+  if (version !== SCHEMA_VERSION) {
+    const advice = version > SCHEMA_VERSION ? 'it was written by a newer CycleLens: update CycleLens to read it' : 'it was written by an older CycleLens whose format this version no longer reads: measure again';
+    throw new ResultSetError('version', `${file} has result-set format version ${version}, this CycleLens reads version ${SCHEMA_VERSION}: ${advice}.`);
+  }
+  const resultSets = top.field('resultSets').array(readResultSet);
+  const analysis = top.optional('analysis', (r) => readAnalysis(r, resultSets.length));
+  return { schema: RESULT_SET_SCHEMA, generator: top.has('generator') ? top.field('generator').string() : 'unknown', resultSets, ...(analysis ? { analysis } : {}) };
+}
+
+export function parseResultSetText(text: string, file = 'the result set'): ResultSetDocument {
+  let json: Json;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ResultSetError('notJson', `${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}): it may be truncated or edited by hand; measure again or restore it.`);
+  }
+  return parseResultSetDocument(json, file);
+}
+
+export async function loadResultSetDocument(path: string): Promise<ResultSetDocument> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ResultSetError('io', code === 'ENOENT' ? `${path} does not exist: check the path, or run the analysis to create it.` : `${path} cannot be read (${(err as Error).message}).`);
+  }
+  return parseResultSetText(text, path);
+}
+
+export function resultSetDocument(resultSets: ResultSet[], analysis?: AnalysisRecord, generator = 'cyclelens'): ResultSetDocument {
+  return { schema: RESULT_SET_SCHEMA, generator, resultSets, ...(analysis ? { analysis } : {}) };
+}
+
+// ---- atomic write ---------------------------------------------------------------------------------
+
+export interface AtomicWriteHooks {
+  /** Called with the complete temporary file before it replaces the target (tests fail here). */
+  beforeRename?(temporary: string): void | Promise<void>;
+}
+
+/**
+ * Writes `text` to `path` so that a reader sees the old file or the new one, never a part: the
+ * text goes to a temporary file in the same directory (same file system), is flushed to disk,
+ * then renamed over the target (rename(2) replaces atomically). On any failure the temporary file
+ * is removed and the target is untouched.
+ */
+export async function writeFileAtomic(path: string, text: string, hooks: AtomicWriteHooks = {}): Promise<void> {
+  const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  let renamed = false;
+  try {
+    const handle = await open(temporary, 'wx', 0o644);
+    try {
+      await handle.writeFile(text, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await hooks.beforeRename?.(temporary);
+    await rename(temporary, path);
+    renamed = true;
+  } finally {
+    if (!renamed) await unlink(temporary).catch(() => undefined);
+  }
+}
+
+export async function saveResultSetDocument(path: string, doc: ResultSetDocument, hooks?: AtomicWriteHooks): Promise<void> {
+  // Serialise first: a value JSON cannot hold fails here, before any file is touched.
+  const text = `${JSON.stringify(doc, null, 1)}\n`;
+  parseResultSetText(text, path);
+  await writeFileAtomic(path, text, hooks);
+}

@@ -1,0 +1,233 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { CallGraphResponse, InjectArguments, RunArguments } from '../../common/dapCustom';
+import { rootsForStart, runDescent, runRoundRobin } from '../../extension/analysis/descent';
+import { MetricsEngine } from '../../extension/analysis/metrics';
+import { DapProfiler, ProfilingError, eventOfCounter, type DapRequester } from '../../extension/profiling/dapProfiler';
+
+// The DAP-driven profiler against a simulated target that answers CycleLens's custom requests:
+// a program whose iteration costs are known, a free-running counter that the payloads also
+// advance, and functions the "adapter" refuses. This is the runner a test can drive for both the
+// single-pass and the cyclic scenario.
+
+const graph: CallGraphResponse = {
+  functions: ['reset', 'main', 'idle', 'step', 'filter', 'mac', 'log', 'isr'].map((name, i) => ({ name, address: 0x100 * (i + 1), size: 32 })),
+  edges: [
+    ['reset', 'main'], ['main', 'idle'], ['main', 'step'], ['step', 'filter'], ['filter', 'mac'], ['step', 'log'], ['isr', 'mac'],
+  ].map(([caller, callee], i) => ({ caller: caller!, callee: callee!, kind: 'call' as const, sites: [0x1000 + i] })),
+  indirectCallers: [],
+};
+
+/** Per iteration of the main loop: inclusive instructions and calls. */
+const PER_ITERATION: Record<string, { value: number; calls: number }> = {
+  idle: { value: 2, calls: 1 },
+  step: { value: 900, calls: 1 },
+  filter: { value: 700, calls: 2 },
+  mac: { value: 650, calls: 128 },
+  log: { value: 5, calls: 1 },
+  isr: { value: 60, calls: 0 },
+};
+const ITERATION = 1000;
+/** Payload instructions per call outside the counting window, and inside it (what the adapter compensates). */
+const PAYLOAD = 12;
+const COUNTED = 3;
+
+class SimulatedTarget implements DapRequester {
+  readonly requests: Array<{ command: string; args: unknown }> = [];
+  counter = 2 ** 24 - 1500; // a 24-bit counter wraps inside the first window
+  iterations = 0;
+  width = 64;
+  configured = false;
+  refuse = new Set(['idle']);
+  failRun = false;
+  private injected: Array<{ id: number; name: string; value: number; calls: number }> = [];
+  private nextId = 1;
+
+  constructor(private readonly iterationsPerRun = 20) {}
+
+  async customRequest(command: string, args?: unknown): Promise<unknown> {
+    this.requests.push({ command, args });
+    switch (command) {
+      case 'cyclelens/callGraph':
+        return graph;
+      case 'cyclelens/counters':
+        return { units: [{ unit: 'RISC-V counters', present: true, resolution: 1, slots: [{ index: 2, name: 'minstret', width: this.width, fixedEvent: 'instructions', running: true, ...(this.configured ? { event: 'instructions' } : {}) }] }] };
+      case 'cyclelens/configure':
+        this.configured = true;
+        return { units: [] };
+      case 'cyclelens/read':
+        return { values: this.configured ? [{ unit: 'RISC-V counters', slot: 2, event: 'instructions', value: String(this.counter % 2 ** this.width), reliable: true }] : [] };
+      case 'cyclelens/run': {
+        if (this.failRun) throw new Error('the target stopped responding');
+        const a = args as RunArguments;
+        if (a.restart) {
+          this.iterations = 0;
+          return { reached: true };
+        }
+        const n = a.until ? 1 : this.iterationsPerRun;
+        for (let i = 0; i < n; i++) this.iterate();
+        return { reached: true };
+      }
+      case 'cyclelens/inject': {
+        const a = args as InjectArguments;
+        const out = { injected: [] as unknown[], refused: [] as unknown[] };
+        for (const t of a.targets) {
+          const name = 'function' in t ? t.function : '?';
+          if (this.refuse.has(name)) {
+            out.refused.push({ target: t, reason: `${name} is a 2-byte return: too short to patch` });
+            continue;
+          }
+          const m = { id: this.nextId++, name, value: 0, calls: 0 };
+          this.injected.push(m);
+          out.injected.push({ id: m.id, name, kind: 'function', payload: 'software', counter: 'minstret', warnings: [] });
+        }
+        return out;
+      }
+      case 'cyclelens/injectedResults':
+        return { results: this.injected.map((m) => ({ id: m.id, name: m.name, counter: 'minstret', calls: m.calls, passes: m.calls, untracked: 0, total: m.value + COUNTED * m.calls, compensatedTotal: m.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] })) };
+      case 'cyclelens/removeInjections': {
+        const ids = (args as { ids?: number[] }).ids;
+        this.injected = this.injected.filter((m) => ids !== undefined && !ids.includes(m.id));
+        return {};
+      }
+      default:
+        throw new Error(`unknown request ${command}`);
+    }
+  }
+
+  /** One loop iteration: every injected function accumulates; the counter also runs the payloads. */
+  private iterate(): void {
+    this.iterations++;
+    // Windows differ: every third iteration has a second frame to filter.
+    const scale = this.iterations % 3 === 0 ? 2 : 1;
+    let payload = 0;
+    for (const m of this.injected) {
+      const p = PER_ITERATION[m.name]!;
+      m.value += p.value * (m.name === 'isr' ? 1 : scale);
+      m.calls += p.calls * scale;
+      payload += (PAYLOAD + COUNTED) * p.calls * scale;
+    }
+    this.counter += ITERATION + (scale - 1) * 900 + payload;
+  }
+}
+
+const engine = new MetricsEngine();
+
+describe('DAP profiler, single-pass', () => {
+  it('runs the documented request sequence, with one baseline run for the total', async () => {
+    const t = new SimulatedTarget();
+    const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass' }, executable: '/fw/app.elf' });
+    const rs = await p.measure(['step', 'mac']);
+    assert.deepEqual(t.requests.map((r) => r.command), [
+      'cyclelens/counters', 'cyclelens/configure',
+      'cyclelens/run', 'cyclelens/read', 'cyclelens/run', 'cyclelens/read',
+      'cyclelens/run', 'cyclelens/inject', 'cyclelens/run', 'cyclelens/injectedResults', 'cyclelens/removeInjections',
+    ]);
+    assert.deepEqual(t.requests[2]!.args, { restart: true, until: { function: 'main' } });
+    assert.deepEqual(t.requests[4]!.args, {});
+    assert.deepEqual(t.requests[1]!.args, { events: ['instructions'] });
+    assert.deepEqual((t.requests[7]!.args as InjectArguments).targets, [{ function: 'step' }, { function: 'mac' }]);
+    assert.equal(p.baselineRuns, 1);
+    // 20 iterations, 6 of them double: 20*1000 + 6*900, no payload in the baseline.
+    assert.deepEqual(rs.run.totals, { instructions: 25_400 });
+    assert.equal(rs.run.event, 'instructions');
+    assert.equal(rs.run.kind, 'single-pass');
+    const step = rs.measurements.find((m) => m.name === 'step')!;
+    assert.equal(step.inclusive.instructions, 900 * 26);
+    assert.equal(step.calls, 26);
+    assert.equal(step.rawTotal, 900 * 26 + COUNTED * 26);
+    // Second batch: no second baseline.
+    await p.measure(['log']);
+    assert.equal(p.baselineRuns, 1);
+  });
+
+  it('reports refused and unanswered functions, never drops them', async () => {
+    const t = new SimulatedTarget();
+    const p = new DapProfiler(t, { slots: 3, mode: { kind: 'single-pass' }, executable: 'x' });
+    const rs = await p.measure(['idle', 'step']);
+    assert.deepEqual(rs.refused, [{ name: 'idle', reason: 'idle is a 2-byte return: too short to patch' }]);
+    const silent: DapRequester = {
+      customRequest: async (command, args) => (command === 'cyclelens/inject' ? { injected: [], refused: [] } : t.customRequest(command, args)),
+    };
+    const rs2 = await new DapProfiler(silent, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' }).measure(['log']);
+    assert.deepEqual(rs2.refused, [{ name: 'log', reason: 'the adapter neither injected nor refused it' }]);
+  });
+
+  it('removes the injections when the run fails, and says which request failed', async () => {
+    const t = new SimulatedTarget();
+    let runs = 0;
+    // Runs 1 and 2 are the baseline, 3 the restart, 4 the measured run: it fails after the injection.
+    const failing: DapRequester = {
+      customRequest: async (command, args) => {
+        if (command === 'cyclelens/run' && ++runs === 4) throw new Error('the target stopped responding');
+        return t.customRequest(command, args);
+      },
+    };
+    const p = new DapProfiler(failing, { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' });
+    await assert.rejects(p.measure(['step']), (e: Error) => e instanceof ProfilingError && /cyclelens\/run failed: the target stopped responding/.test(e.message));
+    assert.deepEqual(t.requests.slice(-2).map((r) => r.command), ['cyclelens/inject', 'cyclelens/removeInjections']);
+  });
+
+  it('stops when aborted', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const p = new DapProfiler(new SimulatedTarget(), { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' });
+    await assert.rejects(p.measure(['step'], controller.signal), { name: 'AbortError' });
+  });
+
+  it('knows which event a payload counter counts', () => {
+    assert.equal(eventOfCounter('minstret'), 'instructions');
+    assert.equal(eventOfCounter('SysTick CVR'), 'cycles');
+    assert.equal(eventOfCounter('DWT CYCCNT'), 'cycles');
+    assert.throws(() => new DapProfiler(new SimulatedTarget(), { slots: 0, mode: { kind: 'single-pass' }, executable: 'x' }), /slots/);
+  });
+
+  it('drives a whole descent: main spans the run, the refused idle costs nothing below it', async () => {
+    const t = new SimulatedTarget();
+    const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' });
+    const roots = rootsForStart(graph, 'main');
+    assert.deepEqual(roots, ['main', 'isr']);
+    const r = await runDescent(graph, p, { engine, metric: engine.monotone('share'), threshold: 0.05, roots, spanning: ['main'] });
+    const status = Object.fromEntries(r.outcomes.map((o) => [o.name, o.status]));
+    assert.deepEqual(status, { reset: 'unreached', main: 'measured', idle: 'unmeasurable', step: 'measured', filter: 'measured', mac: 'measured', log: 'measured', isr: 'measured' });
+    const mac = r.outcomes.find((o) => o.name === 'mac')!;
+    assert.ok(Math.abs(mac.value! - (650 * 26) / 25_400) < 1e-12);
+    assert.ok(!t.requests.some((q) => q.command === 'cyclelens/inject' && JSON.stringify(q.args).includes('"main"')));
+  });
+});
+
+describe('DAP profiler, cyclic', () => {
+  it('reconfigures at the safe stop, dwells, and takes each window total from the counter', async () => {
+    const t = new SimulatedTarget();
+    t.width = 24;
+    const p = new DapProfiler(t, { slots: 2, mode: { kind: 'cyclic', safeStop: { function: 'idle' }, dwell: 3 }, executable: 'x' });
+    const w1 = await p.measure(['step', 'mac']);
+    const commands = t.requests.map((r) => r.command);
+    assert.deepEqual(commands, [
+      'cyclelens/counters', 'cyclelens/configure', 'cyclelens/run',
+      'cyclelens/inject', 'cyclelens/read', 'cyclelens/run', 'cyclelens/run', 'cyclelens/run', 'cyclelens/read', 'cyclelens/injectedResults', 'cyclelens/removeInjections',
+    ]);
+    assert.ok(!t.requests.some((r) => (r.args as RunArguments | undefined)?.restart), 'a cyclic program is never restarted');
+    // Iterations 2, 3, 4 (the first run reached the safe stop): 3000 + 900 for iteration 3, the counter
+    // wrapped at 2^24 on the way; the payloads' uncompensated part is left in, the counted part removed.
+    const payload = PAYLOAD * (1 + 128) * 4;
+    assert.equal(w1.run.totals.instructions, 3000 + 900 + payload);
+    assert.equal(w1.run.from, 'idle');
+    assert.equal(w1.run.to, 'idle x3');
+    const before = t.requests.length;
+    await p.measure(['filter']);
+    assert.equal(t.requests.slice(before).filter((r) => r.command === 'cyclelens/run').length, 3, 'already at the safe stop');
+  });
+
+  it('drives a round robin over windows of different lengths', async () => {
+    const t = new SimulatedTarget();
+    const p = new DapProfiler(t, { slots: 3, mode: { kind: 'cyclic', safeStop: { function: 'idle' }, dwell: 3 }, executable: 'x' });
+    const r = await runRoundRobin(graph, p, { engine, metric: engine.definition('share')!, rounds: 2, functions: ['step', 'filter', 'log', 'isr'], spanning: ['main'] });
+    assert.equal(r.runs, 4);
+    assert.deepEqual(r.batches, [['step', 'filter', 'log'], ['isr'], ['step', 'filter', 'log'], ['isr']]);
+    const step = r.outcomes.find((o) => o.name === 'step')!;
+    assert.equal(step.windows, 2);
+    assert.ok(step.value! > 0.6 && step.value! < 0.9, `step share ${step.value}`);
+    assert.equal(r.outcomes.find((o) => o.name === 'mac')!.status, 'unreached', 'not asked for');
+  });
+});
