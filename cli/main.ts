@@ -1,15 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CallGraphResponse } from '../common/dapCustom';
-import { analysisRecord, rootsForStart, runDescent, runFullProfile, runRoundRobin, type AnalysisResult } from '../extension/analysis/descent';
-import { callGraphDot } from '../extension/analysis/dot';
-import { MetricsEngine } from '../extension/analysis/metrics';
-import { profileRows } from '../extension/analysis/profileRows';
-import { textReport } from '../extension/analysis/report';
-import { loadResultSetDocument, resultSetDocument, saveResultSetDocument, writeFileAtomic, type ResultSet } from '../extension/analysis/resultSet';
+import { loadResultSetDocument, saveResultSetDocument, writeFileAtomic, type ResultSet } from '../extension/analysis/resultSet';
 import { DapProfiler } from '../extension/profiling/dapProfiler';
+import { runScenario } from '../extension/profiling/scenarios';
 import { AdapterSession } from './adapterSession';
-import { USAGE, parseArgs, type CliCommand } from './args';
+import { USAGE, parseArgs } from './args';
 import { loadLaunchConfiguration } from './launchConfig';
 
 /**
@@ -81,36 +76,21 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       timeoutMs: cmd.timeoutMs,
       log: (l) => io.err(`${l}\n`),
     });
-    const graph = await profiler.callGraph();
-    const result = await analyse(cmd, graph, profiler, io, controller.signal, previous);
-    const engine = new MetricsEngine();
-    const rows = profileRows(result, graph, engine);
-    const first = result.resultSets[0];
-    io.out(
-      textReport(
-        {
-          scenario: result.scenario,
-          metric: result.metric,
-          ...(result.threshold !== undefined ? { threshold: result.threshold } : {}),
-          runs: result.runs + profiler.baselineRuns,
-          naiveRuns: Math.ceil(graph.functions.length / cmd.slots),
-          slots: cmd.slots,
-          roots: result.roots,
-          cancelled: result.cancelled,
-          warnings: result.warnings,
-          ...(first ? { program: first.program.executable, method: first.run.method } : {}),
-        },
-        rows,
-        engine,
-      ),
-    );
+    const outcome = await runScenario(cmd, profiler, {
+      signal: controller.signal,
+      onProgress: (line) => io.err(`${line}\n`),
+      previous,
+      title: `${cmd.name}: ${cmd.command === 'descent' ? 'descent' : 'profile'}`,
+      generator: 'cyclelens-cli',
+    });
+    const result = outcome.result;
+    io.out(outcome.report);
     if (cmd.out) {
-      await saveResultSetDocument(cmd.out, resultSetDocument(result.resultSets, analysisRecord(result, graph), 'cyclelens-cli'));
+      await saveResultSetDocument(cmd.out, outcome.document);
       io.err(`cyclelens: ${result.resultSets.length} result set(s) written to ${cmd.out}\n`);
     }
     if (cmd.dot) {
-      const format = result.metric === 'inclusive' ? 'count' : 'percent';
-      await writeFileAtomic(cmd.dot, callGraphDot(graph, rows, { title: `${cmd.name}: ${result.scenario}`, metricFormat: format }));
+      await writeFileAtomic(cmd.dot, outcome.dot);
       io.err(`cyclelens: call graph written to ${cmd.dot}\n`);
     }
     return result.cancelled ? 130 : 0;
@@ -129,25 +109,6 @@ async function earlierResults(path: string, executable: string): Promise<ResultS
   const other = doc.resultSets.find((rs) => rs.program.executable !== executable);
   if (other) throw new Error(`${path} holds results of ${other.program.executable}, not of ${executable}: ratios of different programs do not mix`);
   return doc.resultSets;
-}
-
-async function analyse(cmd: CliCommand, graph: CallGraphResponse, profiler: DapProfiler, io: CliIo, signal: AbortSignal, previous: ResultSet[]): Promise<AnalysisResult> {
-  const engine = new MetricsEngine();
-  const roots = cmd.roots.length > 0 ? cmd.roots : rootsForStart(graph, cmd.start);
-  const common = {
-    engine,
-    roots,
-    spanning: [cmd.start],
-    signal,
-    onProgress: (p: { run: number; batch: readonly string[]; open: number }) => io.err(`run ${p.run}: ${p.batch.join(', ')}${p.open ? ` (${p.open} undecided)` : ''}\n`),
-  };
-  if (cmd.command === 'descent') {
-    const metric = engine.monotone(cmd.threshold.kind === 'share' ? 'share' : 'inclusive');
-    return runDescent(graph, profiler, { ...common, metric, threshold: cmd.threshold.value, lookahead: cmd.lookahead, previous });
-  }
-  const metric = engine.definition('share')!;
-  if (cmd.cyclic) return runRoundRobin(graph, profiler, { ...common, metric, rounds: cmd.rounds });
-  return runFullProfile(graph, profiler, { ...common, metric });
 }
 
 if (require.main === module) {

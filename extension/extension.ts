@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { MeasurementStore } from './analysis/measurements';
 import { registerCounterCommands } from './commands/counterCommands';
 import { registerInjectionCommands } from './commands/injectionCommands';
+import { ProfileResults, registerProfilingCommands } from './commands/profilingCommands';
 import { registerDebugging } from './debug/registration';
 import { SessionTracker } from './debug/sessionTracker';
 import { InjectedMeasurements } from './editor/injectedMeasurements';
@@ -16,7 +17,8 @@ export function activate(context: vscode.ExtensionContext): void {
   const tracker = new SessionTracker();
   const store = new MeasurementStore();
   const counters = new CountersView(tracker);
-  const injected = new InjectedMeasurements(tracker, context.extensionUri);
+  const profile = new ProfileResults();
+  const injected = new InjectedMeasurements(tracker, context.extensionUri, profile);
   const measurements = new MeasurementsView(store, injected);
   context.subscriptions.push(
     tracker,
@@ -29,6 +31,8 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.languages.registerHoverProvider(sourceFiles, injected),
     ...registerCounterCommands(tracker, counters, store),
     ...registerInjectionCommands(injected),
+    ...registerProfilingCommands(tracker, profile),
+    profile,
   );
 }
 

@@ -169,14 +169,14 @@ export class CycleLensDebugSession extends DebugSession {
   private async disconnect(terminate: boolean): Promise<void> {
     const target = this.target;
     const counters = this.counters;
-    this.target = undefined;
-    this.counters = undefined;
     // Patched code is restored before anything else (the journal is cleared with it), and a target
     // that lives on (attach, real boards) gets its counter registers back as they were.
     if (target && !target.isEnded) {
-      await this.injection.removeAll().catch((err: unknown) => this.output({ category: 'important', text: `Could not remove injected measurements: ${errorMessage(err)}. They are restored from the patch journal at the next launch.\n` }));
+      await this.injection.removeAll().catch((err: unknown) => this.output({ category: 'important', text: `Could not remove injected measurements (${errorMessage(err)}); the patch journal restores them at the next launch.\n` }));
       if (!terminate && counters) await target.withHalted(() => counters.release()).catch(() => undefined);
     }
+    this.target = undefined;
+    this.counters = undefined;
     if (target && !target.isEnded) await target.shutdown(terminate);
     else if (target) await target.shutdown(true);
   }

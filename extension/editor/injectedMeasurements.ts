@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { CallGraphFunction, InjectedMeasurementInfo, InjectedResult, InjectionTarget } from '../../common/dapCustom';
 import { CustomEvents } from '../../common/dapCustom';
 import { distribution, formatCount, histogramBars } from '../analysis/statistics';
+import type { ProfileResults } from '../commands/profilingCommands';
 import { InjectionClient } from '../debug/injectionClient';
 import type { SessionTracker } from '../debug/sessionTracker';
 
@@ -31,7 +32,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   private readonly pendingMarker: vscode.TextEditorDecorationType;
   private readonly resultText: vscode.TextEditorDecorationType;
 
-  constructor(private readonly tracker: SessionTracker, extensionUri: vscode.Uri) {
+  constructor(private readonly tracker: SessionTracker, extensionUri: vscode.Uri, private readonly profile: ProfileResults) {
     const icon = (name: string): vscode.Uri => vscode.Uri.joinPath(extensionUri, 'media', name);
     // Decoration types are created once and disposed with the extension.
     this.startMarker = vscode.window.createTextEditorDecorationType({ gutterIconPath: icon('region-start.svg'), gutterIconSize: 'contain', overviewRulerColor: new vscode.ThemeColor('charts.orange'), overviewRulerLane: vscode.OverviewRulerLane.Left });
@@ -41,6 +42,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     this.subscriptions.push(
       this.startMarker, this.endMarker, this.pendingMarker, this.resultText, this.codeLensChanged, this.resultsChanged,
       tracker.onDidStop(() => void this.refresh()),
+      profile.onDidChange(() => this.codeLensChanged.fire()),
       tracker.onDidChange(() => {
         if (!tracker.active) this.forgetSession();
         else void this.loadFunctions();
@@ -135,6 +137,8 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
         if (measured) {
           return new vscode.CodeLens(range, { title: `$(pulse) ${summary(measured.result, this.totalOfRun)}`, command: 'cyclelens.removeInjected', arguments: [measured.info.id], tooltip: 'Click to stop measuring this function' });
         }
+        const profiled = this.profile.lensTitle(f.name);
+        if (profiled) return new vscode.CodeLens(range, { title: profiled, command: 'cyclelens.measureFunction', arguments: [f.name], tooltip: `From the latest profile. Click to measure ${f.name} live.` });
         return new vscode.CodeLens(range, { title: 'Measure', command: 'cyclelens.measureFunction', arguments: [f.name], tooltip: `Inject a measurement into ${f.name}: it runs at full speed and every call is counted` });
       });
   }

@@ -1,0 +1,122 @@
+import * as vscode from 'vscode';
+import { basename, join } from 'node:path';
+import { loadResultSetDocument, saveResultSetDocument, writeFileAtomic } from '../analysis/resultSet';
+import { formatCount } from '../analysis/statistics';
+import type { ProfileRow } from '../analysis/profileRows';
+import { DapProfiler } from '../profiling/dapProfiler';
+import { runScenario, type ScenarioRequest } from '../profiling/scenarios';
+import type { SessionTracker } from '../debug/sessionTracker';
+
+/** The latest profile's per-function rows, shown as CodeLens above functions. */
+export class ProfileResults {
+  private rows = new Map<string, ProfileRow>();
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChange = this.changed.event;
+
+  set(rows: readonly ProfileRow[]): void {
+    this.rows = new Map(rows.filter((r) => r.status === 'measured' || r.status === 'pruned').map((r) => [r.name, r]));
+    this.changed.fire();
+  }
+
+  /** A CodeLens title for `name`, or undefined when the profile says nothing about it. */
+  lensTitle(name: string): string | undefined {
+    const r = this.rows.get(name);
+    if (!r) return undefined;
+    if (r.status === 'pruned') return `$(filter) pruned: at most ${((r.bound ?? 0) * 100).toFixed(1)}%`;
+    const share = r.share !== undefined ? `${(r.share * 100).toFixed(1)}% · ` : '';
+    return `$(flame) ${share}${formatCount(r.inclusive ?? 0)} ${r.event ?? ''}${r.calls !== undefined ? ` · ${r.calls} calls` : ''}`;
+  }
+
+  dispose(): void {
+    this.changed.dispose();
+  }
+}
+
+/**
+ * "Where do my cycles go?": call-graph descent and the exact full profile, run from the editor on
+ * the active session with progress and cancellation; the report opens as a document, the result
+ * sets are saved in the workspace, and per-function results appear above each function.
+ */
+export function registerProfilingCommands(tracker: SessionTracker, results: ProfileResults): vscode.Disposable[] {
+  const run = async (command: ScenarioRequest['command']): Promise<void> => {
+    const session = tracker.active;
+    if (!session) {
+      void vscode.window.showErrorMessage('Start a CycleLens debug session first: profiling runs the program on its target.');
+      return;
+    }
+    const config = session.configuration;
+    let threshold: ScenarioRequest['threshold'] = { kind: 'share', value: 0.01 };
+    if (command === 'descent') {
+      const text = await vscode.window.showInputBox({
+        title: 'Call-graph descent: threshold',
+        prompt: 'Functions whose callers bound them below this share of the run are pruned.',
+        value: '1%',
+        validateInput: (v) => (/^\d+(\.\d+)?\s*%$/.test(v.trim()) ? undefined : 'A share such as 1% or 0.5%'),
+      });
+      if (!text) return;
+      threshold = { kind: 'share', value: Number(text.trim().slice(0, -1)) / 100 };
+    }
+    const slots = vscode.workspace.getConfiguration('cyclelens').get<number>('profileSlots') ?? 4;
+    const start = typeof config['stopAtEntry'] === 'string' ? config['stopAtEntry'] : 'main';
+    const request: ScenarioRequest = { command, threshold, slots, start, roots: [], rounds: 1, lookahead: true };
+    const output = vscode.window.createOutputChannel('CycleLens Profile', { log: true });
+    try {
+      const outcome = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: command === 'descent' ? 'CycleLens: call-graph descent' : 'CycleLens: full profile', cancellable: true },
+        async (progress, token) => {
+          const controller = new AbortController();
+          token.onCancellationRequested(() => controller.abort());
+          // VS Code answers with a Thenable; the profiler wants a Promise.
+          const requester = { customRequest: (command: string, args?: unknown) => Promise.resolve(session.customRequest(command, args)) };
+          const profiler = new DapProfiler(requester, {
+            slots,
+            mode: { kind: 'single-pass', start },
+            executable: String(config['executable']),
+            log: (line) => output.info(line),
+          });
+          return runScenario(request, profiler, {
+            signal: controller.signal,
+            onProgress: (line) => {
+              progress.report({ message: line });
+              output.info(line);
+            },
+            title: `${session.name}: ${command}`,
+            generator: 'cyclelens-vscode',
+          });
+        },
+      );
+      results.set(outcome.rows);
+      const folder = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+      if (folder) {
+        const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+        const file = join(folder, '.cyclelens', 'results', `${command}-${stamp}.json`);
+        await saveResultSetDocument(file, outcome.document);
+        await writeFileAtomic(file.replace(/\.json$/, '.dot'), outcome.dot);
+        output.info(`result sets saved to ${file}`);
+      }
+      const doc = await vscode.workspace.openTextDocument({ content: outcome.report, language: 'plaintext' });
+      await vscode.window.showTextDocument(doc, { preview: false, viewColumn: vscode.ViewColumn.Beside });
+      const summary = `${outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
+      void vscode.window.showInformationMessage(`CycleLens ${command === 'descent' ? 'descent' : 'profile'} finished: ${summary}.`);
+    } catch (err) {
+      void vscode.window.showErrorMessage(`CycleLens ${command} failed: ${err instanceof Error ? err.message : String(err)}`, 'Show Log').then((c) => c && output.show());
+    }
+  };
+
+  return [
+    vscode.commands.registerCommand('cyclelens.descent', () => run('descent')),
+    vscode.commands.registerCommand('cyclelens.fullProfile', () => run('profile')),
+    vscode.commands.registerCommand('cyclelens.openResultSet', async () => {
+      const picked = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'CycleLens result sets': ['json'] }, title: 'Open a CycleLens result set' });
+      if (!picked?.[0]) return;
+      try {
+        // Data, never code: the loader validates every field against the schema.
+        const doc = await loadResultSetDocument(picked[0].fsPath);
+        const outcomes = doc.analysis?.outcomes ?? [];
+        void vscode.window.showInformationMessage(`${basename(picked[0].fsPath)}: ${doc.resultSets.length} result set(s), ${outcomes.filter((o) => o.status === 'measured').length} functions measured.`);
+      } catch (err) {
+        void vscode.window.showErrorMessage(err instanceof Error ? err.message : String(err));
+      }
+    }),
+  ];
+}

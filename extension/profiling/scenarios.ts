@@ -1,0 +1,79 @@
+import type { CallGraphResponse, CodeLocation } from '../../common/dapCustom';
+import { analysisRecord, rootsForStart, runDescent, runFullProfile, runRoundRobin, type AnalysisResult } from '../analysis/descent';
+import { callGraphDot } from '../analysis/dot';
+import { MetricsEngine } from '../analysis/metrics';
+import { profileRows, type ProfileRow } from '../analysis/profileRows';
+import { textReport } from '../analysis/report';
+import { resultSetDocument, type ResultSet, type ResultSetDocument } from '../analysis/resultSet';
+import type { DapProfiler } from './dapProfiler';
+
+/** A profiling scenario as the CLI and the editor both ask for it. */
+export interface ScenarioRequest {
+  command: 'descent' | 'profile';
+  threshold: { kind: 'share' | 'count'; value: number };
+  slots: number;
+  /** Where each run starts, and the function that spans it. */
+  start: string;
+  roots: string[];
+  cyclic?: CodeLocation;
+  rounds: number;
+  lookahead: boolean;
+}
+
+export interface ScenarioOutcome {
+  result: AnalysisResult;
+  rows: ProfileRow[];
+  report: string;
+  document: ResultSetDocument;
+  dot: string;
+}
+
+/**
+ * Runs a scenario (descent, full profile, or round robin for cyclic programs) over a DapProfiler and
+ * renders what every front end shows: the text report, the result-set document and the DOT graph.
+ */
+export async function runScenario(
+  req: ScenarioRequest,
+  profiler: DapProfiler,
+  options: { signal: AbortSignal; onProgress?: (line: string) => void; previous?: ResultSet[]; title: string; generator: string },
+): Promise<ScenarioOutcome> {
+  const graph: CallGraphResponse = await profiler.callGraph();
+  const engine = new MetricsEngine();
+  const common = {
+    engine,
+    roots: req.roots.length > 0 ? req.roots : rootsForStart(graph, req.start),
+    spanning: [req.start],
+    signal: options.signal,
+    onProgress: (p: { run: number; batch: readonly string[]; open: number }) =>
+      options.onProgress?.(`run ${p.run}: ${p.batch.join(', ')}${p.open ? ` (${p.open} undecided)` : ''}`),
+  };
+  let result: AnalysisResult;
+  if (req.command === 'descent') {
+    const metric = engine.monotone(req.threshold.kind === 'share' ? 'share' : 'inclusive');
+    result = await runDescent(graph, profiler, { ...common, metric, threshold: req.threshold.value, lookahead: req.lookahead, previous: options.previous ?? [] });
+  } else {
+    const metric = engine.definition('share')!;
+    result = req.cyclic ? await runRoundRobin(graph, profiler, { ...common, metric, rounds: req.rounds }) : await runFullProfile(graph, profiler, { ...common, metric });
+  }
+  const rows = profileRows(result, graph, engine);
+  const first = result.resultSets[0];
+  const report = textReport(
+    {
+      scenario: result.scenario,
+      metric: result.metric,
+      ...(result.threshold !== undefined ? { threshold: result.threshold } : {}),
+      runs: result.runs + profiler.baselineRuns,
+      naiveRuns: Math.ceil(graph.functions.length / req.slots),
+      slots: req.slots,
+      roots: result.roots,
+      cancelled: result.cancelled,
+      warnings: result.warnings,
+      ...(first ? { program: first.program.executable, method: first.run.method } : {}),
+    },
+    rows,
+    engine,
+  );
+  const document = resultSetDocument(result.resultSets, analysisRecord(result, graph), options.generator);
+  const dot = callGraphDot(graph, rows, { title: options.title, metricFormat: result.metric === 'inclusive' ? 'count' : 'percent' });
+  return { result, rows, report, document, dot };
+}

@@ -1,0 +1,94 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadResultSetDocument } from '../../extension/analysis/resultSet';
+import { runOracle, type OracleSummary } from '../oracle/oracle';
+import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import { fixtureElf, repoRoot } from '../support/paths';
+
+/**
+ * The `cyclelens` command line runs a call-graph descent end to end — launch configuration,
+ * built adapter, GDB, QEMU, injected measurements — and its findings are checked against the
+ * oracle's exact profile of the same program.
+ */
+describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cyclelens-cli-'));
+  const tag = newOwnerTag();
+  const elf = fixtureElf('rv32', 'singlepass');
+  let oracle: OracleSummary;
+
+  before(async () => {
+    mkdirSync(join(dir, '.vscode'));
+    writeFileSync(
+      join(dir, '.vscode', 'launch.json'),
+      `{
+  // Comments are allowed, as in VS Code.
+  "version": "0.2.0",
+  "configurations": [
+    { "type": "cyclelens", "request": "launch", "name": "QEMU RISC-V 32", "executable": ${JSON.stringify(elf)},
+      "server": { "type": "qemu", "machine": "virt" }, "stopAtEntry": "main", "programEnd": "program_end" }
+  ]
+}
+`,
+    );
+    oracle = await runOracle({ elf });
+  });
+
+  after(async () => {
+    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+    const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 300_000,
+      env: { ...process.env, [OWNER_TAG_VAR]: tag },
+    });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  it('finds every function the oracle puts at ≥ 5%, pruning only functions below it', async () => {
+    const out = join(dir, 'descent.json');
+    const dot = join(dir, 'graph.dot');
+    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'QEMU RISC-V 32', '--threshold', '5%', '--no-lookahead', '--out', out, '--dot', dot);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /Call-graph descent of singlepass\.elf/);
+    const doc = await loadResultSetDocument(out);
+    const outcomes = doc.analysis!.outcomes;
+    const measured = new Set(outcomes.filter((o) => o.status === 'measured' || o.spansWindow).map((o) => o.name));
+    // Each run is main's window (the reset code before it is not profiled): shares are of main's
+    // inclusive count, and functions that run only outside it (the reset handler) are out of scope.
+    const window = oracle.functions.find((f) => f.name === 'main')!.inclusive;
+    const reachable = new Set<string>(['main', ...oracle.functions.filter((f) => f.interrupts > 0).map((f) => f.name)]);
+    for (let grew = true; grew; ) {
+      grew = false;
+      for (const e of oracle.edges) if (reachable.has(e.caller) && !reachable.has(e.callee)) grew = reachable.add(e.callee).size > 0;
+    }
+    const inWindow = (name: string): boolean => reachable.has(name);
+    const hot = oracle.functions.filter((f) => f.inclusive >= 0.05 * window && f.name !== 'main' && inWindow(f.name)).map((f) => f.name);
+    assert.ok(hot.length >= 5);
+    for (const name of hot) assert.ok(measured.has(name), `${name} is ≥ 5% in the oracle but was not measured`);
+    const pruned = outcomes.filter((o) => o.status === 'pruned');
+    assert.ok(pruned.length > 0 && measured.size < outcomes.length, `measured ${measured.size} of ${outcomes.length}`);
+    for (const p of pruned) {
+      const o = oracle.functions.find((f) => f.name === p.name);
+      if (o) assert.ok(o.inclusive < 0.05 * window, `${p.name} was pruned but the oracle puts it at ${o.inclusive} of ${window}`);
+    }
+    // The annotated call graph is valid Graphviz.
+    const svg = spawnSync('dot', ['-Tsvg', dot], { encoding: 'utf8' });
+    assert.equal(svg.status, 0, svg.stderr);
+    assert.match(svg.stdout, /process_packet/);
+    assert.match(readFileSync(dot, 'utf8'), /digraph/);
+  });
+
+  it('fails with a clear message and exit status on a configuration it cannot find', () => {
+    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'No Such Target');
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, /No Such Target/);
+  });
+});
