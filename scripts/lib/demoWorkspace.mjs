@@ -40,6 +40,8 @@ export function demoLaunchJson(program = 'singlepass') {
       executable: `\${workspaceFolder}/build/${c.target}/${program}.elf`,
       server: { type: 'qemu', machine: c.machine },
       stopAtEntry: 'main',
+      // The single-pass demo calls program_end() when its work is done: profiling runs stop there.
+      programEnd: 'program_end',
     })),
   };
 }
