@@ -16,9 +16,10 @@ import { GdbTargetAccess } from '../../adapter/probe/targetAccess';
 import { QemuServer } from '../../adapter/servers/qemu';
 import { freePort } from '../../adapter/util/ports';
 import { OwnedProcess } from '../../adapter/util/processes';
+import type { TargetFamily } from '../../common/launchArgs';
 import { markerLine } from '../support/markers';
 import { killTagged, newOwnerTag, OWNER_TAG_VAR, waitForNoTaggedProcesses } from '../support/ownedProcesses';
-import { fixtureElf, fixturesDir, repoRoot } from '../support/paths';
+import { fixtureElf, fixturesDir, type FixtureTarget, repoRoot } from '../support/paths';
 
 /**
  * The counter units against real QEMU 7.2 through the adapter's own pieces (QemuServer, GdbBackend,
@@ -124,28 +125,47 @@ function valueOf(readings: CounterReading[], slot: number): bigint {
   return r.value;
 }
 
-describe('counters on QEMU rv32 (virt)', () => {
+interface TracedQemuOptions {
+  fixture: FixtureTarget;
+  family: TargetFamily;
+  /** The QEMU system emulator of the traced run, and its machine arguments. */
+  system: string;
+  machine: string[];
+}
+
+/** singlepass under QEMU, GDB attached and halted at reset, and what its trace says of the regions. */
+interface TracedTarget {
+  gdb: GdbBackend;
+  access: GdbTargetAccess;
+  bps: Breakpoints;
+  regions: Regions;
+}
+
+/**
+ * Hooks for the describe block it is called in. Before its tests: starts singlepass under QEMU with
+ * GDB on it, inserts the breakpoints, takes the regions from a traced run of the same program under
+ * -icount, and hands all of it to `started`. After them: stops GDB and QEMU and asserts that no
+ * process they started is left.
+ */
+function tracedQemu(o: TracedQemuOptions, started: (target: TracedTarget) => void): void {
   const tag = newOwnerTag();
-  const work = mkdtempSync(join(tmpdir(), 'cyclelens-counters-rv32-'));
+  const work = mkdtempSync(join(tmpdir(), `cyclelens-counters-${o.fixture}-`));
   const qemu = new QemuServer({ type: 'qemu' });
-  let gdb: GdbBackend;
-  let access: GdbTargetAccess;
-  let unit: RiscvCounters;
-  let bps: Breakpoints;
-  let regions: Regions;
+  let gdb: GdbBackend | undefined;
 
   before(async () => {
     process.env[OWNER_TAG_VAR] = tag;
-    const elf = fixtureElf('rv32', 'singlepass');
-    await qemu.start({ executable: elf, family: 'riscv', cwd: repoRoot, log: () => undefined });
+    const elf = fixtureElf(o.fixture, 'singlepass');
+    await qemu.start({ executable: elf, family: o.family, cwd: repoRoot, log: () => undefined });
     gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: repoRoot });
     await gdb.fileExecAndSymbols(elf);
     await gdb.targetSelectRemote(qemu.gdbAddress);
-    access = new GdbTargetAccess(gdb);
-    bps = await insertBreakpoints(gdb);
-    const log = await traceRun('qemu-system-riscv32', ['-M', 'virt', '-bios', 'none', '-icount', 'shift=0,sleep=off', '-kernel', elf], work);
-    regions = await regionsFromTrace(log, bps);
+    const access = new GdbTargetAccess(gdb);
+    const bps = await insertBreakpoints(gdb);
+    const log = await traceRun(o.system, [...o.machine, '-icount', 'shift=0,sleep=off', '-kernel', elf], work);
+    const regions = await regionsFromTrace(log, bps);
     rmSync(log);
+    started({ gdb, access, bps, regions });
   });
 
   after(async () => {
@@ -155,6 +175,18 @@ describe('counters on QEMU rv32 (virt)', () => {
     const left = await waitForNoTaggedProcesses(tag);
     killTagged(tag);
     assert.deepEqual(left, [], `processes left behind: ${JSON.stringify(left)}`);
+  });
+}
+
+describe('counters on QEMU rv32 (virt)', () => {
+  let gdb: GdbBackend;
+  let access: GdbTargetAccess;
+  let unit: RiscvCounters;
+  let bps: Breakpoints;
+  let regions: Regions;
+
+  tracedQemu({ fixture: 'rv32', family: 'riscv', system: 'qemu-system-riscv32', machine: ['-M', 'virt', '-bios', 'none'] }, (target) => {
+    ({ gdb, access, bps, regions } = target);
   });
 
   it('gdbstub names the CSRs mcycle/mcycleh, minstret/minstreth, mhpmcounter3..18(h), mhpmevent3..31, mcountinhibit', async () => {
@@ -263,36 +295,14 @@ describe('counters on QEMU rv32 (virt)', () => {
 });
 
 describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
-  const tag = newOwnerTag();
-  const work = mkdtempSync(join(tmpdir(), 'cyclelens-counters-m4-'));
-  const qemu = new QemuServer({ type: 'qemu' });
   let gdb: GdbBackend;
   let access: GdbTargetAccess;
   let bps: Breakpoints;
   let regions: Regions;
   let sysTick: SysTickCounters;
 
-  before(async () => {
-    process.env[OWNER_TAG_VAR] = tag;
-    const elf = fixtureElf('cortex-m4', 'singlepass');
-    await qemu.start({ executable: elf, family: 'cortex-m', cwd: repoRoot, log: () => undefined });
-    gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: repoRoot });
-    await gdb.fileExecAndSymbols(elf);
-    await gdb.targetSelectRemote(qemu.gdbAddress);
-    access = new GdbTargetAccess(gdb);
-    bps = await insertBreakpoints(gdb);
-    const log = await traceRun('qemu-system-arm', ['-M', 'mps2-an386', '-semihosting-config', 'enable=on,target=native', '-icount', 'shift=0,sleep=off', '-kernel', elf], work);
-    regions = await regionsFromTrace(log, bps);
-    rmSync(log);
-  });
-
-  after(async () => {
-    await gdb?.exit();
-    await qemu.stop();
-    rmSync(work, { recursive: true, force: true });
-    const left = await waitForNoTaggedProcesses(tag);
-    killTagged(tag);
-    assert.deepEqual(left, [], `processes left behind: ${JSON.stringify(left)}`);
+  tracedQemu({ fixture: 'cortex-m4', family: 'cortex-m', system: 'qemu-system-arm', machine: ['-M', 'mps2-an386', '-semihosting-config', 'enable=on,target=native'] }, (target) => {
+    ({ gdb, access, bps, regions } = target);
   });
 
   it('DWT is absent, with the note', async () => {

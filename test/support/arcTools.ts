@@ -34,6 +34,12 @@ export interface TinyArcElf {
   symbols: Map<string, number>;
 }
 
+/** Slots `from` to `to` (exclusive) of the loop: slot k has the model's kind k % 4. */
+function loopSlots(from: number, to: number): string {
+  const byKind = ['add r2, r2, 1', 'ld r3, [r4, 0]', 'st r3, [r4, 4]', 'sub r5, r5, 1'];
+  return Array.from({ length: to - from }, (_, i) => `  ${byKind[(from + i) % 4]}\n`).join('');
+}
+
 /**
  * The loop the gdbserver double executes (test/doubles/arcCpuModel.ts), as real ARC code: 16
  * four-byte instructions at 0x1000 whose slot kinds (alu, load, store, alu, …) match the model,
@@ -44,24 +50,9 @@ const tinyLoopSource = `
   .text
   .global loop_start
 loop_start:
-  add r2, r2, 1
-  ld r3, [r4, 0]
-  st r3, [r4, 4]
-  sub r5, r5, 1
-  add r2, r2, 1
-  ld r3, [r4, 0]
-  st r3, [r4, 4]
-  sub r5, r5, 1
-  .global mid
+${loopSlots(0, 8)}  .global mid
 mid:
-  add r2, r2, 1
-  ld r3, [r4, 0]
-  st r3, [r4, 4]
-  sub r5, r5, 1
-  add r2, r2, 1
-  ld r3, [r4, 0]
-  st r3, [r4, 4]
-  .global loop_end
+${loopSlots(8, 15)}  .global loop_end
 loop_end:
   b loop_start
 `;

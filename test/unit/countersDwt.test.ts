@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { DwtCounters, wrapDelta } from '../../adapter/arch/cortex-m/dwt';
-import { CycleLensError, ErrorCode } from '../../adapter/errors';
-import type { TargetAccess } from '../../adapter/probe/targetAccess';
+import { ErrorCode } from '../../adapter/errors';
+import { readSlot, rejectsWith } from '../support/assertions';
+import { FakeTargetAccess } from '../support/fakeTargetAccess';
 
 const DEMCR = 0xe000edfc;
 const CTRL = 0xe0001000;
@@ -23,7 +24,7 @@ interface DwtModelOptions {
 }
 
 /** A Cortex-M DWT and DEMCR as the debugger sees them. */
-class DwtModel implements TargetAccess {
+class DwtModel extends FakeTargetAccess {
   demcr = 0;
   ctrl: number;
   cyccnt = 0;
@@ -39,6 +40,7 @@ class DwtModel implements TargetAccess {
   readonly writeLog: Array<[number, number]> = [];
 
   constructor(private readonly o: DwtModelOptions = {}) {
+    super();
     this.ctrl = o.qemu ? 0 : (4 << 28) | (o.noPrfCnt ? 1 << 24 : 0) | (o.noCycCnt ? 1 << 25 : 0);
     this.locked = o.locked ?? false;
   }
@@ -54,8 +56,7 @@ class DwtModel implements TargetAccess {
     bump(LSUCNT, 20, events.lsu);
   }
 
-  async readU32(address: bigint): Promise<number> {
-    const a = Number(address);
+  protected override read32(a: number): number {
     if (this.o.qemu) return 0;
     if (a === DEMCR) return this.demcr;
     if (a === CTRL) return this.ctrl;
@@ -65,8 +66,7 @@ class DwtModel implements TargetAccess {
     return 0;
   }
 
-  async writeU32(address: bigint, value: number): Promise<void> {
-    const a = Number(address);
+  protected override write32(a: number, value: number): void {
     this.writeLog.push([a, value]);
     if (this.o.qemu) return;
     if (a === DEMCR) this.demcr = value;
@@ -80,40 +80,6 @@ class DwtModel implements TargetAccess {
       this.ctrl = (fixed | (value & writable)) >>> 0;
     }
   }
-
-  async readMemory(): Promise<Buffer> {
-    throw new Error('not modelled');
-  }
-  async writeMemory(): Promise<void> {
-    throw new Error('not modelled');
-  }
-  async hasRegister(): Promise<boolean> {
-    return false;
-  }
-  async readRegister(): Promise<bigint> {
-    throw new Error('not modelled');
-  }
-  async writeRegister(): Promise<void> {
-    throw new Error('not modelled');
-  }
-  async monitor(): Promise<string> {
-    return '';
-  }
-}
-
-async function rejectsWith(p: Promise<unknown>, code: ErrorCode, pattern: RegExp): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof CycleLensError, `not a CycleLensError: ${String(err)}`);
-    assert.equal(err.code, code);
-    assert.match(err.message, pattern);
-    return true;
-  });
-}
-
-async function readSlot(unit: DwtCounters, slot: number): Promise<{ value: bigint; reliable: boolean; note?: string }> {
-  const r = (await unit.read()).find((x) => x.slot === slot);
-  assert.ok(r, `no reading for slot ${slot}`);
-  return { value: r.value, reliable: r.reliable, note: r.note };
 }
 
 describe('DWT: discovery', () => {

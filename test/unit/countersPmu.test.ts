@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { countUp, PmuCounters } from '../../adapter/arch/cortex-m/pmu';
-import { CycleLensError, ErrorCode } from '../../adapter/errors';
-import type { TargetAccess } from '../../adapter/probe/targetAccess';
+import { ErrorCode } from '../../adapter/errors';
+import { readSlot, rejectsWith } from '../support/assertions';
+import { FakeTargetAccess } from '../support/fakeTargetAccess';
 
 /**
  * The PMU is tested against this model: QEMU 7.2 does not model the Armv8.1-M PMU (mps3-an547,
@@ -21,7 +22,7 @@ const CTRL = BASE + 0xe04;
 const CHAIN = 0x1e;
 
 /** Armv8.1-M PMU: N 16-bit event counters (odd ones can CHAIN), a 32-bit CCNTR, overflow flags. */
-class PmuModel implements TargetAccess {
+class PmuModel extends FakeTargetAccess {
   demcr = 0;
   ctrl = 0;
   enabled = 0;
@@ -36,6 +37,7 @@ class PmuModel implements TargetAccess {
     readonly n = 4,
     private readonly absent = false,
   ) {
+    super();
     this.evcntr = Array.from({ length: n }, () => 0);
     this.evtyper = Array.from({ length: n }, () => 0);
   }
@@ -68,8 +70,7 @@ class PmuModel implements TargetAccess {
     }
   }
 
-  async readU32(address: bigint): Promise<number> {
-    const a = Number(address);
+  protected override read32(a: number): number {
     this.beforeRead?.(a);
     if (a === DEMCR) return this.demcr;
     if (this.absent) return 0;
@@ -83,8 +84,7 @@ class PmuModel implements TargetAccess {
     return 0;
   }
 
-  async writeU32(address: bigint, value: number): Promise<void> {
-    const a = Number(address);
+  protected override write32(a: number, value: number): void {
     if (a === DEMCR) this.demcr = value;
     if (this.absent) return;
     if (a >= BASE && a < BASE + 4 * this.n) this.evcntr[(a - BASE) / 4] = value & 0xffff;
@@ -96,40 +96,6 @@ class PmuModel implements TargetAccess {
     if (a === OVSCLR) this.ovs = (this.ovs & ~value) >>> 0;
     if (a === CTRL) this.ctrl = value & 1;
   }
-
-  async readMemory(): Promise<Buffer> {
-    throw new Error('not modelled');
-  }
-  async writeMemory(): Promise<void> {
-    throw new Error('not modelled');
-  }
-  async hasRegister(): Promise<boolean> {
-    return false;
-  }
-  async readRegister(): Promise<bigint> {
-    throw new Error('not modelled');
-  }
-  async writeRegister(): Promise<void> {
-    throw new Error('not modelled');
-  }
-  async monitor(): Promise<string> {
-    return '';
-  }
-}
-
-async function rejectsWith(p: Promise<unknown>, code: ErrorCode, pattern: RegExp): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof CycleLensError, `not a CycleLensError: ${String(err)}`);
-    assert.equal(err.code, code);
-    assert.match(err.message, pattern);
-    return true;
-  });
-}
-
-async function readSlot(unit: PmuCounters, slot: number): Promise<{ value: bigint; reliable: boolean; note?: string }> {
-  const r = (await unit.read()).find((x) => x.slot === slot);
-  assert.ok(r, `no reading for slot ${slot}`);
-  return { value: r.value, reliable: r.reliable, note: r.note };
 }
 
 describe('PMU: overflow arithmetic', () => {

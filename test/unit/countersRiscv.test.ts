@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { qemuHpmEvents, RiscvCounters } from '../../adapter/arch/riscv/counters';
-import { CycleLensError, ErrorCode } from '../../adapter/errors';
-import type { TargetAccess } from '../../adapter/probe/targetAccess';
+import { ErrorCode } from '../../adapter/errors';
+import { rejectsWith } from '../support/assertions';
+import { FakeTargetAccess } from '../support/fakeTargetAccess';
 
 const M32 = 0xffff_ffffn;
 const M64 = (1n << 64n) - 1n;
@@ -29,7 +30,7 @@ interface ModelOptions {
  * RV32 machine counters as CSRs behind debugger register names. `run(n)` retires n instructions in
  * n cycles; an hpm counter counts cycles with event 1 and instructions with event 2 (QEMU's numbers).
  */
-class RiscvCsrModel implements TargetAccess {
+class RiscvCsrModel extends FakeTargetAccess {
   readonly counters = new Map<number, bigint>();
   /** QEMU model: the counters' live ticks (never inhibited) and what was written. */
   readonly written = new Map<number, bigint>();
@@ -42,6 +43,7 @@ class RiscvCsrModel implements TargetAccess {
   private readonly widths = new Map<number, number>();
 
   constructor(private readonly o: ModelOptions = {}) {
+    super();
     for (const i of [0, 2]) this.widths.set(i, 64);
     for (const [i, w] of Object.entries(o.hpm ?? {})) this.widths.set(Number(i), w);
     for (const i of this.widths.keys()) this.counters.set(i, 0n);
@@ -66,7 +68,7 @@ class RiscvCsrModel implements TargetAccess {
     return { kind: 'counter', index, high };
   }
 
-  async hasRegister(name: string): Promise<boolean> {
+  override async hasRegister(name: string): Promise<boolean> {
     return this.parse(name) !== undefined;
   }
 
@@ -77,7 +79,7 @@ class RiscvCsrModel implements TargetAccess {
     return this.written.get(index) ?? 0n;
   }
 
-  async readRegister(name: string): Promise<bigint> {
+  override async readRegister(name: string): Promise<bigint> {
     this.beforeRead?.(name);
     const r = this.parse(name);
     if (!r) throw new Error(`no register ${name}`);
@@ -88,7 +90,7 @@ class RiscvCsrModel implements TargetAccess {
     return r.high ? (v >> 32n) & M32 : v & M32;
   }
 
-  async writeRegister(name: string, value: bigint): Promise<void> {
+  override async writeRegister(name: string, value: bigint): Promise<void> {
     this.writes.push(`${name}=${value}`);
     const r = this.parse(name);
     if (!r) throw new Error(`no register ${name}`);
@@ -111,37 +113,12 @@ class RiscvCsrModel implements TargetAccess {
     const w = this.written.get(r.index) ?? 0n;
     this.written.set(r.index, r.high ? (w & M32) | ((value & M32) << 32n) : (w & ~M32) | (value & M32));
   }
-
-  async readMemory(): Promise<Buffer> {
-    throw new Error('no memory in this model');
-  }
-  async writeMemory(): Promise<void> {
-    throw new Error('no memory in this model');
-  }
-  async readU32(): Promise<number> {
-    throw new Error('no memory in this model');
-  }
-  async writeU32(): Promise<void> {
-    throw new Error('no memory in this model');
-  }
-  async monitor(): Promise<string> {
-    return '';
-  }
 }
 
 function valueOf(readings: Awaited<ReturnType<RiscvCounters['read']>>, slot: number): bigint {
   const r = readings.find((x) => x.slot === slot);
   assert.ok(r, `no reading for slot ${slot}`);
   return r.value;
-}
-
-async function rejectsWith(p: Promise<unknown>, code: ErrorCode, pattern: RegExp): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof CycleLensError, `not a CycleLensError: ${String(err)}`);
-    assert.equal(err.code, code);
-    assert.match(err.message, pattern);
-    return true;
-  });
 }
 
 describe('RISC-V counters: discovery', () => {

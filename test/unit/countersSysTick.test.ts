@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { SysTickCounters, sysTickInterval } from '../../adapter/arch/cortex-m/sysTick';
 import { CoreExecutedStore, type PeripheralStore } from '../../adapter/arch/cortex-m/sysTickCoreStore';
-import { CycleLensError, ErrorCode } from '../../adapter/errors';
-import type { TargetAccess } from '../../adapter/probe/targetAccess';
+import { ErrorCode } from '../../adapter/errors';
+import { readSlot, rejectsWith } from '../support/assertions';
+import { FakeTargetAccess } from '../support/fakeTargetAccess';
 
 const CSR = 0xe000e010;
 const RVR = 0xe000e014;
@@ -14,7 +15,7 @@ const CALIB = 0xe000e01c;
  * SysTick per ARMv7-M B3.3: counts down when ENABLE, reloads from RVR on the tick after 0, sets
  * COUNTFLAG on reaching 0; reading CSR clears COUNTFLAG; writing CVR clears it and COUNTFLAG.
  */
-class SysTickModel implements TargetAccess {
+class SysTickModel extends FakeTargetAccess {
   csr = 0;
   rvr = 0;
   cvr = 0;
@@ -23,7 +24,9 @@ class SysTickModel implements TargetAccess {
   readonly debuggerWrites: Array<[number, number]> = [];
 
   /** @param dropDebuggerWrites QEMU: the debugger's writes to device registers are ignored. */
-  constructor(private readonly dropDebuggerWrites = false) {}
+  constructor(private readonly dropDebuggerWrites = false) {
+    super();
+  }
 
   tick(n: number): void {
     if (!(this.csr & 1)) return;
@@ -47,8 +50,8 @@ class SysTickModel implements TargetAccess {
     }
   }
 
-  async readU32(address: bigint): Promise<number> {
-    switch (Number(address)) {
+  protected override read32(address: number): number {
+    switch (address) {
       case CSR: {
         this.csrReads++;
         const v = this.csr;
@@ -66,28 +69,9 @@ class SysTickModel implements TargetAccess {
     }
   }
 
-  async writeU32(address: bigint, value: number): Promise<void> {
-    this.debuggerWrites.push([Number(address), value]);
-    if (!this.dropDebuggerWrites) this.store(Number(address), value);
-  }
-
-  async readMemory(): Promise<Buffer> {
-    throw new Error('not modelled');
-  }
-  async writeMemory(): Promise<void> {
-    throw new Error('not modelled');
-  }
-  async hasRegister(): Promise<boolean> {
-    return false;
-  }
-  async readRegister(): Promise<bigint> {
-    throw new Error('not modelled');
-  }
-  async writeRegister(): Promise<void> {
-    throw new Error('not modelled');
-  }
-  async monitor(): Promise<string> {
-    return '';
+  protected override write32(address: number, value: number): void {
+    this.debuggerWrites.push([address, value]);
+    if (!this.dropDebuggerWrites) this.store(address, value);
   }
 }
 
@@ -99,21 +83,6 @@ class ModelCoreStore implements PeripheralStore {
     this.uses++;
     this.m.store(address, value);
   }
-}
-
-async function rejectsWith(p: Promise<unknown>, code: ErrorCode, pattern: RegExp): Promise<void> {
-  await assert.rejects(p, (err: unknown) => {
-    assert.ok(err instanceof CycleLensError, `not a CycleLensError: ${String(err)}`);
-    assert.equal(err.code, code);
-    assert.match(err.message, pattern);
-    return true;
-  });
-}
-
-async function reading(unit: SysTickCounters): Promise<{ value: bigint; reliable: boolean; note?: string }> {
-  const [r] = await unit.read();
-  assert.ok(r);
-  return { value: r.value, reliable: r.reliable, note: r.note };
 }
 
 describe('SysTick: reload arithmetic', () => {
@@ -174,12 +143,12 @@ describe('SysTick: owned by CycleLens', () => {
     await unit.start([0]);
     assert.equal(m.csr & 7, 0b101);
     m.tick(1000);
-    assert.deepEqual(await reading(unit), { value: 1000n, reliable: true, note: undefined });
+    assert.deepEqual(await readSlot(unit, 0), { value: 1000n, reliable: true, note: undefined });
     m.tick(0xffffff); // a long interval: each read restarts from the top, so this is still exact
-    assert.deepEqual(await reading(unit), { value: 1000n + 0xffffffn, reliable: true, note: undefined });
+    assert.deepEqual(await readSlot(unit, 0), { value: 1000n + 0xffffffn, reliable: true, note: undefined });
     await unit.stop([0]);
     m.tick(500);
-    assert.equal((await reading(unit)).value, 1000n + 0xffffffn);
+    assert.equal((await readSlot(unit, 0)).value, 1000n + 0xffffffn);
     await unit.release();
     assert.equal(m.csr & 7, 0);
     assert.equal(m.rvr, 1234);
@@ -192,13 +161,13 @@ describe('SysTick: owned by CycleLens', () => {
     await unit.configure(0, 'cycles');
     await unit.start([0]);
     m.tick(0x1000000 + 5);
-    const r = await reading(unit);
+    const r = await readSlot(unit, 0);
     assert.equal(r.reliable, false);
     assert.ok(r.value <= 0x1000005n && r.value >= 0x1000000n, `value ${r.value}`);
     assert.match(r.note ?? '', /wrapped since the last read.*lower bound/);
     await unit.reset([0]);
     m.tick(10);
-    assert.deepEqual(await reading(unit), { value: 10n, reliable: true, note: undefined });
+    assert.deepEqual(await readSlot(unit, 0), { value: 10n, reliable: true, note: undefined });
   });
 
   test('QEMU: the debugger\'s writes are dropped; a core store does them', async () => {
@@ -215,7 +184,7 @@ describe('SysTick: owned by CycleLens', () => {
     await unit.configure(0, 'cycles');
     await unit.start([0]);
     m.tick(40);
-    assert.equal((await reading(unit)).value, 40n);
+    assert.equal((await readSlot(unit, 0)).value, 40n);
     assert.ok(core.uses >= 5, `core store used ${core.uses} times`);
     await unit.release();
     assert.equal(m.rvr, 0);
@@ -231,7 +200,7 @@ describe('SysTick: owned by CycleLens', () => {
     m.tick(100);
     m.store(CSR, 0b111); // firmware: TICKINT on
     m.store(RVR, 24_999);
-    const r = await reading(unit);
+    const r = await readSlot(unit, 0);
     assert.equal(r.reliable, false);
     assert.match(r.note ?? '', /firmware reconfigured SysTick/);
     m.debuggerWrites.length = 0;
@@ -254,9 +223,9 @@ describe('SysTick: shared with the firmware', () => {
     await unit.configure(0, 'cycles');
     await unit.start([0]);
     m.tick(300);
-    assert.deepEqual(await reading(unit), { value: 300n, reliable: true, note: undefined });
+    assert.deepEqual(await readSlot(unit, 0), { value: 300n, reliable: true, note: undefined });
     m.tick(700); // 600 → 0 → reload → 899: across a wrap
-    const r = await reading(unit);
+    const r = await readSlot(unit, 0);
     assert.equal(r.value, 1000n, 'the fewest ticks consistent with the registers');
     assert.equal(r.reliable, false);
     assert.match(r.note ?? '', /periods of 1000 ticks/);
@@ -273,7 +242,7 @@ describe('SysTick: shared with the firmware', () => {
     await unit.configure(0, 'cycles');
     await unit.start([0]);
     m.tick(50);
-    const r = await reading(unit);
+    const r = await readSlot(unit, 0);
     assert.equal(m.csrReads, 1);
     assert.equal(r.reliable, false);
     assert.match(r.note ?? '', /polls COUNTFLAG/);
@@ -301,7 +270,7 @@ describe('SysTick: errors name the fix', () => {
 });
 
 /** Registers and memory of a halted Cortex-M core whose step executes `STR r1, [r0]` or `BX r2`. */
-class CoreModel implements TargetAccess {
+class CoreModel extends FakeTargetAccess {
   readonly regs = new Map<string, bigint>([
     ['r0', 0x11n],
     ['r1', 0x22n],
@@ -333,28 +302,18 @@ class CoreModel implements TargetAccess {
     }
   };
 
-  async readRegister(name: string): Promise<bigint> {
+  override async readRegister(name: string): Promise<bigint> {
     return this.regs.get(name)!;
   }
-  async writeRegister(name: string, value: bigint): Promise<void> {
+  override async writeRegister(name: string, value: bigint): Promise<void> {
     if (name === 'pc') this.pcWrites.push(value);
     this.regs.set(name, value);
   }
-  async readMemory(address: bigint, length: number): Promise<Buffer> {
+  override async readMemory(address: bigint, length: number): Promise<Buffer> {
     return Buffer.from(Array.from({ length }, (_, i) => this.mem.get(Number(address) + i) ?? 0));
   }
-  async writeMemory(address: bigint, data: Uint8Array): Promise<void> {
+  override async writeMemory(address: bigint, data: Uint8Array): Promise<void> {
     data.forEach((b, i) => this.mem.set(Number(address) + i, b));
-  }
-  async readU32(): Promise<number> {
-    return 0;
-  }
-  async writeU32(): Promise<void> {}
-  async hasRegister(): Promise<boolean> {
-    return true;
-  }
-  async monitor(): Promise<string> {
-    return '';
   }
 }
 

@@ -6,12 +6,11 @@ import { DwtCounters } from '../../adapter/arch/cortex-m/dwt';
 import { PmuCounters } from '../../adapter/arch/cortex-m/pmu';
 import { SysTickCounters } from '../../adapter/arch/cortex-m/sysTick';
 import { RiscvCounters } from '../../adapter/arch/riscv/counters';
-import type { TargetAccess } from '../../adapter/probe/targetAccess';
+import { FakeTargetAccess } from '../support/fakeTargetAccess';
 
 /** A target where nothing answers: the factory must not touch it. */
-const untouchable: TargetAccess = new Proxy({} as TargetAccess, {
-  get: () => () => Promise.reject(new Error('the factory must not access the target')),
-});
+class UntouchableTarget extends FakeTargetAccess {}
+const untouchable = new UntouchableTarget();
 
 describe('createCounterUnits', () => {
   test('RISC-V: the machine counters; QEMU gets its named mhpmevent numbers', () => {

@@ -1,6 +1,7 @@
 import type { CounterEvent, CounterReading, CounterSlotInfo, CounterUnit, CounterUnitInfo } from '../../probe/counters';
 import type { TargetAccess } from '../../probe/targetAccess';
 import { CycleLensError, ErrorCode } from '../../errors';
+import { TraceEnable } from './traceEnable';
 import type { CycleClockSample } from './sysTick';
 
 /**
@@ -19,8 +20,6 @@ import type { CycleClockSample } from './sysTick';
  * run on undisturbed. Enable bits the firmware had set are left set.
  */
 
-const DEMCR = 0xe000edfc;
-const TRCENA = 1 << 24;
 const DWT_CTRL = 0xe0001000;
 const DWT_LAR = 0xe0001fb0;
 const DWT_LSR = 0xe0001fb4;
@@ -80,8 +79,6 @@ export class DwtCounters implements CounterUnit {
   private present = false;
   private note: string | undefined;
   private discovered = false;
-  private originalDemcr = 0;
-  private setTrcena = false;
   private unlocked = false;
   /** DWT_CTRL's enable bits as found: the firmware's choice, restored on release. */
   private originalEnables = 0;
@@ -90,43 +87,42 @@ export class DwtCounters implements CounterUnit {
   /** The external clock at the last sample (no CYCCNT). */
   private clockAtLastSample: CycleClockSample | undefined;
 
+  /** DEMCR.TRCENA, and the DWT's registers. */
+  private readonly trace: TraceEnable;
+
   constructor(
-    private readonly access: TargetAccess,
+    access: TargetAccess,
     private readonly options: DwtOptions = {},
-  ) {}
+  ) {
+    this.trace = new TraceEnable(access);
+  }
 
   async discover(): Promise<CounterUnitInfo> {
     this.discovered = true;
     this.slots.clear();
     this.present = false;
     this.note = undefined;
-    this.originalDemcr = await this.readU32(DEMCR);
-    let trcenaTook = (this.originalDemcr & TRCENA) !== 0;
-    if (!trcenaTook) {
-      await this.writeU32(DEMCR, this.originalDemcr | TRCENA);
-      trcenaTook = ((await this.readU32(DEMCR)) & TRCENA) !== 0;
-      this.setTrcena = trcenaTook;
-    }
-    const lsr = await this.readU32(DWT_LSR);
+    const trcenaTook = await this.trace.enable();
+    const lsr = await this.trace.read(DWT_LSR);
     if ((lsr & 0b11) === 0b11) {
-      await this.writeU32(DWT_LAR, LAR_KEY);
+      await this.trace.write(DWT_LAR, LAR_KEY);
       this.unlocked = true;
     }
-    const ctrl = await this.readU32(DWT_CTRL);
+    const ctrl = await this.trace.read(DWT_CTRL);
     this.originalEnables = ctrl & ownedBits;
     // Which enable bits stick: bit 25/24 say "absent" on v7-M, but they are reserved (zero) on v6-M,
     // whose DWT has no counters, so only a bit that takes a write proves a counter.
     const wanted = ((ctrl & NOCYCCNT) ? 0 : CYCCNTENA) | ((ctrl & NOPRFCNT) ? 0 : ownedBits & ~CYCCNTENA);
     let sticks = ctrl & wanted;
     if ((sticks & wanted) !== wanted) {
-      await this.writeU32(DWT_CTRL, ctrl | wanted);
-      sticks = (await this.readU32(DWT_CTRL)) & wanted;
-      await this.writeU32(DWT_CTRL, ctrl);
+      await this.trace.write(DWT_CTRL, ctrl | wanted);
+      sticks = (await this.trace.read(DWT_CTRL)) & wanted;
+      await this.trace.write(DWT_CTRL, ctrl);
     }
     if (ctrl === 0 && sticks === 0) {
       // QEMU 7.2 answers the whole DWT with zeros, and drops the debugger's writes to DEMCR too.
       this.note = trcenaTook ? 'DWT reads as zero and ignores writes: this core has no DWT counters. Use SysTick as the cycle source.' : 'DWT reads as zero (QEMU does not model it)';
-      await this.restoreDemcr();
+      await this.trace.restore();
       return this.info();
     }
     for (const def of counterDefs) {
@@ -135,7 +131,7 @@ export class DwtCounters implements CounterUnit {
     this.present = this.slots.size > 0;
     if (!this.present) {
       this.note = 'This DWT has no cycle or profiling counters (NOCYCCNT/NOPRFCNT, or an ARMv6-M DWT). Use SysTick as the cycle source.';
-      await this.restoreDemcr();
+      await this.trace.restore();
     } else if (!this.slots.has(0)) {
       this.note = 'No CYCCNT: the 8-bit counters are bounded by SysTick when it runs, else every reading of them is unreliable.';
     }
@@ -205,14 +201,14 @@ export class DwtCounters implements CounterUnit {
       s.configured = false;
     }
     if (this.present) {
-      const ctrl = await this.readU32(DWT_CTRL);
-      await this.writeU32(DWT_CTRL, (ctrl & ~ownedBits) | this.originalEnables);
+      const ctrl = await this.trace.read(DWT_CTRL);
+      await this.trace.write(DWT_CTRL, (ctrl & ~ownedBits) | this.originalEnables);
     }
     if (this.unlocked) {
-      await this.writeU32(DWT_LAR, 0); // any value other than the key locks again
+      await this.trace.write(DWT_LAR, 0); // any value other than the key locks again
       this.unlocked = false;
     }
-    await this.restoreDemcr();
+    await this.trace.restore();
   }
 
   // ---- helpers ---------------------------------------------------------------------------------
@@ -249,14 +245,14 @@ export class DwtCounters implements CounterUnit {
     let bits = this.originalEnables;
     for (const s of this.slots.values()) if (s.running) bits |= s.def.enable;
     if (this.slots.has(0) && this.eightBitRunning()) bits |= CYCCNTENA;
-    const ctrl = await this.readU32(DWT_CTRL);
+    const ctrl = await this.trace.read(DWT_CTRL);
     const next = (ctrl & ~ownedBits) | bits;
-    if (next !== ctrl) await this.writeU32(DWT_CTRL, next);
+    if (next !== ctrl) await this.trace.write(DWT_CTRL, next);
     if (!(next & CYCCNTENA)) this.cycAtLastSample = undefined;
   }
 
   private async markClock(): Promise<void> {
-    const ctrl = await this.readU32(DWT_CTRL);
+    const ctrl = await this.trace.read(DWT_CTRL);
     this.cycAtLastSample = this.slots.has(0) && ctrl & CYCCNTENA ? await this.readRaw(counterDefs[0]!) : undefined;
     this.clockAtLastSample = this.slots.has(0) || !this.options.cycleClock ? undefined : await this.options.cycleClock();
   }
@@ -301,22 +297,7 @@ export class DwtCounters implements CounterUnit {
   }
 
   private async readRaw(def: DwtCounterDef): Promise<number> {
-    const v = await this.readU32(def.address);
+    const v = await this.trace.read(def.address);
     return def.width === 8 ? v & 0xff : v >>> 0;
-  }
-
-  private async restoreDemcr(): Promise<void> {
-    if (!this.setTrcena) return;
-    const demcr = await this.readU32(DEMCR);
-    await this.writeU32(DEMCR, demcr & ~TRCENA);
-    this.setTrcena = false;
-  }
-
-  private readU32(address: number): Promise<number> {
-    return this.access.readU32(BigInt(address));
-  }
-
-  private writeU32(address: number, value: number): Promise<void> {
-    return this.access.writeU32(BigInt(address), value >>> 0);
   }
 }

@@ -1,6 +1,7 @@
 import type { CounterEvent, CounterReading, CounterSlotInfo, CounterUnit, CounterUnitInfo } from '../../probe/counters';
 import type { TargetAccess } from '../../probe/targetAccess';
 import { CycleLensError, ErrorCode } from '../../errors';
+import { TraceEnable } from './traceEnable';
 
 /**
  * The Armv8.1-M Performance Monitoring Unit (Cortex-M55/M85), Armv8-M ARM (DDI 0553) "Performance
@@ -20,8 +21,6 @@ import { CycleLensError, ErrorCode } from '../../errors';
  * QEMU 7.2 does not model this PMU: on mps3-an547 (Cortex-M55) the whole block reads as zero.
  */
 
-const DEMCR = 0xe000edfc;
-const TRCENA = 1 << 24;
 const BASE = 0xe0003000;
 const CCNTR = BASE + 0x07c;
 const CNTENSET = BASE + 0xc00;
@@ -108,46 +107,43 @@ export class PmuCounters implements CounterUnit {
   private present = false;
   private note: string | undefined;
   private discovered = false;
-  private originalDemcr = 0;
-  private setTrcena = false;
   private originalCtrl = 0;
   private originalEnables = 0;
   private readonly originalTypes = new Map<number, number>();
   private eventCounters = 0;
 
-  constructor(private readonly access: TargetAccess) {}
+  /** DEMCR.TRCENA, and the PMU's registers. */
+  private readonly trace: TraceEnable;
+
+  constructor(access: TargetAccess) {
+    this.trace = new TraceEnable(access);
+  }
 
   async discover(): Promise<CounterUnitInfo> {
     this.discovered = true;
     this.slots.clear();
     this.present = false;
     this.note = undefined;
-    this.originalDemcr = await this.readU32(DEMCR);
-    let trcenaTook = (this.originalDemcr & TRCENA) !== 0;
-    if (!trcenaTook) {
-      await this.writeU32(DEMCR, this.originalDemcr | TRCENA);
-      trcenaTook = ((await this.readU32(DEMCR)) & TRCENA) !== 0;
-      this.setTrcena = trcenaTook;
-    }
+    const trcenaTook = await this.trace.enable();
     let type: number;
     try {
-      type = await this.readU32(TYPE);
+      type = await this.trace.read(TYPE);
     } catch {
       // Before Armv8.1-M, 0xE0003000 is reserved: a probe may answer with a bus error.
       this.note = 'The PMU registers cannot be read: this core has no Armv8.1-M PMU.';
-      await this.restoreDemcr();
+      await this.trace.restore();
       return this.info();
     }
     if (type === 0) {
       // A PMU always reports N >= 1 or a cycle counter; QEMU 7.2 (mps3-an547) answers zeros.
       this.note = trcenaTook ? 'The PMU registers read as zero: this core has no Armv8.1-M PMU.' : 'PMU reads as zero (QEMU does not model it)';
-      await this.restoreDemcr();
+      await this.trace.restore();
       return this.info();
     }
     this.eventCounters = Math.min(type & 0xff, 31);
     const width = ((type >> 8) & 0x3f) + 1;
-    this.originalCtrl = await this.readU32(CTRL);
-    this.originalEnables = await this.readU32(CNTENSET);
+    this.originalCtrl = await this.trace.read(CTRL);
+    this.originalEnables = await this.trace.read(CNTENSET);
     for (let n = 0; n < this.eventCounters; n++) {
       this.slots.set(n, { index: n, name: `EVCNTR${n}`, width, configured: false, running: false, last: 0, acc: 0n });
     }
@@ -208,22 +204,22 @@ export class PmuCounters implements CounterUnit {
     await this.sample();
     const bits = this.enableBits(todo);
     if (bits === 0) return;
-    await this.writeU32(OVSCLR, bits);
+    await this.trace.write(OVSCLR, bits);
     for (const s of todo) {
       s.last = await this.readRaw(s);
       s.running = true;
     }
     // One write enables both halves of a pair, so the upper half never misses a carry.
-    await this.writeU32(CNTENSET, bits);
-    const ctrl = await this.readU32(CTRL);
-    if (!(ctrl & CTRL_E)) await this.writeU32(CTRL, ctrl | CTRL_E);
+    await this.trace.write(CNTENSET, bits);
+    const ctrl = await this.trace.read(CTRL);
+    if (!(ctrl & CTRL_E)) await this.trace.write(CTRL, ctrl | CTRL_E);
   }
 
   async stop(slots: number[]): Promise<void> {
     const todo = this.configuredSlots(slots, 'stop').filter((s) => s.running);
     await this.sample();
     const bits = this.enableBits(todo);
-    if (bits !== 0) await this.writeU32(CNTENCLR, bits);
+    if (bits !== 0) await this.trace.write(CNTENCLR, bits);
     for (const s of todo) s.running = false;
   }
 
@@ -248,12 +244,12 @@ export class PmuCounters implements CounterUnit {
     if (this.present) {
       const ours = [...this.slots.values()].reduce((m, s) => (s.configured || s.chainOf !== undefined ? m | this.bit(s.index) : m), 0);
       const stop = ours & ~this.originalEnables;
-      if (stop !== 0) await this.writeU32(CNTENCLR, stop);
-      for (const [n, value] of this.originalTypes) await this.writeU32(evtyper(n), value);
+      if (stop !== 0) await this.trace.write(CNTENCLR, stop);
+      for (const [n, value] of this.originalTypes) await this.trace.write(evtyper(n), value);
       this.originalTypes.clear();
       const restart = ours & this.originalEnables;
-      if (restart !== 0) await this.writeU32(CNTENSET, restart);
-      await this.writeU32(CTRL, this.originalCtrl);
+      if (restart !== 0) await this.trace.write(CNTENSET, restart);
+      await this.trace.write(CTRL, this.originalCtrl);
     }
     for (const s of this.slots.values()) {
       s.configured = false;
@@ -262,7 +258,7 @@ export class PmuCounters implements CounterUnit {
       s.chainOf = undefined;
       s.chainedWith = undefined;
     }
-    await this.restoreDemcr();
+    await this.trace.restore();
   }
 
   // ---- helpers ---------------------------------------------------------------------------------
@@ -320,10 +316,10 @@ export class PmuCounters implements CounterUnit {
   }
 
   private async program(index: number, number: number): Promise<void> {
-    if (!this.originalTypes.has(index)) this.originalTypes.set(index, await this.readU32(evtyper(index)));
-    await this.writeU32(CNTENCLR, this.bit(index));
-    await this.writeU32(evtyper(index), number);
-    const back = (await this.readU32(evtyper(index))) & 0xffff;
+    if (!this.originalTypes.has(index)) this.originalTypes.set(index, await this.trace.read(evtyper(index)));
+    await this.trace.write(CNTENCLR, this.bit(index));
+    await this.trace.write(evtyper(index), number);
+    const back = (await this.trace.read(evtyper(index))) & 0xffff;
     if (back !== number) {
       throw new CycleLensError(ErrorCode.UnknownEvent, `PMU EVTYPER${index} did not accept event 0x${number.toString(16)} (it reads back 0x${back.toString(16)}): this core does not count it.`);
     }
@@ -333,7 +329,7 @@ export class PmuCounters implements CounterUnit {
   private async unchain(even: Slot): Promise<void> {
     await this.sample();
     const odd = this.slots.get(even.chainedWith!)!;
-    if (even.running) await this.writeU32(CNTENCLR, this.bit(odd.index));
+    if (even.running) await this.trace.write(CNTENCLR, this.bit(odd.index));
     even.chainedWith = undefined;
     odd.chainOf = undefined;
     even.last = await this.readRaw(even);
@@ -348,14 +344,14 @@ export class PmuCounters implements CounterUnit {
    * changed upper half and the pair is read again.
    */
   private async readRaw(s: Slot): Promise<number> {
-    if (s.index === CYCLE_SLOT) return (await this.readU32(CCNTR)) >>> 0;
+    if (s.index === CYCLE_SLOT) return (await this.trace.read(CCNTR)) >>> 0;
     const mask = s.width >= 32 ? 0xffffffff : 2 ** s.width - 1;
-    const lo = async (): Promise<number> => ((await this.readU32(evcntr(s.index))) & mask) >>> 0;
+    const lo = async (): Promise<number> => ((await this.trace.read(evcntr(s.index))) & mask) >>> 0;
     if (s.chainedWith === undefined) return lo();
     for (let attempt = 0; attempt < 4; attempt++) {
-      const hi = (await this.readU32(evcntr(s.chainedWith))) & mask;
+      const hi = (await this.trace.read(evcntr(s.chainedWith))) & mask;
       const low = await lo();
-      const hi2 = (await this.readU32(evcntr(s.chainedWith))) & mask;
+      const hi2 = (await this.trace.read(evcntr(s.chainedWith))) & mask;
       if (hi === hi2) return hi * 2 ** s.width + low;
     }
     throw new CycleLensError(ErrorCode.CounterUnreliable, `PMU counters ${s.index}/${s.chainedWith} carried on every one of 4 reads: the core seems to be running. Halt it before reading counters.`);
@@ -370,7 +366,7 @@ export class PmuCounters implements CounterUnit {
   private async sample(): Promise<void> {
     const running = [...this.slots.values()].filter((s) => s.running);
     if (running.length === 0) return;
-    const ovs = (await this.readU32(OVSSET)) >>> 0;
+    const ovs = (await this.trace.read(OVSSET)) >>> 0;
     let consumed = 0;
     for (const s of running) {
       // A pair wraps when its upper half does; the lower half's own flag is routine.
@@ -384,21 +380,6 @@ export class PmuCounters implements CounterUnit {
         s.unreliable ??= `${s.name}${s.chainedWith !== undefined ? ` (chained, 32-bit)` : ` (${s.width}-bit)`} overflowed since the last read: whole turns of ${this.modulus(s)} may be missing, so the value is a lower bound. ${s.chainedWith === undefined && s.index !== CYCLE_SLOT ? 'Configure an even slot with a free odd partner to get a 32-bit counter, or read' : 'Read'} more often.`;
       }
     }
-    if (consumed !== 0) await this.writeU32(OVSCLR, consumed >>> 0);
-  }
-
-  private async restoreDemcr(): Promise<void> {
-    if (!this.setTrcena) return;
-    const demcr = await this.readU32(DEMCR);
-    await this.writeU32(DEMCR, demcr & ~TRCENA);
-    this.setTrcena = false;
-  }
-
-  private readU32(address: number): Promise<number> {
-    return this.access.readU32(BigInt(address));
-  }
-
-  private writeU32(address: number, value: number): Promise<void> {
-    return this.access.writeU32(BigInt(address), value >>> 0);
+    if (consumed !== 0) await this.trace.write(OVSCLR, consumed >>> 0);
   }
 }
