@@ -9,7 +9,7 @@ import { repoRoot } from './lib/root.mjs';
 import { ensureDebianPackages, debianPackages, uiPackages } from './lib/system.mjs';
 import { ensureNpmDependencies } from './lib/npmDeps.mjs';
 import { packageExtension } from './lib/vsix.mjs';
-import { buildFixtures, createDemoWorkspace } from './lib/demoWorkspace.mjs';
+import { createDemoWorkspace } from './lib/demoWorkspace.mjs';
 import { defaultSettings, ensureCodeServer, installExtension, startCodeServer } from './lib/codeServer.mjs';
 
 const host = '127.0.0.1';
@@ -56,9 +56,8 @@ async function main() {
   }
   step('building and packaging the extension');
   const vsix = packageExtension();
-  step('building the demo firmware');
-  buildFixtures();
-  const { dir: workspace } = createDemoWorkspace();
+  step('building the demo firmware in the demo workspace');
+  const { dir: workspace } = createDemoWorkspace({ build: true });
   step('code-server');
   ensureCodeServer();
   const stateDir = join(repoRoot, '.cache', 'demo');

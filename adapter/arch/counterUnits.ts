@@ -26,10 +26,10 @@ export interface CounterUnitOptions {
 export function createCounterUnits(family: TargetFamily, access: TargetAccess, options: CounterUnitOptions = {}): CounterUnit[] {
   switch (family) {
     case 'riscv':
-      return [new RiscvCounters(access, { hpmEvents: options.emulator === 'qemu' ? qemuHpmEvents : undefined })];
+      return [new RiscvCounters(access, options.emulator === 'qemu' ? { hpmEvents: qemuHpmEvents, virtualClock: true } : {})];
     case 'cortex-m': {
       const coreStore = options.stepInstruction ? new CoreExecutedStore(access, options.stepInstruction) : undefined;
-      const sysTick = new SysTickCounters(access, { coreStore });
+      const sysTick = new SysTickCounters(access, { coreStore, ...(options.emulator === 'qemu' ? { virtualClock: true } : {}) });
       // Without CYCCNT, the DWT's 8-bit counters are bounded by SysTick while it runs on the processor clock.
       const dwt = new DwtCounters(access, { cycleClock: () => sysTick.cycleClock() });
       return [dwt, new PmuCounters(access), sysTick];

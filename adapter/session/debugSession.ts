@@ -75,7 +75,11 @@ export class CycleLensDebugSession extends DebugSession {
     disassemble: (a: DebugProtocol.DisassembleArguments) => this.disassemble(a),
     restart: () => this.restart(),
     disconnect: (a: DebugProtocol.DisconnectArguments) => this.disconnect(a.terminateDebuggee ?? this.target?.mode !== 'attach'),
-    terminate: () => this.disconnect(true),
+    terminate: async () => {
+      await this.disconnect(true);
+      // DAP: after `terminate` the adapter reports the end; VS Code then disconnects.
+      this.sendEvent(new TerminatedEvent());
+    },
     ...this.probe.handlers(),
     ...this.injection.handlers(),
   };

@@ -187,7 +187,11 @@ export class DebugTarget {
     });
   }
 
-  /** Ends the session: halts, detaches (attach) or kills (launch), stops GDB and the server. */
+  /**
+   * Ends the session. Terminating stops the server first, with the target halted: GDB quitting
+   * first would detach, and a detached target runs on (QEMU to the program's end, a board freely).
+   * Otherwise GDB detaches and the target resumes (attach).
+   */
   async shutdown(terminateDebuggee: boolean): Promise<void> {
     this.ended = true;
     const gdb = this.gdb;
@@ -196,7 +200,9 @@ export class DebugTarget {
         this.internalStops++;
         await gdb.execInterrupt(2_000).catch(() => undefined);
       }
-      if (!terminateDebuggee && this.server.kind !== 'qemu' && gdb.executionState !== 'exited') {
+      if (terminateDebuggee) {
+        await this.server.stop();
+      } else if (this.server.kind !== 'qemu' && gdb.executionState !== 'exited') {
         await gdb.targetDetach().catch(() => undefined);
       }
     } finally {

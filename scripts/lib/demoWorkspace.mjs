@@ -18,14 +18,6 @@ export const demoConfigurations = [
   { name: 'QEMU Cortex-M4', target: 'cortex-m4', machine: 'mps2-an386' },
 ];
 
-/** Builds the fixture firmware (`make -C test/fixtures -j2`). */
-export function buildFixtures() {
-  if (!existsSync(join(fixturesDir, 'Makefile'))) {
-    throw new Error(`${relative(repoRoot, fixturesDir)}/Makefile is missing: the fixture firmware cannot be built`);
-  }
-  execFileSync('make', ['-C', fixturesDir, '-j2', '--no-print-directory'], { stdio: 'inherit' });
-}
-
 /**
  * The launch.json body. Each entry is a common/launchArgs.ts `CycleLensLaunchArgs` plus VS Code's
  * `DebugConfigurationBase` fields; `${workspaceFolder}` keeps it valid wherever the folder is.
@@ -67,12 +59,17 @@ function copyElfs(builtDir, toDir) {
  */
 export function createDemoWorkspace({ dir = demoWorkspaceDir, program = 'singlepass', build = false, allowMissingFirmware = false } = {}) {
   if (!existsSync(fixturesDir)) throw new Error(`${fixturesDir} is missing: no fixture firmware to put in the demo workspace`);
-  if (build) buildFixtures();
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const builtDir = join(fixturesDir, 'build');
   cpSync(fixturesDir, dir, { recursive: true, filter: (src) => src !== builtDir });
-  copyElfs(builtDir, join(dir, 'build'));
+  if (build) {
+    // Built in place, the ELFs' debug information names the workspace's own sources, so
+    // breakpoints set in its editors bind and stops open its files.
+    execFileSync('make', ['-C', dir, '-j2', '--no-print-directory'], { stdio: 'inherit' });
+  } else {
+    copyElfs(builtDir, join(dir, 'build'));
+  }
 
   const missing = demoConfigurations
     .map((c) => join('build', c.target, `${program}.elf`))

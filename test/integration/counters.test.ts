@@ -81,6 +81,15 @@ describe('counters on QEMU RV32 (minstret) against the oracle', () => {
     assert.deepEqual(values.map((v) => v.value), values.map(() => '0'));
   });
 
+  it('marks counts across stops unreliable once the timer is armed, saying why', async () => {
+    const dsp = fixtureSource('dsp.c');
+    const r = (await h.dc.customRequest(CustomRequests.measureTo, { to: { path: dsp, line: markerLine(dsp, '#BP_LOCALS') } })).body as MeasurementResponse;
+    assert.equal(r.passes.length, 1, r.incomplete);
+    const v = r.passes[0]!.values.find((x) => x.event === 'instructions')!;
+    assert.equal(v.reliable, false);
+    assert.match(v.note ?? '', /virtual clock.*timer deadline.*Injected measurements/);
+  });
+
   it('measures every pass of a loop, each exactly as the oracle counts it', async () => {
     // Relaunched from reset so the loop's passes happen before the timer starts.
     const again = new AdapterHarness();

@@ -44,7 +44,16 @@ export interface SysTickOptions {
    * Without it, writes that do not stick make the unit unavailable.
    */
   coreStore?: PeripheralStore;
+  /**
+   * SysTick runs on an emulator's virtual clock (QEMU under -icount): a resumed target lets that
+   * clock jump to the next timer deadline — SysTick's own, at the least — so intervals that span a
+   * continue are not the work done. Readings say so.
+   */
+  virtualClock?: boolean;
 }
+
+const virtualClockNote =
+  'On QEMU, SysTick follows its virtual clock, which jumps to the next timer deadline whenever the debugger resumes the target: intervals across a continue or a step over a call include that jump. Injected measurements never stop the target and are exact within one tick.';
 
 /** Elapsed processor cycles, for units that bound their own counters by a clock (DWT's 8-bit counters). */
 export interface CycleClockSample {
@@ -213,7 +222,8 @@ export class SysTickCounters implements CounterUnit {
   async read(): Promise<CounterReading[]> {
     if (!this.configured) return [];
     if (this.running) await this.sample();
-    return [{ unit: unitName, slot: 0, event: this.event().id, value: this.acc, reliable: this.unreliable === undefined, note: this.unreliable }];
+    const note = this.unreliable ?? (this.options.virtualClock && this.acc > 0n ? virtualClockNote : undefined);
+    return [{ unit: unitName, slot: 0, event: this.event().id, value: this.acc, reliable: note === undefined, note }];
   }
 
   /** The cycle clock other units bound their counts with; undefined unless SysTick runs on the processor clock. */

@@ -43,7 +43,17 @@ export const qemuHpmEvents: readonly RiscvHpmEvent[] = [
 export interface RiscvCountersOptions {
   /** Named `mhpmevent` selectors for this implementation (selectors are implementation-defined). */
   hpmEvents?: readonly RiscvHpmEvent[];
+  /**
+   * The counters are an emulator's virtual clock (QEMU under -icount): while the machine timer
+   * interrupt is enabled, every debugger stop lets that clock jump to the next timer deadline.
+   */
+  virtualClock?: boolean;
 }
+
+/** mie.MTIE (privileged spec, "Machine Interrupt Registers"): the machine timer interrupt is enabled. */
+const MIE_MTIE = 1n << 7n;
+const virtualClockNote =
+  'On QEMU these counters are its virtual clock, and with the timer interrupt enabled every debugger stop lets it jump to the next timer deadline: counts across stops include those jumps. Injected measurements never stop the target and are exact.';
 
 interface Slot {
   index: number;
@@ -90,7 +100,7 @@ export class RiscvCounters implements CounterUnit {
 
   constructor(
     private readonly access: TargetAccess,
-    options: RiscvCountersOptions = {},
+    private readonly options: RiscvCountersOptions = {},
   ) {
     this.hpmEvents = options.hpmEvents ?? [];
   }
@@ -235,10 +245,11 @@ export class RiscvCounters implements CounterUnit {
 
   async read(): Promise<CounterReading[]> {
     const out: CounterReading[] = [];
+    const clockJumps = this.options.virtualClock === true && [...this.slots.values()].some((s) => s.configured) && ((await this.access.readRegister('mie')) & MIE_MTIE) !== 0n;
     for (const s of this.slots.values()) {
       if (!s.configured) continue;
       let raw = s.held;
-      let note = s.unreliable;
+      let note = s.unreliable ?? (clockJumps ? virtualClockNote : undefined);
       if (s.running) {
         raw = await this.read64(s.index);
       } else if (this.canInhibit(s)) {
