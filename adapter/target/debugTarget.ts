@@ -43,7 +43,10 @@ export class DebugTarget {
     readonly gdb: GdbBackend,
     readonly hasDebugInfo: boolean,
   ) {
-    gdb.onOutput((o) => this.outputEmitter.fire(o));
+    // Once the session is ending, GDB's complaints about the server it just lost are noise.
+    gdb.onOutput((o) => {
+      if (!this.ended) this.outputEmitter.fire(o);
+    });
     gdb.onStop((e) => {
       if (this.internalStops > 0) return;
       if (this.entryBreakpointId !== undefined && e.breakpointIds.includes(this.entryBreakpointId)) {

@@ -29,7 +29,9 @@ describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
   "version": "0.2.0",
   "configurations": [
     { "type": "cyclelens", "request": "launch", "name": "QEMU RISC-V 32", "executable": ${JSON.stringify(elf)},
-      "server": { "type": "qemu", "machine": "virt" }, "stopAtEntry": "main", "programEnd": "program_end" }
+      "server": { "type": "qemu", "machine": "virt" }, "stopAtEntry": "main", "programEnd": "program_end" },
+    { "type": "cyclelens", "request": "launch", "name": "RV32 cyclic", "executable": ${JSON.stringify(fixtureElf('rv32', 'cyclic'))},
+      "server": { "type": "qemu", "machine": "virt" }, "stopAtEntry": "main" }
   ]
 }
 `,
@@ -84,6 +86,49 @@ describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
     assert.equal(svg.status, 0, svg.stderr);
     assert.match(svg.stdout, /process_packet/);
     assert.match(readFileSync(dot, 'utf8'), /digraph/);
+  });
+
+  it('exact full profile: every call counted, inclusive counts off only by interrupts landing elsewhere', async () => {
+    const out = join(dir, 'profile.json');
+    const r = cli('profile', '--config', '.vscode/launch.json', '--name', 'QEMU RISC-V 32', '--slots', '8', '--out', out);
+    assert.equal(r.status, 0, r.stderr);
+    const doc = await loadResultSetDocument(out);
+    const measured = doc.resultSets.flatMap((s) => s.measurements);
+    // A patched program runs more instructions, so the timer interrupt (fixed period in
+    // instructions under -icount) lands in other functions than in the trace. That is the only
+    // difference allowed, and it is bounded by all the interrupt work of the run.
+    const interruptWork = oracle.functions.filter((f) => f.interrupts > 0).reduce((s, f) => s + f.inclusive, 0);
+    assert.ok(interruptWork > 0 && interruptWork < 0.01 * oracle.totals.instructions);
+    let compared = 0;
+    for (const m of measured) {
+      const o = oracle.functions.find((f) => f.name === m.name);
+      // The window is main up to program_end's entry: the reset code before it and program_end
+      // with what follows it (board_exit) lie outside.
+      if (!o || ['_start', 'rv_reset', 'program_end', 'board_exit'].includes(m.name)) continue;
+      assert.equal(m.calls, o.calls, `${m.name}: calls`);
+      const value = m.inclusive['instructions'] ?? NaN;
+      assert.ok(Math.abs(value - o.inclusive) <= interruptWork, `${m.name}: measured ${value}, oracle ${o.inclusive}, interrupt work ${interruptWork}`);
+      compared++;
+    }
+    assert.ok(compared >= 30, `only ${compared} functions compared`);
+  });
+
+  it('cyclic program: rotates batches at the safe stop point, one window per batch', async () => {
+    const out = join(dir, 'cyclic.json');
+    const r = cli('profile', '--config', '.vscode/launch.json', '--name', 'RV32 cyclic', '--cyclic', 'idle_point', '--dwell', '3', '--slots', '8', '--out', out);
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, /Cyclic round robin of cyclic\.elf/);
+    const doc = await loadResultSetDocument(out);
+    assert.ok(doc.resultSets.length >= 3, `${doc.resultSets.length} windows`);
+    const batches = doc.resultSets.map((s) => s.measurements.map((m) => m.name));
+    const seen = new Set<string>();
+    for (const b of batches) for (const name of b) {
+      assert.ok(!seen.has(name), `${name} measured in two windows of one round`);
+      seen.add(name);
+    }
+    // Each window dwells three passes through idle_point: three packets processed.
+    const packet = doc.resultSets.flatMap((s) => s.measurements).find((m) => m.name === 'process_packet');
+    assert.equal(packet?.calls, 3);
   });
 
   it('fails with a clear message and exit status on a configuration it cannot find', () => {
