@@ -60,8 +60,12 @@ export function packageExtension({ out = defaultVsixPath, typecheck = false } = 
   if (main && !existsSync(main) && !existsSync(`${main}.js`)) {
     throw new Error(`package.json "main" is ${manifest.main}, which the build did not produce: does extension/extension.ts exist?`);
   }
+  // The repository README shows screenshots by relative path; a package has no repository to
+  // resolve them against, so the packaged README is the same text without the image lines.
+  const readme = join(dirname(out), 'README.md');
   mkdirSync(dirname(out), { recursive: true });
-  const args = [vsceBin, 'package', ...vsceFlags(manifest), '--out', out];
+  writeFileSync(readme, readFileSync(join(repoRoot, 'README.md'), 'utf8').split('\n').filter((l) => !/^!\[[^\]]*\]\([^)]*\)\s*$/.test(l)).join('\n'));
+  const args = [vsceBin, 'package', ...vsceFlags(manifest), '--readme-path', readme, '--out', out];
   console.log(`[vsix] vsce ${args.slice(1).join(' ')}`);
   try {
     execFileSync(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit'] });
