@@ -62,10 +62,12 @@ export function packageExtension({ out = defaultVsixPath, typecheck = false } = 
   }
   // The repository README shows screenshots by relative path; a package has no repository to
   // resolve them against, so the packaged README is the same text without the image lines.
-  const readme = join(dirname(out), 'README.md');
+  // vsce resolves --readme-path against the package's folder.
+  const readme = join(repoRoot, '.cache', 'vsix', 'README.md');
+  mkdirSync(dirname(readme), { recursive: true });
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(readme, readFileSync(join(repoRoot, 'README.md'), 'utf8').split('\n').filter((l) => !/^!\[[^\]]*\]\([^)]*\)\s*$/.test(l)).join('\n'));
-  const args = [vsceBin, 'package', ...vsceFlags(manifest), '--readme-path', readme, '--out', out];
+  const args = [vsceBin, 'package', ...vsceFlags(manifest), '--readme-path', relative(repoRoot, readme), '--out', out];
   console.log(`[vsix] vsce ${args.slice(1).join(' ')}`);
   try {
     execFileSync(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit'] });
