@@ -160,6 +160,27 @@ export interface CallGraphResponse {
   indirectCallers: string[];
 }
 
+/**
+ * The dynamic call graph: an entry breakpoint on every function, one halt per call (slow: meant to
+ * run once and be saved by the caller). Runs from where the target is halted.
+ */
+export interface DynamicCallGraphArguments {
+  /** Stop recording after this many calls (default 200,000). */
+  maxHits?: number;
+  timeoutMs?: number;
+}
+
+/** The static graph with `count` on every observed edge, plus the edges only the run showed. */
+export interface DynamicCallGraphResponse extends CallGraphResponse {
+  /** Calls recorded (interrupt entries not included). */
+  hits: number;
+  /** Why recording ended; the target stays halted where it did (unless the program exited). */
+  ended: 'programEnd' | 'exited' | 'maxHits' | 'timeout' | 'otherStop';
+  /** Asynchronous entries, interrupted function → handler, counted apart from the calls. */
+  interrupts: CallGraphEdge[];
+  elapsedMs: number;
+}
+
 /** Restarts the program from reset and runs it to `until` (default: the end of a single-pass program). */
 export interface RunArguments {
   until?: CodeLocation;
@@ -186,6 +207,7 @@ export const CustomRequests = {
   removeInjections: 'cyclelens/removeInjections',
   callGraph: 'cyclelens/callGraph',
   run: 'cyclelens/run',
+  dynamicCallGraph: 'cyclelens/dynamicCallGraph',
 } as const;
 
 export const CustomEvents = {

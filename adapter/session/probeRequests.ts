@@ -1,6 +1,7 @@
 import type {
   ConfigureArguments,
   CountersResponse,
+  DynamicCallGraphArguments,
   EventsResponse,
   MeasureRangeArguments,
   MeasureToArguments,
@@ -15,6 +16,7 @@ import { CycleLensError, ErrorCode } from '../errors';
 import type { CounterService } from '../probe/counterService';
 import { toWire } from '../probe/counterService';
 import { staticCallGraph, StaticCallGraph } from '../probe/callGraph';
+import { dynamicCallGraphRequest } from '../probe/dynamicCallGraph';
 import { BreakpointMeasurement, gdbLocation } from '../probe/rangeMeasurement';
 import type { DebugTarget } from '../target/debugTarget';
 
@@ -46,6 +48,7 @@ export class ProbeRequests {
         this.measure((m) => m.measureRange(a.start, a.end, a.passes, a.timeoutMs, (done) => this.onProgress(done, a.passes))),
       [CustomRequests.callGraph]: async () => this.callGraph(),
       [CustomRequests.run]: (a: RunArguments) => this.run(a),
+      [CustomRequests.dynamicCallGraph]: (a: DynamicCallGraphArguments) => dynamicCallGraphRequest(this.target(), this.callGraph(), a),
     };
   }
 
