@@ -1,6 +1,6 @@
 import { concatBytes, fitsSigned, type DecodedInstruction } from '../codec';
 import { immI, rvWord } from './rvDecoder';
-import { encodeBranch, encodeJal, half16, splitHiLo, word32, type BranchCondition, type RvRegister } from './rvEncoder';
+import { encodeAddi, encodeAuipc, encodeBranch, encodeJal, encodeJalr, encodeLui, encodeLw, encodeSw, half16, splitHiLo, word32, type BranchCondition, type RvRegister } from './rvEncoder';
 
 /**
  * RV32IMC facts the injection planner needs beyond the codec: which integer registers an
@@ -156,22 +156,16 @@ export const rvSub = (rd: RvRegister, rs1: RvRegister, rs2: RvRegister): Uint8Ar
 export const rvSltu = (rd: RvRegister, rs1: RvRegister, rs2: RvRegister): Uint8Array => rType(0, rs2, rs1, 3, rd);
 export const rvAnd = (rd: RvRegister, rs1: RvRegister, rs2: RvRegister): Uint8Array => rType(0, rs2, rs1, 7, rd);
 export const rvMul = (rd: RvRegister, rs1: RvRegister, rs2: RvRegister): Uint8Array => rType(1, rs2, rs1, 0, rd);
-export const rvAddi = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array => iType(0x13, 0, rd, rs1, imm, 'ADDI');
 export const rvAndi = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array => iType(0x13, 7, rd, rs1, imm, 'ANDI');
 export const rvSlli = (rd: RvRegister, rs1: RvRegister, shamt: number): Uint8Array => iType(0x13, 1, rd, rs1, shamt & 0x1f, 'SLLI');
 export const rvSrli = (rd: RvRegister, rs1: RvRegister, shamt: number): Uint8Array => iType(0x13, 5, rd, rs1, shamt & 0x1f, 'SRLI');
-export const rvLw = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array => iType(0x03, 2, rd, rs1, imm, 'LW');
-export const rvJalr = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array => iType(0x67, 0, rd, rs1, imm, 'JALR');
-export function rvSw(rs2: RvRegister, rs1: RvRegister, imm: number): Uint8Array {
-  if (!fitsSigned(imm, 12)) throw new RangeError(`SW: immediate ${imm} does not fit 12 bits`);
-  return word32(((((imm >> 5) & 0x7f) << 25) | (rs2 << 20) | (rs1 << 15) | (2 << 12) | ((imm & 0x1f) << 7) | 0x23) >>> 0);
-}
-export function rvLui(rd: RvRegister, upper: number): Uint8Array {
-  return word32((((upper & 0xfffff) << 12) | (rd << 7) | 0x37) >>> 0);
-}
-export function rvAuipc(rd: RvRegister, upper: number): Uint8Array {
-  return word32((((upper & 0xfffff) << 12) | (rd << 7) | 0x17) >>> 0);
-}
+// The codec's encoders under the names the payload generators use.
+export const rvAddi = encodeAddi;
+export const rvLw = encodeLw;
+export const rvJalr = encodeJalr;
+export const rvSw = encodeSw;
+export const rvLui = encodeLui;
+export const rvAuipc = encodeAuipc;
 /** 9.1 CSRRS rd, csr, x0 (`csrr`). */
 export const rvCsrr = (rd: RvRegister, csr: number): Uint8Array => word32(((csr << 20) | (2 << 12) | (rd << 7) | 0x73) >>> 0);
 /** 9.1 CSRRW x0, csr, rs1 (`csrw`). */
