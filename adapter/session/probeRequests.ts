@@ -85,8 +85,10 @@ export class ProbeRequests {
         const ended = gdb.executionState === 'exited';
         return { reached: false, detail: ended ? 'The program ended before it got there.' : `It did not get there within ${Math.round((a.timeoutMs ?? 120_000) / 1000)} s.` };
       }
-      const reached = stop.breakpointIds.includes(bp.id);
-      if (!reached) await gdb.breakDelete([bp.id]);
+      // A user breakpoint at the same address may be the one GDB names: arriving is what counts.
+      const reached = stop.breakpointIds.includes(bp.id) || (bp.address !== undefined && stop.frame?.address === bp.address);
+      // A temporary breakpoint GDB did not report as hit is still there.
+      if (!stop.breakpointIds.includes(bp.id)) await gdb.breakDelete([bp.id]).catch(() => undefined);
       return reached ? { reached } : { reached, detail: `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` };
     });
     if (gdb.executionState === 'stopped') {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { CallGraphResponse } from '../../common/dapCustom';
 import { CALLS, inclusiveKey, rawFromEvents, totalKey, type RawValues } from './metrics';
@@ -412,6 +412,7 @@ export interface AtomicWriteHooks {
 export async function writeFileAtomic(path: string, text: string, hooks: AtomicWriteHooks = {}): Promise<void> {
   const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   let renamed = false;
+  await mkdir(dirname(path), { recursive: true });
   try {
     const handle = await open(temporary, 'wx', 0o644);
     try {

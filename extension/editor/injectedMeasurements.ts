@@ -132,7 +132,8 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     return this.functions
       .filter((f) => f.path === path && f.line !== undefined)
       .map((f) => {
-        const range = new vscode.Range(f.line! - 1, 0, f.line! - 1, 0);
+        const line = definitionLine(document, f.name, f.line! - 1);
+        const range = new vscode.Range(line, 0, line, 0);
         const measured = [...this.live.values()].find((l) => l.info.kind !== 'region' && l.info.name === f.name);
         if (measured) {
           return new vscode.CodeLens(range, { title: `$(pulse) ${summary(measured.result, this.totalOfRun)}`, command: 'cyclelens.removeInjected', arguments: [measured.info.id], tooltip: 'Click to stop measuring this function' });
@@ -151,7 +152,9 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     md.appendMarkdown(`**${l.info.name}** — ${r.counter}\n\n`);
     md.appendMarkdown(`calls ${r.calls} · passes ${r.passes}${r.untracked ? ` · untracked ${r.untracked}` : ''}\n\n`);
     md.appendMarkdown(`total ${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)}, payload ${formatCount(r.overheadPerPass)}/pass removed)\n\n`);
-    if (r.meanCompensated !== null) md.appendMarkdown(`per pass: mean ${formatCount(r.meanCompensated)}, min ${formatCount(r.min ?? 0)}, max ${formatCount(r.max ?? 0)}\n\n`);
+    if (r.mean !== null) {
+      md.appendMarkdown(`per pass as counted: mean ${formatCount(r.mean)}, min ${formatCount(r.min ?? 0)}, max ${formatCount(r.max ?? 0)}; without the payload: mean ${formatCount(r.meanCompensated ?? 0)}\n\n`);
+    }
     const d = distribution(r.lastPasses);
     if (d) md.appendCodeblock(histogramBars(d).join('\n'), 'text');
     return new vscode.Hover(md);
@@ -216,9 +219,22 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   }
 }
 
+/**
+ * The line table puts a function's entry address on its first statement; the lens belongs above
+ * the definition, so look a little way up for the line that names the function.
+ */
+function definitionLine(document: vscode.TextDocument, name: string, entryLine: number): number {
+  const pattern = new RegExp(`\\b${name.replace(/[^\w$]/g, '')}\\s*\\(`);
+  for (let l = Math.min(entryLine, document.lineCount - 1); l >= Math.max(0, entryLine - 40); l--) {
+    if (pattern.test(document.lineAt(l).text)) return l;
+  }
+  return Math.min(entryLine, document.lineCount - 1);
+}
+
 function summary(r: InjectedResult | undefined, total: number | undefined): string {
   if (!r) return 'measuring… (results at the next stop)';
   if (r.passes === 0) return `${r.calls} calls, no complete pass yet`;
   const share = total ? ` · ${((r.compensatedTotal / total) * 100).toFixed(1)}%` : '';
-  return `${r.calls} calls · ${formatCount(r.compensatedTotal)} ${r.counter} · mean ${formatCount(r.meanCompensated ?? 0)} (${formatCount(r.min ?? 0)}–${formatCount(r.max ?? 0)})${share}`;
+  // min and max are per-pass values as counted (payload included), so the mean beside them is too.
+  return `${r.calls} calls · ${formatCount(r.compensatedTotal)} ${r.counter} · per pass ${formatCount(r.mean ?? 0)} (${formatCount(r.min ?? 0)}–${formatCount(r.max ?? 0)})${share}`;
 }

@@ -137,18 +137,28 @@ test('RV32: each step over (F10) changes the instruction count minstret shows', 
   await h.screenshot('counters-rv32-stepped');
 });
 
-test('RV32: a one-line step shows a plausible instruction count, not flagged as unreliable', { timeout: 30_000 }, () => {
+/**
+ * On QEMU, minstret is the virtual clock, and once the firmware arms its timer every debugger stop
+ * lets that clock jump to the next timer deadline (README, "QEMU as a measuring instrument"). A step
+ * over board_timer_start therefore shows a jump. What the view must never do is present such a
+ * count as trusted: every implausible step is marked with a warning whose note says why.
+ */
+test('RV32: the Counters view never shows an implausible step count as trusted', { timeout: 30_000 }, () => {
   assert.ok(steps.length > 0, 'the stepping test recorded no readings');
   const problems: string[] = [];
+  let plausible = 0;
   for (const [i, s] of steps.entries()) {
     const change = minstretReading(s.description).change;
     const note = s.tooltip.split('\n').filter((l) => l.includes('⚠')).join(' ');
     if (change !== undefined && change > plausibleStepInstructions) {
-      problems.push(`step ${i + 1} (${s.from} → ${s.to}) shows +${change} instructions ("${s.description}")`);
+      if (s.icon !== 'warning') problems.push(`step ${i + 1} (${s.from} → ${s.to}) shows +${change} instructions as a trusted count ("${s.description}")`);
+      else if (!/virtual clock/.test(note)) problems.push(`step ${i + 1} is marked, but the note does not say why: ${note || '(none)'}`);
+    } else if (change !== undefined) {
+      plausible++;
     }
-    if (s.icon === 'warning') problems.push(`step ${i + 1} marks minstret with a warning: ${note || '(no note in the tooltip)'}`);
   }
-  assert.deepEqual(problems, [], `one line of main in singlepass.c should retire far fewer than ${plausibleStepInstructions} instructions, with a trusted count`);
+  assert.deepEqual(problems, []);
+  assert.ok(plausible > 0, 'the steps before the timer starts show plausible counts');
 });
 
 test('Cortex-M4: the Counters view shows DWT as not available, with the QEMU note', { timeout: 120_000 }, async (t) => {
