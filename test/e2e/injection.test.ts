@@ -130,9 +130,9 @@ test('a region marked from the line-number menu of dsp.c shows its passes at pro
 });
 
 test('the region\'s inline result reads consistently: its mean lies between its min and max', () => {
-  // "mean M (MIN–MAX)" as InjectedMeasurements draws it.
-  const m = /mean ([\d.]+)\s*([kMG]?) \(([\d.]+)\s*([kMG]?)–([\d.]+)\s*([kMG]?)\)/.exec(regionInline);
-  assert.ok(m, `the inline result has "mean … (min–max)" ("${regionInline}")`);
+  // "per pass MEAN (MIN–MAX)" as InjectedMeasurements draws it.
+  const m = /per pass ([\d.]+)\s*([kMG]?) \(([\d.]+)\s*([kMG]?)–([\d.]+)\s*([kMG]?)\)/.exec(regionInline);
+  assert.ok(m, `the inline result has "per pass … (min–max)" ("${regionInline}")`);
   const scale = (v: string, unit: string) => Number(v) * ({ '': 1, k: 1e3, M: 1e6, G: 1e9 } as Record<string, number>)[unit]!;
   const [mean, min, max] = [scale(m[1]!, m[2]!), scale(m[3]!, m[4]!), scale(m[5]!, m[6]!)];
   assert.ok(min <= mean && mean <= max, `"${regionInline}" shows a mean of ${mean} outside its own range ${min}–${max}`);

@@ -155,6 +155,10 @@ describe('atomic writes', () => {
     await writeFileAtomic(path, 'one');
     await writeFileAtomic(path, 'two');
     assert.equal(readFileSync(path, 'utf8'), 'two');
-    await assert.rejects(writeFileAtomic(join(dir, 'no-such-dir', 'x.json'), 'x'), /ENOENT/);
+    // A missing folder is created (a workspace's .cyclelens/results/ on first use)…
+    await writeFileAtomic(join(dir, 'new-dir', 'x.json'), 'x');
+    assert.equal(readFileSync(join(dir, 'new-dir', 'x.json'), 'utf8'), 'x');
+    // …but a path through a file is an error, and nothing is left behind.
+    await assert.rejects(writeFileAtomic(join(path, 'x.json'), 'x'), /ENOTDIR|EEXIST/);
   });
 });
