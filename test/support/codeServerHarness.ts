@@ -409,7 +409,8 @@ export class CodeServerHarness {
     const status = await this.page.locator('.part.statusbar').boundingBox();
     // The empty middle of the status bar: nothing there shows a hover.
     if (status) await this.page.mouse.move(status.x + status.width / 2, status.y + status.height / 2);
-    const hovers = this.page.locator('.monaco-hover:visible, .workbench-hover:visible');
+    // Toolbar tooltips ("Start Debugging (F5)") live in a context view, not a Monaco hover.
+    const hovers = this.page.locator('.monaco-hover:visible, .workbench-hover:visible, .context-view .hover-contents:visible');
     const deadline = Date.now() + 3000;
     while ((await hovers.count()) > 0 && Date.now() < deadline) await sleep(100);
     if ((await hovers.count()) > 0) await this.page.keyboard.press('Escape');
