@@ -1,6 +1,5 @@
 import type { CallGraphEdge, CallGraphResponse, DynamicCallGraphArguments, DynamicCallGraphResponse } from '../../common/dapCustom';
 import type { GdbBackend } from '../backend/gdb/gdbBackend';
-import type { StopEvent } from '../backend/types';
 import type { ElfImage } from '../elf';
 import { programModelFor } from './callGraph';
 
@@ -19,7 +18,7 @@ export interface RecordingTarget {
   readonly gdb: GdbBackend;
   readonly config: { readonly family: string; readonly programEnd: string | undefined };
   internally<T>(fn: () => Promise<T>): Promise<T>;
-  announceStop(e: StopEvent): void;
+  announceCurrentStop(description?: string): Promise<void>;
 }
 
 export interface DynamicCallGraphOptions {
@@ -40,10 +39,7 @@ export function exceptionHandlers(elf: ElfImage): string[] {
  */
 export async function dynamicCallGraphRequest(target: RecordingTarget & { readonly config: { readonly image: ElfImage } }, staticGraph: CallGraphResponse, a: DynamicCallGraphArguments): Promise<DynamicCallGraphResponse> {
   const result = await buildDynamicCallGraph(target, staticGraph, { ...a, handlers: exceptionHandlers(target.config.image) });
-  if (target.gdb.executionState === 'stopped') {
-    const frames = await target.gdb.stackListFrames(1, 0, 0).catch(() => []);
-    target.announceStop({ reason: 'step', threadId: 1, allStopped: true, breakpointIds: [], description: 'call graph recorded', ...(frames[0] ? { frame: frames[0] } : {}) });
-  }
+  await target.announceCurrentStop('call graph recorded');
   return result;
 }
 

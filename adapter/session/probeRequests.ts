@@ -91,10 +91,7 @@ export class ProbeRequests {
       if (!stop.breakpointIds.includes(bp.id)) await gdb.breakDelete([bp.id]).catch(() => undefined);
       return reached ? { reached } : { reached, detail: `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` };
     });
-    if (gdb.executionState === 'stopped') {
-      const frames = await gdb.stackListFrames(1, 0, 0).catch(() => []);
-      target.announceStop({ reason: 'step', threadId: 1, allStopped: true, breakpointIds: [], ...(frames[0] ? { frame: frames[0] } : {}) });
-    }
+    await target.announceCurrentStop();
     return result;
   }
 
@@ -122,10 +119,7 @@ export class ProbeRequests {
       await service.configure(service.planEvents([fixed[0]!]));
     }
     const result = await run(new BreakpointMeasurement({ gdb: target.gdb, internally: (fn) => target.internally(fn) }, service));
-    if (target.gdb.executionState === 'stopped') {
-      const frames = await target.gdb.stackListFrames(1, 0, 0).catch(() => []);
-      target.announceStop({ reason: 'step', threadId: 1, allStopped: true, breakpointIds: [], description: 'measurement finished', ...(frames[0] ? { frame: frames[0] } : {}) });
-    }
+    await target.announceCurrentStop('measurement finished');
     return result;
   }
 

@@ -160,9 +160,14 @@ export class DebugTarget {
     });
   }
 
-  /** Reports a stop to the user that happened while running internally. */
-  announceStop(e: StopEvent): void {
-    this.stopEmitter.fire(e);
+  /**
+   * After running internally (measurements, profiling runs), shows the user where the target now
+   * stands, if it is halted: its stops meanwhile were hidden.
+   */
+  async announceCurrentStop(description?: string): Promise<void> {
+    if (this.gdb.executionState !== 'stopped') return;
+    const frames = await this.gdb.stackListFrames(1, 0, 0).catch(() => []);
+    this.stopEmitter.fire({ reason: 'step', threadId: 1, allStopped: true, breakpointIds: [], ...(description ? { description } : {}), ...(frames[0] ? { frame: frames[0] } : {}) });
   }
 
   /** Resets the target and runs to the entry point again. */
