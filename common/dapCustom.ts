@@ -190,6 +190,8 @@ export interface RunArguments {
 
 export interface RunResponse {
   reached: boolean;
+  /** Where the run was sent: `until`, or the launch configuration's `programEnd` when it named none. */
+  until?: CodeLocation;
   /** Why the run stopped elsewhere (program exit, timeout, another breakpoint). */
   detail?: string;
 }

@@ -28,15 +28,16 @@ export class CycleLensDebugSession extends DebugSession {
   private target: DebugTarget | undefined;
   private variables: VariableStore | undefined;
   private counters: CounterService | undefined;
-  private readonly probe = new ProbeRequests(
-    () => this.requireTarget(),
-    () => this.requireCounters(),
-    (passesDone, passesWanted) => this.sendEvent(new Event(CustomEvents.measurementProgress, { passesDone, passesWanted } satisfies MeasurementProgressEventBody)),
-  );
   private readonly injection = new InjectionRequests(
     () => this.requireTarget(),
     (o) => this.output(o),
     () => this.counters?.capabilities().some((u) => u.unit === 'DWT' && u.present && u.slots.some((s) => s.name === 'CYCCNT')) ?? false,
+  );
+  private readonly probe = new ProbeRequests(
+    () => this.requireTarget(),
+    () => this.requireCounters(),
+    (passesDone, passesWanted) => this.sendEvent(new Event(CustomEvents.measurementProgress, { passesDone, passesWanted } satisfies MeasurementProgressEventBody)),
+    (address) => this.injection.stopPointFor(address),
   );
   private readonly breakpoints = new BreakpointManager(() => this.requireTarget().gdb);
   private frames = new Map<number, { threadId: number; level: number }>();
@@ -154,7 +155,7 @@ export class CycleLensDebugSession extends DebugSession {
     this.sendEvent(new Event(CustomEvents.capabilities, { family: config.family, units } satisfies CapabilitiesEventBody));
     await this.injection.restoreJournal();
     target.onBeforeReset(async () => {
-      await this.injection.removeAll();
+      await this.injection.beforeReset();
       this.sendEvent(new Event(CustomEvents.injectionsRemoved, {}));
     });
     this.sendEvent(new InitializedEvent());

@@ -23,6 +23,7 @@ import {
   gdbTargetRunner,
   parseGdbMemoryMap,
   resolveReservedMemory,
+  type StopPoint,
   restoreFromJournal,
   type InjectionFamilySupport,
   type MeasurementInfo,
@@ -61,6 +62,17 @@ export class InjectionRequests {
       [CustomRequests.injectedResults]: () => this.results(),
       [CustomRequests.removeInjections]: (a: RemoveInjectionsArguments) => this.remove(a.ids),
     };
+  }
+
+  /** Before a reset: every measurement out, and the service forgets what the reset undoes. */
+  async beforeReset(): Promise<void> {
+    await this.removeAll();
+    this.service?.targetReset();
+  }
+
+  /** Where a stop wanted at `address` is taken while measurements are patched in (see InjectionService). */
+  stopPointFor(address: number): StopPoint {
+    return this.service?.stopPointFor(address) ?? { ok: true, address };
   }
 
   /** At launch, with the target halted: put back what a crashed session left patched. */

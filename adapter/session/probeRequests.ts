@@ -18,6 +18,7 @@ import { toWire } from '../probe/counterService';
 import { staticCallGraph, StaticCallGraph } from '../probe/callGraph';
 import { dynamicCallGraphRequest } from '../probe/dynamicCallGraph';
 import { BreakpointMeasurement, gdbLocation } from '../probe/rangeMeasurement';
+import type { StopPoint } from '../probe/injection';
 import type { DebugTarget } from '../target/debugTarget';
 
 type Handler = (args: never) => Promise<unknown>;
@@ -31,6 +32,8 @@ export class ProbeRequests {
     private readonly target: () => DebugTarget,
     private readonly counters: () => CounterService,
     private readonly onProgress: (done: number, wanted: number) => void,
+    /** Where a stop is taken while injected measurements patch the code (their trampolines move it). */
+    private readonly stopPointFor: (address: number) => StopPoint = (address) => ({ ok: true, address }),
   ) {}
 
   handlers(): Record<string, Handler> {
@@ -76,7 +79,12 @@ export class ProbeRequests {
       if (a.restart) await target.resetHalted();
       // At a function's entry, not after its prologue: the same place an injected entry patch sits.
       const location = 'function' in until ? `*${until.function}` : gdbLocation(until);
-      const bp = await gdb.breakInsert({ location, temporary: true });
+      let bp = await gdb.breakInsert({ location, temporary: true });
+      // Patched code runs in its trampoline: the stop is taken where it comes back, after the payload.
+      const point: StopPoint = bp.address !== undefined ? this.stopPointFor(Number(bp.address)) : { ok: true, address: 0 };
+      if (!point.ok || point.moved) await gdb.breakDelete([bp.id]);
+      if (!point.ok) throw new CycleLensError(ErrorCode.InvalidRequest, `Cannot run to ${describeLocation(until)}: ${point.reason}`);
+      if (point.moved) bp = await gdb.breakInsert({ location: `*0x${point.address.toString(16)}`, temporary: true });
       const stopped = gdb.waitForStop(a.timeoutMs ?? 120_000);
       await gdb.execContinue();
       const stop = await stopped;
@@ -92,7 +100,7 @@ export class ProbeRequests {
       return reached ? { reached } : { reached, detail: `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` };
     });
     await target.announceCurrentStop();
-    return result;
+    return { ...result, until };
   }
 
   private async configure(a: ConfigureArguments): Promise<CountersResponse> {
@@ -126,4 +134,8 @@ export class ProbeRequests {
   private halted<T>(fn: () => Promise<T>): Promise<T> {
     return this.target().withHalted(fn);
   }
+}
+
+function describeLocation(loc: NonNullable<RunArguments['until']>): string {
+  return 'function' in loc ? loc.function : gdbLocation(loc);
 }

@@ -22,7 +22,8 @@ import { newResultSetId, type FunctionMeasurement, type RefusedFunction, type Re
  * nothing but `customRequest`, so the extension (vscode.DebugSession) and the CLI (its own DAP
  * client) both use it. Per batch, single-pass programs:
  *   run {restart, until: start} -> inject batch -> run {until: end} -> injectedResults -> removeInjections
- * (plus one run without injections first, for the total); cyclic programs reconfigure at the safe
+ * (plus one run without injections first, for the total, and a second measuring the whole window
+ * by injection where the counters read at halts cannot be trusted); cyclic programs reconfigure at the safe
  * stop instead of restarting and dwell for `dwell` passes. Each batch is one result set. Functions
  * the adapter refuses come back as refused with its reason, never dropped.
  */
@@ -62,6 +63,24 @@ export interface DapProfilerOptions {
   log?(line: string): void;
 }
 
+interface Reading {
+  value: number;
+  width: number | undefined;
+  reliable: boolean;
+  reason?: string;
+}
+
+/** What a batch's measuring window gives besides the injected results. */
+interface Window {
+  totals: Record<string, number>;
+  from: string;
+  to: string;
+  /** The totals include the batch's payloads (cyclic windows): take out what the adapter reports. */
+  subtractPayload: boolean;
+  /** How the totals were formed, for the result set. */
+  method: string;
+}
+
 export class ProfilingError extends Error {
   override name = 'ProfilingError';
 }
@@ -77,7 +96,8 @@ export class DapProfiler implements BatchMeasurer {
   baselineRuns = 0;
   private atSafeStop = false;
   private widths: Map<string, number> | undefined;
-  private baseline: Record<string, number> | undefined;
+  private graph: CallGraphResponse | undefined;
+  private baseline: { totals: Record<string, number>; method: string } | undefined;
 
   constructor(
     private readonly dap: DapRequester,
@@ -100,8 +120,8 @@ export class DapProfiler implements BatchMeasurer {
 
   /**
    * A single-pass program repeats exactly (QEMU -icount, sleep=off), so the run's total comes from
-   * one run without injections: the payloads' own instructions would otherwise inflate it by
-   * their full cost per call, which the adapter does not report (only the part inside the window).
+   * one run without the batch: the payloads' own instructions would otherwise inflate it by their
+   * full cost per call, which the adapter does not report (only the part inside the window).
    */
   private async measureSinglePass(batch: readonly string[], mode: Extract<ProfilingMode, { kind: 'single-pass' }>, signal: AbortSignal | undefined): Promise<ResultSet> {
     const from = mode.start ?? 'main';
@@ -109,19 +129,75 @@ export class DapProfiler implements BatchMeasurer {
     await this.prepareCounters();
     if (!this.baseline) {
       checkAbort(signal);
-      await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
-      const before = await this.readAll();
-      await this.runTo({ ...(mode.end ? { until: mode.end } : {}) }, mode.end ? describe(mode.end) : 'the end of the program');
-      this.baseline = this.window(before, await this.readAll());
-      this.baselineRuns++;
-      this.options.log?.(`baseline run ${from} -> ${end}: ${Object.entries(this.baseline).map(([e, v]) => `${v} ${e}`).join(', ') || 'no counter read'}`);
+      this.baseline = await this.baselineTotals(from, mode.end, signal);
+      this.options.log?.(`baseline ${from} -> ${end}: ${Object.entries(this.baseline.totals).map(([e, v]) => `${v} ${e}`).join(', ') || 'no total'} (${this.baseline.method})`);
     }
     checkAbort(signal);
     await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
+    const baseline = this.baseline;
     return this.withInjected(batch, async () => {
       await this.runTo({ ...(mode.end ? { until: mode.end } : {}) }, mode.end ? describe(mode.end) : 'the end of the program');
-      return { totals: { ...this.baseline! }, from, to: end, subtractPayload: false };
+      return { totals: { ...baseline.totals }, from, to: end, subtractPayload: false, method: baseline.method };
     });
+  }
+
+  /**
+   * The run's totals. First from the counters read where the run starts and ends; a reading the
+   * adapter marks unreliable (QEMU lets its virtual clock jump while the target is halted, so a
+   * SysTick or a timer-driven minstret moves between stops by more than the program ran) does not
+   * make a total. For events left without one, a second run measures the whole window with the
+   * target's own instructions: a region injected from the start to the end, which never halts.
+   */
+  private async baselineTotals(from: string, endAt: CodeLocation | undefined, signal: AbortSignal | undefined): Promise<{ totals: Record<string, number>; method: string }> {
+    await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
+    const before = await this.readAll();
+    const reply = await this.runTo({ ...(endAt ? { until: endAt } : {}) }, endAt ? describe(endAt) : 'the end of the program');
+    const after = await this.readAll();
+    this.baselineRuns++;
+    const doubtful = [...after.keys()].filter((e) => !after.get(e)!.reliable || before.get(e)?.reliable === false);
+    const totals = this.window(before, after);
+    for (const e of doubtful) delete totals[e];
+    if (doubtful.length === 0) return { totals, method: 'total from a run without injections' };
+    const unreliable = doubtful.map((e) => `${e}: ${after.get(e)!.reason ?? before.get(e)?.reason ?? 'marked unreliable'}`).join('; ');
+    this.options.log?.(`the counters read at ${from} and at the end cannot make a total (${unreliable}); measuring the whole window by injection instead`);
+    const until = endAt ?? reply.until;
+    if (!until) throw new ProfilingError('the adapter did not say where the program ends, so the run has no total: set `programEnd` in the launch configuration');
+    checkAbort(signal);
+    await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
+    const close = await this.windowEnd(from, until);
+    const region = (await this.request(Req.inject, { targets: [{ start: { function: from }, end: close }], payload: 'software' } satisfies InjectArguments)) as InjectResponse;
+    const info = region.injected[0];
+    if (!info) {
+      this.options.log?.(`the window ${from} -> ${describe(until)} cannot be injected (${region.refused[0]?.reason ?? 'no reason given'}); the run has no ${doubtful.join('/')} total`);
+      return { totals, method: 'total from a run without injections (unreliable counters left out)' };
+    }
+    try {
+      await this.runTo({ until }, describe(until));
+      const r = ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results.find((x) => x.id === info.id);
+      this.baselineRuns++;
+      if (!r || r.passes !== 1) throw new ProfilingError(`the window ${from} -> ${describe(until)} was not measured once (${r ? `${r.passes} passes` : 'no result'}): the run has no total`);
+      return { totals: { ...totals, [eventOfCounter(r.counter)]: r.compensatedTotal }, method: `total from the region ${from} -> ${describe(close)} injected in a run of its own (${r.counter})` };
+    } finally {
+      await this.request(Req.removeInjections, { ids: [info.id] } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
+    }
+  }
+
+  /**
+   * Where a region spanning the run has to close. A region starts and ends in one function, so when
+   * the run ends at the entry of a function that `from` calls (main calling program_end), it closes
+   * at that call: the window then lacks only the call instruction itself.
+   */
+  private async windowEnd(from: string, until: CodeLocation): Promise<CodeLocation> {
+    if (!('function' in until)) return until;
+    this.graph ??= await this.callGraph();
+    const sites = this.graph.edges.filter((e) => e.caller === from && e.callee === until.function && e.kind === 'call').flatMap((e) => e.sites);
+    if (sites.length !== 1) {
+      throw new ProfilingError(
+        `the run's total needs one call from ${from} to ${until.function}, where the window closes; ${from} has ${sites.length}. ` +
+          'Set the end of the run (programEnd) to a function the start function calls once.',
+      );
+    }
+    return { address: `0x${sites[0]!.toString(16)}` };
   }
 
   /**
@@ -142,12 +218,12 @@ export class DapProfiler implements BatchMeasurer {
         checkAbort(signal);
         await this.runTo({ until: mode.safeStop }, `the safe stop ${at}`);
       }
-      return { totals: this.window(before, await this.readAll()), from: at, to: `${at} x${mode.dwell}`, subtractPayload: true };
+      return { totals: this.window(before, await this.readAll()), from: at, to: `${at} x${mode.dwell}`, subtractPayload: true, method: 'total from the window\'s own counters, less the payload' };
     });
   }
 
   /** Injects the batch, runs the window, collects the results, and always removes the injections. */
-  private async withInjected(batch: readonly string[], window: () => Promise<{ totals: Record<string, number>; from: string; to: string; subtractPayload: boolean }>): Promise<ResultSet> {
+  private async withInjected(batch: readonly string[], window: () => Promise<Window>): Promise<ResultSet> {
     const injected = (await this.request(Req.inject, {
       targets: batch.map((name) => ({ function: name })),
       payload: this.options.payload ?? 'software',
@@ -169,7 +245,7 @@ export class DapProfiler implements BatchMeasurer {
     batch: readonly string[],
     injected: InjectResponse,
     results: readonly InjectedResult[],
-    w: { totals: Record<string, number>; from: string; to: string; subtractPayload: boolean },
+    w: Window,
   ): ResultSet {
     const measurements: FunctionMeasurement[] = [];
     const refused: RefusedFunction[] = injected.refused.map((r) => ({ name: 'function' in r.target ? r.target.function : describe(r.target.start), reason: r.reason }));
@@ -211,7 +287,7 @@ export class DapProfiler implements BatchMeasurer {
         kind: this.options.mode.kind,
         event,
         totals,
-        method: `${this.options.payload ?? 'software'} injection, ${counter ?? 'no counter'}${w.subtractPayload ? '' : '; total from a run without injections'}`,
+        method: `${this.options.payload ?? 'software'} injection, ${counter ?? 'no counter'}; ${w.method}`,
         from: w.from,
         to: w.to,
       },
@@ -220,9 +296,10 @@ export class DapProfiler implements BatchMeasurer {
     };
   }
 
-  private async runTo(args: RunArguments, what: string): Promise<void> {
+  private async runTo(args: RunArguments, what: string): Promise<RunResponse> {
     const r = (await this.request(Req.run, { ...args, ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}) } satisfies RunArguments)) as RunResponse;
     if (!r.reached) throw new ProfilingError(`the program did not reach ${what}${r.detail ? `: ${r.detail}` : ''}`);
+    return r;
   }
 
   /** Once: counter widths, and the fixed cycle/instruction counters switched on if nothing counts yet. */
@@ -238,19 +315,19 @@ export class DapProfiler implements BatchMeasurer {
   }
 
   /** Every counted event's value, reliable readings first. */
-  private async readAll(): Promise<Map<string, { value: number; width: number | undefined }>> {
+  private async readAll(): Promise<Map<string, Reading>> {
     const values = ((await this.request(Req.read)) as ReadResponse).values;
-    const out = new Map<string, { value: number; width: number | undefined }>();
+    const out = new Map<string, Reading>();
     const ordered: CounterValue[] = [...values.filter((v) => v.reliable), ...values.filter((v) => !v.reliable)];
     for (const v of ordered) {
       if (v.event === undefined || out.has(v.event)) continue;
-      out.set(v.event, { value: Number(v.value), width: this.widths?.get(`${v.unit}:${v.slot}`) });
+      out.set(v.event, { value: Number(v.value), width: this.widths?.get(`${v.unit}:${v.slot}`), reliable: v.reliable, ...(v.note ? { reason: v.note } : {}) });
     }
     return out;
   }
 
   /** after - before per event, modulo the counter's width when it wrapped (once: a 24-bit SysTick wraps every 16.7 M cycles). */
-  private window(before: Map<string, { value: number; width: number | undefined }>, after: Map<string, { value: number; width: number | undefined }>): Record<string, number> {
+  private window(before: Map<string, Reading>, after: Map<string, Reading>): Record<string, number> {
     const out: Record<string, number> = {};
     for (const [event, a] of after) {
       const b = before.get(event);

@@ -6,7 +6,7 @@ import { InjectionRefusedError, hex, refusal } from './errors';
 import { PatchJournal } from './journal';
 import { memoryKindAt, type MemoryRegion } from './memoryMap';
 import type { CountedOverhead, DispatchEntry, PayloadGenerator, RuntimeImage, RuntimeLayout, StubImage, StubRequest } from './payload';
-import { InjectionPlanner } from './planner';
+import { InjectionPlanner, reachableDisplaced } from './planner';
 import { ProgramModel } from './programModel';
 import { Ctrl, RECORD_SIZE, Rec, decodeRecord, initialControl, initialRecord } from './recordLayout';
 import type { CaveReach, CounterSource, InjectionArch, InjectionPlan, InjectionRefusal, PatchSite, PayloadKind, ReservedMemory } from './types';
@@ -118,12 +118,27 @@ interface Measurement {
   info: MeasurementInfo;
   stub: StubImage;
   blocks: Block[];
-  patches: Array<{ address: number; original: Uint8Array; patched: Uint8Array }>;
+  patches: Array<{ address: number; original: Uint8Array; patched: Uint8Array; stop: PatchStop }>;
   dispatch: DispatchEntry[];
   heldBase?: number;
   /** A displaced call runs from the stub, so its memory is never reused in this session. */
   pinned: boolean;
 }
+
+/**
+ * What a stop at the first byte of a patch becomes. A rewritten call still runs where it is
+ * ('in place'); a jump to a trampoline moves the code it displaced into the trampoline, so a stop
+ * there is taken at `resume` once those instructions fall through to it, or not at all ('never').
+ */
+type PatchStop = 'in place' | 'never' | { resume: number };
+
+function patchStop(site: PatchSite): PatchStop {
+  const live = reachableDisplaced(site.displaced);
+  return live.length === site.displaced.length && live.every((x) => x.kind === 'plain' || x.kind === 'call') ? { resume: site.resume } : 'never';
+}
+
+/** Where a stop asked for at some address is taken while measurements are patched in. */
+export type StopPoint = { ok: true; address: number; moved?: { from: number; measurement: string } } | { ok: false; reason: string };
 
 const SHADOW_SLOTS = 64;
 /** Stack for the calibration driver (the Cortex-M stubs push four registers). */
@@ -141,7 +156,9 @@ export class InjectionService {
   readonly planner: InjectionPlanner;
   readonly layout: RuntimeLayout;
   readonly cave: CaveReach;
-  private readonly allocator: CaveAllocator;
+  private allocator: CaveAllocator;
+  /** The reserved memory left for stubs and records once the runtime's place is set aside. */
+  private readonly stubRanges: Block[];
   private readonly journal: PatchJournal;
   private readonly measurements = new Map<number, Measurement>();
   private runtime: RuntimeImage | undefined;
@@ -169,15 +186,16 @@ export class InjectionService {
       const windowEnd = Math.min(end, tp + 2048);
       if (tp < tableEnd || tp + runtimeSize > windowEnd) throw new CycleLensError(ErrorCode.InvalidRequest, `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`);
       this.layout = { ctrl: r.start, shadowSlots: slots, runtime: tp, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY, threadPointer: tp };
-      this.allocator = new CaveAllocator([{ start: tableEnd, size: tp - tableEnd }, { start: tp + runtimeSize, size: windowEnd - tp - runtimeSize }]);
+      this.stubRanges = [{ start: tableEnd, size: tp - tableEnd }, { start: tp + runtimeSize, size: windowEnd - tp - runtimeSize }];
       this.cave = { start: Math.max(r.start, tp - 2048), size: windowEnd - Math.max(r.start, tp - 2048), threadPointerBase: tp };
     } else {
       const runtime = align(tableEnd, 4);
       if (runtime + runtimeSize > end) throw new CycleLensError(ErrorCode.InvalidRequest, `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`);
       this.layout = { ctrl: r.start, shadowSlots: slots, runtime, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY };
-      this.allocator = new CaveAllocator([{ start: runtime + runtimeSize, size: end - runtime - runtimeSize }]);
+      this.stubRanges = [{ start: runtime + runtimeSize, size: end - runtime - runtimeSize }];
       this.cave = { start: r.start, size: r.size };
     }
+    this.allocator = new CaveAllocator(this.stubRanges);
     this.planner = new InjectionPlanner(this.model, o.support.arch, this.cave);
     this.journal = new PatchJournal(o.journalDir, o.elf, { start: r.start, size: r.size });
     if (r.warning) o.log?.(`${r.warning}\n`);
@@ -252,6 +270,20 @@ export class InjectionService {
     if (problems.length) throw new CycleLensError(ErrorCode.CommandFailed, `Measurement #${id} was removed, but ${problems.join('; ')}.`);
   }
 
+  /**
+   * The target is being reset, every measurement already removed. Nothing can run from the
+   * reserved memory afterwards (a call in flight or one returning into a pinned stub is gone with
+   * the reset), and the reset undoes the counter set-up and the thread pointer: all of the memory
+   * comes back and the next injection installs the runtime anew.
+   */
+  targetReset(): void {
+    if (this.measurements.size > 0) throw new CycleLensError(ErrorCode.CommandFailed, 'Remove the injected measurements before the target is reset.');
+    this.allocator = new CaveAllocator(this.stubRanges);
+    this.runtime = undefined;
+    this.savedThreadPointer = undefined;
+    this.journal.clear();
+  }
+
   async removeAll(): Promise<void> {
     const errors: string[] = [];
     for (const id of [...this.measurements.keys()]) {
@@ -271,6 +303,29 @@ export class InjectionService {
    */
   patchedRanges(): Array<{ start: number; end: number; measurement: number }> {
     return [...this.measurements.values()].flatMap((m) => m.patches.map((p) => ({ start: p.address, end: p.address + p.patched.length, measurement: m.info.id })));
+  }
+
+  /**
+   * Where a stop wanted at `address` has to be taken while the measurements are in. Outside every
+   * patch it is the address itself. At the first byte of a jump to a trampoline the program never
+   * executes the original instructions there: it runs them relocated and comes back at the resume
+   * point, so the stop moves there, after the payload (a window closing at `address` is closed
+   * when it is taken). Where the displaced code branches away (a tiny function's return) the stop
+   * stays on the jump, before the payload. Inside patched bytes no stop can be taken, and the
+   * reason names the measurement in the way.
+   */
+  stopPointFor(address: number): StopPoint {
+    const a = (address & ~1) >>> 0;
+    for (const m of this.measurements.values()) {
+      for (const p of m.patches) {
+        if (a < p.address || a >= p.address + p.patched.length) continue;
+        const who = `measurement #${m.info.id} (${m.info.name})`;
+        if (a !== p.address) return { ok: false, reason: `${hex(a)} is inside the bytes patched by ${who}, so the program never executes it there. Remove that measurement, or stop elsewhere.` };
+        // Where the displaced code branches away it never comes back: stop on the jump itself.
+        return typeof p.stop === 'object' ? { ok: true, address: p.stop.resume, moved: { from: a, measurement: who } } : { ok: true, address };
+      }
+    }
+    return { ok: true, address };
   }
 
   list(): MeasurementInfo[] {
@@ -387,15 +442,15 @@ export class InjectionService {
       await this.o.access.writeMemory(BigInt(stubBlock.start), stub.bytes);
       const patches: Measurement['patches'] = [];
       if (kind === 'region') {
-        patches.push({ address: sites[0]!.address, original: sites[0]!.original, patched: g.encodePatch(sites[0]!, stub.entry, this.layout) });
-        patches.push({ address: sites[1]!.address, original: sites[1]!.original, patched: g.encodePatch(sites[1]!, stub.regionEnd!, this.layout) });
+        patches.push({ address: sites[0]!.address, original: sites[0]!.original, patched: g.encodePatch(sites[0]!, stub.entry, this.layout), stop: patchStop(sites[0]!) });
+        patches.push({ address: sites[1]!.address, original: sites[1]!.original, patched: g.encodePatch(sites[1]!, stub.regionEnd!, this.layout), stop: patchStop(sites[1]!) });
       } else {
-        for (const s of sites) patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout) });
+        for (const s of sites) patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout), stop: patchStop(s) });
       }
       const dispatch: DispatchEntry[] = [];
       for (const c of callSites ?? []) {
         if (c.length === 2) dispatch.push({ returnAddress: c.address + 2, stub: stub.dispatchEntry! });
-        patches.push({ address: c.address, original: c.original, patched: g.encodeCallSite(c, stub, this.layout) });
+        patches.push({ address: c.address, original: c.original, patched: g.encodeCallSite(c, stub, this.layout), stop: 'in place' });
       }
       const info: MeasurementInfo = {
         id,
