@@ -73,7 +73,7 @@ export interface InjectArguments {
   targets: InjectionTarget[];
   /** `software` (default): snapshot a free-running counter and accumulate in RAM; `hardware`: gate a counter slot. */
   payload?: 'software' | 'hardware';
-  /** Functions too short to patch are measured at their direct call sites instead of refused. */
+  /** Functions whose entry cannot be patched (too short, a branch into the patch, an IT block …) are measured at their direct call sites instead of refused. */
   callSitesIfTooShort?: boolean;
 }
 

@@ -56,7 +56,7 @@ export interface DapProfilerOptions {
   executable: string;
   family?: string;
   payload?: 'software' | 'hardware';
-  /** Measure functions too short to patch at their call sites (default true). */
+  /** Measure functions whose entry cannot be patched at their call sites (default true). */
   callSitesIfTooShort?: boolean;
   timeoutMs?: number;
   /** Debug Console / terminal lines. */

@@ -11,9 +11,9 @@ import { DapProfiler, ProfilingError, eventOfCounter, type DapRequester } from '
 // single-pass and the cyclic scenario.
 
 const graph: CallGraphResponse = {
-  functions: ['reset', 'main', 'idle', 'step', 'filter', 'mac', 'log', 'isr'].map((name, i) => ({ name, address: 0x100 * (i + 1), size: 32 })),
+  functions: ['reset', 'main', 'idle', 'step', 'filter', 'mac', 'log', 'isr', 'done'].map((name, i) => ({ name, address: 0x100 * (i + 1), size: 32 })),
   edges: [
-    ['reset', 'main'], ['main', 'idle'], ['main', 'step'], ['step', 'filter'], ['filter', 'mac'], ['step', 'log'], ['isr', 'mac'],
+    ['reset', 'main'], ['main', 'idle'], ['main', 'step'], ['step', 'filter'], ['filter', 'mac'], ['step', 'log'], ['isr', 'mac'], ['main', 'done'],
   ].map(([caller, callee], i) => ({ caller: caller!, callee: callee!, kind: 'call' as const, sites: [0x1000 + i] })),
   indirectCallers: [],
 };
@@ -40,6 +40,10 @@ class SimulatedTarget implements DapRequester {
   configured = false;
   refuse = new Set(['idle']);
   failRun = false;
+  /** Readings after the first run are unreliable (QEMU's clock jumped while halted). */
+  unreliableAtEnd = false;
+  /** The window region, when one is injected: its count, and whether a run closed it. */
+  private window: { id: number; value: number; closed: boolean } | undefined;
   private injected: Array<{ id: number; name: string; value: number; calls: number }> = [];
   private nextId = 1;
 
@@ -56,7 +60,11 @@ class SimulatedTarget implements DapRequester {
         this.configured = true;
         return { units: [] };
       case 'cyclelens/read':
-        return { values: this.configured ? [{ unit: 'RISC-V counters', slot: 2, event: 'instructions', value: String(this.counter % 2 ** this.width), reliable: true }] : [] };
+        return {
+          values: this.configured
+            ? [{ unit: 'RISC-V counters', slot: 2, event: 'instructions', value: String(this.counter % 2 ** this.width), reliable: !(this.unreliableAtEnd && this.iterations > 0), ...(this.unreliableAtEnd && this.iterations > 0 ? { note: 'the clock jumped while halted' } : {}) }]
+            : [],
+        };
       case 'cyclelens/run': {
         if (this.failRun) throw new Error('the target stopped responding');
         const a = args as RunArguments;
@@ -64,14 +72,21 @@ class SimulatedTarget implements DapRequester {
           this.iterations = 0;
           return { reached: true };
         }
-        const n = a.until ? 1 : this.iterationsPerRun;
+        // `until` the end function is the whole run, as without one; anything else is one iteration (the safe stop).
+        const n = a.until && !('function' in a.until && a.until.function === 'done') ? 1 : this.iterationsPerRun;
         for (let i = 0; i < n; i++) this.iterate();
-        return { reached: true };
+        if (this.window) this.window.closed = true;
+        return { reached: true, until: a.until ?? { function: 'done' } };
       }
       case 'cyclelens/inject': {
         const a = args as InjectArguments;
         const out = { injected: [] as unknown[], refused: [] as unknown[] };
         for (const t of a.targets) {
+          if ('start' in t) {
+            this.window = { id: this.nextId++, value: 0, closed: false };
+            out.injected.push({ id: this.window.id, name: 'window', kind: 'region', payload: 'software', counter: 'minstret', warnings: [] });
+            continue;
+          }
           const name = 'function' in t ? t.function : '?';
           if (this.refuse.has(name)) {
             out.refused.push({ target: t, reason: `${name} is a 2-byte return: too short to patch` });
@@ -84,10 +99,15 @@ class SimulatedTarget implements DapRequester {
         return out;
       }
       case 'cyclelens/injectedResults':
+        if (this.window) {
+          const w = this.window;
+          return { results: [{ id: w.id, name: 'window', counter: 'minstret', calls: 1, passes: w.closed ? 1 : 0, untracked: 0, total: w.value + COUNTED, compensatedTotal: w.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] }] };
+        }
         return { results: this.injected.map((m) => ({ id: m.id, name: m.name, counter: 'minstret', calls: m.calls, passes: m.calls, untracked: 0, total: m.value + COUNTED * m.calls, compensatedTotal: m.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] })) };
       case 'cyclelens/removeInjections': {
         const ids = (args as { ids?: number[] }).ids;
         this.injected = this.injected.filter((m) => ids !== undefined && !ids.includes(m.id));
+        if (this.window && (ids === undefined || ids.includes(this.window.id))) this.window = undefined;
         return {};
       }
       default:
@@ -102,12 +122,14 @@ class SimulatedTarget implements DapRequester {
     const scale = this.iterations % 3 === 0 ? 2 : 1;
     let payload = 0;
     for (const m of this.injected) {
-      const p = PER_ITERATION[m.name]!;
+      const p = PER_ITERATION[m.name];
+      if (!p) continue; // `done` runs once, after the loop
       m.value += p.value * (m.name === 'isr' ? 1 : scale);
       m.calls += p.calls * scale;
       payload += (PAYLOAD + COUNTED) * p.calls * scale;
     }
     this.counter += ITERATION + (scale - 1) * 900 + payload;
+    if (this.window) this.window.value += ITERATION + (scale - 1) * 900;
   }
 }
 
@@ -139,6 +161,33 @@ describe('DAP profiler, single-pass', () => {
     // Second batch: no second baseline.
     await p.measure(['log']);
     assert.equal(p.baselineRuns, 1);
+  });
+
+  it('measures the total by an injected window when the counters read at halts are unreliable', async () => {
+    const t = new SimulatedTarget();
+    t.unreliableAtEnd = true;
+    const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass' }, executable: '/fw/app.elf' });
+    const rs = await p.measure(['step']);
+    assert.deepEqual(t.requests.map((r) => r.command), [
+      'cyclelens/counters', 'cyclelens/configure',
+      'cyclelens/run', 'cyclelens/read', 'cyclelens/run', 'cyclelens/read',
+      // the window run: main's entry to its call of the end function (site 0x1007), never halted
+      'cyclelens/run', 'cyclelens/callGraph', 'cyclelens/inject', 'cyclelens/run', 'cyclelens/injectedResults', 'cyclelens/removeInjections',
+      'cyclelens/run', 'cyclelens/inject', 'cyclelens/run', 'cyclelens/injectedResults', 'cyclelens/removeInjections',
+    ]);
+    assert.deepEqual((t.requests[8]!.args as InjectArguments).targets, [{ start: { function: 'main' }, end: { address: '0x1007' } }]);
+    assert.deepEqual(t.requests[9]!.args, { until: { function: 'done' } });
+    assert.equal(p.baselineRuns, 2);
+    // The jumped counters are not used: the total is the window's own count, 20 iterations, 6 double.
+    assert.deepEqual(rs.run.totals, { instructions: 25_400 });
+    assert.match(rs.run.method, /region main -> 0x1007/);
+  });
+
+  it('refuses a run total when the start function does not call the end function exactly once', async () => {
+    const t = new SimulatedTarget();
+    t.unreliableAtEnd = true;
+    const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass', start: 'step' }, executable: '/fw/app.elf' });
+    await assert.rejects(p.measure(['filter']), (err: Error) => err instanceof ProfilingError && /one call from step to done/.test(err.message) && /programEnd/.test(err.message));
   });
 
   it('reports refused and unanswered functions, never drops them', async () => {
@@ -189,7 +238,7 @@ describe('DAP profiler, single-pass', () => {
     assert.deepEqual(roots, ['main', 'isr']);
     const r = await runDescent(graph, p, { engine, metric: engine.monotone('share'), threshold: 0.05, roots, spanning: ['main'] });
     const status = Object.fromEntries(r.outcomes.map((o) => [o.name, o.status]));
-    assert.deepEqual(status, { reset: 'unreached', main: 'measured', idle: 'unmeasurable', step: 'measured', filter: 'measured', mac: 'measured', log: 'measured', isr: 'measured' });
+    assert.deepEqual(status, { reset: 'unreached', main: 'measured', idle: 'unmeasurable', step: 'measured', filter: 'measured', mac: 'measured', log: 'measured', isr: 'measured', done: 'measured' });
     const mac = r.outcomes.find((o) => o.name === 'mac')!;
     assert.ok(Math.abs(mac.value! - (650 * 26) / 25_400) < 1e-12);
     assert.ok(!t.requests.some((q) => q.command === 'cyclelens/inject' && JSON.stringify(q.args).includes('"main"')));

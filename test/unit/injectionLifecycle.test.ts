@@ -12,7 +12,7 @@ import { InjectionRefusedError } from '../../adapter/probe/injection/errors';
 import { InjectionService } from '../../adapter/probe/injection/injectionService';
 import { journalPath, restoreFromJournal } from '../../adapter/probe/injection/journal';
 import { QEMU_MEMORY_MAPS, memoryKindAt, parseGdbMemoryMap } from '../../adapter/probe/injection/memoryMap';
-import { RECORD_SIZE, Rec, decodeRecord, initialRecord } from '../../adapter/probe/injection/recordLayout';
+import { Ctrl, RECORD_SIZE, Rec, decodeRecord, initialRecord } from '../../adapter/probe/injection/recordLayout';
 import { resolveReservedMemory } from '../../adapter/probe/injection/reservedMemory';
 import type { ReservedMemory } from '../../adapter/probe/injection/types';
 import type { TargetAccess } from '../../adapter/probe/targetAccess';
@@ -214,6 +214,43 @@ describe('InjectionService safety rules (in-memory RV32 target)', { skip: haveRv
     const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
     const patches = files.flatMap((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')).patches);
     assert.equal(patches.length, 0);
+  });
+
+  it('moves a stop at a patched entry to where the trampoline comes back, and refuses one inside the patch', async () => {
+    const { svc } = make();
+    const fn = elf.functionNamed('vm_run')!;
+    const plan = svc.plan('vm_run');
+    assert.ok('ok' in plan && plan.ok && plan.kind === 'function');
+    const info = await svc.measureFunction('vm_run');
+    const length = info.patches[0]!.length;
+    assert.deepEqual(svc.stopPointFor(fn.address), { ok: true, address: plan.entry.resume, moved: { from: fn.address, measurement: `measurement #${info.id} (vm_run)` } });
+    assert.equal(plan.entry.resume, fn.address + length, 'the displaced instruction falls through to the next one');
+    const inside = svc.stopPointFor(fn.address + 2);
+    assert.ok(!inside.ok && /inside the bytes patched by measurement #1 \(vm_run\)/.test(inside.reason) && /Remove that measurement/.test(inside.reason));
+    assert.deepEqual(svc.stopPointFor(fn.address + length), { ok: true, address: fn.address + length });
+    await svc.remove(info.id);
+    assert.deepEqual(svc.stopPointFor(fn.address), { ok: true, address: fn.address }, 'nothing moves once the patch is gone');
+  });
+
+  it('after a target reset the runtime is installed anew and all reserved memory is free again', async () => {
+    const { svc, target } = make();
+    const first = await svc.measureFunction('crc16_step');
+    assert.throws(() => svc.targetReset(), /Remove the injected measurements before the target is reset/);
+    // A measured call is in flight (one shadow-stack entry): removal cannot give its memory back yet.
+    const ssp = BigInt(svc.layout.ctrl + Ctrl.ssp);
+    const bytes = await target.readMemory(ssp, 4);
+    bytes.writeUInt32LE(bytes.readUInt32LE(0) + 4, 0);
+    await target.writeMemory(ssp, bytes);
+    await svc.remove(first.id);
+    const held = await svc.measureFunction('crc16_step');
+    assert.notDeepEqual(held.stub, first.stub, 'still draining: a call may return into the old stub');
+    await svc.remove(held.id);
+    svc.targetReset();
+    // A reset leaves RAM as it was but undoes the counter set-up: the service must not trust what it wrote before.
+    await target.writeMemory(BigInt(svc.layout.runtime), Buffer.alloc(16));
+    const again = await svc.measureFunction('crc16_step');
+    assert.notDeepEqual(await target.readMemory(BigInt(svc.layout.runtime), 16), Buffer.alloc(16), 'runtime written again');
+    assert.deepEqual(again.stub, first.stub, 'the first block is handed out again');
   });
 
   it('refuses a second patch over the same bytes', async () => {

@@ -62,7 +62,7 @@ export interface InjectionServiceOptions {
 
 export interface MeasureOptions {
   payload?: PayloadKind;
-  /** When the entry is too short for a patch, measure at the call sites instead of refusing. */
+  /** When the entry cannot be patched (too short, a branch into the patch, an IT block …), measure at the call sites instead of refusing. */
   callSitesIfTooShort?: boolean;
 }
 
@@ -211,7 +211,7 @@ export class InjectionService {
     this.expectHalted('inject a measurement');
     const plan = this.planner.planFunction(target);
     if (!plan.ok) {
-      if (plan.code === 'tooShort' && plan.callSites?.usable.length && options.callSitesIfTooShort) return this.measureCallSites(target, options);
+      if (plan.callSites?.usable.length && options.callSitesIfTooShort) return this.measureCallSites(target, options);
       throw new InjectionRefusedError(withOffer(plan));
     }
     const payload = options.payload ?? 'software';

@@ -73,8 +73,9 @@ export class InjectionPlanner {
     if (typeof shape === 'string') return refusal('noFreeRegister', `${name}: ${shape}`, fn.start);
     const site = this.coverSite(fn, fn.start, shape, this.arch.freeAtEntry);
     if ('ok' in site) {
-      if (site.code === 'tooShort') return { ...site, callSites: this.callSiteOffer(fn) };
-      return site;
+      // The entry alone is in the way (too short, a branch into the patch, an IT block, code that
+      // cannot move): the function's direct calls may still be rewritten.
+      return site.code === 'memory' ? site : { ...site, callSites: this.callSiteOffer(fn) };
     }
     const warnings = this.tableWarnings(fn);
     return { ok: true, kind: 'function', function: fn, entry: site, warnings };
