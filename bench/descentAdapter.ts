@@ -1,0 +1,141 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadResultSetDocument } from '../extension/analysis/resultSet';
+import { runOracle, type OracleSummary } from '../test/oracle/oracle';
+import { fixtureElf, repoRoot, type FixtureTarget } from '../test/support/paths';
+import { printTable } from './support';
+
+/**
+ * Call-graph descent through the real product: `cyclelens descent` (the built CLI, adapter, GDB,
+ * QEMU, injected measurements) on the single-pass fixtures, scored against the oracle's exact
+ * trace. Where bench/descent.ts isolates the algorithm with a perfect measurer, this measures what
+ * a user gets: program runs (the baseline runs that form the total included) against the naive
+ * ceil(F/k), recall of the functions the oracle puts at or above the threshold (measured, or shown
+ * as unmeasurable with a bound at or above it — never pruned), precision of what the descent reports
+ * at or above it, and the wall time of the whole command.
+ *   npm run bench -- descentAdapter [--program firmware] [--target rv32] [--slots 4]
+ */
+
+const TARGETS: Array<{ target: FixtureTarget; machine: string }> = [
+  { target: 'rv32', machine: 'virt' },
+  { target: 'cortex-m4', machine: 'mps2-an386' },
+];
+const PROGRAMS = ['singlepass', 'firmware'];
+const SLOTS = [1, 2, 4, 8];
+const THRESHOLDS = [0.01, 0.05];
+/** Outside the window main -> program_end, and QEMU's reset code. */
+const OUTSIDE = new Set(['_start', 'rv_reset', 'Reset_Handler', 'program_end', 'board_exit', 'main']);
+
+interface Row {
+  program: string;
+  k: number;
+  threshold: string;
+  functions: number;
+  hot: number;
+  naive: number;
+  runs: number;
+  ratio: string;
+  measured: number;
+  pruned: number;
+  recall: string;
+  precision: string;
+  wall: string;
+}
+
+async function scoreOne(dir: string, label: string, oracle: OracleSummary, k: number, threshold: number): Promise<Row> {
+  const out = join(dir, `d-${k}-${threshold}.json`);
+  const started = process.hrtime.bigint();
+  const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'bench', '--threshold', `${threshold * 100}%`, '--slots', String(k), '--out', out], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 900_000,
+  });
+  const wall = Number(process.hrtime.bigint() - started) / 1e9;
+  if (r.status !== 0) throw new Error(`${label} k=${k}: cyclelens descent failed (${r.status}): ${r.stderr}`);
+  const runs = Number(/(\d+) runs \(measuring everything: (\d+)\)/.exec(r.stdout)?.[1] ?? NaN);
+  const doc = await loadResultSetDocument(out);
+  const outcomes = doc.analysis!.outcomes;
+  const main = oracle.functions.find((f) => f.name === 'main')!.inclusive;
+  const handlers = new Set(oracle.functions.filter((f) => f.interrupts > 0).map((f) => f.name));
+  for (const e of oracle.edges) if (handlers.has(e.caller)) handlers.add(e.callee);
+  const inGraph = new Set(outcomes.map((o) => o.name));
+  // Interrupt work is scored too, except on Cortex-M where handlers cannot be tracked (README).
+  const scored = (name: string): boolean => inGraph.has(name) && !OUTSIDE.has(name) && !(label.startsWith('cortex-m4') && handlers.has(name));
+  const truth = new Set(oracle.functions.filter((f) => scored(f.name) && f.inclusive / main >= threshold).map((f) => f.name));
+  const byName = new Map(outcomes.map((o) => [o.name, o]));
+  const found = [...truth].filter((n) => {
+    const o = byName.get(n);
+    return o !== undefined && ((o.status === 'measured' && !o.spansWindow) || (o.status === 'unmeasurable' && (o.bound ?? 0) >= threshold));
+  });
+  const reported = outcomes.filter((o) => scored(o.name) && o.status === 'measured' && (o.value ?? 0) >= threshold).map((o) => o.name);
+  const correct = reported.filter((n) => truth.has(n));
+  const missed = [...truth].filter((n) => !found.includes(n));
+  if (missed.length) console.error(`${label} k=${k} ${threshold * 100}%: MISSED ${missed.join(', ')}`);
+  const functions = outcomes.length;
+  const naive = Math.ceil(functions / k);
+  return {
+    program: label,
+    k,
+    threshold: `${threshold * 100}%`,
+    functions,
+    hot: truth.size,
+    naive,
+    runs,
+    ratio: (runs / naive).toFixed(2),
+    measured: doc.resultSets.flatMap((s) => s.measurements).length,
+    pruned: outcomes.filter((o) => o.status === 'pruned').length,
+    recall: `${Math.round((100 * found.length) / Math.max(1, truth.size))}%`,
+    precision: `${Math.round((100 * correct.length) / Math.max(1, reported.length))}%`,
+    wall: `${wall.toFixed(1)} s`,
+  };
+}
+
+async function main(argv: string[]): Promise<void> {
+  const only = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const rows: Row[] = [];
+  for (const { target, machine } of TARGETS) {
+    if (only('--target') && only('--target') !== target) continue;
+    for (const program of PROGRAMS) {
+      if (only('--program') && only('--program') !== program) continue;
+      const elf = fixtureElf(target, program);
+      if (!existsSync(elf)) {
+        console.error(`skipped ${target}/${program}: not built (make -C test/fixtures)`);
+        continue;
+      }
+      const dir = mkdtempSync(join(tmpdir(), 'cyclelens-bench-descent-'));
+      try {
+        mkdirSync(join(dir, '.vscode'));
+        writeFileSync(
+          join(dir, '.vscode', 'launch.json'),
+          JSON.stringify({ configurations: [{ type: 'cyclelens', request: 'launch', name: 'bench', executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }] }),
+        );
+        const oracle = await runOracle({ elf });
+        for (const threshold of THRESHOLDS) {
+          for (const k of SLOTS) {
+            if (only('--slots') && Number(only('--slots')) !== k) continue;
+            const row = await scoreOne(dir, `${target}/${program}`, oracle, k, threshold);
+            console.error(`${row.program} k=${row.k} ${row.threshold}: ${row.runs} runs (naive ${row.naive}), recall ${row.recall}, ${row.wall}`);
+            rows.push(row);
+          }
+        }
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+  }
+  const columns: Array<[keyof Row, string]> = [
+    ['program', 'program'], ['k', 'k'], ['threshold', 'threshold'], ['functions', 'F'], ['hot', 'hot'], ['naive', 'naive'], ['runs', 'runs'],
+    ['ratio', 'runs/naive'], ['measured', 'measured'], ['pruned', 'pruned'], ['recall', 'recall'], ['precision', 'precision'], ['wall', 'wall'],
+  ];
+  printTable(columns.map(([, title]) => title), rows.map((r) => columns.map(([key]) => String(r[key]))));
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exit(1);
+});
