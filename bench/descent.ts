@@ -18,11 +18,12 @@ import { printTable } from './support';
  * instruction counts of the QEMU trace (test/oracle/), so the figures isolate the algorithm (how
  * many runs it needs, whether pruning loses a hot function) from measurement error. The call graph
  * is the product's static one (adapter/probe/callGraph.ts); roots are the functions nobody calls.
- *   npm run bench -- descent [--program singlepass] [--target rv32]
+ * `firmware` is the large one (320 functions, most of them cold; test/fixtures/README.md).
+ *   npm run bench -- descent [--program firmware] [--target rv32]
  */
 
 const TARGETS = ['cortex-m4', 'rv32'] as const;
-const PROGRAMS = ['singlepass', 'cyclic_limited', 'cyclic', 'nodebug'] as const;
+const PROGRAMS = ['singlepass', 'cyclic_limited', 'cyclic', 'nodebug', 'firmware'] as const;
 /** `cyclic` never ends: its trace is cut after this many instructions. */
 const CYCLIC_BOUND = 1_500_000;
 const SLOTS = [1, 2, 4, 8];
