@@ -3,7 +3,7 @@ import { thumbInjectionArch } from '../arch/cortex-m/trampolineThumb';
 import { rv32InjectionArch } from '../arch/riscv/trampolineRv32';
 import type { ElfImage } from '../elf';
 import { ProgramModel } from './injection/programModel';
-import type { FunctionCode } from './injection/types';
+import type { FunctionCode, JumpTableInfo } from './injection/types';
 
 /**
  * The static call graph of a linked program (DESIGN.md "Call-graph descent"): every sized function
@@ -15,6 +15,8 @@ import type { FunctionCode } from './injection/types';
 /** What the call graph needs from a static disassembly; ProgramModel provides it. */
 export interface DisassembledProgram {
   readonly functions: readonly FunctionCode[];
+  /** Register jumps recognised as switch tables (their targets stay inside the function). */
+  readonly jumpTables?: readonly JumpTableInfo[];
 }
 
 export interface IncompleteFunction {
@@ -92,6 +94,12 @@ export function buildCallGraph(elf: ElfImage, program: DisassembledProgram): Sta
         indirect.add(caller);
         continue;
       }
+      // A register jump that is not a switch inside the function may leave through a pointer:
+      // an indirect tail call (`jr a5`, `bx r3`) whose callee returns to our caller.
+      if (insn.kind === 'indirectBranch' && !switchInside(program.jumpTables, insn.address, fn)) {
+        indirect.add(caller);
+        continue;
+      }
       if (insn.target === undefined) continue;
       if (insn.kind === 'call') {
         // A call always transfers to a callee, even one that starts in the middle of a symbol.
@@ -159,4 +167,10 @@ function sourceOf(elf: ElfImage, fn: FunctionCode): { path?: string; line?: numb
     // Corrupt DWARF costs the source link, not the graph.
   }
   return {};
+}
+
+function switchInside(tables: readonly JumpTableInfo[] | undefined, branch: number, fn: FunctionCode): boolean {
+  const t = tables?.find((x) => x.branch === branch);
+  if (t === undefined) return false;
+  return t.resolved ? t.targets.length > 0 && t.targets.every((a) => a >= fn.start && a < fn.end) : t.switchShaped === true;
 }

@@ -13,7 +13,7 @@ import { fixtureElf } from '../support/paths';
 // objdump is parsed here, independently of the product's decoders.
 
 const TARGETS: readonly ToolTarget[] = ['cortex-m4', 'rv32'];
-const PROGRAMS = ['singlepass', 'cyclic', 'cyclic_limited', 'nodebug'] as const;
+const PROGRAMS = ['singlepass', 'cyclic', 'cyclic_limited', 'nodebug', 'firmware'] as const;
 const QEMU: Record<ToolTarget, string> = { 'cortex-m4': 'qemu-system-arm', rv32: 'qemu-system-riscv32' };
 
 /** Tail calls test/fixtures/README.md lists ("tail calls"). */
@@ -78,7 +78,7 @@ describe('static call graph of the fixtures', { skip: built.length === 0 ? 'fixt
       if (f.program === 'nodebug') {
         assert.equal(main.path, undefined, 'no DWARF, no source');
       } else {
-        assert.match(main.path ?? '', /src\/(singlepass|cyclic)\.c$/);
+        assert.match(main.path ?? '', /src\/(singlepass|cyclic|firmware\/fw_main)\.c$/);
         assert.ok((main.line ?? 0) > 0);
       }
     });
@@ -104,7 +104,7 @@ describe('static call graph rules', () => {
           length: 4,
           bytes: new Uint8Array(4),
           mnemonic: op,
-          kind: ({ call: 'call', tail: 'branch', cond: 'condBranch', jump: 'branch', icall: 'indirectCall', ret: 'return', nop: 'plain' } as const)[op as 'call']!,
+          kind: ({ call: 'call', tail: 'branch', cond: 'condBranch', jump: 'branch', icall: 'indirectCall', ijump: 'indirectBranch', ret: 'return', nop: 'plain' } as const)[op as 'call']!,
           readsPc: ref !== undefined,
           ...(ref !== undefined ? { target: target(ref) } : {}),
         })),
@@ -125,6 +125,27 @@ describe('static call graph rules', () => {
     assert.deepEqual(edges, ['main -call-> a x2', 'main -tail-> b x1', 'a -tail-> c x1', 'b -tail-> c x1']);
     assert.deepEqual(g.indirectCallers, ['b']);
     assert.deepEqual(g.crossJumps.map((j) => `${j.caller} -> ${j.callee}+${j.target - 0x4000}`), ['b -> c+4']);
+  });
+
+  it('a register jump that is not a switch inside the function makes an indirect caller (a tail call through a pointer)', () => {
+    const p = program({
+      dispatch: [['nop'], ['ijump']],
+      vm: [['nop'], ['ijump'], ['nop'], ['ret']],
+      parse: [['ijump'], ['nop'], ['ret']],
+      handler: [['ret']],
+    });
+    const at = (fn: string, i: number): number => p.functions.find((f) => f.name === fn)!.start + 4 * i;
+    const jumpTables = [
+      // vm: a resolved switch whose targets stay inside vm
+      { branch: at('vm', 1), function: 'vm', resolved: true, targets: [at('vm', 2), at('vm', 3)] },
+      // parse: not resolved, but shaped like a compiler switch (offsets from the table base)
+      { branch: at('parse', 0), function: 'parse', resolved: false, targets: [], reason: 'no bounds check', switchShaped: true },
+      // dispatch: a table whose entries are other functions' entries
+      { branch: at('dispatch', 1), function: 'dispatch', resolved: true, targets: [at('handler', 0)] },
+    ];
+    assert.deepEqual(buildCallGraph(elf, { ...p, jumpTables }).indirectCallers, ['dispatch']);
+    // Without any table information every register jump may leave the function.
+    assert.deepEqual(buildCallGraph(elf, p).indirectCallers, ['dispatch', 'vm', 'parse']);
   });
 
   it('keeps static functions of the same name apart', () => {

@@ -310,6 +310,11 @@ export interface Rv32JumpTable {
 export interface Rv32JumpTableFailure {
   ok: false;
   reason: string;
+  /**
+   * The dispatch has the shape of a compiler switch (entries are offsets from the table base), so
+   * its targets lie inside the function although they could not be listed.
+   */
+  switchShaped?: boolean;
 }
 
 /**
@@ -364,13 +369,13 @@ export function resolveRv32JumpTable(
   const shift = lastDef(insns, defI.index - 1, indexReg);
   if (!shift || !['slli', 'c.slli'].includes(shift.insn.mnemonic)) return { ok: false, reason: 'the index is not scaled by 4' };
   const bound = findBound(insns, shift.index - 1, indexReg, consts);
-  if (bound === undefined) return { ok: false, reason: `no bounds check of the index register x${indexReg} was found before the dispatch` };
+  if (bound === undefined) return { ok: false, reason: `no bounds check of the index register x${indexReg} was found before the dispatch`, ...(relative ? { switchShaped: true } : {}) };
   const targets: number[] = [];
   for (let e = 0; e < bound; e++) {
     const v = readWord(tableBase + 4 * e);
-    if (v === undefined) return { ok: false, reason: `the table at 0x${tableBase.toString(16)} is not in the image` };
+    if (v === undefined) return { ok: false, reason: `the table at 0x${tableBase.toString(16)} is not in the image`, ...(relative ? { switchShaped: true } : {}) };
     const t = (relative ? tableBase + (v | 0) : v) >>> 0;
-    if (!isInstructionInFunction(t)) return { ok: false, reason: `entry ${e} (0x${t.toString(16)}) is not an instruction of this function` };
+    if (!isInstructionInFunction(t)) return { ok: false, reason: `entry ${e} (0x${t.toString(16)}) is not an instruction of this function`, ...(relative ? { switchShaped: true } : {}) };
     targets.push(t);
   }
   return { ok: true, table: tableBase, entries: bound, targets };

@@ -174,7 +174,7 @@ export class ProgramModel {
       if (insn.kind === 'indirectBranch') {
         const r = this.arch.resolveTable(fn, index, this.readWord);
         if (r.ok) this.jumpTables.push({ branch: insn.address, function: fn.name, resolved: true, table: r.table, targets: r.targets });
-        else this.jumpTables.push({ branch: insn.address, function: fn.name, resolved: false, targets: [], reason: r.reason });
+        else this.jumpTables.push({ branch: insn.address, function: fn.name, resolved: false, targets: [], reason: r.reason, ...(r.switchShaped ? { switchShaped: true } : {}) });
       }
     });
     for (const t of this.jumpTables) {

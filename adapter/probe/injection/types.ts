@@ -68,6 +68,8 @@ export interface JumpTableInfo {
   targets: number[];
   /** Why it could not be resolved. */
   reason?: string;
+  /** Unresolved, but shaped like a compiler switch (offsets from the table base): its targets stay in the function. */
+  switchShaped?: boolean;
 }
 
 /** Per-family knowledge the planner needs; implemented in adapter/arch/<family>/. */
@@ -82,7 +84,7 @@ export interface InjectionArch {
     fn: FunctionCode,
     index: number,
     readWord: (address: number, bytes: 1 | 2 | 4) => number | undefined,
-  ): { ok: true; table: number; targets: number[] } | { ok: false; reason: string };
+  ): { ok: true; table: number; targets: number[] } | { ok: false; reason: string; switchShaped?: boolean };
   /** The link register a direct call writes (RV32: rd of JAL; Thumb: always LR). */
   linkRegister(insn: DecodedInstruction): number | undefined;
   /** True when the instruction names register `reg` at all (RV32 `tp` usage scan). */
