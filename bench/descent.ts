@@ -7,7 +7,7 @@ import { MetricsEngine } from '../extension/analysis/metrics';
 import type { ResultSet } from '../extension/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
 import { fixtureElf } from '../test/support/paths';
-import { printTable } from './support';
+import { option, printTable } from './support';
 
 /**
  * Descent benchmark (DESIGN.md "Benchmarks"): runs to finish versus the naive method (ceil(F/k)
@@ -118,10 +118,7 @@ async function benchProgram(label: string, graph: CallGraphResponse, oracle: Ora
 }
 
 async function main(argv: string[]): Promise<void> {
-  const only = (flag: string): string | undefined => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
+  const only = (flag: string): string | undefined => option(argv, flag);
   const rows: Row[] = [];
   for (const target of TARGETS) {
     if (only('--target') && only('--target') !== target) continue;

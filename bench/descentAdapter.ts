@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { loadResultSetDocument } from '../extension/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
 import { fixtureElf, repoRoot, type FixtureTarget } from '../test/support/paths';
-import { printTable } from './support';
+import { option, printTable } from './support';
 
 /**
  * Call-graph descent through the real product: `cyclelens descent` (the built CLI, adapter, GDB,
@@ -93,10 +93,7 @@ async function scoreOne(dir: string, label: string, oracle: OracleSummary, k: nu
 }
 
 async function main(argv: string[]): Promise<void> {
-  const only = (flag: string): string | undefined => {
-    const i = argv.indexOf(flag);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
+  const only = (flag: string): string | undefined => option(argv, flag);
   const rows: Row[] = [];
   for (const { target, machine } of TARGETS) {
     if (only('--target') && only('--target') !== target) continue;

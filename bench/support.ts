@@ -14,3 +14,9 @@ export function printTable(header: string[], rows: string[][]): void {
   console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   for (const r of rows) console.log(line(r));
 }
+
+/** The value after `flag` on the command line (`--program firmware`), if given. */
+export function option(argv: readonly string[], flag: string): string | undefined {
+  const i = argv.indexOf(flag);
+  return i >= 0 ? argv[i + 1] : undefined;
+}
