@@ -14,13 +14,16 @@ const sourceFiles: vscode.DocumentSelector = [{ language: 'c' }, { language: 'cp
 /** Composition root: builds the services and registers them, nothing more. */
 export function activate(context: vscode.ExtensionContext): void {
   registerDebugging(context);
+  // One log for what the user may want to read later: profiling runs, measurement notes.
+  const log = vscode.window.createOutputChannel('CycleLens', { log: true });
   const tracker = new SessionTracker();
   const store = new MeasurementStore();
   const counters = new CountersView(tracker);
   const profile = new ProfileResults();
-  const injected = new InjectedMeasurements(tracker, context.extensionUri, profile);
+  const injected = new InjectedMeasurements(tracker, context.extensionUri, profile, log);
   const measurements = new MeasurementsView(store, injected);
   context.subscriptions.push(
+    log,
     tracker,
     counters,
     injected,
@@ -31,7 +34,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.languages.registerHoverProvider(sourceFiles, injected),
     ...registerCounterCommands(tracker, counters, store),
     ...registerInjectionCommands(injected),
-    ...registerProfilingCommands(tracker, profile),
+    ...registerProfilingCommands(tracker, profile, log),
     profile,
   );
 }

@@ -37,7 +37,7 @@ export class ProfileResults {
  * the active session with progress and cancellation; the report opens as a document, the result
  * sets are saved in the workspace, and per-function results appear above each function.
  */
-export function registerProfilingCommands(tracker: SessionTracker, results: ProfileResults): vscode.Disposable[] {
+export function registerProfilingCommands(tracker: SessionTracker, results: ProfileResults, output: vscode.LogOutputChannel): vscode.Disposable[] {
   const run = async (command: ScenarioRequest['command']): Promise<void> => {
     const session = tracker.active;
     if (!session) {
@@ -59,7 +59,6 @@ export function registerProfilingCommands(tracker: SessionTracker, results: Prof
     const slots = vscode.workspace.getConfiguration('cyclelens').get<number>('profileSlots') ?? 4;
     const start = typeof config['stopAtEntry'] === 'string' ? config['stopAtEntry'] : 'main';
     const request: ScenarioRequest = { command, threshold, slots, start, roots: [], rounds: 1, lookahead: true };
-    const output = vscode.window.createOutputChannel('CycleLens Profile', { log: true });
     try {
       const outcome = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: command === 'descent' ? 'CycleLens: call-graph descent' : 'CycleLens: full profile', cancellable: true },
@@ -87,14 +86,21 @@ export function registerProfilingCommands(tracker: SessionTracker, results: Prof
       );
       results.set(outcome.rows);
       const folder = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+      let reportFile: string | undefined;
       if (folder) {
         const stamp = new Date().toISOString().replace(/[:.]/g, '-');
         const file = join(folder, '.cyclelens', 'results', `${command}-${stamp}.json`);
         await saveResultSetDocument(file, outcome.document);
         await writeFileAtomic(file.replace(/\.json$/, '.dot'), outcome.dot);
-        output.info(`result sets saved to ${file}`);
+        // The report is saved beside its result set and opened from there: an unsaved document
+        // would ask "Do you want to save…?" whenever it is closed.
+        reportFile = file.replace(/\.json$/, '.txt');
+        await writeFileAtomic(reportFile, outcome.report);
+        output.info(`result sets saved to ${file}, the report to ${reportFile}`);
       }
-      const doc = await vscode.workspace.openTextDocument({ content: outcome.report, language: 'plaintext' });
+      const doc = reportFile
+        ? await vscode.workspace.openTextDocument(vscode.Uri.file(reportFile))
+        : await vscode.workspace.openTextDocument({ content: outcome.report, language: 'plaintext' });
       await vscode.window.showTextDocument(doc, { preview: false, viewColumn: vscode.ViewColumn.Beside });
       const summary = `${outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
       void vscode.window.showInformationMessage(`CycleLens ${command === 'descent' ? 'descent' : 'profile'} finished: ${summary}.`);

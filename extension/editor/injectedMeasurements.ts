@@ -5,6 +5,7 @@ import { distribution, formatCount, histogramBars } from '../analysis/statistics
 import type { ProfileResults } from '../commands/profilingCommands';
 import { InjectionClient } from '../debug/injectionClient';
 import type { SessionTracker } from '../debug/sessionTracker';
+import { measurementLabel, warningNeedsAttention } from './injectedPresentation';
 
 interface Live {
   info: InjectedMeasurementInfo;
@@ -20,6 +21,8 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   private live = new Map<number, Live>();
   private functions: CallGraphFunction[] = [];
   private pendingStart: { uri: vscode.Uri; line: number } | undefined;
+  /** The status-bar hint that says how to finish the pending region: it lives exactly as long as the pending start. */
+  private pendingHint: vscode.Disposable | undefined;
   private totalOfRun: number | undefined;
   private readonly codeLensChanged = new vscode.EventEmitter<void>();
   readonly onDidChangeCodeLenses = this.codeLensChanged.event;
@@ -32,7 +35,12 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   private readonly pendingMarker: vscode.TextEditorDecorationType;
   private readonly resultText: vscode.TextEditorDecorationType;
 
-  constructor(private readonly tracker: SessionTracker, extensionUri: vscode.Uri, private readonly profile: ProfileResults) {
+  constructor(
+    private readonly tracker: SessionTracker,
+    extensionUri: vscode.Uri,
+    private readonly profile: ProfileResults,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
     const icon = (name: string): vscode.Uri => vscode.Uri.joinPath(extensionUri, 'media', name);
     // Decoration types are created once and disposed with the extension.
     this.startMarker = vscode.window.createTextEditorDecorationType({ gutterIconPath: icon('region-start.svg'), gutterIconSize: 'contain', overviewRulerColor: new vscode.ThemeColor('charts.orange'), overviewRulerLane: vscode.OverviewRulerLane.Left });
@@ -65,9 +73,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
 
   /** "Measure Region from Here": remembers the start until "… to Here" names the end. */
   markStart(uri: vscode.Uri, line: number): void {
-    this.pendingStart = { uri, line };
-    this.decorate();
-    void vscode.window.setStatusBarMessage(`CycleLens: region starts at line ${line}; choose "Measure Region to Here" on its last line.`, 8000);
+    this.setPendingStart({ uri, line });
   }
 
   async markEnd(uri: vscode.Uri, line: number): Promise<void> {
@@ -76,7 +82,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
       throw new Error('Choose "Measure Region from Here" on the first line of the region first (in the same file).');
     }
     if (line <= start.line) throw new Error(`The region's end (line ${line}) must come after its start (line ${start.line}).`);
-    this.pendingStart = undefined;
+    this.setPendingStart(undefined);
     await this.inject([{ start: { path: uri.fsPath, line: start.line }, end: { path: uri.fsPath, line } }]);
   }
 
@@ -120,7 +126,14 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     if (r.refused.length > 0) {
       void vscode.window.showWarningMessage(`CycleLens could not measure: ${r.refused.map((x) => x.reason).join(' ')}`);
     }
-    for (const info of r.injected) for (const w of info.warnings) void vscode.window.showWarningMessage(`CycleLens: ${info.name}: ${w}`);
+    for (const info of r.injected) {
+      for (const w of info.warnings) {
+        // Every warning is logged (under the adapter's own name for the measurement) and shown in
+        // the hover; only one that changes what the figures mean interrupts the user.
+        this.log.warn(`${info.name}: ${w}`);
+        if (warningNeedsAttention(w)) void vscode.window.showWarningMessage(`CycleLens: ${measurementLabel(info)}: ${w}`);
+      }
+    }
   }
 
   // ---- editor presentation -----------------------------------------------------------------------
@@ -146,10 +159,19 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
 
   provideHover(document: vscode.TextDocument, position: vscode.Position): vscode.Hover | undefined {
     const l = [...this.live.values()].find((x) => x.info.source?.path === document.uri.fsPath && x.info.source.line - 1 === position.line);
-    if (!l?.result) return undefined;
-    const r = l.result;
+    if (!l) return undefined;
     const md = new vscode.MarkdownString();
-    md.appendMarkdown(`**${l.info.name}** — ${r.counter}\n\n`);
+    const label = measurementLabel(l.info);
+    md.appendMarkdown(`**${escapeMarkdown(label)}** — ${l.result?.counter ?? l.info.counter}\n\n`);
+    // The adapter's name carries the patch addresses, which the disassembly view shows.
+    if (label !== l.info.name) md.appendMarkdown(`patched as ${escapeMarkdown(l.info.name)}\n\n`);
+    const notes = l.info.warnings.map((w) => `- ${escapeMarkdown(w)}`).join('\n');
+    const r = l.result;
+    if (!r) {
+      md.appendMarkdown('Injected: counting at full speed; results are read at the next stop.\n\n');
+      if (notes) md.appendMarkdown(`${notes}\n`);
+      return new vscode.Hover(md);
+    }
     md.appendMarkdown(`calls ${r.calls} · passes ${r.passes}${r.untracked ? ` · untracked ${r.untracked}` : ''}\n\n`);
     md.appendMarkdown(`total ${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)}, payload ${formatCount(r.overheadPerPass)}/pass removed)\n\n`);
     if (r.mean !== null) {
@@ -157,6 +179,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     }
     const d = distribution(r.lastPasses);
     if (d) md.appendCodeblock(histogramBars(d).join('\n'), 'text');
+    if (notes) md.appendMarkdown(`\n${notes}\n`);
     return new vscode.Hover(md);
   }
 
@@ -203,9 +226,19 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   private forgetSession(): void {
     this.live.clear();
     this.functions = [];
-    this.pendingStart = undefined;
+    this.setPendingStart(undefined);
     this.totalOfRun = undefined;
     this.changed();
+  }
+
+  /** Sets or clears the pending region start, with its gutter marker and its status-bar hint. */
+  private setPendingStart(start: { uri: vscode.Uri; line: number } | undefined): void {
+    this.pendingStart = start;
+    this.pendingHint?.dispose();
+    this.pendingHint = start
+      ? vscode.window.setStatusBarMessage(`CycleLens: region starts at line ${start.line}; choose "Measure Region to Here" on its last line.`)
+      : undefined;
+    this.decorate();
   }
 
   private requireClient(): InjectionClient {
@@ -215,8 +248,14 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   }
 
   dispose(): void {
+    this.pendingHint?.dispose();
     for (const s of this.subscriptions) s.dispose();
   }
+}
+
+/** Markdown's own characters in a name or a message (`*`, `_`, `[` …) are text, not formatting. */
+function escapeMarkdown(text: string): string {
+  return text.replace(/[\\`*_{}[\]()#+\-.!|<>]/g, '\\$&');
 }
 
 /**

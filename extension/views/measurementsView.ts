@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { InjectedMeasurementInfo, InjectedResult } from '../../common/dapCustom';
 import type { MeasurementRecord, MeasurementSeries, MeasurementStore } from '../analysis/measurements';
 import { distribution, formatCount, histogramBars } from '../analysis/statistics';
+import { measurementLabel } from '../editor/injectedPresentation';
 
 /** Where injected measurements come from (the editor's InjectedMeasurements). */
 export interface InjectedSource {
@@ -66,11 +67,14 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
   getTreeItem(node: Node): vscode.TreeItem {
     switch (node.kind) {
       case 'injected': {
-        const item = new vscode.TreeItem(node.info.name, vscode.TreeItemCollapsibleState.Collapsed);
+        const item = new vscode.TreeItem(measurementLabel(node.info), vscode.TreeItemCollapsibleState.Collapsed);
         const r = node.result;
         item.description = r ? `${r.calls} calls · mean ${formatCount(r.meanCompensated ?? 0)} ${r.counter}` : `${node.info.kind} · ${node.info.payload} · injected`;
         const d = r ? distribution(r.lastPasses) : undefined;
-        item.tooltip = d ? new vscode.MarkdownString(['Last passes:', '```', ...histogramBars(d), '```'].join('\n')) : 'Injected: counting at full speed; results are read at each stop.';
+        const tooltip = new vscode.MarkdownString(d ? ['Last passes:', '```', ...histogramBars(d), '```'].join('\n') : 'Injected: counting at full speed; results are read at each stop.');
+        // The adapter's warnings are information here; those that change the figures were also notified.
+        for (const w of node.info.warnings) tooltip.appendMarkdown('\n\n').appendText(w);
+        item.tooltip = tooltip;
         item.iconPath = new vscode.ThemeIcon('pulse');
         item.contextValue = 'injectedMeasurement';
         item.id = `injected-${node.info.id}`;

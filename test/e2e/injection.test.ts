@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import { CodeServerHarness, poll, type TreeRow } from '../support/codeServerHarness';
 import {
   afterLineText, clickCodeLens, codeLenses, type CodeLensRow, emulatorOrDebugger, functionLines, gutterIconLines, hoverOnLine,
-  lineNumberMenu, revealLine, rv32, showMeasurements, waitForCodeLens,
+  lineNumberMenu, notifications, revealLine, rv32, showMeasurements, statusBarText, waitForCodeLens,
 } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
 
@@ -29,6 +29,14 @@ let mainLine = 0;
 let firLensLine: number | undefined;
 /** The region's inline result, for the test that judges its numbers. */
 let regionInline = '';
+/** What the status bar said while the region's start was pending, and after its end was chosen. */
+const hint = { pending: '', completed: '' };
+/** Every notification toast shown from marking the region until its result was read. */
+const regionToasts: string[] = [];
+/** The region's hover at program_end. */
+let regionHover = '';
+/** The hint InjectedMeasurements shows in the status bar while a region's start waits for its end. */
+const pendingHint = /region starts at line/;
 
 before(async () => {
   // requireFirmware: the demo workspace builds its firmware in place, so the ELF's debug
@@ -94,10 +102,15 @@ test('a region marked from the line-number menu of dsp.c shows its passes at pro
   await h.openFile('src/dsp.c');
   await lineNumberMenu(h, regionStart, 'Measure Region from Here');
   const pending = await poll(() => gutterIconLines(h, 'region-pending'), (l) => l.includes(regionStart), 5000);
+  hint.pending = await poll(() => statusBarText(h), (s) => pendingHint.test(s), 5000);
   await lineNumberMenu(h, regionEnd, 'Measure Region to Here');
   const starts = await poll(() => gutterIconLines(h, 'region-start'), (l) => l.includes(regionStart), 10_000);
   const ends = await poll(() => gutterIconLines(h, 'region-end'), (l) => l.includes(regionEnd), 5000);
   const measuring = await poll(() => afterLineText(h, regionStart), (s) => s !== '', 5000);
+  // The hint goes with the pending start; anything the injection notifies has arrived by now.
+  hint.completed = await poll(() => statusBarText(h), (s) => !pendingHint.test(s), 3000);
+  for (const n of await notifications(h)) regionToasts.push(n);
+  t.diagnostic(`status bar while pending: "${hint.pending}"; once the region is complete: "${hint.completed}"`);
   t.diagnostic(`after marking: pending marker on ${JSON.stringify(pending)}, start markers ${JSON.stringify(starts)}, end markers ${JSON.stringify(ends)}, inline "${measuring}"`);
   await h.screenshot('injection-region-marked');
   assert.ok(pending.includes(regionStart), `"Measure Region from Here" marks line ${regionStart} (#REGION_START) as a pending start`);
@@ -113,6 +126,8 @@ test('a region marked from the line-number menu of dsp.c shows its passes at pro
   regionInline = await poll(() => afterLineText(h, regionStart), (s) => countIn(s) !== undefined, 15_000);
   const rows = await showMeasurements(h, (r) => r.some((row) => countIn(row.description) !== undefined));
   const hover = await hoverOnLine(h, regionStart, /passes/).catch((e: unknown) => `(no hover: ${String(e)})`);
+  regionHover = hover;
+  for (const n of await notifications(h)) if (!regionToasts.includes(n)) regionToasts.push(n);
   await h.dismissHover();
   await h.screenshot('injection-region-result');
   t.diagnostic(`#REGION_START line shows: "${regionInline}"`);
@@ -125,8 +140,25 @@ test('a region marked from the line-number menu of dsp.c shows its passes at pro
   const region = rows.find((r) => r.level === 1 && countIn(r.description) !== undefined);
   assert.ok(region, `the Measurements view lists the region with its result (${rowText(rows)})`);
   assert.match(region.label, /fir_filter/, 'the region is named after the function it lies in');
+  assert.ok(region.label.includes(`dsp.c:${regionStart}–${regionEnd}`), `the region is named by its source lines dsp.c:${regionStart}–${regionEnd} ("${region.label}")`);
+  assert.doesNotMatch(region.label, /0x[0-9a-f]/i, 'the region\'s name shows no patch addresses');
   assert.equal(countIn(region.description), count, 'the view and the editor show the same count');
   assert.match(hover, new RegExp(`passes ${count}\\b`), 'the hover on the region\'s line shows the passes');
+});
+
+test('the status-bar hint of a pending region goes once the region is complete', () => {
+  assert.match(hint.pending, pendingHint, 'while the start waits for its end, the status bar says how to finish the region');
+  assert.doesNotMatch(hint.completed, pendingHint, `the hint is still shown after "Measure Region to Here" ("${hint.completed}")`);
+});
+
+test('marking an ordinary region pops up no trampoline note; the hover keeps the adapter\'s notes', (t) => {
+  t.diagnostic(`toasts: ${JSON.stringify(regionToasts)}`);
+  // The adapter's note that a call moved into the trampoline keeps memory reserved asks nothing of
+  // the user: it belongs in the log and the hover, not in a toast.
+  assert.deepEqual(regionToasts.filter((n) => /trampoline|stays reserved/i.test(n)), [], 'a notification about the trampoline was shown');
+  t.diagnostic(`hover: ${regionHover.replace(/\s+/g, ' ')}`);
+  const title = regionHover.split('\n')[0] ?? '';
+  assert.ok(title.includes(`dsp.c:${regionStart}–${regionEnd}`), `the hover's title names the region by its source lines ("${title}")`);
 });
 
 test('the region\'s inline result reads consistently: its mean lies between its min and max', () => {

@@ -76,6 +76,10 @@ test('call-graph descent at 5% runs with progress and opens its report naming pr
     .waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
   const progressLeft = await h.page.locator('.notifications-toasts .notification-toast', { hasText: progressTitle }).count();
   const text = await activeEditorText(h);
+  const tabs = await h.page.locator('.tabs-container .tab').evaluateAll((els) => els.map((e) => ({
+    label: (e.querySelector('.label-name')?.textContent ?? '').trim(),
+    dirty: e.classList.contains('dirty'),
+  })));
   await h.screenshot('profiling-descent-report');
   t.diagnostic(`descent took ${tookMs} ms; notifications: ${seen.join(' || ')}`);
   t.diagnostic(`active editor "${await h.activeTab()}": ${text.split('\n').slice(0, 6).join(' / ')}`);
@@ -89,6 +93,10 @@ test('call-graph descent at 5% runs with progress and opens its report naming pr
   assert.doesNotMatch(ended, failed, `the descent failed: "${ended}"`);
   assert.match(text, /Call-graph descent/, 'the report editor shows "Call-graph descent"');
   assert.match(text, /\bprocess_packet\b/, 'the report names process_packet');
+  // Saved beside the result set, so closing it asks nothing ("Do you want to save…?").
+  const report = tabs.find((tab) => /^descent-.*\.txt$/.test(tab.label));
+  assert.ok(report, `the report is opened from its file in .cyclelens/results (tabs: ${JSON.stringify(tabs)})`);
+  assert.equal(report.dirty, false, 'the report\'s editor has no unsaved changes');
 });
 
 test('a "$(flame)" CodeLens with the measured share appears above fir_filter in dsp.c', { timeout: 60_000 }, async (t) => {

@@ -119,6 +119,7 @@ test('after the stop, dsp.c shows neither the result text nor the region\'s gutt
   assert.deepEqual(texts.filter((x) => resultText.test(x)), [], 'no result text is drawn in the editor');
   assert.deepEqual(markers, { start: [], end: [], pending: [] }, 'no region marker is left in the gutter');
   assert.deepEqual(lenses.filter((l) => l.text.startsWith('$(pulse)')), [], 'no measured-function CodeLens is left');
+  assert.doesNotMatch(status, /region starts at line/, 'the hint for a pending region start is not left in the status bar');
 });
 
 test('after the stop, the Measurements view no longer lists the injected region', { timeout: 30_000 }, async (t) => {

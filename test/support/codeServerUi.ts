@@ -253,6 +253,11 @@ export async function notifications(h: CodeServerHarness): Promise<string[]> {
     .filter((t) => t !== ''));
 }
 
+/** The status bar's text as drawn, whitespace collapsed (messages, items, the debug target). */
+export async function statusBarText(h: CodeServerHarness): Promise<string> {
+  return ((await h.page.locator('.part.statusbar').innerText().catch(() => '')) ?? '').replace(/\s+/g, ' ').trim();
+}
+
 /**
  * Answers an open input box (showInputBox): checks what it offers, types `value` over it and
  * presses Enter. Returns the title/prompt and the offered value, for the test to assert on.
