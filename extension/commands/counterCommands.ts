@@ -5,6 +5,7 @@ import { formatCount } from '../analysis/statistics';
 import type { ProbeClient } from '../debug/probeClient';
 import type { SessionTracker } from '../debug/sessionTracker';
 import type { CountersView } from '../views/countersView';
+import { counterPickItems } from './counterPicks';
 
 /** Commands that configure counters and take measurements between two points. */
 export function registerCounterCommands(tracker: SessionTracker, counters: CountersView, store: MeasurementStore): vscode.Disposable[] {
@@ -25,16 +26,14 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
   return [
     vscode.commands.registerCommand('cyclelens.configureCounters', () =>
       withClient(async (client) => {
-        const { events } = await client.events();
+        const [{ events }, { units }] = await Promise.all([client.events(), client.counters()]);
         if (events.length === 0) {
-          const units = (await client.counters()).units;
           void vscode.window.showWarningMessage(`This target has no usable counters. ${units.map((u) => `${u.unit}: ${u.note ?? 'absent'}`).join(' ')}`);
           return;
         }
-        const picked = await vscode.window.showQuickPick(
-          events.map((e) => ({ label: e.name, description: `${e.unit} · ${e.id}`, detail: e.description, id: e.id })),
-          { canPickMany: true, title: 'Events to count', placeHolder: 'Pick the events to count; each needs a free counter slot' },
-        );
+        const picked = await vscode.window.showQuickPick(counterPickItems(events, units), {
+          canPickMany: true, title: 'Events to count', placeHolder: 'Pick the events to count; each needs a free counter slot',
+        });
         if (!picked || picked.length === 0) return;
         await client.configure({ events: [...new Set(picked.map((p) => p.id))] });
         counters.forgetValues();

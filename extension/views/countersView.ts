@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
-import type { CounterSlotInfo, CounterUnitInfo, CounterValue } from '../../common/counters';
+import type { CounterEvent, CounterSlotInfo, CounterUnitInfo, CounterValue } from '../../common/counters';
+import { eventName } from '../commands/counterPicks';
 import { formatCount } from '../analysis/statistics';
 import type { SessionTracker } from '../debug/sessionTracker';
 
@@ -11,6 +12,8 @@ type Node = { kind: 'unit'; unit: CounterUnitInfo } | { kind: 'slot'; unit: Coun
  */
 export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Disposable {
   private units: CounterUnitInfo[] = [];
+  /** The target's event catalogue, so slots show event names ("instructions retired"), not ids. */
+  private events: CounterEvent[] = [];
   private values = new Map<string, CounterValue>();
   private deltas = new Map<string, bigint>();
   private readonly changed = new vscode.EventEmitter<Node | undefined>();
@@ -30,6 +33,7 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     const client = this.tracker.client();
     if (!client) {
       this.units = [];
+      this.events = [];
       this.values.clear();
       this.deltas.clear();
       this.changed.fire(undefined);
@@ -37,6 +41,8 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     }
     try {
       this.units = (await client.counters()).units;
+      // The catalogue changes only with the session (a stop never changes it).
+      if (!readValues || this.events.length === 0) this.events = (await client.events()).events;
       if (readValues && this.units.some((u) => u.slots.some((s) => s.event))) {
         const fresh = (await client.read()).values;
         for (const v of fresh) {
@@ -85,7 +91,8 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
         const value = this.values.get(key);
         const delta = this.deltas.get(key);
         const item = new vscode.TreeItem(node.slot.name);
-        const event = node.slot.event ?? node.slot.fixedEvent;
+        const id = node.slot.event ?? node.slot.fixedEvent;
+        const event = id === undefined ? undefined : eventName(id, this.events);
         const shown = value && node.slot.event ? `${formatCount(Number(value.value))}${delta ? ` (+${formatCount(Number(delta))})` : ''}` : '';
         item.description = [event ?? 'unassigned', shown].filter(Boolean).join(' · ');
         item.tooltip = new vscode.MarkdownString(
