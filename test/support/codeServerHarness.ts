@@ -351,7 +351,30 @@ export class CodeServerHarness {
     const header = this.viewPane(name).locator(':scope > .pane-header');
     await header.waitFor({ state: 'visible', timeout: 10_000 });
     await this.dismissHover();
-    if ((await header.getAttribute('aria-expanded')) !== String(expanded)) await header.click();
+    if ((await header.getAttribute('aria-expanded')) !== String(expanded)) await this.clickPastHovers(header);
+  }
+
+  /**
+   * Clicks `target`; when a hover that showed up late covers it (a toolbar tooltip appears some
+   * 500 ms after the pointer or the keyboard focus reached its button, so dismissHover() before the
+   * click can miss it), dismisses the hover and clicks again.
+   */
+  async clickPastHovers(target: Locator, attempts = 3): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await target.click({ timeout: attempt === attempts ? 30_000 : 3000 });
+        return;
+      } catch (e) {
+        if (attempt === attempts) throw e;
+        const covering = await this.page.locator('.context-view .hover-contents:visible, .monaco-hover:visible, .workbench-hover:visible').allInnerTexts().catch(() => []);
+        const focused = await this.page.evaluate(() => {
+          const a = document.activeElement;
+          return a ? `${a.tagName.toLowerCase()}.${Array.from(a.classList).join('.')} "${(a.getAttribute('aria-label') ?? '').slice(0, 60)}"` : 'none';
+        });
+        console.error(`[harness] a click was covered (attempt ${attempt}); hovers ${JSON.stringify(covering)}, focus on ${focused}; screenshot ${await this.screenshot(`covered-click-${attempt}`)}`);
+        await this.dismissHover();
+      }
+    }
   }
 
   /**
@@ -411,9 +434,18 @@ export class CodeServerHarness {
     if (status) await this.page.mouse.move(status.x + status.width / 2, status.y + status.height / 2);
     // Toolbar tooltips ("Start Debugging (F5)") live in a context view, not a Monaco hover.
     const hovers = this.page.locator('.monaco-hover:visible, .workbench-hover:visible, .context-view .hover-contents:visible');
-    const deadline = Date.now() + 3000;
-    while ((await hovers.count()) > 0 && Date.now() < deadline) await sleep(100);
-    if ((await hovers.count()) > 0) await this.page.keyboard.press('Escape');
+    const gone = async (ms: number): Promise<boolean> => {
+      const deadline = Date.now() + ms;
+      while ((await hovers.count()) > 0 && Date.now() < deadline) await sleep(100);
+      return (await hovers.count()) === 0;
+    };
+    if (await gone(3000)) return;
+    await this.page.keyboard.press('Escape');
+    if (await gone(1000)) return;
+    // A toolbar button that has keyboard focus (Run and Debug's start button, once the view is
+    // shown from the palette) keeps its tooltip up wherever the pointer is: take the focus away.
+    await this.page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    await gone(2000);
   }
 
   /** Clicks a view's title bar action by its label ("Configure Counters…"); hovering shows the actions. */
