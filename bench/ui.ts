@@ -1,6 +1,6 @@
 /**
  * UI benchmark: the packaged CycleLens in code-server (Debian's Chromium, headless), on the demo
- * workspace. Prints two figures, as medians over several runs:
+ * workspace. Prints three figures, as medians over several runs:
  *  1. Activation: the time from a click on "Counters" in View: Open View (the `onView` activation)
  *     to the view showing its first row, in a window reloaded so the extension is not active yet;
  *     next to it, VS Code's own "Activation" figure from Developer: Show Running Extensions (the
@@ -10,23 +10,35 @@
  *     this process (the `cyclelens.debugAdapterPort` setting), which timestamps each `stopped` event
  *     as it passes; the page timestamps the view's change with a MutationObserver. Both clocks are
  *     this machine's wall clock. The CALL STACK's change is timed the same way, for comparison.
+ *  3. Descent results: call-graph descent run from the command palette (as a person does, threshold
+ *     typed into its input box) on a session stopped at main, with dsp.c open at fir_filter. The
+ *     descent's end is the adapter's response to the descent's last request (the proxy timestamps
+ *     every response); from there the page times the "$(flame)" CodeLens of the profiled functions
+ *     appearing in the source editor and the report ("Call-graph descent …") appearing in its own
+ *     editor. Each descent runs in a freshly reloaded window: the profile's CodeLens of an earlier
+ *     descent would otherwise be on screen already.
  * Prints figures; record them in docs/benchmarks.md with the commit.
- *   npm run bench -- ui [--runs N] [--steps N]
+ *   npm run bench -- ui [--runs N] [--steps N] [--descents N] [--only activation|steps|descent]
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo, type Server } from 'node:net';
 import { join } from 'node:path';
 import { CodeServerHarness } from '../test/support/codeServerHarness';
 import { importScriptsLib } from '../test/support/codeServerScripts';
+import { answerInputBox, functionLines, notifications, revealLine, rv32 } from '../test/support/codeServerUi';
+import { markerLine } from '../test/support/markers';
 import { OWNER_TAG_VAR, killTagged, newOwnerTag, waitForNoTaggedProcesses } from '../test/support/ownedProcesses';
-import { median, printTable } from './support';
+import { median, option, printTable } from './support';
 
-function option(name: string, fallback: number): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return (at >= 0 ? Number(process.argv[at + 1]) : 0) || fallback;
-}
-const runs = option('runs', 5);
-const stepCount = option('steps', 10);
+const countOption = (flag: string, fallback: number): number => Number(option(process.argv, flag) ?? 0) || fallback;
+const runs = countOption('--runs', 5);
+const stepCount = countOption('--steps', 10);
+const descentCount = countOption('--descents', 5);
+const only = option(process.argv, '--only');
+const part = (name: 'activation' | 'steps' | 'descent'): boolean => only === undefined || only === name;
+
+/** The profiler's own requests: the last response to one of them is where a descent ends. */
+const descentRequests = new Set(['cyclelens/run', 'cyclelens/inject', 'cyclelens/injectedResults', 'cyclelens/removeInjections', 'cyclelens/callGraph']);
 
 /**
  * A DAP server that VS Code connects to: each connection gets its own adapter process over stdio
@@ -35,6 +47,8 @@ const stepCount = option('steps', 10);
 class TimingAdapterProxy {
   readonly tag = newOwnerTag();
   readonly stoppedAt: number[] = [];
+  /** Every response the adapter sent, with its command and when it passed. */
+  readonly responses: { command: string; at: number }[] = [];
   private readonly adapters = new Set<ChildProcess>();
   private server: Server | undefined;
 
@@ -70,8 +84,9 @@ class TimingAdapterProxy {
       if (headerEnd < 0) return buffer;
       const length = Number(/Content-Length: (\d+)/i.exec(buffer.subarray(0, headerEnd).toString('ascii'))?.[1] ?? NaN);
       if (!Number.isFinite(length) || buffer.length < headerEnd + 4 + length) return buffer;
-      const message = JSON.parse(buffer.subarray(headerEnd + 4, headerEnd + 4 + length).toString('utf8')) as { type?: string; event?: string };
+      const message = JSON.parse(buffer.subarray(headerEnd + 4, headerEnd + 4 + length).toString('utf8')) as { type?: string; event?: string; command?: string };
       if (message.type === 'event' && message.event === 'stopped') this.stoppedAt.push(Date.now());
+      if (message.type === 'response' && message.command) this.responses.push({ command: message.command, at: Date.now() });
       buffer = buffer.subarray(headerEnd + 4 + length);
     }
   }
@@ -97,20 +112,25 @@ function count(h: CodeServerHarness, re: RegExp): number {
   return h.extensionHostLog().match(new RegExp(re.source, 'g'))?.length ?? 0;
 }
 
-async function activationRun(h: CodeServerHarness, extensionId: string, displayName: string, first: boolean): Promise<ActivationRun> {
-  if (!first) {
-    // A reloaded window gets a new extension host; with the Explorer shown, nothing activates CycleLens.
-    await h.runCommand('View: Close All Editors');
-    await h.runCommand('View: Show Explorer');
-    const hosts = count(h, /Eager extensions activated/);
-    await h.runCommand('Developer: Reload Window');
-    const deadline = Date.now() + 90_000;
-    while (count(h, /Eager extensions activated/) <= hosts) {
-      if (Date.now() > deadline) throw new Error('the reloaded window\'s extension host did not come up');
-      await new Promise((r) => setTimeout(r, 200));
-    }
-    await h.waitForWorkbench();
+/**
+ * Reloads the window: a new extension host, so CycleLens starts afresh (inactive, no profile kept).
+ * With the Explorer shown, nothing activates CycleLens on the way.
+ */
+async function reloadWindow(h: CodeServerHarness): Promise<void> {
+  await h.runCommand('View: Close All Editors');
+  await h.runCommand('View: Show Explorer');
+  const hosts = count(h, /Eager extensions activated/);
+  await h.runCommand('Developer: Reload Window');
+  const deadline = Date.now() + 90_000;
+  while (count(h, /Eager extensions activated/) <= hosts) {
+    if (Date.now() > deadline) throw new Error('the reloaded window\'s extension host did not come up');
+    await new Promise((r) => setTimeout(r, 200));
   }
+  await h.waitForWorkbench();
+}
+
+async function activationRun(h: CodeServerHarness, extensionId: string, displayName: string, first: boolean): Promise<ActivationRun> {
+  if (!first) await reloadWindow(h);
   const activations = count(h, new RegExp(`_doActivateExtension ${extensionId.replace(/\./g, '\\.')}\\b`));
   const page = h.page;
   // Open View, typed up to the row, so the clock starts at the click that opens the view.
@@ -200,6 +220,102 @@ async function stepTimings(h: CodeServerHarness, proxy: TimingAdapterProxy): Pro
   return out;
 }
 
+interface DescentTiming {
+  /** Enter in the threshold box → the adapter's response to the descent's last request. */
+  descentMs: number;
+  endToLensMs: number;
+  endToReportMs: number;
+  /** The later of the two: the editor shows the descent's results. */
+  endToResultsMs: number;
+}
+
+/**
+ * Watches, in the page, for the descent's results: a visible CodeLens with the flame icon (the
+ * profiled share above a function) and an editor line reading "Call-graph descent" (the report's
+ * title). Monaco draws spaces as no-break spaces (U+00A0): text is compared with them made plain.
+ */
+async function installDescentWatcher(h: CodeServerHarness): Promise<void> {
+  await h.page.evaluate(() => {
+    const w = window as unknown as { __clDescent: { lens?: number; report?: number } };
+    w.__clDescent = {};
+    const lens = () => Array.from(document.querySelectorAll('.monaco-editor .contentWidgets .codelens-decoration'))
+      .some((e) => getComputedStyle(e).visibility !== 'hidden' && e.querySelector('.codicon-flame') !== null);
+    const report = () => Array.from(document.querySelectorAll('.monaco-editor .view-lines .view-line'))
+      .some((e) => (e.textContent ?? '').replace(/\u00a0/g, ' ').includes('Call-graph descent'));
+    const check = () => {
+      const now = Date.now();
+      if (w.__clDescent.lens === undefined && lens()) w.__clDescent.lens = now;
+      if (w.__clDescent.report === undefined && report()) w.__clDescent.report = now;
+    };
+    check();
+    new MutationObserver(check).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+  });
+}
+
+async function descentTiming(h: CodeServerHarness, proxy: TimingAdapterProxy, fir: { first: number }, mainLine: number, first: boolean): Promise<DescentTiming> {
+  try {
+    return await timeDescent(h, proxy, fir, mainLine, first);
+  } catch (e) {
+    console.error(`descent failed; screenshot ${await h.screenshot('bench-ui-descent-failed')}`);
+    throw e;
+  }
+}
+
+async function timeDescent(h: CodeServerHarness, proxy: TimingAdapterProxy, fir: { first: number }, mainLine: number, first: boolean): Promise<DescentTiming> {
+  if (!first) await reloadWindow(h);
+  await h.startDebugging(rv32);
+  await h.waitForTopFrame('main', mainLine, 60_000);
+  // dsp.c, at fir_filter, in an editor group of its own: the profiling runs stop at main and at
+  // program_end, and VS Code shows each stop in the active group (or where the file is visible).
+  // With the second group active, those stops land there, the report opens beside it, and dsp.c
+  // stays in sight in the first group.
+  await h.runCommand('View: Split Editor Right');
+  await h.openFile('src/runtime.c');
+  await h.runCommand('View: Focus First Editor Group');
+  await h.openFile('src/dsp.c');
+  await revealLine(h, fir.first);
+  // (Focus Second Editor Group is not in the palette: a click on that group's tab focuses it.)
+  await h.page.locator('.editor-group-container').nth(1).locator('.tab.active').click();
+  await h.page.locator('.editor-group-container.active .tab.active', { hasText: 'runtime.c' }).waitFor({ state: 'visible', timeout: 10_000 });
+  await h.runCommand('Notifications: Clear All Notifications');
+  await installDescentWatcher(h);
+  const seen = await h.page.evaluate(() => (window as unknown as { __clDescent: { lens?: number; report?: number } }).__clDescent);
+  if (seen.lens !== undefined || seen.report !== undefined) throw new Error('results of an earlier descent are on screen before this one started');
+
+  await h.runCommand('CycleLens: Where Do My Cycles Go? (Call-Graph Descent)…');
+  const responsesBefore = proxy.responses.length;
+  await answerInputBox(h, '5%');
+  const started = Date.now();
+  const deadline = started + 180_000;
+  let times: { lens?: number; report?: number } = {};
+  let ended: string | undefined;
+  while (times.lens === undefined || times.report === undefined) {
+    if (Date.now() > deadline) {
+      const lenses = await h.page.locator('.monaco-editor .contentWidgets .codelens-decoration').allInnerTexts();
+      const tabs = await h.page.locator('.tab .label-name').allInnerTexts();
+      console.error(`tabs: ${JSON.stringify(tabs)}; CodeLens: ${JSON.stringify(lenses)}; screenshot ${await h.screenshot('bench-ui-descent-timeout')}`);
+      throw new Error(`the descent's results were not all shown within 180 s (CodeLens at ${times.lens}, report at ${times.report}; ${ended ?? 'no end notification'})`);
+    }
+    ended ??= (await notifications(h)).find((n) => /CycleLens descent (finished|failed)/.test(n));
+    if (ended && /failed/.test(ended)) throw new Error(`the descent failed: ${ended}`);
+    await new Promise((r) => setTimeout(r, 100));
+    times = await h.page.evaluate(() => (window as unknown as { __clDescent: { lens?: number; report?: number } }).__clDescent);
+  }
+  const shown = Math.max(times.lens, times.report);
+  const own = proxy.responses.slice(responsesBefore).filter((r) => descentRequests.has(r.command));
+  const last = [...own].reverse().find((r) => r.at <= shown);
+  if (!last) throw new Error('the proxy saw no response to a descent request before the results were shown');
+  const later = own.filter((r) => r.at > shown);
+  if (later.length > 0) throw new Error(`the results were shown before the descent's last requests (${later.map((r) => r.command).join(', ')}): the end of the descent is not the last response`);
+  await h.stopDebugging({ maxPresses: 3 });
+  return {
+    descentMs: last.at - started,
+    endToLensMs: times.lens - last.at,
+    endToReportMs: times.report - last.at,
+    endToResultsMs: shown - last.at,
+  };
+}
+
 function spread(values: number[]): string {
   return `${median(values).toFixed(0)} ms (${Math.min(...values).toFixed(0)}–${Math.max(...values).toFixed(0)})`;
 }
@@ -217,19 +333,48 @@ async function main(): Promise<void> {
     harness = await CodeServerHarness.start({ name: 'bench-ui', requireFirmware: true, settings: { 'cyclelens.debugAdapterPort': port } });
     harness.buildFirmwareInWorkspace(['rv32']);
 
-    const activation: ActivationRun[] = [];
-    for (let i = 0; i < runs; i++) activation.push(await activationRun(harness, id, displayName, i === 0));
-    await harness.runCommand('View: Close All Editors');
-    const stepsTimed = await stepTimings(harness, proxy);
+    const rows: string[][] = [];
+    const what: string[] = [];
+    if (part('activation')) {
+      const activation: ActivationRun[] = [];
+      for (let i = 0; i < runs; i++) activation.push(await activationRun(harness, id, displayName, i === 0));
+      await harness.runCommand('View: Close All Editors');
+      what.push(`${runs} activations (window reloads)`);
+      rows.push(
+        ['click on "Counters" (Open View) → view shows its first row, extension not yet active', spread(activation.map((a) => a.viewMs))],
+        ['"Activation" in Developer: Show Running Extensions', spread(activation.map((a) => a.reportedMs))],
+      );
+    }
+    if (part('steps')) {
+      const stepsTimed = await stepTimings(harness, proxy);
+      what.push(`${stepCount} steps over (F10) on QEMU RISC-V 32`);
+      rows.push(
+        ['F10 → adapter sends `stopped`', spread(stepsTimed.map((s) => s.keyToStoppedMs))],
+        ['`stopped` → CALL STACK shows the new frame', spread(stepsTimed.map((s) => s.stoppedToCallStackMs))],
+        ['`stopped` → Counters view shows minstret\'s new value', spread(stepsTimed.map((s) => s.stoppedToCountersMs))],
+      );
+    }
+    if (part('descent')) {
+      const dsp = join(harness.workspace, 'src', 'dsp.c');
+      const fir = functionLines(dsp, 'fir_filter');
+      const mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
+      const descents: DescentTiming[] = [];
+      for (let i = 0; i < descentCount; i++) {
+        const d = await descentTiming(harness, proxy, fir, mainLine, i === 0);
+        console.log(`descent ${i + 1}: ${JSON.stringify(d)}`);
+        descents.push(d);
+      }
+      what.push(`${descentCount} descents at 5% on QEMU RISC-V 32, each in a reloaded window`);
+      rows.push(
+        ['Enter in the threshold box → adapter answers the descent\'s last request', spread(descents.map((d) => d.descentMs))],
+        ['descent\'s last response → "$(flame)" CodeLens shown in dsp.c', spread(descents.map((d) => d.endToLensMs))],
+        ['descent\'s last response → report shown in its editor', spread(descents.map((d) => d.endToReportMs))],
+        ['descent\'s last response → both shown (the editor shows the results)', spread(descents.map((d) => d.endToResultsMs))],
+      );
+    }
 
-    console.log(`\nCycleLens ${version} in code-server, ${runs} activations (window reloads), ${stepCount} steps over (F10) on QEMU RISC-V 32; median (min–max)\n`);
-    printTable(['figure', 'value'], [
-      ['click on "Counters" (Open View) → view shows its first row, extension not yet active', spread(activation.map((a) => a.viewMs))],
-      ['"Activation" in Developer: Show Running Extensions', spread(activation.map((a) => a.reportedMs))],
-      ['F10 → adapter sends `stopped`', spread(stepsTimed.map((s) => s.keyToStoppedMs))],
-      ['`stopped` → CALL STACK shows the new frame', spread(stepsTimed.map((s) => s.stoppedToCallStackMs))],
-      ['`stopped` → Counters view shows minstret\'s new value', spread(stepsTimed.map((s) => s.stoppedToCountersMs))],
-    ]);
+    console.log(`\nCycleLens ${version} in code-server, ${what.join('; ')}; median (min–max)\n`);
+    printTable(['figure', 'value'], rows);
   } finally {
     if (harness) {
       const { survivors } = await harness.stop();
