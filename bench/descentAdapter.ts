@@ -58,11 +58,8 @@ async function scoreOne(dir: string, label: string, oracle: OracleSummary, k: nu
   const doc = await loadResultSetDocument(out);
   const outcomes = doc.analysis!.outcomes;
   const main = oracle.functions.find((f) => f.name === 'main')!.inclusive;
-  const handlers = new Set(oracle.functions.filter((f) => f.interrupts > 0).map((f) => f.name));
-  for (const e of oracle.edges) if (handlers.has(e.caller)) handlers.add(e.callee);
   const inGraph = new Set(outcomes.map((o) => o.name));
-  // Interrupt work is scored too, except on Cortex-M where handlers cannot be tracked (README).
-  const scored = (name: string): boolean => inGraph.has(name) && !OUTSIDE.has(name) && !(label.startsWith('cortex-m4') && handlers.has(name));
+  const scored = (name: string): boolean => inGraph.has(name) && !OUTSIDE.has(name);
   const truth = new Set(oracle.functions.filter((f) => scored(f.name) && f.inclusive / main >= threshold).map((f) => f.name));
   const byName = new Map(outcomes.map((o) => [o.name, o]));
   const found = [...truth].filter((n) => {

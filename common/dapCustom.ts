@@ -108,7 +108,7 @@ export interface InjectedResult {
   calls: number;
   /** Completed outermost passes, which total/min/max/mean describe. */
   passes: number;
-  /** Entries the payload could not track (EXC_RETURN in LR, full shadow stack). */
+  /** Entries the payload could not track (a Secure-to-Non-secure FNC_RETURN in LR, full shadow stack). */
   untracked: number;
   /** Raw counted total, and the total with the payloads' own counted instructions removed. */
   total: number;

@@ -153,17 +153,32 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
     }
   });
 
-  it('entries with EXC_RETURN in LR are counted as untracked, never redirected (TIMER0 tail-calls app_timer_tick)', async () => {
+  it('interrupt handlers are measured: EXC_RETURN is redirected and the exit stub returns from the exception (TIMER0 tail-calls app_timer_tick)', async () => {
     const s = await session();
     try {
       await s.runTo('main');
+      await s.svc.measureFunction('TIMER0_IRQHandler');
       await s.svc.measureFunction('app_timer_tick');
       await s.runTo('board_exit');
-      const r = result(await s.svc.read(), 'app_timer_tick');
+      const rs = await s.svc.read();
       const ticks = await s.access.readU32(BigInt(s.elf.symbols.objectNamed('g_ticks')!.address));
-      assert.equal(r.untracked, ticks);
-      assert.equal(r.calls, 0);
-      assert.match(s.uart(), /checksum=0xe420b5dd/, 'exception returns still work');
+      assert.ok(ticks >= 10, `${ticks} timer interrupts`);
+      assert.match(s.uart(), /checksum=0xe420b5dd/, 'every exception return went through the exit stub and the program ran on unchanged');
+      for (const n of ['TIMER0_IRQHandler', 'app_timer_tick']) {
+        const r = result(rs, n);
+        assert.equal(r.untracked, 0, `${n}: no entry left untracked`);
+        assert.equal(r.calls, ticks, `${n}: one entry per interrupt`);
+        assert.equal(r.passes, ticks, `${n}: every pass closed`);
+      }
+      // Per interrupt: what the trace shows the handler runs, within a tick per pass.
+      const o = fn('app_timer_tick');
+      const perTick = o.inclusive / Math.max(1, o.calls + o.interrupts) / INSTRUCTIONS_PER_TICK;
+      for (const n of ['TIMER0_IRQHandler', 'app_timer_tick']) {
+        const r = result(rs, n);
+        assert.ok(Math.abs(r.compensatedTotal / r.passes - perTick) <= 1.5, `${n}: ${(r.compensatedTotal / r.passes).toFixed(2)} ticks per interrupt vs oracle ${perTick.toFixed(2)}`);
+      }
+      const handler = result(rs, 'TIMER0_IRQHandler');
+      assert.ok(handler.compensatedTotal >= result(rs, 'app_timer_tick').compensatedTotal - handler.passes, 'the handler includes the function it tail-calls');
     } finally {
       await s.close();
     }

@@ -159,11 +159,13 @@ describe('Cortex-M trampolines, disassembled by arm-none-eabi-objdump', { skip: 
   const runtime = g.buildRuntime(layout);
   const rt = disassembleBytes(cmTc, runtime.bytes, runtime.address);
 
-  it('the shared entry masks with PRIMASK, never redirects an EXC_RETURN LR, and pushes the LR with post-increment', () => {
+  it('the shared entry masks with PRIMASK, leaves only a FNC_RETURN LR untracked, and pushes the LR with post-increment', () => {
     const ce = between(rt, runtime.labels.CE!, runtime.labels.CX!);
-    assert.deepEqual(ce.slice(0, 4).map((l) => l.mnemonic), ['push', 'mrs', 'cpsid', 'cmp.w']);
+    assert.deepEqual(ce.slice(0, 6).map((l) => l.mnemonic), ['push', 'mrs', 'cpsid', 'add.w', 'cmp.w', 'bcc.w']);
     assert.match(ce[1]!.operands, /ip, PRIMASK/);
-    assert.match(ce[3]!.operands, /r1, #4261412864/); // 0xFE000000: EXC_RETURN and FNC_RETURN
+    // r3 = LR + 0x02000000 is below 0x01000000 only for 0xFExxxxxx (FNC_RETURN); EXC_RETURN is tracked.
+    assert.match(ce[3]!.operands, /r3, r1, #33554432/);
+    assert.match(ce[4]!.operands, /r3, #16777216/);
     assert.ok(ce.some((l) => l.mnemonic === 'str.w' && /r1, \[r3\], #4/.test(l.operands)), ce.map((l) => l.text).join('\n'));
     const cx = between(rt, runtime.labels.CX!, runtime.labels.ACC!);
     assert.ok(cx.some((l) => /^ldr/.test(l.mnemonic) && /lr, \[ip, #-4\]!/.test(l.operands)), 'pop of the real LR');

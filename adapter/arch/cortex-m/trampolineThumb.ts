@@ -44,9 +44,11 @@ import type { TargetAccess } from '../../probe/targetAccess';
  * r0-r3 carry arguments into a function and results out of it, r12 (IP) is free at a function's
  * entry, r2/r3/r12 and LR are free after a return, the flags are not preserved across calls
  * (AAPCS 5.1.1). The entry stub pushes r0-r3 below SP for the few instructions it needs them;
- * interrupts are masked with PRIMASK (MRS/CPSID/MSR, B5.2) around shared state. LR values
- * 0xFExxxxxx-0xFFxxxxxx are EXC_RETURN/FNC_RETURN (B1.5.8): such entries are counted as untracked
- * and never redirected. Every return address keeps bit 0 set (interworking, A2.3.2).
+ * interrupts are masked with PRIMASK (MRS/CPSID/MSR, B5.2) around shared state. An interrupt
+ * handler enters with EXC_RETURN (0xFFxxxxxx) in LR (B1.5.8): it is redirected like a return
+ * address, and the exit's closing BX, executed in Handler mode, performs the exception return, so
+ * handlers are measured like functions. FNC_RETURN (0xFExxxxxx, Security Extension) entries are
+ * counted as untracked and never redirected. Every return address keeps bit 0 set (interworking, A2.3.2).
  */
 
 const { r0: R0, r1: R1, r2: R2, r3: R3, r12: R12, lr: LR } = R;
@@ -188,7 +190,10 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
    */
   private commonEntry(a: ThumbAssembler, layout: RuntimeLayout, paths: Record<string, number>, diffs: Record<string, number>): void {
     a.label('CE').i(encodePush([LR])).i(thMrs(R12, SYSM_PRIMASK)).i(thCpsidI());
-    a.i(thCmpImmW(R1, 0xfe000000)).label('CE_excbr').bcond(Cond.cs, 'CE_exc');
+    // r3 = LR + 0x0200_0000 wraps below 0x0100_0000 exactly for FNC_RETURN (0xFExx_xxxx): those
+    // entries stay untracked. EXC_RETURN (0xFFxx_xxxx) is redirected like a return address; the
+    // exit's closing BX, in Handler mode, then performs the exception return.
+    a.i(encodeAddImmediate(R3, R1, 0x02000000)).i(thCmpImmW(R3, 0x01000000)).label('CE_excbr').bcond(Cond.cc, 'CE_exc');
     a.ldrLiteral(R2, 'ctrl', layout.ctrl);
     a.i(encodeLdrImmediate(R3, R2, Ctrl.ssp)).i(encodeLdrImmediate(LR, R2, Ctrl.sslimit)).i(thCmpReg(R3, LR)).label('CE_fullbr').bcond(Cond.cs, 'CE_full');
     a.i(thStrPostInc(R1, R3, 4)).i(encodeStrImmediate(R3, R2, Ctrl.ssp));
@@ -200,7 +205,7 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     a.i(encodeLdrImmediate(R1, R0, Rec.exit)).i(encodePop([15]));
     a.label('CE_nested').i(encodeLdrImmediate(R1, R0, Rec.costEntryNested)).i(encodeAddRegister(LR, R1)).i(encodeStrImmediate(LR, R2, Ctrl.pay));
     a.i(encodeLdrImmediate(R1, R0, Rec.exit)).i(encodePop([15]));
-    // Untracked: the LR is kept (never an EXC_RETURN replaced); the stub's nested path follows.
+    // Untracked: the LR is kept (never a FNC_RETURN replaced); the stub's nested path follows.
     for (const [label, head] of [['CE_exc', 'CE_excbr'], ['CE_full', 'CE_fullbr']] as const) {
       a.label(label).i(encodeLdrImmediate(R3, R0, Rec.untracked)).i(encodeAddImmediate(R3, R3, 1)).i(encodeStrImmediate(R3, R0, Rec.untracked));
       a.ldrLiteral(R2, 'ctrl', layout.ctrl);

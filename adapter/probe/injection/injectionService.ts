@@ -95,7 +95,7 @@ export interface MeasurementResults {
   calls: number;
   /** Completed outermost passes: what total, min, max and mean describe. */
   passes: number;
-  /** Entries not redirected (EXC_RETURN in LR, full shadow stack) or region ends with no open pass. */
+  /** Entries not redirected (FNC_RETURN in LR, full shadow stack) or region ends with no open pass. */
   untracked: number;
   /** Calls in flight when read (depth). */
   open: number;

@@ -27,7 +27,7 @@
  *                   for a region: 1 while a pass is open
  *   +28 start       counter value when the open pass began
  *   +32 ring index  passes written to the ring so far; slot = index & 7
- *   +36 untracked   entries not redirected (Cortex-M EXC_RETURN in LR, full shadow stack) or region
+ *   +36 untracked   entries not redirected (Cortex-M FNC_RETURN in LR, full shadow stack) or region
  *                   ends reached with no open pass
  *   +40 nested, low }  64-bit sum of payload instructions of other measurements inside passes
  *   +44 nested, high}
