@@ -432,6 +432,13 @@ export class CodeServerHarness {
     const status = await this.page.locator('.part.statusbar').boundingBox();
     // The empty middle of the status bar: nothing there shows a hover.
     if (status) await this.page.mouse.move(status.x + status.width / 2, status.y + status.height / 2);
+    // A toolbar button with keyboard focus shows its tooltip some 500 ms later, wherever the pointer
+    // is (Run and Debug's start button, once the view is shown from the palette): take the focus away
+    // before that tooltip can cover the next click.
+    await this.page.evaluate(() => {
+      const active = document.activeElement as HTMLElement | null;
+      if (active?.closest('.monaco-action-bar, .start-debug-action-item')) active.blur();
+    });
     // Toolbar tooltips ("Start Debugging (F5)") live in a context view, not a Monaco hover.
     const hovers = this.page.locator('.monaco-hover:visible, .workbench-hover:visible, .context-view .hover-contents:visible');
     const gone = async (ms: number): Promise<boolean> => {
