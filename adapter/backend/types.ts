@@ -20,6 +20,8 @@ export interface StopEvent {
   /** Signal name or other detail for the user (e.g. `SIGSEGV`, `SIGTRAP`). */
   description?: string;
   frame?: Frame;
+  /** A stop the session made for its own work: the editor should not jump to it. */
+  preserveFocus?: boolean;
 }
 
 export interface ExitEvent {

@@ -236,6 +236,9 @@ export class CycleLensDebugSession extends DebugSession {
     const stopped = new StoppedEvent(reason, e.threadId ?? 1, e.description) as DebugProtocol.StoppedEvent;
     stopped.body.allThreadsStopped = e.allStopped;
     if (e.breakpointIds.length > 0) stopped.body.hitBreakpointIds = e.breakpointIds;
+    // The session's own stops (a profiling run's end, a finished measurement) say what they are.
+    if (e.reason === 'step' && e.description) stopped.body.description = e.description;
+    if (e.preserveFocus) stopped.body.preserveFocusHint = true;
     this.sendEvent(stopped);
   }
 

@@ -99,7 +99,8 @@ export class ProbeRequests {
       if (!stop.breakpointIds.includes(bp.id)) await gdb.breakDelete([bp.id]).catch(() => undefined);
       return reached ? { reached } : { reached, detail: `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` };
     });
-    await target.announceCurrentStop(result.reached ? `profiling run at ${describeLocation(until)}` : 'profiling run stopped early');
+    // The user's editor stays where it is: a profiling scenario makes many such stops.
+    await target.announceCurrentStop(result.reached ? `profiling run at ${describeLocation(until)}` : 'profiling run stopped early', { preserveFocus: true });
     return { ...result, until };
   }
 

@@ -164,10 +164,18 @@ export class DebugTarget {
    * After running internally (measurements, profiling runs), shows the user where the target now
    * stands, if it is halted: its stops meanwhile were hidden.
    */
-  async announceCurrentStop(description?: string): Promise<void> {
+  async announceCurrentStop(description?: string, options: { preserveFocus?: boolean } = {}): Promise<void> {
     if (this.gdb.executionState !== 'stopped') return;
     const frames = await this.gdb.stackListFrames(1, 0, 0).catch(() => []);
-    this.stopEmitter.fire({ reason: 'step', threadId: 1, allStopped: true, breakpointIds: [], ...(description ? { description } : {}), ...(frames[0] ? { frame: frames[0] } : {}) });
+    this.stopEmitter.fire({
+      reason: 'step',
+      threadId: 1,
+      allStopped: true,
+      breakpointIds: [],
+      ...(description ? { description } : {}),
+      ...(frames[0] ? { frame: frames[0] } : {}),
+      ...(options.preserveFocus ? { preserveFocus: true } : {}),
+    });
   }
 
   /** Resets the target and runs to the entry point again. */

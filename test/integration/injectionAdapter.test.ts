@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { CallGraphResponse, InjectResponse, InjectedResultsResponse } from '../../common/dapCustom';
+import type { CallGraphResponse, InjectResponse, InjectedResultsResponse, RunResponse } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { ElfImage } from '../../adapter/elf';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
@@ -100,5 +100,30 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
       assert.deepEqual(now, fnBytes(name), `${name} restored`);
     }
     assert.equal(existsSync(`${process.cwd()}/.cyclelens/journal`) ? (await import('node:fs')).readdirSync(`${process.cwd()}/.cyclelens/journal`).filter((f) => f.endsWith('.json')).length : 0, 0);
+  });
+
+  it('a profiling run to a patched entry stops after the trampoline, says where, and leaves the editor alone', async () => {
+    const patched = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] })).body as InjectResponse;
+    assert.equal(patched.injected.length, 1, JSON.stringify(patched.refused));
+    const stopped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
+    const r = (await h.dc.customRequest(CustomRequests.run, { restart: true, until: { function: 'packet_validate' } })).body as RunResponse;
+    const e = await stopped;
+    // A restart removes every measurement first: the stop is on the original entry again.
+    assert.deepEqual(r, { reached: true, until: { function: 'packet_validate' } });
+    assert.equal(e.body.preserveFocusHint, true);
+    assert.equal(e.body.description, 'profiling run at packet_validate');
+    const entry = image.functionNamed('packet_validate')!.address;
+    const frame = (await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!;
+    assert.equal(Number(frame.instructionPointerReference), entry);
+    // Patched now, from right there: the program runs the trampoline and stops where it comes back.
+    const again = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] })).body as InjectResponse;
+    const id = again.injected[0]!.id;
+    const r2 = (await h.dc.customRequest(CustomRequests.run, { until: { function: 'packet_validate' } })).body as RunResponse;
+    assert.equal(r2.reached, true);
+    const pc = Number((await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!.instructionPointerReference);
+    assert.ok(pc > entry && pc < entry + 16, `stopped at 0x${pc.toString(16)}, just past the patched entry 0x${entry.toString(16)}`);
+    const calls = ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results.find((x) => x.id === id)!;
+    assert.equal(calls.calls, 1, 'the entry payload ran before the stop');
+    await h.dc.customRequest(CustomRequests.removeInjections, {});
   });
 });
