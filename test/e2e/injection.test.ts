@@ -15,6 +15,7 @@ import { markerLine } from '../support/markers';
 // reads the workbench's DOM.
 
 const dark = 'Default Dark Modern';
+const light = 'Default Light Modern';
 /** The fixture's single-pass program calls fir_filter once a round, 20 rounds (singlepass.c). */
 const firCalls = 20;
 
@@ -130,6 +131,7 @@ test('a region marked from the line-number menu of dsp.c shows its passes at pro
   for (const n of await notifications(h)) if (!regionToasts.includes(n)) regionToasts.push(n);
   await h.dismissHover();
   await h.screenshot('injection-region-result');
+  await h.screenshotInThemes('injection-region', [dark, light], () => revealLine(h, regionStart));
   t.diagnostic(`#REGION_START line shows: "${regionInline}"`);
   t.diagnostic(`Measurements: ${rowText(rows)}`);
   t.diagnostic(`hover: ${hover.replace(/\s+/g, ' ')}`);

@@ -16,6 +16,7 @@ import { markerLine } from '../support/markers';
 // the DOM.
 
 const dark = 'Default Dark Modern';
+const light = 'Default Light Modern';
 const descentCommand = 'CycleLens: Where Do My Cycles Go? (Call-Graph Descent)…';
 /** The progress notification's title (ProgressLocation.Notification). */
 const progressTitle = /CycleLens: call-graph descent/;
@@ -114,6 +115,7 @@ test('a "$(flame)" CodeLens with the measured share appears above fir_filter in 
   }
   await h.dismissHover();
   await h.screenshot('profiling-flame-codelens');
+  await h.screenshotInThemes('profiling-descent', [dark, light], () => revealLine(h, fir.first));
   t.diagnostic(`CodeLens of fir_filter (lines ${fir.first}–${fir.last}): ${JSON.stringify(lenses)}`);
   const flame = lenses.find((l) => l.text.startsWith('$(flame)'));
   assert.ok(flame, `no "$(flame)" CodeLens above fir_filter (drawn there: ${JSON.stringify(lenses)})`);
