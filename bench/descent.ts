@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import type { CallGraphResponse } from '../common/dapCustom';
 import { staticCallGraph } from '../adapter/probe/callGraph';
 import { ElfImage } from '../adapter/elf';
@@ -6,8 +5,7 @@ import { runDescent, type BatchMeasurer } from '../extension/analysis/descent';
 import { MetricsEngine } from '../extension/analysis/metrics';
 import type { ResultSet } from '../extension/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
-import { fixtureElf } from '../test/support/paths';
-import { option, printTable } from './support';
+import { fixturePrograms, printTable } from './support';
 
 /**
  * Descent benchmark (DESIGN.md "Benchmarks"): runs to finish versus the naive method (ceil(F/k)
@@ -118,22 +116,12 @@ async function benchProgram(label: string, graph: CallGraphResponse, oracle: Ora
 }
 
 async function main(argv: string[]): Promise<void> {
-  const only = (flag: string): string | undefined => option(argv, flag);
   const rows: Row[] = [];
-  for (const target of TARGETS) {
-    if (only('--target') && only('--target') !== target) continue;
-    for (const program of PROGRAMS) {
-      if (only('--program') && only('--program') !== program) continue;
-      const elf = fixtureElf(target, program);
-      if (!existsSync(elf)) {
-        console.error(`skipped ${target}/${program}: not built (make -C test/fixtures)`);
-        continue;
-      }
-      const graph = staticCallGraph(ElfImage.loadSync(elf));
-      const oracle = await runOracle({ elf, ...(program === 'cyclic' ? { maxInstructions: CYCLIC_BOUND } : {}) });
-      if (!oracle.totals.consistent) throw new Error(`${target}/${program}: the oracle's totals are inconsistent`);
-      rows.push(...(await benchProgram(`${target}/${program}${program === 'cyclic' ? ` (first ${CYCLIC_BOUND / 1e6} M instr.)` : ''}`, graph, oracle)));
-    }
+  for (const { target, program, elf } of fixturePrograms(argv, TARGETS, PROGRAMS)) {
+    const graph = staticCallGraph(ElfImage.loadSync(elf));
+    const oracle = await runOracle({ elf, ...(program === 'cyclic' ? { maxInstructions: CYCLIC_BOUND } : {}) });
+    if (!oracle.totals.consistent) throw new Error(`${target}/${program}: the oracle's totals are inconsistent`);
+    rows.push(...(await benchProgram(`${target}/${program}${program === 'cyclic' ? ` (first ${CYCLIC_BOUND / 1e6} M instr.)` : ''}`, graph, oracle)));
   }
   const pct = (v: number): string => `${(v * 100).toFixed(0)}%`;
   console.log('\nCall-graph descent with the ORACLE as a perfect measurer (exact inclusive instruction counts from the QEMU trace),');

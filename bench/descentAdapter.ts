@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadResultSetDocument } from '../extension/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
-import { fixtureElf, repoRoot, type FixtureTarget } from '../test/support/paths';
-import { option, printTable } from './support';
+import { repoRoot, type FixtureTarget } from '../test/support/paths';
+import { fixturePrograms, option, printTable } from './support';
 
 /**
  * Call-graph descent through the real product: `cyclelens descent` (the built CLI, adapter, GDB,
@@ -18,10 +18,8 @@ import { option, printTable } from './support';
  *   npm run bench -- descentAdapter [--program firmware] [--target rv32] [--slots 4]
  */
 
-const TARGETS: Array<{ target: FixtureTarget; machine: string }> = [
-  { target: 'rv32', machine: 'virt' },
-  { target: 'cortex-m4', machine: 'mps2-an386' },
-];
+/** QEMU machine per target, in the order the targets run. */
+const MACHINES: Record<FixtureTarget, string> = { rv32: 'virt', 'cortex-m4': 'mps2-an386' };
 const PROGRAMS = ['singlepass', 'firmware'];
 const SLOTS = [1, 2, 4, 8];
 const THRESHOLDS = [0.01, 0.05];
@@ -92,34 +90,26 @@ async function scoreOne(dir: string, label: string, oracle: OracleSummary, k: nu
 async function main(argv: string[]): Promise<void> {
   const only = (flag: string): string | undefined => option(argv, flag);
   const rows: Row[] = [];
-  for (const { target, machine } of TARGETS) {
-    if (only('--target') && only('--target') !== target) continue;
-    for (const program of PROGRAMS) {
-      if (only('--program') && only('--program') !== program) continue;
-      const elf = fixtureElf(target, program);
-      if (!existsSync(elf)) {
-        console.error(`skipped ${target}/${program}: not built (make -C test/fixtures)`);
-        continue;
-      }
-      const dir = mkdtempSync(join(tmpdir(), 'cyclelens-bench-descent-'));
-      try {
-        mkdirSync(join(dir, '.vscode'));
-        writeFileSync(
-          join(dir, '.vscode', 'launch.json'),
-          JSON.stringify({ configurations: [{ type: 'cyclelens', request: 'launch', name: 'bench', executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }] }),
-        );
-        const oracle = await runOracle({ elf });
-        for (const threshold of THRESHOLDS) {
-          for (const k of SLOTS) {
-            if (only('--slots') && Number(only('--slots')) !== k) continue;
-            const row = await scoreOne(dir, `${target}/${program}`, oracle, k, threshold);
-            console.error(`${row.program} k=${row.k} ${row.threshold}: ${row.runs} runs (naive ${row.naive}), recall ${row.recall}, ${row.wall}`);
-            rows.push(row);
-          }
+  for (const { target, program, elf } of fixturePrograms(argv, Object.keys(MACHINES) as FixtureTarget[], PROGRAMS)) {
+    const machine = MACHINES[target];
+    const dir = mkdtempSync(join(tmpdir(), 'cyclelens-bench-descent-'));
+    try {
+      mkdirSync(join(dir, '.vscode'));
+      writeFileSync(
+        join(dir, '.vscode', 'launch.json'),
+        JSON.stringify({ configurations: [{ type: 'cyclelens', request: 'launch', name: 'bench', executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }] }),
+      );
+      const oracle = await runOracle({ elf });
+      for (const threshold of THRESHOLDS) {
+        for (const k of SLOTS) {
+          if (only('--slots') && Number(only('--slots')) !== k) continue;
+          const row = await scoreOne(dir, `${target}/${program}`, oracle, k, threshold);
+          console.error(`${row.program} k=${row.k} ${row.threshold}: ${row.runs} runs (naive ${row.naive}), recall ${row.recall}, ${row.wall}`);
+          rows.push(row);
         }
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
       }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   }
   const columns: Array<[keyof Row, string]> = [
