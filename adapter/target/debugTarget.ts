@@ -43,9 +43,12 @@ export class DebugTarget {
     readonly gdb: GdbBackend,
     readonly hasDebugInfo: boolean,
   ) {
-    // Once the session is ending, GDB's complaints about the server it just lost are noise.
+    // Once the session is ending, GDB's complaints about the server it just lost are noise; so is
+    // its chatter about the session's own stops ("Temporary breakpoint 7, program_end …" once per
+    // profiling run). Failures of internal work come back as errors, not as console text.
     gdb.onOutput((o) => {
-      if (!this.ended) this.outputEmitter.fire(o);
+      if (this.ended || (this.internalStops > 0 && o.category === 'console')) return;
+      this.outputEmitter.fire(o);
     });
     gdb.onStop((e) => {
       if (this.internalStops > 0) return;

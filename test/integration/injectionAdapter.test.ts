@@ -105,6 +105,9 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
   it('a profiling run to a patched entry stops after the trampoline, says where, and leaves the editor alone', async () => {
     const patched = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] })).body as InjectResponse;
     assert.equal(patched.injected.length, 1, JSON.stringify(patched.refused));
+    const console: string[] = [];
+    const listen = (e: DebugProtocol.OutputEvent): void => void console.push(e.body.output);
+    h.dc.on('output', listen);
     const stopped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
     const r = (await h.dc.customRequest(CustomRequests.run, { restart: true, until: { function: 'packet_validate' } })).body as RunResponse;
     const e = await stopped;
@@ -124,6 +127,8 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     assert.ok(pc > entry && pc < entry + 16, `stopped at 0x${pc.toString(16)}, just past the patched entry 0x${entry.toString(16)}`);
     const calls = ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results.find((x) => x.id === id)!;
     assert.equal(calls.calls, 1, 'the entry payload ran before the stop');
+    h.dc.removeListener('output', listen);
+    assert.deepEqual(console.filter((line) => /breakpoint/i.test(line)), [], 'no GDB chatter about the runs\' own breakpoints');
     await h.dc.customRequest(CustomRequests.removeInjections, {});
   });
 });
