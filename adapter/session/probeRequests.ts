@@ -33,7 +33,7 @@ export class ProbeRequests {
     private readonly counters: () => CounterService,
     private readonly onProgress: (done: number, wanted: number) => void,
     /** Where a stop is taken while injected measurements patch the code (their trampolines move it). */
-    private readonly stopPointFor: (address: number) => StopPoint = (address) => ({ ok: true, address }),
+    private readonly stopPointFor: (address: number) => StopPoint,
   ) {}
 
   handlers(): Record<string, Handler> {

@@ -128,7 +128,8 @@ interface Measurement {
 /**
  * What a stop at the first byte of a patch becomes. A rewritten call still runs where it is
  * ('in place'); a jump to a trampoline moves the code it displaced into the trampoline, so a stop
- * there is taken at `resume` once those instructions fall through to it, or not at all ('never').
+ * there is taken at `resume` once those instructions fall through to it. Displaced code that
+ * branches away never comes back ('never'): such a stop stays on the jump, before the payload.
  */
 type PatchStop = 'in place' | 'never' | { resume: number };
 
