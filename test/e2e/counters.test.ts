@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CodeServerHarness, type TreeRow } from '../support/codeServerHarness';
 import { markerLine } from '../support/markers';
+import { stopAndExpectNothingLeft } from '../support/codeServerUi';
 
 // The Counters view of the packaged CycleLens in code-server: on QEMU RV32 the machine counters,
 // configured through the view's title button and a multi-select quick pick, then read at each step;
@@ -36,14 +37,7 @@ before(async () => {
   mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
 }, { timeout: 15 * 60_000 });
 
-after(async () => {
-  if (!harness) return;
-  if (await harness.debugToolbar().isVisible().catch(() => false)) await harness.stopDebugging({ maxPresses: 3 });
-  const left = await harness.waitForNoServerProcesses(sessionProcesses, 10_000);
-  const { survivors } = await harness.stop();
-  assert.deepEqual(left, [], 'a debug session left QEMU, GDB or the adapter running');
-  assert.deepEqual(survivors, [], 'code-server left processes behind');
-});
+after(() => stopAndExpectNothingLeft(harness, sessionProcesses));
 
 /** Gives the Counters view most of the side bar, once it is open (its unit and slots are many rows). */
 async function tallCounters(h: CodeServerHarness): Promise<void> {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CodeServerHarness, poll, type TreeRow } from '../support/codeServerHarness';
 import {
-  afterLineText, clickCodeLens, codeLenses, type CodeLensRow, emulatorOrDebugger, functionLines, gutterIconLines, hoverOnLine,
+  afterLineText, clickCodeLens, codeLenses, type CodeLensRow, stopAndExpectNothingLeft, functionLines, gutterIconLines, hoverOnLine,
   lineNumberMenu, notifications, revealLine, rv32, showMeasurements, statusBarText, waitForCodeLens,
 } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
@@ -51,14 +51,7 @@ before(async () => {
   mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
 }, { timeout: 15 * 60_000 });
 
-after(async () => {
-  if (!harness) return;
-  if (await harness.debugToolbar().isVisible().catch(() => false)) await harness.stopDebugging({ maxPresses: 3 });
-  const left = await harness.waitForNoServerProcesses(emulatorOrDebugger, 10_000);
-  const { survivors } = await harness.stop();
-  assert.deepEqual(left, [], 'a debug session left QEMU or GDB running');
-  assert.deepEqual(survivors, [], 'code-server left processes behind');
-});
+after(() => stopAndExpectNothingLeft(harness));
 
 /** Starts "QEMU RISC-V 32" from Run and Debug and waits for the stop at main. */
 async function startAtMain(h: CodeServerHarness): Promise<void> {

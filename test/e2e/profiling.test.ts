@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CodeServerHarness } from '../support/codeServerHarness';
 import {
-  activeEditorText, answerInputBox, codeLenses, emulatorOrDebugger, functionLines, notifications, revealLine, rv32,
+  activeEditorText, answerInputBox, codeLenses, stopAndExpectNothingLeft, functionLines, notifications, revealLine, rv32,
   type CodeLensRow,
 } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
@@ -34,14 +34,7 @@ before(async () => {
   mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
 }, { timeout: 15 * 60_000 });
 
-after(async () => {
-  if (!harness) return;
-  if (await harness.debugToolbar().isVisible().catch(() => false)) await harness.stopDebugging({ maxPresses: 3 });
-  const left = await harness.waitForNoServerProcesses(emulatorOrDebugger, 10_000);
-  const { survivors } = await harness.stop();
-  assert.deepEqual(left, [], 'a debug session left QEMU or GDB running');
-  assert.deepEqual(survivors, [], 'code-server left processes behind');
-});
+after(() => stopAndExpectNothingLeft(harness));
 
 test('the demo launch configuration names program_end as the end of the single-pass program', () => {
   // Profiling runs a single-pass program to its end and restarts it; without programEnd it would

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CodeServerHarness, poll } from '../support/codeServerHarness';
 import {
-  afterLineText, allDecorationTexts, codeLenses, emulatorOrDebugger, gutterIconLines, lineNumberMenu, measurementsView,
+  afterLineText, allDecorationTexts, codeLenses, emulatorOrDebugger, stopAndExpectNothingLeft, gutterIconLines, lineNumberMenu, measurementsView,
   processesMatching, revealLine, rv32, showMeasurements,
 } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
@@ -40,14 +40,7 @@ before(async () => {
   mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
 }, { timeout: 15 * 60_000 });
 
-after(async () => {
-  if (!harness) return;
-  if (await harness.debugToolbar().isVisible().catch(() => false)) await harness.stopDebugging({ maxPresses: 3 });
-  const left = await harness.waitForNoServerProcesses(emulatorOrDebugger, 10_000);
-  const { survivors } = await harness.stop();
-  assert.deepEqual(left, [], 'a debug session left QEMU or GDB running');
-  assert.deepEqual(survivors, [], 'code-server left processes behind');
-});
+after(() => stopAndExpectNothingLeft(harness));
 
 test('a region of dsp.c is measured and its result read at program_end', { timeout: 150_000 }, async (t) => {
   const h = harness!;

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Locator } from 'playwright-core';
 import { poll, type CodeServerHarness, type TreeRow } from './codeServerHarness';
@@ -300,4 +301,17 @@ export function processesMatching(pattern: RegExp): { pid: number; command: stri
     }
   }
   return found;
+}
+
+/**
+ * Ends a scenario file: stops a debug session still running, then code-server, and asserts that
+ * no session process (`processes`: QEMU and GDB by default) and no code-server process is left.
+ */
+export async function stopAndExpectNothingLeft(h: CodeServerHarness | undefined, processes = emulatorOrDebugger): Promise<void> {
+  if (!h) return;
+  if (await h.debugToolbar().isVisible().catch(() => false)) await h.stopDebugging({ maxPresses: 3 });
+  const left = await h.waitForNoServerProcesses(processes, 10_000);
+  const { survivors } = await h.stop();
+  assert.deepEqual(left, [], `a debug session left processes running (${processes.source})`);
+  assert.deepEqual(survivors, [], 'code-server left processes behind');
 }
