@@ -133,14 +133,19 @@ export class DebugTarget {
   async withHalted<T>(fn: () => Promise<T>): Promise<T> {
     if (!this.gdb.isRunning) return fn();
     this.internalStops++;
+    let hidden = true;
     try {
       const stop = await this.gdb.execInterrupt();
       if (!stop) throw new CycleLensError(ErrorCode.NotStopped, 'The target did not halt when asked. It may be in a state the debugger cannot interrupt; try Pause, or restart the session.');
       const result = await fn();
+      // Every stop after this resume is the user's: a breakpoint just set can be hit before the
+      // continue's reply is handled (both may arrive in one read of GDB's output).
+      this.internalStops--;
+      hidden = false;
       await this.gdb.execContinue();
       return result;
     } finally {
-      this.internalStops--;
+      if (hidden) this.internalStops--;
     }
   }
 
