@@ -118,7 +118,7 @@ interface Measurement {
   info: MeasurementInfo;
   stub: StubImage;
   blocks: Block[];
-  patches: Array<{ address: number; original: Uint8Array; patched: Uint8Array; stop: PatchStop }>;
+  patches: Array<{ address: number; original: Uint8Array; patched: Uint8Array; stopAt?: number }>;
   dispatch: DispatchEntry[];
   heldBase?: number;
   /** A displaced call runs from the stub, so its memory is never reused in this session. */
@@ -126,16 +126,15 @@ interface Measurement {
 }
 
 /**
- * What a stop at the first byte of a patch becomes. A rewritten call still runs where it is
- * ('in place'); a jump to a trampoline moves the code it displaced into the trampoline, so a stop
- * there is taken at `resume` once those instructions fall through to it. Displaced code that
- * branches away never comes back ('never'): such a stop stays on the jump, before the payload.
+ * Where a stop at the first byte of a patch is taken: a jump to a trampoline moves the code it
+ * displaced into the trampoline, so the stop moves to `resume`, reached once those instructions
+ * fall through to it. Undefined where the stop stays on the patch itself: a rewritten call still
+ * runs in place, and displaced code that branches away never comes back (the stop is then taken
+ * before the payload).
  */
-type PatchStop = 'in place' | 'never' | { resume: number };
-
-function patchStop(site: PatchSite): PatchStop {
+function stopAfter(site: PatchSite): number | undefined {
   const live = reachableDisplaced(site.displaced);
-  return live.length === site.displaced.length && live.every((x) => x.kind === 'plain' || x.kind === 'call') ? { resume: site.resume } : 'never';
+  return live.length === site.displaced.length && live.every((x) => x.kind === 'plain' || x.kind === 'call') ? site.resume : undefined;
 }
 
 /** Where a stop asked for at some address is taken while measurements are patched in. */
@@ -298,15 +297,6 @@ export class InjectionService {
   }
 
   /**
-   * Code bytes currently patched. A software breakpoint inside one would overwrite the patch while
-   * the target runs (GDB writes BKPT/EBREAK there on resume): the session should refuse or move
-   * such breakpoints, and avoid its own internal ones there.
-   */
-  patchedRanges(): Array<{ start: number; end: number; measurement: number }> {
-    return [...this.measurements.values()].flatMap((m) => m.patches.map((p) => ({ start: p.address, end: p.address + p.patched.length, measurement: m.info.id })));
-  }
-
-  /**
    * Where a stop wanted at `address` has to be taken while the measurements are in. Outside every
    * patch it is the address itself. At the first byte of a jump to a trampoline the program never
    * executes the original instructions there: it runs them relocated and comes back at the resume
@@ -323,7 +313,7 @@ export class InjectionService {
         const who = `measurement #${m.info.id} (${m.info.name})`;
         if (a !== p.address) return { ok: false, reason: `${hex(a)} is inside the bytes patched by ${who}, so the program never executes it there. Remove that measurement, or stop elsewhere.` };
         // Where the displaced code branches away it never comes back: stop on the jump itself.
-        return typeof p.stop === 'object' ? { ok: true, address: p.stop.resume, moved: { from: a, measurement: who } } : { ok: true, address };
+        return p.stopAt !== undefined ? { ok: true, address: p.stopAt, moved: { from: a, measurement: who } } : { ok: true, address };
       }
     }
     return { ok: true, address };
@@ -443,15 +433,15 @@ export class InjectionService {
       await this.o.access.writeMemory(BigInt(stubBlock.start), stub.bytes);
       const patches: Measurement['patches'] = [];
       if (kind === 'region') {
-        patches.push({ address: sites[0]!.address, original: sites[0]!.original, patched: g.encodePatch(sites[0]!, stub.entry, this.layout), stop: patchStop(sites[0]!) });
-        patches.push({ address: sites[1]!.address, original: sites[1]!.original, patched: g.encodePatch(sites[1]!, stub.regionEnd!, this.layout), stop: patchStop(sites[1]!) });
+        patches.push({ address: sites[0]!.address, original: sites[0]!.original, patched: g.encodePatch(sites[0]!, stub.entry, this.layout), stopAt: stopAfter(sites[0]!) });
+        patches.push({ address: sites[1]!.address, original: sites[1]!.original, patched: g.encodePatch(sites[1]!, stub.regionEnd!, this.layout), stopAt: stopAfter(sites[1]!) });
       } else {
-        for (const s of sites) patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout), stop: patchStop(s) });
+        for (const s of sites) patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout), stopAt: stopAfter(s) });
       }
       const dispatch: DispatchEntry[] = [];
       for (const c of callSites ?? []) {
         if (c.length === 2) dispatch.push({ returnAddress: c.address + 2, stub: stub.dispatchEntry! });
-        patches.push({ address: c.address, original: c.original, patched: g.encodeCallSite(c, stub, this.layout), stop: 'in place' });
+        patches.push({ address: c.address, original: c.original, patched: g.encodeCallSite(c, stub, this.layout) });
       }
       const info: MeasurementInfo = {
         id,
