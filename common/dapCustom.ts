@@ -66,8 +66,16 @@ export interface MeasurementResponse {
 
 // ---- injected measurements (the target is never halted while they count) ----------------------
 
-/** What to inject: a function (by name or address) or a region between two locations. */
-export type InjectionTarget = { function: string } | { start: CodeLocation; end: CodeLocation };
+/**
+ * What to inject: a function (by name or address), a region between two locations, or a group of
+ * functions measured as one (entries patched, one shared record: the time while at least one
+ * member is on the stack, and every entry through any member). `name` defaults to the members
+ * joined with " + ".
+ */
+export type InjectionTarget = SingleInjectionTarget | InjectionGroupTarget;
+/** A function or a region: one record each. */
+export type SingleInjectionTarget = { function: string } | { start: CodeLocation; end: CodeLocation };
+export type InjectionGroupTarget = { group: string[]; name?: string };
 
 export interface InjectArguments {
   targets: InjectionTarget[];
@@ -80,7 +88,9 @@ export interface InjectArguments {
 export interface InjectedMeasurementInfo {
   id: number;
   name: string;
-  kind: 'function' | 'region' | 'call-sites';
+  kind: 'function' | 'region' | 'call-sites' | 'group';
+  /** A group's functions, in the order given. */
+  members?: string[];
   payload: 'software' | 'hardware';
   /** The counter the payload reads (`minstret`, `SysTick CVR`, `DWT CYCCNT` …). */
   counter: string;
@@ -89,15 +99,19 @@ export interface InjectedMeasurementInfo {
   source?: { path: string; line: number; endLine?: number };
 }
 
-export interface InjectionRefusedTarget {
-  target: InjectionTarget;
+/**
+ * A refused target is echoed as it was sent, so its type follows the request's: `T` is the kind
+ * of targets sent, `SingleInjectionTarget` for a client that sends no groups.
+ */
+export interface InjectionRefusedTarget<T extends InjectionTarget = SingleInjectionTarget> {
+  target: T;
   /** The user-facing reason: what blocks the patch and what to do instead. */
   reason: string;
 }
 
-export interface InjectResponse {
+export interface InjectResponse<T extends InjectionTarget = SingleInjectionTarget> {
   injected: InjectedMeasurementInfo[];
-  refused: InjectionRefusedTarget[];
+  refused: Array<InjectionRefusedTarget<T>>;
 }
 
 export interface InjectedResult {

@@ -7,6 +7,7 @@ import type {
   InjectedResult,
   InjectedResultsResponse,
   InjectionRefusedTarget,
+  InjectionTarget,
   RemoveInjectionsArguments,
 } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
@@ -27,6 +28,7 @@ import {
   restoreFromJournal,
   type InjectionFamilySupport,
   type MeasurementInfo,
+  type MeasurementKind,
   type MeasurementResults,
   type MemoryRegion,
 } from '../probe/injection';
@@ -99,22 +101,23 @@ export class InjectionRequests {
     this.counterAtFirstInjection = undefined;
   }
 
-  private async inject(a: InjectArguments): Promise<InjectResponse> {
+  private async inject(a: InjectArguments): Promise<InjectResponse<InjectionTarget>> {
     const target = this.target();
     return target.withHalted(async () => {
       const service = await this.serviceFor(target);
       const injected: InjectedMeasurementInfo[] = [];
-      const refused: InjectionRefusedTarget[] = [];
+      const refused: Array<InjectionRefusedTarget<InjectionTarget>> = [];
       for (const t of a.targets) {
         try {
           const options = { ...(a.payload ? { payload: a.payload } : {}), callSitesIfTooShort: a.callSitesIfTooShort ?? true };
           let info: MeasurementInfo;
           let source: InjectedMeasurementInfo['source'];
-          if ('function' in t) {
+          if ('group' in t) {
+            info = await service.measureGroup(t.group, { ...(a.payload ? { payload: a.payload } : {}), ...(t.name !== undefined ? { name: t.name } : {}) });
+            source = this.sourceOf(t.group[0]);
+          } else if ('function' in t) {
             info = await service.measureFunction(t.function, options);
-            const fn = target.config.image.functionNamed(t.function);
-            const loc = fn ? target.config.image.lineTable.lookup(fn.address) : undefined;
-            source = loc ? { path: loc.file, line: loc.line } : undefined;
+            source = this.sourceOf(t.function);
           } else {
             info = await service.measureRegion(this.address(t.start), this.address(t.end));
             source = 'path' in t.start ? { path: t.start.path, line: t.start.line, ...('path' in t.end ? { endLine: t.end.line } : {}) } : undefined;
@@ -159,6 +162,14 @@ export class InjectionRequests {
     const c = service.counter;
     if (c.kind !== 'csr') return undefined;
     return this.target().gdb.readRegister(c.name).catch(() => undefined);
+  }
+
+  /** Where a function starts in the source, when the ELF has line information. */
+  private sourceOf(name: string | undefined): InjectedMeasurementInfo['source'] {
+    const image = this.target().config.image;
+    const fn = name !== undefined ? image.functionNamed(name) : undefined;
+    const loc = fn ? image.lineTable.lookup(fn.address) : undefined;
+    return loc ? { path: loc.file, line: loc.line } : undefined;
   }
 
   private address(loc: CodeLocation): number {
@@ -230,12 +241,28 @@ function toWireInfo(info: MeasurementInfo, source: InjectedMeasurementInfo['sour
   return {
     id: info.id,
     name: info.name,
-    kind: info.kind === 'callSites' ? 'call-sites' : info.kind === 'region' ? 'region' : 'function',
+    kind: wireKind(info.kind),
+    ...(info.members ? { members: info.members } : {}),
     payload: info.payload,
     counter: info.counter,
     warnings: info.warnings,
     ...(source ? { source } : {}),
   };
+}
+
+function wireKind(kind: MeasurementKind): InjectedMeasurementInfo['kind'] {
+  switch (kind) {
+    case 'callSites':
+      return 'call-sites';
+    case 'function':
+    case 'region':
+    case 'group':
+      return kind;
+    default: {
+      const never: never = kind;
+      return never;
+    }
+  }
 }
 
 function toWireResult(r: MeasurementResults): InjectedResult {

@@ -8,13 +8,14 @@ import { thumbInjectionSupport } from '../../adapter/arch/cortex-m/trampolineThu
 import { rv32InjectionSupport } from '../../adapter/arch/riscv/trampolineRv32';
 import { ElfImage } from '../../adapter/elf';
 import { CaveAllocator } from '../../adapter/probe/injection/caveAllocator';
+import { buildGroupStubs } from '../../adapter/probe/injection/groupStubs';
 import { InjectionRefusedError } from '../../adapter/probe/injection/errors';
 import { InjectionService } from '../../adapter/probe/injection/injectionService';
 import { journalPath, restoreFromJournal } from '../../adapter/probe/injection/journal';
 import { QEMU_MEMORY_MAPS, memoryKindAt, parseGdbMemoryMap } from '../../adapter/probe/injection/memoryMap';
 import { Ctrl, RECORD_SIZE, Rec, decodeRecord, initialRecord } from '../../adapter/probe/injection/recordLayout';
 import { resolveReservedMemory } from '../../adapter/probe/injection/reservedMemory';
-import type { ReservedMemory } from '../../adapter/probe/injection/types';
+import type { PatchSite, ReservedMemory } from '../../adapter/probe/injection/types';
 import type { TargetAccess } from '../../adapter/probe/targetAccess';
 import { fixtureElf } from '../support/paths';
 
@@ -268,4 +269,128 @@ describe('InjectionService on Cortex-M without a memory map', { skip: haveCm ? f
     const svc = new InjectionService({ access: target, elf, support: thumbInjectionSupport(), isHalted: () => true, journalDir: mkdtempSync(join(scratch, 'cm-')), reserved: resolveReservedMemory(elf) as ReservedMemory });
     await assert.rejects(svc.measureFunction('vm_run'), /The code at 0x[0-9a-f]+ is in flash; a debugger write would not stick .* allow flash writes/);
   });
+});
+
+describe('group measurements: one record on several entries (in-memory RV32 target)', { skip: haveRv ? false : 'rv32 fixture missing' }, () => {
+  const elf = haveRv ? ElfImage.loadSync(rvPath) : undefined!;
+  const make = (): { svc: InjectionService; target: MemoryTarget; dir: string } => {
+    const target = new MemoryTarget(elf);
+    target.regs.set('pc', BigInt(elf.functionNamed('main')!.address));
+    target.regs.set('mstatus', 0x1808n);
+    const dir = mkdtempSync(join(scratch, 'group-'));
+    const svc = new InjectionService({ access: target, elf, support: rv32InjectionSupport(), isHalted: () => true, journalDir: dir, reserved: resolveReservedMemory(elf) as ReservedMemory });
+    return { svc, target, dir };
+  };
+  const original = (name: string, length = 8): Buffer => Buffer.from(elf.file.readMemory(elf.functionNamed(name)!.address, length)!);
+  /** The first function of the program whose entry the planner refuses. */
+  const unpatchable = (svc: InjectionService): string => {
+    const names = [...new Set(elf.symbols.functions.map((f) => f.name))];
+    const name = names.find((n) => !svc.plan(n).ok);
+    assert.ok(name, 'the fixture has a function whose entry cannot be patched');
+    return name;
+  };
+
+  it('patches every member onto one record, journals every patch, moves stops at every entry, and removal restores all bytes', async () => {
+    const { svc, target, dir } = make();
+    const members = ['crc16_step', 'vm_run'];
+    const info = await svc.measureGroup(members);
+    assert.equal(info.kind, 'group');
+    assert.equal(info.name, 'crc16_step + vm_run');
+    assert.deepEqual(info.members, members);
+    assert.deepEqual(info.patches.map((p) => p.address), members.map((n) => elf.functionNamed(n)!.address));
+    const journal = JSON.parse(readFileSync(journalPath(dir, elf), 'utf8'));
+    assert.deepEqual(journal.patches.map((p: { measurement: number; address: number }) => [p.measurement, p.address]), info.patches.map((p) => [info.id, p.address]));
+    for (const [i, name] of members.entries()) {
+      assert.notDeepEqual(await target.readMemory(BigInt(info.patches[i]!.address), 4), original(name, 4), `${name} patched`);
+      const stop = svc.stopPointFor(elf.functionNamed(name)!.address);
+      assert.ok(stop.ok && stop.moved?.measurement === `measurement #${info.id} (crc16_step + vm_run)`, `${name}: ${JSON.stringify(stop)}`);
+    }
+    // The record points at an exit stub that every member's entry hands out.
+    const record = decodeRecord(await target.readMemory(BigInt(info.record), RECORD_SIZE));
+    assert.equal(record.calls, 0);
+    const named = await svc.measureGroup(['partition', 'quicksort'], { name: 'sorting' });
+    assert.equal(named.name, 'sorting');
+    assert.equal((await svc.read()).length, 2, 'one result per group');
+    await svc.remove(info.id);
+    await svc.remove(named.id);
+    for (const name of [...members, 'partition', 'quicksort']) assert.deepEqual(await target.readMemory(BigInt(elf.functionNamed(name)!.address), 8), original(name), `${name} restored`);
+    assert.equal(existsSync(journalPath(dir, elf)), false, 'journal gone once nothing is patched');
+  });
+
+  it('refuses the whole group when one member cannot be patched, and writes and allocates nothing', async () => {
+    const control = make();
+    await control.svc.measureFunction('crc16_step');
+    const expected = await control.svc.measureFunction('vm_run');
+
+    const { svc, target } = make();
+    await svc.measureFunction('crc16_step');
+    const writes = target.log.length;
+    const memory = new Map(target.mem);
+    await assert.rejects(svc.measureGroup(['vm_run', 'crc16_step']), /^.*Group member crc16_step cannot be entry-patched, so nothing of the group was injected: 0x[0-9a-f]+ is already patched by measurement #1 \(crc16_step\)/);
+    const refused = unpatchable(svc);
+    await assert.rejects(svc.measureGroup(['vm_run', refused]), (e: unknown) => e instanceof InjectionRefusedError && e.message.startsWith(`Group member ${refused} cannot be entry-patched, so nothing of the group was injected: `) && /out of the group/.test(e.message));
+    await assert.rejects(svc.measureGroup(['vm_run', 'fir_filter'], { payload: 'hardware' }), /Groups are measured with software accumulation only/);
+    assert.equal(target.log.length, writes, 'no memory or register written');
+    assert.deepEqual(target.mem, memory);
+    assert.equal(svc.list().length, 1);
+    const after = await svc.measureFunction('vm_run');
+    assert.deepEqual(after.stub, expected.stub, 'the allocator hands out what it would have without the refusals');
+    assert.equal(after.record, expected.record);
+  });
+
+  it('refuses duplicate, unknown and empty members with what to do', async () => {
+    const { svc, target } = make();
+    await assert.rejects(svc.measureGroup(['vm_run', 'crc16_step', 'vm_run']), /vm_run is listed twice in the group; a function's entry can carry one patch\. List each function once\./);
+    await assert.rejects(svc.measureGroup(['vm_run', 'no_such_function']), /Group member no_such_function cannot be entry-patched, so nothing of the group was injected: There is no function named 'no_such_function'/);
+    await assert.rejects(svc.measureGroup([]), /The group has no members: name the functions it measures together\./);
+    assert.equal(target.log.length, 0, 'nothing written');
+  });
+});
+
+describe('group stubs share one record: every member costs the same per path and per pass', () => {
+  const cases = [
+    { family: 'rv32', path: rvPath, have: haveRv, support: () => rv32InjectionSupport() },
+    { family: 'cortex-m', path: cmPath, have: haveCm, support: () => thumbInjectionSupport() },
+  ];
+  for (const c of cases) {
+    it(`${c.family}: members whose own stubs differ are padded to one set of costs`, { skip: c.have ? false : `${c.family} fixture missing` }, () => {
+      const elf = ElfImage.loadSync(c.path);
+      const support = c.support();
+      const svc = new InjectionService({ access: new MemoryTarget(elf), elf, support, isHalted: () => true, journalDir: mkdtempSync(join(scratch, 'pad-')), reserved: resolveReservedMemory(elf) as ReservedMemory });
+      const runtime = support.generator.buildRuntime(svc.layout);
+      const at = svc.cave.start + 512;
+      const single = new Map<string, ReturnType<typeof support.generator.buildStubs>>();
+      const sites = new Map<string, PatchSite>();
+      for (const f of elf.symbols.functions) {
+        const plan = svc.plan(f.name);
+        if (!plan.ok || plan.kind !== 'function' || single.has(f.name)) continue;
+        try {
+          single.set(f.name, support.generator.buildStubs({ kind: 'function', payload: 'software', record: svc.cave.start, at, entry: plan.entry }, runtime, svc.layout));
+          sites.set(f.name, plan.entry);
+        } catch {
+          // a refusal of the relocator: not a candidate
+        }
+      }
+      const names = [...single.keys()];
+      const a = names[0]!;
+      const b = names.find((n) => single.get(n)!.counted.outer !== single.get(a)!.counted.outer || single.get(n)!.costs.entryNested !== single.get(a)!.costs.entryNested);
+      assert.ok(b, `two functions whose stubs differ (${names.length} candidates)`);
+      const stubs = buildGroupStubs(support.generator, [a, b].map((name, i) => ({ name, entry: sites.get(name)!, at: at + 1024 * i })), svc.cave.start, runtime, svc.layout);
+      assert.deepEqual(stubs[1]!.costs, stubs[0]!.costs, `${a} and ${b}: path costs`);
+      assert.equal(stubs[1]!.counted.outer, stubs[0]!.counted.outer, `${a} and ${b}: own overhead per pass`);
+      assert.equal(Math.max(stubs[0]!.counted.outer, stubs[1]!.counted.outer), Math.max(single.get(a)!.counted.outer, single.get(b)!.counted.outer), 'padded up to the costlier member, no further');
+      // The exit stubs are the same code on the same record, so the record may name either.
+      const exitCode = (s: (typeof stubs)[number]): string[] => {
+        const out: string[] = [];
+        for (let at = s.exit! - s.address; out.length < 12; ) {
+          const insn = support.arch.codec.decode(s.bytes.subarray(at), s.address + at);
+          out.push(insn.mnemonic);
+          if (insn.kind === 'branch' || insn.kind === 'indirectBranch') break;
+          at += insn.length;
+        }
+        return out;
+      };
+      assert.deepEqual(exitCode(stubs[1]!), exitCode(stubs[0]!));
+    });
+  }
 });

@@ -318,10 +318,15 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     a.ldrLiteral(R0, 'rec', req.record);
     a.bl('CE_ext').i(encodeMovRegister(LR, R1));
     a.i(encodePop([R1])).i(thMsr(SYSM_APSR, R1, this.ge)); // the flags CE compared with, restored before the window
+    // Group members pad to one shape (see StubPadding). NOP.W keeps the relocated code's
+    // alignment mod 4, so padding never changes what relocating it costs.
+    const padding = req.kind === 'function' ? (req.padding ?? { outside: 0, inside: 0 }) : { outside: 0, inside: 0 };
+    for (let k = 0; k < padding.outside; k++) a.i(thNopW());
     a.label('S_br').cbz(true, R3, 'S_skip');
     a.ldrLiteral(R3, 'counter', this.counterAddress);
     a.i(encodeLdrImmediate(R3, R3, 0)).i(encodeStrImmediate(R3, R0, Rec.start));
     a.label('S_skip').i(thMsr(SYSM_PRIMASK, R12)).i(encodePop([R0, R1, R2, R3, R12]));
+    for (let k = 0; k < padding.inside; k++) a.i(thNopW());
     let r = { count: 0, extra: 0, falls: true, notes: [] as string[] };
     if (site) {
       const x = this.relocate(site, a.pc);
@@ -350,9 +355,9 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     };
     const leaves = r.falls ? 1 : 0;
     const counted: CountedOverhead = {
-      outer: 3 + leaves + r.extra + 3,
+      outer: 3 + padding.inside + leaves + r.extra + 3,
       nested: 0,
-      explanation: `per pass: str of the start value, msr PRIMASK, pop {r0-r3, r12}${leaves ? ', the jump back' : ''}${r.extra ? `, ${r.extra} extra from relocation` : ''}, the exit stub's push {r2, r3, r12} and literal load of the counter address, and one of the two counter loads (${this.counter.name})`,
+      explanation: `per pass: str of the start value, msr PRIMASK, pop {r0-r3, r12}${padding.inside ? `, ${padding.inside} nop.w padding the group's stubs to one cost` : ''}${leaves ? ', the jump back' : ''}${r.extra ? `, ${r.extra} extra from relocation` : ''}, the exit stub's push {r2, r3, r12} and literal load of the counter address, and one of the two counter loads (${this.counter.name})`,
     };
     return { address: req.at, bytes: a.bytes(), entry: a.address('S'), exit: a.address('X'), costs, counted, notes: r.notes };
   }

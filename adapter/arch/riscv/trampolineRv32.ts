@@ -523,9 +523,13 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
     this.loadAddress(a, T1, req.record, layout);
     a.jal(T6, 'CE_ext');
     this.loadExits(a, plan);
+    // Group members pad to one shape (see StubPadding); a 4-byte NOP keeps every alignment.
+    const padding = req.kind === 'function' ? (req.padding ?? { outside: 0, inside: 0 }) : { outside: 0, inside: 0 };
+    for (let k = 0; k < padding.outside; k++) a.i(rvAddi(X0, X0, 0));
     a.label('S_br').b('bne', T2, X0, 'S_skip');
     a.label('S_snap').i(rvCsrr(T3, this.csr)).i(rvSw(T3, T1, Rec.start));
     a.label('S_skip').i(rvCsrw(MSTATUS, T0));
+    for (let k = 0; k < padding.inside; k++) a.i(rvAddi(X0, X0, 0));
     let d = { extra: 0, falls: true, notes: [] as string[], exits: [] as Array<{ label: string; target: number }> };
     if (site) d = this.emitDisplaced(a, site, plan);
     // When the displaced code ends in a jump or return (a tiny function), it leaves on its own.
@@ -550,9 +554,9 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
     };
     const leaves = d.falls || d.exits.length > 0 ? 1 : 0;
     const counted: CountedOverhead = {
-      outer: 3 + d.extra + leaves,
+      outer: 3 + padding.inside + d.extra + leaves,
       nested: 0,
-      explanation: `per pass: sw of the start value, csrw mstatus${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}, and one of the two csrr ${this.counter.name}`,
+      explanation: `per pass: sw of the start value, csrw mstatus${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}, and one of the two csrr ${this.counter.name}`,
     };
     return { address: req.at, bytes: a.bytes(), entry: a.address('S'), dispatchEntry: a.address('S_d'), exit: a.address('X'), costs, counted, notes: d.notes };
   }

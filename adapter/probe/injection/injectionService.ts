@@ -3,13 +3,14 @@ import { CycleLensError, ErrorCode } from '../../errors';
 import type { TargetAccess } from '../targetAccess';
 import { CaveAllocator, type Block } from './caveAllocator';
 import { InjectionRefusedError, hex, refusal } from './errors';
+import { buildGroupStubs, memberRefusal } from './groupStubs';
 import { PatchJournal } from './journal';
 import { memoryKindAt, type MemoryRegion } from './memoryMap';
 import type { CountedOverhead, DispatchEntry, PayloadGenerator, RuntimeImage, RuntimeLayout, StubImage, StubRequest } from './payload';
 import { InjectionPlanner, reachableDisplaced } from './planner';
 import { ProgramModel } from './programModel';
 import { Ctrl, RECORD_SIZE, Rec, decodeRecord, initialControl, initialRecord } from './recordLayout';
-import type { CaveReach, CounterSource, InjectionArch, InjectionPlan, InjectionRefusal, PatchSite, PayloadKind, ReservedMemory } from './types';
+import type { CaveReach, CounterSource, FunctionPlan, InjectionArch, InjectionPlan, InjectionRefusal, PatchSite, PayloadKind, ReservedMemory } from './types';
 
 /** Run control for calibration: resume until `address` executes (true), or give up after `timeoutMs`. */
 export interface TargetRunner {
@@ -66,10 +67,22 @@ export interface MeasureOptions {
   callSitesIfTooShort?: boolean;
 }
 
+export interface GroupOptions {
+  /** Software accumulation only: `hardware` is refused. */
+  payload?: PayloadKind;
+  /** Defaults to the members' names joined with " + ". */
+  name?: string;
+}
+
+/** `group`: one record shared by the entry patches of several functions (measureGroup). */
+export type MeasurementKind = InjectionPlan['kind'] | 'group';
+
 export interface MeasurementInfo {
   id: number;
   name: string;
-  kind: InjectionPlan['kind'];
+  kind: MeasurementKind;
+  /** A group's functions, in the order given. */
+  members?: string[];
   payload: PayloadKind;
   counter: string;
   patches: Array<{ address: number; length: number }>;
@@ -88,7 +101,7 @@ export interface PassValues {
 export interface MeasurementResults {
   id: number;
   name: string;
-  kind: InjectionPlan['kind'];
+  kind: MeasurementKind;
   payload: PayloadKind;
   counter: string;
   /** Entries through the patch (every recursive call included). */
@@ -239,6 +252,101 @@ export class InjectionService {
     if (!plan.ok) throw new InjectionRefusedError(plan);
     const name = `${plan.function.name} ${hex(start)}..${hex(end)}`;
     return this.install(name, 'region', 'software', plan.warnings, [plan.start, plan.end], (record, at) => ({ kind: 'region', payload: 'software', record, at, start: plan.start, end: plan.end }));
+  }
+
+  /**
+   * One measurement over the entries of several functions: every member is entry-patched with a
+   * stub of its own, and all stubs share one record, so it counts the union of their activations
+   * (the record's depth counter makes a member called inside another count once) and every entry
+   * through any member. All or nothing: if any member cannot be entry-patched the group is refused
+   * with that member named, before anything is written or allocated. Members are never measured at
+   * their call sites (those stubs link differently); hardware gating is refused.
+   */
+  async measureGroup(members: readonly string[], options: GroupOptions = {}): Promise<MeasurementInfo> {
+    this.expectHalted('inject a measurement');
+    if (options.payload === 'hardware') {
+      throw new InjectionRefusedError(refusal('unrelocatable', 'Groups are measured with software accumulation only: hardware gating gives one counter slot to one function. Inject the group with the software payload.'));
+    }
+    const plans = this.planGroup(members);
+    const sites = plans.map((p) => p.entry);
+    const names = plans.map((p) => p.function.name);
+    const name = options.name ?? names.join(' + ');
+    const ranges = sites.map((st) => [st.address, st.address + st.original.length] as [number, number]);
+    await forMembers(names, async (i) => {
+      this.checkOverlap(sites[i]!.address, sites[i]!.original.length);
+      await this.checkResumePoints([ranges[i]!]);
+      this.checkMemory([ranges[i]!]);
+    });
+    if (this.hardwareSlotInUse) {
+      throw new InjectionRefusedError(refusal('unrelocatable', `${this.counter.name} is gated by a hardware-gating measurement; software accumulation reads the same counter. Remove that measurement first.`));
+    }
+    const g = this.o.support.generator;
+    // A trial at the cave's start refuses what cannot be relocated before anything is written.
+    const trialRuntime = this.runtime ?? g.buildRuntime(this.layout);
+    const trial = buildGroupStubs(g, sites.map((entry, i) => ({ name: names[i]!, entry, at: this.cave.start })), this.cave.start, trialRuntime, this.layout);
+    await this.ensureRuntime();
+    const runtime = this.runtime!;
+    const blocks: Block[] = [];
+    try {
+      const recordBlock = this.allocOrThrow(RECORD_SIZE);
+      blocks.push(recordBlock);
+      // Room for the padding the final addresses may add over the trial's.
+      for (const t of trial) blocks.push(this.allocOrThrow(t.bytes.length + 64));
+      const stubBlocks = blocks.slice(1);
+      const stubs = buildGroupStubs(g, sites.map((entry, i) => ({ name: names[i]!, entry, at: stubBlocks[i]!.start })), recordBlock.start, runtime, this.layout);
+      stubs.forEach((st, i) => {
+        if (st.bytes.length > stubBlocks[i]!.size) throw new Error(`the stub of ${names[i]} grew past its allocation`);
+      });
+      const first = stubs[0]!;
+      // Every member's exit stub is the same code on the same record: the record names the first one.
+      await this.o.access.writeMemory(BigInt(recordBlock.start), initialRecord((first.exit! | this.o.support.codeAddressBit) >>> 0, first.costs));
+      for (const [i, st] of stubs.entries()) await this.o.access.writeMemory(BigInt(stubBlocks[i]!.start), st.bytes);
+      const patches: Measurement['patches'] = sites.map((st, i) => ({ address: st.address, original: st.original, patched: g.encodePatch(st, stubs[i]!.entry, this.layout), stopAt: stopAfter(st) }));
+      const warnings = plans.flatMap((p) => p.warnings.map((w) => `${p.function.name}: ${w}`));
+      const info: MeasurementInfo = {
+        id: this.nextId++,
+        name,
+        kind: 'group',
+        members: names,
+        payload: 'software',
+        counter: this.counter.name,
+        patches: patches.map((p) => ({ address: p.address, length: p.patched.length })),
+        stub: { address: stubBlocks[0]!.start, size: first.bytes.length },
+        record: recordBlock.start,
+        counted: first.counted,
+        warnings,
+        notes: [...new Set(stubs.flatMap((st) => st.notes))],
+      };
+      const pinned = pinsMemory(sites, name, warnings);
+      await this.commit({ info, stub: first, blocks, patches, dispatch: [], pinned }, true);
+      return info;
+    } catch (err) {
+      for (const b of blocks) this.allocator.release(b);
+      await this.reclaimIfIdle();
+      throw err;
+    }
+  }
+
+  /** Every member's entry plan, or the refusal of the first member that has none. */
+  private planGroup(members: readonly string[]): FunctionPlan[] {
+    if (members.length === 0) throw new InjectionRefusedError(refusal('notFound', 'The group has no members: name the functions it measures together.'));
+    const plans: FunctionPlan[] = [];
+    const seen = new Map<number, string>();
+    for (const member of members) {
+      const plan = this.planner.planFunction(member);
+      if (!plan.ok) {
+        const instead = plan.callSites?.usable.length ? ` Measure ${member} on its own (at its call sites), or leave it out of the group.` : ` Leave ${member} out of the group.`;
+        throw memberRefusal(member, new InjectionRefusedError({ ...plan, reason: `${plan.reason}${instead}` }));
+      }
+      const before = seen.get(plan.function.start);
+      if (before !== undefined) {
+        const same = before === member ? `${member} is listed twice` : `${member} and ${before} are the same function`;
+        throw new InjectionRefusedError(refusal('branchIntoPatch', `${same} in the group; a function's entry can carry one patch. List each function once.`, plan.function.start));
+      }
+      seen.set(plan.function.start, member);
+      plans.push(plan);
+    }
+    return plans;
   }
 
   /** A dry run for the editor (CodeLens): the plan or the refusal, nothing written. */
@@ -456,37 +564,45 @@ export class InjectionService {
         warnings,
         notes: stub.notes,
       };
-      const pinned = sites.some((st) => st.displaced.some((x) => x.kind === 'call' || x.kind === 'indirectCall'));
-      if (pinned) warnings.push(`A call is among the instructions moved into the trampoline of ${name}; its return lands there, so that memory stays reserved until the session ends.`);
-      const m: Measurement = { info, stub, blocks, patches, dispatch, pinned, ...(heldBase !== undefined ? { heldBase } : {}) };
-      this.measurements.set(id, m);
-      if (dispatch.length) await this.writeDispatchTable();
-      // Journal first: if anything dies from here on, the next launch can put the bytes back.
-      if (checkProgram) this.journal.add(patches.map((p) => ({ measurement: id, address: p.address, original: Buffer.from(p.original).toString('hex'), patched: Buffer.from(p.patched).toString('hex') })));
-      const written: typeof patches = [];
-      try {
-        for (const p of patches) {
-          await this.o.access.writeMemory(BigInt(p.address), p.patched);
-          written.push(p);
-          const check = await this.o.access.readMemory(BigInt(p.address), p.patched.length);
-          if (!check.equals(Buffer.from(p.patched))) {
-            throw new InjectionRefusedError(refusal('memory', `The patch at ${hex(p.address)} did not stick (reads ${check.toString('hex')}); the code is probably in flash. Allow flash writes or reserve RAM for the code.`, p.address));
-          }
-        }
-      } catch (err) {
-        for (const p of written) await this.o.access.writeMemory(BigInt(p.address), p.original);
-        this.measurements.delete(id);
-        if (checkProgram) this.journal.removeMeasurement(id);
-        if (dispatch.length) await this.writeDispatchTable();
-        throw err;
-      }
-      for (const w of warnings) this.o.log?.(`${w}\n`);
+      const pinned = pinsMemory(sites, name, warnings);
+      await this.commit({ info, stub, blocks, patches, dispatch, pinned, ...(heldBase !== undefined ? { heldBase } : {}) }, checkProgram);
       return info;
     } catch (err) {
       for (const b of blocks) this.allocator.release(b);
       await this.reclaimIfIdle();
       throw err;
     }
+  }
+
+  /**
+   * Makes a built measurement live: journal first (if anything dies from here on, the next launch
+   * can put the bytes back), then every patch written and read back. A patch that does not stick
+   * undoes the ones written before it and the journal entries.
+   */
+  private async commit(m: Measurement, checkProgram: boolean): Promise<void> {
+    const { id } = m.info;
+    const { patches, dispatch } = m;
+    this.measurements.set(id, m);
+    if (dispatch.length) await this.writeDispatchTable();
+    if (checkProgram) this.journal.add(patches.map((p) => ({ measurement: id, address: p.address, original: Buffer.from(p.original).toString('hex'), patched: Buffer.from(p.patched).toString('hex') })));
+    const written: typeof patches = [];
+    try {
+      for (const p of patches) {
+        await this.o.access.writeMemory(BigInt(p.address), p.patched);
+        written.push(p);
+        const check = await this.o.access.readMemory(BigInt(p.address), p.patched.length);
+        if (!check.equals(Buffer.from(p.patched))) {
+          throw new InjectionRefusedError(refusal('memory', `The patch at ${hex(p.address)} did not stick (reads ${check.toString('hex')}); the code is probably in flash. Allow flash writes or reserve RAM for the code.`, p.address));
+        }
+      }
+    } catch (err) {
+      for (const p of written) await this.o.access.writeMemory(BigInt(p.address), p.original);
+      this.measurements.delete(id);
+      if (checkProgram) this.journal.removeMeasurement(id);
+      if (dispatch.length) await this.writeDispatchTable();
+      throw err;
+    }
+    for (const w of m.info.warnings) this.o.log?.(`${w}\n`);
   }
 
   private async ensureRuntime(): Promise<void> {
@@ -681,6 +797,25 @@ export interface Calibration {
   statedOverhead: number;
   explanation: string;
   lastPasses: number[];
+}
+
+/** A call displaced into a trampoline returns into it: that memory stays reserved for the session. */
+function pinsMemory(sites: readonly PatchSite[], name: string, warnings: string[]): boolean {
+  const pinned = sites.some((st) => st.displaced.some((x) => x.kind === 'call' || x.kind === 'indirectCall'));
+  if (pinned) warnings.push(`A call is among the instructions moved into the trampoline of ${name}; its return lands there, so that memory stays reserved until the session ends.`);
+  return pinned;
+}
+
+/** Runs a check per member; a refusal comes back with the member named. */
+async function forMembers(names: readonly string[], check: (i: number) => Promise<void>): Promise<void> {
+  for (let i = 0; i < names.length; i++) {
+    try {
+      await check(i);
+    } catch (err) {
+      if (err instanceof InjectionRefusedError) throw memberRefusal(names[i]!, err);
+      throw err;
+    }
+  }
 }
 
 function withOffer(r: InjectionRefusal): InjectionRefusal {

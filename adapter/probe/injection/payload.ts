@@ -32,8 +32,20 @@ export interface RuntimeImage {
   paths: Record<string, number>;
 }
 
+/**
+ * Instructions (NOPs) a group member's stub adds so that every member's stub has the same path
+ * costs: the members share one record, which holds one set of costs, and the own overhead is
+ * compensated once per pass whichever member opened it.
+ */
+export interface StubPadding {
+  /** On the entry path before the counter window opens: payload, compensated through the payload counter. */
+  outside: number;
+  /** Inside the window, right after it opens: part of `counted.outer`. */
+  inside: number;
+}
+
 export type StubRequest =
-  | { kind: 'function'; payload: PayloadKind; record: number; at: number; entry: PatchSite }
+  | { kind: 'function'; payload: PayloadKind; record: number; at: number; entry: PatchSite; padding?: StubPadding }
   | { kind: 'callSite'; payload: PayloadKind; record: number; at: number; target: number }
   | { kind: 'region'; payload: PayloadKind; record: number; at: number; start: PatchSite; end: PatchSite };
 
