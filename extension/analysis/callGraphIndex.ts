@@ -31,7 +31,8 @@ export class CallGraphIndex {
   private readonly callersOf = new Map<string, string[]>();
   private readonly calleesOf = new Map<string, string[]>();
   private readonly sccOf = new Map<string, number>();
-  private readonly rootCount = new Map<string, number>();
+  private readonly rootsOf = new Map<string, Set<string>>();
+  private readonly below = new Map<string, ReadonlySet<string>>();
   private readonly sizes = new Map<string, number>();
   private readonly weights = new Map<string, number>();
   /** Members of each strongly connected component (by component id). */
@@ -99,7 +100,11 @@ export class CallGraphIndex {
           queue.push(c);
         }
       }
-      for (const n of seen) this.rootCount.set(n, (this.rootCount.get(n) ?? 0) + 1);
+      for (const n of seen) {
+        const set = this.rootsOf.get(n) ?? new Set<string>();
+        set.add(r);
+        this.rootsOf.set(n, set);
+      }
     }
 
     const { components, sccOf } = stronglyConnected(order, (n) => this.calleesOf.get(n)!);
@@ -153,7 +158,42 @@ export class CallGraphIndex {
 
   /** How many roots reach the function: more than one means its frames may nest (an interrupt over main). */
   rootsReaching(name: string): number {
-    return this.rootCount.get(name) ?? 0;
+    return this.rootsOf.get(name)?.size ?? 0;
+  }
+
+  /** Everything the function may call, directly or not (itself only through recursion). */
+  descendants(name: string): ReadonlySet<string> {
+    let set = this.below.get(name);
+    if (set) return set;
+    const seen = new Set<string>();
+    const queue = [name];
+    for (let i = 0; i < queue.length; i++) {
+      for (const c of this.calleesOf.get(queue[i]!) ?? []) {
+        if (seen.has(c)) continue;
+        seen.add(c);
+        queue.push(c);
+      }
+    }
+    this.below.set(name, seen);
+    return seen;
+  }
+
+  /** Whether one of the two may call the other, directly or not. */
+  related(a: string, b: string): boolean {
+    return a === b || this.descendants(a).has(b) || this.descendants(b).has(a);
+  }
+
+  /**
+   * Whether the two functions can ever be on the stack at the same time: one may call the other, or
+   * they are reached from different roots or from more than one (an interrupt handler's code can
+   * preempt main's). When not, the time of either excludes the other's: a union is their sum.
+   */
+  canNest(a: string, b: string): boolean {
+    if (this.related(a, b)) return true;
+    const ra = this.rootsOf.get(a);
+    const rb = this.rootsOf.get(b);
+    if (!ra || !rb || ra.size !== 1 || rb.size !== 1) return true;
+    return [...ra][0] !== [...rb][0];
   }
 
   isRoot(name: string): boolean {

@@ -1,7 +1,7 @@
 import type { CallGraphResponse } from '../../common/dapCustom';
 import { CallGraphIndex, type GraphIndexOptions } from './callGraphIndex';
 import type { MetricDefinition, MetricsEngine, MonotoneMetric } from './metrics';
-import { rawValues, wholeRunValues, type AnalysisRecord, type FunctionOutcome, type ResultSet, type Scenario } from './resultSet';
+import { groupRawValues, rawValues, wholeRunValues, type AnalysisRecord, type FunctionOutcome, type ResultSet, type Scenario } from './resultSet';
 
 /**
  * Call-graph descent (DESIGN.md "Call-graph descent"), the exact full profile and the cyclic
@@ -37,13 +37,20 @@ import { rawValues, wholeRunValues, type AnalysisRecord, type FunctionOutcome, t
  */
 
 export interface BatchMeasurer {
-  /** How many functions one run measures. */
+  /** How many functions (or groups) one run measures. */
   readonly slots: number;
   /**
-   * Measures the batch in one run of the program and returns that run's result set. Every batch
-   * function must come back measured or refused with a reason. Throws an AbortError when aborted.
+   * True when one slot can measure a group: the union of several functions' activations (one
+   * record shared by several entry patches). Descent then prunes cold functions by the group.
    */
-  measure(batch: readonly string[], signal?: AbortSignal): Promise<ResultSet>;
+  readonly groups?: boolean;
+  /**
+   * Measures the batch in one run of the program and returns that run's result set. Every batch
+   * function must come back measured or refused with a reason, every group in `groups` measured
+   * (ResultSet.groups) or refused with its members named. `batch.length + groups.length` never
+   * exceeds `slots`. Throws an AbortError when aborted.
+   */
+  measure(batch: readonly string[], signal?: AbortSignal, groups?: readonly (readonly string[])[]): Promise<ResultSet>;
 }
 
 export interface AnalysisResult {
@@ -54,6 +61,8 @@ export interface AnalysisResult {
   /** Program runs the analysis took (result sets loaded from earlier not counted). */
   runs: number;
   batches: string[][];
+  /** The groups each run measured (descent with group measurements; empty lists otherwise). */
+  groupBatches?: string[][][];
   /** Result sets in order: earlier ones passed in first, then one per run. */
   resultSets: ResultSet[];
   outcomes: FunctionOutcome[];
@@ -65,6 +74,7 @@ export interface AnalysisResult {
 export interface DescentProgress {
   run: number;
   batch: readonly string[];
+  groups?: readonly (readonly string[])[];
   /** Functions still to decide after this step. */
   open: number;
 }
@@ -99,6 +109,15 @@ export interface DescentOptions extends CommonOptions {
    * `call-site` keeps the order of the calls in the caller's code.
    */
   order?: 'weight' | 'call-site';
+  /**
+   * Measure functions that look cold together, one slot per group, and prune a whole group when
+   * its union stays below the threshold (default: whenever the measurer can measure groups). Which
+   * functions look cold comes from the call counts of a dynamic call graph (`count` on the edges);
+   * without counts every open function looks hot and is measured alone.
+   */
+  groups?: boolean;
+  /** A group is filled until the estimates of its members add up to this fraction of the threshold (default 0.7). */
+  packing?: number;
 }
 
 export class DescentError extends Error {
@@ -116,11 +135,21 @@ interface Measured {
   incomplete?: string;
 }
 
+/** A group measurement's value: the union of its members' activations (an upper bound of each). */
+interface MeasuredGroup {
+  members: readonly string[];
+  value: number;
+  resultSet: number;
+}
+
 /** Measurements, refusals and the whole-run value accumulated over runs. */
 class Ledger {
   readonly resultSets: ResultSet[] = [];
   readonly measured = new Map<string, Measured>();
   readonly refused = new Map<string, string>();
+  readonly groups: MeasuredGroup[] = [];
+  /** Functions a group measurement was refused for: they are measured alone from then on. */
+  readonly groupRefused = new Map<string, string>();
   readonly warnings: string[] = [];
   whole: number | undefined;
 
@@ -150,8 +179,8 @@ class Ledger {
     return this.spanning.has(name) || this.measured.has(name);
   }
 
-  /** Records a result set; `asked` are the functions it had to answer for. */
-  add(rs: ResultSet, asked: readonly string[] | undefined): void {
+  /** Records a result set; `asked` are the functions it had to answer for, `askedGroups` the groups. */
+  add(rs: ResultSet, asked: readonly string[] | undefined, askedGroups: readonly (readonly string[])[] = []): void {
     const index = this.resultSets.length;
     this.resultSets.push(rs);
     const whole = this.engine.value(this.metric.id, wholeRunValues(rs));
@@ -159,8 +188,9 @@ class Ledger {
       throw new DescentError(`run ${index + 1} (${rs.run.method}) has no total of '${rs.run.event}' for the metric '${this.metric.id}' (${this.metric.label}); the analysis needs the run's total to form shares`);
     }
     if (whole !== undefined) this.whole = Math.max(this.whole ?? 0, whole);
+    this.addGroups(rs, index, askedGroups);
     // An earlier result set answers for what it measured and what it refused.
-    const names = asked ?? [...rs.measurements, ...rs.refused].map((m) => m.name).filter((n) => this.known.has(n));
+    const names = asked ?? [...rs.measurements, ...rs.refused.filter((r) => !r.members)].map((m) => m.name).filter((n) => this.known.has(n));
     for (const name of names) {
       const refusal = rs.refused.find((r) => r.name === name);
       const raw = rawValues(rs, name);
@@ -179,6 +209,32 @@ class Ledger {
         this.refuse(name, 'the measurer returned neither a result nor a reason for it');
         this.warnings.push(`run ${index + 1}: no result and no reason for '${name}'; it is kept as unmeasurable`);
       }
+    }
+  }
+
+  private addGroups(rs: ResultSet, index: number, asked: readonly (readonly string[])[]): void {
+    const key = groupKey;
+    const answered = new Set<string>();
+    for (const g of rs.groups ?? []) {
+      answered.add(key(g.members));
+      if (!g.members.every((m) => this.known.has(m))) continue;
+      const value = this.engine.value(this.metric.id, groupRawValues(rs, g));
+      // A value that may be low bounds nothing.
+      if (value === undefined || g.incomplete !== undefined) {
+        for (const m of g.members) this.groupRefused.set(m, g.incomplete ?? `'${this.metric.id}' cannot be formed for the group ${g.name}`);
+        continue;
+      }
+      this.groups.push({ members: [...g.members], value, resultSet: index });
+    }
+    for (const r of rs.refused) {
+      if (!r.members) continue;
+      answered.add(key(r.members));
+      for (const m of r.members) this.groupRefused.set(m, r.reason);
+    }
+    for (const members of asked) {
+      if (answered.has(key(members))) continue;
+      for (const m of members) this.groupRefused.set(m, 'the measurer returned neither a result nor a reason for its group');
+      this.warnings.push(`run ${index + 1}: no result and no reason for the group ${members.join(' + ')}; its members are measured alone`);
     }
   }
 
@@ -205,36 +261,74 @@ function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: boolean)
     }
     return Math.max(0, v);
   };
+  // Callers known only through one group count once, with the group's value: every instant one of
+  // them is directly below f, the group is on the stack.
+  const sumOverCallers = (callers: readonly string[], part: (p: string) => number): number => {
+    let sum = 0;
+    const used = new Set<string>();
+    for (const g of ledger.groups) {
+      const together = callers.filter((p) => !used.has(p) && ledger.upperValue(p) === undefined && g.members.includes(p));
+      if (together.length < 2) continue;
+      const apart = together.reduce((acc, p) => acc + part(p), 0);
+      if (g.value >= apart) continue;
+      sum += g.value;
+      for (const p of together) used.add(p);
+    }
+    for (const p of callers) if (!used.has(p)) sum += part(p);
+    return sum;
+  };
+  // A group bounds each member; members measured alone are taken off when they can never be on
+  // the stack together with f (then the union is the sum).
+  const groupBound = (f: string): number => {
+    let best = Number.POSITIVE_INFINITY;
+    for (const g of ledger.groups) {
+      if (!g.members.includes(f)) continue;
+      let v = g.value;
+      for (const m of g.members) {
+        const mv = m === f ? undefined : ledger.value(m);
+        if (mv !== undefined && !index.canNest(f, m)) v -= mv;
+      }
+      best = Math.min(best, Math.max(0, v));
+    }
+    return best;
+  };
   for (const id of index.componentOrder) {
     const members = index.components[id]!;
     if (members.length === 1) {
       const f = members[0]!;
-      if (index.isRoot(f) || ledger.spanning.has(f)) {
+      if (ledger.spanning.has(f)) {
         U.set(f, whole);
         continue;
       }
-      let sum = 0;
-      for (const p of index.callers(f)) sum += contribution(p, (s) => s === f);
-      U.set(f, Math.min(whole, sum));
+      const fromCallers = index.isRoot(f) ? whole : sumOverCallers(index.callers(f), (p) => contribution(p, (s) => s === f));
+      U.set(f, Math.min(whole, fromCallers, groupBound(f)));
       continue;
     }
     const inS = new Set(members);
-    let outside = members.some((m) => index.isRoot(m)) ? whole : 0;
     const external = new Set<string>();
     for (const m of members) for (const p of index.callers(m)) if (!inS.has(p)) external.add(p);
-    for (const p of external) outside += contribution(p, (s) => inS.has(s));
+    const outside = members.some((m) => index.isRoot(m)) ? whole : sumOverCallers([...external], (p) => contribution(p, (s) => inS.has(s)));
     const bound = Math.min(whole, outside);
     for (const f of members) {
-      if (index.isRoot(f) || ledger.spanning.has(f)) {
+      if (ledger.spanning.has(f)) {
         U.set(f, whole);
+        continue;
+      }
+      if (index.isRoot(f)) {
+        U.set(f, Math.min(whole, groupBound(f)));
         continue;
       }
       let direct = 0;
       for (const p of index.callers(f)) direct += inS.has(p) ? (ledger.upperValue(p) ?? bound) : contribution(p, (s) => s === f);
-      U.set(f, Math.min(bound, direct));
+      U.set(f, Math.min(bound, direct, groupBound(f)));
     }
   }
   return U;
+}
+
+/** The same members in any order give the same key. */
+function groupKey(members: readonly string[]): string {
+  return [...members].sort().join('\u0000');
 }
 
 function onlyCaller(index: CallGraphIndex, s: string): string | undefined {
@@ -251,11 +345,11 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
 }
 
 /** Measures one batch; false when cancelled (the ledger is unchanged then). */
-async function measureBatch(measurer: BatchMeasurer, batch: string[], ledger: Ledger, signal: AbortSignal | undefined): Promise<boolean> {
+async function measureBatch(measurer: BatchMeasurer, batch: string[], ledger: Ledger, signal: AbortSignal | undefined, groups: readonly (readonly string[])[] = []): Promise<boolean> {
   try {
     throwIfAborted(signal);
-    const rs = await measurer.measure(batch, signal);
-    ledger.add(rs, batch);
+    const rs = groups.length > 0 ? await measurer.measure(batch, signal, groups) : await measurer.measure(batch, signal);
+    ledger.add(rs, batch, groups);
     return true;
   } catch (err) {
     if (isAbort(err) || signal?.aborted) return false;
@@ -275,10 +369,18 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
   const residual = options.siblingResidual ?? true;
   const threshold = options.threshold;
   const batches: string[][] = [];
+  const groupBatches: string[][][] = [];
   let cancelled = false;
   const queueOrder = (options.order ?? 'weight') === 'weight'
     ? [...index.bfsOrder].sort((a, b) => index.reachableBytes(b) - index.reachableBytes(a))
     : index.bfsOrder;
+  const estimates = callCountEstimates(graph, index, ledger.spanning);
+  const wantGroups = (options.groups ?? true) && measurer.groups === true;
+  if (options.groups === true && measurer.groups !== true) ledger.warnings.push('the measurer cannot measure groups: every function was measured alone');
+  if (wantGroups && !estimates) {
+    if (options.groups === true) ledger.warnings.push('group measurements need call counts to tell which functions look cold (a dynamic call graph): every function was measured alone');
+  }
+  const packer = wantGroups && estimates ? new GroupPlanner(index, estimates, slots, threshold, options.packing ?? 0.7) : undefined;
 
   for (;;) {
     const U = computeBounds(index, ledger, residual);
@@ -291,15 +393,23 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     };
     const candidates = queueOrder.filter(open);
     if (candidates.length === 0) break;
-    const first = candidates.filter(ready);
-    const batch = [...first, ...(lookahead ? candidates.filter((f) => !ready(f)) : [])].slice(0, slots);
-    if (batch.length === 0) throw new DescentError('no function is ready to measure although some are undecided (internal error: the call graph order is inconsistent)');
+    let batch: string[];
+    let groups: string[][] = [];
+    if (packer) {
+      ({ batch, groups } = packer.plan(candidates, U, ready, ledger));
+    } else {
+      const first = candidates.filter(ready);
+      batch = [...first, ...(lookahead ? candidates.filter((f) => !ready(f)) : [])].slice(0, slots);
+    }
+    if (batch.length + groups.length === 0) throw new DescentError('no function is ready to measure although some are undecided (internal error: the call graph order is inconsistent)');
     const before = new Map(batch.map((f) => [f, U.get(f)!]));
-    if (!(await measureBatch(measurer, batch, ledger, options.signal))) {
+    if (!(await measureBatch(measurer, batch, ledger, options.signal, groups))) {
       cancelled = true;
       break;
     }
     batches.push(batch);
+    groupBatches.push(groups);
+    packer?.learn(ledger, ledger.resultSets.length - 1);
     for (const f of batch) {
       const m = ledger.measured.get(f);
       const b = before.get(f)!;
@@ -307,7 +417,7 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
         ledger.warnings.push(`'${f}' measured ${m.value} above its bound ${b}: the static call graph misses one of its callers (an indirect call, or code the disassembly could not follow); pruning near it may have missed functions`);
       }
     }
-    options.onProgress?.({ run: batches.length, batch, open: index.bfsOrder.filter(open).length });
+    options.onProgress?.({ run: batches.length, batch, ...(groups.length ? { groups } : {}), open: index.bfsOrder.filter(open).length });
   }
 
   const U = computeBounds(index, ledger, residual);
@@ -330,11 +440,153 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     roots: [...index.roots],
     runs: ledger.resultSets.length - firstRun,
     batches,
+    ...(groupBatches.some((g) => g.length > 0) ? { groupBatches } : {}),
     resultSets: ledger.resultSets,
     outcomes,
     cancelled,
     warnings: ledger.warnings,
   };
+}
+
+/**
+ * Prior estimates of each function's share of the run from a dynamic call graph's counts: its own
+ * code once per call (the size stands in for the path taken), plus its callees' estimates in
+ * proportion to the calls it made to them, relative to the heaviest root. Only the order of
+ * measurement and the packing of groups use them, never a bound: a poor estimate costs runs, it
+ * cannot lose a function. Undefined when the graph has no counts.
+ */
+export function callCountEstimates(graph: CallGraphResponse, index: CallGraphIndex, spanning: ReadonlySet<string> = new Set()): Map<string, number> | undefined {
+  const counted = graph.edges.filter((e) => e.count !== undefined);
+  const handlerEntries = (graph as { interrupts?: readonly { callee: string; count?: number }[] }).interrupts ?? [];
+  if (counted.length === 0) return undefined;
+  const calls = new Map<string, number>();
+  const along = new Map<string, number>();
+  for (const e of [...counted, ...handlerEntries]) calls.set(e.callee, (calls.get(e.callee) ?? 0) + (e.count ?? 0));
+  for (const e of counted) if (e.caller !== e.callee) along.set(`${e.caller}\u0000${e.callee}`, (along.get(`${e.caller}\u0000${e.callee}`) ?? 0) + (e.count ?? 0));
+  const size = new Map(graph.functions.map((f) => [f.name, f.size]));
+  const raw = new Map<string, number>();
+  // Callees first: the condensation's reverse topological order.
+  for (const id of [...index.componentOrder].reverse()) {
+    for (const f of index.components[id]!) {
+      const entered = calls.get(f) ?? 0;
+      let v = Math.max(entered, index.isRoot(f) || spanning.has(f) ? 1 : 0) * (size.get(f) ?? 0);
+      for (const c of index.callees(f)) {
+        if (index.component(c) === id) continue;
+        const n = along.get(`${f}\u0000${c}`) ?? 0;
+        const total = calls.get(c) ?? 0;
+        if (n > 0 && total > 0) v += (raw.get(c) ?? 0) * (n / total);
+      }
+      raw.set(f, v);
+    }
+  }
+  const scale = Math.max(0, ...[...index.roots, ...spanning].map((r) => raw.get(r) ?? 0));
+  if (!(scale > 0)) return undefined;
+  return new Map([...raw].map(([f, v]) => [f, v / scale]));
+}
+
+/**
+ * Plans descent steps with group measurements. Functions that look hot (estimate at or above the
+ * threshold, members of a pair that came out hot, or refused in a group) take a slot each;
+ * the ones that look cold are packed into groups whose estimates add up to `packing` x threshold,
+ * members that do not call one another (a caller's own value already bounds its callees). A group that comes out at or above the
+ * threshold teaches the estimates of its members (scaled to its value) and is split on the next
+ * step, a small one into single slots. Slots left over split the largest groups further.
+ */
+const MAX_GROUPINGS = 4;
+
+class GroupPlanner {
+  private readonly scale = new Map<string, number>();
+  private readonly floor = new Map<string, number>();
+  /** Members of groups that came out hot: the size of the smallest such group (a pair is measured apart next). */
+  private readonly suspect = new Map<string, number>();
+  private learned = 0;
+  /** Every group measured so far: one is never measured twice. */
+  private readonly measured = new Set<string>();
+  /** Groups each function was in: after MAX_GROUPINGS it is measured alone, so descent always ends. */
+  private readonly groupings = new Map<string, number>();
+
+  constructor(
+    private readonly index: CallGraphIndex,
+    private readonly prior: ReadonlyMap<string, number>,
+    private readonly slots: number,
+    private readonly threshold: number,
+    private readonly packing: number,
+  ) {}
+
+  private guess(f: string, U: ReadonlyMap<string, number>): number {
+    const prior = (this.prior.get(f) ?? 0) * (this.scale.get(f) ?? 1);
+    return Math.min(U.get(f)!, Math.max(this.floor.get(f) ?? 0, prior));
+  }
+
+  plan(candidates: readonly string[], U: ReadonlyMap<string, number>, ready: (f: string) => boolean, ledger: Ledger): { batch: string[]; groups: string[][] } {
+    const guess = new Map(candidates.map((f) => [f, this.guess(f, U)]));
+    const order = [...candidates].sort((a, b) => Number(ready(b)) - Number(ready(a)) || guess.get(b)! - guess.get(a)!);
+    const alone = (f: string): boolean => ledger.groupRefused.has(f) || (this.groupings.get(f) ?? 0) >= MAX_GROUPINGS || guess.get(f)! >= this.threshold || (this.suspect.get(f) ?? Number.POSITIVE_INFINITY) <= 2;
+    const singles = order.filter(alone);
+    const capacity = this.packing * this.threshold;
+    const packs: { members: string[]; sum: number }[] = [];
+    for (const f of order) {
+      if (alone(f)) continue;
+      const g = guess.get(f)!;
+      const fit = packs.find((p) => p.sum + g <= capacity && p.members.every((m) => !this.index.related(m, f)));
+      if (fit) {
+        fit.members.push(f);
+        fit.sum += g;
+      } else {
+        packs.push({ members: [f], sum: g });
+      }
+    }
+    // A group measured before that left its members open is split, never measured again.
+    for (let i = 0; i < packs.length; i++) {
+      const p = packs[i]!;
+      if (p.members.length < 2 || !this.measured.has(groupKey(p.members))) continue;
+      const half = Math.ceil(p.members.length / 2);
+      const sum = (ms: string[]): number => ms.reduce((acc, m) => acc + guess.get(m)!, 0);
+      const a = p.members.slice(0, half);
+      const b = p.members.slice(half);
+      packs.splice(i, 1, { members: a, sum: sum(a) }, { members: b, sum: sum(b) });
+      i--;
+    }
+    const groupSlots = Math.min(packs.length, packs.length > 0 ? Math.max(this.slots > 1 ? 1 : 0, this.slots - singles.length) : 0);
+    const batch = singles.slice(0, this.slots - groupSlots);
+    const chosen = packs.slice(0, this.slots - batch.length);
+    // Idle slots split the groups with the largest estimates: fewer members, less to redo.
+    for (;;) {
+      if (batch.length + chosen.length >= this.slots) break;
+      let widest = -1;
+      for (let i = 0; i < chosen.length; i++) if (chosen[i]!.members.length > 1 && (widest < 0 || chosen[i]!.sum > chosen[widest]!.sum)) widest = i;
+      if (widest < 0) break;
+      const members = [...chosen[widest]!.members].sort((a, b) => guess.get(b)! - guess.get(a)!);
+      const halves = [{ members: [] as string[], sum: 0 }, { members: [] as string[], sum: 0 }];
+      for (const m of members) {
+        const h = halves[0]!.sum <= halves[1]!.sum ? halves[0]! : halves[1]!;
+        h.members.push(m);
+        h.sum += guess.get(m)!;
+      }
+      chosen.splice(widest, 1, ...halves);
+    }
+    for (const p of chosen) if (p.members.length === 1) batch.push(p.members[0]!);
+    const groups = chosen.filter((p) => p.members.length > 1).map((p) => p.members);
+    for (const g of groups) {
+      this.measured.add(groupKey(g));
+      for (const m of g) this.groupings.set(m, (this.groupings.get(m) ?? 0) + 1);
+    }
+    return { batch, groups };
+  }
+
+  /** Learns from the groups measured since the last call: hot ones rescale their members. */
+  learn(ledger: Ledger, resultSet: number): void {
+    for (const g of ledger.groups.slice(this.learned)) {
+      if (g.resultSet !== resultSet || g.value < this.threshold) continue;
+      const sum = g.members.reduce((acc, m) => acc + (this.prior.get(m) ?? 0) * (this.scale.get(m) ?? 1), 0);
+      for (const m of g.members) {
+        if (sum > 0) this.scale.set(m, ((this.scale.get(m) ?? 1) * g.value) / sum);
+        this.floor.set(m, Math.max(this.floor.get(m) ?? 0, g.value / g.members.length));
+        this.suspect.set(m, Math.min(this.suspect.get(m) ?? Number.POSITIVE_INFINITY, g.members.length));
+      }
+    }
+    this.learned = ledger.groups.length;
+  }
 }
 
 function spanningSet(graph: CallGraphResponse, spanning: readonly string[] | undefined): Set<string> {

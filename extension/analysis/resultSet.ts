@@ -54,6 +54,23 @@ export interface FunctionMeasurement {
 export interface RefusedFunction {
   name: string;
   reason: string;
+  /** Set when a group measurement was refused: its members (each may still be measured alone). */
+  members?: string[];
+}
+
+/**
+ * One slot shared by several functions: the counts while at least one member is on the stack (the
+ * union of their activations, nested member calls counted once), and the entries through any
+ * member. It bounds every member from above, and so prunes all of them at once when it is small.
+ */
+export interface GroupMeasurement {
+  /** How the group is named in the run (`a + b + c`). */
+  name: string;
+  members: string[];
+  inclusive: Record<string, number>;
+  calls: number;
+  /** Why the value may be too low (entries the payload could not track). */
+  incomplete?: string;
 }
 
 export interface ResultSet {
@@ -62,6 +79,8 @@ export interface ResultSet {
   program: { executable: string; family?: string };
   run: RunInfo;
   measurements: FunctionMeasurement[];
+  /** Group measurements (one slot counting the union of several functions), when the run had any. */
+  groups?: GroupMeasurement[];
   /** Asked for but not measured, with the reason (never silently dropped). */
   refused: RefusedFunction[];
 }
@@ -123,6 +142,11 @@ export function rawValues(rs: ResultSet, name: string, extra: RawValues = {}): R
   const m = measurementOf(rs, name);
   if (!m) return undefined;
   return { ...rawFromEvents(m.inclusive, 'inclusive'), ...rawFromEvents(rs.run.totals, 'total'), ...runEvent(m.inclusive, rs), [CALLS]: m.calls, ...extra };
+}
+
+/** The raw values of a group measurement, with the totals of the same run. */
+export function groupRawValues(rs: ResultSet, g: GroupMeasurement): Record<string, number> {
+  return { ...rawFromEvents(g.inclusive, 'inclusive'), ...rawFromEvents(rs.run.totals, 'total'), ...runEvent(g.inclusive, rs), [CALLS]: g.calls };
 }
 
 /** The whole run as if it were one function: what a root's bound is. */
@@ -282,8 +306,24 @@ function readResultSet(r: Reader): ResultSet {
       if (incomplete !== undefined) out.incomplete = incomplete;
       return out;
     }),
-    refused: r.field('refused').array((x) => ({ name: x.field('name').string(), reason: x.field('reason').string() })),
+    ...optionalGroups(r),
+    refused: r.field('refused').array((x) => {
+      const members = x.optional('members', (y) => y.array((z) => z.string()));
+      return { name: x.field('name').string(), reason: x.field('reason').string(), ...(members ? { members } : {}) };
+    }),
   };
+}
+
+function optionalGroups(r: Reader): { groups?: GroupMeasurement[] } {
+  const groups = r.optional('groups', (x) =>
+    x.array((g) => {
+      const members = g.field('members').array((m) => m.string());
+      if (members.length === 0) g.field('members').fail('must name at least one function');
+      const incomplete = g.optional('incomplete', (y) => y.string());
+      return { name: g.field('name').string(), members, inclusive: g.field('inclusive').numberRecord(), calls: g.field('calls').count(), ...(incomplete !== undefined ? { incomplete } : {}) };
+    }),
+  );
+  return groups ? { groups } : {};
 }
 
 function readOutcome(r: Reader): FunctionOutcome {

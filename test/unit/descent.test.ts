@@ -412,3 +412,183 @@ describe('descent with values that may be low', () => {
     assert.deepEqual(r.warnings, []);
   });
 });
+
+describe('descent with group measurements', () => {
+  /**
+   * Measures groups as well: in these single-threaded programs, functions that do not call one
+   * another are never on the stack together, so a group's union is exactly the sum of its members.
+   */
+  class GroupMeasurer extends FakeMeasurer {
+    readonly groups = true;
+    readonly groupBatches: string[][][] = [];
+
+    constructor(
+      slots: number,
+      private readonly graph: CallGraphResponse,
+      private readonly exact: Record<string, number>,
+      total: number,
+      private readonly refuseGroups = false,
+    ) {
+      super(slots, exact, total);
+    }
+
+    override async measure(batch: readonly string[], signal?: AbortSignal, groups: readonly (readonly string[])[] = []): Promise<ResultSet> {
+      assert.ok(batch.length + groups.length <= this.slots, `${batch.length} + ${groups.length} measurements in ${this.slots} slots`);
+      const index = new CallGraphIndex(this.graph);
+      for (const g of groups) {
+        assert.ok(g.length >= 2, 'a group has at least two members');
+        for (const a of g) for (const b of g) if (a !== b) assert.ok(!index.related(a, b), `${a} and ${b} call one another, yet share a group`);
+      }
+      this.groupBatches.push(groups.map((g) => [...g]));
+      const rs = await super.measure(batch, signal);
+      if (this.refuseGroups) return { ...rs, refused: [...rs.refused, ...groups.map((g) => ({ name: g.join(' + '), reason: 'synthetic refusal', members: [...g] }))] };
+      return { ...rs, groups: groups.map((g) => ({ name: g.join(' + '), members: [...g], inclusive: { instructions: g.reduce((acc, m) => acc + this.exact[m]!, 0) }, calls: g.length })) };
+    }
+  }
+
+  /** Adds call counts to every edge, as a dynamic call graph has them. */
+  function counted(graph: CallGraphResponse, count: (caller: string, callee: string) => number): CallGraphResponse {
+    return { ...graph, edges: graph.edges.map((e) => ({ ...e, count: count(e.caller, e.callee) })) };
+  }
+
+  // main 1000: hot 700 (h1 600), cold callees c1..c6 of main 10..40 each, s called by c1 and c2.
+  const spec: Spec = { main: ['hot', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6'], hot: ['h1'], c1: ['s'], c2: ['s'] };
+  const values: Record<string, number> = { main: 1000, hot: 700, h1: 600, c1: 40, c2: 30, c3: 20, c4: 20, c5: 10, c6: 10, s: 25 };
+  // Sizes are all 16 bytes: the counts alone make hot, h1 heavy and the c's light.
+  const calls: Record<string, number> = { hot: 50, h1: 400, c1: 3, c2: 2, c3: 1, c4: 1, c5: 1, c6: 1, s: 2 };
+
+  it('prunes light siblings together by one group measurement, each with the group as bound', async () => {
+    const graph = counted(graphOf(spec), (_p, c) => calls[c]!);
+    const m = new GroupMeasurer(2, graph, values, 1000);
+    const r = await descend(graph, m, 0.15);
+    assert.equal(outcome(r, 'hot').status, 'measured');
+    assert.equal(outcome(r, 'h1').status, 'measured');
+    const grouped = m.groupBatches.flat();
+    assert.ok(grouped.length > 0, 'no group was measured');
+    for (const c of ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 's']) {
+      const o = outcome(r, c);
+      assert.equal(o.status, 'pruned', `${c}: ${JSON.stringify(o)}`);
+      assert.ok(values[c]! / 1000 <= o.bound! + 1e-12 && o.bound! < 0.15, `${c}: bound ${o.bound}`);
+    }
+    assert.deepEqual(r.groupBatches, m.groupBatches);
+    assert.deepEqual(r.warnings, []);
+  });
+
+  it('counts callers that were only measured together once, by their group', async () => {
+    // main -> x, y (both call s), z; the group {x, y} is 8 %: s is bounded by 8 %, not 16 %.
+    const g = counted(graphOf({ main: ['x', 'y', 'z'], x: ['s'], y: ['s'] }), () => 1);
+    const vals = { main: 1000, x: 50, y: 30, z: 900, s: 20 };
+    const m = new GroupMeasurer(1, g, vals, 1000);
+    const previous: ResultSet = {
+      id: 'earlier',
+      createdAt: '2024-01-01T00:00:00Z',
+      program: { executable: 'synthetic.elf' },
+      run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 1000 }, method: 'synthetic, exact' },
+      measurements: [{ name: 'main', inclusive: { instructions: 1000 }, calls: 1 }, { name: 'z', inclusive: { instructions: 900 }, calls: 1 }],
+      groups: [{ name: 'x + y', members: ['x', 'y'], inclusive: { instructions: 80 }, calls: 2 }],
+      refused: [],
+    };
+    const r = await descend(g, m, 0.1, { previous: [previous] });
+    assert.equal(r.runs, 0, 'nothing is left to measure');
+    assert.equal(outcome(r, 's').status, 'pruned');
+    assert.ok(Math.abs(outcome(r, 's').bound! - 0.08) < 1e-12, `bound ${outcome(r, 's').bound}`);
+    assert.ok(Math.abs(outcome(r, 'x').bound! - 0.08) < 1e-12);
+  });
+
+  it('takes members measured alone off the group when they can never share the stack', async () => {
+    const g = counted(graphOf({ main: ['a', 'b', 'big'] }), () => 1);
+    const earlier: ResultSet = {
+      id: 'earlier',
+      createdAt: '2024-01-01T00:00:00Z',
+      program: { executable: 'synthetic.elf' },
+      run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 1000 }, method: 'synthetic, exact' },
+      measurements: [{ name: 'main', inclusive: { instructions: 1000 }, calls: 1 }, { name: 'a', inclusive: { instructions: 120 }, calls: 1 }, { name: 'big', inclusive: { instructions: 800 }, calls: 1 }],
+      groups: [{ name: 'a + b', members: ['a', 'b'], inclusive: { instructions: 150 }, calls: 2 }],
+      refused: [],
+    };
+    const r = await descend(g, new GroupMeasurer(1, g, { main: 1000, a: 120, b: 30, big: 800 }, 1000), 0.1, { previous: [earlier] });
+    assert.equal(outcome(r, 'b').status, 'pruned');
+    assert.ok(Math.abs(outcome(r, 'b').bound! - 0.03) < 1e-12, `bound ${outcome(r, 'b').bound}`);
+  });
+
+  it('measures the members of a refused group alone', async () => {
+    const graph = counted(graphOf(spec), (_p, c) => calls[c]!);
+    const m = new GroupMeasurer(2, graph, values, 1000, true);
+    const r = await descend(graph, m, 0.15);
+    const refusedMembers = new Set(m.groupBatches.flat().flat());
+    assert.ok(refusedMembers.size > 0);
+    for (const f of refusedMembers) {
+      const laterGroups = m.groupBatches.slice(m.groupBatches.findIndex((b) => b.flat().includes(f)) + 1).flat();
+      assert.ok(!laterGroups.some((g) => g.includes(f)), `${f} was grouped again after its group was refused`);
+      assert.notEqual(outcome(r, f).status, 'pending');
+    }
+    for (const f of ['hot', 'h1']) assert.equal(outcome(r, f).status, 'measured');
+  });
+
+  it('measures one function per slot when the graph has no call counts', async () => {
+    const graph = graphOf(spec);
+    const m = new GroupMeasurer(2, graph, values, 1000);
+    const r = await descend(graph, m, 0.15, { groups: true });
+    assert.deepEqual(m.groupBatches.flat(), []);
+    assert.ok(r.warnings.some((w) => /call counts/.test(w)), r.warnings.join('; '));
+  });
+
+  it('keeps recall at 100 % on random programs and takes fewer runs than one function per slot', async () => {
+    let grouped = 0;
+    let alone = 0;
+    let groupsMeasured = 0;
+    for (let seed = 1; seed <= 60; seed++) {
+      const p = randomProgramWithCounts(seed);
+      for (const threshold of [0.01, 0.05, 0.2]) {
+        for (const slots of [1, 3]) {
+          const m = new GroupMeasurer(slots, p.graph, p.values, p.total);
+          const r = await descend(p.graph, m, threshold);
+          const hot = Object.keys(p.values).filter((f) => p.values[f]! / p.total >= threshold);
+          for (const f of hot) assert.equal(outcome(r, f).status, 'measured', `seed ${seed}, threshold ${threshold}, k=${slots}: ${f} missed`);
+          for (const o of r.outcomes) if (o.status === 'pruned') assert.ok(p.values[o.name]! / p.total <= o.bound! + 1e-12, `seed ${seed}: bound of ${o.name} below its value`);
+          assert.deepEqual(r.warnings, []);
+          groupsMeasured += m.groupBatches.flat().length;
+          grouped += r.runs;
+          alone += (await descend(p.graph, new FakeMeasurer(slots, p.values, p.total), threshold)).runs;
+        }
+      }
+    }
+    assert.ok(groupsMeasured > 0, 'no group was ever measured');
+    assert.ok(grouped < alone, `with groups ${grouped} runs, one function per slot ${alone}`);
+  });
+});
+
+/** A random call DAG like randomProgram's, with the call counts on its edges and sizes that follow the own cost. */
+function randomProgramWithCounts(seed: number): { graph: CallGraphResponse; values: Record<string, number>; total: number } {
+  let s = seed * 7919;
+  const rnd = (): number => {
+    s = (s * 1103515245 + 12345) & 0x7fffffff;
+    return s / 0x7fffffff;
+  };
+  const n = 10 + Math.floor(rnd() * 40);
+  const names = Array.from({ length: n }, (_, i) => `g${i}`);
+  const spec: Spec = {};
+  const perCall = new Map<string, Array<[string, number]>>();
+  for (let i = 0; i < n; i++) {
+    const list: Array<[string, number]> = [];
+    for (let j = i + 1; j < n; j++) if (rnd() < 2.5 / (n - i)) list.push([names[j]!, 1 + Math.floor(rnd() * 5)]);
+    spec[names[i]!] = list.map(([c]) => c);
+    perCall.set(names[i]!, list);
+  }
+  const own = names.map(() => 1 + Math.floor(rnd() ** 3 * 200));
+  const cost = new Map<string, number>();
+  for (let i = n - 1; i >= 0; i--) cost.set(names[i]!, own[i]! + perCall.get(names[i]!)!.reduce((acc, [c, k]) => acc + k * cost.get(c)!, 0));
+  const base = graphOf(spec);
+  const index = new CallGraphIndex(base);
+  const calls = new Map<string, number>(names.map((x) => [x, index.roots.includes(x) ? 1 : 0]));
+  for (let i = 0; i < n; i++) for (const [c, k] of perCall.get(names[i]!)!) calls.set(c, calls.get(c)! + calls.get(names[i]!)! * k);
+  const values = Object.fromEntries(names.map((x) => [x, calls.get(x)! * cost.get(x)!]));
+  const total = index.roots.reduce((acc, r) => acc + values[r]!, 0);
+  const k = new Map(names.flatMap((caller) => perCall.get(caller)!.map(([c, times]) => [`${caller}>${c}`, times * calls.get(caller)!] as const)));
+  const graph: CallGraphResponse = {
+    ...base,
+    functions: base.functions.map((f, i) => ({ ...f, size: 2 * own[i]! })),
+    edges: base.edges.map((e) => ({ ...e, count: k.get(`${e.caller}>${e.callee}`) ?? 0 })),
+  };
+  return { graph, values, total };
+}
