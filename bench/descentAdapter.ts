@@ -2,10 +2,12 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadResultSetDocument } from '../extension/analysis/resultSet';
+import { staticCallGraph } from '../adapter/probe/callGraph';
+import { ElfImage } from '../adapter/elf';
+import { CALL_GRAPH_SCHEMA, loadResultSetDocument, type CallGraphDocument } from '../extension/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
 import { repoRoot, type FixtureTarget } from '../test/support/paths';
-import { fixturePrograms, option, printTable } from './support';
+import { dynamicGraphFromOracle, fixturePrograms, option, printTable } from './support';
 
 /**
  * Call-graph descent through the real product: `cyclelens descent` (the built CLI, adapter, GDB,
@@ -15,7 +17,11 @@ import { fixturePrograms, option, printTable } from './support';
  * ceil(F/k), recall of the functions the oracle puts at or above the threshold (measured, or shown
  * as unmeasurable with a bound at or above it — never pruned), precision of what the descent reports
  * at or above it, and the wall time of the whole command.
- *   npm run bench -- descentAdapter [--program firmware] [--target rv32] [--slots 4]
+ * With --grouped, descent gets a dynamic call graph (`--call-graph`) and measures the functions
+ * that look cold in groups; the graph is the oracle's count of the same run's calls, which is what
+ * `cyclelens call-graph --dynamic` records (test/integration/dynamicCallGraph.test.ts), and its
+ * recording counts as one more run.
+ *   npm run bench -- descentAdapter [--program firmware] [--target rv32] [--slots 4] [--grouped]
  */
 
 /** QEMU machine per target, in the order the targets run. */
@@ -36,23 +42,26 @@ interface Row {
   runs: number;
   ratio: string;
   measured: number;
+  groups: number;
   pruned: number;
   recall: string;
   precision: string;
   wall: string;
 }
 
-async function scoreOne(dir: string, label: string, oracle: OracleSummary, k: number, threshold: number): Promise<Row> {
+async function scoreOne(dir: string, label: string, oracle: OracleSummary, k: number, threshold: number, callGraph: string | undefined): Promise<Row> {
   const out = join(dir, `d-${k}-${threshold}.json`);
   const started = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'bench', '--threshold', `${threshold * 100}%`, '--slots', String(k), '--out', out], {
+  const extra = callGraph ? ['--call-graph', callGraph] : [];
+  const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'bench', '--threshold', `${threshold * 100}%`, '--slots', String(k), '--out', out, ...extra], {
     cwd: dir,
     encoding: 'utf8',
     timeout: 900_000,
   });
   const wall = Number(process.hrtime.bigint() - started) / 1e9;
   if (r.status !== 0) throw new Error(`${label} k=${k}: cyclelens descent failed (${r.status}): ${r.stderr}`);
-  const runs = Number(/(\d+) runs \(measuring everything: (\d+)\)/.exec(r.stdout)?.[1] ?? NaN);
+  // The recording of the dynamic call graph is a run of the program too.
+  const runs = Number(/(\d+) runs \(measuring everything: (\d+)\)/.exec(r.stdout)?.[1] ?? NaN) + (callGraph ? 1 : 0);
   const doc = await loadResultSetDocument(out);
   const outcomes = doc.analysis!.outcomes;
   const main = oracle.functions.find((f) => f.name === 'main')!.inclusive;
@@ -80,6 +89,7 @@ async function scoreOne(dir: string, label: string, oracle: OracleSummary, k: nu
     runs,
     ratio: (runs / naive).toFixed(2),
     measured: doc.resultSets.flatMap((s) => s.measurements).length,
+    groups: doc.resultSets.flatMap((s) => s.groups ?? []).length,
     pruned: outcomes.filter((o) => o.status === 'pruned').length,
     recall: `${Math.round((100 * found.length) / Math.max(1, truth.size))}%`,
     precision: `${Math.round((100 * correct.length) / Math.max(1, reported.length))}%`,
@@ -100,10 +110,17 @@ async function main(argv: string[]): Promise<void> {
         JSON.stringify({ configurations: [{ type: 'cyclelens', request: 'launch', name: 'bench', executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }] }),
       );
       const oracle = await runOracle({ elf });
+      let callGraph: string | undefined;
+      if (argv.includes('--grouped')) {
+        const { interrupts, ...graph } = dynamicGraphFromOracle(staticCallGraph(ElfImage.loadSync(elf)), oracle, 'main');
+        const doc: CallGraphDocument = { schema: CALL_GRAPH_SCHEMA, program: elf, kind: 'dynamic', graph: { functions: graph.functions, edges: graph.edges, indirectCallers: graph.indirectCallers }, interrupts, ended: 'programEnd' };
+        callGraph = join(dir, 'callgraph.json');
+        writeFileSync(callGraph, JSON.stringify(doc));
+      }
       for (const threshold of THRESHOLDS) {
         for (const k of SLOTS) {
           if (only('--slots') && Number(only('--slots')) !== k) continue;
-          const row = await scoreOne(dir, `${target}/${program}`, oracle, k, threshold);
+          const row = await scoreOne(dir, `${target}/${program}${callGraph ? ' grouped' : ''}`, oracle, k, threshold, callGraph);
           console.error(`${row.program} k=${row.k} ${row.threshold}: ${row.runs} runs (naive ${row.naive}), recall ${row.recall}, ${row.wall}`);
           rows.push(row);
         }
@@ -114,7 +131,7 @@ async function main(argv: string[]): Promise<void> {
   }
   const columns: Array<[keyof Row, string]> = [
     ['program', 'program'], ['k', 'k'], ['threshold', 'threshold'], ['functions', 'F'], ['hot', 'hot'], ['naive', 'naive'], ['runs', 'runs'],
-    ['ratio', 'runs/naive'], ['measured', 'measured'], ['pruned', 'pruned'], ['recall', 'recall'], ['precision', 'precision'], ['wall', 'wall'],
+    ['ratio', 'runs/naive'], ['measured', 'measured'], ['groups', 'groups'], ['pruned', 'pruned'], ['recall', 'recall'], ['precision', 'precision'], ['wall', 'wall'],
   ];
   printTable(columns.map(([, title]) => title), rows.map((r) => columns.map(([key]) => String(r[key]))));
 }

@@ -8,10 +8,14 @@ import type { CodeLocation } from '../common/dapCustom';
 export const USAGE = `usage:
   cyclelens descent --config .vscode/launch.json --name "QEMU RISC-V 32" [--threshold 1%] [options]
   cyclelens profile --config .vscode/launch.json --name "QEMU RISC-V 32" [options]
+  cyclelens call-graph --config .vscode/launch.json --name "QEMU RISC-V 32" --dynamic --out graph.json
 
-  descent   measure hot functions only: breadth-first from the roots, pruning every function whose
-            callers bound it below the threshold
-  profile   the exact full profile: every function, in batches of --slots
+  descent     measure hot functions only: breadth-first from the roots, pruning every function whose
+              callers bound it below the threshold
+  profile     the exact full profile: every function, in batches of --slots
+  call-graph  save the program's call graph; with --dynamic, run the program once from --start with
+              an entry breakpoint on every function and save the calls it made (slow: one halt per
+              call; meant to be recorded once and given to descent with --call-graph)
 
 options:
   --config FILE        launch.json with the configuration (comments allowed)
@@ -31,13 +35,19 @@ options:
   --timeout S          seconds one run may take (default 120)
   --adapter FILE       the debug adapter (default: adapter.js next to the CLI)
   --no-lookahead       descent: leave spare slots empty rather than measure ahead
+  --call-graph FILE    descent: a dynamic call graph saved by \`call-graph --dynamic\` (same build); its
+                       call counts tell which functions look cold, and those are measured together,
+                       one slot per group, and pruned together when the group stays below the threshold
+  --no-groups          descent: measure one function per slot even with --call-graph
+  --dynamic            call-graph: record the calls of one run (otherwise the static graph is saved)
+  --max-calls N        call-graph --dynamic: stop recording after N calls (default 200000)
   -h, --help           this text
 `;
 
 export type Threshold = { kind: 'share'; value: number } | { kind: 'count'; value: number };
 
 export interface CliCommand {
-  command: 'descent' | 'profile';
+  command: 'descent' | 'profile' | 'call-graph';
   config: string;
   name: string;
   threshold: Threshold;
@@ -53,6 +63,11 @@ export interface CliCommand {
   timeoutMs: number;
   adapter?: string;
   lookahead: boolean;
+  /** descent: a saved dynamic call graph whose counts drive group measurements. */
+  callGraph?: string;
+  groups: boolean;
+  /** call-graph: record a dynamic graph, up to this many calls. */
+  dynamic?: { maxCalls: number };
 }
 
 export type ParsedArgs = { kind: 'help' } | { kind: 'run'; command: CliCommand } | { kind: 'error'; message: string };
@@ -91,11 +106,11 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   if (argv.length === 0) return { kind: 'error', message: 'no command given' };
   if (argv.includes('-h') || argv.includes('--help')) return { kind: 'help' };
   const [command, ...rest] = argv;
-  if (command !== 'descent' && command !== 'profile') return { kind: 'error', message: `unknown command '${command}': use descent or profile` };
+  if (command !== 'descent' && command !== 'profile' && command !== 'call-graph') return { kind: 'error', message: `unknown command '${command}': use descent, profile or call-graph` };
   const values = new Map<string, string[]>();
   const flags = new Set<string>();
-  const withValue = new Set(['--config', '--name', '--threshold', '--slots', '--start', '--root', '--cyclic', '--dwell', '--rounds', '--out', '--dot', '--resume', '--timeout', '--adapter']);
-  const switches = new Set(['--no-lookahead']);
+  const withValue = new Set(['--config', '--name', '--threshold', '--slots', '--start', '--root', '--cyclic', '--dwell', '--rounds', '--out', '--dot', '--resume', '--timeout', '--adapter', '--call-graph', '--max-calls']);
+  const switches = new Set(['--no-lookahead', '--no-groups', '--dynamic']);
   for (let i = 0; i < rest.length; i++) {
     let arg = rest[i]!;
     let value: string | undefined;
@@ -155,6 +170,18 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   const resume = one('--resume');
   if (resume !== undefined && command !== 'descent') return { kind: 'error', message: '--resume applies to descent only' };
   const adapter = one('--adapter');
+  const callGraph = one('--call-graph');
+  if (callGraph !== undefined && command !== 'descent') return { kind: 'error', message: '--call-graph applies to descent only (call-graph writes the file with --out)' };
+  if (flags.has('--no-groups') && command !== 'descent') return { kind: 'error', message: '--no-groups applies to descent only' };
+  if ((flags.has('--dynamic') || values.has('--max-calls')) && command !== 'call-graph') return { kind: 'error', message: '--dynamic and --max-calls apply to call-graph only' };
+  if (values.has('--max-calls') && !flags.has('--dynamic')) return { kind: 'error', message: '--max-calls applies to a dynamic call graph: add --dynamic' };
+  const maxCalls = one('--max-calls') !== undefined ? positiveInteger('--max-calls', one('--max-calls')!) : 200_000;
+  if (typeof maxCalls === 'string') return { kind: 'error', message: maxCalls };
+  if (command === 'call-graph') {
+    if (out === undefined) return { kind: 'error', message: 'call-graph needs --out FILE (where to save the graph)' };
+    const other = ['--threshold', '--slots', '--root', '--cyclic', '--dot', '--resume'].find((f) => values.has(f));
+    if (other) return { kind: 'error', message: `${other} does not apply to call-graph` };
+  }
   return {
     kind: 'run',
     command: {
@@ -174,6 +201,9 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       timeoutMs: timeout * 1000,
       ...(adapter !== undefined ? { adapter } : {}),
       lookahead: !flags.has('--no-lookahead'),
+      ...(callGraph !== undefined ? { callGraph } : {}),
+      groups: !flags.has('--no-groups'),
+      ...(flags.has('--dynamic') ? { dynamic: { maxCalls } } : {}),
     },
   };
 }

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadResultSetDocument, saveResultSetDocument, writeFileAtomic, type ResultSet } from '../extension/analysis/resultSet';
+import type { CallGraphResponse, DynamicCallGraphArguments, DynamicCallGraphResponse } from '../common/dapCustom';
+import { CustomRequests } from '../common/dapCustom';
+import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, saveResultSetDocument, writeFileAtomic, type CallGraphDocument, type ResultSet } from '../extension/analysis/resultSet';
 import { DapProfiler } from '../extension/profiling/dapProfiler';
 import { runScenario } from '../extension/profiling/scenarios';
 import { AdapterSession } from './adapterSession';
@@ -69,6 +71,14 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     if (!existsSync(adapterPath)) throw new Error(`the debug adapter ${adapterPath} does not exist: build CycleLens (npm run build) or pass --adapter`);
     io.err(`cyclelens: starting ${cmd.name} (${String(launch.args.executable)})\n`);
     session = await AdapterSession.start({ adapterPath, launch, timeoutMs: cmd.timeoutMs, log: (l) => io.err(`${l}\n`) });
+    if (cmd.command === 'call-graph') return await saveCallGraph(session, cmd.out!, String(launch.args.executable), cmd.dynamic, cmd.timeoutMs, io);
+    const savedGraph = cmd.callGraph ? { document: await loadCallGraphDocument(cmd.callGraph), file: cmd.callGraph } : undefined;
+    if (savedGraph && savedGraph.document.program !== String(launch.args.executable)) {
+      io.err(`cyclelens: note: ${cmd.callGraph} was recorded for ${savedGraph.document.program}; its functions match ${String(launch.args.executable)}, so its counts are used\n`);
+    }
+    if (savedGraph?.document.ended !== undefined && savedGraph.document.ended !== 'programEnd' && savedGraph.document.ended !== 'exited') {
+      io.err(`cyclelens: note: ${cmd.callGraph} saw part of the run only (${savedGraph.document.ended}); its counts still order the measurements, the bounds never depend on them\n`);
+    }
     const profiler = new DapProfiler(session.client, {
       slots: cmd.slots,
       mode: cmd.cyclic ? { kind: 'cyclic', safeStop: cmd.cyclic, dwell: cmd.dwell } : { kind: 'single-pass', start: cmd.start },
@@ -76,7 +86,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       timeoutMs: cmd.timeoutMs,
       log: (l) => io.err(`${l}\n`),
     });
-    const outcome = await runScenario(cmd, profiler, {
+    const outcome = await runScenario({ ...cmd, command: cmd.command, ...(savedGraph ? { savedGraph } : {}) }, profiler, {
       signal: controller.signal,
       onProgress: (line) => io.err(`${line}\n`),
       previous,
@@ -101,6 +111,33 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     removeInterrupt();
     await session?.close();
   }
+}
+
+/**
+ * `cyclelens call-graph`: the static graph, or (--dynamic) one run from the start function with an
+ * entry breakpoint on every function, saved as a cyclelens-callgraph/1 document.
+ */
+async function saveCallGraph(session: AdapterSession, out: string, executable: string, dynamic: { maxCalls: number } | undefined, timeoutMs: number, io: CliIo): Promise<number> {
+  let doc: CallGraphDocument;
+  if (dynamic) {
+    io.err('cyclelens: recording the calls of one run (one halt per call: this takes a while)\n');
+    const args: DynamicCallGraphArguments = { maxHits: dynamic.maxCalls, timeoutMs };
+    const r = await session.client.request<DynamicCallGraphResponse>(CustomRequests.dynamicCallGraph, args, timeoutMs + 30_000);
+    const { hits, ended, interrupts, elapsedMs, ...graph } = r;
+    io.err(`cyclelens: ${hits} calls in ${(elapsedMs / 1000).toFixed(1)} s, recording ended: ${ended}\n`);
+    if (ended !== 'programEnd' && ended !== 'exited') io.err(`cyclelens: note: the recording did not see the whole run (${ended}); raise --max-calls or --timeout for complete counts\n`);
+    doc = { schema: CALL_GRAPH_SCHEMA, program: executable, kind: 'dynamic', graph: plainGraph(graph), interrupts, ended };
+  } else {
+    doc = { schema: CALL_GRAPH_SCHEMA, program: executable, kind: 'static', graph: plainGraph(await session.client.request<CallGraphResponse>(CustomRequests.callGraph)) };
+  }
+  await writeFileAtomic(out, `${JSON.stringify(doc, null, 1)}\n`);
+  io.err(`cyclelens: ${doc.kind} call graph of ${doc.graph.functions.length} functions written to ${out}\n`);
+  return 0;
+}
+
+/** Only the fields the document holds (the static graph's diagnostics stay out). */
+function plainGraph(g: CallGraphResponse): CallGraphResponse {
+  return { functions: g.functions, edges: g.edges, indirectCallers: g.indirectCallers };
 }
 
 /** Result sets of an earlier run of the same program, to continue its descent. */

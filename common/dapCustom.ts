@@ -99,19 +99,31 @@ export interface InjectedMeasurementInfo {
   source?: { path: string; line: number; endLine?: number };
 }
 
-/**
- * A refused target is echoed as it was sent, so its type follows the request's: `T` is the kind
- * of targets sent, `SingleInjectionTarget` for a client that sends no groups.
- */
-export interface InjectionRefusedTarget<T extends InjectionTarget = SingleInjectionTarget> {
-  target: T;
+/** A refused target, echoed as it was sent. */
+export interface InjectionRefusedTarget {
+  target: InjectionTarget;
   /** The user-facing reason: what blocks the patch and what to do instead. */
   reason: string;
+  /** A group refused because of one member: that member (the others may go into another group). */
+  member?: string;
 }
 
-export interface InjectResponse<T extends InjectionTarget = SingleInjectionTarget> {
+export interface InjectResponse {
   injected: InjectedMeasurementInfo[];
-  refused: Array<InjectionRefusedTarget<T>>;
+  refused: InjectionRefusedTarget[];
+}
+
+/** A dry run of entry patches: which functions can be measured by a patch at their entry. */
+export interface PlanInjectionArguments {
+  functions: string[];
+}
+
+export interface PlanInjectionResponse {
+  /**
+   * Every function asked for, in order: `entry` when its entry can be patched; else the reason, and
+   * `callSites` when its direct calls could be rewritten instead (inject with callSitesIfTooShort).
+   */
+  functions: Array<{ name: string; entry: boolean; callSites?: boolean; reason?: string }>;
 }
 
 export interface InjectedResult {
@@ -221,6 +233,7 @@ export const CustomRequests = {
   inject: 'cyclelens/inject',
   injectedResults: 'cyclelens/injectedResults',
   removeInjections: 'cyclelens/removeInjections',
+  planInjection: 'cyclelens/planInjection',
   callGraph: 'cyclelens/callGraph',
   run: 'cyclelens/run',
   dynamicCallGraph: 'cyclelens/dynamicCallGraph',

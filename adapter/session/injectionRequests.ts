@@ -7,8 +7,9 @@ import type {
   InjectedResult,
   InjectedResultsResponse,
   InjectionRefusedTarget,
-  InjectionTarget,
   RemoveInjectionsArguments,
+  PlanInjectionArguments,
+  PlanInjectionResponse,
 } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { thumbInjectionSupport } from '../arch/cortex-m/trampolineThumb';
@@ -63,6 +64,24 @@ export class InjectionRequests {
       [CustomRequests.inject]: (a: InjectArguments) => this.inject(a),
       [CustomRequests.injectedResults]: () => this.results(),
       [CustomRequests.removeInjections]: (a: RemoveInjectionsArguments) => this.remove(a.ids),
+      [CustomRequests.planInjection]: (a: PlanInjectionArguments) => this.planEntries(a),
+    };
+  }
+
+  /** Which functions an entry patch can measure (nothing is written): groups take only those. */
+  private async planEntries(a: PlanInjectionArguments): Promise<PlanInjectionResponse> {
+    if (!Array.isArray(a?.functions)) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, 'planInjection needs `functions`: the names of the functions to plan');
+    const target = this.target();
+    const service = this.service ?? (await target.withHalted(() => this.serviceFor(target)));
+    return {
+      functions: a.functions.map((name) => {
+        try {
+          const plan = service.plan(name);
+          return plan.ok ? { name, entry: true } : { name, entry: false, callSites: (plan.callSites?.usable.length ?? 0) > 0, reason: plan.reason };
+        } catch (err) {
+          return { name, entry: false, reason: errorMessage(err) };
+        }
+      }),
     };
   }
 
@@ -101,12 +120,12 @@ export class InjectionRequests {
     this.counterAtFirstInjection = undefined;
   }
 
-  private async inject(a: InjectArguments): Promise<InjectResponse<InjectionTarget>> {
+  private async inject(a: InjectArguments): Promise<InjectResponse> {
     const target = this.target();
     return target.withHalted(async () => {
       const service = await this.serviceFor(target);
       const injected: InjectedMeasurementInfo[] = [];
-      const refused: Array<InjectionRefusedTarget<InjectionTarget>> = [];
+      const refused: InjectionRefusedTarget[] = [];
       for (const t of a.targets) {
         try {
           const options = { ...(a.payload ? { payload: a.payload } : {}), callSitesIfTooShort: a.callSitesIfTooShort ?? true };
@@ -126,7 +145,8 @@ export class InjectionRequests {
           injected.push(toWireInfo(info, source));
         } catch (err) {
           if (!(err instanceof InjectionRefusedError) && !(err instanceof CycleLensError)) throw err;
-          refused.push({ target: t, reason: errorMessage(err) });
+          const member = err instanceof InjectionRefusedError ? err.refusal.member : undefined;
+          refused.push({ target: t, reason: errorMessage(err), ...(member !== undefined ? { member } : {}) });
         }
       }
       if (injected.length > 0 && this.counterAtFirstInjection === undefined) this.counterAtFirstInjection = await this.counterNow(service);

@@ -45,12 +45,23 @@ export interface BatchMeasurer {
    */
   readonly groups?: boolean;
   /**
+   * A dry run over these functions: the ones a group may hold (others are measured alone), and the
+   * ones no run can measure, with the reason (descent keeps them as unmeasurable without spending a
+   * slot). Everything is groupable and measurable when absent.
+   */
+  plan?(functions: readonly string[], signal?: AbortSignal): Promise<MeasurerPlan>;
+  /**
    * Measures the batch in one run of the program and returns that run's result set. Every batch
    * function must come back measured or refused with a reason, every group in `groups` measured
    * (ResultSet.groups) or refused with its members named. `batch.length + groups.length` never
    * exceeds `slots`. Throws an AbortError when aborted.
    */
   measure(batch: readonly string[], signal?: AbortSignal, groups?: readonly (readonly string[])[]): Promise<ResultSet>;
+}
+
+export interface MeasurerPlan {
+  groupable: ReadonlySet<string>;
+  unmeasurable: ReadonlyMap<string, string>;
 }
 
 export interface AnalysisResult {
@@ -229,7 +240,9 @@ class Ledger {
     for (const r of rs.refused) {
       if (!r.members) continue;
       answered.add(key(r.members));
-      for (const m of r.members) this.groupRefused.set(m, r.reason);
+      // One member blocked the group: only it is measured alone from now on. A group refused as a
+      // whole (too large for the reserved memory) is split on the next step.
+      if (r.blockedBy !== undefined && r.members.includes(r.blockedBy)) this.groupRefused.set(r.blockedBy, r.reason);
     }
     for (const members of asked) {
       if (answered.has(key(members))) continue;
@@ -380,7 +393,9 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
   if (wantGroups && !estimates) {
     if (options.groups === true) ledger.warnings.push('group measurements need call counts to tell which functions look cold (a dynamic call graph): every function was measured alone');
   }
-  const packer = wantGroups && estimates ? new GroupPlanner(index, estimates, slots, threshold, options.packing ?? 0.7) : undefined;
+  const plan = await measurer.plan?.(index.bfsOrder.filter((f) => !ledger.isKnown(f)), options.signal);
+  for (const [f, reason] of plan?.unmeasurable ?? []) if (!ledger.isKnown(f)) ledger.refused.set(f, reason);
+  const packer = wantGroups && estimates ? new GroupPlanner(index, estimates, slots, threshold, options.packing ?? 0.7, plan?.groupable) : undefined;
 
   for (;;) {
     const U = computeBounds(index, ledger, residual);
@@ -511,6 +526,8 @@ class GroupPlanner {
     private readonly slots: number,
     private readonly threshold: number,
     private readonly packing: number,
+    /** Functions a group may hold (an entry patch can measure them); all when undefined. */
+    private readonly groupable?: ReadonlySet<string>,
   ) {}
 
   private guess(f: string, U: ReadonlyMap<string, number>): number {
@@ -521,7 +538,7 @@ class GroupPlanner {
   plan(candidates: readonly string[], U: ReadonlyMap<string, number>, ready: (f: string) => boolean, ledger: Ledger): { batch: string[]; groups: string[][] } {
     const guess = new Map(candidates.map((f) => [f, this.guess(f, U)]));
     const order = [...candidates].sort((a, b) => Number(ready(b)) - Number(ready(a)) || guess.get(b)! - guess.get(a)!);
-    const alone = (f: string): boolean => ledger.groupRefused.has(f) || (this.groupings.get(f) ?? 0) >= MAX_GROUPINGS || guess.get(f)! >= this.threshold || (this.suspect.get(f) ?? Number.POSITIVE_INFINITY) <= 2;
+    const alone = (f: string): boolean => ledger.groupRefused.has(f) || (this.groupable !== undefined && !this.groupable.has(f)) || (this.groupings.get(f) ?? 0) >= MAX_GROUPINGS || guess.get(f)! >= this.threshold || (this.suspect.get(f) ?? Number.POSITIVE_INFINITY) <= 2;
     const singles = order.filter(alone);
     const capacity = this.packing * this.threshold;
     const packs: { members: string[]; sum: number }[] = [];

@@ -56,6 +56,8 @@ export interface RefusedFunction {
   reason: string;
   /** Set when a group measurement was refused: its members (each may still be measured alone). */
   members?: string[];
+  /** The member that could not join the group, when the refusal names one. */
+  blockedBy?: string;
 }
 
 /**
@@ -309,7 +311,8 @@ function readResultSet(r: Reader): ResultSet {
     ...optionalGroups(r),
     refused: r.field('refused').array((x) => {
       const members = x.optional('members', (y) => y.array((z) => z.string()));
-      return { name: x.field('name').string(), reason: x.field('reason').string(), ...(members ? { members } : {}) };
+      const blockedBy = x.optional('blockedBy', (y) => y.string());
+      return { name: x.field('name').string(), reason: x.field('reason').string(), ...(members ? { members } : {}), ...(blockedBy !== undefined ? { blockedBy } : {}) };
     }),
   };
 }
@@ -343,6 +346,59 @@ function readOutcome(r: Reader): FunctionOutcome {
   if (windows !== undefined) out.windows = windows;
   if (spansWindow !== undefined) out.spansWindow = spansWindow;
   return out;
+}
+
+export const CALL_GRAPH_SCHEMA = 'cyclelens-callgraph/1';
+
+/** A call graph saved to the workspace: the static graph, or a dynamic one with its call counts. */
+export interface CallGraphDocument {
+  schema: typeof CALL_GRAPH_SCHEMA;
+  /** The executable it was taken from. */
+  program: string;
+  /** `dynamic`: recorded with an entry breakpoint on every function (counts on the edges). */
+  kind: 'static' | 'dynamic';
+  graph: CallGraphResponse;
+  /** Dynamic: interrupt-handler entries (interrupted function -> handler, with counts). */
+  interrupts?: CallGraphResponse['edges'];
+  /** Dynamic: why the recording ended (`programEnd` when it saw the whole run). */
+  ended?: string;
+}
+
+/** Validates parsed JSON as a saved call graph; `file` names it in messages. */
+export function parseCallGraphDocument(json: Json, file = 'the call graph'): CallGraphDocument {
+  const top = new Reader(file, '', json).object();
+  const schema = top.has('schema') ? top.field('schema').string() : undefined;
+  if (schema !== CALL_GRAPH_SCHEMA) {
+    throw new ResultSetError(schema === undefined ? 'notResultSet' : 'version', `${file} is not a CycleLens call graph: its schema is ${schema === undefined ? 'missing' : `"${schema}"`}, expected "${CALL_GRAPH_SCHEMA}". Record it with \`cyclelens call-graph\`.`);
+  }
+  const graph = readCallGraph(top.field('graph'));
+  const interrupts = top.optional('interrupts', (r) => readCallGraph(new Reader(file, 'interrupts', { functions: [], edges: r.value, indirectCallers: [] })).edges);
+  const ended = top.optional('ended', (r) => r.string());
+  return {
+    schema: CALL_GRAPH_SCHEMA,
+    program: top.field('program').string(),
+    kind: top.field('kind').oneOf(['static', 'dynamic'] as const),
+    graph,
+    ...(interrupts ? { interrupts } : {}),
+    ...(ended !== undefined ? { ended } : {}),
+  };
+}
+
+export async function loadCallGraphDocument(path: string): Promise<CallGraphDocument> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new ResultSetError('io', code === 'ENOENT' ? `${path} does not exist: record it with \`cyclelens call-graph --dynamic --out ${path}\`.` : `${path} cannot be read (${(err as Error).message}).`);
+  }
+  let json: Json;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new ResultSetError('notJson', `${path} is not valid JSON (${err instanceof Error ? err.message : String(err)}): record the call graph again.`);
+  }
+  return parseCallGraphDocument(json, path);
 }
 
 function readCallGraph(r: Reader): CallGraphResponse {

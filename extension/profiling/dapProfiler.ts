@@ -8,14 +8,16 @@ import type {
   InjectedResult,
   InjectedResultsResponse,
   InjectResponse,
+  PlanInjectionArguments,
+  PlanInjectionResponse,
   ReadResponse,
   RemoveInjectionsArguments,
   RunArguments,
   RunResponse,
 } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
-import type { BatchMeasurer } from '../analysis/descent';
-import { newResultSetId, type FunctionMeasurement, type RefusedFunction, type ResultSet } from '../analysis/resultSet';
+import type { BatchMeasurer, MeasurerPlan } from '../analysis/descent';
+import { newResultSetId, type FunctionMeasurement, type GroupMeasurement, type RefusedFunction, type ResultSet } from '../analysis/resultSet';
 
 /**
  * A BatchMeasurer that drives a CycleLens debug session over its custom DAP requests. It needs
@@ -114,8 +116,24 @@ export class DapProfiler implements BatchMeasurer {
     return (await this.request(Req.callGraph)) as CallGraphResponse;
   }
 
-  async measure(batch: readonly string[], signal?: AbortSignal): Promise<ResultSet> {
-    return this.options.mode.kind === 'single-pass' ? this.measureSinglePass(batch, this.options.mode, signal) : this.measureCyclic(batch, this.options.mode, signal);
+  /** The adapter measures groups: several functions on one shared record, the union of their activations. */
+  readonly groups = true;
+
+  /**
+   * A dry run: functions whose entry can be patched may join groups; those neither their entry nor
+   * their call sites can measure are unmeasurable before any run.
+   */
+  async plan(functions: readonly string[]): Promise<MeasurerPlan> {
+    const r = (await this.request(Req.planInjection, { functions: [...functions] } satisfies PlanInjectionArguments)) as PlanInjectionResponse;
+    const callSites = this.options.callSitesIfTooShort ?? true;
+    return {
+      groupable: new Set(r.functions.filter((f) => f.entry).map((f) => f.name)),
+      unmeasurable: new Map(r.functions.filter((f) => !f.entry && !(callSites && f.callSites)).map((f) => [f.name, f.reason ?? 'its entry cannot be patched'])),
+    };
+  }
+
+  async measure(batch: readonly string[], signal?: AbortSignal, groups: readonly (readonly string[])[] = []): Promise<ResultSet> {
+    return this.options.mode.kind === 'single-pass' ? this.measureSinglePass(batch, groups, this.options.mode, signal) : this.measureCyclic(batch, groups, this.options.mode, signal);
   }
 
   /**
@@ -123,7 +141,7 @@ export class DapProfiler implements BatchMeasurer {
    * one run without the batch: the payloads' own instructions would otherwise inflate it by their
    * full cost per call, which the adapter does not report (only the part inside the window).
    */
-  private async measureSinglePass(batch: readonly string[], mode: Extract<ProfilingMode, { kind: 'single-pass' }>, signal: AbortSignal | undefined): Promise<ResultSet> {
+  private async measureSinglePass(batch: readonly string[], groups: readonly (readonly string[])[], mode: Extract<ProfilingMode, { kind: 'single-pass' }>, signal: AbortSignal | undefined): Promise<ResultSet> {
     const from = mode.start ?? 'main';
     const end = mode.end ? describe(mode.end) : 'end';
     await this.prepareCounters();
@@ -135,7 +153,7 @@ export class DapProfiler implements BatchMeasurer {
     checkAbort(signal);
     await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
     const baseline = this.baseline;
-    return this.withInjected(batch, async () => {
+    return this.withInjected(batch, groups, async () => {
       await this.runTo({ ...(mode.end ? { until: mode.end } : {}) }, mode.end ? describe(mode.end) : 'the end of the program');
       return { totals: { ...baseline.totals }, from, to: end, subtractPayload: false, method: baseline.method };
     });
@@ -204,7 +222,7 @@ export class DapProfiler implements BatchMeasurer {
    * A cyclic program is reconfigured at its safe stop and measured for `dwell` passes; the window's
    * own counter difference is its total (windows differ), less the payload counts the adapter reports.
    */
-  private async measureCyclic(batch: readonly string[], mode: Extract<ProfilingMode, { kind: 'cyclic' }>, signal: AbortSignal | undefined): Promise<ResultSet> {
+  private async measureCyclic(batch: readonly string[], groups: readonly (readonly string[])[], mode: Extract<ProfilingMode, { kind: 'cyclic' }>, signal: AbortSignal | undefined): Promise<ResultSet> {
     const at = describe(mode.safeStop);
     await this.prepareCounters();
     checkAbort(signal);
@@ -212,7 +230,7 @@ export class DapProfiler implements BatchMeasurer {
       await this.runTo({ until: mode.safeStop }, `the safe stop ${at}`);
       this.atSafeStop = true;
     }
-    return this.withInjected(batch, async () => {
+    return this.withInjected(batch, groups, async () => {
       const before = await this.readAll();
       for (let pass = 0; pass < mode.dwell; pass++) {
         checkAbort(signal);
@@ -222,10 +240,10 @@ export class DapProfiler implements BatchMeasurer {
     });
   }
 
-  /** Injects the batch, runs the window, collects the results, and always removes the injections. */
-  private async withInjected(batch: readonly string[], window: () => Promise<Window>): Promise<ResultSet> {
+  /** Injects the batch and the groups, runs the window, collects the results, and always removes the injections. */
+  private async withInjected(batch: readonly string[], groups: readonly (readonly string[])[], window: () => Promise<Window>): Promise<ResultSet> {
     const injected = (await this.request(Req.inject, {
-      targets: batch.map((name) => ({ function: name })),
+      targets: [...batch.map((name) => ({ function: name })), ...groups.map((g) => ({ group: [...g] }))],
       payload: this.options.payload ?? 'software',
       callSitesIfTooShort: this.options.callSitesIfTooShort ?? true,
     } satisfies InjectArguments)) as InjectResponse;
@@ -233,7 +251,7 @@ export class DapProfiler implements BatchMeasurer {
     try {
       const w = await window();
       const results = ids.length > 0 ? ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results : [];
-      return this.resultSet(batch, injected, results, w);
+      return this.resultSet(batch, groups, injected, results, w);
     } finally {
       if (ids.length > 0) {
         await this.request(Req.removeInjections, { ids } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the injections ${ids.join(', ')}: ${message(err)}`));
@@ -243,12 +261,17 @@ export class DapProfiler implements BatchMeasurer {
 
   private resultSet(
     batch: readonly string[],
+    askedGroups: readonly (readonly string[])[],
     injected: InjectResponse,
     results: readonly InjectedResult[],
     w: Window,
   ): ResultSet {
     const measurements: FunctionMeasurement[] = [];
-    const refused: RefusedFunction[] = injected.refused.map((r) => ({ name: 'function' in r.target ? r.target.function : describe(r.target.start), reason: r.reason }));
+    const groups: GroupMeasurement[] = [];
+    const refused: RefusedFunction[] = injected.refused.map((r) => {
+      if ('group' in r.target) return { name: r.target.name ?? r.target.group.join(' + '), reason: r.reason, members: [...r.target.group], ...(r.member !== undefined ? { blockedBy: r.member } : {}) };
+      return { name: 'function' in r.target ? r.target.function : describe(r.target.start), reason: r.reason };
+    });
     const byId = new Map(results.map((r) => [r.id, r]));
     const counter = injected.injected[0]?.counter;
     const event = counter !== undefined ? eventOfCounter(counter) : (Object.keys(w.totals)[0] ?? 'cycles');
@@ -256,7 +279,14 @@ export class DapProfiler implements BatchMeasurer {
     for (const info of injected.injected) {
       const r = byId.get(info.id);
       if (!r) {
-        refused.push({ name: info.name, reason: 'the adapter injected it but returned no result for it' });
+        refused.push({ name: info.name, reason: 'the adapter injected it but returned no result for it', ...(info.members ? { members: info.members } : {}) });
+        continue;
+      }
+      if (info.kind === 'group' && info.members) {
+        const g: GroupMeasurement = { name: info.name, members: info.members, inclusive: { [eventOfCounter(r.counter)]: r.compensatedTotal }, calls: r.calls };
+        if (r.untracked > 0) g.incomplete = `${r.untracked} entries could not be tracked`;
+        groups.push(g);
+        payloadCounts += r.total - r.compensatedTotal;
         continue;
       }
       const m: FunctionMeasurement = { name: info.name, inclusive: { [eventOfCounter(r.counter)]: r.compensatedTotal }, calls: r.calls, passes: r.passes, untracked: r.untracked, rawTotal: r.total };
@@ -277,6 +307,9 @@ export class DapProfiler implements BatchMeasurer {
     }
     const answered = new Set([...measurements.map((m) => m.name), ...refused.map((r) => r.name)]);
     for (const name of batch) if (!answered.has(name)) refused.push({ name, reason: 'the adapter neither injected nor refused it' });
+    const key = (ms: readonly string[]): string => [...ms].sort().join('\u0000');
+    const groupAnswered = new Set([...groups.map((g) => key(g.members)), ...refused.filter((r) => r.members).map((r) => key(r.members!))]);
+    for (const g of askedGroups) if (!groupAnswered.has(key(g))) refused.push({ name: g.join(' + '), reason: 'the adapter neither injected nor refused the group', members: [...g] });
     const totals = { ...w.totals };
     if (w.subtractPayload && totals[event] !== undefined) totals[event] = Math.max(0, totals[event]! - payloadCounts);
     return {
@@ -292,6 +325,7 @@ export class DapProfiler implements BatchMeasurer {
         to: w.to,
       },
       measurements,
+      ...(groups.length > 0 ? { groups } : {}),
       refused,
     };
   }

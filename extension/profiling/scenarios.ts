@@ -4,7 +4,8 @@ import { callGraphDot } from '../analysis/dot';
 import { MetricsEngine } from '../analysis/metrics';
 import { profileRows, type ProfileRow } from '../analysis/profileRows';
 import { textReport } from '../analysis/report';
-import { resultSetDocument, type ResultSet, type ResultSetDocument } from '../analysis/resultSet';
+import { resultSetDocument, type CallGraphDocument, type ResultSet, type ResultSetDocument } from '../analysis/resultSet';
+import { withCallCounts } from '../analysis/savedGraph';
 import type { DapProfiler } from './dapProfiler';
 
 /** A profiling scenario as the CLI and the editor both ask for it. */
@@ -18,6 +19,10 @@ export interface ScenarioRequest {
   cyclic?: CodeLocation;
   rounds: number;
   lookahead: boolean;
+  /** Descent: measure functions that look cold in groups (needs `savedGraph`'s call counts). */
+  groups?: boolean;
+  /** A dynamic call graph saved earlier (same build): its counts drive the group measurements. */
+  savedGraph?: { document: CallGraphDocument; file: string };
 }
 
 export interface ScenarioOutcome {
@@ -37,7 +42,8 @@ export async function runScenario(
   profiler: DapProfiler,
   options: { signal: AbortSignal; onProgress?: (line: string) => void; previous?: ResultSet[]; title: string; generator: string },
 ): Promise<ScenarioOutcome> {
-  const graph: CallGraphResponse = await profiler.callGraph();
+  const program: CallGraphResponse = await profiler.callGraph();
+  const graph = req.savedGraph ? withCallCounts(program, req.savedGraph.document, req.savedGraph.file) : program;
   const engine = new MetricsEngine();
   const common = {
     engine,
@@ -50,7 +56,7 @@ export async function runScenario(
   let result: AnalysisResult;
   if (req.command === 'descent') {
     const metric = engine.monotone(req.threshold.kind === 'share' ? 'share' : 'inclusive');
-    result = await runDescent(graph, profiler, { ...common, metric, threshold: req.threshold.value, lookahead: req.lookahead, previous: options.previous ?? [] });
+    result = await runDescent(graph, profiler, { ...common, metric, threshold: req.threshold.value, lookahead: req.lookahead, previous: options.previous ?? [], groups: req.groups ?? true });
   } else {
     const metric = engine.definition('share')!;
     result = req.cyclic ? await runRoundRobin(graph, profiler, { ...common, metric, rounds: req.rounds }) : await runFullProfile(graph, profiler, { ...common, metric });

@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { InjectResponse, InjectedResult, InjectedResultsResponse, InjectionTarget } from '../../common/dapCustom';
+import type { InjectResponse, InjectedResult, InjectedResultsResponse } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { ElfImage } from '../../adapter/elf';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
@@ -40,7 +40,7 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
     const image = ElfImage.loadSync(elfPath);
     const h = new AdapterHarness();
     let oracle: OracleSummary;
-    let injected: InjectResponse<InjectionTarget>;
+    let injected: InjectResponse;
     let ticksAtInjection: number;
     const ticks = async (): Promise<number> => Number((await h.dc.evaluateRequest({ expression: 'g_ticks', frameId: (await h.topFrame()).id, context: 'watch' })).body.result);
     const o = (name: string): OracleSummary['functions'][number] => {
@@ -82,7 +82,7 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
     it('injects two groups, each one measurement, and refuses a group with an unknown member naming it', async () => {
       injected = (await h.dc.customRequest(CustomRequests.inject, {
         targets: [{ group: DISJOINT }, { group: NESTED, name: 'sorting' }, { group: ['vm_run', 'no_such_function'] }],
-      })).body as InjectResponse<InjectionTarget>;
+      })).body as InjectResponse;
       assert.equal(injected.injected.length, 2, JSON.stringify(injected.refused));
       assert.deepEqual(injected.injected.map((i) => [i.kind, i.name, i.members]), [
         ['group', 'fir_filter + crc16_step', DISJOINT],

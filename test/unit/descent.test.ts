@@ -441,7 +441,8 @@ describe('descent with group measurements', () => {
       }
       this.groupBatches.push(groups.map((g) => [...g]));
       const rs = await super.measure(batch, signal);
-      if (this.refuseGroups) return { ...rs, refused: [...rs.refused, ...groups.map((g) => ({ name: g.join(' + '), reason: 'synthetic refusal', members: [...g] }))] };
+      // A refused group names its first member as the one that blocked it.
+      if (this.refuseGroups) return { ...rs, refused: [...rs.refused, ...groups.map((g) => ({ name: g.join(' + '), reason: 'synthetic refusal', members: [...g], blockedBy: g[0]! }))] };
       return { ...rs, groups: groups.map((g) => ({ name: g.join(' + '), members: [...g], inclusive: { instructions: g.reduce((acc, m) => acc + this.exact[m]!, 0) }, calls: g.length })) };
     }
   }
@@ -511,17 +512,20 @@ describe('descent with group measurements', () => {
     assert.ok(Math.abs(outcome(r, 'b').bound! - 0.03) < 1e-12, `bound ${outcome(r, 'b').bound}`);
   });
 
-  it('measures the members of a refused group alone', async () => {
+  it('measures the member that blocked a group alone, and regroups the others', async () => {
     const graph = counted(graphOf(spec), (_p, c) => calls[c]!);
     const m = new GroupMeasurer(2, graph, values, 1000, true);
     const r = await descend(graph, m, 0.15);
-    const refusedMembers = new Set(m.groupBatches.flat().flat());
-    assert.ok(refusedMembers.size > 0);
-    for (const f of refusedMembers) {
-      const laterGroups = m.groupBatches.slice(m.groupBatches.findIndex((b) => b.flat().includes(f)) + 1).flat();
-      assert.ok(!laterGroups.some((g) => g.includes(f)), `${f} was grouped again after its group was refused`);
-      assert.notEqual(outcome(r, f).status, 'pending');
+    const asked = m.groupBatches.flat();
+    assert.ok(asked.length > 0);
+    const blockers = new Set(asked.map((g) => g[0]!));
+    for (const f of blockers) {
+      const laterGroups = m.groupBatches.slice(m.groupBatches.findIndex((b) => b.some((g) => g[0] === f)) + 1).flat();
+      assert.ok(!laterGroups.some((g) => g.includes(f)), `${f} blocked a group, yet was grouped again`);
     }
+    const regrouped = asked.some((g, i) => g.slice(1).some((x) => asked.slice(i + 1).some((later) => later.includes(x))));
+    assert.ok(regrouped, 'a member that did not block its group was never tried in another one');
+    for (const o of r.outcomes) assert.notEqual(o.status, 'pending', `${o.name} left undecided`);
     for (const f of ['hot', 'h1']) assert.equal(outcome(r, f).status, 'measured');
   });
 

@@ -69,5 +69,6 @@ export function memberRefusal(member: string, err: InjectionRefusedError): Injec
     code: r.code,
     reason: `Group member ${member} cannot be entry-patched, so nothing of the group was injected: ${r.reason}`,
     ...(r.address !== undefined ? { address: r.address } : {}),
+    member,
   });
 }

@@ -131,6 +131,8 @@ export interface InjectionRefusal {
   /** One or more sentences naming the instruction/address and the reason. */
   reason: string;
   address?: number;
+  /** A group's refusal: the member that cannot be patched (the others might be, in another group). */
+  member?: string;
   /** When the function is too short for an entry patch: its call sites, if any could be used. */
   callSites?: CallSiteOffer;
 }
