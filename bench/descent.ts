@@ -6,7 +6,8 @@ import { CallGraphIndex } from '../extension/analysis/callGraphIndex';
 import { MetricsEngine } from '../extension/analysis/metrics';
 import type { ResultSet } from '../extension/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
-import { dynamicGraphFromOracle as dynamicGraph, fixturePrograms, printTable } from './support';
+import { dynamicGraphFromOracle as dynamicGraph } from '../test/oracle/dynamicGraph';
+import { fixturePrograms, printTable } from './support';
 
 /**
  * Descent benchmark (DESIGN.md "Benchmarks"): runs to finish versus the naive method (ceil(F/k)

@@ -7,7 +7,8 @@ import { ElfImage } from '../adapter/elf';
 import { CALL_GRAPH_SCHEMA, loadResultSetDocument, type CallGraphDocument } from '../extension/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
 import { repoRoot, type FixtureTarget } from '../test/support/paths';
-import { dynamicGraphFromOracle, fixturePrograms, option, printTable } from './support';
+import { dynamicGraphFromOracle } from '../test/oracle/dynamicGraph';
+import { fixturePrograms, option, printTable } from './support';
 
 /**
  * Call-graph descent through the real product: `cyclelens descent` (the built CLI, adapter, GDB,

@@ -517,6 +517,8 @@ class GroupPlanner {
   private learned = 0;
   /** Every group measured so far: one is never measured twice. */
   private readonly measured = new Set<string>();
+  /** How many functions one run can patch (singles and group members), once the target said. */
+  private capacity = Number.POSITIVE_INFINITY;
   /** Groups each function was in: after MAX_GROUPINGS it is measured alone, so descent always ends. */
   private readonly groupings = new Map<string, number>();
 
@@ -582,6 +584,13 @@ class GroupPlanner {
       }
       chosen.splice(widest, 1, ...halves);
     }
+    // Within the room the target has for patches: the last groups give up members to later runs.
+    let room = this.capacity - batch.length;
+    for (const p of chosen) {
+      p.members = p.members.slice(0, Math.max(0, room));
+      room -= p.members.length;
+    }
+    for (let i = chosen.length - 1; i >= 0; i--) if (chosen[i]!.members.length === 0) chosen.splice(i, 1);
     for (const p of chosen) if (p.members.length === 1) batch.push(p.members[0]!);
     const groups = chosen.filter((p) => p.members.length > 1).map((p) => p.members);
     for (const g of groups) {
@@ -603,6 +612,16 @@ class GroupPlanner {
       }
     }
     this.learned = ledger.groups.length;
+    // A group refused as a whole, with no member to blame, found the end of the target's room for
+    // patches (the reserved memory): later runs patch what this one got in and half of what it did
+    // not, and learn again if that is still too much.
+    const rs = ledger.resultSets[resultSet];
+    const whole = rs?.refused.filter((r) => r.members && r.blockedBy === undefined) ?? [];
+    if (rs && whole.length > 0) {
+      const fitted = rs.measurements.length + (rs.groups ?? []).reduce((n, g) => n + g.members.length, 0);
+      const missed = whole.reduce((n, r) => n + r.members!.length, 0);
+      this.capacity = Math.min(this.capacity, Math.max(this.slots, fitted + Math.floor(missed / 2)));
+    }
   }
 }
 

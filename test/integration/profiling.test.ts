@@ -4,7 +4,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadResultSetDocument, type ResultSetDocument } from '../../extension/analysis/resultSet';
+import { ElfImage } from '../../adapter/elf';
+import { staticCallGraph } from '../../adapter/probe/callGraph';
+import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, type CallGraphDocument, type ResultSetDocument } from '../../extension/analysis/resultSet';
+import { dynamicGraphFromOracle } from '../oracle/dynamicGraph';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
 import { fixtureElf, repoRoot, type FixtureTarget } from '../support/paths';
@@ -125,4 +128,85 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       assert.ok(measured < oracle.functions.length, `measured ${measured} of ${oracle.functions.length}`);
     });
   });
+
+  describe(`descent with group measurements on ${target} (firmware, QEMU) against the oracle`, () => {
+    const dir = mkdtempSync(join(tmpdir(), `cyclelens-groups-${target}-`));
+    const tag = newOwnerTag();
+    const elf = fixtureElf(target, 'firmware');
+    const share = new Map<string, number>();
+    let handlers: Set<string>;
+
+    before(async () => {
+      mkdirSync(join(dir, '.vscode'));
+      writeFileSync(
+        join(dir, '.vscode', 'launch.json'),
+        JSON.stringify({ configurations: [{ type: 'cyclelens', request: 'launch', name: target, executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }] }),
+      );
+      const oracle = await runOracle({ elf });
+      const main = oracle.functions.find((f) => f.name === 'main')!.inclusive;
+      for (const f of oracle.functions) for (const n of [f.name, ...f.aliases]) share.set(n, f.inclusive / main);
+      handlers = new Set(oracle.functions.filter((f) => f.interrupts > 0).map((f) => f.name));
+      for (const e of oracle.edges) if (handlers.has(e.caller)) handlers.add(e.callee);
+      // The calls of this run, as `cyclelens call-graph --dynamic` records them (recording 45,000
+      // calls by breakpoint takes minutes; test/integration/dynamicCallGraph.test.ts checks that the
+      // recording equals these counts).
+      const { interrupts, ...graph } = dynamicGraphFromOracle(staticCallGraph(ElfImage.loadSync(elf)), oracle, 'main');
+      const doc: CallGraphDocument = { schema: CALL_GRAPH_SCHEMA, program: elf, kind: 'dynamic', graph: { functions: graph.functions, edges: graph.edges, indirectCallers: graph.indirectCallers }, interrupts, ended: 'programEnd' };
+      writeFileSync(join(dir, 'calls.json'), JSON.stringify(doc));
+    });
+
+    after(async () => {
+      assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+      const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, encoding: 'utf8', timeout: 300_000, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+      return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+    }
+
+    const runsOf = (report: string): number => Number(/(\d+) runs \(measuring everything/.exec(report)?.[1] ?? NaN);
+
+    it('saves the static call graph for the workspace', async () => {
+      const r = cli('call-graph', '--config', '.vscode/launch.json', '--name', target, '--out', join(dir, 'static.json'));
+      assert.equal(r.status, 0, r.stderr);
+      const doc = await loadCallGraphDocument(join(dir, 'static.json'));
+      assert.equal(doc.kind, 'static');
+      assert.equal(doc.graph.functions.length, 320);
+      // A static graph has no counts: descent refuses it with the command that records one.
+      const d = cli('descent', '--config', '.vscode/launch.json', '--name', target, '--threshold', '5%', '--call-graph', join(dir, 'static.json'));
+      assert.equal(d.status, 1);
+      assert.match(d.stderr, /static call graph: it has no call counts\. Record a dynamic one with `cyclelens call-graph --dynamic/);
+    });
+
+    it('descent at 5 %: groups prune cold functions together, every group reads its members\' sum, nothing hot is lost, fewer runs than one function per slot', async () => {
+      const out = join(dir, 'grouped.json');
+      const r = cli('descent', '--config', '.vscode/launch.json', '--name', target, '--threshold', '5%', '--slots', '4', '--call-graph', 'calls.json', '--out', out);
+      assert.equal(r.status, 0, r.stderr);
+      const doc = await loadResultSetDocument(out);
+      const groups = doc.resultSets.flatMap((rs) => (rs.groups ?? []).map((g) => ({ g, total: rs.run.totals[rs.run.event]!, event: rs.run.event })));
+      assert.ok(groups.length >= 5, `${groups.length} group measurements`);
+      for (const { g, total, event } of groups) {
+        // Members never call one another; the union is their sum unless an interrupt handler's
+        // code preempts one member while another is on the stack (then less).
+        const sum = g.members.reduce((acc, m) => acc + (share.get(m) ?? 0), 0);
+        const value = g.inclusive[event]! / total;
+        assert.ok(value <= sum + 0.01 && value >= sum - 0.01, `${g.name}: ${value} vs the oracle's sum ${sum}`);
+      }
+      const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
+      const hot = [...share].filter(([name, s]) => s >= 0.05 && outcomes.has(name) && name !== 'main' && !OUTSIDE.has(name) && !handlers.has(name)).map(([name]) => name);
+      assert.ok(hot.length >= 12, `${hot.length} functions at ≥ 5 %`);
+      for (const name of hot) {
+        const o = outcomes.get(name)!;
+        assert.ok(o.status === 'measured' || (o.status === 'unmeasurable' && o.bound! >= 0.05), `${name} is at ${(100 * share.get(name)!).toFixed(2)} % in the oracle but the descent says ${o.status} (bound ${o.bound})`);
+      }
+      const pruned = [...outcomes.values()].filter((o) => o.status === 'pruned');
+      assert.ok(pruned.length > 150, `${pruned.length} pruned`);
+      for (const p of pruned) assert.ok((share.get(p.name) ?? 0) < 0.05, `${p.name} was pruned but the oracle puts it at ${share.get(p.name)}`);
+      const plain = cli('descent', '--config', '.vscode/launch.json', '--name', target, '--threshold', '5%', '--slots', '4', '--call-graph', 'calls.json', '--no-groups');
+      assert.equal(plain.status, 0, plain.stderr);
+      assert.ok(runsOf(r.stdout) < runsOf(plain.stdout), `${runsOf(r.stdout)} runs with groups, ${runsOf(plain.stdout)} without`);
+    });
+  });
 }
+

@@ -20,8 +20,13 @@ describe('cli arguments', () => {
     if (r.kind !== 'run') return;
     assert.deepEqual(r.command, {
       command: 'descent', config: '.vscode/launch.json', name: 'QEMU RISC-V 32', threshold: { kind: 'share', value: 0.01 }, slots: 8, start: 'main',
-      roots: ['main', 'trap_entry'], dwell: 10, rounds: 1, out: 'r.json', dot: 'g.dot', timeoutMs: 30_000, lookahead: false,
+      roots: ['main', 'trap_entry'], dwell: 10, rounds: 1, out: 'r.json', dot: 'g.dot', timeoutMs: 30_000, lookahead: false, groups: true,
     });
+    const g = parseArgs(['descent', '--config', 'l.json', '--name', 'x', '--call-graph', 'calls.json', '--no-groups']);
+    assert.ok(g.kind === 'run' && g.command.callGraph === 'calls.json' && g.command.groups === false);
+    const c = parseArgs(['call-graph', '--config', 'l.json', '--name', 'x', '--dynamic', '--max-calls', '5000', '--out', 'calls.json']);
+    assert.ok(c.kind === 'run' && c.command.command === 'call-graph' && c.command.out === 'calls.json');
+    if (c.kind === 'run') assert.deepEqual(c.command.dynamic, { maxCalls: 5000 });
   });
 
   it('has defaults, and a cyclic profile', () => {
@@ -63,6 +68,11 @@ describe('cli arguments', () => {
       [['profile', '--config', 'l.json', '--name', 'x', '--threshold', '1%'], /descent only/],
       [['descent', '--config', 'l.json', '--name', 'x', '--dwell', '3'], /cyclic programs only/],
       [['descent', '--config', 'l.json', '--name', 'x', '--no-lookahead=1'], /takes no value/],
+      [['profile', '--config', 'l.json', '--name', 'x', '--call-graph', 'c.json'], /--call-graph applies to descent only/],
+      [['call-graph', '--config', 'l.json', '--name', 'x'], /call-graph needs --out FILE/],
+      [['call-graph', '--config', 'l.json', '--name', 'x', '--out', 'c.json', '--slots', '2'], /--slots does not apply to call-graph/],
+      [['call-graph', '--config', 'l.json', '--name', 'x', '--out', 'c.json', '--max-calls', '10'], /add --dynamic/],
+      [['descent', '--config', 'l.json', '--name', 'x', '--dynamic'], /call-graph only/],
     ];
     for (const [argv, message] of cases) {
       const r = parseArgs(argv);
@@ -220,6 +230,7 @@ function handle(req) {
       return reply(req, out);
     }
     case 'cyclelens/injectedResults': return reply(req, { results: injected.map((m) => ({ id: m.id, name: m.name, counter: 'minstret', calls: 3, passes: 3, untracked: 0, total: value[m.name] + OVERHEAD, compensatedTotal: value[m.name], overheadPerPass: 2, min: 1, max: 2, mean: 1.5, meanCompensated: 1, lastPasses: [] })) });
+    case 'cyclelens/planInjection': return reply(req, { functions: a.functions.map((name) => name === 'tiny' ? { name, entry: false, callSites: false, reason: 'tiny is 2 bytes long: too short for a 4-byte patch' } : { name, entry: true }) });
     case 'cyclelens/removeInjections': injected = injected.filter((m) => !(a.ids || []).includes(m.id)); return reply(req, {});
     case 'disconnect': reply(req, {}); setTimeout(() => process.exit(0), 10); return;
     default: return reply(req, undefined, 'unknown request ' + req.command);

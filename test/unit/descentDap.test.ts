@@ -104,6 +104,11 @@ class SimulatedTarget implements DapRequester {
           return { results: [{ id: w.id, name: 'window', counter: 'minstret', calls: 1, passes: w.closed ? 1 : 0, untracked: 0, total: w.value + COUNTED, compensatedTotal: w.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] }] };
         }
         return { results: this.injected.map((m) => ({ id: m.id, name: m.name, counter: 'minstret', calls: m.calls, passes: m.calls, untracked: 0, total: m.value + COUNTED * m.calls, compensatedTotal: m.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] })) };
+      case 'cyclelens/planInjection': {
+        // The dry run says the same as the injection would: `idle` cannot be patched at all.
+        const names = (args as { functions: string[] }).functions;
+        return { functions: names.map((name) => (this.refuse.has(name) ? { name, entry: false, callSites: false, reason: `${name} is a 2-byte return: too short to patch` } : { name, entry: true })) };
+      }
       case 'cyclelens/removeInjections': {
         const ids = (args as { ids?: number[] }).ids;
         this.injected = this.injected.filter((m) => ids !== undefined && !ids.includes(m.id));
@@ -242,6 +247,9 @@ describe('DAP profiler, single-pass', () => {
     const mac = r.outcomes.find((o) => o.name === 'mac')!;
     assert.ok(Math.abs(mac.value! - (650 * 26) / 25_400) < 1e-12);
     assert.ok(!t.requests.some((q) => q.command === 'cyclelens/inject' && JSON.stringify(q.args).includes('"main"')));
+    // The dry run found idle unmeasurable before any run: no slot was spent on it.
+    assert.ok(!t.requests.some((q) => q.command === 'cyclelens/inject' && JSON.stringify(q.args).includes('"idle"')));
+    assert.match(r.outcomes.find((o) => o.name === 'idle')!.reason!, /too short to patch/);
   });
 });
 
