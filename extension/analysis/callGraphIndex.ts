@@ -183,19 +183,6 @@ export class CallGraphIndex {
     return a === b || this.descendants(a).has(b) || this.descendants(b).has(a);
   }
 
-  /**
-   * Whether the two functions can ever be on the stack at the same time: one may call the other, or
-   * they are reached from different roots or from more than one (an interrupt handler's code can
-   * preempt main's). When not, the time of either excludes the other's: a union is their sum.
-   */
-  canNest(a: string, b: string): boolean {
-    if (this.related(a, b)) return true;
-    const ra = this.rootsOf.get(a);
-    const rb = this.rootsOf.get(b);
-    if (!ra || !rb || ra.size !== 1 || rb.size !== 1) return true;
-    return [...ra][0] !== [...rb][0];
-  }
-
   isRoot(name: string): boolean {
     return this.roots.includes(name);
   }

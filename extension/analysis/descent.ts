@@ -290,19 +290,12 @@ function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: boolean)
     for (const p of callers) if (!used.has(p)) sum += part(p);
     return sum;
   };
-  // A group bounds each member; members measured alone are taken off when they can never be on
-  // the stack together with f (then the union is the sum).
+  // A group bounds each member by its whole value. (Taking off members measured alone would be
+  // exact only with exact counters: the difference of two measurements doubles their error, and a
+  // counter that quantises, such as SysTick on QEMU, then prunes functions just above the threshold.)
   const groupBound = (f: string): number => {
     let best = Number.POSITIVE_INFINITY;
-    for (const g of ledger.groups) {
-      if (!g.members.includes(f)) continue;
-      let v = g.value;
-      for (const m of g.members) {
-        const mv = m === f ? undefined : ledger.value(m);
-        if (mv !== undefined && !index.canNest(f, m)) v -= mv;
-      }
-      best = Math.min(best, Math.max(0, v));
-    }
+    for (const g of ledger.groups) if (g.members.includes(f)) best = Math.min(best, g.value);
     return best;
   };
   for (const id of index.componentOrder) {
