@@ -503,15 +503,14 @@ describe('descent with group measurements', () => {
       createdAt: '2024-01-01T00:00:00Z',
       program: { executable: 'synthetic.elf' },
       run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 1000 }, method: 'synthetic, exact' },
-      measurements: [{ name: 'main', inclusive: { instructions: 1000 }, calls: 1 }, { name: 'a', inclusive: { instructions: 120 }, calls: 1 }, { name: 'big', inclusive: { instructions: 800 }, calls: 1 }],
+      measurements: [{ name: 'main', inclusive: { instructions: 1000 }, calls: 1 }, { name: 'a', inclusive: { instructions: 120 }, calls: 1 }],
       groups: [{ name: 'a + b', members: ['a', 'b'], inclusive: { instructions: 150 }, calls: 2 }],
       refused: [],
     };
     // 15 % - 12 % would be 3 %, but a difference of two measurements carries both their errors.
-    const r = await descend(g, new GroupMeasurer(1, g, { main: 1000, a: 120, b: 30, big: 800 }, 1000), 0.1, { previous: [earlier] });
+    const r = await descend(g, new GroupMeasurer(1, g, { main: 1000, a: 120, b: 30, big: 500 }, 1000), 0.1, { previous: [earlier] });
     assert.equal(outcome(r, 'b').status, 'measured');
-    assert.equal(r.runs, 1);
-    const r2 = await descend(g, new GroupMeasurer(1, g, { main: 1000, a: 120, b: 30, big: 800 }, 1000), 0.2, { previous: [earlier] });
+    const r2 = await descend(g, new GroupMeasurer(1, g, { main: 1000, a: 120, b: 30, big: 500 }, 1000), 0.2, { previous: [earlier] });
     assert.equal(outcome(r2, 'b').status, 'pruned');
     assert.ok(Math.abs(outcome(r2, 'b').bound! - 0.15) < 1e-12, `bound ${outcome(r2, 'b').bound}`);
   });
