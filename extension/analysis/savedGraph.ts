@@ -1,5 +1,7 @@
 import type { CallGraphResponse } from '../../common/dapCustom';
-import type { CallGraphDocument } from './resultSet';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadCallGraphDocument, type CallGraphDocument } from './resultSet';
 
 export class SavedGraphError extends Error {
   override name = 'SavedGraphError';
@@ -38,4 +40,23 @@ export function withCallCounts(current: CallGraphResponse, saved: CallGraphDocum
     counts.delete(key(e.caller, e.callee));
   }
   return { ...current, edges, ...(saved.interrupts ? { interrupts: saved.interrupts } : {}) };
+}
+
+/** Where the workspace keeps the call graph that `cyclelens call-graph --dynamic --out` saved. */
+export function workspaceCallGraphPath(folder: string): string {
+  return join(folder, '.cyclelens', 'callgraph.json');
+}
+
+/**
+ * The workspace's saved call graph for a descent run from the editor: none when there is no file,
+ * the document when it reads, or the reason it cannot be used (the descent then runs without it).
+ */
+export async function workspaceCallGraph(folder: string): Promise<{ document: CallGraphDocument; file: string } | { problem: string } | undefined> {
+  const file = workspaceCallGraphPath(folder);
+  if (!existsSync(file)) return undefined;
+  try {
+    return { document: await loadCallGraphDocument(file), file };
+  } catch (err) {
+    return { problem: err instanceof Error ? err.message : String(err) };
+  }
 }

@@ -4,6 +4,7 @@ import { loadResultSetDocument, saveResultSetDocument, writeFileAtomic } from '.
 import { formatCount } from '../analysis/statistics';
 import type { ProfileRow } from '../analysis/profileRows';
 import { DapProfiler } from '../profiling/dapProfiler';
+import { workspaceCallGraph } from '../analysis/savedGraph';
 import { runScenario, type ScenarioRequest } from '../profiling/scenarios';
 import type { SessionTracker } from '../debug/sessionTracker';
 
@@ -59,6 +60,14 @@ export function registerProfilingCommands(tracker: SessionTracker, results: Prof
     const slots = vscode.workspace.getConfiguration('cyclelens').get<number>('profileSlots') ?? 4;
     const start = typeof config['stopAtEntry'] === 'string' ? config['stopAtEntry'] : 'main';
     const request: ScenarioRequest = { command, threshold, slots, start, roots: [], rounds: 1, lookahead: true };
+    const workspace = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    // A dynamic call graph saved in the workspace lets descent measure cold functions in groups.
+    const saved = command === 'descent' && workspace ? await workspaceCallGraph(workspace) : undefined;
+    if (saved && 'problem' in saved) output.warn(`the saved call graph is not used: ${saved.problem}`);
+    else if (saved) {
+      request.savedGraph = { ...saved, optional: true };
+      output.info(`descent uses the call counts of ${saved.file}`);
+    }
     try {
       const outcome = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: command === 'descent' ? 'CycleLens: call-graph descent' : 'CycleLens: full profile', cancellable: true },

@@ -5,7 +5,7 @@ import { MetricsEngine } from '../analysis/metrics';
 import { profileRows, type ProfileRow } from '../analysis/profileRows';
 import { textReport } from '../analysis/report';
 import { resultSetDocument, type CallGraphDocument, type ResultSet, type ResultSetDocument } from '../analysis/resultSet';
-import { withCallCounts } from '../analysis/savedGraph';
+import { SavedGraphError, withCallCounts } from '../analysis/savedGraph';
 import type { DapProfiler } from './dapProfiler';
 
 /** A profiling scenario as the CLI and the editor both ask for it. */
@@ -21,8 +21,12 @@ export interface ScenarioRequest {
   lookahead: boolean;
   /** Descent: measure functions that look cold in groups (needs `savedGraph`'s call counts). */
   groups?: boolean;
-  /** A dynamic call graph saved earlier (same build): its counts drive the group measurements. */
-  savedGraph?: { document: CallGraphDocument; file: string };
+  /**
+   * A dynamic call graph saved earlier (same build): its counts drive the group measurements. An
+   * `optional` one (found in the workspace rather than asked for) that does not fit is left out
+   * with a note instead of failing the descent.
+   */
+  savedGraph?: { document: CallGraphDocument; file: string; optional?: boolean };
 }
 
 export interface ScenarioOutcome {
@@ -43,7 +47,15 @@ export async function runScenario(
   options: { signal: AbortSignal; onProgress?: (line: string) => void; previous?: ResultSet[]; title: string; generator: string },
 ): Promise<ScenarioOutcome> {
   const program: CallGraphResponse = await profiler.callGraph();
-  const graph = req.savedGraph ? withCallCounts(program, req.savedGraph.document, req.savedGraph.file) : program;
+  let graph = program;
+  if (req.savedGraph) {
+    try {
+      graph = withCallCounts(program, req.savedGraph.document, req.savedGraph.file);
+    } catch (err) {
+      if (!(err instanceof SavedGraphError) || !req.savedGraph.optional) throw err;
+      options.onProgress?.(`${err.message} Descent runs without its call counts.`);
+    }
+  }
   const engine = new MetricsEngine();
   const common = {
     engine,

@@ -81,3 +81,26 @@ describe('result sets with group measurements', () => {
     assert.throws(() => parseResultSetText(empty, 'r.json'), /resultSets\[0\]\.groups\[0\]\.members must name at least one function/);
   });
 });
+
+describe('the workspace call graph', () => {
+  it('is found at .cyclelens/callgraph.json, read as data, and its problems reported rather than thrown', async () => {
+    const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { workspaceCallGraph, workspaceCallGraphPath } = await import('../../extension/analysis/savedGraph');
+    const folder = mkdtempSync(join(tmpdir(), 'cyclelens-ws-'));
+    try {
+      assert.equal(await workspaceCallGraph(folder), undefined);
+      mkdirSync(join(folder, '.cyclelens'));
+      writeFileSync(workspaceCallGraphPath(folder), JSON.stringify(dynamic()));
+      const found = await workspaceCallGraph(folder);
+      assert.ok(found && 'document' in found);
+      assert.deepEqual(found.document, dynamic());
+      writeFileSync(workspaceCallGraphPath(folder), '{"schema": "cyclelens-callgraph/1", "program": ');
+      const broken = await workspaceCallGraph(folder);
+      assert.ok(broken && 'problem' in broken && /not valid JSON/.test(broken.problem), JSON.stringify(broken));
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+});
