@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CallGraphResponse, InjectArguments, RunArguments } from '../../common/dapCustom';
 import { rootsForStart, runDescent, runRoundRobin } from '../../extension/analysis/descent';
+import { CALL_GRAPH_SCHEMA, type CallGraphDocument } from '../../extension/analysis/resultSet';
+import { runScenario, type ScenarioRequest } from '../../extension/profiling/scenarios';
 import { MetricsEngine } from '../../extension/analysis/metrics';
 import { DapProfiler, ProfilingError, eventOfCounter, type DapRequester } from '../../extension/profiling/dapProfiler';
 
@@ -286,5 +288,28 @@ describe('DAP profiler, cyclic', () => {
     assert.equal(step.windows, 2);
     assert.ok(step.value! > 0.6 && step.value! < 0.9, `step share ${step.value}`);
     assert.equal(r.outcomes.find((o) => o.name === 'mac')!.status, 'unreached', 'not asked for');
+  });
+});
+
+describe('scenarios with a saved call graph', () => {
+  const request: ScenarioRequest = { command: 'descent', threshold: { kind: 'share', value: 0.05 }, slots: 2, start: 'main', roots: [], rounds: 1, lookahead: true };
+  const otherBuild: CallGraphDocument = {
+    schema: CALL_GRAPH_SCHEMA,
+    program: 'x',
+    kind: 'dynamic',
+    graph: { ...graph, functions: graph.functions.map((f, i) => (i === 0 ? { ...f, address: f.address + 4 } : f)) },
+    ended: 'programEnd',
+  };
+  const options = (lines: string[]) => ({ signal: new AbortController().signal, onProgress: (l: string) => lines.push(l), title: 't', generator: 'test' });
+
+  it('fails on a graph of another build that was asked for, and leaves out one found in the workspace with a note', async () => {
+    await assert.rejects(
+      runScenario({ ...request, savedGraph: { document: otherBuild, file: 'calls.json' } }, new DapProfiler(new SimulatedTarget(), { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' }), options([])),
+      /calls\.json was recorded on another build/,
+    );
+    const lines: string[] = [];
+    const outcome = await runScenario({ ...request, savedGraph: { document: otherBuild, file: 'calls.json', optional: true } }, new DapProfiler(new SimulatedTarget(), { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' }), options(lines));
+    assert.ok(lines.some((l) => /another build .* Descent runs without its call counts/.test(l)), lines.join('\n'));
+    assert.equal(outcome.result.outcomes.find((o) => o.name === 'step')!.status, 'measured');
   });
 });
