@@ -384,14 +384,18 @@ export function parseCallGraphDocument(json: Json, file = 'the call graph'): Cal
   };
 }
 
-export async function loadCallGraphDocument(path: string): Promise<CallGraphDocument> {
-  let text: string;
+/** A file's text; `missing` says what to do when it does not exist. */
+async function readDocument(path: string, missing: string): Promise<string> {
   try {
-    text = await readFile(path, 'utf8');
+    return await readFile(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new ResultSetError('io', code === 'ENOENT' ? `${path} does not exist: record it with \`cyclelens call-graph --dynamic --out ${path}\`.` : `${path} cannot be read (${(err as Error).message}).`);
+    throw new ResultSetError('io', code === 'ENOENT' ? `${path} does not exist: ${missing}.` : `${path} cannot be read (${(err as Error).message}).`);
   }
+}
+
+export async function loadCallGraphDocument(path: string): Promise<CallGraphDocument> {
+  const text = await readDocument(path, `record it with \`cyclelens call-graph --dynamic --out ${path}\``);
   let json: Json;
   try {
     json = JSON.parse(text);
@@ -478,14 +482,7 @@ export function parseResultSetText(text: string, file = 'the result set'): Resul
 }
 
 export async function loadResultSetDocument(path: string): Promise<ResultSetDocument> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    throw new ResultSetError('io', code === 'ENOENT' ? `${path} does not exist: check the path, or run the analysis to create it.` : `${path} cannot be read (${(err as Error).message}).`);
-  }
-  return parseResultSetText(text, path);
+  return parseResultSetText(await readDocument(path, 'check the path, or run the analysis to create it'), path);
 }
 
 export function resultSetDocument(resultSets: ResultSet[], analysis?: AnalysisRecord, generator = 'cyclelens'): ResultSetDocument {

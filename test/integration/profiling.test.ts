@@ -30,25 +30,41 @@ const TARGETS: Array<{ target: FixtureTarget; machine: string; shareTolerance: n
 /** Outside main's window: the reset code before it, program_end with what follows, and the oracle's `[outside program]` (QEMU's reset ROM). */
 const OUTSIDE = new Set(['_start', 'rv_reset', 'Reset_Handler', 'program_end', 'board_exit']);
 
+/** A workspace whose launch.json runs `elf` on QEMU, and the CLI run in it under an owner tag. */
+function cliWorkspace(target: FixtureTarget, machine: string, elf: string): { dir: string; cli(...args: string[]): { status: number | null; stdout: string; stderr: string }; close(): Promise<void> } {
+  const dir = mkdtempSync(join(tmpdir(), `cyclelens-profiling-${target}-`));
+  const tag = newOwnerTag();
+  mkdirSync(join(dir, '.vscode'));
+  writeFileSync(
+    join(dir, '.vscode', 'launch.json'),
+    JSON.stringify({
+      version: '0.2.0',
+      configurations: [{ type: 'cyclelens', request: 'launch', name: target, executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }],
+    }),
+  );
+  return {
+    dir,
+    cli(...args) {
+      const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, encoding: 'utf8', timeout: 300_000, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+      return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+    },
+    async close() {
+      assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 for (const { target, machine, shareTolerance } of TARGETS) {
   describe(`profiling ${target} on QEMU against the oracle`, () => {
-    const dir = mkdtempSync(join(tmpdir(), `cyclelens-profiling-${target}-`));
-    const tag = newOwnerTag();
     const elf = fixtureElf(target, 'singlepass');
+    const { dir, cli, close } = cliWorkspace(target, machine, elf);
     let oracle: OracleSummary;
     /** Oracle share of main's inclusive count, by function. */
     const share = new Map<string, number>();
     let handlers: Set<string>;
 
     before(async () => {
-      mkdirSync(join(dir, '.vscode'));
-      writeFileSync(
-        join(dir, '.vscode', 'launch.json'),
-        JSON.stringify({
-          version: '0.2.0',
-          configurations: [{ type: 'cyclelens', request: 'launch', name: target, executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }],
-        }),
-      );
       oracle = await runOracle({ elf });
       const main = oracle.functions.find((f) => f.name === 'main')!.inclusive;
       for (const f of oracle.functions) share.set(f.name, f.inclusive / main);
@@ -57,15 +73,7 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       for (const e of oracle.edges) if (handlers.has(e.caller)) handlers.add(e.callee);
     });
 
-    after(async () => {
-      assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
-      rmSync(dir, { recursive: true, force: true });
-    });
-
-    function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-      const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, encoding: 'utf8', timeout: 300_000, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
-      return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-    }
+    after(close);
 
     function total(doc: ResultSetDocument): number {
       const run = doc.resultSets[0]!.run;
@@ -130,18 +138,12 @@ for (const { target, machine, shareTolerance } of TARGETS) {
   });
 
   describe(`descent with group measurements on ${target} (firmware, QEMU) against the oracle`, () => {
-    const dir = mkdtempSync(join(tmpdir(), `cyclelens-groups-${target}-`));
-    const tag = newOwnerTag();
     const elf = fixtureElf(target, 'firmware');
+    const { dir, cli, close } = cliWorkspace(target, machine, elf);
     const share = new Map<string, number>();
     let handlers: Set<string>;
 
     before(async () => {
-      mkdirSync(join(dir, '.vscode'));
-      writeFileSync(
-        join(dir, '.vscode', 'launch.json'),
-        JSON.stringify({ configurations: [{ type: 'cyclelens', request: 'launch', name: target, executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }] }),
-      );
       const oracle = await runOracle({ elf });
       const main = oracle.functions.find((f) => f.name === 'main')!.inclusive;
       for (const f of oracle.functions) for (const n of [f.name, ...f.aliases]) share.set(n, f.inclusive / main);
@@ -155,15 +157,7 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       writeFileSync(join(dir, 'calls.json'), JSON.stringify(doc));
     });
 
-    after(async () => {
-      assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
-      rmSync(dir, { recursive: true, force: true });
-    });
-
-    function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-      const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, encoding: 'utf8', timeout: 300_000, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
-      return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-    }
+    after(close);
 
     const runsOf = (report: string): number => Number(/(\d+) runs \(measuring everything/.exec(report)?.[1] ?? NaN);
 

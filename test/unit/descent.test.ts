@@ -281,43 +281,50 @@ describe('descent on harder graphs', () => {
   });
 });
 
-describe('descent recall on random call graphs', () => {
-  /** A random call DAG with per-call costs; inclusive = calls x (own + sum of callees' per call). */
-  function randomProgram(seed: number): { graph: CallGraphResponse; values: Record<string, number>; total: number; roots: string[] } {
-    let s = seed;
-    const rnd = (): number => {
-      s = (s * 1103515245 + 12345) & 0x7fffffff;
-      return s / 0x7fffffff;
-    };
-    const n = 8 + Math.floor(rnd() * 30);
-    const names = Array.from({ length: n }, (_, i) => `f${i}`);
-    const spec: Spec = {};
-    const perCallEdges = new Map<string, Array<[string, number]>>();
-    for (let i = 0; i < n; i++) {
-      const callees: string[] = [];
-      const list: Array<[string, number]> = [];
-      for (let j = i + 1; j < n; j++) {
-        if (rnd() < 2.5 / (n - i)) {
-          callees.push(names[j]!);
-          list.push([names[j]!, 1 + Math.floor(rnd() * 5)]);
-        }
+/** A random call DAG with per-call costs; inclusive = calls x (own + sum of callees' per call). */
+/** The program's call counts are on `counted`'s edges, and each function's size follows its own cost. */
+function randomProgram(seed: number): { graph: CallGraphResponse; counted: CallGraphResponse; values: Record<string, number>; total: number; roots: string[] } {
+  let s = seed;
+  const rnd = (): number => {
+    s = (s * 1103515245 + 12345) & 0x7fffffff;
+    return s / 0x7fffffff;
+  };
+  const n = 8 + Math.floor(rnd() * 30);
+  const names = Array.from({ length: n }, (_, i) => `f${i}`);
+  const spec: Spec = {};
+  const perCallEdges = new Map<string, Array<[string, number]>>();
+  for (let i = 0; i < n; i++) {
+    const callees: string[] = [];
+    const list: Array<[string, number]> = [];
+    for (let j = i + 1; j < n; j++) {
+      if (rnd() < 2.5 / (n - i)) {
+        callees.push(names[j]!);
+        list.push([names[j]!, 1 + Math.floor(rnd() * 5)]);
       }
-      if (rnd() < 0.1) callees.push(names[i]!); // self recursion: no effect on counts here
-      spec[names[i]!] = callees;
-      perCallEdges.set(names[i]!, list);
     }
-    const own = names.map(() => 1 + Math.floor(rnd() ** 3 * 200));
-    const perCall = new Map<string, number>();
-    for (let i = n - 1; i >= 0; i--) perCall.set(names[i]!, own[i]! + perCallEdges.get(names[i]!)!.reduce((acc, [c, k]) => acc + k * perCall.get(c)!, 0));
-    const graph = graphOf(spec);
-    const index = new CallGraphIndex(graph);
-    const calls = new Map<string, number>(names.map((x) => [x, index.roots.includes(x) ? 1 : 0]));
-    for (let i = 0; i < n; i++) for (const [c, k] of perCallEdges.get(names[i]!)!) calls.set(c, calls.get(c)! + calls.get(names[i]!)! * k);
-    const values = Object.fromEntries(names.map((x) => [x, calls.get(x)! * perCall.get(x)!]));
-    const total = index.roots.reduce((acc, r) => acc + values[r]!, 0);
-    return { graph, values, total, roots: [...index.roots] };
+    if (rnd() < 0.1) callees.push(names[i]!); // self recursion: no effect on counts here
+    spec[names[i]!] = callees;
+    perCallEdges.set(names[i]!, list);
   }
+  const own = names.map(() => 1 + Math.floor(rnd() ** 3 * 200));
+  const perCall = new Map<string, number>();
+  for (let i = n - 1; i >= 0; i--) perCall.set(names[i]!, own[i]! + perCallEdges.get(names[i]!)!.reduce((acc, [c, k]) => acc + k * perCall.get(c)!, 0));
+  const graph = graphOf(spec);
+  const index = new CallGraphIndex(graph);
+  const calls = new Map<string, number>(names.map((x) => [x, index.roots.includes(x) ? 1 : 0]));
+  for (let i = 0; i < n; i++) for (const [c, k] of perCallEdges.get(names[i]!)!) calls.set(c, calls.get(c)! + calls.get(names[i]!)! * k);
+  const values = Object.fromEntries(names.map((x) => [x, calls.get(x)! * perCall.get(x)!]));
+  const total = index.roots.reduce((acc, r) => acc + values[r]!, 0);
+  const along = new Map(names.flatMap((caller) => perCallEdges.get(caller)!.map(([c, times]) => [`${caller}>${c}`, times * calls.get(caller)!] as const)));
+  const counted: CallGraphResponse = {
+    ...graph,
+    functions: graph.functions.map((f, i) => ({ ...f, size: 2 * own[i]! })),
+    edges: graph.edges.map((e) => ({ ...e, count: along.get(`${e.caller}>${e.callee}`) ?? 0 })),
+  };
+  return { graph, counted, values, total, roots: [...index.roots] };
+}
 
+describe('descent recall on random call graphs', () => {
   it('finds every function at or above the threshold (recall 100%) with every option', async () => {
     for (let seed = 1; seed <= 60; seed++) {
       const p = randomProgram(seed);
@@ -447,6 +454,19 @@ describe('descent with group measurements', () => {
     }
   }
 
+  /** A run of 1000 instructions measured earlier: functions alone, and groups `[a, b, value]`. */
+  function earlierRun(alone: Record<string, number>, groups: Array<[string, string, number]>): ResultSet {
+    return {
+      id: 'earlier',
+      createdAt: '2024-01-01T00:00:00Z',
+      program: { executable: 'synthetic.elf' },
+      run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 1000 }, method: 'synthetic, exact' },
+      measurements: Object.entries(alone).map(([name, v]) => ({ name, inclusive: { instructions: v }, calls: 1 })),
+      groups: groups.map(([a, b, v]) => ({ name: `${a} + ${b}`, members: [a, b], inclusive: { instructions: v }, calls: 2 })),
+      refused: [],
+    };
+  }
+
   /** Adds call counts to every edge, as a dynamic call graph has them. */
   function counted(graph: CallGraphResponse, count: (caller: string, callee: string) => number): CallGraphResponse {
     return { ...graph, edges: graph.edges.map((e) => ({ ...e, count: count(e.caller, e.callee) })) };
@@ -480,15 +500,7 @@ describe('descent with group measurements', () => {
     const g = counted(graphOf({ main: ['x', 'y', 'z'], x: ['s'], y: ['s'] }), () => 1);
     const vals = { main: 1000, x: 50, y: 30, z: 900, s: 20 };
     const m = new GroupMeasurer(1, g, vals, 1000);
-    const previous: ResultSet = {
-      id: 'earlier',
-      createdAt: '2024-01-01T00:00:00Z',
-      program: { executable: 'synthetic.elf' },
-      run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 1000 }, method: 'synthetic, exact' },
-      measurements: [{ name: 'main', inclusive: { instructions: 1000 }, calls: 1 }, { name: 'z', inclusive: { instructions: 900 }, calls: 1 }],
-      groups: [{ name: 'x + y', members: ['x', 'y'], inclusive: { instructions: 80 }, calls: 2 }],
-      refused: [],
-    };
+    const previous = earlierRun({ main: 1000, z: 900 }, [['x', 'y', 80]]);
     const r = await descend(g, m, 0.1, { previous: [previous] });
     assert.equal(r.runs, 0, 'nothing is left to measure');
     assert.equal(outcome(r, 's').status, 'pruned');
@@ -498,15 +510,7 @@ describe('descent with group measurements', () => {
 
   it('bounds each member by the whole value of its group, even once another member is measured alone', async () => {
     const g = counted(graphOf({ main: ['a', 'b', 'big'] }), () => 1);
-    const earlier: ResultSet = {
-      id: 'earlier',
-      createdAt: '2024-01-01T00:00:00Z',
-      program: { executable: 'synthetic.elf' },
-      run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 1000 }, method: 'synthetic, exact' },
-      measurements: [{ name: 'main', inclusive: { instructions: 1000 }, calls: 1 }, { name: 'a', inclusive: { instructions: 120 }, calls: 1 }],
-      groups: [{ name: 'a + b', members: ['a', 'b'], inclusive: { instructions: 150 }, calls: 2 }],
-      refused: [],
-    };
+    const earlier = earlierRun({ main: 1000, a: 120 }, [['a', 'b', 150]]);
     // 15 % - 12 % would be 3 %, but a difference of two measurements carries both their errors.
     const r = await descend(g, new GroupMeasurer(1, g, { main: 1000, a: 120, b: 30, big: 500 }, 1000), 0.1, { previous: [earlier] });
     assert.equal(outcome(r, 'b').status, 'measured');
@@ -545,7 +549,8 @@ describe('descent with group measurements', () => {
     let alone = 0;
     let groupsMeasured = 0;
     for (let seed = 1; seed <= 60; seed++) {
-      const p = randomProgramWithCounts(seed);
+      const r0 = randomProgram(seed);
+      const p = { ...r0, graph: r0.counted };
       for (const threshold of [0.01, 0.05, 0.2]) {
         for (const slots of [1, 3]) {
           const m = new GroupMeasurer(slots, p.graph, p.values, p.total);
@@ -564,38 +569,3 @@ describe('descent with group measurements', () => {
     assert.ok(grouped < alone, `with groups ${grouped} runs, one function per slot ${alone}`);
   });
 });
-
-/** A random call DAG like randomProgram's, with the call counts on its edges and sizes that follow the own cost. */
-function randomProgramWithCounts(seed: number): { graph: CallGraphResponse; values: Record<string, number>; total: number } {
-  let s = seed * 7919;
-  const rnd = (): number => {
-    s = (s * 1103515245 + 12345) & 0x7fffffff;
-    return s / 0x7fffffff;
-  };
-  const n = 10 + Math.floor(rnd() * 40);
-  const names = Array.from({ length: n }, (_, i) => `g${i}`);
-  const spec: Spec = {};
-  const perCall = new Map<string, Array<[string, number]>>();
-  for (let i = 0; i < n; i++) {
-    const list: Array<[string, number]> = [];
-    for (let j = i + 1; j < n; j++) if (rnd() < 2.5 / (n - i)) list.push([names[j]!, 1 + Math.floor(rnd() * 5)]);
-    spec[names[i]!] = list.map(([c]) => c);
-    perCall.set(names[i]!, list);
-  }
-  const own = names.map(() => 1 + Math.floor(rnd() ** 3 * 200));
-  const cost = new Map<string, number>();
-  for (let i = n - 1; i >= 0; i--) cost.set(names[i]!, own[i]! + perCall.get(names[i]!)!.reduce((acc, [c, k]) => acc + k * cost.get(c)!, 0));
-  const base = graphOf(spec);
-  const index = new CallGraphIndex(base);
-  const calls = new Map<string, number>(names.map((x) => [x, index.roots.includes(x) ? 1 : 0]));
-  for (let i = 0; i < n; i++) for (const [c, k] of perCall.get(names[i]!)!) calls.set(c, calls.get(c)! + calls.get(names[i]!)! * k);
-  const values = Object.fromEntries(names.map((x) => [x, calls.get(x)! * cost.get(x)!]));
-  const total = index.roots.reduce((acc, r) => acc + values[r]!, 0);
-  const k = new Map(names.flatMap((caller) => perCall.get(caller)!.map(([c, times]) => [`${caller}>${c}`, times * calls.get(caller)!] as const)));
-  const graph: CallGraphResponse = {
-    ...base,
-    functions: base.functions.map((f, i) => ({ ...f, size: 2 * own[i]! })),
-    edges: base.edges.map((e) => ({ ...e, count: k.get(`${e.caller}>${e.callee}`) ?? 0 })),
-  };
-  return { graph, values, total };
-}
