@@ -533,7 +533,10 @@ class GroupPlanner {
   plan(candidates: readonly string[], U: ReadonlyMap<string, number>, ready: (f: string) => boolean, ledger: Ledger): { batch: string[]; groups: string[][] } {
     const guess = new Map(candidates.map((f) => [f, this.guess(f, U)]));
     const order = [...candidates].sort((a, b) => Number(ready(b)) - Number(ready(a)) || guess.get(b)! - guess.get(a)!);
-    const alone = (f: string): boolean => ledger.groupRefused.has(f) || (this.groupable !== undefined && !this.groupable.has(f)) || (this.groupings.get(f) ?? 0) >= MAX_GROUPINGS || guess.get(f)! >= this.threshold || (this.suspect.get(f) ?? Number.POSITIVE_INFINITY) <= 2;
+    // With room for fewer than two patches per slot, groups would hold a member or two each: every
+    // function is measured alone.
+    const roomy = this.capacity >= 2 * this.slots;
+    const alone = (f: string): boolean => !roomy || ledger.groupRefused.has(f) || (this.groupable !== undefined && !this.groupable.has(f)) || (this.groupings.get(f) ?? 0) >= MAX_GROUPINGS || guess.get(f)! >= this.threshold || (this.suspect.get(f) ?? Number.POSITIVE_INFINITY) <= 2;
     const singles = order.filter(alone);
     const capacity = this.packing * this.threshold;
     const packs: { members: string[]; sum: number }[] = [];
