@@ -24,7 +24,12 @@ import { groupRawValues, rawValues, wholeRunValues, type AnalysisRecord, type Fu
  * - sibling residual: a callee s that only p calls ("private") runs inside p, and while f runs
  *   directly under p no private sibling of f is on the stack, unless frames of p nest (p recursive
  *   through others, or reachable from two roots, such as main and an interrupt handler). For other
- *   p: the part of M(p) that can hold f is M(p) minus its measured private siblings.
+ *   p: the part of M(p) that can hold f is M(p) minus its measured private siblings;
+ * - groups: a group measurement G (the union of its members' activations, one slot) bounds each
+ *   member by M(G), and callers known only through one group count once, with M(G).
+ *
+ * Groups (when the measurer can, and the graph has call counts): see GroupPlanner. A dry run
+ * (`BatchMeasurer.plan`) first keeps functions no run can measure out of the slots.
  *
  * Order. Each step takes the functions whose bound is at or above the threshold and whose callers
  * are all decided (measured, refused or pruned), so the frontier moves down from the roots level
