@@ -1,4 +1,4 @@
-import type { CallGraphResponse } from '../../common/dapCustom';
+import type { CallGraphEdge, CallGraphResponse } from '../../common/dapCustom';
 import { CallGraphIndex, type GraphIndexOptions } from './callGraphIndex';
 import type { MetricDefinition, MetricsEngine, MonotoneMetric } from './metrics';
 import { groupRawValues, rawValues, wholeRunValues, type AnalysisRecord, type FunctionOutcome, type ResultSet, type Scenario } from './resultSet';
@@ -468,9 +468,9 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
  * measurement and the packing of groups use them, never a bound: a poor estimate costs runs, it
  * cannot lose a function. Undefined when the graph has no counts.
  */
-export function callCountEstimates(graph: CallGraphResponse, index: CallGraphIndex, spanning: ReadonlySet<string> = new Set()): Map<string, number> | undefined {
+export function callCountEstimates(graph: CallGraphResponse & { interrupts?: readonly CallGraphEdge[] }, index: CallGraphIndex, spanning: ReadonlySet<string> = new Set()): Map<string, number> | undefined {
   const counted = graph.edges.filter((e) => e.count !== undefined);
-  const handlerEntries = (graph as { interrupts?: readonly { callee: string; count?: number }[] }).interrupts ?? [];
+  const handlerEntries = graph.interrupts ?? [];
   if (counted.length === 0) return undefined;
   const calls = new Map<string, number>();
   const along = new Map<string, number>();
@@ -497,27 +497,28 @@ export function callCountEstimates(graph: CallGraphResponse, index: CallGraphInd
   return new Map([...raw].map(([f, v]) => [f, v / scale]));
 }
 
-/**
- * Plans descent steps with group measurements. Functions that look hot (estimate at or above the
- * threshold, members of a pair that came out hot, or refused in a group) take a slot each;
- * the ones that look cold are packed into groups whose estimates add up to `packing` x threshold,
- * members that do not call one another (a caller's own value already bounds its callees). A group that comes out at or above the
- * threshold teaches the estimates of its members (scaled to its value) and is split on the next
- * step, a small one into single slots. Slots left over split the largest groups further.
- */
+/** Groups one function may join: after that it is measured alone, so descent always ends. */
 const MAX_GROUPINGS = 4;
 
+/**
+ * Plans descent steps with group measurements. Functions that look hot (estimate at or above the
+ * threshold, a member of a pair that came out hot, or the member that blocked a group) take a slot
+ * each; the ones that look cold are packed into groups whose estimates add up to `packing` x
+ * threshold, of members that do not call one another (a caller's own value already bounds its
+ * callees). A group that comes out at or above the threshold rescales its members' estimates to
+ * its value and is split on the next step. Slots left over split the largest groups further.
+ */
 class GroupPlanner {
   private readonly scale = new Map<string, number>();
   private readonly floor = new Map<string, number>();
-  /** Members of groups that came out hot: the size of the smallest such group (a pair is measured apart next). */
-  private readonly suspect = new Map<string, number>();
+  /** Members of a pair that came out hot: one of the two is hot, so both are measured alone. */
+  private readonly hotPair = new Set<string>();
   private learned = 0;
   /** Every group measured so far: one is never measured twice. */
   private readonly measured = new Set<string>();
   /** How many functions one run can patch (singles and group members), once the target said. */
   private capacity = Number.POSITIVE_INFINITY;
-  /** Groups each function was in: after MAX_GROUPINGS it is measured alone, so descent always ends. */
+  /** Groups each function was in. */
   private readonly groupings = new Map<string, number>();
 
   constructor(
@@ -541,7 +542,7 @@ class GroupPlanner {
     // With room for fewer than two patches per slot, groups would hold a member or two each: every
     // function is measured alone.
     const roomy = this.capacity >= 2 * this.slots;
-    const alone = (f: string): boolean => !roomy || ledger.groupRefused.has(f) || (this.groupable !== undefined && !this.groupable.has(f)) || (this.groupings.get(f) ?? 0) >= MAX_GROUPINGS || guess.get(f)! >= this.threshold || (this.suspect.get(f) ?? Number.POSITIVE_INFINITY) <= 2;
+    const alone = (f: string): boolean => !roomy || ledger.groupRefused.has(f) || (this.groupable !== undefined && !this.groupable.has(f)) || (this.groupings.get(f) ?? 0) >= MAX_GROUPINGS || guess.get(f)! >= this.threshold || this.hotPair.has(f);
     const singles = order.filter(alone);
     const capacity = this.packing * this.threshold;
     const packs: { members: string[]; sum: number }[] = [];
@@ -609,7 +610,7 @@ class GroupPlanner {
       for (const m of g.members) {
         if (sum > 0) this.scale.set(m, ((this.scale.get(m) ?? 1) * g.value) / sum);
         this.floor.set(m, Math.max(this.floor.get(m) ?? 0, g.value / g.members.length));
-        this.suspect.set(m, Math.min(this.suspect.get(m) ?? Number.POSITIVE_INFINITY, g.members.length));
+        if (g.members.length === 2) this.hotPair.add(m);
       }
     }
     this.learned = ledger.groups.length;
