@@ -251,7 +251,7 @@ export class DapProfiler implements BatchMeasurer {
     try {
       const w = await window();
       const results = ids.length > 0 ? ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results : [];
-      return this.resultSet(batch, groups, injected, results, w);
+      return this.resultSet(batch, injected, results, w);
     } finally {
       if (ids.length > 0) {
         await this.request(Req.removeInjections, { ids } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the injections ${ids.join(', ')}: ${message(err)}`));
@@ -261,7 +261,6 @@ export class DapProfiler implements BatchMeasurer {
 
   private resultSet(
     batch: readonly string[],
-    askedGroups: readonly (readonly string[])[],
     injected: InjectResponse,
     results: readonly InjectedResult[],
     w: Window,
@@ -307,9 +306,6 @@ export class DapProfiler implements BatchMeasurer {
     }
     const answered = new Set([...measurements.map((m) => m.name), ...refused.map((r) => r.name)]);
     for (const name of batch) if (!answered.has(name)) refused.push({ name, reason: 'the adapter neither injected nor refused it' });
-    const key = (ms: readonly string[]): string => [...ms].sort().join('\u0000');
-    const groupAnswered = new Set([...groups.map((g) => key(g.members)), ...refused.filter((r) => r.members).map((r) => key(r.members!))]);
-    for (const g of askedGroups) if (!groupAnswered.has(key(g))) refused.push({ name: g.join(' + '), reason: 'the adapter neither injected nor refused the group', members: [...g] });
     const totals = { ...w.totals };
     if (w.subtractPayload && totals[event] !== undefined) totals[event] = Math.max(0, totals[event]! - payloadCounts);
     return {
