@@ -73,9 +73,6 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     session = await AdapterSession.start({ adapterPath, launch, timeoutMs: cmd.timeoutMs, log: (l) => io.err(`${l}\n`) });
     if (cmd.command === 'call-graph') return await saveCallGraph(session, cmd.out!, String(launch.args.executable), cmd.dynamic, cmd.timeoutMs, io);
     const savedGraph = cmd.callGraph ? { document: await loadCallGraphDocument(cmd.callGraph), file: cmd.callGraph } : undefined;
-    if (savedGraph && savedGraph.document.program !== String(launch.args.executable)) {
-      io.err(`cyclelens: note: ${cmd.callGraph} was recorded for ${savedGraph.document.program}; its functions match ${String(launch.args.executable)}, so its counts are used\n`);
-    }
     if (savedGraph?.document.ended !== undefined && savedGraph.document.ended !== 'programEnd' && savedGraph.document.ended !== 'exited') {
       io.err(`cyclelens: note: ${cmd.callGraph} saw part of the run only (${savedGraph.document.ended}); its counts still order the measurements, the bounds never depend on them\n`);
     }

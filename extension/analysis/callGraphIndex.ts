@@ -140,18 +140,8 @@ export class CallGraphIndex {
   reachableBytes(name: string): number {
     let w = this.weights.get(name);
     if (w !== undefined) return w;
-    const seen = new Set([name]);
-    const queue = [name];
-    w = 0;
-    for (let i = 0; i < queue.length; i++) {
-      w += this.sizes.get(queue[i]!) ?? 0;
-      for (const c of this.calleesOf.get(queue[i]!) ?? []) {
-        if (!seen.has(c)) {
-          seen.add(c);
-          queue.push(c);
-        }
-      }
-    }
+    w = this.sizes.get(name) ?? 0;
+    for (const d of this.descendants(name)) if (d !== name) w += this.sizes.get(d) ?? 0;
     this.weights.set(name, w);
     return w;
   }

@@ -229,10 +229,9 @@ class Ledger {
   }
 
   private addGroups(rs: ResultSet, index: number, asked: readonly (readonly string[])[]): void {
-    const key = groupKey;
     const answered = new Set<string>();
     for (const g of rs.groups ?? []) {
-      answered.add(key(g.members));
+      answered.add(groupKey(g.members));
       if (!g.members.every((m) => this.known.has(m))) continue;
       const value = this.engine.value(this.metric.id, groupRawValues(rs, g));
       // A value that may be low bounds nothing.
@@ -244,13 +243,13 @@ class Ledger {
     }
     for (const r of rs.refused) {
       if (!r.members) continue;
-      answered.add(key(r.members));
+      answered.add(groupKey(r.members));
       // One member blocked the group: only it is measured alone from now on. A group refused as a
       // whole (too large for the reserved memory) is split on the next step.
       if (r.blockedBy !== undefined && r.members.includes(r.blockedBy)) this.groupRefused.set(r.blockedBy, r.reason);
     }
     for (const members of asked) {
-      if (answered.has(key(members))) continue;
+      if (answered.has(groupKey(members))) continue;
       for (const m of members) this.groupRefused.set(m, 'the measurer returned neither a result nor a reason for its group');
       this.warnings.push(`run ${index + 1}: no result and no reason for the group ${members.join(' + ')}; its members are measured alone`);
     }
