@@ -1,10 +1,10 @@
 import type { CallGraphResponse } from '../common/dapCustom';
 import { staticCallGraph } from '../adapter/probe/callGraph';
 import { ElfImage } from '../adapter/elf';
-import { rootsForStart, runDescent, type BatchMeasurer } from '../extension/analysis/descent';
-import { CallGraphIndex } from '../extension/analysis/callGraphIndex';
-import { MetricsEngine } from '../extension/analysis/metrics';
-import type { ResultSet } from '../extension/analysis/resultSet';
+import { rootsForStart, runDescent, type BatchMeasurer } from '../core/analysis/descent';
+import { CallGraphIndex } from '../core/analysis/callGraphIndex';
+import { MetricsEngine } from '../core/analysis/metrics';
+import type { ResultSet } from '../core/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
 import { dynamicGraphFromOracle as dynamicGraph } from '../test/oracle/dynamicGraph';
 import { fixturePrograms, printTable } from './support';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { staticCallGraph } from '../adapter/probe/callGraph';
 import { ElfImage } from '../adapter/elf';
-import { CALL_GRAPH_SCHEMA, loadResultSetDocument, type CallGraphDocument } from '../extension/analysis/resultSet';
+import { CALL_GRAPH_SCHEMA, loadResultSetDocument, type CallGraphDocument } from '../core/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
 import { repoRoot, type FixtureTarget } from '../test/support/paths';
 import { dynamicGraphFromOracle } from '../test/oracle/dynamicGraph';

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { MeasurementStore } from './analysis/measurements';
+import { MeasurementStore } from '../core/analysis/measurements';
 import { registerCounterCommands } from './commands/counterCommands';
 import { registerInjectionCommands } from './commands/injectionCommands';
 import { ProfileResults, registerProfilingCommands } from './commands/profilingCommands';

@@ -1,7 +1,7 @@
-// Enforces the rooms of DESIGN.md: adapter/, webview/, common/, cli/ and the pure analysis code under
-// extension/analysis/ never import `vscode`; adapter/ and extension/ never import each other's
-// runtime code (only `import type` from common/ crosses), and per-architecture knowledge stays in
-// adapter/arch/.
+// Enforces the rooms of docs/design.md: adapter/, core/, lsp/, webview/, common/ and cli/ never import
+// `vscode`; core/ never imports the adapter or the extension (it is the code both the CLI and the
+// editor share); adapter/ and extension/ never import each other's runtime code (only `import type`
+// from common/ crosses), and per-architecture knowledge stays in adapter/arch/.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -19,11 +19,11 @@ function* tsFiles(dir) {
   }
 }
 
-const vscodeFree = ['adapter', 'webview', 'common', 'cli', join('extension', 'analysis')];
+const vscodeFree = ['adapter', 'core', 'lsp', 'webview', 'common', 'cli'];
 
 export function checkBoundaries(root) {
   const problems = [];
-  for (const room of ['adapter', 'webview', 'common', 'cli', 'extension']) {
+  for (const room of ['adapter', 'core', 'lsp', 'webview', 'common', 'cli', 'extension']) {
     for (const file of tsFiles(join(root, room))) {
       const rel = relative(root, file);
       const text = readFileSync(file, 'utf8');
@@ -33,7 +33,10 @@ export function checkBoundaries(root) {
         if (!spec) continue;
         const noVscode = vscodeFree.some((r) => rel.startsWith(r + sep));
         if (noVscode && spec === 'vscode') {
-          problems.push(`${rel}: imports 'vscode', but ${rel.split(sep)[0]}/ must run without VS Code (DESIGN.md, "Rules that keep the rooms apart").`);
+          problems.push(`${rel}: imports 'vscode', but ${rel.split(sep)[0]}/ must run without VS Code (docs/design.md, "Rooms").`);
+        }
+        if ((rel.startsWith('core' + sep) || rel.startsWith('lsp' + sep)) && /(^|\/)(adapter|extension)\//.test(spec) && !isType) {
+          problems.push(`${rel}: imports '${spec}': ${rel.split(sep)[0]}/ is shared by the CLI, the editor and the language server and depends on neither the adapter nor the extension; declare the contract in common/.`);
         }
         if (rel.startsWith('adapter' + sep) && /(^|\/)extension\//.test(spec)) {
           problems.push(`${rel}: imports '${spec}': the adapter may not depend on the extension; share a contract in common/ instead.`);

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { CodeLocation, MeasurementResponse } from '../../common/dapCustom';
-import type { MeasurementKind, MeasurementStore, SourceAnchor } from '../analysis/measurements';
-import { formatCount } from '../analysis/statistics';
+import type { MeasurementKind, MeasurementStore, SourceAnchor } from '../../core/analysis/measurements';
+import { formatCount } from '../../core/analysis/statistics';
 import type { ProbeClient } from '../debug/probeClient';
 import type { SessionTracker } from '../debug/sessionTracker';
 import type { CountersView } from '../views/countersView';

@@ -1,11 +1,11 @@
 import * as vscode from 'vscode';
 import { basename, join } from 'node:path';
-import { loadResultSetDocument, saveResultSetDocument, writeFileAtomic } from '../analysis/resultSet';
-import { formatCount } from '../analysis/statistics';
-import type { ProfileRow } from '../analysis/profileRows';
-import { DapProfiler } from '../profiling/dapProfiler';
-import { workspaceCallGraph } from '../analysis/savedGraph';
-import { runScenario, type ScenarioRequest } from '../profiling/scenarios';
+import { loadResultSetDocument, saveResultSetDocument, writeFileAtomic } from '../../core/analysis/resultSet';
+import { formatCount } from '../../core/analysis/statistics';
+import type { ProfileRow } from '../../core/analysis/profileRows';
+import { DapProfiler } from '../../core/profiling/dapProfiler';
+import { workspaceCallGraph } from '../../core/analysis/savedGraph';
+import { runScenario, type ScenarioRequest } from '../../core/profiling/scenarios';
 import type { SessionTracker } from '../debug/sessionTracker';
 
 /** The latest profile's per-function rows, shown as CodeLens above functions. */

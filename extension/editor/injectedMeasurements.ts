@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { CallGraphFunction, InjectedMeasurementInfo, InjectedResult, InjectionTarget } from '../../common/dapCustom';
 import { CustomEvents } from '../../common/dapCustom';
-import { distribution, formatCount, histogramBars } from '../analysis/statistics';
+import { distribution, formatCount, histogramBars } from '../../core/analysis/statistics';
 import type { ProfileResults } from '../commands/profilingCommands';
 import { InjectionClient } from '../debug/injectionClient';
 import type { SessionTracker } from '../debug/sessionTracker';

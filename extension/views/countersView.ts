@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { CounterEvent, CounterSlotInfo, CounterUnitInfo, CounterValue } from '../../common/counters';
 import { eventName } from '../commands/counterPicks';
-import { formatCount } from '../analysis/statistics';
+import { formatCount } from '../../core/analysis/statistics';
 import type { SessionTracker } from '../debug/sessionTracker';
 
 type Node = { kind: 'unit'; unit: CounterUnitInfo } | { kind: 'slot'; unit: CounterUnitInfo; slot: CounterSlotInfo } | { kind: 'message'; text: string };

@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { InjectedMeasurementInfo, InjectedResult } from '../../common/dapCustom';
-import type { MeasurementRecord, MeasurementSeries, MeasurementStore } from '../analysis/measurements';
-import { distribution, formatCount, histogramBars } from '../analysis/statistics';
+import type { MeasurementRecord, MeasurementSeries, MeasurementStore } from '../../core/analysis/measurements';
+import { distribution, formatCount, histogramBars } from '../../core/analysis/statistics';
 import { measurementLabel } from '../editor/injectedPresentation';
 
 /** Where injected measurements come from (the editor's InjectedMeasurements). */

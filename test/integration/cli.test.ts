@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadResultSetDocument } from '../../extension/analysis/resultSet';
+import { loadResultSetDocument } from '../../core/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
 import { fixtureElf, repoRoot } from '../support/paths';

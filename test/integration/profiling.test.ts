@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ElfImage } from '../../adapter/elf';
 import { staticCallGraph } from '../../adapter/probe/callGraph';
-import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, type CallGraphDocument, type ResultSetDocument } from '../../extension/analysis/resultSet';
+import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, type CallGraphDocument, type ResultSetDocument } from '../../core/analysis/resultSet';
 import { dynamicGraphFromOracle } from '../oracle/dynamicGraph';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';

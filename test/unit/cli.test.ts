@@ -8,7 +8,7 @@ import { parseArgs, parseLocation, parseThreshold } from '../../cli/args';
 import { DapClient, DapFramer, DapProtocolError, encodeDapMessage, type DapMessage } from '../../cli/dapClient';
 import { LaunchConfigError, selectConfiguration, stripJsonComments } from '../../cli/launchConfig';
 import { main, type CliIo } from '../../cli/main';
-import { loadResultSetDocument } from '../../extension/analysis/resultSet';
+import { loadResultSetDocument } from '../../core/analysis/resultSet';
 
 const dir = mkdtempSync(join(tmpdir(), 'cyclelens-cli-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

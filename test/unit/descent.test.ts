@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CallGraphResponse } from '../../common/dapCustom';
-import { CallGraphIndex } from '../../extension/analysis/callGraphIndex';
-import { DescentError, rootsForStart, runDescent, runFullProfile, runRoundRobin, type AnalysisResult, type BatchMeasurer, type DescentOptions } from '../../extension/analysis/descent';
-import { MetricsEngine, type MonotoneMetric } from '../../extension/analysis/metrics';
-import type { FunctionOutcome, ResultSet } from '../../extension/analysis/resultSet';
+import { CallGraphIndex } from '../../core/analysis/callGraphIndex';
+import { DescentError, rootsForStart, runDescent, runFullProfile, runRoundRobin, type AnalysisResult, type BatchMeasurer, type DescentOptions } from '../../core/analysis/descent';
+import { MetricsEngine, type MonotoneMetric } from '../../core/analysis/metrics';
+import type { FunctionOutcome, ResultSet } from '../../core/analysis/resultSet';
 
 // Descent on synthetic call graphs: the measurer knows each function's exact inclusive count and the
 // run's total, so every pruning decision below can be checked by hand.

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CallGraphResponse, InjectArguments, RunArguments } from '../../common/dapCustom';
-import { rootsForStart, runDescent, runRoundRobin } from '../../extension/analysis/descent';
-import { CALL_GRAPH_SCHEMA, type CallGraphDocument } from '../../extension/analysis/resultSet';
-import { runScenario, type ScenarioRequest } from '../../extension/profiling/scenarios';
-import { MetricsEngine } from '../../extension/analysis/metrics';
-import { DapProfiler, ProfilingError, eventOfCounter, type DapRequester } from '../../extension/profiling/dapProfiler';
+import { rootsForStart, runDescent, runRoundRobin } from '../../core/analysis/descent';
+import { CALL_GRAPH_SCHEMA, type CallGraphDocument } from '../../core/analysis/resultSet';
+import { runScenario, type ScenarioRequest } from '../../core/profiling/scenarios';
+import { MetricsEngine } from '../../core/analysis/metrics';
+import { DapProfiler, ProfilingError, eventOfCounter, type DapRequester } from '../../core/profiling/dapProfiler';
 
 // The DAP-driven profiler against a simulated target that answers CycleLens's custom requests:
 // a program whose iteration costs are known, a free-running counter that the payloads also

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CALLS, MetricDefinitionError, MetricsEngine, STANDARD_METRICS, calleesKey, formatMetric, inclusiveKey, rawFromEvents, totalKey, type MetricDefinition } from '../../extension/analysis/metrics';
+import { CALLS, MetricDefinitionError, MetricsEngine, STANDARD_METRICS, calleesKey, formatMetric, inclusiveKey, rawFromEvents, totalKey, type MetricDefinition } from '../../core/analysis/metrics';
 
 // The metrics engine: exactly the metrics whose inputs are present are computed, and only metrics
 // declared (and structurally) monotone may drive pruning.

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import type { CallGraphResponse } from '../../common/dapCustom';
-import { runDescent, runFullProfile, type AnalysisResult, type BatchMeasurer } from '../../extension/analysis/descent';
-import { callGraphDot } from '../../extension/analysis/dot';
-import { MetricsEngine } from '../../extension/analysis/metrics';
-import { profileRows, type ProfileRow } from '../../extension/analysis/profileRows';
-import { textReport } from '../../extension/analysis/report';
-import type { ResultSet } from '../../extension/analysis/resultSet';
+import { runDescent, runFullProfile, type AnalysisResult, type BatchMeasurer } from '../../core/analysis/descent';
+import { callGraphDot } from '../../core/analysis/dot';
+import { MetricsEngine } from '../../core/analysis/metrics';
+import { profileRows, type ProfileRow } from '../../core/analysis/profileRows';
+import { textReport } from '../../core/analysis/report';
+import type { ResultSet } from '../../core/analysis/resultSet';
 import { hasTool } from '../oracle/binutils';
 
 // The text report and the DOT graph of a descent on a small synthetic program; the DOT text is

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { MetricsEngine } from '../../extension/analysis/metrics';
+import { MetricsEngine } from '../../core/analysis/metrics';
 import {
   RESULT_SET_SCHEMA,
   ResultSetError,
@@ -16,7 +16,7 @@ import {
   writeFileAtomic,
   type ResultSet,
   type ResultSetDocument,
-} from '../../extension/analysis/resultSet';
+} from '../../core/analysis/resultSet';
 
 const dir = mkdtempSync(join(tmpdir(), 'cyclelens-resultset-'));
 after(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CallGraphResponse } from '../../common/dapCustom';
-import { CALL_GRAPH_SCHEMA, ResultSetError, parseCallGraphDocument, parseResultSetText, resultSetDocument, type CallGraphDocument, type ResultSet } from '../../extension/analysis/resultSet';
-import { SavedGraphError, withCallCounts } from '../../extension/analysis/savedGraph';
+import { CALL_GRAPH_SCHEMA, ResultSetError, parseCallGraphDocument, parseResultSetText, resultSetDocument, type CallGraphDocument, type ResultSet } from '../../core/analysis/resultSet';
+import { SavedGraphError, withCallCounts } from '../../core/analysis/savedGraph';
 
 const program: CallGraphResponse = {
   functions: [
@@ -87,7 +87,7 @@ describe('the workspace call graph', () => {
     const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
-    const { workspaceCallGraph, workspaceCallGraphPath } = await import('../../extension/analysis/savedGraph');
+    const { workspaceCallGraph, workspaceCallGraphPath } = await import('../../core/analysis/savedGraph');
     const folder = mkdtempSync(join(tmpdir(), 'cyclelens-ws-'));
     try {
       assert.equal(await workspaceCallGraph(folder), undefined);
