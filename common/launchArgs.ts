@@ -9,6 +9,7 @@ export type TargetFamily = 'cortex-m' | 'riscv' | 'arc';
 
 /** QEMU as a gdbserver: no hardware needed. */
 export interface QemuServerArgs {
+  /** The gdbserver strategy: QEMU's own gdbstub. */
   type: 'qemu';
   /** QEMU machine (`-M`), e.g. `mps2-an386` or `virt`. Default: `mps2-an386` for Cortex-M, `virt` for RISC-V. */
   machine?: string;
@@ -24,6 +25,7 @@ export interface QemuServerArgs {
 
 /** OpenOCD in front of a real probe and board. */
 export interface OpenOcdServerArgs {
+  /** The gdbserver strategy: OpenOCD, started with free GDB, Tcl and telnet ports. */
   type: 'openocd';
   /** OpenOCD executable. Default: `openocd` on PATH. */
   path?: string;
@@ -35,14 +37,17 @@ export interface OpenOcdServerArgs {
   commands?: string[];
   /** Load the executable into the target after connecting (launch only). Default true. */
   load?: boolean;
-  /** Fixed ports (e.g. to attach a second GDB or telnet); any not given is picked free. */
+  /** Fixed GDB port (e.g. to attach a second GDB); default: a free one. */
   gdbPort?: number;
+  /** Fixed Tcl RPC port; default: a free one. */
   tclPort?: number;
+  /** Fixed telnet port; default: a free one. */
   telnetPort?: number;
 }
 
 /** Any gdbserver that is already running (J-Link, pyOCD, nSIM, a board's own stub …). */
 export interface RemoteServerArgs {
+  /** The gdbserver strategy: one that is already listening. */
   type: 'remote';
   /** `host:port` of the gdbserver. */
   address: string;

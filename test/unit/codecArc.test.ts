@@ -17,8 +17,18 @@ if (!em) throw new Error(absent);
 const BASE = 0x10000;
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
 
-test('arc: GNU binutils for arc-elf32', (t) => {
+test('arc: GNU binutils for arc-elf32 assemble and disassemble both cores', (t) => {
   t.diagnostic(`using ${em!.prefix}as / objdump`);
+  // A round trip through the real tools: `nop_s` is the halfword 0x78E0 on every ARCv2 core, and
+  // the codec reads it back as a 2-byte nop.
+  for (const tc of [em!, hs!]) {
+    const program = assemble(tc, 'nop_s', BASE);
+    assert.deepEqual([...program.text.subarray(0, 2)], [0xe0, 0x78], `${tc.prefix}as encodes nop_s as 0x78E0`);
+    const listed = disassembleBytes(tc, program.text.subarray(0, 2), BASE);
+    assert.equal(listed[0]?.mnemonic, 'nop_s');
+    const decoded = codec.decode(program.text.subarray(0, 2), BASE);
+    assert.deepEqual([decoded.length, decoded.mnemonic], [2, 'nop_s']);
+  }
 });
 
 /** Bytes of a 32-bit word (and limm) as stored: high halfword first. */
