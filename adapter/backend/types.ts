@@ -76,6 +76,17 @@ export interface VarObject {
   dynamic: boolean;
 }
 
+/** A variable at file scope, as the debug information declares it. */
+export interface FileScopeVariable {
+  name: string;
+  /** Source file as the compiler named it, and its absolute path when known. */
+  file: string;
+  fullname?: string;
+  line?: number;
+  /** `static`: visible in its own file only. */
+  isStatic: boolean;
+}
+
 export interface RegisterValue {
   number: number;
   value: string;

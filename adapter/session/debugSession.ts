@@ -40,7 +40,7 @@ export class CycleLensDebugSession extends DebugSession {
     (address) => this.injection.stopPointFor(address),
   );
   private readonly breakpoints = new BreakpointManager(() => this.requireTarget().gdb);
-  private frames = new Map<number, { threadId: number; level: number }>();
+  private frames = new Map<number, { threadId: number; level: number; path?: string }>();
   private nextFrameId = 1;
   private configurationDone = false;
 
@@ -266,7 +266,7 @@ export class CycleLensDebugSession extends DebugSession {
     return {
       stackFrames: frames.map((f) => {
         const id = this.nextFrameId++;
-        this.frames.set(id, { threadId: a.threadId, level: f.level });
+        this.frames.set(id, { threadId: a.threadId, level: f.level, ...(f.fullname ? { path: f.fullname } : {}) });
         const frame: DebugProtocol.StackFrame = {
           id,
           name: f.func ?? `0x${f.address.toString(16)}`,
@@ -284,7 +284,7 @@ export class CycleLensDebugSession extends DebugSession {
 
   private async scopes(a: DebugProtocol.ScopesArguments): Promise<DebugProtocol.ScopesResponse['body']> {
     const frame = this.frame(a.frameId);
-    return { scopes: this.requireVariables().scopes(frame.threadId, frame.level) };
+    return { scopes: this.requireVariables().scopes(frame.threadId, frame.level, frame.path) };
   }
 
   private async listVariables(a: DebugProtocol.VariablesArguments): Promise<DebugProtocol.VariablesResponse['body']> {
@@ -383,7 +383,7 @@ export class CycleLensDebugSession extends DebugSession {
     return this.variables!;
   }
 
-  private frame(frameId: number): { threadId: number; level: number } {
+  private frame(frameId: number): { threadId: number; level: number; path?: string } {
     const f = this.frames.get(frameId);
     if (!f) throw new CycleLensError(ErrorCode.InvalidRequest, 'That stack frame is no longer valid: the target has run since.', false);
     return f;

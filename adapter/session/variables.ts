@@ -2,12 +2,16 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import type { TargetFamily } from '../../common/launchArgs';
 import { familyTraits } from '../arch/traits';
 import type { GdbBackend } from '../backend/gdb/gdbBackend';
-import type { VarObject } from '../backend/types';
+import type { FileScopeVariable, VarObject } from '../backend/types';
 
 type Container =
   | { kind: 'locals'; threadId: number; level: number }
   | { kind: 'registers'; threadId: number; level: number; group: 'core' | 'other' }
-  | { kind: 'varobj'; name: string; evaluateName: string; isArray: boolean };
+  | { kind: 'varobj'; name: string; evaluateName: string; isArray: boolean }
+  | { kind: 'fileScope'; threadId: number; level: number; statics: boolean; path: string | undefined };
+
+/** More variables than this in one scope are listed up to here, with a note (each is a GDB round trip). */
+const MAX_FILE_SCOPE_VARIABLES = 1000;
 
 /**
  * Variables, scopes and watch values for one stop. References handed to the client are valid
@@ -19,13 +23,22 @@ export class VariableStore {
   private varobjs: string[] = [];
   /** varobj name of each child by (container ref, child display name), for setVariable. */
   private childNames = new Map<string, string>();
+  /** The program's file-scope variables: read once, the symbol table does not change while debugging. */
+  private fileScope: Promise<FileScopeVariable[]> | undefined;
 
   constructor(private readonly gdb: () => GdbBackend, private readonly family: TargetFamily) {}
 
-  scopes(threadId: number, level: number): DebugProtocol.Scope[] {
+  /**
+   * Locals and registers of the frame, then the program's globals and the statics of the frame's
+   * source file (`path`). The last two are marked expensive, so the client lists them only when the
+   * user expands them.
+   */
+  scopes(threadId: number, level: number, path?: string): DebugProtocol.Scope[] {
     return [
       { name: 'Locals', presentationHint: 'locals', variablesReference: this.add({ kind: 'locals', threadId, level }), expensive: false },
       { name: 'Registers', presentationHint: 'registers', variablesReference: this.add({ kind: 'registers', threadId, level, group: 'core' }), expensive: false },
+      { name: 'Globals', variablesReference: this.add({ kind: 'fileScope', threadId, level, statics: false, path }), expensive: true },
+      ...(path ? [{ name: 'Statics', variablesReference: this.add({ kind: 'fileScope', threadId, level, statics: true, path }), expensive: true }] : []),
     ];
   }
 
@@ -39,6 +52,8 @@ export class VariableStore {
         return this.registers(c.threadId, c.level, c.group);
       case 'varobj':
         return this.children(ref, c);
+      case 'fileScope':
+        return this.fileScopeVariables(ref, c);
       default: {
         const never: never = c;
         throw new Error(`unknown container ${JSON.stringify(never)}`);
@@ -98,6 +113,33 @@ export class VariableStore {
     return out;
   }
 
+  private async fileScopeVariables(ref: number, c: Extract<Container, { kind: 'fileScope' }>): Promise<DebugProtocol.Variable[]> {
+    const gdb = this.gdb();
+    this.fileScope ??= gdb.symbolInfoVariables().catch((err: unknown) => {
+      this.fileScope = undefined;
+      throw err;
+    });
+    const all = await this.fileScope;
+    const wanted = fileScopeSelection(all, c.statics ? { staticsOf: c.path } : 'globals');
+    const out: DebugProtocol.Variable[] = [];
+    for (const v of wanted.slice(0, MAX_FILE_SCOPE_VARIABLES)) {
+      // A static is named through its file: two files may each have their own `count`.
+      const expression = v.isStatic ? `'${baseName(v.file)}'::${v.name}` : v.name;
+      try {
+        const obj = await gdb.varCreate(expression, c.threadId, c.level);
+        this.varobjs.push(obj.name);
+        this.childNames.set(`${ref}:${v.name}`, obj.name);
+        out.push(this.toVariable(obj, v.name, expression));
+      } catch (err) {
+        out.push({ name: v.name, value: `<${err instanceof Error ? err.message : String(err)}>`, variablesReference: 0 });
+      }
+    }
+    if (wanted.length > MAX_FILE_SCOPE_VARIABLES) {
+      out.push({ name: '…', value: `${wanted.length - MAX_FILE_SCOPE_VARIABLES} more; add them to Watch by name`, variablesReference: 0 });
+    }
+    return out;
+  }
+
   private async children(ref: number, parent: Extract<Container, { kind: 'varobj' }>): Promise<DebugProtocol.Variable[]> {
     const kids = await this.gdb().varListChildren(parent.name);
     return kids.map((k) => {
@@ -142,4 +184,26 @@ export class VariableStore {
     }
     return out;
   }
+}
+
+/**
+ * Which file-scope variables a scope lists: every global of the program (each name once: a global
+ * has one definition), or the statics of one source file, matched by absolute path, else by the
+ * file name the compiler recorded. Sorted by name.
+ */
+export function fileScopeSelection(all: readonly FileScopeVariable[], which: 'globals' | { staticsOf: string | undefined }): FileScopeVariable[] {
+  let picked: FileScopeVariable[];
+  if (which === 'globals') {
+    const seen = new Set<string>();
+    picked = all.filter((v) => !v.isStatic && !seen.has(v.name) && (seen.add(v.name), true));
+  } else {
+    const path = which.staticsOf;
+    if (!path) return [];
+    picked = all.filter((v) => v.isStatic && (v.fullname === path || (v.fullname === undefined && path.endsWith(`/${v.file}`))));
+  }
+  return picked.sort((a, b) => a.name.localeCompare(b.name));
+}
+
+function baseName(file: string): string {
+  return file.slice(file.lastIndexOf('/') + 1);
 }

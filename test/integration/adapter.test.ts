@@ -70,6 +70,23 @@ for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
       assert.match(elements[0]!.value, /^\d+$/);
     });
 
+    it('lists the program globals and the statics of the frame file on demand', async () => {
+      const scopes = await h.dc.scopesRequest({ frameId });
+      const globals = scopes.body.scopes.find((s) => s.name === 'Globals');
+      const statics = scopes.body.scopes.find((s) => s.name === 'Statics');
+      assert.ok(globals?.expensive && statics?.expensive, `Globals and Statics are listed only when expanded: ${JSON.stringify(scopes.body.scopes)}`);
+      // runtime.c defines the global; the stop is in dsp.c, whose one file-scope object is a static.
+      const g = await h.variablesOf(globals.variablesReference);
+      const checksum = g.find((v) => v.name === 'g_final_checksum');
+      assert.ok(checksum, `g_final_checksum missing from Globals: ${g.map((v) => v.name).join(',')}`);
+      assert.match(checksum.value, /^\d+$/);
+      assert.ok(!g.some((v) => v.name === 'fir_taps'), 'a file-static is not a global');
+      const st = await h.variablesOf(statics.variablesReference);
+      assert.deepEqual(st.map((v) => v.name), ['fir_taps']);
+      const taps = await h.variablesOf(st[0]!.variablesReference);
+      assert.deepEqual(taps.slice(0, 4).map((v) => v.value), ['1205', '2930', '5120', '6128']);
+    });
+
     it('changes a variable and reads it back', async () => {
       const st = locals.find((v) => v.name === 'st')!;
       const meanRef = st.variablesReference;

@@ -6,6 +6,7 @@ import type {
   BreakpointRequest,
   DisassembledInstruction,
   ExitEvent,
+  FileScopeVariable,
   Frame,
   RegisterValue,
   StopEvent,
@@ -251,6 +252,31 @@ export class GdbBackend {
   async stackListVariables(threadId: number, frameLevel: number): Promise<Array<{ name: string; arg: boolean }>> {
     const r = await this.mi.send(`-stack-list-variables --thread ${threadId} --frame ${frameLevel} --no-values`);
     return miTupleList(r.results, 'variables').map((v) => ({ name: miString(v, 'name'), arg: miOptString(v, 'arg') === '1' }));
+  }
+
+  /**
+   * Every file-scope variable with debug information (`-symbol-info-variables`, GDB 9 and later).
+   * GDB's description is the declaration as written (`static const int16_t fir_taps[8];`): its
+   * leading storage class is what tells a file-static from a global.
+   */
+  async symbolInfoVariables(): Promise<FileScopeVariable[]> {
+    const r = await this.mi.send('-symbol-info-variables');
+    const symbols = miOptTuple(r.results, 'symbols');
+    if (!symbols) return [];
+    return miTupleList(symbols, 'debug').flatMap((file) => {
+      const name = miOptString(file, 'filename') ?? '';
+      const fullname = miOptString(file, 'fullname');
+      return miTupleList(file, 'symbols').map((v): FileScopeVariable => {
+        const line = miOptInt(v, 'line');
+        return {
+          name: miString(v, 'name'),
+          file: name,
+          ...(fullname ? { fullname } : {}),
+          ...(line !== undefined ? { line } : {}),
+          isStatic: /^static\b/.test(miOptString(v, 'description') ?? ''),
+        };
+      });
+    });
   }
 
   async varCreate(expression: string, threadId?: number, frameLevel?: number): Promise<VarObject> {
