@@ -2,6 +2,7 @@ import { ChildProcess, spawn, SpawnOptions } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { CycleLensError, ErrorCode } from '../errors';
+import { ChildWatchdog } from './childWatchdog';
 
 /** Resolves an executable name against PATH, or returns undefined. */
 export function findExecutable(name: string): string | undefined {
@@ -39,6 +40,7 @@ export class OwnedProcess {
       child.once('exit', (code, signal) => {
         this.exitInfo = { code, signal };
         ownedProcesses.delete(this);
+        if (child.pid !== undefined) watchdog.forget(child.pid);
         resolve({ code, signal });
       });
     });
@@ -49,6 +51,8 @@ export class OwnedProcess {
     const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...options });
     const owned = new OwnedProcess(name, child);
     ownedProcesses.add(owned);
+    // Registered before anything can await: SIGKILL may come at any moment.
+    if (child.pid !== undefined && options.detached !== false) watchdog.watch(child.pid);
     child.once('error', () => ownedProcesses.delete(owned));
     return owned;
   }
@@ -85,6 +89,12 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
 }
 
 const ownedProcesses = new Set<OwnedProcess>();
+const watchdog = new ChildWatchdog();
+
+/** The pid of the process that kills our children if we are SIGKILLed (undefined until the first spawn). */
+export function watchdogPid(): number | undefined {
+  return watchdog.pid;
+}
 
 /** Kills every owned process synchronously: for process exit paths where nothing async runs. */
 export function killAllOwnedNow(): void {
