@@ -218,6 +218,8 @@ export interface RunResponse {
   reached: boolean;
   /** Where the run was sent: `until`, or the launch configuration's `programEnd` when it named none. */
   until?: CodeLocation;
+  /** How the end was found in the program's code, when neither `until` nor `programEnd` named it. */
+  endFoundBy?: string;
   /** Why the run stopped elsewhere (program exit, timeout, another breakpoint). */
   detail?: string;
 }

@@ -107,6 +107,11 @@ export class CounterService {
     return out;
   }
 
+  /** After a reset CycleLens made: each unit restores what the reset cleared. */
+  async afterReset(): Promise<void> {
+    for (const u of this.present()) await u.afterReset?.();
+  }
+
   async release(): Promise<void> {
     for (const u of this.units) await u.release().catch(() => undefined);
   }

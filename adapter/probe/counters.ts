@@ -39,6 +39,11 @@ export interface CounterUnit {
   reset(slots: number[]): Promise<void>;
   /** Reads every configured slot. */
   read(): Promise<CounterReading[]>;
+  /**
+   * The core was reset by CycleLens (halted at the reset vector): registers the reset cleared are
+   * programmed again as configured, so the reset is never mistaken for the firmware's doing.
+   */
+  afterReset?(): Promise<void>;
   /** Stops everything this unit started and restores what it changed. */
   release(): Promise<void>;
 }

@@ -158,6 +158,9 @@ export class CycleLensDebugSession extends DebugSession {
       await this.injection.beforeReset();
       this.sendEvent(new Event(CustomEvents.injectionsRemoved, {}));
     });
+    target.onAfterReset(async () => {
+      await this.counters?.afterReset();
+    });
     this.sendEvent(new InitializedEvent());
   }
 

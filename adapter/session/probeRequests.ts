@@ -15,7 +15,8 @@ import { CustomRequests } from '../../common/dapCustom';
 import { CycleLensError, ErrorCode } from '../errors';
 import type { CounterService } from '../probe/counterService';
 import { toWire } from '../probe/counterService';
-import { staticCallGraph, StaticCallGraph } from '../probe/callGraph';
+import { programModelFor, staticCallGraph, StaticCallGraph } from '../probe/callGraph';
+import { findProgramEnd, noProgramEndMessage, type ProgramEnd } from '../probe/programEnd';
 import { dynamicCallGraphRequest } from '../probe/dynamicCallGraph';
 import { BreakpointMeasurement, gdbLocation } from '../probe/rangeMeasurement';
 import type { StopPoint } from '../probe/injection';
@@ -56,6 +57,22 @@ export class ProbeRequests {
   }
 
   private graph: StaticCallGraph | undefined;
+  private programEnd: { end: ProgramEnd | undefined } | undefined;
+
+  /** The end of a single-pass program found in its code (no `programEnd`, no `exit`), once per session. */
+  private automaticEnd(): ProgramEnd | undefined {
+    if (!this.programEnd) {
+      const image = this.target().config.image;
+      let end: ProgramEnd | undefined;
+      try {
+        end = findProgramEnd(programModelFor(image));
+      } catch {
+        end = undefined; // a family without a disassembler: the message asks for programEnd
+      }
+      this.programEnd = { end };
+    }
+    return this.programEnd.end;
+  }
 
   /** The static call graph of the ELF, built once per session. */
   callGraph(): StaticCallGraph {
@@ -69,10 +86,8 @@ export class ProbeRequests {
    */
   private async run(a: RunArguments): Promise<RunResponse> {
     const target = this.target();
-    const until = a.until ?? (target.config.programEnd ? { function: target.config.programEnd } : undefined);
-    if (!until) {
-      throw new CycleLensError(ErrorCode.InvalidLaunchArgs, 'This program has no `exit` or `_exit`: set `programEnd` in the launch configuration to the function it calls when its work is done.');
-    }
+    const until = a.until ?? (target.config.programEnd ? { function: target.config.programEnd } : this.automaticEnd()?.location);
+    if (!until) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, noProgramEndMessage(target.config.image.path));
     const gdb = target.gdb;
     const result = await target.internally(async (): Promise<RunResponse> => {
       if (gdb.isRunning) await gdb.execInterrupt();
@@ -101,7 +116,8 @@ export class ProbeRequests {
     });
     // The user's editor stays where it is: a profiling scenario makes many such stops.
     await target.announceCurrentStop(result.reached ? `profiling run at ${describeLocation(until)}` : 'profiling run stopped early', { preserveFocus: true });
-    return { ...result, until };
+    const found = !a.until && !target.config.programEnd ? this.automaticEnd() : undefined;
+    return { ...result, until, ...(found ? { endFoundBy: found.how } : {}) };
   }
 
   private async configure(a: ConfigureArguments): Promise<CountersResponse> {

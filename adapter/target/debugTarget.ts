@@ -29,6 +29,7 @@ export class DebugTarget {
   private entryBreakpointId: number | undefined;
   /** Run before every reset: patched code must be restored while the journal still matches. */
   private readonly resetHooks: Array<() => Promise<void>> = [];
+  private readonly afterResetHooks: Array<() => Promise<void>> = [];
 
   readonly onOutput = this.outputEmitter.event;
   /** The session is over (program exit, GDB death, server death); message set when abnormal. */
@@ -196,6 +197,11 @@ export class DebugTarget {
     this.resetHooks.push(hook);
   }
 
+  /** Runs after every reset this target makes, with the core halted at the reset vector. */
+  onAfterReset(hook: () => Promise<void>): void {
+    this.afterResetHooks.push(hook);
+  }
+
   /** Resets the target and leaves it halted at the reset vector, without telling the user. */
   async resetHalted(): Promise<void> {
     const reset = this.server.resetCommand;
@@ -208,6 +214,7 @@ export class DebugTarget {
       await this.gdb.monitor(reset);
       // GDB caches registers; after a reset behind its back they are stale.
       await this.gdb.console('maintenance flush register-cache');
+      for (const hook of this.afterResetHooks) await hook();
     });
   }
 

@@ -179,43 +179,63 @@ export class DapProfiler implements BatchMeasurer {
     const unreliable = doubtful.map((e) => `${e}: ${after.get(e)!.reason ?? before.get(e)?.reason ?? 'marked unreliable'}`).join('; ');
     this.options.log?.(`the counters read at ${from} and at the end cannot make a total (${unreliable}); measuring the whole window by injection instead`);
     const until = endAt ?? reply.until;
-    if (!until) throw new ProfilingError('the adapter did not say where the program ends, so the run has no total: set `programEnd` in the launch configuration');
+    if (!until) throw new ProfilingError('the adapter did not say where the program ends, so the run has no total: set `programEnd` in the launch configuration (for example "programEnd": "exit")');
+    if (reply.endFoundBy) this.options.log?.(`the program ends ${reply.endFoundBy}`);
     checkAbort(signal);
     await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
-    const close = await this.windowEnd(from, until);
-    const region = (await this.request(Req.inject, { targets: [{ start: { function: from }, end: close }], payload: 'software' } satisfies InjectArguments)) as InjectResponse;
-    const info = region.injected[0];
-    if (!info) {
-      this.options.log?.(`the window ${from} -> ${describe(until)} cannot be injected (${region.refused[0]?.reason ?? 'no reason given'}); the run has no ${doubtful.join('/')} total`);
-      return { totals, method: 'total from a run without injections (unreliable counters left out)' };
+    // Best first: the region closed at main's call of the end, or at the entry of the function it
+    // calls (main's last `bl exit` has no room for a patch), or main itself from entry to return.
+    const attempts: Array<{ target: InjectArguments['targets'][number]; what: string }> = [
+      ...(await this.windowEnds(from, until)).map((close) => ({ target: { start: { function: from }, end: close }, what: `the region ${from} -> ${describe(close)}` })),
+      { target: { function: from }, what: `${from} from its entry to its return` },
+    ];
+    for (const attempt of attempts) {
+      const injected = (await this.request(Req.inject, { targets: [attempt.target], payload: 'software', callSitesIfTooShort: false } satisfies InjectArguments)) as InjectResponse;
+      const info = injected.injected[0];
+      if (!info) {
+        this.options.log?.(`${attempt.what} cannot be injected (${injected.refused[0]?.reason ?? 'no reason given'})`);
+        continue;
+      }
+      try {
+        await this.runTo({ until }, describe(until));
+        const r = ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results.find((x) => x.id === info.id);
+        this.baselineRuns++;
+        const value = r ? windowValue(r, 'start' in attempt.target) : undefined;
+        if (!r || value === undefined) throw new ProfilingError(`${attempt.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`);
+        return { totals: { ...totals, [eventOfCounter(r.counter)]: value }, method: `total from ${attempt.what} injected in a run of its own (${r.counter})` };
+      } finally {
+        await this.request(Req.removeInjections, { ids: [info.id] } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
+      }
     }
-    try {
-      await this.runTo({ until }, describe(until));
-      const r = ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results.find((x) => x.id === info.id);
-      this.baselineRuns++;
-      if (!r || r.passes !== 1) throw new ProfilingError(`the window ${from} -> ${describe(until)} was not measured once (${r ? `${r.passes} passes` : 'no result'}): the run has no total`);
-      return { totals: { ...totals, [eventOfCounter(r.counter)]: r.compensatedTotal }, method: `total from the region ${from} -> ${describe(close)} injected in a run of its own (${r.counter})` };
-    } finally {
-      await this.request(Req.removeInjections, { ids: [info.id] } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
-    }
+    this.options.log?.(`the run has no ${doubtful.join('/')} total`);
+    return { totals, method: 'total from a run without injections (unreliable counters left out)' };
   }
 
   /**
-   * Where a region spanning the run has to close. A region starts and ends in one function, so when
-   * the run ends at the entry of a function that `from` calls (main calling program_end), it closes
-   * at that call: the window then lacks only the call instruction itself.
+   * Where a region spanning the run may close. A region starts and ends in one function, or ends at
+   * the entry of a function its own calls once: when the run ends at the entry of a function that
+   * `from` calls (main calling exit), it closes at that call (the window lacks only the call
+   * instruction) or, where that call has no room for a patch, at the callee's entry. When `from`
+   * does not call the end (main returns, and exit is called by the startup code), none: the window
+   * is `from` itself, from its entry to its return.
    */
-  private async windowEnd(from: string, until: CodeLocation): Promise<CodeLocation> {
-    if (!('function' in until)) return until;
+  private async windowEnds(from: string, until: CodeLocation): Promise<CodeLocation[]> {
     this.graph ??= await this.callGraph();
+    const fn = this.graph.functions.find((f) => f.name === from);
+    if (!('function' in until)) {
+      const at = 'address' in until ? Number(until.address) : undefined;
+      const inside = fn !== undefined && at !== undefined && at >= fn.address && at < fn.address + fn.size;
+      return inside ? [until] : [];
+    }
     const sites = this.graph.edges.filter((e) => e.caller === from && e.callee === until.function && e.kind === 'call').flatMap((e) => e.sites);
+    if (sites.length === 0) return [];
     if (sites.length !== 1) {
       throw new ProfilingError(
         `the run's total needs one call from ${from} to ${until.function}, where the window closes; ${from} has ${sites.length}. ` +
-          'Set the end of the run (programEnd) to a function the start function calls once.',
+          'Set the end of the run (programEnd) to a function the start function calls once, for example "programEnd": "exit".',
       );
     }
-    return { address: `0x${sites[0]!.toString(16)}` };
+    return [{ address: `0x${sites[0]!.toString(16)}` }, { function: until.function }];
   }
 
   /**
@@ -377,6 +397,14 @@ export class DapProfiler implements BatchMeasurer {
       throw new ProfilingError(`${command} failed: ${message(err)}`);
     }
   }
+}
+
+/**
+ * The window's value from its measurement: a region closes once, a function returns once.
+ */
+function windowValue(r: InjectedResult, region: boolean): number | undefined {
+  if (region) return r.passes === 1 ? r.compensatedTotal : undefined;
+  return r.calls === 1 && r.untracked === 0 && r.passes === 1 ? r.compensatedTotal : undefined;
 }
 
 function describe(loc: CodeLocation): string {

@@ -188,12 +188,26 @@ describe('injection planner on the Cortex-M4 fixture', { skip: haveCm ? false : 
     for (const target of t.targets) assert.ok(starts.has(target), `${hex(target)} is an instruction`);
   });
 
-  it('refuses a patch that would split an IT block (select_max: cmp; it lt ... with a 4-byte B.W)', () => {
+  it('moves an IT block the patch cuts whole (select_max: cmp; it lt ... with a 4-byte B.W): the stub resumes after its last member', () => {
     const { planner, model } = setup(cmPath, thumbInjectionArch(), nearCave);
-    const r = refused(planner.planFunction('select_max'));
-    const it = model.functionNamed('select_max')!.instructions.find((i) => i.kind === 'it')!;
+    const plan = planner.planFunction('select_max');
+    assert.ok(plan.ok && plan.kind === 'function', JSON.stringify(plan));
+    const insns = model.functionNamed('select_max')!.instructions;
+    const itIndex = insns.findIndex((i) => i.kind === 'it');
+    const it = insns[itIndex]!;
+    const lastMember = insns[itIndex + it.itCount!]!;
+    assert.ok(it.address < plan.entry.address + 4, 'the IT lies inside the 4 patched bytes');
+    assert.ok(plan.entry.displaced.includes(lastMember), 'every predicated member is displaced with it');
+    assert.equal(plan.entry.resume, lastMember.address + lastMember.length);
+  });
+
+  it('refuses a patch that starts inside an IT block (a region from a predicated instruction)', () => {
+    const { planner, model } = setup(cmPath, thumbInjectionArch(), nearCave);
+    const insns = model.functionNamed('select_max')!.instructions;
+    const itIndex = insns.findIndex((i) => i.kind === 'it');
+    const r = refused(planner.planRegion(insns[itIndex + 1]!.address, insns.at(-1)!.address));
     assert.equal(r.code, 'itBlock');
-    assert.match(r.reason, new RegExp(`${it.mnemonic} at ${hex(it.address)} predicates`));
+    assert.match(r.reason, new RegExp(`predicated by ${insns[itIndex]!.mnemonic} at ${hex(insns[itIndex]!.address)}`));
   });
 
   it('refuses an inline table branch among the displaced instructions (a region starting at vm_run\'s tbb)', () => {

@@ -233,6 +233,30 @@ export class SysTickCounters implements CounterUnit {
     return { cycles: this.total, inexactIntervals: this.inexactIntervals };
   }
 
+  /**
+   * A reset (B3.3.1: SYST_CSR resets to 0, RVR and CVR are UNKNOWN, 0 on QEMU) stops a SysTick
+   * CycleLens owns. Without this, the next sample would read CSR = 0 and take the reset for the
+   * firmware reconfiguring SysTick. Owned mode programs it again as it was; the interval across
+   * the reset starts afresh. Shared mode: the firmware has not run yet, so nothing is ours to put back.
+   */
+  async afterReset(): Promise<void> {
+    if (!this.present || !this.configured) return;
+    if (this.shared) {
+      if (this.running) await this.resync();
+      return;
+    }
+    const wasRunning = this.running;
+    this.running = false;
+    await this.write(SYST_CSR, CLKSOURCE, (v) => (v & 7) === CLKSOURCE);
+    await this.write(SYST_RVR, MAX_RELOAD, (v) => (v & MAX_RELOAD) === MAX_RELOAD);
+    await this.rewind();
+    this.taken = true;
+    if (wasRunning) {
+      await this.write(SYST_CSR, CLKSOURCE | ENABLE, (v) => (v & 7) === (CLKSOURCE | ENABLE));
+      this.running = true;
+    }
+  }
+
   async release(): Promise<void> {
     if (this.taken) {
       // Disable first so the restored reload does not start a period the firmware did not ask for.

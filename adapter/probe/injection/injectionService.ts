@@ -147,7 +147,7 @@ interface Measurement {
  */
 function stopAfter(site: PatchSite): number | undefined {
   const live = reachableDisplaced(site.displaced);
-  return live.length === site.displaced.length && live.every((x) => x.kind === 'plain' || x.kind === 'call') ? site.resume : undefined;
+  return live.length === site.displaced.length && live.every((x) => x.kind === 'plain' || x.kind === 'call' || x.kind === 'it') ? site.resume : undefined;
 }
 
 /** Where a stop asked for at some address is taken while measurements are patched in. */

@@ -104,7 +104,19 @@ export class InjectionPlanner {
     const fn = this.model.functionContaining(start);
     if (!fn) return refusal('notFound', `${hex(start)} is not inside any function of the program.`, start);
     const endFn = this.model.functionContaining(end);
-    if (endFn !== fn) return refusal('regionPaths', `The region start ${hex(start)} is in ${fn.name} but the end ${hex(end)} is ${endFn ? `in ${endFn.name}` : 'outside every function'}; a region starts and ends in the same function.`, end);
+    // One exception to "a region starts and ends in one function": the end at the entry of a
+    // function the start's function calls once, as its last instruction (main's last `bl exit`,
+    // whose 4 bytes hold no patch).
+    // The window then closes where that call lands, and the path check runs to the call.
+    const callInto = endFn && endFn !== fn && end === endFn.start ? fn.instructions.filter((i) => i.kind === 'call' && i.target === endFn.start) : [];
+    // Only a call that is the function's last instruction: a callee that does not return, so the
+    // window closes once. A call in the middle would close it on every pass of a loop.
+    const lastInsn = fn.instructions.filter((i) => i.mnemonic !== 'nop' && !(i.kind === 'branch' && i.target === i.address)).at(-1);
+    if (callInto.length === 1 && callInto[0] !== lastInsn) callInto.length = 0;
+    if (endFn !== fn && callInto.length !== 1) {
+      return refusal('regionPaths', `The region start ${hex(start)} is in ${fn.name} but the end ${hex(end)} is ${endFn ? `in ${endFn.name}` : 'outside every function'}; a region starts and ends in the same function (or ends at the entry of a function called by its last instruction).`, end);
+    }
+    if (endFn && endFn !== fn) return this.planRegionIntoCallee(fn, start, endFn, callInto[0]!.address);
     if (fn.undecodable) return refusal('undecodable', `${fn.name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}).`, fn.undecodable.address);
     for (const a of [start, end]) {
       if (!this.model.instructionAt(a)) return refusal('notFound', `${hex(a)} is not the start of an instruction of ${fn.name}.`, a);
@@ -156,6 +168,45 @@ export class InjectionPlanner {
     return { ok: true, kind: 'region', function: fn, start: s, end: e, warnings };
   }
 
+  /**
+   * A region from `start` in `fn` to the entry of `callee`, which `fn` calls once at `callSite`.
+   * The start site follows planRegion's rules; the end site is an entry patch of the callee.
+   */
+  private planRegionIntoCallee(fn: FunctionCode, start: number, callee: FunctionCode, callSite: number): RegionPlan | InjectionRefusal {
+    for (const f of [fn, callee]) {
+      if (f.undecodable) return refusal('undecodable', `${f.name} cannot be disassembled at ${hex(f.undecodable.address)} (${f.undecodable.reason}).`, f.undecodable.address);
+    }
+    if (!this.model.instructionAt(start)) return refusal('notFound', `${hex(start)} is not the start of an instruction of ${fn.name}.`, start);
+    const cfg = this.cfgOf(fn);
+    const live = this.liveOf(fn);
+    const freeAt = (f: FunctionCode, address: number): number => {
+      if (f === callee && address === callee.start) return this.arch.freeAtEntry;
+      const i = cfg.index.get(address);
+      if (!live || !this.arch.liveness || i === undefined) return 0;
+      return (~live[i]! & ~this.arch.liveness.reserved & this.arch.liveness.all) >>> 0;
+    };
+    const sites: PatchSite[] = [];
+    for (const [f, a] of [[fn, start], [callee, callee.start]] as const) {
+      const shape = this.arch.choosePatch(a, this.cave, freeAt(f, a));
+      if (typeof shape === 'string') return refusal('noFreeRegister', `At ${hex(a)}: ${shape}`, a);
+      const site = this.coverSite(f, a, shape, freeAt(f, a));
+      if ('ok' in site) return site;
+      const resumeFree = f === fn ? freeAt(fn, site.resume) : 0;
+      const untouched = this.pickResumeRegister(resumeFree & ~this.touchedBy(site.displaced));
+      if (untouched !== undefined) site.resumeRegister = untouched;
+      sites.push(site);
+    }
+    const check = pathsAvoiding(cfg, cfg.index.get(start)!, cfg.index.get(callSite)!);
+    if (!check.reachesEnd && check.unknown.length === 0) return refusal('regionPaths', `No path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}.`, callSite);
+    if (check.escapes.length > 0) {
+      const first = check.escapes[0]!;
+      return refusal('regionPaths', `Not every path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}: ${describeExit(first)} without passing it. A pass would stay open.`, first.insn.address);
+    }
+    const warnings = this.tableWarnings(fn);
+    if (check.unknown.length > 0) warnings.push(`Whether every path from ${hex(start)} reaches ${callee.name} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`);
+    return { ok: true, kind: 'region', function: fn, start: sites[0]!, end: sites[1]!, warnings };
+  }
+
   /** The instructions a patch of `shape` at `address` covers, with every reason it cannot. */
   private coverSite(fn: FunctionCode, address: number, shape: PatchShape, free: number): PatchSite | InjectionRefusal {
     const insns = fn.instructions;
@@ -176,21 +227,30 @@ export class InjectionPlanner {
       covered += insn.length;
       i++;
     }
-    const end = address + covered;
-    // IT blocks (Thumb): the patch must neither start inside one nor cut one.
+    // IT blocks (Thumb): the patch must never start inside one. One that the patch cuts moves whole:
+    // its remaining members are displaced too (the relocator re-emits the block in the stub, and
+    // predication does not depend on the address), and the stub resumes after the block.
     const predicated = this.arch.predicated?.(fn);
     if (predicated?.has(address)) {
       const it = insns.slice(0, insns.findIndex((x) => x.address === address)).reverse().find((x) => x.kind === 'it');
       return refusal('itBlock', `${displaced[0]!.mnemonic} at ${hex(address)} is predicated by ${it ? `${it.mnemonic} at ${hex(it.address)}` : 'an IT instruction'}; a patch there would split the IT block.`, address);
     }
-    for (const insn of displaced) {
+    for (let d = 0; d < displaced.length; d++) {
+      const insn = displaced[d]!;
       if (insn.kind !== 'it') continue;
       const k = insns.indexOf(insn);
-      const lastMember = insns[k + (insn.itCount ?? 0)];
-      if (lastMember && lastMember.address + lastMember.length > end) {
-        return refusal('itBlock', `${insn.mnemonic} at ${hex(insn.address)} predicates instructions up to ${hex(lastMember.address)}, past the ${shape.length} bytes the patch overwrites; the patch would split the IT block.`, insn.address);
+      for (let m = 1; m <= (insn.itCount ?? 0); m++) {
+        const member = insns[k + m];
+        if (!member) break;
+        if (member.address < address + covered) continue;
+        if (member.address !== address + covered) {
+          return refusal('itBlock', `${insn.mnemonic} at ${hex(insn.address)} predicates instructions up to ${hex(member.address)}, past data the patch cannot move; the patch would split the IT block.`, insn.address);
+        }
+        displaced.push(member);
+        covered += member.length;
       }
     }
+    const end = address + covered;
     const into = this.model.edgesInto(address, address + shape.length);
     if (into.length > 0) {
       const e = into[0]!;
