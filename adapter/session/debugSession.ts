@@ -6,12 +6,14 @@ import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { createCounterUnits } from '../arch/counterUnits';
 import { familyTraits } from '../arch/traits';
 import type { StopEvent } from '../backend/types';
+import { PF_W } from '../elf';
 import { CycleLensError, ErrorCode, errorMessage } from '../errors';
 import { CounterService } from '../probe/counterService';
 import { GdbTargetAccess } from '../probe/targetAccess';
 import { DebugTarget, LaunchMode, TargetOutput } from '../target/debugTarget';
 import { BreakpointManager } from './breakpoints';
 import { disassemble } from './disassembly';
+import { DisassemblyCache } from './disassemblyCache';
 import { InjectionRequests } from './injectionRequests';
 import { ProbeRequests } from './probeRequests';
 import { validateLaunchArgs } from './launchValidation';
@@ -40,6 +42,7 @@ export class CycleLensDebugSession extends DebugSession {
     (address) => this.injection.stopPointFor(address),
   );
   private readonly breakpoints = new BreakpointManager(() => this.requireTarget().gdb);
+  private readonly disassemblyCache = new DisassemblyCache();
   private frames = new Map<number, { threadId: number; level: number; path?: string }>();
   private nextFrameId = 1;
   private configurationDone = false;
@@ -140,6 +143,13 @@ export class CycleLensDebugSession extends DebugSession {
     target.onOutput((o) => this.output(o));
     target.onStop((e) => this.reportStop(e));
     target.gdb.onRunning(() => void this.invalidateStopState());
+    // Disassembly stays valid while the target runs only where the program cannot write its code.
+    const readOnlyCode = config.image.loadSegments
+      .filter((p) => (p.flags & PF_W) === 0 && p.memSize > 0)
+      .map((p) => ({ start: BigInt(p.vaddr), end: BigInt(p.vaddr) + BigInt(p.memSize) }));
+    this.disassemblyCache.clear();
+    target.gdb.onMemoryWrite(() => this.disassemblyCache.clear());
+    target.gdb.onRunning(() => this.disassemblyCache.keepWithin(readOnlyCode));
     target.onEnded(({ message }) => {
       if (message) this.output({ category: 'important', text: `${message}\n` });
       this.sendEvent(new TerminatedEvent());
@@ -264,8 +274,9 @@ export class CycleLensDebugSession extends DebugSession {
     const gdb = this.gdb();
     const low = a.startFrame ?? 0;
     const high = low + (a.levels && a.levels > 0 ? a.levels : 1000) - 1;
-    const depth = low === 0 ? await gdb.stackInfoDepth(a.threadId).catch(() => undefined) : undefined;
     const frames = await gdb.stackListFrames(a.threadId, low, high);
+    // A page that is not full ends the stack, so its size is known without asking GDB to walk it all.
+    const depth = frames.length < high - low + 1 ? low + frames.length : low === 0 ? await gdb.stackInfoDepth(a.threadId).catch(() => undefined) : undefined;
     return {
       stackFrames: frames.map((f) => {
         const id = this.nextFrameId++;
@@ -354,7 +365,8 @@ export class CycleLensDebugSession extends DebugSession {
     const target = this.requireTarget();
     return this.halted(async () => {
       const base = (await this.resolveAddress(a.memoryReference)) + BigInt(a.offset ?? 0);
-      const instructions = await disassemble(target.gdb, familyTraits(target.config.family), base, a.instructionOffset ?? 0, a.instructionCount);
+      const read = (start: bigint, end: bigint) => this.disassemblyCache.read(start, end, () => target.gdb.dataDisassemble(start, end));
+      const instructions = await disassemble(read, familyTraits(target.config.family), base, a.instructionOffset ?? 0, a.instructionCount);
       return { instructions };
     });
   }

@@ -1,5 +1,4 @@
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { GdbBackend } from '../backend/gdb/gdbBackend';
 import type { DisassembledInstruction } from '../backend/types';
 import type { FamilyTraits } from '../arch/traits';
 
@@ -10,7 +9,7 @@ import type { FamilyTraits } from '../arch/traits';
  * The reply always has exactly `count` entries; what cannot be read is marked invalid.
  */
 export async function disassemble(
-  gdb: GdbBackend,
+  read: DisassemblyReader,
   traits: FamilyTraits,
   base: bigint,
   instructionOffset: number,
@@ -21,12 +20,12 @@ export async function disassemble(
   const wantBefore = Math.max(0, -instructionOffset);
   if (wantBefore > 0) {
     const from = base > BigInt(wantBefore) * maxLen ? base - BigInt(wantBefore) * maxLen : 0n;
-    const got = await readRange(gdb, from, base);
+    const got = await readRange(read, from, base);
     before.push(...got.filter((i) => i.address < base).slice(-wantBefore));
   }
   const skip = Math.max(0, instructionOffset);
   const wantAfter = count - Math.min(count, wantBefore) + skip;
-  const after = wantAfter > 0 ? (await readRange(gdb, base, base + BigInt(wantAfter) * maxLen)).slice(skip, wantAfter) : [];
+  const after = wantAfter > 0 ? (await readRange(read, base, base + BigInt(wantAfter) * maxLen)).slice(skip, wantAfter) : [];
 
   const out: DebugProtocol.DisassembledInstruction[] = [];
   const toDap = dapConverter();
@@ -44,9 +43,12 @@ export async function disassemble(
   return out.slice(0, count);
 }
 
-async function readRange(gdb: GdbBackend, start: bigint, end: bigint): Promise<DisassembledInstruction[]> {
+/** Reads the instructions of [start, end) (GDB's `-data-disassemble`, possibly through a cache). */
+export type DisassemblyReader = (start: bigint, end: bigint) => Promise<DisassembledInstruction[]>;
+
+async function readRange(read: DisassemblyReader, start: bigint, end: bigint): Promise<DisassembledInstruction[]> {
   try {
-    return await gdb.dataDisassemble(start, end);
+    return await read(start, end);
   } catch {
     return [];
   }

@@ -23,6 +23,8 @@ export class VariableStore {
   private varobjs: string[] = [];
   /** varobj name of each child by (container ref, child display name), for setVariable. */
   private childNames = new Map<string, string>();
+  /** Locals listed by value without a variable object, by (container ref, name): their frame. */
+  private simpleLocals = new Map<string, { threadId: number; level: number }>();
   /** The program's file-scope variables: read once, the symbol table does not change while debugging. */
   private fileScope: Promise<FileScopeVariable[]> | undefined;
 
@@ -74,6 +76,12 @@ export class VariableStore {
       await this.gdb().dataEvaluateExpression(`$${name}=${value}`, c.threadId, c.level);
       return this.gdb().dataEvaluateExpression(`$${name}`, c.threadId, c.level);
     }
+    const simple = this.simpleLocals.get(`${ref}:${name}`);
+    if (simple && !this.childNames.has(`${ref}:${name}`)) {
+      const v = await this.gdb().varCreate(name, simple.threadId, simple.level);
+      this.varobjs.push(v.name);
+      this.childNames.set(`${ref}:${name}`, v.name);
+    }
     const varobj = this.childNames.get(`${ref}:${name}`);
     if (!varobj) throw new Error(`'${name}' cannot be changed here.`);
     return this.gdb().varAssign(varobj, value);
@@ -84,10 +92,12 @@ export class VariableStore {
     const names = this.varobjs;
     this.containers = new Map();
     this.childNames = new Map();
+    this.simpleLocals = new Map();
     this.varobjs = [];
     this.nextRef = 1;
     const gdb = this.gdb();
-    for (const n of names) await gdb.varDelete(n).catch(() => undefined);
+    // Sent together: GDB answers in order, one round trip for all of them.
+    await Promise.all(names.map((n) => gdb.varDelete(n).catch(() => undefined)));
   }
 
   private add(c: Container): number {
@@ -96,11 +106,21 @@ export class VariableStore {
     return ref;
   }
 
+  /**
+   * One round trip lists the frame's variables with the values of the simple ones; only those that
+   * can be expanded (aggregates, pointers) become GDB variable objects. A simple one gets its
+   * variable object when the user changes it.
+   */
   private async locals(ref: number, threadId: number, level: number): Promise<DebugProtocol.Variable[]> {
     const gdb = this.gdb();
-    const names = await gdb.stackListVariables(threadId, level);
+    const listed = await gdb.stackListSimpleValues(threadId, level);
     const out: DebugProtocol.Variable[] = [];
-    for (const { name } of names) {
+    for (const { name, type, value } of listed) {
+      if (value !== undefined && !/[*&]/.test(type)) {
+        this.simpleLocals.set(`${ref}:${name}`, { threadId, level });
+        out.push({ name, value, type, evaluateName: name, variablesReference: 0, memoryReference: `&(${name})` });
+        continue;
+      }
       try {
         const v = await gdb.varCreate(name, threadId, level);
         this.varobjs.push(v.name);

@@ -71,31 +71,39 @@ export class DebugTarget {
   /** Starts the server and GDB, connects, and leaves the target halted. Cleans up on failure. */
   static async start(config: ValidatedLaunch, mode: LaunchMode, log: (o: TargetOutput) => void): Promise<DebugTarget> {
     const server = createServer(config.server);
-    let gdb: GdbBackend | undefined;
+    // The server and GDB start side by side (each takes a few hundred ms, mostly its own startup);
+    // GDB reads the symbols meanwhile and connects once both are up.
+    const serverStarted = server.start({ executable: config.executable, family: config.family, cwd: config.cwd, log: (text) => log({ category: 'stdout', text }) });
+    const gdbStarted = GdbBackend.start({ gdbPath: config.gdbPath, cwd: config.cwd });
+    const [serverResult, gdbResult] = await Promise.allSettled([serverStarted, gdbStarted]);
+    const gdb = gdbResult.status === 'fulfilled' ? gdbResult.value : undefined;
     try {
-      await server.start({ executable: config.executable, family: config.family, cwd: config.cwd, log: (text) => log({ category: 'stdout', text }) });
-      gdb = await GdbBackend.start({ gdbPath: config.gdbPath, cwd: config.cwd });
-      const early = gdb.onOutput((o) => log(o));
-      await gdb.fileExecAndSymbols(config.executable);
-      const hasDebugInfo = config.image.hasDebugInfo;
-      if (!hasDebugInfo) {
-        log({ category: 'important', text: `${config.executable} has no debug information: source lines, locals and stepping by line are unavailable. Build with -g to get them.\n` });
-      }
-      for (const c of config.initCommands) await gdb.console(c);
-      try {
-        await gdb.targetSelectRemote(server.gdbAddress);
-      } catch (err) {
-        throw new CycleLensError(ErrorCode.ConnectFailed, `GDB could not connect to the ${server.kind} gdbserver at ${server.gdbAddress}: ${errorMessage(err)}`);
-      }
-      if (mode === 'launch') await DebugTarget.prepareLaunch(config, server, gdb);
-      for (const c of config.postConnectCommands) await gdb.console(c);
+      if (serverResult.status === 'rejected') throw serverResult.reason;
+      if (gdbResult.status === 'rejected') throw gdbResult.reason;
+      const early = gdb!.onOutput((o) => log(o));
+      await DebugTarget.connect(config, mode, server, gdb!, log);
       early.dispose();
-      return new DebugTarget(config, mode, server, gdb, hasDebugInfo);
+      return new DebugTarget(config, mode, server, gdb!, config.image.hasDebugInfo);
     } catch (err) {
       await gdb?.exit();
       await server.stop();
       throw err;
     }
+  }
+
+  private static async connect(config: ValidatedLaunch, mode: LaunchMode, server: GdbServer, gdb: GdbBackend, log: (o: TargetOutput) => void): Promise<void> {
+    await gdb.fileExecAndSymbols(config.executable);
+    if (!config.image.hasDebugInfo) {
+      log({ category: 'important', text: `${config.executable} has no debug information: source lines, locals and stepping by line are unavailable. Build with -g to get them.\n` });
+    }
+    for (const c of config.initCommands) await gdb.console(c);
+    try {
+      await gdb.targetSelectRemote(server.gdbAddress);
+    } catch (err) {
+      throw new CycleLensError(ErrorCode.ConnectFailed, `GDB could not connect to the ${server.kind} gdbserver at ${server.gdbAddress}: ${errorMessage(err)}`);
+    }
+    if (mode === 'launch') await DebugTarget.prepareLaunch(config, server, gdb);
+    for (const c of config.postConnectCommands) await gdb.console(c);
   }
 
   private static async prepareLaunch(config: ValidatedLaunch, server: GdbServer, gdb: GdbBackend): Promise<void> {

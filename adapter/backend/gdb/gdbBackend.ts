@@ -53,6 +53,7 @@ export class GdbBackend {
   private readonly exitEmitter = new Emitter<ExitEvent>();
   private readonly outputEmitter = new Emitter<OutputLine>();
   private readonly diedEmitter = new Emitter<string>();
+  private readonly memoryWriteEmitter = new Emitter<void>();
   private stopWaiters: Array<(e: StopEvent | undefined) => void> = [];
   private registerNameCache: string[] | undefined;
 
@@ -63,6 +64,11 @@ export class GdbBackend {
   readonly onOutput = this.outputEmitter.event;
   /** GDB itself died; the argument is the message for the user. */
   readonly onDied = this.diedEmitter.event;
+  /**
+   * Target memory may have been written through GDB: a memory write, a load, a console or monitor
+   * command, an assignment or a call in an expression. Caches of target memory listen.
+   */
+  readonly onMemoryWrite = this.memoryWriteEmitter.event;
 
   private constructor(readonly mi: MiConnection) {
     mi.onAsync((r) => this.onAsyncRecord(r));
@@ -92,17 +98,17 @@ export class GdbBackend {
   }
 
   private async prepare(): Promise<void> {
-    const version = await this.mi.send('-gdb-version');
+    // Sent together: GDB answers in order, and seven sequential round trips cost startup time.
+    // Async mode lets -exec-interrupt reach a running target, and the session keep answering.
+    const settings = [['mi-async', 'on'], ['pagination', 'off'], ['confirm', 'off'], ['breakpoint pending', 'on'], ['print pretty', 'off'], ['charset', 'UTF-8']];
+    const versionSent = this.mi.send('-gdb-version');
+    const settingsSent = Promise.all(settings.map(([variable, value]) => this.gdbSet(variable!, value!)));
+    const version = await versionSent;
     if (!/GNU gdb/.test(version.console)) {
+      settingsSent.catch(() => undefined);
       throw new CycleLensError(ErrorCode.DebuggerFailed, `The debugger does not look like GDB (it printed: ${version.console.slice(0, 120)}). Point \`gdbPath\` at gdb-multiarch or a GDB for your target.`);
     }
-    // Async mode lets -exec-interrupt reach a running target, and the session keep answering.
-    await this.gdbSet('mi-async', 'on');
-    await this.gdbSet('pagination', 'off');
-    await this.gdbSet('confirm', 'off');
-    await this.gdbSet('breakpoint pending', 'on');
-    await this.gdbSet('print pretty', 'off');
-    await this.gdbSet('charset', 'UTF-8');
+    await settingsSent;
   }
 
   get executionState(): ExecutionState {
@@ -132,6 +138,7 @@ export class GdbBackend {
   }
 
   async targetDownload(): Promise<void> {
+    this.memoryWriteEmitter.fire();
     await this.mi.send('-target-download', 120_000);
   }
 
@@ -141,6 +148,7 @@ export class GdbBackend {
 
   /** A GDB CLI command, with its console output. */
   async console(command: string, timeoutMs?: number): Promise<string> {
+    this.memoryWriteEmitter.fire();
     const r = await this.mi.send(`-interpreter-exec console ${miQuote(command)}`, timeoutMs);
     return r.console;
   }
@@ -255,6 +263,15 @@ export class GdbBackend {
   }
 
   /**
+   * Locals and arguments of a frame with the values of the simple ones (`--simple-values`: scalars,
+   * pointers, enums), in one round trip. Arrays, structs and unions come without a value.
+   */
+  async stackListSimpleValues(threadId: number, frameLevel: number): Promise<Array<{ name: string; type: string; value: string | undefined }>> {
+    const r = await this.mi.send(`-stack-list-variables --thread ${threadId} --frame ${frameLevel} --simple-values`);
+    return miTupleList(r.results, 'variables').map((v) => ({ name: miString(v, 'name'), type: miOptString(v, 'type') ?? '', value: miOptString(v, 'value') }));
+  }
+
+  /**
    * Every file-scope variable with debug information (`-symbol-info-variables`, GDB 9 and later).
    * GDB's description is the declaration as written (`static const int16_t fir_taps[8];`): its
    * leading storage class is what tells a file-static from a global.
@@ -291,6 +308,7 @@ export class GdbBackend {
   }
 
   async varAssign(name: string, value: string): Promise<string> {
+    this.memoryWriteEmitter.fire();
     const r = await this.mi.send(`-var-assign ${miQuote(name)} ${miQuote(value)}`);
     return miString(r.results, 'value');
   }
@@ -301,6 +319,7 @@ export class GdbBackend {
 
   async dataEvaluateExpression(expression: string, threadId?: number, frameLevel?: number): Promise<string> {
     const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
+    if (mayWriteMemory(expression)) this.memoryWriteEmitter.fire();
     const r = await this.mi.send(`-data-evaluate-expression ${ctx}${miQuote(expression)}`);
     return miString(r.results, 'value');
   }
@@ -357,6 +376,7 @@ export class GdbBackend {
 
   async dataWriteMemoryBytes(address: bigint, data: Uint8Array): Promise<void> {
     if (data.length === 0) return;
+    this.memoryWriteEmitter.fire();
     await this.mi.send(`-data-write-memory-bytes 0x${address.toString(16)} ${Buffer.from(data).toString('hex')}`);
   }
 
@@ -492,6 +512,11 @@ function parseInstruction(t: MiTuple, file: string | undefined, line: number | u
     file,
     line,
   };
+}
+
+/** An assignment (`=`, `+=`, `++` …) or a call (`f(…)`) in a C expression may write memory. */
+export function mayWriteMemory(expression: string): boolean {
+  return /(^|[^=!<>])=(?!=)|\+\+|--|[A-Za-z_]\w*\s*\(/.test(expression);
 }
 
 /** GDB prints registers and addresses as hex (`0x…`), sometimes decimal or negative. */

@@ -1,0 +1,171 @@
+/**
+ * The adapter against the floor: the same six things done through the built adapter over DAP and
+ * by a raw GDB/MI client (bench/support/rawMi.ts), on the same QEMU Cortex-M4 fixture, in one run,
+ * sessions interleaved (adapter first on even repetitions, floor first on odd ones) so that load
+ * on the machine falls on both alike. Prints each row's medians and the ratio adapter / floor.
+ *   npm run bench -- adapterVsMi [--reps N]
+ */
+import { AdapterHarness, fixtureSource, qemuLaunchArgs } from '../test/support/dap';
+import { markerLine } from '../test/support/markers';
+import { fixtureElf } from '../test/support/paths';
+import { median, option, printTable } from './support';
+import { miField, RawMiClient } from './support/rawMi';
+
+const reps = Number(option(process.argv, '--reps')) || 5;
+const steps = 30;
+const inspections = 20;
+const memoryReads = 10;
+const memoryBytes = 64 * 1024;
+const memoryBase = 0x20000000;
+const disassemblies = 20;
+const instructions = 200;
+
+type Row = 'launch' | 'next' | 'inspect' | 'memory' | 'disassembly' | 'disconnect';
+type Samples = Record<Row, number[]>;
+const rows: Row[] = ['launch', 'next', 'inspect', 'memory', 'disassembly', 'disconnect'];
+const newSamples = (): Samples => ({ launch: [], next: [], inspect: [], memory: [], disassembly: [], disconnect: [] });
+
+const elf = fixtureElf('cortex-m4', 'singlepass');
+const dsp = fixtureSource('dsp.c');
+const regionLine = markerLine(dsp, '#REGION_START');
+
+async function timed(into: number[], fn: () => Promise<unknown>): Promise<void> {
+  const t0 = performance.now();
+  await fn();
+  into.push(performance.now() - t0);
+}
+
+/** Memory rows hold seconds per read; they are turned into throughput when printed. */
+async function adapterSession(s: Samples): Promise<void> {
+  const h = new AdapterHarness();
+  await h.start();
+  try {
+    const dc = h.dc;
+    await timed(s.launch, () => h.launchToEntry(qemuLaunchArgs('cortex-m4')));
+    await dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [{ line: regionLine }] });
+    await Promise.all([dc.continueRequest({ threadId: 1 }), dc.waitForEvent('stopped')]);
+    await dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
+    const step = (): Promise<unknown> => Promise.all([dc.nextRequest({ threadId: 1 }), dc.waitForEvent('stopped')]);
+    // A step as an IDE does it: the request, the stop, then the top of the stack.
+    for (let i = 0; i < steps; i++) {
+      await timed(s.next, async () => {
+        await step();
+        await dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 20 });
+      });
+    }
+    // What the Variables view costs after a stop: the stack, the frame's scopes, its locals.
+    for (let i = 0; i < inspections; i++) {
+      await step();
+      await timed(s.inspect, async () => {
+        const top = (await dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 20 })).body.stackFrames[0]!;
+        const scopes = (await dc.scopesRequest({ frameId: top.id })).body.scopes;
+        const locals = (await dc.variablesRequest({ variablesReference: scopes[0]!.variablesReference })).body.variables;
+        if (locals.length === 0) throw new Error('no locals at the step');
+      });
+    }
+    for (let i = 0; i < memoryReads; i++) {
+      await timed(s.memory, async () => {
+        const r = await dc.customRequest('readMemory', { memoryReference: `0x${memoryBase.toString(16)}`, count: memoryBytes });
+        if (Buffer.from(r.body.data, 'base64').length !== memoryBytes) throw new Error('short read');
+      });
+    }
+    const pc = (await dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 1 })).body.stackFrames[0]!.instructionPointerReference!;
+    for (let i = 0; i < disassemblies; i++) {
+      await timed(s.disassembly, async () => {
+        const r = await dc.customRequest('disassemble', { memoryReference: pc, instructionOffset: 0, instructionCount: instructions });
+        if (r.body.instructions.length !== instructions) throw new Error('short disassembly');
+      });
+    }
+    await timed(s.disconnect, () => dc.disconnectRequest({ terminateDebuggee: true }));
+  } finally {
+    const left = await h.stop();
+    if (left.length > 0) throw new Error(`the adapter left ${left.length} process(es) behind`);
+  }
+}
+
+async function floorSession(s: Samples): Promise<void> {
+  let mi: RawMiClient | undefined;
+  try {
+    await timed(s.launch, async () => {
+      mi = await RawMiClient.start(elf);
+      await mi.send('-break-insert -t main');
+      await mi.run('-exec-continue');
+    });
+    const c = mi!;
+    const bp = miField(await c.send(`-break-insert ${dsp}:${regionLine}`), 'number');
+    await c.run('-exec-continue');
+    await c.send(`-break-delete ${bp}`);
+    for (let i = 0; i < steps; i++) {
+      await timed(s.next, async () => {
+        await c.run('-exec-next');
+        await c.send('-stack-list-frames --thread 1 0 19');
+      });
+    }
+    for (let i = 0; i < inspections; i++) {
+      await c.run('-exec-next');
+      await timed(s.inspect, async () => {
+        await c.send('-stack-list-frames --thread 1 0 19');
+        const locals = await c.send('-stack-list-variables --thread 1 --frame 0 --simple-values');
+        if (!locals.includes('name=')) throw new Error('no locals at the step');
+      });
+    }
+    for (let i = 0; i < memoryReads; i++) {
+      await timed(s.memory, async () => {
+        const r = await c.send(`-data-read-memory-bytes 0x${memoryBase.toString(16)} ${memoryBytes}`);
+        if (miField(r, 'contents').length !== memoryBytes * 2) throw new Error('short read');
+      });
+    }
+    const pc = BigInt(miField(await c.send('-stack-list-frames --thread 1 0 0'), 'addr'));
+    for (let i = 0; i < disassemblies; i++) {
+      await timed(s.disassembly, async () => {
+        // Thumb-2 instructions are at most 4 bytes: this range holds at least 200 of them.
+        const r = await c.send(`-data-disassemble -s 0x${pc.toString(16)} -e 0x${(pc + BigInt(instructions * 4)).toString(16)} -- 5`);
+        if (r.split('address=').length - 1 < instructions) throw new Error('short disassembly');
+      });
+    }
+    await timed(s.disconnect, () => c.disconnect());
+  } finally {
+    mi?.kill();
+  }
+}
+
+async function main(): Promise<void> {
+  const adapter = newSamples();
+  const floor = newSamples();
+  for (let rep = 0; rep < reps; rep++) {
+    if (rep % 2 === 0) {
+      await adapterSession(adapter);
+      await floorSession(floor);
+    } else {
+      await floorSession(floor);
+      await adapterSession(adapter);
+    }
+    process.stderr.write(`repetition ${rep + 1} of ${reps} done\n`);
+  }
+  const labels: Record<Row, string> = {
+    launch: 'launch → stopped at main',
+    next: `next → stopped + top frame (${steps} per session)`,
+    inspect: `stack + scopes + locals (${inspections} per session)`,
+    memory: `readMemory 64 KiB (${memoryReads} per session)`,
+    disassembly: `disassemble 200 instructions (${disassemblies} per session)`,
+    disconnect: 'disconnect (terminate)',
+  };
+  const table = rows.map((row) => {
+    const a = median(adapter[row]);
+    const f = median(floor[row]);
+    if (row === 'memory') {
+      const kib = (ms: number): string => `${(memoryBytes / 1024 / (ms / 1000)).toFixed(0)} KiB/s`;
+      return [labels[row], kib(a), kib(f), `${(f / a).toFixed(2)} (throughput, adapter / floor)`];
+    }
+    return [labels[row], `${a.toFixed(2)} ms`, `${f.toFixed(2)} ms`, `${(a / f).toFixed(2)}`];
+  });
+  console.log(`QEMU mps2-an386 (Cortex-M4), singlepass fixture; medians over ${reps} sessions of each, interleaved.`);
+  console.log('Floor: a raw GDB/MI client doing the same work with no parsing or state. Ratio: adapter time / floor time (lower is better);');
+  console.log('for readMemory, adapter throughput / floor throughput (higher is better).\n');
+  printTable(['row', 'adapter', 'floor (raw MI)', 'ratio'], table);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
