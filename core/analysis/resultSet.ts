@@ -502,14 +502,14 @@ export interface AtomicWriteHooks {
  * then renamed over the target (rename(2) replaces atomically). On any failure the temporary file
  * is removed and the target is untouched.
  */
-export async function writeFileAtomic(path: string, text: string, hooks: AtomicWriteHooks = {}): Promise<void> {
+export async function writeFileAtomic(path: string, text: string | Uint8Array, hooks: AtomicWriteHooks = {}): Promise<void> {
   const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   let renamed = false;
   await mkdir(dirname(path), { recursive: true });
   try {
     const handle = await open(temporary, 'wx', 0o644);
     try {
-      await handle.writeFile(text, 'utf8');
+      await (typeof text === 'string' ? handle.writeFile(text, 'utf8') : handle.writeFile(text));
       await handle.sync();
     } finally {
       await handle.close();

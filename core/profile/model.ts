@@ -162,6 +162,11 @@ export interface Profile {
   stacks: ProfileStack[];
   runs: ProfileRun[];
   analysis?: ProfileAnalysis;
+  /**
+   * What a reader must know about how figures were formed that the fields do not say (a call tree
+   * derived from totals rather than recorded, an importer's assumption). Shown with the profile.
+   */
+  notes?: string[];
 }
 
 /** An empty profile to fill (builders and importers start here). */

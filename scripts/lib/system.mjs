@@ -17,6 +17,8 @@ export const debianPackages = [
   { pkg: 'lldb', probe: 'lldb' },
   { pkg: 'graphviz', probe: 'dot' },
   { pkg: 'valgrind', probe: 'callgrind_annotate' },
+  // `go tool pprof` reads the pprof exports in the unit tier.
+  { pkg: 'golang-go', probe: 'go' },
 ];
 
 /**
