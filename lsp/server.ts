@@ -180,7 +180,7 @@ export function startProfileServer(connection: Connection): void {
     return hints;
   });
 
-  documents.onDidOpen((e) => publishDiagnostics(e.document));
+  // Fired on open as well as on every edit.
   documents.onDidChangeContent((e) => publishDiagnostics(e.document));
   documents.onDidClose((e) => {
     placements.delete(e.document.uri);

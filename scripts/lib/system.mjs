@@ -17,6 +17,8 @@ export const debianPackages = [
   { pkg: 'lldb', probe: 'lldb' },
   { pkg: 'graphviz', probe: 'dot' },
   { pkg: 'valgrind', probe: 'callgrind_annotate' },
+  // Its built-in LSP client drives the profile language server in the integration tier.
+  { pkg: 'neovim', probe: 'nvim' },
 ];
 
 /**
