@@ -9,6 +9,7 @@ export const USAGE = `usage:
   cyclelens descent --config .vscode/launch.json --name "QEMU RISC-V 32" [--threshold 1%] [options]
   cyclelens profile --config .vscode/launch.json --name "QEMU RISC-V 32" [options]
   cyclelens call-graph --config .vscode/launch.json --name "QEMU RISC-V 32" --dynamic --out graph.json
+  cyclelens lsp --stdio
 
   descent     measure hot functions only: breadth-first from the roots, pruning every function whose
               callers bound it below the threshold
@@ -16,6 +17,9 @@ export const USAGE = `usage:
   call-graph  save the program's call graph; with --dynamic, run the program once from --start with
               an entry breakpoint on every function and save the calls it made (slow: one halt per
               call; meant to be recorded once and given to descent with --call-graph)
+  lsp         the profile language server for any LSP editor (Neovim, Helix, Emacs …), on stdin and
+              stdout: CodeLens, hovers, line-cost inlay hints and hot-function diagnostics from the
+              newest profile in the workspace's .cyclelens/
 
 options:
   --config FILE        launch.json with the configuration (comments allowed)
@@ -70,7 +74,15 @@ export interface CliCommand {
   dynamic?: { maxCalls: number };
 }
 
-export type ParsedArgs = { kind: 'help' } | { kind: 'run'; command: CliCommand } | { kind: 'error'; message: string };
+export type ParsedArgs = { kind: 'help' } | { kind: 'run'; command: CliCommand } | { kind: 'lsp' } | { kind: 'error'; message: string };
+
+/** `cyclelens lsp --stdio`: the transport is named, as LSP clients expect to pass it. */
+function parseLspArgs(rest: readonly string[]): ParsedArgs {
+  const unknown = rest.filter((a) => a !== '--stdio');
+  if (unknown.length > 0) return { kind: 'error', message: `lsp: unexpected argument '${unknown[0]}': the language server takes --stdio only` };
+  if (!rest.includes('--stdio')) return { kind: 'error', message: 'lsp needs --stdio: the server talks LSP on stdin and stdout' };
+  return { kind: 'lsp' };
+}
 
 export function parseThreshold(text: string): Threshold | string {
   const t = text.trim();
@@ -106,7 +118,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   if (argv.length === 0) return { kind: 'error', message: 'no command given' };
   if (argv.includes('-h') || argv.includes('--help')) return { kind: 'help' };
   const [command, ...rest] = argv;
-  if (command !== 'descent' && command !== 'profile' && command !== 'call-graph') return { kind: 'error', message: `unknown command '${command}': use descent, profile or call-graph` };
+  if (command === 'lsp') return parseLspArgs(rest);
+  if (command !== 'descent' && command !== 'profile' && command !== 'call-graph') return { kind: 'error', message: `unknown command '${command}': use descent, profile, call-graph or lsp` };
   const values = new Map<string, string[]>();
   const flags = new Set<string>();
   const withValue = new Set(['--config', '--name', '--threshold', '--slots', '--start', '--root', '--cyclic', '--dwell', '--rounds', '--out', '--dot', '--resume', '--timeout', '--adapter', '--call-graph', '--max-calls']);

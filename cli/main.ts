@@ -7,6 +7,7 @@ import { DapProfiler } from '../core/profiling/dapProfiler';
 import { runScenario } from '../core/profiling/scenarios';
 import { AdapterSession } from './adapterSession';
 import { USAGE, parseArgs } from './args';
+import { runLanguageServer } from './languageServer';
 import { loadLaunchConfiguration } from './launchConfig';
 
 /**
@@ -52,6 +53,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     io.err(`cyclelens: ${parsed.message}\n\n${USAGE}`);
     return 2;
   }
+  if (parsed.kind === 'lsp') return runLanguageServer();
   const cmd = parsed.command;
   const controller = new AbortController();
   let interrupts = 0;

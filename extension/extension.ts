@@ -2,10 +2,11 @@ import * as vscode from 'vscode';
 import { MeasurementStore } from '../core/analysis/measurements';
 import { registerCounterCommands } from './commands/counterCommands';
 import { registerInjectionCommands } from './commands/injectionCommands';
-import { ProfileResults, registerProfilingCommands } from './commands/profilingCommands';
+import { registerProfilingCommands } from './commands/profilingCommands';
 import { registerDebugging } from './debug/registration';
 import { SessionTracker } from './debug/sessionTracker';
 import { InjectedMeasurements } from './editor/injectedMeasurements';
+import { startProfileLanguageClient } from './lsp/profileLanguageClient';
 import { CountersView } from './views/countersView';
 import { MeasurementsView } from './views/measurementsView';
 
@@ -19,8 +20,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const tracker = new SessionTracker();
   const store = new MeasurementStore();
   const counters = new CountersView(tracker);
-  const profile = new ProfileResults();
-  const injected = new InjectedMeasurements(tracker, context.extensionUri, profile, log);
+  const injected = new InjectedMeasurements(tracker, context.extensionUri, log);
   const measurements = new MeasurementsView(store, injected);
   context.subscriptions.push(
     log,
@@ -34,8 +34,8 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.languages.registerHoverProvider(sourceFiles, injected),
     ...registerCounterCommands(tracker, counters, store),
     ...registerInjectionCommands(injected),
-    ...registerProfilingCommands(tracker, profile, log),
-    profile,
+    ...registerProfilingCommands(tracker, log),
+    startProfileLanguageClient(context, log),
   );
 }
 

@@ -1,6 +1,6 @@
 // Builds CycleLens: boundary lint, TypeScript type check (emitting out/ for the tests), and esbuild
 // bundles in dist/: the extension host code, the debug adapter (a standalone Node program), the
-// command-line program and the webview script.
+// command-line program, the profile language server and the webview script.
 //   node scripts/build.mjs [--watch] [--no-typecheck] [--production]
 import * as esbuild from 'esbuild';
 import { execFileSync } from 'node:child_process';
@@ -29,6 +29,7 @@ const bundles = [
   { ...node, entryPoints: ['extension/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
   { ...node, entryPoints: ['adapter/main.ts'], outfile: 'dist/adapter.js' },
   { ...node, entryPoints: ['cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
+  { ...node, entryPoints: ['lsp/main.ts'], outfile: 'dist/lsp.js' },
   {
     platform: 'browser', target: 'es2022', format: 'iife', bundle: true, sourcemap: true, minify: production,
     entryPoints: ['webview/main.ts'], outfile: 'dist/webview.js',

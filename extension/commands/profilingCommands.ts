@@ -1,44 +1,18 @@
 import * as vscode from 'vscode';
 import { basename, join } from 'node:path';
 import { loadResultSetDocument, saveResultSetDocument, writeFileAtomic } from '../../core/analysis/resultSet';
-import { formatCount } from '../../core/analysis/statistics';
-import type { ProfileRow } from '../../core/analysis/profileRows';
 import { DapProfiler } from '../../core/profiling/dapProfiler';
 import { workspaceCallGraph } from '../../core/analysis/savedGraph';
 import { runScenario, type ScenarioRequest } from '../../core/profiling/scenarios';
 import type { SessionTracker } from '../debug/sessionTracker';
 
-/** The latest profile's per-function rows, shown as CodeLens above functions. */
-export class ProfileResults {
-  private rows = new Map<string, ProfileRow>();
-  private readonly changed = new vscode.EventEmitter<void>();
-  readonly onDidChange = this.changed.event;
-
-  set(rows: readonly ProfileRow[]): void {
-    this.rows = new Map(rows.filter((r) => r.status === 'measured' || r.status === 'pruned').map((r) => [r.name, r]));
-    this.changed.fire();
-  }
-
-  /** A CodeLens title for `name`, or undefined when the profile says nothing about it. */
-  lensTitle(name: string): string | undefined {
-    const r = this.rows.get(name);
-    if (!r) return undefined;
-    if (r.status === 'pruned') return `$(filter) pruned: at most ${((r.bound ?? 0) * 100).toFixed(1)}%`;
-    const share = r.share !== undefined ? `${(r.share * 100).toFixed(1)}% · ` : '';
-    return `$(flame) ${share}${formatCount(r.inclusive ?? 0)} ${r.event ?? ''}${r.calls !== undefined ? ` · ${r.calls} calls` : ''}`;
-  }
-
-  dispose(): void {
-    this.changed.dispose();
-  }
-}
-
 /**
  * "Where do my cycles go?": call-graph descent and the exact full profile, run from the editor on
  * the active session with progress and cancellation; the report opens as a document, the result
- * sets are saved in the workspace, and per-function results appear above each function.
+ * sets are saved in the workspace, where the profile language server finds them and puts the
+ * per-function results above each function.
  */
-export function registerProfilingCommands(tracker: SessionTracker, results: ProfileResults, output: vscode.LogOutputChannel): vscode.Disposable[] {
+export function registerProfilingCommands(tracker: SessionTracker, output: vscode.LogOutputChannel): vscode.Disposable[] {
   const run = async (command: ScenarioRequest['command']): Promise<void> => {
     const session = tracker.active;
     if (!session) {
@@ -93,7 +67,6 @@ export function registerProfilingCommands(tracker: SessionTracker, results: Prof
           });
         },
       );
-      results.set(outcome.rows);
       const folder = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
       let reportFile: string | undefined;
       if (folder) {

@@ -2,7 +2,6 @@ import * as vscode from 'vscode';
 import type { CallGraphFunction, InjectedMeasurementInfo, InjectedResult, InjectionTarget } from '../../common/dapCustom';
 import { CustomEvents } from '../../common/dapCustom';
 import { distribution, formatCount, histogramBars } from '../../core/analysis/statistics';
-import type { ProfileResults } from '../commands/profilingCommands';
 import { InjectionClient } from '../debug/injectionClient';
 import type { SessionTracker } from '../debug/sessionTracker';
 import { measurementLabel, warningNeedsAttention } from './injectedPresentation';
@@ -15,7 +14,8 @@ interface Live {
 /**
  * Injected measurements of the active session, as the editor shows them: gutter markers at a
  * region's ends, the result at the end of its first line, a hover with the distribution, and
- * CodeLens "Measure" above functions. Results are read at every stop of the target.
+ * CodeLens "Measure" above functions. Results are read at every stop of the target. A saved
+ * profile's figures are the profile language server's lenses (lsp/), drawn beside these.
  */
 export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.HoverProvider, vscode.Disposable {
   private live = new Map<number, Live>();
@@ -38,7 +38,6 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   constructor(
     private readonly tracker: SessionTracker,
     extensionUri: vscode.Uri,
-    private readonly profile: ProfileResults,
     private readonly log: vscode.LogOutputChannel,
   ) {
     const icon = (name: string): vscode.Uri => vscode.Uri.joinPath(extensionUri, 'media', name);
@@ -50,7 +49,6 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     this.subscriptions.push(
       this.startMarker, this.endMarker, this.pendingMarker, this.resultText, this.codeLensChanged, this.resultsChanged,
       tracker.onDidStop(() => void this.refresh()),
-      profile.onDidChange(() => this.codeLensChanged.fire()),
       tracker.onDidChange(() => {
         if (!tracker.active) this.forgetSession();
         else void this.loadFunctions();
@@ -151,8 +149,6 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
         if (measured) {
           return new vscode.CodeLens(range, { title: `$(pulse) ${summary(measured.result, this.totalOfRun)}`, command: 'cyclelens.removeInjected', arguments: [measured.info.id], tooltip: 'Click to stop measuring this function' });
         }
-        const profiled = this.profile.lensTitle(f.name);
-        if (profiled) return new vscode.CodeLens(range, { title: profiled, command: 'cyclelens.measureFunction', arguments: [f.name], tooltip: `From the latest profile. Click to measure ${f.name} live.` });
         return new vscode.CodeLens(range, { title: 'Measure', command: 'cyclelens.measureFunction', arguments: [f.name], tooltip: `Inject a measurement into ${f.name}: it runs at full speed and every call is counted` });
       });
   }

@@ -19,6 +19,8 @@ export const debianPackages = [
   { pkg: 'valgrind', probe: 'callgrind_annotate' },
   // `go tool pprof` reads the pprof exports in the unit tier.
   { pkg: 'golang-go', probe: 'go' },
+  // Its built-in LSP client drives the profile language server in the integration tier.
+  { pkg: 'neovim', probe: 'nvim' },
 ];
 
 /**

@@ -1,0 +1,9 @@
+import { createConnection } from 'vscode-languageserver/node';
+import { startProfileServer } from './server';
+
+/**
+ * dist/lsp.js: the profile language server as a program of its own. The transport comes from the
+ * command line, as LSP clients pass it: `--stdio`, `--node-ipc` (VS Code's language client) or
+ * `--socket=PORT`.
+ */
+startProfileServer(createConnection());

@@ -1,0 +1,48 @@
+import type { Profile, ProfileFunction, ProfileLine } from '../core/profile/model';
+import { definitionLine, type LineSource } from './definitionLines';
+import { SourcePathResolver, type SourceMap } from './sourcePaths';
+
+/** A function placed in a document: the 0-based line its CodeLens, hover and diagnostic sit on. */
+export interface PlacedFunction {
+  fn: ProfileFunction;
+  line: number;
+}
+
+/**
+ * The profile seen by source file: which functions and line costs belong to a document, found
+ * once per profile (and per document version for placements), so a CodeLens request on a large
+ * file is a map lookup and a short scan, not a walk over the whole profile.
+ */
+export class ProfileIndex {
+  private readonly functionsByPath = new Map<string, ProfileFunction[]>();
+  private readonly linesByPath = new Map<string, ProfileLine[]>();
+  private readonly resolver: SourcePathResolver;
+
+  constructor(readonly profile: Profile, map: SourceMap, root: string) {
+    for (const f of profile.functions) {
+      if (!f.location) continue;
+      const list = this.functionsByPath.get(f.location.path) ?? [];
+      list.push(f);
+      this.functionsByPath.set(f.location.path, list);
+    }
+    for (const l of profile.lines) {
+      const list = this.linesByPath.get(l.path) ?? [];
+      list.push(l);
+      this.linesByPath.set(l.path, list);
+    }
+    this.resolver = new SourcePathResolver([...this.functionsByPath.keys(), ...this.linesByPath.keys()], map, root);
+  }
+
+  /** The profiled functions defined in a local file, placed on their definition lines. */
+  place(documentPath: string, doc: LineSource): PlacedFunction[] {
+    const path = this.resolver.profilePathFor(documentPath);
+    const fns = path !== undefined ? this.functionsByPath.get(path) : undefined;
+    return (fns ?? []).map((fn) => ({ fn, line: definitionLine(doc, fn.name, fn.location!.line - 1) }));
+  }
+
+  /** The per-line costs of a local file (empty when the profile has none). */
+  lines(documentPath: string): ProfileLine[] {
+    const path = this.resolver.profilePathFor(documentPath);
+    return (path !== undefined ? this.linesByPath.get(path) : undefined) ?? [];
+  }
+}

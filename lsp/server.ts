@@ -1,0 +1,217 @@
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  CodeLensRefreshRequest, DiagnosticSeverity, DidChangeConfigurationNotification, DidChangeWatchedFilesNotification, InlayHintRefreshRequest,
+  MarkupKind, TextDocuments, TextDocumentSyncKind, type CodeLens, type Connection, type Diagnostic, type InitializeParams, type InlayHint,
+} from 'vscode-languageserver';
+import { TextDocument } from 'vscode-languageserver-textdocument';
+import { DEFAULT_HOT_THRESHOLD, type ProfileServerSettings } from '../common/profileServer';
+import { linesOf, type LineSource } from './definitionLines';
+import { functionHover, hotMessage, lensTitle, lineHintLabel, lineHover } from './presentation';
+import { ProfileIndex, type PlacedFunction } from './profileIndex';
+import { newestProfile, type LoadedProfile } from './profileSource';
+import { expandSourceMap } from './sourcePaths';
+import { ProfileWatcher } from './profileWatcher';
+
+/**
+ * The profile language server: the workspace's newest profile, served to any LSP editor as
+ * CodeLens on profiled function definitions, hovers with every figure, inlay hints with line costs
+ * and Information diagnostics on hot functions. It reads files and answers requests; it never
+ * measures, so it needs neither the adapter nor a target.
+ */
+export function startProfileServer(connection: Connection): void {
+  const documents = new TextDocuments(TextDocument);
+  let root = process.cwd();
+  let initial: ProfileServerSettings = {};
+  let settings: ProfileServerSettings = {};
+  let loaded: LoadedProfile | undefined;
+  let index: ProfileIndex | undefined;
+  let lastProblems = '';
+  let canRefreshLenses = false;
+  let canRefreshHints = false;
+  let canPullConfiguration = false;
+  let watcher: ProfileWatcher | undefined;
+  /** Placements per document version: a CodeLens, hover and diagnostics pass share one scan. */
+  const placements = new Map<string, { version: number; lines: LineSource; placed: PlacedFunction[] }>();
+
+  const effective = (): Required<Pick<ProfileServerSettings, 'hotThreshold' | 'sourceMap' | 'codicons'>> & ProfileServerSettings => {
+    // The editor's settings override the initial ones field by field; source maps join.
+    const merged = { ...initial, ...settings, sourceMap: { ...initial.sourceMap, ...settings.sourceMap } };
+    const threshold = typeof merged.hotThreshold === 'number' && Number.isFinite(merged.hotThreshold) ? merged.hotThreshold : DEFAULT_HOT_THRESHOLD;
+    return { ...merged, hotThreshold: threshold, sourceMap: expandSourceMap(merged.sourceMap, root), codicons: merged.codicons === true };
+  };
+
+  const placedIn = (doc: TextDocument): { lines: LineSource; placed: PlacedFunction[] } | undefined => {
+    const path = localPath(doc.uri);
+    if (!index || path === undefined) return undefined;
+    const cached = placements.get(doc.uri);
+    if (cached && cached.version === doc.version) return cached;
+    const lines = linesOf(doc.getText());
+    const entry = { version: doc.version, lines, placed: index.place(path, lines) };
+    placements.set(doc.uri, entry);
+    return entry;
+  };
+
+  const publishDiagnostics = (doc: TextDocument): void => {
+    const diagnostics: Diagnostic[] = [];
+    const here = placedIn(doc);
+    const threshold = effective().hotThreshold;
+    for (const { fn, line } of here?.placed ?? []) {
+      const message = index && hotMessage(index.profile, fn, threshold);
+      if (!message) continue;
+      const text = here!.lines.line(line);
+      diagnostics.push({ range: { start: { line, character: 0 }, end: { line, character: text.length } }, severity: DiagnosticSeverity.Information, source: 'cyclelens', code: 'hot-function', message });
+    }
+    void connection.sendDiagnostics({ uri: doc.uri, diagnostics });
+  };
+
+  const refreshAll = (): void => {
+    placements.clear();
+    for (const doc of documents.all()) publishDiagnostics(doc);
+    if (canRefreshLenses) void connection.sendRequest(CodeLensRefreshRequest.type).catch(() => undefined);
+    if (canRefreshHints) void connection.sendRequest(InlayHintRefreshRequest.type).catch(() => undefined);
+  };
+
+  const rebuildIndex = (): void => {
+    index = loaded ? new ProfileIndex(loaded.profile, effective().sourceMap, root) : undefined;
+  };
+
+  const reload = async (): Promise<void> => {
+    const explicit = effective().profile;
+    const search = await newestProfile(root, explicit !== undefined ? resolve(root, explicit) : undefined);
+    const problems = search.problems.join('\n');
+    if (problems && problems !== lastProblems) connection.console.warn(`CycleLens profiles passed over:\n${problems}`);
+    lastProblems = problems;
+    const next = search.loaded;
+    if (next?.file === loaded?.file && next?.mtimeMs === loaded?.mtimeMs) return;
+    loaded = next;
+    rebuildIndex();
+    connection.console.info(loaded ? `CycleLens profile: ${loaded.file} (${loaded.profile.functions.length} functions)` : `CycleLens: no profile in ${root}/.cyclelens yet`);
+    refreshAll();
+  };
+
+  const pullSettings = async (): Promise<void> => {
+    if (!canPullConfiguration) return;
+    try {
+      const section: unknown = await connection.workspace.getConfiguration('cyclelens');
+      settings = readSettings(section);
+    } catch {
+      // A client that declared configuration support but failed the request keeps the initial settings.
+    }
+  };
+
+  connection.onInitialize((params: InitializeParams) => {
+    const folder = params.workspaceFolders?.[0]?.uri ?? params.rootUri ?? undefined;
+    const fromUri = folder ? localPath(folder) : undefined;
+    root = fromUri ?? params.rootPath ?? process.cwd();
+    initial = readSettings(params.initializationOptions);
+    const caps = params.capabilities;
+    canRefreshLenses = caps.workspace?.codeLens?.refreshSupport === true;
+    canRefreshHints = caps.workspace?.inlayHint?.refreshSupport === true;
+    canPullConfiguration = caps.workspace?.configuration === true;
+    const watchesFiles = caps.workspace?.didChangeWatchedFiles?.dynamicRegistration === true;
+    const listensConfig = caps.workspace?.didChangeConfiguration?.dynamicRegistration === true;
+    connection.onInitialized(async () => {
+      if (watchesFiles) void connection.client.register(DidChangeWatchedFilesNotification.type, { watchers: [{ globPattern: '**/.cyclelens/**/*.json' }] }).catch(() => undefined);
+      if (listensConfig) void connection.client.register(DidChangeConfigurationNotification.type, { section: 'cyclelens' }).catch(() => undefined);
+      await pullSettings();
+      // The editor's file events cover most editors; fs.watch covers the others (and files written by the CLI).
+      watcher = new ProfileWatcher(root, () => void reload());
+      await reload();
+    });
+    return {
+      capabilities: {
+        textDocumentSync: TextDocumentSyncKind.Incremental,
+        // Titles are formatted from the loaded model when the lens is made: there is nothing to defer to a resolve.
+        codeLensProvider: { resolveProvider: false },
+        hoverProvider: true,
+        inlayHintProvider: { resolveProvider: false },
+      },
+      serverInfo: { name: 'cyclelens-profile' },
+    };
+  });
+
+  connection.onDidChangeWatchedFiles(() => watcher?.poke());
+  connection.onDidChangeConfiguration(async (change) => {
+    const pushed = (change.settings as { cyclelens?: unknown } | null | undefined)?.cyclelens;
+    if (pushed !== undefined && pushed !== null) settings = readSettings(pushed);
+    else await pullSettings();
+    rebuildIndex();
+    await reload();
+    refreshAll();
+  });
+
+  connection.onCodeLens((params): CodeLens[] => {
+    const doc = documents.get(params.textDocument.uri);
+    const here = doc && placedIn(doc);
+    if (!here || !index) return [];
+    const style = { codicons: effective().codicons };
+    const lenses: CodeLens[] = [];
+    for (const { fn, line } of here.placed) {
+      const title = lensTitle(index.profile, fn, style);
+      if (title) lenses.push({ range: { start: { line, character: 0 }, end: { line, character: 0 } }, command: { title, command: '' } });
+    }
+    return lenses;
+  });
+
+  connection.onHover((params) => {
+    const doc = documents.get(params.textDocument.uri);
+    const here = doc && placedIn(doc);
+    if (!doc || !here || !index) return null;
+    const line = params.position.line;
+    const fn = here.placed.find((p) => p.line === line);
+    if (fn) return { contents: { kind: MarkupKind.Markdown, value: functionHover(index.profile, fn.fn) } };
+    const path = localPath(doc.uri);
+    const cost = path !== undefined ? index.lines(path).find((l) => l.line - 1 === line) : undefined;
+    return cost ? { contents: { kind: MarkupKind.Markdown, value: lineHover(index.profile, cost) } } : null;
+  });
+
+  connection.languages.inlayHint.on((params): InlayHint[] => {
+    const doc = documents.get(params.textDocument.uri);
+    const path = doc && localPath(doc.uri);
+    if (!doc || path === undefined || !index) return [];
+    const hints: InlayHint[] = [];
+    const lines = placedIn(doc)!.lines;
+    for (const cost of index.lines(path)) {
+      const line = cost.line - 1;
+      if (line < params.range.start.line || line > params.range.end.line || line >= lines.lineCount) continue;
+      hints.push({ position: { line, character: lines.line(line).length }, label: lineHintLabel(index.profile, cost), paddingLeft: true });
+    }
+    return hints;
+  });
+
+  // Fired on open as well as on every edit.
+  documents.onDidChangeContent((e) => publishDiagnostics(e.document));
+  documents.onDidClose((e) => {
+    placements.delete(e.document.uri);
+    void connection.sendDiagnostics({ uri: e.document.uri, diagnostics: [] });
+  });
+  connection.onShutdown(() => watcher?.dispose());
+
+  documents.listen(connection);
+  connection.listen();
+}
+
+/** The file-system path of a `file:` URI; other schemes (untitled, remote) have no profile. */
+function localPath(uri: string): string | undefined {
+  if (!uri.startsWith('file:')) return undefined;
+  try {
+    return fileURLToPath(uri);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Settings as a client sends them: anything not of the expected type is left out (defaults apply). */
+export function readSettings(value: unknown): ProfileServerSettings {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
+  const v = value as Record<string, unknown>;
+  const out: ProfileServerSettings = {};
+  if (typeof v.hotThreshold === 'number' && Number.isFinite(v.hotThreshold) && v.hotThreshold >= 0) out.hotThreshold = v.hotThreshold;
+  if (typeof v.codicons === 'boolean') out.codicons = v.codicons;
+  if (typeof v.profile === 'string' && v.profile !== '') out.profile = v.profile;
+  if (typeof v.sourceMap === 'object' && v.sourceMap !== null && !Array.isArray(v.sourceMap)) {
+    out.sourceMap = Object.fromEntries(Object.entries(v.sourceMap as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  }
+  return out;
+}
