@@ -224,6 +224,95 @@ export interface RunResponse {
   detail?: string;
 }
 
+
+// ---- PC sampling (live hotspots) ------------------------------------------------------------------
+
+/**
+ * The samplers the adapter has. `qemu-monitor`: QEMU's HMP monitor reads the vCPU's PC while the
+ * guest runs (never halts; the PC is the start of the running translation block, or exact with
+ * `server.singlestep`). `qemu-plugin`: a TCG plugin counts every executed instruction (exact; needs
+ * `server.instructionCounts`). `gdb-halting`: any gdbserver; interrupt, read the PC, continue.
+ */
+export type SamplerId = 'qemu-monitor' | 'qemu-plugin' | 'gdb-halting';
+
+/** What a sample's PC means (DESIGN.md, "Sampling semantics"). Mirrors core/profile's SampleAttribution. */
+export type SampleAttributionKind = 'time-proportional' | 'next-committing' | 'translation-block-start' | 'halting' | 'exact-count';
+
+export interface SamplerDescription {
+  id: SamplerId;
+  label: string;
+  attribution: SampleAttributionKind;
+  /** Whether taking a sample stops the target. */
+  halting: boolean;
+  /** `samples`: one count per PC read; `instructions`: every executed instruction counted. */
+  unit: 'samples' | 'instructions';
+  /** Usable on this session's target; otherwise `needs` says what it takes. */
+  available: boolean;
+  needs?: string;
+}
+
+export interface SamplersResponse {
+  samplers: SamplerDescription[];
+}
+
+export interface StartSamplingArguments {
+  /** Default: the best available (exact plugin, then the monitor, then halting). */
+  sampler?: SamplerId;
+  /** Target rate of periodic samplers (samples/s). Default: as fast as the sampler goes (monitor), 50/s (halting). */
+  rateHz?: number;
+  /** How often `cyclelens/samples` events are sent (ms, default 250). */
+  eventIntervalMs?: number;
+}
+
+export interface StartSamplingResponse {
+  sampler: SamplerDescription;
+}
+
+/** Where a sampled address is in the program; resolved by the adapter from the ELF. */
+export interface SampleLocation {
+  address: number;
+  function?: string;
+  functionAddress?: number;
+  /** As the compiler wrote it (the extension applies the launch configuration's source map). */
+  path?: string;
+  line?: number;
+}
+
+/** Per-address counts: [address, count] pairs. */
+export type AddressCounts = Array<[number, number]>;
+
+/** Sent every `eventIntervalMs` while sampling: what was counted since the previous event. */
+export interface SamplesEventBody {
+  sampler: SamplerId;
+  seq: number;
+  /** Milliseconds since sampling started. */
+  elapsedMs: number;
+  /** Counts added since the previous event. */
+  delta: AddressCounts;
+  /** Addresses first seen in this event. */
+  locations: SampleLocation[];
+  totalSamples: number;
+  /** Over the last event interval. */
+  samplesPerSecond: number;
+  /** Set on the last event of a run (sampling stopped, session ending). */
+  final?: boolean;
+}
+
+/** `cyclelens/samplingSnapshot`: the cumulative counts so far (for clients that poll). */
+export interface SamplingSnapshotResponse {
+  sampler: SamplerId | undefined;
+  running: boolean;
+  counts: AddressCounts;
+  locations: SampleLocation[];
+  totalSamples: number;
+  elapsedMs: number;
+}
+
+export interface StopSamplingResponse {
+  totalSamples: number;
+  elapsedMs: number;
+}
+
 export const CustomRequests = {
   events: 'cyclelens/events',
   counters: 'cyclelens/counters',
@@ -239,6 +328,10 @@ export const CustomRequests = {
   callGraph: 'cyclelens/callGraph',
   run: 'cyclelens/run',
   dynamicCallGraph: 'cyclelens/dynamicCallGraph',
+  samplers: 'cyclelens/samplers',
+  startSampling: 'cyclelens/startSampling',
+  stopSampling: 'cyclelens/stopSampling',
+  samplingSnapshot: 'cyclelens/samplingSnapshot',
 } as const;
 
 export const CustomEvents = {
@@ -248,6 +341,8 @@ export const CustomEvents = {
   injectionsRemoved: 'cyclelens/injectionsRemoved',
   /** Sent during a repeated measurement: passes done so far. */
   measurementProgress: 'cyclelens/measurementProgress',
+  /** While sampling: counts since the previous event (SamplesEventBody). */
+  samples: 'cyclelens/samples',
 } as const;
 
 export interface CapabilitiesEventBody {

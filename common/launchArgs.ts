@@ -21,6 +21,10 @@ export interface QemuServerArgs {
   icount?: number | null;
   /** Extra QEMU arguments, appended last. */
   args?: string[];
+  /** Load CycleLens's instruction-counting TCG plugin: the exact sampler (`qemu-plugin`). */
+  instructionCounts?: boolean;
+  /** One instruction per translation block (`-singlestep`): the monitor sampler then reads exact PCs, at a measured slowdown. */
+  singlestep?: boolean;
 }
 
 /** OpenOCD in front of a real probe and board. */

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './lib/root.mjs';
 import { checkBoundaries } from './lintBoundaries.mjs';
+import { buildQemuPlugin } from './lib/qemuPlugin.mjs';
 
 const args = new Set(process.argv.slice(2));
 const production = args.has('--production');
@@ -23,6 +24,9 @@ if (!args.has('--no-typecheck')) {
     stdio: 'inherit',
   });
 }
+
+// The exact sampler's TCG plugin (C, gcc): skipped when up to date.
+buildQemuPlugin(repoRoot);
 
 const node = { platform: 'node', target: 'node20', format: 'cjs', bundle: true, sourcemap: true, minify: production };
 const bundles = [

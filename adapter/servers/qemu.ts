@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { QemuServerArgs, TargetFamily } from '../../common/launchArgs';
 import { CycleLensError, ErrorCode } from '../errors';
 import { Emitter } from '../util/emitter';
 import { LineCoalescer } from '../util/lineCoalescer';
 import { OwnedProcess, requireExecutable } from '../util/processes';
 import { freePort } from '../util/ports';
+import { qemuPluginPath } from '../sampling/pluginLocation';
 import { OutputTail, waitForTcp } from './readiness';
 import type { GdbServer, ServerContext, ServerExit } from './strategy';
 
@@ -45,6 +46,16 @@ export class QemuServer implements GdbServer {
     return this.runDir ? join(this.runDir, 'monitor.sock') : undefined;
   }
 
+  /** Where the instruction-counting plugin writes its snapshots, when `instructionCounts` loaded it. */
+  get instructionCountsFile(): string | undefined {
+    return this.runDir && this.args.instructionCounts ? join(this.runDir, 'insn-counts.txt') : undefined;
+  }
+
+  /** Whether every translation block is one instruction (the monitor then reads exact PCs). */
+  get singlestep(): boolean {
+    return this.args.singlestep === true;
+  }
+
   /** The full command line, for logs and tests. */
   commandLine(ctx: ServerContext, port: number, monitorSocket: string): { binary: string; argv: string[] } {
     const defaults = familyDefaults[ctx.family];
@@ -63,6 +74,9 @@ export class QemuServer implements GdbServer {
       '-monitor', `unix:${monitorSocket},server=on,wait=off`,
       '-gdb', `tcp:127.0.0.1:${port}`,
       '-S',
+      // QEMU 7.2 has no `-accel tcg,one-insn-per-tb=on` yet: `-singlestep` is its spelling.
+      ...(this.args.singlestep ? ['-singlestep'] : []),
+      ...(this.args.instructionCounts ? ['-plugin', `${qemuPluginPath()},out=${join(dirname(monitorSocket), 'insn-counts.txt')},period_ms=100`] : []),
       ...(this.args.args ?? []),
     ];
     return { binary: this.args.path ?? defaults.binary, argv };

@@ -1,6 +1,6 @@
 import { DebugSession, Event, InitializedEvent, OutputEvent, Response, StoppedEvent, TerminatedEvent, Thread } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { CapabilitiesEventBody, MeasurementProgressEventBody } from '../../common/dapCustom';
+import type { CapabilitiesEventBody, MeasurementProgressEventBody, SamplesEventBody } from '../../common/dapCustom';
 import { CustomEvents } from '../../common/dapCustom';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { createCounterUnits } from '../arch/counterUnits';
@@ -16,6 +16,8 @@ import { disassemble } from './disassembly';
 import { DisassemblyCache } from './disassemblyCache';
 import { InjectionRequests } from './injectionRequests';
 import { ProbeRequests } from './probeRequests';
+import { SamplingService } from '../sampling/samplingService';
+import { samplingHandlers } from './samplingRequests';
 import { validateLaunchArgs } from './launchValidation';
 import { VariableStore } from './variables';
 
@@ -40,6 +42,11 @@ export class CycleLensDebugSession extends DebugSession {
     () => this.requireCounters(),
     (passesDone, passesWanted) => this.sendEvent(new Event(CustomEvents.measurementProgress, { passesDone, passesWanted } satisfies MeasurementProgressEventBody)),
     (address) => this.injection.stopPointFor(address),
+  );
+  private readonly sampling = new SamplingService(
+    () => this.requireTarget(),
+    (body) => this.sendEvent(new Event(CustomEvents.samples, body satisfies SamplesEventBody)),
+    (text) => this.output({ category: 'important', text }),
   );
   private readonly breakpoints = new BreakpointManager(() => this.requireTarget().gdb);
   private readonly disassemblyCache = new DisassemblyCache();
@@ -86,6 +93,7 @@ export class CycleLensDebugSession extends DebugSession {
     },
     ...this.probe.handlers(),
     ...this.injection.handlers(),
+    ...samplingHandlers(this.sampling),
   };
 
   protected override initializeRequest(response: DebugProtocol.InitializeResponse): void {
@@ -152,7 +160,8 @@ export class CycleLensDebugSession extends DebugSession {
     target.gdb.onRunning(() => this.disassemblyCache.keepWithin(readOnlyCode));
     target.onEnded(({ message }) => {
       if (message) this.output({ category: 'important', text: `${message}\n` });
-      this.sendEvent(new TerminatedEvent());
+      // The last samples (the exact sampler's final counts at program exit) go out before the end.
+      void this.sampling.stop().catch(() => undefined).finally(() => this.sendEvent(new TerminatedEvent()));
     });
     // Counters are probed while the target is still halted at reset, before the user runs it.
     this.counters = new CounterService(
@@ -187,6 +196,7 @@ export class CycleLensDebugSession extends DebugSession {
   private async disconnect(terminate: boolean): Promise<void> {
     const target = this.target;
     const counters = this.counters;
+    await this.sampling.stop().catch((err: unknown) => this.output({ category: 'important', text: `Could not stop sampling cleanly: ${errorMessage(err)}\n` }));
     // Patched code is restored before anything else (the journal is cleared with it), and a target
     // that lives on (attach, real boards) gets its counter registers back as they were.
     if (target && !target.isEnded) {
@@ -201,6 +211,7 @@ export class CycleLensDebugSession extends DebugSession {
 
   /** Kills everything if the client vanishes without a disconnect. */
   override shutdown(): void {
+    void this.sampling.stop().catch(() => undefined);
     const target = this.target;
     this.target = undefined;
     if (target) {
@@ -233,9 +244,16 @@ export class CycleLensDebugSession extends DebugSession {
 
   private async pause(): Promise<void> {
     const gdb = this.gdb();
-    if (!gdb.isRunning) return;
-    const stop = await gdb.execInterrupt();
-    if (!stop) throw new CycleLensError(ErrorCode.NotStopped, 'The target did not halt within 5 s. Check the connection to the target.');
+    // A halting sample in flight has the target stopped for a moment and will resume it: wait for
+    // it, so the user's pause is not undone.
+    await this.sampling.hold();
+    try {
+      if (!gdb.isRunning) return;
+      const stop = await gdb.execInterrupt();
+      if (!stop) throw new CycleLensError(ErrorCode.NotStopped, 'The target did not halt within 5 s. Check the connection to the target.');
+    } finally {
+      this.sampling.resume();
+    }
   }
 
   private reportStop(e: StopEvent): void {

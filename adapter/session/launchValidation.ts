@@ -49,6 +49,9 @@ export function validateServer(raw: unknown, cwd: string): ServerArgs {
       for (const key of ['machine', 'cpu', 'path'] as const) {
         if (s[key] !== undefined && typeof s[key] !== 'string') invalid(`\`server.${key}\` must be a string.`);
       }
+      for (const key of ['instructionCounts', 'singlestep'] as const) {
+        if (s[key] !== undefined && typeof s[key] !== 'boolean') invalid(`\`server.${key}\` must be true or false.`);
+      }
       return { ...(s as object), type: 'qemu', args: optionalStrings(s['args'], 'server.args') };
     }
     case 'openocd': {

@@ -1,0 +1,73 @@
+import type { SamplerDescription, SamplerId, StartSamplingArguments } from '../../common/dapCustom';
+import { CycleLensError, ErrorCode } from '../errors';
+import type { QemuServer } from '../servers/qemu';
+import type { DebugTarget } from '../target/debugTarget';
+import { HaltingSampler } from './haltingSampler';
+import { MonitorSampler } from './monitorSampler';
+import { PluginSampler } from './pluginSampler';
+import type { PcSampler, SamplerIdentity } from './sampler';
+
+/** The halting sampler's default and ceiling: every sample is a GDB/MI interrupt and continue. */
+const HALTING_DEFAULT_HZ = 50;
+const HALTING_MAX_HZ = 400;
+
+const identities: Record<SamplerId, SamplerIdentity> = {
+  'qemu-plugin': { id: 'qemu-plugin', label: 'QEMU instruction counts (exact)', attribution: 'exact-count', halting: false, unit: 'instructions' },
+  'qemu-monitor': { id: 'qemu-monitor', label: 'QEMU monitor (translation-block start)', attribution: 'translation-block-start', halting: false, unit: 'samples' },
+  'gdb-halting': { id: 'gdb-halting', label: 'GDB halting (interrupt, read PC, continue)', attribution: 'halting', halting: true, unit: 'samples' },
+};
+
+/** Best first: exact counts, then non-halting reads, then the halting fallback. */
+const preference: SamplerId[] = ['qemu-plugin', 'qemu-monitor', 'gdb-halting'];
+
+function qemuOf(target: DebugTarget): QemuServer | undefined {
+  return target.server.kind === 'qemu' ? (target.server as QemuServer) : undefined;
+}
+
+/** Every sampler, with whether this session's target can use it and, if not, what it needs. */
+export function describeSamplers(target: DebugTarget): SamplerDescription[] {
+  const qemu = qemuOf(target);
+  return preference.map((id): SamplerDescription => {
+    const base = { ...identities[id] };
+    switch (id) {
+      case 'qemu-plugin':
+        if (!qemu) return { ...base, available: false, needs: 'a QEMU server (`"server": { "type": "qemu", "instructionCounts": true }`)' };
+        if (!qemu.instructionCountsFile) return { ...base, available: false, needs: '`"instructionCounts": true` in the launch configuration\'s `server` (QEMU then loads the counting plugin)' };
+        return { ...base, available: true };
+      case 'qemu-monitor':
+        if (!qemu?.monitorSocket) return { ...base, available: false, needs: 'a QEMU server (`"server": { "type": "qemu" }`): it reads the PC through QEMU\'s monitor' };
+        return qemu.singlestep ? { ...base, label: 'QEMU monitor (exact PC, -singlestep)', attribution: 'time-proportional', available: true } : { ...base, available: true };
+      case 'gdb-halting':
+        return { ...base, available: true };
+    }
+  });
+}
+
+/** Builds the sampler asked for (or the best available), or explains why none fits. */
+export function createSampler(target: DebugTarget, args: StartSamplingArguments, log: (text: string) => void): PcSampler {
+  const all = describeSamplers(target);
+  const wanted = args.sampler ?? all.find((s) => s.available)?.id;
+  const description = all.find((s) => s.id === wanted);
+  if (!description || !description.available) {
+    const list = all.map((s) => `${s.id} (${s.label}): ${s.available ? 'available' : `needs ${s.needs}`}`).join('; ');
+    const what = args.sampler ? `The sampler \`${args.sampler}\` is not available on this target.` : 'No sampler is available on this target.';
+    throw new CycleLensError(ErrorCode.Unsupported, `${what} Samplers: ${list}.`);
+  }
+  if (args.rateHz !== undefined && !(args.rateHz > 0)) throw new CycleLensError(ErrorCode.InvalidRequest, '`rateHz` must be a positive number of samples per second.');
+  const isRunning = () => !target.isEnded && target.gdb.isRunning;
+  const qemu = qemuOf(target);
+  switch (description.id) {
+    case 'qemu-plugin':
+      return new PluginSampler(qemu!.instructionCountsFile!, log);
+    case 'qemu-monitor':
+      return new MonitorSampler({ socketPath: qemu!.monitorSocket!, family: target.config.family, singlestep: qemu!.singlestep, isRunning, log, ...(args.rateHz ? { rateHz: args.rateHz } : {}) });
+    case 'gdb-halting':
+      return new HaltingSampler({
+        isRunning,
+        withHalted: (fn) => target.withHalted(fn),
+        readPc: async () => Number(await target.gdb.readRegister('pc')),
+        rateHz: Math.min(args.rateHz ?? HALTING_DEFAULT_HZ, HALTING_MAX_HZ),
+        log,
+      });
+  }
+}

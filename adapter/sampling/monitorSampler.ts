@@ -1,0 +1,84 @@
+import type { TargetFamily } from '../../common/launchArgs';
+import { pcFromMonitorRegisters } from '../arch/monitorRegisters';
+import { errorMessage } from '../errors';
+import { HmpMonitor } from './hmpMonitor';
+import { AddressCounter, PcSampler, RandomOffsetSchedule, SamplerIdentity, waitUntil } from './sampler';
+
+export interface MonitorSamplerOptions {
+  socketPath: string;
+  family: TargetFamily;
+  /** Whether QEMU runs one instruction per translation block (`-singlestep`): then the PC is exact. */
+  singlestep: boolean;
+  /** Samples only count while this says the target runs (a halted target would pile up on one PC). */
+  isRunning: () => boolean;
+  /** Target rate; undefined: back to back, as fast as the monitor answers. */
+  rateHz?: number;
+  log: (text: string) => void;
+}
+
+/**
+ * Non-halting PC sampling through QEMU's HMP monitor: `info registers` while the vCPU runs. TCG
+ * writes the guest PC back to the CPU state only at translation-block boundaries, so the PC read
+ * is the start of the block running at that moment (exact under `-singlestep`, where every block is
+ * one instruction). A second connection to the monitor: GDB is never involved, nothing halts.
+ */
+export class MonitorSampler implements PcSampler {
+  readonly identity: SamplerIdentity;
+  private readonly counter = new AddressCounter();
+  private monitor: HmpMonitor | undefined;
+  private loop: Promise<void> | undefined;
+  private running = false;
+
+  constructor(private readonly options: MonitorSamplerOptions) {
+    this.identity = {
+      id: 'qemu-monitor',
+      label: options.singlestep ? 'QEMU monitor (exact PC, -singlestep)' : 'QEMU monitor (translation-block start)',
+      attribution: options.singlestep ? 'time-proportional' : 'translation-block-start',
+      halting: false,
+      unit: 'samples',
+    };
+  }
+
+  async start(): Promise<void> {
+    this.monitor = await HmpMonitor.connect({ path: this.options.socketPath });
+    this.running = true;
+    this.loop = this.run(this.monitor);
+  }
+
+  private async run(monitor: HmpMonitor): Promise<void> {
+    const schedule = this.options.rateHz ? new RandomOffsetSchedule(1000 / this.options.rateHz) : undefined;
+    while (this.running) {
+      if (schedule) await waitUntil(schedule.next());
+      if (!this.running) break;
+      if (!this.options.isRunning()) {
+        await new Promise((r) => setTimeout(r, 10));
+        continue;
+      }
+      let text: string;
+      try {
+        text = await monitor.command('info registers');
+      } catch (err) {
+        if (this.running) this.options.log(`PC sampling stopped: ${errorMessage(err)}\n`);
+        this.running = false;
+        break;
+      }
+      const pc = pcFromMonitorRegisters(this.options.family, text);
+      // A reply that arrives after a halt describes the halted core, not the running program.
+      if (pc !== undefined && this.options.isRunning()) this.counter.add(pc);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    await this.loop;
+    this.monitor?.close();
+    this.monitor = undefined;
+  }
+
+  async drain(): Promise<Map<number, number>> {
+    return this.counter.drain();
+  }
+
+  async hold(): Promise<void> {}
+  resume(): void {}
+}
