@@ -113,6 +113,11 @@ export interface ProfileAddress {
   address: number;
   function?: number;
   self: Measure;
+  /** The source line the instruction belongs to (DWARF line table), when known. */
+  path?: string;
+  line?: number;
+  /** The disassembled instruction (`addi a0, a0, 1`), when the builder had the disassembly. */
+  instruction?: string;
 }
 
 /** A call stack, root first, with the cost of its top frame: the input of flame graphs and folded stacks. */

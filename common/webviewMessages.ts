@@ -1,0 +1,45 @@
+import type { Profile } from '../core/profile/model';
+
+/**
+ * The profile panel's messages, declared once: the extension host (extension/panels/) posts
+ * `HostToWebview` and handles `WebviewToHost`; the webview (webview/) does the reverse. Both sides
+ * switch over `type` exhaustively, so a message added here fails to compile until both handle it.
+ */
+
+export type PanelTab = 'graph' | 'flame' | 'source' | 'table';
+
+export type HostToWebview =
+  /** A whole profile: the first one after `ready`, and each update (live sampling pushes these). */
+  | { type: 'profile'; profile: Profile; title: string; live: boolean }
+  /** The text of a source file the webview asked for, or why it could not be read. */
+  | { type: 'source'; path: string; text?: string; problem?: string }
+  /** The editor's cursor moved into a function (undefined: into none the profile knows). */
+  | { type: 'cursorFunction'; name: string | undefined }
+  /** Show a tab (the command palette opens the panel on the flame graph, for example). */
+  | { type: 'showTab'; tab: PanelTab };
+
+export type WebviewToHost =
+  /** The script has loaded and listens: the host sends the profile now. */
+  | { type: 'ready' }
+  /** Open a source location in the editor (a node, row or source line was clicked). */
+  | { type: 'openLocation'; path: string; line: number }
+  /** The user selected a function; the host may reveal it. */
+  | { type: 'selectFunction'; name: string }
+  /** Read a source file for the annotated source tab (paths as DWARF wrote them). */
+  | { type: 'requestSource'; path: string }
+  /** Something failed in the webview that the user should see (the layout worker, a bad profile). */
+  | { type: 'problem'; message: string };
+
+/** What the webview keeps across hiding the panel (VS Code's getState/setState). */
+export interface PanelState {
+  tab: PanelTab;
+  /** Selected function, by name: ids change when a profile is updated, names do not. */
+  selected?: string;
+  search: string;
+  /** Neighbourhood depth around the selected node in the call graph; 0 shows the whole graph. */
+  depth: number;
+  /** Nodes whose share is below this (0..1) collapse into a summary node per caller. */
+  collapseBelow: number;
+  tableSort: { key: string; descending: boolean };
+  tableView: 'functions' | 'lines';
+}

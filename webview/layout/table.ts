@@ -1,0 +1,109 @@
+import type { Profile } from '../../core/profile/model';
+import { formatBound, provenanceLabel } from '../../core/profile/units';
+import { statusText, hotThreshold } from './callGraph';
+
+/** The profile table's rows, sorting and filtering, as pure functions (no DOM). */
+
+export interface FunctionRow {
+  id: number;
+  name: string;
+  self?: number;
+  inclusive?: number;
+  share?: number;
+  calls?: number;
+  min?: number;
+  max?: number;
+  mean?: number;
+  bound: string;
+  provenance: string;
+  status: string;
+  path?: string;
+  line?: number;
+}
+
+export interface LineRow {
+  path: string;
+  line: number;
+  function: string;
+  self: number;
+  share?: number;
+  bound: string;
+}
+
+export type SortKey = 'name' | 'self' | 'inclusive' | 'share' | 'calls' | 'min' | 'max' | 'mean' | 'status' | 'path' | 'line' | 'function';
+
+export function functionRows(p: Profile): FunctionRow[] {
+  const total = p.total?.value;
+  const provenance = provenanceLabel(p.provenance);
+  const threshold = hotThreshold(p);
+  return p.functions.map((f) => {
+    const share = f.inclusive && total ? f.inclusive.value / total : undefined;
+    const row: FunctionRow = {
+      id: f.id,
+      name: f.name,
+      bound: [f.inclusive ? formatBound(f.inclusive, p.unit) : '', f.self ? formatBound(f.self, p.unit) : ''].filter(Boolean).join(' / '),
+      provenance,
+      status: statusText(f.status, f.boundShare, f.reason, f.status !== 'pruned' && share !== undefined && share >= threshold),
+    };
+    if (f.self) row.self = f.self.value;
+    if (f.inclusive) row.inclusive = f.inclusive.value;
+    if (share !== undefined) row.share = share;
+    if (f.calls !== undefined) row.calls = f.calls;
+    if (f.min !== undefined) row.min = f.min;
+    if (f.max !== undefined) row.max = f.max;
+    if (f.mean !== undefined) row.mean = f.mean;
+    if (f.location) {
+      row.path = f.location.path;
+      row.line = f.location.line;
+    }
+    return row;
+  });
+}
+
+export function lineRows(p: Profile): LineRow[] {
+  const total = p.total?.value;
+  return p.lines.map((l) => ({
+    path: l.path,
+    line: l.line,
+    function: l.function !== undefined ? (p.functions[l.function]?.name ?? '') : '',
+    self: l.self.value,
+    ...(total ? { share: l.self.value / total } : {}),
+    bound: formatBound(l.self, p.unit),
+  }));
+}
+
+/**
+ * Rows sorted by one column; rows without a value sort last whichever the direction, and ties keep
+ * their order (Array.prototype.sort is stable), so a second sort refines the first.
+ */
+export function sortRows<R extends object>(rows: readonly R[], key: string, descending: boolean): R[] {
+  const value = (r: R): unknown => (r as Record<string, unknown>)[key];
+  return [...rows].sort((a, b) => {
+    const va = value(a);
+    const vb = value(b);
+    if (va === undefined || va === '') return vb === undefined || vb === '' ? 0 : 1;
+    if (vb === undefined || vb === '') return -1;
+    const c = typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va).localeCompare(String(vb));
+    return descending ? -c : c;
+  });
+}
+
+/**
+ * Rows whose text fields contain every word of the query (case-insensitive); `status:pruned` style
+ * words match one column only.
+ */
+export function filterRows<R extends object>(rows: readonly R[], query: string): R[] {
+  const words = query.trim().toLowerCase().split(/\s+/).filter(Boolean);
+  if (words.length === 0) return [...rows];
+  return rows.filter((r) => {
+    const fields = r as Record<string, unknown>;
+    return words.every((w) => {
+      const colon = w.indexOf(':');
+      if (colon > 0) {
+        const v = fields[w.slice(0, colon)];
+        return v !== undefined && String(v).toLowerCase().includes(w.slice(colon + 1));
+      }
+      return Object.values(fields).some((v) => typeof v === 'string' && v.toLowerCase().includes(w));
+    });
+  });
+}

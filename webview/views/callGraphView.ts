@@ -1,0 +1,210 @@
+import { select, type Selection } from 'd3-selection';
+import { zoom, zoomIdentity, type ZoomBehavior } from 'd3-zoom';
+import type { Profile } from '../../core/profile/model';
+import { formatNumber } from '../../core/profile/units';
+import { el, labelled, svgEl } from '../dom';
+import {
+  callGraphModel, groupLines, layoutDot, LINE_HEIGHT, nodeKey, parsePlainLayout, searchMatches, splinePath, visibleGraph,
+  type CallGraphModel, type GraphLayout, type VisibleGraph,
+} from '../layout/callGraph';
+import { heatLevel } from '../layout/source';
+import type { LayoutRequest, LayoutResponse } from '../layout/workerMessages';
+import type { PanelContext, PanelView } from '../panelContext';
+
+/**
+ * The annotated call graph: Graphviz `dot` (wasm, in a worker) places the boxes, d3 draws them as
+ * SVG with zoom and pan. Search highlights, a depth limits the graph to the selected function's
+ * neighbourhood, and functions below a share collapse into one box per caller.
+ */
+export class CallGraphView implements PanelView {
+  readonly element = el('section', { class: 'view graph-view', role: 'tabpanel', id: 'panel-graph', 'aria-labelledby': 'tab-graph' });
+  private readonly search = el('input', { type: 'search', placeholder: 'find a function …', 'aria-label': 'Find a function' });
+  private readonly depth = el('select', { 'aria-label': 'Neighbourhood depth' });
+  private readonly collapse = el('input', { type: 'number', min: '0', max: '100', step: '0.5', 'aria-label': 'Collapse below share (%)' });
+  private readonly status = el('p', { class: 'note', 'aria-live': 'polite' });
+  private readonly svg = svgEl('svg', { class: 'graph', role: 'group', 'aria-label': 'Call graph' });
+  private readonly layer = svgEl('g');
+  private readonly zoomer: ZoomBehavior<SVGSVGElement, unknown>;
+  private readonly svgSelection: Selection<SVGSVGElement, unknown, null, undefined>;
+  private model: CallGraphModel | undefined;
+  private layout: GraphLayout | undefined;
+  private nodeElements = new Map<number, SVGGElement>();
+  private selected: number | undefined;
+  private request = 0;
+  private readonly waiting = new Map<number, (r: LayoutResponse) => void>();
+  /** Resolves when the latest layout has been drawn (the bench and tests wait on it). */
+  drawn: Promise<void> = Promise.resolve();
+
+  constructor(private readonly ctx: PanelContext, private readonly worker: Worker) {
+    for (const [value, text] of [['0', 'whole graph'], ['1', '1 call away'], ['2', '2 calls away'], ['3', '3 calls away'], ['5', '5 calls away']] as const) {
+      this.depth.append(el('option', { value }, text));
+    }
+    this.depth.value = String(ctx.state.depth);
+    this.collapse.value = String(ctx.state.collapseBelow * 100);
+    this.search.value = ctx.state.search;
+    const fit = el('button', { type: 'button' }, 'Fit');
+    fit.addEventListener('click', () => this.fit());
+    const bar = el('div', { class: 'toolbar' });
+    bar.append(labelled('Find ', this.search), labelled('Show ', this.depth), labelled('Collapse below % ', this.collapse), fit);
+    this.svg.append(this.layer);
+    const box = el('div', { class: 'graph-box' });
+    box.append(this.svg);
+    this.element.append(bar, this.status, box);
+    this.svgSelection = select(this.svg);
+    this.zoomer = zoom<SVGSVGElement, unknown>().scaleExtent([0.02, 8]).on('zoom', (e: { transform: { toString(): string } }) => {
+      this.layer.setAttribute('transform', e.transform.toString());
+    });
+    this.svgSelection.call(this.zoomer);
+    this.search.addEventListener('input', () => {
+      this.ctx.state.search = this.search.value;
+      this.ctx.saveState();
+      this.highlight();
+    });
+    this.search.addEventListener('keydown', (e) => {
+      if (e.key !== 'Enter' || !this.model) return;
+      const first = [...searchMatches(this.model, this.search.value)][0];
+      if (first !== undefined) this.ctx.select(first, false);
+    });
+    this.depth.addEventListener('change', () => {
+      this.ctx.state.depth = Number(this.depth.value);
+      this.ctx.saveState();
+      this.relayout();
+    });
+    this.collapse.addEventListener('change', () => {
+      this.ctx.state.collapseBelow = Math.max(0, Math.min(100, Number(this.collapse.value) || 0)) / 100;
+      this.ctx.saveState();
+      this.relayout();
+    });
+    worker.addEventListener('message', (e: MessageEvent<LayoutResponse>) => {
+      this.waiting.get(e.data.id)?.(e.data);
+      this.waiting.delete(e.data.id);
+    });
+  }
+
+  setProfile(p: Profile): void {
+    this.model = callGraphModel(p);
+    this.relayout();
+  }
+
+  selectionChanged(fn: number | undefined): void {
+    this.selected = fn;
+    if (this.ctx.state.depth > 0) this.relayout();
+    else this.highlight();
+    if (fn !== undefined) this.reveal(fn);
+  }
+
+  shown(): void {
+    if (this.layout && this.svg.clientWidth > 0 && !this.fitted) this.fit();
+  }
+
+  private fitted = false;
+
+  /** Lays out what is visible in the worker, then draws; a newer request supersedes older ones. */
+  relayout(): void {
+    const model = this.model;
+    if (!model) return;
+    const visible = visibleGraph(model, {
+      ...(this.selected !== undefined ? { focus: this.selected, keep: this.selected } : {}),
+      depth: this.selected !== undefined ? this.ctx.state.depth : 0,
+      collapseBelow: this.ctx.state.collapseBelow,
+    });
+    const id = ++this.request;
+    this.status.textContent = `Laying out ${formatNumber(visible.nodes.length)} functions …`;
+    const message: LayoutRequest = { id, dot: layoutDot(visible, this.ctx.state.collapseBelow) };
+    this.drawn = new Promise<void>((resolve) => {
+      this.waiting.set(id, (response) => {
+        if (id === this.request) {
+          if ('error' in response) {
+            this.status.textContent = response.error;
+            this.ctx.post({ type: 'problem', message: response.error });
+          } else this.draw(model, visible, parsePlainLayout(response.plain));
+        }
+        resolve();
+      });
+    });
+    this.worker.postMessage(message);
+  }
+
+  private draw(model: CallGraphModel, visible: VisibleGraph, layout: GraphLayout): void {
+    this.layout = layout;
+    const edges = svgEl('g', { class: 'edges' });
+    for (const e of layout.edges) {
+      edges.append(svgEl('path', { d: splinePath(e.points), class: 'edge', 'marker-end': 'url(#arrow)' }));
+    }
+    for (const e of visible.edges) {
+      const placed = layout.edges.find((p) => p.from === e.from && p.to === e.to);
+      if (!placed || e.calls === undefined) continue;
+      const mid = placed.points[Math.floor(placed.points.length / 2)]!;
+      edges.append(svgEl('text', { x: String(mid[0] + 4), y: String(mid[1]), class: 'edge-label' }, `${formatNumber(e.calls)}×`));
+    }
+    const nodes = svgEl('g', { class: 'nodes' });
+    this.nodeElements = new Map();
+    for (const n of visible.nodes) {
+      const at = layout.nodes.get(nodeKey(n.id));
+      if (!at) continue;
+      const classes = ['node', `status-${n.status}`, `heat-${heatLevel(Math.min(1, n.heat * 4))}`];
+      if (n.hot) classes.push('hot');
+      const g = svgEl('g', { class: classes.join(' '), transform: `translate(${(at.x - at.width / 2).toFixed(1)},${(at.y - at.height / 2).toFixed(1)})`, tabindex: '0', role: 'button', 'aria-label': [n.name, ...n.lines].join(', ') });
+      g.append(svgEl('rect', { width: at.width.toFixed(1), height: at.height.toFixed(1), rx: '3' }));
+      const text = svgEl('text', { x: '8', y: String(LINE_HEIGHT) });
+      [n.name, ...n.lines].forEach((line, i) => text.append(svgEl('tspan', { x: '8', dy: i === 0 ? '0' : String(LINE_HEIGHT), class: i === 0 ? 'name' : i === n.lines.length ? 'status' : '' }, line)));
+      g.append(text);
+      g.addEventListener('click', () => this.ctx.select(n.id, true));
+      g.addEventListener('keydown', (e) => {
+        if (e.key === 'Enter' || e.key === ' ') {
+          this.ctx.select(n.id, true);
+          e.preventDefault();
+        }
+      });
+      nodes.append(g);
+      this.nodeElements.set(n.id, g);
+    }
+    for (const group of visible.groups) {
+      const at = layout.nodes.get(group.key);
+      if (!at) continue;
+      const g = svgEl('g', { class: 'node collapsed', transform: `translate(${(at.x - at.width / 2).toFixed(1)},${(at.y - at.height / 2).toFixed(1)})` });
+      g.append(svgEl('rect', { width: at.width.toFixed(1), height: at.height.toFixed(1), rx: '3' }));
+      const text = svgEl('text', { x: '8', y: String(LINE_HEIGHT) });
+      groupLines(group, this.ctx.state.collapseBelow).forEach((line, i) => text.append(svgEl('tspan', { x: '8', dy: i === 0 ? '0' : String(LINE_HEIGHT) }, line)));
+      g.append(text);
+      nodes.append(g);
+    }
+    const defs = svgEl('defs');
+    const marker = svgEl('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: '10', refY: '5', markerWidth: '8', markerHeight: '8', orient: 'auto-start-reverse' });
+    marker.append(svgEl('path', { d: 'M0,0L10,5L0,10z', class: 'arrow' }));
+    defs.append(marker);
+    this.layer.replaceChildren(defs, edges, nodes);
+    this.status.textContent = `${formatNumber(visible.nodes.length)} of ${formatNumber(model.nodes.length)} functions${visible.groups.length ? `, ${visible.groups.reduce((a, g) => a + g.members.length, 0)} collapsed` : ''}. Click a function to open its source; drag to pan, wheel to zoom.`;
+    this.highlight();
+    this.fitted = false;
+    if (this.svg.clientWidth > 0) this.fit();
+  }
+
+  private highlight(): void {
+    const matches = this.model ? searchMatches(this.model, this.search.value) : new Set<number>();
+    for (const [id, g] of this.nodeElements) {
+      g.classList.toggle('match', matches.has(id));
+      g.classList.toggle('selected', id === this.selected);
+    }
+  }
+
+  /** Fits the whole layout into the view. */
+  fit(): void {
+    const l = this.layout;
+    const w = this.svg.clientWidth;
+    const h = this.svg.clientHeight;
+    if (!l || w === 0 || h === 0) return;
+    const k = Math.min(2, 0.95 * Math.min(w / Math.max(1, l.width), h / Math.max(1, l.height)));
+    this.svgSelection.call(this.zoomer.transform, zoomIdentity.translate((w - l.width * k) / 2, (h - l.height * k) / 2).scale(k));
+    this.fitted = true;
+  }
+
+  /** Centres a node, keeping the zoom level (the editor's cursor moved into its function). */
+  private reveal(fn: number): void {
+    const at = this.layout?.nodes.get(nodeKey(fn));
+    const w = this.svg.clientWidth;
+    const h = this.svg.clientHeight;
+    if (!at || w === 0) return;
+    this.svgSelection.call(this.zoomer.translateTo, at.x, at.y, [w / 2, h / 2]);
+  }
+}

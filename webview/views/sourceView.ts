@@ -1,0 +1,152 @@
+import type { Profile } from '../../core/profile/model';
+import { formatNumber, formatShare, unitLabel, unitShort } from '../../core/profile/units';
+import { el, rovingFocus } from '../dom';
+import { annotateSource, heatLevel, type AnnotatedLine, type AnnotatedSource } from '../layout/source';
+import type { PanelContext, PanelView } from '../panelContext';
+
+/**
+ * The selected function's source with a heat bar and value per line, each line expandable to its
+ * instructions; the hottest line is scrolled into view, and a click opens the line in the editor.
+ */
+export class SourceView implements PanelView {
+  readonly element = el('section', { class: 'view source-view', role: 'tabpanel', id: 'panel-source', 'aria-labelledby': 'tab-source' });
+  private readonly heading = el('h2', { class: 'source-heading' });
+  private readonly note = el('p', { class: 'note', 'aria-live': 'polite' });
+  private readonly list = el('ol', { class: 'source', 'aria-label': 'Annotated source lines' });
+  private profile: Profile | undefined;
+  private selected: number | undefined;
+  private items: HTMLLIElement[] = [];
+  private pendingScroll: number | undefined;
+  private visible = false;
+
+  constructor(private readonly ctx: PanelContext) {
+    const scroller = el('div', { class: 'scroller' });
+    scroller.append(this.list);
+    this.element.append(this.heading, this.note, scroller);
+    this.list.addEventListener('keydown', (e) => this.onKey(e));
+  }
+
+  setProfile(p: Profile): void {
+    this.profile = p;
+    this.render();
+  }
+
+  selectionChanged(fn: number | undefined): void {
+    this.selected = fn;
+    this.render();
+  }
+
+  shown(): void {
+    this.visible = true;
+    this.scrollToHottest();
+  }
+
+  hidden(): void {
+    this.visible = false;
+  }
+
+  /** Re-renders when the host delivers a file this view asked for. */
+  sourceArrived(path: string): void {
+    const f = this.selected !== undefined ? this.profile?.functions[this.selected] : undefined;
+    if (f?.location?.path === path) this.render();
+  }
+
+  private render(): void {
+    const p = this.profile;
+    const f = p && this.selected !== undefined ? p.functions[this.selected] : undefined;
+    this.items = [];
+    if (!p || !f) {
+      this.heading.textContent = 'Annotated source';
+      this.note.textContent = 'Select a function in the call graph, flame graph or table.';
+      this.list.replaceChildren();
+      return;
+    }
+    this.heading.textContent = f.name;
+    if (!f.location) {
+      this.note.textContent = `${f.name} has no source location in the profile (no DWARF line information for it).`;
+      this.list.replaceChildren();
+      return;
+    }
+    const source = this.ctx.sourceText(f.location.path);
+    if (!source) {
+      this.note.textContent = `Reading ${f.location.path} …`;
+      this.list.replaceChildren();
+      return;
+    }
+    if (source.text === undefined) {
+      this.note.textContent = source.problem ?? `${f.location.path} could not be read.`;
+      this.list.replaceChildren();
+      return;
+    }
+    const annotated = annotateSource(p, f.id, f.location.path, source.text);
+    this.note.textContent = `${f.location.path} · per-line self cost in ${unitLabel(p.unit)}${annotated.total ? `, ${formatNumber(annotated.total)} on these lines` : ' (the profile has no per-line values for this function)'}`;
+    const fragment = document.createDocumentFragment();
+    for (const line of annotated.lines) fragment.append(this.lineItem(p, annotated, line));
+    this.list.replaceChildren(fragment);
+    this.pendingScroll = annotated.hottest;
+    const first = this.items.find((i) => i.dataset['line'] === String(annotated.hottest)) ?? this.items[0];
+    first?.setAttribute('tabindex', '0');
+    if (this.visible) this.scrollToHottest();
+  }
+
+  private lineItem(p: Profile, annotated: AnnotatedSource, line: AnnotatedLine): HTMLLIElement {
+    const level = heatLevel(line.heat);
+    const li = el('li', { class: `line heat-${level}`, tabindex: '-1', 'data-line': String(line.line) });
+    const bar = el('span', { class: 'bar', 'aria-hidden': 'true' });
+    bar.append(el('span', { class: `fill heat-${level} w${Math.round(line.heat * 10)}` }));
+    const value = line.value !== undefined ? `${formatNumber(line.value)}${annotated.total ? ` (${formatShare(line.value / annotated.total)})` : ''}` : '';
+    const row = el('div', { class: 'line-row' });
+    const toggle = el('button', { type: 'button', class: 'expand', 'aria-expanded': 'false', 'aria-label': `Instructions of line ${line.line}` }, line.instructions.length ? '▸' : '');
+    if (!line.instructions.length) toggle.disabled = true;
+    row.append(toggle, bar, el('span', { class: 'value', title: unitLabel(p.unit) }, value), el('span', { class: 'lineno' }, String(line.line)), el('code', { class: 'code' }, line.text));
+    li.append(row);
+    li.setAttribute('aria-label', `line ${line.line}${value ? `, ${value} ${unitShort(p.unit)}` : ''}`);
+    toggle.addEventListener('click', (e) => {
+      e.stopPropagation();
+      this.toggle(li, line, p);
+    });
+    row.addEventListener('click', () => this.ctx.post({ type: 'openLocation', path: annotated.path, line: line.line }));
+    this.items.push(li);
+    return li;
+  }
+
+  /** Instructions are built on first expansion only: a 2,000-line file paints without them. */
+  private toggle(li: HTMLLIElement, line: AnnotatedLine, p: Profile): void {
+    const existing = li.querySelector('ul.instructions');
+    const button = li.querySelector('button.expand');
+    if (existing) {
+      existing.remove();
+      button?.setAttribute('aria-expanded', 'false');
+      if (button) button.textContent = '▸';
+      return;
+    }
+    const ul = el('ul', { class: 'instructions' });
+    for (const i of line.instructions) {
+      const item = el('li', { class: 'instruction' });
+      item.append(el('span', { class: 'value' }, `${formatNumber(i.value)} ${unitShort(p.unit)}`), el('span', { class: 'address' }, `0x${i.address.toString(16)}`), el('code', {}, i.text));
+      ul.append(item);
+    }
+    li.append(ul);
+    button?.setAttribute('aria-expanded', 'true');
+    if (button) button.textContent = '▾';
+  }
+
+  private scrollToHottest(): void {
+    if (this.pendingScroll === undefined) return;
+    this.items.find((i) => i.dataset['line'] === String(this.pendingScroll))?.scrollIntoView({ block: 'center' });
+    this.pendingScroll = undefined;
+  }
+
+  private onKey(e: KeyboardEvent): void {
+    const li = (e.target as HTMLElement).closest('li.line') as HTMLLIElement | null;
+    if (!li) return;
+    if (e.key === 'Enter') {
+      (li.querySelector('.line-row') as HTMLElement | null)?.click();
+      e.preventDefault();
+    } else if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
+      const expanded = li.querySelector('ul.instructions') !== null;
+      if (expanded === (e.key === 'ArrowLeft')) (li.querySelector('button.expand') as HTMLButtonElement | null)?.click();
+      e.preventDefault();
+    } else if (rovingFocus(this.items, li, e.key)) e.preventDefault();
+  }
+}
