@@ -342,21 +342,24 @@ describe('oracle trace log parsing', () => {
     assert.equal(stats.instructions, 2);
   });
 
-  it('parses millions of lines per second', () => {
+  it('counts every line of a long log pushed in blocks', (t) => {
     const line = Buffer.from('Trace 0: 0x7fab1c0059c0 [00000000/80000088/00109003/ff020201] crc16_step\n');
     const block = Buffer.alloc(line.length * 20000);
     for (let i = 0; i < 20000; i++) line.copy(block, i * line.length);
     let n = 0;
-    const parser = new TraceLogParser((_, c) => {
+    const pcs = new Set<number>();
+    const parser = new TraceLogParser((batch, c) => {
       n += c;
+      for (let i = 0; i < c; i++) pcs.add(batch[i]!);
     });
     const started = process.hrtime.bigint();
     for (let k = 0; k < 50; k++) parser.push(block);
     parser.end();
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     assert.equal(n, 1_000_000);
-    // The bar is set low for loaded CI machines; the README gives measured figures.
-    assert.ok(1e6 / seconds > 1e6, `${(1e6 / seconds / 1e6).toFixed(2)} M lines/s`);
+    assert.deepEqual([...pcs], [0x80000088]);
+    // Speed is a benchmark figure, not a pass condition (machines are shared): reported only.
+    t.diagnostic(`${(1e6 / seconds / 1e6).toFixed(2)} M lines/s`);
   });
 });
 
