@@ -27,6 +27,7 @@ import {
   resolveReservedMemory,
   type StopPoint,
   restoreFromJournal,
+  describeRestore,
   type InjectionFamilySupport,
   type MeasurementInfo,
   type MeasurementKind,
@@ -101,14 +102,8 @@ export class InjectionRequests {
     const target = this.target();
     if (target.config.family === 'arc') return;
     const report = await restoreFromJournal(new GdbTargetAccess(target.gdb), target.config.image, journalDir(target.config.cwd));
-    if (!report.journal) return;
-    const parts = [
-      report.restored.length ? `${report.restored.length} patch(es) restored` : '',
-      report.alreadyOriginal.length ? `${report.alreadyOriginal.length} already original` : '',
-      report.conflicts.length ? `${report.conflicts.length} left alone because the target holds unexpected bytes (journal kept: ${report.journal})` : '',
-      report.mismatches.length ? `${report.mismatches.length} not written because the ELF changed` : '',
-    ].filter(Boolean);
-    this.log({ category: report.conflicts.length ? 'important' : 'console', text: `CycleLens found patches a previous session left in this program: ${parts.join(', ')}.\n` });
+    const message = describeRestore(report, target.config.image);
+    if (message) this.log({ category: message.important ? 'important' : 'console', text: message.text });
   }
 
   /** Removes every patch: before a reset, a restart or the end of the session. */

@@ -1,12 +1,30 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import { CustomRequests, type InjectResponse } from '../../common/dapCustom';
+import { ElfImage } from '../../adapter/elf';
+import { elfHash } from '../../adapter/probe/injection/journal';
 import { AdapterHarness, qemuLaunchArgs } from '../support/dap';
+import { fixtureElf } from '../support/paths';
 import { killTagged, processesWithTag, waitForNoTaggedProcesses, type LiveProcess } from '../support/ownedProcesses';
 
 /**
  * Faults that take a whole process away (the adapter itself, or the channel it depends on) and
  * must leave nothing behind and lose nothing: each one is injected for real.
  */
+const scratch = mkdtempSync(join(tmpdir(), 'cyclelens-recovery-'));
+let workspaceCount = 0;
+/** A fresh workspace folder: the patch journal lives in `<cwd>/.cyclelens/journal`. */
+function workspace(): string {
+  const dir = join(scratch, `ws${++workspaceCount}`);
+  mkdirSync(dir);
+  return dir;
+}
+const journals = (ws: string): string[] => (existsSync(join(ws, '.cyclelens', 'journal')) ? readdirSync(join(ws, '.cyclelens', 'journal')).sort() : []);
+
 describe('faults: nothing lost, nothing left behind', () => {
   let h: AdapterHarness | undefined;
   /** Set once the test killed the adapter: a disconnect request would then wait forever for its answer. */
@@ -48,4 +66,61 @@ describe('faults: nothing lost, nothing left behind', () => {
       assert.deepEqual(left, [], `survivors of the adapter (adapter ${adapter.pid}, QEMU ${qemu.pid}, GDB ${gdb.pid})`);
     });
   }
+
+  it('a damaged patch journal: the launch goes on, the message names the file and what happens, the file is kept aside', async () => {
+    const ws = workspace();
+    const elfPath = fixtureElf('rv32', 'singlepass');
+    const dir = join(ws, '.cyclelens', 'journal');
+    mkdirSync(dir, { recursive: true });
+    const damaged = join(dir, `${elfHash(ElfImage.loadSync(elfPath))}.json`);
+    // A journal cut off in the middle of a string, as a full disk or a power cut leaves it.
+    writeFileSync(damaged, '{ "schema": "cyclelens-patch-journal/1", "elf": "/x/singlepass.elf", "elfHa');
+    h = new AdapterHarness();
+    await h.start();
+    const stopped = await h.launchToEntry(qemuLaunchArgs('rv32', 'singlepass', { cwd: ws }));
+    assert.equal(stopped.body.reason, 'entry');
+    const escaped = damaged.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    assert.match(h.allOutput, new RegExp(`The patch journal ${escaped} is damaged: it is not valid JSON \\(Unterminated string[^)]*\\)\\. It was moved aside to ${escaped}\\.damaged-\\S+ for inspection; the launch goes on with the program loaded from the ELF`));
+    const kept = journals(ws);
+    assert.equal(kept.length, 1, JSON.stringify(kept));
+    assert.match(kept[0]!, /\.json\.damaged-/);
+  });
+
+  it('two sessions on one workspace and one ELF: each keeps its own journal, and one ending leaves the other\'s', async () => {
+    const ws = workspace();
+    const args = qemuLaunchArgs('rv32', 'singlepass', { cwd: ws });
+    const first = new AdapterHarness();
+    const second = new AdapterHarness();
+    // A stopped harness must not be stopped again: its disconnect request would wait for a dead adapter.
+    const running = new Set([first, second]);
+    const stop = async (a: AdapterHarness): Promise<void> => {
+      if (!running.delete(a)) return;
+      assert.deepEqual(await a.stop(), []);
+    };
+    try {
+      await Promise.all([first.start(), second.start()]);
+      await Promise.all([first.launchToEntry(args), second.launchToEntry(args)]);
+      const inject = async (a: AdapterHarness, fn: string): Promise<void> => {
+        const r = (await a.dc.customRequest(CustomRequests.inject, { targets: [{ function: fn }] })).body as InjectResponse;
+        assert.equal(r.injected.length, 1, JSON.stringify(r.refused));
+      };
+      await Promise.all([inject(first, 'fir_filter'), inject(second, 'quicksort')]);
+      assert.equal(journals(ws).filter((n) => n.endsWith('.json')).length, 2, `one journal per session: ${journals(ws).join(', ')}`);
+      await stop(first);
+      const left = journals(ws);
+      assert.equal(left.length, 1, `the second session's journal stays: ${left.join(', ')}`);
+      // The second session still measures and ends normally.
+      const end = second.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
+      await second.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
+      await second.dc.continueRequest({ threadId: 1 });
+      await end;
+      const results = (await second.dc.customRequest(CustomRequests.injectedResults)).body as { results: Array<{ name: string; calls: number }> };
+      assert.ok((results.results.find((r) => r.name === 'quicksort')?.calls ?? 0) > 0, JSON.stringify(results));
+      await stop(second);
+      assert.deepEqual(journals(ws), [], 'nothing patched, no journal');
+    } finally {
+      await stop(first);
+      await stop(second);
+    }
+  });
 });
