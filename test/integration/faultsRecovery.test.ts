@@ -1,5 +1,6 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,9 +8,11 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import { CustomRequests, type InjectResponse } from '../../common/dapCustom';
 import { ElfImage } from '../../adapter/elf';
 import { elfHash } from '../../adapter/probe/injection/journal';
+import { freePort } from '../../adapter/util/ports';
+import { waitForTcp } from '../../adapter/servers/readiness';
 import { AdapterHarness, qemuLaunchArgs } from '../support/dap';
 import { fixtureElf } from '../support/paths';
-import { killTagged, processesWithTag, waitForNoTaggedProcesses, type LiveProcess } from '../support/ownedProcesses';
+import { OWNER_TAG_VAR, killTagged, newOwnerTag, processesWithTag, waitForNoTaggedProcesses, type LiveProcess } from '../support/ownedProcesses';
 
 /**
  * Faults that take a whole process away (the adapter itself, or the channel it depends on) and
@@ -121,6 +124,52 @@ describe('faults: nothing lost, nothing left behind', () => {
     } finally {
       await stop(first);
       await stop(second);
+    }
+  });
+
+  it('relaunch after GDB died with patches live: the message lists what was restored, and the bytes are the ELF\'s again', async () => {
+    const ws = workspace();
+    const elfPath = fixtureElf('rv32', 'cyclic');
+    const image = ElfImage.loadSync(elfPath);
+    const port = await freePort();
+    // The board: a QEMU the sessions do not own (a remote gdbserver), so it runs on, patched, when GDB dies.
+    // Its own tag: stopping the first session's harness must not take the board with it.
+    const boardTag = newOwnerTag();
+    const board = spawn('qemu-system-riscv32', ['-M', 'virt', '-bios', 'none', '-icount', 'shift=0,sleep=off', '-kernel', elfPath, '-display', 'none', '-serial', 'null', '-monitor', 'none', '-gdb', `tcp:127.0.0.1:${port}`, '-S'], { stdio: 'ignore', env: { ...process.env, [OWNER_TAG_VAR]: boardTag } });
+    try {
+      await waitForTcp('127.0.0.1', port, Date.now() + 10_000, () => (board.exitCode !== null ? 'exited' : undefined));
+      h = new AdapterHarness();
+      const remote = { executable: elfPath, server: { type: 'remote' as const, address: `127.0.0.1:${port}` }, cwd: ws };
+      await h.start();
+      await h.launchToEntry({ ...remote, stopAtEntry: 'main' });
+      const r = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'process_packet' }, { function: 'frame_seed' }] })).body as InjectResponse;
+      assert.equal(r.injected.length, 2, JSON.stringify(r.refused));
+      await h.dc.continueRequest({ threadId: 1 });
+      const gdb = find(processesWithTag(h.tag), /gdb-multiarch/);
+      const terminated = h.dc.waitForEvent('terminated');
+      process.kill(gdb.pid, 'SIGKILL');
+      await terminated;
+      const firstOutput = h.allOutput;
+      await h.stop();
+      assert.equal(journals(ws).length, 1, 'the dead session left its journal');
+
+      h = new AdapterHarness();
+      await h.start();
+      // The board is halted wherever the connection caught it (an exit stub may be pending), so the
+      // program is not run further: the restore happens during launch, with the target halted.
+      const restored = new Promise<void>((resolve) => h!.dc.on('output', () => /CycleLens found patches/.test(h!.allOutput) && resolve()));
+      await Promise.all([h.dc.launch({ ...remote, stopAtEntry: false }), restored]);
+      const addr = (name: string): string => `0x${image.functionNamed(name)!.address.toString(16)}`;
+      assert.match(h.allOutput, new RegExp(`CycleLens found patches a previous session left in this program \\([0-9a-f]+\\.\\d+\\.json\\) and restored the original bytes at 2 address\\(es\\): ${addr('process_packet')} \\(process_packet\\), ${addr('frame_seed')} \\(frame_seed\\), and the tp register\\.`), `${firstOutput}\n---\n${h.allOutput}`);
+      for (const name of ['process_packet', 'frame_seed']) {
+        const fn = image.functionNamed(name)!;
+        const now = Buffer.from((await h!.dc.customRequest('readMemory', { memoryReference: addr(name), count: 8 })).body.data, 'base64');
+        assert.deepEqual(now, Buffer.from(image.file.readMemory(fn.address, 8)!), `${name} holds the ELF's bytes`);
+      }
+      assert.deepEqual(journals(ws), [], 'journal removed once everything was put back');
+    } finally {
+      board.kill('SIGKILL');
+      assert.deepEqual(await waitForNoTaggedProcesses(boardTag), []);
     }
   });
 });
