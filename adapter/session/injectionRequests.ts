@@ -35,6 +35,7 @@ import {
   type MemoryRegion,
 } from '../probe/injection';
 import { GdbTargetAccess } from '../probe/targetAccess';
+import { validateReservedMemory } from './launchValidation';
 import type { DebugTarget, TargetOutput } from '../target/debugTarget';
 
 type Handler = (args: never) => Promise<unknown>;
@@ -209,6 +210,8 @@ export class InjectionRequests {
     const server = config.server;
     const qemu = server.type === 'qemu';
     const memoryMap = server.type === 'qemu' ? QEMU_MEMORY_MAPS[server.machine ?? (config.family === 'riscv' ? 'virt' : 'mps2-an386')] : await this.gdbMemoryMap(target);
+    // OpenOCD and remote stubs tell their memory map only once connected: check the launch's range now.
+    if (config.reservedMemory && memoryMap && server.type !== 'qemu') validateReservedMemory(config.reservedMemory, config.image, memoryMap);
     const reserved = resolveReservedMemory(config.image, { ...(config.reservedMemory ? { launch: config.reservedMemory } : {}), ...(memoryMap ? { memoryMap } : {}) });
     if ('ok' in reserved) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, reserved.reason);
     const support = this.supportFor(config.family, qemu);

@@ -1,6 +1,7 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { createServer, type Server, type Socket } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -163,13 +164,61 @@ describe('faults: nothing lost, nothing left behind', () => {
       assert.match(h.allOutput, new RegExp(`CycleLens found patches a previous session left in this program \\([0-9a-f]+\\.\\d+\\.json\\) and restored the original bytes at 2 address\\(es\\): ${addr('process_packet')} \\(process_packet\\), ${addr('frame_seed')} \\(frame_seed\\), and the tp register\\.`), `${firstOutput}\n---\n${h.allOutput}`);
       for (const name of ['process_packet', 'frame_seed']) {
         const fn = image.functionNamed(name)!;
-        const now = Buffer.from((await h!.dc.customRequest('readMemory', { memoryReference: addr(name), count: 8 })).body.data, 'base64');
+        const now: Buffer = Buffer.from((await h!.dc.customRequest('readMemory', { memoryReference: addr(name), count: 8 })).body.data, 'base64');
         assert.deepEqual(now, Buffer.from(image.file.readMemory(fn.address, 8)!), `${name} holds the ELF's bytes`);
       }
       assert.deepEqual(journals(ws), [], 'journal removed once everything was put back');
     } finally {
       board.kill('SIGKILL');
       assert.deepEqual(await waitForNoTaggedProcesses(boardTag), []);
+    }
+  });
+
+  /** Launch must fail with a message matching `pattern`, having started nothing that stays. */
+  async function launchFails(args: object, pattern: RegExp): Promise<void> {
+    h = new AdapterHarness();
+    await h.start();
+    await assert.rejects(h.dc.launch(args), (err: Error) => {
+      assert.match(err.message, pattern);
+      return true;
+    });
+  }
+
+  const virtRam = '0x80000000-0x87ffffff \\(DRAM\\)';
+  const example = '"reservedMemory": \\{ "start": "0x8[0-9a-f]{7}", "size": 4096 \\}';
+
+  it('reservedMemory: null names the field, the allowed RAM and an example', () =>
+    launchFails(qemuLaunchArgs('rv32', 'singlepass', { reservedMemory: null as never }), new RegExp(`\`reservedMemory\` must be an object .* e\\.g\\. ${example}\\. RAM on this target: ${virtRam}\\. Got null`)));
+
+  it('reservedMemory outside RAM (0xfffff000) is refused at launch with the RAM ranges', () =>
+    launchFails(qemuLaunchArgs('rv32', 'singlepass', { reservedMemory: { start: '0xfffff000', size: 4096 } }), new RegExp(`\`reservedMemory\` \\(0xfffff000-0xffffffff\\) is not inside the target's RAM\\. RAM on this target: ${virtRam}\\. Reserve RAM the program never uses, e\\.g\\. ${example}`)));
+
+  it('reservedMemory of 1 TiB is refused at launch', () =>
+    launchFails(qemuLaunchArgs('cortex-m4', 'singlepass', { reservedMemory: { start: '0x20000000', size: 2 ** 40 } }), /`reservedMemory` \(0x20000000, 1099511627776 bytes\) runs past the end of the 32-bit address space\. .*RAM on this target: 0x00000000-0x003fffff \(SSRAM1 \(code\)\), 0x20000000-0x203fffff \(SSRAM2\/3\)/));
+
+  it('a stripped ELF is named, with the fix', async () => {
+    const stripped = join(workspace(), 'singlepass-stripped.elf');
+    execFileSync('riscv64-unknown-elf-strip', ['-o', stripped, fixtureElf('rv32', 'singlepass')]);
+    const escaped = stripped.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    await launchFails(qemuLaunchArgs('rv32', 'singlepass', { executable: stripped }), new RegExp(`${escaped} has no symbols: pass the unstripped ELF the linker wrote \\(built with -g\\)`));
+  });
+
+  it('a remote address that accepts TCP but never answers: "nothing answered as a gdbserver"', async () => {
+    const sockets: Socket[] = [];
+    // A real listener that accepts and stays silent, as a forwarded port with nothing behind it does.
+    const silent: Server = createServer((socket) => {
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const port = (silent.address() as { port: number }).port;
+    try {
+      await launchFails({ executable: fixtureElf('rv32', 'singlepass'), server: { type: 'remote', address: `127.0.0.1:${port}` } },
+        new RegExp(`Nothing at 127\\.0\\.0\\.1:${port} answered as a gdbserver: it accepted the connection but did not answer a GDB remote protocol request within 3 s\\. Check \`server\\.address\``));
+      assert.ok(sockets.length >= 1, 'the adapter did connect');
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => silent.close(resolve));
     }
   });
 });
