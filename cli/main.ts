@@ -8,6 +8,7 @@ import { runScenario } from '../core/profiling/scenarios';
 import { AdapterSession } from './adapterSession';
 import { USAGE, parseArgs } from './args';
 import { loadLaunchConfiguration } from './launchConfig';
+import { checkOutputWritable, writeOutputs } from './outputPaths';
 
 /**
  * `cyclelens descent|profile`: runs an analysis from a terminal or CI against the same debug adapter
@@ -64,6 +65,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
   let session: AdapterSession | undefined;
   try {
     const launch = await loadLaunchConfiguration(cmd.config, cmd.name);
+    if (cmd.out) await checkOutputWritable(cmd.out, '--out');
+    if (cmd.dot) await checkOutputWritable(cmd.dot, '--dot');
     const previous = cmd.resume ? await earlierResults(cmd.resume, String(launch.args.executable)) : [];
     // The profiler drives the program from a stop in the start function, whatever the configuration says.
     launch.args.stopAtEntry = cmd.start;
@@ -92,14 +95,18 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     });
     const result = outcome.result;
     io.out(outcome.report);
-    if (cmd.out) {
-      await saveResultSetDocument(cmd.out, outcome.document);
-      io.err(`cyclelens: ${result.resultSets.length} result set(s) written to ${cmd.out}\n`);
-    }
-    if (cmd.dot) {
-      await writeFileAtomic(cmd.dot, outcome.dot);
-      io.err(`cyclelens: call graph written to ${cmd.dot}\n`);
-    }
+    const failures = await writeOutputs([
+      ...(cmd.out ? [{ what: 'The result sets', path: cmd.out, write: async () => {
+        await saveResultSetDocument(cmd.out!, outcome.document);
+        io.err(`cyclelens: ${result.resultSets.length} result set(s) written to ${cmd.out}\n`);
+      } }] : []),
+      ...(cmd.dot ? [{ what: 'The call graph', path: cmd.dot, write: async () => {
+        await writeFileAtomic(cmd.dot!, outcome.dot);
+        io.err(`cyclelens: call graph written to ${cmd.dot}\n`);
+      } }] : []),
+    ]);
+    for (const f of failures) io.err(`cyclelens: ${f}; the report above holds the findings\n`);
+    if (failures.length > 0) return 1;
     return result.cancelled ? 130 : 0;
   } catch (err) {
     io.err(`cyclelens: ${err instanceof Error ? err.message : String(err)}\n`);
