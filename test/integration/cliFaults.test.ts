@@ -1,9 +1,10 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadResultSetDocument } from '../../core/analysis/resultSet';
 import { OWNER_TAG_VAR, newOwnerTag, processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
 import { fixtureElf, repoRoot } from '../support/paths';
 
@@ -82,5 +83,39 @@ describe('cyclelens CLI: output places that fail', () => {
     assert.match(readFileSync(dot, 'utf8'), /^digraph /);
     assert.match(r.stdout, /descent/i, 'the report was printed');
     assert.equal(processesWithTag(tag).filter((p) => /qemu|gdb/.test(p.cmdline)).length, 0);
+  });
+
+  it('QEMU killed in the middle of a descent: finished runs are kept, the message names what died, --resume continues', async () => {
+    const out = join(dir, 'interrupted.json');
+    const args = ['descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '1%', '--slots', '2', '--no-groups', '--out', out];
+    const child = spawn(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
+    child.stdout.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // Wait for the first run's result set on disk, then kill the emulator for real.
+    let qemuPid: number | undefined;
+    for (let i = 0; i < 600 && qemuPid === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      if (!existsSync(out) || child.exitCode !== null) continue;
+      const saved = await loadResultSetDocument(out).catch(() => undefined);
+      if ((saved?.resultSets.length ?? 0) >= 1) qemuPid = processesWithTag(tag).find((p) => /qemu-system-riscv32/.test(p.cmdline))?.pid;
+    }
+    assert.ok(qemuPid, `no saved run to interrupt: ${stderr}`);
+    process.kill(qemuPid, 'SIGKILL');
+    assert.equal(await exited, 1, stderr);
+    assert.match(stderr, /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/);
+    assert.match(stderr, /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in interrupted\.json; continue with the same command and --resume interrupted\.json/);
+    const partial = await loadResultSetDocument(out);
+    assert.ok(partial.resultSets.length >= 1);
+    const savedRuns = Number(/(\d+) finished run\(s\)/.exec(stderr)![1]);
+    assert.equal(partial.resultSets.length, savedRuns, 'every finished run is in the file');
+
+    const resumed = cli(...args.slice(0, -2), '--resume', out, '--out', join(dir, 'resumed.json'));
+    assert.equal(resumed.status, 0, resumed.stderr);
+    const final = await loadResultSetDocument(join(dir, 'resumed.json'));
+    const ids = new Set(final.resultSets.map((r) => r.id));
+    for (const rs of partial.resultSets) assert.ok(ids.has(rs.id), `result set ${rs.id} of the interrupted run is kept`);
+    assert.ok(final.analysis && !final.analysis.cancelled, 'the resumed descent finished');
   });
 });
