@@ -23,6 +23,10 @@ export class AdapterError extends Error {
 
 export class AdapterSession {
   private stderr = '';
+  /** The adapter's last 'important' lines: what ended the session (GDB or QEMU dying, with its output). */
+  private important: string[] = [];
+  /** Set once the adapter reported the session over (terminated). */
+  sessionEnded = false;
   private exited: Promise<void>;
   private closing: Promise<void> | undefined;
 
@@ -40,6 +44,10 @@ export class AdapterSession {
     client.on('output', (e: DapEvent) => {
       const body = e.body as { category?: string; output?: string } | undefined;
       if (body?.output && (body.category === 'important' || body.category === 'stderr')) this.log(body.output.trimEnd());
+      if (body?.output && body.category === 'important') this.important = [...this.important, body.output.trimEnd()].slice(-3);
+    });
+    client.on('terminated', () => {
+      this.sessionEnded = true;
     });
   }
 
@@ -87,6 +95,11 @@ export class AdapterSession {
     await c.request('configurationDone');
     await Promise.race([launched, terminated]);
     await Promise.race([stopped, terminated]);
+  }
+
+  /** Why the session ended, in the adapter's words (which process died, how, its last output), if it said. */
+  get endReason(): string | undefined {
+    return this.important.length > 0 ? this.important.join('\n') : undefined;
   }
 
   /** Disconnects (terminating the target), then makes sure the adapter process is gone. */

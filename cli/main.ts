@@ -1,14 +1,16 @@
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { unlink } from 'node:fs/promises';
+import { join, relative } from 'node:path';
 import type { CallGraphResponse, DynamicCallGraphArguments, DynamicCallGraphResponse } from '../common/dapCustom';
 import { CustomRequests } from '../common/dapCustom';
-import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, saveResultSetDocument, writeFileAtomic, type CallGraphDocument, type ResultSet } from '../core/analysis/resultSet';
+import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, resultSetDocument, saveResultSetDocument, writeFileAtomic, type CallGraphDocument, type ResultSet } from '../core/analysis/resultSet';
 import { DapProfiler } from '../core/profiling/dapProfiler';
 import { runScenario } from '../core/profiling/scenarios';
 import { AdapterSession } from './adapterSession';
 import { USAGE, parseArgs } from './args';
 import { runLanguageServer } from './languageServer';
 import { loadLaunchConfiguration } from './launchConfig';
+import { checkOutputWritable, writeOutputs } from './outputPaths';
 
 /**
  * `cyclelens descent|profile`: runs an analysis from a terminal or CI against the same debug adapter
@@ -64,9 +66,19 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     if (interrupts > 1) void session?.close().finally(() => process.exit(130));
   });
   let session: AdapterSession | undefined;
+  /** Runs finished so far (with the resumed ones), saved as each is read out. */
+  const finished: ResultSet[] = [];
+  let newRuns = 0;
+  let partialPath: string | undefined;
   try {
     const launch = await loadLaunchConfiguration(cmd.config, cmd.name);
+    if (cmd.out) await checkOutputWritable(cmd.out, '--out');
+    if (cmd.dot) await checkOutputWritable(cmd.dot, '--dot');
     const previous = cmd.resume ? await earlierResults(cmd.resume, String(launch.args.executable)) : [];
+    finished.push(...previous);
+    // Where finished runs go while the analysis runs: --out itself (the final document replaces it), or a
+    // file of its own, so a GDB or QEMU that dies at run 9 of 10 costs one run, not nine.
+    partialPath = cmd.out ?? join(process.cwd(), '.cyclelens', 'results', `${cmd.name.replace(/[^A-Za-z0-9._-]+/g, '-')}-${new Date().toISOString().replace(/[:.]/g, '-')}.partial.json`);
     // The profiler drives the program from a stop in the start function, whatever the configuration says.
     launch.args.stopAtEntry = cmd.start;
     const adapterPath = cmd.adapter ?? defaultAdapterPath();
@@ -84,6 +96,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       executable: String(launch.args.executable),
       timeoutMs: cmd.timeoutMs,
       log: (l) => io.err(`${l}\n`),
+      onResultSet: async (rs) => {
+        finished.push(rs);
+        newRuns++;
+        await saveResultSetDocument(partialPath!, resultSetDocument(finished, undefined, 'cyclelens-cli (partial)'));
+      },
     });
     const outcome = await runScenario({ ...cmd, command: cmd.command, ...(savedGraph ? { savedGraph } : {}) }, profiler, {
       signal: controller.signal,
@@ -94,17 +111,28 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     });
     const result = outcome.result;
     io.out(outcome.report);
-    if (cmd.out) {
-      await saveResultSetDocument(cmd.out, outcome.document);
-      io.err(`cyclelens: ${result.resultSets.length} result set(s) written to ${cmd.out}\n`);
-    }
-    if (cmd.dot) {
-      await writeFileAtomic(cmd.dot, outcome.dot);
-      io.err(`cyclelens: call graph written to ${cmd.dot}\n`);
-    }
+    const failures = await writeOutputs([
+      ...(cmd.out ? [{ what: 'The result sets', path: cmd.out, write: async () => {
+        await saveResultSetDocument(cmd.out!, outcome.document);
+        io.err(`cyclelens: ${result.resultSets.length} result set(s) written to ${cmd.out}\n`);
+      } }] : []),
+      ...(cmd.dot ? [{ what: 'The call graph', path: cmd.dot, write: async () => {
+        await writeFileAtomic(cmd.dot!, outcome.dot);
+        io.err(`cyclelens: call graph written to ${cmd.dot}\n`);
+      } }] : []),
+    ]);
+    for (const f of failures) io.err(`cyclelens: ${f}; the report above holds the findings\n`);
+    if (!cmd.out && partialPath && newRuns > 0) await unlinkQuietly(partialPath);
+    if (failures.length > 0) return 1;
     return result.cancelled ? 130 : 0;
   } catch (err) {
     io.err(`cyclelens: ${err instanceof Error ? err.message : String(err)}\n`);
+    const died = session?.endReason;
+    if (session?.sessionEnded || died) io.err(`cyclelens: the debug session ended in the middle of the analysis: ${died ?? 'the adapter gave no reason'}\n`);
+    if (partialPath && newRuns > 0) {
+      const shown = relative(process.cwd(), partialPath) || partialPath;
+      io.err(`cyclelens: ${newRuns} finished run(s) (${finished.length} result set(s) in all) are saved in ${shown}; ${cmd.command === 'descent' ? `continue with the same command and --resume ${shown}` : 'a descent continues from them with --resume'}\n`);
+    }
     return controller.signal.aborted ? 130 : 1;
   } finally {
     removeInterrupt();
@@ -137,6 +165,10 @@ async function saveCallGraph(session: AdapterSession, out: string, executable: s
 /** Only the fields the document holds (the static graph's diagnostics stay out). */
 function plainGraph(g: CallGraphResponse): CallGraphResponse {
   return { functions: g.functions, edges: g.edges, indirectCallers: g.indirectCallers };
+}
+
+async function unlinkQuietly(path: string): Promise<void> {
+  await unlink(path).catch(() => undefined);
 }
 
 /** Result sets of an earlier run of the same program, to continue its descent. */

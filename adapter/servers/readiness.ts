@@ -40,3 +40,42 @@ export class OutputTail {
     return [...this.lines];
   }
 }
+
+/** What a gdbserver handshake probe found at an address. */
+export type RspProbeResult = { kind: 'gdbserver' } | { kind: 'silent' } | { kind: 'other'; said: string } | { kind: 'closed' };
+
+/**
+ * Asks whatever listens at host:port one harmless GDB remote protocol question (`qSupported`, which
+ * every stub answers, if only with an empty packet) and waits up to `timeoutMs` for an ack (`+`) or
+ * a packet (`$`). A port that accepts TCP but is not a gdbserver (a telnet console, a web server, a
+ * forwarded port with nothing behind it) would otherwise make GDB wait its whole connect timeout.
+ */
+export function probeGdbServer(host: string, port: number, timeoutMs: number): Promise<RspProbeResult> {
+  const body = 'qSupported';
+  let sum = 0;
+  for (const ch of body) sum = (sum + ch.charCodeAt(0)) & 0xff;
+  const packet = `$${body}#${sum.toString(16).padStart(2, '0')}`;
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    let received = '';
+    let settled = false;
+    const finish = (r: RspProbeResult): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(r);
+    };
+    const timer = setTimeout(() => finish(received ? { kind: 'other', said: received } : { kind: 'silent' }), timeoutMs);
+    socket.setNoDelay(true);
+    socket.once('connect', () => socket.write(packet));
+    socket.on('data', (data: Buffer) => {
+      received += data.toString('latin1');
+      const first = received.trimStart()[0];
+      if (first === '+' || first === '$') finish({ kind: 'gdbserver' });
+      else if (received.length >= 64 || received.includes('\n')) finish({ kind: 'other', said: received });
+    });
+    socket.once('error', () => finish({ kind: 'closed' }));
+    socket.once('close', () => finish(received ? { kind: 'other', said: received } : { kind: 'closed' }));
+  });
+}

@@ -135,7 +135,9 @@ export class CycleLensDebugSession extends DebugSession {
       (err: unknown) => {
         const code = err instanceof CycleLensError ? err.code : ErrorCode.CommandFailed;
         const userFacing = err instanceof CycleLensError ? err.userFacing : false;
-        this.sendErrorResponse(response, { id: code, format: errorMessage(err).replace(/[{}]/g, (c) => (c === '{' ? '(' : ')')), showUser: userFacing });
+        // The DAP library substitutes `{_name}` only (other braces pass as written, so JSON examples such as
+        // `{ "start": … }` stay readable); with no variables given, `{_…}` would throw inside it.
+        this.sendErrorResponse(response, { id: code, format: errorMessage(err).replace(/\{(_[^}]*)\}/g, '($1)'), showUser: userFacing });
       },
     );
   }

@@ -27,6 +27,7 @@ import {
   resolveReservedMemory,
   type StopPoint,
   restoreFromJournal,
+  describeRestore,
   type InjectionFamilySupport,
   type MeasurementInfo,
   type MeasurementKind,
@@ -34,6 +35,7 @@ import {
   type MemoryRegion,
 } from '../probe/injection';
 import { GdbTargetAccess } from '../probe/targetAccess';
+import { validateReservedMemory } from './launchValidation';
 import type { DebugTarget, TargetOutput } from '../target/debugTarget';
 
 type Handler = (args: never) => Promise<unknown>;
@@ -101,14 +103,8 @@ export class InjectionRequests {
     const target = this.target();
     if (target.config.family === 'arc') return;
     const report = await restoreFromJournal(new GdbTargetAccess(target.gdb), target.config.image, journalDir(target.config.cwd));
-    if (!report.journal) return;
-    const parts = [
-      report.restored.length ? `${report.restored.length} patch(es) restored` : '',
-      report.alreadyOriginal.length ? `${report.alreadyOriginal.length} already original` : '',
-      report.conflicts.length ? `${report.conflicts.length} left alone because the target holds unexpected bytes (journal kept: ${report.journal})` : '',
-      report.mismatches.length ? `${report.mismatches.length} not written because the ELF changed` : '',
-    ].filter(Boolean);
-    this.log({ category: report.conflicts.length ? 'important' : 'console', text: `CycleLens found patches a previous session left in this program: ${parts.join(', ')}.\n` });
+    const message = describeRestore(report, target.config.image);
+    if (message) this.log({ category: message.important ? 'important' : 'console', text: message.text });
   }
 
   /** Removes every patch: before a reset, a restart or the end of the session. */
@@ -214,6 +210,8 @@ export class InjectionRequests {
     const server = config.server;
     const qemu = server.type === 'qemu';
     const memoryMap = server.type === 'qemu' ? QEMU_MEMORY_MAPS[server.machine ?? (config.family === 'riscv' ? 'virt' : 'mps2-an386')] : await this.gdbMemoryMap(target);
+    // OpenOCD and remote stubs tell their memory map only once connected: check the launch's range now.
+    if (config.reservedMemory && memoryMap && server.type !== 'qemu') validateReservedMemory(config.reservedMemory, config.image, memoryMap);
     const reserved = resolveReservedMemory(config.image, { ...(config.reservedMemory ? { launch: config.reservedMemory } : {}), ...(memoryMap ? { memoryMap } : {}) });
     if ('ok' in reserved) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, reserved.reason);
     const support = this.supportFor(config.family, qemu);

@@ -3,6 +3,8 @@ import { isAbsolute, resolve } from 'node:path';
 import type { CycleLensLaunchArgs, ServerArgs, TargetFamily } from '../../common/launchArgs';
 import { ElfImage } from '../elf';
 import { CycleLensError, ErrorCode } from '../errors';
+import { QEMU_MEMORY_MAPS, type MemoryRegion } from '../probe/injection/memoryMap';
+import { resolveReservedMemory } from '../probe/injection/reservedMemory';
 
 /** A launch configuration after validation: paths absolute, defaults applied, family known. */
 export interface ValidatedLaunch {
@@ -102,13 +104,11 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
   const stop = raw.stopAtEntry;
   if (stop !== undefined && typeof stop !== 'boolean' && typeof stop !== 'string') invalid('`stopAtEntry` must be true, false or a function name.');
   if (raw.gdbPath !== undefined && typeof raw.gdbPath !== 'string') invalid('`gdbPath` must be a string.');
-  const reserved = raw.reservedMemory;
-  if (reserved !== undefined) {
-    const start = typeof reserved.start === 'string' ? Number(reserved.start) : reserved.start;
-    if (typeof reserved !== 'object' || !Number.isInteger(start) || !Number.isInteger(reserved.size) || reserved.size <= 0) {
-      invalid('`reservedMemory` must be `{ "start": "0x…", "size": bytes }` naming RAM the program never uses.');
-    }
+  if (!image.section('.symtab')) {
+    throw new CycleLensError(ErrorCode.NotAnElf, `${executable} has no symbols: pass the unstripped ELF the linker wrote (built with -g), not a stripped copy.`);
   }
+  const server = validateServer(raw.server, cwd);
+  const reserved = validateReservedMemory(raw.reservedMemory, image, knownMemoryMap(server, detected));
   if (raw.programEnd !== undefined && (typeof raw.programEnd !== 'string' || !image.functionNamed(raw.programEnd))) {
     invalid(`\`programEnd\` must name a function of ${executable} (got ${JSON.stringify(raw.programEnd)}).`);
   }
@@ -117,14 +117,62 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
     image,
     cwd,
     family: detected,
-    server: validateServer(raw.server, cwd),
+    server,
     gdbPath: raw.gdbPath ?? (detected === 'arc' ? 'arc-elf32-gdb' : 'gdb-multiarch'),
     stopAtEntry: stop === false ? undefined : stop === true || stop === undefined ? 'main' : stop,
     programEnd: raw.programEnd ?? ['exit', '_exit'].find((name) => image.functionNamed(name)),
-    reservedMemory: reserved ? { start: Number(reserved.start), size: reserved.size } : undefined,
+    reservedMemory: reserved,
     allowFlashWrites: raw.allowFlashWrites === true,
     initCommands: optionalStrings(raw.initCommands, 'initCommands'),
     postConnectCommands: optionalStrings(raw.postConnectCommands, 'postConnectCommands'),
     trace: raw.trace === true,
   };
+}
+
+/** The target's memory map when it is known before connecting (the QEMU machines we know). */
+export function knownMemoryMap(server: ServerArgs, family: TargetFamily): readonly MemoryRegion[] | undefined {
+  if (server.type !== 'qemu') return undefined;
+  return QEMU_MEMORY_MAPS[server.machine ?? (family === 'riscv' ? 'virt' : 'mps2-an386')];
+}
+
+const hex32 = (n: number): string => `0x${n.toString(16).padStart(8, '0')}`;
+
+/** `"reservedMemory": { … }` with a range the program does not use, for error messages. */
+function reservedExample(image: ElfImage, map: readonly MemoryRegion[] | undefined): string {
+  const gap = map ? resolveReservedMemory(image, { memoryMap: map }) : undefined;
+  const start = gap && !('ok' in gap) ? gap.start : map?.find((r) => r.kind === 'ram')?.start ?? 0x20000000;
+  return `"reservedMemory": { "start": "${hex32(start)}", "size": 4096 }`;
+}
+
+function ramList(map: readonly MemoryRegion[]): string {
+  return map.filter((r) => r.kind === 'ram').map((r) => `${hex32(r.start)}-${hex32(r.start + r.size - 1)}${r.name ? ` (${r.name})` : ''}`).join(', ');
+}
+
+/**
+ * `reservedMemory` checked against the ELF's sections and, where known, the target's RAM: a range
+ * outside RAM would be accepted by nothing but the injector, which would place its payload there and
+ * crash the program ("program ended early" is all the user would see).
+ */
+export function validateReservedMemory(raw: unknown, image: ElfImage, givenMap: readonly MemoryRegion[] | undefined): { start: number; size: number } | undefined {
+  if (raw === undefined) return undefined;
+  // A map without RAM in it (a stub that sends none) says nothing about where RAM is.
+  const map = givenMap?.some((x) => x.kind === 'ram') ? givenMap : undefined;
+  const example = reservedExample(image, map);
+  const allowed = map ? ` RAM on this target: ${ramList(map)}.` : '';
+  const shape = `\`reservedMemory\` must be an object \`{ "start": address, "size": bytes }\` naming RAM the program never uses (or be left out), e.g. ${example}.${allowed}`;
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) invalid(`${shape} Got ${JSON.stringify(raw)}.`);
+  const r = raw as Record<string, unknown>;
+  const start = typeof r.start === 'string' && /^(0x[0-9a-f]+|\d+)$/i.test(r.start.trim()) ? Number(r.start) : r.start;
+  if (typeof start !== 'number' || !Number.isInteger(start) || start < 0 || start > 0xffff_ffff) invalid(`\`reservedMemory.start\` must be a 32-bit address such as "0x20070000" (got ${JSON.stringify(r.start)}). ${shape}`);
+  const size = r.size;
+  if (typeof size !== 'number' || !Number.isInteger(size) || size <= 0) invalid(`\`reservedMemory.size\` must be a positive number of bytes (got ${JSON.stringify(size)}). ${shape}`);
+  const s = start as number;
+  const n = size as number;
+  if (s + n > 0x1_0000_0000) invalid(`\`reservedMemory\` (${hex32(s)}, ${n} bytes) runs past the end of the 32-bit address space. ${shape}`);
+  if (map && !map.some((x) => x.kind === 'ram' && s >= x.start && s + n <= x.start + x.size)) {
+    invalid(`\`reservedMemory\` (${hex32(s)}-${hex32(s + n - 1)}) is not inside the target's RAM.${allowed} Reserve RAM the program never uses, e.g. ${example}.`);
+  }
+  const checked = resolveReservedMemory(image, { launch: { start: s, size: n } });
+  if ('ok' in checked) invalid(`\`reservedMemory\`: ${checked.reason} For example ${example}.`);
+  return { start: s, size: n };
 }

@@ -237,7 +237,27 @@ class Reader {
   count(): number {
     const n = this.number();
     if (!Number.isInteger(n) || n < 0) this.fail(`must be a non-negative integer (found ${n})`);
+    // Above 2^53 integers are no longer exact in JSON numbers: no run makes that many calls or steps.
+    if (n > Number.MAX_SAFE_INTEGER) this.fail(`is impossibly large (${n}; at most ${Number.MAX_SAFE_INTEGER})`);
     return n;
+  }
+
+  /**
+   * A counter reading: finite, not negative, and below 2^64, the widest hardware counter (RV32
+   * mcycle/minstret pairs, ARMv8.1-M PMU chained pairs). 1e300 instructions is a damaged file.
+   */
+  counterValue(): number {
+    const n = this.number();
+    if (n < 0) this.fail(`is a negative count (${n}); counters only count up`);
+    if (n > MAX_COUNTER) this.fail(`is impossibly large (${n}; a 64-bit counter reads at most ${MAX_COUNTER})`);
+    return n;
+  }
+
+  /** A record of counter readings keyed by event id. */
+  counterRecord(): Record<string, number> {
+    const raw = this.numberRecord();
+    for (const key of Object.keys(raw)) new Reader(this.file, `${this.path}.${key}`, raw[key]).counterValue();
+    return raw;
   }
 
   boolean(): boolean {
@@ -268,6 +288,24 @@ class Reader {
   }
 }
 
+/** 2^64: no counter reads more. */
+const MAX_COUNTER = 18446744073709551616;
+/**
+ * A function's inclusive count cannot exceed the window it was measured in. Compensation, counter
+ * ratios and a window boundary inside a call may stretch that a little; more than twice the total
+ * (plus a small constant for near-empty windows) is not a measurement.
+ */
+const INCLUSIVE_SLACK = 2;
+const INCLUSIVE_FLOOR = 1_000_000;
+
+function checkInclusive(m: Reader, inclusive: Record<string, number>, totals: Record<string, number>): void {
+  for (const [event, value] of Object.entries(inclusive)) {
+    const total = totals[event];
+    if (total === undefined || value <= total * INCLUSIVE_SLACK + INCLUSIVE_FLOOR) continue;
+    m.field('inclusive').field(event).fail(`is ${value}, far more than the whole run's total of ${total} (run.totals.${event}): a function cannot count more than the run it is part of`);
+  }
+}
+
 const RUN_KINDS: readonly RunKind[] = ['single-pass', 'cyclic', 'oracle', 'synthetic'];
 const STATUSES: readonly FunctionStatus[] = ['measured', 'pruned', 'unmeasurable', 'pending', 'unreached'];
 const SCENARIOS: readonly Scenario[] = ['descent', 'full-profile', 'round-robin'];
@@ -278,6 +316,7 @@ function readResultSet(r: Reader): ResultSet {
   const family = program.optional('family', (x) => x.string());
   const from = run.optional('from', (x) => x.string());
   const to = run.optional('to', (x) => x.string());
+  const totals = run.field('totals').counterRecord();
   return {
     id: r.field('id').string(),
     createdAt: r.field('createdAt').string(),
@@ -285,19 +324,21 @@ function readResultSet(r: Reader): ResultSet {
     run: {
       kind: run.field('kind').oneOf(RUN_KINDS),
       event: run.field('event').string(),
-      totals: run.field('totals').numberRecord(),
+      totals,
       method: run.field('method').string(),
       ...(from !== undefined ? { from } : {}),
       ...(to !== undefined ? { to } : {}),
     },
     measurements: r.field('measurements').array((m) => {
-      const out: FunctionMeasurement = { name: m.field('name').string(), inclusive: m.field('inclusive').numberRecord(), calls: m.field('calls').count() };
+      const out: FunctionMeasurement = { name: m.field('name').string(), inclusive: m.field('inclusive').counterRecord(), calls: m.field('calls').count() };
+      checkInclusive(m, out.inclusive, totals);
       const passes = m.optional('passes', (x) => x.count());
       const untracked = m.optional('untracked', (x) => x.count());
-      const min = m.optional('min', (x) => x.number());
-      const max = m.optional('max', (x) => x.number());
-      const mean = m.optional('mean', (x) => x.number());
-      const rawTotal = m.optional('rawTotal', (x) => x.number());
+      const min = m.optional('min', (x) => x.counterValue());
+      const max = m.optional('max', (x) => x.counterValue());
+      if (min !== undefined && max !== undefined && min > max) m.field('min').fail(`(${min}) is above max (${max})`);
+      const mean = m.optional('mean', (x) => x.counterValue());
+      const rawTotal = m.optional('rawTotal', (x) => x.counterValue());
       const incomplete = m.optional('incomplete', (x) => x.string());
       if (passes !== undefined) out.passes = passes;
       if (untracked !== undefined) out.untracked = untracked;
@@ -323,7 +364,7 @@ function optionalGroups(r: Reader): { groups?: GroupMeasurement[] } {
       const members = g.field('members').array((m) => m.string());
       if (members.length === 0) g.field('members').fail('must name at least one function');
       const incomplete = g.optional('incomplete', (y) => y.string());
-      return { name: g.field('name').string(), members, inclusive: g.field('inclusive').numberRecord(), calls: g.field('calls').count(), ...(incomplete !== undefined ? { incomplete } : {}) };
+      return { name: g.field('name').string(), members, inclusive: g.field('inclusive').counterRecord(), calls: g.field('calls').count(), ...(incomplete !== undefined ? { incomplete } : {}) };
     }),
   );
   return groups ? { groups } : {};

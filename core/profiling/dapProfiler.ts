@@ -63,6 +63,11 @@ export interface DapProfilerOptions {
   timeoutMs?: number;
   /** Debug Console / terminal lines. */
   log?(line: string): void;
+  /**
+   * Called with each run's result set as soon as it is read out, before the next run starts: a front
+   * end saves it then, so a debugger or emulator dying later loses no finished run.
+   */
+  onResultSet?(rs: ResultSet): void | Promise<void>;
 }
 
 interface Reading {
@@ -133,7 +138,9 @@ export class DapProfiler implements BatchMeasurer {
   }
 
   async measure(batch: readonly string[], signal?: AbortSignal, groups: readonly (readonly string[])[] = []): Promise<ResultSet> {
-    return this.options.mode.kind === 'single-pass' ? this.measureSinglePass(batch, groups, this.options.mode, signal) : this.measureCyclic(batch, groups, this.options.mode, signal);
+    const rs = this.options.mode.kind === 'single-pass' ? await this.measureSinglePass(batch, groups, this.options.mode, signal) : await this.measureCyclic(batch, groups, this.options.mode, signal);
+    await this.options.onResultSet?.(rs);
+    return rs;
   }
 
   /**

@@ -110,6 +110,33 @@ describe('result sets', () => {
     }
   });
 
+  it('rejects finite but impossible values, naming the field', () => {
+    const bad = (mutate: (d: Record<string, any>) => void): string => {
+      const d = JSON.parse(JSON.stringify(doc())) as Record<string, any>;
+      mutate(d);
+      return JSON.stringify(d);
+    };
+    const cases: Array<[(d: Record<string, any>) => void, RegExp]> = [
+      [(d) => (d.resultSets[0].run.totals.instructions = 1e300), /resultSets\[0\]\.run\.totals\.instructions is impossibly large \(1e\+300; a 64-bit counter reads at most/],
+      [(d) => (d.resultSets[1].measurements[0].inclusive.instructions = 1e300), /resultSets\[1\]\.measurements\[0\]\.inclusive\.instructions is impossibly large/],
+      [(d) => (d.resultSets[0].measurements[1].inclusive.instructions = -5), /resultSets\[0\]\.measurements\[1\]\.inclusive\.instructions is a negative count \(-5\)/],
+      [(d) => (d.resultSets[0].run.totals.cycles = -1), /resultSets\[0\]\.run\.totals\.cycles is a negative count/],
+      [(d) => (d.resultSets[0].measurements[1].calls = 2.5), /resultSets\[0\]\.measurements\[1\]\.calls must be a non-negative integer \(found 2\.5\)/],
+      [(d) => (d.resultSets[0].measurements[1].calls = 1e300), /resultSets\[0\]\.measurements\[1\]\.calls is impossibly large/],
+      [(d) => (d.resultSets[0].measurements[0].inclusive.instructions = 1e15), /resultSets\[0\]\.measurements\[0\]\.inclusive\.instructions is 1000000000000000, far more than the whole run's total of 1331488 \(run\.totals\.instructions\)/],
+      [(d) => (d.resultSets[0].measurements[0].min = 20_000), /resultSets\[0\]\.measurements\[0\]\.min \(20000\) is above max \(14800\)/],
+      [(d) => (d.resultSets[0].measurements[0].rawTotal = -1), /measurements\[0\]\.rawTotal is a negative count/],
+      [(d) => (d.analysis.runs = 2 ** 60), /analysis\.runs is impossibly large/],
+    ];
+    for (const [mutate, message] of cases) {
+      assert.throws(() => parseResultSetText(bad(mutate), 'm.json'), (e: Error) => e instanceof ResultSetError && e.kind === 'malformed' && message.test(e.message) && e.message.startsWith('m.json: '), `${String(message)}`);
+    }
+    // The limits are not tighter than real runs: a function may hold nearly all of its run.
+    const near = JSON.parse(JSON.stringify(doc())) as Record<string, any>;
+    near.resultSets[0].measurements[0].inclusive.instructions = 1_331_488;
+    assert.equal(parseResultSetText(JSON.stringify(near)).resultSets[0]!.measurements[0]!.inclusive.instructions, 1_331_488);
+  });
+
   it('treats files as data: no prototype keys, nothing evaluated', () => {
     const text = JSON.stringify(doc()).replace('"instructions":1331488', '"__proto__":{"polluted":1},"instructions":1331488');
     assert.throws(() => parseResultSetText(text, 'p.json'), /forbidden key "__proto__"/);

@@ -9,7 +9,7 @@ export type { Calibration, GroupOptions, InjectionFamilySupport, InjectionServic
 export { InjectionPlanner, reachableDisplaced } from './planner';
 export { ProgramModel } from './programModel';
 export { InjectionRefusedError } from './errors';
-export { restoreFromJournal, journalPath, elfHash } from './journal';
+export { restoreFromJournal, describeRestore, journalPath, journalFiles, elfHash } from './journal';
 export type { RestoreReport } from './journal';
 export { resolveReservedMemory, MINIMUM_RESERVED } from './reservedMemory';
 export { QEMU_MEMORY_MAPS, memoryKindAt, parseGdbMemoryMap } from './memoryMap';

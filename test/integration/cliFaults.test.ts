@@ -1,0 +1,121 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadResultSetDocument } from '../../core/analysis/resultSet';
+import { OWNER_TAG_VAR, newOwnerTag, processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import { fixtureElf, repoRoot } from '../support/paths';
+
+/**
+ * The command line's output files under real faults: a read-only file system, a parent directory that
+ * cannot be created, a file system that fills up. Bad places are found before the first run; a full
+ * disk for the JSON does not cost the DOT.
+ */
+describe('cyclelens CLI: output places that fail', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cyclelens-cli-faults-'));
+  const tag = newOwnerTag();
+  const mounts: string[] = [];
+
+  /** A real tmpfs of `size` mounted at a new directory; read-only when asked. */
+  function tmpfs(name: string, options: string): string {
+    const at = join(dir, name);
+    mkdirSync(at);
+    execFileSync('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', at]);
+    mounts.push(at);
+    return at;
+  }
+
+  before(() => {
+    mkdirSync(join(dir, '.vscode'));
+    writeFileSync(join(dir, '.vscode', 'launch.json'), JSON.stringify({
+      version: '0.2.0',
+      configurations: [{ type: 'cyclelens', request: 'launch', name: 'RV32', executable: fixtureElf('rv32', 'singlepass'), server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main', programEnd: 'program_end' }],
+    }));
+  });
+
+  after(async () => {
+    for (const m of mounts) spawnSync('umount', [m]);
+    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
+    const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, encoding: 'utf8', timeout: 300_000, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  it('--out on a read-only file system is refused before anything starts', () => {
+    const ro = tmpfs('ro', 'ro,size=64k');
+    const r = cli('profile', '--config', '.vscode/launch.json', '--name', 'RV32', '--out', join(ro, 'p.json'));
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, new RegExp(`--out ${join(ro, 'p.json')}: nothing can be written in ${ro} \\(read-only file system\\)\\. Choose a place you can write to; no run has started\\.`));
+    assert.doesNotMatch(r.stderr, /starting RV32/, 'no adapter, QEMU or GDB was started');
+  });
+
+  it('--dot under a parent that cannot be created (a file is in the way) is refused before anything starts', () => {
+    writeFileSync(join(dir, 'not-a-dir'), 'x');
+    const dot = join(dir, 'not-a-dir', 'graphs', 'g.dot');
+    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '5%', '--dot', dot);
+    assert.equal(r.status, 1);
+    assert.match(r.stderr, new RegExp(`--dot ${dot}: its directory ${join(dir, 'not-a-dir', 'graphs')} does not exist and cannot be created \\(a part of the path is a file, not a directory\\)`));
+    assert.doesNotMatch(r.stderr, /starting RV32/);
+  });
+
+  it('a missing parent that can be created is created, and the run goes on', () => {
+    const out = join(dir, 'new', 'deeper', 'p.json');
+    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '20%', '--out', out);
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(existsSync(out));
+    assert.deepEqual(readdirSync(join(dir, 'new', 'deeper')), ['p.json'], 'no probe file left behind');
+  });
+
+  it('the JSON fails on a full file system: the DOT is still written, and the message names the file and why', () => {
+    const full = tmpfs('full', 'size=16k');
+    // Fill it: the probe (an empty file) still fits, the result sets do not.
+    spawnSync('dd', ['if=/dev/zero', `of=${join(full, 'filler')}`, 'bs=4k'], { encoding: 'utf8' });
+    const out = join(full, 'p.json');
+    const dot = join(dir, 'kept.dot');
+    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '20%', '--out', out, '--dot', dot);
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, new RegExp(`The result sets could not be written to ${out} \\(no space left on the device\\); the report above holds the findings`));
+    assert.match(readFileSync(dot, 'utf8'), /^digraph /);
+    assert.match(r.stdout, /descent/i, 'the report was printed');
+    assert.equal(processesWithTag(tag).filter((p) => /qemu|gdb/.test(p.cmdline)).length, 0);
+  });
+
+  it('QEMU killed in the middle of a descent: finished runs are kept, the message names what died, --resume continues', async () => {
+    const out = join(dir, 'interrupted.json');
+    const args = ['descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '1%', '--slots', '2', '--no-groups', '--out', out];
+    const child = spawn(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
+    child.stdout.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // Wait for the first run's result set on disk, then kill the emulator for real.
+    let qemuPid: number | undefined;
+    for (let i = 0; i < 600 && qemuPid === undefined; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      if (!existsSync(out) || child.exitCode !== null) continue;
+      const saved = await loadResultSetDocument(out).catch(() => undefined);
+      if ((saved?.resultSets.length ?? 0) >= 1) qemuPid = processesWithTag(tag).find((p) => /qemu-system-riscv32/.test(p.cmdline))?.pid;
+    }
+    assert.ok(qemuPid, `no saved run to interrupt: ${stderr}`);
+    process.kill(qemuPid, 'SIGKILL');
+    assert.equal(await exited, 1, stderr);
+    assert.match(stderr, /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/);
+    assert.match(stderr, /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in interrupted\.json; continue with the same command and --resume interrupted\.json/);
+    const partial = await loadResultSetDocument(out);
+    assert.ok(partial.resultSets.length >= 1);
+    const savedRuns = Number(/(\d+) finished run\(s\)/.exec(stderr)![1]);
+    assert.equal(partial.resultSets.length, savedRuns, 'every finished run is in the file');
+
+    const resumed = cli(...args.slice(0, -2), '--resume', out, '--out', join(dir, 'resumed.json'));
+    assert.equal(resumed.status, 0, resumed.stderr);
+    const final = await loadResultSetDocument(join(dir, 'resumed.json'));
+    const ids = new Set(final.resultSets.map((r) => r.id));
+    for (const rs of partial.resultSets) assert.ok(ids.has(rs.id), `result set ${rs.id} of the interrupted run is kept`);
+    assert.ok(final.analysis && !final.analysis.cancelled, 'the resumed descent finished');
+  });
+});
