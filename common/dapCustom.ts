@@ -94,6 +94,8 @@ export interface InjectedMeasurementInfo {
   payload: 'software' | 'hardware';
   /** The counter the payload reads (`minstret`, `SysTick CVR`, `DWT CYCCNT` …). */
   counter: string;
+  /** Instructions per counter unit where the target facts fix it (QEMU's SysTick under `-icount shift=0`: 40). */
+  instructionsPerUnit?: number;
   warnings: string[];
   /** Source anchor for the editor, when the ELF has line information. */
   source?: { path: string; line: number; endLine?: number };

@@ -87,9 +87,19 @@ export class ProfilingError extends Error {
   override name = 'ProfilingError';
 }
 
-/** The counter an injected payload reads, as the counter event it counts. */
+/**
+ * The counter an injected payload reads, as the counter event it counts. SysTick counts ticks of
+ * its clock: a tick is a cycle only on a core whose SysTick runs on the processor clock at the
+ * core's rate, which CycleLens cannot know (on QEMU a tick is 40 instructions), so they stay ticks.
+ */
 export function eventOfCounter(counter: string): string {
+  if (/systick/i.test(counter)) return 'ticks';
   return /instret|instruction|iall/i.test(counter) ? 'instructions' : 'cycles';
+}
+
+/** How a unit reads in a report: "ticks (x40 instructions)" where the target facts give the ratio. */
+export function describeUnit(event: string, instructionsPerUnit: number | undefined): string {
+  return instructionsPerUnit !== undefined ? `${event} (x${instructionsPerUnit} instructions)` : event;
 }
 
 export class DapProfiler implements BatchMeasurer {
@@ -201,7 +211,12 @@ export class DapProfiler implements BatchMeasurer {
         const r = ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results.find((x) => x.id === info.id);
         this.baselineRuns++;
         const value = r ? windowValue(r, 'start' in attempt.target) : undefined;
-        if (!r || value === undefined) throw new ProfilingError(`${attempt.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`);
+        if (!r || value === undefined) {
+          throw new ProfilingError(
+            `${attempt.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total. ` +
+              `Start the run at a function that runs once, or set \`programEnd\` to a function ${from} calls once (for example "programEnd": "exit").`,
+          );
+        }
         return { totals: { ...totals, [eventOfCounter(r.counter)]: value }, method: `total from ${attempt.what} injected in a run of its own (${r.counter})` };
       } finally {
         await this.request(Req.removeInjections, { ids: [info.id] } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
@@ -336,7 +351,7 @@ export class DapProfiler implements BatchMeasurer {
         kind: this.options.mode.kind,
         event,
         totals,
-        method: `${this.options.payload ?? 'software'} injection, ${counter ?? 'no counter'}; ${w.method}`,
+        method: `${this.options.payload ?? 'software'} injection, ${counter ?? 'no counter'}${injected.injected[0]?.instructionsPerUnit !== undefined ? `, in ${describeUnit(event, injected.injected[0].instructionsPerUnit)}` : ''}; ${w.method}`,
         from: w.from,
         to: w.to,
       },
@@ -370,8 +385,10 @@ export class DapProfiler implements BatchMeasurer {
     const out = new Map<string, Reading>();
     const ordered: CounterValue[] = [...values.filter((v) => v.reliable), ...values.filter((v) => !v.reliable)];
     for (const v of ordered) {
-      if (v.event === undefined || out.has(v.event)) continue;
-      out.set(v.event, { value: Number(v.value), width: this.widths?.get(`${v.unit}:${v.slot}`), reliable: v.reliable, ...(v.note ? { reason: v.note } : {}) });
+      // SysTick's counter-unit event is its clock; what the payloads read of it are ticks.
+      const event = v.unit === 'SysTick' && v.event !== undefined ? 'ticks' : v.event;
+      if (event === undefined || out.has(event)) continue;
+      out.set(event, { value: Number(v.value), width: this.widths?.get(`${v.unit}:${v.slot}`), reliable: v.reliable, ...(v.note ? { reason: v.note } : {}) });
     }
     return out;
   }
