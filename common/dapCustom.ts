@@ -222,6 +222,8 @@ export interface RunResponse {
   until?: CodeLocation;
   /** How the end was found in the program's code, when neither `until` nor `programEnd` named it. */
   endFoundBy?: string;
+  /** Where a run without `until` ends (`programEnd`, or the end found in the code), whatever this run's `until` was. */
+  programEnd?: CodeLocation;
   /** Why the run stopped elsewhere (program exit, timeout, another breakpoint). */
   detail?: string;
 }
