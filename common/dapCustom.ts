@@ -94,6 +94,8 @@ export interface InjectedMeasurementInfo {
   payload: 'software' | 'hardware';
   /** The counter the payload reads (`minstret`, `SysTick CVR`, `DWT CYCCNT` …). */
   counter: string;
+  /** Instructions per counter unit where the target facts fix it (QEMU's SysTick under `-icount shift=0`: 40). */
+  instructionsPerUnit?: number;
   warnings: string[];
   /** Source anchor for the editor, when the ELF has line information. */
   source?: { path: string; line: number; endLine?: number };
@@ -220,6 +222,8 @@ export interface RunResponse {
   until?: CodeLocation;
   /** How the end was found in the program's code, when neither `until` nor `programEnd` named it. */
   endFoundBy?: string;
+  /** Where a run without `until` ends (`programEnd`, or the end found in the code), whatever this run's `until` was. */
+  programEnd?: CodeLocation;
   /** Why the run stopped elsewhere (program exit, timeout, another breakpoint). */
   detail?: string;
 }

@@ -13,9 +13,10 @@ import type { GdbServer, ServerContext, ServerExit } from './strategy';
 
 /** Per-family QEMU defaults: the no-hardware targets of DESIGN.md. */
 const familyDefaults: Record<TargetFamily, { binary: string; machine: string; args: string[] } | undefined> = {
-  // Semihosting lets firmware print and exit (SYS_EXIT) on the Arm boards.
+  // Semihosting lets firmware print and exit (SYS_EXIT): newlib's rdimon on Arm, picolibc's
+  // `--oslib=semihost` on RISC-V (without it their `ebreak` sequence traps into the debugger).
   'cortex-m': { binary: 'qemu-system-arm', machine: 'mps2-an386', args: ['-semihosting-config', 'enable=on,target=native'] },
-  riscv: { binary: 'qemu-system-riscv32', machine: 'virt', args: ['-bios', 'none'] },
+  riscv: { binary: 'qemu-system-riscv32', machine: 'virt', args: ['-bios', 'none', '-semihosting-config', 'enable=on,target=native'] },
   arc: undefined,
 };
 

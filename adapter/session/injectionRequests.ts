@@ -138,7 +138,7 @@ export class InjectionRequests {
             source = 'path' in t.start ? { path: t.start.path, line: t.start.line, ...('path' in t.end ? { endLine: t.end.line } : {}) } : undefined;
           }
           this.sources.set(info.id, source);
-          injected.push(toWireInfo(info, source));
+          injected.push(toWireInfo(info, source, service.instructionsPerCounterUnit));
         } catch (err) {
           if (!(err instanceof InjectionRefusedError) && !(err instanceof CycleLensError)) throw err;
           const member = err instanceof InjectionRefusedError ? err.refusal.member : undefined;
@@ -255,7 +255,7 @@ export class InjectionRequests {
   }
 }
 
-function toWireInfo(info: MeasurementInfo, source: InjectedMeasurementInfo['source']): InjectedMeasurementInfo {
+function toWireInfo(info: MeasurementInfo, source: InjectedMeasurementInfo['source'], instructionsPerUnit: number | undefined): InjectedMeasurementInfo {
   return {
     id: info.id,
     name: info.name,
@@ -263,6 +263,7 @@ function toWireInfo(info: MeasurementInfo, source: InjectedMeasurementInfo['sour
     ...(info.members ? { members: info.members } : {}),
     payload: info.payload,
     counter: info.counter,
+    ...(instructionsPerUnit !== undefined ? { instructionsPerUnit } : {}),
     warnings: info.warnings,
     ...(source ? { source } : {}),
   };

@@ -116,8 +116,9 @@ export class ProbeRequests {
     });
     // The user's editor stays where it is: a profiling scenario makes many such stops.
     await target.announceCurrentStop(result.reached ? `profiling run at ${describeLocation(until)}` : 'profiling run stopped early', { preserveFocus: true });
-    const found = !a.until && !target.config.programEnd ? this.automaticEnd() : undefined;
-    return { ...result, until, ...(found ? { endFoundBy: found.how } : {}) };
+    const found = !target.config.programEnd ? this.automaticEnd() : undefined;
+    const programEnd = target.config.programEnd ? { function: target.config.programEnd } : found?.location;
+    return { ...result, until, ...(found ? { endFoundBy: found.how } : {}), ...(programEnd ? { programEnd } : {}) };
   }
 
   private async configure(a: ConfigureArguments): Promise<CountersResponse> {

@@ -387,6 +387,8 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
   const estimates = callCountEstimates(graph, index, ledger.spanning);
   const wantGroups = (options.groups ?? true) && measurer.groups === true;
   if (options.groups === true && measurer.groups !== true) ledger.warnings.push('the measurer cannot measure groups: every function was measured alone');
+  // Without call counts (no dynamic call graph) groups are not formed: said only when groups were
+  // asked for explicitly, not on every descent that merely allows them.
   if (wantGroups && !estimates) {
     if (options.groups === true) ledger.warnings.push('group measurements need call counts to tell which functions look cold (a dynamic call graph): every function was measured alone');
   }

@@ -29,6 +29,8 @@ export interface RawValueSpec {
 export const EVENT_SOURCES: Readonly<Record<string, readonly string[]>> = {
   cycles: ['cycles'],
   instructions: ['instructions'],
+  // SysTick ticks: a clock of its own, never cycles (the run's method gives the ratio where known).
+  ticks: ['ticks'],
   lsu: ['dwt.lsu'],
   fold: ['dwt.fold'],
   cpiStall: ['dwt.cpi'],
@@ -43,6 +45,7 @@ export const EVENT_SOURCES: Readonly<Record<string, readonly string[]>> = {
 const EVENT_LABELS: Readonly<Record<string, string>> = {
   cycles: 'cycles',
   instructions: 'instructions',
+  ticks: 'SysTick ticks',
   lsu: 'load/store extra cycles',
   fold: 'folded instructions',
   cpiStall: 'multi-cycle extra cycles',
@@ -71,6 +74,7 @@ export const RAW_VALUES: readonly RawValueSpec[] = [
   { key: calleesKey('event'), scope: 'function', label: "the run's event counted in the measured callees", monotone: false },
   { key: calleesKey('cycles'), scope: 'function', label: 'inclusive cycles of the measured callees', monotone: false },
   { key: calleesKey('instructions'), scope: 'function', label: 'inclusive instructions of the measured callees', monotone: false },
+  { key: calleesKey('ticks'), scope: 'function', label: 'inclusive SysTick ticks of the measured callees', monotone: false },
   { key: CALLS, scope: 'function', label: 'calls', monotone: false },
 ];
 
@@ -101,13 +105,15 @@ export class MetricDefinitionError extends Error {
 
 const ratio = (a: number, b: number): number | undefined => (b === 0 ? undefined : a / b);
 
-function perEvent(v: 'cycles' | 'instructions'): MetricDefinition[] {
+const SHORT: Record<'cycles' | 'instructions' | 'ticks', string> = { cycles: 'cyc', instructions: 'instr', ticks: 'tick' };
+
+function perEvent(v: 'cycles' | 'instructions' | 'ticks'): MetricDefinition[] {
   return [
-    { id: `inclusive.${v}`, label: `inclusive ${v}`, short: `incl ${v === 'cycles' ? 'cyc' : 'instr'}`, format: 'count', inputs: [inclusiveKey(v)], monotone: true, compute: ([x]) => x },
-    { id: `share.${v}`, label: `share of the run's ${v}`, short: `share ${v === 'cycles' ? 'cyc' : 'instr'}`, format: 'percent', inputs: [`inclusive.${v}`, totalKey(v)], monotone: true, compute: ([x, t]) => ratio(x!, t!) },
-    { id: `perCall.${v}`, label: `${v} per call`, short: `${v === 'cycles' ? 'cyc' : 'instr'}/call`, format: 'count', inputs: [`inclusive.${v}`, CALLS], monotone: false, compute: ([x, n]) => ratio(x!, n!) },
-    { id: `exclusive.${v}`, label: `exclusive ${v} (inclusive minus measured callees)`, short: `excl ${v === 'cycles' ? 'cyc' : 'instr'}`, format: 'count', inputs: [`inclusive.${v}`, calleesKey(v)], monotone: false, compute: ([x, c]) => x! - c! },
-    { id: `exclusiveShare.${v}`, label: `exclusive share of the run's ${v}`, short: `excl% ${v === 'cycles' ? 'cyc' : 'instr'}`, format: 'percent', inputs: [`exclusive.${v}`, totalKey(v)], monotone: false, compute: ([x, t]) => ratio(x!, t!) },
+    { id: `inclusive.${v}`, label: `inclusive ${v}`, short: `incl ${SHORT[v]}`, format: 'count', inputs: [inclusiveKey(v)], monotone: true, compute: ([x]) => x },
+    { id: `share.${v}`, label: `share of the run's ${v}`, short: `share ${SHORT[v]}`, format: 'percent', inputs: [`inclusive.${v}`, totalKey(v)], monotone: true, compute: ([x, t]) => ratio(x!, t!) },
+    { id: `perCall.${v}`, label: `${v} per call`, short: `${SHORT[v]}/call`, format: 'count', inputs: [`inclusive.${v}`, CALLS], monotone: false, compute: ([x, n]) => ratio(x!, n!) },
+    { id: `exclusive.${v}`, label: `exclusive ${v} (inclusive minus measured callees)`, short: `excl ${SHORT[v]}`, format: 'count', inputs: [`inclusive.${v}`, calleesKey(v)], monotone: false, compute: ([x, c]) => x! - c! },
+    { id: `exclusiveShare.${v}`, label: `exclusive share of the run's ${v}`, short: `excl% ${SHORT[v]}`, format: 'percent', inputs: [`exclusive.${v}`, totalKey(v)], monotone: false, compute: ([x, t]) => ratio(x!, t!) },
   ];
 }
 
@@ -118,6 +124,7 @@ export const STANDARD_METRICS: readonly MetricDefinition[] = [
   { id: 'share', label: "share of the run's total", short: 'share', format: 'percent', inputs: ['inclusive', totalKey('event')], monotone: true, compute: ([x, t]) => ratio(x!, t!) },
   ...perEvent('instructions'),
   ...perEvent('cycles'),
+  ...perEvent('ticks'),
   { id: 'cpi', label: 'cycles per instruction', short: 'CPI', format: 'ratio', inputs: ['inclusive.cycles', 'inclusive.instructions'], monotone: false, compute: ([c, i]) => ratio(c!, i!) },
   { id: 'ipc', label: 'instructions per cycle', short: 'IPC', format: 'ratio', inputs: ['inclusive.instructions', 'inclusive.cycles'], monotone: false, compute: ([i, c]) => ratio(i!, c!) },
   // DWT LSUCNT/CPICNT/EXCCNT/SLEEPCNT count extra cycles (ARMv7-M C1.8.7-C1.8.10): as a share of all cycles.

@@ -92,9 +92,19 @@ export class ProfilingError extends Error {
   override name = 'ProfilingError';
 }
 
-/** The counter an injected payload reads, as the counter event it counts. */
+/**
+ * The counter an injected payload reads, as the counter event it counts. SysTick counts ticks of
+ * its clock: a tick is a cycle only on a core whose SysTick runs on the processor clock at the
+ * core's rate, which CycleLens cannot know (on QEMU a tick is 40 instructions), so they stay ticks.
+ */
 export function eventOfCounter(counter: string): string {
+  if (/systick/i.test(counter)) return 'ticks';
   return /instret|instruction|iall/i.test(counter) ? 'instructions' : 'cycles';
+}
+
+/** How a unit reads in a report: "ticks (x40 instructions)" where the target facts give the ratio. */
+export function describeUnit(event: string, instructionsPerUnit: number | undefined): string {
+  return instructionsPerUnit !== undefined ? `${event} (x${instructionsPerUnit} instructions)` : event;
 }
 
 export class DapProfiler implements BatchMeasurer {
@@ -154,7 +164,10 @@ export class DapProfiler implements BatchMeasurer {
     await this.prepareCounters();
     if (!this.baseline) {
       checkAbort(signal);
-      this.baseline = await this.baselineTotals(from, mode.end, signal);
+      const first = await this.firstBatchWithWindow(batch, groups, from, mode.end, end);
+      if (first) return first;
+      // Stopped at the start already: the baseline run goes on from there.
+      this.baseline = await this.baselineTotals(from, mode.end, signal, true);
       this.options.log?.(`baseline ${from} -> ${end}: ${Object.entries(this.baseline.totals).map(([e, v]) => `${v} ${e}`).join(', ') || 'no total'} (${this.baseline.method})`);
     }
     checkAbort(signal);
@@ -167,14 +180,57 @@ export class DapProfiler implements BatchMeasurer {
   }
 
   /**
+   * The first batch and the run's total in one run: the window (main's entry to the end) is
+   * injected beside the batch, and its payload compensation takes the batch's payloads out of it
+   * exactly (every payload adds its instruction count to a counter the window reads). Undefined
+   * when no window can be injected: then the total comes from runs of its own (baselineTotals).
+   */
+  private async firstBatchWithWindow(batch: readonly string[], groups: readonly (readonly string[])[], from: string, endAt: CodeLocation | undefined, end: string): Promise<ResultSet | undefined> {
+    const start = await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
+    const until = endAt ?? start.programEnd;
+    if (!until) return undefined;
+    if (!endAt && start.endFoundBy) this.options.log?.(`the program ends ${start.endFoundBy}`);
+    const window = await this.injectWindow(from, until);
+    if (!window) return undefined;
+    try {
+      return await this.withInjected(batch, groups, async () => {
+        await this.runTo({ until }, describe(until));
+        const r = ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results.find((x) => x.id === window.id);
+        const value = r ? windowValue(r, window.region) : undefined;
+        if (!r || value === undefined) throw new ProfilingError(`${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`);
+        this.baseline = { totals: { [eventOfCounter(r.counter)]: value }, method: `total from ${window.what} injected with the first batch (${r.counter})` };
+        this.options.log?.(`total ${from} -> ${end}: ${value} ${eventOfCounter(r.counter)} (${this.baseline.method})`);
+        return { totals: { ...this.baseline.totals }, from, to: end, subtractPayload: false, method: this.baseline.method };
+      });
+    } finally {
+      await this.request(Req.removeInjections, { ids: [window.id] } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
+    }
+  }
+
+  /** Injects the run's window, best shape first (see windowEnds); undefined when none can be. */
+  private async injectWindow(from: string, until: CodeLocation): Promise<{ id: number; what: string; region: boolean } | undefined> {
+    const attempts: Array<{ target: InjectArguments['targets'][number]; what: string }> = [
+      ...(await this.windowEnds(from, until)).map((close) => ({ target: { start: { function: from }, end: close }, what: `the region ${from} -> ${describe(close)}` })),
+      { target: { function: from }, what: `${from} from its entry to its return` },
+    ];
+    for (const attempt of attempts) {
+      const injected = (await this.request(Req.inject, { targets: [attempt.target], payload: 'software', callSitesIfTooShort: false } satisfies InjectArguments)) as InjectResponse;
+      const info = injected.injected[0];
+      if (info) return { id: info.id, what: attempt.what, region: 'start' in attempt.target };
+      this.options.log?.(`${attempt.what} cannot be injected (${injected.refused[0]?.reason ?? 'no reason given'})`);
+    }
+    return undefined;
+  }
+
+  /**
    * The run's totals. First from the counters read where the run starts and ends; a reading the
    * adapter marks unreliable (QEMU lets its virtual clock jump while the target is halted, so a
    * SysTick or a timer-driven minstret moves between stops by more than the program ran) does not
    * make a total. For events left without one, a second run measures the whole window with the
    * target's own instructions: a region injected from the start to the end, which never halts.
    */
-  private async baselineTotals(from: string, endAt: CodeLocation | undefined, signal: AbortSignal | undefined): Promise<{ totals: Record<string, number>; method: string }> {
-    await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
+  private async baselineTotals(from: string, endAt: CodeLocation | undefined, signal: AbortSignal | undefined, atStart = false): Promise<{ totals: Record<string, number>; method: string }> {
+    if (!atStart) await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
     const before = await this.readAll();
     const reply = await this.runTo({ ...(endAt ? { until: endAt } : {}) }, endAt ? describe(endAt) : 'the end of the program');
     const after = await this.readAll();
@@ -208,7 +264,12 @@ export class DapProfiler implements BatchMeasurer {
         const r = ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results.find((x) => x.id === info.id);
         this.baselineRuns++;
         const value = r ? windowValue(r, 'start' in attempt.target) : undefined;
-        if (!r || value === undefined) throw new ProfilingError(`${attempt.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`);
+        if (!r || value === undefined) {
+          throw new ProfilingError(
+            `${attempt.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total. ` +
+              `Start the run at a function that runs once, or set \`programEnd\` to a function ${from} calls once (for example "programEnd": "exit").`,
+          );
+        }
         return { totals: { ...totals, [eventOfCounter(r.counter)]: value }, method: `total from ${attempt.what} injected in a run of its own (${r.counter})` };
       } finally {
         await this.request(Req.removeInjections, { ids: [info.id] } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
@@ -343,7 +404,7 @@ export class DapProfiler implements BatchMeasurer {
         kind: this.options.mode.kind,
         event,
         totals,
-        method: `${this.options.payload ?? 'software'} injection, ${counter ?? 'no counter'}; ${w.method}`,
+        method: `${this.options.payload ?? 'software'} injection, ${counter ?? 'no counter'}${injected.injected[0]?.instructionsPerUnit !== undefined ? `, in ${describeUnit(event, injected.injected[0].instructionsPerUnit)}` : ''}; ${w.method}`,
         from: w.from,
         to: w.to,
       },
@@ -377,8 +438,10 @@ export class DapProfiler implements BatchMeasurer {
     const out = new Map<string, Reading>();
     const ordered: CounterValue[] = [...values.filter((v) => v.reliable), ...values.filter((v) => !v.reliable)];
     for (const v of ordered) {
-      if (v.event === undefined || out.has(v.event)) continue;
-      out.set(v.event, { value: Number(v.value), width: this.widths?.get(`${v.unit}:${v.slot}`), reliable: v.reliable, ...(v.note ? { reason: v.note } : {}) });
+      // SysTick's counter-unit event is its clock; what the payloads read of it are ticks.
+      const event = v.unit === 'SysTick' && v.event !== undefined ? 'ticks' : v.event;
+      if (event === undefined || out.has(event)) continue;
+      out.set(event, { value: Number(v.value), width: this.widths?.get(`${v.unit}:${v.slot}`), reliable: v.reliable, ...(v.note ? { reason: v.note } : {}) });
     }
     return out;
   }

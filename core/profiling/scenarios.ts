@@ -19,7 +19,10 @@ export interface ScenarioRequest {
   cyclic?: CodeLocation;
   rounds: number;
   lookahead: boolean;
-  /** Descent: measure functions that look cold in groups (needs `savedGraph`'s call counts). */
+  /**
+   * Descent: false measures every function alone. Otherwise functions that look cold are grouped
+   * when `savedGraph` gives call counts, and measured alone without a word when it does not.
+   */
   groups?: boolean;
   /**
    * A dynamic call graph saved earlier (same build): its counts drive the group measurements. An
@@ -68,7 +71,7 @@ export async function runScenario(
   let result: AnalysisResult;
   if (req.command === 'descent') {
     const metric = engine.monotone(req.threshold.kind === 'share' ? 'share' : 'inclusive');
-    result = await runDescent(graph, profiler, { ...common, metric, threshold: req.threshold.value, lookahead: req.lookahead, previous: options.previous ?? [], groups: req.groups ?? true });
+    result = await runDescent(graph, profiler, { ...common, metric, threshold: req.threshold.value, lookahead: req.lookahead, previous: options.previous ?? [], ...(req.groups === false ? { groups: false } : {}) });
   } else {
     const metric = engine.definition('share')!;
     result = req.cyclic ? await runRoundRobin(graph, profiler, { ...common, metric, rounds: req.rounds }) : await runFullProfile(graph, profiler, { ...common, metric });
@@ -91,7 +94,8 @@ export async function runScenario(
     rows,
     engine,
   );
-  const document = resultSetDocument(result.resultSets, analysisRecord(result, graph), options.generator);
+  // The analysis counts every run of the program, the ones that only formed the total included.
+  const document = resultSetDocument(result.resultSets, analysisRecord({ ...result, runs: result.runs + profiler.baselineRuns }, graph), options.generator);
   const dot = callGraphDot(graph, rows, { title: options.title, metricFormat: result.metric === 'inclusive' ? 'count' : 'percent' });
   return { result, rows, report, document, dot };
 }

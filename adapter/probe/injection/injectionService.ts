@@ -177,6 +177,11 @@ export class InjectionService {
   private runtime: RuntimeImage | undefined;
   private nextId = 1;
   private unitsPerInstruction: number;
+
+  /** Instructions per counter unit where the target facts fix it (40 for QEMU's SysTick under -icount shift=0), else undefined. */
+  get instructionsPerCounterUnit(): number | undefined {
+    return this.unitsPerInstruction === 1 ? undefined : 1 / this.unitsPerInstruction;
+  }
   private hardwareSlotInUse = false;
   /** Outer-pass overhead of hardware gating measured on this target (calibrate('hardware')). */
   private calibratedHardwareOverhead: number | undefined;

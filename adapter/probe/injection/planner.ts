@@ -276,8 +276,35 @@ export class InjectionPlanner {
       if (why) missed.push({ ...site, refusal: why });
       else usable.push(site);
     }
-    return { usable, missed, indirectCalls: [...this.model.indirectCalls] };
+    return { usable, missed, indirectCalls: this.addressMayBeTaken(fn) ? [...this.model.indirectCalls] : [] };
   }
+
+  /**
+   * Whether an indirect call can reach `fn`: only if its address is in the program, as a word in
+   * loaded memory (a function pointer in data, a Thumb literal pool: bit 0 set) or formed by an
+   * instruction that is not a call or branch (ADR). RISC-V forms addresses in two instructions
+   * (auipc + addi) that the decoder does not join, so there the answer stays yes.
+   */
+  private addressMayBeTaken(fn: FunctionCode): boolean {
+    if (this.model.elf.family !== 'cortex-m') return true;
+    if (this.takenAddresses === undefined) {
+      const taken = new Set<number>();
+      for (const s of this.model.elf.sections) {
+        if ((s.flags & 0x2) === 0 || s.size < 4 || s.type === 8) continue; // SHF_ALLOC; SHT_NOBITS holds no words
+        const bytes = this.model.imageBytes(s.addr, s.size);
+        if (!bytes) continue;
+        const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+        for (let o = (4 - (s.addr % 4)) % 4; o + 4 <= bytes.length; o += 4) taken.add(view.getUint32(o, true) & ~1);
+      }
+      for (const f of this.model.functions) {
+        for (const i of f.instructions) if (i.target !== undefined && i.kind === 'plain') taken.add(i.target & ~1);
+      }
+      this.takenAddresses = taken;
+    }
+    return this.takenAddresses.has(fn.start);
+  }
+
+  private takenAddresses: Set<number> | undefined;
 
   /** A call site rewritten in place keeps its length; it must not be a branch target's middle. */
   private callSiteConflict(site: CallSite): string | undefined {

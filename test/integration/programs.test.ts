@@ -1,0 +1,104 @@
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadResultSetDocument } from '../../core/analysis/resultSet';
+import { runOracle, type OracleSummary } from '../oracle/oracle';
+import { windowOf } from '../oracle/programWindow';
+import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import { fixturesDir, repoRoot, type FixtureTarget } from '../support/paths';
+
+/**
+ * Ordinary programs (test/fixtures/programs/: newlib on Cortex-M4, picolibc on RV32, main ending by
+ * return or exit) profiled with the README's launch configuration, nothing else: no `programEnd`,
+ * no reserved memory, no hidden option. A descent at 5 % must end with a total, find every function
+ * the instruction trace puts at 5 % or more, and measure shares and call counts as the trace has them.
+ *
+ * The run's window is main's entry up to the end CycleLens finds (main's call of exit, or main's
+ * return); the oracle window is the same span of the trace. Cortex-M payloads read SysTick, which
+ * QEMU ticks once per 40 instructions: shares there carry one tick per call boundary.
+ */
+const TARGETS: Array<{ target: FixtureTarget; server: Record<string, unknown>; unit: number; shareTolerance: number }> = [
+  { target: 'rv32', server: { type: 'qemu', machine: 'virt', icount: 0 }, unit: 1, shareTolerance: 0.002 },
+  { target: 'cortex-m4', server: { type: 'qemu', machine: 'mps2-an386' }, unit: 40, shareTolerance: 0.01 },
+];
+/**
+ * sorting's and json's main return (recursion, qsort's callbacks, strtol); sha256's calls exit.
+ * (softfloat is in bench/programs.ts: libgcc's Arm double division enters itself with a `bleq` to
+ * its own middle, which the trace's call stack cannot follow, so its counts are no reference.)
+ */
+const PROGRAMS = ['sorting', 'sha256', 'json'];
+const THRESHOLD = 0.05;
+
+function programElf(target: FixtureTarget, program: string): string {
+  return join(fixturesDir, 'build', target, 'programs', `${program}.elf`);
+}
+
+for (const { target, server, unit, shareTolerance } of TARGETS) {
+  for (const program of PROGRAMS) {
+    describe(`${program} on ${target} with the README's launch configuration`, () => {
+      const elf = programElf(target, program);
+      const dir = mkdtempSync(join(tmpdir(), `cyclelens-programs-${target}-`));
+      const tag = newOwnerTag();
+      let oracle: OracleSummary;
+
+      before(async () => {
+        mkdirSync(join(dir, '.vscode'));
+        writeFileSync(
+          join(dir, '.vscode', 'launch.json'),
+          JSON.stringify({ version: '0.2.0', configurations: [{ type: 'cyclelens', request: 'launch', name: program, executable: elf, server, stopAtEntry: 'main' }] }),
+        );
+        oracle = await runOracle({ elf });
+      });
+
+      after(async () => {
+        assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
+        rmSync(dir, { recursive: true, force: true });
+      });
+
+      it(`descent at ${THRESHOLD * 100} %: a total, every hot function found, shares and calls as the trace has them`, async () => {
+        const out = join(dir, 'descent.json');
+        const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', program, '--threshold', `${THRESHOLD * 100}%`, '--out', out], {
+          cwd: dir,
+          encoding: 'utf8',
+          timeout: 240_000,
+          env: { ...process.env, [OWNER_TAG_VAR]: tag },
+        });
+        assert.equal(r.status, 0, r.stderr);
+        assert.doesNotMatch(r.stdout + r.stderr, /reconfigured SysTick|programEnd/, 'no false alarm, no call for a hidden setting');
+        const doc = await loadResultSetDocument(out);
+        const run = doc.resultSets[0]!.run;
+        const total = run.totals[run.event];
+        assert.ok(total !== undefined && total > 0, `the run has a total: ${JSON.stringify(run)}`);
+        // main calling exit closes the window at that call; main returning, at its return.
+        const callsExit = oracle.edges.some((e) => e.caller === 'main' && e.callee === 'exit');
+        const window = windowOf(oracle, callsExit ? 'exit' : undefined);
+        assert.ok(Math.abs(total * unit - window.total) <= Math.max(0.001 * window.total, 2 * unit), `total ${total} x ${unit} vs the trace's window ${window.total}`);
+
+        const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
+        const oracleShare = (name: string): number => (oracle.functions.find((f) => f.name === name || f.aliases.includes(name))?.inclusive ?? 0) / window.total;
+        const hot = [...window.inside].filter((n) => oracleShare(n) >= THRESHOLD);
+        assert.ok(hot.length >= 1, 'the trace has hot functions');
+        for (const name of hot) {
+          const o = outcomes.get(name);
+          assert.ok(o?.status === 'measured' || (o?.status === 'unmeasurable' && o.bound! >= THRESHOLD), `${name} is at ${(100 * oracleShare(name)).toFixed(2)} % in the trace but the descent says ${o?.status}`);
+        }
+        for (const p of [...outcomes.values()].filter((o) => o.status === 'pruned')) {
+          assert.ok(oracleShare(p.name) < THRESHOLD, `${p.name} was pruned but the trace puts it at ${oracleShare(p.name)}`);
+        }
+        let compared = 0;
+        for (const m of doc.resultSets.flatMap((s) => s.measurements)) {
+          if (!window.inside.has(m.name)) continue;
+          const o = oracle.functions.find((f) => f.name === m.name || f.aliases.includes(m.name))!;
+          assert.equal(m.calls, o.calls, `${m.name}: calls`);
+          const share = m.inclusive[run.event]! / total;
+          assert.ok(Math.abs(share - oracleShare(m.name)) <= shareTolerance, `${m.name}: share ${share} vs the trace's ${oracleShare(m.name)}`);
+          compared++;
+        }
+        assert.ok(compared >= 1, 'measured functions compared with the trace');
+      });
+    });
+  }
+}
