@@ -8,6 +8,7 @@ type Container =
   | { kind: 'locals'; threadId: number; level: number }
   | { kind: 'registers'; threadId: number; level: number; group: 'core' | 'other' }
   | { kind: 'varobj'; name: string; evaluateName: string; isArray: boolean }
+  | { kind: 'local'; expression: string; threadId: number; level: number; isArray: boolean }
   | { kind: 'fileScope'; threadId: number; level: number; statics: boolean; path: string | undefined };
 
 /** More variables than this in one scope are listed up to here, with a note (each is a GDB round trip). */
@@ -54,6 +55,14 @@ export class VariableStore {
         return this.registers(c.threadId, c.level, c.group);
       case 'varobj':
         return this.children(ref, c);
+      case 'local': {
+        // Expanded for the first time: now it needs a variable object.
+        const v = await this.gdb().varCreate(c.expression, c.threadId, c.level);
+        this.varobjs.push(v.name);
+        const parent = { kind: 'varobj' as const, name: v.name, evaluateName: c.expression, isArray: c.isArray };
+        this.containers.set(ref, parent);
+        return this.children(ref, parent);
+      }
       case 'fileScope':
         return this.fileScopeVariables(ref, c);
       default: {
@@ -107,30 +116,27 @@ export class VariableStore {
   }
 
   /**
-   * One round trip lists the frame's variables with the values of the simple ones; only those that
-   * can be expanded (aggregates, pointers) become GDB variable objects. A simple one gets its
-   * variable object when the user changes it.
+   * One round trip lists the frame's variables with the values of the simple ones. None becomes a
+   * GDB variable object yet: an expandable one (aggregate, pointer) gets it when the user expands
+   * it, a simple one when the user changes it.
    */
   private async locals(ref: number, threadId: number, level: number): Promise<DebugProtocol.Variable[]> {
-    const gdb = this.gdb();
-    const listed = await gdb.stackListSimpleValues(threadId, level);
-    const out: DebugProtocol.Variable[] = [];
-    for (const { name, type, value } of listed) {
-      if (value !== undefined && !/[*&]/.test(type)) {
-        this.simpleLocals.set(`${ref}:${name}`, { threadId, level });
-        out.push({ name, value, type, evaluateName: name, variablesReference: 0, memoryReference: `&(${name})` });
-        continue;
-      }
-      try {
-        const v = await gdb.varCreate(name, threadId, level);
-        this.varobjs.push(v.name);
-        this.childNames.set(`${ref}:${name}`, v.name);
-        out.push(this.toVariable(v, name, name));
-      } catch (err) {
-        out.push({ name, value: `<${err instanceof Error ? err.message : String(err)}>`, variablesReference: 0 });
-      }
-    }
-    return out;
+    const listed = await this.gdb().stackListSimpleValues(threadId, level);
+    return listed.map(({ name, type, value }): DebugProtocol.Variable => {
+      this.simpleLocals.set(`${ref}:${name}`, { threadId, level });
+      const isArray = /\[\d*\]$/.test(type);
+      // What GDB shows for an aggregate's value: `[N]` for an array, `{...}` for a struct or union.
+      const shown = value ?? (isArray ? `[${/\[(\d*)\]$/.exec(type)![1]}]` : '{...}');
+      const expandable = value === undefined || /[*&]/.test(type);
+      return {
+        name,
+        value: shown,
+        type,
+        evaluateName: name,
+        variablesReference: expandable ? this.add({ kind: 'local', expression: name, threadId, level, isArray }) : 0,
+        memoryReference: `&(${name})`,
+      };
+    });
   }
 
   private async fileScopeVariables(ref: number, c: Extract<Container, { kind: 'fileScope' }>): Promise<DebugProtocol.Variable[]> {
