@@ -5,7 +5,7 @@ import { CustomEvents } from '../../common/dapCustom';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { createCounterUnits } from '../arch/counterUnits';
 import { familyTraits } from '../arch/traits';
-import type { StopEvent } from '../backend/types';
+import type { Frame, StopEvent } from '../backend/types';
 import { PF_W } from '../elf';
 import { CycleLensError, ErrorCode, errorMessage } from '../errors';
 import { CounterService } from '../probe/counterService';
@@ -22,6 +22,9 @@ import { validateLaunchArgs } from './launchValidation';
 import { VariableStore } from './variables';
 
 type Handler = (args: never) => Promise<unknown>;
+
+/** Frames read at each stop before the client asks: a client's first page is 20 frames or fewer. */
+const PREFETCH_FRAMES = 20;
 
 /**
  * The DAP face of CycleLens. It translates requests into calls on the target's services and their
@@ -50,6 +53,11 @@ export class CycleLensDebugSession extends DebugSession {
   );
   private readonly breakpoints = new BreakpointManager(() => this.requireTarget().gdb);
   private readonly disassemblyCache = new DisassemblyCache();
+  /**
+   * The top of the stack, asked of GDB as soon as a stop is reported: every client asks for it
+   * next, and GDB answers while the stop event travels to the client and its request comes back.
+   */
+  private stackPrefetch: { threadId: number; frames: Promise<Frame[] | undefined> } | undefined;
   private frames = new Map<number, { threadId: number; level: number; path?: string }>();
   private nextFrameId = 1;
   private configurationDone = false;
@@ -158,7 +166,12 @@ export class CycleLensDebugSession extends DebugSession {
       .filter((p) => (p.flags & PF_W) === 0 && p.memSize > 0)
       .map((p) => ({ start: BigInt(p.vaddr), end: BigInt(p.vaddr) + BigInt(p.memSize) }));
     this.disassemblyCache.clear();
-    target.gdb.onMemoryWrite(() => this.disassemblyCache.clear());
+    target.gdb.onMemoryWrite(() => {
+      this.disassemblyCache.clear();
+      // A register or memory write may move the stack (sp, a return address) and change values.
+      this.stackPrefetch = undefined;
+      this.variables?.dropPrefetch();
+    });
     target.gdb.onRunning(() => this.disassemblyCache.keepWithin(readOnlyCode));
     target.onEnded(({ message }) => {
       if (message) this.output({ category: 'important', text: `${message}\n` });
@@ -272,12 +285,19 @@ export class CycleLensDebugSession extends DebugSession {
     // The session's own stops (a profiling run's end, a finished measurement) say what they are.
     if (e.reason === 'step' && e.description) stopped.body.description = e.description;
     if (e.preserveFocus) stopped.body.preserveFocusHint = true;
+    const threadId = e.threadId ?? 1;
+    const gdb = this.target?.gdb;
+    if (gdb) {
+      this.stackPrefetch = { threadId, frames: gdb.stackListFrames(threadId, 0, PREFETCH_FRAMES - 1).catch(() => undefined) };
+      if (this.target?.hasDebugInfo) this.variables?.prefetchLocals(threadId, 0);
+    }
     this.sendEvent(stopped);
   }
 
   private async invalidateStopState(): Promise<void> {
     this.frames = new Map();
     this.nextFrameId = 1;
+    this.stackPrefetch = undefined;
     await this.variables?.invalidate();
   }
 
@@ -294,9 +314,15 @@ export class CycleLensDebugSession extends DebugSession {
     const gdb = this.gdb();
     const low = a.startFrame ?? 0;
     const high = low + (a.levels && a.levels > 0 ? a.levels : 1000) - 1;
-    const frames = await gdb.stackListFrames(a.threadId, low, high);
+    const prefetch = this.stackPrefetch;
+    const prefetched = prefetch && prefetch.threadId === a.threadId && high < PREFETCH_FRAMES ? await prefetch.frames : undefined;
+    const frames = prefetched ? prefetched.filter((f) => f.level >= low && f.level <= high) : await gdb.stackListFrames(a.threadId, low, high);
     // A page that is not full ends the stack, so its size is known without asking GDB to walk it all.
-    const depth = frames.length < high - low + 1 ? low + frames.length : low === 0 ? await gdb.stackInfoDepth(a.threadId).catch(() => undefined) : undefined;
+    const depth =
+      prefetched && prefetched.length < PREFETCH_FRAMES ? prefetched.length
+      : frames.length < high - low + 1 ? low + frames.length
+      : low === 0 ? await gdb.stackInfoDepth(a.threadId).catch(() => undefined)
+      : undefined;
     return {
       stackFrames: frames.map((f) => {
         const id = this.nextFrameId++;

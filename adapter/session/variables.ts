@@ -8,7 +8,10 @@ type Container =
   | { kind: 'locals'; threadId: number; level: number }
   | { kind: 'registers'; threadId: number; level: number; group: 'core' | 'other' }
   | { kind: 'varobj'; name: string; evaluateName: string; isArray: boolean }
+  | { kind: 'local'; expression: string; threadId: number; level: number; isArray: boolean }
   | { kind: 'fileScope'; threadId: number; level: number; statics: boolean; path: string | undefined };
+
+type SimpleValue = Awaited<ReturnType<GdbBackend['stackListSimpleValues']>>[number];
 
 /** More variables than this in one scope are listed up to here, with a note (each is a GDB round trip). */
 const MAX_FILE_SCOPE_VARIABLES = 1000;
@@ -25,6 +28,8 @@ export class VariableStore {
   private childNames = new Map<string, string>();
   /** Locals listed by value without a variable object, by (container ref, name): their frame. */
   private simpleLocals = new Map<string, { threadId: number; level: number }>();
+  /** The stopped frame's variables, asked for as the stop is reported (see prefetchLocals). */
+  private localsPrefetch: { threadId: number; level: number; listed: Promise<SimpleValue[] | undefined> } | undefined;
   /** The program's file-scope variables: read once, the symbol table does not change while debugging. */
   private fileScope: Promise<FileScopeVariable[]> | undefined;
 
@@ -54,6 +59,14 @@ export class VariableStore {
         return this.registers(c.threadId, c.level, c.group);
       case 'varobj':
         return this.children(ref, c);
+      case 'local': {
+        // Expanded for the first time: now it needs a variable object.
+        const v = await this.gdb().varCreate(c.expression, c.threadId, c.level);
+        this.varobjs.push(v.name);
+        const parent = { kind: 'varobj' as const, name: v.name, evaluateName: c.expression, isArray: c.isArray };
+        this.containers.set(ref, parent);
+        return this.children(ref, parent);
+      }
       case 'fileScope':
         return this.fileScopeVariables(ref, c);
       default: {
@@ -87,12 +100,26 @@ export class VariableStore {
     return this.gdb().varAssign(varobj, value);
   }
 
+  /**
+   * Lists a frame's variables before the client asks: after a stop the Variables view asks for the
+   * top frame's locals, and GDB answers meanwhile. Dropped when the target runs or memory changes.
+   */
+  prefetchLocals(threadId: number, level: number): void {
+    this.localsPrefetch = { threadId, level, listed: this.gdb().stackListSimpleValues(threadId, level).catch(() => undefined) };
+  }
+
+  /** Memory or registers were written: values read before are stale. */
+  dropPrefetch(): void {
+    this.localsPrefetch = undefined;
+  }
+
   /** Forgets every reference and deletes GDB's variable objects: called when the target resumes. */
   async invalidate(): Promise<void> {
     const names = this.varobjs;
     this.containers = new Map();
     this.childNames = new Map();
     this.simpleLocals = new Map();
+    this.localsPrefetch = undefined;
     this.varobjs = [];
     this.nextRef = 1;
     const gdb = this.gdb();
@@ -107,30 +134,29 @@ export class VariableStore {
   }
 
   /**
-   * One round trip lists the frame's variables with the values of the simple ones; only those that
-   * can be expanded (aggregates, pointers) become GDB variable objects. A simple one gets its
-   * variable object when the user changes it.
+   * One round trip lists the frame's variables with the values of the simple ones. None becomes a
+   * GDB variable object yet: an expandable one (aggregate, pointer) gets it when the user expands
+   * it, a simple one when the user changes it.
    */
   private async locals(ref: number, threadId: number, level: number): Promise<DebugProtocol.Variable[]> {
-    const gdb = this.gdb();
-    const listed = await gdb.stackListSimpleValues(threadId, level);
-    const out: DebugProtocol.Variable[] = [];
-    for (const { name, type, value } of listed) {
-      if (value !== undefined && !/[*&]/.test(type)) {
-        this.simpleLocals.set(`${ref}:${name}`, { threadId, level });
-        out.push({ name, value, type, evaluateName: name, variablesReference: 0, memoryReference: `&(${name})` });
-        continue;
-      }
-      try {
-        const v = await gdb.varCreate(name, threadId, level);
-        this.varobjs.push(v.name);
-        this.childNames.set(`${ref}:${name}`, v.name);
-        out.push(this.toVariable(v, name, name));
-      } catch (err) {
-        out.push({ name, value: `<${err instanceof Error ? err.message : String(err)}>`, variablesReference: 0 });
-      }
-    }
-    return out;
+    const prefetch = this.localsPrefetch;
+    const prefetched = prefetch && prefetch.threadId === threadId && prefetch.level === level ? await prefetch.listed : undefined;
+    const listed = prefetched ?? (await this.gdb().stackListSimpleValues(threadId, level));
+    return listed.map(({ name, type, value }): DebugProtocol.Variable => {
+      this.simpleLocals.set(`${ref}:${name}`, { threadId, level });
+      const isArray = /\[\d*\]$/.test(type);
+      // What GDB shows for an aggregate's value: `[N]` for an array, `{...}` for a struct or union.
+      const shown = value ?? (isArray ? `[${/\[(\d*)\]$/.exec(type)![1]}]` : '{...}');
+      const expandable = value === undefined || /[*&]/.test(type);
+      return {
+        name,
+        value: shown,
+        type,
+        evaluateName: name,
+        variablesReference: expandable ? this.add({ kind: 'local', expression: name, threadId, level, isArray }) : 0,
+        memoryReference: `&(${name})`,
+      };
+    });
   }
 
   private async fileScopeVariables(ref: number, c: Extract<Container, { kind: 'fileScope' }>): Promise<DebugProtocol.Variable[]> {

@@ -140,10 +140,19 @@ export class SysTickCounters implements CounterUnit {
         (polls ? ' The firmware polls COUNTFLAG (TICKINT = 0), so CycleLens does not read it and cannot see wraps: every reading is marked unreliable.' : '');
       return this.info();
     }
-    // Owned mode needs writes: check that RVR accepts one, and put it back.
+    // Owned mode needs writes: check that RVR accepts one from the debugger, and put it back. Where
+    // the debugger's writes are dropped (QEMU) and the core can store instead, that store is not
+    // tried here: it runs code on the target, and a session that never counts should not pay for it.
+    // The first configure() makes it, checking every write.
     try {
-      await this.write(SYST_RVR, MAX_RELOAD, (v) => (v & MAX_RELOAD) === MAX_RELOAD);
-      await this.write(SYST_RVR, rvr, (v) => (v & MAX_RELOAD) === rvr);
+      await this.debuggerStore.store32(SYST_RVR, MAX_RELOAD);
+      if ((((await this.access.readU32(BigInt(SYST_RVR))) & MAX_RELOAD) === MAX_RELOAD)) {
+        await this.write(SYST_RVR, rvr, (v) => (v & MAX_RELOAD) === rvr);
+      } else if (this.options.coreStore) {
+        this.useCoreStore = true;
+      } else {
+        await this.write(SYST_RVR, MAX_RELOAD, (v) => (v & MAX_RELOAD) === MAX_RELOAD);
+      }
     } catch (err) {
       this.present = false;
       const allZero = csr === 0 && rvr === 0 && calib === 0;
