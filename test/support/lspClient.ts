@@ -55,6 +55,11 @@ export class LspTestClient {
     return uri;
   }
 
+  /** Replaces the document's text (a change without a range), as a new version. */
+  async replace(uri: string, version: number, text: string): Promise<void> {
+    await this.connection.sendNotification('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ text }] });
+  }
+
   codeLenses(uri: string): Promise<CodeLens[]> {
     return this.connection.sendRequest('textDocument/codeLens', { textDocument: { uri } });
   }
