@@ -129,7 +129,7 @@ export function startProfileServer(connection: Connection): void {
     return {
       capabilities: {
         textDocumentSync: TextDocumentSyncKind.Incremental,
-        // Titles are formatted from the loaded model when the lens is made: there is nothing to defer to a resolve.
+        // Titles are formatted once per loaded profile (rebuildIndex): there is nothing to defer to a resolve.
         codeLensProvider: { resolveProvider: false },
         hoverProvider: true,
         inlayHintProvider: { resolveProvider: false },
