@@ -60,7 +60,7 @@ function expectedInDsp(doc: ResultSetDocument): Expected[] {
   return out;
 }
 
-describe('profile language server over stdio, on a saved RV32 descent', () => {
+describe('profile language server (stdio and Node IPC), on a saved RV32 descent', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cyclelens-lsp-'));
   const results = join(dir, '.cyclelens', 'results');
   const tag = newOwnerTag();
@@ -128,6 +128,20 @@ describe('profile language server over stdio, on a saved RV32 descent', () => {
       }
     } finally {
       assert.equal(await client.stop(), 0, 'the server exits with 0 after shutdown and exit');
+    }
+  });
+
+  it('serves the same lenses from dist/lsp.js over Node IPC, the transport the extension\'s language client uses', async () => {
+    const client = await LspTestClient.startIpc(join(repoRoot, 'dist', 'lsp.js'), dir, env, { hotThreshold: HOT_PERCENT, codicons: true });
+    try {
+      const uri = await client.open(DSP);
+      const lenses = await client.until(() => client.codeLenses(uri), (ls) => ls.length > 0);
+      for (const e of expected) {
+        const title = lenses.find((l) => l.range.start.line === e.line)?.command?.title;
+        assert.equal(title, `$(flame) ${lensTitle(model, functionsByName(model).get(e.name)!)}`, `${e.name}: VS Code's lens carries the flame codicon`);
+      }
+    } finally {
+      assert.equal(await client.stop(), 0);
     }
   });
 
