@@ -126,6 +126,12 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
         assert.equal(d.severity, 3, 'Information');
         assert.match(d.message, /takes \d+\.\d+ % of the window inclusive/);
       }
+      // A higher threshold from the editor's settings: only the hottest function stays marked.
+      const sorted = [...expected].sort((a, b) => b.share - a.share);
+      const between = ((sorted[0]!.share + sorted[1]!.share) / 2) * 100;
+      await client.configure({ cyclelens: { hotThreshold: between } });
+      const fewer = await client.until(() => client.diagnosticsOf(uri), (d) => d !== undefined && d.length === 1);
+      assert.deepEqual(fewer!.map((d) => d.range.start.line), [sorted[0]!.line], `hotThreshold ${between.toFixed(2)} % leaves ${sorted[0]!.name} alone marked`);
     } finally {
       assert.equal(await client.stop(), 0, 'the server exits with 0 after shutdown and exit');
     }

@@ -74,6 +74,11 @@ export class LspTestClient {
     await this.connection.sendNotification('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ text }] });
   }
 
+  /** Pushes settings, as editors do with `workspace/didChangeConfiguration`. */
+  async configure(settings: unknown): Promise<void> {
+    await this.connection.sendNotification('workspace/didChangeConfiguration', { settings });
+  }
+
   codeLenses(uri: string): Promise<CodeLens[]> {
     return this.connection.sendRequest('textDocument/codeLens', { textDocument: { uri } });
   }
