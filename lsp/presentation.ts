@@ -154,7 +154,7 @@ function conversion(value: number, p: Profile): string {
 
 function windowText(p: Profile): string {
   const r = p.runs.find((run) => run.from !== undefined || run.to !== undefined);
-  return r ? ` (${r.from ?? 'start'} to ${r.to ?? 'end'})` : '';
+  return r ? ` (${escapeMarkdown(r.from ?? 'start')} to ${escapeMarkdown(r.to ?? 'end')})` : '';
 }
 
 /** Markdown's own characters in a name or message are text, not formatting. */

@@ -60,14 +60,9 @@ export async function newestProfile(root: string, explicit?: string): Promise<Pr
   }
   dated.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.file < b.file ? 1 : -1));
   for (const { file, mtimeMs } of dated) {
-    let schema: unknown;
-    try {
-      schema = (JSON.parse(await readFile(file, 'utf8')) as { schema?: unknown } | null)?.schema;
-    } catch {
-      schema = undefined;
-    }
-    // Other JSON in .cyclelens/ (saved call graphs, settings) is not a profile and not a problem.
-    if (explicit === undefined && !claimsProfile(schema)) continue;
+    // Other JSON in .cyclelens/ (saved call graphs, settings) is not a profile and not a problem;
+    // a truncated profile still names its schema, and is reported.
+    if (explicit === undefined && !claimsProfile(await schemaOf(file))) continue;
     try {
       return { loaded: { profile: await loadProfileFile(file), file, mtimeMs }, problems };
     } catch (err) {
@@ -75,6 +70,21 @@ export async function newestProfile(root: string, explicit?: string): Promise<Pr
     }
   }
   return { problems };
+}
+
+/** The `schema` a file declares, read from the text when the JSON does not parse. */
+async function schemaOf(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  try {
+    return (JSON.parse(text) as { schema?: unknown } | null)?.schema;
+  } catch {
+    return /"schema"\s*:\s*"([^"]*)"/.exec(text)?.[1];
+  }
 }
 
 async function candidateFiles(root: string): Promise<string[]> {

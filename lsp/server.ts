@@ -6,6 +6,7 @@ import {
 } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { DEFAULT_HOT_THRESHOLD, type ProfileServerSettings } from '../common/profileServer';
+import type { ProfileFunction, ProfileLine } from '../core/profile/model';
 import { linesOf, type LineSource } from './definitionLines';
 import { functionHover, hotMessage, lensTitle, lineHintLabel, lineHover } from './presentation';
 import { ProfileIndex, type PlacedFunction } from './profileIndex';
@@ -72,8 +73,14 @@ export function startProfileServer(connection: Connection): void {
     if (canRefreshHints) void connection.sendRequest(InlayHintRefreshRequest.type).catch(() => undefined);
   };
 
+  /** Titles and labels depend on the profile and the settings only: formatted once per reload. */
+  let titles = new Map<ProfileFunction, string | undefined>();
+  let hintLabels = new Map<ProfileLine, string>();
   const rebuildIndex = (): void => {
     index = loaded ? new ProfileIndex(loaded.profile, effective().sourceMap, root) : undefined;
+    const style = { codicons: effective().codicons };
+    titles = new Map(loaded?.profile.functions.map((f) => [f, lensTitle(loaded!.profile, f, style)]) ?? []);
+    hintLabels = new Map(loaded?.profile.lines.map((l) => [l, lineHintLabel(loaded!.profile, l)]) ?? []);
   };
 
   const reload = async (): Promise<void> => {
@@ -122,7 +129,7 @@ export function startProfileServer(connection: Connection): void {
     return {
       capabilities: {
         textDocumentSync: TextDocumentSyncKind.Incremental,
-        // Titles are formatted from the loaded model when the lens is made: there is nothing to defer to a resolve.
+        // Titles are formatted once per loaded profile (rebuildIndex): there is nothing to defer to a resolve.
         codeLensProvider: { resolveProvider: false },
         hoverProvider: true,
         inlayHintProvider: { resolveProvider: false },
@@ -145,10 +152,9 @@ export function startProfileServer(connection: Connection): void {
     const doc = documents.get(params.textDocument.uri);
     const here = doc && placedIn(doc);
     if (!here || !index) return [];
-    const style = { codicons: effective().codicons };
     const lenses: CodeLens[] = [];
     for (const { fn, line } of here.placed) {
-      const title = lensTitle(index.profile, fn, style);
+      const title = titles.get(fn);
       if (title) lenses.push({ range: { start: { line, character: 0 }, end: { line, character: 0 } }, command: { title, command: '' } });
     }
     return lenses;
@@ -175,7 +181,7 @@ export function startProfileServer(connection: Connection): void {
     for (const cost of index.lines(path)) {
       const line = cost.line - 1;
       if (line < params.range.start.line || line > params.range.end.line || line >= lines.lineCount) continue;
-      hints.push({ position: { line, character: lines.line(line).length }, label: lineHintLabel(index.profile, cost), paddingLeft: true });
+      hints.push({ position: { line, character: lines.line(line).length }, label: hintLabels.get(cost) ?? lineHintLabel(index.profile, cost), paddingLeft: true });
     }
     return hints;
   });

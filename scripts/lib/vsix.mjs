@@ -60,6 +60,10 @@ export function packageExtension({ out = defaultVsixPath, typecheck = false } = 
   if (main && !existsSync(main) && !existsSync(`${main}.js`)) {
     throw new Error(`package.json "main" is ${manifest.main}, which the build did not produce: does extension/extension.ts exist?`);
   }
+  // The extension starts these as programs of their own (the debug adapter, the profile language server).
+  for (const program of ['dist/adapter.js', 'dist/lsp.js']) {
+    if (!existsSync(join(repoRoot, program))) throw new Error(`the build did not produce ${program}, which the extension starts: check scripts/build.mjs`);
+  }
   // The repository README shows screenshots by relative path; a package has no repository to
   // resolve them against, so the packaged README is the same text without the image lines.
   // vsce resolves --readme-path against the package's folder.

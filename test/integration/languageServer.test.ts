@@ -60,7 +60,7 @@ function expectedInDsp(doc: ResultSetDocument): Expected[] {
   return out;
 }
 
-describe('profile language server over stdio, on a saved RV32 descent', () => {
+describe('profile language server (stdio and Node IPC), on a saved RV32 descent', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cyclelens-lsp-'));
   const results = join(dir, '.cyclelens', 'results');
   const tag = newOwnerTag();
@@ -126,8 +126,28 @@ describe('profile language server over stdio, on a saved RV32 descent', () => {
         assert.equal(d.severity, 3, 'Information');
         assert.match(d.message, /takes \d+\.\d+ % of the window inclusive/);
       }
+      // A higher threshold from the editor's settings: only the hottest function stays marked.
+      const sorted = [...expected].sort((a, b) => b.share - a.share);
+      const between = ((sorted[0]!.share + sorted[1]!.share) / 2) * 100;
+      await client.configure({ cyclelens: { hotThreshold: between } });
+      const fewer = await client.until(() => client.diagnosticsOf(uri), (d) => d !== undefined && d.length === 1);
+      assert.deepEqual(fewer!.map((d) => d.range.start.line), [sorted[0]!.line], `hotThreshold ${between.toFixed(2)} % leaves ${sorted[0]!.name} alone marked`);
     } finally {
       assert.equal(await client.stop(), 0, 'the server exits with 0 after shutdown and exit');
+    }
+  });
+
+  it('serves the same lenses from dist/lsp.js over Node IPC, the transport the extension\'s language client uses', async () => {
+    const client = await LspTestClient.startIpc(join(repoRoot, 'dist', 'lsp.js'), dir, env, { hotThreshold: HOT_PERCENT, codicons: true });
+    try {
+      const uri = await client.open(DSP);
+      const lenses = await client.until(() => client.codeLenses(uri), (ls) => ls.length > 0);
+      for (const e of expected) {
+        const title = lenses.find((l) => l.range.start.line === e.line)?.command?.title;
+        assert.equal(title, `$(flame) ${lensTitle(model, functionsByName(model).get(e.name)!)}`, `${e.name}: VS Code's lens carries the flame codicon`);
+      }
+    } finally {
+      assert.equal(await client.stop(), 0);
     }
   });
 
@@ -199,6 +219,64 @@ vim.cmd('qa!')
         { line: costLine, character: lineText.length, label: `1,234 insn · ${percentText(1234 / profile.total!.value)}` },
       ], 'one inlay hint, at the end of the line the profile costs');
       assert.ok(client.log.some((l) => l.includes('later.cyclelens-profile.json')), `the server says which profile it reads (${client.log.join(' | ')})`);
+    } finally {
+      assert.equal(await client.stop(), 0);
+    }
+  });
+});
+
+describe('profile language server over stdio, on a saved Cortex-M4 descent (SysTick)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cyclelens-lsp-m4-'));
+  const tag = newOwnerTag();
+  const env = { ...process.env, [OWNER_TAG_VAR]: tag };
+  let doc: ResultSetDocument;
+  let model: Profile;
+
+  before(() => {
+    mkdirSync(join(dir, '.vscode'));
+    writeFileSync(join(dir, '.vscode', 'launch.json'), JSON.stringify({
+      version: '0.2.0',
+      configurations: [{ type: 'cyclelens', request: 'launch', name: 'QEMU Cortex-M4', executable: fixtureElf('cortex-m4', 'singlepass'), server: { type: 'qemu', machine: 'mps2-an386' }, stopAtEntry: 'main', programEnd: 'program_end' }],
+    }));
+  });
+
+  after(async () => {
+    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'no language server, QEMU or GDB is left behind');
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('shows SysTick counts as ticks, with the quantisation bound of ±1 tick per call in every lens', { timeout: 300_000 }, async () => {
+    const out = join(dir, '.cyclelens', 'results', 'descent.json');
+    const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'QEMU Cortex-M4', '--threshold', '5%', '--out', out], { cwd: dir, encoding: 'utf8', timeout: 300_000, env });
+    assert.equal(r.status, 0, r.stderr);
+    doc = await loadResultSetDocument(out);
+    model = profileFromResultSets(doc);
+    const expected = expectedInDsp(doc);
+    assert.ok(expected.length >= 2, `the descent measured functions of dsp.c (${expected.map((e) => e.name).join(', ')})`);
+    const total = doc.resultSets[0]!.run.totals[doc.resultSets[0]!.run.event]!;
+
+    const client = await LspTestClient.start(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'lsp', '--stdio'], dir, env);
+    try {
+      const uri = await client.open(DSP);
+      const lenses = await client.until(() => client.codeLenses(uri), (ls) => ls.length > 0);
+      for (const e of expected) {
+        const title = lenses.find((l) => l.range.start.line === e.line)?.command?.title ?? '';
+        assert.ok(title.startsWith(`${percentText(e.share)} incl`), `${e.name}: "${title}" starts with its share`);
+        assert.equal(title, lensTitle(model, functionsByName(model).get(e.name)!));
+        // Each call's delta is off by less than a tick either way: N calls, ±N ticks, as a share of the window.
+        const bound = /· ±(\d+(?:\.\d+)?) %$/.exec(title);
+        assert.ok(bound, `${e.name}: "${title}" ends with its error bound`);
+        const expectedBound = (e.calls / total) * 100;
+        assert.ok(Math.abs(Number(bound[1]) - expectedBound) <= 0.05 * expectedBound + 0.001, `${e.name}: ±${bound[1]} % is ${e.calls} ticks of ${total} (${expectedBound.toFixed(4)} %)`);
+        const hover = await client.hover(uri, e.line);
+        const text = typeof hover?.contents === 'object' && 'value' in hover.contents ? hover.contents.value : '';
+        // A bound clipped at zero ticks shows both sides (−value/+N).
+        const counted = `inclusive: ${e.inclusive.toLocaleString('en-US')} SysTick ticks`;
+        const calls = e.calls.toLocaleString('en-US');
+        assert.ok(text.includes(`${counted} ±${calls} ticks`) || text.includes(`${counted} −${e.inclusive.toLocaleString('en-US')}/+${calls} ticks`), `${e.name}'s hover gives its count in ticks with its bound: ${text}`);
+        assert.match(text, /Error bound: (±|−[\d,]+\/\+)[\d,]+ ticks \(counter quantisation\)/);
+        assert.doesNotMatch(text, /cycles/, 'SysTick ticks are never called cycles');
+      }
     } finally {
       assert.equal(await client.stop(), 0);
     }

@@ -1,8 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import {
-  createProtocolConnection, StreamMessageReader, StreamMessageWriter, type CodeLens, type Diagnostic, type Hover, type InlayHint,
+  createProtocolConnection, IPCMessageReader, IPCMessageWriter, StreamMessageReader, StreamMessageWriter, type CodeLens, type Diagnostic, type Hover, type InlayHint,
   type ProtocolConnection, type PublishDiagnosticsParams,
 } from 'vscode-languageserver-protocol/node';
 
@@ -23,12 +23,26 @@ export class LspTestClient {
     connection.listen();
   }
 
-  /** Starts `command args…` in `cwd` and initializes it with `root` as the workspace folder. */
+  /** Starts `command args…` in `root` on stdio and initializes it with `root` as the workspace folder. */
   static async start(command: string, args: string[], root: string, env: NodeJS.ProcessEnv, initializationOptions: unknown = {}): Promise<LspTestClient> {
     const child = spawn(command, args, { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const connection = createProtocolConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
+    return LspTestClient.initialize(child, connection, root, initializationOptions);
+  }
+
+  /**
+   * Forks a Node module with `--node-ipc`, as VS Code's language client does for
+   * `TransportKind.ipc`, and talks to it over the IPC channel.
+   */
+  static async startIpc(module: string, root: string, env: NodeJS.ProcessEnv, initializationOptions: unknown = {}): Promise<LspTestClient> {
+    const child = fork(module, ['--node-ipc'], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
+    const connection = createProtocolConnection(new IPCMessageReader(child), new IPCMessageWriter(child));
+    return LspTestClient.initialize(child, connection, root, initializationOptions);
+  }
+
+  private static async initialize(child: ChildProcess, connection: ProtocolConnection, root: string, initializationOptions: unknown): Promise<LspTestClient> {
+    let stderr = '';
+    child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     const client = new LspTestClient(child, connection);
     try {
       await connection.sendRequest('initialize', {
@@ -53,6 +67,16 @@ export class LspTestClient {
     const uri = pathToFileURL(path).href;
     await this.connection.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text: readFileSync(path, 'utf8') } });
     return uri;
+  }
+
+  /** Replaces the document's text (a change without a range), as a new version. */
+  async replace(uri: string, version: number, text: string): Promise<void> {
+    await this.connection.sendNotification('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ text }] });
+  }
+
+  /** Pushes settings, as editors do with `workspace/didChangeConfiguration`. */
+  async configure(settings: unknown): Promise<void> {
+    await this.connection.sendNotification('workspace/didChangeConfiguration', { settings });
   }
 
   codeLenses(uri: string): Promise<CodeLens[]> {
