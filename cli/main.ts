@@ -7,6 +7,7 @@ import { DapProfiler } from '../core/profiling/dapProfiler';
 import { runScenario } from '../core/profiling/scenarios';
 import { AdapterSession } from './adapterSession';
 import { USAGE, parseArgs } from './args';
+import { checkExportTargets, profileOfRun, runExportCommand, writeExports } from './exports';
 import { loadLaunchConfiguration } from './launchConfig';
 
 /**
@@ -52,6 +53,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     io.err(`cyclelens: ${parsed.message}\n\n${USAGE}`);
     return 2;
   }
+  if (parsed.kind === 'export') return runExportCommand(parsed.command, io);
   const cmd = parsed.command;
   const controller = new AbortController();
   let interrupts = 0;
@@ -63,6 +65,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
   });
   let session: AdapterSession | undefined;
   try {
+    // A run of many minutes must not end in "cannot write": every export destination is checked first.
+    if (cmd.exports) await checkExportTargets(cmd.exports);
     const launch = await loadLaunchConfiguration(cmd.config, cmd.name);
     const previous = cmd.resume ? await earlierResults(cmd.resume, String(launch.args.executable)) : [];
     // The profiler drives the program from a stop in the start function, whatever the configuration says.
@@ -100,6 +104,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       await writeFileAtomic(cmd.dot, outcome.dot);
       io.err(`cyclelens: call graph written to ${cmd.dot}\n`);
     }
+    if (cmd.exports) await writeExports(profileOfRun(outcome.document), cmd.exports, io);
     return result.cancelled ? 130 : 0;
   } catch (err) {
     io.err(`cyclelens: ${err instanceof Error ? err.message : String(err)}\n`);
