@@ -120,11 +120,14 @@ function arcsOf(p: Profile): { from: number; self: number; count: number }[] {
   for (const [calleeId, list] of byCallee) {
     const callee = p.functions[calleeId]!;
     const known = list.reduce((s, x) => s + (x.calls ?? 0), 0);
-    const unknown = list.filter((x) => x.calls === undefined);
+    // A recursive edge without a count gets none of the rest: how many entries were recursive is
+    // unknown, and gprof's calls column (all entries from other functions) then shows the model's count.
+    const outside = list.filter((x) => x.calls === undefined && x.caller.id !== calleeId);
+    const unknown = outside.length > 0 ? outside : list.filter((x) => x.calls === undefined);
     const rest = unknown.length > 0 && callee.calls !== undefined ? roundKeepingSum(unknown.map(() => Math.max(0, callee.calls! - known) / unknown.length)) : [];
     let u = 0;
     for (const x of list) {
-      const count = x.calls ?? rest[u++] ?? 0;
+      const count = x.calls ?? (unknown.includes(x) ? rest[u++] : 0) ?? 0;
       if (count <= 0) continue;
       const site = evenAddress(x.caller.address!) + Math.min(2, Math.max(0, (x.caller.size ?? 1) - 1));
       out.push({ from: site, self: callee.address!, count: Math.min(count, 0xffffffff) });

@@ -77,7 +77,7 @@ describe('call tree derived from totals', () => {
     const p = sampleProfile();
     const tree = profileStacks(p);
     assert.equal(tree.derived, true);
-    assert.match(tree.note ?? '', /derived from per-function inclusive and self totals/);
+    assert.match(tree.note ?? '', /derived from per-function inclusive totals/);
     assert.match(tree.note ?? '', /by call counts/);
     for (const n of Object.keys(expected.inclusive) as SampleName[]) {
       const id = p.functions.find((f) => f.name === n)!.id;
