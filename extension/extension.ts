@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { MeasurementStore } from '../core/analysis/measurements';
 import { registerCounterCommands } from './commands/counterCommands';
+import { registerExportCommands } from './commands/exportCommands';
 import { registerInjectionCommands } from './commands/injectionCommands';
 import { ProfileResults, registerProfilingCommands } from './commands/profilingCommands';
 import { registerDebugging } from './debug/registration';
@@ -35,6 +36,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ...registerCounterCommands(tracker, counters, store),
     ...registerInjectionCommands(injected),
     ...registerProfilingCommands(tracker, profile, log),
+    ...registerExportCommands(log),
     profile,
   );
 }
