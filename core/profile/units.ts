@@ -57,11 +57,15 @@ export function converted(value: number, u: Unit): { value: number; kind: 'cycle
   return undefined;
 }
 
+// Number.prototype.toLocaleString builds a formatter on every call; exports format tens of thousands.
+const wholeFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0, minimumFractionDigits: 0 });
+const fractionFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2, minimumFractionDigits: 0 });
+
 /** 1234567 → "1,234,567"; fractions keep up to two decimals. */
 export function formatNumber(n: number): string {
   if (!Number.isFinite(n)) return String(n);
   const digits = Number.isInteger(n) ? 0 : Math.abs(n) >= 100 ? 0 : 2;
-  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+  return (digits === 0 ? wholeFormat : fractionFormat).format(n);
 }
 
 /** "12.4 %" from 0.124. */
