@@ -31,7 +31,7 @@ export function callgrindText(p: Profile): string {
     arr.forEach((a, i) => splitOf.set(`${a.caller}>${callee}`, rounded[i]!));
   }
   const lines: string[] = ['# callgrind format', 'version: 1', `creator: cyclelens (${p.generator})`, `cmd: ${oneLine(p.program.executable)}`, 'positions: line'];
-  for (const note of notesWith(p, profileStacks(p, { maxStacks: 1 }))) lines.push(`# ${oneLine(note)}`);
+  for (const note of notesWith(p, profileStacks(p))) lines.push(`# ${oneLine(note)}`);
   lines.push(`event: ${event} : ${oneLine(unitLabel(p.unit))}`, `events: ${event}`);
   // Without a window total, the roots' inclusive values add up to the whole.
   const total = p.total?.value ?? p.functions.reduce((s, f) => s + (f.inclusive && !byCallee.has(f.id) ? f.inclusive.value : 0), 0);
