@@ -1,4 +1,6 @@
 import type { CodeLocation } from '../common/dapCustom';
+import { formatIds, exportFormat } from '../core/export/formats';
+import { parseExportSpec, type ExportTarget } from '../core/export/writeExport';
 
 /**
  * Command-line arguments of `cyclelens`, parsed into a typed command or a usage error that says
@@ -10,6 +12,7 @@ export const USAGE = `usage:
   cyclelens profile --config .vscode/launch.json --name "QEMU RISC-V 32" [options]
   cyclelens call-graph --config .vscode/launch.json --name "QEMU RISC-V 32" --dynamic --out graph.json
   cyclelens lsp --stdio
+  cyclelens export RESULTS.json --format pprof -o profile.pb.gz
 
   descent     measure hot functions only: breadth-first from the roots, pruning every function whose
               callers bound it below the threshold
@@ -20,6 +23,7 @@ export const USAGE = `usage:
   lsp         the profile language server for any LSP editor (Neovim, Helix, Emacs …), on stdin and
               stdout: CodeLens, hovers, line-cost inlay hints and hot-function diagnostics from the
               newest profile in the workspace's .cyclelens/
+  export      convert saved result sets (or a .profile.json) to another tool's format
 
 options:
   --config FILE        launch.json with the configuration (comments allowed)
@@ -36,6 +40,9 @@ options:
   --out FILE           write the result sets (JSON, cyclelens-resultset/1)
   --resume FILE        descent only: continue from the result sets of an earlier --out (same program)
   --dot FILE           write the annotated call graph (Graphviz DOT)
+  --export FMT:FILE    descent/profile: also write the profile as FMT (repeatable; checked writable
+                       before the first run). FMT is one of: ${formatIds()}
+  --format FMT, -o FILE  export: the format and the file to write
   --timeout S          seconds one run may take (default 120)
   --adapter FILE       the debug adapter (default: adapter.js next to the CLI)
   --no-lookahead       descent: leave spare slots empty rather than measure ahead
@@ -72,9 +79,52 @@ export interface CliCommand {
   groups: boolean;
   /** call-graph: record a dynamic graph, up to this many calls. */
   dynamic?: { maxCalls: number };
+  /** descent/profile: exports written from the finished profile (--export, repeatable). */
+  exports?: ExportTarget[];
 }
 
-export type ParsedArgs = { kind: 'help' } | { kind: 'run'; command: CliCommand } | { kind: 'lsp' } | { kind: 'error'; message: string };
+/** `cyclelens export INPUT --format F -o OUTPUT`. */
+export interface ExportCommand {
+  command: 'export';
+  input: string;
+  target: ExportTarget;
+}
+
+export type ParsedArgs =
+  | { kind: 'help' }
+  | { kind: 'run'; command: CliCommand }
+  | { kind: 'lsp' }
+  | { kind: 'export'; command: ExportCommand }
+  | { kind: 'error'; message: string };
+
+function parseExportCommand(rest: readonly string[]): ParsedArgs {
+  let input: string | undefined;
+  let format: string | undefined;
+  let output: string | undefined;
+  for (let i = 0; i < rest.length; i++) {
+    const arg = rest[i]!;
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    if (flag === '--format' || flag === '-o' || flag === '--output') {
+      const value = eq > 0 ? arg.slice(eq + 1) : rest[++i];
+      if (value === undefined || value === '') return { kind: 'error', message: `${flag} needs a value` };
+      if (flag === '--format') format = value;
+      else output = value;
+    } else if (arg.startsWith('-')) {
+      return { kind: 'error', message: `unknown option ${arg} for export (use --format and -o)` };
+    } else if (input === undefined) {
+      input = arg;
+    } else {
+      return { kind: 'error', message: `export takes one input file; '${arg}' is a second one` };
+    }
+  }
+  if (!input) return { kind: 'error', message: 'export needs the result-set or profile file to read, e.g. cyclelens export .cyclelens/results/descent.json --format pprof -o profile.pb.gz' };
+  if (!format) return { kind: 'error', message: `export needs --format (one of ${formatIds()})` };
+  const f = exportFormat(format);
+  if (!f) return { kind: 'error', message: `--format ${format}: unknown format; use one of ${formatIds()}` };
+  if (!output) return { kind: 'error', message: `export needs -o FILE (where to write the ${f.label} file, e.g. profile${f.extension})` };
+  return { kind: 'export', command: { command: 'export', input, target: { format: f, path: output } } };
+}
 
 /** `cyclelens lsp --stdio`: the transport is named, as LSP clients expect to pass it. */
 function parseLspArgs(rest: readonly string[]): ParsedArgs {
@@ -119,10 +169,11 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   if (argv.includes('-h') || argv.includes('--help')) return { kind: 'help' };
   const [command, ...rest] = argv;
   if (command === 'lsp') return parseLspArgs(rest);
-  if (command !== 'descent' && command !== 'profile' && command !== 'call-graph') return { kind: 'error', message: `unknown command '${command}': use descent, profile, call-graph or lsp` };
+  if (command === 'export') return parseExportCommand(rest);
+  if (command !== 'descent' && command !== 'profile' && command !== 'call-graph') return { kind: 'error', message: `unknown command '${command}': use descent, profile, call-graph, export or lsp` };
   const values = new Map<string, string[]>();
   const flags = new Set<string>();
-  const withValue = new Set(['--config', '--name', '--threshold', '--slots', '--start', '--root', '--cyclic', '--dwell', '--rounds', '--out', '--dot', '--resume', '--timeout', '--adapter', '--call-graph', '--max-calls']);
+  const withValue = new Set(['--config', '--name', '--threshold', '--slots', '--start', '--root', '--cyclic', '--dwell', '--rounds', '--out', '--dot', '--resume', '--timeout', '--adapter', '--call-graph', '--max-calls', '--export']);
   const switches = new Set(['--no-lookahead', '--no-groups', '--dynamic']);
   for (let i = 0; i < rest.length; i++) {
     let arg = rest[i]!;
@@ -150,7 +201,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     const list = values.get(flag);
     return list ? list[list.length - 1] : undefined;
   };
-  for (const [flag, list] of values) if (list.length > 1 && flag !== '--root') return { kind: 'error', message: `${flag} is given ${list.length} times` };
+  for (const [flag, list] of values) if (list.length > 1 && flag !== '--root' && flag !== '--export') return { kind: 'error', message: `${flag} is given ${list.length} times` };
 
   const config = one('--config');
   if (!config) return { kind: 'error', message: '--config is required (the launch.json that holds the configuration)' };
@@ -190,6 +241,13 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   if (values.has('--max-calls') && !flags.has('--dynamic')) return { kind: 'error', message: '--max-calls applies to a dynamic call graph: add --dynamic' };
   const maxCalls = one('--max-calls') !== undefined ? positiveInteger('--max-calls', one('--max-calls')!) : 200_000;
   if (typeof maxCalls === 'string') return { kind: 'error', message: maxCalls };
+  const exports: ExportTarget[] = [];
+  for (const spec of values.get('--export') ?? []) {
+    const target = parseExportSpec(spec);
+    if (typeof target === 'string') return { kind: 'error', message: target };
+    exports.push(target);
+  }
+  if (exports.length > 0 && command === 'call-graph') return { kind: 'error', message: '--export applies to descent and profile (call-graph writes the graph with --out)' };
   if (command === 'call-graph') {
     if (out === undefined) return { kind: 'error', message: 'call-graph needs --out FILE (where to save the graph)' };
     const other = ['--threshold', '--slots', '--root', '--cyclic', '--dot', '--resume'].find((f) => values.has(f));
@@ -217,6 +275,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       ...(callGraph !== undefined ? { callGraph } : {}),
       groups: !flags.has('--no-groups'),
       ...(flags.has('--dynamic') ? { dynamic: { maxCalls } } : {}),
+      ...(exports.length > 0 ? { exports } : {}),
     },
   };
 }

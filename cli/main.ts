@@ -8,6 +8,7 @@ import { DapProfiler } from '../core/profiling/dapProfiler';
 import { runScenario } from '../core/profiling/scenarios';
 import { AdapterSession } from './adapterSession';
 import { USAGE, parseArgs } from './args';
+import { checkExportTargets, profileOfRun, runExportCommand, writeExports } from './exports';
 import { runLanguageServer } from './languageServer';
 import { loadLaunchConfiguration } from './launchConfig';
 import { checkOutputWritable, writeOutputs } from './outputPaths';
@@ -56,6 +57,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     return 2;
   }
   if (parsed.kind === 'lsp') return runLanguageServer();
+  if (parsed.kind === 'export') return runExportCommand(parsed.command, io);
   const cmd = parsed.command;
   const controller = new AbortController();
   let interrupts = 0;
@@ -71,6 +73,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
   let newRuns = 0;
   let partialPath: string | undefined;
   try {
+    // A run of many minutes must not end in "cannot write": every export destination is checked first.
+    if (cmd.exports) await checkExportTargets(cmd.exports);
     const launch = await loadLaunchConfiguration(cmd.config, cmd.name);
     if (cmd.out) await checkOutputWritable(cmd.out, '--out');
     if (cmd.dot) await checkOutputWritable(cmd.dot, '--dot');
@@ -111,6 +115,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     });
     const result = outcome.result;
     io.out(outcome.report);
+    // Each output is written even when another fails: a full disk for the JSON still leaves the DOT.
     const failures = await writeOutputs([
       ...(cmd.out ? [{ what: 'The result sets', path: cmd.out, write: async () => {
         await saveResultSetDocument(cmd.out!, outcome.document);
@@ -120,6 +125,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
         await writeFileAtomic(cmd.dot!, outcome.dot);
         io.err(`cyclelens: call graph written to ${cmd.dot}\n`);
       } }] : []),
+      ...(cmd.exports ?? []).map((e) => ({ what: `The ${e.format.label} export`, path: e.path, write: () => writeExports(profileOfRun(outcome.document), [e], io) })),
     ]);
     for (const f of failures) io.err(`cyclelens: ${f}; the report above holds the findings\n`);
     if (!cmd.out && partialPath && newRuns > 0) await unlinkQuietly(partialPath);

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { MeasurementStore } from '../core/analysis/measurements';
 import { registerCounterCommands } from './commands/counterCommands';
+import { registerExportCommands } from './commands/exportCommands';
 import { registerInjectionCommands } from './commands/injectionCommands';
 import { registerProfilingCommands } from './commands/profilingCommands';
 import { registerDebugging } from './debug/registration';
@@ -36,6 +37,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ...registerInjectionCommands(injected),
     ...registerProfilingCommands(tracker, log),
     startProfileLanguageClient(context, log),
+    ...registerExportCommands(log),
   );
 }
 

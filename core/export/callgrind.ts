@@ -1,4 +1,4 @@
-import { calleeShares, notesWith, profileStacks, selfValue } from '../profile/callTree';
+import { calleeShares, notesWith, profileStacks, selfValue, treeInclusive } from '../profile/callTree';
 import type { Profile, ProfileFunction } from '../profile/model';
 import { unitLabel } from '../profile/units';
 import { roundKeepingSum, unitId } from './common';
@@ -14,13 +14,15 @@ import { roundKeepingSum, unitId } from './common';
 export function callgrindText(p: Profile): string {
   const event = unitId(p.unit);
   const shares = calleeShares(p);
+  const effective = treeInclusive(p);
   // Each callee's inclusive split into integer shares per caller, in a stable order.
   const splitOf = new Map<string, number>();
   const byCallee = new Map<number, { caller: number; value: number }[]>();
   for (const [caller, list] of shares) {
     for (const k of list) {
       const arr = byCallee.get(k.callee) ?? [];
-      arr.push({ caller, value: (p.functions[k.callee]!.inclusive?.value ?? 0) * k.fraction });
+      // The callee's whole subtree through this caller, as the derived stacks count it.
+      arr.push({ caller, value: (effective.get(k.callee) ?? 0) * k.fraction });
       byCallee.set(k.callee, arr);
     }
   }
@@ -29,7 +31,7 @@ export function callgrindText(p: Profile): string {
     arr.forEach((a, i) => splitOf.set(`${a.caller}>${callee}`, rounded[i]!));
   }
   const lines: string[] = ['# callgrind format', 'version: 1', `creator: cyclelens (${p.generator})`, `cmd: ${oneLine(p.program.executable)}`, 'positions: line'];
-  for (const note of notesWith(p, profileStacks(p, { maxStacks: 1 }))) lines.push(`# ${oneLine(note)}`);
+  for (const note of notesWith(p, profileStacks(p))) lines.push(`# ${oneLine(note)}`);
   lines.push(`event: ${event} : ${oneLine(unitLabel(p.unit))}`, `events: ${event}`);
   // Without a window total, the roots' inclusive values add up to the whole.
   const total = p.total?.value ?? p.functions.reduce((s, f) => s + (f.inclusive && !byCallee.has(f.id) ? f.inclusive.value : 0), 0);
@@ -45,7 +47,7 @@ export function callgrindText(p: Profile): string {
   for (const f of p.functions) {
     if (!f.inclusive) continue;
     const kids = shares.get(f.id) ?? [];
-    const allocated = kids.reduce((s, k) => s + (splitOf.get(`${f.id}>${k.callee}`) ?? 0), 0);
+    const allocated = kids.reduce((s, k) => s + (p.functions[k.callee]!.inclusive?.value ?? 0) * k.fraction, 0);
     const self = Math.max(0, Math.round(selfValue(f, allocated)));
     const at = f.location?.line ?? 0;
     lines.push(`fl=${fileOf(f)}`, `fn=${oneLine(f.name)}`);
@@ -62,7 +64,9 @@ export function callgrindText(p: Profile): string {
     for (const k of kids) {
       const callee = p.functions[k.callee]!;
       const calls = k.calls ?? Math.max(1, Math.round((callee.calls ?? 1) * k.fraction));
-      if (callee.location?.path !== f.location?.path) lines.push(`cfl=${fileOf(callee)}`);
+      // cfl= every time, even for the caller's own file: callgrind_annotate shortens fl= names relative
+      // to its working directory but not an inherited call file, and would see two functions.
+      lines.push(`cfl=${fileOf(callee)}`);
       lines.push(`cfn=${oneLine(callee.name)}`, `calls=${calls} ${callee.location?.line ?? 0}`, `${at} ${splitOf.get(`${f.id}>${k.callee}`) ?? 0}`);
     }
     lines.push('');

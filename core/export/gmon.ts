@@ -52,7 +52,7 @@ export function gmonBytes(p: Profile, options: GmonOptions = {}): Uint8Array {
     let self = Math.round(f.inclusive || f.self ? selfValue(f, allocated) : 0);
     if (self <= 0) continue;
     // Thumb entry points have bit 0 set; code starts at the even address (ARMv7-M ARM A5.1.2).
-    const low = f.address! & ~1;
+    const low = evenAddress(f.address!);
     const high = low + 2;
     while (self > 0) {
       if (++records > MAX_RECORDS) throw new GmonWriteError(`gmon.out holds 16-bit histogram bins: ${f.name}'s value needs more than ${MAX_RECORDS} records. Export pprof or callgrind for profiles this large.`);
@@ -120,17 +120,25 @@ function arcsOf(p: Profile): { from: number; self: number; count: number }[] {
   for (const [calleeId, list] of byCallee) {
     const callee = p.functions[calleeId]!;
     const known = list.reduce((s, x) => s + (x.calls ?? 0), 0);
-    const unknown = list.filter((x) => x.calls === undefined);
+    // A recursive edge without a count gets none of the rest: how many entries were recursive is
+    // unknown, and gprof's calls column (all entries from other functions) then shows the model's count.
+    const outside = list.filter((x) => x.calls === undefined && x.caller.id !== calleeId);
+    const unknown = outside.length > 0 ? outside : list.filter((x) => x.calls === undefined);
     const rest = unknown.length > 0 && callee.calls !== undefined ? roundKeepingSum(unknown.map(() => Math.max(0, callee.calls! - known) / unknown.length)) : [];
     let u = 0;
     for (const x of list) {
-      const count = x.calls ?? rest[u++] ?? 0;
+      const count = x.calls ?? (unknown.includes(x) ? rest[u++] : 0) ?? 0;
       if (count <= 0) continue;
-      const site = (x.caller.address! & ~1) + Math.min(2, Math.max(0, (x.caller.size ?? 1) - 1));
+      const site = evenAddress(x.caller.address!) + Math.min(2, Math.max(0, (x.caller.size ?? 1) - 1));
       out.push({ from: site, self: callee.address!, count: Math.min(count, 0xffffffff) });
     }
   }
   return out;
+}
+
+/** Clears bit 0 (a Thumb entry point's marker) without JavaScript's signed 32-bit bitwise operators. */
+export function evenAddress(a: number): number {
+  return a - (a % 2);
 }
 
 function writeAddress(buf: Buffer, at: number, value: number, bytes: 4 | 8, le: boolean): number {

@@ -11,7 +11,8 @@ import type { Profile, ProfileFunction, ProfileStack } from './model';
  * otherwise. That split is an assumption (a callee may cost more when called from one caller than
  * from another), so the result says so in `note`, and exporters copy it into the file's notes.
  * Within a context the callee's and the function's own (self) values scale together, so summed over
- * all contexts each function's top-of-stack value is its self and its on-stack value its inclusive.
+ * all contexts each function's on-stack value is its inclusive value and its top-of-stack value its
+ * inclusive minus its callees' shares (the self, where the profile formed it consistently).
  * Recursion is cut at the first repeat (the repeat's cost stays with the frame that would call it).
  */
 
@@ -29,10 +30,16 @@ export interface CallTreeOptions {
   maxDepth?: number;
 }
 
-/** A function's own cost: the measured self, else inclusive minus what its measured callees take here. */
+/**
+ * A function's own cost in the derived tree: its inclusive value minus its measured callees' shares,
+ * so that every function's stacks add up to its measured inclusive value. Where the profile formed
+ * self itself this is the same figure; where it differs (a callee shared between callers, measured
+ * in another run) the inclusive value, which was measured, wins. Without an inclusive value: the
+ * recorded self.
+ */
 export function selfValue(f: ProfileFunction, allocatedToCallees: number): number {
-  if (f.self) return f.self.value;
-  return Math.max(0, (f.inclusive?.value ?? 0) - allocatedToCallees);
+  if (!f.inclusive) return f.self?.value ?? 0;
+  return Math.max(0, f.inclusive.value - allocatedToCallees);
 }
 
 export function profileStacks(p: Profile, options: CallTreeOptions = {}): CallTree {
@@ -49,6 +56,7 @@ export function profileStacks(p: Profile, options: CallTreeOptions = {}): CallTr
   let recursive = false;
   const path: number[] = [];
   const reached = new Set<number>();
+  const overfull = new Set<string>();
   const visit = (id: number, scale: number): void => {
     const f = p.functions[id]!;
     reached.add(id);
@@ -68,6 +76,7 @@ export function profileStacks(p: Profile, options: CallTreeOptions = {}): CallTr
     });
     // Self is the measured self where known; unexpanded callees stay with this frame.
     const own = expand ? selfValue(f, allocated) : (f.inclusive?.value ?? 0);
+    if (expand && f.inclusive && allocated > f.inclusive.value * (1 + 1e-9)) overfull.add(f.name);
     if (own * scale > 0) stacks.push({ frames: [...path], value: own * scale });
     if (expand) for (const s of shares) if (s.value > 0) visit(s.callee, (scale * s.value) / (p.functions[s.callee]!.inclusive?.value || 1));
     path.pop();
@@ -77,8 +86,12 @@ export function profileStacks(p: Profile, options: CallTreeOptions = {}): CallTr
   const unreached = p.functions.filter((f) => f.inclusive !== undefined && !reached.has(f.id)).sort((a, b) => (b.inclusive?.value ?? 0) - (a.inclusive?.value ?? 0));
   for (const f of unreached) if (!reached.has(f.id)) visit(f.id, 1);
 
-  const parts = ['Call stacks derived from per-function inclusive and self totals and the call graph (the source recorded no stacks).'];
+  const parts = ['Call stacks derived from per-function inclusive totals and the call graph (the source recorded no stacks); a frame\'s own value is its inclusive minus its callees\' shares.'];
   if (children.size > 0) parts.push(equalShares ? 'A callee shared by several callers is split between them in equal shares where call counts are unknown, by call counts elsewhere.' : 'A callee shared by several callers is split between them by call counts.');
+  if (overfull.size > 0) {
+    const names = [...overfull].slice(0, 5).join(', ');
+    parts.push(`Where callees' shares exceed a function's measured inclusive value (runs differ slightly: interrupts land elsewhere in a patched program), its own value is 0 and its stacks add up to the callees' shares: ${names}${overfull.size > 5 ? ` and ${overfull.size - 5} more` : ''}.`);
+  }
   if (recursive) parts.push('Recursive calls are cut at the first repeat.');
   if (truncated) parts.push(`Paths beyond ${maxStacks} stacks or ${maxDepth} frames are folded into their last frame.`);
   return { stacks, derived: true, note: parts.join(' ') };
@@ -122,6 +135,31 @@ export function calleeShares(p: Profile): Map<number, CalleeShare[]> {
     }
   }
   return out;
+}
+
+/**
+ * What each function adds up to in the derived tree (its own value plus its callees' shares of
+ * theirs): the measured inclusive value, or more where callees' shares exceed it. Formats that store
+ * a call's cost instead of stacks (callgrind) use it so they show the same tree as the stacks.
+ */
+export function treeInclusive(p: Profile): Map<number, number> {
+  const children = calleeShares(p);
+  const done = new Map<number, number>();
+  const onPath = new Set<number>();
+  const value = (id: number): number => {
+    const known = done.get(id);
+    if (known !== undefined) return known;
+    const f = p.functions[id]!;
+    onPath.add(id);
+    const kids = (children.get(id) ?? []).filter((k) => !onPath.has(k.callee) && onPath.size < 256);
+    const allocated = kids.reduce((s, k) => s + (p.functions[k.callee]!.inclusive?.value ?? 0) * k.fraction, 0);
+    const total = selfValue(f, allocated) + kids.reduce((s, k) => s + value(k.callee) * k.fraction, 0);
+    onPath.delete(id);
+    done.set(id, total);
+    return total;
+  };
+  for (const f of p.functions) if (f.inclusive) value(f.id);
+  return done;
 }
 
 /** The profile's notes plus the call tree's, for formats that carry free text. */
