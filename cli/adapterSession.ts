@@ -27,6 +27,7 @@ export class AdapterSession {
   private important: string[] = [];
   /** Set once the adapter reported the session over (terminated). */
   sessionEnded = false;
+  private readonly ended: Promise<void>;
   private exited: Promise<void>;
   private closing: Promise<void> | undefined;
 
@@ -46,9 +47,12 @@ export class AdapterSession {
       if (body?.output && (body.category === 'important' || body.category === 'stderr')) this.log(body.output.trimEnd());
       if (body?.output && body.category === 'important') this.important = [...this.important, body.output.trimEnd()].slice(-3);
     });
-    client.on('terminated', () => {
-      this.sessionEnded = true;
-    });
+    this.ended = new Promise((resolve) =>
+      client.on('terminated', () => {
+        this.sessionEnded = true;
+        resolve();
+      }),
+    );
   }
 
   static async start(o: AdapterSessionOptions): Promise<AdapterSession> {
@@ -95,6 +99,16 @@ export class AdapterSession {
     await c.request('configurationDone');
     await Promise.race([launched, terminated]);
     await Promise.race([stopped, terminated]);
+  }
+
+  /**
+   * Waits up to `ms` for the adapter to report the session over. A request can fail ("the debug
+   * session has ended") before the event that says why arrives; the adapter sends its message first.
+   */
+  async settle(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.ended, this.exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
   }
 
   /** Why the session ended, in the adapter's words (which process died, how, its last output), if it said. */

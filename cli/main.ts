@@ -72,6 +72,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
   const finished: ResultSet[] = [];
   let newRuns = 0;
   let partialPath: string | undefined;
+  /** Whether the last save of the finished runs reached the disk. */
+  let partialSaved = false;
   try {
     // A run of many minutes must not end in "cannot write": every export destination is checked first.
     if (cmd.exports) await checkExportTargets(cmd.exports);
@@ -103,7 +105,14 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       onResultSet: async (rs) => {
         finished.push(rs);
         newRuns++;
-        await saveResultSetDocument(partialPath!, resultSetDocument(finished, undefined, 'cyclelens-cli (partial)'));
+        try {
+          await saveResultSetDocument(partialPath!, resultSetDocument(finished, undefined, 'cyclelens-cli (partial)'));
+          partialSaved = true;
+        } catch (err) {
+          // A place that filled up must not end the analysis: the findings still reach the report.
+          if (partialSaved || newRuns === 1) io.err(`cyclelens: the finished runs could not be saved to ${partialPath} (${err instanceof Error ? err.message : String(err)}); the analysis goes on\n`);
+          partialSaved = false;
+        }
       },
     });
     const outcome = await runScenario({ ...cmd, command: cmd.command, ...(savedGraph ? { savedGraph } : {}) }, profiler, {
@@ -132,10 +141,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     if (failures.length > 0) return 1;
     return result.cancelled ? 130 : 0;
   } catch (err) {
+    await session?.settle(2000);
     io.err(`cyclelens: ${err instanceof Error ? err.message : String(err)}\n`);
     const died = session?.endReason;
     if (session?.sessionEnded || died) io.err(`cyclelens: the debug session ended in the middle of the analysis: ${died ?? 'the adapter gave no reason'}\n`);
-    if (partialPath && newRuns > 0) {
+    if (partialPath && newRuns > 0 && partialSaved) {
       const shown = relative(process.cwd(), partialPath) || partialPath;
       io.err(`cyclelens: ${newRuns} finished run(s) (${finished.length} result set(s) in all) are saved in ${shown}; ${cmd.command === 'descent' ? `continue with the same command and --resume ${shown}` : 'a descent continues from them with --resume'}\n`);
     }

@@ -3,6 +3,7 @@
 // fixture firmware, code-server itself; then it serves until Ctrl-C and stops everything it started.
 //   node scripts/start.mjs [--port N] [--theme "Default Light Modern"] [--no-setup]
 //   (PORT and CYCLELENS_THEME in the environment do the same; the default port is 8080)
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, relative } from 'node:path';
 import { repoRoot } from './lib/root.mjs';
@@ -86,8 +87,47 @@ async function main() {
     process.exit(code);
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => void shutdown(signal, 0));
+  watchLaunchers((who) => void shutdown(`${who} ended`, 0));
   const exit = await server.exited;
   if (!stopping) await shutdown(`code-server exited on its own (${exit.code ?? exit.signal}); see ${server.logFile}`, 1);
+}
+
+/** The parent pid of `pid` (Linux /proc), or undefined. */
+function parentOf(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Stops everything when whatever started us goes away. A SIGTERM to `npm start` ends npm (and
+ * perhaps the shell it ran us in) without passing the signal on: we would be re-parented to init
+ * with code-server, its extension host, QEMU and GDB still running. So the chain up to npm is
+ * polled: our parent changing, or npm (our parent or grandparent under `npm start`) disappearing,
+ * stops code-server at once (its stop() sends SIGTERM, then SIGKILL).
+ */
+function watchLaunchers(onGone) {
+  const parent = process.ppid;
+  const underNpm = process.env.npm_lifecycle_event !== undefined;
+  const grandparent = underNpm ? parentOf(parent) : undefined;
+  const alive = (pid) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (e) {
+      return e.code === 'EPERM';
+    }
+  };
+  const timer = setInterval(() => {
+    if (process.ppid !== parent || !alive(parent)) onGone(underNpm ? 'the npm process (or the shell it ran this in)' : 'the process that started this');
+    else if (grandparent !== undefined && grandparent > 1 && !alive(grandparent)) onGone('the npm process');
+    else return;
+    clearInterval(timer);
+  }, 200);
+  timer.unref();
 }
 
 main().catch((e) => {

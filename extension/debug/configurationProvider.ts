@@ -1,5 +1,6 @@
 import * as vscode from 'vscode';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
+import { restrictedModeRefusal } from './workspaceTrust';
 
 type CycleLensConfiguration = vscode.DebugConfiguration & Partial<CycleLensLaunchArgs>;
 
@@ -23,6 +24,11 @@ export class CycleLensConfigurationProvider implements vscode.DebugConfiguration
       void vscode.window
         .showErrorMessage('CycleLens needs a launch configuration that names the firmware ELF and how to reach the target.', 'Open launch.json')
         .then((choice) => choice && vscode.commands.executeCommand('workbench.action.debug.configure'));
+      return undefined;
+    }
+    const refusal = restrictedModeRefusal(vscode.workspace.isTrusted, config);
+    if (refusal) {
+      void vscode.window.showErrorMessage(refusal, 'Manage Workspace Trust').then((choice) => choice && vscode.commands.executeCommand('workbench.trust.manage'));
       return undefined;
     }
     config.cwd ??= folder?.uri.fsPath;

@@ -476,7 +476,9 @@ export async function startCodeServer({
       process.off('exit', onExit);
       const pgid = child.pid;
       try { process.kill(-pgid, 'SIGTERM'); } catch { /* gone */ }
-      const deadline = Date.now() + 5000;
+      // Short grace: whatever stops us (npm getting SIGTERM, a process manager) expects everything gone
+      // within about 2 s. The debug adapter kills its QEMU/GDB on SIGTERM, and its watchdog on SIGKILL.
+      const deadline = Date.now() + 1200;
       while (groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       try { process.kill(-pgid, 'SIGKILL'); } catch { /* gone */ }
       const escaped = taggedProcesses(tag);

@@ -1,0 +1,87 @@
+/**
+ * Soak: N launch -> inject -> run -> disconnect cycles against ONE debug adapter process (server
+ * mode, one session per connection, as a long-lived adapter serves them), on QEMU RV32 with real
+ * GDB. Prints failures, processes left behind after each cycle, and the adapter's RSS and open
+ * file descriptors (handles) over the cycles. Record the figures in docs/benchmarks.md.
+ *   npm run bench -- soak [--cycles N]
+ */
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { DebugClient } from '@vscode/debugadapter-testsupport';
+import { CustomRequests, type InjectResponse } from '../common/dapCustom';
+import { freePort } from '../adapter/util/ports';
+import { waitForTcp } from '../adapter/servers/readiness';
+import { qemuLaunchArgs } from '../test/support/dap';
+import { OWNER_TAG_VAR, newOwnerTag, processesWithTag, killTagged } from '../test/support/ownedProcesses';
+import { adapterBundle } from '../test/support/paths';
+import { option } from './support';
+
+const cycles = Number(option(process.argv, '--cycles') ?? 100);
+
+function rssKiB(pid: number): number {
+  const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : NaN;
+}
+const openFds = (pid: number): number => readdirSync(`/proc/${pid}/fd`).length;
+
+async function cycle(port: number): Promise<void> {
+  const dc = new DebugClient('node', '', 'cyclelens');
+  dc.defaultTimeout = 30_000;
+  await dc.start(port);
+  try {
+    await Promise.all([dc.configurationSequence(), dc.launch(qemuLaunchArgs('rv32', 'singlepass', { programEnd: 'program_end' })), dc.waitForEvent('stopped')]);
+    const r = (await dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] })).body as InjectResponse;
+    if (r.injected.length !== 1) throw new Error(`inject refused: ${JSON.stringify(r.refused)}`);
+    await dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
+    await Promise.all([dc.continueRequest({ threadId: 1 }), dc.waitForEvent('stopped')]);
+    const res = (await dc.customRequest(CustomRequests.injectedResults)).body as { results: Array<{ calls: number }> };
+    if (!(res.results[0]?.calls && res.results[0].calls > 0)) throw new Error(`no calls counted: ${JSON.stringify(res)}`);
+    await dc.disconnectRequest({ terminateDebuggee: true });
+  } finally {
+    await dc.stop().catch(() => undefined);
+  }
+}
+
+async function main(): Promise<void> {
+  const tag = newOwnerTag();
+  const port = await freePort();
+  const adapter = spawn(process.execPath, [adapterBundle, `--server=${port}`], { stdio: 'ignore', env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+  await waitForTcp('127.0.0.1', port, Date.now() + 10_000, () => (adapter.exitCode !== null ? 'adapter exited' : undefined));
+  const pid = adapter.pid!;
+  const failures: string[] = [];
+  let leaked = 0;
+  const samples: Array<{ cycle: number; rss: number; fds: number }> = [];
+  const started = Date.now();
+  for (let i = 1; i <= cycles; i++) {
+    try {
+      await cycle(port);
+    } catch (err) {
+      failures.push(`cycle ${i}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    // QEMU and GDB of a finished session must be gone (the adapter and its watchdog stay).
+    await new Promise((r) => setTimeout(r, 150));
+    const left = processesWithTag(tag).filter((p) => /qemu-system|gdb-multiarch/.test(p.cmdline));
+    if (left.length > 0) {
+      leaked += left.length;
+      failures.push(`cycle ${i}: left ${left.map((p) => p.cmdline.split(' ')[0]).join(', ')}`);
+      for (const p of left) process.kill(p.pid, 'SIGKILL');
+    }
+    if (i === 1 || i === 10 || i % 25 === 0 || i === cycles) samples.push({ cycle: i, rss: rssKiB(pid), fds: openFds(pid) });
+  }
+  const seconds = (Date.now() - started) / 1000;
+  adapter.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 1500));
+  killTagged(tag);
+  const ref = samples.find((s) => s.cycle === 10) ?? samples[0]!;
+  const last = samples[samples.length - 1]!;
+  console.log(`soak: ${cycles} cycles (launch rv32 singlepass -> inject fir_filter -> run to program_end -> disconnect) in ${seconds.toFixed(0)} s, one adapter process`);
+  console.log(`failures: ${failures.length}`);
+  for (const f of failures.slice(0, 20)) console.log(`  ${f}`);
+  console.log(`QEMU/GDB processes left behind: ${leaked}`);
+  console.log('cycle  adapter RSS (MiB)  open fds');
+  for (const s of samples) console.log(`${String(s.cycle).padStart(5)}  ${(s.rss / 1024).toFixed(1).padStart(17)}  ${String(s.fds).padStart(8)}`);
+  console.log(`RSS growth from cycle ${ref.cycle} to ${last.cycle}: ${(((last.rss - ref.rss) / ref.rss) * 100).toFixed(1)} %; fds ${ref.fds} -> ${last.fds}`);
+  process.exitCode = failures.length > 0 ? 1 : 0;
+}
+
+void main();
