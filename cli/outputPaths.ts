@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, unlink } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
+import { fileErrorWords, probeWrite } from '../core/export/writeExport';
 
 /**
  * Output files are checked before the first run: a profile can take many minutes, and finding only
@@ -13,29 +13,10 @@ export async function checkOutputWritable(path: string, option: string): Promise
   try {
     await mkdir(dir, { recursive: true });
   } catch (err) {
-    throw new Error(`${option} ${path}: its directory ${dir} does not exist and cannot be created (${reason(err)}). Choose a place you can write to.`);
+    throw new Error(`${option} ${path}: its directory ${dir} does not exist and cannot be created (${fileErrorWords(err)}). Choose a place you can write to.`);
   }
-  const probe = `${resolve(path)}.${process.pid}.${randomBytes(4).toString('hex')}.probe`;
-  try {
-    const handle = await open(probe, 'wx');
-    await handle.close();
-  } catch (err) {
-    throw new Error(`${option} ${path}: nothing can be written in ${dir} (${reason(err)}). Choose a place you can write to; no run has started.`);
-  }
-  await unlink(probe).catch(() => undefined);
-}
-
-function reason(err: unknown): string {
-  const e = err as NodeJS.ErrnoException;
-  const words: Record<string, string> = {
-    EROFS: 'read-only file system',
-    EACCES: 'permission denied',
-    EPERM: 'not permitted',
-    ENOTDIR: 'a part of the path is a file, not a directory',
-    ENOSPC: 'no space left on the device',
-    EDQUOT: 'disk quota exceeded',
-  };
-  return (e.code && words[e.code]) ?? e.message;
+  const refused = await probeWrite(resolve(path));
+  if (refused) throw new Error(`${option} ${path}: nothing can be written in ${dir} (${refused}). Choose a place you can write to; no run has started.`);
 }
 
 /**
@@ -48,7 +29,7 @@ export async function writeOutputs(writes: Array<{ what: string; path: string; w
     try {
       await w.write();
     } catch (err) {
-      failures.push(`${w.what} could not be written to ${w.path} (${reason(err)})`);
+      failures.push(`${w.what} could not be written to ${w.path} (${fileErrorWords(err)})`);
     }
   }
   return failures;

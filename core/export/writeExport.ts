@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, stat } from 'node:fs/promises';
+import { access, open, stat, unlink } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { writeFileAtomic } from '../analysis/resultSet';
 import type { Profile } from '../profile/model';
@@ -35,11 +36,8 @@ export async function unwritableReason(path: string): Promise<string | undefined
   } catch {
     return `${path} cannot be written: the folder ${folder} does not exist; create it or choose another path`;
   }
-  try {
-    await access(folder, constants.W_OK);
-  } catch {
-    return `${path} cannot be written: the folder ${folder} is not writable; choose a folder you can write to`;
-  }
+  const refused = await probeWrite(full);
+  if (refused) return `${path} cannot be written: nothing can be written in ${folder} (${refused}); choose a folder you can write to`;
   try {
     const s = await stat(full);
     if (s.isDirectory()) return `${path} is a folder: give a file name, e.g. ${path.replace(/[\\/]+$/, '')}/profile${EXPORT_FORMATS[0]!.extension}`;
@@ -57,4 +55,35 @@ export async function writeExport(p: Profile, target: ExportTarget): Promise<num
   const data = target.format.write(p);
   await writeFileAtomic(target.path, data);
   return typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
+}
+
+/**
+ * Creates and removes a probe file next to `path`, as the atomic write will: permission bits, a
+ * read-only mount and a full disk all show up here, for root too (access(2) passes root through
+ * permissions it would then fail on). Returns the reason in words, or undefined when it worked.
+ */
+export async function probeWrite(path: string): Promise<string | undefined> {
+  const probe = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.probe`;
+  try {
+    const handle = await open(probe, 'wx');
+    await handle.close();
+  } catch (err) {
+    return fileErrorWords(err);
+  }
+  await unlink(probe).catch(() => undefined);
+  return undefined;
+}
+
+/** An errno in words for a message (`read-only file system`), else the error's own message. */
+export function fileErrorWords(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  const words: Record<string, string> = {
+    EROFS: 'read-only file system',
+    EACCES: 'permission denied',
+    EPERM: 'not permitted',
+    ENOTDIR: 'a part of the path is a file, not a directory',
+    ENOSPC: 'no space left on the device',
+    EDQUOT: 'disk quota exceeded',
+  };
+  return (e.code && words[e.code]) ?? e.message;
 }
