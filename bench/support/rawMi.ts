@@ -42,18 +42,29 @@ export class RawMiClient {
     return client;
   }
 
-  /** Sends one command and resolves with its result line (`^done…`); `^error` rejects. */
+  /** Sends one command and resolves with its result line (`^done…`); `^error` and silence reject. */
   send(command: string): Promise<string> {
     const token = this.nextToken++;
     return new Promise((resolve, reject) => {
-      this.pending.set(token, (line) => (line.startsWith('^error') ? reject(new Error(`${command}: ${line}`)) : resolve(line)));
+      const timer = setTimeout(() => reject(new Error(`GDB did not answer ${command} within 30 s`)), 30_000);
+      this.pending.set(token, (line) => {
+        clearTimeout(timer);
+        if (line.startsWith('^error')) reject(new Error(`${command}: ${line}`));
+        else resolve(line);
+      });
       this.gdb.stdin!.write(`${token}${command}\n`);
     });
   }
 
-  /** The next `*stopped` record. */
+  /** The next `*stopped` record (a bench that waits longer than 30 s for one has failed). */
   stopped(): Promise<string> {
-    return new Promise((resolve) => this.stopWaiters.push(resolve));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no *stopped record within 30 s')), 30_000);
+      this.stopWaiters.push((line) => {
+        clearTimeout(timer);
+        resolve(line);
+      });
+    });
   }
 
   /** Runs an execution command and resolves at the stop it causes. */
