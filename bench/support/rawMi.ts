@@ -10,6 +10,8 @@ export class RawMiClient {
   private pending = new Map<number, (line: string) => void>();
   private stopWaiters: Array<(line: string) => void> = [];
   private nextToken = 1;
+  /** MI commands sent so far. */
+  sent = 0;
   private partial = '';
   private readonly gdbExited: Promise<void>;
   private readonly qemuExited: Promise<void>;
@@ -45,6 +47,7 @@ export class RawMiClient {
   /** Sends one command and resolves with its result line (`^done…`); `^error` and silence reject. */
   send(command: string): Promise<string> {
     const token = this.nextToken++;
+    this.sent++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`GDB did not answer ${command} within 30 s`)), 30_000);
       this.pending.set(token, (line) => {
@@ -78,6 +81,7 @@ export class RawMiClient {
   async disconnect(): Promise<void> {
     this.qemu.kill('SIGTERM');
     await this.qemuExited;
+    this.sent++;
     this.gdb.stdin!.write('-gdb-exit\n');
     await this.gdbExited;
   }
