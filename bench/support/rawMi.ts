@@ -38,9 +38,14 @@ export class RawMiClient {
     ], { stdio: ['ignore', 'pipe', 'pipe'] });
     const gdb = spawn('gdb-multiarch', ['--interpreter=mi3', '--nx', '--quiet'], { stdio: ['pipe', 'pipe', 'pipe'] });
     const client = new RawMiClient(qemu, gdb);
-    await client.send(`-file-exec-and-symbols ${elf}`);
-    await waitForPort(port);
-    await client.send(`-target-select remote 127.0.0.1:${port}`);
+    try {
+      await client.send(`-file-exec-and-symbols ${elf}`);
+      await waitForPort(port);
+      await client.send(`-target-select remote 127.0.0.1:${port}`);
+    } catch (err) {
+      client.kill();
+      throw err;
+    }
     return client;
   }
 
