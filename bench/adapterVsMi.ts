@@ -35,20 +35,39 @@ async function timed(into: number[], fn: () => Promise<unknown>): Promise<void> 
   into.push(performance.now() - t0);
 }
 
+/**
+ * GDB/MI commands per operation, which load on the machine does not change: one extra session of
+ * each, untimed, the adapter's counted from its MI trace (`trace: true`), the floor's by its client.
+ */
+type Counts = Record<Row, number>;
+const commandCounts = { adapter: {} as Counts, floor: {} as Counts };
+
+/** Runs `fn` under a row's name, adding the commands sent meanwhile to `counts` when counting. */
+function counting(counts: Counts | undefined, row: Row, sent: () => number, ops: number) {
+  return async (into: number[], fn: () => Promise<unknown>): Promise<void> => {
+    const before = sent();
+    await timed(into, fn);
+    if (counts) counts[row] = (counts[row] ?? 0) + (sent() - before) / ops;
+  };
+}
+
 /** Memory rows hold seconds per read; they are turned into throughput when printed. */
-async function adapterSession(s: Samples): Promise<void> {
+async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
   const h = new AdapterHarness();
   await h.start();
+  let sentSoFar = 0;
+  if (counts) h.dc.on('output', (e: { body: { output: string } }) => (sentSoFar += e.body.output.split('\n').filter((l) => l.startsWith('-> ')).length));
+  const op = (row: Row, ops: number): ReturnType<typeof counting> => counting(counts, row, () => sentSoFar, ops);
   try {
     const dc = h.dc;
-    await timed(s.launch, () => h.launchToEntry(qemuLaunchArgs('cortex-m4')));
+    await op('launch', 1)(s.launch, () => h.launchToEntry(qemuLaunchArgs('cortex-m4', 'singlepass', counts ? { trace: true } : {})));
     await dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [{ line: regionLine }] });
     await Promise.all([dc.continueRequest({ threadId: 1 }), dc.waitForEvent('stopped')]);
     await dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
     const step = (): Promise<unknown> => Promise.all([dc.nextRequest({ threadId: 1 }), dc.waitForEvent('stopped')]);
     // A step as an IDE does it: the request, the stop, then the top of the stack.
     for (let i = 0; i < steps; i++) {
-      await timed(s.next, async () => {
+      await op('next', steps)(s.next, async () => {
         await step();
         await dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 20 });
       });
@@ -56,7 +75,7 @@ async function adapterSession(s: Samples): Promise<void> {
     // What the Variables view costs after a stop: the stack, the frame's scopes, its locals.
     for (let i = 0; i < inspections; i++) {
       await step();
-      await timed(s.inspect, async () => {
+      await op('inspect', inspections)(s.inspect, async () => {
         const top = (await dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 20 })).body.stackFrames[0]!;
         const scopes = (await dc.scopesRequest({ frameId: top.id })).body.scopes;
         const locals = (await dc.variablesRequest({ variablesReference: scopes[0]!.variablesReference })).body.variables;
@@ -64,29 +83,34 @@ async function adapterSession(s: Samples): Promise<void> {
       });
     }
     for (let i = 0; i < memoryReads; i++) {
-      await timed(s.memory, async () => {
+      await op('memory', memoryReads)(s.memory, async () => {
         const r = await dc.customRequest('readMemory', { memoryReference: `0x${memoryBase.toString(16)}`, count: memoryBytes });
         if (Buffer.from(r.body.data, 'base64').length !== memoryBytes) throw new Error('short read');
       });
     }
     const pc = (await dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 1 })).body.stackFrames[0]!.instructionPointerReference!;
     for (let i = 0; i < disassemblies; i++) {
-      await timed(s.disassembly, async () => {
+      await op('disassembly', disassemblies)(s.disassembly, async () => {
         const r = await dc.customRequest('disassemble', { memoryReference: pc, instructionOffset: 0, instructionCount: instructions });
         if (r.body.instructions.length !== instructions) throw new Error('short disassembly');
       });
     }
-    await timed(s.disconnect, () => dc.disconnectRequest({ terminateDebuggee: true }));
+    await op('disconnect', 1)(s.disconnect, async () => {
+      await dc.disconnectRequest({ terminateDebuggee: true });
+      // The trace's last lines arrive as output events just before the response.
+      await new Promise((r) => setTimeout(r, counts ? 200 : 0));
+    });
   } finally {
     const left = await h.stop();
     if (left.length > 0) throw new Error(`the adapter left ${left.length} process(es) behind`);
   }
 }
 
-async function floorSession(s: Samples): Promise<void> {
+async function floorSession(s: Samples, counts?: Counts): Promise<void> {
   let mi: RawMiClient | undefined;
+  const op = (row: Row, ops: number): ReturnType<typeof counting> => counting(counts, row, () => mi?.sent ?? 0, ops);
   try {
-    await timed(s.launch, async () => {
+    await op('launch', 1)(s.launch, async () => {
       mi = await RawMiClient.start(elf);
       await mi.send('-break-insert -t main');
       await mi.run('-exec-continue');
@@ -96,34 +120,34 @@ async function floorSession(s: Samples): Promise<void> {
     await c.run('-exec-continue');
     await c.send(`-break-delete ${bp}`);
     for (let i = 0; i < steps; i++) {
-      await timed(s.next, async () => {
+      await op('next', steps)(s.next, async () => {
         await c.run('-exec-next');
         await c.send('-stack-list-frames --thread 1 0 19');
       });
     }
     for (let i = 0; i < inspections; i++) {
       await c.run('-exec-next');
-      await timed(s.inspect, async () => {
+      await op('inspect', inspections)(s.inspect, async () => {
         await c.send('-stack-list-frames --thread 1 0 19');
         const locals = await c.send('-stack-list-variables --thread 1 --frame 0 --simple-values');
         if (!locals.includes('name=')) throw new Error('no locals at the step');
       });
     }
     for (let i = 0; i < memoryReads; i++) {
-      await timed(s.memory, async () => {
+      await op('memory', memoryReads)(s.memory, async () => {
         const r = await c.send(`-data-read-memory-bytes 0x${memoryBase.toString(16)} ${memoryBytes}`);
         if (miField(r, 'contents').length !== memoryBytes * 2) throw new Error('short read');
       });
     }
     const pc = BigInt(miField(await c.send('-stack-list-frames --thread 1 0 0'), 'addr'));
     for (let i = 0; i < disassemblies; i++) {
-      await timed(s.disassembly, async () => {
+      await op('disassembly', disassemblies)(s.disassembly, async () => {
         // Thumb-2 instructions are at most 4 bytes: this range holds at least 200 of them.
         const r = await c.send(`-data-disassemble -s 0x${pc.toString(16)} -e 0x${(pc + BigInt(instructions * 4)).toString(16)} -- 5`);
         if (r.split('address=').length - 1 < instructions) throw new Error('short disassembly');
       });
     }
-    await timed(s.disconnect, () => c.disconnect());
+    await op('disconnect', 1)(s.disconnect, () => c.disconnect());
   } finally {
     mi?.kill();
   }
@@ -142,6 +166,8 @@ async function main(): Promise<void> {
     }
     process.stderr.write(`repetition ${rep + 1} of ${reps} done\n`);
   }
+  await adapterSession(newSamples(), commandCounts.adapter);
+  await floorSession(newSamples(), commandCounts.floor);
   const labels: Record<Row, string> = {
     launch: 'launch → stopped at main',
     next: `next → stopped + top frame (${steps} per session)`,
@@ -163,6 +189,9 @@ async function main(): Promise<void> {
   console.log('Floor: a raw GDB/MI client doing the same work with no parsing or state. Ratio: adapter time / floor time (lower is better);');
   console.log('for readMemory, adapter throughput / floor throughput (higher is better).\n');
   printTable(['row', 'adapter', 'floor (raw MI)', 'ratio'], table);
+  console.log('\nGDB/MI commands per operation (one untimed session of each; the adapter counted from its MI trace):\n');
+  const perOp = (n: number | undefined): string => (n === undefined ? '-' : n.toFixed(n % 1 === 0 ? 0 : 2));
+  printTable(['row', 'adapter', 'floor (raw MI)'], rows.map((row) => [labels[row], perOp(commandCounts.adapter[row]), perOp(commandCounts.floor[row])]));
 }
 
 main().catch((err: unknown) => {

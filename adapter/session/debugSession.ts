@@ -168,9 +168,8 @@ export class CycleLensDebugSession extends DebugSession {
     this.disassemblyCache.clear();
     target.gdb.onMemoryWrite(() => {
       this.disassemblyCache.clear();
-      // A register or memory write may move the stack (sp, a return address) and change values.
+      // A register or memory write may move the stack (sp, a return address).
       this.stackPrefetch = undefined;
-      this.variables?.dropPrefetch();
     });
     target.gdb.onRunning(() => this.disassemblyCache.keepWithin(readOnlyCode));
     target.onEnded(({ message }) => {
@@ -287,10 +286,7 @@ export class CycleLensDebugSession extends DebugSession {
     if (e.preserveFocus) stopped.body.preserveFocusHint = true;
     const threadId = e.threadId ?? 1;
     const gdb = this.target?.gdb;
-    if (gdb) {
-      this.stackPrefetch = { threadId, frames: gdb.stackListFrames(threadId, 0, PREFETCH_FRAMES - 1).catch(() => undefined) };
-      if (this.target?.hasDebugInfo) this.variables?.prefetchLocals(threadId, 0);
-    }
+    if (gdb) this.stackPrefetch = { threadId, frames: gdb.stackListFrames(threadId, 0, PREFETCH_FRAMES - 1).catch(() => undefined) };
     this.sendEvent(stopped);
   }
 

@@ -11,8 +11,6 @@ type Container =
   | { kind: 'local'; expression: string; threadId: number; level: number; isArray: boolean }
   | { kind: 'fileScope'; threadId: number; level: number; statics: boolean; path: string | undefined };
 
-type SimpleValue = Awaited<ReturnType<GdbBackend['stackListSimpleValues']>>[number];
-
 /** More variables than this in one scope are listed up to here, with a note (each is a GDB round trip). */
 const MAX_FILE_SCOPE_VARIABLES = 1000;
 
@@ -28,8 +26,6 @@ export class VariableStore {
   private childNames = new Map<string, string>();
   /** Locals listed by value without a variable object, by (container ref, name): their frame. */
   private simpleLocals = new Map<string, { threadId: number; level: number }>();
-  /** The stopped frame's variables, asked for as the stop is reported (see prefetchLocals). */
-  private localsPrefetch: { threadId: number; level: number; listed: Promise<SimpleValue[] | undefined> } | undefined;
   /** The program's file-scope variables: read once, the symbol table does not change while debugging. */
   private fileScope: Promise<FileScopeVariable[]> | undefined;
 
@@ -100,26 +96,12 @@ export class VariableStore {
     return this.gdb().varAssign(varobj, value);
   }
 
-  /**
-   * Lists a frame's variables before the client asks: after a stop the Variables view asks for the
-   * top frame's locals, and GDB answers meanwhile. Dropped when the target runs or memory changes.
-   */
-  prefetchLocals(threadId: number, level: number): void {
-    this.localsPrefetch = { threadId, level, listed: this.gdb().stackListSimpleValues(threadId, level).catch(() => undefined) };
-  }
-
-  /** Memory or registers were written: values read before are stale. */
-  dropPrefetch(): void {
-    this.localsPrefetch = undefined;
-  }
-
   /** Forgets every reference and deletes GDB's variable objects: called when the target resumes. */
   async invalidate(): Promise<void> {
     const names = this.varobjs;
     this.containers = new Map();
     this.childNames = new Map();
     this.simpleLocals = new Map();
-    this.localsPrefetch = undefined;
     this.varobjs = [];
     this.nextRef = 1;
     const gdb = this.gdb();
@@ -139,9 +121,7 @@ export class VariableStore {
    * it, a simple one when the user changes it.
    */
   private async locals(ref: number, threadId: number, level: number): Promise<DebugProtocol.Variable[]> {
-    const prefetch = this.localsPrefetch;
-    const prefetched = prefetch && prefetch.threadId === threadId && prefetch.level === level ? await prefetch.listed : undefined;
-    const listed = prefetched ?? (await this.gdb().stackListSimpleValues(threadId, level));
+    const listed = await this.gdb().stackListSimpleValues(threadId, level);
     return listed.map(({ name, type, value }): DebugProtocol.Variable => {
       this.simpleLocals.set(`${ref}:${name}`, { threadId, level });
       const isArray = /\[\d*\]$/.test(type);

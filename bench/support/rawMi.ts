@@ -10,6 +10,8 @@ export class RawMiClient {
   private pending = new Map<number, (line: string) => void>();
   private stopWaiters: Array<(line: string) => void> = [];
   private nextToken = 1;
+  /** MI commands sent so far. */
+  sent = 0;
   private partial = '';
   private readonly gdbExited: Promise<void>;
   private readonly qemuExited: Promise<void>;
@@ -36,24 +38,41 @@ export class RawMiClient {
     ], { stdio: ['ignore', 'pipe', 'pipe'] });
     const gdb = spawn('gdb-multiarch', ['--interpreter=mi3', '--nx', '--quiet'], { stdio: ['pipe', 'pipe', 'pipe'] });
     const client = new RawMiClient(qemu, gdb);
-    await client.send(`-file-exec-and-symbols ${elf}`);
-    await waitForPort(port);
-    await client.send(`-target-select remote 127.0.0.1:${port}`);
+    try {
+      await client.send(`-file-exec-and-symbols ${elf}`);
+      await waitForPort(port);
+      await client.send(`-target-select remote 127.0.0.1:${port}`);
+    } catch (err) {
+      client.kill();
+      throw err;
+    }
     return client;
   }
 
-  /** Sends one command and resolves with its result line (`^done…`); `^error` rejects. */
+  /** Sends one command and resolves with its result line (`^done…`); `^error` and silence reject. */
   send(command: string): Promise<string> {
     const token = this.nextToken++;
+    this.sent++;
     return new Promise((resolve, reject) => {
-      this.pending.set(token, (line) => (line.startsWith('^error') ? reject(new Error(`${command}: ${line}`)) : resolve(line)));
+      const timer = setTimeout(() => reject(new Error(`GDB did not answer ${command} within 30 s`)), 30_000);
+      this.pending.set(token, (line) => {
+        clearTimeout(timer);
+        if (line.startsWith('^error')) reject(new Error(`${command}: ${line}`));
+        else resolve(line);
+      });
       this.gdb.stdin!.write(`${token}${command}\n`);
     });
   }
 
-  /** The next `*stopped` record. */
+  /** The next `*stopped` record (a bench that waits longer than 30 s for one has failed). */
   stopped(): Promise<string> {
-    return new Promise((resolve) => this.stopWaiters.push(resolve));
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('no *stopped record within 30 s')), 30_000);
+      this.stopWaiters.push((line) => {
+        clearTimeout(timer);
+        resolve(line);
+      });
+    });
   }
 
   /** Runs an execution command and resolves at the stop it causes. */
@@ -67,6 +86,7 @@ export class RawMiClient {
   async disconnect(): Promise<void> {
     this.qemu.kill('SIGTERM');
     await this.qemuExited;
+    this.sent++;
     this.gdb.stdin!.write('-gdb-exit\n');
     await this.gdbExited;
   }

@@ -132,6 +132,25 @@ for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
       assert.match(insns[4]!.symbol ?? '', /^summarise_window\+\d+$/);
     });
 
+    it('disassembles code again after it is written (the disassembly cache is cleared)', async () => {
+      const pc = (await h.topFrame()).instructionPointerReference!;
+      const disassembleAtPc = async (): Promise<string> =>
+        ((await h.dc.customRequest('disassemble', { memoryReference: pc, instructionOffset: 0, instructionCount: 4 })).body.instructions as DebugProtocol.DisassembledInstruction[])[0]!.instruction;
+      const original = await disassembleAtPc();
+      assert.notEqual(original, 'nop');
+      assert.equal(await disassembleAtPc(), original);
+      const saved = (await h.dc.customRequest('readMemory', { memoryReference: pc, count: 4 })).body.data as string;
+      // A NOP at the pc: RV32 `addi x0, x0, 0` (0x00000013); Thumb `nop` (0xbf00).
+      const nop = target === 'rv32' ? Buffer.from([0x13, 0, 0, 0]) : Buffer.from([0x00, 0xbf]);
+      await h.dc.customRequest('writeMemory', { memoryReference: pc, data: nop.toString('base64') });
+      try {
+        assert.equal(await disassembleAtPc(), 'nop');
+      } finally {
+        await h.dc.customRequest('writeMemory', { memoryReference: pc, data: saved });
+      }
+      assert.equal(await disassembleAtPc(), original);
+    });
+
     it('steps over, in and out', async () => {
       const line = markerLine(dsp, '#BP_LOCALS');
       // #BP_LOCALS calls isqrt32: step in lands inside it, step out returns to summarise_window.
