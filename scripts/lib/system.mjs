@@ -17,6 +17,8 @@ export const debianPackages = [
   { pkg: 'lldb', probe: 'lldb' },
   { pkg: 'graphviz', probe: 'dot' },
   { pkg: 'valgrind', probe: 'callgrind_annotate' },
+  // The profile panel's page is tested in a real browser (test/integration/profilePanel.test.ts).
+  { pkg: 'chromium', probe: 'chromium' },
 ];
 
 /**
