@@ -163,7 +163,7 @@ describe('profile table', () => {
     assert.deepEqual(sortRows(rows, 'name', false).map((r) => r.name), ['irq <b>', 'leaf', 'log', 'main', 'work']);
     assert.deepEqual(filterRows(rows, 'status:pruned').map((r) => r.name), ['log']);
     // Plain words match any text column: names, the status in words.
-    assert.deepEqual(filterRows(rows, 'LE').map((r) => r.name), ['leaf']);
+    assert.deepEqual(filterRows(rows, 'LEAF').map((r) => r.name), ['leaf']);
     assert.deepEqual(filterRows(rows, 'not measurable').map((r) => r.name), ['irq <b>']);
     assert.equal(rows[0]!.provenance, 'exact instruction trace (test)');
   });
