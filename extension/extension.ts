@@ -4,6 +4,7 @@ import { registerCounterCommands } from './commands/counterCommands';
 import { registerInjectionCommands } from './commands/injectionCommands';
 import { ProfileResults, registerProfilingCommands } from './commands/profilingCommands';
 import { registerDebugging } from './debug/registration';
+import { registerProfilePanels } from './panels/profilePanels';
 import { SessionTracker } from './debug/sessionTracker';
 import { InjectedMeasurements } from './editor/injectedMeasurements';
 import { CountersView } from './views/countersView';
@@ -35,6 +36,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ...registerCounterCommands(tracker, counters, store),
     ...registerInjectionCommands(injected),
     ...registerProfilingCommands(tracker, profile, log),
+    ...registerProfilePanels(context),
     profile,
   );
 }
