@@ -13,6 +13,7 @@ class ProfileWebview implements vscode.Disposable {
   private title: string;
   private ranges: ReturnType<typeof functionRanges>;
   private ready = false;
+  private live = false;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(readonly panel: vscode.WebviewPanel, extensionUri: vscode.Uri, profile: Profile, title: string, private readonly tab: PanelTab | undefined, onDispose: () => void) {
@@ -46,12 +47,13 @@ class ProfileWebview implements vscode.Disposable {
   }
 
   /** A new profile (a live update, or another result set shown in the same panel). */
-  update(profile: Profile, title: string): void {
+  update(profile: Profile, title: string, live: boolean): void {
     this.profile = profile;
     this.title = title;
+    this.live = live;
     this.ranges = functionRanges(profile);
     this.panel.title = title;
-    if (this.ready) this.post({ type: 'profile', profile, title, live: false });
+    if (this.ready) this.post({ type: 'profile', profile, title, live });
   }
 
   showTab(tab: PanelTab): void {
@@ -66,7 +68,7 @@ class ProfileWebview implements vscode.Disposable {
     switch (message.type) {
       case 'ready':
         this.ready = true;
-        this.post({ type: 'profile', profile: this.profile, title: this.title, live: false });
+        this.post({ type: 'profile', profile: this.profile, title: this.title, live: this.live });
         if (this.tab) this.post({ type: 'showTab', tab: this.tab });
         return;
       case 'openLocation': {
@@ -157,7 +159,7 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
 
   show(profile: Profile, title: string, tab: PanelTab): void {
     if (this.main) {
-      this.main.update(profile, title);
+      this.main.update(profile, title, false);
       this.main.showTab(tab);
       this.main.panel.reveal(vscode.ViewColumn.Beside);
       return;
@@ -166,9 +168,10 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
     this.main = new ProfileWebview(panel, this.extensionUri, profile, title, tab, () => (this.main = undefined));
   }
 
-  /** A new version of the profile shown (live sampling): every panel redraws without a reload. */
+  /** A new version of the profile shown (live sampling): the panel redraws without a reload. */
   update(profile: Profile, title: string): void {
-    this.main?.update(profile, title);
+    if (this.main) this.main.update(profile, title, true);
+    else this.show(profile, title, 'flame');
   }
 
   openCustomDocument(uri: vscode.Uri): ProfileDocument {

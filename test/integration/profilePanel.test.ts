@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { repoRoot, testOutputDir } from '../support/paths';
 import { PanelPage } from '../support/panelPage';
 import { syntheticProfile, syntheticSource } from '../support/syntheticProfile';
 
@@ -135,4 +138,37 @@ describe('profile panel in Chromium', () => {
     assert.equal(await page.evaluate(() => document.activeElement?.parentElement?.children[1] === document.activeElement), true);
     assert.deepEqual(panel.errors, []);
   });
+});
+
+/**
+ * The four tabs in the light and dark themes, on a descent-shaped profile. Written to
+ * test-output/panel/, and to docs/screenshots/ (shown by docs/ui.md) with CYCLELENS_DOCS_SCREENSHOTS=1.
+ */
+describe('profile panel screenshots', () => {
+  for (const theme of ['vscode-light', 'vscode-dark'] as const) {
+    it(`renders every tab in ${theme}`, async () => {
+      const dirs = [join(testOutputDir, 'panel'), ...(process.env.CYCLELENS_DOCS_SCREENSHOTS ? [join(repoRoot, 'docs', 'screenshots')] : [])];
+      for (const d of dirs) mkdirSync(d, { recursive: true });
+      const panel = await PanelPage.open({ theme, viewport: { width: 1280, height: 760 } });
+      try {
+        const profile = syntheticProfile({ count: 24, sourceLines: 40, name: (i) => ['main', 'process_frame', 'fir_filter', 'crc16', 'uart_write', 'parse_header'][i % 6]! + (i < 6 ? '' : `_${i}`) });
+        await panel.send({ type: 'profile', profile, title: 'descent-2026-11-25.json', live: false });
+        await panel.graphDrawn();
+        await panel.send({ type: 'source', path: profile.functions[0]!.location!.path, text: syntheticSource(40) });
+        const name = theme === 'vscode-dark' ? 'dark' : 'light';
+        for (const [tab, file] of [['Call Graph', 'graph'], ['Flame Graph', 'flame'], ['Table', 'table']] as const) {
+          await panel.page.getByRole('tab', { name: tab }).click();
+          for (const d of dirs) await panel.page.screenshot({ path: join(d, `panel-${file}-${name}.png`) });
+        }
+        await panel.send({ type: 'cursorFunction', name: 'main' });
+        await panel.page.getByRole('tab', { name: 'Source' }).click();
+        await panel.page.locator('li.line.heat-10 button.expand').click();
+        for (const d of dirs) await panel.page.screenshot({ path: join(d, `panel-source-${name}.png`) });
+        assert.deepEqual(panel.errors, []);
+        assert.deepEqual(await panel.violations(), []);
+      } finally {
+        await panel.close();
+      }
+    });
+  }
 });

@@ -21,7 +21,7 @@ export const PANEL_NONCE = 'testnonce0123456789abcdefABCDEF0';
 export class PanelPage {
   private constructor(private readonly server: Server, private readonly browser: Browser, readonly page: Page, readonly errors: string[]) {}
 
-  static async open(options: { theme?: 'vscode-light' | 'vscode-dark' | 'vscode-high-contrast'; viewport?: { width: number; height: number } } = {}): Promise<PanelPage> {
+  static async open(options: { theme?: 'vscode-light' | 'vscode-dark'; viewport?: { width: number; height: number } } = {}): Promise<PanelPage> {
     let origin = '';
     const server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
@@ -61,7 +61,21 @@ export class PanelPage {
       w['__violations'] = [];
       w['__state'] = undefined;
       document.addEventListener('securitypolicyviolation', (e) => (w['__violations'] as string[]).push(`${e.violatedDirective}: ${e.blockedURI}`));
-      document.addEventListener('DOMContentLoaded', () => document.body.classList.add(themeClass));
+      document.addEventListener('DOMContentLoaded', () => {
+        document.body.classList.add(themeClass);
+        // VS Code sets these on the webview's root; the dark theme's values ("Dark Modern"), so the
+        // page can be looked at in both themes outside VS Code.
+        if (themeClass === 'vscode-dark') {
+          const dark: Record<string, string> = {
+            '--vscode-editor-background': '#1f1f1f', '--vscode-foreground': '#cccccc', '--vscode-editor-foreground': '#cccccc',
+            '--vscode-panel-border': '#2b2b2b', '--vscode-descriptionForeground': '#9d9d9d', '--vscode-input-background': '#313131',
+            '--vscode-input-foreground': '#cccccc', '--vscode-button-secondaryBackground': '#313131', '--vscode-button-secondaryForeground': '#cccccc',
+            '--vscode-list-hoverBackground': '#2a2d2e', '--vscode-editorLineNumber-foreground': '#6e7681', '--vscode-focusBorder': '#0078d4',
+            '--vscode-charts-red': '#f14c4c', '--vscode-charts-orange': '#d18616', '--vscode-charts-yellow': '#cca700', '--vscode-charts-blue': '#3794ff',
+          };
+          for (const [k, v] of Object.entries(dark)) document.documentElement.style.setProperty(k, v);
+        }
+      });
       w['acquireVsCodeApi'] = () => ({
         postMessage: (m: unknown) => (w['__posted'] as unknown[]).push(m),
         getState: () => w['__state'],
