@@ -144,10 +144,11 @@ async function main(): Promise<void> {
   const flame: Array<{ paint: number; zoomMedian: number; zoomWorst: number }> = [];
   const table: number[] = [];
   for (let i = 0; i < runs; i++) {
-    if (part('graph')) graph.push(await graphRun());
-    if (part('source')) source.push(await sourceRun());
-    if (part('flame')) flame.push(await flameRun());
-    if (part('table')) table.push(await tableRun());
+    // Each run's figures as they come: a slow machine still leaves a record.
+    if (part('graph')) graph.push(await graphRun()), console.error(`run ${i + 1} graph: ${JSON.stringify(graph.at(-1))}`);
+    if (part('source')) source.push(await sourceRun()), console.error(`run ${i + 1} source: ${JSON.stringify(source.at(-1))}`);
+    if (part('flame')) flame.push(await flameRun()), console.error(`run ${i + 1} flame: ${JSON.stringify(flame.at(-1))}`);
+    if (part('table')) table.push(await tableRun()), console.error(`run ${i + 1} table: ${table.at(-1)}`);
   }
   const ms = (v: number): string => `${v.toFixed(1)} ms`;
   printTable(['figure', `median of ${runs}`, 'goal'], [

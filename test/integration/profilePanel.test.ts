@@ -162,7 +162,7 @@ describe('profile panel screenshots', () => {
         }
         await panel.send({ type: 'cursorFunction', name: 'main' });
         await panel.page.getByRole('tab', { name: 'Source' }).click();
-        await panel.page.locator('li.line.heat-10 button.expand').click();
+        await panel.page.locator('li.line.heat-10 button.expand').first().click();
         for (const d of dirs) await panel.page.screenshot({ path: join(d, `panel-source-${name}.png`) });
         assert.deepEqual(panel.errors, []);
         assert.deepEqual(await panel.violations(), []);
