@@ -5,6 +5,7 @@ import { registerExportCommands } from './commands/exportCommands';
 import { registerInjectionCommands } from './commands/injectionCommands';
 import { registerProfilingCommands } from './commands/profilingCommands';
 import { registerDebugging } from './debug/registration';
+import { registerProfilePanels } from './panels/profilePanels';
 import { SessionTracker } from './debug/sessionTracker';
 import { InjectedMeasurements } from './editor/injectedMeasurements';
 import { startProfileLanguageClient } from './lsp/profileLanguageClient';
@@ -38,6 +39,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ...registerProfilingCommands(tracker, log),
     startProfileLanguageClient(context, log),
     ...registerExportCommands(log),
+    ...registerProfilePanels(context),
   );
 }
 

@@ -31,6 +31,8 @@ class ProfilePanel implements PanelContext {
   private readonly asked = new Set<string>();
   private readonly views: Record<PanelTab, PanelView>;
   private readonly tabButtons = new Map<PanelTab, HTMLButtonElement>();
+  /** Tabs that have not seen the latest profile yet. */
+  private readonly stale = new Set<PanelTab>();
   private readonly title = el('h1', { class: 'title' }, 'CycleLens profile');
   private readonly live = el('span', { class: 'live', hidden: '' }, 'live');
   readonly graph: CallGraphView;
@@ -78,7 +80,7 @@ class ProfilePanel implements PanelContext {
     if (f) this.state.selected = f.name;
     else delete this.state.selected;
     this.saveState();
-    for (const v of Object.values(this.views)) v.selectionChanged(f?.id);
+    for (const t of TABS) if (!this.stale.has(t.tab)) this.views[t.tab].selectionChanged(f?.id);
     if (f && open) {
       this.post({ type: 'selectFunction', name: f.name });
       if (f.location) this.post({ type: 'openLocation', path: f.location.path, line: f.location.line });
@@ -106,6 +108,10 @@ class ProfilePanel implements PanelContext {
       this.views[t.tab].element.hidden = !active;
     }
     if (tab !== 'source') this.source.hidden();
+    if (this.stale.delete(tab) && this.profile) {
+      this.views[tab].setProfile(this.profile);
+      this.views[tab].selectionChanged(this.selectedId());
+    }
     this.views[tab].shown();
   }
 
@@ -124,7 +130,12 @@ class ProfilePanel implements PanelContext {
         this.profile = message.profile;
         this.title.textContent = message.title;
         this.live.hidden = !message.live;
-        for (const v of Object.values(this.views)) v.setProfile(message.profile);
+        // Hidden tabs take the profile when shown: a live update or a 20,000-function profile
+        // costs the visible tab only.
+        for (const t of TABS) {
+          if (t.tab === this.state.tab) this.views[t.tab].setProfile(message.profile);
+          else this.stale.add(t.tab);
+        }
         const selected = this.selectedId() ?? hottest(message.profile);
         this.select(selected, false);
         break;

@@ -69,10 +69,12 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
       );
       const folder = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
       let reportFile: string | undefined;
+      let resultFile: string | undefined;
       if (folder) {
         const stamp = new Date().toISOString().replace(/[:.]/g, '-');
         const file = join(folder, '.cyclelens', 'results', `${command}-${stamp}.json`);
         await saveResultSetDocument(file, outcome.document);
+        resultFile = file;
         await writeFileAtomic(file.replace(/\.json$/, '.dot'), outcome.dot);
         // The report is saved beside its result set and opened from there: an unsaved document
         // would ask "Do you want to save…?" whenever it is closed.
@@ -85,7 +87,10 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
         : await vscode.workspace.openTextDocument({ content: outcome.report, language: 'plaintext' });
       await vscode.window.showTextDocument(doc, { preview: false, viewColumn: vscode.ViewColumn.Beside });
       const summary = `${outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
-      void vscode.window.showInformationMessage(`CycleLens ${command === 'descent' ? 'descent' : 'profile'} finished: ${summary}.`);
+      const openGraph = 'Open Call Graph';
+      void vscode.window.showInformationMessage(`CycleLens ${command === 'descent' ? 'descent' : 'profile'} finished: ${summary}.`, ...(resultFile ? [openGraph] : [])).then((choice) => {
+        if (choice === openGraph && resultFile) void vscode.commands.executeCommand('cyclelens.showCallGraph', vscode.Uri.file(resultFile));
+      });
     } catch (err) {
       void vscode.window.showErrorMessage(`CycleLens ${command} failed: ${err instanceof Error ? err.message : String(err)}`, 'Show Log').then((c) => c && output.show());
     }

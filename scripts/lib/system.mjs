@@ -23,6 +23,8 @@ export const debianPackages = [
   { pkg: 'golang-go', probe: 'go' },
   // Its built-in LSP client drives the profile language server in the integration tier.
   { pkg: 'neovim', probe: 'nvim' },
+  // The profile panel's page is tested in a real browser (test/integration/profilePanel.test.ts).
+  { pkg: 'chromium', probe: 'chromium' },
 ];
 
 /**

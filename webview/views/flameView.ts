@@ -18,7 +18,7 @@ export class FlameView implements PanelView {
   private readonly search = el('input', { type: 'search', placeholder: 'highlight functions …', 'aria-label': 'Highlight functions' });
   private readonly details = el('p', { class: 'details', 'aria-live': 'polite' });
   private profile: Profile | undefined;
-  private rects: FlameRect[] = [];
+  rects: FlameRect[] = [];
   private drawn: DrawnRect[] = [];
   private focus = 0;
   private cursor = 0;

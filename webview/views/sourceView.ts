@@ -4,6 +4,10 @@ import { el, rovingFocus } from '../dom';
 import { annotateSource, heatLevel, type AnnotatedLine, type AnnotatedSource } from '../layout/source';
 import type { PanelContext, PanelView } from '../panelContext';
 
+/** Lines in the first paint, and in each later chunk. */
+const FIRST_WINDOW = 200;
+const CHUNK = 400;
+
 /**
  * The selected function's source with a heat bar and value per line, each line expandable to its
  * instructions; the hottest line is scrolled into view, and a click opens the line in the editor.
@@ -18,6 +22,7 @@ export class SourceView implements PanelView {
   private items: HTMLLIElement[] = [];
   private pendingScroll: number | undefined;
   private visible = false;
+  private generation = 0;
 
   constructor(private readonly ctx: PanelContext) {
     const scroller = el('div', { class: 'scroller' });
@@ -80,13 +85,40 @@ export class SourceView implements PanelView {
     }
     const annotated = annotateSource(p, f.id, f.location.path, source.text);
     this.note.textContent = `${f.location.path} · per-line self cost in ${unitLabel(p.unit)}${annotated.total ? `, ${formatNumber(annotated.total)} on these lines` : ' (the profile has no per-line values for this function)'}`;
-    const fragment = document.createDocumentFragment();
-    for (const line of annotated.lines) fragment.append(this.lineItem(p, annotated, line));
-    this.list.replaceChildren(fragment);
+    // First paint: the lines around the hottest one; the rest follow in chunks, so a long function
+    // shows its hot spot at once and the page stays responsive while the others are built.
+    const all = annotated.lines;
+    const hot = Math.max(0, all.findIndex((l) => l.line === annotated.hottest));
+    const start = Math.max(0, hot - FIRST_WINDOW / 2);
+    const end = Math.min(all.length, start + FIRST_WINDOW);
+    const generation = ++this.generation;
+    const build = (from: number, to: number): DocumentFragment => {
+      const fragment = document.createDocumentFragment();
+      for (let i = from; i < to; i++) fragment.append(this.lineItem(p, annotated, all[i]!));
+      return fragment;
+    };
+    this.list.replaceChildren(build(start, end));
     this.pendingScroll = annotated.hottest;
     const first = this.items.find((i) => i.dataset['line'] === String(annotated.hottest)) ?? this.items[0];
     first?.setAttribute('tabindex', '0');
     if (this.visible) this.scrollToHottest();
+    let before = start;
+    let after = end;
+    const more = (): void => {
+      if (generation !== this.generation || (before === 0 && after === all.length)) return;
+      const anchor = this.list.firstChild;
+      const from = Math.max(0, before - CHUNK);
+      if (from < before) this.list.insertBefore(build(from, before), anchor);
+      before = from;
+      const to = Math.min(all.length, after + CHUNK);
+      if (to > after) this.list.append(build(after, to));
+      after = to;
+      // Keep the items in line order for the arrow keys.
+      this.items = Array.from(this.list.children) as HTMLLIElement[];
+      if (this.visible && this.pendingScroll === undefined && first) first.scrollIntoView({ block: 'center' });
+      setTimeout(more, 0);
+    };
+    setTimeout(more, 0);
   }
 
   private lineItem(p: Profile, annotated: AnnotatedSource, line: AnnotatedLine): HTMLLIElement {

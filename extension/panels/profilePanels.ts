@@ -1,0 +1,233 @@
+import * as vscode from 'vscode';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { basename } from 'node:path';
+import type { Profile } from '../../core/profile/model';
+import type { HostToWebview, PanelTab, WebviewToHost } from '../../common/webviewMessages';
+import { newNonce, panelHtml } from './panelHtml';
+import { functionAt, functionRanges, loadProfileFile } from './profileFiles';
+
+/** One webview showing one profile, whether a panel of its own or a custom editor. */
+class ProfileWebview implements vscode.Disposable {
+  private profile: Profile;
+  private title: string;
+  private ranges: ReturnType<typeof functionRanges>;
+  private ready = false;
+  private live = false;
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(readonly panel: vscode.WebviewPanel, extensionUri: vscode.Uri, profile: Profile, title: string, private readonly tab: PanelTab | undefined, onDispose: () => void) {
+    this.profile = profile;
+    this.title = title;
+    this.ranges = functionRanges(profile);
+    const webview = panel.webview;
+    const media = vscode.Uri.joinPath(extensionUri, 'media');
+    const dist = vscode.Uri.joinPath(extensionUri, 'dist');
+    webview.options = { enableScripts: true, localResourceRoots: [media, dist] };
+    webview.html = panelHtml({
+      cspSource: webview.cspSource,
+      nonce: newNonce((n) => randomBytes(n)),
+      scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, 'webview.js')).toString(),
+      workerUri: webview.asWebviewUri(vscode.Uri.joinPath(dist, 'webviewLayout.js')).toString(),
+      styleUri: webview.asWebviewUri(vscode.Uri.joinPath(media, 'webview.css')).toString(),
+      title,
+    });
+    this.disposables.push(
+      webview.onDidReceiveMessage((m: WebviewToHost) => void this.receive(m)),
+      // The page reloads when a hidden panel is shown again; it says `ready` and gets the profile anew.
+      panel.onDidChangeViewState(() => {
+        if (!panel.visible) this.ready = false;
+      }),
+      vscode.window.onDidChangeTextEditorSelection((e) => this.cursorMoved(e.textEditor)),
+      panel.onDidDispose(() => {
+        this.dispose();
+        onDispose();
+      }),
+    );
+  }
+
+  /** A new profile (a live update, or another result set shown in the same panel). */
+  update(profile: Profile, title: string, live: boolean): void {
+    this.profile = profile;
+    this.title = title;
+    this.live = live;
+    this.ranges = functionRanges(profile);
+    this.panel.title = title;
+    if (this.ready) this.post({ type: 'profile', profile, title, live });
+  }
+
+  showTab(tab: PanelTab): void {
+    if (this.ready) this.post({ type: 'showTab', tab });
+  }
+
+  private post(message: HostToWebview): void {
+    void this.panel.webview.postMessage(message);
+  }
+
+  private async receive(message: WebviewToHost): Promise<void> {
+    switch (message.type) {
+      case 'ready':
+        this.ready = true;
+        this.post({ type: 'profile', profile: this.profile, title: this.title, live: this.live });
+        if (this.tab) this.post({ type: 'showTab', tab: this.tab });
+        return;
+      case 'openLocation': {
+        const uri = await sourceUri(message.path);
+        if (!uri) {
+          void vscode.window.showWarningMessage(`${message.path} is not on this machine or in the workspace: open the folder the firmware was built from.`);
+          return;
+        }
+        const line = Math.max(0, message.line - 1);
+        await vscode.window.showTextDocument(uri, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(line, 0, line, 0) });
+        return;
+      }
+      case 'selectFunction':
+        return;
+      case 'requestSource': {
+        const uri = await sourceUri(message.path);
+        if (!uri) {
+          this.post({ type: 'source', path: message.path, problem: `${message.path} is not on this machine or in the workspace: open the folder the firmware was built from.` });
+          return;
+        }
+        try {
+          this.post({ type: 'source', path: message.path, text: (await vscode.workspace.openTextDocument(uri)).getText() });
+        } catch (err) {
+          this.post({ type: 'source', path: message.path, problem: `${message.path} could not be read: ${err instanceof Error ? err.message : String(err)}` });
+        }
+        return;
+      }
+      case 'problem':
+        void vscode.window.showErrorMessage(`CycleLens profile panel: ${message.message}`);
+        return;
+      default: {
+        const unknown: never = message;
+        void vscode.window.showErrorMessage(`CycleLens profile panel sent an unknown message: ${JSON.stringify(unknown)}`);
+      }
+    }
+  }
+
+  private cursorMoved(editor: vscode.TextEditor): void {
+    if (!this.ready || editor.document.uri.scheme !== 'file') return;
+    const path = editor.document.uri.fsPath;
+    const line = editor.selection.active.line + 1;
+    // DWARF paths may name the file through another directory: fall back to the file name.
+    const key = this.ranges.has(path) ? path : [...this.ranges.keys()].find((p) => basename(p) === basename(path));
+    if (key === undefined) return;
+    this.post({ type: 'cursorFunction', name: functionAt(this.ranges, key, line) });
+  }
+
+  dispose(): void {
+    for (const d of this.disposables.splice(0)) d.dispose();
+  }
+}
+
+/** A DWARF path as a file here: as written, else the workspace file with that name. */
+async function sourceUri(path: string): Promise<vscode.Uri | undefined> {
+  if (existsSync(path)) return vscode.Uri.file(path);
+  const found = await vscode.workspace.findFiles(`**/${basename(path)}`, '**/node_modules/**', 1);
+  return found[0];
+}
+
+/** The document behind the custom editor: the file; the profile is read when the editor opens. */
+class ProfileDocument implements vscode.CustomDocument {
+  constructor(readonly uri: vscode.Uri) {}
+  dispose(): void {}
+}
+
+/**
+ * The profile panel's host: one "CycleLens Profile" panel for the command palette and the end of a
+ * descent, and a custom editor for saved result sets and profile files. Live updates reach every
+ * open panel through `update`.
+ */
+export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<ProfileDocument>, vscode.Disposable {
+  static readonly viewType = 'cyclelens.profile';
+  static readonly editorViewType = 'cyclelens.profileEditor';
+  private main: ProfileWebview | undefined;
+  private readonly editors = new Set<ProfileWebview>();
+
+  constructor(private readonly extensionUri: vscode.Uri) {}
+
+  /** Shows `file` (a result set or profile) in the panel, on `tab`. */
+  async showFile(file: vscode.Uri, tab: PanelTab): Promise<void> {
+    try {
+      const { profile, title } = await loadProfileFile(file.fsPath);
+      this.show(profile, title, tab);
+    } catch (err) {
+      void vscode.window.showErrorMessage(err instanceof Error ? err.message : String(err));
+    }
+  }
+
+  show(profile: Profile, title: string, tab: PanelTab): void {
+    if (this.main) {
+      this.main.update(profile, title, false);
+      this.main.showTab(tab);
+      this.main.panel.reveal(vscode.ViewColumn.Beside);
+      return;
+    }
+    const panel = vscode.window.createWebviewPanel(ProfilePanels.viewType, title, vscode.ViewColumn.Beside, { enableScripts: true });
+    this.main = new ProfileWebview(panel, this.extensionUri, profile, title, tab, () => (this.main = undefined));
+  }
+
+  /** A new version of the profile shown (live sampling): the panel redraws without a reload. */
+  update(profile: Profile, title: string): void {
+    if (this.main) this.main.update(profile, title, true);
+    else this.show(profile, title, 'flame');
+  }
+
+  openCustomDocument(uri: vscode.Uri): ProfileDocument {
+    return new ProfileDocument(uri);
+  }
+
+  async resolveCustomEditor(document: ProfileDocument, panel: vscode.WebviewPanel): Promise<void> {
+    try {
+      const { profile, title } = await loadProfileFile(document.uri.fsPath);
+      const view = new ProfileWebview(panel, this.extensionUri, profile, title, undefined, () => this.editors.delete(view));
+      this.editors.add(view);
+    } catch (err) {
+      // The editor shows why instead of a blank page; the text is escaped into the page.
+      const text = (err instanceof Error ? err.message : String(err)).replace(/&/g, '&amp;').replace(/</g, '&lt;');
+      panel.webview.options = { enableScripts: false };
+      panel.webview.html = `<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'"></head><body><p>${text}</p></body></html>`;
+    }
+  }
+
+  dispose(): void {
+    this.main?.panel.dispose();
+    for (const e of this.editors) e.panel.dispose();
+  }
+}
+
+/** The result sets saved in the workspace, newest first. */
+async function savedResultSets(): Promise<vscode.Uri[]> {
+  const files = await vscode.workspace.findFiles('**/.cyclelens/results/*.json', '**/node_modules/**');
+  const stats = await Promise.all(files.map(async (f) => ({ f, mtime: (await vscode.workspace.fs.stat(f)).mtime })));
+  return stats.sort((a, b) => b.mtime - a.mtime).map((s) => s.f);
+}
+
+/** The panel's commands and the custom editor, registered once. */
+export function registerProfilePanels(context: vscode.ExtensionContext): vscode.Disposable[] {
+  const panels = new ProfilePanels(context.extensionUri);
+  const open = (tab: PanelTab) => async (file?: vscode.Uri): Promise<void> => {
+    let target = file instanceof vscode.Uri ? file : undefined;
+    if (!target) {
+      const files = await savedResultSets();
+      if (files.length === 0) {
+        void vscode.window.showInformationMessage('No saved result set in this workspace: run "Where Do My Cycles Go?" or "Exact Full Profile" first.');
+        return;
+      }
+      const picked = files.length === 1 ? { uri: files[0]! } : await vscode.window.showQuickPick(
+        files.map((uri, i) => ({ label: basename(uri.fsPath), description: i === 0 ? 'latest' : vscode.workspace.asRelativePath(uri), uri })),
+        { title: 'Show which result set?' },
+      );
+      if (!picked) return;
+      target = picked.uri;
+    }
+    await panels.showFile(target, tab);
+  };
+  return [
+    panels,
+    vscode.commands.registerCommand('cyclelens.showCallGraph', open('graph')),
+    vscode.commands.registerCommand('cyclelens.showFlameGraph', open('flame')),
+    vscode.window.registerCustomEditorProvider(ProfilePanels.editorViewType, panels, { webviewOptions: { retainContextWhenHidden: false }, supportsMultipleEditorsPerDocument: true }),
+  ];
+}

@@ -1,0 +1,81 @@
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import type { FrameLocator } from 'playwright-core';
+import { CodeServerHarness, poll } from '../support/codeServerHarness';
+import { answerInputBox, functionLines, notifications, rv32, statusBarText, stopAndExpectNothingLeft } from '../support/codeServerUi';
+import { markerLine } from '../support/markers';
+
+// The profile panel in the packaged CycleLens, in code-server: a descent on the demo ends with
+// "Open Call Graph"; the panel draws the call graph (Graphviz wasm in its worker under the webview's
+// CSP), the flame graph and the table; a click on the hot node opens its function in the editor; and
+// a saved result set opens in the panel as its custom editor.
+
+const dark = 'Default Dark Modern';
+const light = 'Default Light Modern';
+let harness: CodeServerHarness | undefined;
+
+before(async () => {
+  harness = await CodeServerHarness.start({ name: 'profilePanel', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
+}, { timeout: 15 * 60_000 });
+
+after(() => stopAndExpectNothingLeft(harness));
+
+/** A webview's page: VS Code nests it in two frames. */
+function webview(h: CodeServerHarness): FrameLocator {
+  return h.page.frameLocator('iframe.webview.ready').last().frameLocator('iframe#active-frame');
+}
+
+test('a descent ends with Open Call Graph, and the panel draws the annotated call graph', { timeout: 300_000 }, async (t) => {
+  const h = harness!;
+  await h.startDebugging(rv32);
+  await h.waitForTopFrame('main', markerLine(join(h.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST'), 60_000);
+  await h.runCommand('CycleLens: Where Do My Cycles Go? (Call-Graph Descent)…');
+  await answerInputBox(h, '5%');
+  const toast = h.page.locator('.notifications-toasts .notification-toast', { hasText: /CycleLens descent finished/ });
+  await toast.waitFor({ timeout: 180_000 }).catch(async () => assert.fail(`the descent did not finish: ${(await notifications(h)).join(' || ')}`));
+  await toast.getByRole('button', { name: 'Open Call Graph' }).click();
+  const page = webview(h);
+  await page.locator('g.node').first().waitFor({ timeout: 60_000 });
+  const names = await page.locator('g.node .name').allTextContents();
+  t.diagnostic(`call graph: ${names.join(', ')}`);
+  assert.ok(names.includes('process_packet'), 'the call graph shows process_packet');
+  assert.ok((await page.locator('path.edge').count()) > 0, 'edges are drawn');
+  assert.ok((await page.locator('g.node.hot').count()) > 0, 'hot functions are marked');
+  await h.screenshotInThemes('panel-vscode-call-graph', [dark, light], () => page.locator('g.node').first().waitFor());
+});
+
+test('a click on the hot node opens its function in the editor', { timeout: 60_000 }, async () => {
+  const h = harness!;
+  const page = webview(h);
+  const hot = page.locator('g.node.hot').last();
+  const name = (await hot.locator('.name').textContent()) ?? '';
+  await hot.click();
+  await h.page.waitForFunction(() => document.querySelector('.editor-group-container .tab.active .label-name')?.textContent?.endsWith('.c'), undefined, { timeout: 15_000 });
+  const file = await h.activeTab();
+  const { first, last } = functionLines(join(h.workspace, 'src', file), name);
+  // The cursor lands on the function's DWARF line (its definition, or its opening brace where the
+  // line table starts it there): inside the function, as the status bar says.
+  const status = await poll(() => statusBarText(h), (s) => /Ln \d+,/.test(s), 10_000);
+  const at = Number(/Ln (\d+),/.exec(status)?.[1]);
+  assert.ok(at >= first && at <= last, `the editor shows ${name} (${file}:${first}-${last}) at line ${at} (status bar: ${status})`);
+});
+
+test('the flame graph and table tabs render, and a saved result set opens in the panel', { timeout: 120_000 }, async () => {
+  const h = harness!;
+  const page = webview(h);
+  await page.getByRole('tab', { name: 'Flame Graph' }).click();
+  const height = await page.locator('.flame-view canvas').evaluate((c: HTMLCanvasElement) => c.height);
+  assert.ok(height > 18, 'the flame graph canvas is drawn');
+  await page.getByRole('tab', { name: 'Table' }).click();
+  assert.ok((await page.locator('table.grid tbody tr').count()) > 1, 'the table has rows');
+  await h.screenshotInThemes('panel-vscode-table', [dark, light], () => page.locator('table.grid').waitFor());
+  const saved = readdirSync(join(h.workspace, '.cyclelens', 'results')).find((f) => f.endsWith('.json'));
+  assert.ok(saved, 'the descent saved its result set');
+  // openFile waits for a text editor, which a result set no longer gets: the custom editor opens.
+  await h.openFile(`.cyclelens/results/${saved}`, 20_000).catch(() => undefined);
+  assert.equal(await h.activeTab(), saved);
+  assert.equal(await h.page.locator('.editor-group-container.active .monaco-editor .view-lines').count(), 0, 'the result set did not open as text');
+  await webview(h).locator('g.node').first().waitFor({ timeout: 60_000 });
+});
