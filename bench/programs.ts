@@ -103,8 +103,8 @@ function descentRow(label: string, threshold: number, oracle: OracleSummary, win
     label,
     `${threshold * 100}%`,
     `${run.runs}/${run.naive}`,
-    `${Math.round((100 * found.length) / Math.max(1, truth.length))}% of ${truth.length}`,
-    `${Math.round((100 * correct.length) / Math.max(1, reported.length))}%`,
+    truth.length ? `${Math.round((100 * found.length) / truth.length)}% of ${truth.length}` : 'none hot',
+    reported.length ? `${Math.round((100 * correct.length) / reported.length)}%` : '-',
     String(unsafe.length),
     `${run.wall.toFixed(0)} s`,
   ];

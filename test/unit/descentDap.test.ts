@@ -44,6 +44,8 @@ class SimulatedTarget implements DapRequester {
   failRun = false;
   /** Readings after the first run are unreliable (QEMU's clock jumped while halted). */
   unreliableAtEnd = false;
+  /** Run replies say where the program ends (the adapter's `programEnd`, found in the code or configured). */
+  reportsEnd = false;
   /** The window region, when one is injected: its count, and whether a run closed it. */
   private window: { id: number; value: number; closed: boolean } | undefined;
   private injected: Array<{ id: number; name: string; value: number; calls: number }> = [];
@@ -70,15 +72,16 @@ class SimulatedTarget implements DapRequester {
       case 'cyclelens/run': {
         if (this.failRun) throw new Error('the target stopped responding');
         const a = args as RunArguments;
+        const end = this.reportsEnd ? { programEnd: { function: 'done' } } : {};
         if (a.restart) {
           this.iterations = 0;
-          return { reached: true };
+          return { reached: true, ...end };
         }
         // `until` the end function is the whole run, as without one; anything else is one iteration (the safe stop).
         const n = a.until && !('function' in a.until && a.until.function === 'done') ? 1 : this.iterationsPerRun;
         for (let i = 0; i < n; i++) this.iterate();
         if (this.window) this.window.closed = true;
-        return { reached: true, until: a.until ?? { function: 'done' } };
+        return { reached: true, until: a.until ?? { function: 'done' }, ...end };
       }
       case 'cyclelens/inject': {
         const a = args as InjectArguments;
@@ -100,12 +103,11 @@ class SimulatedTarget implements DapRequester {
         }
         return out;
       }
-      case 'cyclelens/injectedResults':
-        if (this.window) {
-          const w = this.window;
-          return { results: [{ id: w.id, name: 'window', counter: 'minstret', calls: 1, passes: w.closed ? 1 : 0, untracked: 0, total: w.value + COUNTED, compensatedTotal: w.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] }] };
-        }
-        return { results: this.injected.map((m) => ({ id: m.id, name: m.name, counter: 'minstret', calls: m.calls, passes: m.calls, untracked: 0, total: m.value + COUNTED * m.calls, compensatedTotal: m.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] })) };
+      case 'cyclelens/injectedResults': {
+        const w = this.window;
+        const window = w ? [{ id: w.id, name: 'window', counter: 'minstret', calls: 1, passes: w.closed ? 1 : 0, untracked: 0, total: w.value + COUNTED, compensatedTotal: w.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] }] : [];
+        return { results: [...window, ...this.injected.map((m) => ({ id: m.id, name: m.name, counter: 'minstret', calls: m.calls, passes: m.calls, untracked: 0, total: m.value + COUNTED * m.calls, compensatedTotal: m.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] }))] };
+      }
       case 'cyclelens/planInjection': {
         // The dry run says the same as the injection would: `idle` cannot be patched at all.
         const names = (args as { functions: string[] }).functions;
@@ -168,6 +170,24 @@ describe('DAP profiler, single-pass', () => {
     // Second batch: no second baseline.
     await p.measure(['log']);
     assert.equal(p.baselineRuns, 1);
+  });
+
+  it('takes the total from a window injected beside the first batch when the adapter says where the program ends: no run of its own', async () => {
+    const t = new SimulatedTarget();
+    t.reportsEnd = true;
+    const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass' }, executable: '/fw/app.elf' });
+    const rs = await p.measure(['step', 'mac']);
+    assert.equal(t.requests.filter((r) => r.command === 'cyclelens/run').length, 2, 'one restart to main, one run to the end');
+    assert.equal(p.baselineRuns, 0);
+    const injects = t.requests.filter((r) => r.command === 'cyclelens/inject').map((r) => (r.args as InjectArguments).targets);
+    assert.deepEqual(injects, [[{ start: { function: 'main' }, end: { address: '0x1007' } }], [{ function: 'step' }, { function: 'mac' }]]);
+    // The window without any payload: the same 25,400 instructions as a run without injections.
+    assert.deepEqual(rs.run.totals, { instructions: 25_400 });
+    assert.match(rs.run.method, /total from the region main -> 0x1007 injected with the first batch/);
+    assert.equal(rs.measurements.find((m) => m.name === 'step')!.calls, 26);
+    await p.measure(['log']);
+    assert.equal(p.baselineRuns, 0, 'later batches reuse the total');
+    assert.equal(t.requests.filter((r) => r.command === 'cyclelens/run').length, 4);
   });
 
   it('measures the total by an injected window when the counters read at halts are unreliable', async () => {

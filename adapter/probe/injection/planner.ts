@@ -109,10 +109,11 @@ export class InjectionPlanner {
     // whose 4 bytes hold no patch).
     // The window then closes where that call lands, and the path check runs to the call.
     const callInto = endFn && endFn !== fn && end === endFn.start ? fn.instructions.filter((i) => i.kind === 'call' && i.target === endFn.start) : [];
-    // Only a call that is the function's last instruction: a callee that does not return, so the
-    // window closes once. A call in the middle would close it on every pass of a loop.
+    // Only into a function that does not return (the call is the caller's last instruction, or the
+    // callee has no way back), so the window closes once: a call of a function that returns could
+    // sit in a loop and close it on every pass.
     const lastInsn = fn.instructions.filter((i) => i.mnemonic !== 'nop' && !(i.kind === 'branch' && i.target === i.address)).at(-1);
-    if (callInto.length === 1 && callInto[0] !== lastInsn) callInto.length = 0;
+    if (callInto.length === 1 && callInto[0] !== lastInsn && !neverReturns(endFn!)) callInto.length = 0;
     if (endFn !== fn && callInto.length !== 1) {
       return refusal('regionPaths', `The region start ${hex(start)} is in ${fn.name} but the end ${hex(end)} is ${endFn ? `in ${endFn.name}` : 'outside every function'}; a region starts and ends in the same function (or ends at the entry of a function called by its last instruction).`, end);
     }
@@ -449,4 +450,16 @@ export class InjectionPlanner {
 export function reachableDisplaced(displaced: readonly DecodedInstruction[]): DecodedInstruction[] {
   const k = displaced.findIndex((x) => x.kind === 'branch' || x.kind === 'return' || x.kind === 'indirectBranch' || x.kind === 'tableBranch' || x.kind === 'exceptionReturn');
   return k < 0 ? [...displaced] : displaced.slice(0, k + 1);
+}
+
+/**
+ * A function with no way back to its caller: no return, no register jump and no branch out of its
+ * own code (`exit` calling `_exit`, a semihosting exit loop). Calls inside it do not count: they come back.
+ */
+function neverReturns(fn: FunctionCode): boolean {
+  return fn.instructions.every((i) => {
+    if (i.kind === 'return' || i.kind === 'exceptionReturn' || i.kind === 'indirectBranch' || i.kind === 'tableBranch') return false;
+    if ((i.kind === 'branch' || i.kind === 'condBranch') && i.target !== undefined) return i.target >= fn.start && i.target < fn.end;
+    return true;
+  });
 }
