@@ -6,6 +6,7 @@ import { ProfileResults, registerProfilingCommands } from './commands/profilingC
 import { registerDebugging } from './debug/registration';
 import { SessionTracker } from './debug/sessionTracker';
 import { InjectedMeasurements } from './editor/injectedMeasurements';
+import { registerLiveHotspots } from './hotspots/registration';
 import { CountersView } from './views/countersView';
 import { MeasurementsView } from './views/measurementsView';
 
@@ -35,6 +36,7 @@ export function activate(context: vscode.ExtensionContext): void {
     ...registerCounterCommands(tracker, counters, store),
     ...registerInjectionCommands(injected),
     ...registerProfilingCommands(tracker, profile, log),
+    ...registerLiveHotspots(),
     profile,
   );
 }

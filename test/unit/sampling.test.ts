@@ -137,3 +137,33 @@ describe('random-offset schedule', () => {
     assert.equal(s.next(100), 105);
   });
 });
+
+describe('line heat and source maps', () => {
+  it('levels rise with the count on a square-root scale, the hottest line at the top level', async () => {
+    const { heatByFile, linesByLevel, HEAT_LEVELS } = await import('../../core/profile/lineHeat');
+    const locations = new Map<number, SampleLocation>([
+      [0x10, { address: 0x10, function: 'f', path: '/fw/a.c', line: 1 }],
+      [0x20, { address: 0x20, function: 'f', path: '/fw/a.c', line: 2 }],
+      [0x30, { address: 0x30, function: 'g', path: '/fw/b.c', line: 7 }],
+    ]);
+    const p = profileFromSamples({ executable: 'x', sampler: 's', attribution: 'halting', halting: true, unit: 'samples', counts: [[0x10, 400], [0x20, 100], [0x30, 1]], locations });
+    const heat = heatByFile(p);
+    const a = heat.get('/fw/a.c')!;
+    assert.equal(a.find((l) => l.line === 1)!.level, HEAT_LEVELS - 1);
+    assert.equal(a.find((l) => l.line === 2)!.level, Math.floor(Math.sqrt(0.25) * HEAT_LEVELS));
+    assert.equal(heat.get('/fw/b.c')![0]!.level, 0);
+    assert.ok(a[0]!.low! < a[0]!.share && a[0]!.high! > a[0]!.share);
+    const levels = linesByLevel(a);
+    assert.equal(levels.length, HEAT_LEVELS);
+    assert.deepEqual(levels[HEAT_LEVELS - 1], [1]);
+  });
+
+  it('remaps the longest matching prefix at a separator boundary only', async () => {
+    const { remapSourcePath } = await import('../../core/profile/lineHeat');
+    const map = { '/build': '/home/me/fw', '/build/lib/': '/opt/lib' };
+    assert.equal(remapSourcePath('/build/src/main.c', map), '/home/me/fw/src/main.c');
+    assert.equal(remapSourcePath('/build/lib/x.c', map), '/opt/lib/x.c');
+    assert.equal(remapSourcePath('/buildroot/x.c', map), '/buildroot/x.c');
+    assert.equal(remapSourcePath('/other/x.c', undefined), '/other/x.c');
+  });
+});
