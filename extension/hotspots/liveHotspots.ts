@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { SampleLocation, SamplerDescription, SamplerId, SamplesEventBody } from '../../common/dapCustom';
 import { CustomEvents } from '../../common/dapCustom';
 import { profileFromSamples } from '../../core/profile/fromSamples';
-import { heatByFile, type LineHeat, remapSourcePath } from '../../core/profile/lineHeat';
+import { LineHeatIndex, type LineHeat, remapSourcePath } from '../../core/profile/lineHeat';
 import type { Profile } from '../../core/profile/model';
 import { SampleWindow } from '../../core/profile/sampleWindow';
 import { formatNumber, formatShare, unitLabel } from '../../core/profile/units';
@@ -12,6 +12,8 @@ import { SamplingClient } from './samplingClient';
 
 /** At most four repaints a second, whatever the event rate. */
 const MIN_UPDATE_INTERVAL_MS = 250;
+/** The whole profile (the Hotspots view) is rebuilt at most once a second: it costs more than the heat. */
+const MIN_PROFILE_INTERVAL_MS = 1_000;
 
 /** One sampling run of one debug session, as the overlay sees it. */
 export interface LiveRun {
@@ -20,6 +22,8 @@ export interface LiveRun {
   samplerId: SamplerId;
   window: SampleWindow;
   locations: Map<number, SampleLocation>;
+  lineIndex: LineHeatIndex;
+  profileBuiltAt: number;
   samplesPerSecond: number;
   total: number;
   running: boolean;
@@ -48,6 +52,7 @@ export class LiveHotspots implements vscode.Disposable {
   private decorated = new Set<vscode.TextEditor>();
   private lastUpdate = 0;
   private pending: NodeJS.Timeout | undefined;
+  private profilePending: NodeJS.Timeout | undefined;
   /** Time of the last decoration pass (ms), for the benchmark and the status tooltip. */
   lastPaintMs = 0;
 
@@ -105,14 +110,17 @@ export class LiveHotspots implements vscode.Disposable {
   }
 
   private newRun(session: vscode.DebugSession, samplerId: SamplerId, sampler: SamplerDescription | undefined): LiveRun {
-    return { session, sampler, samplerId, window: new SampleWindow(windowSetting()), locations: new Map(), samplesPerSecond: 0, total: 0, running: true, profile: undefined, heat: new Map() };
+    return { session, sampler, samplerId, window: new SampleWindow(windowSetting()), locations: new Map(), lineIndex: new LineHeatIndex(), profileBuiltAt: 0, samplesPerSecond: 0, total: 0, running: true, profile: undefined, heat: new Map() };
   }
 
   private onSamples(session: vscode.DebugSession, body: SamplesEventBody): void {
     // Sampling started elsewhere (another client, the CLI) still shows once its events arrive.
     if (!this.run || this.run.session.id !== session.id) this.run = this.newRun(session, body.sampler, undefined);
     const run = this.run;
-    for (const loc of body.locations) run.locations.set(loc.address, loc);
+    for (const loc of body.locations) {
+      run.locations.set(loc.address, loc);
+      run.lineIndex.locate(loc.address, loc);
+    }
     if (body.delta.length > 0) run.window.add(Date.now(), body.delta);
     run.samplesPerSecond = body.samplesPerSecond;
     run.total = body.totalSamples;
@@ -135,6 +143,19 @@ export class LiveHotspots implements vscode.Disposable {
     if (!run) return;
     const sourceMap = (run.session.configuration as { sourceMap?: Record<string, string> }).sourceMap;
     const exact = run.sampler?.attribution === 'exact-count' || run.samplerId === 'qemu-plugin';
+    run.heat = new Map([...run.lineIndex.heat(run.window.counts(), !exact)].map(([path, lines]) => [remapSourcePath(path, sourceMap), lines]));
+    this.paint();
+    const now = Date.now();
+    if (now - run.profileBuiltAt < MIN_PROFILE_INTERVAL_MS && run.running) {
+      // The view catches up at the next second, or at once when sampling ends.
+      this.showStatus(run);
+      this.profilePending ??= setTimeout(() => {
+        this.profilePending = undefined;
+        this.scheduleUpdate();
+      }, MIN_PROFILE_INTERVAL_MS - (now - run.profileBuiltAt));
+      return;
+    }
+    run.profileBuiltAt = now;
     run.profile = profileFromSamples({
       executable: String(run.session.configuration['executable'] ?? ''),
       sampler: run.samplerId,
@@ -144,8 +165,6 @@ export class LiveHotspots implements vscode.Disposable {
       counts: run.window.counts(),
       locations: run.locations,
     });
-    run.heat = new Map([...heatByFile(run.profile)].map(([path, lines]) => [remapSourcePath(path, sourceMap), lines]));
-    this.paint();
     this.showStatus(run);
     this.changed.fire();
   }
@@ -189,6 +208,7 @@ export class LiveHotspots implements vscode.Disposable {
 
   dispose(): void {
     clearTimeout(this.pending);
+    clearTimeout(this.profilePending);
     for (const d of this.disposables) d.dispose();
   }
 }

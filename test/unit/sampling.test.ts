@@ -167,3 +167,28 @@ describe('line heat and source maps', () => {
     assert.equal(remapSourcePath('/other/x.c', undefined), '/other/x.c');
   });
 });
+
+describe('line heat index (the repaint path)', () => {
+  it('gives the same heat as the profile built from the same counts', async () => {
+    const { heatByFile, LineHeatIndex } = await import('../../core/profile/lineHeat');
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 500 })), { minLength: 1, maxLength: 60 }), (pairs) => {
+        const counts = new Map<number, number>();
+        for (const [a, n] of pairs) counts.set(a * 2, (counts.get(a * 2) ?? 0) + n);
+        const locations = new Map<number, SampleLocation>();
+        const index = new LineHeatIndex();
+        for (const a of counts.keys()) {
+          const loc: SampleLocation = a % 10 === 0 ? { address: a } : { address: a, function: `f${a % 3}`, path: `/fw/${a % 2}.c`, line: 1 + (a % 7) };
+          locations.set(a, loc);
+          index.locate(a, loc);
+        }
+        const p = profileFromSamples({ executable: 'x', sampler: 's', attribution: 'halting', halting: true, unit: 'samples', counts, locations });
+        const expected = heatByFile(p);
+        const got = index.heat(counts, true);
+        const norm = (m: Map<string, Array<{ line: number; level: number; count: number; share: number; low?: number; high?: number }>>) =>
+          [...m].map(([f, ls]) => [f, ls.map((l) => [l.line, l.level, l.count, l.share.toFixed(9), l.low?.toFixed(9), l.high?.toFixed(9)]).sort()]).sort();
+        assert.deepEqual(norm(got), norm(expected));
+      }),
+    );
+  });
+});
