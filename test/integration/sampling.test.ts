@@ -89,7 +89,7 @@ for (const target of TARGETS) {
         assert.equal(started.sampler.attribution, singlestep ? 'time-proportional' : 'translation-block-start');
         assert.equal(started.sampler.halting, false);
         const wanted = 3_000;
-        await samples.waitFor((c) => c.total >= wanted, 120_000, `${wanted} samples`);
+        await samples.waitFor((c) => c.total >= wanted, 300_000, `${wanted} samples`);
         const stopped = (await h.dc.customRequest(CustomRequests.stopSampling)).body as StopSamplingResponse;
         assert.ok(stopped.totalSamples >= wanted);
         assert.equal(stops, 0, 'the target never stopped');
