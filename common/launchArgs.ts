@@ -93,6 +93,8 @@ export interface CycleLensLaunchArgs {
   postConnectCommands?: string[];
   /** Working directory for relative paths. Default: the workspace folder. */
   cwd?: string;
+  /** Source paths as compiled → where they are here, e.g. `{ "/build/fw": "${workspaceFolder}" }` (live hotspots, views). */
+  sourceMap?: Record<string, string>;
   /** Log every DAP and MI exchange to the Debug Console. */
   trace?: boolean;
 }

@@ -9,6 +9,7 @@ import { registerProfilePanels } from './panels/profilePanels';
 import { SessionTracker } from './debug/sessionTracker';
 import { InjectedMeasurements } from './editor/injectedMeasurements';
 import { startProfileLanguageClient } from './lsp/profileLanguageClient';
+import { registerLiveHotspots } from './hotspots/registration';
 import { CountersView } from './views/countersView';
 import { MeasurementsView } from './views/measurementsView';
 
@@ -40,6 +41,7 @@ export function activate(context: vscode.ExtensionContext): void {
     startProfileLanguageClient(context, log),
     ...registerExportCommands(log),
     ...registerProfilePanels(context),
+    ...registerLiveHotspots(),
   );
 }
 

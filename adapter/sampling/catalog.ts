@@ -44,7 +44,7 @@ export function describeSamplers(target: DebugTarget): SamplerDescription[] {
 }
 
 /** Builds the sampler asked for (or the best available), or explains why none fits. */
-export function createSampler(target: DebugTarget, args: StartSamplingArguments, log: (text: string) => void): PcSampler {
+export function createSampler(target: DebugTarget, args: StartSamplingArguments, log: (text: string) => void, freeRunning: () => boolean = () => true): PcSampler {
   const all = describeSamplers(target);
   const wanted = args.sampler ?? all.find((s) => s.available)?.id;
   const description = all.find((s) => s.id === wanted);
@@ -57,13 +57,18 @@ export function createSampler(target: DebugTarget, args: StartSamplingArguments,
   const isRunning = () => !target.isEnded && target.gdb.isRunning;
   const qemu = qemuOf(target);
   switch (description.id) {
-    case 'qemu-plugin':
-      return new PluginSampler(qemu!.instructionCountsFile!, log);
+    case 'qemu-plugin': {
+      const sampler = new PluginSampler(qemu!.instructionCountsFile!, log);
+      // QEMU's exit (the program's end, or the session's) writes the final counts; keep them
+      // before the strategy removes its run directory.
+      qemu!.onBeforeCleanup(() => sampler.captureFinal());
+      return sampler;
+    }
     case 'qemu-monitor':
       return new MonitorSampler({ socketPath: qemu!.monitorSocket!, family: target.config.family, singlestep: qemu!.singlestep, isRunning, log, ...(args.rateHz ? { rateHz: args.rateHz } : {}) });
     case 'gdb-halting':
       return new HaltingSampler({
-        isRunning,
+        isRunning: () => isRunning() && freeRunning(),
         withHalted: (fn) => target.withHalted(fn),
         readPc: async () => Number(await target.gdb.readRegister('pc')),
         rateHz: Math.min(args.rateHz ?? HALTING_DEFAULT_HZ, HALTING_MAX_HZ),

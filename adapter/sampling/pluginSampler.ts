@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { CycleLensError, ErrorCode } from '../errors';
 import type { PcSampler, SamplerIdentity } from './sampler';
@@ -36,11 +37,23 @@ export class PluginSampler implements PcSampler {
   readonly identity: SamplerIdentity = { id: 'qemu-plugin', label: 'QEMU instruction counts (exact)', attribution: 'exact-count', halting: false, unit: 'instructions' };
   private previous = new Map<number, number>();
   private warnedDropped = false;
+  /** The plugin's last snapshot (written at QEMU's exit), kept before the run directory goes. */
+  private finalText: string | undefined;
 
   constructor(private readonly file: string, private readonly log: (text: string) => void) {}
 
+  /** Called once QEMU has exited (the plugin wrote its final counts at exit) and before its run directory goes. */
+  captureFinal(): void {
+    try {
+      this.finalText = readFileSync(this.file, 'utf8');
+    } catch {
+      // No snapshot was ever written: nothing ran.
+    }
+  }
+
   private async snapshot(): Promise<InstructionCountSnapshot> {
     let text: string;
+    if (this.finalText !== undefined) return parseInstructionCounts(this.finalText);
     try {
       text = await readFile(this.file, 'utf8');
     } catch (err) {

@@ -38,6 +38,8 @@ export class SamplingService {
 
   constructor(
     private readonly target: () => DebugTarget,
+    /** Whether the user let the program run freely (a continue, not a step): the halting sampler samples only then. */
+    private readonly freeRunning: () => boolean,
     private readonly emit: (body: SamplesEventBody) => void,
     private readonly log: (text: string) => void,
   ) {}
@@ -53,7 +55,7 @@ export class SamplingService {
   async start(args: StartSamplingArguments): Promise<SamplerDescription> {
     if (this.sampler) throw new CycleLensError(ErrorCode.InvalidRequest, `Sampling is already running (${this.sampler.identity.id}). Stop it first.`, false);
     const target = this.target();
-    const sampler = createSampler(target, args, this.log);
+    const sampler = createSampler(target, args, this.log, this.freeRunning);
     await sampler.start();
     this.sampler = sampler;
     this.image = target.config.image;

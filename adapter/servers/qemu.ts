@@ -35,6 +35,9 @@ export class QemuServer implements GdbServer {
   private readonly tail = new OutputTail();
   private readonly exitEmitter = new Emitter<ServerExit>();
   readonly onUnexpectedExit = (l: (e: ServerExit) => void): void => void this.exitEmitter.event(l);
+  private readonly cleanupEmitter = new Emitter<void>();
+  /** QEMU has exited and its run directory (monitor socket, plugin output) is about to be removed. */
+  readonly onBeforeCleanup = this.cleanupEmitter.event;
 
   constructor(private readonly args: QemuServerArgs) {}
 
@@ -127,6 +130,7 @@ export class QemuServer implements GdbServer {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.proc?.kill();
+    if (this.runDir) this.cleanupEmitter.fire();
     if (this.runDir) rmSync(this.runDir, { recursive: true, force: true });
     this.runDir = undefined;
   }

@@ -46,8 +46,11 @@ export class CycleLensDebugSession extends DebugSession {
     (passesDone, passesWanted) => this.sendEvent(new Event(CustomEvents.measurementProgress, { passesDone, passesWanted } satisfies MeasurementProgressEventBody)),
     (address) => this.injection.stopPointFor(address),
   );
+  /** The user's last resume was a continue (not a step) and no stop came since: halting samples may be taken. */
+  private freeRunning = false;
   private readonly sampling = new SamplingService(
     () => this.requireTarget(),
+    () => this.freeRunning,
     (body) => this.sendEvent(new Event(CustomEvents.samples, body satisfies SamplesEventBody)),
     (text) => this.output({ category: 'important', text }),
   );
@@ -84,7 +87,7 @@ export class CycleLensDebugSession extends DebugSession {
     variables: (a: DebugProtocol.VariablesArguments) => this.listVariables(a),
     setVariable: (a: DebugProtocol.SetVariableArguments) => this.setVariable(a),
     evaluate: (a: DebugProtocol.EvaluateArguments) => this.evaluate(a),
-    continue: () => this.resume(() => this.gdb().execContinue()),
+    continue: () => this.resume(() => this.gdb().execContinue(), true),
     next: (a: DebugProtocol.NextArguments) => this.resume(() => this.gdb().execNext(a.granularity === 'instruction')),
     stepIn: (a: DebugProtocol.StepInArguments) => this.resume(() => this.gdb().execStep(a.granularity === 'instruction')),
     stepOut: () => this.resume(() => this.gdb().execFinish()),
@@ -199,6 +202,7 @@ export class CycleLensDebugSession extends DebugSession {
 
   private async onConfigurationDone(): Promise<void> {
     this.configurationDone = true;
+    this.freeRunning = true;
     await this.requireTarget().runToEntry();
   }
 
@@ -250,8 +254,10 @@ export class CycleLensDebugSession extends DebugSession {
 
   // ---- execution -------------------------------------------------------------------------------
 
-  private async resume(action: () => Promise<void>): Promise<DebugProtocol.ContinueResponse['body']> {
+  private async resume(action: () => Promise<void>, freely = false): Promise<DebugProtocol.ContinueResponse['body']> {
     await this.invalidateStopState();
+    // A step must not be interrupted by a halting sample: GDB would report the sample's halt as the step's end.
+    this.freeRunning = freely;
     await action();
     return { allThreadsContinued: true };
   }
@@ -261,6 +267,7 @@ export class CycleLensDebugSession extends DebugSession {
     // A halting sample in flight has the target stopped for a moment and will resume it: wait for
     // it, so the user's pause is not undone.
     await this.sampling.hold();
+    this.freeRunning = false;
     try {
       if (!gdb.isRunning) return;
       const stop = await gdb.execInterrupt();
@@ -271,6 +278,7 @@ export class CycleLensDebugSession extends DebugSession {
   }
 
   private reportStop(e: StopEvent): void {
+    this.freeRunning = false;
     const kind = e.breakpointIds.length > 0 ? this.breakpoints.kindOf(e.breakpointIds[0]!) : undefined;
     const reason =
       e.reason === 'breakpoint' && kind === 'function' ? 'function breakpoint'

@@ -1,0 +1,168 @@
+/**
+ * Sampling benchmark: per sampler on the RV32 and Cortex-M4 hotloop fixture, through the built
+ * adapter over DAP: samples per second, target slowdown (hotloop rounds per second of host time
+ * against plain QEMU with no sampler), and the TIP error e = (C_total − C_correct) / C_total at
+ * function and line level against the oracle's exact instruction counts. Then the pure part of a
+ * decoration update (profile → heat → ranges per level) on a 5,000-line file.
+ *   npm run bench -- sampling [--target rv32|cortex-m4] [--samples N] [--halting-samples N] [--only NAME-PREFIX] [--decoration-only]
+ */
+import type { SampleLocation, SamplerId } from '../common/dapCustom';
+import { CustomRequests } from '../common/dapCustom';
+import type { QemuServerArgs } from '../common/launchArgs';
+import { profileFromSamples } from '../core/profile/fromSamples';
+import { LineHeatIndex, linesByLevel } from '../core/profile/lineHeat';
+import { runOracle, type OracleSummary } from '../test/oracle/oracle';
+import { profileError } from '../test/oracle/profileError';
+import { AdapterHarness, qemuLaunchArgs } from '../test/support/dap';
+import type { FixtureTarget } from '../test/support/paths';
+import { fixtureElf } from '../test/support/paths';
+import { byFunction, byLine, SampleCollector } from '../test/support/sampling';
+import { median, option, printTable } from './support';
+
+const wantedSamples = Number(option(process.argv, '--samples') ?? 20_000);
+const haltingSamples = Number(option(process.argv, '--halting-samples') ?? 1_000);
+const decorationOnly = process.argv.includes('--decoration-only');
+const targets = (decorationOnly ? [] : ['rv32', 'cortex-m4'] as FixtureTarget[]).filter((t) => !option(process.argv, '--target') || option(process.argv, '--target') === t);
+
+interface Config {
+  name: string;
+  sampler?: SamplerId;
+  server: Partial<QemuServerArgs>;
+  rateHz?: number;
+  samples: number;
+}
+
+const configs: Config[] = [
+  { name: 'none (plain QEMU)', server: {}, samples: 0 },
+  { name: 'qemu-monitor (TB start)', sampler: 'qemu-monitor', server: {}, samples: wantedSamples },
+  { name: 'qemu-monitor -singlestep', sampler: 'qemu-monitor', server: { singlestep: true }, samples: wantedSamples },
+  { name: 'qemu-plugin (exact)', sampler: 'qemu-plugin', server: { instructionCounts: true }, samples: 0 },
+  { name: 'gdb-halting 400/s', sampler: 'gdb-halting', server: {}, rateHz: 400, samples: haltingSamples },
+];
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** hotloop's round counter, read at a pause (two halts per reading: negligible over seconds). */
+async function rounds(h: AdapterHarness): Promise<{ rounds: number; at: number }> {
+  const stopped = h.dc.waitForEvent('stopped');
+  await h.dc.pauseRequest({ threadId: 1 });
+  await stopped;
+  const r = await h.dc.evaluateRequest({ expression: 'hl_rounds', context: 'watch' });
+  const at = performance.now();
+  await h.dc.continueRequest({ threadId: 1 });
+  return { rounds: Number(r.body.result), at };
+}
+
+function oracleMaps(oracle: OracleSummary): { functions: Map<string, number>; lines: Map<string, number> } {
+  const lines = new Map<string, number>();
+  let withLine = 0;
+  for (const l of oracle.lines) {
+    const key = `${l.file.split('/').pop()}:${l.line}`;
+    lines.set(key, (lines.get(key) ?? 0) + l.count);
+    withLine += l.count;
+  }
+  if (oracle.totals.instructions > withLine) lines.set('[no line]', oracle.totals.instructions - withLine);
+  return { functions: new Map(oracle.functions.filter((f) => f.exclusive > 0).map((f) => [f.name, f.exclusive])), lines };
+}
+
+async function measure(target: FixtureTarget, config: Config, truth: ReturnType<typeof oracleMaps>): Promise<{ roundsPerSecond: number; samplesPerSecond: number; samples: number; eFunction: number; eLine: number }> {
+  const h = new AdapterHarness();
+  await h.start();
+  try {
+    const machine = target === 'rv32' ? 'virt' : 'mps2-an386';
+    await h.launchToEntry(qemuLaunchArgs(target, 'hotloop', { server: { type: 'qemu', machine, ...config.server } }));
+    await h.dc.continueRequest({ threadId: 1 });
+    await sleep(1_000);
+    const samples = new SampleCollector(h);
+    const before = await rounds(h);
+    if (config.sampler) await h.dc.customRequest(CustomRequests.startSampling, { sampler: config.sampler, ...(config.rateHz ? { rateHz: config.rateHz } : {}) });
+    const t0 = performance.now();
+    if (config.samples > 0) await samples.waitFor((c) => c.total >= config.samples, 600_000, `${config.samples} samples`);
+    else await sleep(4_000);
+    const seconds = (performance.now() - t0) / 1000;
+    const after = await rounds(h);
+    if (config.sampler) await h.dc.customRequest(CustomRequests.stopSampling);
+    const counts = new Map(samples.counts);
+    const locations = new Map<number, SampleLocation>(samples.locations);
+    return {
+      roundsPerSecond: ((after.rounds - before.rounds) * 1000) / (after.at - before.at),
+      samplesPerSecond: samples.total / seconds,
+      samples: samples.total,
+      eFunction: config.sampler ? profileError(byFunction(counts, locations), truth.functions) : NaN,
+      eLine: config.sampler ? profileError(byLine(counts, locations), truth.lines) : NaN,
+    };
+  } finally {
+    await h.stop();
+  }
+}
+
+function decorationUpdate(): { heatMs: number; profileMs: number; lines: number } {
+  // 5,000 lines, each with 1-3 sampled addresses, in one file: what every throttled repaint does
+  // before handing ranges to VS Code (heat from the counts, ranges per level), and the profile the
+  // Hotspots view rebuilds at most once a second.
+  const locations = new Map<number, SampleLocation>();
+  const index = new LineHeatIndex();
+  const counts = new Map<number, number>();
+  let address = 0x1000;
+  for (let line = 1; line <= 5_000; line++) {
+    for (let k = 0; k < 1 + (line % 3); k++) {
+      const loc = { address, function: `f${Math.floor(line / 50)}`, path: '/fw/big.c', line };
+      locations.set(address, loc);
+      index.locate(address, loc);
+      counts.set(address, 1 + ((line * 7919 + k) % 997));
+      address += 2;
+    }
+  }
+  const heatTimes: number[] = [];
+  const profileTimes: number[] = [];
+  let lines = 0;
+  for (let i = 0; i < 30; i++) {
+    const t0 = performance.now();
+    const heat = index.heat(counts, true).get('/fw/big.c')!;
+    lines = linesByLevel(heat).reduce((s, l) => s + l.length, 0);
+    heatTimes.push(performance.now() - t0);
+    const t1 = performance.now();
+    profileFromSamples({ executable: 'big.elf', sampler: 'qemu-monitor', attribution: 'translation-block-start', halting: false, unit: 'samples', counts, locations });
+    profileTimes.push(performance.now() - t1);
+  }
+  return { heatMs: median(heatTimes), profileMs: median(profileTimes), lines };
+}
+
+async function main(): Promise<void> {
+  const rows: string[][] = [];
+  for (const target of targets) {
+    const oracle = await runOracle({ elf: fixtureElf(target, 'hotloop'), maxInstructions: 3_000_000 });
+    const truth = oracleMaps(oracle);
+    let plain = NaN;
+    for (const config of configs) {
+      const only = option(process.argv, '--only');
+      if (only && config.sampler && !config.name.startsWith(only)) continue;
+      const r = await measure(target, config, truth);
+      if (!config.sampler) plain = r.roundsPerSecond;
+      const row = [
+        target,
+        config.name,
+        config.sampler ? r.samples.toLocaleString('en-US') : '-',
+        config.sampler ? Math.round(r.samplesPerSecond).toLocaleString('en-US') : '-',
+        r.roundsPerSecond.toFixed(1),
+        config.sampler ? `${(plain / r.roundsPerSecond).toFixed(2)}x` : '1.00x',
+        config.sampler ? `${(r.eFunction * 100).toFixed(2)} %` : '-',
+        config.sampler ? `${(r.eLine * 100).toFixed(2)} %` : '-',
+      ];
+      rows.push(row);
+      // Each row as soon as it is measured: a full run takes many minutes on a loaded machine.
+      console.error(`row: ${row.join(' | ')}`);
+    }
+  }
+  if (rows.length > 0) printTable(['target', 'sampler', 'samples', 'samples/s', 'rounds/s', 'slowdown', 'e function', 'e line'], rows);
+  const d = decorationUpdate();
+  console.log(`\ndecoration update, 5,000-line file, ${d.lines} decorated lines: heat + per-level ranges ${d.heatMs.toFixed(2)} ms; whole profile (view, ≤ 1/s) ${d.profileMs.toFixed(2)} ms (medians of 30)`);
+}
+
+void main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,214 @@
+import * as vscode from 'vscode';
+import type { SampleLocation, SamplerDescription, SamplerId, SamplesEventBody } from '../../common/dapCustom';
+import { CustomEvents } from '../../common/dapCustom';
+import { profileFromSamples } from '../../core/profile/fromSamples';
+import { LineHeatIndex, type LineHeat, remapSourcePath } from '../../core/profile/lineHeat';
+import type { Profile } from '../../core/profile/model';
+import { SampleWindow } from '../../core/profile/sampleWindow';
+import { formatNumber, formatShare, unitLabel } from '../../core/profile/units';
+import { DEBUG_TYPE } from '../debug/sessionTracker';
+import { HeatDecorations } from './heatDecorations';
+import { SamplingClient } from './samplingClient';
+
+/** At most four repaints a second, whatever the event rate. */
+const MIN_UPDATE_INTERVAL_MS = 250;
+/** The whole profile (the Hotspots view) is rebuilt at most once a second: it costs more than the heat. */
+const MIN_PROFILE_INTERVAL_MS = 1_000;
+
+/** One sampling run of one debug session, as the overlay sees it. */
+export interface LiveRun {
+  session: vscode.DebugSession;
+  sampler: SamplerDescription | undefined;
+  samplerId: SamplerId;
+  window: SampleWindow;
+  locations: Map<number, SampleLocation>;
+  lineIndex: LineHeatIndex;
+  profileBuiltAt: number;
+  samplesPerSecond: number;
+  total: number;
+  running: boolean;
+  profile: Profile | undefined;
+  /** Heat by local file path (source map applied). */
+  heat: Map<string, LineHeat[]>;
+}
+
+function windowSetting(): number | undefined {
+  const seconds = vscode.workspace.getConfiguration('cyclelens').get<number>('hotspots.windowSeconds', 0);
+  return seconds > 0 ? seconds * 1000 : undefined;
+}
+
+/**
+ * The live hotspot overlay: `cyclelens/samples` events become a profile (core/profile), the profile
+ * becomes heat on the visible editors' lines, a status-bar item and the Hotspots view. Updates are
+ * throttled and touch visible editors only; the heat stays when the target pauses (a window only
+ * slides while samples arrive) and goes when the overlay is toggled off.
+ */
+export class LiveHotspots implements vscode.Disposable {
+  private run: LiveRun | undefined;
+  private readonly decorations = new HeatDecorations();
+  private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 40);
+  private readonly changed = new vscode.EventEmitter<void>();
+  private readonly disposables: vscode.Disposable[] = [];
+  private decorated = new Set<vscode.TextEditor>();
+  private lastUpdate = 0;
+  private pending: NodeJS.Timeout | undefined;
+  private profilePending: NodeJS.Timeout | undefined;
+  /** Time of the last decoration pass (ms), for the benchmark and the status tooltip. */
+  lastPaintMs = 0;
+
+  /** The run changed (new counts, started, stopped): views refresh. */
+  readonly onDidChange = this.changed.event;
+
+  constructor() {
+    this.status.command = 'cyclelens.toggleHotspots';
+    this.disposables.push(
+      this.status,
+      this.changed,
+      this.decorations,
+      vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
+        if (e.session.type === DEBUG_TYPE && e.event === CustomEvents.samples) this.onSamples(e.session, e.body as SamplesEventBody);
+      }),
+      vscode.debug.onDidTerminateDebugSession((s) => {
+        if (this.run?.session.id === s.id) {
+          this.run.running = false;
+          this.scheduleUpdate();
+        }
+      }),
+      vscode.window.onDidChangeVisibleTextEditors(() => this.scheduleUpdate()),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration('cyclelens.hotspots.windowSeconds') && this.run) {
+          this.run.window.setWindow(windowSetting(), Date.now());
+          this.scheduleUpdate();
+        }
+      }),
+    );
+  }
+
+  get current(): LiveRun | undefined {
+    return this.run;
+  }
+
+  /** Starts sampling on `session` (the adapter picks the best sampler unless one is named). */
+  async start(session: vscode.DebugSession, sampler?: SamplerId): Promise<void> {
+    const client = new SamplingClient(session);
+    const rate = vscode.workspace.getConfiguration('cyclelens').get<number>('hotspots.rateHz', 0);
+    const { sampler: description } = await client.start({ ...(sampler ? { sampler } : {}), ...(rate > 0 ? { rateHz: rate } : {}) });
+    this.clearOverlay();
+    this.run = this.newRun(session, description.id, description);
+    this.run.running = true;
+    this.scheduleUpdate();
+  }
+
+  /** Stops sampling and removes the heat. */
+  async stop(): Promise<void> {
+    const run = this.run;
+    this.run = undefined;
+    this.clearOverlay();
+    this.changed.fire();
+    this.status.hide();
+    if (run?.running) await new SamplingClient(run.session).stop().catch(() => undefined);
+  }
+
+  private newRun(session: vscode.DebugSession, samplerId: SamplerId, sampler: SamplerDescription | undefined): LiveRun {
+    return { session, sampler, samplerId, window: new SampleWindow(windowSetting()), locations: new Map(), lineIndex: new LineHeatIndex(), profileBuiltAt: 0, samplesPerSecond: 0, total: 0, running: true, profile: undefined, heat: new Map() };
+  }
+
+  private onSamples(session: vscode.DebugSession, body: SamplesEventBody): void {
+    // Sampling started elsewhere (another client, the CLI) still shows once its events arrive.
+    if (!this.run || this.run.session.id !== session.id) this.run = this.newRun(session, body.sampler, undefined);
+    const run = this.run;
+    for (const loc of body.locations) {
+      run.locations.set(loc.address, loc);
+      run.lineIndex.locate(loc.address, loc);
+    }
+    if (body.delta.length > 0) run.window.add(Date.now(), body.delta);
+    run.samplesPerSecond = body.samplesPerSecond;
+    run.total = body.totalSamples;
+    if (body.final) run.running = false;
+    this.scheduleUpdate();
+  }
+
+  private scheduleUpdate(): void {
+    if (this.pending) return;
+    const wait = Math.max(0, this.lastUpdate + MIN_UPDATE_INTERVAL_MS - Date.now());
+    this.pending = setTimeout(() => {
+      this.pending = undefined;
+      this.lastUpdate = Date.now();
+      this.update();
+    }, wait);
+  }
+
+  private update(): void {
+    const run = this.run;
+    if (!run) return;
+    const sourceMap = (run.session.configuration as { sourceMap?: Record<string, string> }).sourceMap;
+    const exact = run.sampler?.attribution === 'exact-count' || run.samplerId === 'qemu-plugin';
+    run.heat = new Map([...run.lineIndex.heat(run.window.counts(), !exact)].map(([path, lines]) => [remapSourcePath(path, sourceMap), lines]));
+    this.paint();
+    const now = Date.now();
+    if (now - run.profileBuiltAt < MIN_PROFILE_INTERVAL_MS && run.running) {
+      // The view catches up at the next second, or at once when sampling ends.
+      this.showStatus(run);
+      this.profilePending ??= setTimeout(() => {
+        this.profilePending = undefined;
+        this.scheduleUpdate();
+      }, MIN_PROFILE_INTERVAL_MS - (now - run.profileBuiltAt));
+      return;
+    }
+    run.profileBuiltAt = now;
+    run.profile = profileFromSamples({
+      executable: String(run.session.configuration['executable'] ?? ''),
+      sampler: run.samplerId,
+      attribution: run.sampler?.attribution ?? (exact ? 'exact-count' : 'translation-block-start'),
+      halting: run.sampler?.halting ?? run.samplerId === 'gdb-halting',
+      unit: exact ? 'instructions' : 'samples',
+      counts: run.window.counts(),
+      locations: run.locations,
+    });
+    this.showStatus(run);
+    this.changed.fire();
+  }
+
+  private paint(): void {
+    const run = this.run;
+    if (!run) return;
+    const started = performance.now();
+    const now = new Set<vscode.TextEditor>();
+    for (const editor of vscode.window.visibleTextEditors) {
+      const lines = run.heat.get(editor.document.uri.fsPath);
+      if (lines) {
+        this.decorations.apply(editor, lines, (l) => this.hover(run, l));
+        now.add(editor);
+      } else if (this.decorated.has(editor)) {
+        this.decorations.clear(editor);
+      }
+    }
+    this.decorated = now;
+    this.lastPaintMs = performance.now() - started;
+  }
+
+  private hover(run: LiveRun, l: LineHeat): vscode.MarkdownString {
+    const unit = run.profile ? unitLabel(run.profile.unit) : 'samples';
+    const ci = l.low !== undefined && l.high !== undefined ? ` (95 % interval ${formatShare(l.low)} – ${formatShare(l.high)})` : ' (exact)';
+    const what = run.sampler ? `${run.sampler.label}: ${run.sampler.attribution}` : run.samplerId;
+    return new vscode.MarkdownString(`**${formatShare(l.share)}**${ci} · ${formatNumber(l.count)} ${unit}${l.function ? ` · \`${l.function}\`` : ''}\n\n${what}`);
+  }
+
+  private showStatus(run: LiveRun): void {
+    const unit = run.profile ? unitLabel(run.profile.unit) : 'samples';
+    this.status.text = `$(flame) ${run.samplerId} · ${formatNumber(run.samplesPerSecond)}/s · ${formatNumber(run.total)} ${unit}${run.running ? '' : ' (stopped)'}`;
+    this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}` : ''}. Click to turn off.`;
+    this.status.show();
+  }
+
+  private clearOverlay(): void {
+    for (const editor of this.decorated) this.decorations.clear(editor);
+    this.decorated.clear();
+  }
+
+  dispose(): void {
+    clearTimeout(this.pending);
+    clearTimeout(this.profilePending);
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,55 @@
+import * as vscode from 'vscode';
+import type { SamplerId } from '../../common/dapCustom';
+import { DEBUG_TYPE } from '../debug/sessionTracker';
+import { HotspotsView } from './hotspotsView';
+import { LiveHotspots } from './liveHotspots';
+import { SamplingClient } from './samplingClient';
+
+function activeSession(): vscode.DebugSession | undefined {
+  const s = vscode.debug.activeDebugSession;
+  return s?.type === DEBUG_TYPE ? s : undefined;
+}
+
+/** The live hotspot overlay, its view and commands (Command Palette and the debug toolbar). */
+export function registerLiveHotspots(): vscode.Disposable[] {
+  const live = new LiveHotspots();
+  const view = new HotspotsView(live);
+  const start = async (sampler?: SamplerId): Promise<void> => {
+    const session = activeSession();
+    if (!session) {
+      void vscode.window.showWarningMessage('Live hotspots need a running CycleLens debug session: start one first.');
+      return;
+    }
+    const configured = vscode.workspace.getConfiguration('cyclelens').get<SamplerId | 'auto'>('hotspots.sampler', 'auto');
+    try {
+      await live.start(session, sampler ?? (configured === 'auto' ? undefined : configured));
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Could not start live hotspots: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
+  return [
+    live,
+    view,
+    vscode.window.registerTreeDataProvider('cyclelens.hotspots', view),
+    vscode.commands.registerCommand('cyclelens.toggleHotspots', async () => {
+      if (live.current) await live.stop();
+      else await start();
+    }),
+    vscode.commands.registerCommand('cyclelens.startHotspotsWith', async () => {
+      const session = activeSession();
+      if (!session) return;
+      const { samplers } = await new SamplingClient(session).samplers();
+      const pick = await vscode.window.showQuickPick(
+        samplers.map((s) => ({ label: s.label, description: s.available ? `${s.attribution}${s.halting ? ', halts per sample' : ''}` : `needs ${s.needs}`, id: s.id, available: s.available })),
+        { title: 'Live hotspots: sampler' },
+      );
+      if (!pick) return;
+      if (!pick.available) {
+        void vscode.window.showWarningMessage(`${pick.label} ${pick.description}.`);
+        return;
+      }
+      if (live.current) await live.stop();
+      await start(pick.id);
+    }),
+  ];
+}
