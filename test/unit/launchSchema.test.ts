@@ -65,7 +65,7 @@ function jsonTypesOf(node: ts.TypeNode): Set<string> {
   }
   if (ts.isTypeReferenceNode(node)) {
     const name = node.typeName.getText(source);
-    if (name === 'ServerArgs') return new Set(['object']);
+    if (name === 'ServerArgs' || name === 'Record') return new Set(['object']);
     return jsonTypesOf(typeAlias(name));
   }
   switch (node.kind) {
@@ -83,7 +83,7 @@ function jsonTypesOf(node: ts.TypeNode): Set<string> {
 function literalsOf(node: ts.TypeNode): string[] {
   if (ts.isUnionTypeNode(node)) return node.types.flatMap(literalsOf);
   if (ts.isLiteralTypeNode(node) && ts.isStringLiteral(node.literal)) return [node.literal.text];
-  if (ts.isTypeReferenceNode(node) && node.typeName.getText(source) !== 'ServerArgs') return literalsOf(typeAlias(node.typeName.getText(source)));
+  if (ts.isTypeReferenceNode(node) && !['ServerArgs', 'Record'].includes(node.typeName.getText(source))) return literalsOf(typeAlias(node.typeName.getText(source)));
   return [];
 }
 
