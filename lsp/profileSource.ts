@@ -1,7 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseResultSetDocument, RESULT_SET_SCHEMA } from '../core/analysis/resultSet';
-import { profileFromResultSets } from '../core/profile/fromResultSet';
+import { RESULT_SET_SCHEMA } from '../core/analysis/resultSet';
+import { loadAnyProfile } from '../core/profile/json';
 import { PROFILE_SCHEMA, type Profile } from '../core/profile/model';
 
 /**
@@ -26,19 +26,9 @@ export interface ProfileSearch {
   problems: string[];
 }
 
-/** Reads one file as a profile: a result-set document or a native profile. */
+/** Reads one file as a profile: a result-set document or a native profile, validated field by field. */
 export async function loadProfileFile(file: string): Promise<Profile> {
-  const text = await readFile(file, 'utf8');
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new Error(`${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}): it may be truncated; measure again or restore it.`);
-  }
-  const schema = typeof json === 'object' && json !== null && !Array.isArray(json) ? (json as Record<string, unknown>).schema : undefined;
-  if (schema === PROFILE_SCHEMA) return parseProfileDocument(json as Record<string, unknown>, file);
-  // parseResultSetDocument names the problem (no schema, other version …) for everything else.
-  return profileFromResultSets(parseResultSetDocument(json as never, file), { generator: 'cyclelens-lsp' });
+  return loadAnyProfile(file, { generator: 'cyclelens-lsp' });
 }
 
 /** Whether a parsed JSON value claims to be a profile or a result set (call graphs and others do not). */
@@ -100,35 +90,4 @@ async function candidateFiles(root: string): Promise<string[]> {
     for (const name of names) if (name.endsWith('.json') && !name.startsWith('.')) files.push(join(root, folder, name));
   }
   return files;
-}
-
-/**
- * The minimal reader of a native profile file (`cyclelens-profile/1`): it checks the fields the
- * server reads, with their types, and refuses the file with the field's name otherwise.
- */
-export function parseProfileDocument(json: Record<string, unknown>, file: string): Profile {
-  const fail = (what: string): never => {
-    throw new Error(`${file} is not a valid ${PROFILE_SCHEMA} profile: ${what}; export it again.`);
-  };
-  const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-  const isMeasure = (v: unknown): boolean => v === undefined || (isObject(v) && typeof v.value === 'number' && Number.isFinite(v.value) && (v.bound === undefined || (isObject(v.bound) && typeof v.bound.low === 'number' && typeof v.bound.high === 'number' && typeof v.bound.kind === 'string')));
-  if (!isObject(json.unit) || typeof json.unit.kind !== 'string') fail('"unit" needs a "kind"');
-  if (!isObject(json.provenance) || typeof json.provenance.kind !== 'string') fail('"provenance" needs a "kind"');
-  if (!isMeasure(json.total)) fail('"total" needs a numeric "value"');
-  for (const key of ['functions', 'edges', 'lines', 'addresses', 'stacks', 'runs']) if (!Array.isArray(json[key])) fail(`"${key}" must be an array`);
-  (json.functions as unknown[]).forEach((f, i) => {
-    if (!isObject(f) || typeof f.name !== 'string' || typeof f.status !== 'string') fail(`functions[${i}] needs a "name" and a "status"`);
-    const fn = f as Record<string, unknown>;
-    if (!isMeasure(fn.inclusive) || !isMeasure(fn.self)) fail(`functions[${i}] ("${String(fn.name)}") has an inclusive or self value that is not a number`);
-    if (fn.calls !== undefined && typeof fn.calls !== 'number') fail(`functions[${i}].calls must be a number`);
-    const loc = fn.location;
-    if (loc !== undefined && (!isObject(loc) || typeof loc.path !== 'string' || typeof loc.line !== 'number' || loc.line < 1)) fail(`functions[${i}].location needs a "path" and a "line" ≥ 1`);
-  });
-  (json.lines as unknown[]).forEach((l, i) => {
-    if (!isObject(l) || typeof l.path !== 'string' || typeof l.line !== 'number' || l.line < 1 || !isMeasure(l.self) || l.self === undefined) fail(`lines[${i}] needs a "path", a "line" ≥ 1 and a "self" value`);
-  });
-  (json.runs as unknown[]).forEach((r, i) => {
-    if (!isObject(r) || typeof r.method !== 'string') fail(`runs[${i}] needs a "method"`);
-  });
-  return json as unknown as Profile;
 }

@@ -192,8 +192,9 @@ function readFunction(r: JsonReader, index: number): ProfileFunction {
   const size = r.optional('size', (x) => x.integer(0, 2 ** 32));
   if (size !== undefined) f.size = size;
   const location = r.optional('location', (x) => {
-    const endLine = x.optional('endLine', (y) => y.integer(0, MAX_LINE));
-    return { path: x.field('path').string(), line: x.field('line').integer(0, MAX_LINE), ...(endLine !== undefined ? { endLine } : {}) };
+    // A location is a real source line (DWARF's line 0, code with no line, has no location).
+    const endLine = x.optional('endLine', (y) => y.integer(1, MAX_LINE));
+    return { path: x.field('path').string(), line: x.field('line').integer(1, MAX_LINE), ...(endLine !== undefined ? { endLine } : {}) };
   });
   if (location) f.location = location;
   const inclusive = r.optional('inclusive', readMeasure);

@@ -8,7 +8,8 @@ import { resultSetDocument } from '../../core/analysis/resultSet';
 import { emptyProfile } from '../../core/profile/model';
 import { definitionLine, linesOf, sourceIdentifier } from '../../lsp/definitionLines';
 import { ProfileIndex } from '../../lsp/profileIndex';
-import { newestProfile, parseProfileDocument } from '../../lsp/profileSource';
+import { parseProfileDocument } from '../../core/profile/json';
+import { newestProfile } from '../../lsp/profileSource';
 import { readSettings } from '../../lsp/server';
 import { SourcePathResolver, expandSourceMap, mapSourcePath } from '../../lsp/sourcePaths';
 
@@ -91,10 +92,10 @@ describe('language server: settings and profile files', () => {
       mutate(j);
       return j;
     };
-    assert.throws(() => parseProfileDocument(bad((j) => (j.functions[0].inclusive = { value: '5' })), 'p.json'), /p\.json .*functions\[0\] \("f"\) has an inclusive or self value/);
-    assert.throws(() => parseProfileDocument(bad((j) => (j.functions[0].location.line = 0)), 'p.json'), /functions\[0\]\.location/);
-    assert.throws(() => parseProfileDocument(bad((j) => delete j.lines), 'p.json'), /"lines" must be an array/);
-    assert.throws(() => parseProfileDocument(bad((j) => (j.unit = 'cycles')), 'p.json'), /"unit" needs a "kind"/);
+    assert.throws(() => parseProfileDocument(bad((j) => (j.functions[0].inclusive = { value: '5' })), 'p.json'), /p\.json: \$\.functions\[0\]\.inclusive\.value must be a finite number \(found "5"\)/);
+    assert.throws(() => parseProfileDocument(bad((j) => (j.functions[0].location.line = 0)), 'p.json'), /\$\.functions\[0\]\.location\.line/);
+    assert.throws(() => parseProfileDocument(bad((j) => delete j.lines), 'p.json'), /\$\.lines must be an array/);
+    assert.throws(() => parseProfileDocument(bad((j) => (j.unit = 'cycles')), 'p.json'), /\$\.unit must be an object/);
   });
 
   it('reads the newest profile of .cyclelens/, passing over other JSON and broken files', async () => {

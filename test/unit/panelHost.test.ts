@@ -46,10 +46,10 @@ describe('profile files', () => {
     assert.equal((await loadProfileFile(good)).profile.functions.length, 3);
     const other = join(dir, 'b.cyclelens-profile.json');
     writeFileSync(other, JSON.stringify({ schema: 'something-else/1' }));
-    await assert.rejects(loadProfileFile(other), /is not a CycleLens profile/);
+    await assert.rejects(loadProfileFile(other), /is neither a CycleLens profile .* nor a result set/);
     const broken = join(dir, 'c.cyclelens-profile.json');
     writeFileSync(broken, JSON.stringify({ ...syntheticProfile({ count: 1 }), edges: 'x' }));
-    await assert.rejects(loadProfileFile(broken), /"edges" is not a list/);
+    await assert.rejects(loadProfileFile(broken), /\$\.edges must be an array \(found "x"\)/);
     const resultSet = join(dir, 'd.json');
     writeFileSync(resultSet, '{"schema": "cyclelens-resultset/1"');
     await assert.rejects(loadProfileFile(resultSet));
