@@ -49,15 +49,28 @@ for (const sig of ['SIGINT', 'SIGHUP']) process.on(sig, () => {});
 export class ChildWatchdog {
   private child: ChildProcess | undefined;
   private failed = false;
+  private readonly watched = new Set<number>();
 
   /** Registers a child's process group (its pid: children are spawned detached). */
   watch(pgid: number): void {
+    this.watched.add(pgid);
     this.send(`+${pgid}\n`);
   }
 
-  /** The group has been reaped by us: the watchdog must not signal a recycled pid later. */
+  /**
+   * The group has been reaped by us: the watchdog must not signal a recycled pid later. With the last
+   * group gone the watchdog is retired (its pipe closed: it finds nothing to kill and exits), so no
+   * process of ours outlives the children it guards; the next child starts a new one.
+   */
   forget(pgid: number): void {
-    if (this.child) this.send(`-${pgid}\n`);
+    if (!this.child) return;
+    this.send(`-${pgid}\n`);
+    this.watched.delete(pgid);
+    if (this.watched.size === 0) {
+      const retired = this.child;
+      this.child = undefined;
+      retired.stdin?.end();
+    }
   }
 
   /** The watchdog's pid, for tests. */

@@ -2,7 +2,7 @@ import type { CallGraphResponse } from '../../common/dapCustom';
 import { MetricsEngine } from '../analysis/metrics';
 import { profileRows, type ProfileRow } from '../analysis/profileRows';
 import { measurementOf, type ResultSet, type ResultSetDocument } from '../analysis/resultSet';
-import { emptyProfile, type ErrorBound, type Profile, type ProfileFunction, type ProfileRun, type Provenance, type Unit } from './model';
+import { emptyProfile, type ErrorBound, type Measure, type Profile, type ProfileFunction, type ProfileRun, type Provenance, type Unit } from './model';
 import { unitOfEvent } from './units';
 
 /**
@@ -120,8 +120,11 @@ function functionOf(
   const runTotal = rs?.run.totals[rs.run.event];
   // A value of another run enters through its share of that run.
   const scale = rs && runTotal && referenceTotal !== undefined && runTotal !== referenceTotal ? referenceTotal / runTotal : 1;
-  if (row.inclusive !== undefined) f.inclusive = { value: row.inclusive * scale, ...quantised(row.inclusive * scale, unit, row.calls ?? 1) };
-  if (row.exclusive !== undefined) f.self = { value: row.exclusive * scale, ...quantised(row.exclusive * scale, unit, row.calls ?? 1) };
+  // A count is never below zero. A compensated value can dip under it (the payload's fixed cost taken
+  // from a coarser counter) and so can a self value formed from measurements of different runs: such
+  // a value is zero, within its bound.
+  if (row.inclusive !== undefined) f.inclusive = counted(row.inclusive * scale, unit, row.calls ?? 1);
+  if (row.exclusive !== undefined) f.self = counted(row.exclusive * scale, unit, row.calls ?? 1);
   else if (f.inclusive) f.selfNote = 'not formed: a callee is unmeasured, shared with other callers, or reached by an indirect call';
   const m = rs ? measurementOf(rs, row.name) : undefined;
   if (m) {
@@ -131,6 +134,10 @@ function functionOf(
     if (m.incomplete) f.reason = m.incomplete;
   }
   return f;
+}
+
+function counted(value: number, unit: Unit, calls: number): Measure {
+  return { value: Math.max(0, value), ...quantised(Math.max(0, value), unit, calls) };
 }
 
 /**

@@ -112,7 +112,7 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     const r = (await h.dc.customRequest(CustomRequests.run, { restart: true, until: { function: 'packet_validate' } })).body as RunResponse;
     const e = await stopped;
     // A restart removes every measurement first: the stop is on the original entry again.
-    assert.deepEqual(r, { reached: true, until: { function: 'packet_validate' } });
+    assert.deepEqual(r, { reached: true, until: { function: 'packet_validate' }, programEnd: { function: 'program_end' } });
     assert.equal(e.body.preserveFocusHint, true);
     assert.equal(e.body.description, 'profiling run at packet_validate');
     const entry = image.functionNamed('packet_validate')!.address;
