@@ -81,9 +81,14 @@ export class SamplingService {
     return { totalSamples: this.total, elapsedMs: Math.round(performance.now() - this.startedAt) };
   }
 
-  /** Before a user-requested halt: no halting sample may be in flight or start. */
+  /**
+   * Before a user-requested halt: no halting sample may be in flight or start, and the samples taken
+   * so far go out now, so every sample the client receives after the stop was taken after it.
+   */
   async hold(): Promise<void> {
-    await this.sampler?.hold();
+    if (!this.sampler) return;
+    await this.sampler.hold();
+    await this.flush(false);
   }
 
   resume(): void {

@@ -26,6 +26,8 @@ export class DebugTarget {
   private programExited = false;
   /** Stops the target makes for its own purposes are not reported to the user. */
   private internalStops = 0;
+  /** The last stop hidden from the user: one that raced an internal interrupt may be theirs. */
+  private lastHiddenStop: StopEvent | undefined;
   private entryBreakpointId: number | undefined;
   /** Run before every reset: patched code must be restored while the journal still matches. */
   private readonly resetHooks: Array<() => Promise<void>> = [];
@@ -52,13 +54,11 @@ export class DebugTarget {
       this.outputEmitter.fire(o);
     });
     gdb.onStop((e) => {
-      if (this.internalStops > 0) return;
-      if (this.entryBreakpointId !== undefined && e.breakpointIds.includes(this.entryBreakpointId)) {
-        this.entryBreakpointId = undefined;
-        this.stopEmitter.fire({ ...e, reason: 'entry' });
+      if (this.internalStops > 0) {
+        this.lastHiddenStop = e;
         return;
       }
-      this.stopEmitter.fire(e);
+      this.deliverStop(e);
     });
     gdb.onExit((e) => this.programEnded(e.exitCode !== undefined ? `with code ${e.exitCode}` : ''));
     gdb.onDied((message) => this.end(message));
@@ -142,20 +142,39 @@ export class DebugTarget {
   async withHalted<T>(fn: () => Promise<T>): Promise<T> {
     if (!this.gdb.isRunning) return fn();
     this.internalStops++;
+    this.lastHiddenStop = undefined;
     let hidden = true;
     try {
-      const stop = await this.gdb.execInterrupt();
-      if (!stop) throw new CycleLensError(ErrorCode.NotStopped, 'The target did not halt when asked. It may be in a state the debugger cannot interrupt; try Pause, or restart the session.');
+      let stop: StopEvent | undefined;
+      try {
+        stop = await this.gdb.execInterrupt();
+      } catch (err) {
+        if (this.gdb.isRunning || !this.lastHiddenStop) throw err;
+      }
+      // The target may have stopped by itself just before the interrupt landed (a breakpoint hit, a
+      // fault): that stop is the user's, and the target stays halted for them afterwards.
+      const users = stop === undefined ? this.lastHiddenStop : isInterruptStop(stop) ? undefined : stop;
+      if (!stop && !users) throw new CycleLensError(ErrorCode.NotStopped, 'The target did not halt when asked. It may be in a state the debugger cannot interrupt; try Pause, or restart the session.');
       const result = await fn();
       // Every stop after this resume is the user's: a breakpoint just set can be hit before the
       // continue's reply is handled (both may arrive in one read of GDB's output).
       this.internalStops--;
       hidden = false;
-      await this.gdb.execContinue();
+      if (users) this.deliverStop(users);
+      else await this.gdb.execContinue();
       return result;
     } finally {
       if (hidden) this.internalStops--;
     }
+  }
+
+  private deliverStop(e: StopEvent): void {
+    if (this.entryBreakpointId !== undefined && e.breakpointIds.includes(this.entryBreakpointId)) {
+      this.entryBreakpointId = undefined;
+      this.stopEmitter.fire({ ...e, reason: 'entry' });
+      return;
+    }
+    this.stopEmitter.fire(e);
   }
 
   /** Runs `fn` (which may resume and halt the target) with its stops hidden from the user. */
@@ -266,4 +285,9 @@ export class DebugTarget {
       this.endedEmitter.fire({ message });
     })();
   }
+}
+
+/** A stop an interrupt caused (SIGINT, or SIGTRAP on stubs that report it so), not the program's own. */
+function isInterruptStop(e: StopEvent): boolean {
+  return e.reason === 'signal' || e.reason === 'pause' || e.reason === 'unknown';
 }

@@ -52,7 +52,8 @@ test('a click on the hot node opens its function in the editor', { timeout: 60_0
   const hot = page.locator('g.node.hot').last();
   const name = (await hot.locator('.name').textContent()) ?? '';
   await hot.click();
-  await h.page.waitForFunction(() => document.querySelector('.editor-group-container .tab.active .label-name')?.textContent?.endsWith('.c'), undefined, { timeout: 15_000 });
+  // The focused group's tab: another group may show a source file already (the stop at main).
+  await h.page.waitForFunction(() => document.querySelector('.editor-group-container.active .tab.active .label-name')?.textContent?.endsWith('.c'), undefined, { timeout: 15_000 });
   const file = await h.activeTab();
   const { first, last } = functionLines(join(h.workspace, 'src', file), name);
   // The cursor lands on the function's DWARF line (its definition, or its opening brace where the
