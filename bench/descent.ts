@@ -10,7 +10,7 @@ import { dynamicGraphFromOracle as dynamicGraph } from '../test/oracle/dynamicGr
 import { fixturePrograms, printTable } from './support';
 
 /**
- * Descent benchmark (DESIGN.md "Benchmarks"): runs to finish versus the naive method (ceil(F/k)
+ * Descent benchmark (docs/design.md, "Tests and benchmarks"): runs to finish versus the naive method (ceil(F/k)
  * runs for F functions and k per run), and recall/precision of "functions at or above the
  * threshold", for every fixture program and k in {1, 2, 4, 8}.
  *

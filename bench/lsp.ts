@@ -8,7 +8,7 @@ import { repoRoot } from '../test/support/paths';
 import { median, printTable } from './support';
 
 /**
- * Profile language server (DESIGN.md "Benchmarks", goal < 50 ms): the CodeLens response on a
+ * Profile language server (docs/design.md, "Tests and benchmarks", goal < 50 ms): the CodeLens response on a
  * 5,000-line C file with 500 profiled functions, measured as an editor sees it (request sent to
  * `cyclelens lsp --stdio`, answer parsed), for a freshly opened file, a repeated request, and the
  * request after each edit (every edit makes a new version, whose definition lines are found again).

@@ -239,7 +239,7 @@ export interface RunResponse {
  */
 export type SamplerId = 'qemu-monitor' | 'qemu-plugin' | 'gdb-halting';
 
-/** What a sample's PC means (DESIGN.md, "Sampling semantics"). Mirrors core/profile's SampleAttribution. */
+/** What a sample's PC means (docs/design.md, "Sampling semantics"). Mirrors core/profile's SampleAttribution. */
 export type SampleAttributionKind = 'time-proportional' | 'next-committing' | 'translation-block-start' | 'halting' | 'exact-count';
 
 export interface SamplerDescription {

@@ -6,7 +6,7 @@ import { ProgramModel } from './injection/programModel';
 import type { FunctionCode, JumpTableInfo } from './injection/types';
 
 /**
- * The static call graph of a linked program (DESIGN.md "Call-graph descent"): every sized function
+ * The static call graph of a linked program (docs/design.md, "Call-graph descent"): every sized function
  * with its source location, direct calls and tail calls as edges with their sites, and the
  * functions whose indirect calls leave their callees unknown. Pure over the ELF and the static
  * disassembly the injection engine already made (ProgramModel): nothing is decoded twice.

@@ -4,7 +4,7 @@ import type { ElfImage } from '../elf';
 import { programModelFor } from './callGraph';
 
 /**
- * The dynamic call graph (DESIGN.md "Call-graph descent"): a breakpoint at the entry address of
+ * The dynamic call graph (docs/design.md, "Call-graph descent"): a breakpoint at the entry address of
  * every function, and at each halt the caller read from the unwound frame 1. At a function's first
  * instruction nothing has been pushed yet and the return address is still in ra/lr, so GDB unwinds
  * without any prologue analysis. One halt per call (~1–3 ms on QEMU): run once, save the result.

@@ -6,7 +6,7 @@ const RELATIVE = join('.cache', 'qemu-plugin', 'qemuInsnCount.so');
 
 /**
  * Where the exact sampler's TCG plugin is: the build (scripts/lib/qemuPlugin.mjs) compiles
- * native/qemuInsnCount.c into .cache/qemu-plugin/ at the package root. The adapter runs from dist/
+ * adapter/sampling/qemuInsnCount.c into .cache/qemu-plugin/ at the package root. The adapter runs from dist/
  * (bundled) or out/adapter/sampling/ (tests), so the root is found by walking up.
  */
 export function qemuPluginPath(): string {
@@ -20,6 +20,6 @@ export function qemuPluginPath(): string {
   }
   throw new CycleLensError(
     ErrorCode.ProgramNotFound,
-    'The instruction-counting QEMU plugin is not built. Run `node scripts/build.mjs` (it compiles native/qemuInsnCount.c with gcc into .cache/qemu-plugin/), or set CYCLELENS_QEMU_PLUGIN to the .so.',
+    'The instruction-counting QEMU plugin is not built. Run `node scripts/build.mjs` (it compiles adapter/sampling/qemuInsnCount.c with gcc into .cache/qemu-plugin/), or set CYCLELENS_QEMU_PLUGIN to the .so.',
   );
 }

@@ -28,7 +28,7 @@ export function parseInstructionCounts(text: string): InstructionCountSnapshot {
 }
 
 /**
- * The exact sampler: QEMU's TCG plugin (native/qemuInsnCount.c) counts every executed instruction
+ * The exact sampler: QEMU's TCG plugin (adapter/sampling/qemuInsnCount.c) counts every executed instruction
  * and rewrites a snapshot file every 100 ms and at exit. Draining reads the snapshot and returns
  * what grew since the last one. Every instruction counts once: a profile of instructions, not
  * of time samples; nothing halts.

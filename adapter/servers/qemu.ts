@@ -11,7 +11,7 @@ import { qemuPluginPath } from '../sampling/pluginLocation';
 import { OutputTail, waitForTcp } from './readiness';
 import type { GdbServer, ServerContext, ServerExit } from './strategy';
 
-/** Per-family QEMU defaults: the no-hardware targets of DESIGN.md. */
+/** Per-family QEMU defaults: the no-hardware targets (docs/design.md, "Truth: the oracle"). */
 const familyDefaults: Record<TargetFamily, { binary: string; machine: string; args: string[] } | undefined> = {
   // Semihosting lets firmware print and exit (SYS_EXIT): newlib's rdimon on Arm, picolibc's
   // `--oslib=semihost` on RISC-V (without it their `ebreak` sequence traps into the debugger).

@@ -4,7 +4,7 @@ import type { MetricDefinition, MetricsEngine, MonotoneMetric } from './metrics'
 import { groupRawValues, rawValues, wholeRunValues, type AnalysisRecord, type FunctionOutcome, type ResultSet, type Scenario } from './resultSet';
 
 /**
- * Call-graph descent (DESIGN.md "Call-graph descent"), the exact full profile and the cyclic
+ * Call-graph descent (docs/design.md, "Call-graph descent"), the exact full profile and the cyclic
  * round robin. Pure and deterministic: the program runs behind `BatchMeasurer`, one run per batch.
  *
  * The bound. For a monotone metric M and a function f, every instant f is on the stack one of its

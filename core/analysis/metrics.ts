@@ -1,5 +1,5 @@
 /**
- * Declarative metrics (DESIGN.md "Measurement semantics"): each metric names the values it needs
+ * Declarative metrics (docs/design.md, "Measurement semantics"): each metric names the values it needs
  * (raw measurements or other metrics) and says whether it is monotone, i.e. whether a caller's
  * value bounds the sum of its callees' (`M(f) <= sum over callers p of M(p)`). The engine builds the
  * dependency graph once, then for any set of raw values computes exactly the metrics whose inputs

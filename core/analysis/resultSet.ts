@@ -5,7 +5,7 @@ import type { CallGraphResponse } from '../../common/dapCustom';
 import { CALLS, inclusiveKey, rawFromEvents, totalKey, type RawValues } from './metrics';
 
 /**
- * Result sets (DESIGN.md "Measurement semantics"): every measurement taken in one run of the
+ * Result sets (docs/design.md, "Measurement semantics"): every measurement taken in one run of the
  * program, with that run's totals. Ratios are formed inside one result set only: `rawValues()`
  * pairs a function's counts with the totals of the same run and nothing else. Result sets persist
  * as versioned JSON (`schema: 'cyclelens-resultset/1'`), are validated field by field on load
@@ -269,6 +269,12 @@ class Reader {
     return raw;
   }
 
+  /** One pass's compensated count (min, max, mean): below zero by less than one unit at most. */
+  compensatedValue(): number {
+    const n = this.number();
+    return n < 0 && n >= -1 ? n : this.counterValue();
+  }
+
   /** A record of counter readings keyed by event id. */
   counterRecord(): Record<string, number> {
     const raw = this.numberRecord();
@@ -351,10 +357,10 @@ function readResultSet(r: Reader): ResultSet {
       checkInclusive(m, out.inclusive, totals);
       const passes = m.optional('passes', (x) => x.count());
       const untracked = m.optional('untracked', (x) => x.count());
-      const min = m.optional('min', (x) => x.counterValue());
-      const max = m.optional('max', (x) => x.counterValue());
+      const min = m.optional('min', (x) => x.compensatedValue());
+      const max = m.optional('max', (x) => x.compensatedValue());
       if (min !== undefined && max !== undefined && min > max) m.field('min').fail(`(${min}) is above max (${max})`);
-      const mean = m.optional('mean', (x) => x.counterValue());
+      const mean = m.optional('mean', (x) => x.compensatedValue());
       const rawTotal = m.optional('rawTotal', (x) => x.counterValue());
       const incomplete = m.optional('incomplete', (x) => x.string());
       if (passes !== undefined) out.passes = passes;

@@ -128,9 +128,9 @@ function functionOf(
   else if (f.inclusive) f.selfNote = 'not formed: a callee is unmeasured, shared with other callers, or reached by an indirect call';
   const m = rs ? measurementOf(rs, row.name) : undefined;
   if (m) {
-    if (m.min !== undefined) f.min = m.min * scale;
-    if (m.max !== undefined) f.max = m.max * scale;
-    if (m.mean !== undefined) f.mean = m.mean * scale;
+    if (m.min !== undefined) f.min = Math.max(0, m.min * scale);
+    if (m.max !== undefined) f.max = Math.max(0, m.max * scale);
+    if (m.mean !== undefined) f.mean = Math.max(0, m.mean * scale);
     if (m.incomplete) f.reason = m.incomplete;
   }
   return f;

@@ -32,7 +32,7 @@ export type Provenance =
   | { kind: 'exact'; counter: string }
   /** Counted by injected code: gated (a slot started/stopped) or accumulated (deltas summed in RAM). */
   | { kind: 'injected'; payload: 'gated' | 'accumulated'; counter: string; /** Counts removed per call for the payload itself. */ compensation?: number }
-  /** PC samples; `attribution` says what a sample's PC means (DESIGN.md, "Sampling semantics"). */
+  /** PC samples; `attribution` says what a sample's PC means (docs/design.md, "Sampling semantics"). */
   | { kind: 'sampled'; sampler: string; halting: boolean; attribution: SampleAttribution }
   /** The exact instruction trace (QEMU `-d exec,nochain -singlestep`, or the counting plugin). */
   | { kind: 'oracle'; source: string };

@@ -1,4 +1,4 @@
-// Builds the exact sampler's QEMU TCG plugin (native/qemuInsnCount.c) into .cache/qemu-plugin/.
+// Builds the exact sampler's QEMU TCG plugin (adapter/sampling/qemuInsnCount.c) into .cache/qemu-plugin/.
 // QEMU loads it with `-plugin`; the adapter finds it there (adapter/sampling/pluginLocation.ts).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
@@ -10,7 +10,7 @@ export function qemuPluginPath(root) {
 
 /** Compiles the plugin when the .so is missing or older than its source; returns its path. */
 export function buildQemuPlugin(root) {
-  const source = join(root, 'native', 'qemuInsnCount.c');
+  const source = join(root, 'adapter', 'sampling', 'qemuInsnCount.c');
   const target = qemuPluginPath(root);
   if (existsSync(target) && statSync(target).mtimeMs >= statSync(source).mtimeMs) return target;
   mkdirSync(join(root, '.cache', 'qemu-plugin'), { recursive: true });

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 /** One Debian package and the command that proves it is installed. */
 export const debianPackages = [
   { pkg: 'make', probe: 'make' },
-  // The host compiler builds the exact sampler's QEMU plugin (native/qemuInsnCount.c).
+  // The host compiler builds the exact sampler's QEMU plugin (adapter/sampling/qemuInsnCount.c).
   { pkg: 'gcc', probe: 'gcc' },
   { pkg: 'gcc-arm-none-eabi', probe: 'arm-none-eabi-gcc' },
   { pkg: 'libnewlib-arm-none-eabi', file: '/usr/lib/arm-none-eabi/newlib' },

@@ -160,7 +160,7 @@ describe('oracle on the sample program under QEMU', () => {
       assert.equal(profile(s, 'tick_work').calls, handler.interrupts);
 
       if (target === 'rv32') {
-        // minstret counts retired instructions exactly under -icount (DESIGN.md): read by the
+        // minstret counts retired instructions exactly under -icount (docs/design.md, "Truth: the oracle"): read by the
         // program just before exit, it must equal the instructions the trace holds before the
         // reading instruction, plus that instruction itself. Withdrawn trace lines must not count.
         const read = img.symbols.named('sample_minstret_read')[0]!;

@@ -277,8 +277,11 @@ export class CodeServerHarness {
     await row.click();
   }
 
-  /** Opens a workspace file by its path relative to the folder, through Quick Open. */
-  async openFile(relPath: string, timeoutMs = 15_000): Promise<void> {
+  /**
+   * Opens a workspace file by its path relative to the folder, through Quick Open. `textEditor: false`
+   * for a file that opens in a custom editor (a webview: no text view to wait for).
+   */
+  async openFile(relPath: string, timeoutMs = 15_000, options: { textEditor?: boolean } = {}): Promise<void> {
     await this.quickOpen(relPath, timeoutMs);
     const name = basename(relPath);
     const row = this.quickInput().locator('.monaco-list-row').filter({
@@ -287,6 +290,7 @@ export class CodeServerHarness {
     await row.waitFor({ state: 'visible', timeout: timeoutMs });
     await row.click();
     await this.page.locator('.tab.active', { hasText: name }).waitFor({ state: 'visible', timeout: timeoutMs });
+    if (options.textEditor === false) return;
     await this.page.locator('.editor-group-container.active .monaco-editor .view-lines').waitFor({ state: 'visible', timeout: timeoutMs });
   }
 

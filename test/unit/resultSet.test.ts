@@ -136,7 +136,10 @@ describe('result sets', () => {
     // A near-empty function measured with a coarse counter: the compensated value dips below zero.
     const undershoot = JSON.parse(JSON.stringify(doc())) as Record<string, any>;
     undershoot.resultSets[0].measurements[0].inclusive.instructions = -0.175;
+    undershoot.resultSets[0].measurements[0].min = -0.2;
     assert.equal(parseResultSetText(JSON.stringify(undershoot), 'm.json').resultSets[0]!.measurements[0]!.inclusive['instructions'], -0.175);
+    undershoot.resultSets[0].measurements[0].min = -2;
+    assert.throws(() => parseResultSetText(JSON.stringify(undershoot), 'm.json'), /measurements\[0\]\.min is a negative count \(-2\)/);
     // The limits are not tighter than real runs: a function may hold nearly all of its run.
     const near = JSON.parse(JSON.stringify(doc())) as Record<string, any>;
     near.resultSets[0].measurements[0].inclusive.instructions = 1_331_488;

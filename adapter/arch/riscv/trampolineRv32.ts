@@ -47,8 +47,8 @@ import {
 import { splitHiLo } from './rvEncoder';
 
 /**
- * RV32 payloads for function and region measurement (DESIGN.md "Function measurement", "Payload
- * kinds"). Machine mode, ILP32:
+ * RV32 payloads for function and region measurement (docs/design.md, "Measurement semantics").
+ * Machine mode, ILP32:
  * - at a function's entry t0-t6 carry nothing (psABI), so the entry stub uses them freely; after
  *   the return a0/a1 hold the result and t0-t6, a2-a7 are again the callee's to clobber;
  * - interrupts are masked with `csrrci t0, mstatus, MIE` and restored with `csrw mstatus, t0`

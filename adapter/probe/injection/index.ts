@@ -1,6 +1,6 @@
 /**
- * Function and region measurement by code injection (DESIGN.md "Function measurement",
- * "Payload kinds"). The session builds an InjectionService with the family's support
+ * Function and region measurement by code injection (docs/design.md, "Measurement semantics").
+ * The session builds an InjectionService with the family's support
  * (adapter/arch/riscv/trampolineRv32.ts `rv32InjectionSupport`, adapter/arch/cortex-m/
  * trampolineThumb.ts `thumbInjectionSupport`) and exposes its methods as DAP requests.
  */

@@ -159,7 +159,7 @@ const CALIBRATION_STACK = 128;
 const DISPATCH_CAPACITY = 24;
 
 /**
- * Function and region measurement by code injection (DESIGN.md "Function measurement"):
+ * Function and region measurement by code injection (docs/design.md, "Measurement semantics"):
  * plans with InjectionPlanner, builds payloads with the family's generator in the reserved RAM,
  * journals original bytes before writing, verifies every write, and restores (checked against the
  * ELF) on removal. Every method requires a halted target.

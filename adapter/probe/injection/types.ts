@@ -25,7 +25,7 @@ export const SYSTICK_CVR: CounterSource = { kind: 'mmio', name: 'SysTick CVR', a
 /** DWT cycle counter (ARMv7-M C1.8): absent on QEMU (reads zero). */
 export const DWT_CYCCNT: CounterSource = { kind: 'mmio', name: 'DWT CYCCNT', address: 0xe0001004, direction: 'up', width: 32 };
 
-/** Payload kinds of DESIGN.md "Payload kinds". */
+/** Payload kinds of docs/design.md, "Measurement semantics". */
 export type PayloadKind = 'software' | 'hardware';
 
 /** The RAM the injector owns: control block, shadow stack, records, trampolines. */
