@@ -1,7 +1,8 @@
 import { calleeShares, notesWith, profileStacks, selfValue, treeInclusive } from '../profile/callTree';
 import type { Profile, ProfileFunction } from '../profile/model';
 import { unitLabel } from '../profile/units';
-import { roundKeepingSum, unitId } from './common';
+import { unitId } from '../profile/units';
+import { roundKeepingSum } from './common';
 
 /**
  * The callgrind format (valgrind's docs/cl-format), read by KCachegrind, QCachegrind and

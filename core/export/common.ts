@@ -1,29 +1,10 @@
-import type { Profile, ProfileFunction, Unit } from '../profile/model';
+import type { Profile, ProfileFunction } from '../profile/model';
 
 /** Helpers every exporter shares: names, unit ids, and integer rounding that keeps totals. */
 
 /** A function's name as a tool shows it; names are unique in a profile, so no disambiguation. */
 export function frameName(f: ProfileFunction): string {
   return f.name;
-}
-
-/**
- * The unit as one word, for formats whose event or sample-type names cannot hold spaces
- * (callgrind `events:`, pprof sample types). Ticks stay ticks.
- */
-export function unitId(u: Unit): string {
-  switch (u.kind) {
-    case 'cycles':
-      return 'cycles';
-    case 'instructions':
-      return 'instructions';
-    case 'samples':
-      return 'samples';
-    case 'ticks':
-      return 'systick_ticks';
-    case 'events':
-      return (u.event ?? 'events').replace(/[^A-Za-z0-9_.]/g, '_');
-  }
 }
 
 /**

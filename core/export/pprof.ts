@@ -3,7 +3,8 @@ import { Function as PprofFunction, Line, Location, Mapping, Profile as PprofPro
 import { notesWith, profileStacks } from '../profile/callTree';
 import type { Profile } from '../profile/model';
 import { unitLabel } from '../profile/units';
-import { roundKeepingSum, unitId } from './common';
+import { unitId } from '../profile/units';
+import { roundKeepingSum } from './common';
 
 /**
  * pprof's profile.proto, gzipped, as `go tool pprof` and pprof-compatible viewers read it. Two

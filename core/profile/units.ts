@@ -21,6 +21,25 @@ export function unitLabel(u: Unit): string {
   }
 }
 
+/**
+ * The unit as one word, for formats whose event or sample-type names cannot hold spaces
+ * (callgrind `events:`, pprof sample types). Ticks stay ticks.
+ */
+export function unitId(u: Unit): string {
+  switch (u.kind) {
+    case 'cycles':
+      return 'cycles';
+    case 'instructions':
+      return 'instructions';
+    case 'samples':
+      return 'samples';
+    case 'ticks':
+      return 'systick_ticks';
+    case 'events':
+      return (u.event ?? 'events').replace(/[^A-Za-z0-9_.]/g, '_');
+  }
+}
+
 /** A short unit for tight places (flame-graph tooltips, inlay hints). */
 export function unitShort(u: Unit): string {
   switch (u.kind) {
