@@ -207,7 +207,11 @@ export class DapProfiler implements BatchMeasurer {
     }
   }
 
-  /** Injects the run's window, best shape first (see windowEnds); undefined when none can be. */
+  /**
+   * Injects the run's window, best shape first: the region closed at main's call of the end, or at
+   * the entry of the function it calls (main's last `bl exit` has no room for a patch), or main
+   * itself from entry to return (see windowEnds). Undefined when none can be.
+   */
   private async injectWindow(from: string, until: CodeLocation): Promise<{ id: number; what: string; region: boolean } | undefined> {
     const attempts: Array<{ target: InjectArguments['targets'][number]; what: string }> = [
       ...(await this.windowEnds(from, until)).map((close) => ({ target: { start: { function: from }, end: close }, what: `the region ${from} -> ${describe(close)}` })),
@@ -246,33 +250,22 @@ export class DapProfiler implements BatchMeasurer {
     if (reply.endFoundBy) this.options.log?.(`the program ends ${reply.endFoundBy}`);
     checkAbort(signal);
     await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
-    // Best first: the region closed at main's call of the end, or at the entry of the function it
-    // calls (main's last `bl exit` has no room for a patch), or main itself from entry to return.
-    const attempts: Array<{ target: InjectArguments['targets'][number]; what: string }> = [
-      ...(await this.windowEnds(from, until)).map((close) => ({ target: { start: { function: from }, end: close }, what: `the region ${from} -> ${describe(close)}` })),
-      { target: { function: from }, what: `${from} from its entry to its return` },
-    ];
-    for (const attempt of attempts) {
-      const injected = (await this.request(Req.inject, { targets: [attempt.target], payload: 'software', callSitesIfTooShort: false } satisfies InjectArguments)) as InjectResponse;
-      const info = injected.injected[0];
-      if (!info) {
-        this.options.log?.(`${attempt.what} cannot be injected (${injected.refused[0]?.reason ?? 'no reason given'})`);
-        continue;
-      }
+    const window = await this.injectWindow(from, until);
+    if (window) {
       try {
         await this.runTo({ until }, describe(until));
-        const r = ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results.find((x) => x.id === info.id);
+        const r = ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results.find((x) => x.id === window.id);
         this.baselineRuns++;
-        const value = r ? windowValue(r, 'start' in attempt.target) : undefined;
+        const value = r ? windowValue(r, window.region) : undefined;
         if (!r || value === undefined) {
           throw new ProfilingError(
-            `${attempt.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total. ` +
+            `${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total. ` +
               `Start the run at a function that runs once, or set \`programEnd\` to a function ${from} calls once (for example "programEnd": "exit").`,
           );
         }
-        return { totals: { ...totals, [eventOfCounter(r.counter)]: value }, method: `total from ${attempt.what} injected in a run of its own (${r.counter})` };
+        return { totals: { ...totals, [eventOfCounter(r.counter)]: value }, method: `total from ${window.what} injected in a run of its own (${r.counter})` };
       } finally {
-        await this.request(Req.removeInjections, { ids: [info.id] } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
+        await this.request(Req.removeInjections, { ids: [window.id] } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
       }
     }
     this.options.log?.(`the run has no ${doubtful.join('/')} total`);
