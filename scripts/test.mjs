@@ -55,6 +55,29 @@ function hasDesktopVsCode() {
   return Boolean(process.env.VSCODE_EXECUTABLE) || spawnSync('sh', ['-c', 'command -v code'], { stdio: 'ignore' }).status === 0;
 }
 
+/**
+ * The failed tests of a TAP report, innermost first within each file, each with the first line of
+ * its error and where it failed, so the end of a long log says what broke without scrolling back.
+ */
+function failedTests(tap) {
+  const failures = [];
+  const lines = tap.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^(\s*)not ok \d+ - (.*)$/.exec(lines[i]);
+    if (!m) continue;
+    let error = '';
+    let location = '';
+    for (let j = i + 1; j < lines.length && !/^\s*\.\.\.$/.test(lines[j]); j++) {
+      const field = /^\s*(error|location): (.*)$/.exec(lines[j]);
+      if (field?.[1] === 'error' && !error) error = field[2].replace(/^['"]|['"]$/g, '');
+      if (field?.[1] === 'location' && !location) location = field[2].replace(/^'|'$/g, '');
+    }
+    if (error === '1 subtest failed' || /^\d+ subtests failed$/.test(error)) continue; // a suite: its failing test is listed
+    failures.push({ name: m[2], error: error.slice(0, 400), location: relative(repoRoot, location) });
+  }
+  return failures;
+}
+
 function runTier(tier) {
   let files = [...testFiles(join(repoRoot, 'out', 'test', tier))];
   if (tier === 'e2e' && !hasDesktopVsCode()) {
@@ -63,7 +86,7 @@ function runTier(tier) {
   }
   if (files.length === 0) {
     console.log(`\n=== ${tier}: no test files`);
-    return Promise.resolve({ tier, pass: 0, fail: 0, skipped: 0 });
+    return Promise.resolve({ tier, pass: 0, fail: 0, skipped: 0, failures: [] });
   }
   const tap = join(outputDir, `${tier}.tap`);
   rmSync(tap, { force: true });
@@ -82,7 +105,7 @@ function runTier(tier) {
     child.on('exit', (code) => {
       const text = existsSync(tap) ? readFileSync(tap, 'utf8') : '';
       const count = (key) => Number((text.match(new RegExp(`^# ${key} (\\d+)$`, 'm')) ?? [])[1] ?? 0);
-      const result = { tier, pass: count('pass'), fail: count('fail') + count('cancelled'), skipped: count('skipped') + count('todo') };
+      const result = { tier, pass: count('pass'), fail: count('fail') + count('cancelled'), skipped: count('skipped') + count('todo'), failures: failedTests(text) };
       if (code !== 0 && result.fail === 0) result.fail = 1; // the runner itself failed (crash, bad file)
       resolvePromise(result);
     });
@@ -93,6 +116,9 @@ const results = [];
 for (const tier of selected) results.push(await runTier(tier));
 console.log('\n=== summary');
 for (const r of results) console.log(`${r.tier}: ${r.pass} passed, ${r.fail} failed${r.skipped ? `, ${r.skipped} skipped` : ''}`);
+for (const r of results) {
+  for (const f of r.failures) console.log(`  ✖ ${r.tier}: ${f.name}\n      ${f.location}\n      ${f.error}`);
+}
 const pass = results.reduce((s, r) => s + r.pass, 0);
 const fail = results.reduce((s, r) => s + r.fail, 0);
 const skipped = results.reduce((s, r) => s + r.skipped, 0);
