@@ -8,6 +8,7 @@ import { LineCoalescer } from '../util/lineCoalescer';
 import { OwnedProcess, requireExecutable } from '../util/processes';
 import { freePort } from '../util/ports';
 import { qemuPluginPath } from '../sampling/pluginLocation';
+import { FileFollower } from './fileFollower';
 import { OutputTail, waitForTcp } from './readiness';
 import type { GdbServer, ServerContext, ServerExit } from './strategy';
 
@@ -22,7 +23,8 @@ const familyDefaults: Record<TargetFamily, { binary: string; machine: string; ar
 
 /**
  * QEMU's built-in gdbstub as the server. QEMU starts halted (`-S`) and waits for GDB; the guest's
- * UART and semihosting output arrive on QEMU's stdout; an HMP monitor socket is kept for
+ * UART goes to a file in the run directory, followed into the Debug Console, and semihosting output
+ * arrives on QEMU's stderr; an HMP monitor socket is kept for
  * non-intrusive PC sampling (`info registers` answers while the guest runs).
  */
 export class QemuServer implements GdbServer {
@@ -32,6 +34,7 @@ export class QemuServer implements GdbServer {
   private port = 0;
   private stopping = false;
   private runDir: string | undefined;
+  private uartFollower: FileFollower | undefined;
   private readonly tail = new OutputTail();
   private readonly exitEmitter = new Emitter<ServerExit>();
   readonly onUnexpectedExit = (l: (e: ServerExit) => void): void => void this.exitEmitter.event(l);
@@ -74,7 +77,8 @@ export class QemuServer implements GdbServer {
       ...(this.args.icount === null ? [] : ['-icount', `shift=${this.args.icount ?? 0},sleep=off`]),
       '-kernel', ctx.executable,
       '-display', 'none',
-      '-serial', 'stdio',
+      // A file, not stdio: see FileFollower for why the guest's UART must never wait on a pipe.
+      '-serial', `file:${join(dirname(monitorSocket), 'uart.log')}`,
       '-monitor', `unix:${monitorSocket},server=on,wait=off`,
       '-gdb', `tcp:127.0.0.1:${port}`,
       '-S',
@@ -98,14 +102,19 @@ export class QemuServer implements GdbServer {
     proc.child.stderr?.setEncoding('utf8');
     const uart = new LineCoalescer(ctx.log);
     proc.child.stdout?.on('data', (text: string) => uart.push(text));
-    proc.child.stdout?.on('end', () => uart.flush());
+    const follower = new FileFollower(join(this.runDir, 'uart.log'), (text) => uart.push(text));
+    this.uartFollower = follower;
+    follower.start();
     proc.child.stderr?.on('data', (text: string) => {
       this.tail.push(text);
       ctx.log(text);
     });
     let spawnError: string | undefined;
     proc.child.once('error', (err) => (spawnError = `QEMU could not be started: ${err.message}`));
-    void proc.exited.then(({ code, signal }) => {
+    void proc.exited.then(async ({ code, signal }) => {
+      // The guest's last words reach the Debug Console before the session hears that QEMU ended.
+      await follower.stop();
+      uart.flush();
       if (this.stopping) return;
       if (code === 0) {
         this.exitEmitter.fire({ message: 'QEMU ended with status 0', programEnded: true });
@@ -130,6 +139,7 @@ export class QemuServer implements GdbServer {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.proc?.kill();
+    await this.uartFollower?.stop();
     if (this.runDir) this.cleanupEmitter.fire();
     if (this.runDir) rmSync(this.runDir, { recursive: true, force: true });
     this.runDir = undefined;

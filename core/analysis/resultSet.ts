@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { CallGraphResponse } from '../../common/dapCustom';
+import { JsonWalker } from '../json/jsonWalker';
 import { CALLS, inclusiveKey, rawFromEvents, totalKey, type RawValues } from './metrics';
 
 /**
@@ -186,52 +187,25 @@ export class ResultSetError extends Error {
 
 type Json = unknown;
 
-/** Walks untrusted JSON with a path for messages; never evaluates anything. */
-class Reader {
-  constructor(
-    private readonly file: string,
-    private readonly path: string,
-    readonly value: Json,
-  ) {}
-
+/**
+ * Walks a result set's untrusted JSON; paths read `resultSets[0].run.totals.cycles`. Counter readings
+ * are checked for what a counter can read.
+ */
+class Reader extends JsonWalker {
   fail(what: string): never {
     throw new ResultSetError('malformed', `${this.file}: ${this.path || 'the top level'} ${what}. The file is damaged or was not written by CycleLens; measure again or restore it.`);
   }
 
-  private describe(): string {
-    if (this.value === null) return 'null';
-    if (Array.isArray(this.value)) return 'an array';
-    if (typeof this.value === 'string') return `"${this.value.length > 40 ? `${this.value.slice(0, 40)}…` : this.value}"`;
-    return typeof this.value === 'object' ? 'an object' : String(this.value);
+  protected at(path: string, value: unknown): this {
+    return new Reader(this.file, path, value) as this;
   }
 
-  object(): Reader {
-    if (typeof this.value !== 'object' || this.value === null || Array.isArray(this.value)) this.fail(`must be an object (found ${this.describe()})`);
-    return this;
+  protected memberPath(name: string): string {
+    return this.path ? `${this.path}.${name}` : name;
   }
 
-  field(name: string): Reader {
-    const obj = this.object().value as Record<string, Json>;
-    return new Reader(this.file, this.path ? `${this.path}.${name}` : name, Object.prototype.hasOwnProperty.call(obj, name) ? obj[name] : undefined);
-  }
-
-  has(name: string): boolean {
-    const obj = this.object().value as Record<string, Json>;
-    return Object.prototype.hasOwnProperty.call(obj, name) && obj[name] !== undefined && obj[name] !== null;
-  }
-
-  optional<T>(name: string, read: (r: Reader) => T): T | undefined {
-    return this.has(name) ? read(this.field(name)) : undefined;
-  }
-
-  string(): string {
-    if (typeof this.value !== 'string') this.fail(`must be a string (found ${this.describe()})`);
-    return this.value;
-  }
-
-  number(): number {
-    if (typeof this.value !== 'number' || !Number.isFinite(this.value)) this.fail(`must be a finite number (found ${this.describe()})`);
-    return this.value;
+  protected itemPath(index: number): string {
+    return `${this.path}[${index}]`;
   }
 
   count(): number {
@@ -262,7 +236,7 @@ class Reader {
   compensatedRecord(calls: number): Record<string, number> {
     const raw = this.numberRecord();
     for (const key of Object.keys(raw)) {
-      const at = new Reader(this.file, `${this.path}.${key}`, raw[key]);
+      const at = this.at(this.memberPath(key), raw[key]);
       if (raw[key]! < 0 && raw[key]! >= -(calls + 1)) continue;
       at.counterValue();
     }
@@ -278,35 +252,8 @@ class Reader {
   /** A record of counter readings keyed by event id. */
   counterRecord(): Record<string, number> {
     const raw = this.numberRecord();
-    for (const key of Object.keys(raw)) new Reader(this.file, `${this.path}.${key}`, raw[key]).counterValue();
+    for (const key of Object.keys(raw)) this.at(this.memberPath(key), raw[key]).counterValue();
     return raw;
-  }
-
-  boolean(): boolean {
-    if (typeof this.value !== 'boolean') this.fail(`must be true or false (found ${this.describe()})`);
-    return this.value;
-  }
-
-  oneOf<T extends string>(values: readonly T[]): T {
-    const s = this.string();
-    if (!(values as readonly string[]).includes(s)) this.fail(`must be one of ${values.map((v) => `"${v}"`).join(', ')} (found "${s}")`);
-    return s as T;
-  }
-
-  array<T>(read: (r: Reader) => T): T[] {
-    if (!Array.isArray(this.value)) this.fail(`must be an array (found ${this.describe()})`);
-    return this.value.map((v, i) => read(new Reader(this.file, `${this.path}[${i}]`, v)));
-  }
-
-  /** A record of numbers keyed by event id; keys that could reach a prototype are refused. */
-  numberRecord(): Record<string, number> {
-    const obj = this.object().value as Record<string, Json>;
-    const out: Record<string, number> = {};
-    for (const key of Object.keys(obj)) {
-      if (key === '__proto__' || key === 'constructor' || key === 'prototype') this.fail(`has a forbidden key "${key}"`);
-      out[key] = new Reader(this.file, `${this.path}.${key}`, obj[key]).number();
-    }
-    return out;
   }
 }
 
@@ -431,7 +378,8 @@ export interface CallGraphDocument {
 
 /** Validates parsed JSON as a saved call graph; `file` names it in messages. */
 export function parseCallGraphDocument(json: Json, file = 'the call graph'): CallGraphDocument {
-  const top = new Reader(file, '', json).object();
+  const top = new Reader(file, '', json);
+  top.object();
   const schema = top.has('schema') ? top.field('schema').string() : undefined;
   if (schema !== CALL_GRAPH_SCHEMA) {
     throw new ResultSetError(schema === undefined ? 'notResultSet' : 'version', `${file} is not a CycleLens call graph: its schema is ${schema === undefined ? 'missing' : `"${schema}"`}, expected "${CALL_GRAPH_SCHEMA}". Record it with \`cyclelens call-graph\`.`);

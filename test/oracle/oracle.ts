@@ -107,6 +107,11 @@ export async function runOracle(options: OracleOptions): Promise<OracleSummary> 
       if (qemu.timedOut) {
         throw new Error(`QEMU did not finish within ${(options.timeoutMs ?? 120_000) / 1000} s: the program may not exit; bound the run with --max-instructions`);
       }
+      // A QEMU killed by a signal left a trace that stops mid-program (its log buffer is lost too):
+      // every share read from it would be wrong, so it is no reference.
+      if (qemu.signal && !qemu.stoppedAtLimit) {
+        throw new Error(`QEMU was killed by ${qemu.signal} before the program ended, so its trace is incomplete; stderr: ${qemu.stderr.trim().slice(-400) || '(empty)'}`);
+      }
     }
     const analyzer = new TraceAnalyzer(model, regions);
     const started = process.hrtime.bigint();
