@@ -15,8 +15,10 @@ export class FileFollower {
   private handle: FileHandle | undefined;
   private offset = 0;
   private timer: NodeJS.Timeout | undefined;
-  private reading: Promise<void> | undefined;
+  /** Reads run one after another, so two never read the same bytes. */
+  private reads: Promise<void> = Promise.resolve();
   private stopped = false;
+  private closed = false;
   private readonly decoder = new StringDecoder('utf8');
   private readonly buffer = Buffer.allocUnsafe(64 * 1024);
 
@@ -30,33 +32,35 @@ export class FileFollower {
     this.schedule();
   }
 
+  /** Delivers everything written so far, now. */
+  drain(): Promise<void> {
+    this.reads = this.reads.then(() => this.readNew());
+    return this.reads;
+  }
+
   /** Reads what is left, then stops following. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    await this.reading;
-    await this.readNew();
+    await this.drain();
     const rest = this.decoder.end();
     if (rest) this.deliver(rest);
+    this.closed = true;
     await this.handle?.close().catch(() => undefined);
     this.handle = undefined;
   }
 
   private schedule(): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => {
-      this.reading = this.readNew().finally(() => {
-        this.reading = undefined;
-        this.schedule();
-      });
-    }, this.intervalMs);
+    this.timer = setTimeout(() => void this.drain().finally(() => this.schedule()), this.intervalMs);
     // Following output never keeps the adapter alive by itself.
     this.timer.unref();
   }
 
   private async readNew(): Promise<void> {
+    if (this.closed) return;
     try {
       this.handle ??= await open(this.path, 'r');
     } catch {

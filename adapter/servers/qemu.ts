@@ -35,6 +35,7 @@ export class QemuServer implements GdbServer {
   private stopping = false;
   private runDir: string | undefined;
   private uartFollower: FileFollower | undefined;
+  private uartLines: LineCoalescer | undefined;
   private readonly tail = new OutputTail();
   private readonly exitEmitter = new Emitter<ServerExit>();
   readonly onUnexpectedExit = (l: (e: ServerExit) => void): void => void this.exitEmitter.event(l);
@@ -101,6 +102,7 @@ export class QemuServer implements GdbServer {
     proc.child.stdout?.setEncoding('utf8');
     proc.child.stderr?.setEncoding('utf8');
     const uart = new LineCoalescer(ctx.log);
+    this.uartLines = uart;
     proc.child.stdout?.on('data', (text: string) => uart.push(text));
     const follower = new FileFollower(join(this.runDir, 'uart.log'), (text) => uart.push(text));
     this.uartFollower = follower;
@@ -134,6 +136,12 @@ export class QemuServer implements GdbServer {
       const why = err instanceof Error && err.message === 'timeout' ? 'did not open its GDB port within 10 s' : 'exited before GDB could connect';
       throw new CycleLensError(ErrorCode.ServerFailedToStart, `QEMU ${why}.${output ? ` It printed:\n${output}` : ''}\nCheck \`server.machine\` (${argv[1]}) and that the executable is built for it.`);
     }
+  }
+
+  /** Delivers the guest's UART output written so far (it is otherwise followed every 50 ms). */
+  async flushOutput(): Promise<void> {
+    await this.uartFollower?.drain();
+    this.uartLines?.flush();
   }
 
   async stop(): Promise<void> {

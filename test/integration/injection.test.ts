@@ -72,7 +72,7 @@ interface Session {
   gdb: GdbBackend;
   access: GdbTargetAccess;
   svc: InjectionService;
-  uart: () => string;
+  uart: () => Promise<string>;
   runTo(location: string, timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
@@ -107,7 +107,10 @@ async function session(elfPath = ELF, journalDir = join(scratch, 'journal'), qem
   });
   return {
     elf, qemu, gdb, access, svc, runTo,
-    uart: () => out,
+    uart: async () => {
+      await qemu.flushOutput();
+      return out;
+    },
     async close() {
       await gdb.exit();
       await qemu!.stop();
@@ -165,7 +168,7 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
         assert.equal(r.total - r.nested - r.ownOverheadPerPass * r.passes, o.inclusiveExcludingInterrupts, `${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`);
         assert.equal(r.compensatedTotal, o.inclusiveExcludingInterrupts);
       }
-      assert.match(s.uart(), /checksum=0xe420b5dd/, 'the program computed what it always computes');
+      assert.match(await s.uart(), /checksum=0xe420b5dd/, 'the program computed what it always computes');
     } finally {
       await s.close();
     }
@@ -247,7 +250,7 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
       // Each interrupt inside vm_run adds one whole handler run: its region pass plus the MRET.
       const handler = isr.last.compensated.at(-1)! + 1;
       assert.ok(extra >= 0 && extra % handler === 0 && extra / handler <= gTicks, `vm_run +${extra} = k x ${handler}`);
-      assert.match(s.uart(), /checksum=0xe420b5dd/);
+      assert.match(await s.uart(), /checksum=0xe420b5dd/);
     } finally {
       await s.close();
     }
@@ -321,7 +324,7 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
         assert.deepEqual(now, Buffer.from(s.elf.file.readMemory(p.address, p.length)!), `bytes at ${hex(p.address)}`);
       }
       await s.runTo('board_exit');
-      assert.match(s.uart(), /checksum=0xe420b5dd/, 'calls in flight returned through their exit stubs');
+      assert.match(await s.uart(), /checksum=0xe420b5dd/, 'calls in flight returned through their exit stubs');
     } finally {
       await s.close();
     }

@@ -49,7 +49,7 @@ after(async () => {
   assert.deepEqual(await waitForNoTaggedProcesses(tag, 5000), []);
 });
 
-async function session(): Promise<{ svc: InjectionService; gdb: GdbBackend; access: GdbTargetAccess; elf: ElfImage; uart: () => string; runTo(l: string): Promise<void>; stopTimer(): Promise<void>; close(): Promise<void> }> {
+async function session(): Promise<{ svc: InjectionService; gdb: GdbBackend; access: GdbTargetAccess; elf: ElfImage; uart: () => Promise<string>; runTo(l: string): Promise<void>; stopTimer(): Promise<void>; close(): Promise<void> }> {
   const elf = ElfImage.loadSync(ELF);
   let out = '';
   const qemu = new QemuServer({ type: 'qemu' });
@@ -88,7 +88,7 @@ async function session(): Promise<{ svc: InjectionService; gdb: GdbBackend; acce
     assert.ok(await gdbTargetRunner(gdb).runTo(HELPER + 6, 10_000), 'timer-stop routine ran');
     for (const [r, v] of saved) await access.writeRegister(r, v);
   };
-  return { svc, gdb, access, elf, runTo, stopTimer, uart: () => out, async close() { await gdb.exit(); await qemu.stop(); } };
+  return { svc, gdb, access, elf, runTo, stopTimer, uart: async () => (await qemu.flushOutput(), out), async close() { await gdb.exit(); await qemu.stop(); } };
 }
 
 const fn = (name: string): OracleSummary['functions'][number] => oracle.functions.find((f) => f.name === name)!;
@@ -120,7 +120,7 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
       const before = await s.access.readU32(ticks);
       await s.runTo('board_exit');
       assert.equal(await s.access.readU32(ticks), before, 'no tick after the timer was stopped');
-      return { rs: await s.svc.read(), uart: s.uart() };
+      return { rs: await s.svc.read(), uart: await s.uart() };
     } finally {
       await s.close();
     }
@@ -163,7 +163,7 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
       const rs = await s.svc.read();
       const ticks = await s.access.readU32(BigInt(s.elf.symbols.objectNamed('g_ticks')!.address));
       assert.ok(ticks >= 10, `${ticks} timer interrupts`);
-      assert.match(s.uart(), /checksum=0xe420b5dd/, 'every exception return went through the exit stub and the program ran on unchanged');
+      assert.match(await s.uart(), /checksum=0xe420b5dd/, 'every exception return went through the exit stub and the program ran on unchanged');
       for (const n of ['TIMER0_IRQHandler', 'app_timer_tick']) {
         const r = result(rs, n);
         assert.equal(r.untracked, 0, `${n}: no entry left untracked`);
