@@ -67,6 +67,12 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     assert.equal(injected.refused.length, 1);
     assert.match(injected.refused[0]!.reason, /no_such_function/);
     assert.equal(injected.injected[0]!.source?.path, dsp);
+    // The region carries its function and ends as fields (the editor never parses its name).
+    const firstAddress = (marker: string): string => `0x${image.lineTable.addressesForLine(dsp, markerLine(dsp, marker))[0]!.toString(16)}`;
+    assert.deepEqual(injected.injected[3]!.region, { function: 'fir_filter', start: firstAddress('#REGION_START'), end: firstAddress('#REGION_END') });
+    assert.equal(injected.injected[0]!.region, undefined, 'a function measurement has no region fields');
+    // Warnings come with their codes: the region's start moves a call into its trampoline.
+    assert.deepEqual(injected.injected.map((i) => i.warnings.map((w) => w.code)), [[], [], [], ['memoryPinned']], JSON.stringify(injected.injected.map((i) => i.warnings)));
     // The entry of a measured function no longer holds the program's own bytes.
     const now = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${image.functionNamed('fir_filter')!.address.toString(16)}`, count: 8 })).body.data, 'base64');
     assert.notDeepEqual(now, fnBytes('fir_filter'));
