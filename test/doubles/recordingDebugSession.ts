@@ -14,7 +14,10 @@ export interface RecordedRequest {
 /** A `then`-only object, as `Thenable` promises: a client that used `.catch` or `.finally` on it would break here too. */
 function thenable<T>(settle: () => T): PromiseLike<T> {
   return {
-    then<A = T, B = never>(onFulfilled?: ((value: T) => A | PromiseLike<A>) | null, onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): PromiseLike<A | B> {
+    then<A = T, B = never>(
+      onFulfilled?: ((value: T) => A | PromiseLike<A>) | null,
+      onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+    ): PromiseLike<A | B> {
       return Promise.resolve().then(settle).then(onFulfilled, onRejected);
     },
   };

@@ -39,7 +39,9 @@ describe('customRequest against a VS Code debug session double', () => {
 });
 
 describe('customEventBody', () => {
-  const samples: SamplesEventBody = { sampler: 'qemu-monitor', seq: 1, elapsedMs: 250, delta: [[0x100, 3]], locations: [], totalSamples: 3, samplesPerSecond: 12 };
+  const samples: SamplesEventBody = {
+    sampler: 'qemu-monitor', seq: 1, elapsedMs: 250, delta: [[0x100, 3]], locations: [], totalSamples: 3, samplesPerSecond: 12,
+  };
 
   it('gives the body of the event it names', () => {
     assert.deepEqual(customEventBody({ event: CustomEvents.samples, body: samples }, CustomEvents.samples), samples);
