@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { join, relative } from 'node:path';
-import type { CallGraphResponse, DynamicCallGraphArguments, DynamicCallGraphResponse } from '../common/dapCustom';
+import type { CallGraphResponse, DynamicCallGraphArguments } from '../common/dapCustom';
 import { CustomRequests } from '../common/dapCustom';
+import { customRequest } from '../common/dapCustomClient';
 import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, resultSetDocument, saveResultSetDocument, writeFileAtomic, type CallGraphDocument, type ResultSet } from '../core/analysis/resultSet';
 import { DapProfiler } from '../core/profiling/dapProfiler';
 import { runScenario } from '../core/profiling/scenarios';
@@ -165,13 +166,15 @@ async function saveCallGraph(session: AdapterSession, out: string, executable: s
   if (dynamic) {
     io.err('cyclelens: recording the calls of one run (one halt per call: this takes a while)\n');
     const args: DynamicCallGraphArguments = { maxHits: dynamic.maxCalls, timeoutMs };
-    const r = await session.client.request<DynamicCallGraphResponse>(CustomRequests.dynamicCallGraph, args, timeoutMs + 30_000);
+    // The recording may take the whole --timeout: the request waits that long, and then some.
+    const patient = { customRequest: (command: string, a?: unknown) => session.client.request(command, a, timeoutMs + 30_000) };
+    const r = await customRequest(patient, CustomRequests.dynamicCallGraph, args);
     const { hits, ended, interrupts, elapsedMs, ...graph } = r;
     io.err(`cyclelens: ${hits} calls in ${(elapsedMs / 1000).toFixed(1)} s, recording ended: ${ended}\n`);
     if (ended !== 'programEnd' && ended !== 'exited') io.err(`cyclelens: note: the recording did not see the whole run (${ended}); raise --max-calls or --timeout for complete counts\n`);
     doc = { schema: CALL_GRAPH_SCHEMA, program: executable, kind: 'dynamic', graph: plainGraph(graph), interrupts, ended };
   } else {
-    doc = { schema: CALL_GRAPH_SCHEMA, program: executable, kind: 'static', graph: plainGraph(await session.client.request<CallGraphResponse>(CustomRequests.callGraph)) };
+    doc = { schema: CALL_GRAPH_SCHEMA, program: executable, kind: 'static', graph: plainGraph(await customRequest(session.client, CustomRequests.callGraph)) };
   }
   await writeFileAtomic(out, `${JSON.stringify(doc, null, 1)}\n`);
   io.err(`cyclelens: ${doc.kind} call graph of ${doc.graph.functions.length} functions written to ${out}\n`);

@@ -1,6 +1,8 @@
 /**
- * CycleLens's custom DAP requests and events, declared once. The adapter implements them
- * (adapter/session/customRequests.ts); the extension and the CLI call them through these types.
+ * CycleLens's custom DAP requests and events, declared once: `CustomRequestMap` gives each request's
+ * arguments and response body, `CustomEventMap` each event's body. The adapter's dispatcher is typed
+ * by them (adapter/session/customRequests.ts), and the extension, the CLI and the profiling job call
+ * them through the one generic client in common/dapCustomClient.ts.
  */
 import type { CounterEvent, CounterUnitInfo, CounterValue } from './counters';
 
@@ -96,9 +98,29 @@ export interface InjectedMeasurementInfo {
   counter: string;
   /** Instructions per counter unit where the target facts fix it (QEMU's SysTick under `-icount shift=0`: 40). */
   instructionsPerUnit?: number;
-  warnings: string[];
+  warnings: InjectionWarning[];
+  /** A region's function and patch addresses, as fields (its `name` is for logs and the disassembly). */
+  region?: { function?: string; start: string; end: string };
   /** Source anchor for the editor, when the ELF has line information. */
   source?: { path: string; line: number; endLine?: number };
+}
+
+/**
+ * Why an injected measurement's figures need a note. The extension decides by code which ones
+ * interrupt the user; the message is for people.
+ * - `callSitesMissed`: direct call sites that cannot be rewritten; calls through them are not counted.
+ * - `indirectCallsMissed`: indirect calls may also reach the function; they are not counted.
+ * - `pathsUnknown`: whether every path from the region's start reaches its end is unknown.
+ * - `jumpTableUnresolved`: an indirect jump whose targets are assumed to lie outside the patch.
+ * - `memoryPinned`: trampoline memory stays reserved until the session ends (a call was moved into it).
+ */
+export type InjectionWarningCode = 'callSitesMissed' | 'indirectCallsMissed' | 'pathsUnknown' | 'jumpTableUnresolved' | 'memoryPinned';
+
+export interface InjectionWarning {
+  code: InjectionWarningCode;
+  message: string;
+  /** The member of a group the warning is about. */
+  member?: string;
 }
 
 /** A refused target, echoed as it was sent. */
@@ -317,6 +339,46 @@ export interface StopSamplingResponse {
   elapsedMs: number;
 }
 
+/**
+ * Every custom request by its wire name: what it takes and what its response body is. `undefined`
+ * arguments: the request takes none; `void` response: the response has no body.
+ */
+export interface CustomRequestMap {
+  'cyclelens/events': { arguments: undefined; response: EventsResponse };
+  'cyclelens/counters': { arguments: undefined; response: CountersResponse };
+  'cyclelens/configure': { arguments: ConfigureArguments; response: CountersResponse };
+  'cyclelens/read': { arguments: undefined; response: ReadResponse };
+  'cyclelens/reset': { arguments: ResetArguments; response: CountersResponse };
+  'cyclelens/measureTo': { arguments: MeasureToArguments; response: MeasurementResponse };
+  'cyclelens/measureRange': { arguments: MeasureRangeArguments; response: MeasurementResponse };
+  'cyclelens/inject': { arguments: InjectArguments; response: InjectResponse };
+  'cyclelens/injectedResults': { arguments: undefined; response: InjectedResultsResponse };
+  'cyclelens/removeInjections': { arguments: RemoveInjectionsArguments; response: void };
+  'cyclelens/planInjection': { arguments: PlanInjectionArguments; response: PlanInjectionResponse };
+  'cyclelens/callGraph': { arguments: undefined; response: CallGraphResponse };
+  'cyclelens/run': { arguments: RunArguments; response: RunResponse };
+  'cyclelens/dynamicCallGraph': { arguments: DynamicCallGraphArguments; response: DynamicCallGraphResponse };
+  'cyclelens/samplers': { arguments: undefined; response: SamplersResponse };
+  'cyclelens/startSampling': { arguments: StartSamplingArguments; response: StartSamplingResponse };
+  'cyclelens/stopSampling': { arguments: undefined; response: StopSamplingResponse };
+  'cyclelens/samplingSnapshot': { arguments: undefined; response: SamplingSnapshotResponse };
+}
+
+export type CustomRequestName = keyof CustomRequestMap;
+export type CustomArguments<K extends CustomRequestName> = CustomRequestMap[K]['arguments'];
+export type CustomResponse<K extends CustomRequestName> = CustomRequestMap[K]['response'];
+
+/** Every custom event by its wire name: its body. */
+export interface CustomEventMap {
+  'cyclelens/capabilities': CapabilitiesEventBody;
+  'cyclelens/injectionsRemoved': Record<string, never>;
+  'cyclelens/measurementProgress': MeasurementProgressEventBody;
+  'cyclelens/samples': SamplesEventBody;
+}
+
+export type CustomEventName = keyof CustomEventMap;
+
+/** The short names code uses for the wire names (`CustomRequests.inject` is `'cyclelens/inject'`). */
 export const CustomRequests = {
   events: 'cyclelens/events',
   counters: 'cyclelens/counters',
@@ -336,7 +398,7 @@ export const CustomRequests = {
   startSampling: 'cyclelens/startSampling',
   stopSampling: 'cyclelens/stopSampling',
   samplingSnapshot: 'cyclelens/samplingSnapshot',
-} as const;
+} as const satisfies Record<string, CustomRequestName>;
 
 export const CustomEvents = {
   /** Sent once after launch: the counter units the target has (present or not, with notes). */
@@ -347,7 +409,14 @@ export const CustomEvents = {
   measurementProgress: 'cyclelens/measurementProgress',
   /** While sampling: counts since the previous event (SamplesEventBody). */
   samples: 'cyclelens/samples',
-} as const;
+} as const satisfies Record<string, CustomEventName>;
+
+// The short names and the maps name the same requests and events: one missing on either side does not compile.
+type SameNames<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const requestNamesAgree: SameNames<(typeof CustomRequests)[keyof typeof CustomRequests], CustomRequestName> = true;
+const eventNamesAgree: SameNames<(typeof CustomEvents)[keyof typeof CustomEvents], CustomEventName> = true;
+void requestNamesAgree;
+void eventNamesAgree;
 
 export interface CapabilitiesEventBody {
   family: string;

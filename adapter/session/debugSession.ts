@@ -1,6 +1,5 @@
-import { DebugSession, Event, InitializedEvent, OutputEvent, Response, StoppedEvent, TerminatedEvent, Thread } from '@vscode/debugadapter';
+import { DebugSession, InitializedEvent, OutputEvent, Response, StoppedEvent, TerminatedEvent, Thread } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { CapabilitiesEventBody, MeasurementProgressEventBody, SamplesEventBody } from '../../common/dapCustom';
 import { CustomEvents } from '../../common/dapCustom';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { createCounterUnits } from '../arch/counterUnits';
@@ -17,7 +16,7 @@ import { DisassemblyCache } from './disassemblyCache';
 import { InjectionRequests } from './injectionRequests';
 import { ProbeRequests } from './probeRequests';
 import { SamplingService } from '../sampling/samplingService';
-import { samplingHandlers } from './samplingRequests';
+import { customEvent, customRequestHandlers } from './customRequests';
 import { validateLaunchArgs } from './launchValidation';
 import { VariableStore } from './variables';
 
@@ -43,7 +42,7 @@ export class CycleLensDebugSession extends DebugSession {
   private readonly probe = new ProbeRequests(
     () => this.requireTarget(),
     () => this.requireCounters(),
-    (passesDone, passesWanted) => this.sendEvent(new Event(CustomEvents.measurementProgress, { passesDone, passesWanted } satisfies MeasurementProgressEventBody)),
+    (passesDone, passesWanted) => this.sendEvent(customEvent(CustomEvents.measurementProgress, { passesDone, passesWanted })),
     (address) => this.injection.stopPointFor(address),
   );
   /** The user's last resume was a continue (not a step) and no stop came since: halting samples may be taken. */
@@ -51,7 +50,7 @@ export class CycleLensDebugSession extends DebugSession {
   private readonly sampling = new SamplingService(
     () => this.requireTarget(),
     () => this.freeRunning,
-    (body) => this.sendEvent(new Event(CustomEvents.samples, body satisfies SamplesEventBody)),
+    (body) => this.sendEvent(customEvent(CustomEvents.samples, body)),
     (text) => this.output({ category: 'important', text }),
   );
   private readonly breakpoints = new BreakpointManager(() => this.requireTarget().gdb);
@@ -102,9 +101,7 @@ export class CycleLensDebugSession extends DebugSession {
       // DAP: after `terminate` the adapter reports the end; VS Code then disconnects.
       this.sendEvent(new TerminatedEvent());
     },
-    ...this.probe.handlers(),
-    ...this.injection.handlers(),
-    ...samplingHandlers(this.sampling),
+    ...customRequestHandlers(this.probe, this.injection, this.sampling),
   };
 
   protected override initializeRequest(response: DebugProtocol.InitializeResponse): void {
@@ -188,11 +185,11 @@ export class CycleLensDebugSession extends DebugSession {
       }),
     );
     const units = await this.counters.discover();
-    this.sendEvent(new Event(CustomEvents.capabilities, { family: config.family, units } satisfies CapabilitiesEventBody));
+    this.sendEvent(customEvent(CustomEvents.capabilities, { family: config.family, units }));
     await this.injection.restoreJournal();
     target.onBeforeReset(async () => {
       await this.injection.beforeReset();
-      this.sendEvent(new Event(CustomEvents.injectionsRemoved, {}));
+      this.sendEvent(customEvent(CustomEvents.injectionsRemoved, {}));
     });
     target.onAfterReset(async () => {
       await this.counters?.afterReset();

@@ -7,7 +7,6 @@ import type {
   InjectedResult,
   InjectedResultsResponse,
   InjectionRefusedTarget,
-  RemoveInjectionsArguments,
   PlanInjectionArguments,
   PlanInjectionResponse,
 } from '../../common/dapCustom';
@@ -37,8 +36,9 @@ import {
 import { GdbTargetAccess } from '../probe/targetAccess';
 import { validateReservedMemory } from './launchValidation';
 import type { DebugTarget, TargetOutput } from '../target/debugTarget';
+import type { CustomRequestHandlers } from './customRequests';
 
-type Handler = (args: never) => Promise<unknown>;
+type InjectionRequestName = (typeof CustomRequests)['inject' | 'injectedResults' | 'removeInjections' | 'planInjection'];
 
 /** Directory of patch journals: a crashed session's patches are restored from here at the next launch. */
 export function journalDir(cwd: string): string {
@@ -61,12 +61,12 @@ export class InjectionRequests {
     private readonly hasCycleCounter: () => boolean,
   ) {}
 
-  handlers(): Record<string, Handler> {
+  handlers(): CustomRequestHandlers<InjectionRequestName> {
     return {
-      [CustomRequests.inject]: (a: InjectArguments) => this.inject(a),
+      [CustomRequests.inject]: (a) => this.inject(a),
       [CustomRequests.injectedResults]: () => this.results(),
-      [CustomRequests.removeInjections]: (a: RemoveInjectionsArguments) => this.remove(a.ids),
-      [CustomRequests.planInjection]: (a: PlanInjectionArguments) => this.planEntries(a),
+      [CustomRequests.removeInjections]: (a) => this.remove(a.ids),
+      [CustomRequests.planInjection]: (a) => this.planEntries(a),
     };
   }
 
@@ -127,6 +127,7 @@ export class InjectionRequests {
           const options = { ...(a.payload ? { payload: a.payload } : {}), callSitesIfTooShort: a.callSitesIfTooShort ?? true };
           let info: MeasurementInfo;
           let source: InjectedMeasurementInfo['source'];
+          let region: InjectedMeasurementInfo['region'];
           if ('group' in t) {
             info = await service.measureGroup(t.group, { ...(a.payload ? { payload: a.payload } : {}), ...(t.name !== undefined ? { name: t.name } : {}) });
             source = this.sourceOf(t.group[0]);
@@ -134,11 +135,13 @@ export class InjectionRequests {
             info = await service.measureFunction(t.function, options);
             source = this.sourceOf(t.function);
           } else {
-            info = await service.measureRegion(this.address(t.start), this.address(t.end));
+            const [start, end] = [this.address(t.start), this.address(t.end)];
+            info = await service.measureRegion(start, end);
+            region = regionFields(this.target().config.image.functionContaining(start)?.name, start, end);
             source = 'path' in t.start ? { path: t.start.path, line: t.start.line, ...('path' in t.end ? { endLine: t.end.line } : {}) } : undefined;
           }
           this.sources.set(info.id, source);
-          injected.push(toWireInfo(info, source, service.instructionsPerCounterUnit));
+          injected.push(toWireInfo(info, source, region, service.instructionsPerCounterUnit));
         } catch (err) {
           if (!(err instanceof InjectionRefusedError) && !(err instanceof CycleLensError)) throw err;
           const member = err instanceof InjectionRefusedError ? err.refusal.member : undefined;
@@ -255,7 +258,18 @@ export class InjectionRequests {
   }
 }
 
-function toWireInfo(info: MeasurementInfo, source: InjectedMeasurementInfo['source'], instructionsPerUnit: number | undefined): InjectedMeasurementInfo {
+/** A region's function and ends as the extension reads them: never parsed back out of its name. */
+function regionFields(fn: string | undefined, start: number, end: number): NonNullable<InjectedMeasurementInfo['region']> {
+  const hex = (n: number): string => `0x${n.toString(16)}`;
+  return { ...(fn !== undefined ? { function: fn } : {}), start: hex(start), end: hex(end) };
+}
+
+function toWireInfo(
+  info: MeasurementInfo,
+  source: InjectedMeasurementInfo['source'],
+  region: InjectedMeasurementInfo['region'],
+  instructionsPerUnit: number | undefined,
+): InjectedMeasurementInfo {
   return {
     id: info.id,
     name: info.name,
@@ -265,6 +279,7 @@ function toWireInfo(info: MeasurementInfo, source: InjectedMeasurementInfo['sour
     counter: info.counter,
     ...(instructionsPerUnit !== undefined ? { instructionsPerUnit } : {}),
     warnings: info.warnings,
+    ...(region ? { region } : {}),
     ...(source ? { source } : {}),
   };
 }

@@ -1,16 +1,4 @@
-import type {
-  ConfigureArguments,
-  CountersResponse,
-  DynamicCallGraphArguments,
-  EventsResponse,
-  MeasureRangeArguments,
-  MeasureToArguments,
-  MeasurementResponse,
-  ReadResponse,
-  ResetArguments,
-  RunArguments,
-  RunResponse,
-} from '../../common/dapCustom';
+import type { ConfigureArguments, CountersResponse, MeasurementResponse, RunArguments, RunResponse } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { CycleLensError, ErrorCode } from '../errors';
 import type { CounterService } from '../probe/counterService';
@@ -21,8 +9,11 @@ import { dynamicCallGraphRequest } from '../probe/dynamicCallGraph';
 import { BreakpointMeasurement, gdbLocation } from '../probe/rangeMeasurement';
 import type { StopPoint } from '../probe/injection';
 import type { DebugTarget } from '../target/debugTarget';
+import type { CustomRequestHandlers } from './customRequests';
 
-type Handler = (args: never) => Promise<unknown>;
+type ProbeRequestName = (typeof CustomRequests)[
+  'events' | 'counters' | 'configure' | 'read' | 'reset' | 'measureTo' | 'measureRange' | 'callGraph' | 'run' | 'dynamicCallGraph'
+];
 
 /**
  * The custom `cyclelens/*` requests: counters and measurements. Translation only; the counter
@@ -37,22 +28,22 @@ export class ProbeRequests {
     private readonly stopPointFor: (address: number) => StopPoint,
   ) {}
 
-  handlers(): Record<string, Handler> {
+  handlers(): CustomRequestHandlers<ProbeRequestName> {
     return {
-      [CustomRequests.events]: async (): Promise<EventsResponse> => ({ events: this.counters().events() }),
-      [CustomRequests.counters]: async (): Promise<CountersResponse> => ({ units: this.counters().capabilities() }),
-      [CustomRequests.configure]: (a: ConfigureArguments) => this.configure(a),
-      [CustomRequests.read]: (): Promise<ReadResponse> => this.halted(async () => ({ values: (await this.counters().read()).map(toWire) })),
-      [CustomRequests.reset]: (a: ResetArguments) => this.halted(async () => {
+      [CustomRequests.events]: async () => ({ events: this.counters().events() }),
+      [CustomRequests.counters]: async () => ({ units: this.counters().capabilities() }),
+      [CustomRequests.configure]: (a) => this.configure(a),
+      [CustomRequests.read]: () => this.halted(async () => ({ values: (await this.counters().read()).map(toWire) })),
+      [CustomRequests.reset]: (a) => this.halted(async () => {
         await this.counters().reset(a.unit, a.slots);
         return { units: this.counters().capabilities() };
       }),
-      [CustomRequests.measureTo]: (a: MeasureToArguments) => this.measure((m) => m.measureTo(a.to, a.timeoutMs)),
-      [CustomRequests.measureRange]: (a: MeasureRangeArguments) =>
+      [CustomRequests.measureTo]: (a) => this.measure((m) => m.measureTo(a.to, a.timeoutMs)),
+      [CustomRequests.measureRange]: (a) =>
         this.measure((m) => m.measureRange(a.start, a.end, a.passes, a.timeoutMs, (done) => this.onProgress(done, a.passes))),
       [CustomRequests.callGraph]: async () => this.callGraph(),
-      [CustomRequests.run]: (a: RunArguments) => this.run(a),
-      [CustomRequests.dynamicCallGraph]: (a: DynamicCallGraphArguments) => dynamicCallGraphRequest(this.target(), this.callGraph(), a),
+      [CustomRequests.run]: (a) => this.run(a),
+      [CustomRequests.dynamicCallGraph]: (a) => dynamicCallGraphRequest(this.target(), this.callGraph(), a),
     };
   }
 

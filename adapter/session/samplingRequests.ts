@@ -1,14 +1,14 @@
-import type { SamplersResponse, StartSamplingArguments, StartSamplingResponse } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import type { SamplingService } from '../sampling/samplingService';
+import type { CustomRequestHandlers } from './customRequests';
 
-type Handler = (args: never) => Promise<unknown>;
+type SamplingRequestName = (typeof CustomRequests)['samplers' | 'startSampling' | 'stopSampling' | 'samplingSnapshot'];
 
 /** The custom `cyclelens/*` sampling requests: translation only; the sampling service does the work. */
-export function samplingHandlers(service: SamplingService): Record<string, Handler> {
+export function samplingHandlers(service: SamplingService): CustomRequestHandlers<SamplingRequestName> {
   return {
-    [CustomRequests.samplers]: async (): Promise<SamplersResponse> => ({ samplers: service.samplers() }),
-    [CustomRequests.startSampling]: async (a: StartSamplingArguments): Promise<StartSamplingResponse> => ({ sampler: await service.start(a) }),
+    [CustomRequests.samplers]: async () => ({ samplers: service.samplers() }),
+    [CustomRequests.startSampling]: async (a) => ({ sampler: await service.start(a) }),
     [CustomRequests.stopSampling]: () => service.stop(),
     [CustomRequests.samplingSnapshot]: async () => service.snapshot(),
   };

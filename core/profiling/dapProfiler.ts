@@ -1,21 +1,7 @@
 import type { CounterValue } from '../../common/counters';
-import type {
-  CallGraphResponse,
-  CodeLocation,
-  ConfigureArguments,
-  CountersResponse,
-  InjectArguments,
-  InjectedResult,
-  InjectedResultsResponse,
-  InjectResponse,
-  PlanInjectionArguments,
-  PlanInjectionResponse,
-  ReadResponse,
-  RemoveInjectionsArguments,
-  RunArguments,
-  RunResponse,
-} from '../../common/dapCustom';
+import type { CallGraphResponse, CodeLocation, CustomRequestName, CustomResponse, InjectArguments, InjectedResult, InjectResponse, RunArguments, RunResponse } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
+import { customRequest, type CustomArgumentList, type CustomRequestPeer } from '../../common/dapCustomClient';
 import type { BatchMeasurer, MeasurerPlan } from '../analysis/descent';
 import { newResultSetId, type FunctionMeasurement, type GroupMeasurement, type RefusedFunction, type ResultSet } from '../analysis/resultSet';
 
@@ -32,9 +18,8 @@ import { newResultSetId, type FunctionMeasurement, type GroupMeasurement, type R
 
 const Req = CustomRequests;
 
-export interface DapRequester {
-  customRequest(command: string, args?: unknown): Promise<unknown>;
-}
+/** What the profiler needs of a session: `customRequest` (vscode.DebugSession and the CLI's DAP client have it). */
+export type DapRequester = CustomRequestPeer;
 
 export type ProfilingMode =
   | {
@@ -128,7 +113,7 @@ export class DapProfiler implements BatchMeasurer {
   }
 
   async callGraph(): Promise<CallGraphResponse> {
-    return (await this.request(Req.callGraph)) as CallGraphResponse;
+    return await this.request(Req.callGraph);
   }
 
   /** The adapter measures groups: several functions on one shared record, the union of their activations. */
@@ -139,7 +124,7 @@ export class DapProfiler implements BatchMeasurer {
    * their call sites can measure are unmeasurable before any run.
    */
   async plan(functions: readonly string[]): Promise<MeasurerPlan> {
-    const r = (await this.request(Req.planInjection, { functions: [...functions] } satisfies PlanInjectionArguments)) as PlanInjectionResponse;
+    const r = await this.request(Req.planInjection, { functions: [...functions] });
     const callSites = this.options.callSitesIfTooShort ?? true;
     return {
       groupable: new Set(r.functions.filter((f) => f.entry).map((f) => f.name)),
@@ -195,7 +180,7 @@ export class DapProfiler implements BatchMeasurer {
     try {
       return await this.withInjected(batch, groups, async () => {
         await this.runTo({ until }, describe(until));
-        const r = ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results.find((x) => x.id === window.id);
+        const r = (await this.request(Req.injectedResults)).results.find((x) => x.id === window.id);
         const value = r ? windowValue(r, window.region) : undefined;
         if (!r || value === undefined) throw new ProfilingError(`${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`);
         this.baseline = { totals: { [eventOfCounter(r.counter)]: value }, method: `total from ${window.what} injected with the first batch (${r.counter})` };
@@ -203,7 +188,7 @@ export class DapProfiler implements BatchMeasurer {
         return { totals: { ...this.baseline.totals }, from, to: end, subtractPayload: false, method: this.baseline.method };
       });
     } finally {
-      await this.request(Req.removeInjections, { ids: [window.id] } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
+      await this.request(Req.removeInjections, { ids: [window.id] }).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
     }
   }
 
@@ -218,7 +203,7 @@ export class DapProfiler implements BatchMeasurer {
       { target: { function: from }, what: `${from} from its entry to its return` },
     ];
     for (const attempt of attempts) {
-      const injected = (await this.request(Req.inject, { targets: [attempt.target], payload: 'software', callSitesIfTooShort: false } satisfies InjectArguments)) as InjectResponse;
+      const injected = await this.request(Req.inject, { targets: [attempt.target], payload: 'software', callSitesIfTooShort: false });
       const info = injected.injected[0];
       if (info) return { id: info.id, what: attempt.what, region: 'start' in attempt.target };
       this.options.log?.(`${attempt.what} cannot be injected (${injected.refused[0]?.reason ?? 'no reason given'})`);
@@ -254,7 +239,7 @@ export class DapProfiler implements BatchMeasurer {
     if (window) {
       try {
         await this.runTo({ until }, describe(until));
-        const r = ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results.find((x) => x.id === window.id);
+        const r = (await this.request(Req.injectedResults)).results.find((x) => x.id === window.id);
         this.baselineRuns++;
         const value = r ? windowValue(r, window.region) : undefined;
         if (!r || value === undefined) {
@@ -265,7 +250,7 @@ export class DapProfiler implements BatchMeasurer {
         }
         return { totals: { ...totals, [eventOfCounter(r.counter)]: value }, method: `total from ${window.what} injected in a run of its own (${r.counter})` };
       } finally {
-        await this.request(Req.removeInjections, { ids: [window.id] } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
+        await this.request(Req.removeInjections, { ids: [window.id] }).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
       }
     }
     this.options.log?.(`the run has no ${doubtful.join('/')} total`);
@@ -323,19 +308,19 @@ export class DapProfiler implements BatchMeasurer {
 
   /** Injects the batch and the groups, runs the window, collects the results, and always removes the injections. */
   private async withInjected(batch: readonly string[], groups: readonly (readonly string[])[], window: () => Promise<Window>): Promise<ResultSet> {
-    const injected = (await this.request(Req.inject, {
+    const injected = await this.request(Req.inject, {
       targets: [...batch.map((name) => ({ function: name })), ...groups.map((g) => ({ group: [...g] }))],
       payload: this.options.payload ?? 'software',
       callSitesIfTooShort: this.options.callSitesIfTooShort ?? true,
-    } satisfies InjectArguments)) as InjectResponse;
+    });
     const ids = injected.injected.map((i) => i.id);
     try {
       const w = await window();
-      const results = ids.length > 0 ? ((await this.request(Req.injectedResults)) as InjectedResultsResponse).results : [];
+      const results = ids.length > 0 ? (await this.request(Req.injectedResults)).results : [];
       return this.resultSet(batch, injected, results, w);
     } finally {
       if (ids.length > 0) {
-        await this.request(Req.removeInjections, { ids } satisfies RemoveInjectionsArguments).catch((err: unknown) => this.options.log?.(`could not remove the injections ${ids.join(', ')}: ${message(err)}`));
+        await this.request(Req.removeInjections, { ids }).catch((err: unknown) => this.options.log?.(`could not remove the injections ${ids.join(', ')}: ${message(err)}`));
       }
     }
   }
@@ -376,7 +361,7 @@ export class DapProfiler implements BatchMeasurer {
       const gaps = [
         ...(r.untracked > 0 ? [`${r.untracked} entries could not be tracked`] : []),
         // Measured at call sites: calls through sites it could not rewrite are not counted.
-        ...(info.kind === 'call-sites' ? info.warnings : []),
+        ...(info.kind === 'call-sites' ? info.warnings.filter((w) => w.code === 'callSitesMissed' || w.code === 'indirectCallsMissed').map((w) => w.message) : []),
       ];
       if (gaps.length > 0) {
         m.incomplete = gaps.join('; ');
@@ -408,7 +393,7 @@ export class DapProfiler implements BatchMeasurer {
   }
 
   private async runTo(args: RunArguments, what: string): Promise<RunResponse> {
-    const r = (await this.request(Req.run, { ...args, ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}) } satisfies RunArguments)) as RunResponse;
+    const r = await this.request(Req.run, { ...args, ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}) });
     if (!r.reached) throw new ProfilingError(`the program did not reach ${what}${r.detail ? `: ${r.detail}` : ''}`);
     return r;
   }
@@ -416,18 +401,18 @@ export class DapProfiler implements BatchMeasurer {
   /** Once: counter widths, and the fixed cycle/instruction counters switched on if nothing counts yet. */
   private async prepareCounters(): Promise<void> {
     if (this.widths) return;
-    const caps = (await this.request(Req.counters)) as CountersResponse;
+    const caps = await this.request(Req.counters);
     const widths = new Map<string, number>();
     for (const u of caps.units) for (const s of u.slots) widths.set(`${u.unit}:${s.index}`, s.width);
     const counting = caps.units.some((u) => u.present && u.slots.some((s) => s.event !== undefined));
     const fixed = [...new Set(caps.units.filter((u) => u.present).flatMap((u) => u.slots.map((s) => s.fixedEvent).filter((e): e is string => e !== undefined)))];
-    if (!counting && fixed.length > 0) await this.request(Req.configure, { events: fixed } satisfies ConfigureArguments);
+    if (!counting && fixed.length > 0) await this.request(Req.configure, { events: fixed });
     this.widths = widths;
   }
 
   /** Every counted event's value, reliable readings first. */
   private async readAll(): Promise<Map<string, Reading>> {
-    const values = ((await this.request(Req.read)) as ReadResponse).values;
+    const values = (await this.request(Req.read)).values;
     const out = new Map<string, Reading>();
     const ordered: CounterValue[] = [...values.filter((v) => v.reliable), ...values.filter((v) => !v.reliable)];
     for (const v of ordered) {
@@ -453,11 +438,11 @@ export class DapProfiler implements BatchMeasurer {
     return out;
   }
 
-  private async request(command: string, args?: unknown): Promise<unknown> {
+  private async request<K extends CustomRequestName>(name: K, ...args: CustomArgumentList<K>): Promise<CustomResponse<K>> {
     try {
-      return await this.dap.customRequest(command, args);
+      return await customRequest(this.dap, name, ...args);
     } catch (err) {
-      throw new ProfilingError(`${command} failed: ${message(err)}`);
+      throw new ProfilingError(`${name} failed: ${message(err)}`);
     }
   }
 }

@@ -1,23 +1,24 @@
 import * as vscode from 'vscode';
 import type { CodeLocation, MeasurementResponse } from '../../common/dapCustom';
+import { CustomRequests } from '../../common/dapCustom';
+import { customRequest } from '../../common/dapCustomClient';
 import type { MeasurementKind, MeasurementStore, SourceAnchor } from '../../core/analysis/measurements';
 import { formatCount } from '../../core/analysis/statistics';
-import type { ProbeClient } from '../debug/probeClient';
 import type { SessionTracker } from '../debug/sessionTracker';
 import type { CountersView } from '../views/countersView';
 import { counterPickItems } from './counterPicks';
 
 /** Commands that configure counters and take measurements between two points. */
 export function registerCounterCommands(tracker: SessionTracker, counters: CountersView, store: MeasurementStore): vscode.Disposable[] {
-  const withClient = async (action: (client: ProbeClient) => Promise<void>): Promise<void> => {
-    const client = tracker.client();
-    if (!client) {
+  const withSession = async (action: (session: vscode.DebugSession) => Promise<void>): Promise<void> => {
+    const session = tracker.active;
+    if (!session) {
       const choice = await vscode.window.showErrorMessage('No CycleLens debug session is active. Start one to use the target\'s counters.', 'Start Debugging');
       if (choice) await vscode.commands.executeCommand('workbench.action.debug.start');
       return;
     }
     try {
-      await action(client);
+      await action(session);
     } catch (err) {
       void vscode.window.showErrorMessage(err instanceof Error ? err.message : String(err));
     }
@@ -25,8 +26,8 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
 
   return [
     vscode.commands.registerCommand('cyclelens.configureCounters', () =>
-      withClient(async (client) => {
-        const [{ events }, { units }] = await Promise.all([client.events(), client.counters()]);
+      withSession(async (session) => {
+        const [{ events }, { units }] = await Promise.all([customRequest(session, CustomRequests.events), customRequest(session, CustomRequests.counters)]);
         if (events.length === 0) {
           void vscode.window.showWarningMessage(`This target has no usable counters. ${units.map((u) => `${u.unit}: ${u.note ?? 'absent'}`).join(' ')}`);
           return;
@@ -35,30 +36,30 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
           canPickMany: true, title: 'Events to count', placeHolder: 'Pick the events to count; each needs a free counter slot',
         });
         if (!picked || picked.length === 0) return;
-        await client.configure({ events: [...new Set(picked.map((p) => p.id))] });
+        await customRequest(session, CustomRequests.configure, { events: [...new Set(picked.map((p) => p.id))] });
         counters.forgetValues();
         await counters.refresh(true);
       }),
     ),
     vscode.commands.registerCommand('cyclelens.resetCounters', () =>
-      withClient(async (client) => {
-        await client.reset();
+      withSession(async (session) => {
+        await customRequest(session, CustomRequests.reset);
         counters.forgetValues();
         await counters.refresh(true);
       }),
     ),
     vscode.commands.registerCommand('cyclelens.measureToCursor', () =>
-      withClient(async (client) => {
+      withSession(async (session) => {
         const editor = vscode.window.activeTextEditor;
         if (!editor) throw new Error('Place the cursor on the line to measure to.');
         const line = editor.selection.active.line + 1;
         const to: CodeLocation = { path: editor.document.uri.fsPath, line };
-        const r = await runWithProgress(`Measuring to line ${line}…`, () => client.measureTo({ to }));
+        const r = await runWithProgress(`Measuring to line ${line}…`, () => customRequest(session, CustomRequests.measureTo, { to }));
         record(store, 'to-cursor', `to ${basename(to.path)}:${line}`, { path: to.path, line }, r);
       }),
     ),
     vscode.commands.registerCommand('cyclelens.measureSelection', () =>
-      withClient(async (client) => {
+      withSession(async (session) => {
         const editor = vscode.window.activeTextEditor;
         if (!editor || editor.selection.isSingleLine) throw new Error('Select the lines of the region: from its first line to the line where it ends.');
         const path = editor.document.uri.fsPath;
@@ -68,7 +69,7 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
         if (!answer) return;
         const passes = Number(answer);
         const r = await runWithProgress(`Measuring lines ${startLine}–${endLine} over ${passes} passes…`, () =>
-          client.measureRange({ start: { path, line: startLine }, end: { path, line: endLine }, passes }),
+          customRequest(session, CustomRequests.measureRange, { start: { path, line: startLine }, end: { path, line: endLine }, passes }),
         );
         record(store, 'breakpoint-range', `${basename(path)}:${startLine}–${endLine}`, { path, line: startLine, endLine }, r);
       }),

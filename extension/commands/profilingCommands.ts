@@ -48,9 +48,7 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
         async (progress, token) => {
           const controller = new AbortController();
           token.onCancellationRequested(() => controller.abort());
-          // VS Code answers with a Thenable; the profiler wants a Promise.
-          const requester = { customRequest: (command: string, args?: unknown) => Promise.resolve(session.customRequest(command, args)) };
-          const profiler = new DapProfiler(requester, {
+          const profiler = new DapProfiler(session, {
             slots,
             mode: { kind: 'single-pass', start },
             executable: String(config['executable']),

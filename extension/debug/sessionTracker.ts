@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import type { CapabilitiesEventBody } from '../../common/dapCustom';
 import { CustomEvents } from '../../common/dapCustom';
-import { ProbeClient } from './probeClient';
+import { customEventBody } from '../../common/dapCustomClient';
 
 export const DEBUG_TYPE = 'cyclelens';
 
@@ -30,8 +30,9 @@ export class SessionTracker implements vscode.Disposable {
         }),
       }),
       vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
-        if (e.session.type === DEBUG_TYPE && e.event === CustomEvents.capabilities) {
-          this.capabilities.set(e.session.id, e.body as CapabilitiesEventBody);
+        const capabilities = customEventBody(e, CustomEvents.capabilities);
+        if (e.session.type === DEBUG_TYPE && capabilities) {
+          this.capabilities.set(e.session.id, capabilities);
           this.changedEmitter.fire();
         }
       }),
@@ -48,11 +49,6 @@ export class SessionTracker implements vscode.Disposable {
   get active(): vscode.DebugSession | undefined {
     const s = vscode.debug.activeDebugSession;
     return s?.type === DEBUG_TYPE ? s : undefined;
-  }
-
-  client(): ProbeClient | undefined {
-    const s = this.active;
-    return s ? new ProbeClient(s) : undefined;
   }
 
   capabilitiesOf(session: vscode.DebugSession): CapabilitiesEventBody | undefined {

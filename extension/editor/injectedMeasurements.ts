@@ -1,8 +1,8 @@
 import * as vscode from 'vscode';
 import type { CallGraphFunction, InjectedMeasurementInfo, InjectedResult, InjectionTarget } from '../../common/dapCustom';
-import { CustomEvents } from '../../common/dapCustom';
+import { CustomEvents, CustomRequests } from '../../common/dapCustom';
+import { customRequest } from '../../common/dapCustomClient';
 import { distribution, formatCount, histogramBars } from '../../core/analysis/statistics';
-import { InjectionClient } from '../debug/injectionClient';
 import type { SessionTracker } from '../debug/sessionTracker';
 import { measurementLabel, warningNeedsAttention } from './injectedPresentation';
 
@@ -89,13 +89,13 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   }
 
   async remove(id: number): Promise<void> {
-    await this.requireClient().remove({ ids: [id] });
+    await customRequest(this.requireSession(), CustomRequests.removeInjections, { ids: [id] });
     this.live.delete(id);
     this.changed();
   }
 
   async removeAll(): Promise<void> {
-    await this.requireClient().remove({});
+    await customRequest(this.requireSession(), CustomRequests.removeInjections, {});
     this.live.clear();
     this.changed();
   }
@@ -105,7 +105,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     const session = this.tracker.active;
     if (!session || this.live.size === 0) return;
     try {
-      const { results, elapsed } = await new InjectionClient(session).results();
+      const { results, elapsed } = await customRequest(session, CustomRequests.injectedResults);
       this.totalOfRun = elapsed;
       for (const r of results) {
         const l = this.live.get(r.id);
@@ -118,7 +118,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   }
 
   private async inject(targets: InjectionTarget[]): Promise<void> {
-    const r = await this.requireClient().inject({ targets, callSitesIfTooShort: true });
+    const r = await customRequest(this.requireSession(), CustomRequests.inject, { targets, callSitesIfTooShort: true });
     for (const info of r.injected) this.live.set(info.id, { info });
     this.changed();
     if (r.refused.length > 0) {
@@ -128,8 +128,8 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
       for (const w of info.warnings) {
         // Every warning is logged (under the adapter's own name for the measurement) and shown in
         // the hover; only one that changes what the figures mean interrupts the user.
-        this.log.warn(`${info.name}: ${w}`);
-        if (warningNeedsAttention(w)) void vscode.window.showWarningMessage(`CycleLens: ${measurementLabel(info)}: ${w}`);
+        this.log.warn(`${info.name}: ${w.message}`);
+        if (warningNeedsAttention(w)) void vscode.window.showWarningMessage(`CycleLens: ${measurementLabel(info)}: ${w.message}`);
       }
     }
   }
@@ -161,7 +161,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     md.appendMarkdown(`**${escapeMarkdown(label)}** — ${l.result?.counter ?? l.info.counter}\n\n`);
     // The adapter's name carries the patch addresses, which the disassembly view shows.
     if (label !== l.info.name) md.appendMarkdown(`patched as ${escapeMarkdown(l.info.name)}\n\n`);
-    const notes = l.info.warnings.map((w) => `- ${escapeMarkdown(w)}`).join('\n');
+    const notes = l.info.warnings.map((w) => `- ${escapeMarkdown(w.message)}`).join('\n');
     const r = l.result;
     if (!r) {
       md.appendMarkdown('Injected: counting at full speed; results are read at the next stop.\n\n');
@@ -211,7 +211,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     const session = this.tracker.active;
     if (!session) return;
     try {
-      this.functions = (await new InjectionClient(session).callGraph()).functions;
+      this.functions = (await customRequest(session, CustomRequests.callGraph)).functions;
       this.codeLensChanged.fire();
     } catch {
       this.functions = [];
@@ -237,10 +237,10 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     this.decorate();
   }
 
-  private requireClient(): InjectionClient {
+  private requireSession(): vscode.DebugSession {
     const session = this.tracker.active;
     if (!session) throw new Error('Start a CycleLens debug session first: measurements are injected into the running target.');
-    return new InjectionClient(session);
+    return session;
   }
 
   dispose(): void {

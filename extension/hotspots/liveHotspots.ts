@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type { SampleLocation, SamplerDescription, SamplerId, SamplesEventBody } from '../../common/dapCustom';
-import { CustomEvents } from '../../common/dapCustom';
+import { CustomEvents, CustomRequests } from '../../common/dapCustom';
+import { customEventBody, customRequest } from '../../common/dapCustomClient';
 import { profileFromSamples } from '../../core/profile/fromSamples';
 import { LineHeatIndex, type LineHeat, remapSourcePath } from '../../core/profile/lineHeat';
 import type { Profile } from '../../core/profile/model';
@@ -8,7 +9,6 @@ import { SampleWindow } from '../../core/profile/sampleWindow';
 import { formatNumber, formatShare, unitLabel } from '../../core/profile/units';
 import { DEBUG_TYPE } from '../debug/sessionTracker';
 import { HeatDecorations } from './heatDecorations';
-import { SamplingClient } from './samplingClient';
 
 /** At most four repaints a second, whatever the event rate. */
 const MIN_UPDATE_INTERVAL_MS = 250;
@@ -66,7 +66,8 @@ export class LiveHotspots implements vscode.Disposable {
       this.changed,
       this.decorations,
       vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
-        if (e.session.type === DEBUG_TYPE && e.event === CustomEvents.samples) this.onSamples(e.session, e.body as SamplesEventBody);
+        const samples = customEventBody(e, CustomEvents.samples);
+        if (e.session.type === DEBUG_TYPE && samples) this.onSamples(e.session, samples);
       }),
       vscode.debug.onDidTerminateDebugSession((s) => {
         if (this.run?.session.id === s.id) {
@@ -90,9 +91,8 @@ export class LiveHotspots implements vscode.Disposable {
 
   /** Starts sampling on `session` (the adapter picks the best sampler unless one is named). */
   async start(session: vscode.DebugSession, sampler?: SamplerId): Promise<void> {
-    const client = new SamplingClient(session);
     const rate = vscode.workspace.getConfiguration('cyclelens').get<number>('hotspots.rateHz', 0);
-    const { sampler: description } = await client.start({ ...(sampler ? { sampler } : {}), ...(rate > 0 ? { rateHz: rate } : {}) });
+    const { sampler: description } = await customRequest(session, CustomRequests.startSampling, { ...(sampler ? { sampler } : {}), ...(rate > 0 ? { rateHz: rate } : {}) });
     this.clearOverlay();
     this.run = this.newRun(session, description.id, description);
     this.run.running = true;
@@ -106,7 +106,7 @@ export class LiveHotspots implements vscode.Disposable {
     this.clearOverlay();
     this.changed.fire();
     this.status.hide();
-    if (run?.running) await new SamplingClient(run.session).stop().catch(() => undefined);
+    if (run?.running) await customRequest(run.session, CustomRequests.stopSampling).catch(() => undefined);
   }
 
   private newRun(session: vscode.DebugSession, samplerId: SamplerId, sampler: SamplerDescription | undefined): LiveRun {

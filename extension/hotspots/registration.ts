@@ -1,9 +1,10 @@
 import * as vscode from 'vscode';
 import type { SamplerId } from '../../common/dapCustom';
+import { CustomRequests } from '../../common/dapCustom';
+import { customRequest } from '../../common/dapCustomClient';
 import { DEBUG_TYPE } from '../debug/sessionTracker';
 import { HotspotsView } from './hotspotsView';
 import { LiveHotspots } from './liveHotspots';
-import { SamplingClient } from './samplingClient';
 
 function activeSession(): vscode.DebugSession | undefined {
   const s = vscode.debug.activeDebugSession;
@@ -38,7 +39,7 @@ export function registerLiveHotspots(): vscode.Disposable[] {
     vscode.commands.registerCommand('cyclelens.startHotspotsWith', async () => {
       const session = activeSession();
       if (!session) return;
-      const { samplers } = await new SamplingClient(session).samplers();
+      const { samplers } = await customRequest(session, CustomRequests.samplers);
       const pick = await vscode.window.showQuickPick(
         samplers.map((s) => ({ label: s.label, description: s.available ? `${s.attribution}${s.halting ? ', halts per sample' : ''}` : `needs ${s.needs}`, id: s.id, available: s.available })),
         { title: 'Live hotspots: sampler' },

@@ -1,5 +1,7 @@
 import * as vscode from 'vscode';
 import type { CounterEvent, CounterSlotInfo, CounterUnitInfo, CounterValue } from '../../common/counters';
+import { CustomRequests } from '../../common/dapCustom';
+import { customRequest } from '../../common/dapCustomClient';
 import { eventName } from '../commands/counterPicks';
 import { formatCount } from '../../core/analysis/statistics';
 import type { SessionTracker } from '../debug/sessionTracker';
@@ -30,8 +32,8 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
 
   /** Re-reads units and (when `readValues`) values from the active session. */
   async refresh(readValues: boolean): Promise<void> {
-    const client = this.tracker.client();
-    if (!client) {
+    const session = this.tracker.active;
+    if (!session) {
       this.units = [];
       this.events = [];
       this.values.clear();
@@ -40,11 +42,11 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
       return;
     }
     try {
-      this.units = (await client.counters()).units;
+      this.units = (await customRequest(session, CustomRequests.counters)).units;
       // The catalogue changes only with the session (a stop never changes it).
-      if (!readValues || this.events.length === 0) this.events = (await client.events()).events;
+      if (!readValues || this.events.length === 0) this.events = (await customRequest(session, CustomRequests.events)).events;
       if (readValues && this.units.some((u) => u.slots.some((s) => s.event))) {
-        const fresh = (await client.read()).values;
+        const fresh = (await customRequest(session, CustomRequests.read)).values;
         for (const v of fresh) {
           const key = `${v.unit}:${v.slot}`;
           const previous = this.values.get(key);

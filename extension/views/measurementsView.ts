@@ -73,7 +73,7 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
         const d = r ? distribution(r.lastPasses) : undefined;
         const tooltip = new vscode.MarkdownString(d ? ['Last passes:', '```', ...histogramBars(d), '```'].join('\n') : 'Injected: counting at full speed; results are read at each stop.');
         // The adapter's warnings are information here; those that change the figures were also notified.
-        for (const w of node.info.warnings) tooltip.appendMarkdown('\n\n').appendText(w);
+        for (const w of node.info.warnings) tooltip.appendMarkdown('\n\n').appendText(w.message);
         item.tooltip = tooltip;
         item.iconPath = new vscode.ThemeIcon('pulse');
         item.contextValue = 'injectedMeasurement';

@@ -1,6 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { CapabilitiesEventBody, CountersResponse, MeasurementResponse, ReadResponse } from '../../common/dapCustom';
+import type { CapabilitiesEventBody } from '../../common/dapCustom';
 import { CustomEvents, CustomRequests } from '../../common/dapCustom';
 import { ElfImage } from '../../adapter/elf';
 import { runOracle, resolveLocation } from '../oracle/oracle';
@@ -48,23 +48,23 @@ describe('counters on QEMU RV32 (minstret) against the oracle', () => {
   });
 
   it('rejects an unknown event and a slot that does not exist, saying what to do', async () => {
-    await assert.rejects(h.dc.customRequest(CustomRequests.configure, { events: ['dcache-miss'] }), /Unknown event 'dcache-miss'\. This target counts: .*instructions/);
+    await assert.rejects(h.custom(CustomRequests.configure, { events: ['dcache-miss'] }), /Unknown event 'dcache-miss'\. This target counts: .*instructions/);
     await assert.rejects(
-      h.dc.customRequest(CustomRequests.configure, { assignments: [{ unit: 'RISC-V counters', slot: 1, event: 'instructions' }] }),
+      h.custom(CustomRequests.configure, { assignments: [{ unit: 'RISC-V counters', slot: 1, event: 'instructions' }] }),
       /has no counter slot 1\. Its slots: 0 \(mcycle\), 2 \(minstret\)/,
     );
     await assert.rejects(
-      h.dc.customRequest(CustomRequests.configure, { assignments: [{ unit: 'RISC-V counters', slot: 0, event: 'instructions' }] }),
+      h.custom(CustomRequests.configure, { assignments: [{ unit: 'RISC-V counters', slot: 0, event: 'instructions' }] }),
       /mcycle always counts 'cycles'/,
     );
   });
 
   it('measures to a location exactly as the oracle counts it', async () => {
-    const configured = (await h.dc.customRequest(CustomRequests.configure, { events: ['instructions', 'cycles'] })).body as CountersResponse;
+    const configured = await h.custom(CustomRequests.configure, { events: ['instructions', 'cycles'] });
     const unit = configured.units.find((u) => u.unit === 'RISC-V counters')!;
     assert.equal(unit.slots.find((s) => s.name === 'minstret')?.event, 'instructions');
     // From the stop at main (before its first statement) to the entry of board_timer_start.
-    const r = (await h.dc.customRequest(CustomRequests.measureTo, { to: { address: hex(timerStart) } })).body as MeasurementResponse;
+    const r = await h.custom(CustomRequests.measureTo, { to: { address: hex(timerStart) } });
     assert.equal(r.passes.length, 1, r.incomplete);
     assert.equal(Number(r.stoppedAt?.address), timerStart);
     const oracle = await runOracle({ elf, regions: [{ name: 'to-timer', start: entryPc, end: timerStart }], maxInstructions: 20_000 });
@@ -76,14 +76,14 @@ describe('counters on QEMU RV32 (minstret) against the oracle', () => {
   });
 
   it('reset zeroes the configured counters', async () => {
-    await h.dc.customRequest(CustomRequests.reset, {});
-    const values = ((await h.dc.customRequest(CustomRequests.read)).body as ReadResponse).values;
+    await h.custom(CustomRequests.reset, {});
+    const values = (await h.custom(CustomRequests.read)).values;
     assert.deepEqual(values.map((v) => v.value), values.map(() => '0'));
   });
 
   it('marks counts across stops unreliable once the timer is armed, saying why', async () => {
     const dsp = fixtureSource('dsp.c');
-    const r = (await h.dc.customRequest(CustomRequests.measureTo, { to: { path: dsp, line: markerLine(dsp, '#BP_LOCALS') } })).body as MeasurementResponse;
+    const r = await h.custom(CustomRequests.measureTo, { to: { path: dsp, line: markerLine(dsp, '#BP_LOCALS') } });
     assert.equal(r.passes.length, 1, r.incomplete);
     const v = r.passes[0]!.values.find((x) => x.event === 'instructions')!;
     assert.equal(v.reliable, false);
@@ -96,9 +96,9 @@ describe('counters on QEMU RV32 (minstret) against the oracle', () => {
     await again.start();
     try {
       await again.launchToEntry(qemuLaunchArgs('rv32'));
-      await again.dc.customRequest(CustomRequests.configure, { events: ['instructions'] });
+      await again.custom(CustomRequests.configure, { events: ['instructions'] });
       const passes = 20;
-      const r = (await again.dc.customRequest(CustomRequests.measureRange, { start: { address: hex(loopHead) }, end: { address: hex(loopHead) }, passes })).body as MeasurementResponse;
+      const r = await again.custom(CustomRequests.measureRange, { start: { address: hex(loopHead) }, end: { address: hex(loopHead) }, passes });
       assert.equal(r.passes.length, passes, r.incomplete);
       const oracle = await runOracle({ elf, regions: [{ name: 'putstr', start: loopHead, end: loopHead }], maxInstructions: 20_000 });
       const expected = oracle.regions[0]!.passes.slice(0, passes);
@@ -131,7 +131,7 @@ describe('counters on QEMU Cortex-M4 (no DWT; SysTick)', () => {
   });
 
   it('refuses more events than the target has slots', async () => {
-    await assert.rejects(h.dc.customRequest(CustomRequests.configure, { events: ['cycles', 'cycles'] }), /no free counter slot is left for 'cycles'.*several runs/);
-    await assert.rejects(h.dc.customRequest(CustomRequests.configure, { assignments: [{ unit: 'DWT', slot: 0, event: 'cycles' }] }), /DWT is not available on this target: DWT reads as zero/);
+    await assert.rejects(h.custom(CustomRequests.configure, { events: ['cycles', 'cycles'] }), /no free counter slot is left for 'cycles'.*several runs/);
+    await assert.rejects(h.custom(CustomRequests.configure, { assignments: [{ unit: 'DWT', slot: 0, event: 'cycles' }] }), /DWT is not available on this target: DWT reads as zero/);
   });
 });

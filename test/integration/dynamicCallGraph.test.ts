@@ -54,11 +54,11 @@ describe('dynamic call graph through the adapter (QEMU RV32)', () => {
     await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [{ line: roundLine }] });
     await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
     await h.dc.evaluateRequest({ expression: '> set var $mie = 0', context: 'repl' });
-    staticGraph = (await h.dc.customRequest(CustomRequests.callGraph)).body as CallGraphResponse;
+    staticGraph = await h.custom(CustomRequests.callGraph);
     h.dc.defaultTimeout = 150_000; // one halt per call: seconds, not milliseconds
     const started = Date.now();
     const stopped = h.dc.waitForEvent('stopped');
-    graph = (await h.dc.customRequest(CustomRequests.dynamicCallGraph, { maxHits: 10_000, timeoutMs: 120_000 })).body as DynamicCallGraphResponse;
+    graph = await h.custom(CustomRequests.dynamicCallGraph, { maxHits: 10_000, timeoutMs: 120_000 });
     seconds = (Date.now() - started) / 1000;
     await stopped;
   });

@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { CallGraphResponse, InjectResponse, InjectedResultsResponse, RunResponse } from '../../common/dapCustom';
+import type { InjectResponse, InjectedResultsResponse } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { ElfImage } from '../../adapter/elf';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
@@ -46,14 +46,14 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
   after(async () => assert.deepEqual(await h.stop(), []));
 
   it('offers the static call graph', async () => {
-    const g = (await h.dc.customRequest(CustomRequests.callGraph)).body as CallGraphResponse;
+    const g = await h.custom(CustomRequests.callGraph);
     assert.ok(g.functions.some((f) => f.name === 'fir_filter' && f.path?.endsWith('dsp.c')));
     assert.ok(g.edges.some((e) => e.caller === 'process_packet' && e.callee === 'fir_filter'));
   });
 
   it('injects functions and a region, refusing what cannot be patched with a reason', async () => {
     const dsp = fixtureSource('dsp.c');
-    injected = (await h.dc.customRequest(CustomRequests.inject, {
+    injected = await h.custom(CustomRequests.inject, {
       targets: [
         { function: 'fir_filter' },
         { function: 'quicksort' },
@@ -61,12 +61,18 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
         { start: { path: dsp, line: markerLine(dsp, '#REGION_START') }, end: { path: dsp, line: markerLine(dsp, '#REGION_END') } },
         { function: 'no_such_function' },
       ],
-    })).body as InjectResponse;
+    });
     assert.deepEqual(injected.injected.map((i) => i.name).slice(0, 3), ['fir_filter', 'quicksort', 'process_packet']);
     assert.equal(injected.injected.length, 4, JSON.stringify(injected.refused));
     assert.equal(injected.refused.length, 1);
     assert.match(injected.refused[0]!.reason, /no_such_function/);
     assert.equal(injected.injected[0]!.source?.path, dsp);
+    // The region carries its function and ends as fields (the editor never parses its name).
+    const firstAddress = (marker: string): string => `0x${image.lineTable.addressesForLine(dsp, markerLine(dsp, marker))[0]!.toString(16)}`;
+    assert.deepEqual(injected.injected[3]!.region, { function: 'fir_filter', start: firstAddress('#REGION_START'), end: firstAddress('#REGION_END') });
+    assert.equal(injected.injected[0]!.region, undefined, 'a function measurement has no region fields');
+    // Warnings come with their codes: the region's start moves a call into its trampoline.
+    assert.deepEqual(injected.injected.map((i) => i.warnings.map((w) => w.code)), [[], [], [], ['memoryPinned']], JSON.stringify(injected.injected.map((i) => i.warnings)));
     // The entry of a measured function no longer holds the program's own bytes.
     const now = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${image.functionNamed('fir_filter')!.address.toString(16)}`, count: 8 })).body.data, 'base64');
     assert.notDeepEqual(now, fnBytes('fir_filter'));
@@ -77,7 +83,7 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
     await h.dc.continueRequest({ threadId: 1 });
     await stopped;
-    results = (await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse;
+    results = await h.custom(CustomRequests.injectedResults);
     for (const name of ['fir_filter', 'quicksort', 'process_packet']) {
       const r = results.results.find((x) => x.name === name)!;
       const o = oracle.functions.find((f) => f.name === name)!;
@@ -93,7 +99,7 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
   });
 
   it('removal restores the exact original bytes and clears the journal', async () => {
-    await h.dc.customRequest(CustomRequests.removeInjections, {});
+    await h.custom(CustomRequests.removeInjections, {});
     for (const name of ['fir_filter', 'quicksort', 'process_packet']) {
       const addr = image.functionNamed(name)!.address;
       const now = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${addr.toString(16)}`, count: 8 })).body.data, 'base64');
@@ -103,13 +109,13 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
   });
 
   it('a profiling run to a patched entry stops after the trampoline, says where, and leaves the editor alone', async () => {
-    const patched = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] })).body as InjectResponse;
+    const patched = await h.custom(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] });
     assert.equal(patched.injected.length, 1, JSON.stringify(patched.refused));
     const console: string[] = [];
     const listen = (e: DebugProtocol.OutputEvent): void => void console.push(e.body.output);
     h.dc.on('output', listen);
     const stopped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
-    const r = (await h.dc.customRequest(CustomRequests.run, { restart: true, until: { function: 'packet_validate' } })).body as RunResponse;
+    const r = await h.custom(CustomRequests.run, { restart: true, until: { function: 'packet_validate' } });
     const e = await stopped;
     // A restart removes every measurement first: the stop is on the original entry again.
     assert.deepEqual(r, { reached: true, until: { function: 'packet_validate' }, programEnd: { function: 'program_end' } });
@@ -119,16 +125,16 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     const frame = (await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!;
     assert.equal(Number(frame.instructionPointerReference), entry);
     // Patched now, from right there: the program runs the trampoline and stops where it comes back.
-    const again = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] })).body as InjectResponse;
+    const again = await h.custom(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] });
     const id = again.injected[0]!.id;
-    const r2 = (await h.dc.customRequest(CustomRequests.run, { until: { function: 'packet_validate' } })).body as RunResponse;
+    const r2 = await h.custom(CustomRequests.run, { until: { function: 'packet_validate' } });
     assert.equal(r2.reached, true);
     const pc = Number((await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!.instructionPointerReference);
     assert.ok(pc > entry && pc < entry + 16, `stopped at 0x${pc.toString(16)}, just past the patched entry 0x${entry.toString(16)}`);
-    const calls = ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results.find((x) => x.id === id)!;
+    const calls = (await h.custom(CustomRequests.injectedResults)).results.find((x) => x.id === id)!;
     assert.equal(calls.calls, 1, 'the entry payload ran before the stop');
     h.dc.removeListener('output', listen);
     assert.deepEqual(console.filter((line) => /breakpoint/i.test(line)), [], 'no GDB chatter about the runs\' own breakpoints');
-    await h.dc.customRequest(CustomRequests.removeInjections, {});
+    await h.custom(CustomRequests.removeInjections, {});
   });
 });

@@ -1,5 +1,7 @@
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import type { DebugProtocol } from '@vscode/debugprotocol';
+import type { CustomRequestName, CustomResponse } from '../../common/dapCustom';
+import { customRequest, type CustomArgumentList } from '../../common/dapCustomClient';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { adapterBundle, fixtureElf, fixturesDir, FixtureTarget } from './paths';
 import { OWNER_TAG_VAR, newOwnerTag, killTagged, waitForNoTaggedProcesses, LiveProcess } from './ownedProcesses';
@@ -46,6 +48,11 @@ export class AdapterHarness {
       this.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>,
     ]);
     return stopped;
+  }
+
+  /** A custom request through the one typed client (common/dapCustomClient.ts): the response body, as the contract declares it. */
+  custom<K extends CustomRequestName>(name: K, ...args: CustomArgumentList<K>): Promise<CustomResponse<K>> {
+    return customRequest({ customRequest: async (command: string, a?: unknown) => (await this.dc.customRequest(command, a)).body }, name, ...args);
   }
 
   async topFrame(threadId = 1): Promise<DebugProtocol.StackFrame> {

@@ -1,5 +1,6 @@
 import { CycleLensError, ErrorCode } from '../../errors';
 import type { InjectionRefusal } from './types';
+import type { InjectionWarning, InjectionWarningCode } from '../../../common/dapCustom';
 
 /**
  * A refusal that reaches the user: the planner's sentence (what, where, why, what instead) and
@@ -18,3 +19,8 @@ export function refusal(code: InjectionRefusal['code'], reason: string, address?
 }
 
 export const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
+
+/** A note on a measurement's figures, with the code the extension decides its presentation by. */
+export function warning(code: InjectionWarningCode, message: string): InjectionWarning {
+  return { code, message };
+}

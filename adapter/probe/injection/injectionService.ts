@@ -1,8 +1,9 @@
+import type { InjectionWarning } from '../../../common/dapCustom';
 import type { ElfImage } from '../../elf';
 import { CycleLensError, ErrorCode } from '../../errors';
 import type { TargetAccess } from '../targetAccess';
 import { CaveAllocator, type Block } from './caveAllocator';
-import { InjectionRefusedError, hex, refusal } from './errors';
+import { InjectionRefusedError, hex, refusal, warning } from './errors';
 import { buildGroupStubs, memberRefusal } from './groupStubs';
 import { PatchJournal } from './journal';
 import { memoryKindAt, type MemoryRegion } from './memoryMap';
@@ -89,7 +90,7 @@ export interface MeasurementInfo {
   stub: { address: number; size: number };
   record: number;
   counted: CountedOverhead;
-  warnings: string[];
+  warnings: InjectionWarning[];
   notes: string[];
 }
 
@@ -307,7 +308,7 @@ export class InjectionService {
       await this.o.access.writeMemory(BigInt(recordBlock.start), initialRecord((first.exit! | this.o.support.codeAddressBit) >>> 0, first.costs));
       for (const [i, st] of stubs.entries()) await this.o.access.writeMemory(BigInt(stubBlocks[i]!.start), st.bytes);
       const patches: Measurement['patches'] = sites.map((st, i) => ({ address: st.address, original: st.original, patched: g.encodePatch(st, stubs[i]!.entry, this.layout), stopAt: stopAfter(st) }));
-      const warnings = plans.flatMap((p) => p.warnings.map((w) => `${p.function.name}: ${w}`));
+      const warnings = plans.flatMap((p) => p.warnings.map((w) => ({ ...w, member: p.function.name, message: `${p.function.name}: ${w.message}` })));
       const info: MeasurementInfo = {
         id: this.nextId++,
         name,
@@ -512,7 +513,7 @@ export class InjectionService {
     name: string,
     kind: InjectionPlan['kind'],
     payload: PayloadKind,
-    warnings: string[],
+    warnings: InjectionWarning[],
     sites: PatchSite[],
     request: (record: number, at: number) => StubRequest,
     callSites?: Array<import('./types').CallSite & { original: Uint8Array }>,
@@ -607,7 +608,7 @@ export class InjectionService {
       if (dispatch.length) await this.writeDispatchTable();
       throw err;
     }
-    for (const w of m.info.warnings) this.o.log?.(`${w}\n`);
+    for (const w of m.info.warnings) this.o.log?.(`${w.message}\n`);
   }
 
   private async ensureRuntime(): Promise<void> {
@@ -805,9 +806,9 @@ export interface Calibration {
 }
 
 /** A call displaced into a trampoline returns into it: that memory stays reserved for the session. */
-function pinsMemory(sites: readonly PatchSite[], name: string, warnings: string[]): boolean {
+function pinsMemory(sites: readonly PatchSite[], name: string, warnings: InjectionWarning[]): boolean {
   const pinned = sites.some((st) => st.displaced.some((x) => x.kind === 'call' || x.kind === 'indirectCall'));
-  if (pinned) warnings.push(`A call is among the instructions moved into the trampoline of ${name}; its return lands there, so that memory stays reserved until the session ends.`);
+  if (pinned) warnings.push(warning('memoryPinned', `A call is among the instructions moved into the trampoline of ${name}; its return lands there, so that memory stays reserved until the session ends.`));
   return pinned;
 }
 

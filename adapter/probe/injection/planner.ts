@@ -1,6 +1,7 @@
+import type { InjectionWarning } from '../../../common/dapCustom';
 import type { DecodedInstruction } from '../../arch/codec';
 import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type FunctionCfg } from './cfg';
-import { hex, refusal } from './errors';
+import { hex, refusal, warning } from './errors';
 import type { ProgramModel } from './programModel';
 import type {
   CallSite,
@@ -93,9 +94,9 @@ export class InjectionPlanner {
       return refusal('tooShort', `${fn.name} cannot be measured at its call sites.${why}`, fn.start);
     }
     const sites = offer.usable.map((s) => ({ ...s, original: this.model.imageBytes(s.address, s.length)! }));
-    const warnings: string[] = [];
-    if (offer.missed.length) warnings.push(`${offer.missed.length} direct call site(s) of ${fn.name} cannot be rewritten and are not counted: ${offer.missed.map((m) => `${hex(m.address)} in ${m.caller} (${m.refusal})`).join(', ')}.`);
-    if (offer.indirectCalls.length) warnings.push(`${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).`);
+    const warnings: InjectionWarning[] = [];
+    if (offer.missed.length) warnings.push(warning('callSitesMissed', `${offer.missed.length} direct call site(s) of ${fn.name} cannot be rewritten and are not counted: ${offer.missed.map((m) => `${hex(m.address)} in ${m.caller} (${m.refusal})`).join(', ')}.`));
+    if (offer.indirectCalls.length) warnings.push(warning('indirectCallsMissed', `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).`));
     const plan: CallSitePlan = { ok: true, kind: 'callSites', function: fn, sites, offer, warnings };
     return plan;
   }
@@ -164,7 +165,7 @@ export class InjectionPlanner {
       return refusal('regionPaths', `Not every path from ${hex(start)} reaches the end ${hex(end)}: ${describeExit(first)} without passing it${check.escapes.length > 1 ? ` (and ${check.escapes.length - 1} more way(s) out)` : ''}. A pass would stay open; choose an end every path reaches.`, first.insn.address);
     }
     if (check.unknown.length > 0) {
-      warnings.push(`Whether every path from ${hex(start)} reaches ${hex(end)} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`);
+      warnings.push(warning('pathsUnknown', `Whether every path from ${hex(start)} reaches ${hex(end)} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`));
     }
     return { ok: true, kind: 'region', function: fn, start: s, end: e, warnings };
   }
@@ -204,7 +205,7 @@ export class InjectionPlanner {
       return refusal('regionPaths', `Not every path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}: ${describeExit(first)} without passing it. A pass would stay open.`, first.insn.address);
     }
     const warnings = this.tableWarnings(fn);
-    if (check.unknown.length > 0) warnings.push(`Whether every path from ${hex(start)} reaches ${callee.name} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`);
+    if (check.unknown.length > 0) warnings.push(warning('pathsUnknown', `Whether every path from ${hex(start)} reaches ${callee.name} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`));
     return { ok: true, kind: 'region', function: fn, start: sites[0]!, end: sites[1]!, warnings };
   }
 
@@ -313,8 +314,8 @@ export class InjectionPlanner {
     return into.length ? `a branch lands inside it (${into[0]!.mnemonic} at ${hex(into[0]!.from)})` : undefined;
   }
 
-  private tableWarnings(fn: FunctionCode): string[] {
-    return this.model.unresolvedTablesIn(fn).map((t) => `The indirect jump at ${hex(t.branch)} in ${fn.name} could not be resolved (${t.reason}); its targets are assumed to lie outside the patched bytes.`);
+  private tableWarnings(fn: FunctionCode): InjectionWarning[] {
+    return this.model.unresolvedTablesIn(fn).map((t) => warning('jumpTableUnresolved', `The indirect jump at ${hex(t.branch)} in ${fn.name} could not be resolved (${t.reason}); its targets are assumed to lie outside the patched bytes.`));
   }
 
   /** What each function writes, itself or through callees (the -fipa-ra view of a call). */

@@ -1,3 +1,4 @@
+import type { InjectionWarning } from '../../../common/dapCustom';
 import type { DecodedInstruction, InstructionCodec, InstructionRelocator } from '../../arch/codec';
 
 /**
@@ -209,7 +210,7 @@ export interface FunctionPlan {
   kind: 'function';
   function: FunctionCode;
   entry: PatchSite;
-  warnings: string[];
+  warnings: InjectionWarning[];
 }
 
 export interface CallSitePlan {
@@ -218,7 +219,7 @@ export interface CallSitePlan {
   function: FunctionCode;
   sites: Array<CallSite & { original: Uint8Array }>;
   offer: CallSiteOffer;
-  warnings: string[];
+  warnings: InjectionWarning[];
 }
 
 export interface RegionPlan {
@@ -227,7 +228,7 @@ export interface RegionPlan {
   function: FunctionCode;
   start: PatchSite;
   end: PatchSite;
-  warnings: string[];
+  warnings: InjectionWarning[];
 }
 
 export type InjectionPlan = FunctionPlan | CallSitePlan | RegionPlan;
