@@ -20,16 +20,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { thumbInjectionSupport } from '../adapter/arch/cortex-m/trampolineThumb';
 import { rv32InjectionSupport } from '../adapter/arch/riscv/trampolineRv32';
-import { GdbBackend } from '../adapter/backend/gdb/gdbBackend';
+import { GdbBackend } from '../adapter/debugger/gdb/gdbBackend';
+import { parseLocationSpec } from '../adapter/debugger/locations';
 import { ElfImage } from '../adapter/elf';
-import { gdbTargetRunner } from '../adapter/probe/injection/gdbRunner';
+import { debuggerTargetRunner } from '../adapter/probe/debuggerRunner';
 import { InjectionService, type InjectionFamilySupport, type MeasurementResults } from '../adapter/probe/injection/injectionService';
 import { QEMU_MEMORY_MAPS } from '../adapter/probe/injection/memoryMap';
 import { InjectionPlanner } from '../adapter/probe/injection/planner';
 import { ProgramModel } from '../adapter/probe/injection/programModel';
 import { resolveReservedMemory } from '../adapter/probe/injection/reservedMemory';
 import { SYSTICK_CVR, type CaveReach, type ReservedMemory } from '../adapter/probe/injection/types';
-import { GdbTargetAccess } from '../adapter/probe/targetAccess';
+import { DebuggerTargetAccess } from '../adapter/probe/targetAccess';
 import { QemuServer } from '../adapter/servers/qemu';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
 import { markerLine } from '../test/support/markers';
@@ -52,7 +53,7 @@ interface TargetSetup {
   machine: 'virt' | 'mps2-an386';
   /** Instructions per counter unit. */
   instructionsPerUnit: number;
-  stopTimer(access: GdbTargetAccess, gdb: GdbBackend): Promise<void>;
+  stopTimer(access: DebuggerTargetAccess, gdb: GdbBackend): Promise<void>;
 }
 
 const TARGETS: TargetSetup[] = [
@@ -78,7 +79,7 @@ const TARGETS: TargetSetup[] = [
       for (const r of ['r0', 'r1', 'pc', 'xpsr']) saved.set(r, await access.readRegister(r));
       await access.writeMemory(BigInt(at), code);
       await access.writeRegister('pc', BigInt(at | 1));
-      if (!(await gdbTargetRunner(gdb).runTo(at + 6, 10_000))) throw new Error('could not stop the timer');
+      if (!(await debuggerTargetRunner(gdb).runTo(at + 6, 10_000))) throw new Error('could not stop the timer');
       for (const [r, v] of saved) await access.writeRegister(r, v);
     },
   },
@@ -113,16 +114,16 @@ async function run(t: TargetSetup, names: Array<{ name: string; how: 'entry' | '
   await qemu.start({ executable: elfPath, family: t.family, cwd: scratch, log: () => undefined });
   const gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: scratch });
   try {
-    await gdb.fileExecAndSymbols(elfPath);
-    await gdb.targetSelectRemote(qemu.gdbAddress);
-    const access = new GdbTargetAccess(gdb);
+    await gdb.loadProgram(elfPath);
+    await gdb.connectRemote(qemu.gdbAddress);
+    const access = new DebuggerTargetAccess(gdb);
     const runTo = async (location: string): Promise<void> => {
-      const bp = await gdb.breakInsert({ location });
+      const bp = await gdb.insertBreakpoint({ location: parseLocationSpec(location) });
       const stopped = gdb.waitForStop(120_000);
-      await gdb.execContinue();
+      await gdb.continue();
       const stop = await stopped;
       if (!stop?.breakpointIds.includes(bp.id)) throw new Error(`did not stop at ${location}`);
-      await gdb.breakDelete([bp.id]);
+      await gdb.deleteBreakpoints([bp.id]);
     };
     const svc = new InjectionService({
       access,
@@ -133,7 +134,7 @@ async function run(t: TargetSetup, names: Array<{ name: string; how: 'entry' | '
       journalDir: join(scratch, 'journal'),
       reserved: resolveReservedMemory(elf) as ReservedMemory,
       memoryMap: QEMU_MEMORY_MAPS[t.machine],
-      runner: gdbTargetRunner(gdb),
+      runner: debuggerTargetRunner(gdb),
     });
     await runTo('main');
     const counted = new Map<string, number>();
@@ -162,13 +163,13 @@ async function calibrate(t: TargetSetup): Promise<{ measured: number; stated: nu
   await qemu.start({ executable: elfPath, family: t.family, cwd: scratch, log: () => undefined });
   const gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: scratch });
   try {
-    await gdb.fileExecAndSymbols(elfPath);
-    await gdb.targetSelectRemote(qemu.gdbAddress);
-    const access = new GdbTargetAccess(gdb);
+    await gdb.loadProgram(elfPath);
+    await gdb.connectRemote(qemu.gdbAddress);
+    const access = new DebuggerTargetAccess(gdb);
     const svc = new InjectionService({
       access, elf, support: t.support(), counterUnitsPerInstruction: 1 / t.instructionsPerUnit,
       isHalted: () => gdb.executionState === 'stopped', journalDir: join(scratch, 'journal'),
-      reserved: resolveReservedMemory(elf) as ReservedMemory, memoryMap: QEMU_MEMORY_MAPS[t.machine], runner: gdbTargetRunner(gdb),
+      reserved: resolveReservedMemory(elf) as ReservedMemory, memoryMap: QEMU_MEMORY_MAPS[t.machine], runner: debuggerTargetRunner(gdb),
     });
     const c = await svc.calibrate(t.instructionsPerUnit > 1 ? 20_000 : 1000);
     return { measured: c.measuredOverhead * t.instructionsPerUnit, stated: c.statedOverhead * t.instructionsPerUnit };

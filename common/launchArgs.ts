@@ -59,6 +59,8 @@ export interface RemoteServerArgs {
   load?: boolean;
 }
 
+export type DebuggerKind = 'gdb' | 'lldb';
+
 export type ServerArgs = QemuServerArgs | OpenOcdServerArgs | RemoteServerArgs;
 export type ServerKind = ServerArgs['type'];
 
@@ -70,8 +72,12 @@ export interface CycleLensLaunchArgs {
   server: ServerArgs;
   /** Core family. Default: from the ELF header. */
   family?: TargetFamily;
+  /** The debugger CycleLens drives: `gdb` (every family) or `lldb` (LLDB 14: Cortex-M only). Default `gdb`. */
+  debugger?: DebuggerKind;
   /** GDB executable. Default: `gdb-multiarch`. */
   gdbPath?: string;
+  /** LLDB's Python 3 interpreter (with the `lldb` module) for `debugger: "lldb"`. Default: `python3`. */
+  lldbPython?: string;
   /** Where to stop after launch: a function name, `true` for `main`, `false` to run freely. Default `main`. */
   stopAtEntry?: boolean | string;
   /**

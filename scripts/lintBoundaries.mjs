@@ -1,7 +1,9 @@
 // Enforces the rooms of docs/design.md: adapter/, core/, lsp/, webview/, common/ and cli/ never import
 // `vscode`; core/ never imports the adapter or the extension (it is the code both the CLI and the
 // editor share); adapter/ and extension/ never import each other's runtime code (only `import type`
-// from common/ crosses), and per-architecture knowledge stays in adapter/arch/.
+// from common/ crosses), per-architecture knowledge stays in adapter/arch/, and only the debugger
+// factory and the debuggers themselves know which debugger runs: every service uses the `Debugger`
+// interface (adapter/debugger/debugger.ts).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,6 +22,15 @@ function* tsFiles(dir) {
 }
 
 const vscodeFree = ['adapter', 'core', 'lsp', 'webview', 'common', 'cli'];
+
+/** A concrete debugger's folder (adapter/debugger/gdb…, adapter/debugger/lldb…) as an import path. */
+const concreteDebugger = /(^|\/)debugger\/(gdb|lldb)[^/]*(\/|$)/;
+
+/** Whether a file may import a concrete debugger: the debuggers themselves and the factory that picks one. */
+function mayImportConcreteDebugger(rel) {
+  const p = rel.split(sep).join('/');
+  return /^adapter\/debugger\/(gdb|lldb)[^/]*\//.test(p) || p === 'adapter/debugger/factory.ts';
+}
 
 export function checkBoundaries(root) {
   const problems = [];
@@ -40,6 +51,9 @@ export function checkBoundaries(root) {
         }
         if (rel.startsWith('adapter' + sep) && /(^|\/)extension\//.test(spec)) {
           problems.push(`${rel}: imports '${spec}': the adapter may not depend on the extension; share a contract in common/ instead.`);
+        }
+        if (concreteDebugger.test(spec) && !mayImportConcreteDebugger(rel)) {
+          problems.push(`${rel}: imports the concrete debugger '${spec}': depend on the Debugger interface (adapter/debugger/debugger.ts); only adapter/debugger/factory.ts picks an implementation.`);
         }
         if ((rel.startsWith('extension' + sep) || rel.startsWith('webview' + sep)) && /(^|\/)adapter\//.test(spec) && !isType) {
           problems.push(`${rel}: imports adapter runtime code '${spec}': talk to the adapter over DAP; import contracts from common/ with 'import type'.`);

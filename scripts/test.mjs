@@ -6,7 +6,7 @@ import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { readdirSync, statSync, mkdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { repoRoot } from './lib/root.mjs';
-import { ensureArcTools, ensureDebianPackages, arcToolPackages, debianPackages, uiPackages } from './lib/system.mjs';
+import { ensureArcTools, ensureDebianPackages, arcToolPackages, debianPackages, fixLldbPythonModule, uiPackages } from './lib/system.mjs';
 import { ensureNpmDependencies } from './lib/npmDeps.mjs';
 
 const argv = process.argv.slice(2);
@@ -23,6 +23,7 @@ const concurrency = { unit: 2, integration: 2, e2e: 1 };
 if (setup) {
   const packages = [...debianPackages, ...arcToolPackages, ...(selected.includes('e2e') ? uiPackages : [])];
   if (!ensureDebianPackages(packages, 'tests')) process.exit(1);
+  fixLldbPythonModule();
   ensureNpmDependencies(repoRoot);
   ensureArcTools(repoRoot);
   if (selected.includes('e2e')) {

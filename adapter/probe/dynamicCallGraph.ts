@@ -1,5 +1,5 @@
 import type { CallGraphEdge, CallGraphResponse, DynamicCallGraphArguments, DynamicCallGraphResponse } from '../../common/dapCustom';
-import type { GdbBackend } from '../backend/gdb/gdbBackend';
+import type { Debugger } from '../debugger/debugger';
 import type { ElfImage } from '../elf';
 import { programModelFor } from './callGraph';
 
@@ -15,7 +15,7 @@ const DEFAULT_TIMEOUT_MS = 600_000;
 
 /** What recording needs from the session's target (DebugTarget provides it). */
 export interface RecordingTarget {
-  readonly gdb: GdbBackend;
+  readonly debugger: Debugger;
   readonly config: { readonly family: string; readonly programEnd: string | undefined };
   internally<T>(fn: () => Promise<T>): Promise<T>;
   announceCurrentStop(description?: string): Promise<void>;
@@ -70,7 +70,7 @@ class EdgeCounts {
  * the edges the static graph lacks (indirect calls) added as calls without sites.
  */
 export async function buildDynamicCallGraph(target: RecordingTarget, staticGraph: CallGraphResponse, options: DynamicCallGraphOptions = {}): Promise<DynamicCallGraphResponse> {
-  const gdb = target.gdb;
+  const gdb = target.debugger;
   const maxHits = options.maxHits ?? DEFAULT_MAX_HITS;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const handlers = new Set(options.handlers ?? []);
@@ -78,7 +78,7 @@ export async function buildDynamicCallGraph(target: RecordingTarget, staticGraph
   const started = Date.now();
 
   return target.internally(async (): Promise<DynamicCallGraphResponse> => {
-    if (gdb.isRunning) await gdb.execInterrupt();
+    if (gdb.isRunning) await gdb.interrupt();
     const pc = Number(await gdb.readRegister('pc'));
     const calleeOf = new Map<number, string>();
     const inserted: number[] = [];
@@ -87,16 +87,16 @@ export async function buildDynamicCallGraph(target: RecordingTarget, staticGraph
     const interrupts = new EdgeCounts();
     let hits = 0;
     let ended: DynamicCallGraphResponse['ended'] = 'maxHits';
-    // By default GDB removes every breakpoint at each halt and inserts them all again to resume:
+    // By default a debugger removes every breakpoint at each halt and inserts them all again to resume:
     // two packets per function per call. Kept inserted, a halt costs a few packets.
-    await gdb.gdbSet('breakpoint always-inserted', 'on');
+    await gdb.setBreakpointsAlwaysInserted(true);
     try {
       for (const f of staticGraph.functions) {
         // Halted at an entry, the first continue would step over it unreported: skip it.
         if (f.address === pc) continue;
         // The end gets a stop breakpoint, not an entry count.
         const isEnd = f.name === programEnd;
-        const bp = await gdb.breakInsert({ location: `*0x${f.address.toString(16)}`, temporary: isEnd });
+        const bp = await gdb.insertBreakpoint({ location: { kind: 'address', address: BigInt(f.address) }, temporary: isEnd });
         inserted.push(bp.id);
         if (isEnd) endId = bp.id;
         else calleeOf.set(bp.id, f.name);
@@ -118,10 +118,10 @@ export async function buildDynamicCallGraph(target: RecordingTarget, staticGraph
           break;
         }
         const stopped = gdb.waitForStop(remaining);
-        await gdb.execContinue();
+        await gdb.continue();
         const stop = await stopped;
         if (!stop) {
-          if (gdb.isRunning) await gdb.execInterrupt();
+          if (gdb.isRunning) await gdb.interrupt();
           ended = gdb.executionState === 'exited' ? 'exited' : 'timeout';
           break;
         }
@@ -135,7 +135,7 @@ export async function buildDynamicCallGraph(target: RecordingTarget, staticGraph
           ended = 'otherStop';
           break;
         }
-        const [frame1] = await gdb.stackListFrames(stop.threadId ?? 1, 1, 1);
+        const [frame1] = await gdb.stackFrames(stop.threadId ?? 1, 1, 1);
         if (handlers.has(callee)) {
           // An interrupt entry, not a call: counted apart, so no call edge grows by it. RISC-V
           // keeps the interrupted PC in mepc (GDB would unwind through ra, the interrupted
@@ -152,10 +152,10 @@ export async function buildDynamicCallGraph(target: RecordingTarget, staticGraph
         hits++;
       }
     } finally {
-      if (gdb.isRunning) await gdb.execInterrupt();
+      if (gdb.isRunning) await gdb.interrupt();
       // GDB keeps breakpoints after the program exits too: delete them whatever happened.
-      await gdb.breakDelete(endId === undefined ? inserted.filter((id) => calleeOf.has(id)) : inserted);
-      await gdb.gdbSet('breakpoint always-inserted', 'off');
+      await gdb.deleteBreakpoints(endId === undefined ? inserted.filter((id) => calleeOf.has(id)) : inserted);
+      await gdb.setBreakpointsAlwaysInserted(false);
     }
     return { ...merge(staticGraph, calls), hits, ended, interrupts: edgesOf(interrupts), elapsedMs: Date.now() - started };
   });

@@ -1,22 +1,18 @@
 import type { CodeLocation, MeasuredPass, MeasurementResponse } from '../../common/dapCustom';
-import type { GdbBackend } from '../backend/gdb/gdbBackend';
-import type { StopEvent } from '../backend/types';
+import type { Debugger } from '../debugger/debugger';
+import { breakpointLocation, describeBreakpointLocation } from '../debugger/locations';
+import type { StopEvent } from '../debugger/types';
 import { CycleLensError, ErrorCode } from '../errors';
 import type { CounterService } from './counterService';
 import { difference } from './counterService';
 
-/** What the measurement needs from the debug target: GDB and a way to run without user-visible stops. */
+/** What the measurement needs from the debug target: the debugger and a way to run without user-visible stops. */
 export interface MeasurementHost {
-  gdb: GdbBackend;
+  debugger: Debugger;
   /** Runs `fn` with the target's stops hidden from the user. */
   internally<T>(fn: () => Promise<T>): Promise<T>;
 }
 
-export function gdbLocation(loc: CodeLocation): string {
-  if ('path' in loc) return `${loc.path}:${loc.line}`;
-  if ('address' in loc) return `*${loc.address}`;
-  return loc.function;
-}
 
 /**
  * Measurements between two points with breakpoints (no code injected): counters are read at each
@@ -29,11 +25,11 @@ export class BreakpointMeasurement {
 
   /** From the current stop to `to`, once ("measure to cursor"). */
   async measureTo(to: CodeLocation, timeoutMs = 60_000): Promise<MeasurementResponse> {
-    const gdb = this.host.gdb;
+    const gdb = this.host.debugger;
     this.expectHalted();
     return this.host.internally(async () => {
       await this.counters.start();
-      const bp = await gdb.breakInsert({ location: gdbLocation(to) });
+      const bp = await gdb.insertBreakpoint({ location: breakpointLocation(to) });
       try {
         const before = await this.counters.read();
         const stop = await this.continueToStop(timeoutMs);
@@ -47,7 +43,7 @@ export class BreakpointMeasurement {
           ...stoppedAt(stop),
         };
       } finally {
-        if (gdb.executionState === 'stopped') await gdb.breakDelete([bp.id]);
+        if (gdb.executionState === 'stopped') await gdb.deleteBreakpoints([bp.id]);
       }
     });
   }
@@ -55,14 +51,14 @@ export class BreakpointMeasurement {
   /** Counters read at `start` and `end` on every pass, until `passes` passes or the program stops elsewhere. */
   async measureRange(start: CodeLocation, end: CodeLocation, passes: number, timeoutMs = 120_000, onProgress?: (done: number) => void): Promise<MeasurementResponse> {
     if (!Number.isInteger(passes) || passes < 1) throw new CycleLensError(ErrorCode.InvalidRequest, `passes must be a whole number ≥ 1 (got ${passes}).`);
-    const gdb = this.host.gdb;
+    const gdb = this.host.debugger;
     this.expectHalted();
     return this.host.internally(async () => {
       await this.counters.start();
       // start == end measures one iteration per pass: each arrival ends a pass and opens the next.
-      const loop = gdbLocation(start) === gdbLocation(end);
-      const startBp = await gdb.breakInsert({ location: gdbLocation(start) });
-      const endBp = loop ? startBp : await gdb.breakInsert({ location: gdbLocation(end) });
+      const loop = sameLocation(start, end);
+      const startBp = await gdb.insertBreakpoint({ location: breakpointLocation(start) });
+      const endBp = loop ? startBp : await gdb.insertBreakpoint({ location: breakpointLocation(end) });
       const deadline = Date.now() + timeoutMs;
       const out: MeasuredPass[] = [];
       let last: StopEvent | undefined;
@@ -99,30 +95,34 @@ export class BreakpointMeasurement {
           }
         }
       } finally {
-        if (gdb.executionState === 'stopped') await gdb.breakDelete(loop ? [startBp.id] : [startBp.id, endBp.id]);
+        if (gdb.executionState === 'stopped') await gdb.deleteBreakpoints(loop ? [startBp.id] : [startBp.id, endBp.id]);
       }
       return { passes: out, ...(incomplete ? { incomplete } : {}), ...(last ? stoppedAt(last) : {}) };
     });
   }
 
   private async continueToStop(timeoutMs: number): Promise<StopEvent | undefined> {
-    const gdb = this.host.gdb;
+    const gdb = this.host.debugger;
     const stopped = gdb.waitForStop(timeoutMs);
-    await gdb.execContinue();
+    await gdb.continue();
     const stop = await stopped;
-    if (!stop && gdb.isRunning) await gdb.execInterrupt();
+    if (!stop && gdb.isRunning) await gdb.interrupt();
     return stop;
   }
 
   private endReason(timeoutMs: number): string {
-    return this.host.gdb.executionState === 'exited' ? 'The program ended' : `No stop within ${Math.round(timeoutMs / 1000)} s`;
+    return this.host.debugger.executionState === 'exited' ? 'The program ended' : `No stop within ${Math.round(timeoutMs / 1000)} s`;
   }
 
   private expectHalted(): void {
-    if (this.host.gdb.executionState !== 'stopped') {
+    if (this.host.debugger.executionState !== 'stopped') {
       throw new CycleLensError(ErrorCode.NotStopped, 'Pause the target first: a measurement starts from a halt.');
     }
   }
+}
+
+function sameLocation(a: CodeLocation, b: CodeLocation): boolean {
+  return describeBreakpointLocation(breakpointLocation(a)) === describeBreakpointLocation(breakpointLocation(b));
 }
 
 function describeStop(e: StopEvent): string {

@@ -1,10 +1,10 @@
-import type { GdbBackend } from '../backend/gdb/gdbBackend';
+import type { Debugger } from '../debugger/debugger';
 import { CycleLensError, ErrorCode } from '../errors';
 
 /**
  * What counter backends and the injector need from a halted target: memory, registers by name,
  * and the gdbserver's monitor. Backends depend on this interface only, so the same ARC code runs
- * over GDB register names or over OpenOCD's aux-register commands.
+ * over the debugger's register names or over OpenOCD's aux-register commands.
  */
 export interface TargetAccess {
   readMemory(address: bigint, length: number): Promise<Buffer>;
@@ -18,16 +18,16 @@ export interface TargetAccess {
   monitor(command: string): Promise<string>;
 }
 
-/** TargetAccess over GDB/MI. Every call is a round trip to the target; callers batch where they can. */
-export class GdbTargetAccess implements TargetAccess {
-  constructor(private readonly gdb: GdbBackend) {}
+/** TargetAccess through the debugger. Every call is a round trip to the target; callers batch where they can. */
+export class DebuggerTargetAccess implements TargetAccess {
+  constructor(private readonly debug: Debugger) {}
 
   readMemory(address: bigint, length: number): Promise<Buffer> {
-    return this.gdb.dataReadMemoryBytes(address, length);
+    return this.debug.readMemory(address, length);
   }
 
   writeMemory(address: bigint, data: Uint8Array): Promise<void> {
-    return this.gdb.dataWriteMemoryBytes(address, data);
+    return this.debug.writeMemory(address, data);
   }
 
   async readU32(address: bigint): Promise<number> {
@@ -41,19 +41,19 @@ export class GdbTargetAccess implements TargetAccess {
   }
 
   async hasRegister(name: string): Promise<boolean> {
-    return (await this.gdb.dataListRegisterNames()).includes(name);
+    return (await this.debug.registerNames()).includes(name);
   }
 
   readRegister(name: string): Promise<bigint> {
-    return this.gdb.readRegister(name);
+    return this.debug.readRegister(name);
   }
 
   writeRegister(name: string, value: bigint): Promise<void> {
-    return this.gdb.writeRegister(name, value);
+    return this.debug.writeRegister(name, value);
   }
 
   async monitor(command: string): Promise<string> {
-    if (this.gdb.isRunning) throw new CycleLensError(ErrorCode.NotStopped, 'The target must be halted to reach its counters.');
-    return this.gdb.monitor(command);
+    if (this.debug.isRunning) throw new CycleLensError(ErrorCode.NotStopped, 'The target must be halted to reach its counters.');
+    return this.debug.monitor(command);
   }
 }

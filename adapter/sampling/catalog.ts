@@ -54,7 +54,7 @@ export function createSampler(target: DebugTarget, args: StartSamplingArguments,
     throw new CycleLensError(ErrorCode.Unsupported, `${what} Samplers: ${list}.`);
   }
   if (args.rateHz !== undefined && !(args.rateHz > 0)) throw new CycleLensError(ErrorCode.InvalidRequest, '`rateHz` must be a positive number of samples per second.');
-  const isRunning = () => !target.isEnded && target.gdb.isRunning;
+  const isRunning = () => !target.isEnded && target.debugger.isRunning;
   const qemu = qemuOf(target);
   switch (description.id) {
     case 'qemu-plugin': {
@@ -70,7 +70,7 @@ export function createSampler(target: DebugTarget, args: StartSamplingArguments,
       return new HaltingSampler({
         isRunning: () => isRunning() && freeRunning(),
         withHalted: (fn) => target.withHalted(fn),
-        readPc: async () => Number(await target.gdb.readRegister('pc')),
+        readPc: async () => Number(await target.debugger.readRegister('pc')),
         rateHz: Math.min(args.rateHz ?? HALTING_DEFAULT_HZ, HALTING_MAX_HZ),
         log,
       });

@@ -1,6 +1,7 @@
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { BreakpointInfo, BreakpointRequest } from '../backend/types';
-import type { GdbBackend } from '../backend/gdb/gdbBackend';
+import type { BreakpointInfo, BreakpointRequest } from '../debugger/types';
+import type { Debugger } from '../debugger/debugger';
+import { parseLocationSpec } from '../debugger/locations';
 import { CycleLensError, ErrorCode, errorMessage } from '../errors';
 
 /**
@@ -26,20 +27,20 @@ type Kind = 'source' | 'function' | 'instruction';
 export class BreakpointManager {
   private readonly owned = new Map<string, number[]>();
 
-  constructor(private readonly gdb: () => GdbBackend) {}
+  constructor(private readonly gdb: () => Debugger) {}
 
   async setSourceBreakpoints(path: string, bps: DebugProtocol.SourceBreakpoint[]): Promise<DebugProtocol.Breakpoint[]> {
-    return this.replace('source', path, bps.map((b) => ({ ...this.common(b), location: `${path}:${b.line}` })));
+    return this.replace('source', path, bps.map((b) => ({ ...this.common(b), location: { kind: 'line', path, line: b.line } })));
   }
 
   async setFunctionBreakpoints(bps: DebugProtocol.FunctionBreakpoint[]): Promise<DebugProtocol.Breakpoint[]> {
-    return this.replace('function', '', bps.map((b) => ({ ...this.common(b), location: b.name })));
+    return this.replace('function', '', bps.map((b) => ({ ...this.common(b), location: parseLocationSpec(b.name) })));
   }
 
   async setInstructionBreakpoints(bps: DebugProtocol.InstructionBreakpoint[]): Promise<DebugProtocol.Breakpoint[]> {
     return this.replace('instruction', '', bps.map((b) => {
       const address = BigInt(b.instructionReference) + BigInt(b.offset ?? 0);
-      return { ...this.common(b), location: `*0x${address.toString(16)}` };
+      return { ...this.common(b), location: { kind: 'address', address } };
     }));
   }
 
@@ -51,12 +52,12 @@ export class BreakpointManager {
   private async replace(kind: Kind, key: string, requests: BreakpointRequest[]): Promise<DebugProtocol.Breakpoint[]> {
     const mapKey = `${kind}:${key}`;
     const gdb = this.gdb();
-    await gdb.breakDelete(this.owned.get(mapKey) ?? []);
+    await gdb.deleteBreakpoints(this.owned.get(mapKey) ?? []);
     const ids: number[] = [];
     const out: DebugProtocol.Breakpoint[] = [];
     for (const req of requests) {
       try {
-        const info = await gdb.breakInsert(req);
+        const info = await gdb.insertBreakpoint(req);
         ids.push(info.id);
         out.push(toDap(info));
       } catch (err) {

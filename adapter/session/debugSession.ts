@@ -1,14 +1,14 @@
-import { DebugSession, InitializedEvent, OutputEvent, Response, StoppedEvent, TerminatedEvent, Thread } from '@vscode/debugadapter';
+import { DebugSession, InitializedEvent, InvalidatedEvent, OutputEvent, Response, StoppedEvent, TerminatedEvent, Thread } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { CustomEvents } from '../../common/dapCustom';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { createCounterUnits } from '../arch/counterUnits';
 import { familyTraits } from '../arch/traits';
-import type { Frame, StopEvent } from '../backend/types';
+import type { Frame, StopEvent } from '../debugger/types';
 import { PF_W } from '../elf';
 import { CycleLensError, ErrorCode, errorMessage } from '../errors';
 import { CounterService } from '../probe/counterService';
-import { GdbTargetAccess } from '../probe/targetAccess';
+import { DebuggerTargetAccess } from '../probe/targetAccess';
 import { DebugTarget, LaunchMode, TargetOutput } from '../target/debugTarget';
 import { BreakpointManager } from './breakpoints';
 import { disassemble } from './disassembly';
@@ -53,7 +53,7 @@ export class CycleLensDebugSession extends DebugSession {
     (body) => this.sendEvent(customEvent(CustomEvents.samples, body)),
     (text) => this.output({ category: 'important', text }),
   );
-  private readonly breakpoints = new BreakpointManager(() => this.requireTarget().gdb);
+  private readonly breakpoints = new BreakpointManager(() => this.requireTarget().debugger);
   private readonly disassemblyCache = new DisassemblyCache();
   /**
    * The top of the stack, asked of GDB as soon as a stop is reported: every client asks for it
@@ -86,10 +86,10 @@ export class CycleLensDebugSession extends DebugSession {
     variables: (a: DebugProtocol.VariablesArguments) => this.listVariables(a),
     setVariable: (a: DebugProtocol.SetVariableArguments) => this.setVariable(a),
     evaluate: (a: DebugProtocol.EvaluateArguments) => this.evaluate(a),
-    continue: () => this.resume(() => this.gdb().execContinue(), true),
-    next: (a: DebugProtocol.NextArguments) => this.resume(() => this.gdb().execNext(a.granularity === 'instruction')),
-    stepIn: (a: DebugProtocol.StepInArguments) => this.resume(() => this.gdb().execStep(a.granularity === 'instruction')),
-    stepOut: () => this.resume(() => this.gdb().execFinish()),
+    continue: () => this.resume(() => this.activeDebugger().continue(), true),
+    next: (a: DebugProtocol.NextArguments) => this.resume(() => this.activeDebugger().stepOver(a.granularity === 'instruction')),
+    stepIn: (a: DebugProtocol.StepInArguments) => this.resume(() => this.activeDebugger().stepIn(a.granularity === 'instruction')),
+    stepOut: () => this.resume(() => this.activeDebugger().stepOut()),
     pause: () => this.pause(),
     readMemory: (a: DebugProtocol.ReadMemoryArguments) => this.readMemory(a),
     writeMemory: (a: DebugProtocol.WriteMemoryArguments) => this.writeMemory(a),
@@ -156,22 +156,23 @@ export class CycleLensDebugSession extends DebugSession {
     const config = validateLaunchArgs(args as CycleLensLaunchArgs & Record<string, unknown>);
     const target = await DebugTarget.start(config, mode, (o) => this.output(o));
     this.target = target;
-    this.variables = new VariableStore(() => target.gdb, config.family);
-    if (config.trace) target.gdb.mi.onTrace((line) => this.output({ category: 'console', text: `${line}\n` }));
+    this.variables = new VariableStore(() => target.debugger, config.family);
+    if (config.trace) target.debugger.onTrace((line) => this.output({ category: 'console', text: `${line}\n` }));
     target.onOutput((o) => this.output(o));
     target.onStop((e) => this.reportStop(e));
-    target.gdb.onRunning(() => void this.invalidateStopState());
+    target.onMovedWhileHalted(() => void this.invalidateStopState().then(() => this.sendEvent(new InvalidatedEvent(['stacks', 'variables']))));
+    target.debugger.onRunning(() => void this.invalidateStopState());
     // Disassembly stays valid while the target runs only where the program cannot write its code.
     const readOnlyCode = config.image.loadSegments
       .filter((p) => (p.flags & PF_W) === 0 && p.memSize > 0)
       .map((p) => ({ start: BigInt(p.vaddr), end: BigInt(p.vaddr) + BigInt(p.memSize) }));
     this.disassemblyCache.clear();
-    target.gdb.onMemoryWrite(() => {
+    target.debugger.onMemoryWrite(() => {
       this.disassemblyCache.clear();
       // A register or memory write may move the stack (sp, a return address).
       this.stackPrefetch = undefined;
     });
-    target.gdb.onRunning(() => this.disassemblyCache.keepWithin(readOnlyCode));
+    target.debugger.onRunning(() => this.disassemblyCache.keepWithin(readOnlyCode));
     target.onEnded(({ message }) => {
       if (message) this.output({ category: 'important', text: `${message}\n` });
       // The last samples (the exact sampler's final counts at program exit) go out before the end.
@@ -179,7 +180,7 @@ export class CycleLensDebugSession extends DebugSession {
     });
     // Counters are probed while the target is still halted at reset, before the user runs it.
     this.counters = new CounterService(
-      createCounterUnits(config.family, new GdbTargetAccess(target.gdb), {
+      createCounterUnits(config.family, new DebuggerTargetAccess(target.debugger), {
         ...(config.server.type === 'qemu' ? { emulator: 'qemu' as const } : {}),
         stepInstruction: () => target.stepInstructionInternally(),
       }),
@@ -260,14 +261,14 @@ export class CycleLensDebugSession extends DebugSession {
   }
 
   private async pause(): Promise<void> {
-    const gdb = this.gdb();
+    const gdb = this.activeDebugger();
     // A halting sample in flight has the target stopped for a moment and will resume it: wait for
     // it, so the user's pause is not undone.
     await this.sampling.hold();
     this.freeRunning = false;
     try {
       if (!gdb.isRunning) return;
-      const stop = await gdb.execInterrupt();
+      const stop = await gdb.interrupt();
       if (!stop) throw new CycleLensError(ErrorCode.NotStopped, 'The target did not halt within 5 s. Check the connection to the target.');
     } finally {
       this.sampling.resume();
@@ -290,8 +291,8 @@ export class CycleLensDebugSession extends DebugSession {
     if (e.reason === 'step' && e.description) stopped.body.description = e.description;
     if (e.preserveFocus) stopped.body.preserveFocusHint = true;
     const threadId = e.threadId ?? 1;
-    const gdb = this.target?.gdb;
-    if (gdb) this.stackPrefetch = { threadId, frames: gdb.stackListFrames(threadId, 0, PREFETCH_FRAMES - 1).catch(() => undefined) };
+    const gdb = this.target?.debugger;
+    if (gdb) this.stackPrefetch = { threadId, frames: gdb.stackFrames(threadId, 0, PREFETCH_FRAMES - 1).catch(() => undefined) };
     this.sendEvent(stopped);
   }
 
@@ -306,23 +307,23 @@ export class CycleLensDebugSession extends DebugSession {
 
   private async threads(): Promise<DebugProtocol.ThreadsResponse['body']> {
     const target = this.target;
-    if (!target || target.isEnded || target.gdb.isRunning) return { threads: [new Thread(1, 'Core 0')] };
-    const threads = await target.gdb.threadInfo();
+    if (!target || target.isEnded || target.debugger.isRunning) return { threads: [new Thread(1, 'Core 0')] };
+    const threads = await target.debugger.threads();
     return { threads: threads.length > 0 ? threads.map((t) => new Thread(t.id, t.name)) : [new Thread(1, 'Core 0')] };
   }
 
   private async stackTrace(a: DebugProtocol.StackTraceArguments): Promise<DebugProtocol.StackTraceResponse['body']> {
-    const gdb = this.gdb();
+    const gdb = this.activeDebugger();
     const low = a.startFrame ?? 0;
     const high = low + (a.levels && a.levels > 0 ? a.levels : 1000) - 1;
     const prefetch = this.stackPrefetch;
     const prefetched = prefetch && prefetch.threadId === a.threadId && high < PREFETCH_FRAMES ? await prefetch.frames : undefined;
-    const frames = prefetched ? prefetched.filter((f) => f.level >= low && f.level <= high) : await gdb.stackListFrames(a.threadId, low, high);
+    const frames = prefetched ? prefetched.filter((f) => f.level >= low && f.level <= high) : await gdb.stackFrames(a.threadId, low, high);
     // A page that is not full ends the stack, so its size is known without asking GDB to walk it all.
     const depth =
       prefetched && prefetched.length < PREFETCH_FRAMES ? prefetched.length
       : frames.length < high - low + 1 ? low + frames.length
-      : low === 0 ? await gdb.stackInfoDepth(a.threadId).catch(() => undefined)
+      : low === 0 ? await gdb.stackDepth(a.threadId).catch(() => undefined)
       : undefined;
     return {
       stackFrames: frames.map((f) => {
@@ -360,12 +361,12 @@ export class CycleLensDebugSession extends DebugSession {
   }
 
   private async evaluate(a: DebugProtocol.EvaluateArguments): Promise<DebugProtocol.EvaluateResponse['body']> {
-    const gdb = this.gdb();
+    const gdb = this.activeDebugger();
     const expr = a.expression.trim();
     if (a.context === 'repl') {
       // `monitor …` goes to the gdbserver; `> cmd` runs a GDB command.
       if (/^monitor\s/.test(expr)) return { result: (await this.halted(() => gdb.monitor(expr.slice(8).trim()))).trimEnd(), variablesReference: 0 };
-      if (expr.startsWith('>')) return { result: (await gdb.console(expr.slice(1).trim())).trimEnd(), variablesReference: 0 };
+      if (expr.startsWith('>')) return { result: (await gdb.command(expr.slice(1).trim())).trimEnd(), variablesReference: 0 };
     }
     this.expectHalted('evaluate expressions');
     const frame = a.frameId !== undefined ? this.frame(a.frameId) : undefined;
@@ -383,7 +384,7 @@ export class CycleLensDebugSession extends DebugSession {
   /** Memory references are addresses (`0x…`) or expressions such as `&(buffer)`. */
   private async resolveAddress(reference: string): Promise<bigint> {
     if (/^(0x[0-9a-f]+|\d+)$/i.test(reference)) return BigInt(reference);
-    const value = await this.gdb().dataEvaluateExpression(`(unsigned long)(${reference})`);
+    const value = await this.activeDebugger().evaluate(`(unsigned long)(${reference})`);
     return BigInt(value.trim().split(/\s+/)[0]!);
   }
 
@@ -391,7 +392,7 @@ export class CycleLensDebugSession extends DebugSession {
     return this.halted(async () => {
       const address = (await this.resolveAddress(a.memoryReference)) + BigInt(a.offset ?? 0);
       try {
-        const data = await this.gdb().dataReadMemoryBytes(address, a.count);
+        const data = await this.activeDebugger().readMemory(address, a.count);
         return { address: `0x${address.toString(16)}`, data: data.toString('base64') };
       } catch {
         return { address: `0x${address.toString(16)}`, unreadableBytes: a.count };
@@ -403,7 +404,7 @@ export class CycleLensDebugSession extends DebugSession {
     return this.halted(async () => {
       const address = (await this.resolveAddress(a.memoryReference)) + BigInt(a.offset ?? 0);
       const data = Buffer.from(a.data, 'base64');
-      await this.gdb().dataWriteMemoryBytes(address, data);
+      await this.activeDebugger().writeMemory(address, data);
       return { bytesWritten: data.length };
     });
   }
@@ -412,7 +413,7 @@ export class CycleLensDebugSession extends DebugSession {
     const target = this.requireTarget();
     return this.halted(async () => {
       const base = (await this.resolveAddress(a.memoryReference)) + BigInt(a.offset ?? 0);
-      const read = (start: bigint, end: bigint) => this.disassemblyCache.read(start, end, () => target.gdb.dataDisassemble(start, end));
+      const read = (start: bigint, end: bigint) => this.disassemblyCache.read(start, end, () => target.debugger.disassemble(start, end));
       const instructions = await disassemble(read, familyTraits(target.config.family), base, a.instructionOffset ?? 0, a.instructionCount);
       return { instructions };
     });
@@ -431,8 +432,8 @@ export class CycleLensDebugSession extends DebugSession {
     return this.target;
   }
 
-  private gdb() {
-    return this.requireTarget().gdb;
+  private activeDebugger() {
+    return this.requireTarget().debugger;
   }
 
   private requireCounters(): CounterService {
@@ -452,6 +453,6 @@ export class CycleLensDebugSession extends DebugSession {
   }
 
   private expectHalted(what: string): void {
-    if (this.gdb().isRunning) throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
+    if (this.activeDebugger().isRunning) throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
   }
 }

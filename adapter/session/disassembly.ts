@@ -1,5 +1,5 @@
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { DisassembledInstruction } from '../backend/types';
+import type { DisassembledInstruction } from '../debugger/types';
 import type { FamilyTraits } from '../arch/traits';
 
 /**

@@ -1,4 +1,4 @@
-import type { DisassembledInstruction } from '../backend/types';
+import type { DisassembledInstruction } from '../debugger/types';
 
 /** An address range [start, end) of the target's memory. */
 export interface AddressRange {

@@ -21,8 +21,6 @@ import {
   MINSTRET,
   QEMU_MEMORY_MAPS,
   SYSTICK_CVR,
-  gdbTargetRunner,
-  parseGdbMemoryMap,
   resolveReservedMemory,
   type StopPoint,
   restoreFromJournal,
@@ -33,7 +31,7 @@ import {
   type MeasurementResults,
   type MemoryRegion,
 } from '../probe/injection';
-import { GdbTargetAccess } from '../probe/targetAccess';
+import { DebuggerTargetAccess } from '../probe/targetAccess';
 import { validateReservedMemory } from './launchValidation';
 import type { DebugTarget, TargetOutput } from '../target/debugTarget';
 import type { CustomRequestHandlers } from './customRequests';
@@ -102,7 +100,7 @@ export class InjectionRequests {
   async restoreJournal(): Promise<void> {
     const target = this.target();
     if (target.config.family === 'arc') return;
-    const report = await restoreFromJournal(new GdbTargetAccess(target.gdb), target.config.image, journalDir(target.config.cwd));
+    const report = await restoreFromJournal(new DebuggerTargetAccess(target.debugger), target.config.image, journalDir(target.config.cwd));
     const message = describeRestore(report, target.config.image);
     if (message) this.log({ category: message.important ? 'important' : 'console', text: message.text });
   }
@@ -180,7 +178,7 @@ export class InjectionRequests {
   private async counterNow(service: InjectionService): Promise<bigint | undefined> {
     const c = service.counter;
     if (c.kind !== 'csr') return undefined;
-    return this.target().gdb.readRegister(c.name).catch(() => undefined);
+    return this.target().debugger.readRegister(c.name).catch(() => undefined);
   }
 
   /** Where a function starts in the source, when the ELF has line information. */
@@ -208,11 +206,12 @@ export class InjectionRequests {
 
   private async serviceFor(target: DebugTarget): Promise<InjectionService> {
     if (this.service) return this.service;
-    const { config, gdb } = target;
-    const access = new GdbTargetAccess(gdb);
+    const { config } = target;
+    const debug = target.debugger;
+    const access = new DebuggerTargetAccess(debug);
     const server = config.server;
     const qemu = server.type === 'qemu';
-    const memoryMap = server.type === 'qemu' ? QEMU_MEMORY_MAPS[server.machine ?? (config.family === 'riscv' ? 'virt' : 'mps2-an386')] : await this.gdbMemoryMap(target);
+    const memoryMap = server.type === 'qemu' ? QEMU_MEMORY_MAPS[server.machine ?? (config.family === 'riscv' ? 'virt' : 'mps2-an386')] : await this.debuggerMemoryMap(target);
     // OpenOCD and remote stubs tell their memory map only once connected: check the launch's range now.
     if (config.reservedMemory && memoryMap && server.type !== 'qemu') validateReservedMemory(config.reservedMemory, config.image, memoryMap);
     const reserved = resolveReservedMemory(config.image, { ...(config.reservedMemory ? { launch: config.reservedMemory } : {}), ...(memoryMap ? { memoryMap } : {}) });
@@ -222,14 +221,15 @@ export class InjectionRequests {
       access,
       elf: config.image,
       support,
-      isHalted: () => gdb.executionState === 'stopped',
+      isHalted: () => debug.executionState === 'stopped',
       journalDir: journalDir(config.cwd),
       reserved,
       ...(memoryMap ? { memoryMap } : {}),
       allowFlashWrites: config.allowFlashWrites,
       // Under -icount shift=0 QEMU's 25 MHz SysTick advances one unit per 40 instructions.
       ...(qemu && config.family === 'cortex-m' && !this.hasCycleCounter() ? { counterUnitsPerInstruction: 1 / 40 } : {}),
-      runner: gdbTargetRunner(gdb),
+      // Calibration runs to its stubs through the one hidden run-to: its stops are never the user's.
+      runner: { runTo: async (address, timeoutMs) => (await target.runTo(BigInt(address), { hidden: true, timeoutMs })).reached },
       log: (line) => this.log({ category: 'console', text: line }),
     });
     return this.service;
@@ -248,9 +248,9 @@ export class InjectionRequests {
     }
   }
 
-  private async gdbMemoryMap(target: DebugTarget): Promise<MemoryRegion[] | undefined> {
+  private async debuggerMemoryMap(target: DebugTarget): Promise<MemoryRegion[] | undefined> {
     try {
-      const map = parseGdbMemoryMap(await target.gdb.console('info mem'));
+      const map = await target.debugger.memoryRegions();
       return map.length > 0 ? map : undefined;
     } catch {
       return undefined;

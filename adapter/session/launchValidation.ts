@@ -1,6 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import type { CycleLensLaunchArgs, ServerArgs, TargetFamily } from '../../common/launchArgs';
+import type { CycleLensLaunchArgs, DebuggerKind, ServerArgs, TargetFamily } from '../../common/launchArgs';
 import { ElfImage } from '../elf';
 import { CycleLensError, ErrorCode } from '../errors';
 import { QEMU_MEMORY_MAPS, type MemoryRegion } from '../probe/injection/memoryMap';
@@ -14,7 +14,9 @@ export interface ValidatedLaunch {
   cwd: string;
   family: TargetFamily;
   server: ServerArgs;
+  debugger: DebuggerKind;
   gdbPath: string;
+  lldbPython: string;
   /** Function to stop at after launch, or undefined to run freely. */
   stopAtEntry: string | undefined;
   /** Where a single-pass program's work ends (see CycleLensLaunchArgs.programEnd). */
@@ -104,6 +106,8 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
   const stop = raw.stopAtEntry;
   if (stop !== undefined && typeof stop !== 'boolean' && typeof stop !== 'string') invalid('`stopAtEntry` must be true, false or a function name.');
   if (raw.gdbPath !== undefined && typeof raw.gdbPath !== 'string') invalid('`gdbPath` must be a string.');
+  if (raw.lldbPython !== undefined && typeof raw.lldbPython !== 'string') invalid('`lldbPython` must be a string.');
+  if (raw.debugger !== undefined && raw.debugger !== 'gdb' && raw.debugger !== 'lldb') invalid('`debugger` must be "gdb" or "lldb" (or leave it out for GDB).');
   if (!image.section('.symtab')) {
     throw new CycleLensError(ErrorCode.NotAnElf, `${executable} has no symbols: pass the unstripped ELF the linker wrote (built with -g), not a stripped copy.`);
   }
@@ -118,6 +122,8 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
     cwd,
     family: detected,
     server,
+    debugger: raw.debugger ?? 'gdb',
+    lldbPython: raw.lldbPython ?? 'python3',
     gdbPath: raw.gdbPath ?? (detected === 'arc' ? 'arc-elf32-gdb' : 'gdb-multiarch'),
     stopAtEntry: stop === false ? undefined : stop === true || stop === undefined ? 'main' : stop,
     programEnd: raw.programEnd ?? ['exit', '_exit'].find((name) => image.functionNamed(name)),

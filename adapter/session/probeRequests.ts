@@ -6,7 +6,8 @@ import { toWire } from '../probe/counterService';
 import { programModelFor, staticCallGraph, StaticCallGraph } from '../probe/callGraph';
 import { findProgramEnd, noProgramEndMessage, type ProgramEnd } from '../probe/programEnd';
 import { dynamicCallGraphRequest } from '../probe/dynamicCallGraph';
-import { BreakpointMeasurement, gdbLocation } from '../probe/rangeMeasurement';
+import { BreakpointMeasurement } from '../probe/rangeMeasurement';
+import { breakpointLocation, describeBreakpointLocation } from '../debugger/locations';
 import type { StopPoint } from '../probe/injection';
 import type { DebugTarget } from '../target/debugTarget';
 import type { CustomRequestHandlers } from './customRequests';
@@ -79,30 +80,21 @@ export class ProbeRequests {
     const target = this.target();
     const until = a.until ?? (target.config.programEnd ? { function: target.config.programEnd } : this.automaticEnd()?.location);
     if (!until) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, noProgramEndMessage(target.config.image.path));
-    const gdb = target.gdb;
+    const debug = target.debugger;
     const result = await target.internally(async (): Promise<RunResponse> => {
-      if (gdb.isRunning) await gdb.execInterrupt();
+      if (debug.isRunning) await debug.interrupt();
       if (a.restart) await target.resetHalted();
       // At a function's entry, not after its prologue: the same place an injected entry patch sits.
-      const location = 'function' in until ? `*${until.function}` : gdbLocation(until);
-      let bp = await gdb.breakInsert({ location, temporary: true });
+      const address = await this.addressOf(until);
       // Patched code runs in its trampoline: the stop is taken where it comes back, after the payload.
-      const point: StopPoint = bp.address !== undefined ? this.stopPointFor(Number(bp.address)) : { ok: true, address: 0 };
-      if (!point.ok || point.moved) await gdb.breakDelete([bp.id]);
+      const point: StopPoint = this.stopPointFor(Number(address));
       if (!point.ok) throw new CycleLensError(ErrorCode.InvalidRequest, `Cannot run to ${describeLocation(until)}: ${point.reason}`);
-      if (point.moved) bp = await gdb.breakInsert({ location: `*0x${point.address.toString(16)}`, temporary: true });
-      const stopped = gdb.waitForStop(a.timeoutMs ?? 120_000);
-      await gdb.execContinue();
-      const stop = await stopped;
+      const timeoutMs = a.timeoutMs ?? 120_000;
+      const { reached, stop } = await target.runTo(BigInt(point.address), { hidden: true, timeoutMs });
       if (!stop) {
-        if (gdb.isRunning) await gdb.execInterrupt();
-        const ended = gdb.executionState === 'exited';
-        return { reached: false, detail: ended ? 'The program ended before it got there.' : `It did not get there within ${Math.round((a.timeoutMs ?? 120_000) / 1000)} s.` };
+        const ended = debug.executionState === 'exited';
+        return { reached: false, detail: ended ? 'The program ended before it got there.' : `It did not get there within ${Math.round(timeoutMs / 1000)} s.` };
       }
-      // A user breakpoint at the same address may be the one GDB names: arriving is what counts.
-      const reached = stop.breakpointIds.includes(bp.id) || (bp.address !== undefined && stop.frame?.address === bp.address);
-      // A temporary breakpoint GDB did not report as hit is still there.
-      if (!stop.breakpointIds.includes(bp.id)) await gdb.breakDelete([bp.id]).catch(() => undefined);
       return reached ? { reached } : { reached, detail: `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` };
     });
     // The user's editor stays where it is: a profiling scenario makes many such stops.
@@ -110,6 +102,16 @@ export class ProbeRequests {
     const found = !target.config.programEnd ? this.automaticEnd() : undefined;
     const programEnd = target.config.programEnd ? { function: target.config.programEnd } : found?.location;
     return { ...result, until, ...(found ? { endFoundBy: found.how } : {}), ...(programEnd ? { programEnd } : {}) };
+  }
+
+  /** The address of a location, as the debugger resolves it (a function's first instruction). */
+  private async addressOf(until: NonNullable<RunArguments['until']>): Promise<bigint> {
+    if ('address' in until) return BigInt(until.address);
+    const debug = this.target().debugger;
+    const bp = await debug.insertBreakpoint({ location: breakpointLocation(until, { atEntry: true }) });
+    await debug.deleteBreakpoints([bp.id]);
+    if (bp.address === undefined) throw new CycleLensError(ErrorCode.InvalidRequest, `Cannot run to ${describeLocation(until)}: the program has no code there.`);
+    return bp.address;
   }
 
   private async configure(a: ConfigureArguments): Promise<CountersResponse> {
@@ -135,7 +137,7 @@ export class ProbeRequests {
       }
       await service.configure(service.planEvents([fixed[0]!]));
     }
-    const result = await run(new BreakpointMeasurement({ gdb: target.gdb, internally: (fn) => target.internally(fn) }, service));
+    const result = await run(new BreakpointMeasurement({ debugger: target.debugger, internally: (fn) => target.internally(fn) }, service));
     await target.announceCurrentStop('measurement finished');
     return result;
   }
@@ -146,5 +148,5 @@ export class ProbeRequests {
 }
 
 function describeLocation(loc: NonNullable<RunArguments['until']>): string {
-  return 'function' in loc ? loc.function : gdbLocation(loc);
+  return describeBreakpointLocation(breakpointLocation(loc));
 }

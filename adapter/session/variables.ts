@@ -1,8 +1,8 @@
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import type { TargetFamily } from '../../common/launchArgs';
 import { familyTraits } from '../arch/traits';
-import type { GdbBackend } from '../backend/gdb/gdbBackend';
-import type { FileScopeVariable, VarObject } from '../backend/types';
+import type { Debugger } from '../debugger/debugger';
+import type { FileScopeVariable, VarObject } from '../debugger/types';
 
 type Container =
   | { kind: 'locals'; threadId: number; level: number }
@@ -29,7 +29,7 @@ export class VariableStore {
   /** The program's file-scope variables: read once, the symbol table does not change while debugging. */
   private fileScope: Promise<FileScopeVariable[]> | undefined;
 
-  constructor(private readonly gdb: () => GdbBackend, private readonly family: TargetFamily) {}
+  constructor(private readonly gdb: () => Debugger, private readonly family: TargetFamily) {}
 
   /**
    * Locals and registers of the frame, then the program's globals and the statics of the frame's
@@ -57,7 +57,7 @@ export class VariableStore {
         return this.children(ref, c);
       case 'local': {
         // Expanded for the first time: now it needs a variable object.
-        const v = await this.gdb().varCreate(c.expression, c.threadId, c.level);
+        const v = await this.gdb().createVariable(c.expression, c.threadId, c.level);
         this.varobjs.push(v.name);
         const parent = { kind: 'varobj' as const, name: v.name, evaluateName: c.expression, isArray: c.isArray };
         this.containers.set(ref, parent);
@@ -74,7 +74,7 @@ export class VariableStore {
 
   /** Evaluates an expression as a variable object, so structs and arrays can be expanded. */
   async evaluate(expression: string, threadId: number | undefined, level: number | undefined): Promise<DebugProtocol.Variable> {
-    const v = await this.gdb().varCreate(expression, threadId, level);
+    const v = await this.gdb().createVariable(expression, threadId, level);
     this.varobjs.push(v.name);
     return this.toVariable(v, expression, expression);
   }
@@ -82,18 +82,18 @@ export class VariableStore {
   async setVariable(ref: number, name: string, value: string): Promise<string> {
     const c = this.containers.get(ref);
     if (c?.kind === 'registers') {
-      await this.gdb().dataEvaluateExpression(`$${name}=${value}`, c.threadId, c.level);
-      return this.gdb().dataEvaluateExpression(`$${name}`, c.threadId, c.level);
+      await this.gdb().evaluate(`$${name}=${value}`, c.threadId, c.level);
+      return this.gdb().evaluate(`$${name}`, c.threadId, c.level);
     }
     const simple = this.simpleLocals.get(`${ref}:${name}`);
     if (simple && !this.childNames.has(`${ref}:${name}`)) {
-      const v = await this.gdb().varCreate(name, simple.threadId, simple.level);
+      const v = await this.gdb().createVariable(name, simple.threadId, simple.level);
       this.varobjs.push(v.name);
       this.childNames.set(`${ref}:${name}`, v.name);
     }
     const varobj = this.childNames.get(`${ref}:${name}`);
     if (!varobj) throw new Error(`'${name}' cannot be changed here.`);
-    return this.gdb().varAssign(varobj, value);
+    return this.gdb().assignVariable(varobj, value);
   }
 
   /** Forgets every reference and deletes GDB's variable objects: called when the target resumes. */
@@ -106,7 +106,7 @@ export class VariableStore {
     this.nextRef = 1;
     const gdb = this.gdb();
     // Sent together: GDB answers in order, one round trip for all of them.
-    await Promise.all(names.map((n) => gdb.varDelete(n).catch(() => undefined)));
+    await Promise.all(names.map((n) => gdb.deleteVariable(n).catch(() => undefined)));
   }
 
   private add(c: Container): number {
@@ -121,7 +121,7 @@ export class VariableStore {
    * it, a simple one when the user changes it.
    */
   private async locals(ref: number, threadId: number, level: number): Promise<DebugProtocol.Variable[]> {
-    const listed = await this.gdb().stackListSimpleValues(threadId, level);
+    const listed = await this.gdb().frameVariables(threadId, level);
     return listed.map(({ name, type, value }): DebugProtocol.Variable => {
       this.simpleLocals.set(`${ref}:${name}`, { threadId, level });
       const isArray = /\[\d*\]$/.test(type);
@@ -141,7 +141,7 @@ export class VariableStore {
 
   private async fileScopeVariables(ref: number, c: Extract<Container, { kind: 'fileScope' }>): Promise<DebugProtocol.Variable[]> {
     const gdb = this.gdb();
-    this.fileScope ??= gdb.symbolInfoVariables().catch((err: unknown) => {
+    this.fileScope ??= gdb.fileScopeVariables().catch((err: unknown) => {
       this.fileScope = undefined;
       throw err;
     });
@@ -152,7 +152,7 @@ export class VariableStore {
       // A static is named through its file: two files may each have their own `count`.
       const expression = v.isStatic ? `'${baseName(v.file)}'::${v.name}` : v.name;
       try {
-        const obj = await gdb.varCreate(expression, c.threadId, c.level);
+        const obj = await gdb.createVariable(expression, c.threadId, c.level);
         this.varobjs.push(obj.name);
         this.childNames.set(`${ref}:${v.name}`, obj.name);
         out.push(this.toVariable(obj, v.name, expression));
@@ -167,7 +167,7 @@ export class VariableStore {
   }
 
   private async children(ref: number, parent: Extract<Container, { kind: 'varobj' }>): Promise<DebugProtocol.Variable[]> {
-    const kids = await this.gdb().varListChildren(parent.name);
+    const kids = await this.gdb().variableChildren(parent.name);
     return kids.map((k) => {
       const display = parent.isArray ? `[${k.expression}]` : k.expression;
       const evaluateName = parent.isArray ? `${parent.evaluateName}[${k.expression}]` : `(${parent.evaluateName}).${k.expression}`;
@@ -193,11 +193,11 @@ export class VariableStore {
 
   private async registers(threadId: number, level: number, group: 'core' | 'other'): Promise<DebugProtocol.Variable[]> {
     const gdb = this.gdb();
-    const names = await gdb.dataListRegisterNames();
+    const names = await gdb.registerNames();
     const core = familyTraits(this.family).coreRegisters;
     const wanted = names.map((n, i) => ({ n, i })).filter(({ n }) => n !== '' && (group === 'core') === core.has(n));
     if (wanted.length === 0) return [];
-    const values = await gdb.dataListRegisterValues(wanted.map((w) => w.i), threadId, level);
+    const values = await gdb.registerValues(wanted.map((w) => w.i), threadId, level);
     const byNumber = new Map(values.map((v) => [v.number, v.value]));
     const out: DebugProtocol.Variable[] = wanted.map(({ n, i }) => ({
       name: n,

@@ -1,7 +1,8 @@
 import type { ValidatedLaunch } from '../session/launchValidation';
 import { CycleLensError, ErrorCode, errorMessage } from '../errors';
-import { GdbBackend } from '../backend/gdb/gdbBackend';
-import type { StopEvent } from '../backend/types';
+import type { Debugger, RunToOptions, RunToResult } from '../debugger/debugger';
+import { startDebugger } from '../debugger/factory';
+import type { StopEvent } from '../debugger/types';
 import { createServer } from '../servers';
 import type { GdbServer } from '../servers/strategy';
 import { Emitter } from '../util/emitter';
@@ -22,6 +23,9 @@ export class DebugTarget {
   private readonly outputEmitter = new Emitter<TargetOutput>();
   private readonly endedEmitter = new Emitter<{ message: string | undefined }>();
   private readonly stopEmitter = new Emitter<StopEvent>();
+  private readonly movedEmitter = new Emitter<void>();
+  /** The client was last told the target is halted (a stop it saw, and no user resume since). */
+  private userSeesHalted = false;
   private ended = false;
   private programExited = false;
   /** Stops the target makes for its own purposes are not reported to the user. */
@@ -32,36 +36,48 @@ export class DebugTarget {
   /** Run before every reset: patched code must be restored while the journal still matches. */
   private readonly resetHooks: Array<() => Promise<void>> = [];
   private readonly afterResetHooks: Array<() => Promise<void>> = [];
+  readonly debugger: Debugger;
 
   readonly onOutput = this.outputEmitter.event;
   /** The session is over (program exit, GDB death, server death); message set when abnormal. */
   readonly onEnded = this.endedEmitter.event;
   /** A stop the user should see. */
   readonly onStop = this.stopEmitter.event;
+  /**
+   * The target moved and halted again without the user asking (a profiling run), while the client
+   * shows it halted: the client's stack and variables are stale, but there is no stop to report.
+   */
+  readonly onMovedWhileHalted = this.movedEmitter.event;
 
   private constructor(
     readonly config: ValidatedLaunch,
     readonly mode: LaunchMode,
     readonly server: GdbServer,
-    readonly gdb: GdbBackend,
+    debugger_: Debugger,
     readonly hasDebugInfo: boolean,
   ) {
+    this.debugger = debugger_;
     // Once the session is ending, GDB's complaints about the server it just lost are noise; so is
     // its chatter about the session's own stops ("Temporary breakpoint 7, program_end …" once per
     // profiling run). Failures of internal work come back as errors, not as console text.
-    gdb.onOutput((o) => {
+    debugger_.onOutput((o) => {
       if (this.ended || (this.internalStops > 0 && o.category === 'console')) return;
       this.outputEmitter.fire(o);
     });
-    gdb.onStop((e) => {
+    debugger_.onStop((e) => {
+      // The end of a hidden run-to is the adapter's own, whoever waits for it.
+      if (e.internal) return;
       if (this.internalStops > 0) {
         this.lastHiddenStop = e;
         return;
       }
       this.deliverStop(e);
     });
-    gdb.onExit((e) => this.programEnded(e.exitCode !== undefined ? `with code ${e.exitCode}` : ''));
-    gdb.onDied((message) => this.end(message));
+    debugger_.onRunning(() => {
+      if (this.internalStops === 0) this.userSeesHalted = false;
+    });
+    debugger_.onExit((e) => this.programEnded(e.exitCode !== undefined ? `with code ${e.exitCode}` : ''));
+    debugger_.onDied((message) => this.end(message));
     server.onUnexpectedExit((exit) => {
       if (exit.programEnded) this.programEnded(`(${exit.message})`);
       else this.end(this.programExited ? undefined : exit.message);
@@ -74,7 +90,7 @@ export class DebugTarget {
     // The server and GDB start side by side (each takes a few hundred ms, mostly its own startup);
     // GDB reads the symbols meanwhile and connects once both are up.
     const serverStarted = server.start({ executable: config.executable, family: config.family, cwd: config.cwd, log: (text) => log({ category: 'stdout', text }) });
-    const gdbStarted = GdbBackend.start({ gdbPath: config.gdbPath, cwd: config.cwd });
+    const gdbStarted = startDebugger({ kind: config.debugger, family: config.family, gdbPath: config.gdbPath, lldbPython: config.lldbPython, cwd: config.cwd });
     const [serverResult, gdbResult] = await Promise.allSettled([serverStarted, gdbStarted]);
     const gdb = gdbResult.status === 'fulfilled' ? gdbResult.value : undefined;
     try {
@@ -91,27 +107,27 @@ export class DebugTarget {
     }
   }
 
-  private static async connect(config: ValidatedLaunch, mode: LaunchMode, server: GdbServer, gdb: GdbBackend, log: (o: TargetOutput) => void): Promise<void> {
-    await gdb.fileExecAndSymbols(config.executable);
+  private static async connect(config: ValidatedLaunch, mode: LaunchMode, server: GdbServer, gdb: Debugger, log: (o: TargetOutput) => void): Promise<void> {
+    await gdb.loadProgram(config.executable);
     if (!config.image.hasDebugInfo) {
       log({ category: 'important', text: `${config.executable} has no debug information: source lines, locals and stepping by line are unavailable. Build with -g to get them.\n` });
     }
-    for (const c of config.initCommands) await gdb.console(c);
+    for (const c of config.initCommands) await gdb.command(c);
     try {
-      await gdb.targetSelectRemote(server.gdbAddress);
+      await gdb.connectRemote(server.gdbAddress);
     } catch (err) {
-      throw new CycleLensError(ErrorCode.ConnectFailed, `GDB could not connect to the ${server.kind} gdbserver at ${server.gdbAddress}: ${errorMessage(err)}`);
+      throw new CycleLensError(ErrorCode.ConnectFailed, `The debugger could not connect to the ${server.kind} gdbserver at ${server.gdbAddress}: ${errorMessage(err)}`);
     }
     if (mode === 'launch') await DebugTarget.prepareLaunch(config, server, gdb);
-    for (const c of config.postConnectCommands) await gdb.console(c);
+    for (const c of config.postConnectCommands) await gdb.command(c);
   }
 
-  private static async prepareLaunch(config: ValidatedLaunch, server: GdbServer, gdb: GdbBackend): Promise<void> {
+  private static async prepareLaunch(config: ValidatedLaunch, server: GdbServer, gdb: Debugger): Promise<void> {
     // QEMU loads the ELF itself (-kernel) and starts at reset; real boards need reset and load.
     if (server.kind === 'qemu') return;
     if (server.resetCommand) await gdb.monitor(server.resetCommand);
     const load = 'load' in config.server ? config.server.load : undefined;
-    if (load ?? server.kind === 'openocd') await gdb.targetDownload();
+    if (load ?? server.kind === 'openocd') await gdb.download();
   }
 
   get isEnded(): boolean {
@@ -123,16 +139,16 @@ export class DebugTarget {
     const entry = this.config.stopAtEntry;
     if (entry !== undefined) {
       try {
-        const bp = await this.gdb.breakInsert({ location: entry, temporary: true });
+        const bp = await this.debugger.insertBreakpoint({ location: { kind: 'function', name: entry }, temporary: true });
         this.entryBreakpointId = bp.id;
       } catch (err) {
         this.outputEmitter.fire({ category: 'important', text: `Cannot stop at '${entry}': ${errorMessage(err)}. Stopped at reset instead; set \`stopAtEntry\` to an existing function.\n` });
-        const frame = (await this.gdb.stackListFrames(1, 0, 0).catch(() => []))[0];
-        this.stopEmitter.fire({ reason: 'entry', threadId: 1, allStopped: true, breakpointIds: [], ...(frame ? { frame } : {}) });
+        const frame = (await this.debugger.stackFrames(1, 0, 0).catch(() => []))[0];
+        this.showStop({ reason: 'entry', threadId: 1, allStopped: true, breakpointIds: [], ...(frame ? { frame } : {}) });
         return;
       }
     }
-    await this.gdb.execContinue();
+    await this.debugger.continue();
   }
 
   /**
@@ -140,16 +156,16 @@ export class DebugTarget {
    * while the target runs, so a running target is interrupted and resumed afterwards, invisibly.
    */
   async withHalted<T>(fn: () => Promise<T>): Promise<T> {
-    if (!this.gdb.isRunning) return fn();
+    if (!this.debugger.isRunning) return fn();
     this.internalStops++;
     this.lastHiddenStop = undefined;
     let hidden = true;
     try {
       let stop: StopEvent | undefined;
       try {
-        stop = await this.gdb.execInterrupt();
+        stop = await this.debugger.interrupt();
       } catch (err) {
-        if (this.gdb.isRunning || !this.lastHiddenStop) throw err;
+        if (this.debugger.isRunning || !this.lastHiddenStop) throw err;
       }
       // The target may have stopped by itself just before the interrupt landed (a breakpoint hit, a
       // fault): that stop is the user's, and the target stays halted for them afterwards.
@@ -161,20 +177,39 @@ export class DebugTarget {
       this.internalStops--;
       hidden = false;
       if (users) this.deliverStop(users);
-      else await this.gdb.execContinue();
+      else await this.debugger.continue();
       return result;
     } finally {
       if (hidden) this.internalStops--;
     }
   }
 
+  private showStop(e: StopEvent): void {
+    this.userSeesHalted = true;
+    this.stopEmitter.fire(e);
+  }
+
   private deliverStop(e: StopEvent): void {
     if (this.entryBreakpointId !== undefined && e.breakpointIds.includes(this.entryBreakpointId)) {
       this.entryBreakpointId = undefined;
-      this.stopEmitter.fire({ ...e, reason: 'entry' });
+      this.showStop({ ...e, reason: 'entry' });
       return;
     }
-    this.stopEmitter.fire(e);
+    this.showStop(e);
+  }
+
+  /**
+   * The one run-to of the adapter: every internal stop at an address (injection calibration,
+   * profiling runs) comes through here. Hidden, the run interrupts a running target first, the
+   * stop at the end never reaches the client, the debugger's chatter about it is dropped, and the
+   * temporary breakpoint is gone afterwards, leaving the user's breakpoints as they were.
+   */
+  async runTo(address: bigint, options: RunToOptions): Promise<RunToResult> {
+    if (!options.hidden) return this.debugger.runTo(address, options);
+    return this.internally(async () => {
+      if (this.debugger.isRunning) await this.debugger.interrupt();
+      return this.debugger.runTo(address, options);
+    });
   }
 
   /** Runs `fn` (which may resume and halt the target) with its stops hidden from the user. */
@@ -190,8 +225,8 @@ export class DebugTarget {
   /** Steps one instruction without telling the user (probe services run code on the core this way). */
   async stepInstructionInternally(): Promise<void> {
     await this.internally(async () => {
-      const stopped = this.gdb.waitForStop(5_000);
-      await this.gdb.execStep(true);
+      const stopped = this.debugger.waitForStop(5_000);
+      await this.debugger.stepIn(true);
       if (!(await stopped)) throw new CycleLensError(ErrorCode.NotStopped, 'A single instruction step did not complete: the target may be stuck. Restart the session.');
     });
   }
@@ -201,9 +236,15 @@ export class DebugTarget {
    * stands, if it is halted: its stops meanwhile were hidden.
    */
   async announceCurrentStop(description?: string, options: { preserveFocus?: boolean } = {}): Promise<void> {
-    if (this.gdb.executionState !== 'stopped') return;
-    const frames = await this.gdb.stackListFrames(1, 0, 0).catch(() => []);
-    this.stopEmitter.fire({
+    if (this.debugger.executionState !== 'stopped') return;
+    // A profiling scenario makes a run after another: a client that already shows the target halted
+    // refreshes its stack instead of seeing a stop (and "Paused on entry") per run.
+    if (options.preserveFocus && this.userSeesHalted) {
+      this.movedEmitter.fire();
+      return;
+    }
+    const frames = await this.debugger.stackFrames(1, 0, 0).catch(() => []);
+    this.showStop({
       reason: 'step',
       threadId: 1,
       allStopped: true,
@@ -236,11 +277,10 @@ export class DebugTarget {
       throw new CycleLensError(ErrorCode.Unsupported, `Restart needs a reset command, and a ${this.server.kind} gdbserver has none CycleLens knows. Stop and start the session instead.`);
     }
     await this.internally(async () => {
-      if (this.gdb.isRunning) await this.gdb.execInterrupt();
+      if (this.debugger.isRunning) await this.debugger.interrupt();
       for (const hook of this.resetHooks) await hook();
-      await this.gdb.monitor(reset);
-      // GDB caches registers; after a reset behind its back they are stale.
-      await this.gdb.console('maintenance flush register-cache');
+      await this.debugger.monitor(reset);
+      await this.debugger.flushCaches();
       for (const hook of this.afterResetHooks) await hook();
     });
   }
@@ -252,16 +292,16 @@ export class DebugTarget {
    */
   async shutdown(terminateDebuggee: boolean): Promise<void> {
     this.ended = true;
-    const gdb = this.gdb;
+    const gdb = this.debugger;
     try {
       if (gdb.executionState === 'running') {
         this.internalStops++;
-        await gdb.execInterrupt(2_000).catch(() => undefined);
+        await gdb.interrupt(2_000).catch(() => undefined);
       }
       if (terminateDebuggee) {
         await this.server.stop();
       } else if (this.server.kind !== 'qemu' && gdb.executionState !== 'exited') {
-        await gdb.targetDetach().catch(() => undefined);
+        await gdb.detach().catch(() => undefined);
       }
     } finally {
       await gdb.exit();
@@ -280,7 +320,7 @@ export class DebugTarget {
     if (this.ended) return;
     this.ended = true;
     void (async () => {
-      await this.gdb.exit();
+      await this.debugger.exit();
       await this.server.stop();
       this.endedEmitter.fire({ message });
     })();

@@ -1,7 +1,8 @@
 // System prerequisites of CycleLens's build, fixtures and tests, and how to install them on Debian.
 // Everything comes from Debian's archive: the project never downloads a prebuilt binary.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, symlinkSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** One Debian package and the command that proves it is installed. */
 export const debianPackages = [
@@ -17,6 +18,9 @@ export const debianPackages = [
   { pkg: 'gdb-multiarch', probe: 'gdb-multiarch' },
   { pkg: 'openocd', probe: 'openocd' },
   { pkg: 'lldb', probe: 'lldb' },
+  // The LLDB backend (adapter/debugger/lldb) drives LLDB 14 through its Python SB API.
+  { pkg: 'lldb-14', probe: 'lldb-14' },
+  { pkg: 'python3-lldb-14', file: '/usr/lib/llvm-14/lib/python3.11/dist-packages/lldb/__init__.py' },
   { pkg: 'graphviz', probe: 'dot' },
   { pkg: 'valgrind', probe: 'callgrind_annotate' },
   // `go tool pprof` reads the pprof exports in the unit tier.
@@ -83,6 +87,38 @@ export function ensureDebianPackages(list, purpose) {
     return false;
   }
   return true;
+}
+
+/**
+ * Debian 12's python3-lldb-14 links its extension module to ../../../../../lib/liblldb.so, which does
+ * not exist (the library is LLVM's lib/liblldb.so.1): `import lldb` then fails. Points every dangling
+ * link at the library; does nothing when the links resolve (or when LLDB is not installed).
+ */
+export function fixLldbPythonModule() {
+  const llvmLib = '/usr/lib/llvm-14/lib';
+  if (!existsSync(join(llvmLib, 'liblldb.so.1'))) return;
+  let pythons = [];
+  try {
+    pythons = readdirSync(llvmLib).filter((d) => /^python3/.test(d));
+  } catch {
+    return;
+  }
+  for (const py of pythons) {
+    const dir = join(llvmLib, py, 'dist-packages', 'lldb');
+    let names = [];
+    try {
+      names = readdirSync(dir).filter((n) => /^_lldb\..*\.so$/.test(n));
+    } catch {
+      continue;
+    }
+    for (const name of names) {
+      const link = join(dir, name);
+      if (existsSync(link) || !lstatSync(link).isSymbolicLink()) continue;
+      console.log(`[setup] pointing ${link} at ${llvmLib}/liblldb.so.1 (Debian's link dangles)`);
+      unlinkSync(link);
+      symlinkSync('../../../liblldb.so.1', link);
+    }
+  }
 }
 
 /** Builds the ARC binutils and GDB into the tool cache (minutes the first time, nothing after). */

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { parseMiLine } from '../../adapter/backend/gdb/mi/parser';
+import { parseMiLine } from '../../adapter/debugger/gdb/mi/parser';
 import { journalProblem } from '../../adapter/probe/injection/journal';
 import { ResultSetError, parseCallGraphDocument, parseResultSetText, resultSetDocument, type ResultSet } from '../../core/analysis/resultSet';
 

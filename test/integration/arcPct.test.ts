@@ -4,8 +4,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GdbBackend } from '../../adapter/backend/gdb/gdbBackend';
-import { GdbTargetAccess } from '../../adapter/probe/targetAccess';
+import { GdbBackend } from '../../adapter/debugger/gdb/gdbBackend';
+import { DebuggerTargetAccess } from '../../adapter/probe/targetAccess';
 import { createArcAuxAccess, MonitorAuxAccess, RegisterAuxAccess } from '../../adapter/arch/arc/auxAccess';
 import { ArcPctUnit } from '../../adapter/arch/arc/pctCounters';
 import type { CounterReading } from '../../adapter/probe/counters';
@@ -45,7 +45,7 @@ after(async () => {
 interface Session {
   stub: ArcGdbStub;
   gdb: GdbBackend;
-  target: GdbTargetAccess;
+  target: DebuggerTargetAccess;
   /** Address of the loop's slot 8 (`mid`) and of its first slot. */
   mid: number;
   loopStart: number;
@@ -60,15 +60,15 @@ async function connect(options: ArcGdbStubOptions, withElf = true): Promise<Sess
   const port = await stub.listen(0);
   const gdb = await GdbBackend.start({ gdbPath, cwd: workDir });
   try {
-    if (elf) await gdb.fileExecAndSymbols(elf.path);
-    else await gdb.console('set architecture ARCv2');
-    await gdb.targetSelectRemote(`127.0.0.1:${port}`);
+    if (elf) await gdb.loadProgram(elf.path);
+    else await gdb.command('set architecture ARCv2');
+    await gdb.connectRemote(`127.0.0.1:${port}`);
   } catch (err) {
     await gdb.exit();
     await stub.close();
     throw err;
   }
-  return { stub, gdb, target: new GdbTargetAccess(gdb), mid: program.loopStart + 8 * 4, loopStart: program.loopStart };
+  return { stub, gdb, target: new DebuggerTargetAccess(gdb), mid: program.loopStart + 8 * 4, loopStart: program.loopStart };
 }
 
 async function disconnect(s: Session): Promise<void> {
@@ -79,7 +79,7 @@ async function disconnect(s: Session): Promise<void> {
 /** Continues and waits for the stop; fails the test on a timeout. */
 async function continueToStop(gdb: GdbBackend): Promise<NonNullable<Awaited<ReturnType<GdbBackend['waitForStop']>>>> {
   const stopped = gdb.waitForStop(20_000);
-  await gdb.execContinue();
+  await gdb.continue();
   const event = await stopped;
   assert.ok(event, 'the target did not stop');
   return event;
@@ -102,10 +102,10 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
   it('GDB accepts the double\'s ARCv2 target description and shows the PCT registers by name', async () => {
     const s = await connect({ build: { counters: 2, width: 32 } }, false);
     try {
-      const names = await s.gdb.dataListRegisterNames();
+      const names = await s.gdb.registerNames();
       for (const r of ['r0', 'gp', 'fp', 'sp', 'blink', 'lp_count', 'pcl', 'pc', 'status32', 'bta']) assert.ok(names.includes(r), `missing ${r}`);
       for (const [n] of PCT_REGISTER_NAMES) assert.ok(names.includes(n), `missing ${n}`);
-      assert.match(await s.gdb.console('show architecture'), /"ARCv2"/);
+      assert.match(await s.gdb.command('show architecture'), /"ARCv2"/);
       assert.ok(processesWithTag(ownerTag).some((p) => p.cmdline.includes('arc-elf32-gdb')), 'the leak check can see our GDB');
       assert.equal(await s.target.readRegister('pc'), BigInt(s.loopStart));
       assert.equal(await s.target.readRegister('pct_build'), BigInt(s.stub.pct.read(0xf5)));
@@ -145,7 +145,7 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
         assert.equal(s.stub.pct.peekConfig(1), conditions.indexOf('iall'));
         assert.equal(s.stub.pct.enabled, true);
 
-        const bp = await s.gdb.breakInsert({ location: `*0x${s.mid.toString(16)}` });
+        const bp = await s.gdb.insertBreakpoint({ location: { kind: 'address', address: BigInt(s.mid) } });
         const before = new Map(s.stub.cpu.totals);
         const first = await continueToStop(s.gdb);
         assert.equal(first.reason, 'breakpoint');
@@ -201,7 +201,7 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
       await unit.start([0]);
       const big = (1n << 32n) + 77n;
       s.stub.pct.count({ crun: big });
-      await s.gdb.breakInsert({ location: `*0x${s.mid.toString(16)}` });
+      await s.gdb.insertBreakpoint({ location: { kind: 'address', address: BigInt(s.mid) } });
       await continueToStop(s.gdb);
       const [r] = await unit.read();
       assert.equal(r?.value, big + expectedFirstLeg().crun);
@@ -226,9 +226,9 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
       });
       const gdb = await GdbBackend.start({ gdbPath, cwd: workDir });
       try {
-        await gdb.console('set architecture ARCv2');
-        await gdb.targetSelectRemote(`127.0.0.1:${port}`);
-        const target = new GdbTargetAccess(gdb);
+        await gdb.command('set architecture ARCv2');
+        await gdb.connectRemote(`127.0.0.1:${port}`);
+        const target = new DebuggerTargetAccess(gdb);
         assert.equal(await target.hasRegister('pct_build'), false);
         const unit = new ArcPctUnit(await createArcAuxAccess(target));
         const info = await unit.discover();

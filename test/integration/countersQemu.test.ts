@@ -9,10 +9,11 @@ import { PmuCounters } from '../../adapter/arch/cortex-m/pmu';
 import { SysTickCounters } from '../../adapter/arch/cortex-m/sysTick';
 import { CoreExecutedStore, type StepInstruction } from '../../adapter/arch/cortex-m/sysTickCoreStore';
 import { qemuHpmEvents, RiscvCounters } from '../../adapter/arch/riscv/counters';
-import { GdbBackend } from '../../adapter/backend/gdb/gdbBackend';
-import type { BreakpointInfo } from '../../adapter/backend/types';
+import { GdbBackend } from '../../adapter/debugger/gdb/gdbBackend';
+import { parseLocationSpec } from '../../adapter/debugger/locations';
+import type { BreakpointInfo } from '../../adapter/debugger/types';
 import type { CounterReading } from '../../adapter/probe/counters';
-import { GdbTargetAccess } from '../../adapter/probe/targetAccess';
+import { DebuggerTargetAccess } from '../../adapter/probe/targetAccess';
 import { QemuServer } from '../../adapter/servers/qemu';
 import { freePort } from '../../adapter/util/ports';
 import { OwnedProcess } from '../../adapter/util/processes';
@@ -23,7 +24,7 @@ import { fixtureElf, fixturesDir, type FixtureTarget, repoRoot } from '../suppor
 
 /**
  * The counter units against real QEMU 7.2 through the adapter's own pieces (QemuServer, GdbBackend,
- * GdbTargetAccess). Counts are checked against an instruction trace of the same program
+ * DebuggerTargetAccess). Counts are checked against an instruction trace of the same program
  * (`-singlestep -d exec,nochain`), which under `-icount shift=0,sleep=off` runs identically.
  */
 
@@ -80,7 +81,7 @@ interface Breakpoints {
  */
 async function insertBreakpoints(gdb: GdbBackend): Promise<Breakpoints> {
   const at = async (location: string): Promise<BreakpointInfo> => {
-    const bp = await gdb.breakInsert({ location });
+    const bp = await gdb.insertBreakpoint({ location: parseLocationSpec(location) });
     assert.ok(bp.address !== undefined, `no address for ${location}`);
     return bp;
   };
@@ -112,7 +113,7 @@ async function regionsFromTrace(log: string, bps: Breakpoints): Promise<Regions>
 
 async function continueTo(gdb: GdbBackend, bp: BreakpointInfo): Promise<void> {
   const stopped = gdb.waitForStop(60_000);
-  await gdb.execContinue();
+  await gdb.continue();
   const e = await stopped;
   assert.ok(e, 'the target stopped');
   assert.deepEqual(e.breakpointIds, [bp.id], `stopped (${e.reason}) at ${e.frame?.func}:${e.frame?.line} 0x${e.frame?.address.toString(16)}, breakpoints ${e.breakpointIds.join(',')}`);
@@ -136,7 +137,7 @@ interface TracedQemuOptions {
 /** singlepass under QEMU, GDB attached and halted at reset, and what its trace says of the regions. */
 interface TracedTarget {
   gdb: GdbBackend;
-  access: GdbTargetAccess;
+  access: DebuggerTargetAccess;
   bps: Breakpoints;
   regions: Regions;
 }
@@ -158,9 +159,9 @@ function tracedQemu(o: TracedQemuOptions, started: (target: TracedTarget) => voi
     const elf = fixtureElf(o.fixture, 'singlepass');
     await qemu.start({ executable: elf, family: o.family, cwd: repoRoot, log: () => undefined });
     gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: repoRoot });
-    await gdb.fileExecAndSymbols(elf);
-    await gdb.targetSelectRemote(qemu.gdbAddress);
-    const access = new GdbTargetAccess(gdb);
+    await gdb.loadProgram(elf);
+    await gdb.connectRemote(qemu.gdbAddress);
+    const access = new DebuggerTargetAccess(gdb);
     const bps = await insertBreakpoints(gdb);
     const log = await traceRun(o.system, [...o.machine, '-icount', 'shift=0,sleep=off', '-kernel', elf], work);
     const regions = await regionsFromTrace(log, bps);
@@ -180,7 +181,7 @@ function tracedQemu(o: TracedQemuOptions, started: (target: TracedTarget) => voi
 
 describe('counters on QEMU rv32 (virt)', () => {
   let gdb: GdbBackend;
-  let access: GdbTargetAccess;
+  let access: DebuggerTargetAccess;
   let unit: RiscvCounters;
   let bps: Breakpoints;
   let regions: Regions;
@@ -190,7 +191,7 @@ describe('counters on QEMU rv32 (virt)', () => {
   });
 
   it('gdbstub names the CSRs mcycle/mcycleh, minstret/minstreth, mhpmcounter3..18(h), mhpmevent3..31, mcountinhibit', async () => {
-    const names = new Set(await gdb.dataListRegisterNames());
+    const names = new Set(await gdb.registerNames());
     for (const n of ['mcycle', 'mcycleh', 'minstret', 'minstreth', 'mcountinhibit', 'mhpmcounter3', 'mhpmcounter3h', 'mhpmcounter18', 'mhpmevent3', 'mhpmevent31']) {
       assert.ok(names.has(n), `no register ${n}`);
     }
@@ -259,7 +260,7 @@ describe('counters on QEMU rv32 (virt)', () => {
     assert.ok(perRound > BigInt(regions.rounds[0]!), `minstret ${perRound} vs ${regions.rounds[0]} instructions in the round`);
     const beforeStep = valueOf(await unit.read(), 2);
     const stepped = gdb.waitForStop(10_000);
-    await gdb.execStep(true);
+    await gdb.stepIn(true);
     assert.ok(await stepped);
     const step = valueOf(await unit.read(), 2) - beforeStep;
     assert.ok(step > 1000n, `one instruction stepped, minstret moved by ${step}`);
@@ -296,7 +297,7 @@ describe('counters on QEMU rv32 (virt)', () => {
 
 describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
   let gdb: GdbBackend;
-  let access: GdbTargetAccess;
+  let access: DebuggerTargetAccess;
   let bps: Breakpoints;
   let regions: Regions;
   let sysTick: SysTickCounters;
@@ -326,7 +327,7 @@ describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
   it('SysTick with a core store counts #MAIN_FIRST → board_timer_start: ticks = instructions × 25/1000 within one tick', async () => {
     const step: StepInstruction = async () => {
       const stopped = gdb.waitForStop(10_000);
-      await gdb.execStep(true);
+      await gdb.stepIn(true);
       assert.ok(await stopped, 'the single step stopped');
     };
     sysTick = new SysTickCounters(access, { coreStore: new CoreExecutedStore(access, step) });
@@ -395,14 +396,14 @@ describe('QEMU mps3-an547 (Cortex-M55): the Armv8.1-M PMU', () => {
     let connected = false;
     for (let i = 0; i < 50 && !connected; i++) {
       try {
-        await gdb.targetSelectRemote(`127.0.0.1:${port}`);
+        await gdb.connectRemote(`127.0.0.1:${port}`);
         connected = true;
       } catch {
         await new Promise((r) => setTimeout(r, 100));
       }
     }
     assert.ok(connected, 'GDB connected to QEMU mps3-an547');
-    const access = new GdbTargetAccess(gdb);
+    const access = new DebuggerTargetAccess(gdb);
     assert.equal(((await access.readU32(0xe000ed00n)) >>> 4) & 0xfff, 0xd22, 'CPUID part number: Cortex-M55');
     const info = await new PmuCounters(access).discover();
     assert.equal(info.present, false);

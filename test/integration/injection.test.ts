@@ -4,15 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { rv32InjectionSupport } from '../../adapter/arch/riscv/trampolineRv32';
-import { GdbBackend } from '../../adapter/backend/gdb/gdbBackend';
+import { GdbBackend } from '../../adapter/debugger/gdb/gdbBackend';
+import { parseLocationSpec } from '../../adapter/debugger/locations';
 import { ElfImage } from '../../adapter/elf';
-import { gdbTargetRunner } from '../../adapter/probe/injection/gdbRunner';
+import { debuggerTargetRunner } from '../../adapter/probe/debuggerRunner';
 import { InjectionService, type MeasurementResults } from '../../adapter/probe/injection/injectionService';
 import { journalPath, restoreFromJournal } from '../../adapter/probe/injection/journal';
 import { QEMU_MEMORY_MAPS } from '../../adapter/probe/injection/memoryMap';
 import { resolveReservedMemory } from '../../adapter/probe/injection/reservedMemory';
 import type { ReservedMemory } from '../../adapter/probe/injection/types';
-import { GdbTargetAccess } from '../../adapter/probe/targetAccess';
+import { DebuggerTargetAccess } from '../../adapter/probe/targetAccess';
 import { QemuServer } from '../../adapter/servers/qemu';
 import type { OracleSummary } from '../oracle/oracle';
 import { runOracle } from '../oracle/oracle';
@@ -70,7 +71,7 @@ interface Session {
   elf: ElfImage;
   qemu: QemuServer;
   gdb: GdbBackend;
-  access: GdbTargetAccess;
+  access: DebuggerTargetAccess;
   svc: InjectionService;
   uart: () => Promise<string>;
   runTo(location: string, timeoutMs?: number): Promise<void>;
@@ -84,16 +85,16 @@ async function session(elfPath = ELF, journalDir = join(scratch, 'journal'), qem
   qemu ??= new QemuServer({ type: 'qemu' });
   if (fresh) await qemu.start({ executable: elfPath, family: 'riscv', cwd: scratch, log: (l) => (out += l) });
   const gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: scratch });
-  await gdb.fileExecAndSymbols(elfPath);
-  await gdb.targetSelectRemote(qemu.gdbAddress);
-  const access = new GdbTargetAccess(gdb);
+  await gdb.loadProgram(elfPath);
+  await gdb.connectRemote(qemu.gdbAddress);
+  const access = new DebuggerTargetAccess(gdb);
   const runTo = async (location: string, timeoutMs = 60_000): Promise<void> => {
-    const bp = await gdb.breakInsert({ location });
+    const bp = await gdb.insertBreakpoint({ location: parseLocationSpec(location) });
     const stopped = gdb.waitForStop(timeoutMs);
-    await gdb.execContinue();
+    await gdb.continue();
     const stop = await stopped;
     assert.ok(stop?.breakpointIds.includes(bp.id), `stopped at ${location} (${stop?.reason ?? 'no stop'})`);
-    await gdb.breakDelete([bp.id]);
+    await gdb.deleteBreakpoints([bp.id]);
   };
   const svc = new InjectionService({
     access,
@@ -103,7 +104,7 @@ async function session(elfPath = ELF, journalDir = join(scratch, 'journal'), qem
     journalDir,
     reserved: resolveReservedMemory(elf) as ReservedMemory,
     memoryMap: QEMU_MEMORY_MAPS.virt,
-    runner: gdbTargetRunner(gdb),
+    runner: debuggerTargetRunner(gdb),
   });
   return {
     elf, qemu, gdb, access, svc, runTo,

@@ -4,14 +4,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { thumbInjectionSupport } from '../../adapter/arch/cortex-m/trampolineThumb';
-import { GdbBackend } from '../../adapter/backend/gdb/gdbBackend';
+import { GdbBackend } from '../../adapter/debugger/gdb/gdbBackend';
+import { parseLocationSpec } from '../../adapter/debugger/locations';
 import { ElfImage } from '../../adapter/elf';
-import { gdbTargetRunner } from '../../adapter/probe/injection/gdbRunner';
+import { debuggerTargetRunner } from '../../adapter/probe/debuggerRunner';
 import { InjectionService, type MeasurementResults } from '../../adapter/probe/injection/injectionService';
 import { QEMU_MEMORY_MAPS } from '../../adapter/probe/injection/memoryMap';
 import { resolveReservedMemory } from '../../adapter/probe/injection/reservedMemory';
 import { SYSTICK_CVR, type ReservedMemory } from '../../adapter/probe/injection/types';
-import { GdbTargetAccess } from '../../adapter/probe/targetAccess';
+import { DebuggerTargetAccess } from '../../adapter/probe/targetAccess';
 import { QemuServer } from '../../adapter/servers/qemu';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { markerLine } from '../support/markers';
@@ -49,22 +50,22 @@ after(async () => {
   assert.deepEqual(await waitForNoTaggedProcesses(tag, 5000), []);
 });
 
-async function session(): Promise<{ svc: InjectionService; gdb: GdbBackend; access: GdbTargetAccess; elf: ElfImage; uart: () => Promise<string>; runTo(l: string): Promise<void>; stopTimer(): Promise<void>; close(): Promise<void> }> {
+async function session(): Promise<{ svc: InjectionService; gdb: GdbBackend; access: DebuggerTargetAccess; elf: ElfImage; uart: () => Promise<string>; runTo(l: string): Promise<void>; stopTimer(): Promise<void>; close(): Promise<void> }> {
   const elf = ElfImage.loadSync(ELF);
   let out = '';
   const qemu = new QemuServer({ type: 'qemu' });
   await qemu.start({ executable: ELF, family: 'cortex-m', cwd: scratch, log: (l) => (out += l) });
   const gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: scratch });
-  await gdb.fileExecAndSymbols(ELF);
-  await gdb.targetSelectRemote(qemu.gdbAddress);
-  const access = new GdbTargetAccess(gdb);
+  await gdb.loadProgram(ELF);
+  await gdb.connectRemote(qemu.gdbAddress);
+  const access = new DebuggerTargetAccess(gdb);
   const runTo = async (location: string): Promise<void> => {
-    const bp = await gdb.breakInsert({ location });
+    const bp = await gdb.insertBreakpoint({ location: parseLocationSpec(location) });
     const stopped = gdb.waitForStop(60_000);
-    await gdb.execContinue();
+    await gdb.continue();
     const stop = await stopped;
     assert.ok(stop?.breakpointIds.includes(bp.id), `stopped at ${location}`);
-    await gdb.breakDelete([bp.id]);
+    await gdb.deleteBreakpoints([bp.id]);
   };
   const svc = new InjectionService({
     access,
@@ -75,7 +76,7 @@ async function session(): Promise<{ svc: InjectionService; gdb: GdbBackend; acce
     journalDir: join(scratch, 'journal'),
     reserved: resolveReservedMemory(elf) as ReservedMemory,
     memoryMap: QEMU_MEMORY_MAPS['mps2-an386'],
-    runner: gdbTargetRunner(gdb),
+    runner: debuggerTargetRunner(gdb),
   });
   const stopTimer = async (): Promise<void> => {
     // ldr r0, [pc, #4]; movs r1, #0; str r1, [r0]; bkpt; .word TIMER0_CTRL
@@ -85,7 +86,7 @@ async function session(): Promise<{ svc: InjectionService; gdb: GdbBackend; acce
     for (const r of ['r0', 'r1', 'pc', 'xpsr']) saved.set(r, await access.readRegister(r));
     await access.writeMemory(BigInt(HELPER), code);
     await access.writeRegister('pc', BigInt(HELPER | 1));
-    assert.ok(await gdbTargetRunner(gdb).runTo(HELPER + 6, 10_000), 'timer-stop routine ran');
+    assert.ok(await debuggerTargetRunner(gdb).runTo(HELPER + 6, 10_000), 'timer-stop routine ran');
     for (const [r, v] of saved) await access.writeRegister(r, v);
   };
   return { svc, gdb, access, elf, runTo, stopTimer, uart: async () => (await qemu.flushOutput(), out), async close() { await gdb.exit(); await qemu.stop(); } };

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mayWriteMemory } from '../../adapter/backend/gdb/gdbBackend';
-import type { DisassembledInstruction } from '../../adapter/backend/types';
+import { mayWriteMemory } from '../../adapter/debugger/gdb/gdbBackend';
+import type { DisassembledInstruction } from '../../adapter/debugger/types';
 import { DisassemblyCache } from '../../adapter/session/disassemblyCache';
 
 /** A reader that counts its calls and says which call produced each answer. */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { FileScopeVariable } from '../../adapter/backend/types';
+import type { FileScopeVariable } from '../../adapter/debugger/types';
 import { fileScopeSelection } from '../../adapter/session/variables';
 
 const vars: FileScopeVariable[] = [

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { MiLineSplitter, parseMiLine } from '../../adapter/backend/gdb/mi/parser';
-import { MiShapeError, miInt, miList, miQuote, miString, miTuple, miTupleList } from '../../adapter/backend/gdb/mi/values';
+import { MiLineSplitter, parseMiLine } from '../../adapter/debugger/gdb/mi/parser';
+import { MiShapeError, miInt, miList, miQuote, miString, miTuple, miTupleList } from '../../adapter/debugger/gdb/mi/values';
 
 /** Matches a MiShapeError that names `field`. */
 const miShapeErrorFor = (field: string) => (err: unknown): boolean => err instanceof MiShapeError && err.message.includes(`'${field}'`);

@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { MiLineSplitter, parseMiLine } from '../../adapter/backend/gdb/mi/parser';
-import { miString, miTupleList } from '../../adapter/backend/gdb/mi/values';
+import { MiLineSplitter, parseMiLine } from '../../adapter/debugger/gdb/mi/parser';
+import { miString, miTupleList } from '../../adapter/debugger/gdb/mi/values';
 
 /**
  * Writes text as GDB writes a C string: printable ASCII as is, quote and backslash escaped, the

@@ -1,16 +1,11 @@
 /**
  * What kind of memory an address is: patches may only be written where a debugger write sticks
- * (RAM). Sources, best first: the gdbserver's memory map (GDB `info mem`, which OpenOCD fills
- * with its flash banks), the known maps of the QEMU machines, and the architecture's default map.
+ * (RAM). Sources, best first: the gdbserver's memory map (Debugger.memoryRegions, which OpenOCD
+ * fills with its flash banks), the known maps of the QEMU machines, and the architecture's default map.
  */
-export type MemoryKind = 'ram' | 'flash' | 'rom' | 'unknown';
+import type { MemoryKind, MemoryRegion } from '../../debugger/types';
 
-export interface MemoryRegion {
-  start: number;
-  size: number;
-  kind: MemoryKind;
-  name?: string;
-}
+export type { MemoryKind, MemoryRegion };
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -26,25 +21,6 @@ export const QEMU_MEMORY_MAPS: Readonly<Record<string, readonly MemoryRegion[]>>
   ],
   virt: [{ start: 0x80000000, size: 128 * MiB, kind: 'ram', name: 'DRAM' }],
 };
-
-/**
- * Parses GDB's `info mem` (from the target's memory-map XML), e.g.
- *   0   y   0x00000000 0x00100000 flash blocksize 0x800 nocache
- *   1   y   0x20000000 0x20020000 rw nocache
- */
-export function parseGdbMemoryMap(text: string): MemoryRegion[] {
-  const out: MemoryRegion[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^\s*\d+\s+[yn]\s+(0x[0-9a-f]+)\s+(0x[0-9a-f]+)\s+(.*)$/i.exec(line);
-    if (!m) continue;
-    const start = parseInt(m[1]!, 16);
-    const end = parseInt(m[2]!, 16);
-    const attrs = m[3]!.toLowerCase().split(/\s+/);
-    const kind: MemoryKind = attrs.includes('flash') ? 'flash' : attrs.includes('ro') ? 'rom' : attrs.includes('rw') ? 'ram' : 'unknown';
-    out.push({ start, size: end - start, kind });
-  }
-  return out;
-}
 
 /** The kind of [address, address + length); 'unknown' when no region covers it. */
 export function memoryKindAt(map: readonly MemoryRegion[] | undefined, address: number, length = 1, family?: 'riscv' | 'cortex-m'): MemoryKind {

@@ -1,8 +1,14 @@
 import { CycleLensError, ErrorCode } from '../../errors';
 import { Emitter } from '../../util/emitter';
 import { OwnedProcess, requireExecutable } from '../../util/processes';
+import type { Debugger, ExecutionState, OutputLine, RunToOptions, RunToResult } from '../debugger';
+import { parseGdbMemoryMap } from './memoryMap';
+import { runToWithTemporaryBreakpoint } from '../runTo';
 import type {
   BreakpointInfo,
+  BreakpointLocation,
+  MemoryRegion,
+  WatchpointRequest,
   BreakpointRequest,
   DisassembledInstruction,
   ExitEvent,
@@ -35,18 +41,13 @@ export interface GdbStartOptions {
   cwd: string;
 }
 
-export interface OutputLine {
-  category: 'console' | 'stdout' | 'stderr';
-  text: string;
-}
-
-export type ExecutionState = 'stopped' | 'running' | 'exited';
 
 /**
  * GDB as the run-control backend: one typed method per MI command CycleLens uses, results read by
  * field name, and target state tracked from `*running` / `*stopped` records.
  */
-export class GdbBackend {
+export class GdbBackend implements Debugger {
+  readonly kind = 'gdb' as const;
   private state: ExecutionState = 'stopped';
   private readonly stopEmitter = new Emitter<StopEvent>();
   private readonly runningEmitter = new Emitter<void>();
@@ -56,6 +57,8 @@ export class GdbBackend {
   private readonly memoryWriteEmitter = new Emitter<void>();
   private stopWaiters: Array<(e: StopEvent | undefined) => void> = [];
   private registerNameCache: string[] | undefined;
+  /** Hidden run-tos under way: their stops are marked internal and GDB's console chatter is dropped. */
+  private hiddenRuns = 0;
 
   readonly onStop = this.stopEmitter.event;
   readonly onRunning = this.runningEmitter.event;
@@ -70,9 +73,14 @@ export class GdbBackend {
    */
   readonly onMemoryWrite = this.memoryWriteEmitter.event;
 
+  readonly onTrace: Debugger['onTrace'];
+
   private constructor(readonly mi: MiConnection) {
+    this.onTrace = mi.onTrace;
     mi.onAsync((r) => this.onAsyncRecord(r));
     mi.onStream((s) => {
+      // "Temporary breakpoint 7, program_end () at …" for a stop the user never asked for.
+      if (this.hiddenRuns > 0 && s.type !== 'target') return;
       if (s.type === 'target') this.outputEmitter.fire({ category: 'stdout', text: s.text });
       else if (s.type === 'log') this.outputEmitter.fire({ category: 'stderr', text: s.text });
       else this.outputEmitter.fire({ category: 'console', text: s.text });
@@ -125,29 +133,29 @@ export class GdbBackend {
     return this.mi.send(`-gdb-set ${variable} ${value}`);
   }
 
-  async fileExecAndSymbols(path: string): Promise<void> {
+  async loadProgram(path: string): Promise<void> {
     await this.mi.send(`-file-exec-and-symbols ${miQuote(path)}`);
   }
 
   /** Connects to a gdbserver (`target extended-remote` would let GDB restart it; embedded stubs expect plain remote). */
-  async targetSelectRemote(address: string, timeoutMs = 20_000): Promise<Frame | undefined> {
+  async connectRemote(address: string, timeoutMs = 20_000): Promise<Frame | undefined> {
     const r = await this.mi.send(`-target-select remote ${miQuote(address)}`, timeoutMs);
     this.state = 'stopped';
     const frame = miOptTuple(r.results, 'frame');
     return frame ? parseFrame(frame) : undefined;
   }
 
-  async targetDownload(): Promise<void> {
+  async download(): Promise<void> {
     this.memoryWriteEmitter.fire();
     await this.mi.send('-target-download', 120_000);
   }
 
-  async targetDetach(): Promise<void> {
+  async detach(): Promise<void> {
     await this.mi.send('-target-detach', 5_000);
   }
 
   /** A GDB CLI command, with its console output. */
-  async console(command: string, timeoutMs?: number): Promise<string> {
+  async command(command: string, timeoutMs?: number): Promise<string> {
     this.memoryWriteEmitter.fire();
     const r = await this.mi.send(`-interpreter-exec console ${miQuote(command)}`, timeoutMs);
     return r.console;
@@ -155,7 +163,20 @@ export class GdbBackend {
 
   /** `monitor CMD`: passed through to the gdbserver (QEMU's HMP, OpenOCD's command line …). */
   monitor(command: string, timeoutMs?: number): Promise<string> {
-    return this.console(`monitor ${command}`, timeoutMs);
+    return this.command(`monitor ${command}`, timeoutMs);
+  }
+
+  async flushCaches(): Promise<void> {
+    // GDB caches registers; after a reset behind its back they are stale.
+    await this.command('maintenance flush register-cache');
+  }
+
+  async memoryRegions(): Promise<MemoryRegion[]> {
+    return parseGdbMemoryMap(await this.command('info mem'));
+  }
+
+  async setBreakpointsAlwaysInserted(on: boolean): Promise<void> {
+    await this.gdbSet('breakpoint always-inserted', on ? 'on' : 'off');
   }
 
   async exit(): Promise<void> {
@@ -171,32 +192,42 @@ export class GdbBackend {
 
   // ---- execution -------------------------------------------------------------------------------
 
-  async execContinue(): Promise<void> {
+  async continue(): Promise<void> {
     this.expectStopped('continue');
     await this.mi.send('-exec-continue');
   }
 
   /** Interrupts a running target and resolves with the stop it produced. */
-  async execInterrupt(timeoutMs = 5_000): Promise<StopEvent | undefined> {
+  async interrupt(timeoutMs = 5_000): Promise<StopEvent | undefined> {
     if (this.state !== 'running') return undefined;
     const stopped = this.waitForStop(timeoutMs);
     await this.mi.send('-exec-interrupt');
     return stopped;
   }
 
-  async execNext(instruction = false): Promise<void> {
+  async stepOver(instruction = false): Promise<void> {
     this.expectStopped('step over');
     await this.mi.send(instruction ? '-exec-next-instruction' : '-exec-next');
   }
 
-  async execStep(instruction = false): Promise<void> {
+  async stepIn(instruction = false): Promise<void> {
     this.expectStopped('step in');
     await this.mi.send(instruction ? '-exec-step-instruction' : '-exec-step');
   }
 
-  async execFinish(): Promise<void> {
+  async stepOut(): Promise<void> {
     this.expectStopped('step out');
     await this.mi.send('-exec-finish');
+  }
+
+  async runTo(address: bigint, options: RunToOptions): Promise<RunToResult> {
+    this.expectStopped('run to an address');
+    if (options.hidden) this.hiddenRuns++;
+    try {
+      return await runToWithTemporaryBreakpoint(this, address, options.timeoutMs ?? 120_000);
+    } finally {
+      if (options.hidden) this.hiddenRuns--;
+    }
   }
 
   /** Resolves at the next stop (or undefined on timeout / target exit). */
@@ -221,23 +252,33 @@ export class GdbBackend {
 
   // ---- breakpoints -----------------------------------------------------------------------------
 
-  async breakInsert(req: BreakpointRequest): Promise<BreakpointInfo> {
+  async insertBreakpoint(req: BreakpointRequest): Promise<BreakpointInfo> {
     const opts = ['-f'];
     if (req.temporary) opts.push('-t');
     if (req.hardware) opts.push('-h');
     if (req.condition) opts.push('-c', miQuote(req.condition));
     if (req.ignoreCount) opts.push('-i', String(req.ignoreCount));
-    const r = await this.mi.send(`-break-insert ${opts.join(' ')} ${miQuote(req.location)}`);
+    const r = await this.mi.send(`-break-insert ${opts.join(' ')} ${miQuote(gdbLocation(req.location))}`);
     return parseBreakpoint(miTuple(r.results, 'bkpt'));
   }
 
-  async breakDelete(ids: number[]): Promise<void> {
+  async insertWatchpoint(req: WatchpointRequest): Promise<BreakpointInfo> {
+    const flag = req.access === 'read' ? '-r ' : req.access === 'readWrite' ? '-a ' : '';
+    const r = await this.mi.send(`-break-watch ${flag}${miQuote(req.expression)}`);
+    const wpt = miOptTuple(r.results, 'wpt') ?? miOptTuple(r.results, 'hw-rwpt') ?? miOptTuple(r.results, 'hw-awpt');
+    if (!wpt) throw new CycleLensError(ErrorCode.CommandFailed, `GDB did not set a watchpoint on '${req.expression}'.`);
+    const id = miInt(wpt, 'number');
+    if (req.condition) await this.mi.send(`-break-condition ${id} ${req.condition}`);
+    return { id, verified: true, file: undefined, line: undefined, address: undefined, pending: false };
+  }
+
+  async deleteBreakpoints(ids: number[]): Promise<void> {
     if (ids.length > 0) await this.mi.send(`-break-delete ${ids.join(' ')}`);
   }
 
   // ---- stack, threads, variables ---------------------------------------------------------------
 
-  async threadInfo(): Promise<Thread[]> {
+  async threads(): Promise<Thread[]> {
     const r = await this.mi.send('-thread-info');
     return miTupleList(r.results, 'threads').map((t) => ({
       id: miInt(t, 'id'),
@@ -246,27 +287,21 @@ export class GdbBackend {
     }));
   }
 
-  async stackInfoDepth(threadId: number, maxDepth = 1000): Promise<number> {
+  async stackDepth(threadId: number, maxDepth = 1000): Promise<number> {
     const r = await this.mi.send(`-stack-info-depth --thread ${threadId} ${maxDepth}`);
     return miInt(r.results, 'depth');
   }
 
-  async stackListFrames(threadId: number, low: number, high: number): Promise<Frame[]> {
+  async stackFrames(threadId: number, low: number, high: number): Promise<Frame[]> {
     const r = await this.mi.send(`-stack-list-frames --thread ${threadId} ${low} ${high}`);
     return miTupleList(r.results, 'stack').map(parseFrame);
-  }
-
-  /** Locals and arguments of a frame, names only: values come through variable objects. */
-  async stackListVariables(threadId: number, frameLevel: number): Promise<Array<{ name: string; arg: boolean }>> {
-    const r = await this.mi.send(`-stack-list-variables --thread ${threadId} --frame ${frameLevel} --no-values`);
-    return miTupleList(r.results, 'variables').map((v) => ({ name: miString(v, 'name'), arg: miOptString(v, 'arg') === '1' }));
   }
 
   /**
    * Locals and arguments of a frame with the values of the simple ones (`--simple-values`: scalars,
    * pointers, enums), in one round trip. Arrays, structs and unions come without a value.
    */
-  async stackListSimpleValues(threadId: number, frameLevel: number): Promise<Array<{ name: string; type: string; value: string | undefined }>> {
+  async frameVariables(threadId: number, frameLevel: number): Promise<Array<{ name: string; type: string; value: string | undefined }>> {
     const r = await this.mi.send(`-stack-list-variables --thread ${threadId} --frame ${frameLevel} --simple-values`);
     return miTupleList(r.results, 'variables').map((v) => ({ name: miString(v, 'name'), type: miOptString(v, 'type') ?? '', value: miOptString(v, 'value') }));
   }
@@ -276,7 +311,7 @@ export class GdbBackend {
    * GDB's description is the declaration as written (`static const int16_t fir_taps[8];`): its
    * leading storage class is what tells a file-static from a global.
    */
-  async symbolInfoVariables(): Promise<FileScopeVariable[]> {
+  async fileScopeVariables(): Promise<FileScopeVariable[]> {
     const r = await this.mi.send('-symbol-info-variables');
     const symbols = miOptTuple(r.results, 'symbols');
     if (!symbols) return [];
@@ -296,28 +331,28 @@ export class GdbBackend {
     });
   }
 
-  async varCreate(expression: string, threadId?: number, frameLevel?: number): Promise<VarObject> {
+  async createVariable(expression: string, threadId?: number, frameLevel?: number): Promise<VarObject> {
     const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
     const r = await this.mi.send(`-var-create ${ctx}- * ${miQuote(expression)}`);
     return parseVarObject(r.results, expression);
   }
 
-  async varListChildren(name: string): Promise<VarObject[]> {
+  async variableChildren(name: string): Promise<VarObject[]> {
     const r = await this.mi.send(`-var-list-children --all-values ${miQuote(name)}`);
     return miTupleList(r.results, 'children').map((c) => parseVarObject(c, miString(c, 'exp')));
   }
 
-  async varAssign(name: string, value: string): Promise<string> {
+  async assignVariable(name: string, value: string): Promise<string> {
     this.memoryWriteEmitter.fire();
     const r = await this.mi.send(`-var-assign ${miQuote(name)} ${miQuote(value)}`);
     return miString(r.results, 'value');
   }
 
-  async varDelete(name: string): Promise<void> {
+  async deleteVariable(name: string): Promise<void> {
     await this.mi.send(`-var-delete ${miQuote(name)}`);
   }
 
-  async dataEvaluateExpression(expression: string, threadId?: number, frameLevel?: number): Promise<string> {
+  async evaluate(expression: string, threadId?: number, frameLevel?: number): Promise<string> {
     const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
     if (mayWriteMemory(expression)) this.memoryWriteEmitter.fire();
     const r = await this.mi.send(`-data-evaluate-expression ${ctx}${miQuote(expression)}`);
@@ -327,7 +362,7 @@ export class GdbBackend {
   // ---- registers -------------------------------------------------------------------------------
 
   /** Register names by number; GDB leaves gaps as empty strings. Cached: they never change. */
-  async dataListRegisterNames(): Promise<string[]> {
+  async registerNames(): Promise<string[]> {
     if (!this.registerNameCache) {
       const r = await this.mi.send('-data-list-register-names');
       this.registerNameCache = miStringList(r.results, 'register-names');
@@ -335,7 +370,7 @@ export class GdbBackend {
     return this.registerNameCache;
   }
 
-  async dataListRegisterValues(numbers: number[] | undefined, threadId?: number, frameLevel?: number, format: 'x' | 'N' = 'x'): Promise<RegisterValue[]> {
+  async registerValues(numbers: number[] | undefined, threadId?: number, frameLevel?: number, format: 'x' | 'N' = 'x'): Promise<RegisterValue[]> {
     const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
     const which = numbers ? ` ${numbers.join(' ')}` : '';
     const r = await this.mi.send(`-data-list-register-values ${ctx}${format}${which}`);
@@ -344,20 +379,20 @@ export class GdbBackend {
 
   /** Reads one register by name as an unsigned integer (e.g. `pc`, `minstret`). */
   async readRegister(name: string): Promise<bigint> {
-    const names = await this.dataListRegisterNames();
+    const names = await this.registerNames();
     const index = names.indexOf(name);
     if (index < 0) throw new CycleLensError(ErrorCode.CommandFailed, `The target has no register '${name}'.`);
-    const [value] = await this.dataListRegisterValues([index]);
+    const [value] = await this.registerValues([index]);
     return parseUnsigned(value?.value ?? '');
   }
 
   async writeRegister(name: string, value: bigint): Promise<void> {
-    await this.dataEvaluateExpression(`$${name}=0x${value.toString(16)}`);
+    await this.evaluate(`$${name}=0x${value.toString(16)}`);
   }
 
   // ---- memory and code -------------------------------------------------------------------------
 
-  async dataReadMemoryBytes(address: bigint, count: number, offset = 0): Promise<Buffer> {
+  async readMemory(address: bigint, count: number, offset = 0): Promise<Buffer> {
     const r = await this.mi.send(`-data-read-memory-bytes -o ${offset} 0x${address.toString(16)} ${count}`);
     const blocks = miTupleList(r.results, 'memory');
     const out = Buffer.alloc(count);
@@ -374,14 +409,14 @@ export class GdbBackend {
     return out;
   }
 
-  async dataWriteMemoryBytes(address: bigint, data: Uint8Array): Promise<void> {
+  async writeMemory(address: bigint, data: Uint8Array): Promise<void> {
     if (data.length === 0) return;
     this.memoryWriteEmitter.fire();
     await this.mi.send(`-data-write-memory-bytes 0x${address.toString(16)} ${Buffer.from(data).toString('hex')}`);
   }
 
   /** `-data-disassemble` mode 5: opcodes and source lines. */
-  async dataDisassemble(start: bigint, end: bigint): Promise<DisassembledInstruction[]> {
+  async disassemble(start: bigint, end: bigint): Promise<DisassembledInstruction[]> {
     const r = await this.mi.send(`-data-disassemble -s 0x${start.toString(16)} -e 0x${end.toString(16)} -- 5`);
     const out: DisassembledInstruction[] = [];
     for (const item of miList(r.results, 'asm_insns')) {
@@ -420,6 +455,7 @@ export class GdbBackend {
     const bkptno = miOptString(r.results, 'bkptno');
     const signal = miOptString(r.results, 'signal-name');
     const event: StopEvent = {
+      ...(this.hiddenRuns > 0 ? { internal: true } : {}),
       reason: mapStopReason(reason, signal),
       threadId: miOptInt(r.results, 'thread-id'),
       allStopped: miOptString(r.results, 'stopped-threads') === 'all' || r.results['stopped-threads'] === undefined,
@@ -459,6 +495,13 @@ function mapStopReason(reason: string, signal: string | undefined): StopReason {
     default:
       return 'unknown';
   }
+}
+
+/** A location in GDB's linespec: `file:line`, `function`, `*function` (its first instruction), `*0xADDR`. */
+export function gdbLocation(loc: BreakpointLocation): string {
+  if (loc.kind === 'line') return `${loc.path}:${loc.line}`;
+  if (loc.kind === 'address') return `*0x${loc.address.toString(16)}`;
+  return loc.atEntry ? `*${loc.name}` : loc.name;
 }
 
 export function parseFrame(t: MiTuple): Frame {

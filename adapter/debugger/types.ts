@@ -1,4 +1,4 @@
-/** Debugger-neutral types the session and the probe services use; backends produce them. */
+/** Debugger-neutral types the session and the probe services use; debuggers (adapter/debugger/*) produce them. */
 
 export type StopReason =
   | 'breakpoint'
@@ -15,13 +15,15 @@ export interface StopEvent {
   reason: StopReason;
   threadId: number | undefined;
   allStopped: boolean;
-  /** GDB breakpoint numbers that caused the stop. */
+  /** The debugger's breakpoint numbers that caused the stop. */
   breakpointIds: number[];
   /** Signal name or other detail for the user (e.g. `SIGSEGV`, `SIGTRAP`). */
   description?: string;
   frame?: Frame;
   /** A stop the session made for its own work: the editor should not jump to it. */
   preserveFocus?: boolean;
+  /** The end of a hidden run-to (Debugger.runTo): the adapter's own stop, never shown to the user. */
+  internal?: boolean;
 }
 
 export interface ExitEvent {
@@ -55,9 +57,17 @@ export interface BreakpointInfo {
   message?: string;
 }
 
+/**
+ * Where a breakpoint goes. A function breakpoint stops after the prologue (where its arguments are
+ * readable) unless `atEntry`, which stops at its first instruction (where an injected patch sits).
+ */
+export type BreakpointLocation =
+  | { kind: 'line'; path: string; line: number }
+  | { kind: 'function'; name: string; atEntry?: boolean }
+  | { kind: 'address'; address: bigint };
+
 export interface BreakpointRequest {
-  /** GDB location: `file:line`, `function`, or `*0xADDR`. */
-  location: string;
+  location: BreakpointLocation;
   condition?: string;
   /** Number of hits to ignore before stopping. */
   ignoreCount?: number;
@@ -65,7 +75,24 @@ export interface BreakpointRequest {
   hardware?: boolean;
 }
 
-/** A GDB variable object: a value the user can expand and assign. */
+/** A data breakpoint: stops when the expression's storage is written (or read). */
+export interface WatchpointRequest {
+  expression: string;
+  access: 'write' | 'read' | 'readWrite';
+  condition?: string;
+}
+
+/** What kind of memory an address is: patches may only be written where a debugger write sticks (RAM). */
+export type MemoryKind = 'ram' | 'flash' | 'rom' | 'unknown';
+
+export interface MemoryRegion {
+  start: number;
+  size: number;
+  kind: MemoryKind;
+  name?: string;
+}
+
+/** A variable object: a value the user can expand and assign. */
 export interface VarObject {
   name: string;
   expression: string;
