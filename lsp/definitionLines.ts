@@ -28,9 +28,13 @@ export function linesOf(text: string): LineSource {
 
 /** The 0-based definition line of `name`, given the 0-based entry line from DWARF. */
 export function definitionLine(doc: LineSource, name: string, entryLine: number): number {
+  return definitionLineOf(doc, sourceIdentifier(name), entryLine);
+}
+
+/** definitionLine with the identifier already found (once per profile, not per request). */
+export function definitionLineOf(doc: LineSource, id: string, entryLine: number): number {
   const last = Math.max(0, doc.lineCount - 1);
   const start = Math.min(Math.max(0, entryLine), last);
-  const id = sourceIdentifier(name);
   if (id === '') return start;
   for (let l = start; l >= Math.max(0, start - LOOKBACK); l--) {
     if (namesFunction(doc.line(l), id)) return l;

@@ -1,5 +1,5 @@
 import type { Profile, ProfileFunction, ProfileLine } from '../core/profile/model';
-import { definitionLine, type LineSource } from './definitionLines';
+import { definitionLineOf, linesOf, sourceIdentifier, type LineSource } from './definitionLines';
 import { SourcePathResolver, type SourceMap } from './sourcePaths';
 
 /** A function placed in a document: the 0-based line its CodeLens, hover and diagnostic sit on. */
@@ -8,13 +8,20 @@ export interface PlacedFunction {
   line: number;
 }
 
+/** What placing a function needs, formed once per profile: its identifier and 0-based entry line. */
+interface FunctionEntry {
+  fn: ProfileFunction;
+  id: string;
+  entryLine: number;
+}
+
 /**
  * The profile seen by source file: which functions and line costs belong to a document, found
  * once per profile (and per document version for placements), so a CodeLens request on a large
  * file is a map lookup and a short scan, not a walk over the whole profile.
  */
 export class ProfileIndex {
-  private readonly functionsByPath = new Map<string, ProfileFunction[]>();
+  private readonly functionsByPath = new Map<string, FunctionEntry[]>();
   private readonly linesByPath = new Map<string, ProfileLine[]>();
   private readonly resolver: SourcePathResolver;
 
@@ -22,7 +29,7 @@ export class ProfileIndex {
     for (const f of profile.functions) {
       if (!f.location) continue;
       const list = this.functionsByPath.get(f.location.path) ?? [];
-      list.push(f);
+      list.push({ fn: f, id: sourceIdentifier(f.name), entryLine: f.location.line - 1 });
       this.functionsByPath.set(f.location.path, list);
     }
     for (const l of profile.lines) {
@@ -37,12 +44,26 @@ export class ProfileIndex {
   place(documentPath: string, doc: LineSource): PlacedFunction[] {
     const path = this.resolver.profilePathFor(documentPath);
     const fns = path !== undefined ? this.functionsByPath.get(path) : undefined;
-    return (fns ?? []).map((fn) => ({ fn, line: definitionLine(doc, fn.name, fn.location!.line - 1) }));
+    return (fns ?? []).map((e) => ({ fn: e.fn, line: definitionLineOf(doc, e.id, e.entryLine) }));
   }
 
   /** The per-line costs of a local file (empty when the profile has none). */
   lines(documentPath: string): ProfileLine[] {
     const path = this.resolver.profilePathFor(documentPath);
     return (path !== undefined ? this.linesByPath.get(path) : undefined) ?? [];
+  }
+
+  /**
+   * The profile's largest file as a stand-in document (each function's name on its entry line),
+   * placed: the server runs it once per load so that the code a first request needs is compiled.
+   */
+  rehearsal(): { lines: LineSource; placed: PlacedFunction[] } | undefined {
+    let largest: FunctionEntry[] | undefined;
+    for (const list of this.functionsByPath.values()) if (!largest || list.length > largest.length) largest = list;
+    if (!largest) return undefined;
+    const text: string[] = [];
+    for (const e of largest) if (e.entryLine >= 0 && e.entryLine < 1_000_000) text[e.entryLine] = `${e.id}(void)`;
+    const lines = linesOf(Array.from(text, (l) => l ?? '').join('\n'));
+    return { lines, placed: largest.map((e) => ({ fn: e.fn, line: definitionLineOf(lines, e.id, e.entryLine) })) };
   }
 }

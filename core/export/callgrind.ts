@@ -1,4 +1,4 @@
-import { calleeShares, notesWith, profileStacks, selfValue, treeInclusive } from '../profile/callTree';
+import { calleeShares, derivationNote, selfValue, treeTotals } from '../profile/callTree';
 import type { Profile, ProfileFunction } from '../profile/model';
 import { unitLabel } from '../profile/units';
 import { unitId } from '../profile/units';
@@ -15,9 +15,12 @@ import { roundKeepingSum } from './common';
 export function callgrindText(p: Profile): string {
   const event = unitId(p.unit);
   const shares = calleeShares(p);
-  const effective = treeInclusive(p);
-  // Each callee's inclusive split into integer shares per caller, in a stable order.
-  const splitOf = new Map<string, number>();
+  const totals = treeTotals(p, shares);
+  const effective = totals.inclusive;
+  // Each callee's inclusive split into integer shares per caller, in a stable order; keyed by
+  // caller × function count + callee (numbers: a string key per call edge cost more than the rest).
+  const count = p.functions.length;
+  const splitOf = new Map<number, number>();
   const byCallee = new Map<number, { caller: number; value: number }[]>();
   for (const [caller, list] of shares) {
     for (const k of list) {
@@ -29,10 +32,13 @@ export function callgrindText(p: Profile): string {
   }
   for (const [callee, arr] of byCallee) {
     const rounded = roundKeepingSum(arr.map((a) => a.value));
-    arr.forEach((a, i) => splitOf.set(`${a.caller}>${callee}`, rounded[i]!));
+    arr.forEach((a, i) => splitOf.set(a.caller * count + callee, rounded[i]!));
   }
   const lines: string[] = ['# callgrind format', 'version: 1', `creator: cyclelens (${p.generator})`, `cmd: ${oneLine(p.program.executable)}`, 'positions: line'];
-  for (const note of notesWith(p, profileStacks(p))) lines.push(`# ${oneLine(note)}`);
+  // The same notes as the stack formats (the split is theirs), formed from the totals: this format
+  // lists no stacks, so none are derived for it.
+  const notes = [...(p.notes ?? []), ...(p.stacks.length === 0 ? [derivationNote(shares, { ...totals, truncated: false })] : [])];
+  for (const note of notes) lines.push(`# ${oneLine(note)}`);
   lines.push(`event: ${event} : ${oneLine(unitLabel(p.unit))}`, `events: ${event}`);
   // Without a window total, the roots' inclusive values add up to the whole.
   const total = p.total?.value ?? p.functions.reduce((s, f) => s + (f.inclusive && !byCallee.has(f.id) ? f.inclusive.value : 0), 0);
@@ -45,13 +51,16 @@ export function callgrindText(p: Profile): string {
     arr.push({ line: l.line, value: l.self.value });
     linesOf.set(l.function, arr);
   }
+  // Each name and file once, not once per call record.
+  const names = p.functions.map((f) => oneLine(f.name));
+  const files = p.functions.map(fileOf);
   for (const f of p.functions) {
     if (!f.inclusive) continue;
     const kids = shares.get(f.id) ?? [];
     const allocated = kids.reduce((s, k) => s + (p.functions[k.callee]!.inclusive?.value ?? 0) * k.fraction, 0);
     const self = Math.max(0, Math.round(selfValue(f, allocated)));
     const at = f.location?.line ?? 0;
-    lines.push(`fl=${fileOf(f)}`, `fn=${oneLine(f.name)}`);
+    lines.push(`fl=${files[f.id]}`, `fn=${names[f.id]}`);
     const perLine = linesOf.get(f.id) ?? [];
     const lineValues = roundKeepingSum(perLine.map((l) => l.value));
     const inLines = lineValues.reduce((s, v) => s + v, 0);
@@ -67,8 +76,8 @@ export function callgrindText(p: Profile): string {
       const calls = k.calls ?? Math.max(1, Math.round((callee.calls ?? 1) * k.fraction));
       // cfl= every time, even for the caller's own file: callgrind_annotate shortens fl= names relative
       // to its working directory but not an inherited call file, and would see two functions.
-      lines.push(`cfl=${fileOf(callee)}`);
-      lines.push(`cfn=${oneLine(callee.name)}`, `calls=${calls} ${callee.location?.line ?? 0}`, `${at} ${splitOf.get(`${f.id}>${k.callee}`) ?? 0}`);
+      lines.push(`cfl=${files[k.callee]}`);
+      lines.push(`cfn=${names[k.callee]}`, `calls=${calls} ${callee.location?.line ?? 0}`, `${at} ${splitOf.get(f.id * count + k.callee) ?? 0}`);
     }
     lines.push('');
   }
@@ -81,5 +90,5 @@ function fileOf(f: ProfileFunction): string {
 
 /** The format is line-based: a newline in a name would start a new record. */
 function oneLine(s: string): string {
-  return s.replace(/[\r\n]/g, ' ');
+  return s.includes('\n') || s.includes('\r') ? s.replace(/[\r\n]/g, ' ') : s;
 }

@@ -12,12 +12,21 @@ export function frameName(f: ProfileFunction): string {
  * remainder): a split callee's shares add up to its total in integer formats.
  */
 export function roundKeepingSum(values: readonly number[]): number[] {
-  const floors = values.map((v) => Math.floor(v));
-  const target = Math.round(values.reduce((s, v) => s + v, 0));
-  let missing = target - floors.reduce((s, v) => s + v, 0);
-  const order = values.map((v, i) => ({ i, r: v - Math.floor(v) })).sort((a, b) => b.r - a.r || a.i - b.i);
-  const out = [...floors];
-  for (const { i } of order) {
+  // One value (a callee with one caller, most of a call graph) is its own rounding.
+  if (values.length === 1) return [Math.round(values[0]!)];
+  const out = new Array<number>(values.length);
+  let sum = 0;
+  let floorSum = 0;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    sum += v;
+    out[i] = Math.floor(v);
+    floorSum += out[i]!;
+  }
+  let missing = Math.round(sum) - floorSum;
+  if (missing <= 0) return out;
+  const order = values.map((_, i) => i).sort((a, b) => values[b]! - out[b]! - (values[a]! - out[a]!) || a - b);
+  for (const i of order) {
     if (missing <= 0) break;
     out[i]!++;
     missing--;

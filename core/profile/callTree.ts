@@ -47,54 +47,75 @@ export function profileStacks(p: Profile, options: CallTreeOptions = {}): CallTr
   const maxStacks = options.maxStacks ?? 1_000_000;
   const maxDepth = options.maxDepth ?? 256;
   const children = calleeShares(p);
-  const equalShares = [...children.values()].some((list) => list.some((k) => k.counted === false && k.callers > 1));
-  const called = new Set([...children.values()].flatMap((list) => list.map((k) => k.callee)));
-  const roots = p.functions.filter((f) => f.inclusive !== undefined && !called.has(f.id)).map((f) => f.id);
+  const fns = p.functions;
+  const inclusiveOf = (id: number): number => fns[id]!.inclusive?.value ?? 0;
+  const called = new Uint8Array(fns.length);
+  for (const list of children.values()) for (const k of list) called[k.callee] = 1;
+  const roots = fns.filter((f) => f.inclusive !== undefined && !called[f.id]).map((f) => f.id);
 
+  // One pass over the paths: each step costs its callee list, and each stack one copy of its path
+  // (the output itself), so the derivation is linear in what it writes. The path's membership is a
+  // flag per function, not a search of the path.
   const stacks: ProfileStack[] = [];
-  let truncated = false;
-  let recursive = false;
+  const flags = { truncated: false, recursive: false };
   const path: number[] = [];
-  const reached = new Set<number>();
+  const onPath = new Uint8Array(fns.length);
+  const reached = new Uint8Array(fns.length);
   const overfull = new Set<string>();
   const visit = (id: number, scale: number): void => {
-    const f = p.functions[id]!;
-    reached.add(id);
+    const f = fns[id]!;
+    reached[id] = 1;
+    onPath[id] = 1;
     path.push(id);
-    const kids = (children.get(id) ?? []).filter((k) => {
-      if (!path.includes(k.callee)) return true;
-      recursive = true;
-      return false;
-    });
-    const expand = path.length < maxDepth && stacks.length < maxStacks;
-    if (!expand && kids.length > 0) truncated = true;
+    const kids = children.get(id) ?? NO_SHARES;
     let allocated = 0;
-    const shares = kids.map((k) => {
-      const v = (p.functions[k.callee]!.inclusive?.value ?? 0) * k.fraction;
-      allocated += v;
-      return { callee: k.callee, value: v };
-    });
+    let expandable = 0;
+    for (const k of kids) {
+      if (onPath[k.callee]) {
+        flags.recursive = true;
+        continue;
+      }
+      expandable++;
+      allocated += inclusiveOf(k.callee) * k.fraction;
+    }
+    const expand = path.length < maxDepth && stacks.length < maxStacks;
+    if (!expand && expandable > 0) flags.truncated = true;
     // Self is the measured self where known; unexpanded callees stay with this frame.
     const own = expand ? selfValue(f, allocated) : (f.inclusive?.value ?? 0);
     if (expand && f.inclusive && allocated > f.inclusive.value * (1 + 1e-9)) overfull.add(f.name);
-    if (own * scale > 0) stacks.push({ frames: [...path], value: own * scale });
-    if (expand) for (const s of shares) if (s.value > 0) visit(s.callee, (scale * s.value) / (p.functions[s.callee]!.inclusive?.value || 1));
+    if (own * scale > 0) stacks.push({ frames: path.slice(), value: own * scale });
+    if (expand) {
+      for (const k of kids) {
+        if (onPath[k.callee]) continue;
+        const value = inclusiveOf(k.callee) * k.fraction;
+        if (value > 0) visit(k.callee, (scale * value) / (inclusiveOf(k.callee) || 1));
+      }
+    }
     path.pop();
+    onPath[id] = 0;
   };
   for (const r of roots) visit(r, 1);
   // A cycle of measured functions that nothing outside calls has no root: enter it at its largest.
-  const unreached = p.functions.filter((f) => f.inclusive !== undefined && !reached.has(f.id)).sort((a, b) => (b.inclusive?.value ?? 0) - (a.inclusive?.value ?? 0));
-  for (const f of unreached) if (!reached.has(f.id)) visit(f.id, 1);
+  const unreached = fns.filter((f) => f.inclusive !== undefined && !reached[f.id]).sort((a, b) => (b.inclusive?.value ?? 0) - (a.inclusive?.value ?? 0));
+  for (const f of unreached) if (!reached[f.id]) visit(f.id, 1);
+  return { stacks, derived: true, note: derivationNote(children, { overfull, ...flags, maxStacks, maxDepth }) };
+}
 
+const NO_SHARES: readonly CalleeShare[] = [];
+
+/** What a reader of derived stacks (or of a format drawn from the same split) must know about them. */
+export function derivationNote(children: Map<number, CalleeShare[]>, found: { overfull: ReadonlySet<string>; recursive: boolean; truncated: boolean; maxStacks?: number; maxDepth?: number }): string {
   const parts = ['Call stacks derived from per-function inclusive totals and the call graph (the source recorded no stacks); a frame\'s own value is its inclusive minus its callees\' shares.'];
+  let equalShares = false;
+  for (const list of children.values()) for (const k of list) if (!k.counted && k.callers > 1) equalShares = true;
   if (children.size > 0) parts.push(equalShares ? 'A callee shared by several callers is split between them in equal shares where call counts are unknown, by call counts elsewhere.' : 'A callee shared by several callers is split between them by call counts.');
-  if (overfull.size > 0) {
-    const names = [...overfull].slice(0, 5).join(', ');
-    parts.push(`Where callees' shares exceed a function's measured inclusive value (runs differ slightly: interrupts land elsewhere in a patched program), its own value is 0 and its stacks add up to the callees' shares: ${names}${overfull.size > 5 ? ` and ${overfull.size - 5} more` : ''}.`);
+  if (found.overfull.size > 0) {
+    const names = [...found.overfull].slice(0, 5).join(', ');
+    parts.push(`Where callees' shares exceed a function's measured inclusive value (runs differ slightly: interrupts land elsewhere in a patched program), its own value is 0 and its stacks add up to the callees' shares: ${names}${found.overfull.size > 5 ? ` and ${found.overfull.size - 5} more` : ''}.`);
   }
-  if (recursive) parts.push('Recursive calls are cut at the first repeat.');
-  if (truncated) parts.push(`Paths beyond ${maxStacks} stacks or ${maxDepth} frames are folded into their last frame.`);
-  return { stacks, derived: true, note: parts.join(' ') };
+  if (found.recursive) parts.push('Recursive calls are cut at the first repeat.');
+  if (found.truncated) parts.push(`Paths beyond ${found.maxStacks} stacks or ${found.maxDepth} frames are folded into their last frame.`);
+  return parts.join(' ');
 }
 
 /** A callee of a function, with the fraction of the callee's calls (and so of its value) that edge carries. */
@@ -115,23 +136,33 @@ export interface CalleeShare {
  * Self-calls are left out: recursion does not add to a function's inclusive value.
  */
 export function calleeShares(p: Profile): Map<number, CalleeShare[]> {
-  const valued = (id: number): boolean => p.functions[id]?.inclusive !== undefined;
-  const callers = new Map<number, { caller: number; calls?: number }[]>();
+  const fns = p.functions;
+  const valued = (id: number): boolean => fns[id]?.inclusive !== undefined;
+  // Callers of each callee, in edge order, each caller once (a call graph lists one edge per call site kind).
+  const callers = new Map<number, { caller: number; calls: number | undefined }[]>();
   for (const e of p.edges) {
-    if (!valued(e.caller) || !valued(e.callee) || e.caller === e.callee) continue;
-    const list = callers.get(e.callee) ?? [];
-    if (list.some((c) => c.caller === e.caller)) continue;
-    list.push({ caller: e.caller, ...(e.calls !== undefined ? { calls: e.calls } : {}) });
-    callers.set(e.callee, list);
+    if (e.caller === e.callee || !valued(e.caller) || !valued(e.callee)) continue;
+    let list = callers.get(e.callee);
+    if (!list) callers.set(e.callee, (list = []));
+    let seen = false;
+    for (const c of list) if (c.caller === e.caller) seen = true;
+    if (!seen) list.push({ caller: e.caller, calls: e.calls });
   }
   const out = new Map<number, CalleeShare[]>();
   for (const [callee, list] of callers) {
-    const sum = list.reduce((s, c) => s + (c.calls ?? 0), 0);
-    const counted = list.every((c) => c.calls !== undefined) && sum > 0;
+    let sum = 0;
+    let allCounted = true;
     for (const c of list) {
-      const kids = out.get(c.caller) ?? [];
-      kids.push({ callee, fraction: counted ? (c.calls ?? 0) / sum : 1 / list.length, ...(c.calls !== undefined ? { calls: c.calls } : {}), counted, callers: list.length });
-      out.set(c.caller, kids);
+      sum += c.calls ?? 0;
+      if (c.calls === undefined) allCounted = false;
+    }
+    const counted = allCounted && sum > 0;
+    for (const c of list) {
+      let kids = out.get(c.caller);
+      if (!kids) out.set(c.caller, (kids = []));
+      const share: CalleeShare = { callee, fraction: counted ? (c.calls ?? 0) / sum : 1 / list.length, counted, callers: list.length };
+      if (c.calls !== undefined) share.calls = c.calls;
+      kids.push(share);
     }
   }
   return out;
@@ -142,24 +173,45 @@ export function calleeShares(p: Profile): Map<number, CalleeShare[]> {
  * theirs): the measured inclusive value, or more where callees' shares exceed it. Formats that store
  * a call's cost instead of stacks (callgrind) use it so they show the same tree as the stacks.
  */
-export function treeInclusive(p: Profile): Map<number, number> {
-  const children = calleeShares(p);
+export function treeInclusive(p: Profile, children: Map<number, CalleeShare[]> = calleeShares(p)): Map<number, number> {
+  return treeTotals(p, children).inclusive;
+}
+
+/**
+ * treeInclusive's figures with what the note of a format drawn from them must say: the functions
+ * whose callees' shares exceed their measured value, and whether recursion was cut. Each function
+ * is formed once (memoised), so this is linear in the call graph.
+ */
+export function treeTotals(p: Profile, children: Map<number, CalleeShare[]> = calleeShares(p)): { inclusive: Map<number, number>; overfull: Set<string>; recursive: boolean } {
+  const fns = p.functions;
   const done = new Map<number, number>();
   const onPath = new Set<number>();
+  const overfull = new Set<string>();
+  let recursive = false;
   const value = (id: number): number => {
     const known = done.get(id);
     if (known !== undefined) return known;
-    const f = p.functions[id]!;
+    const f = fns[id]!;
     onPath.add(id);
-    const kids = (children.get(id) ?? []).filter((k) => !onPath.has(k.callee) && onPath.size < 256);
-    const allocated = kids.reduce((s, k) => s + (p.functions[k.callee]!.inclusive?.value ?? 0) * k.fraction, 0);
-    const total = selfValue(f, allocated) + kids.reduce((s, k) => s + value(k.callee) * k.fraction, 0);
+    let allocated = 0;
+    let below = 0;
+    for (const k of children.get(id) ?? NO_SHARES) {
+      if (onPath.has(k.callee)) {
+        recursive = true;
+        continue;
+      }
+      if (onPath.size >= 256) continue;
+      allocated += (fns[k.callee]!.inclusive?.value ?? 0) * k.fraction;
+      below += value(k.callee) * k.fraction;
+    }
+    if (f.inclusive && allocated > f.inclusive.value * (1 + 1e-9)) overfull.add(f.name);
+    const total = selfValue(f, allocated) + below;
     onPath.delete(id);
     done.set(id, total);
     return total;
   };
-  for (const f of p.functions) if (f.inclusive) value(f.id);
-  return done;
+  for (const f of fns) if (f.inclusive) value(f.id);
+  return { inclusive: done, overfull, recursive };
 }
 
 /** The profile's notes plus the call tree's, for formats that carry free text. */

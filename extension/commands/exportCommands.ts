@@ -2,7 +2,7 @@ import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { EXPORT_FORMATS, type ExportFormat } from '../../core/export/formats';
-import { writeExport } from '../../core/export/writeExport';
+import { fileErrorWords, unwritableReason, writeExport } from '../../core/export/writeExport';
 import { loadAnyProfile } from '../../core/profile/json';
 
 /**
@@ -29,17 +29,30 @@ async function exportProfile(resource: vscode.Uri | undefined, output: vscode.Lo
     saveLabel: 'Export',
   });
   if (!target) return;
+  const failed = (why: string): void => void vscode.window.showErrorMessage(`CycleLens could not export ${basename(source)}: ${why}`);
+  if (target.scheme !== 'file') return failed(`${target.toString()} is not a local file: choose a path on this machine's disk`);
+  // Checked before the profile is loaded and converted, so the message names the destination and its fix.
+  const refused = await unwritableReason(target.fsPath);
+  if (refused) return failed(refused);
+  let profile;
   try {
     // Data, never code: the loader validates every field before anything is written.
-    const profile = await loadAnyProfile(source);
-    const bytes = await writeExport(profile, { format, path: target.fsPath });
-    output.info(`exported ${source} as ${format.label} to ${target.fsPath} (${bytes} bytes)`);
-    const choice = await vscode.window.showInformationMessage(`Exported ${format.label} to ${basename(target.fsPath)}. It opens in ${format.opensIn}.`, 'Open', 'Reveal');
-    if (choice === 'Open') await vscode.commands.executeCommand('vscode.open', target);
-    else if (choice === 'Reveal') await vscode.commands.executeCommand('revealFileInOS', target);
+    profile = await loadAnyProfile(source);
   } catch (err) {
-    void vscode.window.showErrorMessage(`CycleLens could not export ${basename(source)}: ${err instanceof Error ? err.message : String(err)}`);
+    return failed(err instanceof Error ? err.message : String(err));
   }
+  let bytes: number;
+  try {
+    bytes = await writeExport(profile, { format, path: target.fsPath });
+  } catch (err) {
+    return failed(`${target.fsPath} could not be written (${fileErrorWords(err)}): choose another folder, or free space on its disk`);
+  }
+  output.info(`exported ${source} as ${format.label} to ${target.fsPath} (${bytes} bytes)`);
+  const choice = await vscode.window.showInformationMessage(`Exported ${format.label} to ${basename(target.fsPath)}. It opens in ${format.opensIn}.`, 'Open', 'Reveal');
+  if (choice === 'Open') await vscode.commands.executeCommand('vscode.open', target);
+  // The OS file manager is on the user's machine only when the extension host is too (not in a
+  // browser or a remote window): elsewhere the file is revealed in the Explorer.
+  else if (choice === 'Reveal') await vscode.commands.executeCommand(vscode.env.remoteName || vscode.env.uiKind === vscode.UIKind.Web ? 'revealInExplorer' : 'revealFileInOS', target);
 }
 
 async function pickFormat(): Promise<ExportFormat | undefined> {

@@ -145,7 +145,9 @@ export class CodeServerHarness {
       const page = await context.newPage();
       const timings: HarnessTimings = { codeServerInstallMs, vsixMs, installExtensionMs, startupToWorkbenchMs: 0 };
       const harness = new CodeServerHarness(page, browser, server, server.url, workspace, stateDir, userDataDir, extensionsDir, vsixPath, timings);
-      await page.goto(server.url);
+      // The page loads the workbench bundle (megabytes): on a loaded machine that takes longer than
+      // Playwright's default 30 s, and waitForWorkbench allows 90 s for the rest anyway.
+      await page.goto(server.url, { timeout: 90_000 });
       await harness.waitForWorkbench();
       timings.startupToWorkbenchMs = Date.now() - t;
       return harness;

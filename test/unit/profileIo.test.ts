@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { resultSetDocument, saveResultSetDocument, type ResultSet } from '../../core/analysis/resultSet';
-import { profileStacks } from '../../core/profile/callTree';
+import { callgrindText } from '../../core/export/callgrind';
+import { profileStacks, treeInclusive } from '../../core/profile/callTree';
 import { loadAnyProfile, loadProfile, parseProfileText, profileText, saveProfile } from '../../core/profile/json';
 import { emptyProfile } from '../../core/profile/model';
 import { ProfileError } from '../../core/profile/profileError';
@@ -113,4 +114,28 @@ describe('call tree derived from totals', () => {
     p.stacks = [{ frames: [0, 1], value: 7 }];
     assert.deepEqual(profileStacks(p), { stacks: [{ frames: [0, 1], value: 7 }], derived: false });
   });
+
+  it('gives callgrind the stack formats\' note and per-function totals without deriving stacks', () => {
+    for (const p of [sampleProfile(), overfullProfile()]) {
+      const tree = profileStacks(p);
+      const notes = callgrindText(p).split('\n').filter((l) => l.startsWith('# ') && l !== '# callgrind format').map((l) => l.slice(2));
+      assert.deepEqual(notes, [...(p.notes ?? []), tree.note]);
+      // What each function adds up to in the stacks is what treeInclusive gives callgrind.
+      const on = new Map<number, number>();
+      for (const s of tree.stacks) for (const id of new Set(s.frames)) on.set(id, (on.get(id) ?? 0) + s.value);
+      for (const [id, v] of treeInclusive(p)) assert.ok(Math.abs((on.get(id) ?? 0) - v) < 1e-6, `${p.functions[id]!.name}: ${on.get(id)} vs ${v}`);
+    }
+  });
 });
+
+/** A caller whose callees' shares exceed its measured inclusive value (runs differ slightly). */
+function overfullProfile(): ReturnType<typeof emptyProfile> {
+  const p = emptyProfile({ generator: 't', program: { executable: 'x' }, unit: { kind: 'cycles' }, provenance: { kind: 'exact', counter: 'mcycle' } });
+  p.functions = [
+    { id: 0, name: 'main', status: 'measured', inclusive: { value: 100 } },
+    { id: 1, name: 'outer', status: 'measured', inclusive: { value: 40 } },
+    { id: 2, name: 'inner', status: 'measured', inclusive: { value: 45 } },
+  ];
+  p.edges = [{ caller: 0, callee: 1, kind: 'call', calls: 1 }, { caller: 1, callee: 2, kind: 'call', calls: 2 }];
+  return p;
+}
