@@ -1,10 +1,18 @@
 import type { TargetFamily } from '../../common/launchArgs';
 import { pcFromMonitorRegisters } from '../arch/monitorRegisters';
 import { errorMessage } from '../errors';
-import { HmpMonitor } from './hmpMonitor';
+import { QmpMonitor } from './qmpMonitor';
 import { AddressCounter, PcSampler, RandomOffsetSchedule, SamplerIdentity, waitUntil } from './sampler';
 
+/**
+ * Reads kept in flight when sampling back to back: while QEMU answers one, the next is already
+ * queued, so QEMU's main loop never idles waiting for this process to be scheduled (on a loaded
+ * host that wake-up, not the read, is most of a round trip). Two suffice; more only queue up.
+ */
+const BACK_TO_BACK_DEPTH = 2;
+
 export interface MonitorSamplerOptions {
+  /** QEMU's QMP socket (see qmpMonitor.ts for why not HMP). */
   socketPath: string;
   family: TargetFamily;
   /** Whether QEMU runs one instruction per translation block (`-singlestep`): then the PC is exact. */
@@ -21,12 +29,13 @@ export interface MonitorSamplerOptions {
  * writes the guest PC back to the CPU state only at translation-block boundaries, so the PC read
  * is the start of the block running at that moment (exact under `-singlestep`, where every block is
  * one instruction). A second connection to the monitor: GDB is never involved, nothing halts.
+ * Counts stay in this process; the sampling service sends them to the client in batches.
  */
 export class MonitorSampler implements PcSampler {
   readonly identity: SamplerIdentity;
   private readonly counter = new AddressCounter();
-  private monitor: HmpMonitor | undefined;
-  private loop: Promise<void> | undefined;
+  private monitor: QmpMonitor | undefined;
+  private loops: Promise<void>[] = [];
   private running = false;
 
   constructor(private readonly options: MonitorSamplerOptions) {
@@ -40,12 +49,13 @@ export class MonitorSampler implements PcSampler {
   }
 
   async start(): Promise<void> {
-    this.monitor = await HmpMonitor.connect({ path: this.options.socketPath });
+    this.monitor = await QmpMonitor.connect(this.options.socketPath);
     this.running = true;
-    this.loop = this.run(this.monitor);
+    const depth = this.options.rateHz ? 1 : BACK_TO_BACK_DEPTH;
+    for (let i = 0; i < depth; i++) this.loops.push(this.run(this.monitor));
   }
 
-  private async run(monitor: HmpMonitor): Promise<void> {
+  private async run(monitor: QmpMonitor): Promise<void> {
     const schedule = this.options.rateHz ? new RandomOffsetSchedule(1000 / this.options.rateHz) : undefined;
     while (this.running) {
       if (schedule) await waitUntil(schedule.next());
@@ -56,7 +66,7 @@ export class MonitorSampler implements PcSampler {
       }
       let text: string;
       try {
-        text = await monitor.command('info registers');
+        text = await monitor.human('info registers');
       } catch (err) {
         if (this.running) this.options.log(`PC sampling stopped: ${errorMessage(err)}\n`);
         this.running = false;
@@ -70,7 +80,8 @@ export class MonitorSampler implements PcSampler {
 
   async stop(): Promise<void> {
     this.running = false;
-    await this.loop;
+    await Promise.all(this.loops);
+    this.loops = [];
     this.monitor?.close();
     this.monitor = undefined;
   }

@@ -93,6 +93,8 @@ for (const target of TARGETS) {
         const stopped = (await h.dc.customRequest(CustomRequests.stopSampling)).body as StopSamplingResponse;
         assert.ok(stopped.totalSamples >= wanted);
         assert.equal(stops, 0, 'the target never stopped');
+        // Samples reach the client in batches, one event per flush interval (250 ms), never one per sample.
+        assert.ok(samples.events.length <= stopped.elapsedMs / 250 + 3, `${samples.events.length} events in ${stopped.elapsedMs} ms`);
         const sampled = byFunction(samples.counts, samples.locations);
         const truth = oracleMap(oracle, 'functions');
         const oracleTotal = [...truth.values()].reduce((a, b) => a + b, 0);
