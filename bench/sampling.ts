@@ -36,6 +36,8 @@ const configs: Config[] = [
   { name: 'none (plain QEMU)', server: {}, samples: 0 },
   { name: 'qemu-monitor (TB start)', sampler: 'qemu-monitor', server: {}, samples: wantedSamples },
   { name: 'qemu-monitor -singlestep', sampler: 'qemu-monitor', server: { singlestep: true }, samples: wantedSamples },
+  { name: 'qemu-monitor nochain', sampler: 'qemu-monitor', server: { args: ['-d', 'nochain'] }, samples: wantedSamples },
+  { name: 'qemu-monitor -singlestep nochain', sampler: 'qemu-monitor', server: { singlestep: true, args: ['-d', 'nochain'] }, samples: wantedSamples },
   { name: 'qemu-plugin (exact)', sampler: 'qemu-plugin', server: { instructionCounts: true }, samples: 0 },
   { name: 'gdb-halting 400/s', sampler: 'gdb-halting', server: {}, rateHz: 400, samples: haltingSamples },
 ];
