@@ -5,6 +5,8 @@
  * QEMU's main thread (from /proc) and this client, so a figure taken on a loaded host can be told
  * apart from what the transport costs: wall rate on a quiet two-core host is bounded by
  * 1e6 / (QEMU µs + client µs) with one read in flight and by 1e6 / max(QEMU µs, client µs) with two.
+ * And the function-level TIP error of the reads against the oracle, so a faster channel that reads
+ * at correlated moments would show.
  *   npm run bench -- samplingTransport [--target rv32|cortex-m4] [--seconds N]
  */
 import { spawn } from 'node:child_process';
@@ -13,7 +15,10 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pcFromMonitorRegisters } from '../adapter/arch/monitorRegisters';
 import { HmpMonitor } from '../adapter/sampling/hmpMonitor';
+import { ElfImage } from '../adapter/elf/elfImage';
 import { QmpMonitor } from '../adapter/sampling/qmpMonitor';
+import { runOracle } from '../test/oracle/oracle';
+import { profileError } from '../test/oracle/profileError';
 import type { FixtureTarget } from '../test/support/paths';
 import { fixtureElf } from '../test/support/paths';
 import { option, printTable } from './support';
@@ -54,8 +59,9 @@ async function withQemu<T>(target: FixtureTarget, fn: (dir: string, pid: number)
   }
 }
 
-async function measure(read: () => Promise<string>, depth: number, family: 'riscv' | 'cortex-m', pid: number): Promise<{ rate: number; qemuUs: number; clientUs: number; distinct: number }> {
+async function measure(read: () => Promise<string>, depth: number, family: 'riscv' | 'cortex-m', pid: number, image: ElfImage, truth: Map<string, number>): Promise<{ rate: number; qemuUs: number; clientUs: number; distinct: number; e: number }> {
   const pcs = new Set<number>();
+  const byFunction = new Map<string, number>();
   let n = 0;
   const until = performance.now() + seconds * 1000;
   const q0 = mainThreadCpuMs(pid);
@@ -65,14 +71,18 @@ async function measure(read: () => Promise<string>, depth: number, family: 'risc
     Array.from({ length: depth }, async () => {
       while (performance.now() < until) {
         const pc = pcFromMonitorRegisters(family, await read());
-        if (pc !== undefined) pcs.add(pc);
+        if (pc !== undefined) {
+          pcs.add(pc);
+          const name = image.functionContaining(pc)?.name ?? '[outside]';
+          byFunction.set(name, (byFunction.get(name) ?? 0) + 1);
+        }
         n++;
       }
     }),
   );
   const wall = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(c0);
-  return { rate: n / wall, qemuUs: ((mainThreadCpuMs(pid) - q0) * 1000) / n, clientUs: (c.user + c.system) / n, distinct: pcs.size };
+  return { rate: n / wall, qemuUs: ((mainThreadCpuMs(pid) - q0) * 1000) / n, clientUs: (c.user + c.system) / n, distinct: pcs.size, e: profileError(byFunction, truth) };
 }
 
 async function main(): Promise<void> {
@@ -80,25 +90,29 @@ async function main(): Promise<void> {
   const load = loadavg()[0]!;
   for (const target of targets) {
     const family = target === 'rv32' ? 'riscv' : 'cortex-m';
+    const image = ElfImage.loadSync(fixtureElf(target, 'hotloop'));
+    const oracle = await runOracle({ elf: fixtureElf(target, 'hotloop'), maxInstructions: 3_000_000 });
+    const truth = new Map(oracle.functions.filter((f) => f.exclusive > 0).map((f) => [f.name, f.exclusive]));
     await withQemu(target, async (dir, pid) => {
       const hmp = await HmpMonitor.connect({ path: join(dir, 'hmp.sock') });
       const qmp = await QmpMonitor.connect(join(dir, 'qmp.sock'));
       const runs: Array<[string, () => Promise<string>, number]> = [
-        ['HMP info registers', () => hmp.command('info registers'), 1],
+        ['HMP, 1 in flight (the sampler)', () => hmp.command('info registers'), 1],
+        ['HMP, 2 in flight', () => hmp.command('info registers'), 2],
         ['QMP human-monitor-command', () => qmp.human('info registers'), 1],
-        ['QMP, 2 in flight (the sampler)', () => qmp.human('info registers'), 2],
+        ['QMP, 2 in flight', () => qmp.human('info registers'), 2],
       ];
       for (const [name, read, depth] of runs) {
-        const r = await measure(read, depth, family, pid);
+        const r = await measure(read, depth, family, pid, image, truth);
         const ceiling = depth === 1 ? 1e6 / (r.qemuUs + r.clientUs) : 1e6 / Math.max(r.qemuUs, r.clientUs);
-        rows.push([target, name, Math.round(r.rate).toLocaleString('en-US'), r.qemuUs.toFixed(0), r.clientUs.toFixed(0), Math.round(ceiling).toLocaleString('en-US'), String(r.distinct)]);
+        rows.push([target, name, Math.round(r.rate).toLocaleString('en-US'), r.qemuUs.toFixed(0), r.clientUs.toFixed(0), Math.round(ceiling).toLocaleString('en-US'), String(r.distinct), `${(r.e * 100).toFixed(1)} %`]);
         console.error(`row: ${rows[rows.length - 1]!.join(' | ')}`);
       }
       hmp.close();
       qmp.close();
     });
   }
-  printTable(['target', 'transport', 'reads/s', 'QEMU µs/read', 'client µs/read', 'CPU-bound reads/s', 'distinct PCs'], rows);
+  printTable(['target', 'transport', 'reads/s', 'QEMU µs/read', 'client µs/read', 'CPU-bound reads/s', 'distinct PCs', 'e function'], rows);
   console.log(`\nload average at start: ${load.toFixed(1)} on ${cpus().length} cores (reads/s is wall time and follows the load; the µs columns are CPU time)`);
 }
 

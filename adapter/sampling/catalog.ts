@@ -48,7 +48,7 @@ export function describeSamplers(target: DebugTarget): SamplerDescription[] {
         if (!qemu.instructionCountsFile) return { ...base, available: false, needs: '`"instructionCounts": true` in the launch configuration\'s `server` (QEMU then loads the counting plugin)' };
         return { ...base, available: true };
       case 'qemu-monitor':
-        if (!qemu?.qmpSocket) return { ...base, available: false, needs: 'a QEMU server (`"server": { "type": "qemu" }`): it reads the PC through QEMU\'s monitor' };
+        if (!qemu?.monitorSocket) return { ...base, available: false, needs: 'a QEMU server (`"server": { "type": "qemu" }`): it reads the PC through QEMU\'s monitor' };
         return qemu.singlestep ? { ...base, label: 'QEMU monitor (exact PC, -singlestep)', attribution: 'time-proportional', accuracy: accuracy['qemu-monitor-singlestep'], available: true } : { ...base, available: true };
       case 'gdb-halting':
         return { ...base, available: true };
@@ -78,7 +78,7 @@ export function createSampler(target: DebugTarget, args: StartSamplingArguments,
       return sampler;
     }
     case 'qemu-monitor':
-      return new MonitorSampler({ socketPath: qemu!.qmpSocket!, family: target.config.family, singlestep: qemu!.singlestep, isRunning, log, ...(args.rateHz ? { rateHz: args.rateHz } : {}) });
+      return new MonitorSampler({ socketPath: qemu!.monitorSocket!, family: target.config.family, singlestep: qemu!.singlestep, isRunning, log, ...(args.rateHz ? { rateHz: args.rateHz } : {}) });
     case 'gdb-halting':
       return new HaltingSampler({
         isRunning: () => isRunning() && freeRunning(),

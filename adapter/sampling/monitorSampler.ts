@@ -1,18 +1,16 @@
 import type { TargetFamily } from '../../common/launchArgs';
 import { pcFromMonitorRegisters } from '../arch/monitorRegisters';
 import { errorMessage } from '../errors';
-import { QmpMonitor } from './qmpMonitor';
+import { HmpMonitor } from './hmpMonitor';
 import { AddressCounter, PcSampler, RandomOffsetSchedule, SamplerIdentity, waitUntil } from './sampler';
 
-/**
- * Reads kept in flight when sampling back to back: while QEMU answers one, the next is already
- * queued, so QEMU's main loop never idles waiting for this process to be scheduled (on a loaded
- * host that wake-up, not the read, is most of a round trip). Two suffice; more only queue up.
- */
-const BACK_TO_BACK_DEPTH = 2;
-
 export interface MonitorSamplerOptions {
-  /** QEMU's QMP socket (see qmpMonitor.ts for why not HMP). */
+  /**
+   * QEMU's HMP socket. One read in flight, through HMP: measured against QMP and against two reads
+   * in flight (bench/samplingTransport.ts), this gave the most reads per second of wall time and
+   * the least bias on a loaded host; QMP costs QEMU less CPU per read but more main-loop wake-ups,
+   * and reads queued back to back land at correlated moments.
+   */
   socketPath: string;
   family: TargetFamily;
   /** Whether QEMU runs one instruction per translation block (`-singlestep`): then the PC is exact. */
@@ -34,8 +32,8 @@ export interface MonitorSamplerOptions {
 export class MonitorSampler implements PcSampler {
   readonly identity: SamplerIdentity;
   private readonly counter = new AddressCounter();
-  private monitor: QmpMonitor | undefined;
-  private loops: Promise<void>[] = [];
+  private monitor: HmpMonitor | undefined;
+  private loop: Promise<void> | undefined;
   private running = false;
 
   constructor(private readonly options: MonitorSamplerOptions) {
@@ -49,13 +47,12 @@ export class MonitorSampler implements PcSampler {
   }
 
   async start(): Promise<void> {
-    this.monitor = await QmpMonitor.connect(this.options.socketPath);
+    this.monitor = await HmpMonitor.connect({ path: this.options.socketPath });
     this.running = true;
-    const depth = this.options.rateHz ? 1 : BACK_TO_BACK_DEPTH;
-    for (let i = 0; i < depth; i++) this.loops.push(this.run(this.monitor));
+    this.loop = this.run(this.monitor);
   }
 
-  private async run(monitor: QmpMonitor): Promise<void> {
+  private async run(monitor: HmpMonitor): Promise<void> {
     const schedule = this.options.rateHz ? new RandomOffsetSchedule(1000 / this.options.rateHz) : undefined;
     while (this.running) {
       if (schedule) await waitUntil(schedule.next());
@@ -66,7 +63,7 @@ export class MonitorSampler implements PcSampler {
       }
       let text: string;
       try {
-        text = await monitor.human('info registers');
+        text = await monitor.command('info registers');
       } catch (err) {
         if (this.running) this.options.log(`PC sampling stopped: ${errorMessage(err)}\n`);
         this.running = false;
@@ -80,8 +77,7 @@ export class MonitorSampler implements PcSampler {
 
   async stop(): Promise<void> {
     this.running = false;
-    await Promise.all(this.loops);
-    this.loops = [];
+    await this.loop;
     this.monitor?.close();
     this.monitor = undefined;
   }

@@ -11,11 +11,12 @@ interface Pending {
  * replies in the order of the commands, asynchronous events (`{"event": …}`) interleaved and
  * skipped. Commands may be pipelined: QEMU queues up to 8 per monitor and answers each in turn.
  *
- * Why QMP for PC sampling rather than HMP: HMP runs QEMU's line editor (it echoes every typed
- * character with cursor escapes) and flushes its output at every newline, so one `info registers`
- * is some 40 socket writes on QEMU's side and as many reads here; through QMP's
- * `human-monitor-command` the same text comes back as one JSON string in one write. Measured on
- * QEMU 7.2 (RV32 virt): 710 µs of QEMU main-thread CPU per HMP `info registers`, 190 µs per QMP one.
+ * The PC sampler's other candidate channel, kept for bench/samplingTransport.ts: HMP runs QEMU's line
+ * editor (it echoes every typed character) and flushes its output at every newline, so one
+ * `info registers` is some 40 socket writes; through QMP's `human-monitor-command` the text comes
+ * back in one write and costs QEMU's main thread less CPU. Yet on a loaded host it gave fewer reads
+ * per second of wall time than HMP (its dispatch takes more main-loop wake-ups), so the sampler
+ * reads through HMP (monitorSampler.ts).
  */
 export class QmpMonitor {
   private buffer = '';

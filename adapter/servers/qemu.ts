@@ -50,11 +50,6 @@ export class QemuServer implements GdbServer {
     return this.runDir ? join(this.runDir, 'monitor.sock') : undefined;
   }
 
-  /** Path of the QMP (machine monitor) unix socket while QEMU runs: the PC sampler's cheaper channel. */
-  get qmpSocket(): string | undefined {
-    return this.runDir ? join(this.runDir, 'qmp.sock') : undefined;
-  }
-
   /** Where the instruction-counting plugin writes its snapshots, when `instructionCounts` loaded it. */
   get instructionCountsFile(): string | undefined {
     return this.runDir && this.args.instructionCounts ? join(this.runDir, 'insn-counts.txt') : undefined;
@@ -81,7 +76,6 @@ export class QemuServer implements GdbServer {
       '-display', 'none',
       '-serial', 'stdio',
       '-monitor', `unix:${monitorSocket},server=on,wait=off`,
-      '-qmp', `unix:${join(dirname(monitorSocket), 'qmp.sock')},server=on,wait=off`,
       '-gdb', `tcp:127.0.0.1:${port}`,
       '-S',
       // QEMU 7.2 has no `-accel tcg,one-insn-per-tb=on` yet: `-singlestep` is its spelling.
