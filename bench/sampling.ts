@@ -10,7 +10,7 @@ import type { SampleLocation, SamplerId } from '../common/dapCustom';
 import { CustomRequests } from '../common/dapCustom';
 import type { QemuServerArgs } from '../common/launchArgs';
 import { profileFromSamples } from '../core/profile/fromSamples';
-import { LineHeatIndex, linesByLevel } from '../core/profile/lineHeat';
+import { changedLevels, LineHeatIndex, linesByLevel } from '../core/profile/lineHeat';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
 import { profileError } from '../test/oracle/profileError';
 import { AdapterHarness, qemuLaunchArgs } from '../test/support/dap';
@@ -36,6 +36,8 @@ const configs: Config[] = [
   { name: 'none (plain QEMU)', server: {}, samples: 0 },
   { name: 'qemu-monitor (TB start)', sampler: 'qemu-monitor', server: {}, samples: wantedSamples },
   { name: 'qemu-monitor -singlestep', sampler: 'qemu-monitor', server: { singlestep: true }, samples: wantedSamples },
+  { name: 'qemu-monitor nochain', sampler: 'qemu-monitor', server: { args: ['-d', 'nochain'] }, samples: wantedSamples },
+  { name: 'qemu-monitor -singlestep nochain', sampler: 'qemu-monitor', server: { singlestep: true, args: ['-d', 'nochain'] }, samples: wantedSamples },
   { name: 'qemu-plugin (exact)', sampler: 'qemu-plugin', server: { instructionCounts: true }, samples: 0 },
   { name: 'gdb-halting 400/s', sampler: 'gdb-halting', server: {}, rateHz: 400, samples: haltingSamples },
 ];
@@ -96,13 +98,16 @@ async function measure(target: FixtureTarget, config: Config, truth: ReturnType<
   }
 }
 
-function decorationUpdate(): { heatMs: number; profileMs: number; lines: number } {
-  // 5,000 lines, each with 1-3 sampled addresses, in one file: what every throttled repaint does
-  // before handing ranges to VS Code (heat from the counts, ranges per level), and the profile the
-  // Hotspots view rebuilds at most once a second.
+function decorationUpdate(): { repaintMs: number; changedLevels: number; fullHeatMs: number; profileMs: number; lines: number } {
+  // 5,000 lines, each with 1-3 sampled addresses, in one file. A throttled repaint sums the window's
+  // counts per line (tally), buckets the file's lines by level, and diffs against what the editor
+  // shows (only changed levels go to VS Code); between repaints a batch of 2,000 new samples
+  // arrives. For comparison, the heat of every line as objects with their intervals (what each
+  // repaint used to build), and the whole profile the Hotspots view rebuilds at most once a second.
   const locations = new Map<number, SampleLocation>();
   const index = new LineHeatIndex();
   const counts = new Map<number, number>();
+  const addresses: number[] = [];
   let address = 0x1000;
   for (let line = 1; line <= 5_000; line++) {
     for (let k = 0; k < 1 + (line % 3); k++) {
@@ -110,22 +115,38 @@ function decorationUpdate(): { heatMs: number; profileMs: number; lines: number 
       locations.set(address, loc);
       index.locate(address, loc);
       counts.set(address, 1 + ((line * 7919 + k) % 997));
+      addresses.push(address);
       address += 2;
     }
   }
+  let seed = 12345;
+  const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const repaintTimes: number[] = [];
   const heatTimes: number[] = [];
   const profileTimes: number[] = [];
+  let shown: number[][] | undefined;
+  let changed = 0;
   let lines = 0;
   for (let i = 0; i < 30; i++) {
+    for (let k = 0; k < 2_000; k++) {
+      const a = addresses[Math.floor(random() * addresses.length)]!;
+      counts.set(a, counts.get(a)! + 1);
+    }
     const t0 = performance.now();
-    const heat = index.heat(counts, true).get('/fw/big.c')!;
-    lines = linesByLevel(heat).reduce((s, l) => s + l.length, 0);
-    heatTimes.push(performance.now() - t0);
+    index.tally(counts);
+    const levels = index.levels('/fw/big.c');
+    changed += changedLevels(shown, levels).length;
+    shown = levels;
+    repaintTimes.push(performance.now() - t0);
+    lines = levels.reduce((s, l) => s + l.length, 0);
     const t1 = performance.now();
+    linesByLevel(index.heat(counts, true).get('/fw/big.c')!);
+    heatTimes.push(performance.now() - t1);
+    const t2 = performance.now();
     profileFromSamples({ executable: 'big.elf', sampler: 'qemu-monitor', attribution: 'translation-block-start', halting: false, unit: 'samples', counts, locations });
-    profileTimes.push(performance.now() - t1);
+    profileTimes.push(performance.now() - t2);
   }
-  return { heatMs: median(heatTimes), profileMs: median(profileTimes), lines };
+  return { repaintMs: median(repaintTimes), changedLevels: changed / 30, fullHeatMs: median(heatTimes), profileMs: median(profileTimes), lines };
 }
 
 async function main(): Promise<void> {
@@ -156,7 +177,10 @@ async function main(): Promise<void> {
   }
   if (rows.length > 0) printTable(['target', 'sampler', 'samples', 'samples/s', 'rounds/s', 'slowdown', 'e function', 'e line'], rows);
   const d = decorationUpdate();
-  console.log(`\ndecoration update, 5,000-line file, ${d.lines} decorated lines: heat + per-level ranges ${d.heatMs.toFixed(2)} ms; whole profile (view, ≤ 1/s) ${d.profileMs.toFixed(2)} ms (medians of 30)`);
+  console.log(
+    `\ndecoration update, 5,000-line file, ${d.lines} decorated lines, 2,000 new samples per repaint: tally + levels + diff ${d.repaintMs.toFixed(2)} ms ` +
+      `(${d.changedLevels.toFixed(1)} of 8 levels handed to VS Code per repaint); every line's heat with intervals ${d.fullHeatMs.toFixed(2)} ms; whole profile (view, ≤ 1/s) ${d.profileMs.toFixed(2)} ms (medians of 30)`,
+  );
 }
 
 void main().then(

@@ -272,6 +272,11 @@ export interface SamplerDescription {
   halting: boolean;
   /** `samples`: one count per PC read; `instructions`: every executed instruction counted. */
   unit: 'samples' | 'instructions';
+  /**
+   * How far its shares are from the exact instruction counts, as measured against the oracle
+   * (bench/sampling.ts, docs/benchmarks.md): what the user is shown next to the figures.
+   */
+  accuracy: string;
   /** Usable on this session's target; otherwise `needs` says what it takes. */
   available: boolean;
   needs?: string;

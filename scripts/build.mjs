@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './lib/root.mjs';
 import { checkBoundaries } from './lintBoundaries.mjs';
-import { buildQemuPlugin } from './lib/qemuPlugin.mjs';
+import { stageQemuPlugin } from './lib/qemuPlugin.mjs';
 
 const args = new Set(process.argv.slice(2));
 const production = args.has('--production');
@@ -25,8 +25,8 @@ if (!args.has('--no-typecheck')) {
   });
 }
 
-// The exact sampler's TCG plugin (C, gcc): skipped when up to date.
-buildQemuPlugin(repoRoot);
+// The exact sampler's TCG plugin (C, gcc): compiled when out of date, staged in dist/ for the .vsix.
+stageQemuPlugin(repoRoot);
 
 const node = { platform: 'node', target: 'node20', format: 'cjs', bundle: true, sourcemap: true, minify: production };
 const bundles = [

@@ -6,32 +6,32 @@ const PROMPT = '(qemu) ';
 const ANSI = /\x1b\[[0-9;]*[A-Za-z]/g;
 
 /**
- * A client of QEMU's human monitor (HMP) on a unix socket or TCP port: one command at a time, the
- * reply being everything up to the next `(qemu) ` prompt. HMP answers while the guest runs, which is
- * what makes non-halting PC sampling possible.
+ * A client of QEMU's human monitor (HMP) on a unix socket or TCP port, the reply to a command being
+ * everything up to the next `(qemu) ` prompt. Commands may be pipelined: HMP's line editor takes the
+ * input byte by byte and runs each command at its newline, so replies come back in order, each
+ * ended by its prompt. HMP answers while the guest runs, which is what makes non-halting PC
+ * sampling possible.
  */
 export class HmpMonitor {
   private buffer = '';
-  private waiter: ((text: string) => void) | undefined;
+  /** Replies awaited, oldest first; the first entry before any command is the connection's banner. */
+  private readonly waiters: Array<(text: string | undefined) => void> = [];
   private failure: Error | undefined;
 
   private constructor(private readonly socket: Socket) {
     socket.setEncoding('latin1');
     socket.on('data', (chunk: string) => {
       this.buffer += chunk;
-      const end = this.buffer.indexOf(PROMPT);
-      if (end < 0) return;
-      const text = this.buffer.slice(0, end);
-      this.buffer = this.buffer.slice(end + PROMPT.length);
-      const w = this.waiter;
-      this.waiter = undefined;
-      w?.(text);
+      let end: number;
+      while ((end = this.buffer.indexOf(PROMPT)) >= 0) {
+        const text = this.buffer.slice(0, end);
+        this.buffer = this.buffer.slice(end + PROMPT.length);
+        this.waiters.shift()?.(text);
+      }
     });
     const fail = (why: string) => {
       this.failure ??= new CycleLensError(ErrorCode.ServerExited, `QEMU's monitor connection ${why}.`);
-      const w = this.waiter;
-      this.waiter = undefined;
-      w?.('');
+      for (const w of this.waiters.splice(0)) w('');
     };
     socket.on('error', (err) => fail(`failed: ${err.message}`));
     socket.on('close', () => fail('closed'));
@@ -54,21 +54,24 @@ export class HmpMonitor {
 
   private reply(timeoutMs: number): Promise<string | undefined> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiter = undefined;
-        resolve(undefined);
-      }, timeoutMs);
-      this.waiter = (text) => {
+      const waiter = (text: string | undefined) => {
         clearTimeout(timer);
         resolve(text);
       };
+      // A reply that never came would shift every later one onto the wrong command: the
+      // connection is given up instead.
+      const timer = setTimeout(() => {
+        this.failure ??= new CycleLensError(ErrorCode.ServerTimeout, `QEMU's monitor stopped answering (nothing within ${timeoutMs} ms).`);
+        for (const w of this.waiters.splice(0)) if (w !== waiter) w('');
+        resolve(undefined);
+      }, timeoutMs);
+      this.waiters.push(waiter);
     });
   }
 
-  /** Runs one HMP command and returns its output without the echoed command line. */
+  /** Runs one HMP command (after those already sent) and returns its output without the echoed command line. */
   async command(line: string, timeoutMs = 2_000): Promise<string> {
     if (this.failure) throw this.failure;
-    if (this.waiter) throw new Error('HmpMonitor: one command at a time');
     const pending = this.reply(timeoutMs);
     this.socket.write(`${line}\n`);
     const text = await pending;

@@ -1,25 +1,80 @@
-import { existsSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CycleLensError, ErrorCode } from '../errors';
 
-const RELATIVE = join('.cache', 'qemu-plugin', 'qemuInsnCount.so');
+const SO = 'qemuInsnCount.so';
+const SOURCE = 'qemuInsnCount.c';
 
-/**
- * Where the exact sampler's TCG plugin is: the build (scripts/lib/qemuPlugin.mjs) compiles
- * adapter/sampling/qemuInsnCount.c into .cache/qemu-plugin/ at the package root. The adapter runs from dist/
- * (bundled) or out/adapter/sampling/ (tests), so the root is found by walking up.
- */
-export function qemuPluginPath(): string {
-  const override = process.env['CYCLELENS_QEMU_PLUGIN'];
-  if (override) return override;
-  let dir = __dirname;
+/** Where a prebuilt plugin sits next to the bundles: dist/qemu-plugin/<platform>-<arch>/ (scripts/build.mjs puts it there, so the .vsix has it). */
+export function packagedPluginDir(distDir: string): string {
+  return join(distDir, 'qemu-plugin', `${process.platform}-${process.arch}`);
+}
+
+export interface PluginSearch {
+  /** Where the adapter's code runs from (dist/ bundled, out/adapter/sampling/ in tests). */
+  from: string;
+  /** Where a plugin built on first use goes. */
+  cacheDir: string;
+  /** The C compiler: gcc, found on PATH. */
+  compiler: string;
+}
+
+function defaultSearch(): PluginSearch {
+  return { from: __dirname, cacheDir: join(process.env['CYCLELENS_CACHE'] ?? join(homedir(), '.cache', 'cyclelens'), 'qemu-plugin'), compiler: 'gcc' };
+}
+
+/** The first of `relative` found in `from` or one of its parents (the package or checkout root is a few levels up). */
+function findUp(from: string, relative: string[]): string | undefined {
+  let dir = from;
   for (let i = 0; i < 5; i++) {
-    const candidate = join(dir, RELATIVE);
-    if (existsSync(candidate)) return candidate;
+    for (const r of relative) {
+      const candidate = join(dir, r);
+      if (existsSync(candidate)) return candidate;
+    }
     dir = dirname(dir);
   }
-  throw new CycleLensError(
-    ErrorCode.ProgramNotFound,
-    'The instruction-counting QEMU plugin is not built. Run `node scripts/build.mjs` (it compiles adapter/sampling/qemuInsnCount.c with gcc into .cache/qemu-plugin/), or set CYCLELENS_QEMU_PLUGIN to the .so.',
-  );
+  return undefined;
+}
+
+/**
+ * Where the exact sampler's TCG plugin is, in this order: CYCLELENS_QEMU_PLUGIN; the prebuilt one
+ * beside the bundles (dist/qemu-plugin/<platform>-<arch>/, in the .vsix for the platform it was
+ * packaged on); the checkout's build (.cache/qemu-plugin/); otherwise it is compiled on first use
+ * from the shipped C source (dist/qemu-plugin/qemuInsnCount.c, or adapter/sampling/ in a checkout)
+ * with gcc into the user's cache, keyed by the source's hash so an update rebuilds it.
+ */
+export function qemuPluginPath(search: PluginSearch = defaultSearch()): string {
+  const override = process.env['CYCLELENS_QEMU_PLUGIN'];
+  if (override) return override;
+  const prebuilt = findUp(search.from, [join('dist', 'qemu-plugin', `${process.platform}-${process.arch}`, SO), join('qemu-plugin', `${process.platform}-${process.arch}`, SO), join('.cache', 'qemu-plugin', SO)]);
+  if (prebuilt) return prebuilt;
+  const source = findUp(search.from, [join('dist', 'qemu-plugin', SOURCE), join('qemu-plugin', SOURCE), join('adapter', 'sampling', SOURCE)]);
+  if (!source) {
+    throw new CycleLensError(ErrorCode.ProgramNotFound, `The instruction-counting QEMU plugin is missing, and so is its source (${SOURCE}): reinstall CycleLens, or set CYCLELENS_QEMU_PLUGIN to a built ${SO}.`);
+  }
+  return buildPluginFromSource(source, search);
+}
+
+/** Compiles the plugin into the cache (once per source version); the error says how to get gcc. */
+export function buildPluginFromSource(source: string, search: Pick<PluginSearch, 'cacheDir' | 'compiler'>): string {
+  const text = readFileSync(source);
+  const target = join(search.cacheDir, createHash('sha256').update(text).digest('hex').slice(0, 16), SO);
+  if (existsSync(target)) return target;
+  mkdirSync(dirname(target), { recursive: true });
+  const tmp = `${target}.${process.pid}.tmp`;
+  try {
+    // The flags of scripts/lib/qemuPlugin.mjs: only the plugin's entry points are exported.
+    execFileSync(search.compiler, ['-shared', '-fPIC', '-O2', '-fvisibility=hidden', '-pthread', '-o', tmp, source], { stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException & { stderr?: Buffer };
+    if (e.code === 'ENOENT') {
+      throw new CycleLensError(ErrorCode.ProgramNotFound, `The exact sampler's QEMU plugin is built on first use with gcc, which is not installed. Install it (Debian/Ubuntu: \`apt-get install gcc\`) and start the session again, or set CYCLELENS_QEMU_PLUGIN to a built ${SO}.`);
+    }
+    throw new CycleLensError(ErrorCode.CommandFailed, `gcc could not build the exact sampler's QEMU plugin from ${source}: ${e.stderr?.toString().trim() || e.message}`);
+  }
+  renameSync(tmp, target);
+  return target;
 }

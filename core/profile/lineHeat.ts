@@ -79,6 +79,10 @@ export class LineHeatIndex {
   private readonly slots: Array<{ path: string; line: number; function?: string }> = [];
   private readonly slotByKey = new Map<string, number>();
   private sums = new Float64Array(0);
+  /** Slots of each file, in registration order: a repaint walks only the visible files' slots. */
+  private readonly slotsByPath = new Map<string, number[]>();
+  /** The last `tally`: per-slot sums stay in `sums`. */
+  private tallied = { total: 0, peak: 0, slots: 0 };
 
   /** Registers where an address is; addresses without a line are ignored by the heat. */
   locate(address: number, loc: { path?: string; line?: number; function?: string }): void {
@@ -89,12 +93,18 @@ export class LineHeatIndex {
       slot = this.slots.length;
       this.slots.push({ path: loc.path, line: loc.line, ...(loc.function !== undefined ? { function: loc.function } : {}) });
       this.slotByKey.set(key, slot);
+      let list = this.slotsByPath.get(loc.path);
+      if (!list) this.slotsByPath.set(loc.path, (list = []));
+      list.push(slot);
     }
     this.slotOf.set(address, slot);
   }
 
-  /** Heat per file; `withInterval` adds the 95 % Wilson interval of each line's share. */
-  heat(counts: ReadonlyMap<number, number>, withInterval: boolean): Map<string, LineHeat[]> {
+  /**
+   * The repaint path, step 1: sums the counts per line once (no objects). Steps 2 and 3 read the
+   * result: `levels` for the files on screen, `lineHeat` for the one line a hover asks about.
+   */
+  tally(counts: ReadonlyMap<number, number>): void {
     if (this.sums.length < this.slots.length) this.sums = new Float64Array(this.slots.length * 2);
     const sums = this.sums;
     sums.fill(0, 0, this.slots.length);
@@ -105,7 +115,55 @@ export class LineHeatIndex {
       if (slot !== undefined) sums[slot]! += n;
     }
     let peak = 0;
-    for (let i = 0; i < this.slots.length; i++) peak = Math.max(peak, sums[i]!);
+    for (let i = 0; i < this.slots.length; i++) if (sums[i]! > peak) peak = sums[i]!;
+    this.tallied = { total, peak, slots: this.slots.length };
+  }
+
+  /** Source files with at least one located address (as the compiler named them). */
+  get paths(): IterableIterator<string> {
+    return this.slotsByPath.keys();
+  }
+
+  /** Lines of `path` per heat level at the last tally (levels[level] = ascending line numbers). */
+  levels(path: string): number[][] {
+    const levels: number[][] = Array.from({ length: HEAT_LEVELS }, () => []);
+    const slots = this.slotsByPath.get(path);
+    const { peak, slots: known } = this.tallied;
+    if (!slots || peak <= 0) return levels;
+    for (const slot of slots) {
+      if (slot >= known) continue;
+      const count = this.sums[slot]!;
+      if (count <= 0) continue;
+      levels[Math.min(HEAT_LEVELS - 1, Math.floor(Math.sqrt(count / peak) * HEAT_LEVELS))]!.push(this.slots[slot]!.line);
+    }
+    for (const l of levels) l.sort((a, b) => a - b);
+    return levels;
+  }
+
+  /** One line's heat at the last tally (what a hover shows), or undefined when it has no samples. */
+  lineHeat(path: string, line: number, withInterval: boolean): LineHeat | undefined {
+    const slot = this.slotByKey.get(`${path}\n${line}`);
+    const { total, peak, slots: known } = this.tallied;
+    if (slot === undefined || slot >= known || total <= 0) return undefined;
+    const count = this.sums[slot]!;
+    if (count <= 0) return undefined;
+    const s = this.slots[slot]!;
+    const ci = withInterval ? wilsonInterval(count, total) : undefined;
+    return {
+      line,
+      level: Math.min(HEAT_LEVELS - 1, Math.floor(Math.sqrt(count / peak) * HEAT_LEVELS)),
+      count,
+      share: count / total,
+      ...(ci ? { low: ci.low, high: ci.high } : {}),
+      ...(s.function !== undefined ? { function: s.function } : {}),
+    };
+  }
+
+  /** Heat per file; `withInterval` adds the 95 % Wilson interval of each line's share. */
+  heat(counts: ReadonlyMap<number, number>, withInterval: boolean): Map<string, LineHeat[]> {
+    this.tally(counts);
+    const sums = this.sums;
+    const { total, peak } = this.tallied;
     const out = new Map<string, LineHeat[]>();
     if (total <= 0 || peak <= 0) return out;
     for (let i = 0; i < this.slots.length; i++) {
@@ -130,4 +188,18 @@ export class LineHeatIndex {
     }
     return out;
   }
+}
+
+/**
+ * Levels whose line lists differ between two repaints (all of them when there was none before):
+ * a repaint hands VS Code only those, so a steady profile costs no decoration calls at all.
+ */
+export function changedLevels(previous: readonly (readonly number[])[] | undefined, next: readonly (readonly number[])[]): number[] {
+  const out: number[] = [];
+  for (let level = 0; level < next.length; level++) {
+    const a = previous?.[level];
+    const b = next[level]!;
+    if (!a || a.length !== b.length || a.some((line, i) => line !== b[i])) out.push(level);
+  }
+  return out;
 }

@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { HEAT_LEVELS, type LineHeat, linesByLevel } from '../../core/profile/lineHeat';
+import { changedLevels, HEAT_LEVELS } from '../../core/profile/lineHeat';
 
 /** Cool to hot (yellow → deep red), readable in light and dark themes. */
 const PALETTE = ['#fff3b0', '#ffe08a', '#ffc766', '#ffab4a', '#ff8c3a', '#f2672e', '#d94325', '#b3201c'];
@@ -32,22 +32,30 @@ export class HeatDecorations implements vscode.Disposable {
     );
   }
 
-  /** Sets the heat of `editor`; lines with no samples get no decoration. */
-  apply(editor: vscode.TextEditor, lines: readonly LineHeat[], hover: (l: LineHeat) => vscode.MarkdownString): void {
-    const byLine = new Map(lines.map((l) => [l.line, l]));
+  /** What each editor shows now, per level: a repaint diffs against it. */
+  private readonly shown = new WeakMap<vscode.TextEditor, number[][]>();
+
+  /**
+   * Sets the heat of `editor` from its lines per level (levels[level] = 1-based line numbers),
+   * handing VS Code only the levels that changed since this editor's last repaint. Hovers come
+   * from a hover provider (liveHotspots.ts), not from the decorations: per-line hover texts would
+   * change with every count and defeat the diff.
+   */
+  apply(editor: vscode.TextEditor, levels: number[][]): number {
     const lastLine = editor.document.lineCount;
-    linesByLevel(lines).forEach((levelLines, level) => {
-      const options: vscode.DecorationOptions[] = [];
-      for (const line of levelLines) {
-        if (line < 1 || line > lastLine) continue;
-        options.push({ range: new vscode.Range(line - 1, 0, line - 1, 0), hoverMessage: hover(byLine.get(line)!) });
-      }
-      editor.setDecorations(this.types[level]!, options);
-    });
+    const changed = changedLevels(this.shown.get(editor), levels);
+    for (const level of changed) {
+      const ranges: vscode.Range[] = [];
+      for (const line of levels[level]!) if (line >= 1 && line <= lastLine) ranges.push(new vscode.Range(line - 1, 0, line - 1, 0));
+      editor.setDecorations(this.types[level]!, ranges);
+    }
+    this.shown.set(editor, levels);
+    return changed.length;
   }
 
   clear(editor: vscode.TextEditor): void {
     for (const t of this.types) editor.setDecorations(t, []);
+    this.shown.delete(editor);
   }
 
   dispose(): void {

@@ -28,8 +28,10 @@ export interface LiveRun {
   total: number;
   running: boolean;
   profile: Profile | undefined;
-  /** Heat by local file path (source map applied). */
-  heat: Map<string, LineHeat[]>;
+  /** Local file path (source map applied) → the path as the compiler wrote it, for the files with heat. */
+  heatPaths: Map<string, string>;
+  /** Whether the counts are exact (no interval on hover). */
+  exact: boolean;
 }
 
 function windowSetting(): number | undefined {
@@ -76,6 +78,8 @@ export class LiveHotspots implements vscode.Disposable {
         }
       }),
       vscode.window.onDidChangeVisibleTextEditors(() => this.scheduleUpdate()),
+      // One hover provider instead of a hover text per decorated line: computed for the one line asked.
+      vscode.languages.registerHoverProvider({ scheme: 'file' }, { provideHover: (doc, pos) => this.provideHover(doc, pos) }),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('cyclelens.hotspots.windowSeconds') && this.run) {
           this.run.window.setWindow(windowSetting(), Date.now());
@@ -110,7 +114,7 @@ export class LiveHotspots implements vscode.Disposable {
   }
 
   private newRun(session: vscode.DebugSession, samplerId: SamplerId, sampler: SamplerDescription | undefined): LiveRun {
-    return { session, sampler, samplerId, window: new SampleWindow(windowSetting()), locations: new Map(), lineIndex: new LineHeatIndex(), profileBuiltAt: 0, samplesPerSecond: 0, total: 0, running: true, profile: undefined, heat: new Map() };
+    return { session, sampler, samplerId, window: new SampleWindow(windowSetting()), locations: new Map(), lineIndex: new LineHeatIndex(), profileBuiltAt: 0, samplesPerSecond: 0, total: 0, running: true, profile: undefined, heatPaths: new Map(), exact: samplerId === 'qemu-plugin' || sampler?.attribution === 'exact-count' };
   }
 
   private onSamples(session: vscode.DebugSession, body: SamplesEventBody): void {
@@ -142,8 +146,9 @@ export class LiveHotspots implements vscode.Disposable {
     const run = this.run;
     if (!run) return;
     const sourceMap = (run.session.configuration as { sourceMap?: Record<string, string> }).sourceMap;
-    const exact = run.sampler?.attribution === 'exact-count' || run.samplerId === 'qemu-plugin';
-    run.heat = new Map([...run.lineIndex.heat(run.window.counts(), !exact)].map(([path, lines]) => [remapSourcePath(path, sourceMap), lines]));
+    const exact = run.exact;
+    run.lineIndex.tally(run.window.counts());
+    run.heatPaths = new Map([...run.lineIndex.paths].map((path) => [remapSourcePath(path, sourceMap), path]));
     this.paint();
     const now = Date.now();
     if (now - run.profileBuiltAt < MIN_PROFILE_INTERVAL_MS && run.running) {
@@ -175,9 +180,9 @@ export class LiveHotspots implements vscode.Disposable {
     const started = performance.now();
     const now = new Set<vscode.TextEditor>();
     for (const editor of vscode.window.visibleTextEditors) {
-      const lines = run.heat.get(editor.document.uri.fsPath);
-      if (lines) {
-        this.decorations.apply(editor, lines, (l) => this.hover(run, l));
+      const path = run.heatPaths.get(editor.document.uri.fsPath);
+      if (path !== undefined) {
+        this.decorations.apply(editor, run.lineIndex.levels(path));
         now.add(editor);
       } else if (this.decorated.has(editor)) {
         this.decorations.clear(editor);
@@ -185,6 +190,14 @@ export class LiveHotspots implements vscode.Disposable {
     }
     this.decorated = now;
     this.lastPaintMs = performance.now() - started;
+  }
+
+  private provideHover(doc: vscode.TextDocument, pos: vscode.Position): vscode.Hover | undefined {
+    const run = this.run;
+    const path = run?.heatPaths.get(doc.uri.fsPath);
+    if (!run || path === undefined) return undefined;
+    const heat = run.lineIndex.lineHeat(path, pos.line + 1, !run.exact);
+    return heat ? new vscode.Hover(this.hover(run, heat), new vscode.Range(pos.line, 0, pos.line, 0)) : undefined;
   }
 
   private hover(run: LiveRun, l: LineHeat): vscode.MarkdownString {
@@ -197,7 +210,7 @@ export class LiveHotspots implements vscode.Disposable {
   private showStatus(run: LiveRun): void {
     const unit = run.profile ? unitLabel(run.profile.unit) : 'samples';
     this.status.text = `$(flame) ${run.samplerId} · ${formatNumber(run.samplesPerSecond)}/s · ${formatNumber(run.total)} ${unit}${run.running ? '' : ' (stopped)'}`;
-    this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}` : ''}. Click to turn off.`;
+    this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}. Click to turn off.`;
     this.status.show();
   }
 

@@ -1,7 +1,7 @@
 // Builds the exact sampler's QEMU TCG plugin (adapter/sampling/qemuInsnCount.c) into .cache/qemu-plugin/.
 // QEMU loads it with `-plugin`; the adapter finds it there (adapter/sampling/pluginLocation.ts).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 export function qemuPluginPath(root) {
@@ -19,4 +19,19 @@ export function buildQemuPlugin(root) {
   execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-Wextra', '-Werror', '-fvisibility=hidden', '-pthread', '-o', tmp, source], { stdio: 'inherit' });
   renameSync(tmp, target);
   return target;
+}
+
+/**
+ * Puts the built plugin beside the bundles, at dist/qemu-plugin/<platform>-<arch>/, with its C source
+ * at dist/qemu-plugin/: dist/ is what the .vsix holds, so the packaged extension has the plugin for
+ * the platform it was packaged on and builds it from the source on first use elsewhere
+ * (adapter/sampling/pluginLocation.ts).
+ */
+export function stageQemuPlugin(root) {
+  const built = buildQemuPlugin(root);
+  const dir = join(root, 'dist', 'qemu-plugin', `${process.platform}-${process.arch}`);
+  mkdirSync(dir, { recursive: true });
+  copyFileSync(built, join(dir, 'qemuInsnCount.so'));
+  copyFileSync(join(root, 'adapter', 'sampling', 'qemuInsnCount.c'), join(root, 'dist', 'qemu-plugin', 'qemuInsnCount.c'));
+  return join(dir, 'qemuInsnCount.so');
 }

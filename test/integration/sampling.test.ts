@@ -93,6 +93,8 @@ for (const target of TARGETS) {
         const stopped = (await h.dc.customRequest(CustomRequests.stopSampling)).body as StopSamplingResponse;
         assert.ok(stopped.totalSamples >= wanted);
         assert.equal(stops, 0, 'the target never stopped');
+        // Samples reach the client in batches, one event per flush interval (250 ms), never one per sample.
+        assert.ok(samples.events.length <= stopped.elapsedMs / 250 + 3, `${samples.events.length} events in ${stopped.elapsedMs} ms`);
         const sampled = byFunction(samples.counts, samples.locations);
         const truth = oracleMap(oracle, 'functions');
         const oracleTotal = [...truth.values()].reduce((a, b) => a + b, 0);
@@ -167,6 +169,10 @@ describe('PC sampling: choosing a sampler', () => {
     await h.launchToEntry(qemuLaunchArgs('rv32', 'hotloop'));
     const list = (await h.dc.customRequest(CustomRequests.samplers)).body as SamplersResponse;
     assert.deepEqual(list.samplers.map((s) => [s.id, s.available]), [['qemu-plugin', false], ['qemu-monitor', true], ['gdb-halting', true]]);
+    // Each says how close to exact counts it is, as measured against the oracle.
+    assert.match(list.samplers[0]!.accuracy, /^exact/);
+    assert.match(list.samplers[1]!.accuracy, /biased by host time.*function-level error/);
+    assert.match(list.samplers[2]!.accuracy, /function-level error/);
     await assert.rejects(h.dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-plugin' }), (err: Error) => {
       assert.match(err.message, /qemu-plugin.*not available/);
       assert.match(err.message, /instructionCounts/);

@@ -28,9 +28,10 @@ export class AdapterHarness {
   readonly dc: DebugClient;
   readonly output: string[] = [];
 
-  constructor() {
-    this.dc = new DebugClient(process.execPath, adapterBundle, 'cyclelens', {
-      env: { ...process.env, [OWNER_TAG_VAR]: this.tag },
+  /** `adapter`: another build of the adapter (e.g. the one inside the packaged .vsix); `env`: its environment on top of this one's. */
+  constructor(adapter = adapterBundle, env: Record<string, string | undefined> = {}) {
+    this.dc = new DebugClient(process.execPath, adapter, 'cyclelens', {
+      env: { ...process.env, ...env, [OWNER_TAG_VAR]: this.tag },
     });
     this.dc.defaultTimeout = 30_000;
     this.dc.on('output', (e: DebugProtocol.OutputEvent) => this.output.push(e.body.output));

@@ -191,4 +191,37 @@ describe('line heat index (the repaint path)', () => {
       }),
     );
   });
+
+  it('the repaint path (tally, levels per file, one line on hover) agrees with the full heat', async () => {
+    const { linesByLevel, LineHeatIndex } = await import('../../core/profile/lineHeat');
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 60 }), fc.integer({ min: 1, max: 500 })), { minLength: 1, maxLength: 80 }), (pairs) => {
+        const counts = new Map<number, number>();
+        for (const [a, n] of pairs) counts.set(a * 2, (counts.get(a * 2) ?? 0) + n);
+        const index = new LineHeatIndex();
+        for (const a of counts.keys()) index.locate(a, a % 10 === 0 ? {} : { function: `f${a % 3}`, path: `/fw/${a % 3}.c`, line: 1 + (a % 11) });
+        const full = index.heat(counts, true);
+        index.tally(counts);
+        assert.deepEqual([...index.paths].sort(), [...full.keys()].sort());
+        for (const [path, lines] of full) {
+          assert.deepEqual(index.levels(path), linesByLevel(lines).map((l) => [...l].sort((x, y) => x - y)));
+          for (const l of lines) assert.deepEqual(index.lineHeat(path, l.line, true), l);
+        }
+        assert.equal(index.lineHeat('/fw/0.c', 999, true), undefined);
+      }),
+    );
+  });
+
+  it('a repaint hands over exactly the levels whose lines changed', async () => {
+    const { changedLevels } = await import('../../core/profile/lineHeat');
+    const levels = fc.array(fc.uniqueArray(fc.integer({ min: 1, max: 30 }), { maxLength: 6 }), { minLength: 8, maxLength: 8 });
+    fc.assert(
+      fc.property(levels, levels, (before, after) => {
+        const changed = new Set(changedLevels(before, after));
+        for (let level = 0; level < 8; level++) assert.equal(changed.has(level), JSON.stringify(before[level]) !== JSON.stringify(after[level]), `level ${level}`);
+        assert.deepEqual(changedLevels(after, after), []);
+        assert.deepEqual(changedLevels(undefined, after), [0, 1, 2, 3, 4, 5, 6, 7]);
+      }),
+    );
+  });
 });
