@@ -274,3 +274,20 @@ export function searchMatches(model: CallGraphModel, query: string): Set<number>
   if (!q) return new Set();
   return new Set(model.nodes.filter((n) => n.name.toLowerCase().includes(q)).map((n) => n.id));
 }
+
+/** The part of the layout on screen: zoom transform `t` (d3's x, y, k) over a `width` × `height` view. */
+export interface Region {
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+
+export function visibleRegion(t: { x: number; y: number; k: number }, width: number, height: number, margin = 0): Region {
+  return { x0: (-t.x - margin) / t.k, y0: (-t.y - margin) / t.k, x1: (width - t.x + margin) / t.k, y1: (height - t.y + margin) / t.k };
+}
+
+/** Whether a placed box (centre and size) overlaps `r`. */
+export function boxInRegion(at: { x: number; y: number; width: number; height: number }, r: Region): boolean {
+  return at.x + at.width / 2 >= r.x0 && at.x - at.width / 2 <= r.x1 && at.y + at.height / 2 >= r.y0 && at.y - at.height / 2 <= r.y1;
+}
