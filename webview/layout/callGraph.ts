@@ -189,8 +189,9 @@ export function groupLines(g: CollapsedGroup, collapseBelow: number): string[] {
 export function layoutDot(graph: VisibleGraph, collapseBelow: number): string {
   // On large graphs dot spends most of its time in crossing minimisation and network simplex;
   // capping their iterations (mclimit, nslimit) made a 2,000-node tree lay out 6.7× faster here,
-  // with a few more crossings. Small graphs keep dot's full effort.
-  const limits = graph.nodes.length + graph.groups.length > LARGE_GRAPH ? 'mclimit=0.1, nslimit=1, nslimit1=1, ' : '';
+  // with a few more crossings, and straight edges (splines=line) instead of routed splines took a
+  // further third off (3.2 s against 4.8 s on the loaded machine). Small graphs keep dot's full effort.
+  const limits = graph.nodes.length + graph.groups.length > LARGE_GRAPH ? 'mclimit=0.1, nslimit=1, nslimit1=1, splines=line, ' : '';
   const out = ['digraph G {', `  graph [${limits}rankdir=TB, nodesep=0.25, ranksep=0.45];`, '  node [shape=box, fixedsize=true, label=""];'];
   const inches = (px: number): string => (px / 72).toFixed(3);
   for (const n of graph.nodes) {
