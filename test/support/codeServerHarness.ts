@@ -145,7 +145,9 @@ export class CodeServerHarness {
       const page = await context.newPage();
       const timings: HarnessTimings = { codeServerInstallMs, vsixMs, installExtensionMs, startupToWorkbenchMs: 0 };
       const harness = new CodeServerHarness(page, browser, server, server.url, workspace, stateDir, userDataDir, extensionsDir, vsixPath, timings);
-      await page.goto(server.url);
+      // The workbench page's load event took over 30 s (Playwright's default) with the machine's two
+      // cores shared by a dozen builds: this waits for the page, it times nothing.
+      await page.goto(server.url, { timeout: 180_000 });
       await harness.waitForWorkbench();
       timings.startupToWorkbenchMs = Date.now() - t;
       return harness;
