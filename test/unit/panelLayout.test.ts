@@ -116,6 +116,15 @@ describe('flame graph layout', () => {
     assert.equal(main.self, 10_000 - 8_000 - 200);
   });
 
+  it('starts a tree at a function whose only callers have no value (main under _start)', () => {
+    const p = descentProfile();
+    p.functions.push({ id: 5, name: '_start', status: 'unmeasurable', reason: 'never returns' });
+    p.edges.push({ caller: 5, callee: 0, kind: 'call', calls: 1 });
+    const rects = flameRects(callTreeOf(p));
+    assert.equal(rects[0]!.value, 10_000, 'the root holds main');
+    assert.deepEqual(rects.filter((r) => r.depth === 1).map((r) => r.name), ['main']);
+  });
+
   it('builds the tree from stacks when the profile has them', () => {
     const p = descentProfile();
     p.stacks = [{ frames: [0, 1, 2], value: 30 }, { frames: [0, 1], value: 10 }, { frames: [0, 1, 2], value: 5 }];

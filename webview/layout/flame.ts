@@ -79,9 +79,11 @@ export function callTreeOf(p: Profile): CallTreeNode {
     node.self = Math.max(0, value - sum * scale);
     return node;
   };
-  const called = new Set(p.edges.map((e) => e.callee));
+  // A root is a function no measured caller holds: a descent measures from main down, and main's
+  // caller (_start, the reset handler) has no value to split, so main must start a tree of its own.
+  const heldByCaller = new Set(p.edges.filter((e) => p.functions[e.caller]?.inclusive).map((e) => e.callee));
   for (const f of p.functions) {
-    if (called.has(f.id) || !f.inclusive) continue;
+    if (heldByCaller.has(f.id) || !f.inclusive) continue;
     root.children.push(expand(f.id, f.inclusive.value, new Set([f.id])));
   }
   return root;
