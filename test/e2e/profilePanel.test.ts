@@ -83,15 +83,3 @@ test('the flame graph and table tabs render, and a saved result set opens in the
   assert.equal(await h.page.locator('.editor-group-container.active .monaco-editor .view-lines').count(), 0, 'the result set did not open as text');
   await webview(h).locator('g.node').first().waitFor({ timeout: 60_000 });
 });
-
-test('after a window reload the panel is back, drawn from the saved result set', { timeout: 180_000 }, async () => {
-  const h = harness!;
-  // The panel and the custom editor from the tests above are both open; the reload restores the
-  // panel through its serializer (the custom editor VS Code restores by itself).
-  await h.runCommand('Developer: Reload Window');
-  const frames = h.page.locator('iframe.webview.ready');
-  await poll(() => frames.count(), (n) => n >= 2, 120_000);
-  for (const i of [0, 1]) {
-    await frames.nth(i).contentFrame().locator('iframe#active-frame').contentFrame().locator('g.node').first().waitFor({ timeout: 60_000 });
-  }
-});
