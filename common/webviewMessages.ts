@@ -10,7 +10,7 @@ export type PanelTab = 'graph' | 'flame' | 'source' | 'table';
 
 export type HostToWebview =
   /** A whole profile: the first one after `ready`, and each update (live sampling pushes these). */
-  | { type: 'profile'; profile: Profile; title: string; live: boolean }
+  | { type: 'profile'; profile: Profile; title: string; live: boolean; /** The saved file it came from (a window reload reopens it); none for a live profile. */ file?: string }
   /** The text of a source file the webview asked for, or why it could not be read. */
   | { type: 'source'; path: string; text?: string; problem?: string }
   /** The editor's cursor moved into a function (undefined: into none the profile knows). */
@@ -30,9 +30,11 @@ export type WebviewToHost =
   /** Something failed in the webview that the user should see (the layout worker, a bad profile). */
   | { type: 'problem'; message: string };
 
-/** What the webview keeps across hiding the panel (VS Code's getState/setState). */
+/** What the webview keeps across hiding the panel and a window reload (VS Code's getState/setState). */
 export interface PanelState {
   tab: PanelTab;
+  /** The file shown, for the panel serializer to reopen after a window reload. */
+  file?: string;
   /** Selected function, by name: ids change when a profile is updated, names do not. */
   selected?: string;
   search: string;

@@ -130,6 +130,9 @@ class ProfilePanel implements PanelContext {
         this.profile = message.profile;
         this.title.textContent = message.title;
         this.live.hidden = !message.live;
+        if (message.file !== undefined) this.state.file = message.file;
+        else delete this.state.file;
+        this.saveState();
         // Hidden tabs take the profile when shown: a live update or a 20,000-function profile
         // costs the visible tab only.
         for (const t of TABS) {

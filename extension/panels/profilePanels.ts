@@ -5,7 +5,7 @@ import { basename } from 'node:path';
 import type { Profile } from '../../core/profile/model';
 import type { HostToWebview, PanelTab, WebviewToHost } from '../../common/webviewMessages';
 import { newNonce, panelHtml } from './panelHtml';
-import { functionAt, functionRanges, loadProfileFile } from './profileFiles';
+import { functionAt, functionRanges, loadProfileFile, restorablePanel, resultSetOfReport } from './profileFiles';
 
 /** One webview showing one profile, whether a panel of its own or a custom editor. */
 class ProfileWebview implements vscode.Disposable {
@@ -16,7 +16,7 @@ class ProfileWebview implements vscode.Disposable {
   private live = false;
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(readonly panel: vscode.WebviewPanel, extensionUri: vscode.Uri, profile: Profile, title: string, private readonly tab: PanelTab | undefined, onDispose: () => void) {
+  constructor(readonly panel: vscode.WebviewPanel, extensionUri: vscode.Uri, profile: Profile, title: string, private readonly tab: PanelTab | undefined, private file: string | undefined, onDispose: () => void) {
     this.profile = profile;
     this.title = title;
     this.ranges = functionRanges(profile);
@@ -47,17 +47,22 @@ class ProfileWebview implements vscode.Disposable {
   }
 
   /** A new profile (a live update, or another result set shown in the same panel). */
-  update(profile: Profile, title: string, live: boolean): void {
+  update(profile: Profile, title: string, live: boolean, file: string | undefined): void {
     this.profile = profile;
+    this.file = file;
     this.title = title;
     this.live = live;
     this.ranges = functionRanges(profile);
     this.panel.title = title;
-    if (this.ready) this.post({ type: 'profile', profile, title, live });
+    if (this.ready) this.post(this.profileMessage());
   }
 
   showTab(tab: PanelTab): void {
     if (this.ready) this.post({ type: 'showTab', tab });
+  }
+
+  private profileMessage(): HostToWebview {
+    return { type: 'profile', profile: this.profile, title: this.title, live: this.live, ...(this.file !== undefined ? { file: this.file } : {}) };
   }
 
   private post(message: HostToWebview): void {
@@ -68,7 +73,7 @@ class ProfileWebview implements vscode.Disposable {
     switch (message.type) {
       case 'ready':
         this.ready = true;
-        this.post({ type: 'profile', profile: this.profile, title: this.title, live: this.live });
+        this.post(this.profileMessage());
         if (this.tab) this.post({ type: 'showTab', tab: this.tab });
         return;
       case 'openLocation': {
@@ -151,26 +156,45 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   async showFile(file: vscode.Uri, tab: PanelTab): Promise<void> {
     try {
       const { profile, title } = await loadProfileFile(file.fsPath);
-      this.show(profile, title, tab);
+      this.show(profile, title, tab, file.fsPath);
     } catch (err) {
       void vscode.window.showErrorMessage(err instanceof Error ? err.message : String(err));
     }
   }
 
-  show(profile: Profile, title: string, tab: PanelTab): void {
+  show(profile: Profile, title: string, tab: PanelTab, file?: string): void {
     if (this.main) {
-      this.main.update(profile, title, false);
+      this.main.update(profile, title, false, file);
       this.main.showTab(tab);
       this.main.panel.reveal(vscode.ViewColumn.Beside);
       return;
     }
     const panel = vscode.window.createWebviewPanel(ProfilePanels.viewType, title, vscode.ViewColumn.Beside, { enableScripts: true });
-    this.main = new ProfileWebview(panel, this.extensionUri, profile, title, tab, () => (this.main = undefined));
+    this.main = new ProfileWebview(panel, this.extensionUri, profile, title, tab, file, () => (this.main = undefined));
+  }
+
+  /**
+   * The panel after a window reload (VS Code's serializer): the file it showed, read again, on the
+   * tab it was on; the webview gets its own saved state (selection, search, sort) back by itself.
+   */
+  async restore(panel: vscode.WebviewPanel, state: unknown): Promise<void> {
+    const saved = restorablePanel(state);
+    try {
+      if (!saved) throw new Error('This panel showed a live profile that was not saved, so there is nothing to reopen: run "CycleLens: Show Call Graph" on a saved result set.');
+      const { profile, title } = await loadProfileFile(saved.file);
+      panel.title = title;
+      if (this.main) this.main.panel.dispose();
+      this.main = new ProfileWebview(panel, this.extensionUri, profile, title, saved.tab, saved.file, () => {
+        if (this.main?.panel === panel) this.main = undefined;
+      });
+    } catch (err) {
+      showProblemPage(panel, err instanceof Error ? err.message : String(err));
+    }
   }
 
   /** A new version of the profile shown (live sampling): the panel redraws without a reload. */
   update(profile: Profile, title: string): void {
-    if (this.main) this.main.update(profile, title, true);
+    if (this.main) this.main.update(profile, title, true, undefined);
     else this.show(profile, title, 'flame');
   }
 
@@ -181,13 +205,10 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   async resolveCustomEditor(document: ProfileDocument, panel: vscode.WebviewPanel): Promise<void> {
     try {
       const { profile, title } = await loadProfileFile(document.uri.fsPath);
-      const view = new ProfileWebview(panel, this.extensionUri, profile, title, undefined, () => this.editors.delete(view));
+      const view = new ProfileWebview(panel, this.extensionUri, profile, title, undefined, undefined, () => this.editors.delete(view));
       this.editors.add(view);
     } catch (err) {
-      // The editor shows why instead of a blank page; the text is escaped into the page.
-      const text = (err instanceof Error ? err.message : String(err)).replace(/&/g, '&amp;').replace(/</g, '&lt;');
-      panel.webview.options = { enableScripts: false };
-      panel.webview.html = `<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'"></head><body><p>${text}</p></body></html>`;
+      showProblemPage(panel, err instanceof Error ? err.message : String(err));
     }
   }
 
@@ -195,6 +216,13 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
     this.main?.panel.dispose();
     for (const e of this.editors) e.panel.dispose();
   }
+}
+
+/** A page saying why there is no profile to show instead of a blank one; the text is escaped into it. */
+function showProblemPage(panel: vscode.WebviewPanel, message: string): void {
+  const text = message.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  panel.webview.options = { enableScripts: false };
+  panel.webview.html = `<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'"></head><body><p>${text}</p></body></html>`;
 }
 
 /** The result sets saved in the workspace, newest first. */
@@ -229,5 +257,22 @@ export function registerProfilePanels(context: vscode.ExtensionContext): vscode.
     vscode.commands.registerCommand('cyclelens.showCallGraph', open('graph')),
     vscode.commands.registerCommand('cyclelens.showFlameGraph', open('flame')),
     vscode.window.registerCustomEditorProvider(ProfilePanels.editorViewType, panels, { webviewOptions: { retainContextWhenHidden: false }, supportsMultipleEditorsPerDocument: true }),
+    vscode.window.registerWebviewPanelSerializer(ProfilePanels.viewType, { deserializeWebviewPanel: (panel, state: unknown) => panels.restore(panel, state) }),
+    // "Open Call Graph" inside a descent's or profile's saved text report, above its first line.
+    vscode.languages.registerCodeLensProvider({ scheme: 'file', pattern: '**/.cyclelens/results/*.txt' }, new ReportLenses()),
   ];
+}
+
+/** The report's lenses: the call graph and flame graph of the result set saved beside it. */
+class ReportLenses implements vscode.CodeLensProvider {
+  provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
+    const resultSet = resultSetOfReport(document.uri.fsPath);
+    if (!resultSet || !existsSync(resultSet)) return [];
+    const top = new vscode.Range(0, 0, 0, 0);
+    const file = vscode.Uri.file(resultSet);
+    return [
+      new vscode.CodeLens(top, { title: 'Open Call Graph', command: 'cyclelens.showCallGraph', arguments: [file], tooltip: `The annotated call graph of ${basename(resultSet)}` }),
+      new vscode.CodeLens(top, { title: 'Open Flame Graph', command: 'cyclelens.showFlameGraph', arguments: [file], tooltip: `The flame graph of ${basename(resultSet)}` }),
+    ];
+  }
 }

@@ -35,6 +35,8 @@ test('a descent ends with Open Call Graph, and the panel draws the annotated cal
   await answerInputBox(h, '5%');
   const toast = h.page.locator('.notifications-toasts .notification-toast', { hasText: /CycleLens descent finished/ });
   await toast.waitFor({ timeout: 180_000 }).catch(async () => assert.fail(`the descent did not finish: ${(await notifications(h)).join(' || ')}`));
+  // The saved report beside the source offers the same above its first line.
+  await h.page.locator('.monaco-editor .codelens-decoration a', { hasText: 'Open Call Graph' }).first().waitFor({ timeout: 30_000 });
   await toast.getByRole('button', { name: 'Open Call Graph' }).click();
   const page = webview(h);
   await page.locator('g.node').first().waitFor({ timeout: 60_000 });
@@ -69,6 +71,7 @@ test('the flame graph and table tabs render, and a saved result set opens in the
   await page.getByRole('tab', { name: 'Flame Graph' }).click();
   const height = await page.locator('.flame-view canvas').evaluate((c: HTMLCanvasElement) => c.height);
   assert.ok(height > 18, 'the flame graph canvas is drawn');
+  await h.screenshotInThemes('panel-vscode-flame', [dark, light], () => page.locator('.flame-view canvas').waitFor());
   await page.getByRole('tab', { name: 'Table' }).click();
   assert.ok((await page.locator('table.grid tbody tr').count()) > 1, 'the table has rows');
   await h.screenshotInThemes('panel-vscode-table', [dark, light], () => page.locator('table.grid').waitFor());

@@ -145,9 +145,9 @@ export class CodeServerHarness {
       const page = await context.newPage();
       const timings: HarnessTimings = { codeServerInstallMs, vsixMs, installExtensionMs, startupToWorkbenchMs: 0 };
       const harness = new CodeServerHarness(page, browser, server, server.url, workspace, stateDir, userDataDir, extensionsDir, vsixPath, timings);
-      // The page loads the workbench bundle (megabytes): on a loaded machine that takes longer than
-      // Playwright's default 30 s, and waitForWorkbench allows 90 s for the rest anyway.
-      await page.goto(server.url, { timeout: 90_000 });
+      // The page loads the workbench bundle (megabytes): on a loaded machine its load event takes
+      // longer than Playwright's default 30 s. This waits for the page; it times nothing.
+      await page.goto(server.url, { timeout: 180_000 });
       await harness.waitForWorkbench();
       timings.startupToWorkbenchMs = Date.now() - t;
       return harness;

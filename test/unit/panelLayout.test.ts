@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { hierarchy, partition } from 'd3-hierarchy';
 import { describe, it } from 'node:test';
 import { emptyProfile, type Profile } from '../../core/profile/model';
-import { callGraphModel, layoutDot, neighbourhood, parsePlainLayout, searchMatches, splinePath, visibleGraph } from '../../webview/layout/callGraph';
+import { boxInRegion, callGraphModel, layoutDot, neighbourhood, parsePlainLayout, searchMatches, splinePath, visibleGraph, visibleRegion } from '../../webview/layout/callGraph';
 import { callTreeOf, flameRects, rectAt, zoomedRects } from '../../webview/layout/flame';
 import { annotateSource, heatLevel } from '../../webview/layout/source';
 import { filterRows, functionRows, lineRows, sortRows } from '../../webview/layout/table';
@@ -83,6 +84,16 @@ describe('call graph layout', () => {
     assert.match(path, /^M[\d.]+,[\d.]+(C[\d.]+,[\d.]+ [\d.]+,[\d.]+ [\d.]+,[\d.]+)+$/);
   });
 
+  it('finds the part of the layout a zoom shows, for drawing text only there', () => {
+    // Zoomed ×2 and panned by (-100, -50): a 400 × 300 view shows layout x 50..250, y 25..175.
+    const r = visibleRegion({ x: -100, y: -50, k: 2 }, 400, 300);
+    assert.deepEqual(r, { x0: 50, y0: 25, x1: 250, y1: 175 });
+    assert.equal(boxInRegion({ x: 40, y: 100, width: 30, height: 10 }, r), true, 'a box across the left edge');
+    assert.equal(boxInRegion({ x: 30, y: 100, width: 30, height: 10 }, r), false, 'a box left of the view');
+    assert.equal(boxInRegion({ x: 150, y: 190, width: 30, height: 20 }, r), false, 'a box below the view');
+    assert.deepEqual(visibleRegion({ x: 0, y: 0, k: 1 }, 400, 300, 10), { x0: -10, y0: -10, x1: 410, y1: 310 });
+  });
+
   it('searches names case-insensitively', () => {
     const m = callGraphModel(descentProfile());
     assert.deepEqual([...searchMatches(m, 'L')].sort(), [2, 3]);
@@ -105,6 +116,15 @@ describe('flame graph layout', () => {
     assert.equal(main.self, 10_000 - 8_000 - 200);
   });
 
+  it('starts a tree at a function whose only callers have no value (main under _start)', () => {
+    const p = descentProfile();
+    p.functions.push({ id: 5, name: '_start', status: 'unmeasurable', reason: 'never returns' });
+    p.edges.push({ caller: 5, callee: 0, kind: 'call', calls: 1 });
+    const rects = flameRects(callTreeOf(p));
+    assert.equal(rects[0]!.value, 10_000, 'the root holds main');
+    assert.deepEqual(rects.filter((r) => r.depth === 1).map((r) => r.name), ['main']);
+  });
+
   it('builds the tree from stacks when the profile has them', () => {
     const p = descentProfile();
     p.stacks = [{ frames: [0, 1, 2], value: 30 }, { frames: [0, 1], value: 10 }, { frames: [0, 1, 2], value: 5 }];
@@ -121,6 +141,32 @@ describe('flame graph layout', () => {
       assert.ok(r.x0 >= parent.x0 - 1e-9 && r.x1 <= parent.x1 + 1e-9, `rect ${i} inside its parent`);
       assert.equal(r.depth, parent.depth + 1);
       assert.ok(Math.abs((r.x1 - r.x0) - r.value / rects[0]!.value) < 1e-9);
+    }
+  });
+
+  it('lays out the same rectangles as d3-hierarchy\'s partition', () => {
+    const p = syntheticProfile({ count: 2_000, fanout: 4 });
+    p.stacks = [];
+    for (const tree of [callTreeOf(p), callTreeOf(descentProfile())]) {
+      const root = partition<ReturnType<typeof callTreeOf>>().size([1, 1])(hierarchy(tree, (d) => d.children).sum((d) => d.self));
+      const expected = new Map<ReturnType<typeof callTreeOf>, { x0: number; x1: number; value: number; depth: number; parent?: ReturnType<typeof callTreeOf> }>();
+      root.each((n) => expected.set(n.data, { x0: n.x0, x1: n.x1, value: n.value ?? 0, depth: n.depth, ...(n.parent ? { parent: n.parent.data } : {}) }));
+      // Ours comes in pre-order; pair each rect with its tree node by walking the tree the same way.
+      const order: Array<ReturnType<typeof callTreeOf>> = [];
+      const walk = (n: ReturnType<typeof callTreeOf>): void => {
+        order.push(n);
+        n.children.forEach(walk);
+      };
+      walk(tree);
+      const rects = flameRects(tree);
+      assert.equal(rects.length, expected.size);
+      rects.forEach((r, i) => {
+        const e = expected.get(order[i]!)!;
+        assert.ok(Math.abs(r.x0 - e.x0) < 1e-12 && Math.abs(r.x1 - e.x1) < 1e-12, `rect ${i}: [${r.x0}, ${r.x1}] vs d3 [${e.x0}, ${e.x1}]`);
+        assert.ok(Math.abs(r.value - e.value) <= 1e-9 * Math.max(1, e.value), `rect ${i} value`);
+        assert.equal(r.depth, e.depth);
+        assert.equal(r.parent < 0 ? undefined : order[r.parent], e.parent);
+      });
     }
   });
 
@@ -166,6 +212,23 @@ describe('profile table', () => {
     assert.deepEqual(filterRows(rows, 'LEAF').map((r) => r.name), ['leaf']);
     assert.deepEqual(filterRows(rows, 'not measurable').map((r) => r.name), ['irq <b>']);
     assert.equal(rows[0]!.provenance, 'exact instruction trace (test)');
+  });
+
+  it('sorts 20,000 rows as a plain comparison sort does, strings by the locale', () => {
+    const rows = functionRows(syntheticProfile({ count: 20_000 }));
+    rows[5]!.calls = undefined as unknown as number;
+    delete rows[5]!.calls;
+    for (const [key, descending] of [['calls', true], ['self', false], ['name', false], ['status', true]] as const) {
+      const plain = [...rows].sort((a, b) => {
+        const va = a[key];
+        const vb = b[key];
+        if (va === undefined) return vb === undefined ? 0 : 1;
+        if (vb === undefined) return -1;
+        const c = typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va).localeCompare(String(vb));
+        return descending ? -c : c;
+      });
+      assert.deepEqual(sortRows(rows, key, descending).map((r) => r.id), plain.map((r) => r.id), `${key} ${descending ? 'descending' : 'ascending'}`);
+    }
   });
 
   it('lists lines with their function and share', () => {

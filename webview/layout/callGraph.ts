@@ -189,8 +189,9 @@ export function groupLines(g: CollapsedGroup, collapseBelow: number): string[] {
 export function layoutDot(graph: VisibleGraph, collapseBelow: number): string {
   // On large graphs dot spends most of its time in crossing minimisation and network simplex;
   // capping their iterations (mclimit, nslimit) made a 2,000-node tree lay out 6.7× faster here,
-  // with a few more crossings. Small graphs keep dot's full effort.
-  const limits = graph.nodes.length + graph.groups.length > LARGE_GRAPH ? 'mclimit=0.1, nslimit=1, nslimit1=1, ' : '';
+  // with a few more crossings, and straight edges (splines=line) instead of routed splines took a
+  // further third off (3.2 s against 4.8 s on the loaded machine). Small graphs keep dot's full effort.
+  const limits = graph.nodes.length + graph.groups.length > LARGE_GRAPH ? 'mclimit=0.1, nslimit=1, nslimit1=1, splines=line, ' : '';
   const out = ['digraph G {', `  graph [${limits}rankdir=TB, nodesep=0.25, ranksep=0.45];`, '  node [shape=box, fixedsize=true, label=""];'];
   const inches = (px: number): string => (px / 72).toFixed(3);
   for (const n of graph.nodes) {
@@ -273,4 +274,21 @@ export function searchMatches(model: CallGraphModel, query: string): Set<number>
   const q = query.trim().toLowerCase();
   if (!q) return new Set();
   return new Set(model.nodes.filter((n) => n.name.toLowerCase().includes(q)).map((n) => n.id));
+}
+
+/** The part of the layout on screen: zoom transform `t` (d3's x, y, k) over a `width` × `height` view. */
+export interface Region {
+  x0: number;
+  y0: number;
+  x1: number;
+  y1: number;
+}
+
+export function visibleRegion(t: { x: number; y: number; k: number }, width: number, height: number, margin = 0): Region {
+  return { x0: (-t.x - margin) / t.k, y0: (-t.y - margin) / t.k, x1: (width - t.x + margin) / t.k, y1: (height - t.y + margin) / t.k };
+}
+
+/** Whether a placed box (centre and size) overlaps `r`. */
+export function boxInRegion(at: { x: number; y: number; width: number; height: number }, r: Region): boolean {
+  return at.x + at.width / 2 >= r.x0 && at.x - at.width / 2 <= r.x1 && at.y + at.height / 2 >= r.y0 && at.y - at.height / 2 <= r.y1;
 }

@@ -1,4 +1,3 @@
-import { hierarchy, partition } from 'd3-hierarchy';
 import type { Profile } from '../../core/profile/model';
 
 /**
@@ -26,11 +25,18 @@ export const MAX_TREE_NODES = 200_000;
 export function callTreeOf(p: Profile): CallTreeNode {
   const root: CallTreeNode = { fn: -1, name: 'all', self: 0, children: [] };
   if (p.stacks.length > 0) {
+    // Each node's children by function, so a stack costs its depth, not depth × siblings.
+    const childIndex = new Map<CallTreeNode, Map<number, CallTreeNode>>();
     for (const s of p.stacks) {
       let node = root;
       for (const fn of s.frames) {
-        let child = node.children.find((c) => c.fn === fn);
-        if (!child) node.children.push((child = { fn, name: p.functions[fn]?.name ?? `#${fn}`, self: 0, children: [] }));
+        let byFn = childIndex.get(node);
+        if (!byFn) childIndex.set(node, (byFn = new Map()));
+        let child = byFn.get(fn);
+        if (!child) {
+          node.children.push((child = { fn, name: p.functions[fn]?.name ?? `#${fn}`, self: 0, children: [] }));
+          byFn.set(fn, child);
+        }
         node = child;
       }
       node.self += s.value;
@@ -73,9 +79,11 @@ export function callTreeOf(p: Profile): CallTreeNode {
     node.self = Math.max(0, value - sum * scale);
     return node;
   };
-  const called = new Set(p.edges.map((e) => e.callee));
+  // A root is a function no measured caller holds: a descent measures from main down, and main's
+  // caller (_start, the reset handler) has no value to split, so main must start a tree of its own.
+  const heldByCaller = new Set(p.edges.filter((e) => p.functions[e.caller]?.inclusive).map((e) => e.callee));
   for (const f of p.functions) {
-    if (called.has(f.id) || !f.inclusive) continue;
+    if (heldByCaller.has(f.id) || !f.inclusive) continue;
     root.children.push(expand(f.id, f.inclusive.value, new Set([f.id])));
   }
   return root;
@@ -96,17 +104,45 @@ export interface FlameRect {
   parent: number;
 }
 
-/** Rectangles in pre-order (a parent before its children), laid out by a d3-hierarchy partition. */
+/**
+ * Rectangles in pre-order (a parent before its children): the icicle partition of d3-hierarchy
+ * (`hierarchy(tree).sum(self)` then `partition().size([1, 1])`), computed in two flat passes. d3's
+ * version builds a node object per frame and walks the tree four times; on 20,000 frames that was
+ * most of the flame graph's first paint. The unit tier checks both give the same rectangles.
+ */
 export function flameRects(tree: CallTreeNode): FlameRect[] {
-  const root = hierarchy(tree, (d) => d.children).sum((d) => d.self);
-  partition<CallTreeNode>().size([1, 1])(root);
   const rects: FlameRect[] = [];
-  const index = new Map<unknown, number>();
-  root.each((n) => {
-    const laid = n as typeof n & { x0: number; x1: number };
-    index.set(n, rects.length);
-    rects.push({ fn: n.data.fn, name: n.data.name, value: n.value ?? 0, self: n.data.self, depth: n.depth, x0: laid.x0, x1: laid.x1, parent: n.parent ? index.get(n.parent)! : -1 });
-  });
+  const nodes: CallTreeNode[] = [];
+  // Pre-order with an explicit stack (deep call chains must not overflow the JS stack).
+  const stack: Array<{ node: CallTreeNode; depth: number; parent: number }> = [{ node: tree, depth: 0, parent: -1 }];
+  while (stack.length > 0) {
+    const { node, depth, parent } = stack.pop()!;
+    const index = rects.length;
+    rects.push({ fn: node.fn, name: node.name, value: 0, self: node.self, depth, x0: 0, x1: 0, parent });
+    nodes.push(node);
+    for (let c = node.children.length - 1; c >= 0; c--) stack.push({ node: node.children[c]!, depth: depth + 1, parent: index });
+  }
+  // Values: each frame's own cost plus its descendants' (children come after their parent).
+  for (let i = rects.length - 1; i >= 0; i--) {
+    const r = rects[i]!;
+    r.value += r.self;
+    if (r.parent >= 0) rects[r.parent]!.value += r.value;
+  }
+  // Extents: children side by side inside their parent, in order, widths by value (d3's treemapDice).
+  const next = new Float64Array(rects.length);
+  const root = rects[0]!;
+  root.x0 = 0;
+  root.x1 = 1;
+  next[0] = 0;
+  for (let i = 1; i < rects.length; i++) {
+    const r = rects[i]!;
+    const p = rects[r.parent]!;
+    const k = p.value > 0 ? (p.x1 - p.x0) / p.value : 0;
+    r.x0 = next[r.parent]! + p.x0;
+    r.x1 = r.x0 + r.value * k;
+    next[r.parent]! += r.value * k;
+    next[i] = 0;
+  }
   return rects;
 }
 

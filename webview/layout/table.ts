@@ -72,20 +72,29 @@ export function lineRows(p: Profile): LineRow[] {
   }));
 }
 
+/** One collator for every string comparison: `localeCompare` builds one per call, 300,000 times per sort of 20,000 rows. */
+const collator = new Intl.Collator();
+
 /**
  * Rows sorted by one column; rows without a value sort last whichever the direction, and ties keep
- * their order (Array.prototype.sort is stable), so a second sort refines the first.
+ * their order (Array.prototype.sort is stable), so a second sort refines the first. The column's
+ * values are read once into an array and the sort orders indices, so the comparison touches no
+ * row object.
  */
 export function sortRows<R extends object>(rows: readonly R[], key: string, descending: boolean): R[] {
-  const value = (r: R): unknown => (r as Record<string, unknown>)[key];
-  return [...rows].sort((a, b) => {
-    const va = value(a);
-    const vb = value(b);
-    if (va === undefined || va === '') return vb === undefined || vb === '' ? 0 : 1;
-    if (vb === undefined || vb === '') return -1;
-    const c = typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va).localeCompare(String(vb));
-    return descending ? -c : c;
+  const values = rows.map((r) => (r as Record<string, unknown>)[key]);
+  const missing = values.map((v) => v === undefined || v === '');
+  const numeric = values.every((v, i) => missing[i] || typeof v === 'number');
+  const numbers = numeric ? Float64Array.from(values, (v) => (typeof v === 'number' ? v : 0)) : undefined;
+  const strings = numeric ? undefined : values.map((v, i) => (missing[i] ? '' : String(v)));
+  const sign = descending ? -1 : 1;
+  const order = Array.from(rows.keys()).sort((a, b) => {
+    if (missing[a]) return missing[b] ? 0 : 1;
+    if (missing[b]) return -1;
+    const c = numbers ? numbers[a]! - numbers[b]! : collator.compare(strings![a]!, strings![b]!);
+    return sign * c;
   });
+  return order.map((i) => rows[i]!);
 }
 
 /**

@@ -1,11 +1,11 @@
 import { select, type Selection } from 'd3-selection';
-import { zoom, zoomIdentity, type ZoomBehavior } from 'd3-zoom';
+import { zoom, zoomIdentity, type ZoomBehavior, type ZoomTransform } from 'd3-zoom';
 import type { Profile } from '../../core/profile/model';
 import { formatNumber } from '../../core/profile/units';
 import { el, labelled, svgEl } from '../dom';
 import {
-  callGraphModel, groupLines, layoutDot, LINE_HEIGHT, nodeKey, parsePlainLayout, searchMatches, splinePath, visibleGraph,
-  type CallGraphModel, type GraphLayout, type VisibleGraph,
+  boxInRegion, callGraphModel, groupLines, LARGE_GRAPH, layoutDot, LINE_HEIGHT, nodeKey, parsePlainLayout, searchMatches, splinePath, visibleGraph, visibleRegion,
+  type CallGraphModel, type GraphLayout, type PlacedNode, type VisibleGraph,
 } from '../layout/callGraph';
 import { heatLevel } from '../layout/source';
 import type { LayoutRequest, LayoutResponse } from '../layout/workerMessages';
@@ -30,6 +30,7 @@ export class CallGraphView implements PanelView {
   private layout: GraphLayout | undefined;
   private nodeElements = new Map<number, SVGGElement>();
   private selected: number | undefined;
+  private transform: ZoomTransform = zoomIdentity;
   private request = 0;
   private readonly waiting = new Map<number, (r: LayoutResponse) => void>();
   /** Resolves when the latest layout has been drawn (the bench and tests wait on it). */
@@ -51,8 +52,22 @@ export class CallGraphView implements PanelView {
     box.append(this.svg);
     this.element.append(bar, this.status, box);
     this.svgSelection = select(this.svg);
-    this.zoomer = zoom<SVGSVGElement, unknown>().scaleExtent([0.02, 8]).on('zoom', (e: { transform: { toString(): string } }) => {
+    this.zoomer = zoom<SVGSVGElement, unknown>().scaleExtent([0.02, 8]).on('zoom', (e: { transform: ZoomTransform }) => {
+      this.transform = e.transform;
       this.layer.setAttribute('transform', e.transform.toString());
+      if (this.textOnDemand && this.textFrame === 0) this.textFrame = requestAnimationFrame(() => this.addVisibleText());
+    });
+    // One listener for every node (2,000 nodes were 4,000 listeners to make and drop per draw).
+    this.layer.addEventListener('click', (e) => {
+      const fn = nodeOf(e.target);
+      if (fn !== undefined) this.ctx.select(fn, true);
+    });
+    this.layer.addEventListener('keydown', (e) => {
+      const fn = nodeOf(e.target);
+      if (fn !== undefined && (e.key === 'Enter' || e.key === ' ')) {
+        this.ctx.select(fn, true);
+        e.preventDefault();
+      }
     });
     this.svgSelection.call(this.zoomer);
     this.search.addEventListener('input', () => {
@@ -127,57 +142,84 @@ export class CallGraphView implements PanelView {
 
   private draw(model: CallGraphModel, visible: VisibleGraph, layout: GraphLayout): void {
     this.layout = layout;
+    const placedEdges = new Map(layout.edges.map((e) => [`${e.from}>${e.to}`, e]));
     const edges = svgEl('g', { class: 'edges' });
-    for (const e of layout.edges) {
-      edges.append(svgEl('path', { d: splinePath(e.points), class: 'edge', 'marker-end': 'url(#arrow)' }));
-    }
-    for (const e of visible.edges) {
-      const placed = layout.edges.find((p) => p.from === e.from && p.to === e.to);
-      if (!placed || e.calls === undefined) continue;
-      const mid = placed.points[Math.floor(placed.points.length / 2)]!;
-      edges.append(svgEl('text', { x: String(mid[0] + 4), y: String(mid[1]), class: 'edge-label' }, `${formatNumber(e.calls)}×`));
-    }
+    for (const e of layout.edges) edges.append(svgEl('path', { d: splinePath(e.points), class: 'edge', 'marker-end': 'url(#arrow)' }));
     const nodes = svgEl('g', { class: 'nodes' });
     this.nodeElements = new Map();
+    this.pendingText = [];
+    this.edgeLabels = edges;
+    for (const e of visible.edges) {
+      const placed = placedEdges.get(`${e.from}>${e.to}`);
+      if (!placed || e.calls === undefined) continue;
+      const mid = placed.points[Math.floor(placed.points.length / 2)]!;
+      this.pendingText.push({ at: { x: mid[0], y: mid[1], width: 0, height: 0 }, lines: [`${formatNumber(e.calls)}×`] });
+    }
     for (const n of visible.nodes) {
       const at = layout.nodes.get(nodeKey(n.id));
       if (!at) continue;
       const classes = ['node', `status-${n.status}`, `heat-${heatLevel(Math.min(1, n.heat * 4))}`];
       if (n.hot) classes.push('hot');
-      const g = svgEl('g', { class: classes.join(' '), transform: `translate(${(at.x - at.width / 2).toFixed(1)},${(at.y - at.height / 2).toFixed(1)})`, tabindex: '0', role: 'button', 'aria-label': [n.name, ...n.lines].join(', ') });
+      const g = svgEl('g', { class: classes.join(' '), transform: boxCorner(at), tabindex: '0', role: 'button', 'aria-label': [n.name, ...n.lines].join(', '), 'data-fn': String(n.id) });
       g.append(svgEl('rect', { width: at.width.toFixed(1), height: at.height.toFixed(1), rx: '3' }));
-      const text = svgEl('text', { x: '8', y: String(LINE_HEIGHT) });
-      [n.name, ...n.lines].forEach((line, i) => text.append(svgEl('tspan', { x: '8', dy: i === 0 ? '0' : String(LINE_HEIGHT), class: i === 0 ? 'name' : i === n.lines.length ? 'status' : '' }, line)));
-      g.append(text);
-      g.addEventListener('click', () => this.ctx.select(n.id, true));
-      g.addEventListener('keydown', (e) => {
-        if (e.key === 'Enter' || e.key === ' ') {
-          this.ctx.select(n.id, true);
-          e.preventDefault();
-        }
-      });
       nodes.append(g);
       this.nodeElements.set(n.id, g);
+      this.pendingText.push({ at, g, lines: [n.name, ...n.lines], status: true });
     }
     for (const group of visible.groups) {
       const at = layout.nodes.get(group.key);
       if (!at) continue;
-      const g = svgEl('g', { class: 'node collapsed', transform: `translate(${(at.x - at.width / 2).toFixed(1)},${(at.y - at.height / 2).toFixed(1)})` });
+      const g = svgEl('g', { class: 'node collapsed', transform: boxCorner(at) });
       g.append(svgEl('rect', { width: at.width.toFixed(1), height: at.height.toFixed(1), rx: '3' }));
-      const text = svgEl('text', { x: '8', y: String(LINE_HEIGHT) });
-      groupLines(group, this.ctx.state.collapseBelow).forEach((line, i) => text.append(svgEl('tspan', { x: '8', dy: i === 0 ? '0' : String(LINE_HEIGHT) }, line)));
-      g.append(text);
       nodes.append(g);
+      this.pendingText.push({ at, g, lines: groupLines(group, this.ctx.state.collapseBelow) });
     }
     const defs = svgEl('defs');
     const marker = svgEl('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: '10', refY: '5', markerWidth: '8', markerHeight: '8', orient: 'auto-start-reverse' });
     marker.append(svgEl('path', { d: 'M0,0L10,5L0,10z', class: 'arrow' }));
     defs.append(marker);
+    // Small graphs get their text at once; on large ones the text of 2,000 boxes (six elements
+    // each) was most of the first draw, and at the zoom that fits them none of it is readable:
+    // text is added for the boxes on screen once the zoom makes it legible (addVisibleText).
+    this.textOnDemand = this.pendingText.length > LARGE_GRAPH * 2;
+    if (!this.textOnDemand) this.addText(this.pendingText.splice(0));
     this.layer.replaceChildren(defs, edges, nodes);
-    this.status.textContent = `${formatNumber(visible.nodes.length)} of ${formatNumber(model.nodes.length)} functions${visible.groups.length ? `, ${visible.groups.reduce((a, g) => a + g.members.length, 0)} collapsed` : ''}. Click a function to open its source; drag to pan, wheel to zoom.`;
+    this.status.textContent = `${formatNumber(visible.nodes.length)} of ${formatNumber(model.nodes.length)} functions${visible.groups.length ? `, ${visible.groups.reduce((a, g) => a + g.members.length, 0)} collapsed` : ''}. Click a function to open its source; drag to pan, wheel to zoom${this.textOnDemand ? ' (names show when zoomed in)' : ''}.`;
     this.highlight();
     this.fitted = false;
     if (this.svg.clientWidth > 0) this.fit();
+  }
+
+  private pendingText: PendingText[] = [];
+  private textOnDemand = false;
+  private edgeLabels: SVGGElement | undefined;
+  private textFrame = 0;
+
+  /** Text for the boxes and edge labels on screen, when the zoom makes it legible (one frame's worth). */
+  private addVisibleText(): void {
+    this.textFrame = 0;
+    if (!this.textOnDemand || this.pendingText.length === 0 || this.transform.k < MIN_TEXT_SCALE) return;
+    const region = visibleRegion(this.transform, this.svg.clientWidth, this.svg.clientHeight, 100);
+    const now: PendingText[] = [];
+    const later: PendingText[] = [];
+    for (const p of this.pendingText) (boxInRegion(p.at, region) ? now : later).push(p);
+    this.pendingText = later;
+    this.addText(now);
+  }
+
+  private addText(items: readonly PendingText[]): void {
+    for (const item of items) {
+      if (!item.g) {
+        this.edgeLabels?.append(svgEl('text', { x: String(item.at.x + 4), y: String(item.at.y), class: 'edge-label' }, item.lines[0]));
+        continue;
+      }
+      const text = svgEl('text', { x: '8', y: String(LINE_HEIGHT) });
+      item.lines.forEach((line, i) => {
+        const cls = !item.status ? '' : i === 0 ? 'name' : i === item.lines.length - 1 ? 'status' : '';
+        text.append(svgEl('tspan', { x: '8', dy: i === 0 ? '0' : String(LINE_HEIGHT), ...(cls ? { class: cls } : {}) }, line));
+      });
+      item.g.append(text);
+    }
   }
 
   private highlight(): void {
@@ -207,4 +249,27 @@ export class CallGraphView implements PanelView {
     if (!at || w === 0) return;
     this.svgSelection.call(this.zoomer.translateTo, at.x, at.y, [w / 2, h / 2]);
   }
+}
+
+/** Zoom below which node text is too small to read (11 px text at 0.5 is 5.5 px). */
+const MIN_TEXT_SCALE = 0.5;
+
+/** A box's text (or an edge's call count, without `g`) not drawn yet. */
+interface PendingText {
+  at: Pick<PlacedNode, 'x' | 'y' | 'width' | 'height'>;
+  g?: SVGGElement;
+  lines: string[];
+  /** A function's box: its first line is the name, the last its status. */
+  status?: boolean;
+}
+
+function boxCorner(at: PlacedNode): string {
+  return `translate(${(at.x - at.width / 2).toFixed(1)},${(at.y - at.height / 2).toFixed(1)})`;
+}
+
+/** The function id of the node an event happened in. */
+function nodeOf(target: EventTarget | null): number | undefined {
+  const g = target instanceof Element ? target.closest('g.node[data-fn]') : null;
+  const fn = g?.getAttribute('data-fn');
+  return fn ? Number(fn) : undefined;
 }

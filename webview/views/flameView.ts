@@ -6,6 +6,8 @@ import { callTreeOf, flameRects, rectAt, zoomedRects, type DrawnRect, type Flame
 import { themeColour, type PanelContext, type PanelView } from '../panelContext';
 
 const ROW = 18;
+/** Heat colours the flame graph tells apart. */
+const HEAT_STEPS = 32;
 
 /**
  * Flame graph as an icicle (root on top) on a canvas: 20,000 frames are one canvas, not 20,000
@@ -19,7 +21,7 @@ export class FlameView implements PanelView {
   private readonly details = el('p', { class: 'details', 'aria-live': 'polite' });
   private profile: Profile | undefined;
   rects: FlameRect[] = [];
-  private drawn: DrawnRect[] = [];
+  private shownRects: DrawnRect[] = [];
   private focus = 0;
   private cursor = 0;
   private selectedFn: number | undefined;
@@ -56,16 +58,34 @@ export class FlameView implements PanelView {
     this.depth = this.rects.reduce((m, r) => Math.max(m, r.depth), 0);
     this.focus = 0;
     this.cursor = 0;
-    this.draw();
+    this.scheduleDraw();
   }
 
   selectionChanged(fn: number | undefined): void {
     this.selectedFn = fn;
-    this.draw();
+    this.scheduleDraw();
   }
 
   shown(): void {
-    this.draw();
+    this.scheduleDraw();
+  }
+
+  private drawQueued = false;
+  /** Resolves when the draw scheduled last is done (the bench and tests wait on it). */
+  drawn: Promise<void> = Promise.resolve();
+
+  /**
+   * One draw in the next frame for everything that happened before it: a new profile is followed
+   * at once by its selection, and each used to draw the whole canvas.
+   */
+  private scheduleDraw(): void {
+    if (this.drawQueued) return;
+    this.drawQueued = true;
+    this.drawn = new Promise<void>((resolve) => requestAnimationFrame(() => {
+      this.drawQueued = false;
+      this.draw();
+      resolve();
+    }));
   }
 
   /** Zooms so rect `index` spans the width, and redraws (one frame). */
@@ -87,10 +107,13 @@ export class FlameView implements PanelView {
     if (!g) return;
     g.setTransform(ratio, 0, 0, ratio, 0, 0);
     g.clearRect(0, 0, width, height);
-    this.drawn = zoomedRects(this.rects, this.focus, width);
-    const colour = scaleLinear<string>()
+    this.shownRects = zoomedRects(this.rects, this.focus, width);
+    // A palette of HEAT_STEPS colours, not one interpolated colour string per frame drawn.
+    const scale = scaleLinear<string>()
       .domain([0, 0.5, 1])
       .range([themeColour('--cl-heat-low', '#d7b600'), themeColour('--cl-heat-mid', '#d18616'), themeColour('--cl-heat-high', '#e51400')]);
+    const palette = Array.from({ length: HEAT_STEPS + 1 }, (_, i) => scale(i / HEAT_STEPS));
+    const colour = (share: number): string => palette[Math.round(share * HEAT_STEPS)]!;
     const text = themeColour('--cl-flame-text', '#000000');
     const dim = themeColour('--cl-flame-dim', '#888888');
     const match = themeColour('--cl-match', '#3794ff');
@@ -98,7 +121,7 @@ export class FlameView implements PanelView {
     const query = this.search.value.trim().toLowerCase();
     g.font = '11px var(--vscode-editor-font-family, monospace)';
     g.textBaseline = 'middle';
-    for (const d of this.drawn) {
+    for (const d of this.shownRects) {
       const r = this.rects[d.index]!;
       const y = d.row * ROW;
       const matched = query !== '' && r.name.toLowerCase().includes(query);
@@ -121,7 +144,7 @@ export class FlameView implements PanelView {
   private hit(e: MouseEvent): DrawnRect | undefined {
     const box = this.canvas.getBoundingClientRect();
     const scale = box.width / (this.canvas.width / (window.devicePixelRatio || 1));
-    return rectAt(this.drawn, (e.clientX - box.left) / scale, Math.floor((e.clientY - box.top) / scale / ROW));
+    return rectAt(this.shownRects, (e.clientX - box.left) / scale, Math.floor((e.clientY - box.top) / scale / ROW));
   }
 
   private describe(index: number | undefined): void {
