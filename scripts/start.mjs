@@ -1,11 +1,14 @@
 // `npm start`: CycleLens in a real VS Code (code-server) on 127.0.0.1, on the demo firmware workspace,
 // from a fresh clone: Debian packages, npm packages, the production build packaged as a .vsix, the
 // fixture firmware, code-server itself; then it serves until Ctrl-C and stops everything it started.
-//   node scripts/start.mjs [--port N] [--theme "Default Light Modern"] [--no-setup]
+//   node scripts/start.mjs [--port N] [--theme "Default Light Modern"] [--no-setup] [--vsix FILE] [--state DIR]
 //   (PORT and CYCLELENS_THEME in the environment do the same; the default port is 8080)
-import { readFileSync } from 'node:fs';
+//   --vsix FILE  serves that packaged CycleLens instead of building and packaging this tree
+//   --state DIR  keeps code-server's user data, extensions, log and the demo workspace in DIR
+//                (default .cache/demo and .cache/demo-workspace), e.g. to run two demos side by side
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { repoRoot } from './lib/root.mjs';
 import { ensureDebianPackages, debianPackages, uiPackages } from './lib/system.mjs';
 import { ensureNpmDependencies } from './lib/npmDeps.mjs';
@@ -55,13 +58,16 @@ async function main() {
     if (!ensureDebianPackages([...debianPackages, ...uiPackages], 'npm start')) process.exit(1);
     ensureNpmDependencies(repoRoot);
   }
-  step('building and packaging the extension');
-  const vsix = packageExtension();
+  const givenVsix = option('vsix');
+  if (givenVsix !== undefined && !existsSync(givenVsix)) throw new Error(`--vsix ${givenVsix} does not exist: give a packaged CycleLens (.vsix) or leave the option out to build one`);
+  step(givenVsix ? `using the packaged extension ${givenVsix}` : 'building and packaging the extension');
+  const vsix = givenVsix ? resolve(givenVsix) : packageExtension();
+  const givenState = option('state');
   step('building the demo firmware in the demo workspace');
-  const { dir: workspace } = createDemoWorkspace({ build: true });
+  const { dir: workspace } = createDemoWorkspace({ build: true, ...(givenState ? { dir: resolve(givenState, 'workspace') } : {}) });
   step('code-server');
   ensureCodeServer();
-  const stateDir = join(repoRoot, '.cache', 'demo');
+  const stateDir = givenState ? resolve(givenState) : join(repoRoot, '.cache', 'demo');
   const userDataDir = join(stateDir, 'user-data');
   const extensionsDir = join(stateDir, 'extensions');
   installExtension(vsix, extensionsDir);
