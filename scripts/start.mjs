@@ -94,6 +94,7 @@ async function main() {
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => void shutdown(signal, 0));
   watchLaunchers((who) => void shutdown(`${who} ended`, 0));
+  watchCodeServerWindDown(server.pid, () => void shutdown('code-server is stopping (it got a signal)', 0));
   const exit = await server.exited;
   if (!stopping) await shutdown(`code-server exited on its own (${exit.code ?? exit.signal}); see ${server.logFile}`, 1);
 }
@@ -133,6 +134,34 @@ function watchLaunchers(onGone) {
     else return;
     clearInterval(timer);
   }, 200);
+  timer.unref();
+}
+
+/** Whether `pid` has a handler for SIGTERM now (the SigCgt mask of /proc/<pid>/status), or undefined when gone. */
+function catchesSigterm(pid) {
+  try {
+    const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
+    return m ? (BigInt(`0x${m[1]}`) & (1n << 14n)) !== 0n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A SIGTERM to code-server itself starts its own wind-down, which waits for its server process to
+ * dispose everything (seconds on a busy machine) before it exits, with the extension host, the debug
+ * adapter, QEMU and GDB running all that while. code-server drops its signal handlers the moment it
+ * starts winding down (its wrapper's first step), so the SIGTERM bit leaving its caught-signals mask
+ * says it is stopping: we stop everything at once instead of waiting for its exit.
+ */
+function watchCodeServerWindDown(pid, onStopping) {
+  if (catchesSigterm(pid) !== true) return;
+  const timer = setInterval(() => {
+    const catches = catchesSigterm(pid);
+    if (catches === true) return;
+    clearInterval(timer);
+    if (catches === false) onStopping();
+  }, 100);
   timer.unref();
 }
 
