@@ -121,12 +121,13 @@ async function startDemo(name: string): Promise<Demo> {
     stop: () => Promise.resolve({ escaped: [], survivors: [] }),
     exited: new Promise(() => undefined),
   };
+  // Known before the browser connects, so after() can end this server's processes if that fails.
+  demo.chain = { npm: tree[0]!, ...(shell ? { shell } : {}), startScript, codeServer: server };
+  demo.tag = tag;
   const workspace = join(stateDir, 'workspace');
   demo.harness = await CodeServerHarness.connect({
     server: running, workspace, stateDir, userDataDir: join(stateDir, 'user-data'), extensionsDir: join(stateDir, 'extensions'), vsixPath,
   });
-  demo.chain = { npm: tree[0]!, ...(shell ? { shell } : {}), startScript, codeServer: server };
-  demo.tag = tag;
   return demo as Demo;
 }
 
@@ -136,6 +137,8 @@ after(async () => {
   for (const d of started) {
     await d.harness?.closeBrowser();
     try { process.kill(-d.npm.pid!, 'SIGKILL'); } catch { /* gone */ }
+    // code-server runs in a process group of its own.
+    if (d.chain) try { process.kill(-d.chain.codeServer.pid, 'SIGKILL'); } catch { /* gone */ }
     for (const pid of d.tag ? codeServer.taggedProcesses(d.tag) : []) {
       try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
     }
