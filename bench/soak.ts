@@ -66,7 +66,12 @@ async function main(): Promise<void> {
       failures.push(`cycle ${i}: left ${left.map((p) => p.cmdline.split(' ')[0]).join(', ')}`);
       for (const p of left) process.kill(p.pid, 'SIGKILL');
     }
-    if (i === 1 || i === 10 || i % 25 === 0 || i === cycles) samples.push({ cycle: i, rss: rssKiB(pid), fds: openFds(pid) });
+    if (i === 1 || i === 10 || i % 25 === 0 || i === cycles) {
+      const s = { cycle: i, rss: rssKiB(pid), fds: openFds(pid) };
+      samples.push(s);
+      // A long soak reports as it goes, so an interrupted run still leaves its figures.
+      console.log(`[progress] cycle ${s.cycle}: ${((Date.now() - started) / 1000).toFixed(0)} s, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`);
+    }
   }
   const seconds = (Date.now() - started) / 1000;
   adapter.kill('SIGTERM');

@@ -6,6 +6,7 @@ import { CustomRequests } from '../common/dapCustom';
 import { customRequest } from '../common/dapCustomClient';
 import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, resultSetDocument, saveResultSetDocument, writeFileAtomic, type CallGraphDocument, type ResultSet } from '../core/analysis/resultSet';
 import { DapProfiler } from '../core/profiling/dapProfiler';
+import { interruptedAnalysisLines } from '../core/profiling/interruption';
 import { runScenario } from '../core/profiling/scenarios';
 import { AdapterSession } from './adapterSession';
 import { USAGE, parseArgs } from './args';
@@ -143,13 +144,17 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     return result.cancelled ? 130 : 0;
   } catch (err) {
     await session?.settle(2000);
-    io.err(`cyclelens: ${err instanceof Error ? err.message : String(err)}\n`);
-    const died = session?.endReason;
-    if (session?.sessionEnded || died) io.err(`cyclelens: the debug session ended in the middle of the analysis: ${died ?? 'the adapter gave no reason'}\n`);
-    if (partialPath && newRuns > 0 && partialSaved) {
-      const shown = relative(process.cwd(), partialPath) || partialPath;
-      io.err(`cyclelens: ${newRuns} finished run(s) (${finished.length} result set(s) in all) are saved in ${shown}; ${cmd.command === 'descent' ? `continue with the same command and --resume ${shown}` : 'a descent continues from them with --resume'}\n`);
-    }
+    const lines = interruptedAnalysisLines({
+      command: cmd.command === 'descent' ? 'descent' : 'profile',
+      error: err instanceof Error ? err.message : String(err),
+      sessionEnded: session?.sessionEnded ?? false,
+      ...(session?.endReason ? { endReason: session.endReason } : {}),
+      savedRuns: partialSaved ? newRuns : 0,
+      resultSets: finished.length,
+      ...(partialPath ? { savedIn: relative(process.cwd(), partialPath) || partialPath } : {}),
+      resumeHint: 'same-command',
+    });
+    for (const line of lines) io.err(`cyclelens: ${line}\n`);
     return controller.signal.aborted ? 130 : 1;
   } finally {
     removeInterrupt();

@@ -1,11 +1,14 @@
 // `npm start`: CycleLens in a real VS Code (code-server) on 127.0.0.1, on the demo firmware workspace,
 // from a fresh clone: Debian packages, npm packages, the production build packaged as a .vsix, the
 // fixture firmware, code-server itself; then it serves until Ctrl-C and stops everything it started.
-//   node scripts/start.mjs [--port N] [--theme "Default Light Modern"] [--no-setup]
+//   node scripts/start.mjs [--port N] [--theme "Default Light Modern"] [--no-setup] [--vsix FILE] [--state DIR]
 //   (PORT and CYCLELENS_THEME in the environment do the same; the default port is 8080)
-import { readFileSync } from 'node:fs';
+//   --vsix FILE  serves that packaged CycleLens instead of building and packaging this tree
+//   --state DIR  keeps code-server's user data, extensions, log and the demo workspace in DIR
+//                (default .cache/demo and .cache/demo-workspace), e.g. to run two demos side by side
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { repoRoot } from './lib/root.mjs';
 import { ensureDebianPackages, debianPackages, uiPackages } from './lib/system.mjs';
 import { ensureNpmDependencies } from './lib/npmDeps.mjs';
@@ -55,13 +58,16 @@ async function main() {
     if (!ensureDebianPackages([...debianPackages, ...uiPackages], 'npm start')) process.exit(1);
     ensureNpmDependencies(repoRoot);
   }
-  step('building and packaging the extension');
-  const vsix = packageExtension();
+  const givenVsix = option('vsix');
+  if (givenVsix !== undefined && !existsSync(givenVsix)) throw new Error(`--vsix ${givenVsix} does not exist: give a packaged CycleLens (.vsix) or leave the option out to build one`);
+  step(givenVsix ? `using the packaged extension ${givenVsix}` : 'building and packaging the extension');
+  const vsix = givenVsix ? resolve(givenVsix) : packageExtension();
+  const givenState = option('state');
   step('building the demo firmware in the demo workspace');
-  const { dir: workspace } = createDemoWorkspace({ build: true });
+  const { dir: workspace } = createDemoWorkspace({ build: true, ...(givenState ? { dir: resolve(givenState, 'workspace') } : {}) });
   step('code-server');
   ensureCodeServer();
-  const stateDir = join(repoRoot, '.cache', 'demo');
+  const stateDir = givenState ? resolve(givenState) : join(repoRoot, '.cache', 'demo');
   const userDataDir = join(stateDir, 'user-data');
   const extensionsDir = join(stateDir, 'extensions');
   installExtension(vsix, extensionsDir);
@@ -88,6 +94,7 @@ async function main() {
   };
   for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => void shutdown(signal, 0));
   watchLaunchers((who) => void shutdown(`${who} ended`, 0));
+  watchCodeServerWindDown(server.pid, () => void shutdown('code-server is stopping (it got a signal)', 0));
   const exit = await server.exited;
   if (!stopping) await shutdown(`code-server exited on its own (${exit.code ?? exit.signal}); see ${server.logFile}`, 1);
 }
@@ -127,6 +134,34 @@ function watchLaunchers(onGone) {
     else return;
     clearInterval(timer);
   }, 200);
+  timer.unref();
+}
+
+/** Whether `pid` has a handler for SIGTERM now (the SigCgt mask of /proc/<pid>/status), or undefined when gone. */
+function catchesSigterm(pid) {
+  try {
+    const m = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'latin1'));
+    return m ? (BigInt(`0x${m[1]}`) & (1n << 14n)) !== 0n : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A SIGTERM to code-server itself starts its own wind-down, which waits for its server process to
+ * dispose everything (seconds on a busy machine) before it exits, with the extension host, the debug
+ * adapter, QEMU and GDB running all that while. code-server drops its signal handlers the moment it
+ * starts winding down (its wrapper's first step), so the SIGTERM bit leaving its caught-signals mask
+ * says it is stopping: we stop everything at once instead of waiting for its exit.
+ */
+function watchCodeServerWindDown(pid, onStopping) {
+  if (catchesSigterm(pid) !== true) return;
+  const timer = setInterval(() => {
+    const catches = catchesSigterm(pid);
+    if (catches === true) return;
+    clearInterval(timer);
+    if (catches === false) onStopping();
+  }, 100);
   timer.unref();
 }
 

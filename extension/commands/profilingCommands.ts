@@ -1,7 +1,9 @@
 import * as vscode from 'vscode';
-import { basename, join } from 'node:path';
-import { loadResultSetDocument, saveResultSetDocument, writeFileAtomic } from '../../core/analysis/resultSet';
+import { unlink } from 'node:fs/promises';
+import { basename, join, relative } from 'node:path';
+import { loadResultSetDocument, resultSetDocument, saveResultSetDocument, writeFileAtomic, type ResultSet } from '../../core/analysis/resultSet';
 import { DapProfiler } from '../../core/profiling/dapProfiler';
+import { interruptedAnalysisLines } from '../../core/profiling/interruption';
 import { workspaceCallGraph } from '../../core/analysis/savedGraph';
 import { runScenario, type ScenarioRequest } from '../../core/profiling/scenarios';
 import type { SessionTracker } from '../debug/sessionTracker';
@@ -42,6 +44,24 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
       request.savedGraph = { ...saved, optional: true };
       output.info(`descent uses the call counts of ${saved.file}`);
     }
+    const folder = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+    const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+    // Finished runs are saved as each is read out, so a GDB or QEMU dying at run 9 of 10 costs one run.
+    const partialFile = folder ? join(folder, '.cyclelens', 'results', `${command}-${stamp}.partial.json`) : undefined;
+    const finished: ResultSet[] = [];
+    let partialSaved = false;
+    const savePartial = async (rs: ResultSet): Promise<void> => {
+      finished.push(rs);
+      if (!partialFile) return;
+      try {
+        await saveResultSetDocument(partialFile, resultSetDocument(finished, undefined, 'cyclelens-vscode (partial)'));
+        partialSaved = true;
+      } catch (err) {
+        // A full disk must not end the analysis: the findings still reach the report.
+        if (partialSaved || finished.length === 1) output.warn(`the finished runs could not be saved to ${partialFile} (${err instanceof Error ? err.message : String(err)}); the analysis goes on`);
+        partialSaved = false;
+      }
+    };
     try {
       const outcome = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: command === 'descent' ? 'CycleLens: call-graph descent' : 'CycleLens: full profile', cancellable: true },
@@ -53,6 +73,7 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
             mode: { kind: 'single-pass', start },
             executable: String(config['executable']),
             log: (line) => output.info(line),
+            onResultSet: savePartial,
           });
           return runScenario(request, profiler, {
             signal: controller.signal,
@@ -65,11 +86,9 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
           });
         },
       );
-      const folder = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
       let reportFile: string | undefined;
       let resultFile: string | undefined;
       if (folder) {
-        const stamp = new Date().toISOString().replace(/[:.]/g, '-');
         const file = join(folder, '.cyclelens', 'results', `${command}-${stamp}.json`);
         await saveResultSetDocument(file, outcome.document);
         resultFile = file;
@@ -79,6 +98,8 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
         reportFile = file.replace(/\.json$/, '.txt');
         await writeFileAtomic(reportFile, outcome.report);
         output.info(`result sets saved to ${file}, the report to ${reportFile}`);
+        // The whole document now holds every run: the partial one has done its job.
+        if (partialFile) await unlink(partialFile).catch(() => undefined);
       }
       const doc = reportFile
         ? await vscode.workspace.openTextDocument(vscode.Uri.file(reportFile))
@@ -90,7 +111,20 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
         if (choice === openGraph && resultFile) void vscode.commands.executeCommand('cyclelens.showCallGraph', vscode.Uri.file(resultFile));
       });
     } catch (err) {
-      void vscode.window.showErrorMessage(`CycleLens ${command} failed: ${err instanceof Error ? err.message : String(err)}`, 'Show Log').then((c) => c && output.show());
+      // The same facts as the command line prints: what died, and where the finished runs are.
+      const ending = await tracker.endingOf(session, 2000);
+      const lines = interruptedAnalysisLines({
+        command,
+        error: err instanceof Error ? err.message : String(err),
+        sessionEnded: ending.ended,
+        ...(ending.reason ? { endReason: ending.reason } : {}),
+        savedRuns: partialSaved ? finished.length : 0,
+        resultSets: finished.length,
+        ...(partialFile && folder ? { savedIn: relative(folder, partialFile) } : {}),
+        resumeHint: 'command-line',
+      });
+      for (const line of lines) output.error(line);
+      void vscode.window.showErrorMessage(`CycleLens ${command} failed: ${lines.join('\n')}`, 'Show Log').then((c) => c && output.show());
     }
   };
 

@@ -14,6 +14,9 @@ export class SessionTracker implements vscode.Disposable {
   private readonly stoppedEmitter = new vscode.EventEmitter<vscode.DebugSession>();
   private readonly changedEmitter = new vscode.EventEmitter<void>();
   private readonly disposables: vscode.Disposable[] = [];
+  /** Per session: the adapter's last 'important' lines (what died, how, its last output) and whether it ended. */
+  private readonly endings = new Map<string, { important: string[]; ended: boolean }>();
+  private readonly endedEmitter = new vscode.EventEmitter<string>();
 
   /** The target of a CycleLens session stopped (breakpoint, step, pause, measurement end). */
   readonly onDidStop = this.stoppedEmitter.event;
@@ -24,9 +27,15 @@ export class SessionTracker implements vscode.Disposable {
     this.disposables.push(
       vscode.debug.registerDebugAdapterTrackerFactory(DEBUG_TYPE, {
         createDebugAdapterTracker: (session) => ({
-          onDidSendMessage: (m: { type?: string; event?: string }) => {
-            if (m.type === 'event' && m.event === 'stopped') this.stoppedEmitter.fire(session);
+          onDidSendMessage: (m: { type?: string; event?: string; body?: { category?: string; output?: string } }) => {
+            if (m.type !== 'event') return;
+            if (m.event === 'stopped') this.stoppedEmitter.fire(session);
+            else if (m.event === 'output' && m.body?.category === 'important' && m.body.output) {
+              const e = this.ending(session.id);
+              e.important = [...e.important, m.body.output.trimEnd()].slice(-3);
+            } else if (m.event === 'terminated') this.markEnded(session.id);
           },
+          onExit: () => this.markEnded(session.id),
         }),
       }),
       vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
@@ -37,12 +46,55 @@ export class SessionTracker implements vscode.Disposable {
         }
       }),
       vscode.debug.onDidTerminateDebugSession((s) => {
+        this.markEnded(s.id);
         if (this.capabilities.delete(s.id)) this.changedEmitter.fire();
       }),
       vscode.debug.onDidChangeActiveDebugSession(() => this.changedEmitter.fire()),
       this.stoppedEmitter,
       this.changedEmitter,
+      this.endedEmitter,
     );
+  }
+
+  private ending(id: string): { important: string[]; ended: boolean } {
+    let e = this.endings.get(id);
+    if (!e) {
+      e = { important: [], ended: false };
+      this.endings.set(id, e);
+      // Only recent sessions are asked about: keep a few.
+      for (const old of this.endings.keys()) if (this.endings.size > 8) this.endings.delete(old);
+    }
+    return e;
+  }
+
+  private markEnded(id: string): void {
+    const e = this.ending(id);
+    if (e.ended) return;
+    e.ended = true;
+    this.endedEmitter.fire(id);
+  }
+
+  /**
+   * How a session ended, in its adapter's words: waits up to `ms` for the end, since a request can
+   * fail ("the debug session has ended") before the events that say why have arrived.
+   */
+  async endingOf(session: vscode.DebugSession, ms: number): Promise<{ ended: boolean; reason?: string }> {
+    if (!this.ending(session.id).ended) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          listener.dispose();
+          resolve();
+        }, ms);
+        const listener = this.endedEmitter.event((id) => {
+          if (id !== session.id) return;
+          clearTimeout(timer);
+          listener.dispose();
+          resolve();
+        });
+      });
+    }
+    const e = this.ending(session.id);
+    return { ended: e.ended, ...(e.important.length > 0 ? { reason: e.important.join('\n') } : {}) };
   }
 
   /** The active CycleLens session, if the active session is one. */

@@ -403,6 +403,16 @@ function groupAlive(pgid) {
   }
 }
 
+/** The process group of `pid` (Linux /proc), or undefined when it is gone. */
+function groupOf(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Pids of live processes whose environment carries `var=tag`, read from /proc (survives re-parenting). */
 export function taggedProcesses(tag, variable = CODE_SERVER_TAG_VAR) {
   const needle = `${variable}=${tag}`;
@@ -477,16 +487,23 @@ export async function startCodeServer({
       const pgid = child.pid;
       try { process.kill(-pgid, 'SIGTERM'); } catch { /* gone */ }
       // Short grace: whatever stops us (npm getting SIGTERM, a process manager) expects everything gone
-      // within about 2 s. The debug adapter kills its QEMU/GDB on SIGTERM, and its watchdog on SIGKILL.
+      // within 2 s. The debug adapter kills its QEMU/GDB on SIGTERM, and its watchdog on SIGKILL.
       const deadline = Date.now() + 1200;
-      while (groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      // While the group ends, find what has left it (QEMU and GDB run in groups of their own, and the
+      // adapter's watchdog): scanning /proc takes a while on a busy machine, and the grace is idle time.
+      const outside = taggedProcesses(tag).filter((pid) => groupOf(pid) !== pgid);
+      while (groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       try { process.kill(-pgid, 'SIGKILL'); } catch { /* gone */ }
-      const escaped = taggedProcesses(tag);
-      for (const pid of escaped) {
-        try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
-      }
+      // The group is gone, and with it whatever would have ended these: they are orphans now.
+      const killed = (pid) => {
+        try { process.kill(pid, 'SIGKILL'); return true; } catch { return false; }
+      };
+      const orphans = outside.filter(killed);
+      const swept = taggedProcesses(tag).filter(killed);
+      const escaped = [...new Set([...orphans, ...swept])];
       if (exited === null) await Promise.race([exitPromise, new Promise((r) => setTimeout(r, 2000))]);
-      let survivors = taggedProcesses(tag);
+      // Only when the sweep still found some is it worth waiting for them to be gone.
+      let survivors = swept.length > 0 ? taggedProcesses(tag) : [];
       for (let i = 0; i < 20 && survivors.length > 0; i += 1) {
         await new Promise((r) => setTimeout(r, 100));
         survivors = taggedProcesses(tag);

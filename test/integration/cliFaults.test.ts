@@ -11,7 +11,8 @@ import { fixtureElf, repoRoot } from '../support/paths';
 /**
  * The command line's output files under real faults: a read-only file system, a parent directory that
  * cannot be created, a file system that fills up. Bad places are found before the first run; a full
- * disk for the JSON does not cost the DOT.
+ * disk for the JSON does not cost the DOT. Also the analysis under real faults: QEMU or GDB killed in
+ * the middle (finished runs kept), two CLIs at once on one workspace, a result set with impossible values.
  */
 describe('cyclelens CLI: output places that fail', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cyclelens-cli-faults-'));
@@ -117,5 +118,62 @@ describe('cyclelens CLI: output places that fail', () => {
     const ids = new Set(final.resultSets.map((r) => r.id));
     for (const rs of partial.resultSets) assert.ok(ids.has(rs.id), `result set ${rs.id} of the interrupted run is kept`);
     assert.ok(final.analysis && !final.analysis.cancelled, 'the resumed descent finished');
+  });
+  it('GDB killed in the middle of a profile: the finished runs are kept and the message names GDB and how it died', async () => {
+    const out = join(dir, 'gdb-killed.json');
+    const child = spawn(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'profile', '--config', '.vscode/launch.json', '--name', 'RV32', '--slots', '1', '--out', out], { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
+    child.stdout.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    let gdbPid: number | undefined;
+    for (let i = 0; i < 1200 && gdbPid === undefined && child.exitCode === null; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const saved = existsSync(out) ? await loadResultSetDocument(out).catch(() => undefined) : undefined;
+      if ((saved?.resultSets.length ?? 0) >= 1) gdbPid = processesWithTag(tag).find((p) => /gdb-multiarch/.test(p.cmdline))?.pid;
+    }
+    assert.ok(gdbPid, `no saved run to interrupt: ${stderr}`);
+    process.kill(gdbPid, 'SIGKILL');
+    assert.equal(await exited, 1, stderr);
+    assert.match(stderr, /the debug session ended in the middle of the analysis: GDB was killed by SIGKILL/);
+    const m = /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in gdb-killed\.json; a descent continues from them with --resume/.exec(stderr);
+    assert.ok(m, stderr);
+    assert.equal((await loadResultSetDocument(out)).resultSets.length, Number(m[1]), 'every finished run is in the file');
+    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'QEMU went with GDB');
+  });
+
+  it('two CLIs at once on one workspace and one ELF: both finish and both result sets are kept', async () => {
+    const run = (out: string): Promise<{ code: number | null; stderr: string }> => new Promise((resolve) => {
+      const child = spawn(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '20%', '--out', out], { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
+      child.stdout.resume();
+      child.once('exit', (code) => resolve({ code, stderr }));
+    });
+    const [a, b] = await Promise.all([run(join(dir, 'twin-a.json')), run(join(dir, 'twin-b.json'))]);
+    assert.equal(a.code, 0, a.stderr);
+    assert.equal(b.code, 0, b.stderr);
+    for (const f of ['twin-a.json', 'twin-b.json']) {
+      const doc = await loadResultSetDocument(join(dir, f));
+      assert.ok(doc.resultSets.length >= 1 && doc.analysis && !doc.analysis.cancelled, `${f} holds a finished descent`);
+    }
+    const journal = join(dir, '.cyclelens', 'journal');
+    assert.deepEqual(existsSync(journal) ? readdirSync(journal) : [], [], 'both sessions ended clean: no journal left');
+  });
+
+  it('a result set with finite but impossible values (1e300) is refused with the JSON path of the field', () => {
+    const bad = join(dir, 'impossible.json');
+    writeFileSync(bad, JSON.stringify({
+      schema: 'cyclelens-resultset/1',
+      resultSets: [{ id: 'rs-1', createdAt: '2026-01-01T00:00:00.000Z', program: { executable: '/fw/fw.elf' }, run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1e300 }, method: 'software injection, minstret' }, measurements: [{ name: 'main', inclusive: { instructions: 600 }, calls: 1 }], refused: [] }],
+    }));
+    const r = cli('export', bad, '--format', 'folded', '-o', join(dir, 'impossible.folded'));
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /impossible\.json: resultSets\[0\]\.run\.totals\.instructions is impossibly large \(1e\+300/);
+    assert.ok(!existsSync(join(dir, 'impossible.folded')), 'nothing was exported from it');
+    const resumed = cli('descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--resume', bad);
+    assert.equal(resumed.status, 1, resumed.stderr);
+    assert.match(resumed.stderr, /resultSets\[0\]\.run\.totals\.instructions is impossibly large/);
+    assert.doesNotMatch(resumed.stderr, /starting RV32/, 'refused before anything started');
   });
 });

@@ -136,26 +136,46 @@ export class CodeServerHarness {
       userDataDir, extensionsDir, folder: workspace,
       settings: { ...codeServer.defaultSettings(options.theme ? { theme: options.theme } : {}), ...options.settings },
     });
+    try {
+      return await CodeServerHarness.connect({ server, workspace, stateDir, userDataDir, extensionsDir, vsixPath, viewport: options.viewport, timings: { codeServerInstallMs, vsixMs, installExtensionMs }, startedAt: t });
+    } catch (e) {
+      await server.stop();
+      throw e;
+    }
+  }
+
+  /**
+   * Opens Chromium on a code-server that is already serving (started by start() or by `npm start`)
+   * and waits for its workbench. Closing the harness stops `server` (its stop() decides what that means).
+   */
+  static async connect(o: {
+    server: RunningCodeServer; workspace: string; stateDir: string; userDataDir: string; extensionsDir: string; vsixPath: string;
+    viewport?: { width: number; height: number }; timings?: Omit<HarnessTimings, 'startupToWorkbenchMs'>; startedAt?: number;
+  }): Promise<CodeServerHarness> {
+    const t = o.startedAt ?? Date.now();
     let browser: Browser | undefined;
     try {
       // Chromium keeps crash reports under XDG_CONFIG_HOME even with a throwaway profile: not in HOME.
-      const env = { ...process.env, XDG_CONFIG_HOME: join(stateDir, 'chromium-config') } as Record<string, string>;
+      const env = { ...process.env, XDG_CONFIG_HOME: join(o.stateDir, 'chromium-config') } as Record<string, string>;
       browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, env });
-      const context = await browser.newContext({ viewport: options.viewport ?? { width: 1600, height: 1000 } });
+      const context = await browser.newContext({ viewport: o.viewport ?? { width: 1600, height: 1000 } });
       const page = await context.newPage();
-      const timings: HarnessTimings = { codeServerInstallMs, vsixMs, installExtensionMs, startupToWorkbenchMs: 0 };
-      const harness = new CodeServerHarness(page, browser, server, server.url, workspace, stateDir, userDataDir, extensionsDir, vsixPath, timings);
-      // The page loads the workbench bundle (megabytes): on a loaded machine its load event takes
-      // longer than Playwright's default 30 s. This waits for the page; it times nothing.
-      await page.goto(server.url, { timeout: 180_000 });
+      const timings: HarnessTimings = { codeServerInstallMs: 0, vsixMs: 0, installExtensionMs: 0, ...o.timings, startupToWorkbenchMs: 0 };
+      const harness = new CodeServerHarness(page, browser, o.server, o.server.url, o.workspace, o.stateDir, o.userDataDir, o.extensionsDir, o.vsixPath, timings);
+      // A loaded machine serves the workbench's first page slowly: its load is not what a test judges.
+      await page.goto(o.server.url, { timeout: 180_000 });
       await harness.waitForWorkbench();
       timings.startupToWorkbenchMs = Date.now() - t;
       return harness;
     } catch (e) {
       await browser?.close().catch(() => undefined);
-      await server.stop();
       throw e;
     }
+  }
+
+  /** Closes the browser only (the server's own fate is the test's business). */
+  async closeBrowser(): Promise<void> {
+    await Promise.race([this.browser.close(), sleep(10_000)]).catch(() => undefined);
   }
 
   /**

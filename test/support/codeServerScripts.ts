@@ -39,6 +39,7 @@ export interface CodeServerLib {
     settings?: Record<string, unknown>; env?: Record<string, string>; logFile?: string; timeoutMs?: number;
   }): Promise<RunningCodeServer>;
   taggedProcesses(tag: string, variable?: string): number[];
+  freePort(host?: string): Promise<number>;
 }
 
 export interface VsixLib {

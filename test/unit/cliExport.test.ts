@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,13 +55,22 @@ describe('cyclelens export and --export', () => {
     const io2 = capture();
     assert.equal(await main(['profile', '--config', 'l.json', '--name', 'x', '--export', `csv:${folder}`], io2), 1);
     assert.match(io2.stderr, /is a folder: give a file name/);
-    if (process.getuid?.() !== 0) {
-      const locked = join(dir, 'locked');
-      mkdirSync(locked);
-      chmodSync(locked, 0o500);
+    // A place nothing can be written to. Root passes through permission bits, so for root it is a
+    // real read-only mount (a tmpfs mounted ro); anyone else gets a folder without write permission.
+    const locked = join(dir, 'locked');
+    mkdirSync(locked);
+    const asRoot = process.getuid?.() === 0;
+    if (asRoot) execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', locked]);
+    else chmodSync(locked, 0o500);
+    try {
       const io3 = capture();
       assert.equal(await main(['profile', '--config', 'l.json', '--name', 'x', '--export', `csv:${join(locked, 'x.csv')}`], io3), 1);
-      assert.match(io3.stderr, /not writable/);
+      const why = asRoot ? 'read-only file system' : 'permission denied';
+      assert.match(io3.stderr, new RegExp(`x\\.csv cannot be written: nothing can be written in .*locked \\(${why}\\); choose a folder you can write to`));
+      assert.doesNotMatch(io3.stderr, /starting/);
+      assert.deepEqual(readdirSync(locked), [], 'the writability probe leaves nothing behind');
+    } finally {
+      if (asRoot) execFileSync('umount', [locked]);
     }
   });
 
