@@ -192,7 +192,9 @@ for (const { target, debugger: debuggerKind, measures } of LEGS) {
       assert.match(r.body.result, target === 'rv32' ? /\bpc\s+[0-9a-f]{8}/i : /R15=[0-9a-f]{8}/i);
     });
 
-    it('injects a measurement and counts its calls without halting', { skip: !measures && 'LLDB: SysTick stores do not take yet' }, async () => {
+    // On LLDB, SysTick ignores the counter set-up stores (README, "LLDB"): measurement is not
+    // offered there yet, so these two cases are declared for the debuggers that measure.
+    if (measures) it('injects a measurement and counts its calls without halting', async () => {
       await h.dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
       await h.dc.customRequest(CustomRequests.run, { restart: true, until: { function: 'main' } });
       const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] })).body as InjectResponse;
@@ -204,7 +206,7 @@ for (const { target, debugger: debuggerKind, measures } of LEGS) {
       await h.dc.customRequest(CustomRequests.removeInjections, {});
     });
 
-    it('runs a descent below main', { skip: !measures && 'LLDB: SysTick stores do not take yet' }, async () => {
+    if (measures) it('runs a descent below main', async () => {
       const profiler = new DapProfiler(
         { customRequest: async (command, args) => (await h.dc.customRequest(command, args)).body as unknown },
         { slots: 4, mode: { kind: 'single-pass', end: { function: 'program_end' } }, executable: qemuLaunchArgs(target).executable },
