@@ -36,12 +36,18 @@ if (setup) {
 execFileSync(process.execPath, [join(repoRoot, 'scripts', 'build.mjs')], { stdio: 'inherit', cwd: repoRoot });
 execFileSync('make', ['-C', join(repoRoot, 'test', 'fixtures'), '-j2', '--no-print-directory'], { stdio: 'inherit' });
 
+/** out/test/<tier>/x.test.js → test/<tier>/x.test.ts */
+function sourceOf(compiled) {
+  return join(repoRoot, relative(join(repoRoot, 'out'), compiled)).replace(/\.js$/, '.ts');
+}
+
 function* testFiles(dir) {
   if (!existsSync(dir)) return;
   for (const name of readdirSync(dir).sort()) {
     const full = join(dir, name);
     if (statSync(full).isDirectory()) yield* testFiles(full);
-    else if (name.endsWith('.test.js')) yield full;
+    // A compiled test whose source is gone (renamed or deleted since the last build) is stale.
+    else if (name.endsWith('.test.js') && existsSync(sourceOf(full))) yield full;
   }
 }
 
