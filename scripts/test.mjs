@@ -76,7 +76,9 @@ function failedTests(tap) {
     let location = '';
     for (let j = i + 1; j < lines.length && !/^\s*\.\.\.$/.test(lines[j]); j++) {
       const field = /^\s*(error|location): (.*)$/.exec(lines[j]);
-      if (field?.[1] === 'error' && !error) error = field[2].replace(/^['"]|['"]$/g, '');
+      // A multi-line error is a YAML block scalar (`error: |-`): its text starts on the next line.
+      const text = field && /^[|>][-+]?$/.test(field[2]) ? (lines[j + 1] ?? '').trim() : field?.[2];
+      if (field?.[1] === 'error' && !error) error = text.replace(/^['"]|['"]$/g, '');
       if (field?.[1] === 'location' && !location) location = field[2].replace(/^'|'$/g, '');
     }
     if (error === '1 subtest failed' || /^\d+ subtests failed$/.test(error)) continue; // a suite: its failing test is listed
