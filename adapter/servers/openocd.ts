@@ -1,4 +1,3 @@
-import type { ChildProcess } from 'node:child_process';
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
@@ -178,7 +177,7 @@ export class OpenOcdServer implements GdbServer {
       void proc.exited.then(async ({ code, signal }) => {
         // The exit can be reported before the last lines are read from the pipes (a loaded host):
         // they are quoted once both streams have ended.
-        await streamsEnded(proc.child, 2_000);
+        await proc.outputEnded();
         const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
         settle(new CycleLensError(ErrorCode.ServerFailedToStart, `OpenOCD ${how} before it was ready for GDB.${this.outputQuote()}\nCheck \`server.configFiles\` (an interface file and a target file) and that the probe is connected.`));
       });
@@ -243,15 +242,4 @@ function isFile(path: string): boolean {
   } catch {
     return false;
   }
-}
-
-/** Resolves once the child's stdout and stderr have both ended (or after `ms`, whichever is first). */
-function streamsEnded(child: ChildProcess, ms: number): Promise<void> {
-  const ends = [child.stdout, child.stderr].map((stream) =>
-    !stream || stream.readableEnded || stream.destroyed ? Promise.resolve() : new Promise<void>((resolve) => {
-      stream.once('end', resolve);
-      stream.once('close', resolve);
-    }),
-  );
-  return Promise.race([Promise.all(ends).then(() => undefined), new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
 }

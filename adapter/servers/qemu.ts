@@ -118,6 +118,7 @@ export class QemuServer implements GdbServer {
       await follower.stop();
       uart.flush();
       if (this.stopping) return;
+      await proc.outputEnded(); // the last lines on stderr, quoted below
       if (code === 0) {
         this.exitEmitter.fire({ message: 'QEMU ended with status 0', programEnded: true });
         return;

@@ -35,7 +35,11 @@ export class OwnedProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   private exitInfo: { code: number | null; signal: NodeJS.Signals | null } | undefined;
 
+  /** Resolves once the process has exited and its output pipes have closed. */
+  private readonly closed: Promise<void>;
+
   private constructor(readonly name: string, readonly child: ChildProcess) {
+    this.closed = new Promise((resolve) => child.once('close', () => resolve()));
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
         this.exitInfo = { code, signal };
@@ -63,6 +67,17 @@ export class OwnedProcess {
 
   get hasExited(): boolean {
     return this.exitInfo !== undefined;
+  }
+
+  /**
+   * After the exit: resolves once every line the process wrote has been read (its pipes closed), or
+   * after `ms` should a helper it left behind hold them open. The exit is often reported first on a
+   * loaded host, so a message quoting the last output waits for this.
+   */
+  async outputEnded(ms = 2_000): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
   }
 
   /** SIGTERM, then SIGKILL after `graceMs`; resolves when the process is gone. */

@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mayWriteMemory } from '../../adapter/debugger/gdb/gdbBackend';
+import { mayWriteMemory } from '../../adapter/debugger/debuggerBase';
 import type { DisassembledInstruction } from '../../adapter/debugger/types';
 import { DisassemblyCache } from '../../adapter/session/disassemblyCache';
 

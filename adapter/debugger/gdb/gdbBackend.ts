@@ -1,8 +1,8 @@
 import { CycleLensError, ErrorCode } from '../../errors';
-import { Emitter } from '../../util/emitter';
 import { OwnedProcess, requireExecutable } from '../../util/processes';
-import type { Debugger, ExecutionState, OutputLine, RunToOptions, RunToResult } from '../debugger';
+import type { Debugger, ExecutionState, RunToOptions, RunToResult } from '../debugger';
 import { parseGdbMemoryMap } from './memoryMap';
+import { DebuggerBase, mayWriteMemory } from '../debuggerBase';
 import { runToWithTemporaryBreakpoint } from '../runTo';
 import type {
   BreakpointInfo,
@@ -11,7 +11,6 @@ import type {
   WatchpointRequest,
   BreakpointRequest,
   DisassembledInstruction,
-  ExitEvent,
   FileScopeVariable,
   Frame,
   RegisterValue,
@@ -46,36 +45,17 @@ export interface GdbStartOptions {
  * GDB as the run-control backend: one typed method per MI command CycleLens uses, results read by
  * field name, and target state tracked from `*running` / `*stopped` records.
  */
-export class GdbBackend implements Debugger {
+export class GdbBackend extends DebuggerBase implements Debugger {
   readonly kind = 'gdb' as const;
   private state: ExecutionState = 'stopped';
-  private readonly stopEmitter = new Emitter<StopEvent>();
-  private readonly runningEmitter = new Emitter<void>();
-  private readonly exitEmitter = new Emitter<ExitEvent>();
-  private readonly outputEmitter = new Emitter<OutputLine>();
-  private readonly diedEmitter = new Emitter<string>();
-  private readonly memoryWriteEmitter = new Emitter<void>();
-  private stopWaiters: Array<(e: StopEvent | undefined) => void> = [];
   private registerNameCache: string[] | undefined;
   /** Hidden run-tos under way: their stops are marked internal and GDB's console chatter is dropped. */
   private hiddenRuns = 0;
 
-  readonly onStop = this.stopEmitter.event;
-  readonly onRunning = this.runningEmitter.event;
-  /** The program ended (not GDB). */
-  readonly onExit = this.exitEmitter.event;
-  readonly onOutput = this.outputEmitter.event;
-  /** GDB itself died; the argument is the message for the user. */
-  readonly onDied = this.diedEmitter.event;
-  /**
-   * Target memory may have been written through GDB: a memory write, a load, a console or monitor
-   * command, an assignment or a call in an expression. Caches of target memory listen.
-   */
-  readonly onMemoryWrite = this.memoryWriteEmitter.event;
-
   readonly onTrace: Debugger['onTrace'];
 
   private constructor(readonly mi: MiConnection) {
+    super();
     this.onTrace = mi.onTrace;
     mi.onAsync((r) => this.onAsyncRecord(r));
     mi.onStream((s) => {
@@ -228,21 +208,6 @@ export class GdbBackend implements Debugger {
     } finally {
       if (options.hidden) this.hiddenRuns--;
     }
-  }
-
-  /** Resolves at the next stop (or undefined on timeout / target exit). */
-  waitForStop(timeoutMs: number): Promise<StopEvent | undefined> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.stopWaiters = this.stopWaiters.filter((w) => w !== waiter);
-        resolve(undefined);
-      }, timeoutMs);
-      const waiter = (e: StopEvent | undefined): void => {
-        clearTimeout(timer);
-        resolve(e);
-      };
-      this.stopWaiters.push(waiter);
-    });
   }
 
   private expectStopped(what: string): void {
@@ -467,11 +432,6 @@ export class GdbBackend implements Debugger {
     this.stopEmitter.fire(event);
   }
 
-  private resolveStopWaiters(e: StopEvent | undefined): void {
-    const waiters = this.stopWaiters;
-    this.stopWaiters = [];
-    for (const w of waiters) w(e);
-  }
 }
 
 function mapStopReason(reason: string, signal: string | undefined): StopReason {
@@ -555,11 +515,6 @@ function parseInstruction(t: MiTuple, file: string | undefined, line: number | u
     file,
     line,
   };
-}
-
-/** An assignment (`=`, `+=`, `++` …) or a call (`f(…)`) in a C expression may write memory. */
-export function mayWriteMemory(expression: string): boolean {
-  return /(^|[^=!<>])=(?!=)|\+\+|--|[A-Za-z_]\w*\s*\(/.test(expression);
 }
 
 /** GDB prints registers and addresses as hex (`0x…`), sometimes decimal or negative. */

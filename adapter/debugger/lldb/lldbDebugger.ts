@@ -2,13 +2,13 @@ import type { TargetFamily } from '../../../common/launchArgs';
 import { CycleLensError, ErrorCode } from '../../errors';
 import { Emitter } from '../../util/emitter';
 import { OwnedProcess, requireExecutable } from '../../util/processes';
-import type { Debugger, ExecutionState, OutputLine, RunToOptions, RunToResult } from '../debugger';
+import type { Debugger, ExecutionState, RunToOptions, RunToResult } from '../debugger';
+import { DebuggerBase, mayWriteMemory } from '../debuggerBase';
 import { runToWithTemporaryBreakpoint } from '../runTo';
 import type {
   BreakpointInfo,
   BreakpointRequest,
   DisassembledInstruction,
-  ExitEvent,
   FileScopeVariable,
   Frame,
   MemoryRegion,
@@ -70,34 +70,22 @@ const hex = (n: bigint): string => `0x${n.toString(16)}`;
  * LLDB as the debugger, through its SB API in a Python bridge process (bridgeProgram.ts) that speaks
  * JSON lines. The bridge is an OwnedProcess: the child watchdog ends it with the adapter.
  */
-export class LldbDebugger implements Debugger {
+export class LldbDebugger extends DebuggerBase implements Debugger {
   readonly kind = 'lldb' as const;
   private state: ExecutionState = 'stopped';
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
-  private stopWaiters: Array<(e: StopEvent | undefined) => void> = [];
   private hiddenRuns = 0;
   private exited = false;
   private buffer = '';
-  private readonly stopEmitter = new Emitter<StopEvent>();
-  private readonly runningEmitter = new Emitter<void>();
-  private readonly exitEmitter = new Emitter<ExitEvent>();
-  private readonly outputEmitter = new Emitter<OutputLine>();
-  private readonly diedEmitter = new Emitter<string>();
-  private readonly memoryWriteEmitter = new Emitter<void>();
   private readonly traceEmitter = new Emitter<string>();
   private registerNameCache: string[] | undefined;
   private ready: Promise<void>;
 
-  readonly onStop = this.stopEmitter.event;
-  readonly onRunning = this.runningEmitter.event;
-  readonly onExit = this.exitEmitter.event;
-  readonly onOutput = this.outputEmitter.event;
-  readonly onDied = this.diedEmitter.event;
-  readonly onMemoryWrite = this.memoryWriteEmitter.event;
   readonly onTrace = this.traceEmitter.event;
 
   private constructor(private readonly proc: OwnedProcess, private readonly triple: string) {
+    super();
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
     this.ready = new Promise((resolve, reject) => {
@@ -223,12 +211,6 @@ export class LldbDebugger implements Debugger {
     }
   }
 
-  private resolveStopWaiters(e: StopEvent | undefined): void {
-    const waiters = this.stopWaiters;
-    this.stopWaiters = [];
-    for (const w of waiters) w(e);
-  }
-
   private expectStopped(what: string): void {
     if (this.state === 'running') throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
     if (this.state === 'exited') throw new CycleLensError(ErrorCode.NotRunning, `Cannot ${what}: the program has ended. Restart the session.`);
@@ -321,20 +303,6 @@ export class LldbDebugger implements Debugger {
     await this.call('stepOut');
   }
 
-  waitForStop(timeoutMs: number): Promise<StopEvent | undefined> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.stopWaiters = this.stopWaiters.filter((w) => w !== waiter);
-        resolve(undefined);
-      }, timeoutMs);
-      const waiter = (e: StopEvent | undefined): void => {
-        clearTimeout(timer);
-        resolve(e);
-      };
-      this.stopWaiters.push(waiter);
-    });
-  }
-
   async runTo(address: bigint, options: RunToOptions): Promise<RunToResult> {
     this.expectStopped('run to an address');
     if (options.hidden) this.hiddenRuns++;
@@ -404,7 +372,7 @@ export class LldbDebugger implements Debugger {
   }
 
   evaluate(expression: string, threadId?: number, frameLevel?: number): Promise<string> {
-    if (/(^|[^=!<>])=(?!=)|\+\+|--|[A-Za-z_]\w*\s*\(/.test(expression)) this.memoryWriteEmitter.fire();
+    if (mayWriteMemory(expression)) this.memoryWriteEmitter.fire();
     return this.call<string>('evaluate', { expression, threadId, level: frameLevel });
   }
 

@@ -1,0 +1,57 @@
+import { Emitter } from '../util/emitter';
+import type { OutputLine } from './debugger';
+import type { ExitEvent, StopEvent } from './types';
+
+/**
+ * What every `Debugger` implementation shares: its events and the waiters for the next stop. The
+ * implementation fires the events from what its debugger reports and resolves the waiters at each
+ * stop (or with undefined when the program or the debugger ends).
+ */
+export abstract class DebuggerBase {
+  protected readonly stopEmitter = new Emitter<StopEvent>();
+  protected readonly runningEmitter = new Emitter<void>();
+  protected readonly exitEmitter = new Emitter<ExitEvent>();
+  protected readonly outputEmitter = new Emitter<OutputLine>();
+  protected readonly diedEmitter = new Emitter<string>();
+  protected readonly memoryWriteEmitter = new Emitter<void>();
+  private stopWaiters: Array<(e: StopEvent | undefined) => void> = [];
+
+  readonly onStop = this.stopEmitter.event;
+  readonly onRunning = this.runningEmitter.event;
+  /** The program ended (not the debugger). */
+  readonly onExit = this.exitEmitter.event;
+  readonly onOutput = this.outputEmitter.event;
+  /** The debugger itself died; the argument is the message for the user. */
+  readonly onDied = this.diedEmitter.event;
+  /**
+   * Target memory may have been written through the debugger: a memory write, a load, a console or
+   * monitor command, an assignment or a call in an expression. Caches of target memory listen.
+   */
+  readonly onMemoryWrite = this.memoryWriteEmitter.event;
+
+  /** Resolves at the next stop (or undefined on timeout / target exit / debugger death). */
+  waitForStop(timeoutMs: number): Promise<StopEvent | undefined> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.stopWaiters = this.stopWaiters.filter((w) => w !== waiter);
+        resolve(undefined);
+      }, timeoutMs);
+      const waiter = (e: StopEvent | undefined): void => {
+        clearTimeout(timer);
+        resolve(e);
+      };
+      this.stopWaiters.push(waiter);
+    });
+  }
+
+  protected resolveStopWaiters(e: StopEvent | undefined): void {
+    const waiters = this.stopWaiters;
+    this.stopWaiters = [];
+    for (const w of waiters) w(e);
+  }
+}
+
+/** An assignment (`=`, `+=`, `++` …) or a call (`f(…)`) in a C expression may write memory. */
+export function mayWriteMemory(expression: string): boolean {
+  return /(^|[^=!<>])=(?!=)|\+\+|--|[A-Za-z_]\w*\s*\(/.test(expression);
+}
