@@ -20,7 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { thumbInjectionSupport } from '../adapter/arch/cortex-m/trampolineThumb';
 import { rv32InjectionSupport } from '../adapter/arch/riscv/trampolineRv32';
-import { GdbBackend } from '../adapter/debugger/gdb/gdbBackend';
+import { startGdb } from '../test/support/gdb';
+import type { Debugger } from '../adapter/debugger/debugger';
 import { parseLocationSpec } from '../adapter/debugger/locations';
 import { ElfImage } from '../adapter/elf';
 import { debuggerTargetRunner } from '../adapter/probe/debuggerRunner';
@@ -53,7 +54,7 @@ interface TargetSetup {
   machine: 'virt' | 'mps2-an386';
   /** Instructions per counter unit. */
   instructionsPerUnit: number;
-  stopTimer(access: DebuggerTargetAccess, gdb: GdbBackend): Promise<void>;
+  stopTimer(access: DebuggerTargetAccess, gdb: Debugger): Promise<void>;
 }
 
 const TARGETS: TargetSetup[] = [
@@ -112,7 +113,7 @@ async function run(t: TargetSetup, names: Array<{ name: string; how: 'entry' | '
   const elf = ElfImage.loadSync(elfPath);
   const qemu = new QemuServer({ type: 'qemu' });
   await qemu.start({ executable: elfPath, family: t.family, cwd: scratch, log: () => undefined });
-  const gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: scratch });
+  const gdb = await startGdb(scratch, t.family);
   try {
     await gdb.loadProgram(elfPath);
     await gdb.connectRemote(qemu.gdbAddress);
@@ -161,7 +162,7 @@ async function calibrate(t: TargetSetup): Promise<{ measured: number; stated: nu
   const elf = ElfImage.loadSync(elfPath);
   const qemu = new QemuServer({ type: 'qemu' });
   await qemu.start({ executable: elfPath, family: t.family, cwd: scratch, log: () => undefined });
-  const gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: scratch });
+  const gdb = await startGdb(scratch, t.family);
   try {
     await gdb.loadProgram(elfPath);
     await gdb.connectRemote(qemu.gdbAddress);

@@ -4,7 +4,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GdbBackend } from '../../adapter/debugger/gdb/gdbBackend';
+import { startGdb } from '../support/gdb';
+import type { Debugger } from '../../adapter/debugger/debugger';
 import { DebuggerTargetAccess } from '../../adapter/probe/targetAccess';
 import { createArcAuxAccess, MonitorAuxAccess, RegisterAuxAccess } from '../../adapter/arch/arc/auxAccess';
 import { ArcPctUnit } from '../../adapter/arch/arc/pctCounters';
@@ -31,7 +32,7 @@ before(() => {
   gdbPath = ensureArcGdb();
   workDir = mkdtempSync(join(tmpdir(), 'cyclelens-arcpct-'));
   tinyElf = buildTinyArcElf(workDir);
-  // Every process GdbBackend spawns inherits the tag, so leaks can be found afterwards.
+  // Every process the debugger spawns inherits the tag, so leaks can be found afterwards.
   process.env[OWNER_TAG_VAR] = ownerTag;
 });
 
@@ -44,7 +45,7 @@ after(async () => {
 
 interface Session {
   stub: ArcGdbStub;
-  gdb: GdbBackend;
+  gdb: Debugger;
   target: DebuggerTargetAccess;
   /** Address of the loop's slot 8 (`mid`) and of its first slot. */
   mid: number;
@@ -58,7 +59,7 @@ async function connect(options: ArcGdbStubOptions, withElf = true): Promise<Sess
   const stub = new ArcGdbStub({ ...options, program });
   if (elf) stub.cpu.writeMemory(elf.textBase, elf.text);
   const port = await stub.listen(0);
-  const gdb = await GdbBackend.start({ gdbPath, cwd: workDir });
+  const gdb = await startGdb(workDir, 'arc', gdbPath);
   try {
     if (elf) await gdb.loadProgram(elf.path);
     else await gdb.command('set architecture ARCv2');
@@ -77,7 +78,7 @@ async function disconnect(s: Session): Promise<void> {
 }
 
 /** Continues and waits for the stop; fails the test on a timeout. */
-async function continueToStop(gdb: GdbBackend): Promise<NonNullable<Awaited<ReturnType<GdbBackend['waitForStop']>>>> {
+async function continueToStop(gdb: Debugger): Promise<NonNullable<Awaited<ReturnType<Debugger['waitForStop']>>>> {
   const stopped = gdb.waitForStop(20_000);
   await gdb.continue();
   const event = await stopped;
@@ -224,7 +225,7 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
         });
         child.once('exit', (code) => reject(new Error(`the double exited (${code}) before listening: ${text}`)));
       });
-      const gdb = await GdbBackend.start({ gdbPath, cwd: workDir });
+      const gdb = await startGdb(workDir, 'arc', gdbPath);
       try {
         await gdb.command('set architecture ARCv2');
         await gdb.connectRemote(`127.0.0.1:${port}`);

@@ -9,7 +9,8 @@ import { PmuCounters } from '../../adapter/arch/cortex-m/pmu';
 import { SysTickCounters } from '../../adapter/arch/cortex-m/sysTick';
 import { CoreExecutedStore, type StepInstruction } from '../../adapter/arch/cortex-m/sysTickCoreStore';
 import { qemuHpmEvents, RiscvCounters } from '../../adapter/arch/riscv/counters';
-import { GdbBackend } from '../../adapter/debugger/gdb/gdbBackend';
+import { startGdb } from '../support/gdb';
+import type { Debugger } from '../../adapter/debugger/debugger';
 import { parseLocationSpec } from '../../adapter/debugger/locations';
 import type { BreakpointInfo } from '../../adapter/debugger/types';
 import type { CounterReading } from '../../adapter/probe/counters';
@@ -23,7 +24,7 @@ import { killTagged, newOwnerTag, OWNER_TAG_VAR, waitForNoTaggedProcesses } from
 import { fixtureElf, fixturesDir, type FixtureTarget, repoRoot } from '../support/paths';
 
 /**
- * The counter units against real QEMU 7.2 through the adapter's own pieces (QemuServer, GdbBackend,
+ * The counter units against real QEMU 7.2 through the adapter's own pieces (QemuServer, GDB through the debugger factory,
  * DebuggerTargetAccess). Counts are checked against an instruction trace of the same program
  * (`-singlestep -d exec,nochain`), which under `-icount shift=0,sleep=off` runs identically.
  */
@@ -79,7 +80,7 @@ interface Breakpoints {
  * timer is armed, which is what keeps QEMU's virtual clock equal to the instruction count across
  * debugger stops (see the "QEMU 7.2 fact" tests).
  */
-async function insertBreakpoints(gdb: GdbBackend): Promise<Breakpoints> {
+async function insertBreakpoints(gdb: Debugger): Promise<Breakpoints> {
   const at = async (location: string): Promise<BreakpointInfo> => {
     const bp = await gdb.insertBreakpoint({ location: parseLocationSpec(location) });
     assert.ok(bp.address !== undefined, `no address for ${location}`);
@@ -111,7 +112,7 @@ async function regionsFromTrace(log: string, bps: Breakpoints): Promise<Regions>
   return { resetToMain: main[0]!, mainToTimerStart: timerStart[0]! - main[0]!, rounds: round.slice(1).map((h, i) => h - round[i]!) };
 }
 
-async function continueTo(gdb: GdbBackend, bp: BreakpointInfo): Promise<void> {
+async function continueTo(gdb: Debugger, bp: BreakpointInfo): Promise<void> {
   const stopped = gdb.waitForStop(60_000);
   await gdb.continue();
   const e = await stopped;
@@ -136,7 +137,7 @@ interface TracedQemuOptions {
 
 /** singlepass under QEMU, GDB attached and halted at reset, and what its trace says of the regions. */
 interface TracedTarget {
-  gdb: GdbBackend;
+  gdb: Debugger;
   access: DebuggerTargetAccess;
   bps: Breakpoints;
   regions: Regions;
@@ -152,13 +153,13 @@ function tracedQemu(o: TracedQemuOptions, started: (target: TracedTarget) => voi
   const tag = newOwnerTag();
   const work = mkdtempSync(join(tmpdir(), `cyclelens-counters-${o.fixture}-`));
   const qemu = new QemuServer({ type: 'qemu' });
-  let gdb: GdbBackend | undefined;
+  let gdb: Debugger | undefined;
 
   before(async () => {
     process.env[OWNER_TAG_VAR] = tag;
     const elf = fixtureElf(o.fixture, 'singlepass');
     await qemu.start({ executable: elf, family: o.family, cwd: repoRoot, log: () => undefined });
-    gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: repoRoot });
+    gdb = await startGdb(repoRoot, o.family);
     await gdb.loadProgram(elf);
     await gdb.connectRemote(qemu.gdbAddress);
     const access = new DebuggerTargetAccess(gdb);
@@ -180,7 +181,7 @@ function tracedQemu(o: TracedQemuOptions, started: (target: TracedTarget) => voi
 }
 
 describe('counters on QEMU rv32 (virt)', () => {
-  let gdb: GdbBackend;
+  let gdb: Debugger;
   let access: DebuggerTargetAccess;
   let unit: RiscvCounters;
   let bps: Breakpoints;
@@ -296,7 +297,7 @@ describe('counters on QEMU rv32 (virt)', () => {
 });
 
 describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
-  let gdb: GdbBackend;
+  let gdb: Debugger;
   let access: DebuggerTargetAccess;
   let bps: Breakpoints;
   let regions: Regions;
@@ -377,7 +378,7 @@ describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
 describe('QEMU mps3-an547 (Cortex-M55): the Armv8.1-M PMU', () => {
   const tag = newOwnerTag();
   let qemu: OwnedProcess | undefined;
-  let gdb: GdbBackend | undefined;
+  let gdb: Debugger | undefined;
 
   after(async () => {
     await gdb?.exit();
@@ -392,7 +393,7 @@ describe('QEMU mps3-an547 (Cortex-M55): the Armv8.1-M PMU', () => {
     const port = await freePort();
     // No program: the core stays halted at reset (-S) while the registers are read.
     qemu = OwnedProcess.spawn('qemu', 'qemu-system-arm', ['-M', 'mps3-an547', '-display', 'none', '-serial', 'null', '-monitor', 'none', '-S', '-gdb', `tcp:127.0.0.1:${port}`], { cwd: repoRoot });
-    gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: repoRoot });
+    gdb = await startGdb(repoRoot, 'cortex-m');
     let connected = false;
     for (let i = 0; i < 50 && !connected; i++) {
       try {

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { rv32InjectionSupport } from '../../adapter/arch/riscv/trampolineRv32';
-import { GdbBackend } from '../../adapter/debugger/gdb/gdbBackend';
+import { startGdb } from '../support/gdb';
+import type { Debugger } from '../../adapter/debugger/debugger';
 import { parseLocationSpec } from '../../adapter/debugger/locations';
 import { ElfImage } from '../../adapter/elf';
 import { debuggerTargetRunner } from '../../adapter/probe/debuggerRunner';
@@ -70,7 +71,7 @@ after(async () => {
 interface Session {
   elf: ElfImage;
   qemu: QemuServer;
-  gdb: GdbBackend;
+  gdb: Debugger;
   access: DebuggerTargetAccess;
   svc: InjectionService;
   uart: () => Promise<string>;
@@ -84,7 +85,7 @@ async function session(elfPath = ELF, journalDir = join(scratch, 'journal'), qem
   const fresh = !qemu;
   qemu ??= new QemuServer({ type: 'qemu' });
   if (fresh) await qemu.start({ executable: elfPath, family: 'riscv', cwd: scratch, log: (l) => (out += l) });
-  const gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: scratch });
+  const gdb = await startGdb(scratch, 'riscv');
   await gdb.loadProgram(elfPath);
   await gdb.connectRemote(qemu.gdbAddress);
   const access = new DebuggerTargetAccess(gdb);

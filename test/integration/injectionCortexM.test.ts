@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { thumbInjectionSupport } from '../../adapter/arch/cortex-m/trampolineThumb';
-import { GdbBackend } from '../../adapter/debugger/gdb/gdbBackend';
+import { startGdb } from '../support/gdb';
+import type { Debugger } from '../../adapter/debugger/debugger';
 import { parseLocationSpec } from '../../adapter/debugger/locations';
 import { ElfImage } from '../../adapter/elf';
 import { debuggerTargetRunner } from '../../adapter/probe/debuggerRunner';
@@ -50,12 +51,12 @@ after(async () => {
   assert.deepEqual(await waitForNoTaggedProcesses(tag, 5000), []);
 });
 
-async function session(): Promise<{ svc: InjectionService; gdb: GdbBackend; access: DebuggerTargetAccess; elf: ElfImage; uart: () => Promise<string>; runTo(l: string): Promise<void>; stopTimer(): Promise<void>; close(): Promise<void> }> {
+async function session(): Promise<{ svc: InjectionService; gdb: Debugger; access: DebuggerTargetAccess; elf: ElfImage; uart: () => Promise<string>; runTo(l: string): Promise<void>; stopTimer(): Promise<void>; close(): Promise<void> }> {
   const elf = ElfImage.loadSync(ELF);
   let out = '';
   const qemu = new QemuServer({ type: 'qemu' });
   await qemu.start({ executable: ELF, family: 'cortex-m', cwd: scratch, log: (l) => (out += l) });
-  const gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: scratch });
+  const gdb = await startGdb(scratch, 'cortex-m');
   await gdb.loadProgram(ELF);
   await gdb.connectRemote(qemu.gdbAddress);
   const access = new DebuggerTargetAccess(gdb);
