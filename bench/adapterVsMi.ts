@@ -58,6 +58,7 @@ async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
   let sentSoFar = 0;
   if (counts) h.dc.on('output', (e: { body: { output: string } }) => (sentSoFar += e.body.output.split('\n').filter((l) => l.startsWith('-> ')).length));
   const op = (row: Row, ops: number): ReturnType<typeof counting> => counting(counts, row, () => sentSoFar, ops);
+  let left: Awaited<ReturnType<typeof h.stop>> = [];
   try {
     const dc = h.dc;
     await op('launch', 1)(s.launch, () => h.launchToEntry(qemuLaunchArgs('cortex-m4', 'singlepass', counts ? { trace: true } : {})));
@@ -101,9 +102,10 @@ async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
       await new Promise((r) => setTimeout(r, counts ? 200 : 0));
     });
   } finally {
-    const left = await h.stop();
-    if (left.length > 0) throw new Error(`the adapter left ${left.length} process(es) behind`);
+    // A throw here would hide the error that ended the session: the leak is reported after it.
+    left = await h.stop();
   }
+  if (left.length > 0) throw new Error(`the adapter left ${left.length} process(es) behind`);
 }
 
 async function floorSession(s: Samples, counts?: Counts): Promise<void> {

@@ -1,16 +1,19 @@
 // `npm test`: sets up a fresh Debian machine (Debian packages through apt-get when root, npm
 // packages), builds the product and the fixture firmware, then runs every test tier with Node's
 // test runner. Tiers: unit, integration (real GDB/LLDB, QEMU, OpenOCD), e2e (code-server in Chromium).
-//   node scripts/test.mjs [--no-setup] [tier ...] [--grep PATTERN]
+// The lint (scripts/lint.mjs) runs before the unit tier; a lint failure fails the run, after the tests.
+//   node scripts/test.mjs [--no-setup] [--no-lint] [tier ...] [--grep PATTERN]
 import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { readdirSync, statSync, mkdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { repoRoot } from './lib/root.mjs';
 import { ensureArcTools, ensureDebianPackages, arcToolPackages, debianPackages, fixLldbPythonModule, uiPackages } from './lib/system.mjs';
 import { ensureNpmDependencies } from './lib/npmDeps.mjs';
+import { runLint } from './lint.mjs';
 
 const argv = process.argv.slice(2);
 const setup = !argv.includes('--no-setup');
+const lint = !argv.includes('--no-lint');
 const grepAt = argv.indexOf('--grep');
 const grep = grepAt >= 0 ? argv[grepAt + 1] : undefined;
 const allTiers = ['unit', 'integration', 'e2e'];
@@ -121,15 +124,22 @@ function runTier(tier) {
   });
 }
 
+/** undefined when the lint did not run (no unit tier, or --no-lint). */
+let lintClean;
+if (lint && selected.includes('unit')) {
+  console.log('\n=== lint');
+  lintClean = runLint();
+}
 const results = [];
 for (const tier of selected) results.push(await runTier(tier));
 console.log('\n=== summary');
+if (lintClean !== undefined) console.log(`lint: ${lintClean ? 'clean' : 'FAILED (see the === lint section): npm run lint'}`);
 for (const r of results) console.log(`${r.tier}: ${r.pass} passed, ${r.fail} failed${r.skipped ? `, ${r.skipped} skipped` : ''}`);
 for (const r of results) {
   for (const f of r.failures) console.log(`  ✖ ${r.tier}: ${f.name}\n      ${f.location}\n      ${f.error}`);
 }
 const pass = results.reduce((s, r) => s + r.pass, 0);
-const fail = results.reduce((s, r) => s + r.fail, 0);
+const fail = results.reduce((s, r) => s + r.fail, 0) + (lintClean === false ? 1 : 0);
 const skipped = results.reduce((s, r) => s + r.skipped, 0);
 console.log(`total: ${pass} passed, ${fail} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(fail === 0 && pass > 0 ? 0 : 1);

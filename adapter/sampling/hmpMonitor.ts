@@ -75,9 +75,16 @@ export class HmpMonitor {
     const pending = this.reply(timeoutMs);
     this.socket.write(`${line}\n`);
     const text = await pending;
-    if (this.failure) throw this.failure;
+    // The connection may have failed while the reply was awaited.
+    const failed = this.currentFailure();
+    if (failed) throw failed;
     if (text === undefined) throw new CycleLensError(ErrorCode.ServerTimeout, `QEMU's monitor did not answer \`${line}\` within ${timeoutMs} ms.`);
     return stripEcho(text);
+  }
+
+  /** Read through a call: the check above narrows `this.failure` to undefined, though the socket may fail during an await. */
+  private currentFailure(): Error | undefined {
+    return this.failure;
   }
 
   close(): void {

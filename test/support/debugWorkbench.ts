@@ -140,7 +140,7 @@ export class DebugWorkbench extends WorkbenchDriver {
       const rows = await this.variables();
       const at = rows.findIndex((r) => r.level === level && r.name === name);
       const children: VariableRow[] = [];
-      for (let i = at + 1; at >= 0 && i < rows.length && rows[i]!.level > level; i++) if (rows[i]!.level === level + 1) children.push(rows[i]!);
+      if (at >= 0) for (let i = at + 1; i < rows.length && rows[i]!.level > level; i++) if (rows[i]!.level === level + 1) children.push(rows[i]!);
       if (children.length > 0) return children;
       if (Date.now() > deadline) throw new Error(`${name} in VARIABLES shows no children within ${timeoutMs / 1000} s`);
       await sleep(100);

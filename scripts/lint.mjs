@@ -1,0 +1,28 @@
+// `npm run lint`: the rooms of docs/design.md checked by reading the imports (scripts/lintBoundaries.mjs),
+// then ESLint (eslint.config.mjs: the same rooms as import rules that know `import type`, and the
+// rules that catch real bugs). scripts/test.mjs runs it before the unit tier.
+//   node scripts/lint.mjs
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { checkBoundaries } from './lintBoundaries.mjs';
+import { repoRoot } from './lib/root.mjs';
+
+/** Runs both checks with their output on this process's stdout/stderr; true when both pass. */
+export function runLint() {
+  const started = Date.now();
+  const problems = checkBoundaries(repoRoot);
+  for (const p of problems) console.error(p);
+  console.log(problems.length === 0 ? '[lint] boundaries hold' : `[lint] ${problems.length} boundary violation(s)`);
+  // Type-aware rules build one TypeScript program of the whole repository: a single process.
+  const eslint = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--max-warnings=0', '.'], { cwd: repoRoot, stdio: 'inherit' });
+  const ok = problems.length === 0 && eslint.status === 0;
+  const seconds = ((Date.now() - started) / 1000).toFixed(1);
+  if (eslint.error) console.error(`[lint] ESLint did not run: ${eslint.error.message}. Install the dev dependencies (npm ci).`);
+  console.log(ok ? `[lint] clean (${seconds} s)` : `[lint] failed (${seconds} s): see the problems above`);
+  return ok;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exit(runLint() ? 0 : 1);
+}
