@@ -76,7 +76,11 @@ export default defineConfig(
       '@typescript-eslint/no-floating-promises': [
         'error',
         // node:test's describe() and it() return promises the runner itself awaits.
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] },
+          ],
+        },
       ],
       // An async function where a void callback is expected: its rejection goes nowhere.
       '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false, attributes: false } }],
@@ -116,7 +120,10 @@ export default defineConfig(
   })),
   {
     files: ['webview/**/*.ts'],
-    rules: restrict({ paths: [noVscode('webview')], patterns: [{ regex: adapterPath, allowTypeImports: true, message: messages.adapterRuntime('webview') }, noConcreteDebugger] }),
+    rules: restrict({
+      paths: [noVscode('webview')],
+      patterns: [{ regex: adapterPath, allowTypeImports: true, message: messages.adapterRuntime('webview') }, noConcreteDebugger],
+    }),
   },
   {
     files: ['extension/**/*.ts'],

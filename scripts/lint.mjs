@@ -15,7 +15,10 @@ export function runLint() {
   for (const p of problems) console.error(p);
   console.log(problems.length === 0 ? '[lint] boundaries hold' : `[lint] ${problems.length} boundary violation(s)`);
   // Type-aware rules build one TypeScript program of the whole repository: a single process.
-  const eslint = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--max-warnings=0', '.'], { cwd: repoRoot, stdio: 'inherit' });
+  const eslint = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--max-warnings=0', '.'], {
+    cwd: repoRoot,
+    stdio: 'inherit',
+  });
   const ok = problems.length === 0 && eslint.status === 0;
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   if (eslint.error) console.error(`[lint] ESLint did not run: ${eslint.error.message}. Install the dev dependencies (npm ci).`);
