@@ -97,6 +97,8 @@ export interface ArchInjection {
 /** How QEMU runs this family. */
 export interface ArchQemu {
   readonly binary: string;
+  /** The Debian package that installs `binary`. */
+  readonly debianPackage: string;
   /** The machine when the launch names none. */
   readonly defaultMachine: string;
   /** Arguments every run gets (semihosting, no BIOS). */

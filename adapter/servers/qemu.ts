@@ -87,7 +87,9 @@ export class QemuServer implements GdbServer {
     this.port = await freePort();
     this.runDir = mkdtempSync(join(tmpdir(), 'cyclelens-qemu-'));
     const { binary, argv } = this.commandLine(ctx, this.port, this.monitorSocket!);
-    const exe = requireExecutable(binary, 'QEMU', `Install it (Debian: \`apt-get install ${binary === 'qemu-system-arm' ? 'qemu-system-arm' : 'qemu-system-misc'}\`) or set \`server.path\` in the launch configuration.`);
+    const qemu = archPlugin(ctx.family).qemu;
+    const debianPackage = isUnsupported(qemu) ? 'qemu-system' : qemu.debianPackage;
+    const exe = requireExecutable(binary, 'QEMU', `Install it (Debian: \`apt-get install ${debianPackage}\`) or set \`server.path\` in the launch configuration.`);
     ctx.log(`Starting ${exe} ${argv.join(' ')}\n`);
     const proc = OwnedProcess.spawn('qemu', exe, argv, { cwd: ctx.cwd });
     this.proc = proc;

@@ -3,6 +3,8 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { DebugProtocol } from '@vscode/debugprotocol';
+import { CustomRequests, type InjectResponse, type InjectedResultsResponse } from '../../common/dapCustom';
 import { isUnsupported } from '../../adapter/arch/archPlugin';
 import { archPlugin } from '../../adapter/arch/registry';
 import { GdbBackend } from '../../adapter/debugger/gdb/gdbBackend';
@@ -16,6 +18,7 @@ import { DebuggerTargetAccess } from '../../adapter/probe/targetAccess';
 import { QemuServer } from '../../adapter/servers/qemu';
 import { computeTargetFacts } from '../../adapter/target/targetFacts';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
+import { AdapterHarness, fixtureSource, qemuLaunchArgs } from '../support/dap';
 import { OWNER_TAG_VAR, killTagged, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
 import { markerLine } from '../support/markers';
 import { fixtureElf, fixturesDir } from '../support/paths';
@@ -121,6 +124,56 @@ describe(`injected measurement on QEMU Cortex-M4 under -icount shift=${SHIFT}`, 
     } finally {
       await gdb.exit();
       await qemu.stop();
+    }
+  });
+});
+
+describe(`the adapter under -icount shift=${SHIFT}: the launch's shift sets the ratio, and icount off refuses SysTick injection`, { skip, timeout: 300_000 }, () => {
+  it('reports 40/2^S instructions per tick and totals that agree with the oracle', async () => {
+    const h = new AdapterHarness();
+    try {
+      await h.start();
+      const args = qemuLaunchArgs('cortex-m4', 'singlepass', { programEnd: 'program_end' });
+      await h.launchToEntry({ ...args, server: { type: 'qemu', machine: 'mps2-an386', icount: SHIFT } });
+      // As in injectionGroups.test.ts: the timer slowed to one tick in minutes, so the measured run takes no interrupt.
+      await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*board_timer_start' }] });
+      await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
+      await h.dc.evaluateRequest({ expression: '> set var $r0 = 170000000', context: 'repl' });
+      await h.dc.setFunctionBreakpointsRequest({ breakpoints: [] });
+      const singlepass = fixtureSource('singlepass.c');
+      await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [{ line: markerLine(singlepass, '#ROUND') }] });
+      await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
+      await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [] });
+      const names = ['fir_filter', 'vm_run'];
+      const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: names.map((n) => ({ function: n })) })).body as InjectResponse;
+      assert.equal(injected.injected.length, 2, JSON.stringify(injected.refused));
+      for (const i of injected.injected) assert.equal(i.instructionsPerUnit, 40 / 2 ** SHIFT, `${i.name}: instructions per SysTick tick`);
+      const stopped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
+      await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
+      await h.dc.continueRequest({ threadId: 1 });
+      await stopped;
+      const results = ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results;
+      for (const i of injected.injected) {
+        const r = results.find((x) => x.id === i.id)!;
+        const o = oracle.functions.find((f) => f.name === i.name)!;
+        const expected = o.inclusiveExcludingInterrupts / i.instructionsPerUnit!;
+        assert.ok(Math.abs(r.compensatedTotal - expected) <= r.passes + 1, `${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`);
+        console.log(`adapter, shift ${SHIFT} ${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)}`);
+      }
+    } finally {
+      assert.deepEqual(await h.stop(), []);
+    }
+  });
+
+  it('with icount off, injecting on Cortex-M is refused with the reason and the fix', async () => {
+    const h = new AdapterHarness();
+    try {
+      await h.start();
+      const args = qemuLaunchArgs('cortex-m4', 'singlepass');
+      await h.launchToEntry({ ...args, server: { type: 'qemu', machine: 'mps2-an386', icount: null } });
+      await assert.rejects(h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] }), (e: Error) => /SysTick/.test(e.message) && /"server\.icount"/.test(e.message));
+    } finally {
+      assert.deepEqual(await h.stop(), []);
     }
   });
 });

@@ -47,7 +47,7 @@ describe('arch plugin registry', () => {
       }
       if (!isUnsupported(p.qemu)) {
         assert.ok(p.qemu.machines[p.qemu.defaultMachine], 'the default machine has known facts');
-        assert.ok(p.qemu.binary.startsWith('qemu-system-'));
+        assert.ok(p.qemu.binary.startsWith('qemu-system-') && p.qemu.debianPackage.startsWith('qemu-system-'));
         assert.ok(p.sampling.monitorPc, 'QEMU targets can be sampled through the monitor');
       }
       if (!isUnsupported(p.lldb)) assert.match(p.lldb.triple, /^[a-z0-9_]+-[a-z]+-/);

@@ -61,6 +61,7 @@ export const cortexMPlugin: ArchPlugin = {
   callGraph: { disassembly: () => thumbInjectionArch() },
   qemu: {
     binary: 'qemu-system-arm',
+    debianPackage: 'qemu-system-arm',
     defaultMachine: 'mps2-an386',
     // Semihosting lets firmware print and exit (SYS_EXIT) through newlib's rdimon.
     args: ['-semihosting-config', 'enable=on,target=native'],

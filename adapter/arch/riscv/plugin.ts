@@ -35,6 +35,7 @@ export const riscvPlugin: ArchPlugin = {
   callGraph: { disassembly: () => rv32InjectionArch() },
   qemu: {
     binary: 'qemu-system-riscv32',
+    debianPackage: 'qemu-system-misc',
     defaultMachine: 'virt',
     // picolibc's `--oslib=semihost` (without it its `ebreak` sequence traps into the debugger); no BIOS.
     args: ['-bios', 'none', '-semihosting-config', 'enable=on,target=native'],
