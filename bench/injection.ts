@@ -26,7 +26,7 @@ import { parseLocationSpec } from '../adapter/debugger/locations';
 import { ElfImage } from '../adapter/elf';
 import { debuggerTargetRunner } from '../adapter/probe/debuggerRunner';
 import { InjectionService, type InjectionFamilySupport, type MeasurementResults } from '../adapter/probe/injection/injectionService';
-import { QEMU_MEMORY_MAPS } from '../adapter/probe/injection/memoryMap';
+import { qemuMemoryMap } from '../adapter/target/targetFacts';
 import { InjectionPlanner } from '../adapter/probe/injection/planner';
 import { ProgramModel } from '../adapter/probe/injection/programModel';
 import { resolveReservedMemory } from '../adapter/probe/injection/reservedMemory';
@@ -134,7 +134,7 @@ async function run(t: TargetSetup, names: Array<{ name: string; how: 'entry' | '
       isHalted: () => gdb.executionState === 'stopped',
       journalDir: join(scratch, 'journal'),
       reserved: resolveReservedMemory(elf) as ReservedMemory,
-      memoryMap: QEMU_MEMORY_MAPS[t.machine],
+      memoryMap: qemuMemoryMap(t.machine),
       runner: debuggerTargetRunner(gdb),
     });
     await runTo('main');
@@ -170,7 +170,7 @@ async function calibrate(t: TargetSetup): Promise<{ measured: number; stated: nu
     const svc = new InjectionService({
       access, elf, support: t.support(), counterUnitsPerInstruction: 1 / t.instructionsPerUnit,
       isHalted: () => gdb.executionState === 'stopped', journalDir: join(scratch, 'journal'),
-      reserved: resolveReservedMemory(elf) as ReservedMemory, memoryMap: QEMU_MEMORY_MAPS[t.machine], runner: debuggerTargetRunner(gdb),
+      reserved: resolveReservedMemory(elf) as ReservedMemory, memoryMap: qemuMemoryMap(t.machine), runner: debuggerTargetRunner(gdb),
     });
     const c = await svc.calibrate(t.instructionsPerUnit > 1 ? 20_000 : 1000);
     return { measured: c.measuredOverhead * t.instructionsPerUnit, stated: c.statedOverhead * t.instructionsPerUnit };

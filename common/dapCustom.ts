@@ -96,7 +96,7 @@ export interface InjectedMeasurementInfo {
   payload: 'software' | 'hardware';
   /** The counter the payload reads (`minstret`, `SysTick CVR`, `DWT CYCCNT` …). */
   counter: string;
-  /** Instructions per counter unit where the target facts fix it (QEMU's SysTick under `-icount shift=0`: 40). */
+  /** Instructions per counter unit where the target facts fix it (QEMU's SysTick under `-icount shift=S`: 40/2^S, so 40 at shift 0). */
   instructionsPerUnit?: number;
   warnings: InjectionWarning[];
   /** A region's function and patch addresses, as fields (its `name` is for logs and the disassembly). */

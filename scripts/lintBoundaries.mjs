@@ -1,7 +1,8 @@
 // Enforces the rooms of docs/design.md: adapter/, core/, lsp/, webview/, common/ and cli/ never import
 // `vscode`; core/ never imports the adapter or the extension (it is the code both the CLI and the
 // editor share); adapter/ and extension/ never import each other's runtime code (only `import type`
-// from common/ crosses), per-architecture knowledge stays in adapter/arch/, and only the debugger
+// from common/ crosses), per-architecture knowledge stays in adapter/arch/ (no family comparison or
+// `switch` on a family elsewhere: the family's plugin answers), and only the debugger
 // factory and the debuggers themselves know which debugger runs: every service uses the `Debugger`
 // interface (adapter/debugger/debugger.ts).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -32,12 +33,54 @@ function mayImportConcreteDebugger(rel) {
   return /^adapter\/debugger\/(gdb|lldb)[^/]*\//.test(p) || p === 'adapter/debugger/factory.ts';
 }
 
+/** The core families; a comparison with one of these names outside adapter/arch/ is a per-family branch. */
+const familyNames = ['cortex-m', 'riscv', 'arc'];
+const familyName = `'(?:${familyNames.join('|')})'|"(?:${familyNames.join('|')})"`;
+// `family === 'riscv'`, `elf.family !== "arc"`, `'cortex-m' === config.family` (any identifier ending in family/Family).
+const familyComparison = new RegExp(`\\b\\w*[fF]amily\\s*[!=]==?\\s*(?:${familyName})|(?:${familyName})\\s*[!=]==?\\s*[\\w.]*[fF]amily\\b`);
+const familySwitch = /\bswitch\s*\(\s*[\w.]*[fF]amily\s*\)/;
+const familyCase = new RegExp(`^\\s*case\\s+(?:${familyName})\\s*:`);
+
+/** Where a file may branch on the family: the per-family code and its registry. */
+function mayBranchOnFamily(rel) {
+  return rel.split(sep).join('/').startsWith('adapter/arch/');
+}
+
+/**
+ * Per-family branches in one file's text (docs/design.md, "Ports inside the adapter"): a comparison
+ * with a family name, or a `case '<family>':` inside a `switch` on a family. Returns problems as
+ * `<file>:<line>: …` lines.
+ */
+export function familyBranches(rel, text) {
+  if (mayBranchOnFamily(rel)) return [];
+  const problems = [];
+  const fix = "ask the family's plugin instead (archPlugin(family) from adapter/arch/registry.ts) and put the per-family fact in adapter/arch/<family>/plugin.ts";
+  const lines = text.split('\n');
+  let switchDepth = -1;
+  let depth = 0;
+  lines.forEach((line, i) => {
+    const code = line.replace(/\/\/.*$/, '');
+    if (familySwitch.test(code)) switchDepth = depth;
+    if (familyComparison.test(code)) problems.push(`${rel}:${i + 1}: compares a family name (${code.trim()}): ${fix}.`);
+    else if (switchDepth >= 0 && familyCase.test(code)) problems.push(`${rel}:${i + 1}: switches on the family (${code.trim()}): ${fix}.`);
+    for (const ch of code) {
+      if (ch === '{') depth++;
+      else if (ch === '}') {
+        depth--;
+        if (depth <= switchDepth) switchDepth = -1;
+      }
+    }
+  });
+  return problems;
+}
+
 export function checkBoundaries(root) {
   const problems = [];
   for (const room of ['adapter', 'core', 'lsp', 'webview', 'common', 'cli', 'extension']) {
     for (const file of tsFiles(join(root, room))) {
       const rel = relative(root, file);
       const text = readFileSync(file, 'utf8');
+      problems.push(...familyBranches(rel, text));
       for (const m of text.matchAll(importRe)) {
         const isType = Boolean(m[2]);
         const spec = m[3] ?? m[4] ?? m[5];
@@ -65,8 +108,9 @@ export function checkBoundaries(root) {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { repoRoot } = await import('./lib/root.mjs');
-  const problems = checkBoundaries(repoRoot);
+  // An explicit root checks another tree (the unit test feeds it snippets).
+  const root = process.argv[2] ?? (await import('./lib/root.mjs')).repoRoot;
+  const problems = checkBoundaries(root);
   for (const p of problems) console.error(p);
   console.log(problems.length === 0 ? '[lint] boundaries hold' : `[lint] ${problems.length} boundary violation(s)`);
   process.exit(problems.length === 0 ? 0 : 1);

@@ -1,6 +1,6 @@
 import type { CallGraphEdge, CallGraphFunction, CallGraphResponse } from '../../common/dapCustom';
-import { thumbInjectionArch } from '../arch/cortex-m/trampolineThumb';
-import { rv32InjectionArch } from '../arch/riscv/trampolineRv32';
+import { isUnsupported } from '../arch/archPlugin';
+import { archPlugin } from '../arch/registry';
 import type { ElfImage } from '../elf';
 import { ProgramModel } from './injection/programModel';
 import type { FunctionCode, JumpTableInfo } from './injection/types';
@@ -41,16 +41,11 @@ export interface StaticCallGraph extends CallGraphResponse {
   crossJumps: CrossJump[];
 }
 
-/** The static disassembly for the families injection supports (Cortex-M Thumb-2, RV32IMC). */
+/** The static disassembly for the families that have one (Cortex-M Thumb-2, RV32IMC). */
 export function programModelFor(elf: ElfImage): ProgramModel {
-  switch (elf.family) {
-    case 'riscv':
-      return new ProgramModel(elf, rv32InjectionArch());
-    case 'cortex-m':
-      return new ProgramModel(elf, thumbInjectionArch());
-    default:
-      throw new Error(`${elf.path}: no static disassembly for ${elf.family} yet, so there is no call graph (Cortex-M and RV32 are supported)`);
-  }
+  const callGraph = archPlugin(elf.family).callGraph;
+  if (isUnsupported(callGraph)) throw new Error(`${elf.path}: ${callGraph.unsupported}`);
+  return new ProgramModel(elf, callGraph.disassembly());
 }
 
 export function buildCallGraph(elf: ElfImage, program: DisassembledProgram): StaticCallGraph {

@@ -1,7 +1,9 @@
 import type { CallGraphEdge, CallGraphResponse, DynamicCallGraphArguments, DynamicCallGraphResponse } from '../../common/dapCustom';
+import type { TargetFamily } from '../../common/launchArgs';
 import type { Debugger } from '../debugger/debugger';
 import type { ElfImage } from '../elf';
 import { programModelFor } from './callGraph';
+import { archPlugin } from '../arch/registry';
 
 /**
  * The dynamic call graph (docs/design.md, "Call-graph descent"): a breakpoint at the entry address of
@@ -16,7 +18,7 @@ const DEFAULT_TIMEOUT_MS = 600_000;
 /** What recording needs from the session's target (DebugTarget provides it). */
 export interface RecordingTarget {
   readonly debugger: Debugger;
-  readonly config: { readonly family: string; readonly programEnd: string | undefined };
+  readonly config: { readonly family: TargetFamily; readonly programEnd: string | undefined };
   internally<T>(fn: () => Promise<T>): Promise<T>;
   announceCurrentStop(description?: string): Promise<void>;
 }
@@ -137,10 +139,10 @@ export async function buildDynamicCallGraph(target: RecordingTarget, staticGraph
         }
         const [frame1] = await gdb.stackFrames(stop.threadId ?? 1, 1, 1);
         if (handlers.has(callee)) {
-          // An interrupt entry, not a call: counted apart, so no call edge grows by it. RISC-V
-          // keeps the interrupted PC in mepc (GDB would unwind through ra, the interrupted
-          // function's own return address); Cortex-M's exception frame GDB unwinds itself.
-          const interrupted = target.config.family === 'riscv' ? functionAt(Number(await gdb.readRegister('mepc'))) : (frame1?.func ?? '??');
+          // An interrupt entry, not a call: counted apart, so no call edge grows by it. Where the
+          // unwinder does not reach the interrupted PC (RISC-V: mepc), the family names its register.
+          const interruptedPc = archPlugin(target.config.family).abi.interruptedPcRegister;
+          const interrupted = interruptedPc !== undefined ? functionAt(Number(await gdb.readRegister(interruptedPc))) : (frame1?.func ?? '??');
           interrupts.add(interrupted, callee);
           continue;
         }

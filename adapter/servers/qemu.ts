@@ -1,7 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { QemuServerArgs, TargetFamily } from '../../common/launchArgs';
+import type { QemuServerArgs } from '../../common/launchArgs';
+import { isUnsupported } from '../arch/archPlugin';
+import { archPlugin } from '../arch/registry';
 import { CycleLensError, ErrorCode } from '../errors';
 import { Emitter } from '../util/emitter';
 import { LineCoalescer } from '../util/lineCoalescer';
@@ -11,15 +13,6 @@ import { qemuPluginPath } from '../sampling/pluginLocation';
 import { FileFollower } from './fileFollower';
 import { OutputTail, waitForTcp } from './readiness';
 import type { GdbServer, ServerContext, ServerExit } from './strategy';
-
-/** Per-family QEMU defaults: the no-hardware targets (docs/design.md, "Truth: the oracle"). */
-const familyDefaults: Record<TargetFamily, { binary: string; machine: string; args: string[] } | undefined> = {
-  // Semihosting lets firmware print and exit (SYS_EXIT): newlib's rdimon on Arm, picolibc's
-  // `--oslib=semihost` on RISC-V (without it their `ebreak` sequence traps into the debugger).
-  'cortex-m': { binary: 'qemu-system-arm', machine: 'mps2-an386', args: ['-semihosting-config', 'enable=on,target=native'] },
-  riscv: { binary: 'qemu-system-riscv32', machine: 'virt', args: ['-bios', 'none', '-semihosting-config', 'enable=on,target=native'] },
-  arc: undefined,
-};
 
 /**
  * QEMU's built-in gdbstub as the server. QEMU starts halted (`-S`) and waits for GDB; the guest's
@@ -66,12 +59,11 @@ export class QemuServer implements GdbServer {
 
   /** The full command line, for logs and tests. */
   commandLine(ctx: ServerContext, port: number, monitorSocket: string): { binary: string; argv: string[] } {
-    const defaults = familyDefaults[ctx.family];
-    if (!defaults) {
-      throw new CycleLensError(ErrorCode.UnsupportedArchitecture, `QEMU has no ${ctx.family.toUpperCase()} target. Use \`"server": { "type": "remote", "address": "host:port" }\` with nSIM's or a board's gdbserver instead.`);
-    }
+    // The family's QEMU target (docs/design.md, "Truth: the oracle"): binary, machine, semihosting.
+    const defaults = archPlugin(ctx.family).qemu;
+    if (isUnsupported(defaults)) throw new CycleLensError(ErrorCode.UnsupportedArchitecture, defaults.unsupported);
     const argv = [
-      '-M', this.args.machine ?? defaults.machine,
+      '-M', this.args.machine ?? defaults.defaultMachine,
       ...(this.args.cpu ? ['-cpu', this.args.cpu] : []),
       ...defaults.args,
       // sleep=off: virtual time never follows the host clock (a wfi would otherwise make runs differ).
@@ -95,7 +87,9 @@ export class QemuServer implements GdbServer {
     this.port = await freePort();
     this.runDir = mkdtempSync(join(tmpdir(), 'cyclelens-qemu-'));
     const { binary, argv } = this.commandLine(ctx, this.port, this.monitorSocket!);
-    const exe = requireExecutable(binary, 'QEMU', `Install it (Debian: \`apt-get install ${binary === 'qemu-system-arm' ? 'qemu-system-arm' : 'qemu-system-misc'}\`) or set \`server.path\` in the launch configuration.`);
+    const qemu = archPlugin(ctx.family).qemu;
+    const debianPackage = isUnsupported(qemu) ? 'qemu-system' : qemu.debianPackage;
+    const exe = requireExecutable(binary, 'QEMU', `Install it (Debian: \`apt-get install ${debianPackage}\`) or set \`server.path\` in the launch configuration.`);
     ctx.log(`Starting ${exe} ${argv.join(' ')}\n`);
     const proc = OwnedProcess.spawn('qemu', exe, argv, { cwd: ctx.cwd });
     this.proc = proc;

@@ -37,7 +37,7 @@ export class CycleLensDebugSession extends DebugSession {
   private readonly injection = new InjectionRequests(
     () => this.requireTarget(),
     (o) => this.output(o),
-    () => this.counters?.capabilities().some((u) => u.unit === 'DWT' && u.present && u.slots.some((s) => s.name === 'CYCCNT')) ?? false,
+    () => this.counters?.capabilities() ?? [],
   );
   private readonly probe = new ProbeRequests(
     () => this.requireTarget(),
@@ -181,7 +181,7 @@ export class CycleLensDebugSession extends DebugSession {
     // Counters are probed while the target is still halted at reset, before the user runs it.
     this.counters = new CounterService(
       createCounterUnits(config.family, new DebuggerTargetAccess(target.debugger), {
-        ...(config.server.type === 'qemu' ? { emulator: 'qemu' as const } : {}),
+        ...(config.facts.emulator ? { emulator: config.facts.emulator } : {}),
         stepInstruction: () => target.stepInstructionInternally(),
       }),
     );

@@ -11,21 +11,17 @@ import type {
   PlanInjectionResponse,
 } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
-import { thumbInjectionSupport } from '../arch/cortex-m/trampolineThumb';
-import { rv32InjectionSupport } from '../arch/riscv/trampolineRv32';
+import { isUnsupported } from '../arch/archPlugin';
+import { archPlugin } from '../arch/registry';
 import { CycleLensError, ErrorCode, errorMessage } from '../errors';
+import type { CounterUnitInfo } from '../probe/counters';
 import {
-  DWT_CYCCNT,
   InjectionRefusedError,
   InjectionService,
-  MINSTRET,
-  QEMU_MEMORY_MAPS,
-  SYSTICK_CVR,
   resolveReservedMemory,
   type StopPoint,
   restoreFromJournal,
   describeRestore,
-  type InjectionFamilySupport,
   type MeasurementInfo,
   type MeasurementKind,
   type MeasurementResults,
@@ -55,8 +51,8 @@ export class InjectionRequests {
   constructor(
     private readonly target: () => DebugTarget,
     private readonly log: (o: TargetOutput) => void,
-    /** Whether the DWT cycle counter works here (else Cortex-M payloads read SysTick). */
-    private readonly hasCycleCounter: () => boolean,
+    /** The counter units discovery found: the family's plugin picks the counter payloads read. */
+    private readonly counters: () => readonly CounterUnitInfo[],
   ) {}
 
   handlers(): CustomRequestHandlers<InjectionRequestName> {
@@ -99,7 +95,8 @@ export class InjectionRequests {
   /** At launch, with the target halted: put back what a crashed session left patched. */
   async restoreJournal(): Promise<void> {
     const target = this.target();
-    if (target.config.family === 'arc') return;
+    // A family without injected measurements never left a journal.
+    if (isUnsupported(archPlugin(target.config.family).injection)) return;
     const report = await restoreFromJournal(new DebuggerTargetAccess(target.debugger), target.config.image, journalDir(target.config.cwd));
     const message = describeRestore(report, target.config.image);
     if (message) this.log({ category: message.important ? 'important' : 'console', text: message.text });
@@ -210,13 +207,14 @@ export class InjectionRequests {
     const debug = target.debugger;
     const access = new DebuggerTargetAccess(debug);
     const server = config.server;
-    const qemu = server.type === 'qemu';
-    const memoryMap = server.type === 'qemu' ? QEMU_MEMORY_MAPS[server.machine ?? (config.family === 'riscv' ? 'virt' : 'mps2-an386')] : await this.debuggerMemoryMap(target);
+    const injection = archPlugin(config.family).injection;
+    if (isUnsupported(injection)) throw new CycleLensError(ErrorCode.Unsupported, injection.unsupported);
+    const memoryMap = server.type === 'qemu' ? config.facts.memoryMap : await this.debuggerMemoryMap(target);
     // OpenOCD and remote stubs tell their memory map only once connected: check the launch's range now.
     if (config.reservedMemory && memoryMap && server.type !== 'qemu') validateReservedMemory(config.reservedMemory, config.image, memoryMap);
     const reserved = resolveReservedMemory(config.image, { ...(config.reservedMemory ? { launch: config.reservedMemory } : {}), ...(memoryMap ? { memoryMap } : {}) });
     if ('ok' in reserved) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, reserved.reason);
-    const support = this.supportFor(config.family, qemu);
+    const { support, counterUnitsPerInstruction } = injection.support(this.counters(), config.facts);
     this.service = new InjectionService({
       access,
       elf: config.image,
@@ -226,26 +224,13 @@ export class InjectionRequests {
       reserved,
       ...(memoryMap ? { memoryMap } : {}),
       allowFlashWrites: config.allowFlashWrites,
-      // Under -icount shift=0 QEMU's 25 MHz SysTick advances one unit per 40 instructions.
-      ...(qemu && config.family === 'cortex-m' && !this.hasCycleCounter() ? { counterUnitsPerInstruction: 1 / 40 } : {}),
+      // A counter that is not an instruction counter (SysTick) advances at the ratio the target facts fix.
+      ...(counterUnitsPerInstruction !== undefined ? { counterUnitsPerInstruction } : {}),
       // Calibration runs to its stubs through the one hidden run-to: its stops are never the user's.
       runner: { runTo: async (address, timeoutMs) => (await target.runTo(BigInt(address), { hidden: true, timeoutMs })).reached },
       log: (line) => this.log({ category: 'console', text: line }),
     });
     return this.service;
-  }
-
-  private supportFor(family: DebugTarget['config']['family'], qemu: boolean): InjectionFamilySupport {
-    switch (family) {
-      case 'riscv':
-        return rv32InjectionSupport(MINSTRET);
-      case 'cortex-m':
-        return this.hasCycleCounter()
-          ? thumbInjectionSupport(DWT_CYCCNT)
-          : thumbInjectionSupport(SYSTICK_CVR, qemu ? { counterUnitsPerInstruction: 1 / 40 } : {});
-      case 'arc':
-        throw new CycleLensError(ErrorCode.Unsupported, 'Injected measurements are not available on ARC yet: use breakpoint-bounded measurements (Measure Selected Lines) with the PCT counters.');
-    }
   }
 
   private async debuggerMemoryMap(target: DebugTarget): Promise<MemoryRegion[] | undefined> {

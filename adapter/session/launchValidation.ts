@@ -1,10 +1,12 @@
 import { existsSync, statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import type { CycleLensLaunchArgs, DebuggerKind, ServerArgs, TargetFamily } from '../../common/launchArgs';
+import { archFamilies, archPlugin, isTargetFamily } from '../arch/registry';
 import { ElfImage } from '../elf';
 import { CycleLensError, ErrorCode } from '../errors';
-import { QEMU_MEMORY_MAPS, type MemoryRegion } from '../probe/injection/memoryMap';
+import type { MemoryRegion } from '../probe/injection/memoryMap';
 import { resolveReservedMemory } from '../probe/injection/reservedMemory';
+import { computeTargetFacts, type TargetFacts } from '../target/targetFacts';
 
 /** A launch configuration after validation: paths absolute, defaults applied, family known. */
 export interface ValidatedLaunch {
@@ -14,6 +16,8 @@ export interface ValidatedLaunch {
   cwd: string;
   family: TargetFamily;
   server: ServerArgs;
+  /** What is known of the target before connecting (RAM map, counter quirks, ticks per instruction), computed once here. */
+  facts: TargetFacts;
   debugger: DebuggerKind;
   gdbPath: string;
   lldbPython: string;
@@ -97,8 +101,8 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
   }
   const image = ElfImage.loadSync(executable);
   const detected = image.family;
-  if (raw.family !== undefined && !['cortex-m', 'riscv', 'arc'].includes(raw.family)) {
-    invalid('`family` must be "cortex-m", "riscv" or "arc" (or leave it out to read it from the ELF).');
+  if (raw.family !== undefined && !isTargetFamily(raw.family)) {
+    invalid(`\`family\` must be ${archFamilies.map((f) => `"${f}"`).join(', ')} (or leave it out to read it from the ELF).`);
   }
   if (raw.family !== undefined && raw.family !== detected) {
     invalid(`\`family\` is "${raw.family}" but ${executable} is built for ${detected}. Remove \`family\` or fix \`executable\`.`);
@@ -112,7 +116,8 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
     throw new CycleLensError(ErrorCode.NotAnElf, `${executable} has no symbols: pass the unstripped ELF the linker wrote (built with -g), not a stripped copy.`);
   }
   const server = validateServer(raw.server, cwd);
-  const reserved = validateReservedMemory(raw.reservedMemory, image, knownMemoryMap(server, detected));
+  const facts = computeTargetFacts(detected, server);
+  const reserved = validateReservedMemory(raw.reservedMemory, image, facts.memoryMap);
   if (raw.programEnd !== undefined && (typeof raw.programEnd !== 'string' || !image.functionNamed(raw.programEnd))) {
     invalid(`\`programEnd\` must name a function of ${executable} (got ${JSON.stringify(raw.programEnd)}).`);
   }
@@ -122,9 +127,10 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
     cwd,
     family: detected,
     server,
+    facts,
     debugger: raw.debugger ?? 'gdb',
     lldbPython: raw.lldbPython ?? 'python3',
-    gdbPath: raw.gdbPath ?? (detected === 'arc' ? 'arc-elf32-gdb' : 'gdb-multiarch'),
+    gdbPath: raw.gdbPath ?? archPlugin(detected).defaultGdb,
     stopAtEntry: stop === false ? undefined : stop === true || stop === undefined ? 'main' : stop,
     programEnd: raw.programEnd ?? ['exit', '_exit'].find((name) => image.functionNamed(name)),
     reservedMemory: reserved,
@@ -133,12 +139,6 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
     postConnectCommands: optionalStrings(raw.postConnectCommands, 'postConnectCommands'),
     trace: raw.trace === true,
   };
-}
-
-/** The target's memory map when it is known before connecting (the QEMU machines we know). */
-export function knownMemoryMap(server: ServerArgs, family: TargetFamily): readonly MemoryRegion[] | undefined {
-  if (server.type !== 'qemu') return undefined;
-  return QEMU_MEMORY_MAPS[server.machine ?? (family === 'riscv' ? 'virt' : 'mps2-an386')];
 }
 
 const hex32 = (n: number): string => `0x${n.toString(16).padStart(8, '0')}`;

@@ -11,7 +11,7 @@ import { ElfImage } from '../../adapter/elf';
 import { debuggerTargetRunner } from '../../adapter/probe/debuggerRunner';
 import { InjectionService, type MeasurementResults } from '../../adapter/probe/injection/injectionService';
 import { journalPath, restoreFromJournal } from '../../adapter/probe/injection/journal';
-import { QEMU_MEMORY_MAPS } from '../../adapter/probe/injection/memoryMap';
+import { qemuMemoryMap } from '../../adapter/target/targetFacts';
 import { resolveReservedMemory } from '../../adapter/probe/injection/reservedMemory';
 import type { ReservedMemory } from '../../adapter/probe/injection/types';
 import { DebuggerTargetAccess } from '../../adapter/probe/targetAccess';
@@ -104,7 +104,7 @@ async function session(elfPath = ELF, journalDir = join(scratch, 'journal'), qem
     isHalted: () => gdb.executionState === 'stopped',
     journalDir,
     reserved: resolveReservedMemory(elf) as ReservedMemory,
-    memoryMap: QEMU_MEMORY_MAPS.virt,
+    memoryMap: qemuMemoryMap('virt'),
     runner: debuggerTargetRunner(gdb),
   });
   return {

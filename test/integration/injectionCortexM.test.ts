@@ -10,7 +10,7 @@ import { parseLocationSpec } from '../../adapter/debugger/locations';
 import { ElfImage } from '../../adapter/elf';
 import { debuggerTargetRunner } from '../../adapter/probe/debuggerRunner';
 import { InjectionService, type MeasurementResults } from '../../adapter/probe/injection/injectionService';
-import { QEMU_MEMORY_MAPS } from '../../adapter/probe/injection/memoryMap';
+import { qemuMemoryMap } from '../../adapter/target/targetFacts';
 import { resolveReservedMemory } from '../../adapter/probe/injection/reservedMemory';
 import { SYSTICK_CVR, type ReservedMemory } from '../../adapter/probe/injection/types';
 import { DebuggerTargetAccess } from '../../adapter/probe/targetAccess';
@@ -76,7 +76,7 @@ async function session(): Promise<{ svc: InjectionService; gdb: Debugger; access
     isHalted: () => gdb.executionState === 'stopped',
     journalDir: join(scratch, 'journal'),
     reserved: resolveReservedMemory(elf) as ReservedMemory,
-    memoryMap: QEMU_MEMORY_MAPS['mps2-an386'],
+    memoryMap: qemuMemoryMap('mps2-an386'),
     runner: debuggerTargetRunner(gdb),
   });
   const stopTimer = async (): Promise<void> => {

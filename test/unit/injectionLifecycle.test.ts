@@ -12,7 +12,8 @@ import { buildGroupStubs } from '../../adapter/probe/injection/groupStubs';
 import { InjectionRefusedError } from '../../adapter/probe/injection/errors';
 import { InjectionService } from '../../adapter/probe/injection/injectionService';
 import { journalPath, restoreFromJournal } from '../../adapter/probe/injection/journal';
-import { QEMU_MEMORY_MAPS, memoryKindAt } from '../../adapter/probe/injection/memoryMap';
+import { memoryKindAt } from '../../adapter/probe/injection/memoryMap';
+import { qemuMemoryMap } from '../../adapter/target/targetFacts';
 import { parseGdbMemoryMap } from '../../adapter/debugger/gdb/memoryMap';
 import { Ctrl, RECORD_SIZE, Rec, decodeRecord, initialRecord } from '../../adapter/probe/injection/recordLayout';
 import { resolveReservedMemory } from '../../adapter/probe/injection/reservedMemory';
@@ -105,7 +106,7 @@ describe('reserved memory, memory kinds, records, allocation', () => {
     const none = resolveReservedMemory(elf);
     assert.ok('ok' in none && !none.ok);
     assert.match(none.reason, /define __cyclelens_scratch_start and __cyclelens_scratch_end .* or give the reserved memory in the launch configuration/);
-    const gap = resolveReservedMemory(elf, { memoryMap: QEMU_MEMORY_MAPS.virt }) as ReservedMemory;
+    const gap = resolveReservedMemory(elf, { memoryMap: qemuMemoryMap('virt') }) as ReservedMemory;
     assert.equal(gap.source, 'unused');
     assert.match(gap.warning!, /No RAM is reserved for CycleLens/);
     for (const s of elf.sections.filter((x) => (x.flags & 0x2) !== 0 && x.size > 0 && x.name !== '.cyclelens_scratch')) {
@@ -119,7 +120,7 @@ describe('reserved memory, memory kinds, records, allocation', () => {
     assert.equal(memoryKindAt(map, 0x08000100, 4), 'flash');
     assert.equal(memoryKindAt(map, 0x20000100, 4), 'ram');
     assert.equal(memoryKindAt(undefined, 0x100, 4, 'cortex-m'), 'flash');
-    assert.equal(memoryKindAt(QEMU_MEMORY_MAPS['mps2-an386'], 0x100, 4, 'cortex-m'), 'ram');
+    assert.equal(memoryKindAt(qemuMemoryMap('mps2-an386'), 0x100, 4, 'cortex-m'), 'ram');
     assert.equal(memoryKindAt(undefined, 0x80000000, 4, 'riscv'), 'unknown');
   });
 

@@ -20,8 +20,8 @@ import { DebuggerStore, type PeripheralStore } from './sysTickCoreStore';
  * - shared: the firmware runs SysTick (ENABLE = 1). CycleLens never writes it and uses its reload.
  *
  * On QEMU mps2-an386 SysTick's processor clock is the 25 MHz board clock in virtual time; with
- * `-icount shift=0` an instruction takes 1 ns, so SysTick ticks once per 40 instructions (25 per 1000,
- * measured). Resolution is one tick. QEMU 7.2 ignores the debugger's writes to SysTick (see
+ * `-icount shift=S` an instruction takes 2^S ns, so SysTick ticks 2^S/40 times per instruction (at
+ * shift 0 once per 40 instructions, 25 per 1000, measured; TargetFacts.coreClockTicksPerInstruction). Resolution is one tick. QEMU 7.2 ignores the debugger's writes to SysTick (see
  * sysTickCoreStore.ts), and a continue lets its virtual clock jump to the next timer deadline
  * before a breakpoint stop, so on QEMU a region is timed exactly only when its end is reached by
  * single steps or read by code on the target.

@@ -69,6 +69,9 @@ export function thumbInjectionArch(profile: ThumbProfile = 'armv7e-m'): Injectio
     choosePatch: thumbChoosePatch,
     callSiteRefusal: thumbCallSiteRefusal,
     freeAtEntry: 1 << R12,
+    returnAddressRegister: LR,
+    // Literal pools hold every address a function takes (bit 0 set), ADR forms the rest.
+    takenAddressesVisible: true,
     predicated: (fn) => itPredicatedAddresses(fn.instructions),
   };
 }
@@ -145,20 +148,37 @@ async function prepareCounter(access: TargetAccess, counter: CounterSource): Pro
   };
 }
 
+/**
+ * `ratio` as multiplier / 2^shift with the multiplier below 2^11 and at most 16 fraction bits: the
+ * relative rounding error stays under 1/2048 for every ratio from 1/64 to 1024 (1/40 becomes
+ * 1638 / 2^16, 2^10/40 becomes 1638 / 2^6).
+ */
+export function fixedPointRatio(ratio: number): { multiplier: number; shift: number } {
+  if (!(ratio > 0) || ratio >= 2048) throw new Error(`counter units per instruction must be in (0, 2048): ${ratio}`);
+  let shift = 16;
+  while (shift > 0 && Math.round(ratio * 2 ** shift) >= 2048) shift--;
+  return { multiplier: Math.round(ratio * 2 ** shift), shift };
+}
+
 export class ThumbPayloadGenerator implements PayloadGenerator {
   readonly family = 'cortex-m' as const;
   private readonly codec = new ThumbCodec();
   private readonly relocator: ThumbRelocator;
   private readonly counterAddress: number;
-  /** Counter units per payload instruction in 16.16 fixed point (nested payloads are instructions). */
-  private readonly ratioQ16: number;
+  /**
+   * Counter units per payload instruction (nested payloads are instructions) as multiplier >> shift:
+   * the multiplier stays below 2^11 so that a pass's nested payload instructions (up to 2^21) never
+   * overflow the 32-bit product, whatever the ratio (1/40 SysTick ticks per instruction under
+   * `-icount shift=0`, 2^10/40 under shift 10).
+   */
+  private readonly ratio: { multiplier: number; shift: number };
   /** MSR APSR_nzcvqg (GE bits) exists with the DSP extension (ARMv7E-M, v8-M Mainline). */
   private readonly ge: boolean;
 
   constructor(readonly counter: CounterSource, counterUnitsPerInstruction = 1, profile: ThumbProfile = 'armv7e-m') {
     if (counter.kind !== 'mmio') throw new Error(`Cortex-M payloads read memory-mapped counters; ${counter.name} is a CSR`);
     this.counterAddress = counter.address;
-    this.ratioQ16 = Math.round(counterUnitsPerInstruction * 65536);
+    this.ratio = fixedPointRatio(counterUnitsPerInstruction);
     this.relocator = new ThumbRelocator(profile);
     this.ge = profile === 'armv7e-m' || profile === 'armv8-m.main' || profile === 'armv8.1-m.main';
   }
@@ -261,9 +281,10 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     this.add64(a, Rec.totalLo, R12);
     this.add64(a, Rec.nestedLo, R1);
     // This pass without the nested payloads, in counter units (16.16 fixed point when not 1:1).
-    if (this.ratioQ16 !== 65536) {
-      a.ldrLiteral(LR, 'ratio', this.ratioQ16);
-      a.i(thMul(R1, R1, LR)).i(thLsrImm(R1, R1, 16));
+    if (this.ratio.multiplier !== 1 << this.ratio.shift) {
+      a.ldrLiteral(LR, 'ratio', this.ratio.multiplier);
+      a.i(thMul(R1, R1, LR));
+      if (this.ratio.shift > 0) a.i(thLsrImm(R1, R1, this.ratio.shift));
     }
     a.i(thSubRegW(R12, R12, R1));
     a.i(encodeLdrImmediate(LR, R2, Rec.passes)).i(encodeAddImmediate(LR, LR, 1)).i(encodeStrImmediate(LR, R2, Rec.passes));

@@ -46,6 +46,10 @@ export function rv32InjectionArch(): InjectionArch {
     choosePatch: rv32ChoosePatch,
     callSiteRefusal: rv32CallSiteRefusal,
     freeAtEntry: TEMPORARIES,
+    returnAddressRegister: RA,
+    threadPointer: TP,
+    // auipc + addi form an address in two instructions, which the decoder does not join.
+    takenAddressesVisible: false,
     liveness: {
       effects: rvRegisterEffects,
       callUses: (ARGUMENTS | GLOBALS | mask(SP)) >>> 0,
@@ -54,6 +58,8 @@ export function rv32InjectionArch(): InjectionArch {
       liveAtTail: LIVE_AT_CALL,
       all: ALL_REGISTERS,
       reserved: mask(X0, SP, Reg.gp, TP),
+      // Temporaries t4-t6, t3, t2-t0 first, then argument registers a7 down to a2.
+      resumeRegisterPreference: [T4, T5, T6, T3, T2, T1, T0, Reg.a7, Reg.a6, A5, A4, A3, A2],
       // Entry: t0-t6; exit: t0-t6 and a2-a5 (ACC's scratch).
       stubClobbers: (TEMPORARIES | mask(A2, A3, A4, A5)) >>> 0,
     },

@@ -1,4 +1,6 @@
 import type { TargetFamily } from '../../../common/launchArgs';
+import { isUnsupported } from '../../arch/archPlugin';
+import { archPlugin } from '../../arch/registry';
 import { CycleLensError, ErrorCode } from '../../errors';
 import { Emitter } from '../../util/emitter';
 import { OwnedProcess, requireExecutable } from '../../util/processes';
@@ -26,14 +28,11 @@ export interface LldbStartOptions {
   family: TargetFamily;
 }
 
-/** The LLVM triple LLDB needs to decode a family's code and registers; LLDB 14 has Cortex-M only. */
+/** The LLVM triple LLDB needs to decode a family's code and registers, from the family's plugin (LLDB 14 has Cortex-M only). */
 function tripleFor(family: TargetFamily): string {
-    // LLDB 14 decodes no code for a thumbv7em triple; armv7em selects Thumb by the M profile itself.
-  if (family === 'cortex-m') return 'armv7em-none-eabi';
-  if (family === 'riscv') {
-    throw new CycleLensError(ErrorCode.Unsupported, 'LLDB 14 has no RISC-V support: use `"debugger": "gdb"` in the launch configuration.');
-  }
-  throw new CycleLensError(ErrorCode.Unsupported, 'LLDB has no ARC target: use `"debugger": "gdb"` (with arc-elf32-gdb) in the launch configuration.');
+  const lldb = archPlugin(family).lldb;
+  if (isUnsupported(lldb)) throw new CycleLensError(ErrorCode.Unsupported, lldb.unsupported);
+  return lldb.triple;
 }
 
 interface WireFrame {

@@ -12,7 +12,7 @@ export { InjectionRefusedError } from './errors';
 export { restoreFromJournal, describeRestore, journalPath, journalFiles, elfHash } from './journal';
 export type { RestoreReport } from './journal';
 export { resolveReservedMemory, MINIMUM_RESERVED } from './reservedMemory';
-export { QEMU_MEMORY_MAPS, memoryKindAt } from './memoryMap';
+export { memoryKindAt } from './memoryMap';
 export type { MemoryKind, MemoryRegion } from './memoryMap';
 export { DWT_CYCCNT, MCYCLE, MINSTRET, SYSTICK_CVR } from './types';
 export type { CounterSource, InjectionPlan, InjectionRefusal, PayloadKind, ReservedMemory } from './types';

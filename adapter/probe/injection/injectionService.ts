@@ -69,7 +69,7 @@ export class InjectionService {
     const tableEnd = tableAt + 12 * (DISPATCH_CAPACITY + 1);
     const runtimeSize = o.support.generator.runtimeSize({ ctrl: r.start, shadowSlots: slots, runtime: 0, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY });
     const end = r.start + r.size;
-    const tpFree = o.support.arch.family === 'riscv' && o.useThreadPointer !== false && !this.model.referencesRegister(4);
+    const tpFree = o.support.arch.threadPointer !== undefined && o.useThreadPointer !== false && !this.model.referencesRegister(o.support.arch.threadPointer);
     if (tpFree) {
       // tp in the middle: `jalr x0, off(tp)` and `addi rd, tp, off` reach +/-2 KiB around it.
       const tp = align(r.start + Math.min(2048, Math.floor(r.size / 2)), 4);

@@ -288,7 +288,7 @@ export class InjectionPlanner {
    * (auipc + addi) that the decoder does not join, so there the answer stays yes.
    */
   private addressMayBeTaken(fn: FunctionCode): boolean {
-    if (this.model.elf.family !== 'cortex-m') return true;
+    if (!this.arch.takenAddressesVisible) return true;
     if (this.takenAddresses === undefined) {
       const taken = new Set<number>();
       for (const s of this.model.elf.sections) {
@@ -418,17 +418,16 @@ export class InjectionPlanner {
     return insns.reduce((m, x) => (m | l.effects(x).defs) >>> 0, 0);
   }
 
-  /** Prefer temporaries (RV32 t-registers x5-x7, x28-x31), then any other free register. */
+  /** The family's preferred registers first (temporaries), then any other free register. */
   private pickResumeRegister(free: number): number | undefined {
     if (!this.arch.liveness) return undefined;
-    const order = [29, 30, 31, 28, 7, 6, 5, 17, 16, 15, 14, 13, 12];
-    for (const r of order) if (free & (1 << r)) return r;
+    for (const r of this.arch.liveness.resumeRegisterPreference) if (free & (1 << r)) return r;
     for (let r = 1; r < 32; r++) if (free & (1 << r) && !(this.arch.liveness.reserved & (1 << r))) return r;
     return undefined;
   }
 
   private get standardLink(): number {
-    return this.arch.family === 'riscv' ? 1 : 14;
+    return this.arch.returnAddressRegister;
   }
 
   private describeShape(shape: PatchShape): string {

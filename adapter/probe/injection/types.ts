@@ -99,6 +99,20 @@ export interface InjectionArch {
   callSiteRefusal(site: CallSite, cave: CaveReach): string | undefined;
   /** Registers dead at a function's entry by the calling convention (RV32 t0-t6; Thumb r12). */
   readonly freeAtEntry: number;
+  /** The register a standard call links (RV32 ra = x1, Thumb LR = r14). */
+  readonly returnAddressRegister: number;
+  /**
+   * A thread-pointer register the injector may hold its cave base in when no instruction of the
+   * program names it (RV32 tp = x4: `jalr x0, off(tp)` then reaches the cave from anywhere).
+   */
+  readonly threadPointer?: number;
+  /**
+   * Whether every address the program takes shows up as a word in loaded memory or is formed by
+   * one non-branch instruction (Thumb literal pools, ADR). False where addresses are built from
+   * two instructions the decoder does not join (RISC-V auipc + addi): any function may then be
+   * reached by an indirect call.
+   */
+  readonly takenAddressesVisible: boolean;
   /** Instructions that execute conditionally without being branches (Thumb IT blocks). */
   predicated?(fn: FunctionCode): Set<number>;
   /** Register effects and calling-convention sets for liveness; absent when patches need no register. */
@@ -117,6 +131,8 @@ export interface LivenessModel {
   all: number;
   /** Registers never handed to a stub: zero, sp, gp, tp / sp, pc. */
   reserved: number;
+  /** Registers to resume in, best first (temporaries before argument registers). */
+  resumeRegisterPreference: readonly number[];
   /**
    * Registers the function-entry and exit stubs overwrite and leave changed (beyond the return
    * address). A caller compiled with -fipa-ra may keep a value in one across the call when the
