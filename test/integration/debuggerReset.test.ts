@@ -73,7 +73,8 @@ for (const kind of ['gdb', 'lldb'] as DebuggerKind[]) {
       assert.notEqual(await debug.readRegister('sp'), initialSp, 'program_end runs on a frame below the initial stack');
       await debug.monitor(qemu.resetCommand);
       await debug.flushCaches();
-      assert.equal(await debug.readRegister('pc'), resetEntry, `pc 0x${(await debug.readRegister('pc')).toString(16)}, reset entry 0x${resetEntry.toString(16)}`);
+      const pc = await debug.readRegister('pc');
+      assert.equal(pc, resetEntry, `pc 0x${pc.toString(16)}, reset entry 0x${resetEntry.toString(16)}`);
       assert.equal(await debug.readRegister('sp'), initialSp);
       assert.equal(await debug.readRegister('lr'), LR_AT_RESET);
       const [top] = await debug.stackFrames(1, 0, 0);

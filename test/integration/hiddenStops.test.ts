@@ -27,7 +27,9 @@ const LEGS: Array<{ target: FixtureTarget; debugger: DebuggerKind }> = [
  * What a debugger prints when the target stops: GDB's CLI and MI console forms, and LLDB's
  * ("Process 1 stopped", "* thread #1, stop reason = breakpoint 2.1").
  */
-const STOP_CHATTER = /Temporary breakpoint \d+|Breakpoint \d+, |Program received signal|Thread \d+ "[^"]*" hit|Run till exit|Process \d+ (stopped|resuming)|stop reason = /;
+const STOP_CHATTER = new RegExp(
+  [/Temporary breakpoint \d+|Breakpoint \d+, |Program received signal|Thread \d+ "[^"]*" hit|Run till exit/.source, /Process \d+ (stopped|resuming)|stop reason = /.source].join('|'),
+);
 
 for (const { target, debugger: debuggerKind } of LEGS) {
   describe(`hidden stops on QEMU ${target} with ${debuggerKind}`, () => {
