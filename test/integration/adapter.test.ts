@@ -1,11 +1,12 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { CallGraphResponse, InjectResponse, InjectedResultsResponse } from '../../common/dapCustom';
+import type { CallGraphResponse, InjectResponse, InjectedResult, InjectedResultsResponse } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import type { DebuggerKind } from '../../common/launchArgs';
 import { rootsForStart, runDescent } from '../../core/analysis/descent';
 import { MetricsEngine } from '../../core/analysis/metrics';
+import type { FunctionOutcome } from '../../core/analysis/resultSet';
 import { DapProfiler } from '../../core/profiling/dapProfiler';
 import { AdapterHarness, fixtureSource, qemuLaunchArgs } from '../support/dap';
 import { markerLine } from '../support/markers';
@@ -14,22 +15,39 @@ import type { FixtureTarget } from '../support/paths';
 /**
  * The whole debugging round trip through the built adapter, a real debugger and real QEMU, on both
  * no-hardware targets and with both debuggers (the `Debugger` port, docs/design.md): the same steps
- * a user takes in VS Code, then an injected measurement and a descent. LLDB 14 runs the
+ * a user takes in VS Code, then counters, an injected measurement and a descent. LLDB 14 runs the
  * Cortex-M4 leg (it has no RISC-V support; the last describe checks the launch says so).
  */
-const LEGS: Array<{ target: FixtureTarget; debugger: DebuggerKind; measures: boolean }> = [
-  { target: 'rv32', debugger: 'gdb', measures: true },
-  { target: 'cortex-m4', debugger: 'gdb', measures: true },
-  // Under LLDB the SysTick stores stepped on the core do not take once the session has stepped and
-  // written code (README, "LLDB"): injection and descent are GDB's for now.
-  { target: 'cortex-m4', debugger: 'lldb', measures: false },
+const LEGS: Array<{ target: FixtureTarget; debugger: DebuggerKind }> = [
+  { target: 'rv32', debugger: 'gdb' },
+  { target: 'cortex-m4', debugger: 'gdb' },
+  { target: 'cortex-m4', debugger: 'lldb' },
 ];
 
-for (const { target, debugger: debuggerKind, measures } of LEGS) {
+/** The counter each target counts with: QEMU's Cortex-M4 has no DWT, so SysTick (written by core stores). */
+const COUNTER: Record<FixtureTarget, { unit: string; event: string }> = {
+  'cortex-m4': { unit: 'SysTick', event: 'cycles' },
+  rv32: { unit: 'RISC-V counters', event: 'instructions' },
+};
+
+/**
+ * What a leg measured without halting the target (the injected measurement, the descent's values).
+ * Under `-icount` QEMU runs the program identically whichever debugger drives it, so a second
+ * debugger on the same target must measure exactly what the first did.
+ */
+interface Measured {
+  injected: Array<Omit<InjectedResult, 'id'>>;
+  descent: { runs: number; outcomes: FunctionOutcome[] } | undefined;
+}
+const measuredBy = new Map<string, Measured>();
+const legName = (target: FixtureTarget, debuggerKind: DebuggerKind): string => `${target} with ${debuggerKind}`;
+
+for (const { target, debugger: debuggerKind } of LEGS) {
   describe(`debug adapter on QEMU ${target} with ${debuggerKind}`, () => {
     const h = new AdapterHarness();
     const dsp = fixtureSource('dsp.c');
     const singlepass = fixtureSource('singlepass.c');
+    const measured: Measured = { injected: [], descent: undefined };
     let locals: DebugProtocol.Variable[] = [];
     let frameId = 0;
 
@@ -192,9 +210,28 @@ for (const { target, debugger: debuggerKind, measures } of LEGS) {
       assert.match(r.body.result, target === 'rv32' ? /\bpc\s+[0-9a-f]{8}/i : /R15=[0-9a-f]{8}/i);
     });
 
-    // On LLDB, SysTick ignores the counter set-up stores (README, "LLDB"): measurement is not
-    // offered there yet, so these two cases are declared for the debuggers that measure.
-    if (measures) it('injects a measurement and counts its calls without halting', async () => {
+    it('discovers the counters, counts to a breakpoint with them and zeroes them', async () => {
+      const { unit, event } = COUNTER[target];
+      await h.dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
+      const { units } = await h.custom(CustomRequests.counters);
+      assert.ok(units.find((u) => u.unit === unit)?.present, JSON.stringify(units));
+      const configured = await h.custom(CustomRequests.configure, { events: [event] });
+      assert.equal(configured.units.find((u) => u.unit === unit)?.slots.find((s) => s.event === event)?.running, true, JSON.stringify(configured.units));
+      const r = await h.custom(CustomRequests.measureTo, { to: { function: 'program_end' } });
+      assert.equal(r.passes.length, 1, r.incomplete);
+      assert.equal(r.stoppedAt?.function, 'program_end');
+      const counted = r.passes[0]!.values.find((v) => v.unit === unit && v.event === event)!;
+      assert.ok(BigInt(counted.value) > 0n, JSON.stringify(counted));
+      // The firmware's timer is armed by now: QEMU's virtual clock jumps at the stop, and the value says so.
+      assert.equal(counted.reliable, false);
+      assert.match(counted.note ?? '', /timer deadline|wrapped/);
+      // Zeroing SysTick is a store to SYST_CVR, which QEMU takes only from the core.
+      await h.custom(CustomRequests.reset, {});
+      const zeroed = (await h.custom(CustomRequests.read)).values.find((v) => v.unit === unit && v.event === event);
+      assert.equal(zeroed?.value, '0');
+    });
+
+    it('injects a measurement and counts its calls without halting', async () => {
       await h.dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
       await h.dc.customRequest(CustomRequests.run, { restart: true, until: { function: 'main' } });
       const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] })).body as InjectResponse;
@@ -203,10 +240,11 @@ for (const { target, debugger: debuggerKind, measures } of LEGS) {
       const results = (await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse;
       const fir = results.results.find((m) => m.name === 'fir_filter');
       assert.ok(fir && fir.calls > 0 && fir.total > 0, JSON.stringify(results));
+      measured.injected = results.results.map(({ id: _id, ...rest }) => rest);
       await h.dc.customRequest(CustomRequests.removeInjections, {});
     });
 
-    if (measures) it('runs a descent below main', async () => {
+    it('runs a descent below main', async () => {
       const profiler = new DapProfiler(
         { customRequest: async (command, args) => (await h.dc.customRequest(command, args)).body as unknown },
         { slots: 4, mode: { kind: 'single-pass', end: { function: 'program_end' } }, executable: qemuLaunchArgs(target).executable },
@@ -214,8 +252,16 @@ for (const { target, debugger: debuggerKind, measures } of LEGS) {
       const graph: CallGraphResponse = await profiler.callGraph();
       const engine = new MetricsEngine();
       const result = await runDescent(graph, profiler, { engine, metric: engine.monotone('share'), threshold: 0.05, roots: rootsForStart(graph, 'main'), spanning: ['main'] });
-      const measured = result.outcomes.filter((o) => o.status === 'measured' && o.name !== 'main' && (o.value ?? 0) > 0).map((o) => o.name);
-      assert.ok(measured.includes('process_packet'), `measured: ${measured.join(', ')}`);
+      const below = result.outcomes.filter((o) => o.status === 'measured' && o.name !== 'main' && (o.value ?? 0) > 0).map((o) => o.name);
+      assert.ok(below.includes('process_packet'), `measured: ${below.join(', ')}`);
+      measured.descent = { runs: result.runs, outcomes: result.outcomes };
+      measuredBy.set(legName(target, debuggerKind), measured);
+    });
+
+    if (debuggerKind !== 'gdb') it('measures exactly what GDB measured on the same target', () => {
+      const gdb = measuredBy.get(legName(target, 'gdb'));
+      assert.ok(gdb, `the GDB leg on ${target} recorded no measurements (it failed or was left out): run this file with both legs`);
+      assert.deepEqual(measured, gdb);
     });
 
     it('runs to the end of the program and reports its exit', async () => {

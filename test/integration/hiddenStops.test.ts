@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import type { CallGraphResponse, InjectResponse } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
+import type { DebuggerKind } from '../../common/launchArgs';
 import { rootsForStart, runDescent } from '../../core/analysis/descent';
 import { MetricsEngine } from '../../core/analysis/metrics';
 import { DapProfiler } from '../../core/profiling/dapProfiler';
@@ -15,14 +16,23 @@ import type { FixtureTarget } from '../support/paths';
  * batch to its end: none of those halts may reach the client as a `stopped` event, and the
  * debugger's chatter about them ("Temporary breakpoint 7, program_end () at …") must not reach the
  * Debug Console. The client, which saw the target halted at main, is told to refresh its stack
- * (`invalidated`) instead.
+ * (`invalidated`) instead. LLDB 14 runs the Cortex-M4 leg as well (it has no RISC-V support).
  */
-const TARGETS: FixtureTarget[] = ['cortex-m4', 'rv32'];
-/** What GDB prints when the target stops (CLI and MI console forms). */
-const STOP_CHATTER = /Temporary breakpoint \d+|Breakpoint \d+, |Program received signal|Thread \d+ "[^"]*" hit|Run till exit/;
+const LEGS: Array<{ target: FixtureTarget; debugger: DebuggerKind }> = [
+  { target: 'cortex-m4', debugger: 'gdb' },
+  { target: 'rv32', debugger: 'gdb' },
+  { target: 'cortex-m4', debugger: 'lldb' },
+];
+/**
+ * What a debugger prints when the target stops: GDB's CLI and MI console forms, and LLDB's
+ * ("Process 1 stopped", "* thread #1, stop reason = breakpoint 2.1").
+ */
+const STOP_CHATTER = new RegExp(
+  [/Temporary breakpoint \d+|Breakpoint \d+, |Program received signal|Thread \d+ "[^"]*" hit|Run till exit/.source, /Process \d+ (stopped|resuming)|stop reason = /.source].join('|'),
+);
 
-for (const target of TARGETS) {
-  describe(`hidden stops on QEMU ${target}`, () => {
+for (const { target, debugger: debuggerKind } of LEGS) {
+  describe(`hidden stops on QEMU ${target} with ${debuggerKind}`, () => {
     const h = new AdapterHarness();
     const stopped: DebugProtocol.StoppedEvent[] = [];
     const invalidated: DebugProtocol.InvalidatedEvent[] = [];
@@ -30,7 +40,7 @@ for (const target of TARGETS) {
 
     before(async () => {
       await h.start();
-      await h.launchToEntry(qemuLaunchArgs(target, 'singlepass', { programEnd: 'program_end' }));
+      await h.launchToEntry(qemuLaunchArgs(target, 'singlepass', { debugger: debuggerKind, programEnd: 'program_end' }));
       // From here on the client asks for nothing that stops the target where it can see it.
       outputBefore = h.output.length;
       h.dc.on('stopped', (e: DebugProtocol.StoppedEvent) => stopped.push(e));

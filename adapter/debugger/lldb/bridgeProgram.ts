@@ -216,6 +216,16 @@ def op(name, a):
         return command_output(a['text'])
     if name == 'monitor':
         return command_output('process plugin packet monitor ' + a['text'])
+    if name == 'flushCaches':
+        # LLDB keeps the registers and frames of a stop until the next one, and its SB API has no call
+        # to drop them: after a reset by a monitor command it would go on reading the old PC and
+        # registers. Unloading the program's sections and loading them again at the same addresses
+        # makes it flush every thread's registers and frames (Process::Flush), without running the
+        # target; breakpoint sites are lifted and put back at the same addresses on the way.
+        for m in target.module_iter():
+            check(target.ClearModuleLoadAddress(m))
+            check(target.SetModuleLoadAddress(m, 0))
+        return None
     if name == 'continue':
         check(process.Continue())
         return None

@@ -246,10 +246,8 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
   }
 
   async flushCaches(): Promise<void> {
-    // LLDB drops its register and memory caches at every stop and offers no other way to drop them:
-    // after a monitor reset, reads before the next stop may show the old state (the profiling runs
-    // read nothing there: they continue to a breakpoint and read at that stop).
     this.registerNameCache = undefined;
+    await this.call('flushCaches');
   }
 
   async memoryRegions(): Promise<MemoryRegion[]> {
