@@ -108,6 +108,22 @@ describe('DWT_PCSR bursts through the wrapped Tcl request (errors come back thro
   });
 });
 
+describe('the Tcl double answers as a real OpenOCD 0.12 did (answers recorded with the dummy adapter)', () => {
+  const recorded: Array<[string, string]> = [
+    ['list [expr {1+1}] {a b}', '2 {a b}'],
+    ['proc pcsr_t {n} {return [list $n $n]}; pcsr_t 4', '4 4'],
+    ['string bytelength abc', '3'],
+    ['read_memory 0xe000101c 32 0', ''],
+    ['capture {echo hello}', 'hello\n'],
+    ['no_such 1', 'invalid command name "no_such"'],
+    ['read_memory 0xe000101c', 'wrong # args: should be "read_memory address width count [\'phys\']"'],
+    ['if {[info commands capture] ne ""} {list yes} else {list no}', 'yes'],
+  ];
+  for (const [script, answer] of recorded) {
+    test(script, () => assert.equal(openOcdInterpreter(new PcsrCoreModel(new Uint32Array([0]))).evalTop(script).result, answer));
+  }
+});
+
 describe('the PCSR core model of the Tcl double', () => {
   // Trace of 4 instructions; 2 ns asleep after the 2nd: time line i0 i1 z z i2 i3.
   const trace = new Uint32Array([0x10, 0x12, 0x14, 0x16]);
