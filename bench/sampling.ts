@@ -4,7 +4,11 @@
  * against plain QEMU with no sampler), and the TIP error e = (C_total − C_correct) / C_total at
  * function and line level against the oracle's exact instruction counts. Then the pure part of a
  * decoration update (profile → heat → ranges per level) on a 5,000-line file.
+ * The DWT_PCSR sampler has no board here: its rows run it against the OpenOCD Tcl RPC double
+ * (test/doubles/) serving the Cortex-M4 hotloop's exact trace, so its rate is the adapter's and the
+ * socket's (the double's reads take no time) and e is sampling noise plus any counting error.
  *   npm run bench -- sampling [--target rv32|cortex-m4] [--samples N] [--halting-samples N] [--only NAME-PREFIX] [--decoration-only]
+ *   (--only openocd-pcsr runs the PCSR rows alone)
  */
 import type { SampleLocation, SamplerId } from '../common/dapCustom';
 import { CustomRequests } from '../common/dapCustom';
@@ -13,6 +17,11 @@ import { profileFromSamples } from '../core/profile/fromSamples';
 import { changedLevels, LineHeatIndex, linesByLevel } from '../core/profile/lineHeat';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
 import { profileError } from '../test/oracle/profileError';
+import { PcsrSampler } from '../adapter/sampling/pcsrSampler';
+import { resolveSampleLocation } from '../adapter/sampling/samplingService';
+import { OpenOcdTclDouble } from '../test/doubles/openOcdTclDouble';
+import { PcsrCoreModel, periodicSleep } from '../test/doubles/pcsrCoreModel';
+import { traceFixture, type TracedFixture } from '../test/support/pcsrTrace';
 import { AdapterHarness, qemuLaunchArgs } from '../test/support/dap';
 import type { FixtureTarget } from '../test/support/paths';
 import { fixtureElf } from '../test/support/paths';
@@ -149,14 +158,62 @@ function decorationUpdate(): { repaintMs: number; changedLevels: number; fullHea
   return { repaintMs: median(repaintTimes), changedLevels: changed / 30, fullHeatMs: median(heatTimes), profileMs: median(profileTimes), lines };
 }
 
+/** One PCSR run through the double: reads until `samples` code samples, then e against the oracle. */
+async function measurePcsr(fixture: TracedFixture, truth: ReturnType<typeof oracleMaps>, sleepShare: number, samples: number): Promise<string[]> {
+  // Sleep windows of 25 µs, as many as give the asked share of the time line.
+  const every = sleepShare > 0 ? Math.round((25_000 * (1 - sleepShare)) / sleepShare) : Infinity;
+  const core = new PcsrCoreModel(fixture.trace, Number.isFinite(every) ? periodicSleep(fixture.trace.length, every, 25_000) : []);
+  const double = await OpenOcdTclDouble.start(core);
+  try {
+    const sampler = new PcsrSampler({ tclPort: double.port, isRunning: () => true, log: (t) => process.stderr.write(t) });
+    const counts = new Map<number, number>();
+    let total = 0;
+    let asleep = 0;
+    await sampler.start();
+    const t0 = performance.now();
+    while (total < samples) {
+      await sleep(50);
+      for (const [a, n] of await sampler.drain()) {
+        counts.set(a, (counts.get(a) ?? 0) + n);
+        total += n;
+      }
+      asleep += sampler.drainAsleepOrHalted();
+    }
+    const seconds = (performance.now() - t0) / 1000;
+    await sampler.stop();
+    const locations = new Map<number, SampleLocation>([...counts.keys()].map((a) => [a, resolveSampleLocation(fixture.image, a)]));
+    return [
+      'cortex-m4',
+      `openocd-pcsr via Tcl double, ${Math.round(core.sleepShare * 100)} % asleep`,
+      total.toLocaleString('en-US'),
+      `${Math.round(total / seconds).toLocaleString('en-US')} (${Math.round((total + asleep) / seconds).toLocaleString('en-US')} reads/s)`,
+      '-',
+      '-',
+      `${(profileError(byFunction(counts, locations), truth.functions) * 100).toFixed(2)} %`,
+      `${(profileError(byLine(counts, locations), truth.lines) * 100).toFixed(2)} %`,
+    ];
+  } finally {
+    await double.close();
+  }
+}
+
 async function main(): Promise<void> {
   const rows: string[][] = [];
-  for (const target of targets) {
+  const only = option(process.argv, '--only');
+  if (!decorationOnly && (!only || only.startsWith('openocd')) && (!option(process.argv, '--target') || option(process.argv, '--target') === 'cortex-m4')) {
+    const fixture = await traceFixture(fixtureElf('cortex-m4', 'hotloop'), 3_000_000);
+    const truth = oracleMaps(fixture.oracle);
+    for (const share of [0, 0.2]) {
+      const row = await measurePcsr(fixture, truth, share, wantedSamples);
+      rows.push(row);
+      console.error(`row: ${row.join(' | ')}`);
+    }
+  }
+  for (const target of only?.startsWith('openocd') ? [] : targets) {
     const oracle = await runOracle({ elf: fixtureElf(target, 'hotloop'), maxInstructions: 3_000_000 });
     const truth = oracleMaps(oracle);
     let plain = NaN;
     for (const config of configs) {
-      const only = option(process.argv, '--only');
       if (only && config.sampler && !config.name.startsWith(only)) continue;
       const r = await measure(target, config, truth);
       if (!config.sampler) plain = r.roundsPerSecond;

@@ -257,12 +257,14 @@ export interface RunResponse {
  * The samplers the adapter has. `qemu-monitor`: QEMU's HMP monitor reads the vCPU's PC while the
  * guest runs (never halts; the PC is the start of the running translation block, or exact with
  * `server.singlestep`). `qemu-plugin`: a TCG plugin counts every executed instruction (exact; needs
- * `server.instructionCounts`). `gdb-halting`: any gdbserver; interrupt, read the PC, continue.
+ * `server.instructionCounts`). `openocd-pcsr`: a Cortex-M behind OpenOCD; DWT_PCSR read in bursts
+ * through the Tcl RPC port while the core runs (never halts). `gdb-halting`: any gdbserver;
+ * interrupt, read the PC, continue.
  */
-export type SamplerId = 'qemu-monitor' | 'qemu-plugin' | 'gdb-halting';
+export type SamplerId = 'qemu-monitor' | 'qemu-plugin' | 'openocd-pcsr' | 'gdb-halting';
 
 /** What a sample's PC means (docs/design.md, "Sampling semantics"). Mirrors core/profile's SampleAttribution. */
-export type SampleAttributionKind = 'time-proportional' | 'next-committing' | 'translation-block-start' | 'halting' | 'exact-count';
+export type SampleAttributionKind = 'time-proportional' | 'next-committing' | 'translation-block-start' | 'recently-executed' | 'halting' | 'exact-count';
 
 export interface SamplerDescription {
   id: SamplerId;
@@ -325,6 +327,12 @@ export interface SamplesEventBody {
   totalSamples: number;
   /** Over the last event interval. */
   samplesPerSecond: number;
+  /**
+   * Reads since the previous event that found the core asleep (WFI/WFE) or halted: DWT_PCSR reads
+   * 0xFFFFFFFF then. They are no code: not in `delta`, not in `totalSamples`. Only samplers that can
+   * tell (`openocd-pcsr`) send it.
+   */
+  asleepOrHalted?: number;
   /** Set on the last event of a run (sampling stopped, session ending). */
   final?: boolean;
 }
@@ -336,6 +344,8 @@ export interface SamplingSnapshotResponse {
   counts: AddressCounts;
   locations: SampleLocation[];
   totalSamples: number;
+  /** Reads that found the core asleep or halted, since the start (see SamplesEventBody). */
+  asleepOrHalted?: number;
   elapsedMs: number;
 }
 

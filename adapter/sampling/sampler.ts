@@ -15,6 +15,11 @@ export interface PcSampler {
   /** Counts since the previous drain, taken out of the sampler. */
   drain(): Promise<Map<number, number>>;
   /**
+   * Reads since the previous drain that found the core asleep or halted (no code address), for
+   * samplers whose reads say so (DWT_PCSR's 0xFFFFFFFF).
+   */
+  drainAsleepOrHalted?(): number;
+  /**
    * Resolves once no sample is being taken, and takes none until `resume`: a halting sampler must
    * not resume a target the user is about to pause.
    */

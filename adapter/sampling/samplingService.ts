@@ -31,6 +31,8 @@ export class SamplingService {
   private readonly cumulative = new Map<number, number>();
   private readonly located = new Map<number, SampleLocation>();
   private total = 0;
+  /** Undefined unless the sampler can tell reads that found the core asleep or halted. */
+  private asleepOrHalted: number | undefined;
   private startedAt = 0;
   private lastFlushAt = 0;
   private seq = 0;
@@ -62,6 +64,7 @@ export class SamplingService {
     this.cumulative.clear();
     this.located.clear();
     this.total = 0;
+    this.asleepOrHalted = sampler.drainAsleepOrHalted ? 0 : undefined;
     this.seq = 0;
     this.startedAt = this.lastFlushAt = performance.now();
     const interval = Math.max(50, args.eventIntervalMs ?? DEFAULT_EVENT_INTERVAL_MS);
@@ -102,6 +105,7 @@ export class SamplingService {
       counts: [...this.cumulative],
       locations: [...this.located.values()],
       totalSamples: this.total,
+      ...(this.asleepOrHalted !== undefined ? { asleepOrHalted: this.asleepOrHalted } : {}),
       elapsedMs: this.sampler ? Math.round(performance.now() - this.startedAt) : 0,
     };
   }
@@ -115,6 +119,8 @@ export class SamplingService {
     const sampler = this.sampler;
     if (!sampler) return;
     const delta = await sampler.drain();
+    const asleep = sampler.drainAsleepOrHalted?.();
+    if (asleep !== undefined) this.asleepOrHalted = (this.asleepOrHalted ?? 0) + asleep;
     const image = this.image!;
     const pairs: AddressCounts = [];
     const locations: SampleLocation[] = [];
@@ -141,6 +147,7 @@ export class SamplingService {
       locations,
       totalSamples: this.total,
       samplesPerSecond: Math.round(added / seconds),
+      ...(asleep !== undefined ? { asleepOrHalted: asleep } : {}),
       ...(final ? { final: true } : {}),
     });
   }

@@ -80,7 +80,7 @@ function parseJson(text: string, file: string): unknown {
 
 const UNIT_KINDS = ['cycles', 'instructions', 'ticks', 'samples', 'events'] as const;
 const STATUSES: readonly FunctionStatus[] = ['measured', 'pruned', 'unmeasurable', 'pending', 'unreached', 'sampled'];
-const ATTRIBUTIONS: readonly SampleAttribution[] = ['time-proportional', 'next-committing', 'translation-block-start', 'halting', 'exact-count'];
+const ATTRIBUTIONS: readonly SampleAttribution[] = ['time-proportional', 'next-committing', 'translation-block-start', 'recently-executed', 'halting', 'exact-count'];
 
 export function parseProfileDocument(json: unknown, file = 'the profile'): Profile {
   const top = new JsonReader(file, '', json);

@@ -37,7 +37,7 @@ export type Provenance =
   /** The exact instruction trace (QEMU `-d exec,nochain -singlestep`, or the counting plugin). */
   | { kind: 'oracle'; source: string };
 
-export type SampleAttribution = 'time-proportional' | 'next-committing' | 'translation-block-start' | 'halting' | 'exact-count';
+export type SampleAttribution = 'time-proportional' | 'next-committing' | 'translation-block-start' | 'recently-executed' | 'halting' | 'exact-count';
 
 /** An interval the true value lies in, and why. */
 export interface ErrorBound {

@@ -141,6 +141,8 @@ function attributionLabel(a: Extract<Provenance, { kind: 'sampled' }>['attributi
       return 'next instruction to commit';
     case 'translation-block-start':
       return 'start of the running translation block';
+    case 'recently-executed':
+      return 'address of a recently executed instruction (DWT_PCSR)';
     case 'halting':
       return 'instruction where the halt landed';
     case 'exact-count':

@@ -26,6 +26,8 @@ export interface LiveRun {
   profileBuiltAt: number;
   samplesPerSecond: number;
   total: number;
+  /** Reads that found the core asleep or halted (DWT_PCSR's 0xFFFFFFFF), for samplers that tell; never in `total`. */
+  asleepOrHalted: number | undefined;
   running: boolean;
   profile: Profile | undefined;
   /** Local file path (source map applied) → the path as the compiler wrote it, for the files with heat. */
@@ -114,7 +116,7 @@ export class LiveHotspots implements vscode.Disposable {
   }
 
   private newRun(session: vscode.DebugSession, samplerId: SamplerId, sampler: SamplerDescription | undefined): LiveRun {
-    return { session, sampler, samplerId, window: new SampleWindow(windowSetting()), locations: new Map(), lineIndex: new LineHeatIndex(), profileBuiltAt: 0, samplesPerSecond: 0, total: 0, running: true, profile: undefined, heatPaths: new Map(), exact: samplerId === 'qemu-plugin' || sampler?.attribution === 'exact-count' };
+    return { session, sampler, samplerId, window: new SampleWindow(windowSetting()), locations: new Map(), lineIndex: new LineHeatIndex(), profileBuiltAt: 0, samplesPerSecond: 0, total: 0, asleepOrHalted: undefined, running: true, profile: undefined, heatPaths: new Map(), exact: samplerId === 'qemu-plugin' || sampler?.attribution === 'exact-count' };
   }
 
   private onSamples(session: vscode.DebugSession, body: SamplesEventBody): void {
@@ -128,6 +130,7 @@ export class LiveHotspots implements vscode.Disposable {
     if (body.delta.length > 0) run.window.add(Date.now(), body.delta);
     run.samplesPerSecond = body.samplesPerSecond;
     run.total = body.totalSamples;
+    if (body.asleepOrHalted !== undefined) run.asleepOrHalted = (run.asleepOrHalted ?? 0) + body.asleepOrHalted;
     if (body.final) run.running = false;
     this.scheduleUpdate();
   }
@@ -209,8 +212,10 @@ export class LiveHotspots implements vscode.Disposable {
 
   private showStatus(run: LiveRun): void {
     const unit = run.profile ? unitLabel(run.profile.unit) : 'samples';
-    this.status.text = `$(flame) ${run.samplerId} · ${formatNumber(run.samplesPerSecond)}/s · ${formatNumber(run.total)} ${unit}${run.running ? '' : ' (stopped)'}`;
-    this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}. Click to turn off.`;
+    const asleep = run.asleepOrHalted ? ` · ${formatNumber(run.asleepOrHalted)} core asleep or halted` : '';
+    this.status.text = `$(flame) ${run.samplerId} · ${formatNumber(run.samplesPerSecond)}/s · ${formatNumber(run.total)} ${unit}${asleep}${run.running ? '' : ' (stopped)'}`;
+    const asleepNote = run.asleepOrHalted !== undefined ? ` Reads that found the core asleep or halted (PCSR 0xFFFFFFFF) are counted apart, never as code: ${formatNumber(run.asleepOrHalted)} so far.` : '';
+    this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}.${asleepNote} Click to turn off.`;
     this.status.show();
   }
 

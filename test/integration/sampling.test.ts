@@ -168,15 +168,17 @@ describe('PC sampling: choosing a sampler', () => {
   it('names every sampler and what it needs when the one asked for is not available', async () => {
     await h.launchToEntry(qemuLaunchArgs('rv32', 'hotloop'));
     const list = (await h.dc.customRequest(CustomRequests.samplers)).body as SamplersResponse;
-    assert.deepEqual(list.samplers.map((s) => [s.id, s.available]), [['qemu-plugin', false], ['qemu-monitor', true], ['gdb-halting', true]]);
+    assert.deepEqual(list.samplers.map((s) => [s.id, s.available]), [['qemu-plugin', false], ['qemu-monitor', true], ['openocd-pcsr', false], ['gdb-halting', true]]);
     // Each says how close to exact counts it is, as measured against the oracle.
     assert.match(list.samplers[0]!.accuracy, /^exact/);
     assert.match(list.samplers[1]!.accuracy, /biased by host time.*function-level error/);
-    assert.match(list.samplers[2]!.accuracy, /function-level error/);
+    assert.match(list.samplers[2]!.needs!, /Cortex-M target .*OpenOCD/);
+    assert.match(list.samplers[3]!.accuracy, /function-level error/);
     await assert.rejects(h.dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-plugin' }), (err: Error) => {
       assert.match(err.message, /qemu-plugin.*not available/);
       assert.match(err.message, /instructionCounts/);
       assert.match(err.message, /qemu-monitor \(.*\): available/);
+      assert.match(err.message, /openocd-pcsr \(.*\): needs a Cortex-M target/);
       assert.match(err.message, /gdb-halting/);
       return true;
     });
