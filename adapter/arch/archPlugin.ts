@@ -122,6 +122,11 @@ export interface QemuMachine {
 export interface ArchSampling {
   /** Where the PC is in QEMU's HMP `info registers` text; undefined without a QEMU target. */
   readonly monitorPc?: RegExp;
+  /**
+   * The address of a register the debug port reads while the core runs, holding a recently
+   * executed PC (Cortex-M DWT_PCSR); undefined where the family has none.
+   */
+  readonly pcSampleRegister?: number;
 }
 
 export function isUnsupported<T extends object>(x: T | { unsupported: string }): x is { unsupported: string } {

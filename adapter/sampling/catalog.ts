@@ -1,4 +1,5 @@
 import type { SamplerDescription, SamplerId, StartSamplingArguments } from '../../common/dapCustom';
+import { archPlugin } from '../arch/registry';
 import { CycleLensError, ErrorCode } from '../errors';
 import type { TargetFamily } from '../../common/launchArgs';
 import type { OpenOcdServer } from '../servers/openocd';
@@ -69,7 +70,7 @@ export function describeSamplers(target: SamplerTargetFacts): SamplerDescription
         if (!qemu?.monitorSocket) return { ...base, available: false, needs: 'a QEMU server (`"server": { "type": "qemu" }`): it reads the PC through QEMU\'s monitor' };
         return qemu.singlestep ? { ...base, label: 'QEMU monitor (exact PC, -singlestep)', attribution: 'time-proportional', accuracy: accuracy['qemu-monitor-singlestep'], available: true } : { ...base, available: true };
       case 'openocd-pcsr':
-        if (!openocd || target.config.family !== 'cortex-m') {
+        if (!openocd || archPlugin(target.config.family).sampling.pcSampleRegister === undefined) {
           return { ...base, available: false, needs: 'a Cortex-M target (`"family": "cortex-m"`) served by OpenOCD (`"server": { "type": "openocd", … }`) whose DWT has DWT_PCSR (ARMv7-M and ARMv8-M Mainline cores; optional on ARMv6-M): it reads DWT_PCSR through OpenOCD\'s Tcl RPC port' };
         }
         return { ...base, available: true };

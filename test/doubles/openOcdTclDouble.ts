@@ -70,7 +70,9 @@ export class OpenOcdTclDouble {
     });
     socket.on('data', (chunk: Buffer) => {
       pending = Buffer.concat([pending, chunk]);
-      for (let end = pending.indexOf(TERMINATOR); end >= 0 && !closing; end = pending.indexOf(TERMINATOR)) {
+      // `shutdown` (evaluated below) sets `closing`: the commands after it in this chunk go unanswered.
+      for (let end = pending.indexOf(TERMINATOR); end >= 0; end = pending.indexOf(TERMINATOR)) {
+        if (closing) break;
         const line = pending.subarray(0, end).toString('utf8');
         pending = pending.subarray(end + 1);
         this.received.push(line);

@@ -7,7 +7,6 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import { CustomRequests, type InjectResponse, type InjectedResultsResponse } from '../../common/dapCustom';
 import { isUnsupported } from '../../adapter/arch/archPlugin';
 import { archPlugin } from '../../adapter/arch/registry';
-import { GdbBackend } from '../../adapter/debugger/gdb/gdbBackend';
 import { parseLocationSpec } from '../../adapter/debugger/locations';
 import { ElfImage } from '../../adapter/elf';
 import { debuggerTargetRunner } from '../../adapter/probe/debuggerRunner';
@@ -19,6 +18,7 @@ import { QemuServer } from '../../adapter/servers/qemu';
 import { computeTargetFacts } from '../../adapter/target/targetFacts';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { AdapterHarness, fixtureSource, qemuLaunchArgs } from '../support/dap';
+import { startGdb } from '../support/gdb';
 import { OWNER_TAG_VAR, killTagged, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
 import { markerLine } from '../support/markers';
 import { fixtureElf, fixturesDir } from '../support/paths';
@@ -67,7 +67,7 @@ describe(`injected measurement on QEMU Cortex-M4 under -icount shift=${SHIFT}`, 
     const elf = ElfImage.loadSync(ELF);
     const qemu = new QemuServer(server);
     await qemu.start({ executable: ELF, family: 'cortex-m', cwd: scratch, log: () => undefined });
-    const gdb = await GdbBackend.start({ gdbPath: 'gdb-multiarch', cwd: scratch });
+    const gdb = await startGdb(scratch, 'cortex-m');
     try {
       await gdb.loadProgram(ELF);
       await gdb.connectRemote(qemu.gdbAddress);

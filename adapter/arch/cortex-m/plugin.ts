@@ -83,7 +83,11 @@ export const cortexMPlugin: ArchPlugin = {
   // LLDB 14 decodes no code for a thumbv7em triple; armv7em selects Thumb by the M profile itself.
   lldb: { triple: 'armv7em-none-eabi' },
   // QEMU 7.2 prints `R15=000004b2` in `info registers` (M-profile PCs carry no Thumb bit there).
-  sampling: { monitorPc: /\bR15=([0-9a-f]{8})\b/ },
+  sampling: {
+    monitorPc: /\bR15=([0-9a-f]{8})\b/,
+    // ARMv7-M C1.8.8 / ARMv8-M: DWT_PCSR, optional on ARMv6-M; reads 0xFFFFFFFF while halted or asleep.
+    pcSampleRegister: 0xe000101c,
+  },
   // ARMv7-M B3.1 default memory map: the Code region (0x00000000-0x1FFFFFFF) is where parts put
   // their flash. Without a map that says otherwise, treat it as flash.
   defaultMemoryKind: (address) => (address < 0x20000000 ? 'flash' : undefined),

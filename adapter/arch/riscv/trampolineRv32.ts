@@ -59,7 +59,7 @@ export function rv32InjectionArch(): InjectionArch {
       all: ALL_REGISTERS,
       reserved: mask(X0, SP, Reg.gp, TP),
       // Temporaries t4-t6, t3, t2-t0 first, then argument registers a7 down to a2.
-      resumeRegisterPreference: [T4, T5, T6, T3, T2, T1, T0, Reg.a7, Reg.a6, A5, A4, A3, A2],
+      resumeRegisterPreference: [Reg.t4, Reg.t5, Reg.t6, Reg.t3, Reg.t2, Reg.t1, Reg.t0, Reg.a7, Reg.a6, A5, A4, A3, A2],
       // Entry: t0-t6; exit: t0-t6 and a2-a5 (ACC's scratch).
       stubClobbers: (TEMPORARIES | mask(A2, A3, A4, A5)) >>> 0,
     },
