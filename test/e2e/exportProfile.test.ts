@@ -78,11 +78,20 @@ function quickInput(h: CodeServerHarness) {
   return h.page.locator('.quick-input-widget');
 }
 
+/**
+ * The rows the quick input shows. After a save dialog (code-server's simple file dialog) the widget
+ * keeps that dialog's list, hidden, ahead of the next pick's rows ("..", the folder's files): only
+ * visible rows are the current pick's.
+ */
+function visibleRows(h: CodeServerHarness) {
+  return quickInput(h).locator('.monaco-list-row:visible');
+}
+
 /** The row of the open quick pick whose label is exactly `label`, after filtering by it. */
 async function pickItem(h: CodeServerHarness, label: string): Promise<void> {
   const widget = quickInput(h);
-  await widget.locator('.monaco-list-row').first().waitFor({ state: 'visible', timeout: 15_000 });
-  const row = widget.locator('.monaco-list-row').filter({ has: h.page.locator('.label-name', { hasText: new RegExp(`^\\s*${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`) }) }).first();
+  await visibleRows(h).first().waitFor({ state: 'visible', timeout: 15_000 });
+  const row = visibleRows(h).filter({ has: h.page.locator('.label-name', { hasText: new RegExp(`^\\s*${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`) }) }).first();
   await row.waitFor({ state: 'visible', timeout: 15_000 }).catch(async () => {
     assert.fail(`the quick pick offers ${JSON.stringify(await widget.locator('.monaco-list-row .label-name').allInnerTexts())}, not "${label}"`);
   });
@@ -91,9 +100,8 @@ async function pickItem(h: CodeServerHarness, label: string): Promise<void> {
 
 /** Every item of the format quick pick says which tool opens it. */
 async function assertFormatItems(h: CodeServerHarness): Promise<void> {
-  const widget = quickInput(h);
-  await widget.locator('.monaco-list-row').first().waitFor({ state: 'visible', timeout: 15_000 });
-  const rows = await poll(() => widget.locator('.monaco-list-row').evaluateAll((els) => els.map((e) => (e as HTMLElement).innerText.replace(/\s+/g, ' ').trim())), (r) => r.length >= EXPORT_FORMATS.length, 5000);
+  await visibleRows(h).first().waitFor({ state: 'visible', timeout: 15_000 });
+  const rows = await poll(() => visibleRows(h).evaluateAll((els) => els.map((e) => (e as HTMLElement).innerText.replace(/\s+/g, ' ').trim())), (r) => r.length >= EXPORT_FORMATS.length, 5000);
   for (const f of EXPORT_FORMATS) {
     assert.ok(rows.some((r) => r.includes(f.label) && r.includes(f.extension) && r.includes(`Opens in ${f.opensIn}`)), `the ${f.label} item says it opens in ${f.opensIn}: ${JSON.stringify(rows)}`);
   }
