@@ -15,6 +15,10 @@ function main(argv: string[]): void {
       const session = new CycleLensDebugSession();
       session.setRunAsServer(true);
       session.start(socket, socket);
+      // Started with --expose-gc (bench/soak.ts), a long-lived adapter collects after each session,
+      // so the memory it is measured at is what sessions left alive, not garbage not yet collected.
+      const collect = (globalThis as { gc?: () => void }).gc;
+      if (collect) socket.on('close', () => setTimeout(collect, 100));
     }).listen(port, '127.0.0.1', () => process.stderr.write(`CycleLens debug adapter listening on 127.0.0.1:${port}\n`));
     return;
   }

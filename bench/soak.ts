@@ -1,14 +1,17 @@
 /**
  * Soak: N launch -> inject -> run -> disconnect cycles against ONE debug adapter process (server
  * mode, one session per connection, as a long-lived adapter serves them), on QEMU RV32 with real
- * GDB. Prints failures, processes left behind after each cycle, and the adapter's RSS and open
- * file descriptors (handles) over the cycles. Record the figures in docs/benchmarks.md.
- *   npm run bench -- soak [--cycles N]
+ * GDB, then long live-sampling sessions on the running hotloop. Prints failures, processes left
+ * behind after each session, and the adapter's RSS and open file descriptors (handles) over the
+ * cycles. The adapter runs with --expose-gc and collects after each session, so its RSS is what
+ * sessions left alive rather than garbage V8 has not collected yet. Record the figures in
+ * docs/benchmarks.md.
+ *   npm run bench -- soak [--cycles N] [--sampling-sessions N] [--sampling-seconds S]
  */
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
-import { CustomRequests, type InjectResponse } from '../common/dapCustom';
+import { CustomRequests, type InjectResponse, type SamplingSnapshotResponse, type StopSamplingResponse } from '../common/dapCustom';
 import { freePort } from '../adapter/util/ports';
 import { waitForTcp } from '../adapter/servers/readiness';
 import { qemuLaunchArgs } from '../test/support/dap';
@@ -17,6 +20,8 @@ import { adapterBundle } from '../test/support/paths';
 import { option } from './support';
 
 const cycles = Number(option(process.argv, '--cycles') ?? 100);
+const samplingSessions = Number(option(process.argv, '--sampling-sessions') ?? 2);
+const samplingSeconds = Number(option(process.argv, '--sampling-seconds') ?? 120);
 
 function rssKiB(pid: number): number {
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -42,10 +47,41 @@ async function cycle(port: number): Promise<void> {
   }
 }
 
+/**
+ * One long live-sampling session: the hotloop runs while the QEMU monitor sampler reads its PC for
+ * `seconds`; the counts must keep growing and the target must never stop. Calls `sample` every 30 s.
+ */
+async function samplingSession(port: number, seconds: number, sample: () => void): Promise<number> {
+  const dc = new DebugClient('node', '', 'cyclelens');
+  dc.defaultTimeout = 30_000;
+  await dc.start(port);
+  try {
+    await Promise.all([dc.configurationSequence(), dc.launch(qemuLaunchArgs('rv32', 'hotloop')), dc.waitForEvent('stopped')]);
+    let stops = 0;
+    dc.on('stopped', () => stops++);
+    await dc.continueRequest({ threadId: 1 });
+    await dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-monitor' });
+    let last = 0;
+    for (let t = 0; t < seconds; t += 30) {
+      await new Promise((r) => setTimeout(r, Math.min(30, seconds - t) * 1000));
+      const snap = (await dc.customRequest(CustomRequests.samplingSnapshot)).body as SamplingSnapshotResponse;
+      if (!snap.running || snap.totalSamples <= last) throw new Error(`sampling stalled at ${snap.totalSamples} samples (running: ${snap.running})`);
+      last = snap.totalSamples;
+      sample();
+    }
+    const stopped = (await dc.customRequest(CustomRequests.stopSampling)).body as StopSamplingResponse;
+    if (stops > 0) throw new Error(`the target stopped ${stops} time(s) while sampled`);
+    await dc.disconnectRequest({ terminateDebuggee: true });
+    return stopped.totalSamples;
+  } finally {
+    await dc.stop().catch(() => undefined);
+  }
+}
+
 async function main(): Promise<void> {
   const tag = newOwnerTag();
   const port = await freePort();
-  const adapter = spawn(process.execPath, [adapterBundle, `--server=${port}`], { stdio: 'ignore', env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+  const adapter = spawn(process.execPath, ['--expose-gc', adapterBundle, `--server=${port}`], { stdio: 'ignore', env: { ...process.env, [OWNER_TAG_VAR]: tag } });
   await waitForTcp('127.0.0.1', port, Date.now() + 10_000, () => (adapter.exitCode !== null ? 'adapter exited' : undefined));
   const pid = adapter.pid!;
   const failures: string[] = [];
@@ -73,7 +109,26 @@ async function main(): Promise<void> {
       console.log(`[progress] cycle ${s.cycle}: ${((Date.now() - started) / 1000).toFixed(0)} s, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`);
     }
   }
+  const samplingRss: number[] = [];
+  let sampled = 0;
+  for (let i = 1; i <= samplingSessions; i++) {
+    try {
+      sampled += await samplingSession(port, samplingSeconds, () => samplingRss.push(rssKiB(pid)));
+    } catch (err) {
+      failures.push(`sampling session ${i}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const left = processesWithTag(tag).filter((p) => /qemu-system|gdb-multiarch/.test(p.cmdline));
+    if (left.length > 0) {
+      leaked += left.length;
+      failures.push(`sampling session ${i}: left ${left.map((p) => p.cmdline.split(' ')[0]).join(', ')}`);
+      for (const p of left) process.kill(p.pid, 'SIGKILL');
+    }
+    const s = { cycle: cycles + i, rss: rssKiB(pid), fds: openFds(pid) };
+    console.log(`[progress] sampling session ${i} (${samplingSeconds} s): ${sampled} samples so far, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`);
+  }
   const seconds = (Date.now() - started) / 1000;
+  const afterSampling = { rss: rssKiB(pid), fds: openFds(pid) };
   adapter.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 1500));
   killTagged(tag);
@@ -86,6 +141,10 @@ async function main(): Promise<void> {
   console.log('cycle  adapter RSS (MiB)  open fds');
   for (const s of samples) console.log(`${String(s.cycle).padStart(5)}  ${(s.rss / 1024).toFixed(1).padStart(17)}  ${String(s.fds).padStart(8)}`);
   console.log(`RSS growth from cycle ${ref.cycle} to ${last.cycle}: ${(((last.rss - ref.rss) / ref.rss) * 100).toFixed(1)} %; fds ${ref.fds} -> ${last.fds}`);
+  if (samplingSessions > 0) {
+    const mib = (k: number): string => (k / 1024).toFixed(1);
+    console.log(`live sampling: ${samplingSessions} session(s) of ${samplingSeconds} s, ${sampled} samples; adapter RSS while sampling ${mib(Math.min(...samplingRss))}-${mib(Math.max(...samplingRss))} MiB, after ${mib(afterSampling.rss)} MiB (${(((afterSampling.rss - last.rss) / last.rss) * 100).toFixed(1)} % against the last cycle); fds ${last.fds} -> ${afterSampling.fds}`);
+  }
   process.exitCode = failures.length > 0 ? 1 : 0;
 }
 

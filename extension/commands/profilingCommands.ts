@@ -68,6 +68,12 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
         async (progress, token) => {
           const controller = new AbortController();
           token.onCancellationRequested(() => controller.abort());
+          // A session whose QEMU or GDB died may leave a request of the run unanswered: the analysis
+          // ends with the session, not with that request's timeout.
+          const sessionEnd = tracker.rejectWhenEnded(session, () => {
+            controller.abort();
+            return new Error('The debug session has ended.');
+          });
           const profiler = new DapProfiler(session, {
             slots,
             mode: { kind: 'single-pass', start },
@@ -75,7 +81,7 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
             log: (line) => output.info(line),
             onResultSet: savePartial,
           });
-          return runScenario(request, profiler, {
+          const scenario = runScenario(request, profiler, {
             signal: controller.signal,
             onProgress: (line) => {
               progress.report({ message: line });
@@ -84,6 +90,13 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
             title: `${session.name}: ${command}`,
             generator: 'cyclelens-vscode',
           });
+          try {
+            return await Promise.race([scenario, sessionEnd.ended]);
+          } finally {
+            sessionEnd.dispose();
+            // The scenario may still settle after the session's end won the race.
+            scenario.catch(() => undefined);
+          }
         },
       );
       let reportFile: string | undefined;

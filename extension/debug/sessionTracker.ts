@@ -22,6 +22,8 @@ export class SessionTracker implements vscode.Disposable {
   readonly onDidStop = this.stoppedEmitter.event;
   /** Sessions started or ended, or capabilities arrived. */
   readonly onDidChange = this.changedEmitter.event;
+  /** A CycleLens session ended (its adapter said `terminated`, exited, or VS Code ended it); the id. */
+  readonly onDidEnd = this.endedEmitter.event;
 
   constructor() {
     this.disposables.push(
@@ -72,6 +74,23 @@ export class SessionTracker implements vscode.Disposable {
     if (e.ended) return;
     e.ended = true;
     this.endedEmitter.fire(id);
+  }
+
+  /**
+   * Settles when `session` ends (at once if it has), rejecting with `reason`; for racing work that
+   * waits on the session's requests, which an ended session may never answer.
+   */
+  rejectWhenEnded(session: vscode.DebugSession, reason: () => Error): { ended: Promise<never>; dispose(): void } {
+    let listener: vscode.Disposable | undefined;
+    const ended = new Promise<never>((_, reject) => {
+      if (this.ending(session.id).ended) return reject(reason());
+      listener = this.endedEmitter.event((id) => {
+        if (id === session.id) reject(reason());
+      });
+    });
+    // Nobody may be waiting when it settles (the work finished first).
+    ended.catch(() => undefined);
+    return { ended, dispose: () => listener?.dispose() };
   }
 
   /**
