@@ -1,20 +1,17 @@
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { buildCallGraph, staticCallGraph, type StaticCallGraph } from '../../adapter/probe/callGraph';
 import type { FunctionCode } from '../../adapter/probe/injection/types';
 import { ElfImage } from '../../adapter/elf';
 import { ToolTarget, disassemble, hasTool, tool } from '../oracle/binutils';
-import { runOracle } from '../oracle/oracle';
-import { OWNER_TAG_VAR, killTagged, newOwnerTag } from '../support/ownedProcesses';
 import { fixtureElf } from '../support/paths';
 
-// The static call graph against the GNU disassembler and against the oracle's dynamic call edges.
-// objdump is parsed here, independently of the product's decoders.
+// The static call graph against the GNU disassembler (objdump is parsed here, independently of the
+// product's decoders). Against the oracle's dynamic call edges: test/integration/callGraphOracle.test.ts.
 
 const TARGETS: readonly ToolTarget[] = ['cortex-m4', 'rv32'];
 const PROGRAMS = ['singlepass', 'cyclic', 'cyclic_limited', 'nodebug', 'firmware'] as const;
-const QEMU: Record<ToolTarget, string> = { 'cortex-m4': 'qemu-system-arm', rv32: 'qemu-system-riscv32' };
 
 /** Tail calls test/fixtures/README.md lists ("tail calls"). */
 const README_TAIL_CALLS: Array<[string, string, ToolTarget[]]> = [
@@ -161,38 +158,4 @@ describe('static call graph rules', () => {
     p.functions[0]!.undecodable = { address: 0x1004, reason: 'cannot decode' };
     assert.deepEqual(buildCallGraph(elf, p).incomplete, [{ name: 'main', address: 0x1004, reason: 'cannot decode' }]);
   });
-});
-
-const tag = newOwnerTag();
-before(() => {
-  process.env[OWNER_TAG_VAR] = tag; // every QEMU the oracle starts carries it
-});
-after(() => killTagged(tag));
-
-describe('static call graph against the oracle', () => {
-  const runs = built.filter((f) => f.program === 'singlepass' || f.program === 'cyclic_limited');
-  for (const f of runs) {
-    it(`${f.target}/${f.program}: every executed call edge is in the static graph`, { skip: hasTool(QEMU[f.target]) ? false : `${QEMU[f.target]} not installed`, timeout: 180_000 }, async () => {
-      const graph = staticCallGraph(ElfImage.loadSync(f.path));
-      const oracle = await runOracle({ elf: f.path });
-      assert.equal(oracle.totals.consistent, true);
-      const stat = new Set(graph.edges.map((e) => `${e.caller} -> ${e.callee}`));
-      const names = new Set(graph.functions.map((fn) => fn.name));
-      const missing: string[] = [];
-      for (const e of oracle.edges) {
-        if (stat.has(`${e.caller} -> ${e.callee}`) || e.caller === e.callee) continue;
-        // QEMU's rv32 reset ROM (0x1000) is not part of the ELF: it jumps to _start.
-        if (e.caller === '[outside program]' && !names.has(e.caller)) continue;
-        missing.push(`${e.caller} -> ${e.callee} (${e.calls})`);
-      }
-      assert.deepEqual(missing, [], 'the static graph misses executed edges');
-      // Interrupt handlers are entered without a call: the oracle counts them as interrupts, not edges,
-      // and the static graph has no caller for them: descent treats them as roots.
-      for (const fn of oracle.functions.filter((x) => x.interrupts > 0)) {
-        assert.ok(!graph.edges.some((e) => e.callee === fn.name), `${fn.name} is entered by interrupts only`);
-      }
-      // Every executed function is in the static graph (the reset ROM aside).
-      for (const fn of oracle.functions) if (fn.name !== '[outside program]') assert.ok(names.has(fn.name), `${fn.name} ran but is not a graph function`);
-    });
-  }
 });
