@@ -45,6 +45,7 @@ import {
   rvAnd,
 } from './trampolineRv32Isa';
 import { splitHiLo } from './rvEncoder';
+import { EntryFrame, entryExitCandidates, exitKeeps, exitRoutineRestore, exitRoutineSave, exitStubSave, regNames } from './trampolineRv32Kept';
 
 /**
  * RV32 payloads for function and region measurement (docs/design.md, "Measurement semantics").
@@ -226,10 +227,11 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
     this.commonEntry(a, layout, paths);
     this.commonExit(a, layout, paths, false);
     this.commonExit(a, layout, paths, true);
+    this.commonExit(a, layout, paths, false, true);
     this.accumulate(a, paths);
     const bytes = a.bytes();
     const labels: Record<string, number> = {};
-    for (const name of ['CE', 'CX', 'HX', 'ACC', 'D']) {
+    for (const name of ['CE', 'CX', 'HX', 'CXK', 'ACC', 'D']) {
       try {
         labels[name] = a.address(name);
       } catch {
@@ -305,9 +307,13 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
    * real return address and returns there with interrupts restored. `hardware`: the counter is
    * gated (stopped by the exit stub); a nested exit re-bases and restarts it.
    */
-  private commonExit(a: Rv32Assembler, layout: RuntimeLayout, paths: Record<string, number>, hardware: boolean): void {
-    const p = hardware ? 'HX' : 'CX';
-    a.label(p).i(rvCsrrci(T0, MSTATUS, MSTATUS_MIE));
+  private commonExit(a: Rv32Assembler, layout: RuntimeLayout, paths: Record<string, number>, hardware: boolean, keeps = false): void {
+    // `keeps` (CXK): the exit stub read the counter into ra and reserved a frame; the routine gives
+    // back every register it uses, for callers that keep values across the call (trampolineRv32Kept.ts).
+    const p = hardware ? 'HX' : keeps ? 'CXK' : 'CX';
+    a.label(p);
+    if (keeps) exitRoutineSave(a);
+    a.i(rvCsrrci(T0, MSTATUS, MSTATUS_MIE));
     const c = this.ctrlBase(a, T4, layout);
     a.i(rvLw(T2, T1, Rec.depth)).i(rvAddi(T2, T2, -1)).i(rvSw(T2, T1, Rec.depth));
     a.i(rvLw(T5, c.reg, c.off + Ctrl.pay));
@@ -323,10 +329,12 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
       a.label(`${p}_rb`).b('beq', T2, X0, `${p}_ret`);
       a.i(rvCsrw(this.csr, T3)).i(rvCsrrci(X0, MCOUNTINHIBIT, 1 << this.inhibitBit));
     }
-    a.label(`${p}_ret`).i(rvJalr(X0, RA, 0));
+    a.label(`${p}_ret`);
+    if (keeps) exitRoutineRestore(a);
+    a.i(rvJalr(X0, RA, 0));
     a.label(`${p}_under`).i(rvEbreak()); // an exit with an empty shadow stack: trap rather than jump anywhere
     const head = a.between(p, `${p}_br`) + 1;
-    const tail = a.between(`${p}_pay`, hardware ? `${p}_rb` : `${p}_ret`) + (hardware ? 1 : 0) + 1;
+    const tail = a.between(`${p}_pay`, hardware ? `${p}_rb` : `${p}_ret`) + (hardware ? 1 : 0) + a.between(`${p}_ret`, `${p}_under`);
     paths[`${p}_outer`] = head + a.between(`${p}_br`, `${p}_nested`) - 1 + tail; // + ACC, added by the caller
     paths[`${p}_nested`] = head + 1 + tail + (hardware ? 2 : 0);
   }
@@ -516,12 +524,19 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
     // A patch jump is payload; a rewritten call replaces the program's own call one for one.
     const patchInsns = site ? (site.shape.kind === 'rvAuipc' ? 2 : 1) : 0;
     // t0-t3 carry mstatus, the record, the depth and the counter value; t4-t6 can hold exits.
-    const plan = this.planExits(req.at, site, resume, [T4, T5, T6]);
+    const plan = this.planExits(req.at, site, resume, entryExitCandidates(site));
     if (site) this.hoistAuipcs(site, plan);
-    a.label('S').i(rvAddi(T3, X0, patchInsns + 1));
+    // Registers callers keep across the call are given back (trampolineRv32Kept.ts); the exit
+    // stubs of a group serve every member, so they save for the union (exitKeeps).
+    const frame = new EntryFrame(site);
+    const exitSaves = req.kind === 'function' && exitKeeps(req.exitKeeps ?? site?.keptRegisters ?? 0);
+    a.label('S');
+    const saves = frame.save(a);
+    a.i(rvAddi(T3, X0, patchInsns + saves + 1));
     a.label('S_d');
     this.loadAddress(a, T1, req.record, layout);
     a.jal(T6, 'CE_ext');
+    frame.restoreEarly(a);
     this.loadExits(a, plan);
     // Group members pad to one shape (see StubPadding); a 4-byte NOP keeps every alignment.
     const padding = req.kind === 'function' ? (req.padding ?? { outside: 0, inside: 0 }) : { outside: 0, inside: 0 };
@@ -529,6 +544,7 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
     a.label('S_br').b('bne', T2, X0, 'S_skip');
     a.label('S_snap').i(rvCsrr(T3, this.csr)).i(rvSw(T3, T1, Rec.start));
     a.label('S_skip').i(rvCsrw(MSTATUS, T0));
+    const restored = frame.restoreInWindow(a);
     for (let k = 0; k < padding.inside; k++) a.i(rvAddi(X0, X0, 0));
     let d = { extra: 0, falls: true, notes: [] as string[], exits: [] as Array<{ label: string; target: number }> };
     if (site) d = this.emitDisplaced(a, site, plan);
@@ -537,33 +553,39 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
     a.label('S_end');
     this.emitExits(a, d.exits, plan);
     a.align(4);
-    a.label('X').i(rvCsrr(T3, this.csr));
+    a.label('X');
+    if (exitSaves) exitStubSave(a, (rd) => rvCsrr(rd, this.csr));
+    else a.i(rvCsrr(T3, this.csr));
     this.loadAddress(a, T1, req.record, layout);
     a.jal(X0, 'CX_ext');
     a.label('X_end');
     a.defineExternal('CE_ext', runtime.labels.CE!);
-    a.defineExternal('CX_ext', runtime.labels.CX!);
+    a.defineExternal('CX_ext', exitSaves ? runtime.labels.CXK! : runtime.labels.CX!);
     const P = runtime.paths;
+    const cx = exitSaves ? 'CXK' : 'CX';
     // Payload instructions = instructions run - displaced program instructions (the program's own).
     const stubPath = a.between('S_d', 'S_end') - (site ? reachableDisplaced(site.displaced).length : 0);
     const costs: PathCosts = {
       entryOuter: stubPath + P.CE_outer!,
       entryNested: stubPath - 2 + P.CE_nested!, // the nested path skips the csrr and sw
-      exitOuter: a.between('X', 'X_end') + P.CX_outer! + P.ACC!,
-      exitNested: a.between('X', 'X_end') + P.CX_nested!,
+      exitOuter: a.between('X', 'X_end') + P[`${cx}_outer`]! + P.ACC!,
+      exitNested: a.between('X', 'X_end') + P[`${cx}_nested`]!,
     };
     const leaves = d.falls || d.exits.length > 0 ? 1 : 0;
     const counted: CountedOverhead = {
-      outer: 3 + padding.inside + d.extra + leaves,
+      outer: 3 + restored + padding.inside + d.extra + leaves,
       nested: 0,
-      explanation: `per pass: sw of the start value, csrw mstatus${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}, and one of the two csrr ${this.counter.name}`,
+      explanation: `per pass: sw of the start value, csrw mstatus${restored ? `, ${restored} instruction(s) giving back ${frame.describe()} (kept by callers across the call) and the stack` : ''}${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}, and one of the two csrr ${this.counter.name}`,
     };
     return { address: req.at, bytes: a.bytes(), entry: a.address('S'), dispatchEntry: a.address('S_d'), exit: a.address('X'), costs, counted, notes: d.notes };
   }
 
   private hardwareFunctionStubs(req: Extract<StubRequest, { kind: 'function' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
-    const a = new Rv32Assembler(req.at);
     const site = req.entry;
+    if (site.keptRegisters) {
+      throw new InjectionRefusedError(refusal('noFreeRegister', `Callers keep values in ${regNames(site.keptRegisters)} across their calls of this function (-fipa-ra), and the hardware-gating stubs do not give registers back. Measure it with software accumulation (the default payload).`, site.address));
+    }
+    const a = new Rv32Assembler(req.at);
     const bit = 1 << this.inhibitBit;
     const patchInsns = site.shape.kind === 'rvAuipc' ? 2 : 1;
     const plan = this.planExits(req.at, site, site.resume, [T4, T5, T6]);
