@@ -62,13 +62,15 @@ export class InjectionPlanner {
       if (!from) continue;
       const link = e.kind === 'call' ? this.arch.linkRegister(from) : undefined;
       if (link !== undefined && link !== this.standardLink) {
-        return refusal('alternateLink', `${from.mnemonic} at ${hex(e.from)} calls ${name} with x${link} as its link register (a millicode convention), so the return address is not where the entry payload looks for it.`, e.from);
+        return refusal('alternateLink', `${from.mnemonic} at ${hex(e.from)} calls ${name} with x${link} as its link register (a millicode convention), so the return address is not where the entry payload looks for it. Its instructions count in the inclusive time of the functions that call it.`, e.from);
       }
       const fromFn = this.model.functionContaining(e.from);
       if (fromFn === fn && e.kind !== 'call') {
         return refusal('entryLoop', `${from.mnemonic} at ${hex(e.from)} jumps back to ${name}'s first instruction (a loop through the entry), so the entry payload would run again on every iteration.`, e.from);
       }
     }
+    const reload = this.reloadsReturnAddress(fn);
+    if (reload) return reload;
     // Registers callers keep across the call (-fipa-ra): the stubs give them back, and neither the
     // patch nor the jump back may use one.
     const kept = this.keptOf(fn)?.kept ?? 0;
@@ -355,6 +357,23 @@ export class InjectionPlanner {
       this.lives.set(fn.name, live);
     }
     return live;
+  }
+
+  /**
+   * A function that loads its return address before it reads the one it was called with, and then
+   * returns through it: a shared epilogue other functions jump to (`__riscv_restore_N`, the
+   * -msave-restore millicode). The entry stub's return address is overwritten, so its exit stub
+   * would never run and the shadow stack of return addresses would lose its balance.
+   */
+  private reloadsReturnAddress(fn: FunctionCode): InjectionRefusal | undefined {
+    const l = this.arch.liveness;
+    const live = this.liveOf(fn);
+    const i = this.cfgOf(fn).index.get(fn.start);
+    if (!l || !live || i === undefined) return undefined;
+    const link = this.standardLink;
+    if ((live[i]! & (1 << link)) !== 0 || !fn.instructions.some((x) => x.kind === 'return')) return undefined;
+    const load = fn.instructions.find((x) => x.kind !== 'call' && (l.effects(x).defs & (1 << link)) !== 0);
+    return refusal('alternateLink', `${fn.name} loads its return address${load ? ` (${load.mnemonic} at ${hex(load.address)})` : ''} instead of returning to the one it was called with: it is an epilogue shared by the functions that jump to it (-msave-restore millicode), so an entry patch's exit would never run. Its instructions count in those functions' inclusive time.`, load?.address ?? fn.start);
   }
 
   /** Registers callers keep live across a call of `fn` (keptRegisters.ts), when liveness is known. */
