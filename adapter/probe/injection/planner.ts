@@ -420,7 +420,7 @@ export class InjectionPlanner {
     const k = this.keptOf(fn);
     if (!k || k.kept === 0) return undefined;
     const [reg, at] = [...k.where.entries()].sort((x, y) => x[0] - y[0])[0]!;
-    return refusal('noFreeRegister', `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the call-site payload would overwrite it. Measure ${fn.name} by its entry patch, or build with -fno-ipa-ra.`, at.site.address);
+    return refusal('noFreeRegister', `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the call-site stubs do not give registers back (entry patches do, where one fits). Its instructions count in its callers' inclusive time.`, at.site.address);
   }
 
   private cfgOf(fn: FunctionCode): FunctionCfg {

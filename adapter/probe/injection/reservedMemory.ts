@@ -5,6 +5,8 @@ import type { InjectionRefusal, ReservedMemory } from './types';
 
 /** Smallest useful reservation: control block, shadow stack, runtime and a few measurements. */
 export const MINIMUM_RESERVED = 2048;
+/** How much of an unused gap the injector takes: room for hundreds of stubs. */
+const UNUSED_GAP_USED = 64 * 1024;
 
 const START_SYMBOL = '__cyclelens_scratch_start';
 const END_SYMBOL = '__cyclelens_scratch_end';
@@ -49,8 +51,12 @@ export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest 
     return { start: s.address, size, source: 'linker' };
   }
 
-  const gap = findGap(elf, req.memoryMap ?? [], minimum, occupied);
-  if (gap) {
+  const found = findGap(elf, req.memoryMap ?? [], minimum, occupied);
+  if (found) {
+    // Only the start of the gap: the code usually ends right below it, and a cave that is small and
+    // near lets RV32 patch with a 4-byte `jal` (+/-1 MiB, which must reach the whole cave) instead of
+    // the 8-byte auipc + jalr, which more short functions cannot hold.
+    const gap = { start: found.start, size: Math.min(found.size, UNUSED_GAP_USED) };
     return {
       ...gap,
       source: 'unused',
