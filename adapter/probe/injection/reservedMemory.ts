@@ -28,6 +28,11 @@ export interface ReservedMemoryRequest {
 export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest = {}): ReservedMemory | InjectionRefusal {
   const minimum = req.minimumSize ?? MINIMUM_RESERVED;
   const occupied = elf.sections.filter((s) => (s.flags & 0x2) !== 0 && s.size > 0).map((s) => ({ start: s.addr, end: s.addr + s.size, name: s.name }));
+  // Initial data copied at start-up lies at its load address too (picolibc on virt: right after the
+  // code), which no section names: a run that restarts the program copies it again.
+  for (const p of elf.loadSegments) {
+    if (p.paddr !== p.vaddr && p.fileSize > 0) occupied.push({ start: p.paddr, end: p.paddr + p.fileSize, name: `${elf.sections.find((x) => x.addr === p.vaddr)?.name ?? hex(p.vaddr)} load image` });
+  }
   const overlap = (start: number, end: number): string | undefined =>
     occupied.find((o) => o.name !== '.cyclelens_scratch' && start < o.end && o.start < end)?.name;
 
