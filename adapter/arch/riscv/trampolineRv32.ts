@@ -45,7 +45,7 @@ import {
   rvAnd,
 } from './trampolineRv32Isa';
 import { splitHiLo } from './rvEncoder';
-import { EntryFrame, entryExitCandidates, exitKeeps, exitRoutineRestore, exitRoutineSave, exitStubSave, regNames } from './trampolineRv32Kept';
+import { EXIT_USES, EntryFrame, entryExitCandidates, exitKeeps, exitRoutineRestore, exitRoutineSave, exitStubSave, regNames } from './trampolineRv32Kept';
 
 /**
  * RV32 payloads for function and region measurement (docs/design.md, "Measurement semantics").
@@ -582,8 +582,9 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
 
   private hardwareFunctionStubs(req: Extract<StubRequest, { kind: 'function' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
     const site = req.entry;
-    if (site.keptRegisters) {
-      throw new InjectionRefusedError(refusal('noFreeRegister', `Callers keep values in ${regNames(site.keptRegisters)} across their calls of this function (-fipa-ra), and the hardware-gating stubs do not give registers back. Measure it with software accumulation (the default payload).`, site.address));
+    const keptHere = (site.keptRegisters ?? 0) & EXIT_USES;
+    if (keptHere) {
+      throw new InjectionRefusedError(refusal('noFreeRegister', `Callers keep values in ${regNames(keptHere)} across their calls of this function (-fipa-ra), and the hardware-gating stubs do not give registers back. Measure it with software accumulation (the default payload).`, site.address));
     }
     const a = new Rv32Assembler(req.at);
     const bit = 1 << this.inhibitBit;

@@ -383,7 +383,9 @@ export class InjectionPlanner {
     let k = this.kept.get(fn.name);
     if (!k) {
       k = keptAcrossCalls(fn, {
-        registers: l.stubClobbers,
+        // Every caller-saved register but the link: the stubs give back those they use, and the
+        // patch and the jump back must avoid all of them.
+        registers: (l.callDefs & ~(1 << this.standardLink)) >>> 0,
         clobberOf: (f) => this.clobberOf(f),
         callSitesOf: (f) => this.model.callSitesOf(f),
         functionContaining: (a) => this.model.functionContaining(a),
@@ -418,8 +420,9 @@ export class InjectionPlanner {
    */
   private ipaHazard(fn: FunctionCode): InjectionRefusal | undefined {
     const k = this.keptOf(fn);
-    if (!k || k.kept === 0) return undefined;
-    const [reg, at] = [...k.where.entries()].sort((x, y) => x[0] - y[0])[0]!;
+    const l = this.arch.liveness;
+    if (!k || !l || (k.kept & l.stubClobbers) === 0) return undefined;
+    const [reg, at] = [...k.where.entries()].filter(([r]) => (l.stubClobbers & (1 << r)) !== 0).sort((x, y) => x[0] - y[0])[0]!;
     return refusal('noFreeRegister', `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the call-site stubs do not give registers back (entry patches do, where one fits). Its instructions count in its callers' inclusive time.`, at.site.address);
   }
 

@@ -204,7 +204,8 @@ export interface PatchSite {
   resumeRegisterLate?: boolean;
   /**
    * Function entries: caller-saved registers some caller keeps live across a call of the function
-   * (-fipa-ra; keptRegisters.ts). `freeRegisters` leaves them out; the stubs save and restore them.
+   * (-fipa-ra; keptRegisters.ts). `freeRegisters` leaves them out; the stubs save and restore those
+   * of them they use.
    */
   keptRegisters?: number;
   /** Original bytes of [address, address + shape.length). */
