@@ -20,7 +20,7 @@ import { option, printTable } from './support';
  *   runs / naive     program runs (baseline included) against ceil(F / k)
  *   recall/precision of the functions at or above the threshold (descent)
  *   unsafe           pruned or unmeasurable functions whose bound lies below the trace's share (must be 0)
- *   npm run bench -- programs [--target rv32] [--program sha256]
+ *   npm run bench -- programs [--target rv32] [--program sha256] [--profile-only]
  */
 
 const SERVERS: Record<FixtureTarget, Record<string, unknown>> = {
@@ -73,6 +73,8 @@ function profileRow(label: string, oracle: OracleSummary, window: ReturnType<typ
   }
   const executed = [...window.inside].filter((n) => (oracle.functions.find((f) => f.name === n)?.calls ?? 0) > 0);
   const reached = executed.filter((n) => measured.has(n)).length;
+  const missed = executed.filter((n) => !measured.has(n));
+  if (missed.length) console.error(`${label}: not measured: ${missed.join(', ')}`);
   const pct = (x: number): string => `${(100 * x).toFixed(3)}`;
   return [
     label,
@@ -133,7 +135,8 @@ async function main(argv: string[]): Promise<void> {
         const profile = await cli(dir, ['profile']);
         profiles.push(typeof profile === 'string' ? [label, profile, '', '', '', '', '', ''] : profileRow(label, oracle, window, INSTRUCTIONS_PER_UNIT[target], profile));
         console.error(profiles.at(-1)!.join('  '));
-        for (const threshold of [0.05, 0.01]) {
+        // --profile-only: the reach of a full profile alone (functions measured), without descents.
+        for (const threshold of argv.includes('--profile-only') ? [] : [0.05, 0.01]) {
           const d = await cli(dir, ['descent', '--threshold', `${threshold * 100}%`]);
           descents.push(typeof d === 'string' ? [label, `${threshold * 100}%`, d, '', '', '', ''] : descentRow(label, threshold, oracle, window, d));
           console.error(descents.at(-1)!.join('  '));

@@ -1,6 +1,7 @@
 import { fitsSigned } from '../codec';
 import type { DispatchEntry, RuntimeImage, RuntimeLayout } from '../../probe/injection/payload';
 import { Ctrl, Rec } from '../../probe/injection/recordLayout';
+import { exitRoutineRestore, exitRoutineSave } from './trampolineRv32Kept';
 import { Rv32Assembler, rvAdd, rvAddi, rvAnd, rvAndi, rvCsrrci, rvCsrw, rvEbreak, rvJalr, rvLoadAddress, rvLw, rvSlli, rvSltu, rvSub, rvSw, Reg } from './trampolineRv32Isa';
 
 /** CSRs and bits the payloads use (Privileged ISA 3.1.6.1, 3.1.12). */
@@ -58,10 +59,11 @@ export class Rv32Runtime {
     this.commonEntry(a, layout, paths);
     this.commonExit(a, layout, paths, false);
     this.commonExit(a, layout, paths, true);
+    this.commonExit(a, layout, paths, false, true);
     this.accumulate(a, paths);
     const bytes = a.bytes();
     const labels: Record<string, number> = {};
-    for (const name of ['CE', 'CX', 'HX', 'ACC', 'D']) {
+    for (const name of ['CE', 'CX', 'HX', 'CXK', 'ACC', 'D']) {
       try {
         labels[name] = a.address(name);
       } catch {
@@ -137,9 +139,13 @@ export class Rv32Runtime {
    * real return address and returns there with interrupts restored. `hardware`: the counter is
    * gated (stopped by the exit stub); a nested exit re-bases and restarts it.
    */
-  private commonExit(a: Rv32Assembler, layout: RuntimeLayout, paths: Record<string, number>, hardware: boolean): void {
-    const p = hardware ? 'HX' : 'CX';
-    a.label(p).i(rvCsrrci(T0, MSTATUS, MSTATUS_MIE));
+  private commonExit(a: Rv32Assembler, layout: RuntimeLayout, paths: Record<string, number>, hardware: boolean, keeps = false): void {
+    // `keeps` (CXK): the exit stub read the counter into ra and reserved a frame; the routine gives
+    // back every register it uses, for callers that keep values across the call (trampolineRv32Kept.ts).
+    const p = hardware ? 'HX' : keeps ? 'CXK' : 'CX';
+    a.label(p);
+    if (keeps) exitRoutineSave(a);
+    a.i(rvCsrrci(T0, MSTATUS, MSTATUS_MIE));
     const c = ctrlBase(a, T4, layout);
     a.i(rvLw(T2, T1, Rec.depth)).i(rvAddi(T2, T2, -1)).i(rvSw(T2, T1, Rec.depth));
     a.i(rvLw(T5, c.reg, c.off + Ctrl.pay));
@@ -155,10 +161,12 @@ export class Rv32Runtime {
       a.label(`${p}_rb`).b('beq', T2, X0, `${p}_ret`);
       a.i(rvCsrw(this.csr, T3)).i(rvCsrrci(X0, MCOUNTINHIBIT, 1 << this.inhibitBit));
     }
-    a.label(`${p}_ret`).i(rvJalr(X0, RA, 0));
+    a.label(`${p}_ret`);
+    if (keeps) exitRoutineRestore(a);
+    a.i(rvJalr(X0, RA, 0));
     a.label(`${p}_under`).i(rvEbreak()); // an exit with an empty shadow stack: trap rather than jump anywhere
     const head = a.between(p, `${p}_br`) + 1;
-    const tail = a.between(`${p}_pay`, hardware ? `${p}_rb` : `${p}_ret`) + (hardware ? 1 : 0) + 1;
+    const tail = a.between(`${p}_pay`, hardware ? `${p}_rb` : `${p}_ret`) + (hardware ? 1 : 0) + a.between(`${p}_ret`, `${p}_under`);
     paths[`${p}_outer`] = head + a.between(`${p}_br`, `${p}_nested`) - 1 + tail; // + ACC, added by the caller
     paths[`${p}_nested`] = head + 1 + tail + (hardware ? 2 : 0);
   }

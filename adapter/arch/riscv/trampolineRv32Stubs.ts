@@ -4,6 +4,7 @@ import { reachableDisplaced } from '../../probe/injection/planner';
 import { Ctrl, Rec, type PathCosts } from '../../probe/injection/recordLayout';
 import type { CounterSource, PatchSite } from '../../probe/injection/types';
 import { Rv32DisplacedCode } from './trampolineRv32Displaced';
+import { EXIT_USES, EntryFrame, entryExitCandidates, exitKeeps, exitStubSave, regNames } from './trampolineRv32Kept';
 import { MCOUNTINHIBIT, MSTATUS, MSTATUS_MIE, ctrlBase, loadAddress } from './trampolineRv32Runtime';
 import { Reg, Rv32Assembler, rvAdd, rvAddi, rvCsrr, rvCsrrci, rvCsrrsi, rvCsrw, rvLw, rvSw } from './trampolineRv32Isa';
 
@@ -30,12 +31,19 @@ export class Rv32StubBuilder {
     // A patch jump is payload; a rewritten call replaces the program's own call one for one.
     const patchInsns = site ? (site.shape.kind === 'rvAuipc' ? 2 : 1) : 0;
     // t0-t3 carry mstatus, the record, the depth and the counter value; t4-t6 can hold exits.
-    const plan = this.displaced.planExits(req.at, site, resume, [T4, T5, T6]);
+    const plan = this.displaced.planExits(req.at, site, resume, entryExitCandidates(site));
     if (site) this.displaced.hoistAuipcs(site, plan);
-    a.label('S').i(rvAddi(T3, X0, patchInsns + 1));
+    // Registers callers keep across the call are given back (trampolineRv32Kept.ts); the exit
+    // stubs of a group serve every member, so they save for the union (exitKeeps).
+    const frame = new EntryFrame(site);
+    const exitSaves = req.kind === 'function' && exitKeeps(req.exitKeeps ?? site?.keptRegisters ?? 0);
+    a.label('S');
+    const saves = frame.save(a);
+    a.i(rvAddi(T3, X0, patchInsns + saves + 1));
     a.label('S_d');
     loadAddress(a, T1, req.record, layout);
     a.jal(T6, 'CE_ext');
+    frame.restoreEarly(a);
     this.displaced.loadExits(a, plan);
     // Group members pad to one shape (see StubPadding); a 4-byte NOP keeps every alignment.
     const padding = req.kind === 'function' ? (req.padding ?? { outside: 0, inside: 0 }) : { outside: 0, inside: 0 };
@@ -43,6 +51,7 @@ export class Rv32StubBuilder {
     a.label('S_br').b('bne', T2, X0, 'S_skip');
     a.label('S_snap').i(rvCsrr(T3, this.csr)).i(rvSw(T3, T1, Rec.start));
     a.label('S_skip').i(rvCsrw(MSTATUS, T0));
+    const restored = frame.restoreInWindow(a);
     for (let k = 0; k < padding.inside; k++) a.i(rvAddi(X0, X0, 0));
     let d = { extra: 0, falls: true, notes: [] as string[], exits: [] as Array<{ label: string; target: number }> };
     if (site) d = this.displaced.emitDisplaced(a, site, plan);
@@ -51,33 +60,40 @@ export class Rv32StubBuilder {
     a.label('S_end');
     this.displaced.emitExits(a, d.exits, plan);
     a.align(4);
-    a.label('X').i(rvCsrr(T3, this.csr));
+    a.label('X');
+    if (exitSaves) exitStubSave(a, (rd) => rvCsrr(rd, this.csr));
+    else a.i(rvCsrr(T3, this.csr));
     loadAddress(a, T1, req.record, layout);
     a.jal(X0, 'CX_ext');
     a.label('X_end');
     a.defineExternal('CE_ext', runtime.labels.CE!);
-    a.defineExternal('CX_ext', runtime.labels.CX!);
+    a.defineExternal('CX_ext', exitSaves ? runtime.labels.CXK! : runtime.labels.CX!);
     const P = runtime.paths;
+    const cx = exitSaves ? 'CXK' : 'CX';
     // Payload instructions = instructions run - displaced program instructions (the program's own).
     const stubPath = a.between('S_d', 'S_end') - (site ? reachableDisplaced(site.displaced).length : 0);
     const costs: PathCosts = {
       entryOuter: stubPath + P.CE_outer!,
       entryNested: stubPath - 2 + P.CE_nested!, // the nested path skips the csrr and sw
-      exitOuter: a.between('X', 'X_end') + P.CX_outer! + P.ACC!,
-      exitNested: a.between('X', 'X_end') + P.CX_nested!,
+      exitOuter: a.between('X', 'X_end') + P[`${cx}_outer`]! + P.ACC!,
+      exitNested: a.between('X', 'X_end') + P[`${cx}_nested`]!,
     };
     const leaves = d.falls || d.exits.length > 0 ? 1 : 0;
     const counted: CountedOverhead = {
-      outer: 3 + padding.inside + d.extra + leaves,
+      outer: 3 + restored + padding.inside + d.extra + leaves,
       nested: 0,
-      explanation: `per pass: sw of the start value, csrw mstatus${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}, and one of the two csrr ${this.counter.name}`,
+      explanation: `per pass: sw of the start value, csrw mstatus${restored ? `, ${restored} instruction(s) giving back ${frame.describe()} (kept by callers across the call) and the stack` : ''}${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}, and one of the two csrr ${this.counter.name}`,
     };
     return { address: req.at, bytes: a.bytes(), entry: a.address('S'), dispatchEntry: a.address('S_d'), exit: a.address('X'), costs, counted, notes: d.notes };
   }
 
   hardwareFunctionStubs(req: Extract<StubRequest, { kind: 'function' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
-    const a = new Rv32Assembler(req.at);
     const site = req.entry;
+    const keptHere = (site.keptRegisters ?? 0) & EXIT_USES;
+    if (keptHere) {
+      throw new InjectionRefusedError(refusal('noFreeRegister', `Callers keep values in ${regNames(keptHere)} across their calls of this function (-fipa-ra), and the hardware-gating stubs do not give registers back. Measure it with software accumulation (the default payload).`, site.address));
+    }
+    const a = new Rv32Assembler(req.at);
     const bit = 1 << this.inhibitBit;
     const patchInsns = site.shape.kind === 'rvAuipc' ? 2 : 1;
     const plan = this.displaced.planExits(req.at, site, site.resume, [T4, T5, T6]);

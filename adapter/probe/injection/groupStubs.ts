@@ -23,8 +23,10 @@ const ROUNDS = 4;
 
 export function buildGroupStubs(g: PayloadGenerator, members: readonly GroupMemberStub[], record: number, runtime: RuntimeImage, layout: RuntimeLayout): StubImage[] {
   let padding: StubPadding[] = members.map(() => ({ outside: 0, inside: 0 }));
+  // Any member's exit stub serves all: it gives back what any member's callers keep.
+  const exitKeeps = members.reduce((m, x) => (m | (x.entry.keptRegisters ?? 0)) >>> 0, 0);
   for (let round = 0; round < ROUNDS; round++) {
-    const stubs = members.map((m, i) => buildMember(g, m, record, padding[i]!, runtime, layout));
+    const stubs = members.map((m, i) => buildMember(g, m, record, padding[i]!, runtime, layout, exitKeeps));
     const next = padTowardsEqual(stubs, padding);
     if (!next) return stubs;
     padding = next;
@@ -32,9 +34,9 @@ export function buildGroupStubs(g: PayloadGenerator, members: readonly GroupMemb
   throw new InjectionRefusedError(refusal('unrelocatable', `The trampolines of ${members.map((m) => m.name).join(', ')} could not be brought to one cost per pass, which a shared record needs; measure them separately.`));
 }
 
-function buildMember(g: PayloadGenerator, m: GroupMemberStub, record: number, padding: StubPadding, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
+function buildMember(g: PayloadGenerator, m: GroupMemberStub, record: number, padding: StubPadding, runtime: RuntimeImage, layout: RuntimeLayout, exitKeeps: number): StubImage {
   try {
-    return g.buildStubs({ kind: 'function', payload: 'software', record, at: m.at, entry: m.entry, padding }, runtime, layout);
+    return g.buildStubs({ kind: 'function', payload: 'software', record, at: m.at, entry: m.entry, padding, exitKeeps }, runtime, layout);
   } catch (err) {
     if (err instanceof InjectionRefusedError) throw memberRefusal(m.name, err);
     throw err;

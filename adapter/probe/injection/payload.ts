@@ -45,7 +45,16 @@ export interface StubPadding {
 }
 
 export type StubRequest =
-  | { kind: 'function'; payload: PayloadKind; record: number; at: number; entry: PatchSite; padding?: StubPadding }
+  | {
+      kind: 'function';
+      payload: PayloadKind;
+      record: number;
+      at: number;
+      entry: PatchSite;
+      padding?: StubPadding;
+      /** Registers kept across calls of any function on the record (a group's union); default `entry.keptRegisters`. */
+      exitKeeps?: number;
+    }
   | { kind: 'callSite'; payload: PayloadKind; record: number; at: number; target: number }
   | { kind: 'region'; payload: PayloadKind; record: number; at: number; start: PatchSite; end: PatchSite };
 

@@ -2,6 +2,7 @@ import type { InjectionWarning } from '../../../common/dapCustom';
 import type { DecodedInstruction } from '../../arch/codec';
 import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type FunctionCfg } from './cfg';
 import { hex, refusal, warning } from './errors';
+import { keptAcrossCalls, type KeptAcrossCalls } from './keptRegisters';
 import type { ProgramModel } from './programModel';
 import type {
   CallSite,
@@ -61,18 +62,23 @@ export class InjectionPlanner {
       if (!from) continue;
       const link = e.kind === 'call' ? this.arch.linkRegister(from) : undefined;
       if (link !== undefined && link !== this.standardLink) {
-        return refusal('alternateLink', `${from.mnemonic} at ${hex(e.from)} calls ${name} with x${link} as its link register (a millicode convention), so the return address is not where the entry payload looks for it.`, e.from);
+        return refusal('alternateLink', `${from.mnemonic} at ${hex(e.from)} calls ${name} with x${link} as its link register (a millicode convention), so the return address is not where the entry payload looks for it. Its instructions count in the inclusive time of the functions that call it.`, e.from);
       }
       const fromFn = this.model.functionContaining(e.from);
       if (fromFn === fn && e.kind !== 'call') {
         return refusal('entryLoop', `${from.mnemonic} at ${hex(e.from)} jumps back to ${name}'s first instruction (a loop through the entry), so the entry payload would run again on every iteration.`, e.from);
       }
     }
-    const ipa = this.ipaHazard(fn);
-    if (ipa) return ipa;
-    const shape = this.arch.choosePatch(fn.start, this.cave, this.arch.freeAtEntry);
-    if (typeof shape === 'string') return refusal('noFreeRegister', `${name}: ${shape}`, fn.start);
-    const site = this.coverSite(fn, fn.start, shape, this.arch.freeAtEntry);
+    const reload = this.reloadsReturnAddress(fn);
+    if (reload) return reload;
+    // Registers callers keep across the call (-fipa-ra): the stubs give them back, and neither the
+    // patch nor the jump back may use one.
+    const kept = this.keptOf(fn)?.kept ?? 0;
+    const free = this.entryFree(fn, kept);
+    const shape = this.arch.choosePatch(fn.start, this.cave, free);
+    if (typeof shape === 'string') return refusal('noFreeRegister', `${name}: ${shape}${kept ? ` (callers keep values in ${regList(kept)} across their calls of ${name}, so those are not free either)` : ''}`, fn.start);
+    const site = this.coverSite(fn, fn.start, shape, free);
+    if (!('ok' in site) && kept) site.keptRegisters = kept;
     if ('ok' in site) {
       // The entry alone is in the way (too short, a branch into the patch, an IT block, code that
       // cannot move): the function's direct calls may still be rewritten.
@@ -354,44 +360,70 @@ export class InjectionPlanner {
   }
 
   /**
-   * The stubs leave t-registers (and at exit a2-a5) changed. The calling convention makes them
-   * dead across any call, but GCC's -fipa-ra lets a caller in the same program keep a value in one
-   * across a call to a callee that never writes it. Such a caller is found by liveness after each
-   * direct call site (with calls killing only what their callee writes).
+   * A function that loads its return address before it reads the one it was called with, and then
+   * returns through it: a shared epilogue other functions jump to (`__riscv_restore_N`, the
+   * -msave-restore millicode). The entry stub's return address is overwritten, so its exit stub
+   * would never run and the shadow stack of return addresses would lose its balance.
+   */
+  private reloadsReturnAddress(fn: FunctionCode): InjectionRefusal | undefined {
+    const l = this.arch.liveness;
+    const live = this.liveOf(fn);
+    const i = this.cfgOf(fn).index.get(fn.start);
+    if (!l || !live || i === undefined) return undefined;
+    const link = this.standardLink;
+    if ((live[i]! & (1 << link)) !== 0 || !fn.instructions.some((x) => x.kind === 'return')) return undefined;
+    const load = fn.instructions.find((x) => x.kind !== 'call' && (l.effects(x).defs & (1 << link)) !== 0);
+    return refusal('alternateLink', `${fn.name} loads its return address${load ? ` (${load.mnemonic} at ${hex(load.address)})` : ''} instead of returning to the one it was called with: it is an epilogue shared by the functions that jump to it (-msave-restore millicode), so an entry patch's exit would never run. Its instructions count in those functions' inclusive time.`, load?.address ?? fn.start);
+  }
+
+  /** Registers callers keep live across a call of `fn` (keptRegisters.ts), when liveness is known. */
+  keptOf(fn: FunctionCode): KeptAcrossCalls | undefined {
+    const l = this.arch.liveness;
+    if (!l) return undefined;
+    let k = this.kept.get(fn.name);
+    if (!k) {
+      k = keptAcrossCalls(fn, {
+        // Every caller-saved register but the link: the stubs give back those they use, and the
+        // patch and the jump back must avoid all of them.
+        registers: (l.callDefs & ~(1 << this.standardLink)) >>> 0,
+        clobberOf: (f) => this.clobberOf(f),
+        callSitesOf: (f) => this.model.callSitesOf(f),
+        functionContaining: (a) => this.model.functionContaining(a),
+        liveOf: (f) => this.liveOf(f),
+        cfgOf: (f) => this.cfgOf(f),
+      }) ?? { kept: 0, where: new Map() };
+      this.kept.set(fn.name, k);
+    }
+    return k;
+  }
+
+  private readonly kept = new Map<string, KeptAcrossCalls>();
+
+  /**
+   * Registers a function-entry patch and its stub may leave changed: the ones the convention makes
+   * dead at every entry (RV32 t0-t6), then caller-saved ones the function does not read before
+   * writing them, minus what callers keep across the call.
+   */
+  private entryFree(fn: FunctionCode, kept: number): number {
+    const l = this.arch.liveness;
+    let free = this.arch.freeAtEntry;
+    const live = this.liveOf(fn);
+    const i = this.cfgOf(fn).index.get(fn.start);
+    if (l && live && i !== undefined) free |= l.callDefs & ~live[i]! & ~l.reserved & ~(1 << this.standardLink);
+    return (free & ~kept) >>> 0;
+  }
+
+  /**
+   * Call-site stubs (and the tp dispatcher before them) leave t-registers (and at exit a2-a5)
+   * changed and do not give them back: a caller that keeps a value in one across a call of `fn`
+   * (-fipa-ra) refuses call-site measurement.
    */
   private ipaHazard(fn: FunctionCode): InjectionRefusal | undefined {
+    const k = this.keptOf(fn);
     const l = this.arch.liveness;
-    const clob = this.clobberOf(fn);
-    if (!l || clob === undefined) return undefined;
-    const hazard = (l.stubClobbers & ~clob) >>> 0;
-    if (hazard === 0) return undefined;
-    const check = (callee: FunctionCode, depth: number): InjectionRefusal | undefined => {
-      for (const site of this.model.callSitesOf(callee)) {
-        const caller = this.model.functionContaining(site.address);
-        if (!caller) continue;
-        if (site.kind === 'tail') {
-          // A tail jump returns to the tail caller's callers: look there (one more level).
-          if (depth < 2) {
-            const r = check(caller, depth + 1);
-            if (r) return r;
-          }
-          continue;
-        }
-        const live = this.liveOf(caller);
-        const cfg = this.cfgOf(caller);
-        const i = cfg.index.get(site.address);
-        if (!live || i === undefined) continue;
-        let after = 0;
-        for (const j of cfg.succ[i]!) after |= live[j]!;
-        const bad = (after & hazard) >>> 0;
-        if (bad) {
-          const reg = Array.from({ length: 32 }, (_, r) => r).find((r) => (bad & (1 << r)) !== 0)!;
-          return refusal('noFreeRegister', `${caller.name} keeps a value in x${reg} across the ${site.mnemonic} at ${hex(site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the measurement payload would overwrite it. Build with -fno-ipa-ra to measure ${fn.name}.`, site.address);
-        }
-      }
-      return undefined;
-    };
-    return check(fn, 0);
+    if (!k || !l || (k.kept & l.stubClobbers) === 0) return undefined;
+    const [reg, at] = [...k.where.entries()].filter(([r]) => (l.stubClobbers & (1 << r)) !== 0).sort((x, y) => x[0] - y[0])[0]!;
+    return refusal('noFreeRegister', `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the call-site stubs do not give registers back (entry patches do, where one fits). Its instructions count in its callers' inclusive time.`, at.site.address);
   }
 
   private cfgOf(fn: FunctionCode): FunctionCfg {
@@ -444,6 +476,11 @@ export class InjectionPlanner {
         return 'LDR.W pc, [pc] + literal';
     }
   }
+}
+
+/** `x5, x7` for a register mask. */
+function regList(m: number): string {
+  return Array.from({ length: 32 }, (_, r) => r).filter((r) => (m & (1 << r)) !== 0).map((r) => `x${r}`).join(', ');
 }
 
 /** The displaced instructions that can execute: up to the first that never falls through. */

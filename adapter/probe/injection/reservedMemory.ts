@@ -5,6 +5,8 @@ import type { InjectionRefusal, ReservedMemory } from './types';
 
 /** Smallest useful reservation: control block, shadow stack, runtime and a few measurements. */
 export const MINIMUM_RESERVED = 2048;
+/** How much of an unused gap the injector takes: room for hundreds of stubs. */
+const UNUSED_GAP_USED = 64 * 1024;
 
 const START_SYMBOL = '__cyclelens_scratch_start';
 const END_SYMBOL = '__cyclelens_scratch_end';
@@ -26,6 +28,11 @@ export interface ReservedMemoryRequest {
 export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest = {}): ReservedMemory | InjectionRefusal {
   const minimum = req.minimumSize ?? MINIMUM_RESERVED;
   const occupied = elf.sections.filter((s) => (s.flags & 0x2) !== 0 && s.size > 0).map((s) => ({ start: s.addr, end: s.addr + s.size, name: s.name }));
+  // Initial data copied at start-up lies at its load address too (picolibc on virt: right after the
+  // code), which no section names: a run that restarts the program copies it again.
+  for (const p of elf.loadSegments) {
+    if (p.paddr !== p.vaddr && p.fileSize > 0) occupied.push({ start: p.paddr, end: p.paddr + p.fileSize, name: `${elf.sections.find((x) => x.addr === p.vaddr)?.name ?? hex(p.vaddr)} load image` });
+  }
   const overlap = (start: number, end: number): string | undefined =>
     occupied.find((o) => o.name !== '.cyclelens_scratch' && start < o.end && o.start < end)?.name;
 
@@ -49,8 +56,12 @@ export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest 
     return { start: s.address, size, source: 'linker' };
   }
 
-  const gap = findGap(elf, req.memoryMap ?? [], minimum, occupied);
-  if (gap) {
+  const found = findGap(elf, req.memoryMap ?? [], minimum, occupied);
+  if (found) {
+    // Only the start of the gap: the code usually ends right below it, and a cave that is small and
+    // near lets RV32 patch with a 4-byte `jal` (+/-1 MiB, which must reach the whole cave) instead of
+    // the 8-byte auipc + jalr, which more short functions cannot hold.
+    const gap = { start: found.start, size: Math.min(found.size, UNUSED_GAP_USED) };
     return {
       ...gap,
       source: 'unused',

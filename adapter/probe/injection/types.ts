@@ -136,7 +136,8 @@ export interface LivenessModel {
   /**
    * Registers the function-entry and exit stubs overwrite and leave changed (beyond the return
    * address). A caller compiled with -fipa-ra may keep a value in one across the call when the
-   * callee itself never writes it: the planner refuses such functions.
+   * callee itself never writes it: function stubs give such registers back (PatchSite.keptRegisters);
+   * call-site stubs do not, and the planner refuses those.
    */
   stubClobbers: number;
 }
@@ -217,6 +218,12 @@ export interface PatchSite {
   resumeRegister?: number;
   /** The displaced code reads `resumeRegister`: load it after that code, not before the window opens. */
   resumeRegisterLate?: boolean;
+  /**
+   * Function entries: caller-saved registers some caller keeps live across a call of the function
+   * (-fipa-ra; keptRegisters.ts). `freeRegisters` leaves them out; the stubs save and restore those
+   * of them they use.
+   */
+  keptRegisters?: number;
   /** Original bytes of [address, address + shape.length). */
   original: Uint8Array;
 }
