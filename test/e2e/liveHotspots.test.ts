@@ -4,7 +4,9 @@ import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { CodeServerHarness, poll, type TreeRow } from '../support/codeServerHarness';
-import { activeEditor, functionLine, functionLines, revealLine, statusBarText, stopAndExpectNothingLeft } from '../support/codeServerUi';
+import {
+  activeEditor, functionLine, functionLines, hoverOnLine, revealLine, statusBarText, stopAndExpectNothingLeft,
+} from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
 import type { FixtureTarget } from '../support/paths';
 
@@ -266,7 +268,7 @@ for (const { target, configuration } of targets) {
 
     // The loop's body, where the oracle counts most, in the middle of the editor.
     const counts = oracleLineCounts(oracle, file);
-    const hotLine = [...counts].filter(([l]) => l >= fnLines.first && l <= fnLines.last).sort((a, b) => b[1] - a[1])[0]![0];
+    const hotLine = hottestLine(oracle, file, fnLines);
     await revealLine(h, hotLine);
     // Every line the oracle counts in the function's visible lines has heat, and no other line.
     const inView = (lines: number[]) => lines.filter((l) => l >= fnLines.first && l <= fnLines.last);
@@ -361,14 +363,62 @@ for (const { target, configuration } of targets) {
   });
 }
 
+/** The line of `fn` in `file` on which the oracle counts the most instructions. */
+function hottestLine(oracle: OracleSummary, file: string, fn: { first: number; last: number }): number {
+  return [...oracleLineCounts(oracle, file)].filter(([l]) => l >= fn.first && l <= fn.last).sort((a, b) => b[1] - a[1])[0]![0];
+}
+
+test('rv32: "Live Hotspots with Sampler…" runs the monitor sampler: samples, heat only on lines that run, a 95 % interval on hover', { timeout: 240_000 }, async (t) => {
+  const h = harness!;
+  const oracle = oracles.get('rv32')!;
+  await h.startDebugging('QEMU RISC-V 32');
+  await h.waitForTopFrame('main', mainLine, 90_000);
+  await hidePanel(h);
+  await h.page.keyboard.press('F5');
+  await poll(() => h.callStackState(), (s) => !/Paused/.test(s), 15_000);
+
+  await h.runCommand('CycleLens: Live Hotspots with Sampler…');
+  const offered = await h.quickPickItems();
+  t.diagnostic(`samplers offered: ${offered.map((o) => `${o.label} (${o.description})`).join('; ')}`);
+  const monitor = h.page.locator('.quick-input-widget .monaco-list-row').filter({ has: h.page.locator('.label-name', { hasText: /^QEMU monitor/ }) }).first();
+  await monitor.click();
+  const first = statusItem(await poll(() => statusBarText(h), (s) => statusItem(s)?.sampler === 'qemu-monitor' && !statusItem(s)!.stopped && statusItem(s)!.count > 0, 60_000));
+  t.diagnostic(`status bar: ${JSON.stringify(first)}`);
+  assert.ok(first && first.sampler === 'qemu-monitor' && !first.stopped, `the status bar shows the monitor sampler running ("${await statusBarText(h)}")`);
+  assert.equal(first.unit, 'samples', 'PC reads are labelled as samples');
+  const later = statusItem(await poll(() => statusBarText(h), (s) => (statusItem(s)?.count ?? 0) > first.count, 30_000));
+  assert.ok(later && later.count > first.count, `the sample count grows (${first.count}, then ${later?.count})`);
+
+  // A read PC is one the program runs: heat only where the oracle counts instructions.
+  const file = 'script_vm.c';
+  const fn = functionLines(join(h.workspace, 'src', file), 'vm_run');
+  const counts = oracleLineCounts(oracle, file);
+  await h.openFile(`src/${file}`);
+  await revealLine(h, hottestLine(oracle, file, fn));
+  const heat = await poll(() => heatLines(h), (hl) => hl.filter((x) => x.line >= fn.first && x.line <= fn.last).length >= 3, 60_000);
+  t.diagnostic(`monitor heat in ${file}: ${heat.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
+  assert.ok(heat.length >= 3, `the monitor's samples put heat on vm_run's lines (${JSON.stringify(heat.map((x) => x.line))})`);
+  const notRun = heat.filter((x) => !counts.has(x.line)).map((x) => x.line);
+  assert.deepEqual(notRun, [], 'heat on lines the oracle never runs');
+  const tallest = heat.reduce((a, b) => (b.barHeight > a.barHeight ? b : a));
+  const hover = await hoverOnLine(h, tallest.line, /95 % interval/);
+  await h.dismissHover();
+  t.diagnostic(`hover on line ${tallest.line}: ${hover.replace(/\s+/g, ' ')}`);
+  assert.match(hover, /[\d.]+ % \(95 % interval [\d.]+ % – [\d.]+ %\) · [\d,]+ samples/, 'the hover gives the share, its 95 % interval and the sample count');
+  assert.match(hover, /QEMU monitor/, 'the hover names the sampler');
+
+  const { ended } = await h.stopDebugging({ maxPresses: 3 });
+  assert.ok(ended, 'the session ends');
+  assert.deepEqual(await h.waitForNoServerProcesses(sessionProcesses, 15_000), [], 'the session left processes running');
+});
+
 test('a click on the status-bar item of an ended session clears its overlay', { timeout: 60_000 }, async () => {
   const h = harness!;
-  const item = h.page.locator('.part.statusbar .statusbar-item', { hasText: /qemu-plugin/ }).first();
+  const item = h.page.locator('.part.statusbar .statusbar-item', { hasText: /qemu-(plugin|monitor)/ }).first();
   await item.waitFor({ state: 'visible', timeout: 10_000 });
-  await h.openFile('src/hotloop.c');
-  await revealLine(h, markerLine(join(h.workspace, 'src', 'hotloop.c'), '#HOT_ROUND'));
-  const before = await poll(() => heatLines(h), (hl) => hl.length > 0, 10_000);
-  assert.ok(before.length > 0, 'the ended session\'s heat is still drawn in hotloop.c');
+  await poll(() => statusBarText(h), (s) => statusItem(s)?.stopped === true, 15_000);
+  const before = await heatLines(h);
+  assert.ok(before.length > 0, 'the ended session\'s heat is still drawn in script_vm.c');
   await h.clickPastHovers(item);
   const status = await poll(() => statusBarText(h), (s) => statusItem(s) === undefined, 10_000);
   const after = await poll(() => heatLines(h), (hl) => hl.length === 0, 10_000);
