@@ -16,7 +16,8 @@ import type { FixtureTarget } from '../support/paths';
 // item and the Hotspots view. The demo's launch configurations load QEMU's counting plugin
 // ("instructionCounts": true), so the overlay shows exact instruction counts, and every figure is
 // judged against the oracle's exact trace of the same ELF: the hot loop's profile is stationary,
-// so the oracle's first 3 M instructions give the shares of any long window.
+// so the oracle's first 3 M instructions give the shares of any long window. A last session picks
+// the monitor sampler, whose host-time bias allows only checks that hold for any PC read.
 
 const dark = 'Default Dark Modern';
 const light = 'Default Light Modern';
