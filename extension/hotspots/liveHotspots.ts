@@ -57,6 +57,11 @@ export class LiveHotspots implements vscode.Disposable {
   private lastUpdate = 0;
   private pending: NodeJS.Timeout | undefined;
   private profilePending: NodeJS.Timeout | undefined;
+  /**
+   * The session whose sampling this overlay stopped: its last events (the flush in flight and the
+   * final one, which the adapter sends while stopping) must not bring the overlay back.
+   */
+  private stoppedSession: string | undefined;
   /** Time of the last decoration pass (ms), for the benchmark and the status tooltip. */
   lastPaintMs = 0;
 
@@ -98,6 +103,7 @@ export class LiveHotspots implements vscode.Disposable {
   /** Starts sampling on `session` (the adapter picks the best sampler unless one is named). */
   async start(session: vscode.DebugSession, sampler?: SamplerId): Promise<void> {
     const rate = vscode.workspace.getConfiguration('cyclelens').get<number>('hotspots.rateHz', 0);
+    this.stoppedSession = undefined;
     const { sampler: description } = await customRequest(session, CustomRequests.startSampling, { ...(sampler ? { sampler } : {}), ...(rate > 0 ? { rateHz: rate } : {}) });
     this.clearOverlay();
     this.run = this.newRun(session, description.id, description);
@@ -109,6 +115,7 @@ export class LiveHotspots implements vscode.Disposable {
   async stop(): Promise<void> {
     const run = this.run;
     this.run = undefined;
+    this.stoppedSession = run?.session.id;
     this.clearOverlay();
     this.changed.fire();
     this.status.hide();
@@ -120,6 +127,12 @@ export class LiveHotspots implements vscode.Disposable {
   }
 
   private onSamples(session: vscode.DebugSession, body: SamplesEventBody): void {
+    if (this.stoppedSession === session.id) {
+      // A run started elsewhere after ours stopped begins again at seq 0; until then these are
+      // the stopped run's last events.
+      if (body.seq !== 0 || body.final) return;
+      this.stoppedSession = undefined;
+    }
     // Sampling started elsewhere (another client, the CLI) still shows once its events arrive.
     if (!this.run || this.run.session.id !== session.id) this.run = this.newRun(session, body.sampler, undefined);
     const run = this.run;

@@ -33,8 +33,17 @@ export function registerLiveHotspots(): vscode.Disposable[] {
     view,
     vscode.window.registerTreeDataProvider('cyclelens.hotspots', view),
     vscode.commands.registerCommand('cyclelens.toggleHotspots', async () => {
-      if (live.current) await live.stop();
-      else await start();
+      const current = live.current;
+      const session = activeSession();
+      // The overlay of an ended (or another) session is only its last picture: in a new session the
+      // toggle starts sampling there instead of merely clearing that picture. Without a session
+      // (the status-bar item's click) it clears it.
+      if (current && (!session || current.session.id === session.id)) {
+        await live.stop();
+        return;
+      }
+      if (current) await live.stop();
+      await start();
     }),
     vscode.commands.registerCommand('cyclelens.startHotspotsWith', async () => {
       const session = activeSession();

@@ -21,8 +21,10 @@ export const demoConfigurations = [
 /**
  * The launch.json body. Each entry is a common/launchArgs.ts `CycleLensLaunchArgs` plus VS Code's
  * `DebugConfigurationBase` fields; `${workspaceFolder}` keeps it valid wherever the folder is.
+ * `server` adds QEMU server options to every configuration (`{ instructionCounts: true }` loads the
+ * counting plugin, for exact live hotspots).
  */
-export function demoLaunchJson(program = 'singlepass') {
+export function demoLaunchJson(program = 'singlepass', server = {}) {
   return {
     version: '0.2.0',
     configurations: demoConfigurations.map((c) => ({
@@ -30,7 +32,7 @@ export function demoLaunchJson(program = 'singlepass') {
       request: 'launch',
       name: c.name,
       executable: `\${workspaceFolder}/build/${c.target}/${program}.elf`,
-      server: { type: 'qemu', machine: c.machine },
+      server: { type: 'qemu', machine: c.machine, ...server },
       stopAtEntry: 'main',
       // The single-pass demo calls program_end() when its work is done: profiling runs stop there.
       programEnd: 'program_end',
@@ -54,10 +56,12 @@ function copyElfs(builtDir, toDir) {
 /**
  * Writes the demo workspace into `dir`: every fixture source file (src/, the per-target directories,
  * the Makefile; not the object files), the built ELFs under build/<target>/, and .vscode/launch.json.
- * `build` runs make first. Unless `allowMissingFirmware`, the ELFs that launch.json names must exist
- * (the e2e tests that only look at the UI allow them to be missing).
+ * `program` names the fixture program the configurations run (`hotloop` never ends, for live
+ * hotspots); `server` adds QEMU server options to them. `build` runs make first. Unless
+ * `allowMissingFirmware`, the ELFs that launch.json names must exist (the e2e tests that only look
+ * at the UI allow them to be missing).
  */
-export function createDemoWorkspace({ dir = demoWorkspaceDir, program = 'singlepass', build = false, allowMissingFirmware = false } = {}) {
+export function createDemoWorkspace({ dir = demoWorkspaceDir, program = 'singlepass', server = {}, build = false, allowMissingFirmware = false } = {}) {
   if (!existsSync(fixturesDir)) throw new Error(`${fixturesDir} is missing: no fixture firmware to put in the demo workspace`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -81,6 +85,6 @@ export function createDemoWorkspace({ dir = demoWorkspaceDir, program = 'singlep
     throw new Error(`the demo firmware is not built (${missing.join(', ')} missing): run \`make -C test/fixtures -j2\``);
   }
   mkdirSync(join(dir, '.vscode'), { recursive: true });
-  writeFileSync(join(dir, '.vscode', 'launch.json'), `${JSON.stringify(demoLaunchJson(program), null, 2)}\n`);
+  writeFileSync(join(dir, '.vscode', 'launch.json'), `${JSON.stringify(demoLaunchJson(program, server), null, 2)}\n`);
   return { dir, missingFirmware: missing };
 }

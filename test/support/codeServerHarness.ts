@@ -29,6 +29,10 @@ export interface HarnessOptions {
   workspace?: string;
   /** With the default workspace: fail unless the fixture ELFs are built (tests that debug need them). */
   requireFirmware?: boolean;
+  /** With the default workspace: the fixture program its launch configurations run (default singlepass). */
+  program?: string;
+  /** With the default workspace: QEMU server options added to its launch configurations. */
+  server?: Record<string, unknown>;
   /** User settings on top of the quiet defaults of scripts/lib/codeServer.mjs. */
   settings?: Record<string, unknown>;
   theme?: string;
@@ -84,6 +88,7 @@ export class CodeServerHarness extends DebugWorkbench {
     rmSync(stateDir, { recursive: true, force: true });
     const workspace = options.workspace ?? demoWorkspace.createDemoWorkspace({
       dir: join(stateDir, 'workspace'), build: Boolean(options.requireFirmware), allowMissingFirmware: !options.requireFirmware,
+      ...(options.program ? { program: options.program } : {}), ...(options.server ? { server: options.server } : {}),
     }).dir;
     const userDataDir = join(stateDir, 'user-data');
     const extensionsDir = join(stateDir, 'extensions');

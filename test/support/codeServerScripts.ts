@@ -51,7 +51,9 @@ export interface VsixLib {
 
 export interface DemoWorkspaceLib {
   demoConfigurations: { name: string; target: string; machine: string }[];
-  createDemoWorkspace(options?: { dir?: string; program?: string; build?: boolean; allowMissingFirmware?: boolean }): {
+  createDemoWorkspace(options?: {
+    dir?: string; program?: string; server?: Record<string, unknown>; build?: boolean; allowMissingFirmware?: boolean;
+  }): {
     dir: string; missingFirmware: string[];
   };
 }
