@@ -193,7 +193,10 @@ async function main(): Promise<void> {
   printTable(['row', 'adapter', 'floor (raw MI)', 'ratio'], table);
   console.log('\nGDB/MI commands per operation (one untimed session of each; the adapter counted from its MI trace):\n');
   const perOp = (n: number | undefined): string => (n === undefined ? '-' : n.toFixed(n % 1 === 0 ? 0 : 2));
-  printTable(['row', 'adapter', 'floor (raw MI)'], rows.map((row) => [labels[row], perOp(commandCounts.adapter[row]), perOp(commandCounts.floor[row])]));
+  printTable(
+    ['row', 'adapter', 'floor (raw MI)'],
+    rows.map((row) => [labels[row], perOp(commandCounts.adapter[row]), perOp(commandCounts.floor[row])]),
+  );
 }
 
 main().catch((err: unknown) => {

@@ -29,7 +29,11 @@ async function benchTarget(target: FixtureTarget): Promise<string[]> {
     await h.dc.customRequest(CustomRequests.read);
     times.push(performance.now() - t0);
   }
-  const commands = h.output.slice(before).join('').split('\n').filter((l) => /^-> \d+-/.test(l)).length;
+  const commands = h.output
+    .slice(before)
+    .join('')
+    .split('\n')
+    .filter((l) => /^-> \d+-/.test(l)).length;
   await h.stop();
   return [target, wanted.join(', '), `${median(times).toFixed(2)} ms`, (commands / reads).toFixed(1)];
 }

@@ -55,14 +55,20 @@ class OracleMeasurer implements BatchMeasurer {
 
   async measure(batch: readonly string[], _signal?: AbortSignal, groups: readonly (readonly string[])[] = []): Promise<ResultSet> {
     this.runs++;
-    if (batch.length + groups.length > this.slots) throw new Error(`asked for ${batch.length + groups.length} measurements in one run with ${this.slots} slots`);
+    if (batch.length + groups.length > this.slots)
+      throw new Error(`asked for ${batch.length + groups.length} measurements in one run with ${this.slots} slots`);
     const nested = groups.find((g) => g.some((a, i) => g.some((b, j) => j > i && this.index!.related(a, b))));
     if (nested) throw new Error(`the group ${nested.join(' + ')} has a caller and its callee: the oracle's sum would count the callee twice`);
     return {
       id: `oracle-${this.runs}`,
       createdAt: new Date().toISOString(),
       program: { executable: this.oracle.elf },
-      run: { kind: 'oracle', event: 'instructions', totals: { instructions: this.oracle.totals.instructions }, method: 'oracle (QEMU trace), perfect measurer' },
+      run: {
+        kind: 'oracle',
+        event: 'instructions',
+        totals: { instructions: this.oracle.totals.instructions },
+        method: 'oracle (QEMU trace), perfect measurer',
+      },
       // A function that never ran is measured as zero, as an injected counter would read.
       measurements: batch.map((name) => {
         const f = this.byName.get(name);
@@ -124,7 +130,11 @@ async function benchProgram(label: string, graph: CallGraphResponse, oracle: Ora
   for (const threshold of THRESHOLDS) {
     const truth = new Set(oracle.functions.filter((f) => window.reachable.has(f.name) && f.inclusive / total >= threshold).map((f) => f.name));
     for (const k of SLOTS) {
-      const score = async (g: CallGraphResponse, measurer: OracleMeasurer, options: { lookahead?: boolean; siblingResidual?: boolean; order?: 'weight' | 'call-site' }): Promise<Score> => {
+      const score = async (
+        g: CallGraphResponse,
+        measurer: OracleMeasurer,
+        options: { lookahead?: boolean; siblingResidual?: boolean; order?: 'weight' | 'call-site' },
+      ): Promise<Score> => {
         const r = await runDescent(g, measurer, { engine, metric, threshold, roots: g === dynamic ? dynamicRoots : roots, spanning: [START], ...options });
         if (r.warnings.length > 0) console.error(`${label}: ${r.warnings.join('; ')}`);
         const measured = r.outcomes.filter((o) => o.status === 'measured');
@@ -173,22 +183,64 @@ async function main(argv: string[]): Promise<void> {
   console.log('\nCall-graph descent with the ORACLE as a perfect measurer (exact inclusive instruction counts from the QEMU trace).');
   console.log(`Every run starts in ${START} (it spans the window; interrupt handlers are roots too). F functions, k slots per run, naive = ceil(F/k) runs.`);
   console.log('hot: functions at or above the threshold; any method must measure each, so ceil(hot/k) runs is a floor.');
-  console.log('runs: descent over the static call graph, one function per slot (callers decided first, heaviest static reach first, lookahead, sibling residual);');
+  console.log(
+    'runs: descent over the static call graph, one function per slot (callers decided first, heaviest static reach first, lookahead, sibling residual);',
+  );
   console.log('bfs: the same in breadth-first call-site order; basic: breadth-first, bound rule only (no lookahead, no residual).');
   console.log('grouped: descent with group measurements (one slot counts the union of several functions) over the dynamic call graph;');
   console.log('  its runs include the one run that records the dynamic graph. tests: single + group measurements taken.');
   console.log('recall/precision: of each; "other recall": the lowest recall of the bfs and basic variants.\n');
   printTable(
-    ['program', 'k', 'threshold', 'F', 'hot', 'naive', 'floor', 'runs', 'runs/naive', 'bfs', 'basic', 'measured', 'recall', 'precision', 'other recall', 'grouped', 'grouped/naive', 'tests', 'recall ', 'precision '],
+    [
+      'program',
+      'k',
+      'threshold',
+      'F',
+      'hot',
+      'naive',
+      'floor',
+      'runs',
+      'runs/naive',
+      'bfs',
+      'basic',
+      'measured',
+      'recall',
+      'precision',
+      'other recall',
+      'grouped',
+      'grouped/naive',
+      'tests',
+      'recall ',
+      'precision ',
+    ],
     rows.map((r) => [
-      r.program, String(r.k), pct(r.threshold), String(r.functions), String(r.hot), String(r.naive), String(Math.ceil(r.hot / r.k)),
-      String(r.runs), (r.runs / r.naive).toFixed(2), String(r.bfsRuns), String(r.basicRuns), String(r.measured), pct(r.recall), pct(r.precision), pct(r.basicRecall),
-      String(r.grouped.runs), (r.grouped.runs / r.naive).toFixed(2), `${r.grouped.measured} + ${r.grouped.groups}`, pct(r.grouped.recall), pct(r.grouped.precision),
+      r.program,
+      String(r.k),
+      pct(r.threshold),
+      String(r.functions),
+      String(r.hot),
+      String(r.naive),
+      String(Math.ceil(r.hot / r.k)),
+      String(r.runs),
+      (r.runs / r.naive).toFixed(2),
+      String(r.bfsRuns),
+      String(r.basicRuns),
+      String(r.measured),
+      pct(r.recall),
+      pct(r.precision),
+      pct(r.basicRecall),
+      String(r.grouped.runs),
+      (r.grouped.runs / r.naive).toFixed(2),
+      `${r.grouped.measured} + ${r.grouped.groups}`,
+      pct(r.grouped.recall),
+      pct(r.grouped.precision),
     ]),
   );
   const recall = rows.every((r) => r.recall === 1 && r.basicRecall === 1 && r.grouped.recall === 1);
   console.log(`\nrecall 100% everywhere: ${recall ? 'yes' : 'NO'}`);
-  const fifth = rows.filter((r) => r.threshold === 0.05).map((r) => `${r.program} k=${r.k}: ${(r.runs / r.naive).toFixed(2)} / grouped ${(r.grouped.runs / r.naive).toFixed(2)}`);
+  const fifth = rows
+    .filter((r) => r.threshold === 0.05)
+    .map((r) => `${r.program} k=${r.k}: ${(r.runs / r.naive).toFixed(2)} / grouped ${(r.grouped.runs / r.naive).toFixed(2)}`);
   console.log(`runs/naive at 5%: ${fifth.join('; ')}`);
   if (!recall) process.exitCode = 1;
 }

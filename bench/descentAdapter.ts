@@ -54,11 +54,29 @@ async function scoreOne(dir: string, label: string, oracle: OracleSummary, k: nu
   const out = join(dir, `d-${k}-${threshold}.json`);
   const started = process.hrtime.bigint();
   const extra = callGraph ? ['--call-graph', callGraph] : [];
-  const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'bench', '--threshold', `${threshold * 100}%`, '--slots', String(k), '--out', out, ...extra], {
-    cwd: dir,
-    encoding: 'utf8',
-    timeout: 900_000,
-  });
+  const r = spawnSync(
+    process.execPath,
+    [
+      join(repoRoot, 'dist', 'cli.js'),
+      'descent',
+      '--config',
+      '.vscode/launch.json',
+      '--name',
+      'bench',
+      '--threshold',
+      `${threshold * 100}%`,
+      '--slots',
+      String(k),
+      '--out',
+      out,
+      ...extra,
+    ],
+    {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 900_000,
+    },
+  );
   const wall = Number(process.hrtime.bigint() - started) / 1e9;
   if (r.status !== 0) throw new Error(`${label} k=${k}: cyclelens descent failed (${r.status}): ${r.stderr}`);
   // The recording of the dynamic call graph is a run of the program too.
@@ -108,13 +126,32 @@ async function main(argv: string[]): Promise<void> {
       mkdirSync(join(dir, '.vscode'));
       writeFileSync(
         join(dir, '.vscode', 'launch.json'),
-        JSON.stringify({ configurations: [{ type: 'cyclelens', request: 'launch', name: 'bench', executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }] }),
+        JSON.stringify({
+          configurations: [
+            {
+              type: 'cyclelens',
+              request: 'launch',
+              name: 'bench',
+              executable: elf,
+              server: { type: 'qemu', machine },
+              stopAtEntry: 'main',
+              programEnd: 'program_end',
+            },
+          ],
+        }),
       );
       const oracle = await runOracle({ elf });
       let callGraph: string | undefined;
       if (argv.includes('--grouped')) {
         const { interrupts, ...graph } = dynamicGraphFromOracle(staticCallGraph(ElfImage.loadSync(elf)), oracle, 'main');
-        const doc: CallGraphDocument = { schema: CALL_GRAPH_SCHEMA, program: elf, kind: 'dynamic', graph: { functions: graph.functions, edges: graph.edges, indirectCallers: graph.indirectCallers }, interrupts, ended: 'programEnd' };
+        const doc: CallGraphDocument = {
+          schema: CALL_GRAPH_SCHEMA,
+          program: elf,
+          kind: 'dynamic',
+          graph: { functions: graph.functions, edges: graph.edges, indirectCallers: graph.indirectCallers },
+          interrupts,
+          ended: 'programEnd',
+        };
         callGraph = join(dir, 'callgraph.json');
         writeFileSync(callGraph, JSON.stringify(doc));
       }
@@ -131,10 +168,25 @@ async function main(argv: string[]): Promise<void> {
     }
   }
   const columns: Array<[keyof Row, string]> = [
-    ['program', 'program'], ['k', 'k'], ['threshold', 'threshold'], ['functions', 'F'], ['hot', 'hot'], ['naive', 'naive'], ['runs', 'runs'],
-    ['ratio', 'runs/naive'], ['measured', 'measured'], ['groups', 'groups'], ['pruned', 'pruned'], ['recall', 'recall'], ['precision', 'precision'], ['wall', 'wall'],
+    ['program', 'program'],
+    ['k', 'k'],
+    ['threshold', 'threshold'],
+    ['functions', 'F'],
+    ['hot', 'hot'],
+    ['naive', 'naive'],
+    ['runs', 'runs'],
+    ['ratio', 'runs/naive'],
+    ['measured', 'measured'],
+    ['groups', 'groups'],
+    ['pruned', 'pruned'],
+    ['recall', 'recall'],
+    ['precision', 'precision'],
+    ['wall', 'wall'],
   ];
-  printTable(columns.map(([, title]) => title), rows.map((r) => columns.map(([key]) => String(r[key]))));
+  printTable(
+    columns.map(([, title]) => title),
+    rows.map((r) => columns.map(([key]) => String(r[key]))),
+  );
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

@@ -19,12 +19,18 @@ import { median, printTable } from './support';
 /** A deterministic generator, so every run measures the same profile. */
 function random(seed: number): () => number {
   let s = seed >>> 0;
-  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
 export function syntheticProfile(count: number): Profile {
   const rnd = random(13);
-  const p = emptyProfile({ generator: 'bench', program: { executable: '/fw/synthetic.elf' }, unit: { kind: 'cycles' }, provenance: { kind: 'exact', counter: 'mcycle' }, createdAt: '2026-01-01T00:00:00.000Z' });
+  const p = emptyProfile({
+    generator: 'bench',
+    program: { executable: '/fw/synthetic.elf' },
+    unit: { kind: 'cycles' },
+    provenance: { kind: 'exact', counter: 'mcycle' },
+    createdAt: '2026-01-01T00:00:00.000Z',
+  });
   const self = Array.from({ length: count }, () => 10 + Math.floor(rnd() * 1000));
   const callersOf: { caller: number; calls: number }[][] = Array.from({ length: count }, () => []);
   for (let i = 1; i < count; i++) {
@@ -40,10 +46,22 @@ export function syntheticProfile(count: number): Profile {
   }
   for (let i = 0; i < count; i++) {
     const calls = callersOf[i]!.reduce((s, c) => s + c.calls, 0) || 1;
-    p.functions.push({ id: i, name: `fn_${i}`, status: 'measured', address: 0x8000_0000 + 64 * i, size: 64, location: { path: `/fw/src/file${i % 200}.c`, line: 10 + (i % 500) * 12 }, inclusive: { value: Math.round(inclusive[i]!) }, calls });
+    p.functions.push({
+      id: i,
+      name: `fn_${i}`,
+      status: 'measured',
+      address: 0x8000_0000 + 64 * i,
+      size: 64,
+      location: { path: `/fw/src/file${i % 200}.c`, line: 10 + (i % 500) * 12 },
+      inclusive: { value: Math.round(inclusive[i]!) },
+      calls,
+    });
     for (const c of callersOf[i]!) p.edges.push({ caller: c.caller, callee: i, kind: 'call', calls: c.calls });
     const a = Math.floor(self[i]! / 2);
-    p.lines.push({ path: `/fw/src/file${i % 200}.c`, line: 11 + (i % 500) * 12, function: i, self: { value: a } }, { path: `/fw/src/file${i % 200}.c`, line: 12 + (i % 500) * 12, function: i, self: { value: self[i]! - a } });
+    p.lines.push(
+      { path: `/fw/src/file${i % 200}.c`, line: 11 + (i % 500) * 12, function: i, self: { value: a } },
+      { path: `/fw/src/file${i % 200}.c`, line: 12 + (i % 500) * 12, function: i, self: { value: self[i]! - a } },
+    );
   }
   p.total = { value: Math.round(inclusive[0]!) };
   return p;
@@ -51,8 +69,16 @@ export function syntheticProfile(count: number): Profile {
 
 /** A descent-shaped document: 100 result sets of 8 functions each over an 800-function call graph. */
 function hundredRuns(): ReturnType<typeof resultSetDocument> {
-  const functions = Array.from({ length: 800 }, (_, i) => ({ name: `fn_${i}`, address: 0x8000_0000 + 64 * i, size: 64, path: `/fw/src/file${i % 40}.c`, line: 10 + i }));
-  const edges = functions.slice(1).map((f, k) => ({ caller: `fn_${Math.floor(k / 4)}`, callee: f.name, kind: 'call' as const, sites: [0x8000_0000 + 64 * Math.floor(k / 4) + 4], count: 3 }));
+  const functions = Array.from({ length: 800 }, (_, i) => ({
+    name: `fn_${i}`,
+    address: 0x8000_0000 + 64 * i,
+    size: 64,
+    path: `/fw/src/file${i % 40}.c`,
+    line: 10 + i,
+  }));
+  const edges = functions
+    .slice(1)
+    .map((f, k) => ({ caller: `fn_${Math.floor(k / 4)}`, callee: f.name, kind: 'call' as const, sites: [0x8000_0000 + 64 * Math.floor(k / 4) + 4], count: 3 }));
   const graph: CallGraphResponse = { functions, edges, indirectCallers: [] };
   const sets: ResultSet[] = [];
   const outcomes: FunctionOutcome[] = [{ name: 'fn_0', status: 'measured', spansWindow: true, bound: 1 }];
@@ -61,7 +87,14 @@ function hundredRuns(): ReturnType<typeof resultSetDocument> {
       const i = 1 + r * 8 + k;
       return { name: `fn_${i}`, inclusive: { cycles: Math.round(1_000_000 / (1 + i)) }, calls: 3, min: 10, max: 900, mean: 300 };
     }).filter((m) => Number(m.name.slice(3)) < 800);
-    sets.push({ id: `rs-${r}`, createdAt: '2026-01-01T00:00:00.000Z', program: { executable: '/fw/synthetic.elf', family: 'riscv' }, run: { kind: 'single-pass', event: 'cycles', totals: { cycles: 2_000_000 }, method: 'software injection, mcycle' }, measurements, refused: [] });
+    sets.push({
+      id: `rs-${r}`,
+      createdAt: '2026-01-01T00:00:00.000Z',
+      program: { executable: '/fw/synthetic.elf', family: 'riscv' },
+      run: { kind: 'single-pass', event: 'cycles', totals: { cycles: 2_000_000 }, method: 'software injection, mcycle' },
+      measurements,
+      refused: [],
+    });
     for (const m of measurements) outcomes.push({ name: m.name, status: 'measured', value: (m.inclusive.cycles ?? 0) / 2_000_000, bound: 1, resultSet: r });
   }
   return resultSetDocument(sets, { scenario: 'full-profile', metric: 'share', roots: ['fn_0'], runs: 101, cancelled: false, outcomes, callGraph: graph });
@@ -104,7 +137,10 @@ async function main(): Promise<void> {
       times.push(Number(process.hrtime.bigint() - start) / 1e6);
       functions = p.functions.length;
     }
-    printTable(['input', 'load into the profile model (median of 5)', 'functions'], [['100-run result set (800 functions, 8 per run)', `${median(times).toFixed(0)} ms`, String(functions)]]);
+    printTable(
+      ['input', 'load into the profile model (median of 5)', 'functions'],
+      [['100-run result set (800 functions, 8 per run)', `${median(times).toFixed(0)} ms`, String(functions)]],
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -98,7 +98,9 @@ function planAll(t: TargetSetup, program: string): Plan[] {
   const model = new ProgramModel(elf, support.arch);
   const reserved = resolveReservedMemory(elf) as ReservedMemory;
   const tpFree = t.family === 'riscv' && !model.referencesRegister(4);
-  const cave: CaveReach = tpFree ? { start: reserved.start, size: reserved.size, threadPointerBase: reserved.start + 2048 } : { start: reserved.start, size: reserved.size };
+  const cave: CaveReach = tpFree
+    ? { start: reserved.start, size: reserved.size, threadPointerBase: reserved.start + 2048 }
+    : { start: reserved.start, size: reserved.size };
   const planner = new InjectionPlanner(model, support.arch, cave);
   return model.functions.map((f) => {
     const p = planner.planFunction(f.name);
@@ -108,7 +110,10 @@ function planAll(t: TargetSetup, program: string): Plan[] {
   });
 }
 
-async function run(t: TargetSetup, names: Array<{ name: string; how: 'entry' | 'callSites' }>): Promise<{ results: MeasurementResults[]; counted: Map<string, number> }> {
+async function run(
+  t: TargetSetup,
+  names: Array<{ name: string; how: 'entry' | 'callSites' }>,
+): Promise<{ results: MeasurementResults[]; counted: Map<string, number> }> {
   const elfPath = fixtureElf(t.target, 'singlepass');
   const elf = ElfImage.loadSync(elfPath);
   const qemu = new QemuServer({ type: 'qemu' });
@@ -168,9 +173,15 @@ async function calibrate(t: TargetSetup): Promise<{ measured: number; stated: nu
     await gdb.connectRemote(qemu.gdbAddress);
     const access = new DebuggerTargetAccess(gdb);
     const svc = new InjectionService({
-      access, elf, support: t.support(), counterUnitsPerInstruction: 1 / t.instructionsPerUnit,
-      isHalted: () => gdb.executionState === 'stopped', journalDir: join(scratch, 'journal'),
-      reserved: resolveReservedMemory(elf) as ReservedMemory, memoryMap: qemuMemoryMap(t.machine), runner: debuggerTargetRunner(gdb),
+      access,
+      elf,
+      support: t.support(),
+      counterUnitsPerInstruction: 1 / t.instructionsPerUnit,
+      isHalted: () => gdb.executionState === 'stopped',
+      journalDir: join(scratch, 'journal'),
+      reserved: resolveReservedMemory(elf) as ReservedMemory,
+      memoryMap: qemuMemoryMap(t.machine),
+      runner: debuggerTargetRunner(gdb),
     });
     const c = await svc.calibrate(t.instructionsPerUnit > 1 ? 20_000 : 1000);
     return { measured: c.measuredOverhead * t.instructionsPerUnit, stated: c.statedOverhead * t.instructionsPerUnit };
@@ -183,7 +194,9 @@ async function calibrate(t: TargetSetup): Promise<{ measured: number; stated: nu
 const pct = (x: number): string => `${(100 * x).toFixed(3)} %`;
 
 async function benchTarget(t: TargetSetup): Promise<void> {
-  console.log(`\n## ${t.target} (${t.instructionsPerUnit === 1 ? 'minstret' : 'SysTick, 40 instructions per tick'})${withInterrupts ? ', timer interrupt on' : ''}\n`);
+  console.log(
+    `\n## ${t.target} (${t.instructionsPerUnit === 1 ? 'minstret' : 'SysTick, 40 instructions per tick'})${withInterrupts ? ', timer interrupt on' : ''}\n`,
+  );
   // ---- instrumentability over every program
   const rows: string[][] = [];
   let total = 0;
@@ -217,7 +230,9 @@ async function benchTarget(t: TargetSetup): Promise<void> {
   const comparable = plans.filter((p) => {
     const o = oracle.functions.find((f) => f.name === p.name);
     if (!withInterrupts && (interruptOnly(p.name) || (o && o.calls === 0))) return false;
-    return o && o.calls > 0 && !['main', 'rv_reset', '_start', 'Reset_Handler', 'board_exit', 'board_init', 'board_timer_start', 'board_irq_enable'].includes(p.name);
+    return (
+      o && o.calls > 0 && !['main', 'rv_reset', '_start', 'Reset_Handler', 'board_exit', 'board_init', 'board_timer_start', 'board_irq_enable'].includes(p.name)
+    );
   });
   const results: MeasurementResults[] = [];
   const counted = new Map<string, number>();
@@ -230,7 +245,9 @@ async function benchTarget(t: TargetSetup): Promise<void> {
   const table: string[][] = [];
   const big: Array<{ raw: number; comp: number }> = [];
   const all: Array<{ raw: number; comp: number }> = [];
-  for (const r of results.sort((a, b) => (oracle.functions.find((f) => f.name === b.name)?.inclusive ?? 0) - (oracle.functions.find((f) => f.name === a.name)?.inclusive ?? 0))) {
+  for (const r of results.sort(
+    (a, b) => (oracle.functions.find((f) => f.name === b.name)?.inclusive ?? 0) - (oracle.functions.find((f) => f.name === a.name)?.inclusive ?? 0),
+  )) {
     const o = oracle.functions.find((f) => f.name === r.name)!;
     const truth = withInterrupts ? o.inclusive : o.inclusiveExcludingInterrupts;
     // Raw: the own payload still in; payloads of the other measurements of the same run removed.
@@ -241,21 +258,38 @@ async function benchTarget(t: TargetSetup): Promise<void> {
     const perCall = truth / Math.max(1, o.calls);
     all.push({ raw: Math.abs(eRaw), comp: Math.abs(eComp) });
     if (perCall >= 200) big.push({ raw: Math.abs(eRaw), comp: Math.abs(eComp) });
-    table.push([r.name, r.kind === 'callSites' ? 'call sites' : 'entry', `${r.calls}/${o.calls}`, perCall.toFixed(0), String(truth), raw.toFixed(0), pct(eRaw), comp.toFixed(0), pct(eComp), String(counted.get(r.name))]);
+    table.push([
+      r.name,
+      r.kind === 'callSites' ? 'call sites' : 'entry',
+      `${r.calls}/${o.calls}`,
+      perCall.toFixed(0),
+      String(truth),
+      raw.toFixed(0),
+      pct(eRaw),
+      comp.toFixed(0),
+      pct(eComp),
+      String(counted.get(r.name)),
+    ]);
   }
   console.log('');
   printTable(['function', 'how', 'calls (measured/oracle)', 'instr/call', 'oracle', 'raw', 'e raw', 'compensated', 'e compensated', 'counted/call'], table);
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   const countedValues = [...counted.values()];
   console.log('');
-  printTable(['figure', 'value'], [
-    ['functions compared', String(results.length)],
-    ['counted payload instructions per call (min / median / max)', `${Math.min(...countedValues)} / ${median(countedValues)} / ${Math.max(...countedValues)}`],
-    ['calibration: measured / stated per call (instructions)', `${cal.measured.toFixed(2)} / ${cal.stated.toFixed(2)}`],
-    ['all functions: mean |e| raw / compensated', `${pct(mean(all.map((x) => x.raw)))} / ${pct(mean(all.map((x) => x.comp)))}`],
-    ['>= 200 instr/call: mean |e| raw / compensated', `${pct(mean(big.map((x) => x.raw)))} / ${pct(mean(big.map((x) => x.comp)))}`],
-    ['>= 200 instr/call: worst |e| raw / compensated', `${pct(Math.max(...big.map((x) => x.raw)))} / ${pct(Math.max(...big.map((x) => x.comp)))}`],
-  ]);
+  printTable(
+    ['figure', 'value'],
+    [
+      ['functions compared', String(results.length)],
+      [
+        'counted payload instructions per call (min / median / max)',
+        `${Math.min(...countedValues)} / ${median(countedValues)} / ${Math.max(...countedValues)}`,
+      ],
+      ['calibration: measured / stated per call (instructions)', `${cal.measured.toFixed(2)} / ${cal.stated.toFixed(2)}`],
+      ['all functions: mean |e| raw / compensated', `${pct(mean(all.map((x) => x.raw)))} / ${pct(mean(all.map((x) => x.comp)))}`],
+      ['>= 200 instr/call: mean |e| raw / compensated', `${pct(mean(big.map((x) => x.raw)))} / ${pct(mean(big.map((x) => x.comp)))}`],
+      ['>= 200 instr/call: worst |e| raw / compensated', `${pct(Math.max(...big.map((x) => x.raw)))} / ${pct(Math.max(...big.map((x) => x.comp)))}`],
+    ],
+  );
 }
 
 async function main(): Promise<void> {

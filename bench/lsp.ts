@@ -23,7 +23,18 @@ const COLD_STARTS = 5;
 function sourceFile(): string {
   const lines: string[] = [];
   for (let i = 0; i < FUNCTIONS; i++) {
-    lines.push(`/* function ${i}: a comment above it */`, `static int work_${i}(int a,`, '                  int b)', '{', '  int acc = a;', `  for (int k = 0; k < b; k++) acc += k * ${i};`, '  if (acc > 1000) acc -= 1000;', '  acc ^= b;', '  return acc;', '}');
+    lines.push(
+      `/* function ${i}: a comment above it */`,
+      `static int work_${i}(int a,`,
+      '                  int b)',
+      '{',
+      '  int acc = a;',
+      `  for (int k = 0; k < b; k++) acc += k * ${i};`,
+      '  if (acc > 1000) acc -= 1000;',
+      '  acc ^= b;',
+      '  return acc;',
+      '}',
+    );
   }
   return `${lines.join('\n')}\n`;
 }
@@ -41,13 +52,27 @@ async function main(): Promise<void> {
   mkdirSync(join(root, '.cyclelens', 'profiles'), { recursive: true });
   const text = sourceFile();
   writeFileSync(file, text);
-  const profile = emptyProfile({ generator: 'bench', program: { executable: 'big.elf' }, unit: { kind: 'cycles' }, provenance: { kind: 'exact', counter: 'mcycle' }, total: { value: 50_000_000 } });
+  const profile = emptyProfile({
+    generator: 'bench',
+    program: { executable: 'big.elf' },
+    unit: { kind: 'cycles' },
+    provenance: { kind: 'exact', counter: 'mcycle' },
+    total: { value: 50_000_000 },
+  });
   const functions: ProfileFunction[] = [];
   const lines: ProfileLine[] = [];
   for (let i = 0; i < FUNCTIONS; i++) {
     const first = i * LINES_PER_FUNCTION + 1;
     // DWARF puts the entry on the first statement, three lines below the name: the server looks up for it.
-    functions.push({ id: i, name: `work_${i}`, status: 'measured', location: { path: file, line: first + 4 }, inclusive: { value: 50_000 + i * 97 }, self: { value: 20_000 + i * 31 }, calls: 100 + i });
+    functions.push({
+      id: i,
+      name: `work_${i}`,
+      status: 'measured',
+      location: { path: file, line: first + 4 },
+      inclusive: { value: 50_000 + i * 97 },
+      self: { value: 20_000 + i * 31 },
+      calls: 100 + i,
+    });
     for (let l = first + 4; l <= first + 8; l++) lines.push({ path: file, line: l, function: i, self: { value: 4_000 + l } });
   }
   profile.functions = functions;
@@ -57,7 +82,11 @@ async function main(): Promise<void> {
   const start = async (): Promise<LspTestClient> => {
     const c = await LspTestClient.start(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'lsp', '--stdio'], root, process.env);
     // The profile is read once at start; the first request is timed after that, as an editor opening a file later.
-    await c.until(() => c.log, (l) => l.some((x) => x.startsWith('CycleLens profile:')), 30_000);
+    await c.until(
+      () => c.log,
+      (l) => l.some((x) => x.startsWith('CycleLens profile:')),
+      30_000,
+    );
     return c;
   };
   // The first response is one try per server, so it is taken on several freshly started servers.
@@ -97,13 +126,20 @@ async function main(): Promise<void> {
     for (let i = 0; i < REPEATS; i++) hovers.push((await time(() => client.hover(uri, ((i * 37) % FUNCTIONS) * LINES_PER_FUNCTION + 1))).ms);
     const ms = (v: number): string => `${v.toFixed(2)} ms`;
     console.log(`${text.split('\n').length - 1} lines, ${FUNCTIONS} profiled functions, ${lines.length} line costs; median of ${REPEATS} unless said`);
-    printTable(['request', 'response time', 'answer'], [
-      [`CodeLens, first after open (median of ${COLD_STARTS} fresh servers; slowest ${ms(Math.max(...firsts))})`, ms(median(firsts)), `${first.value.length} lenses`],
-      ['CodeLens, repeated', ms(median(repeated)), `${FUNCTIONS} lenses`],
-      ['CodeLens, after each edit (definition lines found again)', ms(median(edited)), `${FUNCTIONS} lenses`],
-      ['inlay hints, whole file', ms(median(hints)), `${hintCount} hints`],
-      ['hover on a definition line', ms(median(hovers)), '1 hover'],
-    ]);
+    printTable(
+      ['request', 'response time', 'answer'],
+      [
+        [
+          `CodeLens, first after open (median of ${COLD_STARTS} fresh servers; slowest ${ms(Math.max(...firsts))})`,
+          ms(median(firsts)),
+          `${first.value.length} lenses`,
+        ],
+        ['CodeLens, repeated', ms(median(repeated)), `${FUNCTIONS} lenses`],
+        ['CodeLens, after each edit (definition lines found again)', ms(median(edited)), `${FUNCTIONS} lenses`],
+        ['inlay hints, whole file', ms(median(hints)), `${hintCount} hints`],
+        ['hover on a definition line', ms(median(hovers)), '1 hover'],
+      ],
+    );
   } finally {
     await client.stop();
     rmSync(root, { recursive: true, force: true });

@@ -42,7 +42,11 @@ interface Run {
 async function cli(dir: string, args: string[]): Promise<Run | string> {
   const out = join(dir, `${args.join('_').replace(/[^a-z0-9]/gi, '')}.json`);
   const started = process.hrtime.bigint();
-  const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args, '--config', '.vscode/launch.json', '--name', 'bench', '--slots', String(SLOTS), '--out', out], { cwd: dir, encoding: 'utf8', timeout: 1_200_000 });
+  const r = spawnSync(
+    process.execPath,
+    [join(repoRoot, 'dist', 'cli.js'), ...args, '--config', '.vscode/launch.json', '--name', 'bench', '--slots', String(SLOTS), '--out', out],
+    { cwd: dir, encoding: 'utf8', timeout: 1_200_000 },
+  );
   const wall = Number(process.hrtime.bigint() - started) / 1e9;
   if (r.status !== 0) return `exit ${r.status}: ${(r.stderr || r.stdout).trim().split('\n').slice(-2).join(' ')}`;
   const m = /(\d+) runs \(measuring everything: (\d+)\)/.exec(r.stdout);
@@ -99,7 +103,13 @@ function descentRow(label: string, threshold: number, oracle: OracleSummary, win
   const reported = outcomes.filter((o) => window.inside.has(o.name) && o.status === 'measured' && (o.value ?? 0) >= threshold).map((o) => o.name);
   const correct = reported.filter((n) => truth.includes(n));
   // A bound below the truth would let descent prune a function that is above the threshold.
-  const unsafe = outcomes.filter((o) => window.inside.has(o.name) && (o.status === 'pruned' || o.status === 'unmeasurable') && o.bound !== undefined && o.bound < shareOf(oracle, o.name, window.total) - 1e-9);
+  const unsafe = outcomes.filter(
+    (o) =>
+      window.inside.has(o.name) &&
+      (o.status === 'pruned' || o.status === 'unmeasurable') &&
+      o.bound !== undefined &&
+      o.bound < shareOf(oracle, o.name, window.total) - 1e-9,
+  );
   for (const u of unsafe) console.error(`${label} ${threshold * 100}%: UNSAFE bound ${u.name}: ${u.bound} < trace ${shareOf(oracle, u.name, window.total)}`);
   return [
     label,
@@ -128,12 +138,19 @@ async function main(argv: string[]): Promise<void> {
       const dir = mkdtempSync(join(tmpdir(), 'cyclelens-bench-programs-'));
       try {
         mkdirSync(join(dir, '.vscode'));
-        writeFileSync(join(dir, '.vscode', 'launch.json'), JSON.stringify({ configurations: [{ type: 'cyclelens', request: 'launch', name: 'bench', executable: elf, server: SERVERS[target], stopAtEntry: 'main' }] }));
+        writeFileSync(
+          join(dir, '.vscode', 'launch.json'),
+          JSON.stringify({
+            configurations: [{ type: 'cyclelens', request: 'launch', name: 'bench', executable: elf, server: SERVERS[target], stopAtEntry: 'main' }],
+          }),
+        );
         const oracle = await runOracle({ elf });
         const callsExit = oracle.edges.some((e) => e.caller === 'main' && e.callee === 'exit');
         const window = windowOf(oracle, callsExit ? 'exit' : undefined);
         const profile = await cli(dir, ['profile']);
-        profiles.push(typeof profile === 'string' ? [label, profile, '', '', '', '', '', ''] : profileRow(label, oracle, window, INSTRUCTIONS_PER_UNIT[target], profile));
+        profiles.push(
+          typeof profile === 'string' ? [label, profile, '', '', '', '', '', ''] : profileRow(label, oracle, window, INSTRUCTIONS_PER_UNIT[target], profile),
+        );
         console.error(profiles.at(-1)!.join('  '));
         // --profile-only: the reach of a full profile alone (functions measured), without descents.
         for (const threshold of argv.includes('--profile-only') ? [] : [0.05, 0.01]) {

@@ -31,7 +31,9 @@ import { median, option, printTable } from './support';
 const wantedSamples = Number(option(process.argv, '--samples') ?? 20_000);
 const haltingSamples = Number(option(process.argv, '--halting-samples') ?? 1_000);
 const decorationOnly = process.argv.includes('--decoration-only');
-const targets = (decorationOnly ? [] : ['rv32', 'cortex-m4'] as FixtureTarget[]).filter((t) => !option(process.argv, '--target') || option(process.argv, '--target') === t);
+const targets = (decorationOnly ? [] : (['rv32', 'cortex-m4'] as FixtureTarget[])).filter(
+  (t) => !option(process.argv, '--target') || option(process.argv, '--target') === t,
+);
 
 interface Config {
   name: string;
@@ -76,7 +78,11 @@ function oracleMaps(oracle: OracleSummary): { functions: Map<string, number>; li
   return { functions: new Map(oracle.functions.filter((f) => f.exclusive > 0).map((f) => [f.name, f.exclusive])), lines };
 }
 
-async function measure(target: FixtureTarget, config: Config, truth: ReturnType<typeof oracleMaps>): Promise<{ roundsPerSecond: number; samplesPerSecond: number; samples: number; eFunction: number; eLine: number }> {
+async function measure(
+  target: FixtureTarget,
+  config: Config,
+  truth: ReturnType<typeof oracleMaps>,
+): Promise<{ roundsPerSecond: number; samplesPerSecond: number; samples: number; eFunction: number; eLine: number }> {
   const h = new AdapterHarness();
   await h.start();
   try {
@@ -86,7 +92,8 @@ async function measure(target: FixtureTarget, config: Config, truth: ReturnType<
     await sleep(1_000);
     const samples = new SampleCollector(h);
     const before = await rounds(h);
-    if (config.sampler) await h.dc.customRequest(CustomRequests.startSampling, { sampler: config.sampler, ...(config.rateHz ? { rateHz: config.rateHz } : {}) });
+    if (config.sampler)
+      await h.dc.customRequest(CustomRequests.startSampling, { sampler: config.sampler, ...(config.rateHz ? { rateHz: config.rateHz } : {}) });
     const t0 = performance.now();
     if (config.samples > 0) await samples.waitFor((c) => c.total >= config.samples, 600_000, `${config.samples} samples`);
     else await sleep(4_000);
@@ -129,7 +136,7 @@ function decorationUpdate(): { repaintMs: number; changedLevels: number; fullHea
     }
   }
   let seed = 12345;
-  const random = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+  const random = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
   const repaintTimes: number[] = [];
   const heatTimes: number[] = [];
   const profileTimes: number[] = [];
@@ -152,7 +159,15 @@ function decorationUpdate(): { repaintMs: number; changedLevels: number; fullHea
     linesByLevel(index.heat(counts, true).get('/fw/big.c')!);
     heatTimes.push(performance.now() - t1);
     const t2 = performance.now();
-    profileFromSamples({ executable: 'big.elf', sampler: 'qemu-monitor', attribution: 'translation-block-start', halting: false, unit: 'samples', counts, locations });
+    profileFromSamples({
+      executable: 'big.elf',
+      sampler: 'qemu-monitor',
+      attribution: 'translation-block-start',
+      halting: false,
+      unit: 'samples',
+      counts,
+      locations,
+    });
     profileTimes.push(performance.now() - t2);
   }
   return { repaintMs: median(repaintTimes), changedLevels: changed / 30, fullHeatMs: median(heatTimes), profileMs: median(profileTimes), lines };

@@ -36,9 +36,20 @@ async function withQemu<T>(target: FixtureTarget, fn: (dir: string, pid: number)
   const dir = mkdtempSync(join(tmpdir(), 'cyclelens-bench-'));
   const argv = [
     ...(target === 'rv32' ? ['-M', 'virt', '-bios', 'none'] : ['-M', 'mps2-an386']),
-    '-semihosting-config', 'enable=on,target=native', '-icount', 'shift=0,sleep=off',
-    '-kernel', fixtureElf(target, 'hotloop'), '-display', 'none', '-serial', 'null',
-    '-monitor', `unix:${join(dir, 'hmp.sock')},server=on,wait=off`, '-qmp', `unix:${join(dir, 'qmp.sock')},server=on,wait=off`,
+    '-semihosting-config',
+    'enable=on,target=native',
+    '-icount',
+    'shift=0,sleep=off',
+    '-kernel',
+    fixtureElf(target, 'hotloop'),
+    '-display',
+    'none',
+    '-serial',
+    'null',
+    '-monitor',
+    `unix:${join(dir, 'hmp.sock')},server=on,wait=off`,
+    '-qmp',
+    `unix:${join(dir, 'qmp.sock')},server=on,wait=off`,
   ];
   const qemu = spawn(target === 'rv32' ? 'qemu-system-riscv32' : 'qemu-system-arm', argv, { stdio: 'ignore' });
   const exited = new Promise((r) => qemu.once('exit', r));
@@ -59,7 +70,14 @@ async function withQemu<T>(target: FixtureTarget, fn: (dir: string, pid: number)
   }
 }
 
-async function measure(read: () => Promise<string>, depth: number, family: 'riscv' | 'cortex-m', pid: number, image: ElfImage, truth: Map<string, number>): Promise<{ rate: number; qemuUs: number; clientUs: number; distinct: number; e: number }> {
+async function measure(
+  read: () => Promise<string>,
+  depth: number,
+  family: 'riscv' | 'cortex-m',
+  pid: number,
+  image: ElfImage,
+  truth: Map<string, number>,
+): Promise<{ rate: number; qemuUs: number; clientUs: number; distinct: number; e: number }> {
   const pcs = new Set<number>();
   const byFunction = new Map<string, number>();
   let n = 0;
@@ -82,7 +100,13 @@ async function measure(read: () => Promise<string>, depth: number, family: 'risc
   );
   const wall = (performance.now() - t0) / 1000;
   const c = process.cpuUsage(c0);
-  return { rate: n / wall, qemuUs: ((mainThreadCpuMs(pid) - q0) * 1000) / n, clientUs: (c.user + c.system) / n, distinct: pcs.size, e: profileError(byFunction, truth) };
+  return {
+    rate: n / wall,
+    qemuUs: ((mainThreadCpuMs(pid) - q0) * 1000) / n,
+    clientUs: (c.user + c.system) / n,
+    distinct: pcs.size,
+    e: profileError(byFunction, truth),
+  };
 }
 
 async function main(): Promise<void> {
@@ -105,7 +129,16 @@ async function main(): Promise<void> {
       for (const [name, read, depth] of runs) {
         const r = await measure(read, depth, family, pid, image, truth);
         const ceiling = depth === 1 ? 1e6 / (r.qemuUs + r.clientUs) : 1e6 / Math.max(r.qemuUs, r.clientUs);
-        rows.push([target, name, Math.round(r.rate).toLocaleString('en-US'), r.qemuUs.toFixed(0), r.clientUs.toFixed(0), Math.round(ceiling).toLocaleString('en-US'), String(r.distinct), `${(r.e * 100).toFixed(1)} %`]);
+        rows.push([
+          target,
+          name,
+          Math.round(r.rate).toLocaleString('en-US'),
+          r.qemuUs.toFixed(0),
+          r.clientUs.toFixed(0),
+          Math.round(ceiling).toLocaleString('en-US'),
+          String(r.distinct),
+          `${(r.e * 100).toFixed(1)} %`,
+        ]);
         console.error(`row: ${rows[rows.length - 1]!.join(' | ')}`);
       }
       hmp.close();

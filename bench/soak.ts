@@ -81,7 +81,10 @@ async function samplingSession(port: number, seconds: number, sample: () => void
 async function main(): Promise<void> {
   const tag = newOwnerTag();
   const port = await freePort();
-  const adapter = spawn(process.execPath, ['--expose-gc', adapterBundle, `--server=${port}`], { stdio: 'ignore', env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+  const adapter = spawn(process.execPath, ['--expose-gc', adapterBundle, `--server=${port}`], {
+    stdio: 'ignore',
+    env: { ...process.env, [OWNER_TAG_VAR]: tag },
+  });
   await waitForTcp('127.0.0.1', port, Date.now() + 10_000, () => (adapter.exitCode !== null ? 'adapter exited' : undefined));
   const pid = adapter.pid!;
   const failures: string[] = [];
@@ -106,7 +109,9 @@ async function main(): Promise<void> {
       const s = { cycle: i, rss: rssKiB(pid), fds: openFds(pid) };
       samples.push(s);
       // A long soak reports as it goes, so an interrupted run still leaves its figures.
-      console.log(`[progress] cycle ${s.cycle}: ${((Date.now() - started) / 1000).toFixed(0)} s, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`);
+      console.log(
+        `[progress] cycle ${s.cycle}: ${((Date.now() - started) / 1000).toFixed(0)} s, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`,
+      );
     }
   }
   const samplingRss: number[] = [];
@@ -125,7 +130,9 @@ async function main(): Promise<void> {
       for (const p of left) process.kill(p.pid, 'SIGKILL');
     }
     const s = { cycle: cycles + i, rss: rssKiB(pid), fds: openFds(pid) };
-    console.log(`[progress] sampling session ${i} (${samplingSeconds} s): ${sampled} samples so far, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`);
+    console.log(
+      `[progress] sampling session ${i} (${samplingSeconds} s): ${sampled} samples so far, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`,
+    );
   }
   const seconds = (Date.now() - started) / 1000;
   const afterSampling = { rss: rssKiB(pid), fds: openFds(pid) };
@@ -134,7 +141,9 @@ async function main(): Promise<void> {
   killTagged(tag);
   const ref = samples.find((s) => s.cycle === 10) ?? samples[0]!;
   const last = samples[samples.length - 1]!;
-  console.log(`soak: ${cycles} cycles (launch rv32 singlepass -> inject fir_filter -> run to program_end -> disconnect) in ${seconds.toFixed(0)} s, one adapter process`);
+  console.log(
+    `soak: ${cycles} cycles (launch rv32 singlepass -> inject fir_filter -> run to program_end -> disconnect) in ${seconds.toFixed(0)} s, one adapter process`,
+  );
   console.log(`failures: ${failures.length}`);
   for (const f of failures.slice(0, 20)) console.log(`  ${f}`);
   console.log(`QEMU/GDB processes left behind: ${leaked}`);
@@ -143,7 +152,9 @@ async function main(): Promise<void> {
   console.log(`RSS growth from cycle ${ref.cycle} to ${last.cycle}: ${(((last.rss - ref.rss) / ref.rss) * 100).toFixed(1)} %; fds ${ref.fds} -> ${last.fds}`);
   if (samplingSessions > 0) {
     const mib = (k: number): string => (k / 1024).toFixed(1);
-    console.log(`live sampling: ${samplingSessions} session(s) of ${samplingSeconds} s, ${sampled} samples; adapter RSS while sampling ${mib(Math.min(...samplingRss))}-${mib(Math.max(...samplingRss))} MiB, after ${mib(afterSampling.rss)} MiB (${(((afterSampling.rss - last.rss) / last.rss) * 100).toFixed(1)} % against the last cycle); fds ${last.fds} -> ${afterSampling.fds}`);
+    console.log(
+      `live sampling: ${samplingSessions} session(s) of ${samplingSeconds} s, ${sampled} samples; adapter RSS while sampling ${mib(Math.min(...samplingRss))}-${mib(Math.max(...samplingRss))} MiB, after ${mib(afterSampling.rss)} MiB (${(((afterSampling.rss - last.rss) / last.rss) * 100).toFixed(1)} % against the last cycle); fds ${last.fds} -> ${afterSampling.fds}`,
+    );
   }
   process.exitCode = failures.length > 0 ? 1 : 0;
 }

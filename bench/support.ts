@@ -28,7 +28,11 @@ export function option(argv: readonly string[], flag: string): string | undefine
  * The fixture programs a benchmark runs over, in order, narrowed by `--target` and `--program`;
  * one that is not built is skipped with a line on stderr.
  */
-export function fixturePrograms<T extends string>(argv: readonly string[], targets: readonly T[], programs: readonly string[]): Array<{ target: T; program: string; elf: string }> {
+export function fixturePrograms<T extends string>(
+  argv: readonly string[],
+  targets: readonly T[],
+  programs: readonly string[],
+): Array<{ target: T; program: string; elf: string }> {
   const out: Array<{ target: T; program: string; elf: string }> = [];
   for (const target of targets) {
     if (option(argv, '--target') && option(argv, '--target') !== target) continue;

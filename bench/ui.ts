@@ -84,7 +84,11 @@ class TimingAdapterProxy {
       if (headerEnd < 0) return buffer;
       const length = Number(/Content-Length: (\d+)/i.exec(buffer.subarray(0, headerEnd).toString('ascii'))?.[1] ?? NaN);
       if (!Number.isFinite(length) || buffer.length < headerEnd + 4 + length) return buffer;
-      const message = JSON.parse(buffer.subarray(headerEnd + 4, headerEnd + 4 + length).toString('utf8')) as { type?: string; event?: string; command?: string };
+      const message = JSON.parse(buffer.subarray(headerEnd + 4, headerEnd + 4 + length).toString('utf8')) as {
+        type?: string;
+        event?: string;
+        command?: string;
+      };
       if (message.type === 'event' && message.event === 'stopped') this.stoppedAt.push(Date.now());
       if (message.type === 'response' && message.command) this.responses.push({ command: message.command, at: Date.now() });
       buffer = buffer.subarray(headerEnd + 4 + length);
@@ -123,7 +127,7 @@ async function reloadWindow(h: CodeServerHarness): Promise<void> {
   await h.runCommand('Developer: Reload Window');
   const deadline = Date.now() + 90_000;
   while (count(h, /Eager extensions activated/) <= hosts) {
-    if (Date.now() > deadline) throw new Error('the reloaded window\'s extension host did not come up');
+    if (Date.now() > deadline) throw new Error("the reloaded window's extension host did not come up");
     await new Promise((r) => setTimeout(r, 200));
   }
   await h.waitForWorkbench();
@@ -137,7 +141,10 @@ async function activationRun(h: CodeServerHarness, extensionId: string, displayN
   await h.closeQuickInput();
   await page.keyboard.press('F1');
   await page.locator('.quick-input-widget input').fill('view Counters');
-  const row = page.locator('.quick-input-widget .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: /^Counters$/ }) }).first();
+  const row = page
+    .locator('.quick-input-widget .monaco-list-row')
+    .filter({ has: page.locator('.label-name', { hasText: /^Counters$/ }) })
+    .first();
   await row.waitFor({ state: 'visible', timeout: 15_000 });
   const t0 = Date.now();
   await row.click();
@@ -177,9 +184,15 @@ async function installWatcher(h: CodeServerHarness): Promise<void> {
     new MutationObserver(() => {
       const now = Date.now();
       const c = minstret();
-      if (c !== lastCounters) { lastCounters = c; w.__clTimes.counters.push(now); }
+      if (c !== lastCounters) {
+        lastCounters = c;
+        w.__clTimes.counters.push(now);
+      }
       const s = top();
-      if (s !== lastStack) { lastStack = s; if (s !== '') w.__clTimes.stack.push(now); }
+      if (s !== lastStack) {
+        lastStack = s;
+        if (s !== '') w.__clTimes.stack.push(now);
+      }
     }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
   });
 }
@@ -238,10 +251,14 @@ async function installDescentWatcher(h: CodeServerHarness): Promise<void> {
   await h.page.evaluate(() => {
     const w = window as unknown as { __clDescent: { lens?: number; report?: number } };
     w.__clDescent = {};
-    const lens = () => Array.from(document.querySelectorAll('.monaco-editor .contentWidgets .codelens-decoration'))
-      .some((e) => getComputedStyle(e).visibility !== 'hidden' && e.querySelector('.codicon-flame') !== null);
-    const report = () => Array.from(document.querySelectorAll('.monaco-editor .view-lines .view-line'))
-      .some((e) => (e.textContent ?? '').replace(/\u00a0/g, ' ').includes('Call-graph descent'));
+    const lens = () =>
+      Array.from(document.querySelectorAll('.monaco-editor .contentWidgets .codelens-decoration')).some(
+        (e) => getComputedStyle(e).visibility !== 'hidden' && e.querySelector('.codicon-flame') !== null,
+      );
+    const report = () =>
+      Array.from(document.querySelectorAll('.monaco-editor .view-lines .view-line')).some((e) =>
+        (e.textContent ?? '').replace(/\u00a0/g, ' ').includes('Call-graph descent'),
+      );
     const check = () => {
       const now = Date.now();
       if (w.__clDescent.lens === undefined && lens()) w.__clDescent.lens = now;
@@ -252,7 +269,13 @@ async function installDescentWatcher(h: CodeServerHarness): Promise<void> {
   });
 }
 
-async function descentTiming(h: CodeServerHarness, proxy: TimingAdapterProxy, fir: { first: number }, mainLine: number, first: boolean): Promise<DescentTiming> {
+async function descentTiming(
+  h: CodeServerHarness,
+  proxy: TimingAdapterProxy,
+  fir: { first: number },
+  mainLine: number,
+  first: boolean,
+): Promise<DescentTiming> {
   try {
     return await timeDescent(h, proxy, fir, mainLine, first);
   } catch (e) {
@@ -294,7 +317,9 @@ async function timeDescent(h: CodeServerHarness, proxy: TimingAdapterProxy, fir:
       const lenses = await h.page.locator('.monaco-editor .contentWidgets .codelens-decoration').allInnerTexts();
       const tabs = await h.page.locator('.tab .label-name').allInnerTexts();
       console.error(`tabs: ${JSON.stringify(tabs)}; CodeLens: ${JSON.stringify(lenses)}; screenshot ${await h.screenshot('bench-ui-descent-timeout')}`);
-      throw new Error(`the descent's results were not all shown within 180 s (CodeLens at ${times.lens}, report at ${times.report}; ${ended ?? 'no end notification'})`);
+      throw new Error(
+        `the descent's results were not all shown within 180 s (CodeLens at ${times.lens}, report at ${times.report}; ${ended ?? 'no end notification'})`,
+      );
     }
     ended ??= (await notifications(h)).find((n) => /CycleLens descent (finished|failed)/.test(n));
     if (ended && /failed/.test(ended)) throw new Error(`the descent failed: ${ended}`);
@@ -306,7 +331,10 @@ async function timeDescent(h: CodeServerHarness, proxy: TimingAdapterProxy, fir:
   const last = [...own].reverse().find((r) => r.at <= shown);
   if (!last) throw new Error('the proxy saw no response to a descent request before the results were shown');
   const later = own.filter((r) => r.at > shown);
-  if (later.length > 0) throw new Error(`the results were shown before the descent's last requests (${later.map((r) => r.command).join(', ')}): the end of the descent is not the last response`);
+  if (later.length > 0)
+    throw new Error(
+      `the results were shown before the descent's last requests (${later.map((r) => r.command).join(', ')}): the end of the descent is not the last response`,
+    );
   await h.stopDebugging({ maxPresses: 3 });
   return {
     descentMs: last.at - started,
@@ -351,7 +379,7 @@ async function main(): Promise<void> {
       rows.push(
         ['F10 → adapter sends `stopped`', spread(stepsTimed.map((s) => s.keyToStoppedMs))],
         ['`stopped` → CALL STACK shows the new frame', spread(stepsTimed.map((s) => s.stoppedToCallStackMs))],
-        ['`stopped` → Counters view shows minstret\'s new value', spread(stepsTimed.map((s) => s.stoppedToCountersMs))],
+        ["`stopped` → Counters view shows minstret's new value", spread(stepsTimed.map((s) => s.stoppedToCountersMs))],
       );
     }
     if (part('descent')) {
@@ -366,10 +394,10 @@ async function main(): Promise<void> {
       }
       what.push(`${descentCount} descents at 5% on QEMU RISC-V 32, each in a reloaded window`);
       rows.push(
-        ['Enter in the threshold box → adapter answers the descent\'s last request', spread(descents.map((d) => d.descentMs))],
+        ["Enter in the threshold box → adapter answers the descent's last request", spread(descents.map((d) => d.descentMs))],
         ['descent\'s last response → "$(flame)" CodeLens shown in dsp.c', spread(descents.map((d) => d.endToLensMs))],
-        ['descent\'s last response → report shown in its editor', spread(descents.map((d) => d.endToReportMs))],
-        ['descent\'s last response → both shown (the editor shows the results)', spread(descents.map((d) => d.endToResultsMs))],
+        ["descent's last response → report shown in its editor", spread(descents.map((d) => d.endToReportMs))],
+        ["descent's last response → both shown (the editor shows the results)", spread(descents.map((d) => d.endToResultsMs))],
       );
     }
 
@@ -385,6 +413,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  console.error(e instanceof Error ? e.stack ?? e.message : e);
+  console.error(e instanceof Error ? (e.stack ?? e.message) : e);
   process.exitCode = 1;
 });

@@ -78,17 +78,20 @@ async function graphRun(): Promise<{ cold: Timed; warm: Timed }> {
   try {
     const profile = syntheticProfile({ count: graphNodes });
     await keep(panel, profile);
-    const once = (): Promise<Timed> => withCpu(panel, async () => ({ ms: await panel.page.evaluate(async () => {
-        const w = window as unknown as PanelHandle;
-        const p = (window as unknown as { benchProfile: unknown }).benchProfile;
-        const arrive = (data: unknown): boolean => window.dispatchEvent(new MessageEvent('message', { data }));
-        const t0 = performance.now();
-        arrive({ type: 'profile', profile: p, title: 'bench', live: false });
-        await w.cyclelensPanel.graph.drawn;
-        // The frame after the draw: its paint is done when the next callback runs.
-        await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-        return performance.now() - t0;
-      }) }));
+    const once = (): Promise<Timed> =>
+      withCpu(panel, async () => ({
+        ms: await panel.page.evaluate(async () => {
+          const w = window as unknown as PanelHandle;
+          const p = (window as unknown as { benchProfile: unknown }).benchProfile;
+          const arrive = (data: unknown): boolean => window.dispatchEvent(new MessageEvent('message', { data }));
+          const t0 = performance.now();
+          arrive({ type: 'profile', profile: p, title: 'bench', live: false });
+          await w.cyclelensPanel.graph.drawn;
+          // The frame after the draw: its paint is done when the next callback runs.
+          await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+          return performance.now() - t0;
+        }),
+      }));
     const cold = await once();
     const warm = await once();
     const drawnNodes = await panel.page.locator('g.node').count();
@@ -111,19 +114,21 @@ async function sourceRun(): Promise<{ first: number; all: number; cpu: number }>
     await panel.page.locator('.source-view .note').filter({ hasText: 'Reading' }).waitFor();
     const args = [profile.functions[0]!.location!.path, syntheticSource(lines), lines] as const;
     // First paint (with its CPU), then the time until every line is in, as a second figure.
-    const first = await withCpu(panel, async () => ({ ms: await panel.page.evaluate(async ([path, text]) => {
-      const arrive = (data: unknown): boolean => window.dispatchEvent(new MessageEvent('message', { data }));
-      (window as unknown as { __t0: number }).__t0 = performance.now();
-      arrive({ type: 'source', path, text });
-      for (;;) {
-        await new Promise((r) => requestAnimationFrame(r));
-        // The line is in the frame being made: its paint is done when a task after it runs.
-        if (document.querySelector('ol.source li.line.heat-10')) break;
-        if (performance.now() - (window as unknown as { __t0: number }).__t0 > 30_000) throw new Error('the source view did not paint the hottest line');
-      }
-      await new Promise((r) => setTimeout(r, 0));
-      return performance.now() - (window as unknown as { __t0: number }).__t0;
-    }, args) }));
+    const first = await withCpu(panel, async () => ({
+      ms: await panel.page.evaluate(async ([path, text]) => {
+        const arrive = (data: unknown): boolean => window.dispatchEvent(new MessageEvent('message', { data }));
+        (window as unknown as { __t0: number }).__t0 = performance.now();
+        arrive({ type: 'source', path, text });
+        for (;;) {
+          await new Promise((r) => requestAnimationFrame(r));
+          // The line is in the frame being made: its paint is done when a task after it runs.
+          if (document.querySelector('ol.source li.line.heat-10')) break;
+          if (performance.now() - (window as unknown as { __t0: number }).__t0 > 30_000) throw new Error('the source view did not paint the hottest line');
+        }
+        await new Promise((r) => setTimeout(r, 0));
+        return performance.now() - (window as unknown as { __t0: number }).__t0;
+      }, args),
+    }));
     const all = await panel.page.evaluate(async ([, , count]) => {
       const t0 = (window as unknown as { __t0: number }).__t0;
       while (document.querySelectorAll('ol.source li.line').length < count) {
@@ -145,17 +150,19 @@ async function flameRun(): Promise<{ paint: number; cpu: number; zoomMedian: num
     const profile = syntheticProfile({ count, fanout: 4 });
     await panel.send({ type: 'showTab', tab: 'flame' });
     await keep(panel, profile);
-    const paint = await withCpu(panel, async () => ({ ms: await panel.page.evaluate(async (n) => {
-      const w = window as unknown as PanelHandle;
-      const p = (window as unknown as { benchProfile: unknown }).benchProfile;
-      const arrive = (data: unknown): boolean => window.dispatchEvent(new MessageEvent('message', { data }));
-      const t0 = performance.now();
-      arrive({ type: 'profile', profile: p, title: 'bench', live: false });
-      await w.cyclelensPanel.flame.drawn;
-      await new Promise((r) => setTimeout(r, 0));
-      if (w.cyclelensPanel.flame.rects.length !== n + 1) throw new Error(`the flame graph has ${w.cyclelensPanel.flame.rects.length} frames, not ${n + 1}`);
-      return performance.now() - t0;
-    }, count) }));
+    const paint = await withCpu(panel, async () => ({
+      ms: await panel.page.evaluate(async (n) => {
+        const w = window as unknown as PanelHandle;
+        const p = (window as unknown as { benchProfile: unknown }).benchProfile;
+        const arrive = (data: unknown): boolean => window.dispatchEvent(new MessageEvent('message', { data }));
+        const t0 = performance.now();
+        arrive({ type: 'profile', profile: p, title: 'bench', live: false });
+        await w.cyclelensPanel.flame.drawn;
+        await new Promise((r) => setTimeout(r, 0));
+        if (w.cyclelensPanel.flame.rects.length !== n + 1) throw new Error(`the flame graph has ${w.cyclelensPanel.flame.rects.length} frames, not ${n + 1}`);
+        return performance.now() - t0;
+      }, count),
+    }));
     const zooms = await panel.page.evaluate(async (n) => {
       const w = window as unknown as PanelHandle;
       const times: number[] = [];
@@ -183,14 +190,18 @@ async function tableRun(): Promise<{ ms: number; cpu: number }> {
     await panel.page.locator('table.grid tbody tr').first().waitFor();
     const times: Array<{ ms: number; cpu: number }> = [];
     for (const column of ['Self', 'Calls', 'Function', 'Inclusive', 'Mean', 'Self', 'Max', 'Status', 'Min', 'Share']) {
-      times.push(await withCpu(panel, async () => ({ ms: await panel.page.evaluate(async (title) => {
-        const button = Array.from(document.querySelectorAll('table.grid button.sort')).find((b) => b.textContent?.startsWith(title)) as HTMLButtonElement;
-        const t0 = performance.now();
-        button.click();
-        // The frame that shows the sorted rows, and its paint.
-        await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
-        return performance.now() - t0;
-      }, column) })));
+      times.push(
+        await withCpu(panel, async () => ({
+          ms: await panel.page.evaluate(async (title) => {
+            const button = Array.from(document.querySelectorAll('table.grid button.sort')).find((b) => b.textContent?.startsWith(title)) as HTMLButtonElement;
+            const t0 = performance.now();
+            button.click();
+            // The frame that shows the sorted rows, and its paint.
+            await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+            return performance.now() - t0;
+          }, column),
+        })),
+      );
     }
     return { ms: median(times.map((t) => t.ms)), cpu: median(times.map((t) => t.cpu)) };
   } finally {
@@ -205,22 +216,35 @@ async function main(): Promise<void> {
   const table: Array<{ ms: number; cpu: number }> = [];
   for (let i = 0; i < runs; i++) {
     // Each run's figures as they come: a slow machine still leaves a record.
-    if (part('graph')) graph.push(await graphRun()), console.error(`run ${i + 1} graph: ${JSON.stringify(graph.at(-1))}`);
-    if (part('source')) source.push(await sourceRun()), console.error(`run ${i + 1} source: ${JSON.stringify(source.at(-1))}`);
-    if (part('flame')) flame.push(await flameRun()), console.error(`run ${i + 1} flame: ${JSON.stringify(flame.at(-1))}`);
-    if (part('table')) table.push(await tableRun()), console.error(`run ${i + 1} table: ${JSON.stringify(table.at(-1))}`);
+    if (part('graph')) (graph.push(await graphRun()), console.error(`run ${i + 1} graph: ${JSON.stringify(graph.at(-1))}`));
+    if (part('source')) (source.push(await sourceRun()), console.error(`run ${i + 1} source: ${JSON.stringify(source.at(-1))}`));
+    if (part('flame')) (flame.push(await flameRun()), console.error(`run ${i + 1} flame: ${JSON.stringify(flame.at(-1))}`));
+    if (part('table')) (table.push(await tableRun()), console.error(`run ${i + 1} table: ${JSON.stringify(table.at(-1))}`));
   }
   const ms = (values: number[]): string => (values.length ? `${median(values).toFixed(1)} ms` : 'not run');
-  printTable(['figure', `wall, median of ${runs}`, 'main-thread CPU', 'goal'], [
-    [`call graph, ${graphNodes} nodes: layout + first draw (cold, wasm compiles)`, ms(graph.map((g) => g.cold.ms)), `${ms(graph.map((g) => g.cold.cpu))} (renderer ${ms(graph.map((g) => g.cold.processCpu))})`, '< 1 s'],
-    [`call graph, ${graphNodes} nodes: layout + draw again (warm)`, ms(graph.map((g) => g.warm.ms)), `${ms(graph.map((g) => g.warm.cpu))} (renderer ${ms(graph.map((g) => g.warm.processCpu))})`, '< 1 s'],
-    ['annotated source, 2,000 lines × 3 instructions: first paint (hottest line)', ms(source.map((s) => s.first)), ms(source.map((s) => s.cpu)), '< 200 ms'],
-    ['annotated source, 2,000 lines × 3 instructions: all lines in', ms(source.map((s) => s.all)), '', ''],
-    ['flame graph, 20,000 frames: first paint', ms(flame.map((f) => f.paint)), ms(flame.map((f) => f.cpu)), '< 200 ms'],
-    ['flame graph zoom frame (median of 50)', ms(flame.map((f) => f.zoomMedian)), '', '< 16 ms'],
-    ['flame graph zoom frame (worst of 50)', ms(flame.map((f) => f.zoomWorst)), '', '< 16 ms'],
-    ['table, 20,000 rows: sort + redraw (median of 10)', ms(table.map((t) => t.ms)), ms(table.map((t) => t.cpu)), '< 100 ms'],
-  ]);
+  printTable(
+    ['figure', `wall, median of ${runs}`, 'main-thread CPU', 'goal'],
+    [
+      [
+        `call graph, ${graphNodes} nodes: layout + first draw (cold, wasm compiles)`,
+        ms(graph.map((g) => g.cold.ms)),
+        `${ms(graph.map((g) => g.cold.cpu))} (renderer ${ms(graph.map((g) => g.cold.processCpu))})`,
+        '< 1 s',
+      ],
+      [
+        `call graph, ${graphNodes} nodes: layout + draw again (warm)`,
+        ms(graph.map((g) => g.warm.ms)),
+        `${ms(graph.map((g) => g.warm.cpu))} (renderer ${ms(graph.map((g) => g.warm.processCpu))})`,
+        '< 1 s',
+      ],
+      ['annotated source, 2,000 lines × 3 instructions: first paint (hottest line)', ms(source.map((s) => s.first)), ms(source.map((s) => s.cpu)), '< 200 ms'],
+      ['annotated source, 2,000 lines × 3 instructions: all lines in', ms(source.map((s) => s.all)), '', ''],
+      ['flame graph, 20,000 frames: first paint', ms(flame.map((f) => f.paint)), ms(flame.map((f) => f.cpu)), '< 200 ms'],
+      ['flame graph zoom frame (median of 50)', ms(flame.map((f) => f.zoomMedian)), '', '< 16 ms'],
+      ['flame graph zoom frame (worst of 50)', ms(flame.map((f) => f.zoomWorst)), '', '< 16 ms'],
+      ['table, 20,000 rows: sort + redraw (median of 10)', ms(table.map((t) => t.ms)), ms(table.map((t) => t.cpu)), '< 100 ms'],
+    ],
+  );
 }
 
 void main().catch((err: unknown) => {

@@ -124,7 +124,9 @@ export class AdapterSession {
 
   private async shutdown(): Promise<void> {
     if (!this.client.isClosed) {
-      await this.client.request('disconnect', { terminateDebuggee: true, restart: false }, 15_000).catch((err: unknown) => this.log(`disconnect: ${err instanceof Error ? err.message : String(err)}`));
+      await this.client
+        .request('disconnect', { terminateDebuggee: true, restart: false }, 15_000)
+        .catch((err: unknown) => this.log(`disconnect: ${err instanceof Error ? err.message : String(err)}`));
     }
     this.child.stdin?.end();
     if (await this.exitWithin(10_000)) return;

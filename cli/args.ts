@@ -91,11 +91,7 @@ export interface ExportCommand {
 }
 
 export type ParsedArgs =
-  | { kind: 'help' }
-  | { kind: 'run'; command: CliCommand }
-  | { kind: 'lsp' }
-  | { kind: 'export'; command: ExportCommand }
-  | { kind: 'error'; message: string };
+  { kind: 'help' } | { kind: 'run'; command: CliCommand } | { kind: 'lsp' } | { kind: 'export'; command: ExportCommand } | { kind: 'error'; message: string };
 
 function parseExportCommand(rest: readonly string[]): ParsedArgs {
   let input: string | undefined;
@@ -118,7 +114,11 @@ function parseExportCommand(rest: readonly string[]): ParsedArgs {
       return { kind: 'error', message: `export takes one input file; '${arg}' is a second one` };
     }
   }
-  if (!input) return { kind: 'error', message: 'export needs the result-set or profile file to read, e.g. cyclelens export .cyclelens/results/descent.json --format pprof -o profile.pb.gz' };
+  if (!input)
+    return {
+      kind: 'error',
+      message: 'export needs the result-set or profile file to read, e.g. cyclelens export .cyclelens/results/descent.json --format pprof -o profile.pb.gz',
+    };
   if (!format) return { kind: 'error', message: `export needs --format (one of ${formatIds()})` };
   const f = exportFormat(format);
   if (!f) return { kind: 'error', message: `--format ${format}: unknown format; use one of ${formatIds()}` };
@@ -170,10 +170,29 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   const [command, ...rest] = argv;
   if (command === 'lsp') return parseLspArgs(rest);
   if (command === 'export') return parseExportCommand(rest);
-  if (command !== 'descent' && command !== 'profile' && command !== 'call-graph') return { kind: 'error', message: `unknown command '${command}': use descent, profile, call-graph, export or lsp` };
+  if (command !== 'descent' && command !== 'profile' && command !== 'call-graph')
+    return { kind: 'error', message: `unknown command '${command}': use descent, profile, call-graph, export or lsp` };
   const values = new Map<string, string[]>();
   const flags = new Set<string>();
-  const withValue = new Set(['--config', '--name', '--threshold', '--slots', '--start', '--root', '--cyclic', '--dwell', '--rounds', '--out', '--dot', '--resume', '--timeout', '--adapter', '--call-graph', '--max-calls', '--export']);
+  const withValue = new Set([
+    '--config',
+    '--name',
+    '--threshold',
+    '--slots',
+    '--start',
+    '--root',
+    '--cyclic',
+    '--dwell',
+    '--rounds',
+    '--out',
+    '--dot',
+    '--resume',
+    '--timeout',
+    '--adapter',
+    '--call-graph',
+    '--max-calls',
+    '--export',
+  ]);
   const switches = new Set(['--no-lookahead', '--no-groups', '--dynamic']);
   for (let i = 0; i < rest.length; i++) {
     let arg = rest[i]!;
@@ -201,14 +220,16 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     const list = values.get(flag);
     return list ? list[list.length - 1] : undefined;
   };
-  for (const [flag, list] of values) if (list.length > 1 && flag !== '--root' && flag !== '--export') return { kind: 'error', message: `${flag} is given ${list.length} times` };
+  for (const [flag, list] of values)
+    if (list.length > 1 && flag !== '--root' && flag !== '--export') return { kind: 'error', message: `${flag} is given ${list.length} times` };
 
   const config = one('--config');
   if (!config) return { kind: 'error', message: '--config is required (the launch.json that holds the configuration)' };
   const name = one('--name');
   if (!name) return { kind: 'error', message: '--name is required (the "name" of the launch configuration)' };
   const thresholdText = one('--threshold');
-  if (thresholdText !== undefined && command === 'profile') return { kind: 'error', message: '--threshold applies to descent only; profile measures every function' };
+  if (thresholdText !== undefined && command === 'profile')
+    return { kind: 'error', message: '--threshold applies to descent only; profile measures every function' };
   const threshold = thresholdText !== undefined ? parseThreshold(thresholdText) : ({ kind: 'share', value: 0.01 } as const);
   if (typeof threshold === 'string') return { kind: 'error', message: threshold };
   const slots = one('--slots') !== undefined ? positiveInteger('--slots', one('--slots')!) : 4;
@@ -235,9 +256,11 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   if (resume !== undefined && command !== 'descent') return { kind: 'error', message: '--resume applies to descent only' };
   const adapter = one('--adapter');
   const callGraph = one('--call-graph');
-  if (callGraph !== undefined && command !== 'descent') return { kind: 'error', message: '--call-graph applies to descent only (call-graph writes the file with --out)' };
+  if (callGraph !== undefined && command !== 'descent')
+    return { kind: 'error', message: '--call-graph applies to descent only (call-graph writes the file with --out)' };
   if (flags.has('--no-groups') && command !== 'descent') return { kind: 'error', message: '--no-groups applies to descent only' };
-  if ((flags.has('--dynamic') || values.has('--max-calls')) && command !== 'call-graph') return { kind: 'error', message: '--dynamic and --max-calls apply to call-graph only' };
+  if ((flags.has('--dynamic') || values.has('--max-calls')) && command !== 'call-graph')
+    return { kind: 'error', message: '--dynamic and --max-calls apply to call-graph only' };
   if (values.has('--max-calls') && !flags.has('--dynamic')) return { kind: 'error', message: '--max-calls applies to a dynamic call graph: add --dynamic' };
   const maxCalls = one('--max-calls') !== undefined ? positiveInteger('--max-calls', one('--max-calls')!) : 200_000;
   if (typeof maxCalls === 'string') return { kind: 'error', message: maxCalls };
@@ -247,7 +270,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     if (typeof target === 'string') return { kind: 'error', message: target };
     exports.push(target);
   }
-  if (exports.length > 0 && command === 'call-graph') return { kind: 'error', message: '--export applies to descent and profile (call-graph writes the graph with --out)' };
+  if (exports.length > 0 && command === 'call-graph')
+    return { kind: 'error', message: '--export applies to descent and profile (call-graph writes the graph with --out)' };
   if (command === 'call-graph') {
     if (out === undefined) return { kind: 'error', message: 'call-graph needs --out FILE (where to save the graph)' };
     const other = ['--threshold', '--slots', '--root', '--cyclic', '--dot', '--resume'].find((f) => values.has(f));

@@ -67,7 +67,8 @@ export class DapFramer {
       } catch (err) {
         throw new DapProtocolError(`a DAP message is not JSON (${(err as Error).message}): ${JSON.stringify(body.slice(0, 200))}`);
       }
-      if (typeof msg !== 'object' || msg === null || typeof (msg as DapMessage).type !== 'string') throw new DapProtocolError(`a DAP message has no type: ${JSON.stringify(body.slice(0, 200))}`);
+      if (typeof msg !== 'object' || msg === null || typeof (msg as DapMessage).type !== 'string')
+        throw new DapProtocolError(`a DAP message has no type: ${JSON.stringify(body.slice(0, 200))}`);
       out.push(msg as DapMessage);
     }
   }
@@ -117,10 +118,13 @@ export class DapClient {
     if (this.closed) return Promise.reject(new DapProtocolError(`${command}: ${this.closed.message}`));
     const seq = this.seq++;
     return new Promise<T>((resolve, reject) => {
-      const timer = timeoutMs > 0 ? setTimeout(() => {
-        this.pending.delete(seq);
-        reject(new DapProtocolError(`${command}: no answer from the debug adapter within ${timeoutMs / 1000} s`));
-      }, timeoutMs) : undefined;
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(() => {
+              this.pending.delete(seq);
+              reject(new DapProtocolError(`${command}: no answer from the debug adapter within ${timeoutMs / 1000} s`));
+            }, timeoutMs)
+          : undefined;
       this.pending.set(seq, { command, resolve: resolve as (b: unknown) => void, reject, timer });
       this.output.write(encodeDapMessage({ seq, type: 'request', command, ...(args !== undefined ? { arguments: args } : {}) }));
     });
@@ -157,10 +161,13 @@ export class DapClient {
         cleanup();
         reject(new DapProtocolError(`waiting for '${event}': ${err.message}`));
       };
-      const timer = timeoutMs > 0 ? setTimeout(() => {
-        cleanup();
-        reject(new DapProtocolError(`no '${event}' event from the debug adapter within ${timeoutMs / 1000} s`));
-      }, timeoutMs) : undefined;
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(() => {
+              cleanup();
+              reject(new DapProtocolError(`no '${event}' event from the debug adapter within ${timeoutMs / 1000} s`));
+            }, timeoutMs)
+          : undefined;
       this.events.on(event, onEvent);
       this.events.on('__closed', onClosed);
     });
@@ -208,7 +215,16 @@ export class DapClient {
     } else if (msg.type === 'request') {
       // Reverse requests (runInTerminal, startDebugging) need a UI the CLI does not have.
       const command = String(msg.command);
-      this.output.write(encodeDapMessage({ seq: this.seq++, type: 'response', request_seq: msg.seq, command, success: false, message: `the CycleLens CLI does not support the reverse request '${command}'` }));
+      this.output.write(
+        encodeDapMessage({
+          seq: this.seq++,
+          type: 'response',
+          request_seq: msg.seq,
+          command,
+          success: false,
+          message: `the CycleLens CLI does not support the reverse request '${command}'`,
+        }),
+      );
     }
   }
 }

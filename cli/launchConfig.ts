@@ -79,7 +79,9 @@ export function substituteVariables(value: unknown, vars: { workspaceFolder: str
       if (name === 'userHome') return homedir();
       if (name === 'pathSeparator' || name === '/') return sep;
       if (name.startsWith('env:')) return (vars.env ?? process.env)[name.slice(4)] ?? '';
-      throw new LaunchConfigError(`${where} uses \${${name}}, which the CLI cannot substitute (it knows workspaceFolder, workspaceFolderBasename, userHome, pathSeparator and env:NAME); write the value out in the configuration`);
+      throw new LaunchConfigError(
+        `${where} uses \${${name}}, which the CLI cannot substitute (it knows workspaceFolder, workspaceFolderBasename, userHome, pathSeparator and env:NAME); write the value out in the configuration`,
+      );
     });
   }
   if (Array.isArray(value)) return value.map((v, i) => substituteVariables(v, vars, `${where}[${i}]`));
@@ -101,9 +103,13 @@ export function selectConfiguration(text: string, file: string, name: string, en
   const configs = (json as { configurations?: unknown } | null)?.configurations;
   if (!Array.isArray(configs)) throw new LaunchConfigError(`${file} has no "configurations" array: is it a VS Code launch.json?`);
   const named = configs.filter((c): c is Record<string, unknown> => typeof c === 'object' && c !== null && (c as Record<string, unknown>).name === name);
-  const ours = configs.filter((c) => (c as Record<string, unknown> | null)?.type === 'cyclelens').map((c) => `"${String((c as Record<string, unknown>).name)}"`);
+  const ours = configs
+    .filter((c) => (c as Record<string, unknown> | null)?.type === 'cyclelens')
+    .map((c) => `"${String((c as Record<string, unknown>).name)}"`);
   if (named.length === 0) {
-    throw new LaunchConfigError(`${file} has no configuration named "${name}"${ours.length ? `; CycleLens configurations there: ${ours.join(', ')}` : ' and no configuration of type "cyclelens"'}`);
+    throw new LaunchConfigError(
+      `${file} has no configuration named "${name}"${ours.length ? `; CycleLens configurations there: ${ours.join(', ')}` : ' and no configuration of type "cyclelens"'}`,
+    );
   }
   if (named.length > 1) throw new LaunchConfigError(`${file} has ${named.length} configurations named "${name}": rename one`);
   const config = named[0]!;
@@ -116,7 +122,8 @@ export function selectConfiguration(text: string, file: string, name: string, en
   const args = substituteVariables(config, { workspaceFolder, ...(env ? { env } : {}) }, `configuration "${name}"`) as Record<string, unknown>;
   // What VS Code would do: relative paths resolve against the workspace folder.
   if (args.cwd === undefined) args.cwd = workspaceFolder;
-  if (typeof args.executable !== 'string' || args.executable === '') throw new LaunchConfigError(`configuration "${name}" has no "executable": name the firmware ELF`);
+  if (typeof args.executable !== 'string' || args.executable === '')
+    throw new LaunchConfigError(`configuration "${name}" has no "executable": name the firmware ELF`);
   for (const key of ['preLaunchTask', 'postDebugTask']) delete args[key];
   return { args, workspaceFolder, request };
 }
@@ -127,7 +134,9 @@ export async function loadLaunchConfiguration(file: string, name: string): Promi
     text = await readFile(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new LaunchConfigError(code === 'ENOENT' ? `${file} does not exist: pass --config with the path of your launch.json` : `${file} cannot be read: ${(err as Error).message}`);
+    throw new LaunchConfigError(
+      code === 'ENOENT' ? `${file} does not exist: pass --config with the path of your launch.json` : `${file} cannot be read: ${(err as Error).message}`,
+    );
   }
   return selectConfiguration(text, file, name);
 }

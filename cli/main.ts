@@ -4,7 +4,16 @@ import { join, relative } from 'node:path';
 import type { CallGraphResponse, DynamicCallGraphArguments } from '../common/dapCustom';
 import { CustomRequests } from '../common/dapCustom';
 import { customRequest } from '../common/dapCustomClient';
-import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, resultSetDocument, saveResultSetDocument, writeFileAtomic, type CallGraphDocument, type ResultSet } from '../core/analysis/resultSet';
+import {
+  CALL_GRAPH_SCHEMA,
+  loadCallGraphDocument,
+  loadResultSetDocument,
+  resultSetDocument,
+  saveResultSetDocument,
+  writeFileAtomic,
+  type CallGraphDocument,
+  type ResultSet,
+} from '../core/analysis/resultSet';
 import { DapProfiler } from '../core/profiling/dapProfiler';
 import { interruptedAnalysisLines } from '../core/profiling/interruption';
 import { runScenario } from '../core/profiling/scenarios';
@@ -86,7 +95,14 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     finished.push(...previous);
     // Where finished runs go while the analysis runs: --out itself (the final document replaces it), or a
     // file of its own, so a GDB or QEMU that dies at run 9 of 10 costs one run, not nine.
-    partialPath = cmd.out ?? join(process.cwd(), '.cyclelens', 'results', `${cmd.name.replace(/[^A-Za-z0-9._-]+/g, '-')}-${new Date().toISOString().replace(/[:.]/g, '-')}.partial.json`);
+    partialPath =
+      cmd.out ??
+      join(
+        process.cwd(),
+        '.cyclelens',
+        'results',
+        `${cmd.name.replace(/[^A-Za-z0-9._-]+/g, '-')}-${new Date().toISOString().replace(/[:.]/g, '-')}.partial.json`,
+      );
     // The profiler drives the program from a stop in the start function, whatever the configuration says.
     launch.args.stopAtEntry = cmd.start;
     const adapterPath = cmd.adapter ?? defaultAdapterPath();
@@ -96,7 +112,9 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     if (cmd.command === 'call-graph') return await saveCallGraph(session, cmd.out!, String(launch.args.executable), cmd.dynamic, cmd.timeoutMs, io);
     const savedGraph = cmd.callGraph ? { document: await loadCallGraphDocument(cmd.callGraph), file: cmd.callGraph } : undefined;
     if (savedGraph?.document.ended !== undefined && savedGraph.document.ended !== 'programEnd' && savedGraph.document.ended !== 'exited') {
-      io.err(`cyclelens: note: ${cmd.callGraph} saw part of the run only (${savedGraph.document.ended}); its counts still order the measurements, the bounds never depend on them\n`);
+      io.err(
+        `cyclelens: note: ${cmd.callGraph} saw part of the run only (${savedGraph.document.ended}); its counts still order the measurements, the bounds never depend on them\n`,
+      );
     }
     const profiler = new DapProfiler(session.client, {
       slots: cmd.slots,
@@ -112,7 +130,10 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
           partialSaved = true;
         } catch (err) {
           // A place that filled up must not end the analysis: the findings still reach the report.
-          if (partialSaved || newRuns === 1) io.err(`cyclelens: the finished runs could not be saved to ${partialPath} (${err instanceof Error ? err.message : String(err)}); the analysis goes on\n`);
+          if (partialSaved || newRuns === 1)
+            io.err(
+              `cyclelens: the finished runs could not be saved to ${partialPath} (${err instanceof Error ? err.message : String(err)}); the analysis goes on\n`,
+            );
           partialSaved = false;
         }
       },
@@ -128,15 +149,35 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     io.out(outcome.report);
     // Each output is written even when another fails: a full disk for the JSON still leaves the DOT.
     const failures = await writeOutputs([
-      ...(cmd.out ? [{ what: 'The result sets', path: cmd.out, write: async () => {
-        await saveResultSetDocument(cmd.out!, outcome.document);
-        io.err(`cyclelens: ${result.resultSets.length} result set(s) written to ${cmd.out}\n`);
-      } }] : []),
-      ...(cmd.dot ? [{ what: 'The call graph', path: cmd.dot, write: async () => {
-        await writeFileAtomic(cmd.dot!, outcome.dot);
-        io.err(`cyclelens: call graph written to ${cmd.dot}\n`);
-      } }] : []),
-      ...(cmd.exports ?? []).map((e) => ({ what: `The ${e.format.label} export`, path: e.path, write: () => writeExports(profileOfRun(outcome.document), [e], io) })),
+      ...(cmd.out
+        ? [
+            {
+              what: 'The result sets',
+              path: cmd.out,
+              write: async () => {
+                await saveResultSetDocument(cmd.out!, outcome.document);
+                io.err(`cyclelens: ${result.resultSets.length} result set(s) written to ${cmd.out}\n`);
+              },
+            },
+          ]
+        : []),
+      ...(cmd.dot
+        ? [
+            {
+              what: 'The call graph',
+              path: cmd.dot,
+              write: async () => {
+                await writeFileAtomic(cmd.dot!, outcome.dot);
+                io.err(`cyclelens: call graph written to ${cmd.dot}\n`);
+              },
+            },
+          ]
+        : []),
+      ...(cmd.exports ?? []).map((e) => ({
+        what: `The ${e.format.label} export`,
+        path: e.path,
+        write: () => writeExports(profileOfRun(outcome.document), [e], io),
+      })),
     ]);
     for (const f of failures) io.err(`cyclelens: ${f}; the report above holds the findings\n`);
     if (!cmd.out && partialPath && newRuns > 0) await unlinkQuietly(partialPath);
@@ -166,7 +207,14 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
  * `cyclelens call-graph`: the static graph, or (--dynamic) one run from the start function with an
  * entry breakpoint on every function, saved as a cyclelens-callgraph/1 document.
  */
-async function saveCallGraph(session: AdapterSession, out: string, executable: string, dynamic: { maxCalls: number } | undefined, timeoutMs: number, io: CliIo): Promise<number> {
+async function saveCallGraph(
+  session: AdapterSession,
+  out: string,
+  executable: string,
+  dynamic: { maxCalls: number } | undefined,
+  timeoutMs: number,
+  io: CliIo,
+): Promise<number> {
   let doc: CallGraphDocument;
   if (dynamic) {
     io.err('cyclelens: recording the calls of one run (one halt per call: this takes a while)\n');
@@ -176,7 +224,8 @@ async function saveCallGraph(session: AdapterSession, out: string, executable: s
     const r = await customRequest(patient, CustomRequests.dynamicCallGraph, args);
     const { hits, ended, interrupts, elapsedMs, ...graph } = r;
     io.err(`cyclelens: ${hits} calls in ${(elapsedMs / 1000).toFixed(1)} s, recording ended: ${ended}\n`);
-    if (ended !== 'programEnd' && ended !== 'exited') io.err(`cyclelens: note: the recording did not see the whole run (${ended}); raise --max-calls or --timeout for complete counts\n`);
+    if (ended !== 'programEnd' && ended !== 'exited')
+      io.err(`cyclelens: note: the recording did not see the whole run (${ended}); raise --max-calls or --timeout for complete counts\n`);
     doc = { schema: CALL_GRAPH_SCHEMA, program: executable, kind: 'dynamic', graph: plainGraph(graph), interrupts, ended };
   } else {
     doc = { schema: CALL_GRAPH_SCHEMA, program: executable, kind: 'static', graph: plainGraph(await customRequest(session.client, CustomRequests.callGraph)) };

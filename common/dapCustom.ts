@@ -250,7 +250,6 @@ export interface RunResponse {
   detail?: string;
 }
 
-
 // ---- PC sampling (live hotspots) ------------------------------------------------------------------
 
 /**

@@ -10,7 +10,13 @@ export type PanelTab = 'graph' | 'flame' | 'source' | 'table';
 
 export type HostToWebview =
   /** A whole profile: the first one after `ready`, and each update (live sampling pushes these). */
-  | { type: 'profile'; profile: Profile; title: string; live: boolean; /** The saved file it came from (a window reload reopens it); none for a live profile. */ file?: string }
+  | {
+      type: 'profile';
+      profile: Profile;
+      title: string;
+      live: boolean;
+      /** The saved file it came from (a window reload reopens it); none for a live profile. */ file?: string;
+    }
   /** The text of a source file the webview asked for, or why it could not be read. */
   | { type: 'source'; path: string; text?: string; problem?: string }
   /** The editor's cursor moved into a function (undefined: into none the profile knows). */

@@ -84,10 +84,15 @@ export function functionHover(p: Profile, f: ProfileFunction): string {
   if (!f.self && f.selfNote) out.push(`- self: ${escapeMarkdown(f.selfNote)}`);
   if (f.calls !== undefined) out.push(`- calls: ${formatNumber(f.calls)}`);
   if (f.mean !== undefined || f.min !== undefined || f.max !== undefined) {
-    const each = [f.mean !== undefined ? `mean ${formatNumber(f.mean)}` : '', f.min !== undefined ? `min ${formatNumber(f.min)}` : '', f.max !== undefined ? `max ${formatNumber(f.max)}` : ''].filter(Boolean);
+    const each = [
+      f.mean !== undefined ? `mean ${formatNumber(f.mean)}` : '',
+      f.min !== undefined ? `min ${formatNumber(f.min)}` : '',
+      f.max !== undefined ? `max ${formatNumber(f.max)}` : '',
+    ].filter(Boolean);
     out.push(`- per call: ${each.join(', ')} ${unitLabel(p.unit)}`);
   }
-  if (f.status === 'pruned' && f.boundShare !== undefined) out.push(`- at most ${shareText(f.boundShare)} of the window: the sum of its callers' values bounds it below the threshold`);
+  if (f.status === 'pruned' && f.boundShare !== undefined)
+    out.push(`- at most ${shareText(f.boundShare)} of the window: the sum of its callers' values bounds it below the threshold`);
   if (f.reason) out.push(`- note: ${escapeMarkdown(f.reason)}`);
   out.push('');
   out.push(`Unit: ${unitLabel(p.unit)}. Provenance: ${escapeMarkdown(provenanceLabel(p.provenance))}.`);

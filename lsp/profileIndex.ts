@@ -25,7 +25,11 @@ export class ProfileIndex {
   private readonly linesByPath = new Map<string, ProfileLine[]>();
   private readonly resolver: SourcePathResolver;
 
-  constructor(readonly profile: Profile, map: SourceMap, root: string) {
+  constructor(
+    readonly profile: Profile,
+    map: SourceMap,
+    root: string,
+  ) {
     for (const f of profile.functions) {
       if (!f.location) continue;
       const list = this.functionsByPath.get(f.location.path) ?? [];

@@ -13,7 +13,11 @@ export class ProfileWatcher {
   private timer: NodeJS.Timeout | undefined;
   private disposed = false;
 
-  constructor(private readonly root: string, private readonly changed: () => void, private readonly settleMs = 150) {
+  constructor(
+    private readonly root: string,
+    private readonly changed: () => void,
+    private readonly settleMs = 150,
+  ) {
     this.watchFolders();
   }
 

@@ -1,8 +1,19 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  CodeLensRefreshRequest, DiagnosticSeverity, DidChangeConfigurationNotification, DidChangeWatchedFilesNotification, InlayHintRefreshRequest,
-  MarkupKind, TextDocuments, TextDocumentSyncKind, type CodeLens, type Connection, type Diagnostic, type InitializeParams, type InlayHint,
+  CodeLensRefreshRequest,
+  DiagnosticSeverity,
+  DidChangeConfigurationNotification,
+  DidChangeWatchedFilesNotification,
+  InlayHintRefreshRequest,
+  MarkupKind,
+  TextDocuments,
+  TextDocumentSyncKind,
+  type CodeLens,
+  type Connection,
+  type Diagnostic,
+  type InitializeParams,
+  type InlayHint,
 } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { DEFAULT_HOT_THRESHOLD, type ProfileServerSettings } from '../common/profileServer';
@@ -64,7 +75,14 @@ export function startProfileServer(connection: Connection): void {
       const title = titles.get(fn);
       if (title) lenses.push({ range: { start: { line, character: 0 }, end: { line, character: 0 } }, command: { title, command: '' } });
       const message = hotMessages.get(fn);
-      if (message) diagnostics.push({ range: { start: { line, character: 0 }, end: { line, character: lines.line(line).length } }, severity: DiagnosticSeverity.Information, source: 'cyclelens', code: 'hot-function', message });
+      if (message)
+        diagnostics.push({
+          range: { start: { line, character: 0 }, end: { line, character: lines.line(line).length } },
+          severity: DiagnosticSeverity.Information,
+          source: 'cyclelens',
+          code: 'hot-function',
+          message,
+        });
     }
     return { version, lines, placed, lenses, diagnostics };
   };
@@ -109,7 +127,9 @@ export function startProfileServer(connection: Connection): void {
     if (next?.file === loaded?.file && next?.mtimeMs === loaded?.mtimeMs) return;
     loaded = next;
     rebuildIndex();
-    connection.console.info(loaded ? `CycleLens profile: ${loaded.file} (${loaded.profile.functions.length} functions)` : `CycleLens: no profile in ${root}/.cyclelens yet`);
+    connection.console.info(
+      loaded ? `CycleLens profile: ${loaded.file} (${loaded.profile.functions.length} functions)` : `CycleLens: no profile in ${root}/.cyclelens yet`,
+    );
     refreshAll();
   };
 
@@ -135,7 +155,10 @@ export function startProfileServer(connection: Connection): void {
     const watchesFiles = caps.workspace?.didChangeWatchedFiles?.dynamicRegistration === true;
     const listensConfig = caps.workspace?.didChangeConfiguration?.dynamicRegistration === true;
     connection.onInitialized(async () => {
-      if (watchesFiles) void connection.client.register(DidChangeWatchedFilesNotification.type, { watchers: [{ globPattern: '**/.cyclelens/**/*.json' }] }).catch(() => undefined);
+      if (watchesFiles)
+        void connection.client
+          .register(DidChangeWatchedFilesNotification.type, { watchers: [{ globPattern: '**/.cyclelens/**/*.json' }] })
+          .catch(() => undefined);
       if (listensConfig) void connection.client.register(DidChangeConfigurationNotification.type, { section: 'cyclelens' }).catch(() => undefined);
       await pullSettings();
       // The editor's file events cover most editors; fs.watch covers the others (and files written by the CLI).
@@ -190,7 +213,11 @@ export function startProfileServer(connection: Connection): void {
     for (const cost of index.lines(path)) {
       const line = cost.line - 1;
       if (line < params.range.start.line || line > params.range.end.line || line >= lines.lineCount) continue;
-      hints.push({ position: { line, character: lines.line(line).length }, label: hintLabels.get(cost) ?? lineHintLabel(index.profile, cost), paddingLeft: true });
+      hints.push({
+        position: { line, character: lines.line(line).length },
+        label: hintLabels.get(cost) ?? lineHintLabel(index.profile, cost),
+        paddingLeft: true,
+      });
     }
     return hints;
   });

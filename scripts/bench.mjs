@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { repoRoot } from './lib/root.mjs';
 
 const [name, ...rest] = process.argv.slice(2);
-const available = readdirSync(join(repoRoot, 'bench')).filter((f) => f.endsWith('.ts') && f !== 'support.ts').map((f) => f.slice(0, -3));
+const available = readdirSync(join(repoRoot, 'bench'))
+  .filter((f) => f.endsWith('.ts') && f !== 'support.ts')
+  .map((f) => f.slice(0, -3));
 if (!name || !available.includes(name)) {
   console.error(`usage: npm run bench -- <${available.join('|')}> [args]`);
   process.exit(2);

@@ -35,13 +35,25 @@ const bundles = [
   { ...node, entryPoints: ['cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
   { ...node, entryPoints: ['lsp/main.ts'], outfile: 'dist/lsp.js' },
   {
-    platform: 'browser', target: 'es2022', format: 'iife', bundle: true, sourcemap: true, minify: production,
-    entryPoints: ['webview/main.ts'], outfile: 'dist/webview.js',
+    platform: 'browser',
+    target: 'es2022',
+    format: 'iife',
+    bundle: true,
+    sourcemap: true,
+    minify: production,
+    entryPoints: ['webview/main.ts'],
+    outfile: 'dist/webview.js',
   },
   // Graphviz (wasm) lays out the call graph in a worker, away from the panel's thread.
   {
-    platform: 'browser', target: 'es2022', format: 'iife', bundle: true, sourcemap: false, minify: production,
-    entryPoints: ['webview/layoutWorker.ts'], outfile: 'dist/webviewLayout.js',
+    platform: 'browser',
+    target: 'es2022',
+    format: 'iife',
+    bundle: true,
+    sourcemap: false,
+    minify: production,
+    entryPoints: ['webview/layoutWorker.ts'],
+    outfile: 'dist/webviewLayout.js',
   },
 ].filter((b) => existsSync(join(repoRoot, b.entryPoints[0])));
 

@@ -1,6 +1,7 @@
 // `npm run lint`: the rooms of docs/design.md checked by reading the imports (scripts/lintBoundaries.mjs),
 // then ESLint (eslint.config.mjs: the same rooms as import rules that know `import type`, and the
-// rules that catch real bugs). scripts/test.mjs runs it before the unit tier.
+// rules that catch real bugs), then the one formatter's check (Prettier, .prettierrc.json; `npm run
+// format` rewrites what it flags). scripts/test.mjs runs it before the unit tier.
 //   node scripts/lint.mjs
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -19,9 +20,15 @@ export function runLint() {
     cwd: repoRoot,
     stdio: 'inherit',
   });
-  const ok = problems.length === 0 && eslint.status === 0;
+  const prettier = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'prettier', 'bin', 'prettier.cjs'), '--check', '--log-level=warn', '.'], {
+    cwd: repoRoot,
+    stdio: 'inherit',
+  });
+  if (prettier.status !== 0 && !prettier.error) console.error('[lint] files above are not formatted: run `npm run format`');
+  const ok = problems.length === 0 && eslint.status === 0 && prettier.status === 0;
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   if (eslint.error) console.error(`[lint] ESLint did not run: ${eslint.error.message}. Install the dev dependencies (npm ci).`);
+  if (prettier.error) console.error(`[lint] Prettier did not run: ${prettier.error.message}. Install the dev dependencies (npm ci).`);
   console.log(ok ? `[lint] clean (${seconds} s)` : `[lint] failed (${seconds} s): see the problems above`);
   return ok;
 }

@@ -13,7 +13,11 @@ const importRe = /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]
 
 function* tsFiles(dir) {
   let entries;
-  try { entries = readdirSync(dir); } catch { return; }
+  try {
+    entries = readdirSync(dir);
+  } catch {
+    return;
+  }
   for (const name of entries) {
     const full = join(dir, name);
     if (name === 'node_modules' || name === 'build') continue;
@@ -54,7 +58,8 @@ function mayBranchOnFamily(rel) {
 export function familyBranches(rel, text) {
   if (mayBranchOnFamily(rel)) return [];
   const problems = [];
-  const fix = "ask the family's plugin instead (archPlugin(family) from adapter/arch/registry.ts) and put the per-family fact in adapter/arch/<family>/plugin.ts";
+  const fix =
+    "ask the family's plugin instead (archPlugin(family) from adapter/arch/registry.ts) and put the per-family fact in adapter/arch/<family>/plugin.ts";
   const lines = text.split('\n');
   let switchDepth = -1;
   let depth = 0;
@@ -90,13 +95,17 @@ export function checkBoundaries(root) {
           problems.push(`${rel}: imports 'vscode', but ${rel.split(sep)[0]}/ must run without VS Code (docs/design.md, "Rooms").`);
         }
         if ((rel.startsWith('core' + sep) || rel.startsWith('lsp' + sep)) && /(^|\/)(adapter|extension)\//.test(spec) && !isType) {
-          problems.push(`${rel}: imports '${spec}': ${rel.split(sep)[0]}/ is shared by the CLI, the editor and the language server and depends on neither the adapter nor the extension; declare the contract in common/.`);
+          problems.push(
+            `${rel}: imports '${spec}': ${rel.split(sep)[0]}/ is shared by the CLI, the editor and the language server and depends on neither the adapter nor the extension; declare the contract in common/.`,
+          );
         }
         if (rel.startsWith('adapter' + sep) && /(^|\/)extension\//.test(spec)) {
           problems.push(`${rel}: imports '${spec}': the adapter may not depend on the extension; share a contract in common/ instead.`);
         }
         if (concreteDebugger.test(spec) && !mayImportConcreteDebugger(rel)) {
-          problems.push(`${rel}: imports the concrete debugger '${spec}': depend on the Debugger interface (adapter/debugger/debugger.ts); only adapter/debugger/factory.ts picks an implementation.`);
+          problems.push(
+            `${rel}: imports the concrete debugger '${spec}': depend on the Debugger interface (adapter/debugger/debugger.ts); only adapter/debugger/factory.ts picks an implementation.`,
+          );
         }
         if ((rel.startsWith('extension' + sep) || rel.startsWith('webview' + sep)) && /(^|\/)adapter\//.test(spec) && !isType) {
           problems.push(`${rel}: imports adapter runtime code '${spec}': talk to the adapter over DAP; import contracts from common/ with 'import type'.`);

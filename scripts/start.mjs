@@ -59,7 +59,8 @@ async function main() {
     ensureNpmDependencies(repoRoot);
   }
   const givenVsix = option('vsix');
-  if (givenVsix !== undefined && !existsSync(givenVsix)) throw new Error(`--vsix ${givenVsix} does not exist: give a packaged CycleLens (.vsix) or leave the option out to build one`);
+  if (givenVsix !== undefined && !existsSync(givenVsix))
+    throw new Error(`--vsix ${givenVsix} does not exist: give a packaged CycleLens (.vsix) or leave the option out to build one`);
   step(givenVsix ? `using the packaged extension ${givenVsix}` : 'building and packaging the extension');
   const vsix = givenVsix ? resolve(givenVsix) : packageExtension();
   const givenState = option('state');
@@ -73,16 +74,23 @@ async function main() {
   installExtension(vsix, extensionsDir);
 
   const server = await startCodeServer({
-    port, host, userDataDir, extensionsDir, folder: workspace, settings: defaultSettings({ theme }),
+    port,
+    host,
+    userDataDir,
+    extensionsDir,
+    folder: workspace,
+    settings: defaultSettings({ theme }),
     logFile: join(stateDir, 'code-server.log'),
   });
-  console.log([
-    '',
-    `CycleLens demo is served at  ${server.url}`,
-    `  workspace: ${relative(repoRoot, workspace)} (regenerated at every start)`,
-    `  log:       ${relative(repoRoot, server.logFile)}`,
-    '  Ctrl-C stops code-server and everything it started.',
-  ].join('\n'));
+  console.log(
+    [
+      '',
+      `CycleLens demo is served at  ${server.url}`,
+      `  workspace: ${relative(repoRoot, workspace)} (regenerated at every start)`,
+      `  log:       ${relative(repoRoot, server.logFile)}`,
+      '  Ctrl-C stops code-server and everything it started.',
+    ].join('\n'),
+  );
 
   let stopping = false;
   const shutdown = async (why, code) => {

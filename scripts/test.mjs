@@ -94,7 +94,9 @@ function runTier(tier) {
   let files = [...testFiles(join(repoRoot, 'out', 'test', tier))];
   if (tier === 'e2e' && !hasDesktopVsCode()) {
     files = files.filter((f) => !f.includes(`${sep}electron${sep}`));
-    console.log('\n*** electron tier NOT RUN: no desktop VS Code (`code` is not on PATH, VSCODE_EXECUTABLE is not set); the code-server tier covers the packaged extension. ***');
+    console.log(
+      '\n*** electron tier NOT RUN: no desktop VS Code (`code` is not on PATH, VSCODE_EXECUTABLE is not set); the code-server tier covers the packaged extension. ***',
+    );
   }
   if (files.length === 0) {
     console.log(`\n=== ${tier}: no test files`);
@@ -103,21 +105,32 @@ function runTier(tier) {
   const tap = join(outputDir, `${tier}.tap`);
   rmSync(tap, { force: true });
   const args = [
-    '--test', `--test-concurrency=${concurrency[tier]}`,
-    '--test-reporter=spec', '--test-reporter-destination=stdout',
-    '--test-reporter=tap', `--test-reporter-destination=${tap}`,
+    '--test',
+    `--test-concurrency=${concurrency[tier]}`,
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    '--test-reporter=tap',
+    `--test-reporter-destination=${tap}`,
     ...(grep ? ['--test-name-pattern', grep] : []),
     ...files,
   ];
   console.log(`\n=== ${tier}: ${files.length} file(s): ${files.map((f) => relative(join(repoRoot, 'out', 'test'), f)).join(' ')}`);
   return new Promise((resolvePromise) => {
     const child = spawn(process.execPath, args, {
-      stdio: 'inherit', cwd: repoRoot, env: { ...process.env, CYCLELENS_TEST_OUTPUT: outputDir },
+      stdio: 'inherit',
+      cwd: repoRoot,
+      env: { ...process.env, CYCLELENS_TEST_OUTPUT: outputDir },
     });
     child.on('exit', (code) => {
       const text = existsSync(tap) ? readFileSync(tap, 'utf8') : '';
       const count = (key) => Number((text.match(new RegExp(`^# ${key} (\\d+)$`, 'm')) ?? [])[1] ?? 0);
-      const result = { tier, pass: count('pass'), fail: count('fail') + count('cancelled'), skipped: count('skipped') + count('todo'), failures: failedTests(text) };
+      const result = {
+        tier,
+        pass: count('pass'),
+        fail: count('fail') + count('cancelled'),
+        skipped: count('skipped') + count('todo'),
+        failures: failedTests(text),
+      };
       if (code !== 0 && result.fail === 0) result.fail = 1; // the runner itself failed (crash, bad file)
       resolvePromise(result);
     });

@@ -30,7 +30,8 @@ export function labelled(text: string, control: HTMLElement): HTMLLabelElement {
 export function rovingFocus(items: readonly HTMLElement[], current: HTMLElement, key: string): HTMLElement | undefined {
   const i = items.indexOf(current);
   if (i < 0) return undefined;
-  const next = key === 'ArrowDown' ? items[i + 1] : key === 'ArrowUp' ? items[i - 1] : key === 'Home' ? items[0] : key === 'End' ? items[items.length - 1] : undefined;
+  const next =
+    key === 'ArrowDown' ? items[i + 1] : key === 'ArrowUp' ? items[i - 1] : key === 'Home' ? items[0] : key === 'End' ? items[items.length - 1] : undefined;
   if (!next) return undefined;
   current.setAttribute('tabindex', '-1');
   next.setAttribute('tabindex', '0');

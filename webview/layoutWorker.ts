@@ -19,8 +19,10 @@ graphviz.catch(() => undefined);
 
 scope.onmessage = (e) => {
   const { id, dot } = e.data;
-  graphviz.then(
-    (g) => scope.postMessage({ id, plain: g.layout(dot, 'plain', 'dot') }),
-    (err: unknown) => scope.postMessage({ id, error: `Graphviz did not load: ${String(err)}` }),
-  ).catch((err: unknown) => scope.postMessage({ id, error: `Graphviz could not lay out the graph: ${String(err)}` }));
+  graphviz
+    .then(
+      (g) => scope.postMessage({ id, plain: g.layout(dot, 'plain', 'dot') }),
+      (err: unknown) => scope.postMessage({ id, error: `Graphviz did not load: ${String(err)}` }),
+    )
+    .catch((err: unknown) => scope.postMessage({ id, error: `Graphviz could not lay out the graph: ${String(err)}` }));
 };

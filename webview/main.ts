@@ -15,7 +15,14 @@ interface HostApi {
 }
 declare function acquireVsCodeApi(): HostApi;
 
-const DEFAULT_STATE: PanelState = { tab: 'graph', search: '', depth: 0, collapseBelow: 0, tableSort: { key: 'inclusive', descending: true }, tableView: 'functions' };
+const DEFAULT_STATE: PanelState = {
+  tab: 'graph',
+  search: '',
+  depth: 0,
+  collapseBelow: 0,
+  tableSort: { key: 'inclusive', descending: true },
+  tableView: 'functions',
+};
 const TABS: ReadonlyArray<{ tab: PanelTab; title: string }> = [
   { tab: 'graph', title: 'Call Graph' },
   { tab: 'flame', title: 'Flame Graph' },
@@ -40,7 +47,11 @@ class ProfilePanel implements PanelContext {
   readonly source: SourceView;
   readonly table: TableView;
 
-  constructor(private readonly host: HostApi, root: HTMLElement, worker: Worker) {
+  constructor(
+    private readonly host: HostApi,
+    root: HTMLElement,
+    worker: Worker,
+  ) {
     this.state = { ...DEFAULT_STATE, ...(host.getState() ?? {}) };
     this.graph = new CallGraphView(this, worker);
     this.flame = new FlameView(this);
@@ -144,7 +155,10 @@ class ProfilePanel implements PanelContext {
         break;
       }
       case 'source':
-        this.sources.set(message.path, { ...(message.text !== undefined ? { text: message.text } : {}), ...(message.problem !== undefined ? { problem: message.problem } : {}) });
+        this.sources.set(message.path, {
+          ...(message.text !== undefined ? { text: message.text } : {}),
+          ...(message.problem !== undefined ? { problem: message.problem } : {}),
+        });
         this.source.sourceArrived(message.path);
         break;
       case 'cursorFunction': {

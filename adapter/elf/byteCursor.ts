@@ -5,7 +5,11 @@
  * a crash on `undefined` or an endless loop.
  */
 export class TruncatedData extends Error {
-  constructor(readonly offset: number, readonly wanted: number, readonly limit: number) {
+  constructor(
+    readonly offset: number,
+    readonly wanted: number,
+    readonly limit: number,
+  ) {
     super(`needed ${wanted} byte(s) at offset 0x${offset.toString(16)}, but the data ends at 0x${limit.toString(16)}`);
     this.name = 'TruncatedData';
   }
@@ -17,7 +21,11 @@ export class ByteCursor {
   pos: number;
 
   /** Reads `bytes[start, end)`; positions stay absolute so error offsets point into the file. */
-  constructor(readonly bytes: Uint8Array, start = 0, readonly end = bytes.length) {
+  constructor(
+    readonly bytes: Uint8Array,
+    start = 0,
+    readonly end = bytes.length,
+  ) {
     if (start < 0 || end > bytes.length || start > end) throw new TruncatedData(start, Math.max(0, end - start), bytes.length);
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.pos = start;

@@ -102,7 +102,10 @@ export class ElfFile {
   private readonly byName = new Map<string, SectionHeader>();
   private code: SectionHeader[] | undefined;
 
-  constructor(readonly bytes: Uint8Array, readonly fileName: string) {
+  constructor(
+    readonly bytes: Uint8Array,
+    readonly fileName: string,
+  ) {
     this.header = readHeader(bytes, fileName);
     const c = new ByteCursor(bytes);
     c.pos = 0x18 + 4; // e_phoff (after e_entry)
@@ -125,7 +128,11 @@ export class ElfFile {
       if (phnum === 0xffff) phnum = section0.info;
     }
     if (shoff !== 0 && shoff + shnum * shentsize > bytes.length) {
-      throw notAnElf(fileName, `is truncated: its section headers (${shnum} at offset 0x${shoff.toString(16)}) run past the end of the file (${bytes.length} bytes)`, RELINK_HINT);
+      throw notAnElf(
+        fileName,
+        `is truncated: its section headers (${shnum} at offset 0x${shoff.toString(16)}) run past the end of the file (${bytes.length} bytes)`,
+        RELINK_HINT,
+      );
     }
     const raw: RawSection[] = [];
     for (let i = 0; i < (shoff === 0 ? 0 : shnum); i++) raw.push(i === 0 && section0 ? section0 : readSectionHeader(bytes, fileName, shoff + i * shentsize, i));
@@ -185,9 +192,7 @@ export class ElfFile {
 
   /** Allocated sections holding instructions, by address. */
   get codeSections(): readonly SectionHeader[] {
-    this.code ??= this.sections
-      .filter((s) => (s.flags & SHF_ALLOC) !== 0 && (s.flags & SHF_EXECINSTR) !== 0 && s.size > 0)
-      .sort((a, b) => a.addr - b.addr);
+    this.code ??= this.sections.filter((s) => (s.flags & SHF_ALLOC) !== 0 && (s.flags & SHF_EXECINSTR) !== 0 && s.size > 0).sort((a, b) => a.addr - b.addr);
     return this.code;
   }
 

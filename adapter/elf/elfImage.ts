@@ -19,7 +19,10 @@ export class ElfImage {
   private symbolTable: SymbolTable | undefined;
   private lines: LineTable | undefined;
 
-  private constructor(bytes: Uint8Array, readonly path: string) {
+  private constructor(
+    bytes: Uint8Array,
+    readonly path: string,
+  ) {
     try {
       this.file = new ElfFile(bytes, path);
     } catch (err) {
@@ -150,10 +153,16 @@ function nonEmpty(s: SectionHeader | undefined): boolean {
 function readError(path: string, err: unknown): CycleLensError {
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (code === 'ENOENT') {
-    return new CycleLensError(ErrorCode.ExecutableNotFound, `${path} does not exist: build the firmware first, or fix \`executable\` in the launch configuration`);
+    return new CycleLensError(
+      ErrorCode.ExecutableNotFound,
+      `${path} does not exist: build the firmware first, or fix \`executable\` in the launch configuration`,
+    );
   }
   if (code === 'EISDIR') {
     return new CycleLensError(ErrorCode.ExecutableNotFound, `${path} is a directory: point \`executable\` at the linked .elf file inside it`);
   }
-  return new CycleLensError(ErrorCode.ExecutableNotFound, `${path} cannot be read (${err instanceof Error ? err.message : String(err)}): check the file's permissions`);
+  return new CycleLensError(
+    ErrorCode.ExecutableNotFound,
+    `${path} cannot be read (${err instanceof Error ? err.message : String(err)}): check the file's permissions`,
+  );
 }

@@ -41,7 +41,10 @@ export class LineTable {
    * the addresses of removed functions to 0, and their rows would otherwise shadow whatever
    * really lives at low addresses (the Cortex-M vector table and reset code).
    */
-  constructor(readonly programs: readonly LineProgram[], isCode: (address: number) => boolean = () => true) {
+  constructor(
+    readonly programs: readonly LineProgram[],
+    isCode: (address: number) => boolean = () => true,
+  ) {
     const all: LineRow[] = [];
     const sequences: Sequence[] = [];
     for (const program of programs) {

@@ -25,7 +25,13 @@ const STT_SECTION = 3;
 const STT_FILE = 4;
 const SHN_UNDEF = 0;
 
-const KIND: Record<number, SymbolKind> = { [STT_NOTYPE]: 'label', [STT_OBJECT]: 'object', [STT_FUNC]: 'function', [STT_SECTION]: 'section', [STT_FILE]: 'file' };
+const KIND: Record<number, SymbolKind> = {
+  [STT_NOTYPE]: 'label',
+  [STT_OBJECT]: 'object',
+  [STT_FUNC]: 'function',
+  [STT_SECTION]: 'section',
+  [STT_FILE]: 'file',
+};
 const BINDING: Record<number, SymbolBinding> = { 0: 'local', 1: 'global', 2: 'weak' };
 
 /**

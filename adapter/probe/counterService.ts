@@ -19,7 +19,13 @@ export class CounterService {
       try {
         this.infos.push({ ...(await u.discover()), events: u.events() });
       } catch (err) {
-        this.infos.push({ unit: u.unit, present: false, note: `Probing failed: ${err instanceof Error ? err.message : String(err)}`, slots: [], resolution: 1 });
+        this.infos.push({
+          unit: u.unit,
+          present: false,
+          note: `Probing failed: ${err instanceof Error ? err.message : String(err)}`,
+          slots: [],
+          resolution: 1,
+        });
       }
     }
     return this.infos;
@@ -47,7 +53,13 @@ export class CounterService {
         throw new CycleLensError(ErrorCode.CounterUnavailable, `${slot.name} always counts '${slot.fixedEvent}'; choose a programmable slot for '${a.event}'.`);
       }
       if (!slotCanCount(unit, slot, a.event)) {
-        throw new CycleLensError(ErrorCode.UnknownEvent, `${a.unit} cannot count '${a.event}' on ${slot.name}. It counts: ${unit.events().map((e) => e.id).join(', ')}.`);
+        throw new CycleLensError(
+          ErrorCode.UnknownEvent,
+          `${a.unit} cannot count '${a.event}' on ${slot.name}. It counts: ${unit
+            .events()
+            .map((e) => e.id)
+            .join(', ')}.`,
+        );
       }
       return { unit, a };
     });
@@ -67,7 +79,10 @@ export class CounterService {
         .filter(({ unit, slot }) => slotCanCount(unit, slot, id));
       if (candidates.length === 0) {
         const known = [...new Set(this.events().map((e) => e.id))];
-        throw new CycleLensError(ErrorCode.UnknownEvent, `Unknown event '${id}'. This target counts: ${known.join(', ') || 'nothing (no counter unit found)'}.`);
+        throw new CycleLensError(
+          ErrorCode.UnknownEvent,
+          `Unknown event '${id}'. This target counts: ${known.join(', ') || 'nothing (no counter unit found)'}.`,
+        );
       }
       // A fixed-function slot for its own event first, so programmable slots stay free.
       const pick = candidates
@@ -87,7 +102,10 @@ export class CounterService {
 
   async start(): Promise<void> {
     for (const u of this.present()) {
-      const configured = u.info().slots.filter((s) => s.event !== undefined).map((s) => s.index);
+      const configured = u
+        .info()
+        .slots.filter((s) => s.event !== undefined)
+        .map((s) => s.index);
       if (configured.length > 0) await u.start(configured);
     }
   }
@@ -122,8 +140,13 @@ export class CounterService {
 
   private unitNamed(name: string): CounterUnit {
     const u = this.units.find((x) => x.unit === name);
-    if (!u) throw new CycleLensError(ErrorCode.CounterUnavailable, `This target has no counter unit '${name}'. It has: ${this.units.map((x) => x.unit).join(', ') || 'none'}.`);
-    if (!u.info().present) throw new CycleLensError(ErrorCode.CounterUnavailable, `${name} is not available on this target: ${u.info().note ?? 'not present'}.`);
+    if (!u)
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `This target has no counter unit '${name}'. It has: ${this.units.map((x) => x.unit).join(', ') || 'none'}.`,
+      );
+    if (!u.info().present)
+      throw new CycleLensError(ErrorCode.CounterUnavailable, `${name} is not available on this target: ${u.info().note ?? 'not present'}.`);
     return u;
   }
 }

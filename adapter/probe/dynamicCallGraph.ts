@@ -32,14 +32,20 @@ export interface DynamicCallGraphOptions {
 
 /** Functions that return with an exception return (RISC-V MRET): the program's trap handlers. */
 export function exceptionHandlers(elf: ElfImage): string[] {
-  return programModelFor(elf).functions.filter((f) => f.instructions.some((i) => i.kind === 'exceptionReturn')).map((f) => f.name);
+  return programModelFor(elf)
+    .functions.filter((f) => f.instructions.some((i) => i.kind === 'exceptionReturn'))
+    .map((f) => f.name);
 }
 
 /**
  * `cyclelens/dynamicCallGraph`: records from where the target is halted and shows the user where
  * it ended. Saves nothing; the extension and the CLI save the result.
  */
-export async function dynamicCallGraphRequest(target: RecordingTarget & { readonly config: { readonly image: ElfImage } }, staticGraph: CallGraphResponse, a: DynamicCallGraphArguments): Promise<DynamicCallGraphResponse> {
+export async function dynamicCallGraphRequest(
+  target: RecordingTarget & { readonly config: { readonly image: ElfImage } },
+  staticGraph: CallGraphResponse,
+  a: DynamicCallGraphArguments,
+): Promise<DynamicCallGraphResponse> {
   const result = await buildDynamicCallGraph(target, staticGraph, { ...a, handlers: exceptionHandlers(target.config.image) });
   await target.announceCurrentStop('call graph recorded');
   return result;
@@ -71,7 +77,11 @@ class EdgeCounts {
  * halted where recording ended. The result is `staticGraph` with `count` on every observed edge and
  * the edges the static graph lacks (indirect calls) added as calls without sites.
  */
-export async function buildDynamicCallGraph(target: RecordingTarget, staticGraph: CallGraphResponse, options: DynamicCallGraphOptions = {}): Promise<DynamicCallGraphResponse> {
+export async function buildDynamicCallGraph(
+  target: RecordingTarget,
+  staticGraph: CallGraphResponse,
+  options: DynamicCallGraphOptions = {},
+): Promise<DynamicCallGraphResponse> {
   const gdb = target.debugger;
   const maxHits = options.maxHits ?? DEFAULT_MAX_HITS;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
@@ -148,7 +158,8 @@ export async function buildDynamicCallGraph(target: RecordingTarget, staticGraph
         }
         const returnAddress = frame1 ? Number(frame1.address) : -1;
         const previous = lastEnteredWith.get(returnAddress);
-        const caller = previous !== undefined && tails.has(`${previous}\u0000${callee}`) ? previous : (frame1?.func ?? (frame1 ? functionAt(returnAddress) : '??'));
+        const caller =
+          previous !== undefined && tails.has(`${previous}\u0000${callee}`) ? previous : (frame1?.func ?? (frame1 ? functionAt(returnAddress) : '??'));
         lastEnteredWith.set(returnAddress, callee);
         calls.add(caller, callee);
         hits++;

@@ -30,7 +30,9 @@ export function findProgramEnd(program: DisassembledProgram, start = 'main'): Pr
       return { location: { function: callee.name }, how: `${start}'s last instruction calls ${callee.name}, which does not return` };
     }
   }
-  const sites = program.functions.flatMap((f) => (f === main ? [] : f.instructions.filter((i) => i.kind === 'call' && i.target === main.start).map((i) => ({ f, i }))));
+  const sites = program.functions.flatMap((f) =>
+    f === main ? [] : f.instructions.filter((i) => i.kind === 'call' && i.target === main.start).map((i) => ({ f, i })),
+  );
   if (sites.length === 1) {
     const { f, i } = sites[0]!;
     const after = i.address + i.length;

@@ -13,7 +13,6 @@ export interface MeasurementHost {
   internally<T>(fn: () => Promise<T>): Promise<T>;
 }
 
-
 /**
  * Measurements between two points with breakpoints (no code injected): counters are read at each
  * halt, before resuming, so time spent halted in the debugger is never counted. A region is the
@@ -21,7 +20,10 @@ export interface MeasurementHost {
  * definition the oracle uses.
  */
 export class BreakpointMeasurement {
-  constructor(private readonly host: MeasurementHost, private readonly counters: CounterService) {}
+  constructor(
+    private readonly host: MeasurementHost,
+    private readonly counters: CounterService,
+  ) {}
 
   /** From the current stop to `to`, once ("measure to cursor"). */
   async measureTo(to: CodeLocation, timeoutMs = 60_000): Promise<MeasurementResponse> {
@@ -49,7 +51,13 @@ export class BreakpointMeasurement {
   }
 
   /** Counters read at `start` and `end` on every pass, until `passes` passes or the program stops elsewhere. */
-  async measureRange(start: CodeLocation, end: CodeLocation, passes: number, timeoutMs = 120_000, onProgress?: (done: number) => void): Promise<MeasurementResponse> {
+  async measureRange(
+    start: CodeLocation,
+    end: CodeLocation,
+    passes: number,
+    timeoutMs = 120_000,
+    onProgress?: (done: number) => void,
+  ): Promise<MeasurementResponse> {
     if (!Number.isInteger(passes) || passes < 1) throw new CycleLensError(ErrorCode.InvalidRequest, `passes must be a whole number ≥ 1 (got ${passes}).`);
     const gdb = this.host.debugger;
     this.expectHalted();

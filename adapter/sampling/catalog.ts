@@ -18,7 +18,13 @@ const HALTING_MAX_HZ = 400;
 
 const identities: Record<SamplerId, SamplerIdentity> = {
   'qemu-plugin': { id: 'qemu-plugin', label: 'QEMU instruction counts (exact)', attribution: 'exact-count', halting: false, unit: 'instructions' },
-  'qemu-monitor': { id: 'qemu-monitor', label: 'QEMU monitor (translation-block start)', attribution: 'translation-block-start', halting: false, unit: 'samples' },
+  'qemu-monitor': {
+    id: 'qemu-monitor',
+    label: 'QEMU monitor (translation-block start)',
+    attribution: 'translation-block-start',
+    halting: false,
+    unit: 'samples',
+  },
   'openocd-pcsr': PCSR_IDENTITY,
   'gdb-halting': { id: 'gdb-halting', label: 'GDB halting (interrupt, read PC, continue)', attribution: 'halting', halting: true, unit: 'samples' },
 };
@@ -31,10 +37,11 @@ const identities: Record<SamplerId, SamplerIdentity> = {
  */
 const accuracy = {
   'qemu-plugin': 'exact: every executed instruction counted, equal to the oracle instruction for instruction',
-  'qemu-monitor': 'biased by host time per instruction: function-level error 9-28 %, line-level 17-53 % against exact counts; use qemu-plugin ("instructionCounts": true) for exact shares',
+  'qemu-monitor':
+    'biased by host time per instruction: function-level error 9-28 %, line-level 17-53 % against exact counts; use qemu-plugin ("instructionCounts": true) for exact shares',
   'qemu-monitor-singlestep': 'exact PC, but in host time: function-level error 8-13 %, line-level 10-18 % against exact counts, at a 16-52x slowdown',
   'openocd-pcsr':
-    'not measured on a real core (no board runs here): against a double of OpenOCD\'s Tcl RPC serving PCSR values from an exact instruction trace, function-level error 0.8-1.3 % and line-level 2.8-3.1 % after 20,000 samples, 0.4 % and 1.0 % after 200,000 (sampling noise); on silicon a value is a recently executed instruction, whose lag behind the one holding the core is not measured',
+    "not measured on a real core (no board runs here): against a double of OpenOCD's Tcl RPC serving PCSR values from an exact instruction trace, function-level error 0.8-1.3 % and line-level 2.8-3.1 % after 20,000 samples, 0.4 % and 1.0 % after 200,000 (sampling noise); on silicon a value is a recently executed instruction, whose lag behind the one holding the core is not measured",
   'gdb-halting': 'function-level error 17-18 %, line-level 32-35 % against exact counts, halting the target for every sample',
 };
 
@@ -64,14 +71,33 @@ export function describeSamplers(target: SamplerTargetFacts): SamplerDescription
     switch (id) {
       case 'qemu-plugin':
         if (!qemu) return { ...base, available: false, needs: 'a QEMU server (`"server": { "type": "qemu", "instructionCounts": true }`)' };
-        if (!qemu.instructionCountsFile) return { ...base, available: false, needs: '`"instructionCounts": true` in the launch configuration\'s `server` (QEMU then loads the counting plugin)' };
+        if (!qemu.instructionCountsFile)
+          return {
+            ...base,
+            available: false,
+            needs: '`"instructionCounts": true` in the launch configuration\'s `server` (QEMU then loads the counting plugin)',
+          };
         return { ...base, available: true };
       case 'qemu-monitor':
-        if (!qemu?.monitorSocket) return { ...base, available: false, needs: 'a QEMU server (`"server": { "type": "qemu" }`): it reads the PC through QEMU\'s monitor' };
-        return qemu.singlestep ? { ...base, label: 'QEMU monitor (exact PC, -singlestep)', attribution: 'time-proportional', accuracy: accuracy['qemu-monitor-singlestep'], available: true } : { ...base, available: true };
+        if (!qemu?.monitorSocket)
+          return { ...base, available: false, needs: 'a QEMU server (`"server": { "type": "qemu" }`): it reads the PC through QEMU\'s monitor' };
+        return qemu.singlestep
+          ? {
+              ...base,
+              label: 'QEMU monitor (exact PC, -singlestep)',
+              attribution: 'time-proportional',
+              accuracy: accuracy['qemu-monitor-singlestep'],
+              available: true,
+            }
+          : { ...base, available: true };
       case 'openocd-pcsr':
         if (!openocd || archPlugin(target.config.family).sampling.pcSampleRegister === undefined) {
-          return { ...base, available: false, needs: 'a Cortex-M target (`"family": "cortex-m"`) served by OpenOCD (`"server": { "type": "openocd", … }`) whose DWT has DWT_PCSR (ARMv7-M and ARMv8-M Mainline cores; optional on ARMv6-M): it reads DWT_PCSR through OpenOCD\'s Tcl RPC port' };
+          return {
+            ...base,
+            available: false,
+            needs:
+              'a Cortex-M target (`"family": "cortex-m"`) served by OpenOCD (`"server": { "type": "openocd", … }`) whose DWT has DWT_PCSR (ARMv7-M and ARMv8-M Mainline cores; optional on ARMv6-M): it reads DWT_PCSR through OpenOCD\'s Tcl RPC port',
+          };
         }
         return { ...base, available: true };
       case 'gdb-halting':
@@ -88,12 +114,18 @@ export function unavailableSampler(all: readonly SamplerDescription[], asked: Sa
 }
 
 /** Builds the sampler asked for (or the best available), or explains why none fits. */
-export function createSampler(target: DebugTarget, args: StartSamplingArguments, log: (text: string) => void, freeRunning: () => boolean = () => true): PcSampler {
+export function createSampler(
+  target: DebugTarget,
+  args: StartSamplingArguments,
+  log: (text: string) => void,
+  freeRunning: () => boolean = () => true,
+): PcSampler {
   const all = describeSamplers(target);
   const wanted = args.sampler ?? all.find((s) => s.available)?.id;
   const description = all.find((s) => s.id === wanted);
   if (!description || !description.available) throw unavailableSampler(all, args.sampler);
-  if (args.rateHz !== undefined && !(args.rateHz > 0)) throw new CycleLensError(ErrorCode.InvalidRequest, '`rateHz` must be a positive number of samples per second.');
+  if (args.rateHz !== undefined && !(args.rateHz > 0))
+    throw new CycleLensError(ErrorCode.InvalidRequest, '`rateHz` must be a positive number of samples per second.');
   const isRunning = () => !target.isEnded && target.debugger.isRunning;
   const qemu = qemuOf(target);
   switch (description.id) {
@@ -105,7 +137,14 @@ export function createSampler(target: DebugTarget, args: StartSamplingArguments,
       return sampler;
     }
     case 'qemu-monitor':
-      return new MonitorSampler({ socketPath: qemu!.monitorSocket!, family: target.config.family, singlestep: qemu!.singlestep, isRunning, log, ...(args.rateHz ? { rateHz: args.rateHz } : {}) });
+      return new MonitorSampler({
+        socketPath: qemu!.monitorSocket!,
+        family: target.config.family,
+        singlestep: qemu!.singlestep,
+        isRunning,
+        log,
+        ...(args.rateHz ? { rateHz: args.rateHz } : {}),
+      });
     case 'openocd-pcsr':
       return new PcsrSampler({ tclPort: openOcdOf(target)!.ports.tcl, isRunning, log, ...(args.rateHz ? { rateHz: args.rateHz } : {}) });
     case 'gdb-halting':

@@ -18,7 +18,13 @@ export interface HaltingSamplerOptions {
  * target time. The bias is measured against the oracle in bench/sampling.ts.
  */
 export class HaltingSampler implements PcSampler {
-  readonly identity: SamplerIdentity = { id: 'gdb-halting', label: 'GDB halting (interrupt, read PC, continue)', attribution: 'halting', halting: true, unit: 'samples' };
+  readonly identity: SamplerIdentity = {
+    id: 'gdb-halting',
+    label: 'GDB halting (interrupt, read PC, continue)',
+    attribution: 'halting',
+    halting: true,
+    unit: 'samples',
+  };
   private readonly counter = new AddressCounter();
   private running = false;
   private held = 0;

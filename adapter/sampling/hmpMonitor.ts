@@ -47,7 +47,10 @@ export class HmpMonitor {
     const banner = await monitor.reply(timeoutMs);
     if (monitor.failure || banner === undefined) {
       socket.destroy();
-      throw new CycleLensError(ErrorCode.ConnectFailed, `Could not reach QEMU's monitor (${monitor.failure?.message ?? 'no prompt within 5 s'}). The QEMU server strategy opens it; is this session running QEMU?`);
+      throw new CycleLensError(
+        ErrorCode.ConnectFailed,
+        `Could not reach QEMU's monitor (${monitor.failure?.message ?? 'no prompt within 5 s'}). The QEMU server strategy opens it; is this session running QEMU?`,
+      );
     }
     return monitor;
   }

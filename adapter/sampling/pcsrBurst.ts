@@ -37,8 +37,10 @@ export interface BurstPlan {
  * reads inside the same bracket, whose result Tcl drops (a bracket's value is its last command's).
  */
 export function planBurst(reads: number, maxSpacers: number, random: () => number = Math.random): BurstPlan {
-  if (!Number.isInteger(reads) || reads < 1) throw new CycleLensError(ErrorCode.InvalidRequest, `A PCSR burst needs a positive whole number of reads (got ${reads}).`);
-  if (!Number.isInteger(maxSpacers) || maxSpacers < 0) throw new CycleLensError(ErrorCode.InvalidRequest, `PCSR spacer reads must be a whole number of 0 or more (got ${maxSpacers}).`);
+  if (!Number.isInteger(reads) || reads < 1)
+    throw new CycleLensError(ErrorCode.InvalidRequest, `A PCSR burst needs a positive whole number of reads (got ${reads}).`);
+  if (!Number.isInteger(maxSpacers) || maxSpacers < 0)
+    throw new CycleLensError(ErrorCode.InvalidRequest, `PCSR spacer reads must be a whole number of 0 or more (got ${maxSpacers}).`);
   const pcsr = `read_memory ${hex(DWT_PCSR)} 32 1`;
   const spacer = `read_memory ${hex(DWT_CTRL)} 32 1; `;
   const spacers: number[] = [];
@@ -61,7 +63,10 @@ export function parseBurstReply(reply: string, expected: number): number[] {
   const values = words.map(parseWord);
   if (words.length !== expected || values.some((v) => v === undefined)) {
     const shown = reply.length > 120 ? `${reply.slice(0, 119)}…` : reply;
-    throw new CycleLensError(ErrorCode.TclError, `OpenOCD answered a burst of ${expected} DWT_PCSR reads with '${shown}', which is not a list of ${expected} 32-bit numbers. Is the target a Cortex-M with a DWT, and is this OpenOCD 0.12 or later?`);
+    throw new CycleLensError(
+      ErrorCode.TclError,
+      `OpenOCD answered a burst of ${expected} DWT_PCSR reads with '${shown}', which is not a list of ${expected} 32-bit numbers. Is the target a Cortex-M with a DWT, and is this OpenOCD 0.12 or later?`,
+    );
   }
   return values as number[];
 }

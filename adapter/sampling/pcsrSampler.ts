@@ -80,7 +80,10 @@ export class PcsrSampler implements PcSampler {
     await tcl.writeMemory(DEMCR, 32, [(demcr! | TRCENA) >>> 0]);
     const [after] = await tcl.readMemory(DEMCR, 32, 1);
     if ((after! & TRCENA) === 0) {
-      throw new CycleLensError(ErrorCode.Unsupported, `DEMCR (${hex(DEMCR)}) kept TRCENA clear after OpenOCD set it (read ${hex(after!)}): this core's DWT cannot be enabled from the debugger, so DWT_PCSR cannot be sampled. Use the \`gdb-halting\` sampler.`);
+      throw new CycleLensError(
+        ErrorCode.Unsupported,
+        `DEMCR (${hex(DEMCR)}) kept TRCENA clear after OpenOCD set it (read ${hex(after!)}): this core's DWT cannot be enabled from the debugger, so DWT_PCSR cannot be sampled. Use the \`gdb-halting\` sampler.`,
+      );
     }
     this.trcenaSetHere = true;
   }

@@ -49,11 +49,18 @@ function findUp(from: string, relative: string[]): string | undefined {
 export function qemuPluginPath(search: PluginSearch = defaultSearch()): string {
   const override = process.env['CYCLELENS_QEMU_PLUGIN'];
   if (override) return override;
-  const prebuilt = findUp(search.from, [join('dist', 'qemu-plugin', `${process.platform}-${process.arch}`, SO), join('qemu-plugin', `${process.platform}-${process.arch}`, SO), join('.cache', 'qemu-plugin', SO)]);
+  const prebuilt = findUp(search.from, [
+    join('dist', 'qemu-plugin', `${process.platform}-${process.arch}`, SO),
+    join('qemu-plugin', `${process.platform}-${process.arch}`, SO),
+    join('.cache', 'qemu-plugin', SO),
+  ]);
   if (prebuilt) return prebuilt;
   const source = findUp(search.from, [join('dist', 'qemu-plugin', SOURCE), join('qemu-plugin', SOURCE), join('adapter', 'sampling', SOURCE)]);
   if (!source) {
-    throw new CycleLensError(ErrorCode.ProgramNotFound, `The instruction-counting QEMU plugin is missing, and so is its source (${SOURCE}): reinstall CycleLens, or set CYCLELENS_QEMU_PLUGIN to a built ${SO}.`);
+    throw new CycleLensError(
+      ErrorCode.ProgramNotFound,
+      `The instruction-counting QEMU plugin is missing, and so is its source (${SOURCE}): reinstall CycleLens, or set CYCLELENS_QEMU_PLUGIN to a built ${SO}.`,
+    );
   }
   return buildPluginFromSource(source, search);
 }
@@ -71,9 +78,15 @@ export function buildPluginFromSource(source: string, search: Pick<PluginSearch,
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: Buffer };
     if (e.code === 'ENOENT') {
-      throw new CycleLensError(ErrorCode.ProgramNotFound, `The exact sampler's QEMU plugin is built on first use with gcc, which is not installed. Install it (Debian/Ubuntu: \`apt-get install gcc\`) and start the session again, or set CYCLELENS_QEMU_PLUGIN to a built ${SO}.`);
+      throw new CycleLensError(
+        ErrorCode.ProgramNotFound,
+        `The exact sampler's QEMU plugin is built on first use with gcc, which is not installed. Install it (Debian/Ubuntu: \`apt-get install gcc\`) and start the session again, or set CYCLELENS_QEMU_PLUGIN to a built ${SO}.`,
+      );
     }
-    throw new CycleLensError(ErrorCode.CommandFailed, `gcc could not build the exact sampler's QEMU plugin from ${source}: ${e.stderr?.toString().trim() || e.message}`);
+    throw new CycleLensError(
+      ErrorCode.CommandFailed,
+      `gcc could not build the exact sampler's QEMU plugin from ${source}: ${e.stderr?.toString().trim() || e.message}`,
+    );
   }
   renameSync(tmp, target);
   return target;

@@ -13,7 +13,11 @@ export interface InstructionCountSnapshot {
 export function parseInstructionCounts(text: string): InstructionCountSnapshot {
   const lines = text.split('\n');
   const header = /^cyclelens-insn-counts 1 (\d+) (\d+)$/.exec(lines[0] ?? '');
-  if (!header) throw new CycleLensError(ErrorCode.CommandFailed, `The instruction-count snapshot does not start with the plugin's header (got ${JSON.stringify((lines[0] ?? '').slice(0, 40))}).`);
+  if (!header)
+    throw new CycleLensError(
+      ErrorCode.CommandFailed,
+      `The instruction-count snapshot does not start with the plugin's header (got ${JSON.stringify((lines[0] ?? '').slice(0, 40))}).`,
+    );
   const counts = new Map<number, number>();
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!;
@@ -21,7 +25,8 @@ export function parseInstructionCounts(text: string): InstructionCountSnapshot {
     const space = line.indexOf(' ');
     const address = Number.parseInt(line.slice(0, space), 16);
     const count = Number(line.slice(space + 1));
-    if (space < 0 || !Number.isFinite(address) || !Number.isInteger(count)) throw new CycleLensError(ErrorCode.CommandFailed, `Malformed instruction-count line ${i + 1}: ${JSON.stringify(line.slice(0, 40))}.`);
+    if (space < 0 || !Number.isFinite(address) || !Number.isInteger(count))
+      throw new CycleLensError(ErrorCode.CommandFailed, `Malformed instruction-count line ${i + 1}: ${JSON.stringify(line.slice(0, 40))}.`);
     counts.set(address, count);
   }
   return { counts, dropped: Number(header[2]) };
@@ -34,13 +39,22 @@ export function parseInstructionCounts(text: string): InstructionCountSnapshot {
  * of time samples; nothing halts.
  */
 export class PluginSampler implements PcSampler {
-  readonly identity: SamplerIdentity = { id: 'qemu-plugin', label: 'QEMU instruction counts (exact)', attribution: 'exact-count', halting: false, unit: 'instructions' };
+  readonly identity: SamplerIdentity = {
+    id: 'qemu-plugin',
+    label: 'QEMU instruction counts (exact)',
+    attribution: 'exact-count',
+    halting: false,
+    unit: 'instructions',
+  };
   private previous = new Map<number, number>();
   private warnedDropped = false;
   /** The plugin's last snapshot (written at QEMU's exit), kept before the run directory goes. */
   private finalText: string | undefined;
 
-  constructor(private readonly file: string, private readonly log: (text: string) => void) {}
+  constructor(
+    private readonly file: string,
+    private readonly log: (text: string) => void,
+  ) {}
 
   /** Called once QEMU has exited (the plugin wrote its final counts at exit) and before its run directory goes. */
   captureFinal(): void {

@@ -45,7 +45,10 @@ export class QmpMonitor {
       await withTimeout(monitor.execute('qmp_capabilities'), timeoutMs, 'no answer to qmp_capabilities');
     } catch (err) {
       socket.destroy();
-      throw new CycleLensError(ErrorCode.ConnectFailed, `Could not reach QEMU's QMP monitor at ${path} (${err instanceof Error ? err.message : String(err)}). The QEMU server strategy opens it; is this session running QEMU?`);
+      throw new CycleLensError(
+        ErrorCode.ConnectFailed,
+        `Could not reach QEMU's QMP monitor at ${path} (${err instanceof Error ? err.message : String(err)}). The QEMU server strategy opens it; is this session running QEMU?`,
+      );
     }
     return monitor;
   }
@@ -105,5 +108,7 @@ export function parseReply(line: string): Reply {
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }

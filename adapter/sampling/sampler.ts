@@ -64,7 +64,11 @@ export async function waitUntil(at: number): Promise<void> {
 export class RandomOffsetSchedule {
   private periodStart: number;
 
-  constructor(private readonly intervalMs: number, now = performance.now(), private readonly random: () => number = Math.random) {
+  constructor(
+    private readonly intervalMs: number,
+    now = performance.now(),
+    private readonly random: () => number = Math.random,
+  ) {
     this.periodStart = now;
   }
 

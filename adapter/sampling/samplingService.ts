@@ -1,4 +1,12 @@
-import type { AddressCounts, SampleLocation, SamplerDescription, SamplesEventBody, SamplingSnapshotResponse, StartSamplingArguments, StopSamplingResponse } from '../../common/dapCustom';
+import type {
+  AddressCounts,
+  SampleLocation,
+  SamplerDescription,
+  SamplesEventBody,
+  SamplingSnapshotResponse,
+  StartSamplingArguments,
+  StopSamplingResponse,
+} from '../../common/dapCustom';
 import { CycleLensError, ErrorCode, errorMessage } from '../errors';
 import type { ElfImage } from '../elf';
 import type { DebugTarget } from '../target/debugTarget';

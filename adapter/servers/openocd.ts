@@ -54,7 +54,10 @@ export class OpenOcdServer implements GdbServer {
   private readonly exitEmitter = new Emitter<ServerExit>();
   readonly onUnexpectedExit = (l: (e: ServerExit) => void): void => void this.exitEmitter.event(l);
 
-  constructor(private readonly args: OpenOcdServerArgs, private readonly options: OpenOcdOptions = {}) {}
+  constructor(
+    private readonly args: OpenOcdServerArgs,
+    private readonly options: OpenOcdOptions = {},
+  ) {}
 
   get gdbAddress(): string {
     return `127.0.0.1:${this.ports.gdb}`;
@@ -68,13 +71,17 @@ export class OpenOcdServer implements GdbServer {
   /** The Tcl RPC connection, once start() has resolved. */
   get tcl(): TclRpcClient {
     if (!this.tclClient?.isOpen) {
-      throw new CycleLensError(ErrorCode.NotRunning, 'OpenOCD\'s Tcl RPC connection is not open: OpenOCD has not started or has stopped.');
+      throw new CycleLensError(ErrorCode.NotRunning, "OpenOCD's Tcl RPC connection is not open: OpenOCD has not started or has stopped.");
     }
     return this.tclClient;
   }
 
   async start(ctx: ServerContext): Promise<void> {
-    const exe = requireExecutable(this.args.path ?? 'openocd', 'OpenOCD', 'Install it (Debian: `apt-get install openocd`) or set `server.path` in the launch configuration to the openocd executable.');
+    const exe = requireExecutable(
+      this.args.path ?? 'openocd',
+      'OpenOCD',
+      'Install it (Debian: `apt-get install openocd`) or set `server.path` in the launch configuration to the openocd executable.',
+    );
     const searchDirs = (this.args.searchDirs ?? []).map((d) => resolve(ctx.cwd, d));
     for (const file of this.args.configFiles) checkConfigFile(file, ctx.cwd, searchDirs, exe);
     this.chosenPorts = await this.choosePorts();
@@ -159,18 +166,37 @@ export class OpenOcdServer implements GdbServer {
         if (err) rejectReady(err);
         else resolveReady();
       };
-      const timer = setTimeout(() => settle(new CycleLensError(ErrorCode.ServerTimeout, `OpenOCD did not report "Listening on port ${gdbPort} for gdb connections" within ${timeoutMs / 1000} s.${this.outputQuote()}`)), timeoutMs);
+      const timer = setTimeout(
+        () =>
+          settle(
+            new CycleLensError(
+              ErrorCode.ServerTimeout,
+              `OpenOCD did not report "Listening on port ${gdbPort} for gdb connections" within ${timeoutMs / 1000} s.${this.outputQuote()}`,
+            ),
+          ),
+        timeoutMs,
+      );
       const listener = lines.event((line) => {
         const ready = READY.exec(line);
         if (ready && Number(ready[1]) === gdbPort) return settle();
         if (NO_TARGET.test(line)) {
-          return settle(new CycleLensError(ErrorCode.ServerFailedToStart, `OpenOCD started but configured no target: check your -f target/… file. \`server.configFiles\` must include a target configuration that runs \`target create\` (e.g. target/stm32f4x.cfg), after the interface file. OpenOCD said: "${line.replace(/^\w+\s*:\s*/, '')}".`));
+          return settle(
+            new CycleLensError(
+              ErrorCode.ServerFailedToStart,
+              `OpenOCD started but configured no target: check your -f target/… file. \`server.configFiles\` must include a target configuration that runs \`target create\` (e.g. target/stm32f4x.cfg), after the interface file. OpenOCD said: "${line.replace(/^\w+\s*:\s*/, '')}".`,
+            ),
+          );
         }
         const bind = BIND_FAILED.exec(line);
         if (bind) {
           const service = bind[1] as Service;
-          const hint = this.options.ports?.[service] !== undefined ? 'Choose another port, or stop the program using it.' : 'Another program took it after CycleLens picked it; start the session again.';
-          return settle(new CycleLensError(ErrorCode.PortInUse, `OpenOCD could not listen on port ${bind[2]} (its ${service} port): it is already in use. ${hint}`));
+          const hint =
+            this.options.ports?.[service] !== undefined
+              ? 'Choose another port, or stop the program using it.'
+              : 'Another program took it after CycleLens picked it; start the session again.';
+          return settle(
+            new CycleLensError(ErrorCode.PortInUse, `OpenOCD could not listen on port ${bind[2]} (its ${service} port): it is already in use. ${hint}`),
+          );
         }
       });
       proc.child.once('error', (err) => settle(new CycleLensError(ErrorCode.ServerFailedToStart, `OpenOCD could not be started: ${err.message}`)));
@@ -179,7 +205,12 @@ export class OpenOcdServer implements GdbServer {
         // they are quoted once both streams have ended.
         await proc.outputEnded();
         const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-        settle(new CycleLensError(ErrorCode.ServerFailedToStart, `OpenOCD ${how} before it was ready for GDB.${this.outputQuote()}\nCheck \`server.configFiles\` (an interface file and a target file) and that the probe is connected.`));
+        settle(
+          new CycleLensError(
+            ErrorCode.ServerFailedToStart,
+            `OpenOCD ${how} before it was ready for GDB.${this.outputQuote()}\nCheck \`server.configFiles\` (an interface file and a target file) and that the probe is connected.`,
+          ),
+        );
       });
     });
   }
@@ -233,7 +264,10 @@ function checkConfigFile(file: string, cwd: string, searchDirs: string[], exe: s
   // An installation laid out differently has script folders we cannot see: let OpenOCD decide.
   if (!isAbsolute(file) && !existsSync(join(installDir, 'scripts'))) return;
   const looked = isAbsolute(file) ? '' : ` Looked in: ${[cwd, ...dirs.map((d) => resolve(d))].join(', ')}.`;
-  throw new CycleLensError(ErrorCode.InvalidLaunchArgs, `OpenOCD configuration file '${file}' was not found.${looked} Correct \`server.configFiles\`, or add the folder that holds it to \`server.searchDirs\`.`);
+  throw new CycleLensError(
+    ErrorCode.InvalidLaunchArgs,
+    `OpenOCD configuration file '${file}' was not found.${looked} Correct \`server.configFiles\`, or add the folder that holds it to \`server.searchDirs\`.`,
+  );
 }
 
 function isFile(path: string): boolean {

@@ -63,17 +63,23 @@ export class QemuServer implements GdbServer {
     const defaults = archPlugin(ctx.family).qemu;
     if (isUnsupported(defaults)) throw new CycleLensError(ErrorCode.UnsupportedArchitecture, defaults.unsupported);
     const argv = [
-      '-M', this.args.machine ?? defaults.defaultMachine,
+      '-M',
+      this.args.machine ?? defaults.defaultMachine,
       ...(this.args.cpu ? ['-cpu', this.args.cpu] : []),
       ...defaults.args,
       // sleep=off: virtual time never follows the host clock (a wfi would otherwise make runs differ).
       ...(this.args.icount === null ? [] : ['-icount', `shift=${this.args.icount ?? 0},sleep=off`]),
-      '-kernel', ctx.executable,
-      '-display', 'none',
+      '-kernel',
+      ctx.executable,
+      '-display',
+      'none',
       // A file, not stdio: see FileFollower for why the guest's UART must never wait on a pipe.
-      '-serial', `file:${join(dirname(monitorSocket), 'uart.log')}`,
-      '-monitor', `unix:${monitorSocket},server=on,wait=off`,
-      '-gdb', `tcp:127.0.0.1:${port}`,
+      '-serial',
+      `file:${join(dirname(monitorSocket), 'uart.log')}`,
+      '-monitor',
+      `unix:${monitorSocket},server=on,wait=off`,
+      '-gdb',
+      `tcp:127.0.0.1:${port}`,
       '-S',
       // QEMU 7.2 has no `-accel tcg,one-insn-per-tb=on` yet: `-singlestep` is its spelling.
       ...(this.args.singlestep ? ['-singlestep'] : []),
@@ -89,7 +95,11 @@ export class QemuServer implements GdbServer {
     const { binary, argv } = this.commandLine(ctx, this.port, this.monitorSocket!);
     const qemu = archPlugin(ctx.family).qemu;
     const debianPackage = isUnsupported(qemu) ? 'qemu-system' : qemu.debianPackage;
-    const exe = requireExecutable(binary, 'QEMU', `Install it (Debian: \`apt-get install ${debianPackage}\`) or set \`server.path\` in the launch configuration.`);
+    const exe = requireExecutable(
+      binary,
+      'QEMU',
+      `Install it (Debian: \`apt-get install ${debianPackage}\`) or set \`server.path\` in the launch configuration.`,
+    );
     ctx.log(`Starting ${exe} ${argv.join(' ')}\n`);
     const proc = OwnedProcess.spawn('qemu', exe, argv, { cwd: ctx.cwd });
     this.proc = proc;
@@ -118,7 +128,10 @@ export class QemuServer implements GdbServer {
         return;
       }
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-      this.exitEmitter.fire({ message: `QEMU ${how} while the session was running.${this.tail.text ? ` Its last output:\n${this.tail.text}` : ''}`, programEnded: false });
+      this.exitEmitter.fire({
+        message: `QEMU ${how} while the session was running.${this.tail.text ? ` Its last output:\n${this.tail.text}` : ''}`,
+        programEnded: false,
+      });
     });
     try {
       await waitForTcp('127.0.0.1', this.port, Date.now() + 10_000, () => spawnError ?? (proc.hasExited ? 'exited' : undefined));
@@ -126,10 +139,16 @@ export class QemuServer implements GdbServer {
       await this.stop();
       const output = this.tail.text;
       if (/Address already in use|Failed to find an available port/i.test(output)) {
-        throw new CycleLensError(ErrorCode.PortInUse, `QEMU could not listen for GDB on port ${this.port}: it is already in use. Try again; CycleLens picks a free port each time.`);
+        throw new CycleLensError(
+          ErrorCode.PortInUse,
+          `QEMU could not listen for GDB on port ${this.port}: it is already in use. Try again; CycleLens picks a free port each time.`,
+        );
       }
       const why = err instanceof Error && err.message === 'timeout' ? 'did not open its GDB port within 10 s' : 'exited before GDB could connect';
-      throw new CycleLensError(ErrorCode.ServerFailedToStart, `QEMU ${why}.${output ? ` It printed:\n${output}` : ''}\nCheck \`server.machine\` (${argv[1]}) and that the executable is built for it.`);
+      throw new CycleLensError(
+        ErrorCode.ServerFailedToStart,
+        `QEMU ${why}.${output ? ` It printed:\n${output}` : ''}\nCheck \`server.machine\` (${argv[1]}) and that the executable is built for it.`,
+      );
     }
   }
 

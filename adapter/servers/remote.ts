@@ -26,19 +26,34 @@ export class RemoteServer implements GdbServer {
     try {
       await waitForTcp(host, Number(m[2]), Date.now() + 3_000, () => undefined);
     } catch {
-      throw new CycleLensError(ErrorCode.ConnectFailed, `Nothing accepts connections at ${this.args.address}. Start the gdbserver first, or correct \`server.address\`.`);
+      throw new CycleLensError(
+        ErrorCode.ConnectFailed,
+        `Nothing accepts connections at ${this.args.address}. Start the gdbserver first, or correct \`server.address\`.`,
+      );
     }
     const probe = await probeGdbServer(host, Number(m[2]), HANDSHAKE_TIMEOUT_MS);
     const hint = 'Check `server.address`: it must be the GDB port of the server (OpenOCD: 3333, not its telnet 4444 or Tcl 6666; J-Link: 2331; pyOCD: 3333).';
     if (probe.kind === 'silent') {
-      throw new CycleLensError(ErrorCode.ConnectFailed, `Nothing at ${this.args.address} answered as a gdbserver: it accepted the connection but did not answer a GDB remote protocol request within ${HANDSHAKE_TIMEOUT_MS / 1000} s. ${hint}`);
+      throw new CycleLensError(
+        ErrorCode.ConnectFailed,
+        `Nothing at ${this.args.address} answered as a gdbserver: it accepted the connection but did not answer a GDB remote protocol request within ${HANDSHAKE_TIMEOUT_MS / 1000} s. ${hint}`,
+      );
     }
     if (probe.kind === 'other') {
-      const said = probe.said.replace(/[^\x20-\x7e]+/g, ' ').trim().slice(0, 60);
-      throw new CycleLensError(ErrorCode.ConnectFailed, `Nothing at ${this.args.address} answered as a gdbserver: it replied "${said}", which is not the GDB remote protocol. ${hint}`);
+      const said = probe.said
+        .replace(/[^\x20-\x7e]+/g, ' ')
+        .trim()
+        .slice(0, 60);
+      throw new CycleLensError(
+        ErrorCode.ConnectFailed,
+        `Nothing at ${this.args.address} answered as a gdbserver: it replied "${said}", which is not the GDB remote protocol. ${hint}`,
+      );
     }
     if (probe.kind === 'closed') {
-      throw new CycleLensError(ErrorCode.ConnectFailed, `Nothing at ${this.args.address} answered as a gdbserver: it closed the connection without answering (a gdbserver that already serves another debugger does this). ${hint}`);
+      throw new CycleLensError(
+        ErrorCode.ConnectFailed,
+        `Nothing at ${this.args.address} answered as a gdbserver: it closed the connection without answering (a gdbserver that already serves another debugger does this). ${hint}`,
+      );
     }
   }
 

@@ -258,22 +258,31 @@ export class TclRpcClient {
   /** The connection ended (OpenOCD exited, or close()). */
   readonly onClose: (listener: (reason: CycleLensError) => void) => Disposable = this.closeEmitter.event;
 
-  private constructor(private readonly socket: Socket, readonly address: string, private readonly timeoutMs: number) {
+  private constructor(
+    private readonly socket: Socket,
+    readonly address: string,
+    private readonly timeoutMs: number,
+  ) {
     socket.on('data', (chunk: Buffer) => {
       for (const frame of this.decoder.push(chunk)) this.onFrame(parseFrame(frame));
     });
     socket.on('error', (err) => (this.socketError = err));
-    this.closed = new Promise((resolve) => socket.once('close', () => {
-      this.onSocketClosed();
-      resolve();
-    }));
+    this.closed = new Promise((resolve) =>
+      socket.once('close', () => {
+        this.onSocketClosed();
+        resolve();
+      }),
+    );
   }
 
   /** Connects and prepares the connection (defines the reply proc the wrapper ends with). */
   static async connect(port: number, host = '127.0.0.1', options: TclRpcOptions = {}): Promise<TclRpcClient> {
     const address = `${host}:${port}`;
     const socket = await openSocket(host, port, options.connectTimeoutMs ?? 3000).catch((err: Error) => {
-      throw new CycleLensError(ErrorCode.ConnectFailed, `Could not connect to OpenOCD's Tcl RPC port at ${address}: ${err.message}. Check that OpenOCD runs with \`tcl_port ${port}\`.`);
+      throw new CycleLensError(
+        ErrorCode.ConnectFailed,
+        `Could not connect to OpenOCD's Tcl RPC port at ${address}: ${err.message}. Check that OpenOCD runs with \`tcl_port ${port}\`.`,
+      );
     });
     const client = new TclRpcClient(socket, address, options.timeoutMs ?? 10_000);
     try {
@@ -309,9 +318,15 @@ export class TclRpcClient {
     if (!Number.isInteger(count) || count < 1) throw invalid(`read count must be a positive integer (got ${count})`);
     const reply = await this.command(`read_memory ${hex(address)} ${width} ${count}`);
     // 0.12 answers a Tcl list of hex numbers ("0x20001000 0x0 ...").
-    const values = reply.split(/\s+/).filter((w) => w !== '').map(Number);
+    const values = reply
+      .split(/\s+/)
+      .filter((w) => w !== '')
+      .map(Number);
     if (values.length !== count || values.some((v) => !Number.isInteger(v))) {
-      throw new CycleLensError(ErrorCode.TclError, `OpenOCD answered read_memory of ${count} value(s) at ${hex(address)} with '${shorten(reply)}', which is not ${count} number(s).`);
+      throw new CycleLensError(
+        ErrorCode.TclError,
+        `OpenOCD answered read_memory of ${count} value(s) at ${hex(address)} with '${shorten(reply)}', which is not ${count} number(s).`,
+      );
     }
     return values;
   }
@@ -374,7 +389,12 @@ export class TclRpcClient {
     next.timer = setTimeout(() => {
       if (this.inFlight !== next) return;
       this.inFlight = undefined;
-      next.reject(new CycleLensError(ErrorCode.TclTimeout, `OpenOCD did not answer \`${shorten(next.script)}\` within ${next.timeoutMs} ms. The probe or target may be stuck; check OpenOCD's output in the Debug Console.`));
+      next.reject(
+        new CycleLensError(
+          ErrorCode.TclTimeout,
+          `OpenOCD did not answer \`${shorten(next.script)}\` within ${next.timeoutMs} ms. The probe or target may be stuck; check OpenOCD's output in the Debug Console.`,
+        ),
+      );
       this.pump();
     }, next.timeoutMs);
     this.socket.write(Buffer.concat([Buffer.from(wrapCommand(next.id, next.script), 'utf8'), Buffer.of(TCL_TERMINATOR)]));
@@ -391,7 +411,12 @@ export class TclRpcClient {
     clearTimeout(pending.timer);
     this.inFlight = undefined;
     if (frame.kind === 'unknown') {
-      pending.reject(new CycleLensError(ErrorCode.TclError, `OpenOCD answered \`${shorten(pending.script)}\` with '${shorten(frame.text)}', which is not a CycleLens Tcl reply. Is this OpenOCD 0.12 or later?`));
+      pending.reject(
+        new CycleLensError(
+          ErrorCode.TclError,
+          `OpenOCD answered \`${shorten(pending.script)}\` with '${shorten(frame.text)}', which is not a CycleLens Tcl reply. Is this OpenOCD 0.12 or later?`,
+        ),
+      );
     } else if (isSuccessCode(frame.code)) {
       pending.resolve(frame.result);
     } else {

@@ -30,18 +30,30 @@ export class BreakpointManager {
   constructor(private readonly gdb: () => Debugger) {}
 
   async setSourceBreakpoints(path: string, bps: DebugProtocol.SourceBreakpoint[]): Promise<DebugProtocol.Breakpoint[]> {
-    return this.replace('source', path, bps.map((b) => ({ ...this.common(b), location: { kind: 'line', path, line: b.line } })));
+    return this.replace(
+      'source',
+      path,
+      bps.map((b) => ({ ...this.common(b), location: { kind: 'line', path, line: b.line } })),
+    );
   }
 
   async setFunctionBreakpoints(bps: DebugProtocol.FunctionBreakpoint[]): Promise<DebugProtocol.Breakpoint[]> {
-    return this.replace('function', '', bps.map((b) => ({ ...this.common(b), location: parseLocationSpec(b.name) })));
+    return this.replace(
+      'function',
+      '',
+      bps.map((b) => ({ ...this.common(b), location: parseLocationSpec(b.name) })),
+    );
   }
 
   async setInstructionBreakpoints(bps: DebugProtocol.InstructionBreakpoint[]): Promise<DebugProtocol.Breakpoint[]> {
-    return this.replace('instruction', '', bps.map((b) => {
-      const address = BigInt(b.instructionReference) + BigInt(b.offset ?? 0);
-      return { ...this.common(b), location: { kind: 'address', address } };
-    }));
+    return this.replace(
+      'instruction',
+      '',
+      bps.map((b) => {
+        const address = BigInt(b.instructionReference) + BigInt(b.offset ?? 0);
+        return { ...this.common(b), location: { kind: 'address', address } };
+      }),
+    );
   }
 
   private common(b: { condition?: string; hitCondition?: string }): Omit<BreakpointRequest, 'location'> {

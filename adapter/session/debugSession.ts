@@ -135,19 +135,21 @@ export class CycleLensDebugSession extends DebugSession {
     const response = new Response(request);
     // Arguments are optional in DAP for several requests; a handler that throws synchronously must
     // still produce an error response, never a request left unanswered.
-    Promise.resolve(request.arguments ?? {}).then((args) => handler(args as never)).then(
-      (body) => {
-        if (body !== undefined) (response as DebugProtocol.Response).body = body;
-        this.sendResponse(response);
-      },
-      (err: unknown) => {
-        const code = err instanceof CycleLensError ? err.code : ErrorCode.CommandFailed;
-        const userFacing = err instanceof CycleLensError ? err.userFacing : false;
-        // The DAP library substitutes `{_name}` only (other braces pass as written, so JSON examples such as
-        // `{ "start": … }` stay readable); with no variables given, `{_…}` would throw inside it.
-        this.sendErrorResponse(response, { id: code, format: errorMessage(err).replace(/\{(_[^}]*)\}/g, '($1)'), showUser: userFacing });
-      },
-    );
+    Promise.resolve(request.arguments ?? {})
+      .then((args) => handler(args as never))
+      .then(
+        (body) => {
+          if (body !== undefined) (response as DebugProtocol.Response).body = body;
+          this.sendResponse(response);
+        },
+        (err: unknown) => {
+          const code = err instanceof CycleLensError ? err.code : ErrorCode.CommandFailed;
+          const userFacing = err instanceof CycleLensError ? err.userFacing : false;
+          // The DAP library substitutes `{_name}` only (other braces pass as written, so JSON examples such as
+          // `{ "start": … }` stay readable); with no variables given, `{_…}` would throw inside it.
+          this.sendErrorResponse(response, { id: code, format: errorMessage(err).replace(/\{(_[^}]*)\}/g, '($1)'), showUser: userFacing });
+        },
+      );
   }
 
   // ---- lifecycle -------------------------------------------------------------------------------
@@ -176,7 +178,10 @@ export class CycleLensDebugSession extends DebugSession {
     target.onEnded(({ message }) => {
       if (message) this.output({ category: 'important', text: `${message}\n` });
       // The last samples (the exact sampler's final counts at program exit) go out before the end.
-      void this.sampling.stop().catch(() => undefined).finally(() => this.sendEvent(new TerminatedEvent()));
+      void this.sampling
+        .stop()
+        .catch(() => undefined)
+        .finally(() => this.sendEvent(new TerminatedEvent()));
     });
     // Counters are probed while the target is still halted at reset, before the user runs it.
     this.counters = new CounterService(
@@ -216,7 +221,12 @@ export class CycleLensDebugSession extends DebugSession {
     // Patched code is restored before anything else (the journal is cleared with it), and a target
     // that lives on (attach, real boards) gets its counter registers back as they were.
     if (target && !target.isEnded) {
-      await this.injection.removeAll().catch((err: unknown) => this.output({ category: 'important', text: `Could not remove injected measurements (${errorMessage(err)}); the patch journal restores them at the next launch.\n` }));
+      await this.injection.removeAll().catch((err: unknown) =>
+        this.output({
+          category: 'important',
+          text: `Could not remove injected measurements (${errorMessage(err)}); the patch journal restores them at the next launch.\n`,
+        }),
+      );
       if (!terminate && counters) await target.withHalted(() => counters.release()).catch(() => undefined);
     }
     this.target = undefined;
@@ -279,11 +289,15 @@ export class CycleLensDebugSession extends DebugSession {
     this.freeRunning = false;
     const kind = e.breakpointIds.length > 0 ? this.breakpoints.kindOf(e.breakpointIds[0]!) : undefined;
     const reason =
-      e.reason === 'breakpoint' && kind === 'function' ? 'function breakpoint'
-      : e.reason === 'breakpoint' && kind === 'instruction' ? 'instruction breakpoint'
-      : e.reason === 'function-finished' ? 'step'
-      : e.reason === 'signal' || e.reason === 'unknown' ? 'pause'
-      : e.reason;
+      e.reason === 'breakpoint' && kind === 'function'
+        ? 'function breakpoint'
+        : e.reason === 'breakpoint' && kind === 'instruction'
+          ? 'instruction breakpoint'
+          : e.reason === 'function-finished'
+            ? 'step'
+            : e.reason === 'signal' || e.reason === 'unknown'
+              ? 'pause'
+              : e.reason;
     const stopped = new StoppedEvent(reason, e.threadId ?? 1, e.description) as DebugProtocol.StoppedEvent;
     stopped.body.allThreadsStopped = e.allStopped;
     if (e.breakpointIds.length > 0) stopped.body.hitBreakpointIds = e.breakpointIds;
@@ -321,10 +335,13 @@ export class CycleLensDebugSession extends DebugSession {
     const frames = prefetched ? prefetched.filter((f) => f.level >= low && f.level <= high) : await gdb.stackFrames(a.threadId, low, high);
     // A page that is not full ends the stack, so its size is known without asking GDB to walk it all.
     const depth =
-      prefetched && prefetched.length < PREFETCH_FRAMES ? prefetched.length
-      : frames.length < high - low + 1 ? low + frames.length
-      : low === 0 ? await gdb.stackDepth(a.threadId).catch(() => undefined)
-      : undefined;
+      prefetched && prefetched.length < PREFETCH_FRAMES
+        ? prefetched.length
+        : frames.length < high - low + 1
+          ? low + frames.length
+          : low === 0
+            ? await gdb.stackDepth(a.threadId).catch(() => undefined)
+            : undefined;
     return {
       stackFrames: frames.map((f) => {
         const id = this.nextFrameId++;

@@ -58,16 +58,16 @@ async function readRange(read: DisassemblyReader, start: bigint, end: bigint): P
 function dapConverter(): (i: DisassembledInstruction) => DebugProtocol.DisassembledInstruction {
   let lastLocation: string | undefined;
   return (i) => {
-  const location = i.file && i.line !== undefined ? `${i.file}:${i.line}` : undefined;
-  const showLocation = location !== undefined && location !== lastLocation;
-  lastLocation = location;
-  return {
-    address: `0x${i.address.toString(16)}`,
-    instruction: i.instruction,
-    instructionBytes: i.opcodes,
-    ...(i.functionName ? { symbol: `${i.functionName}+${i.offset ?? 0}` } : {}),
-    ...(showLocation ? { location: { path: i.file!, name: i.file!.split('/').pop()! }, line: i.line! } : {}),
-  };
+    const location = i.file && i.line !== undefined ? `${i.file}:${i.line}` : undefined;
+    const showLocation = location !== undefined && location !== lastLocation;
+    lastLocation = location;
+    return {
+      address: `0x${i.address.toString(16)}`,
+      instruction: i.instruction,
+      instructionBytes: i.opcodes,
+      ...(i.functionName ? { symbol: `${i.functionName}+${i.offset ?? 0}` } : {}),
+      ...(showLocation ? { location: { path: i.file!, name: i.file!.split('/').pop()! }, line: i.line! } : {}),
+    };
   };
 }
 

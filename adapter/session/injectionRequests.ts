@@ -66,7 +66,8 @@ export class InjectionRequests {
 
   /** Which functions an entry patch can measure (nothing is written): groups take only those. */
   private async planEntries(a: PlanInjectionArguments): Promise<PlanInjectionResponse> {
-    if (!Array.isArray(a?.functions)) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, 'planInjection needs `functions`: the names of the functions to plan');
+    if (!Array.isArray(a?.functions))
+      throw new CycleLensError(ErrorCode.InvalidLaunchArgs, 'planInjection needs `functions`: the names of the functions to plan');
     const target = this.target();
     const service = this.service ?? (await target.withHalted(() => this.serviceFor(target)));
     return {
@@ -175,7 +176,9 @@ export class InjectionRequests {
   private async counterNow(service: InjectionService): Promise<bigint | undefined> {
     const c = service.counter;
     if (c.kind !== 'csr') return undefined;
-    return this.target().debugger.readRegister(c.name).catch(() => undefined);
+    return this.target()
+      .debugger.readRegister(c.name)
+      .catch(() => undefined);
   }
 
   /** Where a function starts in the source, when the ELF has line information. */
@@ -196,7 +199,10 @@ export class InjectionRequests {
     }
     const addresses = image.lineTable.addressesForLine(loc.path, loc.line);
     if (addresses.length === 0) {
-      throw new CycleLensError(ErrorCode.InvalidRequest, `Line ${loc.line} of ${loc.path} has no code in ${image.path} (a comment, a declaration, or optimised away): choose a line with a statement.`);
+      throw new CycleLensError(
+        ErrorCode.InvalidRequest,
+        `Line ${loc.line} of ${loc.path} has no code in ${image.path} (a comment, a declaration, or optimised away): choose a line with a statement.`,
+      );
     }
     return addresses[0]!;
   }
@@ -212,7 +218,10 @@ export class InjectionRequests {
     const memoryMap = server.type === 'qemu' ? config.facts.memoryMap : await this.debuggerMemoryMap(target);
     // OpenOCD and remote stubs tell their memory map only once connected: check the launch's range now.
     if (config.reservedMemory && memoryMap && server.type !== 'qemu') validateReservedMemory(config.reservedMemory, config.image, memoryMap);
-    const reserved = resolveReservedMemory(config.image, { ...(config.reservedMemory ? { launch: config.reservedMemory } : {}), ...(memoryMap ? { memoryMap } : {}) });
+    const reserved = resolveReservedMemory(config.image, {
+      ...(config.reservedMemory ? { launch: config.reservedMemory } : {}),
+      ...(memoryMap ? { memoryMap } : {}),
+    });
     if ('ok' in reserved) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, reserved.reason);
     const { support, counterUnitsPerInstruction } = injection.support(this.counters(), config.facts);
     this.service = new InjectionService({

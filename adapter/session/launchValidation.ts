@@ -51,7 +51,11 @@ export function validateServer(raw: unknown, cwd: string): ServerArgs {
   const s = raw as Record<string, unknown>;
   switch (s['type']) {
     case 'qemu': {
-      if (s['icount'] !== undefined && s['icount'] !== null && !(Number.isInteger(s['icount']) && (s['icount'] as number) >= 0 && (s['icount'] as number) <= 10)) {
+      if (
+        s['icount'] !== undefined &&
+        s['icount'] !== null &&
+        !(Number.isInteger(s['icount']) && (s['icount'] as number) >= 0 && (s['icount'] as number) <= 10)
+      ) {
         invalid('`server.icount` must be an integer shift from 0 to 10, or null to turn instruction counting off.');
       }
       for (const key of ['machine', 'cpu', 'path'] as const) {
@@ -64,10 +68,12 @@ export function validateServer(raw: unknown, cwd: string): ServerArgs {
     }
     case 'openocd': {
       const configFiles = optionalStrings(s['configFiles'], 'server.configFiles');
-      if (configFiles.length === 0) invalid('`server.configFiles` is empty: list your interface and target files, e.g. ["interface/stlink.cfg", "target/stm32f4x.cfg"].');
+      if (configFiles.length === 0)
+        invalid('`server.configFiles` is empty: list your interface and target files, e.g. ["interface/stlink.cfg", "target/stm32f4x.cfg"].');
       for (const key of ['gdbPort', 'tclPort', 'telnetPort'] as const) {
         const v = s[key];
-        if (v !== undefined && !(Number.isInteger(v) && (v as number) > 0 && (v as number) < 65536)) invalid(`\`server.${key}\` must be a TCP port number (1–65535), or left out to pick a free one.`);
+        if (v !== undefined && !(Number.isInteger(v) && (v as number) > 0 && (v as number) < 65536))
+          invalid(`\`server.${key}\` must be a TCP port number (1–65535), or left out to pick a free one.`);
       }
       return {
         ...(s as object),
@@ -94,7 +100,10 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
   }
   const executable = isAbsolute(raw.executable!) ? raw.executable! : resolve(cwd, raw.executable!);
   if (!existsSync(executable)) {
-    throw new CycleLensError(ErrorCode.ExecutableNotFound, `The executable ${executable} does not exist. Build the firmware first, or correct \`executable\` in launch.json.`);
+    throw new CycleLensError(
+      ErrorCode.ExecutableNotFound,
+      `The executable ${executable} does not exist. Build the firmware first, or correct \`executable\` in launch.json.`,
+    );
   }
   if (!statSync(executable).isFile()) {
     throw new CycleLensError(ErrorCode.NotAnElf, `${executable} is not a file. Point \`executable\` at the linked .elf.`);
@@ -113,7 +122,10 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
   if (raw.lldbPython !== undefined && typeof raw.lldbPython !== 'string') invalid('`lldbPython` must be a string.');
   if (raw.debugger !== undefined && raw.debugger !== 'gdb' && raw.debugger !== 'lldb') invalid('`debugger` must be "gdb" or "lldb" (or leave it out for GDB).');
   if (!image.section('.symtab')) {
-    throw new CycleLensError(ErrorCode.NotAnElf, `${executable} has no symbols: pass the unstripped ELF the linker wrote (built with -g), not a stripped copy.`);
+    throw new CycleLensError(
+      ErrorCode.NotAnElf,
+      `${executable} has no symbols: pass the unstripped ELF the linker wrote (built with -g), not a stripped copy.`,
+    );
   }
   const server = validateServer(raw.server, cwd);
   const facts = computeTargetFacts(detected, server);
@@ -146,12 +158,15 @@ const hex32 = (n: number): string => `0x${n.toString(16).padStart(8, '0')}`;
 /** `"reservedMemory": { … }` with a range the program does not use, for error messages. */
 function reservedExample(image: ElfImage, map: readonly MemoryRegion[] | undefined): string {
   const gap = map ? resolveReservedMemory(image, { memoryMap: map }) : undefined;
-  const start = gap && !('ok' in gap) ? gap.start : map?.find((r) => r.kind === 'ram')?.start ?? 0x20000000;
+  const start = gap && !('ok' in gap) ? gap.start : (map?.find((r) => r.kind === 'ram')?.start ?? 0x20000000);
   return `"reservedMemory": { "start": "${hex32(start)}", "size": 4096 }`;
 }
 
 function ramList(map: readonly MemoryRegion[]): string {
-  return map.filter((r) => r.kind === 'ram').map((r) => `${hex32(r.start)}-${hex32(r.start + r.size - 1)}${r.name ? ` (${r.name})` : ''}`).join(', ');
+  return map
+    .filter((r) => r.kind === 'ram')
+    .map((r) => `${hex32(r.start)}-${hex32(r.start + r.size - 1)}${r.name ? ` (${r.name})` : ''}`)
+    .join(', ');
 }
 
 /**
@@ -159,7 +174,11 @@ function ramList(map: readonly MemoryRegion[]): string {
  * outside RAM would be accepted by nothing but the injector, which would place its payload there and
  * crash the program ("program ended early" is all the user would see).
  */
-export function validateReservedMemory(raw: unknown, image: ElfImage, givenMap: readonly MemoryRegion[] | undefined): { start: number; size: number } | undefined {
+export function validateReservedMemory(
+  raw: unknown,
+  image: ElfImage,
+  givenMap: readonly MemoryRegion[] | undefined,
+): { start: number; size: number } | undefined {
   if (raw === undefined) return undefined;
   // A map without RAM in it (a stub that sends none) says nothing about where RAM is.
   const map = givenMap?.some((x) => x.kind === 'ram') ? givenMap : undefined;
@@ -169,14 +188,18 @@ export function validateReservedMemory(raw: unknown, image: ElfImage, givenMap: 
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) invalid(`${shape} Got ${JSON.stringify(raw)}.`);
   const r = raw as Record<string, unknown>;
   const start = typeof r.start === 'string' && /^(0x[0-9a-f]+|\d+)$/i.test(r.start.trim()) ? Number(r.start) : r.start;
-  if (typeof start !== 'number' || !Number.isInteger(start) || start < 0 || start > 0xffff_ffff) invalid(`\`reservedMemory.start\` must be a 32-bit address such as "0x20070000" (got ${JSON.stringify(r.start)}). ${shape}`);
+  if (typeof start !== 'number' || !Number.isInteger(start) || start < 0 || start > 0xffff_ffff)
+    invalid(`\`reservedMemory.start\` must be a 32-bit address such as "0x20070000" (got ${JSON.stringify(r.start)}). ${shape}`);
   const size = r.size;
-  if (typeof size !== 'number' || !Number.isInteger(size) || size <= 0) invalid(`\`reservedMemory.size\` must be a positive number of bytes (got ${JSON.stringify(size)}). ${shape}`);
+  if (typeof size !== 'number' || !Number.isInteger(size) || size <= 0)
+    invalid(`\`reservedMemory.size\` must be a positive number of bytes (got ${JSON.stringify(size)}). ${shape}`);
   const s = start as number;
   const n = size as number;
   if (s + n > 0x1_0000_0000) invalid(`\`reservedMemory\` (${hex32(s)}, ${n} bytes) runs past the end of the 32-bit address space. ${shape}`);
   if (map && !map.some((x) => x.kind === 'ram' && s >= x.start && s + n <= x.start + x.size)) {
-    invalid(`\`reservedMemory\` (${hex32(s)}-${hex32(s + n - 1)}) is not inside the target's RAM.${allowed} Reserve RAM the program never uses, e.g. ${example}.`);
+    invalid(
+      `\`reservedMemory\` (${hex32(s)}-${hex32(s + n - 1)}) is not inside the target's RAM.${allowed} Reserve RAM the program never uses, e.g. ${example}.`,
+    );
   }
   const checked = resolveReservedMemory(image, { launch: { start: s, size: n } });
   if ('ok' in checked) invalid(`\`reservedMemory\`: ${checked.reason} For example ${example}.`);

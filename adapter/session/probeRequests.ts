@@ -13,8 +13,7 @@ import type { DebugTarget } from '../target/debugTarget';
 import type { CustomRequestHandlers } from './customRequests';
 
 type ProbeRequestName = (typeof CustomRequests)[
-  'events' | 'counters' | 'configure' | 'read' | 'reset' | 'measureTo' | 'measureRange' | 'callGraph' | 'run' | 'dynamicCallGraph'
-];
+  'events' | 'counters' | 'configure' | 'read' | 'reset' | 'measureTo' | 'measureRange' | 'callGraph' | 'run' | 'dynamicCallGraph'];
 
 /**
  * The custom `cyclelens/*` requests: counters and measurements. Translation only; the counter
@@ -35,10 +34,11 @@ export class ProbeRequests {
       [CustomRequests.counters]: async () => ({ units: this.counters().capabilities() }),
       [CustomRequests.configure]: (a) => this.configure(a),
       [CustomRequests.read]: () => this.halted(async () => ({ values: (await this.counters().read()).map(toWire) })),
-      [CustomRequests.reset]: (a) => this.halted(async () => {
-        await this.counters().reset(a.unit, a.slots);
-        return { units: this.counters().capabilities() };
-      }),
+      [CustomRequests.reset]: (a) =>
+        this.halted(async () => {
+          await this.counters().reset(a.unit, a.slots);
+          return { units: this.counters().capabilities() };
+        }),
       [CustomRequests.measureTo]: (a) => this.measure((m) => m.measureTo(a.to, a.timeoutMs)),
       [CustomRequests.measureRange]: (a) =>
         this.measure((m) => m.measureRange(a.start, a.end, a.passes, a.timeoutMs, (done) => this.onProgress(done, a.passes))),
@@ -95,7 +95,12 @@ export class ProbeRequests {
         const ended = debug.executionState === 'exited';
         return { reached: false, detail: ended ? 'The program ended before it got there.' : `It did not get there within ${Math.round(timeoutMs / 1000)} s.` };
       }
-      return reached ? { reached } : { reached, detail: `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` };
+      return reached
+        ? { reached }
+        : {
+            reached,
+            detail: `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).`,
+          };
     });
     // The user's editor stays where it is: a profiling scenario makes many such stops.
     await target.announceCurrentStop(result.reached ? `profiling run at ${describeLocation(until)}` : 'profiling run stopped early', { preserveFocus: true });
@@ -110,7 +115,8 @@ export class ProbeRequests {
     const debug = this.target().debugger;
     const bp = await debug.insertBreakpoint({ location: breakpointLocation(until, { atEntry: true }) });
     await debug.deleteBreakpoints([bp.id]);
-    if (bp.address === undefined) throw new CycleLensError(ErrorCode.InvalidRequest, `Cannot run to ${describeLocation(until)}: the program has no code there.`);
+    if (bp.address === undefined)
+      throw new CycleLensError(ErrorCode.InvalidRequest, `Cannot run to ${describeLocation(until)}: the program has no code there.`);
     return bp.address;
   }
 
@@ -131,9 +137,15 @@ export class ProbeRequests {
     const service = this.counters();
     if (!service.capabilities().some((u) => u.slots.some((s) => s.event !== undefined))) {
       // Nothing chosen yet: count the first fixed-function event (cycles or instructions).
-      const fixed = service.capabilities().filter((u) => u.present).flatMap((u) => u.slots.filter((s) => s.fixedEvent).map((s) => s.fixedEvent!));
+      const fixed = service
+        .capabilities()
+        .filter((u) => u.present)
+        .flatMap((u) => u.slots.filter((s) => s.fixedEvent).map((s) => s.fixedEvent!));
       if (fixed.length === 0) {
-        throw new CycleLensError(ErrorCode.CounterUnavailable, 'No counter is configured and this target has no fixed cycle or instruction counter. Configure a counter first (CycleLens: Configure Counters).');
+        throw new CycleLensError(
+          ErrorCode.CounterUnavailable,
+          'No counter is configured and this target has no fixed cycle or instruction counter. Configure a counter first (CycleLens: Configure Counters).',
+        );
       }
       await service.configure(service.planEvents([fixed[0]!]));
     }

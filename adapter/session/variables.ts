@@ -29,7 +29,10 @@ export class VariableStore {
   /** The program's file-scope variables: read once, the symbol table does not change while debugging. */
   private fileScope: Promise<FileScopeVariable[]> | undefined;
 
-  constructor(private readonly gdb: () => Debugger, private readonly family: TargetFamily) {}
+  constructor(
+    private readonly gdb: () => Debugger,
+    private readonly family: TargetFamily,
+  ) {}
 
   /**
    * Locals and registers of the frame, then the program's globals and the statics of the frame's
@@ -39,7 +42,12 @@ export class VariableStore {
   scopes(threadId: number, level: number, path?: string): DebugProtocol.Scope[] {
     return [
       { name: 'Locals', presentationHint: 'locals', variablesReference: this.add({ kind: 'locals', threadId, level }), expensive: false },
-      { name: 'Registers', presentationHint: 'registers', variablesReference: this.add({ kind: 'registers', threadId, level, group: 'core' }), expensive: false },
+      {
+        name: 'Registers',
+        presentationHint: 'registers',
+        variablesReference: this.add({ kind: 'registers', threadId, level, group: 'core' }),
+        expensive: false,
+      },
       { name: 'Globals', variablesReference: this.add({ kind: 'fileScope', threadId, level, statics: false, path }), expensive: true },
       ...(path ? [{ name: 'Statics', variablesReference: this.add({ kind: 'fileScope', threadId, level, statics: true, path }), expensive: true }] : []),
     ];
@@ -197,7 +205,11 @@ export class VariableStore {
     const core = familyTraits(this.family).coreRegisters;
     const wanted = names.map((n, i) => ({ n, i })).filter(({ n }) => n !== '' && (group === 'core') === core.has(n));
     if (wanted.length === 0) return [];
-    const values = await gdb.registerValues(wanted.map((w) => w.i), threadId, level);
+    const values = await gdb.registerValues(
+      wanted.map((w) => w.i),
+      threadId,
+      level,
+    );
     const byNumber = new Map(values.map((v) => [v.number, v.value]));
     const out: DebugProtocol.Variable[] = wanted.map(({ n, i }) => ({
       name: n,

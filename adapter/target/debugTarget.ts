@@ -89,7 +89,12 @@ export class DebugTarget {
     const server = createServer(config.server);
     // The server and GDB start side by side (each takes a few hundred ms, mostly its own startup);
     // GDB reads the symbols meanwhile and connects once both are up.
-    const serverStarted = server.start({ executable: config.executable, family: config.family, cwd: config.cwd, log: (text) => log({ category: 'stdout', text }) });
+    const serverStarted = server.start({
+      executable: config.executable,
+      family: config.family,
+      cwd: config.cwd,
+      log: (text) => log({ category: 'stdout', text }),
+    });
     const gdbStarted = startDebugger({ kind: config.debugger, family: config.family, gdbPath: config.gdbPath, lldbPython: config.lldbPython, cwd: config.cwd });
     const [serverResult, gdbResult] = await Promise.allSettled([serverStarted, gdbStarted]);
     const gdb = gdbResult.status === 'fulfilled' ? gdbResult.value : undefined;
@@ -110,13 +115,19 @@ export class DebugTarget {
   private static async connect(config: ValidatedLaunch, mode: LaunchMode, server: GdbServer, gdb: Debugger, log: (o: TargetOutput) => void): Promise<void> {
     await gdb.loadProgram(config.executable);
     if (!config.image.hasDebugInfo) {
-      log({ category: 'important', text: `${config.executable} has no debug information: source lines, locals and stepping by line are unavailable. Build with -g to get them.\n` });
+      log({
+        category: 'important',
+        text: `${config.executable} has no debug information: source lines, locals and stepping by line are unavailable. Build with -g to get them.\n`,
+      });
     }
     for (const c of config.initCommands) await gdb.command(c);
     try {
       await gdb.connectRemote(server.gdbAddress);
     } catch (err) {
-      throw new CycleLensError(ErrorCode.ConnectFailed, `The debugger could not connect to the ${server.kind} gdbserver at ${server.gdbAddress}: ${errorMessage(err)}`);
+      throw new CycleLensError(
+        ErrorCode.ConnectFailed,
+        `The debugger could not connect to the ${server.kind} gdbserver at ${server.gdbAddress}: ${errorMessage(err)}`,
+      );
     }
     if (mode === 'launch') await DebugTarget.prepareLaunch(config, server, gdb);
     for (const c of config.postConnectCommands) await gdb.command(c);
@@ -142,7 +153,10 @@ export class DebugTarget {
         const bp = await this.debugger.insertBreakpoint({ location: { kind: 'function', name: entry }, temporary: true });
         this.entryBreakpointId = bp.id;
       } catch (err) {
-        this.outputEmitter.fire({ category: 'important', text: `Cannot stop at '${entry}': ${errorMessage(err)}. Stopped at reset instead; set \`stopAtEntry\` to an existing function.\n` });
+        this.outputEmitter.fire({
+          category: 'important',
+          text: `Cannot stop at '${entry}': ${errorMessage(err)}. Stopped at reset instead; set \`stopAtEntry\` to an existing function.\n`,
+        });
         const frame = (await this.debugger.stackFrames(1, 0, 0).catch(() => []))[0];
         this.showStop({ reason: 'entry', threadId: 1, allStopped: true, breakpointIds: [], ...(frame ? { frame } : {}) });
         return;
@@ -170,7 +184,11 @@ export class DebugTarget {
       // The target may have stopped by itself just before the interrupt landed (a breakpoint hit, a
       // fault): that stop is the user's, and the target stays halted for them afterwards.
       const users = stop === undefined ? this.lastHiddenStop : isInterruptStop(stop) ? undefined : stop;
-      if (!stop && !users) throw new CycleLensError(ErrorCode.NotStopped, 'The target did not halt when asked. It may be in a state the debugger cannot interrupt; try Pause, or restart the session.');
+      if (!stop && !users)
+        throw new CycleLensError(
+          ErrorCode.NotStopped,
+          'The target did not halt when asked. It may be in a state the debugger cannot interrupt; try Pause, or restart the session.',
+        );
       const result = await fn();
       // Every stop after this resume is the user's: a breakpoint just set can be hit before the
       // continue's reply is handled (both may arrive in one read of GDB's output).
@@ -227,7 +245,8 @@ export class DebugTarget {
     await this.internally(async () => {
       const stopped = this.debugger.waitForStop(5_000);
       await this.debugger.stepIn(true);
-      if (!(await stopped)) throw new CycleLensError(ErrorCode.NotStopped, 'A single instruction step did not complete: the target may be stuck. Restart the session.');
+      if (!(await stopped))
+        throw new CycleLensError(ErrorCode.NotStopped, 'A single instruction step did not complete: the target may be stuck. Restart the session.');
     });
   }
 
@@ -274,7 +293,10 @@ export class DebugTarget {
   async resetHalted(): Promise<void> {
     const reset = this.server.resetCommand;
     if (!reset) {
-      throw new CycleLensError(ErrorCode.Unsupported, `Restart needs a reset command, and a ${this.server.kind} gdbserver has none CycleLens knows. Stop and start the session instead.`);
+      throw new CycleLensError(
+        ErrorCode.Unsupported,
+        `Restart needs a reset command, and a ${this.server.kind} gdbserver has none CycleLens knows. Stop and start the session instead.`,
+      );
     }
     await this.internally(async () => {
       if (this.debugger.isRunning) await this.debugger.interrupt();

@@ -49,7 +49,10 @@ export function computeTargetFacts(family: TargetFamily, server: ServerArgs): Ta
     return {
       family,
       zeroCounters: [],
-      coreClockTicksPerInstruction: { fixed: false, reason: `on ${server.type === 'openocd' ? 'a board reached through OpenOCD' : 'a remote target'} the core's cycles per instruction vary with the code and its memory` },
+      coreClockTicksPerInstruction: {
+        fixed: false,
+        reason: `on ${server.type === 'openocd' ? 'a board reached through OpenOCD' : 'a remote target'} the core's cycles per instruction vary with the code and its memory`,
+      },
     };
   }
   const qemu = plugin.qemu;
@@ -83,10 +86,18 @@ export function qemuMemoryMap(machine: string): readonly MemoryRegion[] | undefi
 }
 
 function clockRatio(machineName: string, machine: QemuMachine | undefined, icountShift: number | undefined): TargetFacts['coreClockTicksPerInstruction'] {
-  if (!machine) return { fixed: false, reason: `the core clock of QEMU machine ${machineName} is not known to CycleLens (known: ${[...knownQemuMachines().keys()].join(', ')})` };
+  if (!machine)
+    return {
+      fixed: false,
+      reason: `the core clock of QEMU machine ${machineName} is not known to CycleLens (known: ${[...knownQemuMachines().keys()].join(', ')})`,
+    };
   if (machine.coreClockHz === undefined) return { fixed: false, reason: `QEMU machine ${machineName} has no core-clock counter` };
   if (icountShift === undefined) {
-    return { fixed: false, reason: 'QEMU runs without -icount ("icount": null), so virtual time follows the host and a tick stands for no fixed number of instructions; set "server.icount" to a shift from 0 to 10' };
+    return {
+      fixed: false,
+      reason:
+        'QEMU runs without -icount ("icount": null), so virtual time follows the host and a tick stands for no fixed number of instructions; set "server.icount" to a shift from 0 to 10',
+    };
   }
   return { fixed: true, value: ticksPerInstruction(machine.coreClockHz, icountShift) };
 }

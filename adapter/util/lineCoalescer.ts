@@ -7,7 +7,10 @@ export class LineCoalescer {
   private pending = '';
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly deliver: (text: string) => void, private readonly idleMs = 40) {}
+  constructor(
+    private readonly deliver: (text: string) => void,
+    private readonly idleMs = 40,
+  ) {}
 
   push(text: string): void {
     this.pending += text;

@@ -20,7 +20,12 @@ export function assertPortFree(port: number, purpose: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', () =>
-      reject(new CycleLensError(ErrorCode.PortInUse, `Port ${port} (${purpose}) is already in use. Stop the program using it, or remove the fixed port from the launch configuration so CycleLens picks a free one.`)),
+      reject(
+        new CycleLensError(
+          ErrorCode.PortInUse,
+          `Port ${port} (${purpose}) is already in use. Stop the program using it, or remove the fixed port from the launch configuration so CycleLens picks a free one.`,
+        ),
+      ),
     );
     server.listen(port, '127.0.0.1', () => server.close(() => resolve()));
   });

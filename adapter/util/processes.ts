@@ -38,7 +38,10 @@ export class OwnedProcess {
   /** Resolves once the process has exited and its output pipes have closed. */
   private readonly closed: Promise<void>;
 
-  private constructor(readonly name: string, readonly child: ChildProcess) {
+  private constructor(
+    readonly name: string,
+    readonly child: ChildProcess,
+  ) {
     this.closed = new Promise((resolve) => child.once('close', () => resolve()));
     this.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {

@@ -32,10 +32,27 @@ export class RawMiClient {
   /** Starts QEMU halted (the adapter's command line, less its monitor socket) and GDB in MI mode. */
   static async start(elf: string, machine = 'mps2-an386'): Promise<RawMiClient> {
     const port = await freePort();
-    const qemu = spawn('qemu-system-arm', [
-      '-M', machine, '-semihosting-config', 'enable=on,target=native', '-icount', 'shift=0,sleep=off',
-      '-kernel', elf, '-display', 'none', '-serial', 'stdio', '-gdb', `tcp:127.0.0.1:${port}`, '-S',
-    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const qemu = spawn(
+      'qemu-system-arm',
+      [
+        '-M',
+        machine,
+        '-semihosting-config',
+        'enable=on,target=native',
+        '-icount',
+        'shift=0,sleep=off',
+        '-kernel',
+        elf,
+        '-display',
+        'none',
+        '-serial',
+        'stdio',
+        '-gdb',
+        `tcp:127.0.0.1:${port}`,
+        '-S',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const gdb = spawn('gdb-multiarch', ['--interpreter=mi3', '--nx', '--quiet'], { stdio: ['pipe', 'pipe', 'pipe'] });
     const client = new RawMiClient(qemu, gdb);
     try {

@@ -84,7 +84,6 @@ export function isAbort(err: unknown): boolean {
   return err instanceof Error && (err.name === 'AbortError' || (err as { code?: string }).code === 'ABORT_ERR');
 }
 
-
 export interface Measured {
   value: number;
   resultSet: number;
@@ -142,7 +141,9 @@ export class Ledger {
     this.resultSets.push(rs);
     const whole = this.engine.value(this.metric.id, wholeRunValues(rs));
     if (whole === undefined && this.needsWhole) {
-      throw new DescentError(`run ${index + 1} (${rs.run.method}) has no total of '${rs.run.event}' for the metric '${this.metric.id}' (${this.metric.label}); the analysis needs the run's total to form shares`);
+      throw new DescentError(
+        `run ${index + 1} (${rs.run.method}) has no total of '${rs.run.event}' for the metric '${this.metric.id}' (${this.metric.label}); the analysis needs the run's total to form shares`,
+      );
     }
     if (whole !== undefined) this.whole = Math.max(this.whole ?? 0, whole);
     this.addGroups(rs, index, askedGroups);
@@ -215,7 +216,13 @@ function throwIfAborted(signal: AbortSignal | undefined): void {
 }
 
 /** Measures one batch; false when cancelled (the ledger is unchanged then). */
-export async function measureBatch(measurer: BatchMeasurer, batch: string[], ledger: Ledger, signal: AbortSignal | undefined, groups: readonly (readonly string[])[] = []): Promise<boolean> {
+export async function measureBatch(
+  measurer: BatchMeasurer,
+  batch: string[],
+  ledger: Ledger,
+  signal: AbortSignal | undefined,
+  groups: readonly (readonly string[])[] = [],
+): Promise<boolean> {
   try {
     throwIfAborted(signal);
     const rs = groups.length > 0 ? await measurer.measure(batch, signal, groups) : await measurer.measure(batch, signal);

@@ -40,7 +40,10 @@ export class CallGraphIndex {
   /** Component ids in topological order of the condensation: callers before callees. */
   readonly componentOrder: readonly number[];
 
-  constructor(readonly graph: CallGraphResponse, options: GraphIndexOptions = {}) {
+  constructor(
+    readonly graph: CallGraphResponse,
+    options: GraphIndexOptions = {},
+  ) {
     this.names = graph.functions.map((f) => f.name);
     for (const f of graph.functions) this.sizes.set(f.name, f.size);
     const known = new Set(this.names);
@@ -61,7 +64,9 @@ export class CallGraphIndex {
 
     const uncalled = this.names.filter((n) => this.callersOf.get(n)!.length === 0);
     const roots = options.roots ? [...options.roots] : uncalled;
-    for (const r of roots) if (!known.has(r)) throw new GraphError(`'${r}' is not a function of the program's call graph: check the name (static functions may be listed as name@0xADDRESS)`);
+    for (const r of roots)
+      if (!known.has(r))
+        throw new GraphError(`'${r}' is not a function of the program's call graph: check the name (static functions may be listed as name@0xADDRESS)`);
     if (roots.length === 0) throw new GraphError('the call graph has no function that nobody calls: name a root function');
     this.roots = roots;
 

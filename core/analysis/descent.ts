@@ -1,5 +1,16 @@
 import type { CallGraphResponse } from '../../common/dapCustom';
-import { DescentError, Ledger, checkSlots, indexOptions, measureBatch, spanningOutcome, spanningSet, type AnalysisResult, type BatchMeasurer, type CommonOptions } from './analysisRun';
+import {
+  DescentError,
+  Ledger,
+  checkSlots,
+  indexOptions,
+  measureBatch,
+  spanningOutcome,
+  spanningSet,
+  type AnalysisResult,
+  type BatchMeasurer,
+  type CommonOptions,
+} from './analysisRun';
 import { CallGraphIndex } from './callGraphIndex';
 import { callCountEstimates, computeBounds } from './descentBounds';
 import { GroupPlanner } from './groupPlanner';
@@ -94,18 +105,21 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
   const batches: string[][] = [];
   const groupBatches: string[][][] = [];
   let cancelled = false;
-  const queueOrder = (options.order ?? 'weight') === 'weight'
-    ? [...index.bfsOrder].sort((a, b) => index.reachableBytes(b) - index.reachableBytes(a))
-    : index.bfsOrder;
+  const queueOrder =
+    (options.order ?? 'weight') === 'weight' ? [...index.bfsOrder].sort((a, b) => index.reachableBytes(b) - index.reachableBytes(a)) : index.bfsOrder;
   const estimates = callCountEstimates(graph, index, ledger.spanning);
   const wantGroups = (options.groups ?? true) && measurer.groups === true;
   if (options.groups === true && measurer.groups !== true) ledger.warnings.push('the measurer cannot measure groups: every function was measured alone');
   // Without call counts (no dynamic call graph) groups are not formed: said only when groups were
   // asked for explicitly, not on every descent that merely allows them.
   if (wantGroups && !estimates) {
-    if (options.groups === true) ledger.warnings.push('group measurements need call counts to tell which functions look cold (a dynamic call graph): every function was measured alone');
+    if (options.groups === true)
+      ledger.warnings.push('group measurements need call counts to tell which functions look cold (a dynamic call graph): every function was measured alone');
   }
-  const plan = await measurer.plan?.(index.bfsOrder.filter((f) => !ledger.isKnown(f)), options.signal);
+  const plan = await measurer.plan?.(
+    index.bfsOrder.filter((f) => !ledger.isKnown(f)),
+    options.signal,
+  );
   for (const [f, reason] of plan?.unmeasurable ?? []) if (!ledger.isKnown(f)) ledger.refused.set(f, reason);
   const packer = wantGroups && estimates ? new GroupPlanner(index, estimates, slots, threshold, options.packing ?? 0.7, plan?.groupable) : undefined;
 
@@ -128,7 +142,8 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
       const first = candidates.filter(ready);
       batch = [...first, ...(lookahead ? candidates.filter((f) => !ready(f)) : [])].slice(0, slots);
     }
-    if (batch.length + groups.length === 0) throw new DescentError('no function is ready to measure although some are undecided (internal error: the call graph order is inconsistent)');
+    if (batch.length + groups.length === 0)
+      throw new DescentError('no function is ready to measure although some are undecided (internal error: the call graph order is inconsistent)');
     const before = new Map(batch.map((f) => [f, U.get(f)!]));
     if (!(await measureBatch(measurer, batch, ledger, options.signal, groups))) {
       cancelled = true;
@@ -141,7 +156,9 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
       const m = ledger.measured.get(f);
       const b = before.get(f)!;
       if (m && m.value > b * (1 + 1e-9) + 1e-12) {
-        ledger.warnings.push(`'${f}' measured ${m.value} above its bound ${b}: the static call graph misses one of its callers (an indirect call, or code the disassembly could not follow); pruning near it may have missed functions`);
+        ledger.warnings.push(
+          `'${f}' measured ${m.value} above its bound ${b}: the static call graph misses one of its callers (an indirect call, or code the disassembly could not follow); pruning near it may have missed functions`,
+        );
       }
     }
     options.onProgress?.({ run: batches.length, batch, ...(groups.length ? { groups } : {}), open: index.bfsOrder.filter(open).length });
@@ -155,7 +172,16 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     const bound = U.get(name)!;
     if (ledger.spanning.has(name)) return spanningOutcome(name, ledger, depth);
     const m = ledger.measured.get(name);
-    if (m) return { name, status: 'measured', value: m.value, bound, resultSet: m.resultSet, depth, ...(m.incomplete !== undefined ? { reason: `the value may be low: ${m.incomplete}` } : {}) };
+    if (m)
+      return {
+        name,
+        status: 'measured',
+        value: m.value,
+        bound,
+        resultSet: m.resultSet,
+        depth,
+        ...(m.incomplete !== undefined ? { reason: `the value may be low: ${m.incomplete}` } : {}),
+      };
     const reason = ledger.refused.get(name);
     if (reason !== undefined) return { name, status: 'unmeasurable', bound, reason, depth };
     return { name, status: bound < threshold ? 'pruned' : 'pending', bound, depth };

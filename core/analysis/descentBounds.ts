@@ -94,14 +94,19 @@ function onlyCaller(index: CallGraphIndex, s: string): string | undefined {
  * measurement and the packing of groups use them, never a bound: a poor estimate costs runs, it
  * cannot lose a function. Undefined when the graph has no counts.
  */
-export function callCountEstimates(graph: CallGraphResponse & { interrupts?: readonly CallGraphEdge[] }, index: CallGraphIndex, spanning: ReadonlySet<string> = new Set()): Map<string, number> | undefined {
+export function callCountEstimates(
+  graph: CallGraphResponse & { interrupts?: readonly CallGraphEdge[] },
+  index: CallGraphIndex,
+  spanning: ReadonlySet<string> = new Set(),
+): Map<string, number> | undefined {
   const counted = graph.edges.filter((e) => e.count !== undefined);
   const handlerEntries = graph.interrupts ?? [];
   if (counted.length === 0) return undefined;
   const calls = new Map<string, number>();
   const along = new Map<string, number>();
   for (const e of [...counted, ...handlerEntries]) calls.set(e.callee, (calls.get(e.callee) ?? 0) + (e.count ?? 0));
-  for (const e of counted) if (e.caller !== e.callee) along.set(`${e.caller}\u0000${e.callee}`, (along.get(`${e.caller}\u0000${e.callee}`) ?? 0) + (e.count ?? 0));
+  for (const e of counted)
+    if (e.caller !== e.callee) along.set(`${e.caller}\u0000${e.callee}`, (along.get(`${e.caller}\u0000${e.callee}`) ?? 0) + (e.count ?? 0));
   const size = new Map(graph.functions.map((f) => [f.name, f.size]));
   const raw = new Map<string, number>();
   // Callees first: the condensation's reverse topological order.

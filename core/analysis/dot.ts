@@ -20,10 +20,14 @@ export function callGraphDot(graph: CallGraphResponse, rows: readonly ProfileRow
   const byName = new Map(rows.map((r) => [r.name, r]));
   const format = options.metricFormat ?? 'percent';
   const bound = (r: ProfileRow): string => (r.bound === undefined || !Number.isFinite(r.bound) ? '?' : formatMetric(format, r.bound));
-  const drawn = new Set(graph.functions.map((f) => f.name).filter((n) => {
-    const r = byName.get(n);
-    return r !== undefined && (options.includeUnreached || r.status !== 'unreached');
-  }));
+  const drawn = new Set(
+    graph.functions
+      .map((f) => f.name)
+      .filter((n) => {
+        const r = byName.get(n);
+        return r !== undefined && (options.includeUnreached || r.status !== 'unreached');
+      }),
+  );
   const ids = new Map<string, string>();
   [...drawn].forEach((n, i) => ids.set(n, `f${i}`));
   const out: string[] = [];
@@ -67,7 +71,10 @@ export function callGraphDot(graph: CallGraphResponse, rows: readonly ProfileRow
     const a = ids.get(e.caller);
     const b = ids.get(e.callee);
     if (!a || !b) continue;
-    const attrs = [e.kind === 'tail' ? 'style=dashed, label="tail", fontsize=8' : '', e.count !== undefined ? `tooltip=${quote(`${e.count} calls`)}` : ''].filter(Boolean);
+    const attrs = [
+      e.kind === 'tail' ? 'style=dashed, label="tail", fontsize=8' : '',
+      e.count !== undefined ? `tooltip=${quote(`${e.count} calls`)}` : '',
+    ].filter(Boolean);
     out.push(`  ${a} -> ${b}${attrs.length ? ` [${attrs.join(', ')}]` : ''};`);
   }
   out.push('}');

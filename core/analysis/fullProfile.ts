@@ -1,6 +1,17 @@
 import type { CallGraphResponse } from '../../common/dapCustom';
 import { CallGraphIndex } from './callGraphIndex';
-import { DescentError, Ledger, checkSlots, indexOptions, measureBatch, spanningOutcome, spanningSet, type AnalysisResult, type BatchMeasurer, type CommonOptions } from './analysisRun';
+import {
+  DescentError,
+  Ledger,
+  checkSlots,
+  indexOptions,
+  measureBatch,
+  spanningOutcome,
+  spanningSet,
+  type AnalysisResult,
+  type BatchMeasurer,
+  type CommonOptions,
+} from './analysisRun';
 import type { MetricDefinition } from './metrics';
 import type { FunctionOutcome } from './resultSet';
 
@@ -9,7 +20,10 @@ import type { FunctionOutcome } from './resultSet';
 
 /** Every function of the graph: reachable ones in breadth-first order, then the rest by address. */
 function allFunctionsInOrder(graph: CallGraphResponse, index: CallGraphIndex): string[] {
-  const rest = graph.functions.filter((f) => !index.reachable.has(f.name)).sort((a, b) => a.address - b.address).map((f) => f.name);
+  const rest = graph.functions
+    .filter((f) => !index.reachable.has(f.name))
+    .sort((a, b) => a.address - b.address)
+    .map((f) => f.name);
   return [...index.bfsOrder, ...rest];
 }
 
@@ -52,7 +66,17 @@ export async function runFullProfile(graph: CallGraphResponse, measurer: BatchMe
     if (reason !== undefined) return { name, status: 'unmeasurable', reason, ...at };
     return { name, status: 'pending', ...at };
   });
-  return { scenario: 'full-profile', metric: options.metric.id, roots: [...index.roots], runs: batches.length, batches, resultSets: ledger.resultSets, outcomes, cancelled, warnings: ledger.warnings };
+  return {
+    scenario: 'full-profile',
+    metric: options.metric.id,
+    roots: [...index.roots],
+    runs: batches.length,
+    batches,
+    resultSets: ledger.resultSets,
+    outcomes,
+    cancelled,
+    warnings: ledger.warnings,
+  };
 }
 
 export interface RoundRobinOptions extends CommonOptions {
@@ -117,5 +141,15 @@ export async function runRoundRobin(graph: CallGraphResponse, measurer: BatchMea
     if (reason !== undefined) return { name, status: 'unmeasurable', reason, ...at };
     return { name, status: 'pending', ...at };
   });
-  return { scenario: 'round-robin', metric: options.metric.id, roots: [...index.roots], runs: batches.length, batches, resultSets: ledger.resultSets, outcomes, cancelled, warnings: ledger.warnings };
+  return {
+    scenario: 'round-robin',
+    metric: options.metric.id,
+    roots: [...index.roots],
+    runs: batches.length,
+    batches,
+    resultSets: ledger.resultSets,
+    outcomes,
+    cancelled,
+    warnings: ledger.warnings,
+  };
 }

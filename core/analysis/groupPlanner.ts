@@ -46,7 +46,13 @@ export class GroupPlanner {
     // With room for fewer than two patches per slot, groups would hold a member or two each: every
     // function is measured alone.
     const roomy = this.capacity >= 2 * this.slots;
-    const alone = (f: string): boolean => !roomy || ledger.groupRefused.has(f) || (this.groupable !== undefined && !this.groupable.has(f)) || (this.groupings.get(f) ?? 0) >= MAX_GROUPINGS || guess.get(f)! >= this.threshold || this.hotPair.has(f);
+    const alone = (f: string): boolean =>
+      !roomy ||
+      ledger.groupRefused.has(f) ||
+      (this.groupable !== undefined && !this.groupable.has(f)) ||
+      (this.groupings.get(f) ?? 0) >= MAX_GROUPINGS ||
+      guess.get(f)! >= this.threshold ||
+      this.hotPair.has(f);
     const singles = order.filter(alone);
     const capacity = this.packing * this.threshold;
     const packs: { members: string[]; sum: number }[] = [];
@@ -82,7 +88,10 @@ export class GroupPlanner {
       for (let i = 0; i < chosen.length; i++) if (chosen[i]!.members.length > 1 && (widest < 0 || chosen[i]!.sum > chosen[widest]!.sum)) widest = i;
       if (widest < 0) break;
       const members = [...chosen[widest]!.members].sort((a, b) => guess.get(b)! - guess.get(a)!);
-      const halves = [{ members: [] as string[], sum: 0 }, { members: [] as string[], sum: 0 }];
+      const halves = [
+        { members: [] as string[], sum: 0 },
+        { members: [] as string[], sum: 0 },
+      ];
       for (const m of members) {
         const h = halves[0]!.sum <= halves[1]!.sum ? halves[0]! : halves[1]!;
         h.members.push(m);

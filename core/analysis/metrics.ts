@@ -109,35 +109,179 @@ const SHORT: Record<'cycles' | 'instructions' | 'ticks', string> = { cycles: 'cy
 
 function perEvent(v: 'cycles' | 'instructions' | 'ticks'): MetricDefinition[] {
   return [
-    { id: `inclusive.${v}`, label: `inclusive ${v}`, short: `incl ${SHORT[v]}`, format: 'count', inputs: [inclusiveKey(v)], monotone: true, compute: ([x]) => x },
-    { id: `share.${v}`, label: `share of the run's ${v}`, short: `share ${SHORT[v]}`, format: 'percent', inputs: [`inclusive.${v}`, totalKey(v)], monotone: true, compute: ([x, t]) => ratio(x!, t!) },
-    { id: `perCall.${v}`, label: `${v} per call`, short: `${SHORT[v]}/call`, format: 'count', inputs: [`inclusive.${v}`, CALLS], monotone: false, compute: ([x, n]) => ratio(x!, n!) },
-    { id: `exclusive.${v}`, label: `exclusive ${v} (inclusive minus measured callees)`, short: `excl ${SHORT[v]}`, format: 'count', inputs: [`inclusive.${v}`, calleesKey(v)], monotone: false, compute: ([x, c]) => x! - c! },
-    { id: `exclusiveShare.${v}`, label: `exclusive share of the run's ${v}`, short: `excl% ${SHORT[v]}`, format: 'percent', inputs: [`exclusive.${v}`, totalKey(v)], monotone: false, compute: ([x, t]) => ratio(x!, t!) },
+    {
+      id: `inclusive.${v}`,
+      label: `inclusive ${v}`,
+      short: `incl ${SHORT[v]}`,
+      format: 'count',
+      inputs: [inclusiveKey(v)],
+      monotone: true,
+      compute: ([x]) => x,
+    },
+    {
+      id: `share.${v}`,
+      label: `share of the run's ${v}`,
+      short: `share ${SHORT[v]}`,
+      format: 'percent',
+      inputs: [`inclusive.${v}`, totalKey(v)],
+      monotone: true,
+      compute: ([x, t]) => ratio(x!, t!),
+    },
+    {
+      id: `perCall.${v}`,
+      label: `${v} per call`,
+      short: `${SHORT[v]}/call`,
+      format: 'count',
+      inputs: [`inclusive.${v}`, CALLS],
+      monotone: false,
+      compute: ([x, n]) => ratio(x!, n!),
+    },
+    {
+      id: `exclusive.${v}`,
+      label: `exclusive ${v} (inclusive minus measured callees)`,
+      short: `excl ${SHORT[v]}`,
+      format: 'count',
+      inputs: [`inclusive.${v}`, calleesKey(v)],
+      monotone: false,
+      compute: ([x, c]) => x! - c!,
+    },
+    {
+      id: `exclusiveShare.${v}`,
+      label: `exclusive share of the run's ${v}`,
+      short: `excl% ${SHORT[v]}`,
+      format: 'percent',
+      inputs: [`exclusive.${v}`, totalKey(v)],
+      monotone: false,
+      compute: ([x, t]) => ratio(x!, t!),
+    },
   ];
 }
 
 /** The metrics CycleLens ships; more can be passed to the engine. */
 export const STANDARD_METRICS: readonly MetricDefinition[] = [
   // Over the run's own event: what descent prunes on when it cannot know in advance which counter the target has.
-  { id: 'inclusive', label: "inclusive count of the run's event", short: 'inclusive', format: 'count', inputs: [inclusiveKey('event')], monotone: true, compute: ([x]) => x },
-  { id: 'share', label: "share of the run's total", short: 'share', format: 'percent', inputs: ['inclusive', totalKey('event')], monotone: true, compute: ([x, t]) => ratio(x!, t!) },
+  {
+    id: 'inclusive',
+    label: "inclusive count of the run's event",
+    short: 'inclusive',
+    format: 'count',
+    inputs: [inclusiveKey('event')],
+    monotone: true,
+    compute: ([x]) => x,
+  },
+  {
+    id: 'share',
+    label: "share of the run's total",
+    short: 'share',
+    format: 'percent',
+    inputs: ['inclusive', totalKey('event')],
+    monotone: true,
+    compute: ([x, t]) => ratio(x!, t!),
+  },
   ...perEvent('instructions'),
   ...perEvent('cycles'),
   ...perEvent('ticks'),
-  { id: 'cpi', label: 'cycles per instruction', short: 'CPI', format: 'ratio', inputs: ['inclusive.cycles', 'inclusive.instructions'], monotone: false, compute: ([c, i]) => ratio(c!, i!) },
-  { id: 'ipc', label: 'instructions per cycle', short: 'IPC', format: 'ratio', inputs: ['inclusive.instructions', 'inclusive.cycles'], monotone: false, compute: ([i, c]) => ratio(i!, c!) },
+  {
+    id: 'cpi',
+    label: 'cycles per instruction',
+    short: 'CPI',
+    format: 'ratio',
+    inputs: ['inclusive.cycles', 'inclusive.instructions'],
+    monotone: false,
+    compute: ([c, i]) => ratio(c!, i!),
+  },
+  {
+    id: 'ipc',
+    label: 'instructions per cycle',
+    short: 'IPC',
+    format: 'ratio',
+    inputs: ['inclusive.instructions', 'inclusive.cycles'],
+    monotone: false,
+    compute: ([i, c]) => ratio(i!, c!),
+  },
   // DWT LSUCNT/CPICNT/EXCCNT/SLEEPCNT count extra cycles (ARMv7-M C1.8.7-C1.8.10): as a share of all cycles.
-  { id: 'lsuStallShare', label: 'cycles lost to loads/stores', short: 'LSU%', format: 'percent', inputs: [inclusiveKey('lsu'), 'inclusive.cycles'], monotone: false, compute: ([l, c]) => ratio(l!, c!) },
-  { id: 'cpiStallShare', label: 'cycles lost to multi-cycle instructions', short: 'CPI%', format: 'percent', inputs: [inclusiveKey('cpiStall'), 'inclusive.cycles'], monotone: false, compute: ([l, c]) => ratio(l!, c!) },
-  { id: 'exceptionShare', label: 'cycles of exception entry/exit', short: 'EXC%', format: 'percent', inputs: [inclusiveKey('exceptionCycles'), 'inclusive.cycles'], monotone: false, compute: ([l, c]) => ratio(l!, c!) },
-  { id: 'sleepShare', label: 'cycles asleep', short: 'SLEEP%', format: 'percent', inputs: [inclusiveKey('sleepCycles'), 'inclusive.cycles'], monotone: false, compute: ([l, c]) => ratio(l!, c!) },
+  {
+    id: 'lsuStallShare',
+    label: 'cycles lost to loads/stores',
+    short: 'LSU%',
+    format: 'percent',
+    inputs: [inclusiveKey('lsu'), 'inclusive.cycles'],
+    monotone: false,
+    compute: ([l, c]) => ratio(l!, c!),
+  },
+  {
+    id: 'cpiStallShare',
+    label: 'cycles lost to multi-cycle instructions',
+    short: 'CPI%',
+    format: 'percent',
+    inputs: [inclusiveKey('cpiStall'), 'inclusive.cycles'],
+    monotone: false,
+    compute: ([l, c]) => ratio(l!, c!),
+  },
+  {
+    id: 'exceptionShare',
+    label: 'cycles of exception entry/exit',
+    short: 'EXC%',
+    format: 'percent',
+    inputs: [inclusiveKey('exceptionCycles'), 'inclusive.cycles'],
+    monotone: false,
+    compute: ([l, c]) => ratio(l!, c!),
+  },
+  {
+    id: 'sleepShare',
+    label: 'cycles asleep',
+    short: 'SLEEP%',
+    format: 'percent',
+    inputs: [inclusiveKey('sleepCycles'), 'inclusive.cycles'],
+    monotone: false,
+    compute: ([l, c]) => ratio(l!, c!),
+  },
   // FOLDCNT counts instructions that took zero cycles (folded IT/branches).
-  { id: 'foldRate', label: 'folded instructions per instruction', short: 'fold', format: 'percent', inputs: [inclusiveKey('fold'), 'inclusive.instructions'], monotone: false, compute: ([f, i]) => ratio(f!, i!) },
-  { id: 'icacheMissRate', label: 'I-cache miss rate', short: 'I$ miss', format: 'percent', inputs: [inclusiveKey('icacheMisses'), inclusiveKey('icacheAccesses')], monotone: false, compute: ([m, a]) => ratio(m!, a!) },
-  { id: 'dcacheMissRate', label: 'D-cache miss rate', short: 'D$ miss', format: 'percent', inputs: [inclusiveKey('dcacheMisses'), inclusiveKey('dcacheAccesses')], monotone: false, compute: ([m, a]) => ratio(m!, a!) },
-  { id: 'icacheMpki', label: 'I-cache misses per 1000 instructions', short: 'I$ MPKI', format: 'ratio', inputs: [inclusiveKey('icacheMisses'), 'inclusive.instructions'], monotone: false, compute: ([m, i]) => (i === 0 ? undefined : (1000 * m!) / i!) },
-  { id: 'dcacheMpki', label: 'D-cache misses per 1000 instructions', short: 'D$ MPKI', format: 'ratio', inputs: [inclusiveKey('dcacheMisses'), 'inclusive.instructions'], monotone: false, compute: ([m, i]) => (i === 0 ? undefined : (1000 * m!) / i!) },
+  {
+    id: 'foldRate',
+    label: 'folded instructions per instruction',
+    short: 'fold',
+    format: 'percent',
+    inputs: [inclusiveKey('fold'), 'inclusive.instructions'],
+    monotone: false,
+    compute: ([f, i]) => ratio(f!, i!),
+  },
+  {
+    id: 'icacheMissRate',
+    label: 'I-cache miss rate',
+    short: 'I$ miss',
+    format: 'percent',
+    inputs: [inclusiveKey('icacheMisses'), inclusiveKey('icacheAccesses')],
+    monotone: false,
+    compute: ([m, a]) => ratio(m!, a!),
+  },
+  {
+    id: 'dcacheMissRate',
+    label: 'D-cache miss rate',
+    short: 'D$ miss',
+    format: 'percent',
+    inputs: [inclusiveKey('dcacheMisses'), inclusiveKey('dcacheAccesses')],
+    monotone: false,
+    compute: ([m, a]) => ratio(m!, a!),
+  },
+  {
+    id: 'icacheMpki',
+    label: 'I-cache misses per 1000 instructions',
+    short: 'I$ MPKI',
+    format: 'ratio',
+    inputs: [inclusiveKey('icacheMisses'), 'inclusive.instructions'],
+    monotone: false,
+    compute: ([m, i]) => (i === 0 ? undefined : (1000 * m!) / i!),
+  },
+  {
+    id: 'dcacheMpki',
+    label: 'D-cache misses per 1000 instructions',
+    short: 'D$ MPKI',
+    format: 'ratio',
+    inputs: [inclusiveKey('dcacheMisses'), 'inclusive.instructions'],
+    monotone: false,
+    compute: ([m, i]) => (i === 0 ? undefined : (1000 * m!) / i!),
+  },
 ];
 
 interface Node {
@@ -208,7 +352,12 @@ export class MetricsEngine {
     const d = this.definition(id);
     if (!d) throw new MetricDefinitionError(`unknown metric '${id}'`);
     if (!d.monotone) {
-      throw new MetricDefinitionError(`metric '${id}' (${d.label}) is not monotone: a caller's value does not bound its callees', so it cannot drive pruning. Use ${this.metrics.filter((m) => m.monotone).map((m) => `'${m.id}'`).join(', ')}.`);
+      throw new MetricDefinitionError(
+        `metric '${id}' (${d.label}) is not monotone: a caller's value does not bound its callees', so it cannot drive pruning. Use ${this.metrics
+          .filter((m) => m.monotone)
+          .map((m) => `'${m.id}'`)
+          .join(', ')}.`,
+      );
     }
     return d as MonotoneMetric;
   }
@@ -275,7 +424,10 @@ export class MetricsEngine {
       if (!m.monotone) throw new MetricDefinitionError(`metric '${d.id}' is declared monotone but reads metric '${input}', which is not`);
       functionInputs++;
     }
-    if (functionInputs !== 1) throw new MetricDefinitionError(`metric '${d.id}' is declared monotone but reads ${functionInputs} per-function values; a monotone metric scales exactly one`);
+    if (functionInputs !== 1)
+      throw new MetricDefinitionError(
+        `metric '${d.id}' is declared monotone but reads ${functionInputs} per-function values; a monotone metric scales exactly one`,
+      );
   }
 }
 

@@ -91,7 +91,9 @@ export function profileRows(view: AnalysisView, graph: CallGraphResponse | undef
     if (exclusive !== undefined) row.exclusive = exclusive;
     return row;
   });
-  return rows.sort((a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status] || (b.value ?? b.bound ?? -1) - (a.value ?? a.bound ?? -1) || a.name.localeCompare(b.name));
+  return rows.sort(
+    (a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status] || (b.value ?? b.bound ?? -1) - (a.value ?? a.bound ?? -1) || a.name.localeCompare(b.name),
+  );
 }
 
 interface Structure {

@@ -53,7 +53,16 @@ export function textReport(header: ReportHeader, rows: readonly ProfileRow[], en
   const visible = rows.filter((r) => !(options.hideUnreached ?? true) || r.status !== 'unreached');
   const extra = options.compact ? [] : engine.metrics.filter((m) => !SHOWN.test(m.id) && m.id !== header.metric && visible.some((r) => r.metrics.has(m.id)));
   const showValue = !SHOWN.test(header.metric);
-  const headings = ['function', 'status', 'inclusive', 'exclusive', 'calls', 'share', ...(showValue ? [metricDef?.short ?? header.metric] : []), ...extra.map((m) => m.short)];
+  const headings = [
+    'function',
+    'status',
+    'inclusive',
+    'exclusive',
+    'calls',
+    'share',
+    ...(showValue ? [metricDef?.short ?? header.metric] : []),
+    ...extra.map((m) => m.short),
+  ];
   const table: string[][] = visible.map((r) => [
     r.name,
     status(r, fmtMetric),
@@ -69,7 +78,11 @@ export function textReport(header: ReportHeader, rows: readonly ProfileRow[], en
   ]);
   const numeric = headings.map((_, i) => i >= 2);
   const widths = headings.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   out.push(line(headings));
   out.push(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of table) out.push(line(row));

@@ -193,7 +193,10 @@ type Json = unknown;
  */
 class Reader extends JsonWalker {
   fail(what: string): never {
-    throw new ResultSetError('malformed', `${this.file}: ${this.path || 'the top level'} ${what}. The file is damaged or was not written by CycleLens; measure again or restore it.`);
+    throw new ResultSetError(
+      'malformed',
+      `${this.file}: ${this.path || 'the top level'} ${what}. The file is damaged or was not written by CycleLens; measure again or restore it.`,
+    );
   }
 
   protected at(path: string, value: unknown): this {
@@ -271,7 +274,9 @@ function checkInclusive(m: Reader, inclusive: Record<string, number>, totals: Re
   for (const [event, value] of Object.entries(inclusive)) {
     const total = totals[event];
     if (total === undefined || value <= total * INCLUSIVE_SLACK + INCLUSIVE_FLOOR) continue;
-    m.field('inclusive').field(event).fail(`is ${value}, far more than the whole run's total of ${total} (run.totals.${event}): a function cannot count more than the run it is part of`);
+    m.field('inclusive')
+      .field(event)
+      .fail(`is ${value}, far more than the whole run's total of ${total} (run.totals.${event}): a function cannot count more than the run it is part of`);
   }
 }
 
@@ -323,7 +328,12 @@ function readResultSet(r: Reader): ResultSet {
     refused: r.field('refused').array((x) => {
       const members = x.optional('members', (y) => y.array((z) => z.string()));
       const blockedBy = x.optional('blockedBy', (y) => y.string());
-      return { name: x.field('name').string(), reason: x.field('reason').string(), ...(members ? { members } : {}), ...(blockedBy !== undefined ? { blockedBy } : {}) };
+      return {
+        name: x.field('name').string(),
+        reason: x.field('reason').string(),
+        ...(members ? { members } : {}),
+        ...(blockedBy !== undefined ? { blockedBy } : {}),
+      };
     }),
   };
 }
@@ -335,7 +345,13 @@ function optionalGroups(r: Reader): { groups?: GroupMeasurement[] } {
       if (members.length === 0) g.field('members').fail('must name at least one function');
       const incomplete = g.optional('incomplete', (y) => y.string());
       const calls = g.field('calls').count();
-      return { name: g.field('name').string(), members, inclusive: g.field('inclusive').compensatedRecord(calls), calls, ...(incomplete !== undefined ? { incomplete } : {}) };
+      return {
+        name: g.field('name').string(),
+        members,
+        inclusive: g.field('inclusive').compensatedRecord(calls),
+        calls,
+        ...(incomplete !== undefined ? { incomplete } : {}),
+      };
     }),
   );
   return groups ? { groups } : {};
@@ -382,10 +398,16 @@ export function parseCallGraphDocument(json: Json, file = 'the call graph'): Cal
   top.object();
   const schema = top.has('schema') ? top.field('schema').string() : undefined;
   if (schema !== CALL_GRAPH_SCHEMA) {
-    throw new ResultSetError(schema === undefined ? 'notResultSet' : 'version', `${file} is not a CycleLens call graph: its schema is ${schema === undefined ? 'missing' : `"${schema}"`}, expected "${CALL_GRAPH_SCHEMA}". Record it with \`cyclelens call-graph\`.`);
+    throw new ResultSetError(
+      schema === undefined ? 'notResultSet' : 'version',
+      `${file} is not a CycleLens call graph: its schema is ${schema === undefined ? 'missing' : `"${schema}"`}, expected "${CALL_GRAPH_SCHEMA}". Record it with \`cyclelens call-graph\`.`,
+    );
   }
   const graph = readCallGraph(top.field('graph'));
-  const interrupts = top.optional('interrupts', (r) => readCallGraph(new Reader(file, 'interrupts', { functions: [], edges: r.value, indirectCallers: [] })).edges);
+  const interrupts = top.optional(
+    'interrupts',
+    (r) => readCallGraph(new Reader(file, 'interrupts', { functions: [], edges: r.value, indirectCallers: [] })).edges,
+  );
   const ended = top.optional('ended', (r) => r.string());
   return {
     schema: CALL_GRAPH_SCHEMA,
@@ -423,7 +445,13 @@ function readCallGraph(r: Reader): CallGraphResponse {
     functions: r.field('functions').array((f) => {
       const path = f.optional('path', (x) => x.string());
       const line = f.optional('line', (x) => x.count());
-      return { name: f.field('name').string(), address: f.field('address').count(), size: f.field('size').count(), ...(path !== undefined ? { path } : {}), ...(line !== undefined ? { line } : {}) };
+      return {
+        name: f.field('name').string(),
+        address: f.field('address').count(),
+        size: f.field('size').count(),
+        ...(path !== undefined ? { path } : {}),
+        ...(line !== undefined ? { line } : {}),
+      };
     }),
     edges: r.field('edges').array((e) => {
       const count = e.optional('count', (x) => x.count());
@@ -464,7 +492,10 @@ function readAnalysis(r: Reader, resultSets: number): AnalysisRecord {
 export function parseResultSetDocument(json: Json, file = 'the result set'): ResultSetDocument {
   const top = new Reader(file, '', json);
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
-    throw new ResultSetError('notResultSet', `${file} is not a CycleLens result set: it holds ${Array.isArray(json) ? 'an array' : typeof json}, not an object with "schema": "${RESULT_SET_SCHEMA}".`);
+    throw new ResultSetError(
+      'notResultSet',
+      `${file} is not a CycleLens result set: it holds ${Array.isArray(json) ? 'an array' : typeof json}, not an object with "schema": "${RESULT_SET_SCHEMA}".`,
+    );
   }
   if (!top.has('schema') || typeof (json as Record<string, Json>).schema !== 'string') {
     throw new ResultSetError('notResultSet', `${file} is not a CycleLens result set: it has no "schema" field (expected "${RESULT_SET_SCHEMA}").`);
@@ -476,12 +507,20 @@ export function parseResultSetDocument(json: Json, file = 'the result set'): Res
   }
   const version = Number(m[2]);
   if (version !== SCHEMA_VERSION) {
-    const advice = version > SCHEMA_VERSION ? 'it was written by a newer CycleLens: update CycleLens to read it' : 'it was written by an older CycleLens whose format this version no longer reads: measure again';
+    const advice =
+      version > SCHEMA_VERSION
+        ? 'it was written by a newer CycleLens: update CycleLens to read it'
+        : 'it was written by an older CycleLens whose format this version no longer reads: measure again';
     throw new ResultSetError('version', `${file} has result-set format version ${version}, this CycleLens reads version ${SCHEMA_VERSION}: ${advice}.`);
   }
   const resultSets = top.field('resultSets').array(readResultSet);
   const analysis = top.optional('analysis', (r) => readAnalysis(r, resultSets.length));
-  return { schema: RESULT_SET_SCHEMA, generator: top.has('generator') ? top.field('generator').string() : 'unknown', resultSets, ...(analysis ? { analysis } : {}) };
+  return {
+    schema: RESULT_SET_SCHEMA,
+    generator: top.has('generator') ? top.field('generator').string() : 'unknown',
+    resultSets,
+    ...(analysis ? { analysis } : {}),
+  };
 }
 
 export function parseResultSetText(text: string, file = 'the result set'): ResultSetDocument {
@@ -489,7 +528,10 @@ export function parseResultSetText(text: string, file = 'the result set'): Resul
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new ResultSetError('notJson', `${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}): it may be truncated or edited by hand; measure again or restore it.`);
+    throw new ResultSetError(
+      'notJson',
+      `${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}): it may be truncated or edited by hand; measure again or restore it.`,
+    );
   }
   return parseResultSetDocument(json, file);
 }

@@ -14,16 +14,27 @@ export class SavedGraphError extends Error {
  * same build: the functions, their addresses and sizes must match, or its counts would be
  * attributed to the wrong code.
  */
-export function withCallCounts(current: CallGraphResponse, saved: CallGraphDocument, file: string): CallGraphResponse & { interrupts?: CallGraphResponse['edges'] } {
-  if (saved.kind !== 'dynamic') throw new SavedGraphError(`${file} is a static call graph: it has no call counts. Record a dynamic one with \`cyclelens call-graph --dynamic --out ${file}\`.`);
+export function withCallCounts(
+  current: CallGraphResponse,
+  saved: CallGraphDocument,
+  file: string,
+): CallGraphResponse & { interrupts?: CallGraphResponse['edges'] } {
+  if (saved.kind !== 'dynamic')
+    throw new SavedGraphError(
+      `${file} is a static call graph: it has no call counts. Record a dynamic one with \`cyclelens call-graph --dynamic --out ${file}\`.`,
+    );
   const now = new Map(current.functions.map((f) => [f.name, f]));
   const differ = saved.graph.functions.filter((f) => {
     const c = now.get(f.name);
     return !c || c.address !== f.address || c.size !== f.size;
   });
   if (differ.length > 0 || saved.graph.functions.length !== current.functions.length) {
-    const example = differ[0] ? ` (${differ[0].name} at 0x${differ[0].address.toString(16)} is ${now.has(differ[0].name) ? 'elsewhere or of another size' : 'gone'} in the program now)` : '';
-    throw new SavedGraphError(`${file} was recorded on another build of ${saved.program}${example}: record it again with \`cyclelens call-graph --dynamic --out ${file}\`.`);
+    const example = differ[0]
+      ? ` (${differ[0].name} at 0x${differ[0].address.toString(16)} is ${now.has(differ[0].name) ? 'elsewhere or of another size' : 'gone'} in the program now)`
+      : '';
+    throw new SavedGraphError(
+      `${file} was recorded on another build of ${saved.program}${example}: record it again with \`cyclelens call-graph --dynamic --out ${file}\`.`,
+    );
   }
   const counts = new Map<string, number>();
   const key = (caller: string, callee: string): string => `${caller}\u0000${callee}`;

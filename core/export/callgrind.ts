@@ -34,7 +34,13 @@ export function callgrindText(p: Profile): string {
     const rounded = roundKeepingSum(arr.map((a) => a.value));
     arr.forEach((a, i) => splitOf.set(a.caller * count + callee, rounded[i]!));
   }
-  const lines: string[] = ['# callgrind format', 'version: 1', `creator: cyclelens (${p.generator})`, `cmd: ${oneLine(p.program.executable)}`, 'positions: line'];
+  const lines: string[] = [
+    '# callgrind format',
+    'version: 1',
+    `creator: cyclelens (${p.generator})`,
+    `cmd: ${oneLine(p.program.executable)}`,
+    'positions: line',
+  ];
   // The same notes as the stack formats (the split is theirs), formed from the totals: this format
   // lists no stacks, so none are derived for it.
   const notes = [...(p.notes ?? []), ...(p.stacks.length === 0 ? [derivationNote(shares, { ...totals, truncated: false })] : [])];

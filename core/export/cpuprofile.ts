@@ -32,7 +32,18 @@ export function cpuProfileJson(p: Profile): string {
       if (!node) {
         const f = p.functions[id]!;
         // lineNumber is 0-based in this format.
-        node = { id: nodes.length + 1, callFrame: { functionName: f.name, scriptId: String(id + 1), url: f.location ? fileUrl(f.location.path) : '', lineNumber: f.location ? f.location.line - 1 : -1, columnNumber: f.location ? 0 : -1 }, hitCount: 0, children: [] };
+        node = {
+          id: nodes.length + 1,
+          callFrame: {
+            functionName: f.name,
+            scriptId: String(id + 1),
+            url: f.location ? fileUrl(f.location.path) : '',
+            lineNumber: f.location ? f.location.line - 1 : -1,
+            columnNumber: f.location ? 0 : -1,
+          },
+          hitCount: 0,
+          children: [],
+        };
         nodes.push(node);
         index.set(key, node);
         parent.children.push(node.id);

@@ -9,7 +9,28 @@ import { provenanceLabel, unitLabel } from '../profile/units';
  * both tables back.
  */
 
-export const FUNCTION_COLUMNS = ['function', 'status', 'file', 'line', 'address', 'inclusive', 'inclusive_low', 'inclusive_high', 'self', 'self_low', 'self_high', 'calls', 'min', 'max', 'mean', 'inclusive_share', 'self_share', 'unit', 'provenance', 'note'] as const;
+export const FUNCTION_COLUMNS = [
+  'function',
+  'status',
+  'file',
+  'line',
+  'address',
+  'inclusive',
+  'inclusive_low',
+  'inclusive_high',
+  'self',
+  'self_low',
+  'self_high',
+  'calls',
+  'min',
+  'max',
+  'mean',
+  'inclusive_share',
+  'self_share',
+  'unit',
+  'provenance',
+  'note',
+] as const;
 export const LINE_COLUMNS = ['file', 'line', 'function', 'self', 'self_low', 'self_high', 'unit', 'provenance'] as const;
 
 export function functionsCsv(p: Profile): string {
@@ -43,7 +64,8 @@ export function linesCsv(p: Profile): string {
   const unit = unitLabel(p.unit);
   const provenance = provenanceLabel(p.provenance);
   const rows: string[][] = [[...LINE_COLUMNS]];
-  for (const l of p.lines) rows.push([l.path, String(l.line), l.function !== undefined ? (p.functions[l.function]?.name ?? '') : '', ...measure(l.self), unit, provenance]);
+  for (const l of p.lines)
+    rows.push([l.path, String(l.line), l.function !== undefined ? (p.functions[l.function]?.name ?? '') : '', ...measure(l.self), unit, provenance]);
   return table(rows);
 }
 

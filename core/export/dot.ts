@@ -23,7 +23,11 @@ export function profileDot(p: Profile): string {
   }
   for (const e of p.edges) {
     if (!drawn.has(e.caller) || !drawn.has(e.callee)) continue;
-    const attrs = [e.calls !== undefined ? `label=${quote(`${formatNumber(e.calls)}×`)}` : '', e.kind === 'tail' ? 'style=dashed' : '', e.kind === 'interrupt' ? 'style=dotted' : ''].filter(Boolean);
+    const attrs = [
+      e.calls !== undefined ? `label=${quote(`${formatNumber(e.calls)}×`)}` : '',
+      e.kind === 'tail' ? 'style=dashed' : '',
+      e.kind === 'interrupt' ? 'style=dotted' : '',
+    ].filter(Boolean);
     out.push(`  f${e.caller} -> f${e.callee}${attrs.length ? ` [${attrs.join(', ')}]` : ''};`);
   }
   out.push('}');

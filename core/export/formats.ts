@@ -28,14 +28,38 @@ export type ExportFormatId = 'callgrind' | 'pprof' | 'speedscope' | 'folded' | '
 export const EXPORT_FORMATS: readonly ExportFormat[] = [
   { id: 'callgrind', label: 'Callgrind', extension: '.callgrind', opensIn: 'KCachegrind, QCachegrind, callgrind_annotate', write: callgrindText },
   { id: 'pprof', label: 'pprof', extension: '.pb.gz', opensIn: 'go tool pprof, pprof web UI, Grafana Pyroscope', write: pprofBytes },
-  { id: 'speedscope', label: 'speedscope', extension: '.speedscope.json', opensIn: 'speedscope (speedscope.app or the speedscope command)', write: speedscopeJson },
+  {
+    id: 'speedscope',
+    label: 'speedscope',
+    extension: '.speedscope.json',
+    opensIn: 'speedscope (speedscope.app or the speedscope command)',
+    write: speedscopeJson,
+  },
   { id: 'folded', label: 'Folded stacks', extension: '.folded', opensIn: 'flamegraph.pl, inferno, speedscope, CycleLens flame graph', write: foldedStacks },
-  { id: 'cpuprofile', label: 'Chrome CPU profile', extension: '.cpuprofile', opensIn: "VS Code's profile viewer, Chrome DevTools (1 count shown as 1 µs)", write: cpuProfileJson },
-  { id: 'gmon', label: 'gprof gmon.out', extension: '.gmon.out', opensIn: 'gprof of the target toolchain (arm-none-eabi-gprof, riscv64-unknown-elf-gprof) with the ELF', write: (p) => gmonBytes(p) },
+  {
+    id: 'cpuprofile',
+    label: 'Chrome CPU profile',
+    extension: '.cpuprofile',
+    opensIn: "VS Code's profile viewer, Chrome DevTools (1 count shown as 1 µs)",
+    write: cpuProfileJson,
+  },
+  {
+    id: 'gmon',
+    label: 'gprof gmon.out',
+    extension: '.gmon.out',
+    opensIn: 'gprof of the target toolchain (arm-none-eabi-gprof, riscv64-unknown-elf-gprof) with the ELF',
+    write: (p) => gmonBytes(p),
+  },
   { id: 'csv', label: 'CSV, per function', extension: '.functions.csv', opensIn: 'spreadsheets, pandas', write: functionsCsv },
   { id: 'csv-lines', label: 'CSV, per source line', extension: '.lines.csv', opensIn: 'spreadsheets, pandas', write: linesCsv },
   { id: 'dot', label: 'Annotated call graph (DOT)', extension: '.dot', opensIn: 'Graphviz (dot -Tsvg), xdot', write: profileDot },
-  { id: 'json', label: 'CycleLens profile (JSON)', extension: '.profile.json', opensIn: 'CycleLens (Open Result Set…, cyclelens export), any JSON reader', write: profileText },
+  {
+    id: 'json',
+    label: 'CycleLens profile (JSON)',
+    extension: '.profile.json',
+    opensIn: 'CycleLens (Open Result Set…, cyclelens export), any JSON reader',
+    write: profileText,
+  },
 ];
 
 export function exportFormat(id: string): ExportFormat | undefined {

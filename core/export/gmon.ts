@@ -43,7 +43,8 @@ export function gmonBytes(p: Profile, options: GmonOptions = {}): Uint8Array {
   if (!le) header.writeUInt32BE(1, 4);
   chunks.push(header);
   const located = p.functions.filter((f) => f.address !== undefined);
-  if (located.length === 0 && p.functions.length > 0) throw new GmonWriteError('gmon.out needs function addresses, and this profile has none: export a profile measured on an ELF with symbols.');
+  if (located.length === 0 && p.functions.length > 0)
+    throw new GmonWriteError('gmon.out needs function addresses, and this profile has none: export a profile measured on an ELF with symbols.');
   const [dimension, abbreviation] = dimensionOf(p);
   const shares = calleeShares(p);
   let records = 0;
@@ -55,7 +56,10 @@ export function gmonBytes(p: Profile, options: GmonOptions = {}): Uint8Array {
     const low = evenAddress(f.address!);
     const high = low + 2;
     while (self > 0) {
-      if (++records > MAX_RECORDS) throw new GmonWriteError(`gmon.out holds 16-bit histogram bins: ${f.name}'s value needs more than ${MAX_RECORDS} records. Export pprof or callgrind for profiles this large.`);
+      if (++records > MAX_RECORDS)
+        throw new GmonWriteError(
+          `gmon.out holds 16-bit histogram bins: ${f.name}'s value needs more than ${MAX_RECORDS} records. Export pprof or callgrind for profiles this large.`,
+        );
       const bin = Math.min(MAX_BIN, self);
       self -= bin;
       const rec = Buffer.alloc(1 + 2 * addressBytes + 8 + 16 + 2);
@@ -124,7 +128,8 @@ function arcsOf(p: Profile): { from: number; self: number; count: number }[] {
     // unknown, and gprof's calls column (all entries from other functions) then shows the model's count.
     const outside = list.filter((x) => x.calls === undefined && x.caller.id !== calleeId);
     const unknown = outside.length > 0 ? outside : list.filter((x) => x.calls === undefined);
-    const rest = unknown.length > 0 && callee.calls !== undefined ? roundKeepingSum(unknown.map(() => Math.max(0, callee.calls! - known) / unknown.length)) : [];
+    const rest =
+      unknown.length > 0 && callee.calls !== undefined ? roundKeepingSum(unknown.map(() => Math.max(0, callee.calls! - known) / unknown.length)) : [];
     let u = 0;
     for (const x of list) {
       const count = x.calls ?? (unknown.includes(x) ? rest[u++] : 0) ?? 0;

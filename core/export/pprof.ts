@@ -34,9 +34,21 @@ export function pprofBytes(p: Profile): Uint8Array {
     const split = roundKeepingSum(indexes.map((i) => (sum > 0 ? (n * used[i]!.value) / sum : n / indexes.length)));
     indexes.forEach((i, k) => (calls[i] = split[k]!));
   }
-  const mapping = new Mapping({ id: 1, filename: strings.dedup(p.program.executable), hasFunctions: true, hasLineNumbers: p.functions.some((f) => f.location !== undefined) });
+  const mapping = new Mapping({
+    id: 1,
+    filename: strings.dedup(p.program.executable),
+    hasFunctions: true,
+    hasLineNumbers: p.functions.some((f) => f.location !== undefined),
+  });
   const functions = p.functions.map(
-    (f) => new PprofFunction({ id: f.id + 1, name: strings.dedup(f.name), systemName: strings.dedup(f.name), filename: strings.dedup(f.location?.path ?? ''), startLine: f.location?.line ?? 0 }),
+    (f) =>
+      new PprofFunction({
+        id: f.id + 1,
+        name: strings.dedup(f.name),
+        systemName: strings.dedup(f.name),
+        filename: strings.dedup(f.location?.path ?? ''),
+        startLine: f.location?.line ?? 0,
+      }),
   );
   const locations = p.functions.map(
     (f) => new Location({ id: f.id + 1, mappingId: 1, address: f.address ?? 0, line: [new Line({ functionId: f.id + 1, line: f.location?.line ?? 0 })] }),

@@ -98,7 +98,8 @@ export function importCallgrind(text: string, options: CallgrindImportOptions = 
       }
       continue;
     }
-    if (!/^[+\-*\d]|^0x/.test(raw)) malformed(file, where, `"${raw.length > 60 ? `${raw.slice(0, 60)}…` : raw}" is neither a specification nor a cost line`, fix);
+    if (!/^[+\-*\d]|^0x/.test(raw))
+      malformed(file, where, `"${raw.length > 60 ? `${raw.slice(0, 60)}…` : raw}" is neither a specification nor a cost line`, fix);
     if (fnName === undefined) malformed(file, where, 'a cost line comes before any fn=', fix);
     const fields = raw.split(/\s+/);
     const pos = fields.slice(0, positions.length).map((t, k) => position(t, last[k] ?? 0, file, where));

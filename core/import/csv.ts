@@ -23,10 +23,12 @@ export function importCsv(functionsText: string, options: { file?: string; lines
       const t = cell(name);
       if (t === '') return undefined;
       const n = name === 'address' ? parseInt(t, 16) : Number(t);
-      if (!Number.isFinite(n) || Math.abs(n) > max || (name === 'address' && !/^0x[0-9a-f]+$/i.test(t))) malformed(file, where, `${name} "${t}" is not a number in range`, 'Correct the cell or export again.');
+      if (!Number.isFinite(n) || Math.abs(n) > max || (name === 'address' && !/^0x[0-9a-f]+$/i.test(t)))
+        malformed(file, where, `${name} "${t}" is not a number in range`, 'Correct the cell or export again.');
       return n;
     };
-    const measure = (v: number | undefined, low: number | undefined, high: number | undefined): Measure | undefined => (v === undefined ? undefined : { value: v, ...(low !== undefined && high !== undefined ? { bound: { low, high, kind: 'quantisation' as const } } : {}) });
+    const measure = (v: number | undefined, low: number | undefined, high: number | undefined): Measure | undefined =>
+      v === undefined ? undefined : { value: v, ...(low !== undefined && high !== undefined ? { bound: { low, high, kind: 'quantisation' as const } } : {}) };
     if (!cell('function')) malformed(file, where, 'has no function name', 'Fill in the function column.');
     const f = b.fn(cell('function'));
     const status = cell('status') as FunctionStatus;
@@ -51,7 +53,8 @@ export function importCsv(functionsText: string, options: { file?: string; lines
     lineRows.forEach((r, i) => {
       const value = Number(r[lineCol('self')]);
       const line = Number(r[lineCol('line')]);
-      if (!Number.isFinite(value) || value < 0 || value > MAX_COUNT || !Number.isInteger(line) || line < 0 || line > MAX_LINE) malformed(file, `lines row ${i + 2}`, 'line or self is not a number in range', 'Correct the cell or export again.');
+      if (!Number.isFinite(value) || value < 0 || value > MAX_COUNT || !Number.isInteger(line) || line < 0 || line > MAX_LINE)
+        malformed(file, `lines row ${i + 2}`, 'line or self is not a number in range', 'Correct the cell or export again.');
       const fn = r[lineCol('function')];
       b.profile.lines.push({ path: r[lineCol('file')] ?? '', line, ...(fn ? { function: b.fn(fn).id } : {}), self: { value } });
     });

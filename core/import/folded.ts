@@ -19,7 +19,12 @@ export function importFolded(text: string, options: FoldedImportOptions = {}): P
   const file = options.file ?? 'the folded stacks';
   if (text.length > MAX_IMPORT_BYTES) throw new ProfileError('unsupported', `${file} is larger than ${MAX_IMPORT_BYTES} bytes: split it.`);
   const unit = options.unit ?? { kind: 'samples' };
-  const b = new ProfileBuilder('folded stacks import', options.executable ?? file, unit, { kind: 'sampled', sampler: 'folded stacks', halting: false, attribution: 'time-proportional' });
+  const b = new ProfileBuilder('folded stacks import', options.executable ?? file, unit, {
+    kind: 'sampled',
+    sampler: 'folded stacks',
+    halting: false,
+    attribution: 'time-proportional',
+  });
   const p = b.profile;
   let total = 0;
   const lines = text.split(/\r?\n/);
@@ -27,11 +32,19 @@ export function importFolded(text: string, options: FoldedImportOptions = {}): P
     const line = raw.trim();
     if (!line || line.startsWith('#')) return;
     const m = /^(.*\S)\s+(\d+(?:\.\d+)?)$/.exec(line);
-    if (!m) malformed(file, `line ${index + 1}`, `"${line.length > 60 ? `${line.slice(0, 60)}…` : line}" is not "frame;frame;… count"`, 'Give a file of folded stacks, one stack and its count per line.');
+    if (!m)
+      malformed(
+        file,
+        `line ${index + 1}`,
+        `"${line.length > 60 ? `${line.slice(0, 60)}…` : line}" is not "frame;frame;… count"`,
+        'Give a file of folded stacks, one stack and its count per line.',
+      );
     const value = Number(m[2]);
-    if (!Number.isFinite(value) || value > MAX_COUNT) malformed(file, `line ${index + 1}`, `the count ${m[2]} is out of range`, 'Counts must be whole numbers below 2^53.');
+    if (!Number.isFinite(value) || value > MAX_COUNT)
+      malformed(file, `line ${index + 1}`, `the count ${m[2]} is out of range`, 'Counts must be whole numbers below 2^53.');
     const names = m[1]!.split(';');
-    if (names.some((n) => n.length === 0)) malformed(file, `line ${index + 1}`, 'holds an empty frame name (";;" or a leading/trailing ";")', 'Remove the empty frame.');
+    if (names.some((n) => n.length === 0))
+      malformed(file, `line ${index + 1}`, 'holds an empty frame name (";;" or a leading/trailing ";")', 'Remove the empty frame.');
     if (names.length > 10_000) malformed(file, `line ${index + 1}`, `a stack of ${names.length} frames is deeper than 10,000`, 'Truncate the stack.');
     const frames = names.map((n) => b.fn(n).id);
     p.stacks.push({ frames, value });

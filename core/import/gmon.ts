@@ -78,7 +78,14 @@ export function importGmon(bytes: Uint8Array, options: GmonImportOptions = {}): 
   }
 
   const unit = unitOfDimension(dimension);
-  const b = new ProfileBuilder('gmon.out import', options.executable ?? file, unit, unit.kind === 'samples' ? { kind: 'sampled', sampler: `gprof histogram${rate ? ` at ${rate} Hz` : ''}`, halting: false, attribution: 'time-proportional' } : { kind: 'exact', counter: dimension || 'gmon.out' });
+  const b = new ProfileBuilder(
+    'gmon.out import',
+    options.executable ?? file,
+    unit,
+    unit.kind === 'samples'
+      ? { kind: 'sampled', sampler: `gprof histogram${rate ? ` at ${rate} Hz` : ''}`, halting: false, attribution: 'time-proportional' }
+      : { kind: 'exact', counter: dimension || 'gmon.out' },
+  );
   const p = b.profile;
   const symbols = [...(options.symbols ?? [])].filter((s) => Number.isFinite(s.address)).sort((x, y) => x.address - y.address);
   const nameAt = (pc: number): { name: string; address: number } => {
@@ -117,7 +124,9 @@ export function importGmon(bytes: Uint8Array, options: GmonImportOptions = {}): 
   const total = p.functions.reduce((s, f) => s + (f.self?.value ?? 0), 0);
   p.total = { value: total };
   p.runs = [{ role: unit.kind === 'samples' ? 'sampling' : 'batch', method: `gmon.out from ${file}`, total, measured: p.functions.map((f) => f.name) }];
-  p.notes = ['Inclusive values are formed as gprof forms them: each callee passes its inclusive value to its callers in proportion to the calls along each arc.'];
+  p.notes = [
+    'Inclusive values are formed as gprof forms them: each callee passes its inclusive value to its callers in proportion to the calls along each arc.',
+  ];
   return p;
 }
 

@@ -104,14 +104,26 @@ export function profileStacks(p: Profile, options: CallTreeOptions = {}): CallTr
 const NO_SHARES: readonly CalleeShare[] = [];
 
 /** What a reader of derived stacks (or of a format drawn from the same split) must know about them. */
-export function derivationNote(children: Map<number, CalleeShare[]>, found: { overfull: ReadonlySet<string>; recursive: boolean; truncated: boolean; maxStacks?: number; maxDepth?: number }): string {
-  const parts = ['Call stacks derived from per-function inclusive totals and the call graph (the source recorded no stacks); a frame\'s own value is its inclusive minus its callees\' shares.'];
+export function derivationNote(
+  children: Map<number, CalleeShare[]>,
+  found: { overfull: ReadonlySet<string>; recursive: boolean; truncated: boolean; maxStacks?: number; maxDepth?: number },
+): string {
+  const parts = [
+    "Call stacks derived from per-function inclusive totals and the call graph (the source recorded no stacks); a frame's own value is its inclusive minus its callees' shares.",
+  ];
   let equalShares = false;
   for (const list of children.values()) for (const k of list) if (!k.counted && k.callers > 1) equalShares = true;
-  if (children.size > 0) parts.push(equalShares ? 'A callee shared by several callers is split between them in equal shares where call counts are unknown, by call counts elsewhere.' : 'A callee shared by several callers is split between them by call counts.');
+  if (children.size > 0)
+    parts.push(
+      equalShares
+        ? 'A callee shared by several callers is split between them in equal shares where call counts are unknown, by call counts elsewhere.'
+        : 'A callee shared by several callers is split between them by call counts.',
+    );
   if (found.overfull.size > 0) {
     const names = [...found.overfull].slice(0, 5).join(', ');
-    parts.push(`Where callees' shares exceed a function's measured inclusive value (runs differ slightly: interrupts land elsewhere in a patched program), its own value is 0 and its stacks add up to the callees' shares: ${names}${found.overfull.size > 5 ? ` and ${found.overfull.size - 5} more` : ''}.`);
+    parts.push(
+      `Where callees' shares exceed a function's measured inclusive value (runs differ slightly: interrupts land elsewhere in a patched program), its own value is 0 and its stacks add up to the callees' shares: ${names}${found.overfull.size > 5 ? ` and ${found.overfull.size - 5} more` : ''}.`,
+    );
   }
   if (found.recursive) parts.push('Recursive calls are cut at the first repeat.');
   if (found.truncated) parts.push(`Paths beyond ${found.maxStacks} stacks or ${found.maxDepth} frames are folded into their last frame.`);
@@ -182,7 +194,10 @@ export function treeInclusive(p: Profile, children: Map<number, CalleeShare[]> =
  * whose callees' shares exceed their measured value, and whether recursion was cut. Each function
  * is formed once (memoised), so this is linear in the call graph.
  */
-export function treeTotals(p: Profile, children: Map<number, CalleeShare[]> = calleeShares(p)): { inclusive: Map<number, number>; overfull: Set<string>; recursive: boolean } {
+export function treeTotals(
+  p: Profile,
+  children: Map<number, CalleeShare[]> = calleeShares(p),
+): { inclusive: Map<number, number>; overfull: Set<string>; recursive: boolean } {
   const fns = p.functions;
   const done = new Map<number, number>();
   const onPath = new Set<number>();

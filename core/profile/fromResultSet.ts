@@ -47,7 +47,9 @@ export function profileFromResultSets(doc: ResultSetDocument, options: ResultSet
     };
   }
   const graph = analysis?.callGraph;
-  const rows = analysis ? profileRows({ metric: analysis.metric, outcomes: analysis.outcomes, resultSets: sets }, graph, new MetricsEngine()) : measuredOnly(sets);
+  const rows = analysis
+    ? profileRows({ metric: analysis.metric, outcomes: analysis.outcomes, resultSets: sets }, graph, new MetricsEngine())
+    : measuredOnly(sets);
   const baselineRuns = profile.runs.filter((r) => r.role === 'baseline').length;
   profile.functions = rows.map((row, id) => functionOf(row, id, sets, graph, unit, referenceTotal, baselineRuns));
   profile.edges = edgesOf(profile.functions, graph);
@@ -72,7 +74,11 @@ function runsOf(doc: ResultSetDocument, event: string): ProfileRun[] {
   }));
   // Older documents count the baseline runs in `analysis.runs` only.
   const extra = Math.max(0, (doc.analysis?.runs ?? batches.length) - batches.length);
-  const baselines = Array.from({ length: extra }, (): ProfileRun => ({ role: 'baseline', method: 'the window total, measured in a run of its own', measured: [] }));
+  const baselines = Array.from({ length: extra }, (): ProfileRun => ({
+    role: 'baseline',
+    method: 'the window total, measured in a run of its own',
+    measured: [],
+  }));
   return [...baselines, ...batches];
 }
 

@@ -49,7 +49,12 @@ export function profileFromSamples(set: SampleSet): Profile {
     const name = loc?.function ?? UNKNOWN_FUNCTION;
     let entry = functions.get(name);
     if (!entry) {
-      const fn: ProfileFunction = { id: profile.functions.length, name, status: 'sampled', ...(loc?.functionAddress !== undefined ? { address: loc.functionAddress } : {}) };
+      const fn: ProfileFunction = {
+        id: profile.functions.length,
+        name,
+        status: 'sampled',
+        ...(loc?.functionAddress !== undefined ? { address: loc.functionAddress } : {}),
+      };
       profile.functions.push(fn);
       entry = { fn, count: 0 };
       functions.set(name, entry);
@@ -68,11 +73,13 @@ export function profileFromSamples(set: SampleSet): Profile {
       l.count += n;
       lines.set(key, l);
       // The function's location: its lowest sampled line in its own file is a fair anchor.
-      if (!entry.fn.location || (entry.fn.location.path === loc.path && loc.line < entry.fn.location.line)) entry.fn.location = { path: loc.path, line: loc.line };
+      if (!entry.fn.location || (entry.fn.location.path === loc.path && loc.line < entry.fn.location.line))
+        entry.fn.location = { path: loc.path, line: loc.line };
     }
   }
   for (const { fn, count } of functions.values()) fn.self = measure(count);
-  for (const l of [...lines.values()].sort((a, b) => b.count - a.count)) profile.lines.push({ path: l.path, line: l.line, function: l.function, self: measure(l.count) });
+  for (const l of [...lines.values()].sort((a, b) => b.count - a.count))
+    profile.lines.push({ path: l.path, line: l.line, function: l.function, self: measure(l.count) });
   profile.total = { value: total };
   profile.runs.push({
     role: 'sampling',

@@ -53,12 +53,16 @@ export async function loadAnyProfile(path: string, options: ResultSetProfileOpti
     try {
       return profileFromResultSets(parseResultSetDocument(json, path), options);
     } catch (err) {
-      if (err instanceof ResultSetError) throw new ProfileError(err.kind === 'notJson' ? 'notJson' : err.kind === 'version' ? 'version' : 'malformed', err.message);
+      if (err instanceof ResultSetError)
+        throw new ProfileError(err.kind === 'notJson' ? 'notJson' : err.kind === 'version' ? 'version' : 'malformed', err.message);
       throw err;
     }
   }
   if (typeof schema === 'string' && schema.startsWith('cyclelens-profile/')) return parseProfileDocument(json, path);
-  throw new ProfileError('notProfile', `${path} is neither a CycleLens profile ("schema": "${PROFILE_SCHEMA}") nor a result set ("schema": "${RESULT_SET_SCHEMA}"): give the file an analysis or an export wrote.`);
+  throw new ProfileError(
+    'notProfile',
+    `${path} is neither a CycleLens profile ("schema": "${PROFILE_SCHEMA}") nor a result set ("schema": "${RESULT_SET_SCHEMA}"): give the file an analysis or an export wrote.`,
+  );
 }
 
 async function readText(path: string): Promise<string> {
@@ -66,7 +70,10 @@ async function readText(path: string): Promise<string> {
     return await readFile(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new ProfileError('io', code === 'ENOENT' ? `${path} does not exist: check the path, or run an analysis to create it.` : `${path} cannot be read (${(err as Error).message}).`);
+    throw new ProfileError(
+      'io',
+      code === 'ENOENT' ? `${path} does not exist: check the path, or run an analysis to create it.` : `${path} cannot be read (${(err as Error).message}).`,
+    );
   }
 }
 
@@ -74,13 +81,23 @@ function parseJson(text: string, file: string): unknown {
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new ProfileError('notJson', `${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}): it may be truncated; export or measure again.`);
+    throw new ProfileError(
+      'notJson',
+      `${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}): it may be truncated; export or measure again.`,
+    );
   }
 }
 
 const UNIT_KINDS = ['cycles', 'instructions', 'ticks', 'samples', 'events'] as const;
 const STATUSES: readonly FunctionStatus[] = ['measured', 'pruned', 'unmeasurable', 'pending', 'unreached', 'sampled'];
-const ATTRIBUTIONS: readonly SampleAttribution[] = ['time-proportional', 'next-committing', 'translation-block-start', 'recently-executed', 'halting', 'exact-count'];
+const ATTRIBUTIONS: readonly SampleAttribution[] = [
+  'time-proportional',
+  'next-committing',
+  'translation-block-start',
+  'recently-executed',
+  'halting',
+  'exact-count',
+];
 
 export function parseProfileDocument(json: unknown, file = 'the profile'): Profile {
   const top = new JsonReader(file, '', json);
@@ -90,7 +107,8 @@ export function parseProfileDocument(json: unknown, file = 'the profile'): Profi
   const schema = top.field('schema').string();
   const m = /^cyclelens-profile\/(\d+)$/.exec(schema);
   if (!m) throw new ProfileError('notProfile', `${file} is not a CycleLens profile: its schema is "${schema}", expected "${PROFILE_SCHEMA}".`);
-  if (Number(m[1]) !== 1) throw new ProfileError('version', `${file} has profile format version ${m[1]}, this CycleLens reads version 1: update CycleLens to read it.`);
+  if (Number(m[1]) !== 1)
+    throw new ProfileError('version', `${file} has profile format version ${m[1]}, this CycleLens reads version 1: update CycleLens to read it.`);
 
   const functions = top.field('functions').array(readFunction);
   const count = functions.length;
@@ -104,11 +122,21 @@ export function parseProfileDocument(json: unknown, file = 'the profile'): Profi
   });
   const edges = top.field('edges').array((r): ProfileEdge => {
     const calls = r.optional('calls', (x) => x.amount());
-    return { caller: fnRef(r.field('caller')), callee: fnRef(r.field('callee')), kind: r.field('kind').oneOf(['call', 'tail', 'interrupt'] as const), ...(calls !== undefined ? { calls } : {}) };
+    return {
+      caller: fnRef(r.field('caller')),
+      callee: fnRef(r.field('callee')),
+      kind: r.field('kind').oneOf(['call', 'tail', 'interrupt'] as const),
+      ...(calls !== undefined ? { calls } : {}),
+    };
   });
   const lines = top.field('lines').array((r) => {
     const fn = r.optional('function', fnRef);
-    return { path: r.field('path').string(), line: r.field('line').integer(0, MAX_LINE), ...(fn !== undefined ? { function: fn } : {}), self: readMeasure(r.field('self')) };
+    return {
+      path: r.field('path').string(),
+      line: r.field('line').integer(0, MAX_LINE),
+      ...(fn !== undefined ? { function: fn } : {}),
+      self: readMeasure(r.field('self')),
+    };
   });
   const addresses = top.field('addresses').array((r) => {
     const fn = r.optional('function', fnRef);
@@ -163,7 +191,12 @@ function readProvenance(r: JsonReader): Provenance {
       return { kind, counter: r.field('counter').string() };
     case 'injected': {
       const compensation = r.optional('compensation', (x) => x.amount());
-      return { kind, payload: r.field('payload').oneOf(['gated', 'accumulated'] as const), counter: r.field('counter').string(), ...(compensation !== undefined ? { compensation } : {}) };
+      return {
+        kind,
+        payload: r.field('payload').oneOf(['gated', 'accumulated'] as const),
+        counter: r.field('counter').string(),
+        ...(compensation !== undefined ? { compensation } : {}),
+      };
     }
     case 'sampled':
       return { kind, sampler: r.field('sampler').string(), halting: r.field('halting').boolean(), attribution: r.field('attribution').oneOf(ATTRIBUTIONS) };

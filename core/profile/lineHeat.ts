@@ -61,7 +61,8 @@ export function remapSourcePath(path: string, sourceMap: Readonly<Record<string,
   let best: string | undefined;
   for (const from of Object.keys(sourceMap)) {
     const prefix = from.replace(/[\\/]+$/, '');
-    if ((path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}\\`)) && (best === undefined || prefix.length > best.length)) best = from;
+    if ((path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}\\`)) && (best === undefined || prefix.length > best.length))
+      best = from;
   }
   if (best === undefined) return path;
   const prefix = best.replace(/[\\/]+$/, '');

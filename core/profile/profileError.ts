@@ -34,7 +34,10 @@ export const MAX_LINE = 10_000_000;
  */
 export class JsonReader extends JsonWalker {
   fail(what: string): never {
-    throw new ProfileError('malformed', `${this.file}: ${this.path || '$'} ${what}. The file is damaged or was not written by CycleLens; export the profile again.`);
+    throw new ProfileError(
+      'malformed',
+      `${this.file}: ${this.path || '$'} ${what}. The file is damaged or was not written by CycleLens; export the profile again.`,
+    );
   }
 
   protected at(path: string, value: unknown): this {

@@ -1,5 +1,15 @@
 import type { CounterValue } from '../../common/counters';
-import type { CallGraphResponse, CodeLocation, CustomRequestName, CustomResponse, InjectArguments, InjectedResult, InjectResponse, RunArguments, RunResponse } from '../../common/dapCustom';
+import type {
+  CallGraphResponse,
+  CodeLocation,
+  CustomRequestName,
+  CustomResponse,
+  InjectArguments,
+  InjectedResult,
+  InjectResponse,
+  RunArguments,
+  RunResponse,
+} from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { customRequest, type CustomArgumentList, type CustomRequestPeer } from '../../common/dapCustomClient';
 import type { BatchMeasurer, MeasurerPlan } from '../analysis/descent';
@@ -133,7 +143,10 @@ export class DapProfiler implements BatchMeasurer {
   }
 
   async measure(batch: readonly string[], signal?: AbortSignal, groups: readonly (readonly string[])[] = []): Promise<ResultSet> {
-    const rs = this.options.mode.kind === 'single-pass' ? await this.measureSinglePass(batch, groups, this.options.mode, signal) : await this.measureCyclic(batch, groups, this.options.mode, signal);
+    const rs =
+      this.options.mode.kind === 'single-pass'
+        ? await this.measureSinglePass(batch, groups, this.options.mode, signal)
+        : await this.measureCyclic(batch, groups, this.options.mode, signal);
     await this.options.onResultSet?.(rs);
     return rs;
   }
@@ -143,7 +156,12 @@ export class DapProfiler implements BatchMeasurer {
    * one run without the batch: the payloads' own instructions would otherwise inflate it by their
    * full cost per call, which the adapter does not report (only the part inside the window).
    */
-  private async measureSinglePass(batch: readonly string[], groups: readonly (readonly string[])[], mode: Extract<ProfilingMode, { kind: 'single-pass' }>, signal: AbortSignal | undefined): Promise<ResultSet> {
+  private async measureSinglePass(
+    batch: readonly string[],
+    groups: readonly (readonly string[])[],
+    mode: Extract<ProfilingMode, { kind: 'single-pass' }>,
+    signal: AbortSignal | undefined,
+  ): Promise<ResultSet> {
     const from = mode.start ?? 'main';
     const end = mode.end ? describe(mode.end) : 'end';
     await this.prepareCounters();
@@ -153,7 +171,13 @@ export class DapProfiler implements BatchMeasurer {
       if (first) return first;
       // Stopped at the start already: the baseline run goes on from there.
       this.baseline = await this.baselineTotals(from, mode.end, signal, true);
-      this.options.log?.(`baseline ${from} -> ${end}: ${Object.entries(this.baseline.totals).map(([e, v]) => `${v} ${e}`).join(', ') || 'no total'} (${this.baseline.method})`);
+      this.options.log?.(
+        `baseline ${from} -> ${end}: ${
+          Object.entries(this.baseline.totals)
+            .map(([e, v]) => `${v} ${e}`)
+            .join(', ') || 'no total'
+        } (${this.baseline.method})`,
+      );
     }
     checkAbort(signal);
     await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
@@ -170,7 +194,13 @@ export class DapProfiler implements BatchMeasurer {
    * exactly (every payload adds its instruction count to a counter the window reads). Undefined
    * when no window can be injected: then the total comes from runs of its own (baselineTotals).
    */
-  private async firstBatchWithWindow(batch: readonly string[], groups: readonly (readonly string[])[], from: string, endAt: CodeLocation | undefined, end: string): Promise<ResultSet | undefined> {
+  private async firstBatchWithWindow(
+    batch: readonly string[],
+    groups: readonly (readonly string[])[],
+    from: string,
+    endAt: CodeLocation | undefined,
+    end: string,
+  ): Promise<ResultSet | undefined> {
     const start = await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
     const until = endAt ?? start.programEnd;
     if (!until) return undefined;
@@ -182,13 +212,18 @@ export class DapProfiler implements BatchMeasurer {
         await this.runTo({ until }, describe(until));
         const r = (await this.request(Req.injectedResults)).results.find((x) => x.id === window.id);
         const value = r ? windowValue(r, window.region) : undefined;
-        if (!r || value === undefined) throw new ProfilingError(`${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`);
+        if (!r || value === undefined)
+          throw new ProfilingError(
+            `${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`,
+          );
         this.baseline = { totals: { [eventOfCounter(r.counter)]: value }, method: `total from ${window.what} injected with the first batch (${r.counter})` };
         this.options.log?.(`total ${from} -> ${end}: ${value} ${eventOfCounter(r.counter)} (${this.baseline.method})`);
         return { totals: { ...this.baseline.totals }, from, to: end, subtractPayload: false, method: this.baseline.method };
       });
     } finally {
-      await this.request(Req.removeInjections, { ids: [window.id] }).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
+      await this.request(Req.removeInjections, { ids: [window.id] }).catch((err: unknown) =>
+        this.options.log?.(`could not remove the window measurement: ${message(err)}`),
+      );
     }
   }
 
@@ -199,7 +234,10 @@ export class DapProfiler implements BatchMeasurer {
    */
   private async injectWindow(from: string, until: CodeLocation): Promise<{ id: number; what: string; region: boolean } | undefined> {
     const attempts: Array<{ target: InjectArguments['targets'][number]; what: string }> = [
-      ...(await this.windowEnds(from, until)).map((close) => ({ target: { start: { function: from }, end: close }, what: `the region ${from} -> ${describe(close)}` })),
+      ...(await this.windowEnds(from, until)).map((close) => ({
+        target: { start: { function: from }, end: close },
+        what: `the region ${from} -> ${describe(close)}`,
+      })),
       { target: { function: from }, what: `${from} from its entry to its return` },
     ];
     for (const attempt of attempts) {
@@ -218,7 +256,12 @@ export class DapProfiler implements BatchMeasurer {
    * make a total. For events left without one, a second run measures the whole window with the
    * target's own instructions: a region injected from the start to the end, which never halts.
    */
-  private async baselineTotals(from: string, endAt: CodeLocation | undefined, signal: AbortSignal | undefined, atStart = false): Promise<{ totals: Record<string, number>; method: string }> {
+  private async baselineTotals(
+    from: string,
+    endAt: CodeLocation | undefined,
+    signal: AbortSignal | undefined,
+    atStart = false,
+  ): Promise<{ totals: Record<string, number>; method: string }> {
     if (!atStart) await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
     const before = await this.readAll();
     const reply = await this.runTo({ ...(endAt ? { until: endAt } : {}) }, endAt ? describe(endAt) : 'the end of the program');
@@ -231,7 +274,10 @@ export class DapProfiler implements BatchMeasurer {
     const unreliable = doubtful.map((e) => `${e}: ${after.get(e)!.reason ?? before.get(e)?.reason ?? 'marked unreliable'}`).join('; ');
     this.options.log?.(`the counters read at ${from} and at the end cannot make a total (${unreliable}); measuring the whole window by injection instead`);
     const until = endAt ?? reply.until;
-    if (!until) throw new ProfilingError('the adapter did not say where the program ends, so the run has no total: set `programEnd` in the launch configuration (for example "programEnd": "exit")');
+    if (!until)
+      throw new ProfilingError(
+        'the adapter did not say where the program ends, so the run has no total: set `programEnd` in the launch configuration (for example "programEnd": "exit")',
+      );
     if (reply.endFoundBy) this.options.log?.(`the program ends ${reply.endFoundBy}`);
     checkAbort(signal);
     await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
@@ -250,7 +296,9 @@ export class DapProfiler implements BatchMeasurer {
         }
         return { totals: { ...totals, [eventOfCounter(r.counter)]: value }, method: `total from ${window.what} injected in a run of its own (${r.counter})` };
       } finally {
-        await this.request(Req.removeInjections, { ids: [window.id] }).catch((err: unknown) => this.options.log?.(`could not remove the window measurement: ${message(err)}`));
+        await this.request(Req.removeInjections, { ids: [window.id] }).catch((err: unknown) =>
+          this.options.log?.(`could not remove the window measurement: ${message(err)}`),
+        );
       }
     }
     this.options.log?.(`the run has no ${doubtful.join('/')} total`);
@@ -288,7 +336,12 @@ export class DapProfiler implements BatchMeasurer {
    * A cyclic program is reconfigured at its safe stop and measured for `dwell` passes; the window's
    * own counter difference is its total (windows differ), less the payload counts the adapter reports.
    */
-  private async measureCyclic(batch: readonly string[], groups: readonly (readonly string[])[], mode: Extract<ProfilingMode, { kind: 'cyclic' }>, signal: AbortSignal | undefined): Promise<ResultSet> {
+  private async measureCyclic(
+    batch: readonly string[],
+    groups: readonly (readonly string[])[],
+    mode: Extract<ProfilingMode, { kind: 'cyclic' }>,
+    signal: AbortSignal | undefined,
+  ): Promise<ResultSet> {
     const at = describe(mode.safeStop);
     await this.prepareCounters();
     checkAbort(signal);
@@ -302,7 +355,13 @@ export class DapProfiler implements BatchMeasurer {
         checkAbort(signal);
         await this.runTo({ until: mode.safeStop }, `the safe stop ${at}`);
       }
-      return { totals: this.window(before, await this.readAll()), from: at, to: `${at} x${mode.dwell}`, subtractPayload: true, method: 'total from the window\'s own counters, less the payload' };
+      return {
+        totals: this.window(before, await this.readAll()),
+        from: at,
+        to: `${at} x${mode.dwell}`,
+        subtractPayload: true,
+        method: "total from the window's own counters, less the payload",
+      };
     });
   }
 
@@ -320,21 +379,24 @@ export class DapProfiler implements BatchMeasurer {
       return this.resultSet(batch, injected, results, w);
     } finally {
       if (ids.length > 0) {
-        await this.request(Req.removeInjections, { ids }).catch((err: unknown) => this.options.log?.(`could not remove the injections ${ids.join(', ')}: ${message(err)}`));
+        await this.request(Req.removeInjections, { ids }).catch((err: unknown) =>
+          this.options.log?.(`could not remove the injections ${ids.join(', ')}: ${message(err)}`),
+        );
       }
     }
   }
 
-  private resultSet(
-    batch: readonly string[],
-    injected: InjectResponse,
-    results: readonly InjectedResult[],
-    w: Window,
-  ): ResultSet {
+  private resultSet(batch: readonly string[], injected: InjectResponse, results: readonly InjectedResult[], w: Window): ResultSet {
     const measurements: FunctionMeasurement[] = [];
     const groups: GroupMeasurement[] = [];
     const refused: RefusedFunction[] = injected.refused.map((r) => {
-      if ('group' in r.target) return { name: r.target.name ?? r.target.group.join(' + '), reason: r.reason, members: [...r.target.group], ...(r.member !== undefined ? { blockedBy: r.member } : {}) };
+      if ('group' in r.target)
+        return {
+          name: r.target.name ?? r.target.group.join(' + '),
+          reason: r.reason,
+          members: [...r.target.group],
+          ...(r.member !== undefined ? { blockedBy: r.member } : {}),
+        };
       return { name: 'function' in r.target ? r.target.function : describe(r.target.start), reason: r.reason };
     });
     const byId = new Map(results.map((r) => [r.id, r]));
@@ -354,14 +416,23 @@ export class DapProfiler implements BatchMeasurer {
         payloadCounts += r.total - r.compensatedTotal;
         continue;
       }
-      const m: FunctionMeasurement = { name: info.name, inclusive: { [eventOfCounter(r.counter)]: r.compensatedTotal }, calls: r.calls, passes: r.passes, untracked: r.untracked, rawTotal: r.total };
+      const m: FunctionMeasurement = {
+        name: info.name,
+        inclusive: { [eventOfCounter(r.counter)]: r.compensatedTotal },
+        calls: r.calls,
+        passes: r.passes,
+        untracked: r.untracked,
+        rawTotal: r.total,
+      };
       if (r.min !== null) m.min = r.min;
       if (r.max !== null) m.max = r.max;
       if (r.meanCompensated !== null) m.mean = r.meanCompensated;
       const gaps = [
         ...(r.untracked > 0 ? [`${r.untracked} entries could not be tracked`] : []),
         // Measured at call sites: calls through sites it could not rewrite are not counted.
-        ...(info.kind === 'call-sites' ? info.warnings.filter((w) => w.code === 'callSitesMissed' || w.code === 'indirectCallsMissed').map((w) => w.message) : []),
+        ...(info.kind === 'call-sites'
+          ? info.warnings.filter((w) => w.code === 'callSitesMissed' || w.code === 'indirectCallsMissed').map((w) => w.message)
+          : []),
       ];
       if (gaps.length > 0) {
         m.incomplete = gaps.join('; ');
@@ -405,7 +476,9 @@ export class DapProfiler implements BatchMeasurer {
     const widths = new Map<string, number>();
     for (const u of caps.units) for (const s of u.slots) widths.set(`${u.unit}:${s.index}`, s.width);
     const counting = caps.units.some((u) => u.present && u.slots.some((s) => s.event !== undefined));
-    const fixed = [...new Set(caps.units.filter((u) => u.present).flatMap((u) => u.slots.map((s) => s.fixedEvent).filter((e): e is string => e !== undefined)))];
+    const fixed = [
+      ...new Set(caps.units.filter((u) => u.present).flatMap((u) => u.slots.map((s) => s.fixedEvent).filter((e): e is string => e !== undefined))),
+    ];
     if (!counting && fixed.length > 0) await this.request(Req.configure, { events: fixed });
     this.widths = widths;
   }

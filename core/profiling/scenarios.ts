@@ -71,10 +71,19 @@ export async function runScenario(
   let result: AnalysisResult;
   if (req.command === 'descent') {
     const metric = engine.monotone(req.threshold.kind === 'share' ? 'share' : 'inclusive');
-    result = await runDescent(graph, profiler, { ...common, metric, threshold: req.threshold.value, lookahead: req.lookahead, previous: options.previous ?? [], ...(req.groups === false ? { groups: false } : {}) });
+    result = await runDescent(graph, profiler, {
+      ...common,
+      metric,
+      threshold: req.threshold.value,
+      lookahead: req.lookahead,
+      previous: options.previous ?? [],
+      ...(req.groups === false ? { groups: false } : {}),
+    });
   } else {
     const metric = engine.definition('share')!;
-    result = req.cyclic ? await runRoundRobin(graph, profiler, { ...common, metric, rounds: req.rounds }) : await runFullProfile(graph, profiler, { ...common, metric });
+    result = req.cyclic
+      ? await runRoundRobin(graph, profiler, { ...common, metric, rounds: req.rounds })
+      : await runFullProfile(graph, profiler, { ...common, metric });
   }
   const rows = profileRows(result, graph, engine);
   const first = result.resultSets[0];

@@ -13,7 +13,7 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
   const withSession = async (action: (session: vscode.DebugSession) => Promise<void>): Promise<void> => {
     const session = tracker.active;
     if (!session) {
-      const choice = await vscode.window.showErrorMessage('No CycleLens debug session is active. Start one to use the target\'s counters.', 'Start Debugging');
+      const choice = await vscode.window.showErrorMessage("No CycleLens debug session is active. Start one to use the target's counters.", 'Start Debugging');
       if (choice) await vscode.commands.executeCommand('workbench.action.debug.start');
       return;
     }
@@ -33,7 +33,9 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
           return;
         }
         const picked = await vscode.window.showQuickPick(counterPickItems(events, units), {
-          canPickMany: true, title: 'Events to count', placeHolder: 'Pick the events to count; each needs a free counter slot',
+          canPickMany: true,
+          title: 'Events to count',
+          placeHolder: 'Pick the events to count; each needs a free counter slot',
         });
         if (!picked || picked.length === 0) return;
         await customRequest(session, CustomRequests.configure, { events: [...new Set(picked.map((p) => p.id))] });
@@ -65,7 +67,11 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
         const path = editor.document.uri.fsPath;
         const startLine = editor.selection.start.line + 1;
         const endLine = editor.selection.end.line + 1;
-        const answer = await vscode.window.showInputBox({ title: 'Passes to measure', value: '10', validateInput: (v) => (/^[1-9]\d*$/.test(v) ? undefined : 'A whole number ≥ 1') });
+        const answer = await vscode.window.showInputBox({
+          title: 'Passes to measure',
+          value: '10',
+          validateInput: (v) => (/^[1-9]\d*$/.test(v) ? undefined : 'A whole number ≥ 1'),
+        });
         if (!answer) return;
         const passes = Number(answer);
         const r = await runWithProgress(`Measuring lines ${startLine}–${endLine} over ${passes} passes…`, () =>
@@ -81,7 +87,9 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
 function record(store: MeasurementStore, kind: MeasurementKind, label: string, anchor: SourceAnchor, r: MeasurementResponse): void {
   const rec = store.add(kind, label, anchor, r);
   const first = rec.series[0]?.distribution;
-  const summary = first ? `${label}: ${formatCount(first.mean)} ${rec.series[0]!.event} per pass (${first.count} pass${first.count === 1 ? '' : 'es'})` : `${label}: no complete pass`;
+  const summary = first
+    ? `${label}: ${formatCount(first.mean)} ${rec.series[0]!.event} per pass (${first.count} pass${first.count === 1 ? '' : 'es'})`
+    : `${label}: no complete pass`;
   if (r.incomplete) void vscode.window.showWarningMessage(`${summary}. ${r.incomplete}`);
   else void vscode.window.showInformationMessage(summary);
 }

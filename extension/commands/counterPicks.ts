@@ -19,7 +19,10 @@ export interface CounterPickItem {
 
 /** "cycles (QEMU)" → "cycles": a catalogue's qualifier in parentheses does not make another event. */
 function baseName(name: string): string {
-  return name.replace(/\s*\([^)]*\)\s*$/, '').trim().toLowerCase();
+  return name
+    .replace(/\s*\([^)]*\)\s*$/, '')
+    .trim()
+    .toLowerCase();
 }
 
 function registerList(names: string[]): string {
@@ -37,7 +40,8 @@ function registerList(names: string[]): string {
 export function counterPickItems(events: readonly OfferedEvent[], units: readonly CounterUnitInfo[]): CounterPickItem[] {
   const present = units.filter((u) => u.present);
   const fixedRegisters = (id: string): string[] => present.flatMap((u) => u.slots.filter((s) => s.fixedEvent === id).map((s) => s.name));
-  const programmable = (unit: string): string[] => present.filter((u) => u.unit === unit).flatMap((u) => u.slots.filter((s) => s.fixedEvent === undefined).map((s) => s.name));
+  const programmable = (unit: string): string[] =>
+    present.filter((u) => u.unit === unit).flatMap((u) => u.slots.filter((s) => s.fixedEvent === undefined).map((s) => s.name));
 
   const byId = new Map<string, { event: OfferedEvent; units: string[] }>();
   for (const e of events) {

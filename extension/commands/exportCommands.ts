@@ -48,16 +48,23 @@ async function exportProfile(resource: vscode.Uri | undefined, output: vscode.Lo
     return failed(`${target.fsPath} could not be written (${fileErrorWords(err)}): choose another folder, or free space on its disk`);
   }
   output.info(`exported ${source} as ${format.label} to ${target.fsPath} (${bytes} bytes)`);
-  const choice = await vscode.window.showInformationMessage(`Exported ${format.label} to ${basename(target.fsPath)}. It opens in ${format.opensIn}.`, 'Open', 'Reveal');
+  const choice = await vscode.window.showInformationMessage(
+    `Exported ${format.label} to ${basename(target.fsPath)}. It opens in ${format.opensIn}.`,
+    'Open',
+    'Reveal',
+  );
   if (choice === 'Open') await vscode.commands.executeCommand('vscode.open', target);
   // The OS file manager is on the user's machine only when the extension host is too (not in a
   // browser or a remote window): elsewhere the file is revealed in the Explorer.
-  else if (choice === 'Reveal') await vscode.commands.executeCommand(vscode.env.remoteName || vscode.env.uiKind === vscode.UIKind.Web ? 'revealInExplorer' : 'revealFileInOS', target);
+  else if (choice === 'Reveal')
+    await vscode.commands.executeCommand(vscode.env.remoteName || vscode.env.uiKind === vscode.UIKind.Web ? 'revealInExplorer' : 'revealFileInOS', target);
 }
 
 async function pickFormat(): Promise<ExportFormat | undefined> {
   const items = EXPORT_FORMATS.map((format) => ({ label: format.label, description: format.extension, detail: `Opens in ${format.opensIn}`, format }));
-  return (await vscode.window.showQuickPick(items, { title: 'Export Profile: format', placeHolder: 'Which tool should open the profile?', matchOnDetail: true }))?.format;
+  return (
+    await vscode.window.showQuickPick(items, { title: 'Export Profile: format', placeHolder: 'Which tool should open the profile?', matchOnDetail: true })
+  )?.format;
 }
 
 /** The workspace's saved result sets, newest first; an open dialog when there are none. */
@@ -77,6 +84,10 @@ async function pickSource(): Promise<string | undefined> {
   const picked = saved.length ? await vscode.window.showQuickPick(items, { title: 'Export Profile: which result set?' }) : browse;
   if (!picked) return undefined;
   if (picked.path) return picked.path;
-  const chosen = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'CycleLens result sets and profiles': ['json'] }, title: 'Export a CycleLens result set or profile' });
+  const chosen = await vscode.window.showOpenDialog({
+    canSelectMany: false,
+    filters: { 'CycleLens result sets and profiles': ['json'] },
+    title: 'Export a CycleLens result set or profile',
+  });
   return chosen?.[0]?.fsPath;
 }

@@ -16,29 +16,49 @@ function lineOf(args: LineArgs | undefined): { uri: vscode.Uri; line: number } {
 
 /** Commands of injected measurements: regions from the gutter, functions from CodeLens. */
 export function registerInjectionCommands(injected: InjectedMeasurements): vscode.Disposable[] {
-  const guarded = (fn: (...args: never[]) => Promise<void> | void) => async (...args: never[]): Promise<void> => {
-    try {
-      await fn(...args);
-    } catch (err) {
-      void vscode.window.showErrorMessage(err instanceof Error ? err.message : String(err));
-    }
-  };
+  const guarded =
+    (fn: (...args: never[]) => Promise<void> | void) =>
+    async (...args: never[]): Promise<void> => {
+      try {
+        await fn(...args);
+      } catch (err) {
+        void vscode.window.showErrorMessage(err instanceof Error ? err.message : String(err));
+      }
+    };
   return [
-    vscode.commands.registerCommand('cyclelens.measureRegionFrom', guarded((args?: LineArgs) => {
-      const { uri, line } = lineOf(args);
-      injected.markStart(uri, line);
-    })),
-    vscode.commands.registerCommand('cyclelens.measureRegionTo', guarded(async (args?: LineArgs) => {
-      const { uri, line } = lineOf(args);
-      await injected.markEnd(uri, line);
-    })),
-    vscode.commands.registerCommand('cyclelens.measureFunction', guarded(async (name?: string) => {
-      const fn = name ?? (await vscode.window.showInputBox({ title: 'Function to measure', placeHolder: 'e.g. fir_filter' }));
-      if (fn) await injected.measureFunction(fn);
-    })),
+    vscode.commands.registerCommand(
+      'cyclelens.measureRegionFrom',
+      guarded((args?: LineArgs) => {
+        const { uri, line } = lineOf(args);
+        injected.markStart(uri, line);
+      }),
+    ),
+    vscode.commands.registerCommand(
+      'cyclelens.measureRegionTo',
+      guarded(async (args?: LineArgs) => {
+        const { uri, line } = lineOf(args);
+        await injected.markEnd(uri, line);
+      }),
+    ),
+    vscode.commands.registerCommand(
+      'cyclelens.measureFunction',
+      guarded(async (name?: string) => {
+        const fn = name ?? (await vscode.window.showInputBox({ title: 'Function to measure', placeHolder: 'e.g. fir_filter' }));
+        if (fn) await injected.measureFunction(fn);
+      }),
+    ),
     // From a CodeLens the argument is the id; from the Measurements view, the tree node.
-    vscode.commands.registerCommand('cyclelens.removeInjected', guarded(async (arg: number | { info: { id: number } }) => injected.remove(typeof arg === 'number' ? arg : arg.info.id))),
-    vscode.commands.registerCommand('cyclelens.removeAllInjected', guarded(async () => injected.removeAll())),
-    vscode.commands.registerCommand('cyclelens.refreshInjected', guarded(async () => injected.refresh())),
+    vscode.commands.registerCommand(
+      'cyclelens.removeInjected',
+      guarded(async (arg: number | { info: { id: number } }) => injected.remove(typeof arg === 'number' ? arg : arg.info.id)),
+    ),
+    vscode.commands.registerCommand(
+      'cyclelens.removeAllInjected',
+      guarded(async () => injected.removeAll()),
+    ),
+    vscode.commands.registerCommand(
+      'cyclelens.refreshInjected',
+      guarded(async () => injected.refresh()),
+    ),
   ];
 }

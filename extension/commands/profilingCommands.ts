@@ -58,13 +58,18 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
         partialSaved = true;
       } catch (err) {
         // A full disk must not end the analysis: the findings still reach the report.
-        if (partialSaved || finished.length === 1) output.warn(`the finished runs could not be saved to ${partialFile} (${err instanceof Error ? err.message : String(err)}); the analysis goes on`);
+        if (partialSaved || finished.length === 1)
+          output.warn(`the finished runs could not be saved to ${partialFile} (${err instanceof Error ? err.message : String(err)}); the analysis goes on`);
         partialSaved = false;
       }
     };
     try {
       const outcome = await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: command === 'descent' ? 'CycleLens: call-graph descent' : 'CycleLens: full profile', cancellable: true },
+        {
+          location: vscode.ProgressLocation.Notification,
+          title: command === 'descent' ? 'CycleLens: call-graph descent' : 'CycleLens: full profile',
+          cancellable: true,
+        },
         async (progress, token) => {
           const controller = new AbortController();
           token.onCancellationRequested(() => controller.abort());
@@ -120,9 +125,11 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
       await vscode.window.showTextDocument(doc, { preview: false, viewColumn: vscode.ViewColumn.Beside });
       const summary = `${outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
       const openGraph = 'Open Call Graph';
-      void vscode.window.showInformationMessage(`CycleLens ${command === 'descent' ? 'descent' : 'profile'} finished: ${summary}.`, ...(resultFile ? [openGraph] : [])).then((choice) => {
-        if (choice === openGraph && resultFile) void vscode.commands.executeCommand('cyclelens.showCallGraph', vscode.Uri.file(resultFile));
-      });
+      void vscode.window
+        .showInformationMessage(`CycleLens ${command === 'descent' ? 'descent' : 'profile'} finished: ${summary}.`, ...(resultFile ? [openGraph] : []))
+        .then((choice) => {
+          if (choice === openGraph && resultFile) void vscode.commands.executeCommand('cyclelens.showCallGraph', vscode.Uri.file(resultFile));
+        });
     } catch (err) {
       // The same facts as the command line prints: what died, and where the finished runs are.
       const ending = await tracker.endingOf(session, 2000);
@@ -145,13 +152,19 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
     vscode.commands.registerCommand('cyclelens.descent', () => run('descent')),
     vscode.commands.registerCommand('cyclelens.fullProfile', () => run('profile')),
     vscode.commands.registerCommand('cyclelens.openResultSet', async () => {
-      const picked = await vscode.window.showOpenDialog({ canSelectMany: false, filters: { 'CycleLens result sets': ['json'] }, title: 'Open a CycleLens result set' });
+      const picked = await vscode.window.showOpenDialog({
+        canSelectMany: false,
+        filters: { 'CycleLens result sets': ['json'] },
+        title: 'Open a CycleLens result set',
+      });
       if (!picked?.[0]) return;
       try {
         // Data, never code: the loader validates every field against the schema.
         const doc = await loadResultSetDocument(picked[0].fsPath);
         const outcomes = doc.analysis?.outcomes ?? [];
-        void vscode.window.showInformationMessage(`${basename(picked[0].fsPath)}: ${doc.resultSets.length} result set(s), ${outcomes.filter((o) => o.status === 'measured').length} functions measured.`);
+        void vscode.window.showInformationMessage(
+          `${basename(picked[0].fsPath)}: ${doc.resultSets.length} result set(s), ${outcomes.filter((o) => o.status === 'measured').length} functions measured.`,
+        );
       } catch (err) {
         void vscode.window.showErrorMessage(err instanceof Error ? err.message : String(err));
       }

@@ -28,7 +28,9 @@ export class CycleLensConfigurationProvider implements vscode.DebugConfiguration
     }
     const refusal = restrictedModeRefusal(vscode.workspace.isTrusted, config);
     if (refusal) {
-      void vscode.window.showErrorMessage(refusal, 'Manage Workspace Trust').then((choice) => choice && vscode.commands.executeCommand('workbench.trust.manage'));
+      void vscode.window
+        .showErrorMessage(refusal, 'Manage Workspace Trust')
+        .then((choice) => choice && vscode.commands.executeCommand('workbench.trust.manage'));
       return undefined;
     }
     config.cwd ??= folder?.uri.fsPath;

@@ -42,12 +42,34 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   ) {
     const icon = (name: string): vscode.Uri => vscode.Uri.joinPath(extensionUri, 'media', name);
     // Decoration types are created once and disposed with the extension.
-    this.startMarker = vscode.window.createTextEditorDecorationType({ gutterIconPath: icon('region-start.svg'), gutterIconSize: 'contain', overviewRulerColor: new vscode.ThemeColor('charts.orange'), overviewRulerLane: vscode.OverviewRulerLane.Left });
-    this.endMarker = vscode.window.createTextEditorDecorationType({ gutterIconPath: icon('region-end.svg'), gutterIconSize: 'contain', overviewRulerColor: new vscode.ThemeColor('charts.orange'), overviewRulerLane: vscode.OverviewRulerLane.Left });
-    this.pendingMarker = vscode.window.createTextEditorDecorationType({ gutterIconPath: icon('region-pending.svg'), gutterIconSize: 'contain', isWholeLine: true, backgroundColor: new vscode.ThemeColor('editor.rangeHighlightBackground') });
-    this.resultText = vscode.window.createTextEditorDecorationType({ after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground'), fontStyle: 'italic' } });
+    this.startMarker = vscode.window.createTextEditorDecorationType({
+      gutterIconPath: icon('region-start.svg'),
+      gutterIconSize: 'contain',
+      overviewRulerColor: new vscode.ThemeColor('charts.orange'),
+      overviewRulerLane: vscode.OverviewRulerLane.Left,
+    });
+    this.endMarker = vscode.window.createTextEditorDecorationType({
+      gutterIconPath: icon('region-end.svg'),
+      gutterIconSize: 'contain',
+      overviewRulerColor: new vscode.ThemeColor('charts.orange'),
+      overviewRulerLane: vscode.OverviewRulerLane.Left,
+    });
+    this.pendingMarker = vscode.window.createTextEditorDecorationType({
+      gutterIconPath: icon('region-pending.svg'),
+      gutterIconSize: 'contain',
+      isWholeLine: true,
+      backgroundColor: new vscode.ThemeColor('editor.rangeHighlightBackground'),
+    });
+    this.resultText = vscode.window.createTextEditorDecorationType({
+      after: { margin: '0 0 0 2em', color: new vscode.ThemeColor('editorCodeLens.foreground'), fontStyle: 'italic' },
+    });
     this.subscriptions.push(
-      this.startMarker, this.endMarker, this.pendingMarker, this.resultText, this.codeLensChanged, this.resultsChanged,
+      this.startMarker,
+      this.endMarker,
+      this.pendingMarker,
+      this.resultText,
+      this.codeLensChanged,
+      this.resultsChanged,
       tracker.onDidStop(() => void this.refresh()),
       tracker.onDidChange(() => {
         if (!tracker.active) this.forgetSession();
@@ -147,9 +169,19 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
         const range = new vscode.Range(line, 0, line, 0);
         const measured = [...this.live.values()].find((l) => l.info.kind !== 'region' && l.info.name === f.name);
         if (measured) {
-          return new vscode.CodeLens(range, { title: `$(pulse) ${summary(measured.result, this.totalOfRun)}`, command: 'cyclelens.removeInjected', arguments: [measured.info.id], tooltip: 'Click to stop measuring this function' });
+          return new vscode.CodeLens(range, {
+            title: `$(pulse) ${summary(measured.result, this.totalOfRun)}`,
+            command: 'cyclelens.removeInjected',
+            arguments: [measured.info.id],
+            tooltip: 'Click to stop measuring this function',
+          });
         }
-        return new vscode.CodeLens(range, { title: 'Measure', command: 'cyclelens.measureFunction', arguments: [f.name], tooltip: `Inject a measurement into ${f.name}: it runs at full speed and every call is counted` });
+        return new vscode.CodeLens(range, {
+          title: 'Measure',
+          command: 'cyclelens.measureFunction',
+          arguments: [f.name],
+          tooltip: `Inject a measurement into ${f.name}: it runs at full speed and every call is counted`,
+        });
       });
   }
 
@@ -171,7 +203,9 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     md.appendMarkdown(`calls ${r.calls} · passes ${r.passes}${r.untracked ? ` · untracked ${r.untracked}` : ''}\n\n`);
     md.appendMarkdown(`total ${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)}, payload ${formatCount(r.overheadPerPass)}/pass removed)\n\n`);
     if (r.mean !== null) {
-      md.appendMarkdown(`per pass as counted: mean ${formatCount(r.mean)}, min ${formatCount(r.min ?? 0)}, max ${formatCount(r.max ?? 0)}; without the payload: mean ${formatCount(r.meanCompensated ?? 0)}\n\n`);
+      md.appendMarkdown(
+        `per pass as counted: mean ${formatCount(r.mean)}, min ${formatCount(r.min ?? 0)}, max ${formatCount(r.max ?? 0)}; without the payload: mean ${formatCount(r.meanCompensated ?? 0)}\n\n`,
+      );
     }
     const d = distribution(r.lastPasses);
     if (d) md.appendCodeblock(histogramBars(d).join('\n'), 'text');
@@ -196,7 +230,10 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
       editor.setDecorations(this.startMarker, starts);
       editor.setDecorations(this.endMarker, ends);
       editor.setDecorations(this.resultText, texts);
-      const pending = this.pendingStart && this.pendingStart.uri.toString() === editor.document.uri.toString() ? [editor.document.lineAt(this.pendingStart.line - 1).range] : [];
+      const pending =
+        this.pendingStart && this.pendingStart.uri.toString() === editor.document.uri.toString()
+          ? [editor.document.lineAt(this.pendingStart.line - 1).range]
+          : [];
       editor.setDecorations(this.pendingMarker, pending);
     }
   }

@@ -23,7 +23,9 @@ export class HeatDecorations implements vscode.Disposable {
       vscode.window.createTextEditorDecorationType({
         isWholeLine: true,
         // Low alpha keeps the text readable on any theme; hotter levels are more opaque.
-        backgroundColor: `${colour}${Math.round(0x18 + (0x50 * level) / (HEAT_LEVELS - 1)).toString(16).padStart(2, '0')}`,
+        backgroundColor: `${colour}${Math.round(0x18 + (0x50 * level) / (HEAT_LEVELS - 1))
+          .toString(16)
+          .padStart(2, '0')}`,
         gutterIconPath: gutterIcon(colour, level),
         gutterIconSize: 'contain',
         overviewRulerColor: level >= HEAT_LEVELS / 2 ? colour : undefined,

@@ -4,7 +4,9 @@ import type { Measure, Profile } from '../../core/profile/model';
 import { formatNumber, formatShare } from '../../core/profile/units';
 import type { LiveHotspots } from './liveHotspots';
 
-type Node = { kind: 'group'; label: 'Functions' | 'Lines' } | { kind: 'row'; label: string; measure: Measure; total: number; path?: string; line?: number; detail?: string };
+type Node =
+  | { kind: 'group'; label: 'Functions' | 'Lines' }
+  | { kind: 'row'; label: string; measure: Measure; total: number; path?: string; line?: number; detail?: string };
 
 const TOP = 25;
 
@@ -28,7 +30,11 @@ export class HotspotsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     const p: Profile | undefined = run?.profile;
     const total = p?.total?.value ?? 0;
     if (!run || !p || total === 0) return [];
-    if (!node) return [{ kind: 'group', label: 'Functions' }, { kind: 'group', label: 'Lines' }];
+    if (!node)
+      return [
+        { kind: 'group', label: 'Functions' },
+        { kind: 'group', label: 'Lines' },
+      ];
     if (node.kind !== 'group') return [];
     const sourceMap = (run.session.configuration as { sourceMap?: Record<string, string> }).sourceMap;
     if (node.label === 'Functions') {
@@ -36,7 +42,13 @@ export class HotspotsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
         .filter((f) => f.self !== undefined)
         .sort((a, b) => b.self!.value - a.self!.value)
         .slice(0, TOP)
-        .map((f) => ({ kind: 'row', label: f.name, measure: f.self!, total, ...(f.location ? { path: remapSourcePath(f.location.path, sourceMap), line: f.location.line } : {}) }));
+        .map((f) => ({
+          kind: 'row',
+          label: f.name,
+          measure: f.self!,
+          total,
+          ...(f.location ? { path: remapSourcePath(f.location.path, sourceMap), line: f.location.line } : {}),
+        }));
     }
     return p.lines.slice(0, TOP).map((l) => ({
       kind: 'row',

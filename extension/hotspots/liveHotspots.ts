@@ -104,7 +104,10 @@ export class LiveHotspots implements vscode.Disposable {
   async start(session: vscode.DebugSession, sampler?: SamplerId): Promise<void> {
     const rate = vscode.workspace.getConfiguration('cyclelens').get<number>('hotspots.rateHz', 0);
     this.stoppedSession = undefined;
-    const { sampler: description } = await customRequest(session, CustomRequests.startSampling, { ...(sampler ? { sampler } : {}), ...(rate > 0 ? { rateHz: rate } : {}) });
+    const { sampler: description } = await customRequest(session, CustomRequests.startSampling, {
+      ...(sampler ? { sampler } : {}),
+      ...(rate > 0 ? { rateHz: rate } : {}),
+    });
     this.clearOverlay();
     this.run = this.newRun(session, description.id, description);
     this.run.running = true;
@@ -123,7 +126,22 @@ export class LiveHotspots implements vscode.Disposable {
   }
 
   private newRun(session: vscode.DebugSession, samplerId: SamplerId, sampler: SamplerDescription | undefined): LiveRun {
-    return { session, sampler, samplerId, window: new SampleWindow(windowSetting()), locations: new Map(), lineIndex: new LineHeatIndex(), profileBuiltAt: 0, samplesPerSecond: 0, total: 0, asleepOrHalted: undefined, running: true, profile: undefined, heatPaths: new Map(), exact: samplerId === 'qemu-plugin' || sampler?.attribution === 'exact-count' };
+    return {
+      session,
+      sampler,
+      samplerId,
+      window: new SampleWindow(windowSetting()),
+      locations: new Map(),
+      lineIndex: new LineHeatIndex(),
+      profileBuiltAt: 0,
+      samplesPerSecond: 0,
+      total: 0,
+      asleepOrHalted: undefined,
+      running: true,
+      profile: undefined,
+      heatPaths: new Map(),
+      exact: samplerId === 'qemu-plugin' || sampler?.attribution === 'exact-count',
+    };
   }
 
   private onSamples(session: vscode.DebugSession, body: SamplesEventBody): void {
@@ -170,10 +188,13 @@ export class LiveHotspots implements vscode.Disposable {
     if (now - run.profileBuiltAt < MIN_PROFILE_INTERVAL_MS && run.running) {
       // The view catches up at the next second, or at once when sampling ends.
       this.showStatus(run);
-      this.profilePending ??= setTimeout(() => {
-        this.profilePending = undefined;
-        this.scheduleUpdate();
-      }, MIN_PROFILE_INTERVAL_MS - (now - run.profileBuiltAt));
+      this.profilePending ??= setTimeout(
+        () => {
+          this.profilePending = undefined;
+          this.scheduleUpdate();
+        },
+        MIN_PROFILE_INTERVAL_MS - (now - run.profileBuiltAt),
+      );
       return;
     }
     run.profileBuiltAt = now;
@@ -220,14 +241,19 @@ export class LiveHotspots implements vscode.Disposable {
     const unit = run.profile ? unitLabel(run.profile.unit) : 'samples';
     const ci = l.low !== undefined && l.high !== undefined ? ` (95 % interval ${formatShare(l.low)} – ${formatShare(l.high)})` : ' (exact)';
     const what = run.sampler ? `${run.sampler.label}: ${run.sampler.attribution}` : run.samplerId;
-    return new vscode.MarkdownString(`**${formatShare(l.share)}**${ci} · ${formatNumber(l.count)} ${unit}${l.function ? ` · \`${l.function}\`` : ''}\n\n${what}`);
+    return new vscode.MarkdownString(
+      `**${formatShare(l.share)}**${ci} · ${formatNumber(l.count)} ${unit}${l.function ? ` · \`${l.function}\`` : ''}\n\n${what}`,
+    );
   }
 
   private showStatus(run: LiveRun): void {
     const unit = run.profile ? unitLabel(run.profile.unit) : 'samples';
     const asleep = run.asleepOrHalted ? ` · ${formatNumber(run.asleepOrHalted)} core asleep or halted` : '';
     this.status.text = `$(flame) ${run.samplerId} · ${formatNumber(run.samplesPerSecond)}/s · ${formatNumber(run.total)} ${unit}${asleep}${run.running ? '' : ' (stopped)'}`;
-    const asleepNote = run.asleepOrHalted !== undefined ? ` Reads that found the core asleep or halted (PCSR 0xFFFFFFFF) are counted apart, never as code: ${formatNumber(run.asleepOrHalted)} so far.` : '';
+    const asleepNote =
+      run.asleepOrHalted !== undefined
+        ? ` Reads that found the core asleep or halted (PCSR 0xFFFFFFFF) are counted apart, never as code: ${formatNumber(run.asleepOrHalted)} so far.`
+        : '';
     this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}.${asleepNote} Click to turn off.`;
     this.status.show();
   }

@@ -50,7 +50,13 @@ export function registerLiveHotspots(): vscode.Disposable[] {
       if (!session) return;
       const { samplers } = await customRequest(session, CustomRequests.samplers);
       const pick = await vscode.window.showQuickPick(
-        samplers.map((s) => ({ label: s.label, description: s.available ? `${s.attribution}${s.halting ? ', halts per sample' : ''}` : `needs ${s.needs}`, id: s.id, detail: s.accuracy, available: s.available })),
+        samplers.map((s) => ({
+          label: s.label,
+          description: s.available ? `${s.attribution}${s.halting ? ', halts per sample' : ''}` : `needs ${s.needs}`,
+          id: s.id,
+          detail: s.accuracy,
+          available: s.available,
+        })),
         { title: 'Live hotspots: sampler' },
       );
       if (!pick) return;

@@ -16,7 +16,15 @@ class ProfileWebview implements vscode.Disposable {
   private live = false;
   private readonly disposables: vscode.Disposable[] = [];
 
-  constructor(readonly panel: vscode.WebviewPanel, extensionUri: vscode.Uri, profile: Profile, title: string, private readonly tab: PanelTab | undefined, private file: string | undefined, onDispose: () => void) {
+  constructor(
+    readonly panel: vscode.WebviewPanel,
+    extensionUri: vscode.Uri,
+    profile: Profile,
+    title: string,
+    private readonly tab: PanelTab | undefined,
+    private file: string | undefined,
+    onDispose: () => void,
+  ) {
     this.profile = profile;
     this.title = title;
     this.ranges = functionRanges(profile);
@@ -91,7 +99,11 @@ class ProfileWebview implements vscode.Disposable {
       case 'requestSource': {
         const uri = await sourceUri(message.path);
         if (!uri) {
-          this.post({ type: 'source', path: message.path, problem: `${message.path} is not on this machine or in the workspace: open the folder the firmware was built from.` });
+          this.post({
+            type: 'source',
+            path: message.path,
+            problem: `${message.path} is not on this machine or in the workspace: open the folder the firmware was built from.`,
+          });
           return;
         }
         try {
@@ -180,7 +192,10 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   async restore(panel: vscode.WebviewPanel, state: unknown): Promise<void> {
     const saved = restorablePanel(state);
     try {
-      if (!saved) throw new Error('This panel showed a live profile that was not saved, so there is nothing to reopen: run "CycleLens: Show Call Graph" on a saved result set.');
+      if (!saved)
+        throw new Error(
+          'This panel showed a live profile that was not saved, so there is nothing to reopen: run "CycleLens: Show Call Graph" on a saved result set.',
+        );
       const { profile, title } = await loadProfileFile(saved.file);
       panel.title = title;
       if (this.main) this.main.panel.dispose();
@@ -235,28 +250,36 @@ async function savedResultSets(): Promise<vscode.Uri[]> {
 /** The panel's commands and the custom editor, registered once. */
 export function registerProfilePanels(context: vscode.ExtensionContext): vscode.Disposable[] {
   const panels = new ProfilePanels(context.extensionUri);
-  const open = (tab: PanelTab) => async (file?: vscode.Uri): Promise<void> => {
-    let target = file instanceof vscode.Uri ? file : undefined;
-    if (!target) {
-      const files = await savedResultSets();
-      if (files.length === 0) {
-        void vscode.window.showInformationMessage('No saved result set in this workspace: run "Where Do My Cycles Go?" or "Exact Full Profile" first.');
-        return;
+  const open =
+    (tab: PanelTab) =>
+    async (file?: vscode.Uri): Promise<void> => {
+      let target = file instanceof vscode.Uri ? file : undefined;
+      if (!target) {
+        const files = await savedResultSets();
+        if (files.length === 0) {
+          void vscode.window.showInformationMessage('No saved result set in this workspace: run "Where Do My Cycles Go?" or "Exact Full Profile" first.');
+          return;
+        }
+        const picked =
+          files.length === 1
+            ? { uri: files[0]! }
+            : await vscode.window.showQuickPick(
+                files.map((uri, i) => ({ label: basename(uri.fsPath), description: i === 0 ? 'latest' : vscode.workspace.asRelativePath(uri), uri })),
+                { title: 'Show which result set?' },
+              );
+        if (!picked) return;
+        target = picked.uri;
       }
-      const picked = files.length === 1 ? { uri: files[0]! } : await vscode.window.showQuickPick(
-        files.map((uri, i) => ({ label: basename(uri.fsPath), description: i === 0 ? 'latest' : vscode.workspace.asRelativePath(uri), uri })),
-        { title: 'Show which result set?' },
-      );
-      if (!picked) return;
-      target = picked.uri;
-    }
-    await panels.showFile(target, tab);
-  };
+      await panels.showFile(target, tab);
+    };
   return [
     panels,
     vscode.commands.registerCommand('cyclelens.showCallGraph', open('graph')),
     vscode.commands.registerCommand('cyclelens.showFlameGraph', open('flame')),
-    vscode.window.registerCustomEditorProvider(ProfilePanels.editorViewType, panels, { webviewOptions: { retainContextWhenHidden: false }, supportsMultipleEditorsPerDocument: true }),
+    vscode.window.registerCustomEditorProvider(ProfilePanels.editorViewType, panels, {
+      webviewOptions: { retainContextWhenHidden: false },
+      supportsMultipleEditorsPerDocument: true,
+    }),
     vscode.window.registerWebviewPanelSerializer(ProfilePanels.viewType, { deserializeWebviewPanel: (panel, state: unknown) => panels.restore(panel, state) }),
     // "Open Call Graph" inside a descent's or profile's saved text report, above its first line.
     vscode.languages.registerCodeLensProvider({ scheme: 'file', pattern: '**/.cyclelens/results/*.txt' }, new ReportLenses()),
@@ -271,8 +294,18 @@ class ReportLenses implements vscode.CodeLensProvider {
     const top = new vscode.Range(0, 0, 0, 0);
     const file = vscode.Uri.file(resultSet);
     return [
-      new vscode.CodeLens(top, { title: 'Open Call Graph', command: 'cyclelens.showCallGraph', arguments: [file], tooltip: `The annotated call graph of ${basename(resultSet)}` }),
-      new vscode.CodeLens(top, { title: 'Open Flame Graph', command: 'cyclelens.showFlameGraph', arguments: [file], tooltip: `The flame graph of ${basename(resultSet)}` }),
+      new vscode.CodeLens(top, {
+        title: 'Open Call Graph',
+        command: 'cyclelens.showCallGraph',
+        arguments: [file],
+        tooltip: `The annotated call graph of ${basename(resultSet)}`,
+      }),
+      new vscode.CodeLens(top, {
+        title: 'Open Flame Graph',
+        command: 'cyclelens.showFlameGraph',
+        arguments: [file],
+        tooltip: `The flame graph of ${basename(resultSet)}`,
+      }),
     ];
   }
 }

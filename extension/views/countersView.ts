@@ -98,7 +98,12 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
         const shown = value && node.slot.event ? `${formatCount(Number(value.value))}${delta ? ` (+${formatCount(Number(delta))})` : ''}` : '';
         item.description = [event ?? 'unassigned', shown].filter(Boolean).join(' · ');
         item.tooltip = new vscode.MarkdownString(
-          [`**${node.slot.name}** (${node.slot.width}-bit)`, `event: ${event ?? '—'}`, value ? `value: ${value.value}` : '', value && !value.reliable ? `⚠ ${value.note ?? 'unreliable'}` : '']
+          [
+            `**${node.slot.name}** (${node.slot.width}-bit)`,
+            `event: ${event ?? '—'}`,
+            value ? `value: ${value.value}` : '',
+            value && !value.reliable ? `⚠ ${value.note ?? 'unreliable'}` : '',
+          ]
             .filter(Boolean)
             .join('\n\n'),
         );

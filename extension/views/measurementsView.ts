@@ -22,7 +22,10 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
   readonly onDidChangeTreeData = this.changed.event;
   private readonly subscriptions: Array<{ dispose(): void }>;
 
-  constructor(private readonly store: MeasurementStore, private readonly injected: InjectedSource) {
+  constructor(
+    private readonly store: MeasurementStore,
+    private readonly injected: InjectedSource,
+  ) {
     this.subscriptions = [store.onDidChange(() => this.changed.fire(undefined)), injected.onDidChangeResults(() => this.changed.fire(undefined))];
   }
 
@@ -69,9 +72,13 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
       case 'injected': {
         const item = new vscode.TreeItem(measurementLabel(node.info), vscode.TreeItemCollapsibleState.Collapsed);
         const r = node.result;
-        item.description = r ? `${r.calls} calls · mean ${formatCount(r.meanCompensated ?? 0)} ${r.counter}` : `${node.info.kind} · ${node.info.payload} · injected`;
+        item.description = r
+          ? `${r.calls} calls · mean ${formatCount(r.meanCompensated ?? 0)} ${r.counter}`
+          : `${node.info.kind} · ${node.info.payload} · injected`;
         const d = r ? distribution(r.lastPasses) : undefined;
-        const tooltip = new vscode.MarkdownString(d ? ['Last passes:', '```', ...histogramBars(d), '```'].join('\n') : 'Injected: counting at full speed; results are read at each stop.');
+        const tooltip = new vscode.MarkdownString(
+          d ? ['Last passes:', '```', ...histogramBars(d), '```'].join('\n') : 'Injected: counting at full speed; results are read at each stop.',
+        );
         // The adapter's warnings are information here; those that change the figures were also notified.
         for (const w of node.info.warnings) tooltip.appendMarkdown('\n\n').appendText(w.message);
         item.tooltip = tooltip;
@@ -79,7 +86,11 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
         item.contextValue = 'injectedMeasurement';
         item.id = `injected-${node.info.id}`;
         if (node.info.source) {
-          item.command = { title: 'Go to source', command: 'vscode.open', arguments: [vscode.Uri.file(node.info.source.path), { selection: new vscode.Range(node.info.source.line - 1, 0, node.info.source.line - 1, 0) }] };
+          item.command = {
+            title: 'Go to source',
+            command: 'vscode.open',
+            arguments: [vscode.Uri.file(node.info.source.path), { selection: new vscode.Range(node.info.source.line - 1, 0, node.info.source.line - 1, 0) }],
+          };
         }
         return item;
       }
@@ -87,13 +98,19 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
         const r = node.record;
         const item = new vscode.TreeItem(r.label, vscode.TreeItemCollapsibleState.Expanded);
         const first = r.series[0]?.distribution;
-        item.description = first ? `${first.count} pass${first.count === 1 ? '' : 'es'} · mean ${formatCount(first.mean)} ${r.series[0]!.event}` : 'no complete pass';
+        item.description = first
+          ? `${first.count} pass${first.count === 1 ? '' : 'es'} · mean ${formatCount(first.mean)} ${r.series[0]!.event}`
+          : 'no complete pass';
         item.tooltip = r.incomplete ? `Incomplete: ${r.incomplete}` : `${r.kind} · ${r.takenAt.toLocaleTimeString()}`;
         item.iconPath = new vscode.ThemeIcon(r.incomplete ? 'warning' : 'graph');
         item.contextValue = 'measurement';
         item.id = `measurement-${r.id}`;
         if (r.anchor) {
-          item.command = { title: 'Go to region', command: 'vscode.open', arguments: [vscode.Uri.file(r.anchor.path), { selection: new vscode.Range(r.anchor.line - 1, 0, r.anchor.line - 1, 0) }] };
+          item.command = {
+            title: 'Go to region',
+            command: 'vscode.open',
+            arguments: [vscode.Uri.file(r.anchor.path), { selection: new vscode.Range(r.anchor.line - 1, 0, r.anchor.line - 1, 0) }],
+          };
         }
         return item;
       }

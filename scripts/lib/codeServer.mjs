@@ -9,10 +9,7 @@
 //   node scripts/lib/codeServer.mjs [--force]     install (or check) code-server, print timings
 import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import {
-  existsSync, lstatSync, mkdirSync, openSync, closeSync, readFileSync, readdirSync, readlinkSync, rmSync,
-  symlinkSync, writeFileSync,
-} from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, openSync, closeSync, readFileSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -190,7 +187,9 @@ function versionProblem() {
   const stateDir = join(codeServerPrefix, 'cli-state');
   // Any run of code-server writes a default config and logs under XDG dirs: keep them out of HOME.
   const r = spawnSync(process.execPath, [codeServerEntry, '--version'], {
-    encoding: 'utf8', timeout: 60_000, env: codeServerEnv(stateDir, 'version-check'),
+    encoding: 'utf8',
+    timeout: 60_000,
+    env: codeServerEnv(stateDir, 'version-check'),
   });
   if (r.status === 0 && r.stdout.split('\n').some((l) => l.startsWith(`${codeServerVersion} `))) return '';
   return `code-server --version failed: ${(r.stderr || r.stdout || r.error?.message || '').trim().slice(0, 400)}`;
@@ -276,22 +275,35 @@ export function ensureCodeServer({ force = false } = {}) {
         problem = e instanceof Error ? e.message : String(e);
       }
       if (problem) {
-        throw new Error([
-          `code-server install failed at ${label}`,
-          `  what went wrong: ${problem}`,
-          `  the command:     (cd ${step.cwd} && ${step.command})`,
-          '  to retry:        fix the cause, then run `node scripts/lib/codeServer.mjs` (it resumes at the',
-          '                   first step whose check fails); `--force` redoes every step, and',
-          `                   \`rm -rf ${codeServerPrefix}\` starts from nothing.`,
-        ].join('\n'));
+        throw new Error(
+          [
+            `code-server install failed at ${label}`,
+            `  what went wrong: ${problem}`,
+            `  the command:     (cd ${step.cwd} && ${step.command})`,
+            '  to retry:        fix the cause, then run `node scripts/lib/codeServer.mjs` (it resumes at the',
+            '                   first step whose check fails); `--force` redoes every step, and',
+            `                   \`rm -rf ${codeServerPrefix}\` starts from nothing.`,
+          ].join('\n'),
+        );
       }
       timings.push({ step: step.name, seconds: (Date.now() - t0) / 1000, skipped: false });
     }
     const seconds = (Date.now() - started) / 1000;
-    writeFileSync(stampFile, `${JSON.stringify({
-      version: codeServerVersion, node: process.version, nodeModules: process.versions.modules,
-      installedAt: new Date().toISOString(), seconds, steps: timings,
-    }, null, 2)}\n`);
+    writeFileSync(
+      stampFile,
+      `${JSON.stringify(
+        {
+          version: codeServerVersion,
+          node: process.version,
+          nodeModules: process.versions.modules,
+          installedAt: new Date().toISOString(),
+          seconds,
+          steps: timings,
+        },
+        null,
+        2,
+      )}\n`,
+    );
     console.log(`[code-server] ${codeServerVersion} ready after ${seconds.toFixed(0)} s`);
     return { entry: codeServerEntry, version: codeServerVersion, installed: true, seconds, steps: timings };
   });
@@ -336,9 +348,16 @@ function codeServerEnv(stateDir, tag, extra = {}) {
 /** Flags shared by the CLI and the server: no password, no phoning home, state in `userDataDir`. */
 function commonArgs(userDataDir, extensionsDir) {
   return [
-    '--auth', 'none', '--disable-telemetry', '--disable-update-check',
-    '--config', join(dirname(userDataDir), 'code-server.yaml'),
-    '--user-data-dir', userDataDir, '--extensions-dir', extensionsDir,
+    '--auth',
+    'none',
+    '--disable-telemetry',
+    '--disable-update-check',
+    '--config',
+    join(dirname(userDataDir), 'code-server.yaml'),
+    '--user-data-dir',
+    userDataDir,
+    '--extensions-dir',
+    extensionsDir,
   ];
 }
 
@@ -346,7 +365,9 @@ function runCli(args, userDataDir, extensionsDir) {
   mkdirSync(userDataDir, { recursive: true });
   mkdirSync(extensionsDir, { recursive: true });
   const r = spawnSync(process.execPath, [codeServerEntry, ...commonArgs(userDataDir, extensionsDir), ...args], {
-    encoding: 'utf8', timeout: 120_000, env: codeServerEnv(dirname(userDataDir), randomUUID()),
+    encoding: 'utf8',
+    timeout: 120_000,
+    env: codeServerEnv(dirname(userDataDir), randomUUID()),
   });
   return { status: r.status, output: `${r.stdout ?? ''}${r.stderr ?? ''}`.trim() };
 }
@@ -368,7 +389,10 @@ export function installExtension(vsixPath, extensionsDir, userDataDir = join(dir
 export function listExtensions(extensionsDir, userDataDir = join(dirname(extensionsDir), 'cli-user-data')) {
   const r = runCli(['--list-extensions', '--show-versions'], userDataDir, extensionsDir);
   if (r.status !== 0) throw new Error(`code-server --list-extensions failed (exit ${r.status}):\n${r.output}`);
-  return r.output.split('\n').map((l) => l.trim()).filter((l) => /^[\w-]+\.[\w-]+@/.test(l));
+  return r.output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => /^[\w-]+\.[\w-]+@/.test(l));
 }
 
 /** A TCP port nobody listens on right now. */
@@ -448,8 +472,15 @@ function tail(file, lines = 30) {
  * killed now), and pids still alive at the end (orphans; should always be empty).
  */
 export async function startCodeServer({
-  port = 0, host = '127.0.0.1', userDataDir, extensionsDir, folder, settings = defaultSettings(),
-  env = {}, logFile = join(dirname(userDataDir), 'code-server.log'), timeoutMs = 60_000,
+  port = 0,
+  host = '127.0.0.1',
+  userDataDir,
+  extensionsDir,
+  folder,
+  settings = defaultSettings(),
+  env = {},
+  logFile = join(dirname(userDataDir), 'code-server.log'),
+  timeoutMs = 60_000,
 }) {
   if (!existsSync(codeServerEntry)) throw new Error('code-server is not installed: call ensureCodeServer() first');
   if (!userDataDir || !extensionsDir) throw new Error('startCodeServer needs userDataDir and extensionsDir');
@@ -461,22 +492,35 @@ export async function startCodeServer({
   const tag = randomUUID();
   const out = openSync(logFile, 'w');
   const args = [
-    codeServerEntry, ...commonArgs(userDataDir, extensionsDir),
-    '--bind-addr', `${host}:${chosenPort}`, '--disable-workspace-trust', '--disable-getting-started-override',
-    '--ignore-last-opened', ...(folder ? [folder] : []),
+    codeServerEntry,
+    ...commonArgs(userDataDir, extensionsDir),
+    '--bind-addr',
+    `${host}:${chosenPort}`,
+    '--disable-workspace-trust',
+    '--disable-getting-started-override',
+    '--ignore-last-opened',
+    ...(folder ? [folder] : []),
   ];
   const child = spawn(process.execPath, args, {
-    detached: true, stdio: ['ignore', out, out], env: codeServerEnv(dirname(userDataDir), tag, env),
+    detached: true,
+    stdio: ['ignore', out, out],
+    env: codeServerEnv(dirname(userDataDir), tag, env),
   });
   closeSync(out);
   let exited = null;
-  const exitPromise = new Promise((resolveExit) => child.once('exit', (code, signal) => {
-    exited = { code, signal };
-    resolveExit(exited);
-  }));
+  const exitPromise = new Promise((resolveExit) =>
+    child.once('exit', (code, signal) => {
+      exited = { code, signal };
+      resolveExit(exited);
+    }),
+  );
   // If our own process dies without calling stop(), do not leave a server behind.
   const onExit = () => {
-    try { process.kill(-child.pid, 'SIGKILL'); } catch { /* gone */ }
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
   };
   process.on('exit', onExit);
 
@@ -485,7 +529,11 @@ export async function startCodeServer({
     stopped ??= (async () => {
       process.off('exit', onExit);
       const pgid = child.pid;
-      try { process.kill(-pgid, 'SIGTERM'); } catch { /* gone */ }
+      try {
+        process.kill(-pgid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
       // Short grace: whatever stops us (npm getting SIGTERM, a process manager) expects everything gone
       // within 2 s. The debug adapter kills its QEMU/GDB on SIGTERM, and its watchdog on SIGKILL.
       const deadline = Date.now() + 1200;
@@ -493,10 +541,19 @@ export async function startCodeServer({
       // adapter's watchdog): scanning /proc takes a while on a busy machine, and the grace is idle time.
       const outside = taggedProcesses(tag).filter((pid) => groupOf(pid) !== pgid);
       while (groupAlive(pgid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-      try { process.kill(-pgid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
       // The group is gone, and with it whatever would have ended these: they are orphans now.
       const killed = (pid) => {
-        try { process.kill(pid, 'SIGKILL'); return true; } catch { return false; }
+        try {
+          process.kill(pid, 'SIGKILL');
+          return true;
+        } catch {
+          return false;
+        }
       };
       const orphans = outside.filter(killed);
       const swept = taggedProcesses(tag).filter(killed);
@@ -534,9 +591,11 @@ export async function startCodeServer({
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   try {
     const result = ensureCodeServer({ force: process.argv.includes('--force') });
-    console.log(result.installed
-      ? `[code-server] installed ${result.version} in ${result.seconds.toFixed(0)} s:\n${result.steps.map((s) => `  ${s.skipped ? 'skipped' : `${s.seconds.toFixed(1).padStart(6)} s`}  ${s.step}`).join('\n')}`
-      : `[code-server] ${result.version} already installed and working (${codeServerPrefix})`);
+    console.log(
+      result.installed
+        ? `[code-server] installed ${result.version} in ${result.seconds.toFixed(0)} s:\n${result.steps.map((s) => `  ${s.skipped ? 'skipped' : `${s.seconds.toFixed(1).padStart(6)} s`}  ${s.step}`).join('\n')}`
+        : `[code-server] ${result.version} already installed and working (${codeServerPrefix})`,
+    );
   } catch (e) {
     console.error(e instanceof Error ? e.message : e);
     process.exitCode = 1;

@@ -78,9 +78,7 @@ export function createDemoWorkspace({ dir = demoWorkspaceDir, program = 'singlep
     copyElfs(builtDir, join(dir, 'build'));
   }
 
-  const missing = demoConfigurations
-    .map((c) => join('build', c.target, `${program}.elf`))
-    .filter((elf) => !existsSync(join(dir, elf)));
+  const missing = demoConfigurations.map((c) => join('build', c.target, `${program}.elf`)).filter((elf) => !existsSync(join(dir, elf)));
   if (missing.length > 0 && !allowMissingFirmware) {
     throw new Error(`the demo firmware is not built (${missing.join(', ')} missing): run \`make -C test/fixtures -j2\``);
   }

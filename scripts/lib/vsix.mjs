@@ -70,7 +70,13 @@ export function packageExtension({ out = defaultVsixPath, typecheck = false } = 
   const readme = join(repoRoot, '.cache', 'vsix', 'README.md');
   mkdirSync(dirname(readme), { recursive: true });
   mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(readme, readFileSync(join(repoRoot, 'README.md'), 'utf8').split('\n').filter((l) => !/^!\[[^\]]*\]\([^)]*\)\s*$/.test(l)).join('\n'));
+  writeFileSync(
+    readme,
+    readFileSync(join(repoRoot, 'README.md'), 'utf8')
+      .split('\n')
+      .filter((l) => !/^!\[[^\]]*\]\([^)]*\)\s*$/.test(l))
+      .join('\n'),
+  );
   const args = [vsceBin, 'package', ...vsceFlags(manifest), '--readme-path', relative(repoRoot, readme), '--out', out];
   console.log(`[vsix] vsce ${args.slice(1).join(' ')}`);
   try {

@@ -94,7 +94,10 @@ export class ArcCpuModel {
   readonly maxInstructionsPerResume: number;
   private readonly pages = new Map<number, Uint8Array>();
 
-  constructor(readonly pct: ArcPctModel, options: ArcCpuOptions = {}) {
+  constructor(
+    readonly pct: ArcPctModel,
+    options: ArcCpuOptions = {},
+  ) {
     this.program = options.program ?? DEFAULT_PROGRAM;
     if (this.program.loopEnd < this.program.loopStart || (this.program.loopEnd - this.program.loopStart) % 4 !== 0) {
       throw new Error('loopEnd must be loopStart + 4k');
@@ -162,14 +165,22 @@ export class ArcCpuModel {
   readRegister(n: number): number {
     if (n >= 0 && n < 32) return this.core[n]!;
     switch (n) {
-      case REG.LP_COUNT: return this.lpCount;
-      case REG.PCL: return (this.pc & ~3) >>> 0;
-      case REG.PC: return this.pc;
-      case REG.STATUS32: return this.status32;
-      case REG.LP_START: return this.lpStart;
-      case REG.LP_END: return this.lpEnd;
-      case REG.BTA: return this.bta;
-      default: throw new RangeError(`no register ${n}`);
+      case REG.LP_COUNT:
+        return this.lpCount;
+      case REG.PCL:
+        return (this.pc & ~3) >>> 0;
+      case REG.PC:
+        return this.pc;
+      case REG.STATUS32:
+        return this.status32;
+      case REG.LP_START:
+        return this.lpStart;
+      case REG.LP_END:
+        return this.lpEnd;
+      case REG.BTA:
+        return this.bta;
+      default:
+        throw new RangeError(`no register ${n}`);
     }
   }
 
@@ -180,14 +191,28 @@ export class ArcCpuModel {
       return;
     }
     switch (n) {
-      case REG.LP_COUNT: this.lpCount = v; return;
-      case REG.PCL: return; // read-only
-      case REG.PC: this.pc = v & ~1; return;
-      case REG.STATUS32: this.status32 = v; return;
-      case REG.LP_START: this.lpStart = v; return;
-      case REG.LP_END: this.lpEnd = v; return;
-      case REG.BTA: this.bta = v; return;
-      default: throw new RangeError(`no register ${n}`);
+      case REG.LP_COUNT:
+        this.lpCount = v;
+        return;
+      case REG.PCL:
+        return; // read-only
+      case REG.PC:
+        this.pc = v & ~1;
+        return;
+      case REG.STATUS32:
+        this.status32 = v;
+        return;
+      case REG.LP_START:
+        this.lpStart = v;
+        return;
+      case REG.LP_END:
+        this.lpEnd = v;
+        return;
+      case REG.BTA:
+        this.bta = v;
+        return;
+      default:
+        throw new RangeError(`no register ${n}`);
     }
   }
 
@@ -195,11 +220,16 @@ export class ArcCpuModel {
 
   readAux(aux: number): number {
     switch (aux) {
-      case AUX_PC: return this.pc;
-      case AUX_STATUS32: return this.status32;
-      case AUX_LP_START: return this.lpStart;
-      case AUX_LP_END: return this.lpEnd;
-      case AUX_BTA: return this.bta;
+      case AUX_PC:
+        return this.pc;
+      case AUX_STATUS32:
+        return this.status32;
+      case AUX_LP_START:
+        return this.lpStart;
+      case AUX_LP_END:
+        return this.lpEnd;
+      case AUX_BTA:
+        return this.bta;
     }
     if (this.pct.handles(aux)) return this.pct.read(aux);
     throw new IllegalAuxRegister(aux);
@@ -207,11 +237,21 @@ export class ArcCpuModel {
 
   writeAux(aux: number, value: number): void {
     switch (aux) {
-      case AUX_PC: this.pc = (value >>> 0) & ~1; return;
-      case AUX_STATUS32: this.status32 = value >>> 0; return;
-      case AUX_LP_START: this.lpStart = value >>> 0; return;
-      case AUX_LP_END: this.lpEnd = value >>> 0; return;
-      case AUX_BTA: this.bta = value >>> 0; return;
+      case AUX_PC:
+        this.pc = (value >>> 0) & ~1;
+        return;
+      case AUX_STATUS32:
+        this.status32 = value >>> 0;
+        return;
+      case AUX_LP_START:
+        this.lpStart = value >>> 0;
+        return;
+      case AUX_LP_END:
+        this.lpEnd = value >>> 0;
+        return;
+      case AUX_BTA:
+        this.bta = value >>> 0;
+        return;
     }
     if (this.pct.handles(aux)) {
       this.pct.write(aux, value);

@@ -131,7 +131,11 @@ export class ArcGdbStub {
     socket.on('error', () => this.sockets.delete(socket));
   }
 
-  private handle(text: string, raw: Buffer, output: (text: string) => void): { kind: 'reply'; payload: Buffer | string; closeAfter?: boolean } | { kind: 'close' } {
+  private handle(
+    text: string,
+    raw: Buffer,
+    output: (text: string) => void,
+  ): { kind: 'reply'; payload: Buffer | string; closeAfter?: boolean } | { kind: 'close' } {
     const reply = (payload: Buffer | string, closeAfter = false) => ({ kind: 'reply' as const, payload, closeAfter });
     try {
       if (text.startsWith('qSupported')) return reply(`PacketSize=${PACKET_SIZE.toString(16)};qXfer:features:read+;QStartNoAckMode+;vContSupported+`);

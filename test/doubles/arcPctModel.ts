@@ -81,8 +81,23 @@ const CONFIG_CONDITION_MASK = 0x7fff;
  * enumerate CC_NAME instead of assuming an index.
  */
 export const DEFAULT_CONDITIONS: readonly string[] = [
-  'never', 'crun', 'iall', 'ijmp', 'ijmptak', 'bpok', 'bpfail', 'bpmp', 'bflush', 'bstall',
-  'imemrdc', 'imemwrc', 'dclm', 'dcsm', 'icm', 'edtlb', 'eitlb',
+  'never',
+  'crun',
+  'iall',
+  'ijmp',
+  'ijmptak',
+  'bpok',
+  'bpfail',
+  'bpmp',
+  'bflush',
+  'bstall',
+  'imemrdc',
+  'imemwrc',
+  'dclm',
+  'dcsm',
+  'icm',
+  'edtlb',
+  'eitlb',
 ];
 
 export interface ArcPctBuild {
@@ -155,7 +170,13 @@ export class ArcPctModel {
   }
 
   handles(aux: number): boolean {
-    return aux === PCT_AUX.PCT_BUILD || aux === PCT_AUX.CC_BUILD || (aux >= 0x240 && aux <= 0x242) || (aux >= 0x250 && aux <= 0x256) || (aux >= 0x25c && aux <= 0x25f);
+    return (
+      aux === PCT_AUX.PCT_BUILD ||
+      aux === PCT_AUX.CC_BUILD ||
+      (aux >= 0x240 && aux <= 0x242) ||
+      (aux >= 0x250 && aux <= 0x256) ||
+      (aux >= 0x25c && aux <= 0x25f)
+    );
   }
 
   read(aux: number): number {

@@ -223,7 +223,8 @@ export class MiniTcl {
     const args = words.slice(1);
     const variadic = proc.params[proc.params.length - 1] === 'args';
     const fixed = variadic ? proc.params.slice(0, -1) : proc.params;
-    if (args.length < fixed.length || (!variadic && args.length > fixed.length)) throw tclError(`wrong # args: should be "${[name, ...proc.params].join(' ')}"`);
+    if (args.length < fixed.length || (!variadic && args.length > fixed.length))
+      throw tclError(`wrong # args: should be "${[name, ...proc.params].join(' ')}"`);
     const frame = new Map<string, string>();
     fixed.forEach((p, i) => frame.set(p, args[i]!));
     if (variadic) frame.set('args', formatList(args.slice(fixed.length)));
@@ -357,7 +358,23 @@ export class MiniTcl {
   }
 }
 
-const PRECEDENCE: Record<string, number> = { '||': 1, '&&': 2, '==': 3, '!=': 3, eq: 3, ne: 3, in: 3, ni: 3, '<': 4, '<=': 4, '>': 4, '>=': 4, '+': 5, '-': 5, '*': 6 };
+const PRECEDENCE: Record<string, number> = {
+  '||': 1,
+  '&&': 2,
+  '==': 3,
+  '!=': 3,
+  eq: 3,
+  ne: 3,
+  in: 3,
+  ni: 3,
+  '<': 4,
+  '<=': 4,
+  '>': 4,
+  '>=': 4,
+  '+': 5,
+  '-': 5,
+  '*': 6,
+};
 
 function evaluate(tokens: Array<{ op: string } | { value: string }>, text: string): string | number {
   let i = 0;

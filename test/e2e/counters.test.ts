@@ -30,12 +30,15 @@ interface StepReading {
 }
 const steps: StepReading[] = [];
 
-before(async () => {
-  harness = await CodeServerHarness.start({ name: 'counters', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
-  // Sources and ELFs from one build, as in a user's project (see debugging.test.ts for the demo's own ELFs).
-  harness.buildFirmwareInWorkspace(['rv32', 'cortex-m4']);
-  mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
-}, { timeout: 15 * 60_000 });
+before(
+  async () => {
+    harness = await CodeServerHarness.start({ name: 'counters', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
+    // Sources and ELFs from one build, as in a user's project (see debugging.test.ts for the demo's own ELFs).
+    harness.buildFirmwareInWorkspace(['rv32', 'cortex-m4']);
+    mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
+  },
+  { timeout: 15 * 60_000 },
+);
 
 after(() => stopAndExpectNothingLeft(harness, sessionProcesses));
 
@@ -86,17 +89,31 @@ test('RV32: Configure Counters in the Counters view assigns "instructions retire
   t.diagnostic(`Counters: ${rows.map((r) => `${r.label} [${r.description}]`).join('; ')}`);
   assert.equal(unit.level, 1);
   for (const slot of ['mcycle', 'minstret', 'mhpmcounter3']) {
-    assert.ok(rows.some((r) => r.label === slot && r.level === 2), `the RISC-V unit lists the slot ${slot}`);
+    assert.ok(
+      rows.some((r) => r.label === slot && r.level === 2),
+      `the RISC-V unit lists the slot ${slot}`,
+    );
   }
 
   await h.clickViewAction(view, 'Configure Counters…');
   const offered = await h.quickPickItems();
   t.diagnostic(`Configure Counters offers: ${offered.map((o) => `${o.label} (${o.description})`).join('; ')}`);
-  assert.deepEqual(offered.filter((o) => o.label === 'instructions retired').map((o) => o.description), ['minstret'],
-    'the quick pick offers "instructions retired" once, counted on minstret');
-  assert.deepEqual(offered.filter((o) => o.label === 'cycles').map((o) => o.description), ['mcycle'], 'and "cycles" once, counted on mcycle');
+  assert.deepEqual(
+    offered.filter((o) => o.label === 'instructions retired').map((o) => o.description),
+    ['minstret'],
+    'the quick pick offers "instructions retired" once, counted on minstret',
+  );
+  assert.deepEqual(
+    offered.filter((o) => o.label === 'cycles').map((o) => o.description),
+    ['mcycle'],
+    'and "cycles" once, counted on mcycle',
+  );
   // QEMU's mhpmevent selectors 1 and 2 count what mcycle and minstret count: not events of their own.
-  assert.deepEqual(offered.filter((o) => /QEMU/.test(o.label)), [], 'no "(QEMU)" duplicate of a fixed counter\'s event is offered');
+  assert.deepEqual(
+    offered.filter((o) => /QEMU/.test(o.label)),
+    [],
+    'no "(QEMU)" duplicate of a fixed counter\'s event is offered',
+  );
   await h.pickMany(['instructions retired']);
 
   // The view names the event as the quick pick does: "instructions retired", on the minstret row.
@@ -148,7 +165,10 @@ test('RV32: the Counters view never shows an implausible step count as trusted',
   let plausible = 0;
   for (const [i, s] of steps.entries()) {
     const change = minstretReading(s.description).change;
-    const note = s.tooltip.split('\n').filter((l) => l.includes('⚠')).join(' ');
+    const note = s.tooltip
+      .split('\n')
+      .filter((l) => l.includes('⚠'))
+      .join(' ');
     if (change !== undefined && change > plausibleStepInstructions) {
       if (s.icon !== 'warning') problems.push(`step ${i + 1} (${s.from} → ${s.to}) shows +${change} instructions as a trusted count ("${s.description}")`);
       else if (!/virtual clock/.test(note)) problems.push(`step ${i + 1} is marked, but the note does not say why: ${note || '(none)'}`);
@@ -178,7 +198,10 @@ test('Cortex-M4: the Counters view shows DWT as not available, with the QEMU not
   assert.match(tooltip, /QEMU does not model it/, 'the tooltip says why: QEMU has no DWT');
   const pmu = rows.find((r) => r.label === 'PMU');
   assert.equal(pmu?.description, 'not available', 'the Armv8.1-M PMU is shown as not available too');
-  assert.ok(rows.some((r) => r.label === 'SysTick' && /slot/.test(r.description)), 'SysTick is offered as the cycle source');
+  assert.ok(
+    rows.some((r) => r.label === 'SysTick' && /slot/.test(r.description)),
+    'SysTick is offered as the cycle source',
+  );
   await h.screenshot('counters-cortex-m4');
   await h.screenshotInThemes('counters-cortex-m4', [dark, light], async () => {
     await h.hoverText(h.treeItem(view, 'DWT').locator('.label-name'), 'DWT');

@@ -13,9 +13,12 @@ import { sampleProfile } from '../support/sampleProfiles';
 
 let harness: CodeServerHarness | undefined;
 
-before(async () => {
-  harness = await CodeServerHarness.start({ name: 'cpuprofileViewer', requireFirmware: false });
-}, { timeout: 15 * 60_000 });
+before(
+  async () => {
+    harness = await CodeServerHarness.start({ name: 'cpuprofileViewer', requireFirmware: false });
+  },
+  { timeout: 15 * 60_000 },
+);
 
 after(() => stopAndExpectNothingLeft(harness));
 

@@ -19,16 +19,25 @@ let harness: CodeServerHarness | undefined;
 let dspLine = 0;
 let mainLine = 0;
 
-before(async () => {
-  harness = await CodeServerHarness.start({ name: 'debugging', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
-  dspLine = markerLine(join(harness.workspace, 'src', 'dsp.c'), '#BP_LOCALS');
-  mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
-}, { timeout: 15 * 60_000 });
+before(
+  async () => {
+    harness = await CodeServerHarness.start({ name: 'debugging', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
+    dspLine = markerLine(join(harness.workspace, 'src', 'dsp.c'), '#BP_LOCALS');
+    mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
+  },
+  { timeout: 15 * 60_000 },
+);
 
 after(async () => {
   if (!harness) return;
   // A failed test may leave a session running; end it so the process check below is about leaks.
-  if (await harness.debugToolbar().isVisible().catch(() => false)) await harness.stopDebugging({ maxPresses: 3 });
+  if (
+    await harness
+      .debugToolbar()
+      .isVisible()
+      .catch(() => false)
+  )
+    await harness.stopDebugging({ maxPresses: 3 });
   const { survivors } = await harness.stop();
   assert.deepEqual(survivors, [], 'code-server left processes behind');
 });
@@ -53,13 +62,21 @@ test('the demo as `npm start` writes it: a breakpoint clicked in src/dsp.c binds
     t.diagnostic(`start button to stopped at main: ${Date.now() - started} ms`);
     const row = h.viewPane('Breakpoints').locator('.monaco-list-row', { hasText: 'dsp.c' }).first();
     // Breakpoints are bound while the session starts, before the stop at main: give it a moment more.
-    const unverified = await poll(() => row.locator('.codicon-debug-breakpoint-unverified').count(), (n) => n === 0, 3000);
+    const unverified = await poll(
+      () => row.locator('.codicon-debug-breakpoint-unverified').count(),
+      (n) => n === 0,
+      3000,
+    );
     const label = (await row.getAttribute('aria-label')) ?? '';
     await h.screenshot('debugging-demo-breakpoint');
     t.diagnostic(`BREAKPOINTS: ${label}`);
     // The demo's ELFs are built in test/fixtures/ and copied: their DWARF names those paths, so GDB
     // finds no "<workspace>/src/dsp.c" and the breakpoint stays pending for the whole run.
-    assert.equal(unverified, 0, `the breakpoint is not bound in the demo workspace (BREAKPOINTS says "${label}"); continuing would run past #BP_LOCALS to the end of the program`);
+    assert.equal(
+      unverified,
+      0,
+      `the breakpoint is not bound in the demo workspace (BREAKPOINTS says "${label}"); continuing would run past #BP_LOCALS to the end of the program`,
+    );
   } finally {
     const stopped = Date.now();
     const { presses } = await h.stopDebugging({ maxPresses: 3 });
@@ -80,16 +97,64 @@ test('with firmware built from the workspace: stops at main, then at the #BP_LOC
   await h.startDebugging(rv32);
   await h.waitForTopFrame('main', mainLine, 60_000);
   t.diagnostic(`start button to stopped at main: ${Date.now() - started} ms`);
-  assert.equal(await poll(() => h.callStackState(), (s) => s !== ''), 'Paused on entry');
-  assert.equal(await poll(() => h.activeTab(), (f) => f === 'singlepass.c'), 'singlepass.c', 'the editor shows the entry point\'s file');
-  assert.deepEqual(await poll(() => h.stoppedLines(), (l) => l.length > 0), [mainLine], 'the editor highlights main\'s first line (#MAIN_FIRST)');
+  assert.equal(
+    await poll(
+      () => h.callStackState(),
+      (s) => s !== '',
+    ),
+    'Paused on entry',
+  );
+  assert.equal(
+    await poll(
+      () => h.activeTab(),
+      (f) => f === 'singlepass.c',
+    ),
+    'singlepass.c',
+    "the editor shows the entry point's file",
+  );
+  assert.deepEqual(
+    await poll(
+      () => h.stoppedLines(),
+      (l) => l.length > 0,
+    ),
+    [mainLine],
+    "the editor highlights main's first line (#MAIN_FIRST)",
+  );
 
   await h.page.keyboard.press('F5');
   await h.waitForTopFrame('summarise_window', dspLine);
-  assert.equal(await poll(() => h.callStackState(), (s) => s === 'Paused on breakpoint'), 'Paused on breakpoint');
-  assert.equal(await poll(() => h.activeTab(), (f) => f === 'dsp.c'), 'dsp.c', 'the editor switches to the breakpoint\'s file');
-  assert.deepEqual(await poll(() => h.stoppedLines(), (l) => l.includes(dspLine)), [dspLine], `the editor highlights the stopped line ${dspLine} (#BP_LOCALS)`);
-  assert.ok((await poll(() => h.breakpointLines(), (l) => l.includes(dspLine))).includes(dspLine), 'the breakpoint glyph stays on the stopped line');
+  assert.equal(
+    await poll(
+      () => h.callStackState(),
+      (s) => s === 'Paused on breakpoint',
+    ),
+    'Paused on breakpoint',
+  );
+  assert.equal(
+    await poll(
+      () => h.activeTab(),
+      (f) => f === 'dsp.c',
+    ),
+    'dsp.c',
+    "the editor switches to the breakpoint's file",
+  );
+  assert.deepEqual(
+    await poll(
+      () => h.stoppedLines(),
+      (l) => l.includes(dspLine),
+    ),
+    [dspLine],
+    `the editor highlights the stopped line ${dspLine} (#BP_LOCALS)`,
+  );
+  assert.ok(
+    (
+      await poll(
+        () => h.breakpointLines(),
+        (l) => l.includes(dspLine),
+      )
+    ).includes(dspLine),
+    'the breakpoint glyph stays on the stopped line',
+  );
   await h.screenshot('debugging-stopped-at-breakpoint');
 });
 
@@ -137,8 +202,22 @@ test('Stop (Shift+F5) ends the session: the debug toolbar goes', { timeout: 60_0
     second = again.ended ? ' (a second Shift+F5 ended it)' : ' (nor did two more)';
   }
   await h.screenshot('debugging-stopped-session');
-  assert.equal(await poll(() => h.callStack().then((f) => f.length), (n) => n === 0), 0, 'the CALL STACK is empty');
-  assert.deepEqual(await poll(() => h.stoppedLines(), (l) => l.length === 0), [], 'no stopped-line highlight is left in the editor');
+  assert.equal(
+    await poll(
+      () => h.callStack().then((f) => f.length),
+      (n) => n === 0,
+    ),
+    0,
+    'the CALL STACK is empty',
+  );
+  assert.deepEqual(
+    await poll(
+      () => h.stoppedLines(),
+      (l) => l.length === 0,
+    ),
+    [],
+    'no stopped-line highlight is left in the editor',
+  );
   assert.ok(once.ended, `the debug toolbar is still shown 10 s after Shift+F5${second}`);
 });
 

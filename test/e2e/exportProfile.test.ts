@@ -34,14 +34,33 @@ const models = new Map<FixtureTarget, Profile>();
 function descend(target: (typeof TARGETS)[number], out: string): Promise<void> {
   const dir = join(descentDir, target.id);
   mkdirSync(join(dir, '.vscode'), { recursive: true });
-  writeFileSync(join(dir, '.vscode', 'launch.json'), JSON.stringify({
-    version: '0.2.0',
-    configurations: [{ type: 'cyclelens', request: 'launch', name: target.name, executable: fixtureElf(target.id, 'singlepass'), server: { type: 'qemu', machine: target.machine }, stopAtEntry: 'main', programEnd: 'program_end' }],
-  }));
+  writeFileSync(
+    join(dir, '.vscode', 'launch.json'),
+    JSON.stringify({
+      version: '0.2.0',
+      configurations: [
+        {
+          type: 'cyclelens',
+          request: 'launch',
+          name: target.name,
+          executable: fixtureElf(target.id, 'singlepass'),
+          server: { type: 'qemu', machine: target.machine },
+          stopAtEntry: 'main',
+          programEnd: 'program_end',
+        },
+      ],
+    }),
+  );
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', target.name, '--threshold', '5%', '--out', out], {
-      cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag }, stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', target.name, '--threshold', '5%', '--out', out],
+      {
+        cwd: dir,
+        env: { ...process.env, [OWNER_TAG_VAR]: tag },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const timer = setTimeout(() => child.kill('SIGTERM'), 300_000);
@@ -54,19 +73,22 @@ function descend(target: (typeof TARGETS)[number], out: string): Promise<void> {
   });
 }
 
-before(async () => {
-  // One after the other: code-server's start and two emulators at once overload a small machine.
-  harness = await CodeServerHarness.start({ name: 'exportProfile', requireFirmware: false });
-  for (const t of TARGETS) await descend(t, join(descentDir, `descent-${t.id}.json`));
-  const results = join(harness.workspace, '.cyclelens', 'results');
-  mkdirSync(results, { recursive: true });
-  for (const t of TARGETS) {
-    copyFileSync(join(descentDir, `descent-${t.id}.json`), join(results, `descent-${t.id}.json`));
-    const model = await loadAnyProfile(join(results, `descent-${t.id}.json`));
-    assert.ok(model.functions.filter((f) => f.inclusive).length >= 5, `the ${t.id} descent measured functions`);
-    models.set(t.id, model);
-  }
-}, { timeout: 15 * 60_000 });
+before(
+  async () => {
+    // One after the other: code-server's start and two emulators at once overload a small machine.
+    harness = await CodeServerHarness.start({ name: 'exportProfile', requireFirmware: false });
+    for (const t of TARGETS) await descend(t, join(descentDir, `descent-${t.id}.json`));
+    const results = join(harness.workspace, '.cyclelens', 'results');
+    mkdirSync(results, { recursive: true });
+    for (const t of TARGETS) {
+      copyFileSync(join(descentDir, `descent-${t.id}.json`), join(results, `descent-${t.id}.json`));
+      const model = await loadAnyProfile(join(results, `descent-${t.id}.json`));
+      assert.ok(model.functions.filter((f) => f.inclusive).length >= 5, `the ${t.id} descent measured functions`);
+      models.set(t.id, model);
+    }
+  },
+  { timeout: 15 * 60_000 },
+);
 
 after(async () => {
   assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the descents leave no QEMU or GDB behind');
@@ -91,7 +113,9 @@ function visibleRows(h: CodeServerHarness) {
 async function pickItem(h: CodeServerHarness, label: string): Promise<void> {
   const widget = quickInput(h);
   await visibleRows(h).first().waitFor({ state: 'visible', timeout: 15_000 });
-  const row = visibleRows(h).filter({ has: h.page.locator('.label-name', { hasText: new RegExp(`^\\s*${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`) }) }).first();
+  const row = visibleRows(h)
+    .filter({ has: h.page.locator('.label-name', { hasText: new RegExp(`^\\s*${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`) }) })
+    .first();
   await row.waitFor({ state: 'visible', timeout: 15_000 }).catch(async () => {
     assert.fail(`the quick pick offers ${JSON.stringify(await widget.locator('.monaco-list-row .label-name').allInnerTexts())}, not "${label}"`);
   });
@@ -100,12 +124,22 @@ async function pickItem(h: CodeServerHarness, label: string): Promise<void> {
 
 /** Every item of the format quick pick says which tool opens it. */
 async function assertFormatItems(h: CodeServerHarness): Promise<void> {
-  await visibleRows(h).first().waitFor({ state: 'visible', timeout: 15_000 }).catch(async (err: unknown) => {
-    throw new Error(`the format pick did not show (screenshot ${await h.screenshot('export-no-format-pick')}): ${String(err)}`);
-  });
-  const rows = await poll(() => visibleRows(h).evaluateAll((els) => els.map((e) => (e as HTMLElement).innerText.replace(/\s+/g, ' ').trim())), (r) => r.length >= EXPORT_FORMATS.length, 5000);
+  await visibleRows(h)
+    .first()
+    .waitFor({ state: 'visible', timeout: 15_000 })
+    .catch(async (err: unknown) => {
+      throw new Error(`the format pick did not show (screenshot ${await h.screenshot('export-no-format-pick')}): ${String(err)}`);
+    });
+  const rows = await poll(
+    () => visibleRows(h).evaluateAll((els) => els.map((e) => (e as HTMLElement).innerText.replace(/\s+/g, ' ').trim())),
+    (r) => r.length >= EXPORT_FORMATS.length,
+    5000,
+  );
   for (const f of EXPORT_FORMATS) {
-    assert.ok(rows.some((r) => r.includes(f.label) && r.includes(f.extension) && r.includes(`Opens in ${f.opensIn}`)), `the ${f.label} item says it opens in ${f.opensIn}: ${JSON.stringify(rows)}`);
+    assert.ok(
+      rows.some((r) => r.includes(f.label) && r.includes(f.extension) && r.includes(`Opens in ${f.opensIn}`)),
+      `the ${f.label} item says it opens in ${f.opensIn}: ${JSON.stringify(rows)}`,
+    );
   }
 }
 
@@ -116,21 +150,40 @@ async function assertFormatItems(h: CodeServerHarness): Promise<void> {
 async function answerSaveDialog(h: CodeServerHarness, path: string): Promise<string> {
   const input = quickInput(h).locator('input');
   await input.waitFor({ state: 'visible', timeout: 15_000 });
-  const offered = await poll(() => input.inputValue(), (v) => /\.[\w]+$/.test(v), 5000);
+  const offered = await poll(
+    () => input.inputValue(),
+    (v) => /\.[\w]+$/.test(v),
+    5000,
+  );
   await input.fill(path);
   // The dialog checks the typed path with the (remote) file service before it accepts it.
-  await poll(() => input.inputValue(), (v) => v === path, 5000);
+  await poll(
+    () => input.inputValue(),
+    (v) => v === path,
+    5000,
+  );
   // Typing a path in another folder makes the dialog list that folder; an Enter that lands while it
   // does so is taken as "show this folder", not "save", so Enter is pressed again while the typed
   // path stands.
   for (let attempt = 1; attempt <= 4; attempt++) {
     await h.page.keyboard.press('Enter');
-    const hidden = await quickInput(h).waitFor({ state: 'hidden', timeout: 15_000 }).then(() => true, () => false);
+    const hidden = await quickInput(h)
+      .waitFor({ state: 'hidden', timeout: 15_000 })
+      .then(
+        () => true,
+        () => false,
+      );
     if (hidden) return offered;
     if ((await input.inputValue().catch(() => '')) !== path) break;
   }
-  const shown = (await quickInput(h).innerText().catch(() => '')).replace(/\s+/g, ' ');
-  assert.fail(`the save dialog did not take ${path} (it offered ${offered}; it shows "${shown.slice(0, 300)}"; input "${await input.inputValue()}"); screenshot ${await h.screenshot('export-save-dialog')}`);
+  const shown = (
+    await quickInput(h)
+      .innerText()
+      .catch(() => '')
+  ).replace(/\s+/g, ' ');
+  assert.fail(
+    `the save dialog did not take ${path} (it offered ${offered}; it shows "${shown.slice(0, 300)}"; input "${await input.inputValue()}"); screenshot ${await h.screenshot('export-save-dialog')}`,
+  );
 }
 
 /** Picks `format`, answers the save dialog with a file in `folder`, and checks the default offered and the notification. */
@@ -182,7 +235,9 @@ for (const target of TARGETS) {
         await h.page.locator('.editor-group-container.active .tab.active', { hasText: `descent-${target.id}${format.extension}` }).waitFor({ timeout: 15_000 });
       } else if (afterwards === 'Reveal') {
         // In a browser the file manager is the Explorer: the file is selected there.
-        await h.page.locator('.explorer-folders-view .monaco-list-row.selected', { hasText: `descent-${target.id}${format.extension}` }).waitFor({ timeout: 15_000 });
+        await h.page
+          .locator('.explorer-folders-view .monaco-list-row.selected', { hasText: `descent-${target.id}${format.extension}` })
+          .waitFor({ timeout: 15_000 });
       }
       assert.ok(readFileSync(path).length > 0);
     }
@@ -201,7 +256,10 @@ for (const target of TARGETS) {
     await checkExports(target, folder);
     for (const format of EXPORT_FORMATS) {
       const name = `descent-${target.id}${format.extension}`;
-      assert.ok(readFileSync(join(folder, name)).equals(readFileSync(join(h.workspace, 'exports', `palette-${target.id}`, name))), `${name} is the same from both places`);
+      assert.ok(
+        readFileSync(join(folder, name)).equals(readFileSync(join(h.workspace, 'exports', `palette-${target.id}`, name))),
+        `${name} is the same from both places`,
+      );
     }
   });
 }
@@ -230,7 +288,13 @@ test('an unwritable destination is refused with the file named and the fix', { t
 async function chooseFromContextMenu(h: CodeServerHarness, label: string): Promise<void> {
   const menu = h.page.locator('.context-view .monaco-menu');
   await menu.locator('.action-label', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }).click();
-  if (await menu.waitFor({ state: 'hidden', timeout: 1500 }).then(() => false, () => true)) await h.page.keyboard.press('Enter');
+  if (
+    await menu.waitFor({ state: 'hidden', timeout: 1500 }).then(
+      () => false,
+      () => true,
+    )
+  )
+    await h.page.keyboard.press('Enter');
   await menu.waitFor({ state: 'hidden', timeout: 5000 });
 }
 
@@ -238,7 +302,11 @@ async function chooseFromContextMenu(h: CodeServerHarness, label: string): Promi
 async function rightClickResultSet(h: CodeServerHarness, name: string): Promise<void> {
   const rows = h.page.locator('.explorer-folders-view .monaco-list-row');
   const row = (label: string) => rows.filter({ has: h.page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/\./g, '\\.')}$`) }) }).first();
-  if (!(await row(name).isVisible().catch(() => false))) {
+  if (
+    !(await row(name)
+      .isVisible()
+      .catch(() => false))
+  ) {
     await h.runCommand('View: Show Explorer');
     for (const folder of ['.cyclelens', 'results']) {
       const r = row(folder);

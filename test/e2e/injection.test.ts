@@ -3,8 +3,21 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CodeServerHarness, poll, type TreeRow } from '../support/codeServerHarness';
 import {
-  afterLineText, clickCodeLens, codeLenses, type CodeLensRow, stopAndExpectNothingLeft, functionLines, gutterIconLines, hoverOnLine,
-  lineNumberMenu, notifications, revealLine, rv32, showMeasurements, statusBarText, waitForCodeLens,
+  afterLineText,
+  clickCodeLens,
+  codeLenses,
+  type CodeLensRow,
+  stopAndExpectNothingLeft,
+  functionLines,
+  gutterIconLines,
+  hoverOnLine,
+  lineNumberMenu,
+  notifications,
+  revealLine,
+  rv32,
+  showMeasurements,
+  statusBarText,
+  waitForCodeLens,
 } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
 
@@ -39,17 +52,20 @@ let regionHover = '';
 /** The hint InjectedMeasurements shows in the status bar while a region's start waits for its end. */
 const pendingHint = /region starts at line/;
 
-before(async () => {
-  // requireFirmware: the demo workspace builds its firmware in place, so the ELF's debug
-  // information names the sources the editor has open (as in a user's project).
-  harness = await CodeServerHarness.start({ name: 'injection', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
-  dsp = join(harness.workspace, 'src', 'dsp.c');
-  regionStart = markerLine(dsp, '#REGION_START');
-  regionEnd = markerLine(dsp, '#REGION_END');
-  programEnd = markerLine(join(harness.workspace, 'src', 'runtime.c'), '#PROGRAM_END');
-  fir = functionLines(dsp, 'fir_filter');
-  mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
-}, { timeout: 15 * 60_000 });
+before(
+  async () => {
+    // requireFirmware: the demo workspace builds its firmware in place, so the ELF's debug
+    // information names the sources the editor has open (as in a user's project).
+    harness = await CodeServerHarness.start({ name: 'injection', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
+    dsp = join(harness.workspace, 'src', 'dsp.c');
+    regionStart = markerLine(dsp, '#REGION_START');
+    regionEnd = markerLine(dsp, '#REGION_END');
+    programEnd = markerLine(join(harness.workspace, 'src', 'runtime.c'), '#PROGRAM_END');
+    fir = functionLines(dsp, 'fir_filter');
+    mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
+  },
+  { timeout: 15 * 60_000 },
+);
 
 after(() => stopAndExpectNothingLeft(harness));
 
@@ -66,8 +82,15 @@ async function startAtMain(h: CodeServerHarness): Promise<void> {
 async function breakpointAtProgramEnd(h: CodeServerHarness): Promise<void> {
   await h.openFile('src/runtime.c');
   if (!(await h.breakpointLines()).includes(programEnd)) await h.clickGutter(programEnd);
-  const lines = await poll(() => h.breakpointLines(), (l) => l.includes(programEnd), 5000);
-  assert.ok(lines.includes(programEnd), `a click in runtime.c's gutter puts a breakpoint on line ${programEnd} (#PROGRAM_END); glyphs on ${JSON.stringify(lines)}`);
+  const lines = await poll(
+    () => h.breakpointLines(),
+    (l) => l.includes(programEnd),
+    5000,
+  );
+  assert.ok(
+    lines.includes(programEnd),
+    `a click in runtime.c's gutter puts a breakpoint on line ${programEnd} (#PROGRAM_END); glyphs on ${JSON.stringify(lines)}`,
+  );
 }
 
 /** Continue (F5) and wait for the stop at program_end; returns how long the run took. */
@@ -95,17 +118,43 @@ test('a region marked from the line-number menu of dsp.c shows its passes at pro
 
   await h.openFile('src/dsp.c');
   await lineNumberMenu(h, regionStart, 'Measure Region from Here');
-  const pending = await poll(() => gutterIconLines(h, 'region-pending'), (l) => l.includes(regionStart), 5000);
-  hint.pending = await poll(() => statusBarText(h), (s) => pendingHint.test(s), 5000);
+  const pending = await poll(
+    () => gutterIconLines(h, 'region-pending'),
+    (l) => l.includes(regionStart),
+    5000,
+  );
+  hint.pending = await poll(
+    () => statusBarText(h),
+    (s) => pendingHint.test(s),
+    5000,
+  );
   await lineNumberMenu(h, regionEnd, 'Measure Region to Here');
-  const starts = await poll(() => gutterIconLines(h, 'region-start'), (l) => l.includes(regionStart), 10_000);
-  const ends = await poll(() => gutterIconLines(h, 'region-end'), (l) => l.includes(regionEnd), 5000);
-  const measuring = await poll(() => afterLineText(h, regionStart), (s) => s !== '', 5000);
+  const starts = await poll(
+    () => gutterIconLines(h, 'region-start'),
+    (l) => l.includes(regionStart),
+    10_000,
+  );
+  const ends = await poll(
+    () => gutterIconLines(h, 'region-end'),
+    (l) => l.includes(regionEnd),
+    5000,
+  );
+  const measuring = await poll(
+    () => afterLineText(h, regionStart),
+    (s) => s !== '',
+    5000,
+  );
   // The hint goes with the pending start; anything the injection notifies has arrived by now.
-  hint.completed = await poll(() => statusBarText(h), (s) => !pendingHint.test(s), 3000);
+  hint.completed = await poll(
+    () => statusBarText(h),
+    (s) => !pendingHint.test(s),
+    3000,
+  );
   for (const n of await notifications(h)) regionToasts.push(n);
   t.diagnostic(`status bar while pending: "${hint.pending}"; once the region is complete: "${hint.completed}"`);
-  t.diagnostic(`after marking: pending marker on ${JSON.stringify(pending)}, start markers ${JSON.stringify(starts)}, end markers ${JSON.stringify(ends)}, inline "${measuring}"`);
+  t.diagnostic(
+    `after marking: pending marker on ${JSON.stringify(pending)}, start markers ${JSON.stringify(starts)}, end markers ${JSON.stringify(ends)}, inline "${measuring}"`,
+  );
   await h.screenshot('injection-region-marked');
   assert.ok(pending.includes(regionStart), `"Measure Region from Here" marks line ${regionStart} (#REGION_START) as a pending start`);
   assert.deepEqual(starts, [regionStart], `the region-start marker sits on #REGION_START (${regionStart})`);
@@ -117,7 +166,11 @@ test('a region marked from the line-number menu of dsp.c shows its passes at pro
 
   await h.openFile('src/dsp.c');
   await revealLine(h, regionStart);
-  regionInline = await poll(() => afterLineText(h, regionStart), (s) => countIn(s) !== undefined, 15_000);
+  regionInline = await poll(
+    () => afterLineText(h, regionStart),
+    (s) => countIn(s) !== undefined,
+    15_000,
+  );
   const rows = await showMeasurements(h, (r) => r.some((row) => countIn(row.description) !== undefined));
   const hover = await hoverOnLine(h, regionStart, /passes/).catch((e: unknown) => `(no hover: ${String(e)})`);
   regionHover = hover;
@@ -135,10 +188,13 @@ test('a region marked from the line-number menu of dsp.c shows its passes at pro
   const region = rows.find((r) => r.level === 1 && countIn(r.description) !== undefined);
   assert.ok(region, `the Measurements view lists the region with its result (${rowText(rows)})`);
   assert.match(region.label, /fir_filter/, 'the region is named after the function it lies in');
-  assert.ok(region.label.includes(`dsp.c:${regionStart}–${regionEnd}`), `the region is named by its source lines dsp.c:${regionStart}–${regionEnd} ("${region.label}")`);
-  assert.doesNotMatch(region.label, /0x[0-9a-f]/i, 'the region\'s name shows no patch addresses');
+  assert.ok(
+    region.label.includes(`dsp.c:${regionStart}–${regionEnd}`),
+    `the region is named by its source lines dsp.c:${regionStart}–${regionEnd} ("${region.label}")`,
+  );
+  assert.doesNotMatch(region.label, /0x[0-9a-f]/i, "the region's name shows no patch addresses");
   assert.equal(countIn(region.description), count, 'the view and the editor show the same count');
-  assert.match(hover, new RegExp(`passes ${count}\\b`), 'the hover on the region\'s line shows the passes');
+  assert.match(hover, new RegExp(`passes ${count}\\b`), "the hover on the region's line shows the passes");
 });
 
 test('the status-bar hint of a pending region goes once the region is complete', () => {
@@ -146,17 +202,21 @@ test('the status-bar hint of a pending region goes once the region is complete',
   assert.doesNotMatch(hint.completed, pendingHint, `the hint is still shown after "Measure Region to Here" ("${hint.completed}")`);
 });
 
-test('marking an ordinary region pops up no trampoline note; the hover keeps the adapter\'s notes', (t) => {
+test("marking an ordinary region pops up no trampoline note; the hover keeps the adapter's notes", (t) => {
   t.diagnostic(`toasts: ${JSON.stringify(regionToasts)}`);
   // The adapter's note that a call moved into the trampoline keeps memory reserved asks nothing of
   // the user: it belongs in the log and the hover, not in a toast.
-  assert.deepEqual(regionToasts.filter((n) => /trampoline|stays reserved/i.test(n)), [], 'a notification about the trampoline was shown');
+  assert.deepEqual(
+    regionToasts.filter((n) => /trampoline|stays reserved/i.test(n)),
+    [],
+    'a notification about the trampoline was shown',
+  );
   t.diagnostic(`hover: ${regionHover.replace(/\s+/g, ' ')}`);
   const title = regionHover.split('\n')[0] ?? '';
   assert.ok(title.includes(`dsp.c:${regionStart}–${regionEnd}`), `the hover's title names the region by its source lines ("${title}")`);
 });
 
-test('the region\'s inline result reads consistently: its mean lies between its min and max', () => {
+test("the region's inline result reads consistently: its mean lies between its min and max", () => {
   // "per pass MEAN (MIN–MAX)" as InjectedMeasurements draws it.
   const m = /per pass ([\d.]+)\s*([kMG]?) \(([\d.]+)\s*([kMG]?)–([\d.]+)\s*([kMG]?)\)/.exec(regionInline);
   assert.ok(m, `the inline result has "per pass … (min–max)" ("${regionInline}")`);
@@ -177,7 +237,11 @@ test('the "Measure" CodeLens of fir_filter counts its 20 calls', { timeout: 150_
   await revealLine(h, fir.first);
   // fir_filter's CodeLens: the first one drawn from its definition line to its closing brace.
   const inFir = (lenses: CodeLensRow[]) => lenses.filter((l) => l.line !== undefined && l.line >= fir.first && l.line <= fir.last);
-  await poll(() => codeLenses(h), (l) => inFir(l).some((x) => x.text === 'Measure'), 30_000);
+  await poll(
+    () => codeLenses(h),
+    (l) => inFir(l).some((x) => x.text === 'Measure'),
+    30_000,
+  );
   // VS Code may first draw lenses from an earlier resolution and move them when the new ones
   // arrive: use the positions once two reads a second apart agree.
   let lenses = await codeLenses(h);
@@ -210,7 +274,7 @@ test('the "Measure" CodeLens of fir_filter counts its 20 calls', { timeout: 150_
   await h.screenshot('injection-function-codelens');
   t.diagnostic(`CodeLens of fir_filter at program_end: "${lens.text}"`);
   t.diagnostic(`Measurements: ${rowText(rows)}`);
-  assert.match(lens.text, /^\$\(pulse\)/, 'the measured function\'s CodeLens carries the pulse icon');
+  assert.match(lens.text, /^\$\(pulse\)/, "the measured function's CodeLens carries the pulse icon");
   assert.match(lens.text, new RegExp(`(^|\\s)${firCalls} calls\\b`), `the CodeLens reads "${firCalls} calls" ("${lens.text}")`);
   const row = rows.find((r) => r.label === 'fir_filter');
   assert.ok(row, `the Measurements view lists fir_filter (${rowText(rows)})`);
@@ -221,5 +285,9 @@ test('the "Measure" CodeLens sits directly above fir_filter\'s definition line',
   assert.ok(firLensLine !== undefined, 'the CodeLens test found no CodeLens for fir_filter');
   // VS Code draws a CodeLens above the line it belongs to; for a function that is its signature
   // (as reference and test CodeLens do), not a line inside its body.
-  assert.equal(firLensLine, fir.first, `the CodeLens sits above line ${firLensLine}, inside the body, not above the definition "void fir_filter(…)" on line ${fir.first}`);
+  assert.equal(
+    firLensLine,
+    fir.first,
+    `the CodeLens sits above line ${firLensLine}, inside the body, not above the definition "void fir_filter(…)" on line ${fir.first}`,
+  );
 });

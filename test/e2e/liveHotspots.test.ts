@@ -4,9 +4,7 @@ import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { CodeServerHarness, poll, type TreeRow } from '../support/codeServerHarness';
-import {
-  activeEditor, functionLine, functionLines, hoverOnLine, revealLine, statusBarText, stopAndExpectNothingLeft,
-} from '../support/codeServerUi';
+import { activeEditor, functionLine, functionLines, hoverOnLine, revealLine, statusBarText, stopAndExpectNothingLeft } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
 import type { FixtureTarget } from '../support/paths';
 
@@ -49,17 +47,24 @@ let harness: CodeServerHarness | undefined;
 let mainLine = 0;
 const oracles = new Map<FixtureTarget, OracleSummary>();
 
-before(async () => {
-  harness = await CodeServerHarness.start({
-    name: 'liveHotspots', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 },
-    program: 'hotloop', server: { instructionCounts: true },
-  });
-  mainLine = markerLine(join(harness.workspace, 'src', 'hotloop.c'), '#MAIN_FIRST');
-  // The ELFs the sessions run, built in the workspace (their DWARF names the workspace's sources).
-  for (const { target } of targets) {
-    oracles.set(target, await runOracle({ elf: join(harness.workspace, 'build', target, 'hotloop.elf'), maxInstructions: oracleInstructions }));
-  }
-}, { timeout: 15 * 60_000 });
+before(
+  async () => {
+    harness = await CodeServerHarness.start({
+      name: 'liveHotspots',
+      requireFirmware: true,
+      theme: dark,
+      viewport: { width: 1440, height: 900 },
+      program: 'hotloop',
+      server: { instructionCounts: true },
+    });
+    mainLine = markerLine(join(harness.workspace, 'src', 'hotloop.c'), '#MAIN_FIRST');
+    // The ELFs the sessions run, built in the workspace (their DWARF names the workspace's sources).
+    for (const { target } of targets) {
+      oracles.set(target, await runOracle({ elf: join(harness.workspace, 'build', target, 'hotloop.elf'), maxInstructions: oracleInstructions }));
+    }
+  },
+  { timeout: 15 * 60_000 },
+);
 
 after(() => stopAndExpectNothingLeft(harness, sessionProcesses));
 
@@ -68,7 +73,9 @@ after(() => stopAndExpectNothingLeft(harness, sessionProcesses));
 /** The oracle's functions by exclusive count, hottest first, with their share in percent. */
 function oracleFunctions(oracle: OracleSummary): { name: string; share: number }[] {
   const total = oracle.totals.instructions;
-  return oracle.functions.filter((f) => f.exclusive > 0).sort((a, b) => b.exclusive - a.exclusive)
+  return oracle.functions
+    .filter((f) => f.exclusive > 0)
+    .sort((a, b) => b.exclusive - a.exclusive)
     .map((f) => ({ name: f.name, share: (100 * f.exclusive) / total }));
 }
 
@@ -82,14 +89,16 @@ function oracleLineCounts(oracle: OracleSummary, file: string): Map<number, numb
 /** The file under the workspace's src/ that defines C function `fn`. */
 function definingFile(workspace: string, fn: string): string {
   const src = join(workspace, 'src');
-  const files = readdirSync(src).filter((f) => f.endsWith('.c')).filter((f) => {
-    try {
-      functionLine(join(src, f), fn);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const files = readdirSync(src)
+    .filter((f) => f.endsWith('.c'))
+    .filter((f) => {
+      try {
+        functionLine(join(src, f), fn);
+        return true;
+      } catch {
+        return false;
+      }
+    });
   if (files.length !== 1) throw new Error(`${fn} is defined in ${files.length} files of ${src} (${files.join(', ')}), expected one`);
   return files[0]!;
 }
@@ -114,7 +123,8 @@ interface HeatLine {
 async function heatLines(h: CodeServerHarness): Promise<HeatLine[]> {
   const drawn = await activeEditor(h).evaluate((editor) => {
     const numbers = Array.from(editor.querySelectorAll('.margin-view-overlays .line-numbers')).map((e) => ({
-      line: Number((e.textContent ?? '').trim()), top: e.getBoundingClientRect().top,
+      line: Number((e.textContent ?? '').trim()),
+      top: e.getBoundingClientRect().top,
     }));
     const lineAt = (y: number) => numbers.find((n) => Math.abs(n.top - y) < 3)?.line;
     const bars: { line: number | undefined; svg: string }[] = [];
@@ -132,7 +142,11 @@ async function heatLines(h: CodeServerHarness): Promise<HeatLine[]> {
   });
   const rgb = (colour: string) => {
     const hex = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})/i.exec(colour);
-    if (hex) return `rgb(${hex.slice(1).map((x) => parseInt(x, 16)).join(', ')})`;
+    if (hex)
+      return `rgb(${hex
+        .slice(1)
+        .map((x) => parseInt(x, 16))
+        .join(', ')})`;
     const css = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(colour);
     return css ? `rgb(${css[1]}, ${css[2]}, ${css[3]})` : colour;
   };
@@ -167,9 +181,14 @@ function functionRows(rows: TreeRow[]): { name: string; share: number; descripti
   const start = rows.findIndex((r) => r.label === 'Functions');
   const end = rows.findIndex((r, i) => i > start && r.label === 'Lines');
   if (start < 0) return [];
-  return rows.slice(start + 1, end < 0 ? undefined : end).filter((r) => r.level > rows[start]!.level).map((r) => ({
-    name: r.label, share: Number(/^([\d.]+) %/.exec(r.description)?.[1] ?? NaN), description: r.description,
-  }));
+  return rows
+    .slice(start + 1, end < 0 ? undefined : end)
+    .filter((r) => r.level > rows[start]!.level)
+    .map((r) => ({
+      name: r.label,
+      share: Number(/^([\d.]+) %/.exec(r.description)?.[1] ?? NaN),
+      description: r.description,
+    }));
 }
 
 /** Shows the Hotspots view with room for its rows (the debug views above it collapsed). */
@@ -216,17 +235,33 @@ for (const { target, configuration } of targets) {
     // The editor gets the window's height (the Debug Console the session opened would take half).
     await hidePanel(h);
     await h.page.keyboard.press('F5');
-    await poll(() => h.callStackState(), (s) => !/Paused/.test(s), 15_000);
+    await poll(
+      () => h.callStackState(),
+      (s) => !/Paused/.test(s),
+      15_000,
+    );
 
     await h.runCommand(toggleCommand);
     // The previous target's ended session may still show its last picture ("(stopped)") until this
     // run's first counts arrive.
-    const first = statusItem(await poll(() => statusBarText(h), (s) => statusItem(s) !== undefined && !statusItem(s)!.stopped && statusItem(s)!.count > 0, 60_000));
+    const first = statusItem(
+      await poll(
+        () => statusBarText(h),
+        (s) => statusItem(s) !== undefined && !statusItem(s)!.stopped && statusItem(s)!.count > 0,
+        60_000,
+      ),
+    );
     t.diagnostic(`status bar: ${JSON.stringify(first)}`);
     assert.ok(first && !first.stopped, `the status bar shows the overlay's item of a running sampler (it shows "${await statusBarText(h)}")`);
     assert.equal(first.sampler, 'qemu-plugin', 'with "instructionCounts": true the overlay picks the exact sampler');
     assert.equal(first.unit, 'instructions', 'exact counts are labelled as instructions, not samples');
-    const later = statusItem(await poll(() => statusBarText(h), (s) => (statusItem(s)?.count ?? 0) > first.count, 30_000));
+    const later = statusItem(
+      await poll(
+        () => statusBarText(h),
+        (s) => (statusItem(s)?.count ?? 0) > first.count,
+        30_000,
+      ),
+    );
     t.diagnostic(`status bar later: ${JSON.stringify(later)}`);
     assert.ok(later && later.count > first.count, `the count grows while the target runs (${first.count}, then ${later?.count})`);
     assert.ok(later.perSecond > 0, 'the status bar shows a rate above zero');
@@ -237,93 +272,138 @@ for (const { target, configuration } of targets) {
     const truth = oracleFunctions(oracles.get(target)!);
     await showHotspots(h);
     // The profile behind the view is rebuilt once a second; a few seconds of counts make the window long.
-    const rows = await poll(() => h.treeRows(view), (r) => {
-      const fns = functionRows(r);
-      return fns.length >= 4 && fns.slice(0, 4).every((f, i) => f.name === truth[i]!.name && Math.abs(f.share - truth[i]!.share) <= shareTolerance);
-    }, 60_000);
+    const rows = await poll(
+      () => h.treeRows(view),
+      (r) => {
+        const fns = functionRows(r);
+        return fns.length >= 4 && fns.slice(0, 4).every((f, i) => f.name === truth[i]!.name && Math.abs(f.share - truth[i]!.share) <= shareTolerance);
+      },
+      60_000,
+    );
     const shown = functionRows(rows);
     t.diagnostic(`Hotspots: ${rowText(rows)}`);
-    t.diagnostic(`oracle: ${truth.slice(0, 6).map((f) => `${f.name} ${f.share.toFixed(2)} %`).join(', ')}`);
+    t.diagnostic(
+      `oracle: ${truth
+        .slice(0, 6)
+        .map((f) => `${f.name} ${f.share.toFixed(2)} %`)
+        .join(', ')}`,
+    );
     assert.ok(shown.length > 0, `the Hotspots view lists functions (${rowText(rows)})`);
     assert.equal(shown[0]!.name, truth[0]!.name, `the view lists ${shown[0]!.name} first; the oracle's hottest function is ${truth[0]!.name}`);
-    assert.deepEqual(shown.slice(0, 4).map((f) => f.name), truth.slice(0, 4).map((f) => f.name), 'the four hottest functions in the oracle\'s order');
+    assert.deepEqual(
+      shown.slice(0, 4).map((f) => f.name),
+      truth.slice(0, 4).map((f) => f.name),
+      "the four hottest functions in the oracle's order",
+    );
     for (let i = 0; i < 4; i++) {
-      assert.ok(Math.abs(shown[i]!.share - truth[i]!.share) <= shareTolerance,
-        `${shown[i]!.name}: the view shows "${shown[i]!.description}", the oracle ${truth[i]!.share.toFixed(2)} % (tolerance ${shareTolerance} point)`);
+      assert.ok(
+        Math.abs(shown[i]!.share - truth[i]!.share) <= shareTolerance,
+        `${shown[i]!.name}: the view shows "${shown[i]!.description}", the oracle ${truth[i]!.share.toFixed(2)} % (tolerance ${shareTolerance} point)`,
+      );
     }
   });
 
-  test(`${target}: a click on the top function opens its source, where the hot loop's lines carry heat as the oracle counts them`, { timeout: 180_000 }, async (t) => {
-    const h = harness!;
-    const oracle = oracles.get(target)!;
-    const top = oracleFunctions(oracle)[0]!.name;
-    const file = definingFile(h.workspace, top);
-    const fnLines = functionLines(join(h.workspace, 'src', file), top);
-    await showHotspots(h);
-    await h.clickPastHovers(h.treeItem(view, top));
-    await h.page.locator('.editor-group-container.active .tab.active', { hasText: file }).waitFor({ state: 'visible', timeout: 15_000 });
-    const at = await poll(() => cursorLine(h), (l) => l !== undefined && l >= fnLines.first && l <= fnLines.last, 10_000);
-    t.diagnostic(`the click opened ${await h.activeTab()} at line ${at}; ${top} spans lines ${fnLines.first}–${fnLines.last}`);
-    assert.equal(await h.activeTab(), file, `a click on ${top} opens ${file}`);
-    assert.ok(at !== undefined && at >= fnLines.first && at <= fnLines.last, `the cursor is in ${top} (lines ${fnLines.first}–${fnLines.last}), not on line ${at}`);
+  test(
+    `${target}: a click on the top function opens its source, where the hot loop's lines carry heat as the oracle counts them`,
+    { timeout: 180_000 },
+    async (t) => {
+      const h = harness!;
+      const oracle = oracles.get(target)!;
+      const top = oracleFunctions(oracle)[0]!.name;
+      const file = definingFile(h.workspace, top);
+      const fnLines = functionLines(join(h.workspace, 'src', file), top);
+      await showHotspots(h);
+      await h.clickPastHovers(h.treeItem(view, top));
+      await h.page.locator('.editor-group-container.active .tab.active', { hasText: file }).waitFor({ state: 'visible', timeout: 15_000 });
+      const at = await poll(
+        () => cursorLine(h),
+        (l) => l !== undefined && l >= fnLines.first && l <= fnLines.last,
+        10_000,
+      );
+      t.diagnostic(`the click opened ${await h.activeTab()} at line ${at}; ${top} spans lines ${fnLines.first}–${fnLines.last}`);
+      assert.equal(await h.activeTab(), file, `a click on ${top} opens ${file}`);
+      assert.ok(
+        at !== undefined && at >= fnLines.first && at <= fnLines.last,
+        `the cursor is in ${top} (lines ${fnLines.first}–${fnLines.last}), not on line ${at}`,
+      );
 
-    // The loop's body, where the oracle counts most, in the middle of the editor.
-    const counts = oracleLineCounts(oracle, file);
-    const hotLine = hottestLine(oracle, file, fnLines);
-    await revealLine(h, hotLine);
-    // Every line the oracle counts in the function's visible lines has heat, and no other line.
-    const inView = (lines: number[]) => lines.filter((l) => l >= fnLines.first && l <= fnLines.last);
-        const heat = await poll(() => heatLines(h), (hl) => {
-      const lines = inView(hl.map((x) => x.line));
-      return lines.length > 0 && hl.every((x) => x.barHeight > 0 && x.background !== '');
-    }, 20_000);
-    const shownLines = await renderedLines(h);
-    const want = inView(shownLines).filter((l) => (counts.get(l) ?? 0) > 0);
-    const got = inView(heat.map((x) => x.line));
-    await h.dismissHover();
-    await h.screenshot(`live-hotspots-${target}`);
-    t.diagnostic(`heat in ${file}: ${heat.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
-    t.diagnostic(`oracle counts on these lines: ${want.map((l) => `${l}:${counts.get(l)}`).join(' ')}`);
-    assert.deepEqual(got, want, `the lines of ${top} with heat are the lines the oracle counts instructions on`);
-    for (const x of heat) {
-      assert.ok(x.barHeight > 0, `line ${x.line} has a line background but no gutter bar`);
-      assert.equal(x.background, x.barColour, `line ${x.line}: its background is the colour of its gutter bar`);
-    }
-    // Hotter lines carry taller, redder bars: ordered as the oracle's counts (a sqrt scale of 8
-    // levels, so lines close in count may share a level, but never invert).
-    const byCount = heat.filter((x) => counts.has(x.line)).sort((a, b) => counts.get(b.line)! - counts.get(a.line)!);
-    for (let i = 0; i + 1 < byCount.length; i++) {
-      for (let j = i + 1; j < byCount.length; j++) {
-        const [hot, cool] = [byCount[i]!, byCount[j]!];
-        if (counts.get(hot.line)! >= 1.5 * counts.get(cool.line)!) {
-          assert.ok(hot.barHeight >= cool.barHeight, `line ${hot.line} (oracle ${counts.get(hot.line)}) has a shorter bar than line ${cool.line} (oracle ${counts.get(cool.line)})`);
+      // The loop's body, where the oracle counts most, in the middle of the editor.
+      const counts = oracleLineCounts(oracle, file);
+      const hotLine = hottestLine(oracle, file, fnLines);
+      await revealLine(h, hotLine);
+      // Every line the oracle counts in the function's visible lines has heat, and no other line.
+      const inView = (lines: number[]) => lines.filter((l) => l >= fnLines.first && l <= fnLines.last);
+      const heat = await poll(
+        () => heatLines(h),
+        (hl) => {
+          const lines = inView(hl.map((x) => x.line));
+          return lines.length > 0 && hl.every((x) => x.barHeight > 0 && x.background !== '');
+        },
+        20_000,
+      );
+      const shownLines = await renderedLines(h);
+      const want = inView(shownLines).filter((l) => (counts.get(l) ?? 0) > 0);
+      const got = inView(heat.map((x) => x.line));
+      await h.dismissHover();
+      await h.screenshot(`live-hotspots-${target}`);
+      t.diagnostic(`heat in ${file}: ${heat.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
+      t.diagnostic(`oracle counts on these lines: ${want.map((l) => `${l}:${counts.get(l)}`).join(' ')}`);
+      assert.deepEqual(got, want, `the lines of ${top} with heat are the lines the oracle counts instructions on`);
+      for (const x of heat) {
+        assert.ok(x.barHeight > 0, `line ${x.line} has a line background but no gutter bar`);
+        assert.equal(x.background, x.barColour, `line ${x.line}: its background is the colour of its gutter bar`);
+      }
+      // Hotter lines carry taller, redder bars: ordered as the oracle's counts (a sqrt scale of 8
+      // levels, so lines close in count may share a level, but never invert).
+      const byCount = heat.filter((x) => counts.has(x.line)).sort((a, b) => counts.get(b.line)! - counts.get(a.line)!);
+      for (let i = 0; i + 1 < byCount.length; i++) {
+        for (let j = i + 1; j < byCount.length; j++) {
+          const [hot, cool] = [byCount[i]!, byCount[j]!];
+          if (counts.get(hot.line)! >= 1.5 * counts.get(cool.line)!) {
+            assert.ok(
+              hot.barHeight >= cool.barHeight,
+              `line ${hot.line} (oracle ${counts.get(hot.line)}) has a shorter bar than line ${cool.line} (oracle ${counts.get(cool.line)})`,
+            );
+          }
         }
       }
-    }
-    const hottest = byCount[0]!;
-    assert.equal(hottest.barHeight, Math.max(...heat.map((x) => x.barHeight)), `the oracle's hottest line here (${hottest.line}) has the tallest bar`);
-    Object.assign(seen, { file, fn: top, heat, revealedLine: hotLine, rendered: shownLines });
+      const hottest = byCount[0]!;
+      assert.equal(hottest.barHeight, Math.max(...heat.map((x) => x.barHeight)), `the oracle's hottest line here (${hottest.line}) has the tallest bar`);
+      Object.assign(seen, { file, fn: top, heat, revealedLine: hotLine, rendered: shownLines });
 
-    if (target === 'rv32') {
-      // The pictures for docs/ui.md: the hot function's loop in heat, the Hotspots view beside it.
-      await h.screenshotInThemes('live-hotspots', [dark, light], async () => {
-        await h.dismissHover();
-        await poll(() => heatLines(h), (hl) => hl.length > 0, 10_000);
-      });
-    }
-  });
+      if (target === 'rv32') {
+        // The pictures for docs/ui.md: the hot function's loop in heat, the Hotspots view beside it.
+        await h.screenshotInThemes('live-hotspots', [dark, light], async () => {
+          await h.dismissHover();
+          await poll(
+            () => heatLines(h),
+            (hl) => hl.length > 0,
+            10_000,
+          );
+        });
+      }
+    },
+  );
 
   test(`${target}: pausing keeps the overlay; toggling it off removes the heat, the item and the view's rows`, { timeout: 180_000 }, async (t) => {
     const h = harness!;
     assert.ok(seen.file, 'the previous step found no heat to keep');
     await h.clickPastHovers(h.debugToolbar().locator('.codicon-debug-pause'));
-    const state = await poll(() => h.callStackState(), (s) => /Paused/.test(s), 30_000);
+    const state = await poll(
+      () => h.callStackState(),
+      (s) => /Paused/.test(s),
+      30_000,
+    );
     t.diagnostic(`after Pause: "${state}"`);
-    assert.match(state, /Paused/, 'the debug toolbar\'s Pause pauses the target');
+    assert.match(state, /Paused/, "the debug toolbar's Pause pauses the target");
     // The stop may open another file: go back to the hot function's.
     await h.openFile(`src/${seen.file}`);
     await revealLine(h, seen.revealedLine);
-    const kept = await poll(() => heatLines(h), (hl) => hl.length > 0, 10_000);
+    const kept = await poll(
+      () => heatLines(h),
+      (hl) => hl.length > 0,
+      10_000,
+    );
     // Compared on the lines rendered both times (the reveal may scroll a little differently).
     const now = await renderedLines(h);
     const keptLines = kept.map((x) => x.line).filter((l) => seen.rendered.includes(l));
@@ -337,11 +417,27 @@ for (const { target, configuration } of targets) {
     assert.equal(functionRows(rows)[0]?.name, seen.fn, `the Hotspots view keeps ${seen.fn} first while paused (${rowText(rows)})`);
 
     await h.runCommand(toggleCommand);
-    const gone = await poll(() => heatLines(h), (hl) => hl.length === 0, 15_000);
-    const status = await poll(() => statusBarText(h), (s) => statusItem(s) === undefined, 10_000);
-    const after = await poll(() => h.treeRows(view), (r) => functionRows(r).length === 0, 10_000);
+    const gone = await poll(
+      () => heatLines(h),
+      (hl) => hl.length === 0,
+      15_000,
+    );
+    const status = await poll(
+      () => statusBarText(h),
+      (s) => statusItem(s) === undefined,
+      10_000,
+    );
+    const after = await poll(
+      () => h.treeRows(view),
+      (r) => functionRows(r).length === 0,
+      10_000,
+    );
     await h.screenshot(`live-hotspots-${target}-off`);
-    assert.deepEqual(gone.map((x) => x.line), [], 'toggling the overlay off removes every heat mark');
+    assert.deepEqual(
+      gone.map((x) => x.line),
+      [],
+      'toggling the overlay off removes every heat mark',
+    );
     assert.equal(statusItem(status), undefined, `the status-bar item goes ("${status}")`);
     assert.deepEqual(functionRows(after), [], `the Hotspots view is emptied (${rowText(after)})`);
   });
@@ -350,13 +446,25 @@ for (const { target, configuration } of targets) {
     const h = harness!;
     await h.runCommand(toggleCommand);
     await h.page.keyboard.press('F5');
-    const running = statusItem(await poll(() => statusBarText(h), (s) => (statusItem(s)?.count ?? 0) > 0, 60_000));
+    const running = statusItem(
+      await poll(
+        () => statusBarText(h),
+        (s) => (statusItem(s)?.count ?? 0) > 0,
+        60_000,
+      ),
+    );
     assert.ok(running && !running.stopped, 'sampling runs again after toggling on and continuing');
     const { presses, ended } = await h.stopDebugging({ maxPresses: 3 });
     t.diagnostic(`stopped after ${presses} Shift+F5 press(es)`);
     assert.ok(ended, 'the session ends');
     const left = await h.waitForNoServerProcesses(sessionProcesses, 15_000);
-    const final = statusItem(await poll(() => statusBarText(h), (s) => statusItem(s)?.stopped === true, 15_000));
+    const final = statusItem(
+      await poll(
+        () => statusBarText(h),
+        (s) => statusItem(s)?.stopped === true,
+        15_000,
+      ),
+    );
     t.diagnostic(`status bar after the session: ${JSON.stringify(final)}`);
     assert.deepEqual(left, [], 'the session left processes running');
     // The last picture stays (status "(stopped)"); the next session's toggle must start afresh.
@@ -369,60 +477,103 @@ function hottestLine(oracle: OracleSummary, file: string, fn: { first: number; l
   return [...oracleLineCounts(oracle, file)].filter(([l]) => l >= fn.first && l <= fn.last).sort((a, b) => b[1] - a[1])[0]![0];
 }
 
-test('rv32: "Live Hotspots with Sampler…" runs the monitor sampler: samples, heat only on lines that run, a 95 % interval on hover', { timeout: 240_000 }, async (t) => {
-  const h = harness!;
-  const oracle = oracles.get('rv32')!;
-  await h.startDebugging('QEMU RISC-V 32');
-  await h.waitForTopFrame('main', mainLine, 90_000);
-  await hidePanel(h);
-  await h.page.keyboard.press('F5');
-  await poll(() => h.callStackState(), (s) => !/Paused/.test(s), 15_000);
+test(
+  'rv32: "Live Hotspots with Sampler…" runs the monitor sampler: samples, heat only on lines that run, a 95 % interval on hover',
+  { timeout: 240_000 },
+  async (t) => {
+    const h = harness!;
+    const oracle = oracles.get('rv32')!;
+    await h.startDebugging('QEMU RISC-V 32');
+    await h.waitForTopFrame('main', mainLine, 90_000);
+    await hidePanel(h);
+    await h.page.keyboard.press('F5');
+    await poll(
+      () => h.callStackState(),
+      (s) => !/Paused/.test(s),
+      15_000,
+    );
 
-  await h.runCommand('CycleLens: Live Hotspots with Sampler…');
-  const offered = await h.quickPickItems();
-  t.diagnostic(`samplers offered: ${offered.map((o) => `${o.label} (${o.description})`).join('; ')}`);
-  const monitor = h.page.locator('.quick-input-widget .monaco-list-row').filter({ has: h.page.locator('.label-name', { hasText: /^QEMU monitor/ }) }).first();
-  await monitor.click();
-  const first = statusItem(await poll(() => statusBarText(h), (s) => statusItem(s)?.sampler === 'qemu-monitor' && !statusItem(s)!.stopped && statusItem(s)!.count > 0, 60_000));
-  t.diagnostic(`status bar: ${JSON.stringify(first)}`);
-  assert.ok(first && first.sampler === 'qemu-monitor' && !first.stopped, `the status bar shows the monitor sampler running ("${await statusBarText(h)}")`);
-  assert.equal(first.unit, 'samples', 'PC reads are labelled as samples');
-  const later = statusItem(await poll(() => statusBarText(h), (s) => (statusItem(s)?.count ?? 0) > first.count, 30_000));
-  assert.ok(later && later.count > first.count, `the sample count grows (${first.count}, then ${later?.count})`);
+    await h.runCommand('CycleLens: Live Hotspots with Sampler…');
+    const offered = await h.quickPickItems();
+    t.diagnostic(`samplers offered: ${offered.map((o) => `${o.label} (${o.description})`).join('; ')}`);
+    const monitor = h.page
+      .locator('.quick-input-widget .monaco-list-row')
+      .filter({ has: h.page.locator('.label-name', { hasText: /^QEMU monitor/ }) })
+      .first();
+    await monitor.click();
+    const first = statusItem(
+      await poll(
+        () => statusBarText(h),
+        (s) => statusItem(s)?.sampler === 'qemu-monitor' && !statusItem(s)!.stopped && statusItem(s)!.count > 0,
+        60_000,
+      ),
+    );
+    t.diagnostic(`status bar: ${JSON.stringify(first)}`);
+    assert.ok(first && first.sampler === 'qemu-monitor' && !first.stopped, `the status bar shows the monitor sampler running ("${await statusBarText(h)}")`);
+    assert.equal(first.unit, 'samples', 'PC reads are labelled as samples');
+    const later = statusItem(
+      await poll(
+        () => statusBarText(h),
+        (s) => (statusItem(s)?.count ?? 0) > first.count,
+        30_000,
+      ),
+    );
+    assert.ok(later && later.count > first.count, `the sample count grows (${first.count}, then ${later?.count})`);
 
-  // A read PC is one the program runs: heat only where the oracle counts instructions.
-  const file = 'script_vm.c';
-  const fn = functionLines(join(h.workspace, 'src', file), 'vm_run');
-  const counts = oracleLineCounts(oracle, file);
-  await h.openFile(`src/${file}`);
-  await revealLine(h, hottestLine(oracle, file, fn));
-  const heat = await poll(() => heatLines(h), (hl) => hl.filter((x) => x.line >= fn.first && x.line <= fn.last).length >= 3, 60_000);
-  t.diagnostic(`monitor heat in ${file}: ${heat.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
-  assert.ok(heat.length >= 3, `the monitor's samples put heat on vm_run's lines (${JSON.stringify(heat.map((x) => x.line))})`);
-  const notRun = heat.filter((x) => !counts.has(x.line)).map((x) => x.line);
-  assert.deepEqual(notRun, [], 'heat on lines the oracle never runs');
-  const tallest = heat.reduce((a, b) => (b.barHeight > a.barHeight ? b : a));
-  const hover = await hoverOnLine(h, tallest.line, /95 % interval/);
-  await h.dismissHover();
-  t.diagnostic(`hover on line ${tallest.line}: ${hover.replace(/\s+/g, ' ')}`);
-  assert.match(hover, /[\d.]+ % \(95 % interval [\d.]+ % – [\d.]+ %\) · [\d,]+ samples/, 'the hover gives the share, its 95 % interval and the sample count');
-  assert.match(hover, /QEMU monitor/, 'the hover names the sampler');
+    // A read PC is one the program runs: heat only where the oracle counts instructions.
+    const file = 'script_vm.c';
+    const fn = functionLines(join(h.workspace, 'src', file), 'vm_run');
+    const counts = oracleLineCounts(oracle, file);
+    await h.openFile(`src/${file}`);
+    await revealLine(h, hottestLine(oracle, file, fn));
+    const heat = await poll(
+      () => heatLines(h),
+      (hl) => hl.filter((x) => x.line >= fn.first && x.line <= fn.last).length >= 3,
+      60_000,
+    );
+    t.diagnostic(`monitor heat in ${file}: ${heat.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
+    assert.ok(heat.length >= 3, `the monitor's samples put heat on vm_run's lines (${JSON.stringify(heat.map((x) => x.line))})`);
+    const notRun = heat.filter((x) => !counts.has(x.line)).map((x) => x.line);
+    assert.deepEqual(notRun, [], 'heat on lines the oracle never runs');
+    const tallest = heat.reduce((a, b) => (b.barHeight > a.barHeight ? b : a));
+    const hover = await hoverOnLine(h, tallest.line, /95 % interval/);
+    await h.dismissHover();
+    t.diagnostic(`hover on line ${tallest.line}: ${hover.replace(/\s+/g, ' ')}`);
+    assert.match(hover, /[\d.]+ % \(95 % interval [\d.]+ % – [\d.]+ %\) · [\d,]+ samples/, 'the hover gives the share, its 95 % interval and the sample count');
+    assert.match(hover, /QEMU monitor/, 'the hover names the sampler');
 
-  const { ended } = await h.stopDebugging({ maxPresses: 3 });
-  assert.ok(ended, 'the session ends');
-  assert.deepEqual(await h.waitForNoServerProcesses(sessionProcesses, 15_000), [], 'the session left processes running');
-});
+    const { ended } = await h.stopDebugging({ maxPresses: 3 });
+    assert.ok(ended, 'the session ends');
+    assert.deepEqual(await h.waitForNoServerProcesses(sessionProcesses, 15_000), [], 'the session left processes running');
+  },
+);
 
 test('a click on the status-bar item of an ended session clears its overlay', { timeout: 60_000 }, async () => {
   const h = harness!;
   const item = h.page.locator('.part.statusbar .statusbar-item', { hasText: /qemu-(plugin|monitor)/ }).first();
   await item.waitFor({ state: 'visible', timeout: 10_000 });
-  await poll(() => statusBarText(h), (s) => statusItem(s)?.stopped === true, 15_000);
+  await poll(
+    () => statusBarText(h),
+    (s) => statusItem(s)?.stopped === true,
+    15_000,
+  );
   const before = await heatLines(h);
-  assert.ok(before.length > 0, 'the ended session\'s heat is still drawn in script_vm.c');
+  assert.ok(before.length > 0, "the ended session's heat is still drawn in script_vm.c");
   await h.clickPastHovers(item);
-  const status = await poll(() => statusBarText(h), (s) => statusItem(s) === undefined, 10_000);
-  const after = await poll(() => heatLines(h), (hl) => hl.length === 0, 10_000);
+  const status = await poll(
+    () => statusBarText(h),
+    (s) => statusItem(s) === undefined,
+    10_000,
+  );
+  const after = await poll(
+    () => heatLines(h),
+    (hl) => hl.length === 0,
+    10_000,
+  );
   assert.equal(statusItem(status), undefined, `the item goes ("${status}")`);
-  assert.deepEqual(after.map((x) => x.line), [], 'the heat goes');
+  assert.deepEqual(
+    after.map((x) => x.line),
+    [],
+    'the heat goes',
+  );
 });

@@ -71,7 +71,12 @@ function running(p: Proc): boolean {
   return s !== undefined && s.startTime === p.startTime && s.state !== 'Z';
 }
 
-const short = (p: Proc): string => `${p.pid} ${p.command.split(' ').slice(0, 2).map((w) => w.split('/').pop()).join(' ')}`;
+const short = (p: Proc): string =>
+  `${p.pid} ${p.command
+    .split(' ')
+    .slice(0, 2)
+    .map((w) => w.split('/').pop())
+    .join(' ')}`;
 
 interface Demo {
   npm: ChildProcess;
@@ -94,7 +99,9 @@ async function startDemo(name: string): Promise<Demo> {
   // Its own process group, as from a terminal: the signal goes to one process only, and the test can
   // still end the whole group if a case fails.
   const npm = spawn('npm', ['start', '--', '--no-setup', '--port', String(port), '--vsix', vsixPath, '--state', stateDir], {
-    cwd: repoRoot, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: repoRoot,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   let text = '';
   npm.stdout!.setEncoding('utf8').on('data', (d: string) => (text += d));
@@ -113,10 +120,18 @@ async function startDemo(name: string): Promise<Demo> {
   const startScript = tree.find((p) => /scripts\/start\.mjs/.test(p.command) && !/^(\/bin\/)?sh /.test(p.command));
   const server = tree.find((p) => /code-server\/out\/node\/entry\.js/.test(p.command) && statOf(p.pid)?.ppid === startScript?.pid);
   assert.ok(startScript && server, `the chain npm → start.mjs → code-server is not there: ${tree.map(short).join(', ')}`);
-  const tag = readFileSync(`/proc/${server.pid}/environ`, 'latin1').split('\0').find((v) => v.startsWith(`${codeServer.CODE_SERVER_TAG_VAR}=`))?.split('=')[1];
+  const tag = readFileSync(`/proc/${server.pid}/environ`, 'latin1')
+    .split('\0')
+    .find((v) => v.startsWith(`${codeServer.CODE_SERVER_TAG_VAR}=`))
+    ?.split('=')[1];
   assert.ok(tag, 'code-server carries its tag');
   const running: RunningCodeServer = {
-    url, base: url.replace(/\?.*$/, ''), port, pid: server.pid, tag, logFile: join(stateDir, 'code-server.log'),
+    url,
+    base: url.replace(/\?.*$/, ''),
+    port,
+    pid: server.pid,
+    tag,
+    logFile: join(stateDir, 'code-server.log'),
     // npm start owns the server: the test's own clean-up is in after().
     stop: () => Promise.resolve({ escaped: [], survivors: [] }),
     exited: new Promise(() => undefined),
@@ -126,7 +141,12 @@ async function startDemo(name: string): Promise<Demo> {
   demo.tag = tag;
   const workspace = join(stateDir, 'workspace');
   demo.harness = await CodeServerHarness.connect({
-    server: running, workspace, stateDir, userDataDir: join(stateDir, 'user-data'), extensionsDir: join(stateDir, 'extensions'), vsixPath,
+    server: running,
+    workspace,
+    stateDir,
+    userDataDir: join(stateDir, 'user-data'),
+    extensionsDir: join(stateDir, 'extensions'),
+    vsixPath,
   });
   return demo as Demo;
 }
@@ -136,49 +156,73 @@ after(async () => {
   const { codeServer } = await importScriptsLib();
   for (const d of started) {
     await d.harness?.closeBrowser();
-    try { process.kill(-d.npm.pid!, 'SIGKILL'); } catch { /* gone */ }
+    try {
+      process.kill(-d.npm.pid!, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
     // code-server runs in a process group of its own.
-    if (d.chain) try { process.kill(-d.chain.codeServer.pid, 'SIGKILL'); } catch { /* gone */ }
+    if (d.chain)
+      try {
+        process.kill(-d.chain.codeServer.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     for (const pid of d.tag ? codeServer.taggedProcesses(d.tag) : []) {
-      try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
   }
 });
 
 for (const victim of ['npm', 'shell', 'startScript', 'codeServer'] as const) {
   const label = { npm: 'the npm process', shell: 'the shell npm runs the script in', startScript: 'scripts/start.mjs', codeServer: 'code-server' }[victim];
-  test(`SIGTERM to ${label} of \`npm start\`, with a debug session on QEMU: every process under npm is gone within 2 s`, { timeout: 20 * 60_000 }, async (t) => {
-    const demo = await startDemo(victim);
-    const h = demo.harness;
-    await h.startDebugging(rv32);
-    await h.waitForTopFrame('main', markerLine(join(h.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST'), 90_000);
+  test(
+    `SIGTERM to ${label} of \`npm start\`, with a debug session on QEMU: every process under npm is gone within 2 s`,
+    { timeout: 20 * 60_000 },
+    async (t) => {
+      const demo = await startDemo(victim);
+      const h = demo.harness;
+      await h.startDebugging(rv32);
+      await h.waitForTopFrame('main', markerLine(join(h.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST'), 90_000);
 
-    const { codeServer } = await importScriptsLib();
-    const before = processTree(demo.chain.npm.pid);
-    // Everything code-server started carries its tag, including any process that left the tree.
-    for (const pid of codeServer.taggedProcesses(demo.tag)) {
-      const s = statOf(pid);
-      if (s && !before.some((p) => p.pid === pid)) before.push({ pid, startTime: s.startTime, command: commandOf(pid) });
-    }
-    for (const what of [/qemu-system-riscv32/, /gdb-multiarch/, /dist\/adapter\.js/, /extensionHost|bootstrap-fork/]) {
-      assert.ok(before.some((p) => what.test(p.command)), `no ${what.source} process runs before the signal: ${before.map(short).join(', ')}`);
-    }
-    const target = demo.chain[victim];
-    assert.ok(target, `${label} is not in the chain (${before.map(short).join(', ')})`);
+      const { codeServer } = await importScriptsLib();
+      const before = processTree(demo.chain.npm.pid);
+      // Everything code-server started carries its tag, including any process that left the tree.
+      for (const pid of codeServer.taggedProcesses(demo.tag)) {
+        const s = statOf(pid);
+        if (s && !before.some((p) => p.pid === pid)) before.push({ pid, startTime: s.startTime, command: commandOf(pid) });
+      }
+      for (const what of [/qemu-system-riscv32/, /gdb-multiarch/, /dist\/adapter\.js/, /extensionHost|bootstrap-fork/]) {
+        assert.ok(
+          before.some((p) => what.test(p.command)),
+          `no ${what.source} process runs before the signal: ${before.map(short).join(', ')}`,
+        );
+      }
+      const target = demo.chain[victim];
+      assert.ok(target, `${label} is not in the chain (${before.map(short).join(', ')})`);
 
-    process.kill(target.pid, 'SIGTERM');
-    const signalled = Date.now();
-    const goneAfter = new Map<number, number>();
-    while (goneAfter.size < before.length && Date.now() - signalled < watchMs) {
-      for (const p of before) if (!goneAfter.has(p.pid) && !running(p)) goneAfter.set(p.pid, Date.now() - signalled);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    await h.closeBrowser();
-    const late = before.filter((p) => !((goneAfter.get(p.pid) ?? Infinity) <= deadlineMs));
-    const lastMs = Math.max(...before.map((p) => goneAfter.get(p.pid) ?? Infinity));
-    t.diagnostic(`${before.length} processes; the last gone ${lastMs} ms after SIGTERM to ${short(target)}`);
-    t.diagnostic(before.map((p) => `${short(p)}: ${goneAfter.get(p.pid) ?? 'still running'} ms`).join('; '));
-    assert.deepEqual(late.map((p) => `${short(p)} (${goneAfter.get(p.pid) ?? 'still running'} ms)`), [], `processes of \`npm start\` outlived the ${deadlineMs} ms after SIGTERM to ${label}; npm start printed:\n${demo.output().slice(-2000)}`);
-    assert.deepEqual(codeServer.taggedProcesses(demo.tag), [], 'a process code-server started is still running');
-  });
+      process.kill(target.pid, 'SIGTERM');
+      const signalled = Date.now();
+      const goneAfter = new Map<number, number>();
+      while (goneAfter.size < before.length && Date.now() - signalled < watchMs) {
+        for (const p of before) if (!goneAfter.has(p.pid) && !running(p)) goneAfter.set(p.pid, Date.now() - signalled);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await h.closeBrowser();
+      const late = before.filter((p) => !((goneAfter.get(p.pid) ?? Infinity) <= deadlineMs));
+      const lastMs = Math.max(...before.map((p) => goneAfter.get(p.pid) ?? Infinity));
+      t.diagnostic(`${before.length} processes; the last gone ${lastMs} ms after SIGTERM to ${short(target)}`);
+      t.diagnostic(before.map((p) => `${short(p)}: ${goneAfter.get(p.pid) ?? 'still running'} ms`).join('; '));
+      assert.deepEqual(
+        late.map((p) => `${short(p)} (${goneAfter.get(p.pid) ?? 'still running'} ms)`),
+        [],
+        `processes of \`npm start\` outlived the ${deadlineMs} ms after SIGTERM to ${label}; npm start printed:\n${demo.output().slice(-2000)}`,
+      );
+      assert.deepEqual(codeServer.taggedProcesses(demo.tag), [], 'a process code-server started is still running');
+    },
+  );
 }

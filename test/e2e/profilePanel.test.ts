@@ -16,9 +16,12 @@ const dark = 'Default Dark Modern';
 const light = 'Default Light Modern';
 let harness: CodeServerHarness | undefined;
 
-before(async () => {
-  harness = await CodeServerHarness.start({ name: 'profilePanel', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
-}, { timeout: 15 * 60_000 });
+before(
+  async () => {
+    harness = await CodeServerHarness.start({ name: 'profilePanel', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
+  },
+  { timeout: 15 * 60_000 },
+);
 
 after(() => stopAndExpectNothingLeft(harness));
 
@@ -55,12 +58,18 @@ test('a click on the hot node opens its function in the editor', { timeout: 60_0
   const name = (await hot.locator('.name').textContent()) ?? '';
   await hot.click();
   // The focused group's tab: another group may show a source file already (the stop at main).
-  await h.page.waitForFunction(() => document.querySelector('.editor-group-container.active .tab.active .label-name')?.textContent?.endsWith('.c'), undefined, { timeout: 15_000 });
+  await h.page.waitForFunction(() => document.querySelector('.editor-group-container.active .tab.active .label-name')?.textContent?.endsWith('.c'), undefined, {
+    timeout: 15_000,
+  });
   const file = await h.activeTab();
   const { first, last } = functionLines(join(h.workspace, 'src', file), name);
   // The cursor lands on the function's DWARF line (its definition, or its opening brace where the
   // line table starts it there): inside the function, as the status bar says.
-  const status = await poll(() => statusBarText(h), (s) => /Ln \d+,/.test(s), 10_000);
+  const status = await poll(
+    () => statusBarText(h),
+    (s) => /Ln \d+,/.test(s),
+    10_000,
+  );
   const at = Number(/Ln (\d+),/.exec(status)?.[1]);
   assert.ok(at >= first && at <= last, `the editor shows ${name} (${file}:${first}-${last}) at line ${at} (status bar: ${status})`);
 });

@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CodeServerHarness } from '../support/codeServerHarness';
 import {
-  activeEditorText, answerInputBox, codeLenses, stopAndExpectNothingLeft, functionLines, notifications, revealLine, rv32,
+  activeEditorText,
+  answerInputBox,
+  codeLenses,
+  stopAndExpectNothingLeft,
+  functionLines,
+  notifications,
+  revealLine,
+  rv32,
   type CodeLensRow,
 } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
@@ -29,11 +36,14 @@ let harness: CodeServerHarness | undefined;
 let fir = { first: 0, last: 0 };
 let mainLine = 0;
 
-before(async () => {
-  harness = await CodeServerHarness.start({ name: 'profiling', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
-  fir = functionLines(join(harness.workspace, 'src', 'dsp.c'), 'fir_filter');
-  mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
-}, { timeout: 15 * 60_000 });
+before(
+  async () => {
+    harness = await CodeServerHarness.start({ name: 'profiling', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
+    fir = functionLines(join(harness.workspace, 'src', 'dsp.c'), 'fir_filter');
+    mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
+  },
+  { timeout: 15 * 60_000 },
+);
 
 after(() => stopAndExpectNothingLeft(harness));
 
@@ -67,22 +77,32 @@ test('call-graph descent at 5% runs with progress and opens its report naming pr
     await new Promise((r) => setTimeout(r, 250));
   }
   const tookMs = Date.now() - started;
-  await h.page.locator('.notifications-toasts .notification-toast', { hasText: progressTitle })
-    .waitFor({ state: 'hidden', timeout: 10_000 }).catch(() => undefined);
+  await h.page
+    .locator('.notifications-toasts .notification-toast', { hasText: progressTitle })
+    .waitFor({ state: 'hidden', timeout: 10_000 })
+    .catch(() => undefined);
   const progressLeft = await h.page.locator('.notifications-toasts .notification-toast', { hasText: progressTitle }).count();
   const text = await activeEditorText(h);
-  const tabs = await h.page.locator('.tabs-container .tab').evaluateAll((els) => els.map((e) => ({
-    label: (e.querySelector('.label-name')?.textContent ?? '').trim(),
-    dirty: e.classList.contains('dirty'),
-  })));
+  const tabs = await h.page.locator('.tabs-container .tab').evaluateAll((els) =>
+    els.map((e) => ({
+      label: (e.querySelector('.label-name')?.textContent ?? '').trim(),
+      dirty: e.classList.contains('dirty'),
+    })),
+  );
   await h.screenshot('profiling-descent-report');
   t.diagnostic(`descent took ${tookMs} ms; notifications: ${seen.join(' || ')}`);
   t.diagnostic(`active editor "${await h.activeTab()}": ${text.split('\n').slice(0, 6).join(' / ')}`);
 
   const progress = seen.filter((n) => progressTitle.test(n));
   assert.ok(progress.length > 0, 'a progress notification "CycleLens: call-graph descent" was shown');
-  assert.ok(progress.some((n) => /\bCancel\b/.test(n)), `the progress notification offers Cancel (${JSON.stringify(progress)})`);
-  assert.ok(progress.some((n) => /run \d+/.test(n)), `the progress notification reports the runs (${JSON.stringify(progress)})`);
+  assert.ok(
+    progress.some((n) => /\bCancel\b/.test(n)),
+    `the progress notification offers Cancel (${JSON.stringify(progress)})`,
+  );
+  assert.ok(
+    progress.some((n) => /run \d+/.test(n)),
+    `the progress notification reports the runs (${JSON.stringify(progress)})`,
+  );
   assert.ok(ended, `the descent ended within 120 s (notifications: ${JSON.stringify(seen)})`);
   assert.equal(progressLeft, 0, 'the progress notification is gone once the descent has ended');
   assert.doesNotMatch(ended, failed, `the descent failed: "${ended}"`);
@@ -91,7 +111,7 @@ test('call-graph descent at 5% runs with progress and opens its report naming pr
   // Saved beside the result set, so closing it asks nothing ("Do you want to save…?").
   const report = tabs.find((tab) => /^descent-.*\.txt$/.test(tab.label));
   assert.ok(report, `the report is opened from its file in .cyclelens/results (tabs: ${JSON.stringify(tabs)})`);
-  assert.equal(report.dirty, false, 'the report\'s editor has no unsaved changes');
+  assert.equal(report.dirty, false, "the report's editor has no unsaved changes");
 });
 
 test('a "$(flame)" CodeLens with the measured share appears above fir_filter in dsp.c', { timeout: 60_000 }, async (t) => {
@@ -117,6 +137,10 @@ test('a "$(flame)" CodeLens with the measured share appears above fir_filter in 
   const share = /\$\(flame\) (\d+(?:\.\d+)?) % incl/.exec(flame.text);
   assert.ok(share, `the CodeLens shows a percentage ("${flame.text}")`);
   assert.ok(Number(share[1]) > 0 && Number(share[1]) <= 100, `the share is a percentage of the run ("${flame.text}")`);
-  const shown = lenses.map((l) => l.text).join(' | ').match(/\$\(flame\)/g) ?? [];
+  const shown =
+    lenses
+      .map((l) => l.text)
+      .join(' | ')
+      .match(/\$\(flame\)/g) ?? [];
   assert.equal(shown.length, 1, `the profile's figures appear once above fir_filter (drawn there: ${JSON.stringify(lenses)})`);
 });

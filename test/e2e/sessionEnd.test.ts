@@ -3,8 +3,18 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CodeServerHarness, poll } from '../support/codeServerHarness';
 import {
-  afterLineText, allDecorationTexts, codeLenses, emulatorOrDebugger, stopAndExpectNothingLeft, gutterIconLines, lineNumberMenu, measurementsView,
-  processesMatching, revealLine, rv32, showMeasurements,
+  afterLineText,
+  allDecorationTexts,
+  codeLenses,
+  emulatorOrDebugger,
+  stopAndExpectNothingLeft,
+  gutterIconLines,
+  lineNumberMenu,
+  measurementsView,
+  processesMatching,
+  revealLine,
+  rv32,
+  showMeasurements,
 } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
 
@@ -30,15 +40,18 @@ let stop = { presses: 0, endedByFirst: false, between: '' };
 /** When the region was completed ("Measure Region to Here"). */
 let marked = 0;
 
-before(async () => {
-  harness = await CodeServerHarness.start({ name: 'sessionEnd', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
-  workspaceElf = join(harness.workspace, 'build', 'rv32');
-  const dsp = join(harness.workspace, 'src', 'dsp.c');
-  regionStart = markerLine(dsp, '#REGION_START');
-  regionEnd = markerLine(dsp, '#REGION_END');
-  programEnd = markerLine(join(harness.workspace, 'src', 'runtime.c'), '#PROGRAM_END');
-  mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
-}, { timeout: 15 * 60_000 });
+before(
+  async () => {
+    harness = await CodeServerHarness.start({ name: 'sessionEnd', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
+    workspaceElf = join(harness.workspace, 'build', 'rv32');
+    const dsp = join(harness.workspace, 'src', 'dsp.c');
+    regionStart = markerLine(dsp, '#REGION_START');
+    regionEnd = markerLine(dsp, '#REGION_END');
+    programEnd = markerLine(join(harness.workspace, 'src', 'runtime.c'), '#PROGRAM_END');
+    mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
+  },
+  { timeout: 15 * 60_000 },
+);
 
 after(() => stopAndExpectNothingLeft(harness));
 
@@ -55,19 +68,27 @@ test('a region of dsp.c is measured and its result read at program_end', { timeo
   marked = Date.now();
   await h.openFile('src/runtime.c');
   await h.clickGutter(programEnd);
-  await poll(() => h.breakpointLines(), (l) => l.includes(programEnd), 5000);
+  await poll(
+    () => h.breakpointLines(),
+    (l) => l.includes(programEnd),
+    5000,
+  );
   await h.page.keyboard.press('F5');
   await h.waitForTopFrame('program_end', programEnd, 90_000);
 
   await h.openFile('src/dsp.c');
   await revealLine(h, regionStart);
-  const inline = await poll(() => afterLineText(h, regionStart), (s) => /\d+\s+(calls|passes)\b/.test(s), 15_000);
+  const inline = await poll(
+    () => afterLineText(h, regionStart),
+    (s) => /\d+\s+(calls|passes)\b/.test(s),
+    15_000,
+  );
   const rows = await showMeasurements(h, (r) => r.some((row) => /\bcalls\b/.test(row.description)));
   await h.dismissHover();
   await h.screenshot('sessionEnd-before-stop');
   t.diagnostic(`#REGION_START shows "${inline}"; Measurements: ${rows.map((r) => `${r.label} — ${r.description}`).join(' | ')}`);
   // The state the stop must clear: this test only sets it up.
-  assert.match(inline, /\d+\s+(calls|passes)\b/, 'the region\'s result is drawn on #REGION_START');
+  assert.match(inline, /\d+\s+(calls|passes)\b/, "the region's result is drawn on #REGION_START");
   assert.deepEqual(await gutterIconLines(h, 'region-start'), [regionStart], 'the region-start marker is drawn');
   assert.deepEqual(await gutterIconLines(h, 'region-end'), [regionEnd], 'the region-end marker is drawn');
   const region = rows.find((r) => /\bcalls\b/.test(r.description));
@@ -93,12 +114,16 @@ test('one Stop (Shift+F5) ends the session', { timeout: 60_000 }, async (t) => {
   assert.ok(stop.endedByFirst, `the debug toolbar is still shown 10 s after Shift+F5; meanwhile: ${stop.between}`);
 });
 
-test('after the stop, dsp.c shows neither the result text nor the region\'s gutter markers', { timeout: 60_000 }, async (t) => {
+test("after the stop, dsp.c shows neither the result text nor the region's gutter markers", { timeout: 60_000 }, async (t) => {
   const h = harness!;
   assert.equal(await h.debugToolbar().isVisible(), false, `the session did not end (Shift+F5 pressed ${stop.presses} times)`);
   await h.openFile('src/dsp.c');
   await revealLine(h, regionStart);
-  const texts = await poll(() => allDecorationTexts(h), (d) => !d.some((x) => resultText.test(x)), 5000);
+  const texts = await poll(
+    () => allDecorationTexts(h),
+    (d) => !d.some((x) => resultText.test(x)),
+    5000,
+  );
   const markers = {
     start: await gutterIconLines(h, 'region-start'),
     end: await gutterIconLines(h, 'region-end'),
@@ -109,9 +134,17 @@ test('after the stop, dsp.c shows neither the result text nor the region\'s gutt
   await h.screenshot('sessionEnd-after-stop');
   t.diagnostic(`status bar ${Math.round((Date.now() - marked) / 1000)} s after the region was completed: "${status}"`);
   t.diagnostic(`decoration texts: ${JSON.stringify(texts)}; markers: ${JSON.stringify(markers)}; CodeLens: ${JSON.stringify(lenses)}`);
-  assert.deepEqual(texts.filter((x) => resultText.test(x)), [], 'no result text is drawn in the editor');
+  assert.deepEqual(
+    texts.filter((x) => resultText.test(x)),
+    [],
+    'no result text is drawn in the editor',
+  );
   assert.deepEqual(markers, { start: [], end: [], pending: [] }, 'no region marker is left in the gutter');
-  assert.deepEqual(lenses.filter((l) => l.text.startsWith('$(pulse)')), [], 'no measured-function CodeLens is left');
+  assert.deepEqual(
+    lenses.filter((l) => l.text.startsWith('$(pulse)')),
+    [],
+    'no measured-function CodeLens is left',
+  );
   assert.doesNotMatch(status, /region starts at line/, 'the hint for a pending region start is not left in the status bar');
 });
 
@@ -119,10 +152,22 @@ test('after the stop, the Measurements view no longer lists the injected region'
   const h = harness!;
   assert.ok(regionLabel !== '', 'the first test found the region in the view');
   const rows = await showMeasurements(h, (r) => !r.some((row) => row.label === regionLabel), 5000);
-  const welcome = (await h.viewPane(measurementsView).locator('.welcome-view-content').innerText().catch(() => '')).replace(/\s+/g, ' ').trim();
+  const welcome = (
+    await h
+      .viewPane(measurementsView)
+      .locator('.welcome-view-content')
+      .innerText()
+      .catch(() => '')
+  )
+    .replace(/\s+/g, ' ')
+    .trim();
   await h.screenshot('sessionEnd-measurements');
   t.diagnostic(`Measurements rows: ${JSON.stringify(rows)}; welcome: "${welcome}"`);
-  assert.equal(rows.find((r) => r.label === regionLabel), undefined, `the view still lists "${regionLabel}"`);
+  assert.equal(
+    rows.find((r) => r.label === regionLabel),
+    undefined,
+    `the view still lists "${regionLabel}"`,
+  );
 });
 
 test('no QEMU or GDB process of the session is left', { timeout: 30_000 }, async (t) => {
@@ -133,5 +178,5 @@ test('no QEMU or GDB process of the session is left', { timeout: 30_000 }, async
   const adapters = await h.serverProcesses(/dist\/adapter\.js/);
   t.diagnostic(`adapter processes left: ${adapters.length}`);
   assert.deepEqual(tagged, [], 'QEMU or GDB started by this code-server is still running');
-  assert.deepEqual(qemu, [], 'a QEMU running this workspace\'s firmware is still alive');
+  assert.deepEqual(qemu, [], "a QEMU running this workspace's firmware is still alive");
 });

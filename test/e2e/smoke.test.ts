@@ -21,10 +21,13 @@ let codeServer: CodeServerLib;
 let vsix: VsixLib;
 let demoWorkspace: DemoWorkspaceLib;
 
-before(async () => {
-  ({ codeServer, vsix, demoWorkspace } = await importScriptsLib());
-  harness = await CodeServerHarness.start({ name: 'smoke' });
-}, { timeout: 15 * 60_000 });
+before(
+  async () => {
+    ({ codeServer, vsix, demoWorkspace } = await importScriptsLib());
+    harness = await CodeServerHarness.start({ name: 'smoke' });
+  },
+  { timeout: 15 * 60_000 },
+);
 
 after(async () => {
   if (!harness) return;
@@ -54,7 +57,9 @@ test('CycleLens activates from Run and Debug and shows as running', { timeout: 9
   const { id, displayName } = vsix.extensionId();
   // Activate it the ways its manifest allows without starting a session: opening its views, and
   // picking its "<debugger>..." entry in the Run and Debug dropdown (onDebugDynamicConfigurations).
-  const views = Object.values(manifest.contributes?.views ?? {}).flat().map((v) => v.name);
+  const views = Object.values(manifest.contributes?.views ?? {})
+    .flat()
+    .map((v) => v.name);
   for (const view of views) await h.openView(view);
   const debuggerLabel = manifest.contributes?.debuggers?.find((d) => d.type === 'cyclelens')?.label;
   const dynamic = (manifest.activationEvents ?? []).some((e) => e === 'onDebugDynamicConfigurations' || e === 'onDebugDynamicConfigurations:cyclelens');

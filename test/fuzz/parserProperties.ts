@@ -11,7 +11,37 @@ import { ResultSetError, parseCallGraphDocument, parseResultSetText, resultSetDo
  * count) and `npm run fuzz` (longer, random seed).
  */
 
-const miAlphabet = fc.constantFrom('^', '*', '+', '=', '~', '@', '&', '"', '\\', '{', '}', '[', ']', ',', '=', 'done', 'running', 'error', 'stopped', 'msg', 'x', '0', '12', ' ', '\r', '\\"', '\\n', '\\x', '(gdb)');
+const miAlphabet = fc.constantFrom(
+  '^',
+  '*',
+  '+',
+  '=',
+  '~',
+  '@',
+  '&',
+  '"',
+  '\\',
+  '{',
+  '}',
+  '[',
+  ']',
+  ',',
+  '=',
+  'done',
+  'running',
+  'error',
+  'stopped',
+  'msg',
+  'x',
+  '0',
+  '12',
+  ' ',
+  '\r',
+  '\\"',
+  '\\n',
+  '\\x',
+  '(gdb)',
+);
 const miLike = fc.array(miAlphabet, { maxLength: 40 }).map((parts) => parts.join(''));
 
 /** A C string as GDB writes it: quotes, backslashes and control characters escaped. */
@@ -75,28 +105,63 @@ function loaderAccepts(text: string): boolean {
 }
 
 export const parserProperties: FuzzProperty[] = [
-  prop('MI: any text parses to a known record, never throws', fc.property(fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'binary', maxLength: 200 }), miLike, nestedMi), (line) => knownTypes.has(parseMiLine(line).type))),
-  prop('MI: a console stream record gives back exactly the text GDB quoted', fc.property(fc.string({ maxLength: 120 }), (text) => {
+  prop(
+    'MI: any text parses to a known record, never throws',
+    fc.property(fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'binary', maxLength: 200 }), miLike, nestedMi), (line) =>
+      knownTypes.has(parseMiLine(line).type),
+    ),
+  ),
+  prop(
+    'MI: a console stream record gives back exactly the text GDB quoted',
+    fc.property(fc.string({ maxLength: 120 }), (text) => {
       const r = parseMiLine(`~${cQuote(text)}`);
       return r.type === 'console' && r.text === text;
-    })),
-  prop('MI: a result record keeps its token and class whatever its results hold', fc.property(fc.nat({ max: 1_000_000 }), fc.constantFrom('done', 'error', 'running'), fc.string({ maxLength: 60 }), (token, cls, text) => {
+    }),
+  ),
+  prop(
+    'MI: a result record keeps its token and class whatever its results hold',
+    fc.property(fc.nat({ max: 1_000_000 }), fc.constantFrom('done', 'error', 'running'), fc.string({ maxLength: 60 }), (token, cls, text) => {
       const r = parseMiLine(`${token}^${cls},msg=${cQuote(text)}`);
       return r.type === 'result' && r.token === token && r.resultClass === cls;
-    })),
-  prop('result sets: arbitrary text only ever fails with ResultSetError', fc.property(fc.oneof(fc.string({ maxLength: 300 }), fc.json({ maxDepth: 5 })), loaderAccepts)),
-  prop('result sets: any field of a valid file replaced by any value only ever fails with ResultSetError', fc.property(fc.constantFrom(...validPaths), anyJson, (path, value) => loaderAccepts(mutate(path, value)))),
-  prop('result sets: a valid file cut anywhere only ever fails with ResultSetError', fc.property(fc.nat({ max: validText.length }), (cut) => loaderAccepts(validText.slice(0, cut)))),
-  prop('call graphs: any JSON only ever fails with ResultSetError', fc.property(anyJson, (value) => {
+    }),
+  ),
+  prop(
+    'result sets: arbitrary text only ever fails with ResultSetError',
+    fc.property(fc.oneof(fc.string({ maxLength: 300 }), fc.json({ maxDepth: 5 })), loaderAccepts),
+  ),
+  prop(
+    'result sets: any field of a valid file replaced by any value only ever fails with ResultSetError',
+    fc.property(fc.constantFrom(...validPaths), anyJson, (path, value) => loaderAccepts(mutate(path, value))),
+  ),
+  prop(
+    'result sets: a valid file cut anywhere only ever fails with ResultSetError',
+    fc.property(fc.nat({ max: validText.length }), (cut) => loaderAccepts(validText.slice(0, cut))),
+  ),
+  prop(
+    'call graphs: any JSON only ever fails with ResultSetError',
+    fc.property(anyJson, (value) => {
       try {
         parseCallGraphDocument(value, 'fuzz.json');
       } catch (err) {
         if (!(err instanceof ResultSetError)) throw err;
       }
       return true;
-    })),
-  prop('patch journals: any JSON is judged, never throws', fc.property(fc.oneof(anyJson, fc.record({ schema: fc.constant('cyclelens-patch-journal/1'), patches: fc.array(fc.record({ address: strangeNumbers, original: fc.string(), patched: fc.string() }, { requiredKeys: [] })) })), (value) => {
-      const problem = journalProblem(value);
-      return problem === undefined || typeof problem === 'string';
-    })),
+    }),
+  ),
+  prop(
+    'patch journals: any JSON is judged, never throws',
+    fc.property(
+      fc.oneof(
+        anyJson,
+        fc.record({
+          schema: fc.constant('cyclelens-patch-journal/1'),
+          patches: fc.array(fc.record({ address: strangeNumbers, original: fc.string(), patched: fc.string() }, { requiredKeys: [] })),
+        }),
+      ),
+      (value) => {
+        const problem = journalProblem(value);
+        return problem === undefined || typeof problem === 'string';
+      },
+    ),
+  ),
 ];

@@ -118,9 +118,15 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       assert.match(checksum.value, /^\d+$/);
       assert.ok(!g.some((v) => v.name === 'fir_taps'), 'a file-static is not a global');
       const st = await h.variablesOf(statics.variablesReference);
-      assert.deepEqual(st.map((v) => v.name), ['fir_taps']);
+      assert.deepEqual(
+        st.map((v) => v.name),
+        ['fir_taps'],
+      );
       const taps = await h.variablesOf(st[0]!.variablesReference);
-      assert.deepEqual(taps.slice(0, 4).map((v) => v.value), ['1205', '2930', '5120', '6128']);
+      assert.deepEqual(
+        taps.slice(0, 4).map((v) => v.value),
+        ['1205', '2930', '5120', '6128'],
+      );
     });
 
     it('changes a variable and reads it back', async () => {
@@ -159,19 +165,33 @@ for (const { target, debugger: debuggerKind } of LEGS) {
 
     it('disassembles around the pc', async () => {
       const top = await h.topFrame();
-      const r = await h.dc.customRequest('disassemble', { memoryReference: top.instructionPointerReference, instructionOffset: -4, instructionCount: 12, resolveSymbols: true });
+      const r = await h.dc.customRequest('disassemble', {
+        memoryReference: top.instructionPointerReference,
+        instructionOffset: -4,
+        instructionCount: 12,
+        resolveSymbols: true,
+      });
       const insns: DebugProtocol.DisassembledInstruction[] = r.body.instructions;
       assert.equal(insns.length, 12);
       assert.equal(BigInt(insns[4]!.address), BigInt(top.instructionPointerReference!));
-      assert.ok(insns.slice(0, 12).every((i) => i.presentationHint !== 'invalid'), 'instructions around the pc must all decode');
-      assert.ok(insns.every((i, k) => k === 0 || BigInt(i.address) > BigInt(insns[k - 1]!.address)), 'addresses must increase');
+      assert.ok(
+        insns.slice(0, 12).every((i) => i.presentationHint !== 'invalid'),
+        'instructions around the pc must all decode',
+      );
+      assert.ok(
+        insns.every((i, k) => k === 0 || BigInt(i.address) > BigInt(insns[k - 1]!.address)),
+        'addresses must increase',
+      );
       assert.match(insns[4]!.symbol ?? '', /^summarise_window\+\d+$/);
     });
 
     it('disassembles code again after it is written (the disassembly cache is cleared)', async () => {
       const pc = (await h.topFrame()).instructionPointerReference!;
       const disassembleAtPc = async (): Promise<string> =>
-        ((await h.dc.customRequest('disassemble', { memoryReference: pc, instructionOffset: 0, instructionCount: 4 })).body.instructions as DebugProtocol.DisassembledInstruction[])[0]!.instruction;
+        (
+          (await h.dc.customRequest('disassemble', { memoryReference: pc, instructionOffset: 0, instructionCount: 4 })).body
+            .instructions as DebugProtocol.DisassembledInstruction[]
+        )[0]!.instruction;
       const original = await disassembleAtPc();
       assert.notEqual(original, 'nop');
       assert.equal(await disassembleAtPc(), original);
@@ -251,18 +271,25 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       );
       const graph: CallGraphResponse = await profiler.callGraph();
       const engine = new MetricsEngine();
-      const result = await runDescent(graph, profiler, { engine, metric: engine.monotone('share'), threshold: 0.05, roots: rootsForStart(graph, 'main'), spanning: ['main'] });
+      const result = await runDescent(graph, profiler, {
+        engine,
+        metric: engine.monotone('share'),
+        threshold: 0.05,
+        roots: rootsForStart(graph, 'main'),
+        spanning: ['main'],
+      });
       const below = result.outcomes.filter((o) => o.status === 'measured' && o.name !== 'main' && (o.value ?? 0) > 0).map((o) => o.name);
       assert.ok(below.includes('process_packet'), `measured: ${below.join(', ')}`);
       measured.descent = { runs: result.runs, outcomes: result.outcomes };
       measuredBy.set(legName(target, debuggerKind), measured);
     });
 
-    if (debuggerKind !== 'gdb') it('measures exactly what GDB measured on the same target', () => {
-      const gdb = measuredBy.get(legName(target, 'gdb'));
-      assert.ok(gdb, `the GDB leg on ${target} recorded no measurements (it failed or was left out): run this file with both legs`);
-      assert.deepEqual(measured, gdb);
-    });
+    if (debuggerKind !== 'gdb')
+      it('measures exactly what GDB measured on the same target', () => {
+        const gdb = measuredBy.get(legName(target, 'gdb'));
+        assert.ok(gdb, `the GDB leg on ${target} recorded no measurements (it failed or was left out): run this file with both legs`);
+        assert.deepEqual(measured, gdb);
+      });
 
     it('runs to the end of the program and reports its exit', async () => {
       await h.dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
@@ -278,7 +305,10 @@ describe('LLDB where it cannot go', () => {
     const h = new AdapterHarness();
     await h.start();
     try {
-      await assert.rejects(Promise.all([h.dc.configurationSequence(), h.dc.launch(qemuLaunchArgs('rv32', 'singlepass', { debugger: 'lldb' }))]), /LLDB 14 has no RISC-V support: use `"debugger": "gdb"`/);
+      await assert.rejects(
+        Promise.all([h.dc.configurationSequence(), h.dc.launch(qemuLaunchArgs('rv32', 'singlepass', { debugger: 'lldb' }))]),
+        /LLDB 14 has no RISC-V support: use `"debugger": "gdb"`/,
+      );
     } finally {
       assert.deepEqual(await h.stop(), []);
     }

@@ -36,7 +36,11 @@ describe('debug adapter faults', () => {
     });
   }
 
-  it('missing executable', () => launchFails(qemuLaunchArgs('rv32', 'singlepass', { executable: join(scratch, 'missing.elf') }), /does not exist\. Build the firmware first, or correct `executable`/));
+  it('missing executable', () =>
+    launchFails(
+      qemuLaunchArgs('rv32', 'singlepass', { executable: join(scratch, 'missing.elf') }),
+      /does not exist\. Build the firmware first, or correct `executable`/,
+    ));
 
   it('executable that is not an ELF', async () => {
     const bin = join(scratch, 'firmware.bin');
@@ -44,19 +48,32 @@ describe('debug adapter faults', () => {
     await launchFails(qemuLaunchArgs('rv32', 'singlepass', { executable: bin }), /is not an ELF file \(bad magic\): point `executable` at the linked \.elf/);
   });
 
-  it('debugger not found', () => launchFails(qemuLaunchArgs('rv32', 'singlepass', { gdbPath: 'no-such-gdb' }), /The debugger 'no-such-gdb' was not found\. Install it .*gdbPath/));
+  it('debugger not found', () =>
+    launchFails(qemuLaunchArgs('rv32', 'singlepass', { gdbPath: 'no-such-gdb' }), /The debugger 'no-such-gdb' was not found\. Install it .*gdbPath/));
 
   it('server executable not found', () =>
-    launchFails({ ...qemuLaunchArgs('cortex-m4'), server: { type: 'qemu', path: 'no-such-qemu' } }, /QEMU 'no-such-qemu' was not found\. Install it .*server\.path/));
+    launchFails(
+      { ...qemuLaunchArgs('cortex-m4'), server: { type: 'qemu', path: 'no-such-qemu' } },
+      /QEMU 'no-such-qemu' was not found\. Install it .*server\.path/,
+    ));
 
   it('server that fails to start', () =>
-    launchFails({ ...qemuLaunchArgs('cortex-m4'), server: { type: 'qemu', machine: 'no-such-board' } }, /QEMU exited before GDB could connect\. It printed:[\s\S]*unsupported machine type[\s\S]*Check `server\.machine` \(no-such-board\)/));
+    launchFails(
+      { ...qemuLaunchArgs('cortex-m4'), server: { type: 'qemu', machine: 'no-such-board' } },
+      /QEMU exited before GDB could connect\. It printed:[\s\S]*unsupported machine type[\s\S]*Check `server\.machine` \(no-such-board\)/,
+    ));
 
   it('server that exits early on bad arguments', () =>
-    launchFails({ ...qemuLaunchArgs('rv32'), server: { type: 'qemu', args: ['-no-such-option'] } }, /QEMU exited before GDB could connect[\s\S]*no-such-option/));
+    launchFails(
+      { ...qemuLaunchArgs('rv32'), server: { type: 'qemu', args: ['-no-such-option'] } },
+      /QEMU exited before GDB could connect[\s\S]*no-such-option/,
+    ));
 
   it('remote gdbserver that is not there', () =>
-    launchFails({ executable: fixtureElf('rv32', 'singlepass'), server: { type: 'remote', address: '127.0.0.1:1' } }, /Nothing accepts connections at 127\.0\.0\.1:1\. Start the gdbserver first/));
+    launchFails(
+      { executable: fixtureElf('rv32', 'singlepass'), server: { type: 'remote', address: '127.0.0.1:1' } },
+      /Nothing accepts connections at 127\.0\.0\.1:1\. Start the gdbserver first/,
+    ));
 
   it('ELF without debug info: debugs anyway, with a warning', async () => {
     await fresh();

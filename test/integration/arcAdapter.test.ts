@@ -60,7 +60,13 @@ describe('ARC PCT through the debug adapter (gdbserver test double)', () => {
     await h.dc.customRequest(CustomRequests.configure, { events: ['arc.crun', 'arc.iall', 'arc.imemrdc'] });
     const mid = elf.symbols.get('mid')!;
     // From `mid` around the loop back to `mid`: all 16 instructions once, including the taken branch.
-    const r = (await h.dc.customRequest(CustomRequests.measureRange, { start: { address: `0x${mid.toString(16)}` }, end: { address: `0x${mid.toString(16)}` }, passes: 3 })).body as MeasurementResponse;
+    const r = (
+      await h.dc.customRequest(CustomRequests.measureRange, {
+        start: { address: `0x${mid.toString(16)}` },
+        end: { address: `0x${mid.toString(16)}` },
+        passes: 3,
+      })
+    ).body as MeasurementResponse;
     assert.equal(r.passes.length, 3, r.incomplete);
     let crun = 0;
     let loads = 0;

@@ -100,17 +100,23 @@ function expectedFirstLeg(): { crun: bigint; iall: bigint } {
 }
 
 describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
-  it('GDB accepts the double\'s ARCv2 target description and shows the PCT registers by name', async () => {
+  it("GDB accepts the double's ARCv2 target description and shows the PCT registers by name", async () => {
     const s = await connect({ build: { counters: 2, width: 32 } }, false);
     try {
       const names = await s.gdb.registerNames();
       for (const r of ['r0', 'gp', 'fp', 'sp', 'blink', 'lp_count', 'pcl', 'pc', 'status32', 'bta']) assert.ok(names.includes(r), `missing ${r}`);
       for (const [n] of PCT_REGISTER_NAMES) assert.ok(names.includes(n), `missing ${n}`);
       assert.match(await s.gdb.command('show architecture'), /"ARCv2"/);
-      assert.ok(processesWithTag(ownerTag).some((p) => p.cmdline.includes('arc-elf32-gdb')), 'the leak check can see our GDB');
+      assert.ok(
+        processesWithTag(ownerTag).some((p) => p.cmdline.includes('arc-elf32-gdb')),
+        'the leak check can see our GDB',
+      );
       assert.equal(await s.target.readRegister('pc'), BigInt(s.loopStart));
       assert.equal(await s.target.readRegister('pct_build'), BigInt(s.stub.pct.read(0xf5)));
-      assert.ok(s.stub.received.some((p) => p.startsWith('qXfer:features:read:target.xml:')), 'GDB asked for the target description');
+      assert.ok(
+        s.stub.received.some((p) => p.startsWith('qXfer:features:read:target.xml:')),
+        'GDB asked for the target description',
+      );
     } finally {
       await disconnect(s);
     }
@@ -118,9 +124,23 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
 
   for (const { title, options, withElf } of [
     { title: 'by register name, 2 × 32-bit counters', options: { build: { counters: 2, width: 32 as const } } },
-    { title: 'by register name, 8 × 48-bit counters, shuffled conditions', options: { build: { counters: 8, width: 48 as const, conditions: shuffledConditions(99) } } },
-    { title: 'through `monitor arc jtag`, hex output (no PCT registers in target.xml)', options: { build: { counters: 2, width: 48 as const, conditions: shuffledConditions(5) }, exposePctRegisters: false, monitorNumberFormat: 'hex' as const } },
-    { title: 'through `monitor arc jtag`, decimal output (OpenOCD 0.12), no ELF loaded', options: { build: { counters: 4, width: 32 as const }, exposePctRegisters: false, monitorNumberFormat: 'decimal' as const }, withElf: false },
+    {
+      title: 'by register name, 8 × 48-bit counters, shuffled conditions',
+      options: { build: { counters: 8, width: 48 as const, conditions: shuffledConditions(99) } },
+    },
+    {
+      title: 'through `monitor arc jtag`, hex output (no PCT registers in target.xml)',
+      options: {
+        build: { counters: 2, width: 48 as const, conditions: shuffledConditions(5) },
+        exposePctRegisters: false,
+        monitorNumberFormat: 'hex' as const,
+      },
+    },
+    {
+      title: 'through `monitor arc jtag`, decimal output (OpenOCD 0.12), no ELF loaded',
+      options: { build: { counters: 4, width: 32 as const }, exposePctRegisters: false, monitorNumberFormat: 'decimal' as const },
+      withElf: false,
+    },
   ]) {
     it(`counts crun and iall exactly, ${title}`, async (t) => {
       const s = await connect(options, withElf ?? true);
@@ -182,7 +202,10 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
         assert.equal(s.stub.pct.peekConfig(1), 0);
         assert.equal(s.stub.pct.peekCount(1), 0n);
         if (options.exposePctRegisters === false) {
-          assert.ok(s.stub.received.some((p) => p.startsWith('qRcmd,')), 'the monitor path was used');
+          assert.ok(
+            s.stub.received.some((p) => p.startsWith('qRcmd,')),
+            'the monitor path was used',
+          );
           assert.ok(!s.stub.received.some((p) => /^[pP]([0-9a-f]+)/.test(p) && parseInt(p.slice(1), 16) >= 39), 'no PCT register packets');
         } else {
           assert.ok(!s.stub.received.some((p) => p.startsWith('qRcmd,')), 'no monitor commands');
@@ -214,7 +237,9 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
 
   it('runs standalone from its CLI and answers a real GDB', async () => {
     const main = join(__dirname, '..', 'doubles', 'arcGdbStubMain.js');
-    const child = spawn(process.execPath, [main, '--port', '0', '--counters', '8', '--width', '48', '--no-pct-registers'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [main, '--port', '0', '--counters', '8', '--width', '48', '--no-pct-registers'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     try {
       const port = await new Promise<number>((resolve, reject) => {
         let text = '';

@@ -12,7 +12,9 @@ import { fixtureElf } from '../support/paths';
 // instruction trace) must be an edge of the graph built from the ELF alone.
 
 const TARGETS: readonly ToolTarget[] = ['cortex-m4', 'rv32'];
-const built = TARGETS.flatMap((target) => (['singlepass', 'cyclic_limited'] as const).map((program) => ({ target, program, path: fixtureElf(target, program) })));
+const built = TARGETS.flatMap((target) =>
+  (['singlepass', 'cyclic_limited'] as const).map((program) => ({ target, program, path: fixtureElf(target, program) })),
+);
 
 const tag = newOwnerTag();
 before(() => {

@@ -67,7 +67,7 @@ describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
     // inclusive count, and functions that run only outside it (the reset handler) are out of scope.
     const window = oracle.functions.find((f) => f.name === 'main')!.inclusive;
     const reachable = new Set<string>(['main', ...oracle.functions.filter((f) => f.interrupts > 0).map((f) => f.name)]);
-    for (let grew = true; grew; ) {
+    for (let grew = true; grew;) {
       grew = false;
       for (const e of oracle.edges) if (reachable.has(e.caller) && !reachable.has(e.callee)) grew = reachable.add(e.callee).size > 0;
     }
@@ -115,17 +115,32 @@ describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
 
   it('cyclic program: rotates batches at the safe stop point, one window per batch', async () => {
     const out = join(dir, 'cyclic.json');
-    const r = cli('profile', '--config', '.vscode/launch.json', '--name', 'RV32 cyclic', '--cyclic', 'idle_point', '--dwell', '3', '--slots', '8', '--out', out);
+    const r = cli(
+      'profile',
+      '--config',
+      '.vscode/launch.json',
+      '--name',
+      'RV32 cyclic',
+      '--cyclic',
+      'idle_point',
+      '--dwell',
+      '3',
+      '--slots',
+      '8',
+      '--out',
+      out,
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /Cyclic round robin of cyclic\.elf/);
     const doc = await loadResultSetDocument(out);
     assert.ok(doc.resultSets.length >= 3, `${doc.resultSets.length} windows`);
     const batches = doc.resultSets.map((s) => s.measurements.map((m) => m.name));
     const seen = new Set<string>();
-    for (const b of batches) for (const name of b) {
-      assert.ok(!seen.has(name), `${name} measured in two windows of one round`);
-      seen.add(name);
-    }
+    for (const b of batches)
+      for (const name of b) {
+        assert.ok(!seen.has(name), `${name} measured in two windows of one round`);
+        seen.add(name);
+      }
     // Each window dwells three passes through idle_point: three packets processed.
     const packet = doc.resultSets.flatMap((s) => s.measurements).find((m) => m.name === 'process_packet');
     assert.equal(packet?.calls, 3);

@@ -33,7 +33,20 @@ for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
       mkdirSync(join(dir, 'out'));
       writeFileSync(
         join(dir, '.vscode', 'launch.json'),
-        JSON.stringify({ version: '0.2.0', configurations: [{ type: 'cyclelens', request: 'launch', name: 'fixture', executable: elf, server: { type: 'qemu', machine: target === 'rv32' ? 'virt' : 'mps2-an386' }, stopAtEntry: 'main', programEnd: 'program_end' }] }),
+        JSON.stringify({
+          version: '0.2.0',
+          configurations: [
+            {
+              type: 'cyclelens',
+              request: 'launch',
+              name: 'fixture',
+              executable: elf,
+              server: { type: 'qemu', machine: target === 'rv32' ? 'virt' : 'mps2-an386' },
+              stopAtEntry: 'main',
+              programEnd: 'program_end',
+            },
+          ],
+        }),
       );
     });
 
@@ -44,12 +57,28 @@ for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
 
     it('writes every format from one descent', async () => {
       const exports = EXPORT_FORMATS.flatMap((f) => ['--export', `${f.id}:${file(f.id)}`]);
-      const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'fixture', '--threshold', '5%', '--out', join(dir, 'descent.json'), ...exports], {
-        cwd: dir,
-        encoding: 'utf8',
-        timeout: 240_000,
-        env: { ...process.env, [OWNER_TAG_VAR]: tag },
-      });
+      const r = spawnSync(
+        process.execPath,
+        [
+          join(repoRoot, 'dist', 'cli.js'),
+          'descent',
+          '--config',
+          '.vscode/launch.json',
+          '--name',
+          'fixture',
+          '--threshold',
+          '5%',
+          '--out',
+          join(dir, 'descent.json'),
+          ...exports,
+        ],
+        {
+          cwd: dir,
+          encoding: 'utf8',
+          timeout: 240_000,
+          env: { ...process.env, [OWNER_TAG_VAR]: tag },
+        },
+      );
       assert.equal(r.status, 0, r.stderr);
       for (const f of EXPORT_FORMATS) assert.match(r.stderr, new RegExp(`${f.label.replace(/[().]/g, '.')} written to `), f.id);
       model = profileFromResultSets(await loadResultSetDocument(join(dir, 'descent.json')), { generator: 'cyclelens-cli' });

@@ -30,10 +30,23 @@ describe('cyclelens CLI: output places that fail', () => {
 
   before(() => {
     mkdirSync(join(dir, '.vscode'));
-    writeFileSync(join(dir, '.vscode', 'launch.json'), JSON.stringify({
-      version: '0.2.0',
-      configurations: [{ type: 'cyclelens', request: 'launch', name: 'RV32', executable: fixtureElf('rv32', 'singlepass'), server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main', programEnd: 'program_end' }],
-    }));
+    writeFileSync(
+      join(dir, '.vscode', 'launch.json'),
+      JSON.stringify({
+        version: '0.2.0',
+        configurations: [
+          {
+            type: 'cyclelens',
+            request: 'launch',
+            name: 'RV32',
+            executable: fixtureElf('rv32', 'singlepass'),
+            server: { type: 'qemu', machine: 'virt' },
+            stopAtEntry: 'main',
+            programEnd: 'program_end',
+          },
+        ],
+      }),
+    );
   });
 
   after(async () => {
@@ -43,7 +56,12 @@ describe('cyclelens CLI: output places that fail', () => {
   });
 
   function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-    const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, encoding: 'utf8', timeout: 300_000, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+    const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 300_000,
+      env: { ...process.env, [OWNER_TAG_VAR]: tag },
+    });
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   }
 
@@ -51,7 +69,12 @@ describe('cyclelens CLI: output places that fail', () => {
     const ro = tmpfs('ro', 'ro,size=64k');
     const r = cli('profile', '--config', '.vscode/launch.json', '--name', 'RV32', '--out', join(ro, 'p.json'));
     assert.equal(r.status, 1, r.stderr);
-    assert.match(r.stderr, new RegExp(`--out ${join(ro, 'p.json')}: nothing can be written in ${ro} \\(read-only file system\\)\\. Choose a place you can write to; no run has started\\.`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `--out ${join(ro, 'p.json')}: nothing can be written in ${ro} \\(read-only file system\\)\\. Choose a place you can write to; no run has started\\.`,
+      ),
+    );
     assert.doesNotMatch(r.stderr, /starting RV32/, 'no adapter, QEMU or GDB was started');
   });
 
@@ -60,7 +83,12 @@ describe('cyclelens CLI: output places that fail', () => {
     const dot = join(dir, 'not-a-dir', 'graphs', 'g.dot');
     const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '5%', '--dot', dot);
     assert.equal(r.status, 1);
-    assert.match(r.stderr, new RegExp(`--dot ${dot}: its directory ${join(dir, 'not-a-dir', 'graphs')} does not exist and cannot be created \\(a part of the path is a file, not a directory\\)`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `--dot ${dot}: its directory ${join(dir, 'not-a-dir', 'graphs')} does not exist and cannot be created \\(a part of the path is a file, not a directory\\)`,
+      ),
+    );
     assert.doesNotMatch(r.stderr, /starting RV32/);
   });
 
@@ -106,7 +134,10 @@ describe('cyclelens CLI: output places that fail', () => {
     process.kill(qemuPid, 'SIGKILL');
     assert.equal(await exited, 1, stderr);
     assert.match(stderr, /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/);
-    assert.match(stderr, /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in interrupted\.json; continue with the same command and --resume interrupted\.json/);
+    assert.match(
+      stderr,
+      /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in interrupted\.json; continue with the same command and --resume interrupted\.json/,
+    );
     const partial = await loadResultSetDocument(out);
     assert.ok(partial.resultSets.length >= 1);
     const savedRuns = Number(/(\d+) finished run\(s\)/.exec(stderr)![1]);
@@ -121,7 +152,11 @@ describe('cyclelens CLI: output places that fail', () => {
   });
   it('GDB killed in the middle of a profile: the finished runs are kept and the message names GDB and how it died', async () => {
     const out = join(dir, 'gdb-killed.json');
-    const child = spawn(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'profile', '--config', '.vscode/launch.json', '--name', 'RV32', '--slots', '1', '--out', out], { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+    const child = spawn(
+      process.execPath,
+      [join(repoRoot, 'dist', 'cli.js'), 'profile', '--config', '.vscode/launch.json', '--name', 'RV32', '--slots', '1', '--out', out],
+      { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } },
+    );
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
     child.stdout.resume();
@@ -143,13 +178,18 @@ describe('cyclelens CLI: output places that fail', () => {
   });
 
   it('two CLIs at once on one workspace and one ELF: both finish and both result sets are kept', async () => {
-    const run = (out: string): Promise<{ code: number | null; stderr: string }> => new Promise((resolve) => {
-      const child = spawn(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '20%', '--out', out], { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
-      let stderr = '';
-      child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
-      child.stdout.resume();
-      child.once('exit', (code) => resolve({ code, stderr }));
-    });
+    const run = (out: string): Promise<{ code: number | null; stderr: string }> =>
+      new Promise((resolve) => {
+        const child = spawn(
+          process.execPath,
+          [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '20%', '--out', out],
+          { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } },
+        );
+        let stderr = '';
+        child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
+        child.stdout.resume();
+        child.once('exit', (code) => resolve({ code, stderr }));
+      });
     const [a, b] = await Promise.all([run(join(dir, 'twin-a.json')), run(join(dir, 'twin-b.json'))]);
     assert.equal(a.code, 0, a.stderr);
     assert.equal(b.code, 0, b.stderr);
@@ -163,10 +203,22 @@ describe('cyclelens CLI: output places that fail', () => {
 
   it('a result set with finite but impossible values (1e300) is refused with the JSON path of the field', () => {
     const bad = join(dir, 'impossible.json');
-    writeFileSync(bad, JSON.stringify({
-      schema: 'cyclelens-resultset/1',
-      resultSets: [{ id: 'rs-1', createdAt: '2026-01-01T00:00:00.000Z', program: { executable: '/fw/fw.elf' }, run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1e300 }, method: 'software injection, minstret' }, measurements: [{ name: 'main', inclusive: { instructions: 600 }, calls: 1 }], refused: [] }],
-    }));
+    writeFileSync(
+      bad,
+      JSON.stringify({
+        schema: 'cyclelens-resultset/1',
+        resultSets: [
+          {
+            id: 'rs-1',
+            createdAt: '2026-01-01T00:00:00.000Z',
+            program: { executable: '/fw/fw.elf' },
+            run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1e300 }, method: 'software injection, minstret' },
+            measurements: [{ name: 'main', inclusive: { instructions: 600 }, calls: 1 }],
+            refused: [],
+          },
+        ],
+      }),
+    );
     const r = cli('export', bad, '--format', 'folded', '-o', join(dir, 'impossible.folded'));
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stderr, /impossible\.json: resultSets\[0\]\.run\.totals\.instructions is impossibly large \(1e\+300/);

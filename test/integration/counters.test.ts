@@ -78,7 +78,10 @@ describe('counters on QEMU RV32 (minstret) against the oracle', () => {
   it('reset zeroes the configured counters', async () => {
     await h.custom(CustomRequests.reset, {});
     const values = (await h.custom(CustomRequests.read)).values;
-    assert.deepEqual(values.map((v) => v.value), values.map(() => '0'));
+    assert.deepEqual(
+      values.map((v) => v.value),
+      values.map(() => '0'),
+    );
   });
 
   it('marks counts across stops unreliable once the timer is armed, saying why', async () => {
@@ -102,7 +105,10 @@ describe('counters on QEMU RV32 (minstret) against the oracle', () => {
       assert.equal(r.passes.length, passes, r.incomplete);
       const oracle = await runOracle({ elf, regions: [{ name: 'putstr', start: loopHead, end: loopHead }], maxInstructions: 20_000 });
       const expected = oracle.regions[0]!.passes.slice(0, passes);
-      assert.deepEqual(r.passes.map((p) => Number(p.values.find((v) => v.event === 'instructions')!.value)), expected);
+      assert.deepEqual(
+        r.passes.map((p) => Number(p.values.find((v) => v.event === 'instructions')!.value)),
+        expected,
+      );
     } finally {
       assert.deepEqual(await again.stop(), []);
     }
@@ -132,6 +138,9 @@ describe('counters on QEMU Cortex-M4 (no DWT; SysTick)', () => {
 
   it('refuses more events than the target has slots', async () => {
     await assert.rejects(h.custom(CustomRequests.configure, { events: ['cycles', 'cycles'] }), /no free counter slot is left for 'cycles'.*several runs/);
-    await assert.rejects(h.custom(CustomRequests.configure, { assignments: [{ unit: 'DWT', slot: 0, event: 'cycles' }] }), /DWT is not available on this target: DWT reads as zero/);
+    await assert.rejects(
+      h.custom(CustomRequests.configure, { assignments: [{ unit: 'DWT', slot: 0, event: 'cycles' }] }),
+      /DWT is not available on this target: DWT reads as zero/,
+    );
   });
 });

@@ -61,7 +61,12 @@ async function traceHits(log: string, pcs: bigint[]): Promise<Map<bigint, number
 /** Runs the program to its end under QEMU with an instruction trace; returns the trace file. */
 async function traceRun(binary: string, argv: string[], dir: string): Promise<string> {
   const log = join(dir, 'exec.log');
-  const qemu = OwnedProcess.spawn('qemu-trace', binary, [...argv, '-display', 'none', '-serial', 'null', '-monitor', 'none', '-singlestep', '-d', 'exec,nochain', '-D', log], { cwd: repoRoot });
+  const qemu = OwnedProcess.spawn(
+    'qemu-trace',
+    binary,
+    [...argv, '-display', 'none', '-serial', 'null', '-monitor', 'none', '-singlestep', '-d', 'exec,nochain', '-D', log],
+    { cwd: repoRoot },
+  );
   const timer = setTimeout(() => void qemu.kill(), 120_000);
   const { code } = await qemu.exited;
   clearTimeout(timer);
@@ -117,7 +122,11 @@ async function continueTo(gdb: Debugger, bp: BreakpointInfo): Promise<void> {
   await gdb.continue();
   const e = await stopped;
   assert.ok(e, 'the target stopped');
-  assert.deepEqual(e.breakpointIds, [bp.id], `stopped (${e.reason}) at ${e.frame?.func}:${e.frame?.line} 0x${e.frame?.address.toString(16)}, breakpoints ${e.breakpointIds.join(',')}`);
+  assert.deepEqual(
+    e.breakpointIds,
+    [bp.id],
+    `stopped (${e.reason}) at ${e.frame?.func}:${e.frame?.line} 0x${e.frame?.address.toString(16)}, breakpoints ${e.breakpointIds.join(',')}`,
+  );
 }
 
 function valueOf(readings: CounterReading[], slot: number): bigint {
@@ -193,7 +202,18 @@ describe('counters on QEMU rv32 (virt)', () => {
 
   it('gdbstub names the CSRs mcycle/mcycleh, minstret/minstreth, mhpmcounter3..18(h), mhpmevent3..31, mcountinhibit', async () => {
     const names = new Set(await gdb.registerNames());
-    for (const n of ['mcycle', 'mcycleh', 'minstret', 'minstreth', 'mcountinhibit', 'mhpmcounter3', 'mhpmcounter3h', 'mhpmcounter18', 'mhpmevent3', 'mhpmevent31']) {
+    for (const n of [
+      'mcycle',
+      'mcycleh',
+      'minstret',
+      'minstreth',
+      'mcountinhibit',
+      'mhpmcounter3',
+      'mhpmcounter3h',
+      'mhpmcounter18',
+      'mhpmevent3',
+      'mhpmevent31',
+    ]) {
       assert.ok(names.has(n), `no register ${n}`);
     }
     assert.ok(!names.has('mhpmcounter19'), 'QEMU 7.2 describes 16 programmable counters (pmu-num)');
@@ -208,7 +228,10 @@ describe('counters on QEMU rv32 (virt)', () => {
     assert.equal(byIndex.get(0)?.name, 'mcycle');
     assert.equal(byIndex.get(2)?.name, 'minstret');
     // They read 0 (mhpmevent = 0, no event) but accept writes: implemented, by the spec's rule.
-    assert.deepEqual(info.slots.filter((s) => s.index >= 3).map((s) => s.index), Array.from({ length: 16 }, (_, i) => i + 3));
+    assert.deepEqual(
+      info.slots.filter((s) => s.index >= 3).map((s) => s.index),
+      Array.from({ length: 16 }, (_, i) => i + 3),
+    );
     assert.ok(info.slots.every((s) => s.width === 64));
     assert.equal(await access.readRegister('mcountinhibit'), 0n, 'probing left mcountinhibit as found');
     assert.equal(await access.readRegister('mhpmcounter3'), 0n, 'probing left mhpmcounter3 as found');
@@ -303,9 +326,12 @@ describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
   let regions: Regions;
   let sysTick: SysTickCounters;
 
-  tracedQemu({ fixture: 'cortex-m4', family: 'cortex-m', system: 'qemu-system-arm', machine: ['-M', 'mps2-an386', '-semihosting-config', 'enable=on,target=native'] }, (target) => {
-    ({ gdb, access, bps, regions } = target);
-  });
+  tracedQemu(
+    { fixture: 'cortex-m4', family: 'cortex-m', system: 'qemu-system-arm', machine: ['-M', 'mps2-an386', '-semihosting-config', 'enable=on,target=native'] },
+    (target) => {
+      ({ gdb, access, bps, regions } = target);
+    },
+  );
 
   it('DWT is absent, with the note', async () => {
     const info = await new DwtCounters(access).discover();
@@ -319,7 +345,7 @@ describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
     assert.equal(info.note, 'PMU reads as zero (QEMU does not model it)');
   });
 
-  it('SysTick without a core store: the debugger\'s writes are dropped, so it is unavailable and says why', async () => {
+  it("SysTick without a core store: the debugger's writes are dropped, so it is unavailable and says why", async () => {
     const info = await new SysTickCounters(access).discover();
     assert.equal(info.present, false);
     assert.match(info.note ?? '', /ignored the debugger's write.*QEMU/);
@@ -350,7 +376,10 @@ describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
     const [r] = await sysTick.read();
     assert.ok(r?.reliable, r?.note);
     const expected = regions.mainToTimerStart / instructionsPerTick;
-    assert.ok(Math.abs(Number(r.value) - expected) <= 1, `SysTick counted ${r.value} ticks for ${regions.mainToTimerStart} instructions (expected ${expected})`);
+    assert.ok(
+      Math.abs(Number(r.value) - expected) <= 1,
+      `SysTick counted ${r.value} ticks for ${regions.mainToTimerStart} instructions (expected ${expected})`,
+    );
   });
 
   it('QEMU 7.2 fact: a continue lets the virtual clock jump to the next timer deadline before the breakpoint stop', async () => {
@@ -368,7 +397,7 @@ describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
     assert.ok(Math.abs(ticks - 2500) <= 3, `${ticks} ticks between two #ROUND stops`);
   });
 
-  it('release restores SysTick\'s CSR and RVR (through the core)', async () => {
+  it("release restores SysTick's CSR and RVR (through the core)", async () => {
     await sysTick.release();
     assert.equal((await access.readU32(0xe000e010n)) & 7, 0);
     assert.equal(await access.readU32(0xe000e014n), 0);
@@ -392,7 +421,12 @@ describe('QEMU mps3-an547 (Cortex-M55): the Armv8.1-M PMU', () => {
     process.env[OWNER_TAG_VAR] = tag;
     const port = await freePort();
     // No program: the core stays halted at reset (-S) while the registers are read.
-    qemu = OwnedProcess.spawn('qemu', 'qemu-system-arm', ['-M', 'mps3-an547', '-display', 'none', '-serial', 'null', '-monitor', 'none', '-S', '-gdb', `tcp:127.0.0.1:${port}`], { cwd: repoRoot });
+    qemu = OwnedProcess.spawn(
+      'qemu',
+      'qemu-system-arm',
+      ['-M', 'mps3-an547', '-display', 'none', '-serial', 'null', '-monitor', 'none', '-S', '-gdb', `tcp:127.0.0.1:${port}`],
+      { cwd: repoRoot },
+    );
     gdb = await startGdb(repoRoot, 'cortex-m');
     let connected = false;
     for (let i = 0; i < 50 && !connected; i++) {

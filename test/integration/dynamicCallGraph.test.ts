@@ -25,14 +25,23 @@ const HANDLER = 'trap_entry';
 /** Calls per caller→callee in the oracle's trace between its N0-th and N1-th instruction. */
 async function oracleWindow(): Promise<Map<string, number>> {
   const round = `singlepass.c:${roundLine}`;
-  const full = await runOracle({ elf: elfPath, regions: [{ name: 'boot', start: '_start', end: round }, { name: 'round', start: round, end: round }] });
+  const full = await runOracle({
+    elf: elfPath,
+    regions: [
+      { name: 'boot', start: '_start', end: round },
+      { name: 'round', start: round, end: round },
+    ],
+  });
   const boot = full.regions.find((r) => r.name === 'boot')!;
   const oneRound = full.regions.find((r) => r.name === 'round')!;
   // A call is counted at the callee's first instruction, and #ROUND is none: the window's ends
   // need not be exact to the instruction.
   const first = full.totals.outsideProgram + boot.passes[0]!;
   const second = first + oneRound.passes[0]!;
-  const [before0, before1]: OracleSummary[] = await Promise.all([runOracle({ elf: elfPath, maxInstructions: first }), runOracle({ elf: elfPath, maxInstructions: second })]);
+  const [before0, before1]: OracleSummary[] = await Promise.all([
+    runOracle({ elf: elfPath, maxInstructions: first }),
+    runOracle({ elf: elfPath, maxInstructions: second }),
+  ]);
   const counts = new Map<string, number>();
   for (const e of before1.edges) counts.set(`${e.caller}->${e.callee}`, e.calls);
   for (const e of before0.edges) counts.set(`${e.caller}->${e.callee}`, (counts.get(`${e.caller}->${e.callee}`) ?? 0) - e.calls);
@@ -76,7 +85,10 @@ describe('dynamic call graph through the adapter (QEMU RV32)', () => {
     const observed = new Map(graph.edges.filter((e) => e.count !== undefined).map((e) => [`${e.caller}->${e.callee}`, e.count!]));
     assert.ok(observed.get('main->process_packet') === 1 && observed.size > 20, JSON.stringify([...observed]));
     assert.deepEqual(new Map([...observed].sort()), new Map([...oracle].sort()));
-    assert.equal(graph.hits, [...observed.values()].reduce((a, b) => a + b, 0));
+    assert.equal(
+      graph.hits,
+      [...observed.values()].reduce((a, b) => a + b, 0),
+    );
     // Tail calls count for the tail caller, as in the oracle.
     assert.equal(graph.edges.find((e) => e.caller === 'calibrate_sample' && e.callee === 'clamp_s16')?.count, 128);
     assert.deepEqual(graph.interrupts, []);
@@ -84,7 +96,10 @@ describe('dynamic call graph through the adapter (QEMU RV32)', () => {
 
   it('keeps every static edge', () => {
     for (const s of staticGraph.edges) {
-      assert.ok(graph.edges.some((e) => e.caller === s.caller && e.callee === s.callee && e.kind === s.kind && e.sites.join() === s.sites.join()), `${s.caller}->${s.callee}`);
+      assert.ok(
+        graph.edges.some((e) => e.caller === s.caller && e.callee === s.callee && e.kind === s.kind && e.sites.join() === s.sites.join()),
+        `${s.caller}->${s.callee}`,
+      );
     }
     assert.equal(graph.functions.length, staticGraph.functions.length);
   });

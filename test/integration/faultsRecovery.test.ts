@@ -84,13 +84,18 @@ describe('faults: nothing lost, nothing left behind', () => {
     const stopped = await h.launchToEntry(qemuLaunchArgs('rv32', 'singlepass', { cwd: ws }));
     assert.equal(stopped.body.reason, 'entry');
     const escaped = damaged.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    assert.match(h.allOutput, new RegExp(`The patch journal ${escaped} is damaged: it is not valid JSON \\(Unterminated string[^)]*\\)\\. It was moved aside to ${escaped}\\.damaged-\\S+ for inspection; the launch goes on with the program loaded from the ELF`));
+    assert.match(
+      h.allOutput,
+      new RegExp(
+        `The patch journal ${escaped} is damaged: it is not valid JSON \\(Unterminated string[^)]*\\)\\. It was moved aside to ${escaped}\\.damaged-\\S+ for inspection; the launch goes on with the program loaded from the ELF`,
+      ),
+    );
     const kept = journals(ws);
     assert.equal(kept.length, 1, JSON.stringify(kept));
     assert.match(kept[0]!, /\.json\.damaged-/);
   });
 
-  it('two sessions on one workspace and one ELF: each keeps its own journal, and one ending leaves the other\'s', async () => {
+  it("two sessions on one workspace and one ELF: each keeps its own journal, and one ending leaves the other's", async () => {
     const ws = workspace();
     const args = qemuLaunchArgs('rv32', 'singlepass', { cwd: ws });
     const first = new AdapterHarness();
@@ -128,7 +133,7 @@ describe('faults: nothing lost, nothing left behind', () => {
     }
   });
 
-  it('relaunch after GDB died with patches live: the message lists what was restored, and the bytes are the ELF\'s again', async () => {
+  it("relaunch after GDB died with patches live: the message lists what was restored, and the bytes are the ELF's again", async () => {
     const ws = workspace();
     const elfPath = fixtureElf('rv32', 'cyclic');
     const image = ElfImage.loadSync(elfPath);
@@ -136,14 +141,37 @@ describe('faults: nothing lost, nothing left behind', () => {
     // The board: a QEMU the sessions do not own (a remote gdbserver), so it runs on, patched, when GDB dies.
     // Its own tag: stopping the first session's harness must not take the board with it.
     const boardTag = newOwnerTag();
-    const board = spawn('qemu-system-riscv32', ['-M', 'virt', '-bios', 'none', '-icount', 'shift=0,sleep=off', '-kernel', elfPath, '-display', 'none', '-serial', 'null', '-monitor', 'none', '-gdb', `tcp:127.0.0.1:${port}`, '-S'], { stdio: 'ignore', env: { ...process.env, [OWNER_TAG_VAR]: boardTag } });
+    const board = spawn(
+      'qemu-system-riscv32',
+      [
+        '-M',
+        'virt',
+        '-bios',
+        'none',
+        '-icount',
+        'shift=0,sleep=off',
+        '-kernel',
+        elfPath,
+        '-display',
+        'none',
+        '-serial',
+        'null',
+        '-monitor',
+        'none',
+        '-gdb',
+        `tcp:127.0.0.1:${port}`,
+        '-S',
+      ],
+      { stdio: 'ignore', env: { ...process.env, [OWNER_TAG_VAR]: boardTag } },
+    );
     try {
       await waitForTcp('127.0.0.1', port, Date.now() + 10_000, () => (board.exitCode !== null ? 'exited' : undefined));
       h = new AdapterHarness();
       const remote = { executable: elfPath, server: { type: 'remote' as const, address: `127.0.0.1:${port}` }, cwd: ws };
       await h.start();
       await h.launchToEntry({ ...remote, stopAtEntry: 'main' });
-      const r = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'process_packet' }, { function: 'frame_seed' }] })).body as InjectResponse;
+      const r = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'process_packet' }, { function: 'frame_seed' }] }))
+        .body as InjectResponse;
       assert.equal(r.injected.length, 2, JSON.stringify(r.refused));
       await h.dc.continueRequest({ threadId: 1 });
       const gdb = find(processesWithTag(h.tag), /gdb-multiarch/);
@@ -161,7 +189,13 @@ describe('faults: nothing lost, nothing left behind', () => {
       const restored = new Promise<void>((resolve) => h!.dc.on('output', () => /CycleLens found patches/.test(h!.allOutput) && resolve()));
       await Promise.all([h.dc.launch({ ...remote, stopAtEntry: false }), restored]);
       const addr = (name: string): string => `0x${image.functionNamed(name)!.address.toString(16)}`;
-      assert.match(h.allOutput, new RegExp(`CycleLens found patches a previous session left in this program \\([0-9a-f]+\\.\\d+\\.json\\) and restored the original bytes at 2 address\\(es\\): ${addr('process_packet')} \\(process_packet\\), ${addr('frame_seed')} \\(frame_seed\\), and the tp register\\.`), `${firstOutput}\n---\n${h.allOutput}`);
+      assert.match(
+        h.allOutput,
+        new RegExp(
+          `CycleLens found patches a previous session left in this program \\([0-9a-f]+\\.\\d+\\.json\\) and restored the original bytes at 2 address\\(es\\): ${addr('process_packet')} \\(process_packet\\), ${addr('frame_seed')} \\(frame_seed\\), and the tp register\\.`,
+        ),
+        `${firstOutput}\n---\n${h.allOutput}`,
+      );
       for (const name of ['process_packet', 'frame_seed']) {
         const fn = image.functionNamed(name)!;
         const now: Buffer = Buffer.from((await h!.dc.customRequest('readMemory', { memoryReference: addr(name), count: 8 })).body.data, 'base64');
@@ -188,19 +222,33 @@ describe('faults: nothing lost, nothing left behind', () => {
   const example = '"reservedMemory": \\{ "start": "0x8[0-9a-f]{7}", "size": 4096 \\}';
 
   it('reservedMemory: null names the field, the allowed RAM and an example', () =>
-    launchFails(qemuLaunchArgs('rv32', 'singlepass', { reservedMemory: null as never }), new RegExp(`\`reservedMemory\` must be an object .* e\\.g\\. ${example}\\. RAM on this target: ${virtRam}\\. Got null`)));
+    launchFails(
+      qemuLaunchArgs('rv32', 'singlepass', { reservedMemory: null as never }),
+      new RegExp(`\`reservedMemory\` must be an object .* e\\.g\\. ${example}\\. RAM on this target: ${virtRam}\\. Got null`),
+    ));
 
   it('reservedMemory outside RAM (0xfffff000) is refused at launch with the RAM ranges', () =>
-    launchFails(qemuLaunchArgs('rv32', 'singlepass', { reservedMemory: { start: '0xfffff000', size: 4096 } }), new RegExp(`\`reservedMemory\` \\(0xfffff000-0xffffffff\\) is not inside the target's RAM\\. RAM on this target: ${virtRam}\\. Reserve RAM the program never uses, e\\.g\\. ${example}`)));
+    launchFails(
+      qemuLaunchArgs('rv32', 'singlepass', { reservedMemory: { start: '0xfffff000', size: 4096 } }),
+      new RegExp(
+        `\`reservedMemory\` \\(0xfffff000-0xffffffff\\) is not inside the target's RAM\\. RAM on this target: ${virtRam}\\. Reserve RAM the program never uses, e\\.g\\. ${example}`,
+      ),
+    ));
 
   it('reservedMemory of 1 TiB is refused at launch', () =>
-    launchFails(qemuLaunchArgs('cortex-m4', 'singlepass', { reservedMemory: { start: '0x20000000', size: 2 ** 40 } }), /`reservedMemory` \(0x20000000, 1099511627776 bytes\) runs past the end of the 32-bit address space\. .*RAM on this target: 0x00000000-0x003fffff \(SSRAM1 \(code\)\), 0x20000000-0x203fffff \(SSRAM2\/3\)/));
+    launchFails(
+      qemuLaunchArgs('cortex-m4', 'singlepass', { reservedMemory: { start: '0x20000000', size: 2 ** 40 } }),
+      /`reservedMemory` \(0x20000000, 1099511627776 bytes\) runs past the end of the 32-bit address space\. .*RAM on this target: 0x00000000-0x003fffff \(SSRAM1 \(code\)\), 0x20000000-0x203fffff \(SSRAM2\/3\)/,
+    ));
 
   it('a stripped ELF is named, with the fix', async () => {
     const stripped = join(workspace(), 'singlepass-stripped.elf');
     execFileSync('riscv64-unknown-elf-strip', ['-o', stripped, fixtureElf('rv32', 'singlepass')]);
     const escaped = stripped.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    await launchFails(qemuLaunchArgs('rv32', 'singlepass', { executable: stripped }), new RegExp(`${escaped} has no symbols: pass the unstripped ELF the linker wrote \\(built with -g\\)`));
+    await launchFails(
+      qemuLaunchArgs('rv32', 'singlepass', { executable: stripped }),
+      new RegExp(`${escaped} has no symbols: pass the unstripped ELF the linker wrote \\(built with -g\\)`),
+    );
   });
 
   it('a remote address that accepts TCP but never answers: "nothing answered as a gdbserver"', async () => {
@@ -213,8 +261,12 @@ describe('faults: nothing lost, nothing left behind', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const port = (silent.address() as { port: number }).port;
     try {
-      await launchFails({ executable: fixtureElf('rv32', 'singlepass'), server: { type: 'remote', address: `127.0.0.1:${port}` } },
-        new RegExp(`Nothing at 127\\.0\\.0\\.1:${port} answered as a gdbserver: it accepted the connection but did not answer a GDB remote protocol request within 3 s\\. Check \`server\\.address\``));
+      await launchFails(
+        { executable: fixtureElf('rv32', 'singlepass'), server: { type: 'remote', address: `127.0.0.1:${port}` } },
+        new RegExp(
+          `Nothing at 127\\.0\\.0\\.1:${port} answered as a gdbserver: it accepted the connection but did not answer a GDB remote protocol request within 3 s\\. Check \`server\\.address\``,
+        ),
+      );
       assert.ok(sockets.length >= 1, 'the adapter did connect');
     } finally {
       for (const s of sockets) s.destroy();

@@ -28,7 +28,10 @@ const LEGS: Array<{ target: FixtureTarget; debugger: DebuggerKind }> = [
  * ("Process 1 stopped", "* thread #1, stop reason = breakpoint 2.1").
  */
 const STOP_CHATTER = new RegExp(
-  [/Temporary breakpoint \d+|Breakpoint \d+, |Program received signal|Thread \d+ "[^"]*" hit|Run till exit/.source, /Process \d+ (stopped|resuming)|stop reason = /.source].join('|'),
+  [
+    /Temporary breakpoint \d+|Breakpoint \d+, |Program received signal|Thread \d+ "[^"]*" hit|Run till exit/.source,
+    /Process \d+ (stopped|resuming)|stop reason = /.source,
+  ].join('|'),
 );
 
 for (const { target, debugger: debuggerKind } of LEGS) {
@@ -52,7 +55,10 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] })).body as InjectResponse;
       assert.equal(injected.injected.length, 1, JSON.stringify(injected.refused));
       await h.dc.customRequest(CustomRequests.removeInjections, { ids: injected.injected.map((i) => i.id) });
-      assert.deepEqual(stopped.map((e) => e.body.reason), []);
+      assert.deepEqual(
+        stopped.map((e) => e.body.reason),
+        [],
+      );
     });
 
     it('runs a descent without a stop or debugger chatter reaching the client', async () => {
@@ -62,11 +68,24 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       );
       const graph: CallGraphResponse = await profiler.callGraph();
       const engine = new MetricsEngine();
-      const result = await runDescent(graph, profiler, { engine, metric: engine.monotone('share'), threshold: 0.05, roots: rootsForStart(graph, 'main'), spanning: ['main'] });
+      const result = await runDescent(graph, profiler, {
+        engine,
+        metric: engine.monotone('share'),
+        threshold: 0.05,
+        roots: rootsForStart(graph, 'main'),
+        spanning: ['main'],
+      });
       // The descent did its work: it ran the program and measured functions below main.
       assert.ok(result.runs >= 1, 'at least one profiling run');
-      assert.ok(result.outcomes.some((o) => o.status === 'measured' && o.name !== 'main' && (o.value ?? 0) > 0), JSON.stringify(result.outcomes));
-      assert.deepEqual(stopped.map((e) => `${e.body.reason} ${e.body.description ?? ''}`), [], 'no stopped event during inject and descent');
+      assert.ok(
+        result.outcomes.some((o) => o.status === 'measured' && o.name !== 'main' && (o.value ?? 0) > 0),
+        JSON.stringify(result.outcomes),
+      );
+      assert.deepEqual(
+        stopped.map((e) => `${e.body.reason} ${e.body.description ?? ''}`),
+        [],
+        'no stopped event during inject and descent',
+      );
       // The client saw the target halted at main: it is told to refresh, once per run at least.
       assert.ok(invalidated.length >= result.runs, `invalidated ${invalidated.length} times for ${result.runs} runs`);
       const chatter = h.output.slice(outputBefore).filter((line) => STOP_CHATTER.test(line));

@@ -57,10 +57,19 @@ before(async () => {
   };
   // Per-call costs of the timer work: from its entry to its return instruction (end excluded).
   const tick = elf.functionNamed('app_timer_tick')!;
-  const decoded = new (await import('../../adapter/probe/injection/programModel')).ProgramModel(elf, (await import('../../adapter/arch/riscv/trampolineRv32')).rv32InjectionArch());
+  const decoded = new (await import('../../adapter/probe/injection/programModel')).ProgramModel(
+    elf,
+    (await import('../../adapter/arch/riscv/trampolineRv32')).rv32InjectionArch(),
+  );
   const ret = decoded.functionNamed('app_timer_tick')!.instructions.filter((i) => i.kind === 'return');
   assert.equal(ret.length, 1, 'app_timer_tick has one return');
-  oracle = await runOracle({ elf: ELF, regions: [{ name: 'fir', start: fir.start, end: fir.end }, { name: 'tick', start: tick.address, end: ret[0]!.address }] });
+  oracle = await runOracle({
+    elf: ELF,
+    regions: [
+      { name: 'fir', start: fir.start, end: fir.end },
+      { name: 'tick', start: tick.address, end: ret[0]!.address },
+    ],
+  });
 });
 
 after(async () => {
@@ -108,7 +117,12 @@ async function session(elfPath = ELF, journalDir = join(scratch, 'journal'), qem
     runner: debuggerTargetRunner(gdb),
   });
   return {
-    elf, qemu, gdb, access, svc, runTo,
+    elf,
+    qemu,
+    gdb,
+    access,
+    svc,
+    runTo,
     uart: async () => {
       await qemu.flushOutput();
       return out;
@@ -167,7 +181,11 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
         const r = result(rs, n);
         const o = fn(n);
         assert.equal(r.calls, o.calls, `${n} calls`);
-        assert.equal(r.total - r.nested - r.ownOverheadPerPass * r.passes, o.inclusiveExcludingInterrupts, `${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`);
+        assert.equal(
+          r.total - r.nested - r.ownOverheadPerPass * r.passes,
+          o.inclusiveExcludingInterrupts,
+          `${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`,
+        );
         assert.equal(r.compensatedTotal, o.inclusiveExcludingInterrupts);
       }
       assert.match(await s.uart(), /checksum=0xe420b5dd/, 'the program computed what it always computes');
@@ -215,7 +233,7 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
     }
   });
 
-  it('with the timer interrupt on: the handler\'s work is counted exactly, and an interrupted function differs from the oracle by whole interrupts', async () => {
+  it("with the timer interrupt on: the handler's work is counted exactly, and an interrupted function differs from the oracle by whole interrupts", async () => {
     const s = await session();
     try {
       await s.runTo('main');
@@ -243,7 +261,10 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
       assert.ok(compared > 0 || tick.calls - perTick.length > 8, 'some ticks compared');
       const beyond = tick.last.compensated.slice(Math.max(0, perTick.length - firstInRing)).reduce((a, b) => a + b, 0);
       if (tick.calls - perTick.length <= tick.last.compensated.length) {
-        assert.equal(tick.compensatedTotal, perTick.slice(0, Math.min(tick.calls, perTick.length)).reduce((a, b) => a + b, 0) + (tick.calls > perTick.length ? beyond : 0));
+        assert.equal(
+          tick.compensatedTotal,
+          perTick.slice(0, Math.min(tick.calls, perTick.length)).reduce((a, b) => a + b, 0) + (tick.calls > perTick.length ? beyond : 0),
+        );
       }
       const isr = rs.find((r) => r.kind === 'region')!;
       assert.equal(isr.passes, gTicks);
@@ -278,7 +299,7 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
     }
   });
 
-  it('a region (the marked fir_filter loop body) equals the oracle\'s region passes', async () => {
+  it("a region (the marked fir_filter loop body) equals the oracle's region passes", async () => {
     const s = await session();
     try {
       await s.runTo('main');
@@ -288,7 +309,10 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
       const r = (await s.svc.read())[0]!;
       const o = oracle.regions.find((x) => x.name === 'fir')!;
       assert.equal(r.passes, o.count);
-      assert.equal(r.compensatedTotal, o.passesExcludingInterrupts.reduce((a, b) => a + b, 0));
+      assert.equal(
+        r.compensatedTotal,
+        o.passesExcludingInterrupts.reduce((a, b) => a + b, 0),
+      );
     } finally {
       await s.close();
     }
@@ -332,65 +356,73 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
     }
   });
 
-  it('a dead session leaves a journal; restoreFromJournal puts the bytes back (GDB killed, then QEMU killed)', { skip: existsSync(CYCLIC_FOREVER) ? false : 'cyclic not built' }, async () => {
-    const dir = join(scratch, 'crash-journal');
-    // `cyclic` runs forever, so the target keeps running with its patches when the debugger dies.
-    const s1 = await session(CYCLIC_FOREVER, dir);
-    let qemuAlive = true;
-    try {
-      await s1.runTo('main');
-      const info = await s1.svc.measureFunction('vm_run');
-      await s1.svc.measureFunction('crc16_step');
-      const path = journalPath(dir, s1.elf);
-      assert.ok(existsSync(path), 'journal written before patching');
-      // The adapter dies: GDB goes away without removing anything; the target runs on, patched.
-      await s1.gdb.exit();
-      const s2 = await session(CYCLIC_FOREVER, dir, s1.qemu);
+  it(
+    'a dead session leaves a journal; restoreFromJournal puts the bytes back (GDB killed, then QEMU killed)',
+    { skip: existsSync(CYCLIC_FOREVER) ? false : 'cyclic not built' },
+    async () => {
+      const dir = join(scratch, 'crash-journal');
+      // `cyclic` runs forever, so the target keeps running with its patches when the debugger dies.
+      const s1 = await session(CYCLIC_FOREVER, dir);
+      let qemuAlive = true;
       try {
-        const report = await restoreFromJournal(s2.access, s2.elf, dir);
-        assert.equal(report.restored.length, 2, JSON.stringify(report));
-        assert.ok(report.threadPointerRestored);
-        assert.equal(existsSync(path), false);
-        for (const p of info.patches) {
-          assert.deepEqual(await s2.access.readMemory(BigInt(p.address), p.length), Buffer.from(s2.elf.file.readMemory(p.address, p.length)!));
+        await s1.runTo('main');
+        const info = await s1.svc.measureFunction('vm_run');
+        await s1.svc.measureFunction('crc16_step');
+        const path = journalPath(dir, s1.elf);
+        assert.ok(existsSync(path), 'journal written before patching');
+        // The adapter dies: GDB goes away without removing anything; the target runs on, patched.
+        await s1.gdb.exit();
+        const s2 = await session(CYCLIC_FOREVER, dir, s1.qemu);
+        try {
+          const report = await restoreFromJournal(s2.access, s2.elf, dir);
+          assert.equal(report.restored.length, 2, JSON.stringify(report));
+          assert.ok(report.threadPointerRestored);
+          assert.equal(existsSync(path), false);
+          for (const p of info.patches) {
+            assert.deepEqual(await s2.access.readMemory(BigInt(p.address), p.length), Buffer.from(s2.elf.file.readMemory(p.address, p.length)!));
+          }
+          // Patched again, and now QEMU itself is killed; the next launch loads the image afresh.
+          await s2.svc.measureFunction('fir_filter');
+          assert.ok(existsSync(path));
+          await s2.gdb.exit();
+          await s1.qemu.stop();
+          qemuAlive = false;
+        } finally {
+          if (qemuAlive) await s2.gdb.exit();
         }
-        // Patched again, and now QEMU itself is killed; the next launch loads the image afresh.
-        await s2.svc.measureFunction('fir_filter');
-        assert.ok(existsSync(path));
-        await s2.gdb.exit();
-        await s1.qemu.stop();
-        qemuAlive = false;
+        const s3 = await session(CYCLIC_FOREVER, dir);
+        try {
+          const report = await restoreFromJournal(s3.access, s3.elf, dir);
+          assert.equal(report.alreadyOriginal.length, 1, 'a fresh QEMU loaded the original code');
+          assert.equal(existsSync(path), false, 'journal cleared at the next launch');
+        } finally {
+          await s3.close();
+        }
       } finally {
-        if (qemuAlive) await s2.gdb.exit();
+        if (qemuAlive) await s1.qemu.stop();
       }
-      const s3 = await session(CYCLIC_FOREVER, dir);
-      try {
-        const report = await restoreFromJournal(s3.access, s3.elf, dir);
-        assert.equal(report.alreadyOriginal.length, 1, 'a fresh QEMU loaded the original code');
-        assert.equal(existsSync(path), false, 'journal cleared at the next launch');
-      } finally {
-        await s3.close();
-      }
-    } finally {
-      if (qemuAlive) await s1.qemu.stop();
-    }
-  });
+    },
+  );
 
-  it('cyclic_limited: the 2-byte idle_point is measured at its c.jal call site, once per iteration', { skip: existsSync(CYCLIC) ? false : 'cyclic_limited not built' }, async () => {
-    const s = await session(CYCLIC);
-    try {
-      await s.runTo('main');
-      const r0 = await s.svc.measureFunction('idle_point', { callSitesIfTooShort: true });
-      assert.equal(r0.kind, 'callSites');
-      await s.runTo('board_exit');
-      const iterations = await s.access.readU32(BigInt(s.elf.symbols.objectNamed('cl_iteration_count')!.address));
-      const r = (await s.svc.read())[0]!;
-      assert.equal(r.calls, iterations);
-      assert.equal(r.compensatedTotal, r.calls, 'idle_point is one instruction (its return)');
-    } finally {
-      await s.close();
-    }
-  });
+  it(
+    'cyclic_limited: the 2-byte idle_point is measured at its c.jal call site, once per iteration',
+    { skip: existsSync(CYCLIC) ? false : 'cyclic_limited not built' },
+    async () => {
+      const s = await session(CYCLIC);
+      try {
+        await s.runTo('main');
+        const r0 = await s.svc.measureFunction('idle_point', { callSitesIfTooShort: true });
+        assert.equal(r0.kind, 'callSites');
+        await s.runTo('board_exit');
+        const iterations = await s.access.readU32(BigInt(s.elf.symbols.objectNamed('cl_iteration_count')!.address));
+        const r = (await s.svc.read())[0]!;
+        assert.equal(r.calls, iterations);
+        assert.equal(r.compensatedTotal, r.calls, 'idle_point is one instruction (its return)');
+      } finally {
+        await s.close();
+      }
+    },
+  );
 });
 
 after(async () => {

@@ -72,9 +72,16 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     assert.deepEqual(injected.injected[3]!.region, { function: 'fir_filter', start: firstAddress('#REGION_START'), end: firstAddress('#REGION_END') });
     assert.equal(injected.injected[0]!.region, undefined, 'a function measurement has no region fields');
     // Warnings come with their codes: the region's start moves a call into its trampoline.
-    assert.deepEqual(injected.injected.map((i) => i.warnings.map((w) => w.code)), [[], [], [], ['memoryPinned']], JSON.stringify(injected.injected.map((i) => i.warnings)));
+    assert.deepEqual(
+      injected.injected.map((i) => i.warnings.map((w) => w.code)),
+      [[], [], [], ['memoryPinned']],
+      JSON.stringify(injected.injected.map((i) => i.warnings)),
+    );
     // The entry of a measured function no longer holds the program's own bytes.
-    const now = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${image.functionNamed('fir_filter')!.address.toString(16)}`, count: 8 })).body.data, 'base64');
+    const now = Buffer.from(
+      (await h.dc.customRequest('readMemory', { memoryReference: `0x${image.functionNamed('fir_filter')!.address.toString(16)}`, count: 8 })).body.data,
+      'base64',
+    );
     assert.notDeepEqual(now, fnBytes('fir_filter'));
   });
 
@@ -105,7 +112,12 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
       const now = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${addr.toString(16)}`, count: 8 })).body.data, 'base64');
       assert.deepEqual(now, fnBytes(name), `${name} restored`);
     }
-    assert.equal(existsSync(`${process.cwd()}/.cyclelens/journal`) ? (await import('node:fs')).readdirSync(`${process.cwd()}/.cyclelens/journal`).filter((f) => f.endsWith('.json')).length : 0, 0);
+    assert.equal(
+      existsSync(`${process.cwd()}/.cyclelens/journal`)
+        ? (await import('node:fs')).readdirSync(`${process.cwd()}/.cyclelens/journal`).filter((f) => f.endsWith('.json')).length
+        : 0,
+      0,
+    );
   });
 
   it('a profiling run to a patched entry stops after the trampoline, says where, and leaves the editor alone', async () => {
@@ -140,8 +152,12 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     assert.equal(calls.calls, 1, 'the entry payload ran before the stop');
     h.dc.removeListener('output', listen);
     h.dc.removeListener('stopped', onStop);
-    assert.deepEqual(stops, [], 'the runs\' own stops never reach the client as stops');
-    assert.deepEqual(console.filter((line) => /breakpoint/i.test(line)), [], 'no GDB chatter about the runs\' own breakpoints');
+    assert.deepEqual(stops, [], "the runs' own stops never reach the client as stops");
+    assert.deepEqual(
+      console.filter((line) => /breakpoint/i.test(line)),
+      [],
+      "no GDB chatter about the runs' own breakpoints",
+    );
     await h.custom(CustomRequests.removeInjections, {});
   });
 });

@@ -51,7 +51,16 @@ after(async () => {
   assert.deepEqual(await waitForNoTaggedProcesses(tag, 5000), []);
 });
 
-async function session(): Promise<{ svc: InjectionService; gdb: Debugger; access: DebuggerTargetAccess; elf: ElfImage; uart: () => Promise<string>; runTo(l: string): Promise<void>; stopTimer(): Promise<void>; close(): Promise<void> }> {
+async function session(): Promise<{
+  svc: InjectionService;
+  gdb: Debugger;
+  access: DebuggerTargetAccess;
+  elf: ElfImage;
+  uart: () => Promise<string>;
+  runTo(l: string): Promise<void>;
+  stopTimer(): Promise<void>;
+  close(): Promise<void>;
+}> {
   const elf = ElfImage.loadSync(ELF);
   let out = '';
   const qemu = new QemuServer({ type: 'qemu' });
@@ -90,7 +99,19 @@ async function session(): Promise<{ svc: InjectionService; gdb: Debugger; access
     assert.ok(await debuggerTargetRunner(gdb).runTo(HELPER + 6, 10_000), 'timer-stop routine ran');
     for (const [r, v] of saved) await access.writeRegister(r, v);
   };
-  return { svc, gdb, access, elf, runTo, stopTimer, uart: async () => (await qemu.flushOutput(), out), async close() { await gdb.exit(); await qemu.stop(); } };
+  return {
+    svc,
+    gdb,
+    access,
+    elf,
+    runTo,
+    stopTimer,
+    uart: async () => (await qemu.flushOutput(), out),
+    async close() {
+      await gdb.exit();
+      await qemu.stop();
+    },
+  };
 }
 
 const fn = (name: string): OracleSummary['functions'][number] => oracle.functions.find((f) => f.name === name)!;
@@ -104,7 +125,7 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
       const c = await s.svc.calibrate(2000);
       assert.equal(c.passes, 2000);
       // (2 function instructions + the stated counted payload) / 40 per pass, within a tick in total.
-      const expectedTicks = (c.functionInstructions + c.statedOverhead * INSTRUCTIONS_PER_TICK) / INSTRUCTIONS_PER_TICK * c.passes;
+      const expectedTicks = ((c.functionInstructions + c.statedOverhead * INSTRUCTIONS_PER_TICK) / INSTRUCTIONS_PER_TICK) * c.passes;
       assert.ok(Math.abs(c.perPassRaw * c.passes - expectedTicks) <= c.passes * 0.05 + 2, JSON.stringify(c));
     } finally {
       await s.close();
@@ -137,7 +158,10 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
       assert.equal(r.calls, o.calls, `${n} calls`);
       const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
       // Each pass is read in whole ticks at both ends: at most one tick off per pass.
-      assert.ok(Math.abs(r.compensatedTotal - expected) <= r.passes + 1, `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`);
+      assert.ok(
+        Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
+        `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`,
+      );
     }
     assert.match(uart, /checksum=0xe420b5dd/);
   });
@@ -150,7 +174,10 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
       const o = fn(n);
       assert.equal(r.calls, o.calls, `${n} calls`);
       const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
-      assert.ok(Math.abs(r.compensatedTotal - expected) <= r.passes + 1, `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes}, nested ${r.nested.toFixed(1)})`);
+      assert.ok(
+        Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
+        `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes}, nested ${r.nested.toFixed(1)})`,
+      );
       assert.ok(n !== 'packet_validate' || r.nested > 0, 'measured callees ran inside');
     }
   });
@@ -177,7 +204,10 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
       const perTick = o.inclusive / Math.max(1, o.calls + o.interrupts) / INSTRUCTIONS_PER_TICK;
       for (const n of ['TIMER0_IRQHandler', 'app_timer_tick']) {
         const r = result(rs, n);
-        assert.ok(Math.abs(r.compensatedTotal / r.passes - perTick) <= 1.5, `${n}: ${(r.compensatedTotal / r.passes).toFixed(2)} ticks per interrupt vs oracle ${perTick.toFixed(2)}`);
+        assert.ok(
+          Math.abs(r.compensatedTotal / r.passes - perTick) <= 1.5,
+          `${n}: ${(r.compensatedTotal / r.passes).toFixed(2)} ticks per interrupt vs oracle ${perTick.toFixed(2)}`,
+        );
       }
       const handler = result(rs, 'TIMER0_IRQHandler');
       assert.ok(handler.compensatedTotal >= result(rs, 'app_timer_tick').compensatedTotal - handler.passes, 'the handler includes the function it tail-calls');

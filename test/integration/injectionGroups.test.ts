@@ -42,7 +42,8 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
     let oracle: OracleSummary;
     let injected: InjectResponse;
     let ticksAtInjection: number;
-    const ticks = async (): Promise<number> => Number((await h.dc.evaluateRequest({ expression: 'g_ticks', frameId: (await h.topFrame()).id, context: 'watch' })).body.result);
+    const ticks = async (): Promise<number> =>
+      Number((await h.dc.evaluateRequest({ expression: 'g_ticks', frameId: (await h.topFrame()).id, context: 'watch' })).body.result);
     const o = (name: string): OracleSummary['functions'][number] => {
       const f = oracle.functions.find((x) => x.name === name);
       assert.ok(f, `${name} in the oracle`);
@@ -57,7 +58,10 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
     const assertTotal = (r: InjectedResult, instructions: number, what: string): void => {
       const expected = instructions / instructionsPerUnit;
       const tolerance = instructionsPerUnit === 1 ? 0 : r.passes + 1;
-      assert.ok(Math.abs(r.compensatedTotal - expected) <= tolerance, `${what}: ${r.compensatedTotal.toFixed(1)} vs oracle ${expected.toFixed(1)} (passes ${r.passes}, raw ${r.total}, payload ${r.overheadPerPass}/pass)`);
+      assert.ok(
+        Math.abs(r.compensatedTotal - expected) <= tolerance,
+        `${what}: ${r.compensatedTotal.toFixed(1)} vs oracle ${expected.toFixed(1)} (passes ${r.passes}, raw ${r.total}, payload ${r.overheadPerPass}/pass)`,
+      );
     };
 
     before(async () => {
@@ -80,22 +84,30 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
     after(async () => assert.deepEqual(await h.stop(), []));
 
     it('injects two groups, each one measurement, and refuses a group with an unknown member naming it', async () => {
-      injected = (await h.dc.customRequest(CustomRequests.inject, {
-        targets: [{ group: DISJOINT }, { group: NESTED, name: 'sorting' }, { group: ['vm_run', 'no_such_function'] }],
-      })).body as InjectResponse;
+      injected = (
+        await h.dc.customRequest(CustomRequests.inject, {
+          targets: [{ group: DISJOINT }, { group: NESTED, name: 'sorting' }, { group: ['vm_run', 'no_such_function'] }],
+        })
+      ).body as InjectResponse;
       assert.equal(injected.injected.length, 2, JSON.stringify(injected.refused));
-      assert.deepEqual(injected.injected.map((i) => [i.kind, i.name, i.members]), [
-        ['group', 'fir_filter + crc16_step', DISJOINT],
-        ['group', 'sorting', NESTED],
-      ]);
+      assert.deepEqual(
+        injected.injected.map((i) => [i.kind, i.name, i.members]),
+        [
+          ['group', 'fir_filter + crc16_step', DISJOINT],
+          ['group', 'sorting', NESTED],
+        ],
+      );
       assert.equal(injected.refused.length, 1);
       assert.deepEqual(injected.refused[0]!.target, { group: ['vm_run', 'no_such_function'] });
-      assert.match(injected.refused[0]!.reason, /^Group member no_such_function cannot be entry-patched, so nothing of the group was injected: There is no function named 'no_such_function'/);
+      assert.match(
+        injected.refused[0]!.reason,
+        /^Group member no_such_function cannot be entry-patched, so nothing of the group was injected: There is no function named 'no_such_function'/,
+      );
       assert.deepEqual(await entryBytes('vm_run'), original('vm_run'), 'the refused group left vm_run alone');
       for (const name of [...DISJOINT, ...NESTED]) assert.notDeepEqual(await entryBytes(name), original(name), `${name} patched`);
     });
 
-    it('counts the union of the members\' activations to the program end, matching the oracle', async () => {
+    it("counts the union of the members' activations to the program end, matching the oracle", async () => {
       const stopped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
       await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
       await h.dc.continueRequest({ threadId: 1 });
@@ -111,7 +123,11 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
       assertTotal(disjoint, o('fir_filter').inclusiveExcludingInterrupts + o('crc16_step').inclusiveExcludingInterrupts, 'fir_filter + crc16_step');
 
       // (b) partition only inside quicksort: the union is quicksort's own inclusive count.
-      assert.deepEqual(oracle.edges.filter((e) => e.callee === 'partition').map((e) => e.caller), ['quicksort'], 'partition is only called from quicksort');
+      assert.deepEqual(
+        oracle.edges.filter((e) => e.callee === 'partition').map((e) => e.caller),
+        ['quicksort'],
+        'partition is only called from quicksort',
+      );
       assert.equal(nested.calls, o('quicksort').calls + o('partition').calls, 'calls: every entry through either patch');
       assert.ok(nested.passes < o('quicksort').calls, `recursion and partition count once: ${nested.passes} passes`);
       assertTotal(nested, o('quicksort').inclusiveExcludingInterrupts, 'quicksort + partition');
@@ -122,7 +138,7 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
       assert.ok(target === 'rv32' ? late === 0 : late <= 1, `${late} timer interrupt(s) while the groups counted`);
     });
 
-    it('removal restores every member\'s bytes, and the program ends with its usual checksum', async () => {
+    it("removal restores every member's bytes, and the program ends with its usual checksum", async () => {
       await h.dc.customRequest(CustomRequests.removeInjections, { ids: injected.injected.map((i) => i.id) });
       for (const name of [...DISJOINT, ...NESTED]) assert.deepEqual(await entryBytes(name), original(name), `${name} restored`);
       assert.equal(((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results.length, 0);

@@ -94,8 +94,13 @@ describe(`injected measurement on QEMU Cortex-M4 under -icount shift=${SHIFT}`, 
       // within one instruction per pass (measured: 10 instructions per pass where 9 are stated).
       const c = await svc.calibrate(2000);
       const expectedTicks = (c.functionInstructions * counterUnitsPerInstruction! + c.statedOverhead) * c.passes;
-      assert.ok(Math.abs(c.perPassRaw * c.passes - expectedTicks) <= c.passes * counterUnitsPerInstruction! + 2, `calibration ${JSON.stringify(c)} vs ${expectedTicks} ticks`);
-      console.log(`shift ${SHIFT} calibration: ${c.perPassRaw} ticks per pass, stated ${(c.functionInstructions * counterUnitsPerInstruction! + c.statedOverhead).toFixed(2)}`);
+      assert.ok(
+        Math.abs(c.perPassRaw * c.passes - expectedTicks) <= c.passes * counterUnitsPerInstruction! + 2,
+        `calibration ${JSON.stringify(c)} vs ${expectedTicks} ticks`,
+      );
+      console.log(
+        `shift ${SHIFT} calibration: ${c.perPassRaw} ticks per pass, stated ${(c.functionInstructions * counterUnitsPerInstruction! + c.statedOverhead).toFixed(2)}`,
+      );
 
       const names = ['crc16_step', 'fir_filter', 'vm_run', 'window_moments'];
       for (const n of names) await svc.measureFunction(n);
@@ -118,8 +123,13 @@ describe(`injected measurement on QEMU Cortex-M4 under -icount shift=${SHIFT}`, 
         assert.equal(r.calls, o.calls, `${n} calls`);
         const expected = o.inclusiveExcludingInterrupts / instructionsPerTick;
         // Whole ticks at both ends of a pass: at most one tick (10 instructions here) off per pass.
-        assert.ok(Math.abs(r.compensatedTotal - expected) <= r.passes + 1, `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`);
-        console.log(`shift ${SHIFT} ${n}: ${r.compensatedTotal.toFixed(1)} ticks (${(r.compensatedTotal * instructionsPerTick).toFixed(0)} instructions) vs oracle ${o.inclusiveExcludingInterrupts} instructions, ${r.passes} passes`);
+        assert.ok(
+          Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
+          `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`,
+        );
+        console.log(
+          `shift ${SHIFT} ${n}: ${r.compensatedTotal.toFixed(1)} ticks (${(r.compensatedTotal * instructionsPerTick).toFixed(0)} instructions) vs oracle ${o.inclusiveExcludingInterrupts} instructions, ${r.passes} passes`,
+        );
       }
     } finally {
       await gdb.exit();
@@ -128,52 +138,62 @@ describe(`injected measurement on QEMU Cortex-M4 under -icount shift=${SHIFT}`, 
   });
 });
 
-describe(`the adapter under -icount shift=${SHIFT}: the launch's shift sets the ratio, and icount off refuses SysTick injection`, { skip, timeout: 300_000 }, () => {
-  it('reports 40/2^S instructions per tick and totals that agree with the oracle', async () => {
-    const h = new AdapterHarness();
-    try {
-      await h.start();
-      const args = qemuLaunchArgs('cortex-m4', 'singlepass', { programEnd: 'program_end' });
-      await h.launchToEntry({ ...args, server: { type: 'qemu', machine: 'mps2-an386', icount: SHIFT } });
-      // As in injectionGroups.test.ts: the timer slowed to one tick in minutes, so the measured run takes no interrupt.
-      await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*board_timer_start' }] });
-      await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
-      await h.dc.evaluateRequest({ expression: '> set var $r0 = 170000000', context: 'repl' });
-      await h.dc.setFunctionBreakpointsRequest({ breakpoints: [] });
-      const singlepass = fixtureSource('singlepass.c');
-      await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [{ line: markerLine(singlepass, '#ROUND') }] });
-      await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
-      await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [] });
-      const names = ['fir_filter', 'vm_run'];
-      const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: names.map((n) => ({ function: n })) })).body as InjectResponse;
-      assert.equal(injected.injected.length, 2, JSON.stringify(injected.refused));
-      for (const i of injected.injected) assert.equal(i.instructionsPerUnit, 40 / 2 ** SHIFT, `${i.name}: instructions per SysTick tick`);
-      const stopped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
-      await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
-      await h.dc.continueRequest({ threadId: 1 });
-      await stopped;
-      const results = ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results;
-      for (const i of injected.injected) {
-        const r = results.find((x) => x.id === i.id)!;
-        const o = oracle.functions.find((f) => f.name === i.name)!;
-        const expected = o.inclusiveExcludingInterrupts / i.instructionsPerUnit!;
-        assert.ok(Math.abs(r.compensatedTotal - expected) <= r.passes + 1, `${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`);
-        console.log(`adapter, shift ${SHIFT} ${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)}`);
+describe(
+  `the adapter under -icount shift=${SHIFT}: the launch's shift sets the ratio, and icount off refuses SysTick injection`,
+  { skip, timeout: 300_000 },
+  () => {
+    it('reports 40/2^S instructions per tick and totals that agree with the oracle', async () => {
+      const h = new AdapterHarness();
+      try {
+        await h.start();
+        const args = qemuLaunchArgs('cortex-m4', 'singlepass', { programEnd: 'program_end' });
+        await h.launchToEntry({ ...args, server: { type: 'qemu', machine: 'mps2-an386', icount: SHIFT } });
+        // As in injectionGroups.test.ts: the timer slowed to one tick in minutes, so the measured run takes no interrupt.
+        await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*board_timer_start' }] });
+        await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
+        await h.dc.evaluateRequest({ expression: '> set var $r0 = 170000000', context: 'repl' });
+        await h.dc.setFunctionBreakpointsRequest({ breakpoints: [] });
+        const singlepass = fixtureSource('singlepass.c');
+        await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [{ line: markerLine(singlepass, '#ROUND') }] });
+        await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
+        await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [] });
+        const names = ['fir_filter', 'vm_run'];
+        const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: names.map((n) => ({ function: n })) })).body as InjectResponse;
+        assert.equal(injected.injected.length, 2, JSON.stringify(injected.refused));
+        for (const i of injected.injected) assert.equal(i.instructionsPerUnit, 40 / 2 ** SHIFT, `${i.name}: instructions per SysTick tick`);
+        const stopped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
+        await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
+        await h.dc.continueRequest({ threadId: 1 });
+        await stopped;
+        const results = ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results;
+        for (const i of injected.injected) {
+          const r = results.find((x) => x.id === i.id)!;
+          const o = oracle.functions.find((f) => f.name === i.name)!;
+          const expected = o.inclusiveExcludingInterrupts / i.instructionsPerUnit!;
+          assert.ok(
+            Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
+            `${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`,
+          );
+          console.log(`adapter, shift ${SHIFT} ${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)}`);
+        }
+      } finally {
+        assert.deepEqual(await h.stop(), []);
       }
-    } finally {
-      assert.deepEqual(await h.stop(), []);
-    }
-  });
+    });
 
-  it('with icount off, injecting on Cortex-M is refused with the reason and the fix', async () => {
-    const h = new AdapterHarness();
-    try {
-      await h.start();
-      const args = qemuLaunchArgs('cortex-m4', 'singlepass');
-      await h.launchToEntry({ ...args, server: { type: 'qemu', machine: 'mps2-an386', icount: null } });
-      await assert.rejects(h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] }), (e: Error) => /SysTick/.test(e.message) && /"server\.icount"/.test(e.message));
-    } finally {
-      assert.deepEqual(await h.stop(), []);
-    }
-  });
-});
+    it('with icount off, injecting on Cortex-M is refused with the reason and the fix', async () => {
+      const h = new AdapterHarness();
+      try {
+        await h.start();
+        const args = qemuLaunchArgs('cortex-m4', 'singlepass');
+        await h.launchToEntry({ ...args, server: { type: 'qemu', machine: 'mps2-an386', icount: null } });
+        await assert.rejects(
+          h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] }),
+          (e: Error) => /SysTick/.test(e.message) && /"server\.icount"/.test(e.message),
+        );
+      } finally {
+        assert.deepEqual(await h.stop(), []);
+      }
+    });
+  },
+);

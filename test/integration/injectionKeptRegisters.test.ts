@@ -35,7 +35,40 @@ const skip = existsSync(ELF) ? false : 'rv32 programs not built (make -C test/fi
 const tag = newOwnerTag();
 const scratch = mkdtempSync(join(tmpdir(), 'cyclelens-kept-it-'));
 const T0 = 5;
-const ABI = ['zero', 'ra', 'sp', 'gp', 'tp', 't0', 't1', 't2', 'fp', 's1', 'a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9', 's10', 's11', 't3', 't4', 't5', 't6'];
+const ABI = [
+  'zero',
+  'ra',
+  'sp',
+  'gp',
+  'tp',
+  't0',
+  't1',
+  't2',
+  'fp',
+  's1',
+  'a0',
+  'a1',
+  'a2',
+  'a3',
+  'a4',
+  'a5',
+  'a6',
+  'a7',
+  's2',
+  's3',
+  's4',
+  's5',
+  's6',
+  's7',
+  's8',
+  's9',
+  's10',
+  's11',
+  't3',
+  't4',
+  't5',
+  't6',
+];
 /** Hot soft-float helpers whose callers keep registers across the call (refused before). */
 const MEASURED = ['__adddf3', '__floatsidf', '__gtdf2', '__fixdfsi', '__clzsi2', '__muldf3', '__divdf3'];
 
@@ -119,7 +152,10 @@ function keptCallInMain(): { call: number; after: number; kept: number[] } {
   const planner = new InjectionPlanner(model, rv32InjectionArch(), { start: 0x8700_0000, size: 0x1000 });
   const k = planner.keptOf(model.functionNamed('__adddf3')!)!;
   const at = k.where.get(T0);
-  assert.ok(at && at.caller === 'main', `main keeps t0 across a call of __adddf3 (found: ${JSON.stringify([...k.where.entries()].map(([r, w]) => [r, w.caller]))})`);
+  assert.ok(
+    at && at.caller === 'main',
+    `main keeps t0 across a call of __adddf3 (found: ${JSON.stringify([...k.where.entries()].map(([r, w]) => [r, w.caller]))})`,
+  );
   const kept = [...k.where.entries()].filter(([, w]) => w.site.address === at.site.address).map(([r]) => r);
   return { call: at.site.address, after: at.site.address + at.site.length, kept };
 }

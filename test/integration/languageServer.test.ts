@@ -71,18 +71,38 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
 
   before(async () => {
     mkdirSync(join(dir, '.vscode'));
-    writeFileSync(join(dir, '.vscode', 'launch.json'), JSON.stringify({
-      version: '0.2.0',
-      configurations: [{ type: 'cyclelens', request: 'launch', name: 'QEMU RISC-V 32', executable: fixtureElf('rv32', 'singlepass'), server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main', programEnd: 'program_end' }],
-    }));
+    writeFileSync(
+      join(dir, '.vscode', 'launch.json'),
+      JSON.stringify({
+        version: '0.2.0',
+        configurations: [
+          {
+            type: 'cyclelens',
+            request: 'launch',
+            name: 'QEMU RISC-V 32',
+            executable: fixtureElf('rv32', 'singlepass'),
+            server: { type: 'qemu', machine: 'virt' },
+            stopAtEntry: 'main',
+            programEnd: 'program_end',
+          },
+        ],
+      }),
+    );
     const out = join(results, 'descent-1.json');
-    const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'QEMU RISC-V 32', '--threshold', '2%', '--out', out], { cwd: dir, encoding: 'utf8', timeout: 300_000, env });
+    const r = spawnSync(
+      process.execPath,
+      [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'QEMU RISC-V 32', '--threshold', '2%', '--out', out],
+      { cwd: dir, encoding: 'utf8', timeout: 300_000, env },
+    );
     assert.equal(r.status, 0, r.stderr);
     doc = await loadResultSetDocument(out);
     model = profileFromResultSets(doc);
     expected = expectedInDsp(doc);
     assert.ok(expected.length >= 3, `the descent measured functions of dsp.c (${expected.map((e) => e.name).join(', ')})`);
-    assert.ok(expected.some((e) => e.share * 100 >= HOT_PERCENT) && expected.some((e) => e.share * 100 < HOT_PERCENT), 'dsp.c has functions on both sides of the hot threshold');
+    assert.ok(
+      expected.some((e) => e.share * 100 >= HOT_PERCENT) && expected.some((e) => e.share * 100 < HOT_PERCENT),
+      'dsp.c has functions on both sides of the hot threshold',
+    );
   });
 
   after(async () => {
@@ -94,7 +114,10 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
     const client = await LspTestClient.start(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'lsp', '--stdio'], dir, env, { hotThreshold: HOT_PERCENT });
     try {
       const uri = await client.open(DSP);
-      const lenses = await client.until(() => client.codeLenses(uri), (ls) => ls.length > 0);
+      const lenses = await client.until(
+        () => client.codeLenses(uri),
+        (ls) => ls.length > 0,
+      );
       for (const e of expected) {
         const onLine = lenses.filter((l) => l.range.start.line === e.line).map((l) => l.command?.title ?? '');
         assert.equal(onLine.length, 1, `one CodeLens on ${e.name}'s definition line ${e.line + 1} (lenses: ${JSON.stringify(lenses)})`);
@@ -107,7 +130,10 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
         const hover = await client.hover(uri, e.line);
         const text = typeof hover?.contents === 'object' && 'value' in hover.contents ? hover.contents.value : '';
         assert.match(text, new RegExp(e.name.replace(/_/g, '\\\\_')), `the hover of line ${e.line + 1} names ${e.name}`);
-        assert.ok(text.includes(`inclusive: ${e.inclusive.toLocaleString('en-US')} instructions (${percentText(e.share)} of the window)`), `${e.name}'s hover gives its inclusive count in instructions: ${text}`);
+        assert.ok(
+          text.includes(`inclusive: ${e.inclusive.toLocaleString('en-US')} instructions (${percentText(e.share)} of the window)`),
+          `${e.name}'s hover gives its inclusive count in instructions: ${text}`,
+        );
         assert.ok(text.includes(`calls: ${e.calls.toLocaleString('en-US')}`), `${e.name}'s hover gives its calls`);
         assert.match(text, /Unit: instructions\. Provenance: injected software accumulation \(minstret\)/);
         assert.match(text, /Error bound: /);
@@ -117,11 +143,21 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
         const fn = doc.analysis!.callGraph!.functions.find((f) => f.name === o.name);
         if (fn?.path !== DSP) continue;
         const line = definitionLineOf(DSP, o.name);
-        assert.ok(lenses.some((l) => l.range.start.line === line && l.command?.title === `pruned: ≤ ${percentText(o.bound!)} (callers' bound)`), `${o.name} shows "pruned: ≤ ${percentText(o.bound!)}" (lenses: ${JSON.stringify(lenses.filter((l) => l.range.start.line === line))})`);
+        assert.ok(
+          lenses.some((l) => l.range.start.line === line && l.command?.title === `pruned: ≤ ${percentText(o.bound!)} (callers' bound)`),
+          `${o.name} shows "pruned: ≤ ${percentText(o.bound!)}" (lenses: ${JSON.stringify(lenses.filter((l) => l.range.start.line === line))})`,
+        );
       }
       const hot = expected.filter((e) => e.share * 100 >= HOT_PERCENT);
-      const diagnostics = await client.until(() => client.diagnosticsOf(uri), (d) => d !== undefined);
-      assert.deepEqual(diagnostics!.map((d) => d.range.start.line).sort((a, b) => a - b), hot.map((e) => e.line).sort((a, b) => a - b), 'an Information diagnostic on each function at or above 5 %, and on no other');
+      const diagnostics = await client.until(
+        () => client.diagnosticsOf(uri),
+        (d) => d !== undefined,
+      );
+      assert.deepEqual(
+        diagnostics!.map((d) => d.range.start.line).sort((a, b) => a - b),
+        hot.map((e) => e.line).sort((a, b) => a - b),
+        'an Information diagnostic on each function at or above 5 %, and on no other',
+      );
       for (const d of diagnostics!) {
         assert.equal(d.severity, 3, 'Information');
         assert.match(d.message, /takes \d+\.\d+ % of the window inclusive/);
@@ -130,18 +166,28 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
       const sorted = [...expected].sort((a, b) => b.share - a.share);
       const between = ((sorted[0]!.share + sorted[1]!.share) / 2) * 100;
       await client.configure({ cyclelens: { hotThreshold: between } });
-      const fewer = await client.until(() => client.diagnosticsOf(uri), (d) => d !== undefined && d.length === 1);
-      assert.deepEqual(fewer!.map((d) => d.range.start.line), [sorted[0]!.line], `hotThreshold ${between.toFixed(2)} % leaves ${sorted[0]!.name} alone marked`);
+      const fewer = await client.until(
+        () => client.diagnosticsOf(uri),
+        (d) => d !== undefined && d.length === 1,
+      );
+      assert.deepEqual(
+        fewer!.map((d) => d.range.start.line),
+        [sorted[0]!.line],
+        `hotThreshold ${between.toFixed(2)} % leaves ${sorted[0]!.name} alone marked`,
+      );
     } finally {
       assert.equal(await client.stop(), 0, 'the server exits with 0 after shutdown and exit');
     }
   });
 
-  it('serves the same lenses from dist/lsp.js over Node IPC, the transport the extension\'s language client uses', async () => {
+  it("serves the same lenses from dist/lsp.js over Node IPC, the transport the extension's language client uses", async () => {
     const client = await LspTestClient.startIpc(join(repoRoot, 'dist', 'lsp.js'), dir, env, { hotThreshold: HOT_PERCENT, codicons: true });
     try {
       const uri = await client.open(DSP);
-      const lenses = await client.until(() => client.codeLenses(uri), (ls) => ls.length > 0);
+      const lenses = await client.until(
+        () => client.codeLenses(uri),
+        (ls) => ls.length > 0,
+      );
       for (const e of expected) {
         const title = lenses.find((l) => l.range.start.line === e.line)?.command?.title;
         assert.equal(title, `$(flame) ${lensTitle(model, functionsByName(model).get(e.name)!)}`, `${e.name}: VS Code's lens carries the flame codicon`);
@@ -151,11 +197,13 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
     }
   });
 
-  it('answers Neovim\'s built-in LSP client (headless) with the same CodeLens and hover', { timeout: 60_000 }, () => {
+  it("answers Neovim's built-in LSP client (headless) with the same CodeLens and hover", { timeout: 60_000 }, () => {
     const output = join(dir, 'nvim-answers.json');
     const script = join(dir, 'nvim-lsp.lua');
     const fir = expected.reduce((a, b) => (b.share > a.share ? b : a));
-    writeFileSync(script, `
+    writeFileSync(
+      script,
+      `
 local client_id = vim.lsp.start_client({
   name = 'cyclelens',
   cmd = { ${JSON.stringify(process.execPath)}, ${JSON.stringify(join(repoRoot, 'dist', 'cli.js'))}, 'lsp', '--stdio' },
@@ -178,16 +226,28 @@ vim.fn.writefile({ vim.fn.json_encode({ lenses = lenses, hover = (hover[client_i
 vim.lsp.stop_client(client_id)
 vim.wait(5000, function() return vim.lsp.get_client_by_id(client_id) == nil end, 50)
 vim.cmd('qa!')
-`);
-    const r = spawnSync('nvim', ['--headless', '-u', 'NONE', '-i', 'NONE', '-n', '-c', `luafile ${script}`], { cwd: dir, encoding: 'utf8', timeout: 50_000, env });
+`,
+    );
+    const r = spawnSync('nvim', ['--headless', '-u', 'NONE', '-i', 'NONE', '-n', '-c', `luafile ${script}`], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 50_000,
+      env,
+    });
     assert.equal(r.status, 0, `nvim: ${r.stderr}`);
-    const answers = JSON.parse(readFileSync(output, 'utf8')) as { lenses: Array<{ range: { start: { line: number } }; command: { title: string } }>; hover: { contents: { value: string } } | null };
+    const answers = JSON.parse(readFileSync(output, 'utf8')) as {
+      lenses: Array<{ range: { start: { line: number } }; command: { title: string } }>;
+      hover: { contents: { value: string } } | null;
+    };
     for (const e of expected) {
       const title = answers.lenses.find((l) => l.range.start.line === e.line)?.command.title;
       assert.equal(title, lensTitle(model, functionsByName(model).get(e.name)!), `Neovim receives ${e.name}'s lens on line ${e.line + 1}`);
       assert.ok(title!.startsWith(`${percentText(e.share)} incl`));
     }
-    assert.ok(answers.hover?.contents.value.includes(`inclusive: ${fir.inclusive.toLocaleString('en-US')} instructions`), `Neovim's hover on ${fir.name}: ${JSON.stringify(answers.hover)}`);
+    assert.ok(
+      answers.hover?.contents.value.includes(`inclusive: ${fir.inclusive.toLocaleString('en-US')} instructions`),
+      `Neovim's hover on ${fir.name}: ${JSON.stringify(answers.hover)}`,
+    );
   });
 
   it('follows the newest profile as it is saved: a later result set, then a native profile with line costs', async () => {
@@ -215,10 +275,15 @@ vim.cmd('qa!')
       assert.match((await client.until(titleOf, (t) => t?.includes('999 calls') === true)) ?? '', /· 999 calls/, 'the lens follows the native profile');
       const hints = (await client.inlayHints(uri, 0, 400)) ?? [];
       const lineText = readFileSync(DSP, 'utf8').split('\n')[costLine]!;
-      assert.deepEqual(hints.map((h) => ({ line: h.position.line, character: h.position.character, label: h.label })), [
-        { line: costLine, character: lineText.length, label: `1,234 insn · ${percentText(1234 / profile.total!.value)}` },
-      ], 'one inlay hint, at the end of the line the profile costs');
-      assert.ok(client.log.some((l) => l.includes('later.cyclelens-profile.json')), `the server says which profile it reads (${client.log.join(' | ')})`);
+      assert.deepEqual(
+        hints.map((h) => ({ line: h.position.line, character: h.position.character, label: h.label })),
+        [{ line: costLine, character: lineText.length, label: `1,234 insn · ${percentText(1234 / profile.total!.value)}` }],
+        'one inlay hint, at the end of the line the profile costs',
+      );
+      assert.ok(
+        client.log.some((l) => l.includes('later.cyclelens-profile.json')),
+        `the server says which profile it reads (${client.log.join(' | ')})`,
+      );
     } finally {
       assert.equal(await client.stop(), 0);
     }
@@ -234,10 +299,23 @@ describe('profile language server over stdio, on a saved Cortex-M4 descent (SysT
 
   before(() => {
     mkdirSync(join(dir, '.vscode'));
-    writeFileSync(join(dir, '.vscode', 'launch.json'), JSON.stringify({
-      version: '0.2.0',
-      configurations: [{ type: 'cyclelens', request: 'launch', name: 'QEMU Cortex-M4', executable: fixtureElf('cortex-m4', 'singlepass'), server: { type: 'qemu', machine: 'mps2-an386' }, stopAtEntry: 'main', programEnd: 'program_end' }],
-    }));
+    writeFileSync(
+      join(dir, '.vscode', 'launch.json'),
+      JSON.stringify({
+        version: '0.2.0',
+        configurations: [
+          {
+            type: 'cyclelens',
+            request: 'launch',
+            name: 'QEMU Cortex-M4',
+            executable: fixtureElf('cortex-m4', 'singlepass'),
+            server: { type: 'qemu', machine: 'mps2-an386' },
+            stopAtEntry: 'main',
+            programEnd: 'program_end',
+          },
+        ],
+      }),
+    );
   });
 
   after(async () => {
@@ -247,7 +325,11 @@ describe('profile language server over stdio, on a saved Cortex-M4 descent (SysT
 
   it('shows SysTick counts as ticks, with the quantisation bound of ±1 tick per call in every lens', { timeout: 300_000 }, async () => {
     const out = join(dir, '.cyclelens', 'results', 'descent.json');
-    const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'QEMU Cortex-M4', '--threshold', '5%', '--out', out], { cwd: dir, encoding: 'utf8', timeout: 300_000, env });
+    const r = spawnSync(
+      process.execPath,
+      [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'QEMU Cortex-M4', '--threshold', '5%', '--out', out],
+      { cwd: dir, encoding: 'utf8', timeout: 300_000, env },
+    );
     assert.equal(r.status, 0, r.stderr);
     doc = await loadResultSetDocument(out);
     model = profileFromResultSets(doc);
@@ -258,7 +340,10 @@ describe('profile language server over stdio, on a saved Cortex-M4 descent (SysT
     const client = await LspTestClient.start(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'lsp', '--stdio'], dir, env);
     try {
       const uri = await client.open(DSP);
-      const lenses = await client.until(() => client.codeLenses(uri), (ls) => ls.length > 0);
+      const lenses = await client.until(
+        () => client.codeLenses(uri),
+        (ls) => ls.length > 0,
+      );
       for (const e of expected) {
         const title = lenses.find((l) => l.range.start.line === e.line)?.command?.title ?? '';
         assert.ok(title.startsWith(`${percentText(e.share)} incl`), `${e.name}: "${title}" starts with its share`);
@@ -267,13 +352,19 @@ describe('profile language server over stdio, on a saved Cortex-M4 descent (SysT
         const bound = /· ±(\d+(?:\.\d+)?) %$/.exec(title);
         assert.ok(bound, `${e.name}: "${title}" ends with its error bound`);
         const expectedBound = (e.calls / total) * 100;
-        assert.ok(Math.abs(Number(bound[1]) - expectedBound) <= 0.05 * expectedBound + 0.001, `${e.name}: ±${bound[1]} % is ${e.calls} ticks of ${total} (${expectedBound.toFixed(4)} %)`);
+        assert.ok(
+          Math.abs(Number(bound[1]) - expectedBound) <= 0.05 * expectedBound + 0.001,
+          `${e.name}: ±${bound[1]} % is ${e.calls} ticks of ${total} (${expectedBound.toFixed(4)} %)`,
+        );
         const hover = await client.hover(uri, e.line);
         const text = typeof hover?.contents === 'object' && 'value' in hover.contents ? hover.contents.value : '';
         // A bound clipped at zero ticks shows both sides (−value/+N).
         const counted = `inclusive: ${e.inclusive.toLocaleString('en-US')} SysTick ticks`;
         const calls = e.calls.toLocaleString('en-US');
-        assert.ok(text.includes(`${counted} ±${calls} ticks`) || text.includes(`${counted} −${e.inclusive.toLocaleString('en-US')}/+${calls} ticks`), `${e.name}'s hover gives its count in ticks with its bound: ${text}`);
+        assert.ok(
+          text.includes(`${counted} ±${calls} ticks`) || text.includes(`${counted} −${e.inclusive.toLocaleString('en-US')}/+${calls} ticks`),
+          `${e.name}'s hover gives its count in ticks with its bound: ${text}`,
+        );
         assert.match(text, /Error bound: (±|−[\d,]+\/\+)[\d,]+ ticks \(counter quantisation\)/);
         assert.doesNotMatch(text, /cycles/, 'SysTick ticks are never called cycles');
       }

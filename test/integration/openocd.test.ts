@@ -121,27 +121,39 @@ describe('OpenOcdServer with the dummy adapter', () => {
   test('a configuration without a target is reported as such', limit, async () => {
     await assert.rejects(
       start(openocd({ configFiles: ['dummy-no-target.cfg'] })),
-      failsWith(ErrorCode.ServerFailedToStart, /^OpenOCD started but configured no target: check your -f target\/… file\..*"gdb services need one or more targets defined"/s),
+      failsWith(
+        ErrorCode.ServerFailedToStart,
+        /^OpenOCD started but configured no target: check your -f target\/… file\..*"gdb services need one or more targets defined"/s,
+      ),
     );
   });
 
   test('a target OpenOCD cannot reach: it exits, and its last lines are quoted', limit, async () => {
     await assert.rejects(
       start(openocd({ configFiles: ['dummy-cortex-m.cfg'] })),
-      failsWith(ErrorCode.ServerFailedToStart, /OpenOCD exited with code 1 before it was ready for GDB\. Its last output:\n.*Invalid ACK \(7\) in DAP response/s),
+      failsWith(
+        ErrorCode.ServerFailedToStart,
+        /OpenOCD exited with code 1 before it was ready for GDB\. Its last output:\n.*Invalid ACK \(7\) in DAP response/s,
+      ),
     );
   });
 
   test('a missing configuration file is named with the folders searched, before anything starts', limit, async () => {
     await assert.rejects(
       start(openocd({ configFiles: ['dummy-riscv.cfg', 'target/does-not-exist.cfg'] })),
-      failsWith(ErrorCode.InvalidLaunchArgs, new RegExp(`'target/does-not-exist.cfg' was not found\\. Looked in: ${repoRoot}, ${configDir}, .*share/openocd/scripts`)),
+      failsWith(
+        ErrorCode.InvalidLaunchArgs,
+        new RegExp(`'target/does-not-exist.cfg' was not found\\. Looked in: ${repoRoot}, ${configDir}, .*share/openocd/scripts`),
+      ),
     );
     assert.deepEqual(processesWithTag(tag), []);
   });
 
   test('a missing executable says how to install it', limit, async () => {
-    await assert.rejects(start(openocd({ path: '/nonexistent/openocd' })), failsWith(ErrorCode.ProgramNotFound, /'\/nonexistent\/openocd' was not found.*apt-get install openocd.*server\.path/));
+    await assert.rejects(
+      start(openocd({ path: '/nonexistent/openocd' })),
+      failsWith(ErrorCode.ProgramNotFound, /'\/nonexistent\/openocd' was not found.*apt-get install openocd.*server\.path/),
+    );
   });
 
   test('a fixed port in use is refused before starting', limit, async () => {
@@ -149,7 +161,10 @@ describe('OpenOcdServer with the dummy adapter', () => {
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
     const port = (blocker.address() as { port: number }).port;
     try {
-      await assert.rejects(start(openocd({}, { ports: { gdb: port } })), failsWith(ErrorCode.PortInUse, new RegExp(`Port ${port} \\(OpenOCD gdb port\\) is already in use`)));
+      await assert.rejects(
+        start(openocd({}, { ports: { gdb: port } })),
+        failsWith(ErrorCode.PortInUse, new RegExp(`Port ${port} \\(OpenOCD gdb port\\) is already in use`)),
+      );
     } finally {
       await new Promise((r) => blocker.close(r));
     }
@@ -161,7 +176,10 @@ describe('OpenOcdServer with the dummy adapter', () => {
     const port = (blocker.address() as { port: number }).port;
     try {
       // A user command after ours moves the gdb port onto the taken one.
-      await assert.rejects(start(openocd({ commands: [`gdb_port ${port}`] })), failsWith(ErrorCode.PortInUse, new RegExp(`could not listen on port ${port} \\(its gdb port\\)`)));
+      await assert.rejects(
+        start(openocd({ commands: [`gdb_port ${port}`] })),
+        failsWith(ErrorCode.PortInUse, new RegExp(`could not listen on port ${port} \\(its gdb port\\)`)),
+      );
     } finally {
       await new Promise((r) => blocker.close(r));
     }

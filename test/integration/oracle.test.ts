@@ -99,7 +99,10 @@ describe('oracle on the singlepass fixture under QEMU', () => {
       const img = ElfImage.loadSync(elf);
       const log = join(scratch, `${target}-singlepass.log`);
       const dsp = join(fixturesDir, 'src', 'dsp.c');
-      const marker = (m: string): number => readFileSync(dsp, 'utf8').split('\n').findIndex((l) => l.includes(m)) + 1;
+      const marker = (m: string): number =>
+        readFileSync(dsp, 'utf8')
+          .split('\n')
+          .findIndex((l) => l.includes(m)) + 1;
       const s = await runOracle({
         elf,
         target,
@@ -108,7 +111,9 @@ describe('oracle on the singlepass fixture under QEMU', () => {
       });
       const main = img.functionNamed('main')!;
       const scan = await scanLog(log, main.address);
-      t.diagnostic(`${s.totals.instructions} instructions, ${s.trace.lines} log lines, parsed at ${(s.trace.linesPerSecond / 1e6).toFixed(2)} M lines/s; QEMU ${s.qemu?.seconds.toFixed(1)} s`);
+      t.diagnostic(
+        `${s.totals.instructions} instructions, ${s.trace.lines} log lines, parsed at ${(s.trace.linesPerSecond / 1e6).toFixed(2)} M lines/s; QEMU ${s.qemu?.seconds.toFixed(1)} s`,
+      );
       checkCommon(s, scan, img, target);
 
       // main never returns (it ends the run through board_exit), so it is on the stack from its
@@ -121,8 +126,14 @@ describe('oracle on the singlepass fixture under QEMU', () => {
       assert.equal(profile(s, 'process_packet').calls, rounds, 'process_packet runs once per round');
       assert.equal(profile(s, 'fir_filter').calls, rounds);
       assert.equal(profile(s, 'program_end').calls, 1);
-      assert.ok(s.edges.some((e) => e.caller === 'quicksort' && e.callee === 'quicksort'), 'quicksort recursion is seen');
-      assert.ok(s.edges.some((e) => e.caller === 'hash_mix' && e.callee === 'mix_rotate'), 'the tail call hash_mix -> mix_rotate is a call');
+      assert.ok(
+        s.edges.some((e) => e.caller === 'quicksort' && e.callee === 'quicksort'),
+        'quicksort recursion is seen',
+      );
+      assert.ok(
+        s.edges.some((e) => e.caller === 'hash_mix' && e.callee === 'mix_rotate'),
+        'the tail call hash_mix -> mix_rotate is a call',
+      );
 
       const ticks = uartValue(s, 'ticks');
       const isr = profile(s, HANDLER[target]);

@@ -90,12 +90,17 @@ describe('DWT_PCSR sampler against the OpenOCD Tcl RPC double (exact trace of th
     // The asleep share is the time line's, within the binomial bound.
     const reads = core.served.code + core.served.asleep;
     const p = core.sleepShare;
-    assert.ok(Math.abs(run.asleepOrHalted - reads * p) <= 4 * Math.sqrt(reads * p * (1 - p)) + 1, `${run.asleepOrHalted} of ${reads} asleep, expected share ${p}`);
+    assert.ok(
+      Math.abs(run.asleepOrHalted - reads * p) <= 4 * Math.sqrt(reads * p * (1 - p)) + 1,
+      `${run.asleepOrHalted} of ${reads} asleep, expected share ${p}`,
+    );
 
     const sampled = countsByFunction(fixture.image, run.counts);
     assert.deepEqual(outsideBinomialBound(sampled, fixture.functionCounts), []);
     const e = profileError(sampled, fixture.functionCounts);
-    console.log(`# PCSR through the double: ${total(run.counts)} code samples, ${run.asleepOrHalted} asleep (${((run.asleepOrHalted / reads) * 100).toFixed(1)} %), ${Math.round((reads / run.elapsedMs) * 1000)} reads/s, function-level e = ${(e * 100).toFixed(2)} %`);
+    console.log(
+      `# PCSR through the double: ${total(run.counts)} code samples, ${run.asleepOrHalted} asleep (${((run.asleepOrHalted / reads) * 100).toFixed(1)} %), ${Math.round((reads / run.elapsedMs) * 1000)} reads/s, function-level e = ${(e * 100).toFixed(2)} %`,
+    );
 
     // Only memory reads and writes reached OpenOCD: no halt, no resume, no reset.
     const commands = new Set(double.received.flatMap((line) => [...line.matchAll(/(?:^|[[;{]\s*)([a-z_]+)/g)].map((m) => m[1]!)));
@@ -116,7 +121,10 @@ describe('DWT_PCSR sampler against the OpenOCD Tcl RPC double (exact trace of th
     const withoutSleep = new Map([...counts].filter(([a]) => a !== 0xffffffff));
     assert.deepEqual(outsideBinomialBound(countsByFunction(fixture.image, withoutSleep), fixture.functionCounts), []);
     const failures = outsideBinomialBound(countsByFunction(fixture.image, counts), fixture.functionCounts);
-    assert.ok(failures.some((f) => f.startsWith('[outside program]')), failures.join('\n'));
+    assert.ok(
+      failures.some((f) => f.startsWith('[outside program]')),
+      failures.join('\n'),
+    );
   });
 
   test('a halted core reads 0xFFFFFFFF: counted as asleep or halted, never as code, until it resumes', { timeout: 120_000 }, async () => {
@@ -185,7 +193,7 @@ describe('DWT_PCSR sampler against a real OpenOCD 0.12 (dummy adapter; memory ac
   const tag = newOwnerTag();
   after(() => killTagged(tag));
 
-  test('the burst script runs in OpenOCD\'s Jim: one list element per PCSR read, 0xFFFFFFFF counted apart', { timeout: 60_000 }, async () => {
+  test("the burst script runs in OpenOCD's Jim: one list element per PCSR read, 0xFFFFFFFF counted apart", { timeout: 60_000 }, async () => {
     const server = new OpenOcdServer(
       { type: 'openocd', configFiles: ['dummy-riscv.cfg'], searchDirs: [join(repoRoot, 'test', 'integration', 'openocd')] },
       { env: { ...process.env, [OWNER_TAG_VAR]: tag } },

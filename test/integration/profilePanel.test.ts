@@ -57,7 +57,9 @@ describe('profile panel in Chromium', () => {
     assert.equal(await page.locator('g.node:not(.collapsed)').count(), profile.functions.length);
     assert.equal(await page.locator('path.edge').count(), profile.edges.length);
     // Graphviz ranks a tree top-down: every callee sits below its caller.
-    const ys = await page.locator('g.node').evaluateAll((gs) => gs.map((g) => Number(/translate\([^,]+,([^)]+)\)/.exec(g.getAttribute('transform') ?? '')?.[1])));
+    const ys = await page
+      .locator('g.node')
+      .evaluateAll((gs) => gs.map((g) => Number(/translate\([^,]+,([^)]+)\)/.exec(g.getAttribute('transform') ?? '')?.[1])));
     for (const e of profile.edges) assert.ok(ys[e.callee]! > ys[e.caller]!, `callee ${e.callee} below caller ${e.caller}`);
     assert.ok((await page.locator('g.node.status-pruned').count()) > 0, 'pruned functions are marked');
     const status = await page.locator('g.node.status-pruned tspan.status').first().textContent();
@@ -79,7 +81,11 @@ describe('profile panel in Chromium', () => {
     await page.getByRole('tab', { name: 'Call Graph' }).click();
     await page.locator('g.node').nth(5).click();
     const posted = await panel.posted();
-    assert.deepEqual(posted.filter((m) => m.type === 'openLocation').at(-1), { type: 'openLocation', path: profile.functions[5]!.location!.path, line: profile.functions[5]!.location!.line });
+    assert.deepEqual(posted.filter((m) => m.type === 'openLocation').at(-1), {
+      type: 'openLocation',
+      path: profile.functions[5]!.location!.path,
+      line: profile.functions[5]!.location!.line,
+    });
     await panel.send({ type: 'cursorFunction', name: 'fn_7' });
     await page.locator('g.node.selected').waitFor();
     assert.deepEqual(await page.locator('g.node.selected .name').allTextContents(), ['fn_7']);
@@ -127,7 +133,10 @@ describe('profile panel in Chromium', () => {
     await page.getByRole('tab', { name: 'Table' }).click();
     await page.getByRole('button', { name: /^Self/ }).click();
     const selfs = (await page.locator('table.grid tbody tr td:nth-child(2)').allTextContents()).map((t) => Number(t.replace(/,/g, '')));
-    assert.deepEqual(selfs, [...selfs].sort((a, b) => b - a));
+    assert.deepEqual(
+      selfs,
+      [...selfs].sort((a, b) => b - a),
+    );
     await page.getByLabel('Filter rows').fill('status:pruned');
     const statuses = await page.locator('table.grid tbody tr td:nth-child(10)').allTextContents();
     assert.equal(statuses.length, profile.functions.filter((f) => f.status === 'pruned').length);
@@ -151,12 +160,20 @@ describe('profile panel screenshots', () => {
       for (const d of dirs) mkdirSync(d, { recursive: true });
       const panel = await PanelPage.open({ theme, viewport: { width: 1280, height: 760 } });
       try {
-        const profile = syntheticProfile({ count: 24, sourceLines: 40, name: (i) => ['main', 'process_frame', 'fir_filter', 'crc16', 'uart_write', 'parse_header'][i % 6]! + (i < 6 ? '' : `_${i}`) });
+        const profile = syntheticProfile({
+          count: 24,
+          sourceLines: 40,
+          name: (i) => ['main', 'process_frame', 'fir_filter', 'crc16', 'uart_write', 'parse_header'][i % 6]! + (i < 6 ? '' : `_${i}`),
+        });
         await panel.send({ type: 'profile', profile, title: 'descent-2026-11-25.json', live: false });
         await panel.graphDrawn();
         await panel.send({ type: 'source', path: profile.functions[0]!.location!.path, text: syntheticSource(40) });
         const name = theme === 'vscode-dark' ? 'dark' : 'light';
-        for (const [tab, file] of [['Call Graph', 'graph'], ['Flame Graph', 'flame'], ['Table', 'table']] as const) {
+        for (const [tab, file] of [
+          ['Call Graph', 'graph'],
+          ['Flame Graph', 'flame'],
+          ['Table', 'table'],
+        ] as const) {
           await panel.page.getByRole('tab', { name: tab }).click();
           for (const d of dirs) await panel.page.screenshot({ path: join(d, `panel-${file}-${name}.png`) });
         }

@@ -31,7 +31,11 @@ const TARGETS: Array<{ target: FixtureTarget; machine: string; shareTolerance: n
 const OUTSIDE = new Set(['_start', 'rv_reset', 'Reset_Handler', 'program_end', 'board_exit']);
 
 /** A workspace whose launch.json runs `elf` on QEMU, and the CLI run in it under an owner tag. */
-function cliWorkspace(target: FixtureTarget, machine: string, elf: string): { dir: string; cli(...args: string[]): { status: number | null; stdout: string; stderr: string }; close(): Promise<void> } {
+function cliWorkspace(
+  target: FixtureTarget,
+  machine: string,
+  elf: string,
+): { dir: string; cli(...args: string[]): { status: number | null; stdout: string; stderr: string }; close(): Promise<void> } {
   const dir = mkdtempSync(join(tmpdir(), `cyclelens-profiling-${target}-`));
   const tag = newOwnerTag();
   mkdirSync(join(dir, '.vscode'));
@@ -39,13 +43,28 @@ function cliWorkspace(target: FixtureTarget, machine: string, elf: string): { di
     join(dir, '.vscode', 'launch.json'),
     JSON.stringify({
       version: '0.2.0',
-      configurations: [{ type: 'cyclelens', request: 'launch', name: target, executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }],
+      configurations: [
+        {
+          type: 'cyclelens',
+          request: 'launch',
+          name: target,
+          executable: elf,
+          server: { type: 'qemu', machine },
+          stopAtEntry: 'main',
+          programEnd: 'program_end',
+        },
+      ],
     }),
   );
   return {
     dir,
     cli(...args) {
-      const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, encoding: 'utf8', timeout: 300_000, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+      const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], {
+        cwd: dir,
+        encoding: 'utf8',
+        timeout: 300_000,
+        env: { ...process.env, [OWNER_TAG_VAR]: tag },
+      });
       return { status: r.status, stdout: r.stdout, stderr: r.stderr };
     },
     async close() {
@@ -122,11 +141,16 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       assert.equal(r.status, 0, r.stderr);
       const doc = await loadResultSetDocument(out);
       const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
-      const hot = [...share].filter(([name, s]) => s >= 0.01 && name !== 'main' && !name.startsWith('[') && !OUTSIDE.has(name) && !handlers.has(name)).map(([name]) => name);
+      const hot = [...share]
+        .filter(([name, s]) => s >= 0.01 && name !== 'main' && !name.startsWith('[') && !OUTSIDE.has(name) && !handlers.has(name))
+        .map(([name]) => name);
       assert.ok(hot.length >= 20, `${hot.length} functions at ≥ 1 %`);
       for (const name of hot) {
         const o = outcomes.get(name);
-        assert.ok(o && (o.status === 'measured' || o.status === 'unmeasurable'), `${name} is at ${(100 * share.get(name)!).toFixed(2)} % in the oracle but the descent says ${o?.status}`);
+        assert.ok(
+          o && (o.status === 'measured' || o.status === 'unmeasurable'),
+          `${name} is at ${(100 * share.get(name)!).toFixed(2)} % in the oracle but the descent says ${o?.status}`,
+        );
         if (o.status === 'measured') assert.ok(Math.abs(o.value! - share.get(name)!) <= shareTolerance, `${name}: ${o.value} vs ${share.get(name)}`);
         // Unmeasurable: still shown, with the bound its callers give, which must not hide it.
         else assert.ok(o.bound! >= 0.01, `${name} is unmeasurable with a bound of ${o.bound}`);
@@ -155,7 +179,14 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       // calls by breakpoint takes minutes; test/integration/dynamicCallGraph.test.ts checks that the
       // recording equals these counts).
       const { interrupts, ...graph } = dynamicGraphFromOracle(staticCallGraph(ElfImage.loadSync(elf)), oracle, 'main');
-      const doc: CallGraphDocument = { schema: CALL_GRAPH_SCHEMA, program: elf, kind: 'dynamic', graph: { functions: graph.functions, edges: graph.edges, indirectCallers: graph.indirectCallers }, interrupts, ended: 'programEnd' };
+      const doc: CallGraphDocument = {
+        schema: CALL_GRAPH_SCHEMA,
+        program: elf,
+        kind: 'dynamic',
+        graph: { functions: graph.functions, edges: graph.edges, indirectCallers: graph.indirectCallers },
+        interrupts,
+        ended: 'programEnd',
+      };
       writeFileSync(join(dir, 'calls.json'), JSON.stringify(doc));
     });
 
@@ -175,9 +206,23 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       assert.match(d.stderr, /static call graph: it has no call counts\. Record a dynamic one with `cyclelens call-graph --dynamic/);
     });
 
-    it('descent at 5 %: groups prune cold functions together, every group reads its members\' sum, nothing hot is lost, fewer runs than one function per slot', async () => {
+    it("descent at 5 %: groups prune cold functions together, every group reads its members' sum, nothing hot is lost, fewer runs than one function per slot", async () => {
       const out = join(dir, 'grouped.json');
-      const r = cli('descent', '--config', '.vscode/launch.json', '--name', target, '--threshold', '5%', '--slots', '4', '--call-graph', 'calls.json', '--out', out);
+      const r = cli(
+        'descent',
+        '--config',
+        '.vscode/launch.json',
+        '--name',
+        target,
+        '--threshold',
+        '5%',
+        '--slots',
+        '4',
+        '--call-graph',
+        'calls.json',
+        '--out',
+        out,
+      );
       assert.equal(r.status, 0, r.stderr);
       const doc = await loadResultSetDocument(out);
       const groups = doc.resultSets.flatMap((rs) => (rs.groups ?? []).map((g) => ({ g, total: rs.run.totals[rs.run.event]!, event: rs.run.event })));
@@ -190,19 +235,36 @@ for (const { target, machine, shareTolerance } of TARGETS) {
         assert.ok(value <= sum + 0.01 && value >= sum - 0.01, `${g.name}: ${value} vs the oracle's sum ${sum}`);
       }
       const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
-      const hot = [...share].filter(([name, s]) => s >= 0.05 && outcomes.has(name) && name !== 'main' && !OUTSIDE.has(name) && !handlers.has(name)).map(([name]) => name);
+      const hot = [...share]
+        .filter(([name, s]) => s >= 0.05 && outcomes.has(name) && name !== 'main' && !OUTSIDE.has(name) && !handlers.has(name))
+        .map(([name]) => name);
       assert.ok(hot.length >= 12, `${hot.length} functions at ≥ 5 %`);
       for (const name of hot) {
         const o = outcomes.get(name)!;
-        assert.ok(o.status === 'measured' || (o.status === 'unmeasurable' && o.bound! >= 0.05), `${name} is at ${(100 * share.get(name)!).toFixed(2)} % in the oracle but the descent says ${o.status} (bound ${o.bound})`);
+        assert.ok(
+          o.status === 'measured' || (o.status === 'unmeasurable' && o.bound! >= 0.05),
+          `${name} is at ${(100 * share.get(name)!).toFixed(2)} % in the oracle but the descent says ${o.status} (bound ${o.bound})`,
+        );
       }
       const pruned = [...outcomes.values()].filter((o) => o.status === 'pruned');
       assert.ok(pruned.length > 150, `${pruned.length} pruned`);
       for (const p of pruned) assert.ok((share.get(p.name) ?? 0) < 0.05, `${p.name} was pruned but the oracle puts it at ${share.get(p.name)}`);
-      const plain = cli('descent', '--config', '.vscode/launch.json', '--name', target, '--threshold', '5%', '--slots', '4', '--call-graph', 'calls.json', '--no-groups');
+      const plain = cli(
+        'descent',
+        '--config',
+        '.vscode/launch.json',
+        '--name',
+        target,
+        '--threshold',
+        '5%',
+        '--slots',
+        '4',
+        '--call-graph',
+        'calls.json',
+        '--no-groups',
+      );
       assert.equal(plain.status, 0, plain.stderr);
       assert.ok(runsOf(r.stdout) < runsOf(plain.stdout), `${runsOf(r.stdout)} runs with groups, ${runsOf(plain.stdout)} without`);
     });
   });
 }
-

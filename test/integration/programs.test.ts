@@ -48,7 +48,10 @@ for (const { target, server, unit, shareTolerance } of TARGETS) {
         mkdirSync(join(dir, '.vscode'));
         writeFileSync(
           join(dir, '.vscode', 'launch.json'),
-          JSON.stringify({ version: '0.2.0', configurations: [{ type: 'cyclelens', request: 'launch', name: program, executable: elf, server, stopAtEntry: 'main' }] }),
+          JSON.stringify({
+            version: '0.2.0',
+            configurations: [{ type: 'cyclelens', request: 'launch', name: program, executable: elf, server, stopAtEntry: 'main' }],
+          }),
         );
         oracle = await runOracle({ elf });
       });
@@ -60,12 +63,27 @@ for (const { target, server, unit, shareTolerance } of TARGETS) {
 
       it(`descent at ${THRESHOLD * 100} %: a total, every hot function found, shares and calls as the trace has them`, async () => {
         const out = join(dir, 'descent.json');
-        const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', program, '--threshold', `${THRESHOLD * 100}%`, '--out', out], {
-          cwd: dir,
-          encoding: 'utf8',
-          timeout: 240_000,
-          env: { ...process.env, [OWNER_TAG_VAR]: tag },
-        });
+        const r = spawnSync(
+          process.execPath,
+          [
+            join(repoRoot, 'dist', 'cli.js'),
+            'descent',
+            '--config',
+            '.vscode/launch.json',
+            '--name',
+            program,
+            '--threshold',
+            `${THRESHOLD * 100}%`,
+            '--out',
+            out,
+          ],
+          {
+            cwd: dir,
+            encoding: 'utf8',
+            timeout: 240_000,
+            env: { ...process.env, [OWNER_TAG_VAR]: tag },
+          },
+        );
         assert.equal(r.status, 0, r.stderr);
         assert.doesNotMatch(r.stdout + r.stderr, /reconfigured SysTick|programEnd/, 'no false alarm, no call for a hidden setting');
         const doc = await loadResultSetDocument(out);
@@ -75,15 +93,22 @@ for (const { target, server, unit, shareTolerance } of TARGETS) {
         // main calling exit closes the window at that call; main returning, at its return.
         const callsExit = oracle.edges.some((e) => e.caller === 'main' && e.callee === 'exit');
         const window = windowOf(oracle, callsExit ? 'exit' : undefined);
-        assert.ok(Math.abs(total * unit - window.total) <= Math.max(0.001 * window.total, 2 * unit), `total ${total} x ${unit} vs the trace's window ${window.total}`);
+        assert.ok(
+          Math.abs(total * unit - window.total) <= Math.max(0.001 * window.total, 2 * unit),
+          `total ${total} x ${unit} vs the trace's window ${window.total}`,
+        );
 
         const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
-        const oracleShare = (name: string): number => (oracle.functions.find((f) => f.name === name || f.aliases.includes(name))?.inclusive ?? 0) / window.total;
+        const oracleShare = (name: string): number =>
+          (oracle.functions.find((f) => f.name === name || f.aliases.includes(name))?.inclusive ?? 0) / window.total;
         const hot = [...window.inside].filter((n) => oracleShare(n) >= THRESHOLD);
         assert.ok(hot.length >= 1, 'the trace has hot functions');
         for (const name of hot) {
           const o = outcomes.get(name);
-          assert.ok(o?.status === 'measured' || (o?.status === 'unmeasurable' && o.bound! >= THRESHOLD), `${name} is at ${(100 * oracleShare(name)).toFixed(2)} % in the trace but the descent says ${o?.status}`);
+          assert.ok(
+            o?.status === 'measured' || (o?.status === 'unmeasurable' && o.bound! >= THRESHOLD),
+            `${name} is at ${(100 * oracleShare(name)).toFixed(2)} % in the trace but the descent says ${o?.status}`,
+          );
         }
         for (const p of [...outcomes.values()].filter((o) => o.status === 'pruned')) {
           assert.ok(oracleShare(p.name) < THRESHOLD, `${p.name} was pruned but the trace puts it at ${oracleShare(p.name)}`);

@@ -50,7 +50,12 @@ for (const target of TARGETS) {
       await h.start();
       const samples = new SampleCollector(h);
       const terminated = h.dc.waitForEvent('terminated', 60_000);
-      await h.dc.launch(qemuLaunchArgs(target, 'singlepass', { stopAtEntry: false, server: { type: 'qemu', machine: target === 'rv32' ? 'virt' : 'mps2-an386', instructionCounts: true } }));
+      await h.dc.launch(
+        qemuLaunchArgs(target, 'singlepass', {
+          stopAtEntry: false,
+          server: { type: 'qemu', machine: target === 'rv32' ? 'virt' : 'mps2-an386', instructionCounts: true },
+        }),
+      );
       // Started while QEMU still waits at reset: nothing has run, so the counts cover the whole program.
       const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-plugin' })).body as StartSamplingResponse;
       assert.equal(started.sampler.attribution, 'exact-count');
@@ -99,20 +104,28 @@ for (const target of TARGETS) {
         const truth = oracleMap(oracle, 'functions');
         const oracleTotal = [...truth.values()].reduce((a, b) => a + b, 0);
         const e = profileError(sampled, truth);
-        console.log(`# ${target} monitor${singlestep ? ' -singlestep' : ''}: ${samples.total} samples, function-level e = ${(e * 100).toFixed(2)} %, line-level e = ${(profileError(byLine(samples.counts, samples.locations), oracleMap(oracle, 'lines')) * 100).toFixed(2)} %`);
+        console.log(
+          `# ${target} monitor${singlestep ? ' -singlestep' : ''}: ${samples.total} samples, function-level e = ${(e * 100).toFixed(2)} %, line-level e = ${(profileError(byLine(samples.counts, samples.locations), oracleMap(oracle, 'lines')) * 100).toFixed(2)} %`,
+        );
         // Host time is what the monitor samples, not guest instructions: TCG runs some code faster
         // per instruction than other code, so shares carry a bias beyond the statistical bound that
         // moves with the host's load (function-level e measured 9-46 %; docs/benchmarks.md has the
         // figures, bench/sampling.ts measures them). A bound on e would be a bound on host timing, so
         // the check is the ranking, which load does not upset: the oracle's four heaviest functions
         // are among the six most sampled.
-        const topSampled = [...sampled].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([n]) => n);
-        for (const [name] of [...truth].sort((a, b) => b[1] - a[1]).slice(0, 4)) assert.ok(topSampled.includes(name), `${name} not among ${topSampled.join(', ')}`);
+        const topSampled = [...sampled]
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 6)
+          .map(([n]) => n);
+        for (const [name] of [...truth].sort((a, b) => b[1] - a[1]).slice(0, 4))
+          assert.ok(topSampled.includes(name), `${name} not among ${topSampled.join(', ')}`);
         assert.ok(samples.events.every((ev) => ev.sampler === 'qemu-monitor'));
         for (const [name, count] of [...truth].sort((a, b) => b[1] - a[1]).slice(0, 8)) {
           const k = sampled.get(name) ?? 0;
           const ci = wilsonInterval(k, samples.total, 3.29);
-          console.log(`#   ${name}: oracle ${((count / oracleTotal) * 100).toFixed(2)} %, sampled ${((k / samples.total) * 100).toFixed(2)} % [${(ci.low * 100).toFixed(2)}, ${(ci.high * 100).toFixed(2)}]`);
+          console.log(
+            `#   ${name}: oracle ${((count / oracleTotal) * 100).toFixed(2)} %, sampled ${((k / samples.total) * 100).toFixed(2)} % [${(ci.low * 100).toFixed(2)}, ${(ci.high * 100).toFixed(2)}]`,
+          );
         }
       });
     }
@@ -123,7 +136,8 @@ for (const target of TARGETS) {
       const samples = new SampleCollector(h);
       await h.launchToEntry(qemuLaunchArgs(target, 'hotloop'));
       await h.dc.continueRequest({ threadId: 1 });
-      const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'gdb-halting', rateHz: 100, eventIntervalMs: 100 })).body as StartSamplingResponse;
+      const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'gdb-halting', rateHz: 100, eventIntervalMs: 100 }))
+        .body as StartSamplingResponse;
       assert.equal(started.sampler.halting, true);
       assert.equal(started.sampler.attribution, 'halting');
       await samples.waitFor((c) => c.total >= 40, 60_000, '40 halting samples');
@@ -153,7 +167,8 @@ for (const target of TARGETS) {
       await h.dc.continueRequest({ threadId: 1 });
       await samples.waitFor((c) => c.total >= resumedFrom + 20, 60_000, 'samples after resuming');
       // Every sample lies in the program's code.
-      for (const address of samples.counts.keys()) assert.ok(samples.locations.get(address)?.function !== undefined, `0x${address.toString(16)} outside every function`);
+      for (const address of samples.counts.keys())
+        assert.ok(samples.locations.get(address)?.function !== undefined, `0x${address.toString(16)} outside every function`);
     });
   });
 }
@@ -168,7 +183,15 @@ describe('PC sampling: choosing a sampler', () => {
   it('names every sampler and what it needs when the one asked for is not available', async () => {
     await h.launchToEntry(qemuLaunchArgs('rv32', 'hotloop'));
     const list = (await h.dc.customRequest(CustomRequests.samplers)).body as SamplersResponse;
-    assert.deepEqual(list.samplers.map((s) => [s.id, s.available]), [['qemu-plugin', false], ['qemu-monitor', true], ['openocd-pcsr', false], ['gdb-halting', true]]);
+    assert.deepEqual(
+      list.samplers.map((s) => [s.id, s.available]),
+      [
+        ['qemu-plugin', false],
+        ['qemu-monitor', true],
+        ['openocd-pcsr', false],
+        ['gdb-halting', true],
+      ],
+    );
     // Each says how close to exact counts it is, as measured against the oracle.
     assert.match(list.samplers[0]!.accuracy, /^exact/);
     assert.match(list.samplers[1]!.accuracy, /biased by host time.*function-level error/);

@@ -46,7 +46,10 @@ describe('the exact sampler in the packaged extension', () => {
       await h.dc.configurationDoneRequest();
       await terminated;
       // QEMU was started with the package's plugin, not the checkout's.
-      const command = h.output.join('').split('\n').find((l) => l.includes('-plugin'));
+      const command = h.output
+        .join('')
+        .split('\n')
+        .find((l) => l.includes('-plugin'));
       assert.ok(command?.includes(join(unpacked, 'extension', 'dist', 'qemu-plugin', platformDir, 'qemuInsnCount.so')), command);
       assert.equal(samples.total, oracle.totals.instructions);
     } finally {

@@ -12,7 +12,9 @@ import { ToolTarget } from './binutils';
 import { OracleOptions, RegionRequest, formatTopTable, runOracle } from './oracle';
 
 function usage(message: string): never {
-  process.stderr.write(`${message}\nusage: cli.js --elf FILE [--target rv32|cortex-m4] [--log LOG] [--keep-log PATH] [--out JSON] [--max-instructions N] [--timeout S] [--region NAME=START,END]... [--handler SYMBOL]... [--top N]\n`);
+  process.stderr.write(
+    `${message}\nusage: cli.js --elf FILE [--target rv32|cortex-m4] [--log LOG] [--keep-log PATH] [--out JSON] [--max-instructions N] [--timeout S] [--region NAME=START,END]... [--handler SYMBOL]... [--top N]\n`,
+  );
   process.exit(2);
 }
 

@@ -67,7 +67,10 @@ export class CodeModel {
     this.functions = functions.map((f) => ({ ...f }));
     this.outsideId = this.functions.length;
     this.functions.push({ name: OUTSIDE, start: 0, end: 0 });
-    this.sortedFunctions = this.functions.map((_, i) => i).filter((i) => i !== this.outsideId).sort((a, b) => this.functions[a]!.start - this.functions[b]!.start);
+    this.sortedFunctions = this.functions
+      .map((_, i) => i)
+      .filter((i) => i !== this.outsideId)
+      .sort((a, b) => this.functions[a]!.start - this.functions[b]!.start);
     this.entryOf = Float64Array.from(this.functions, (f) => (f.name === OUTSIDE ? -1 : f.start));
 
     const sorted = [...instructions].sort((a, b) => a.address - b.address);
@@ -105,7 +108,16 @@ export class CodeModel {
       const f = owners.get(key);
       const end = insn.address + insn.size;
       if (f) f.end = Math.max(f.end, end, sym.address + sym.size);
-      else owners.set(key, { name: sym.name, start: sym.address, end: Math.max(end, sym.address + sym.size), aliases: img.symbols.aliasesAt(sym.address).map((s) => s.name).filter((n) => n !== sym.name) });
+      else
+        owners.set(key, {
+          name: sym.name,
+          start: sym.address,
+          end: Math.max(end, sym.address + sym.size),
+          aliases: img.symbols
+            .aliasesAt(sym.address)
+            .map((s) => s.name)
+            .filter((n) => n !== sym.name),
+        });
     }
     const functions = [...owners.values()].sort((a, b) => a.start - b.start);
 

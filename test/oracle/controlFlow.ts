@@ -72,7 +72,26 @@ function classifyThumb(mnemonic: string, operands: string, target: number | unde
 /** x1 (ra) and x5 (t0) are the link registers of the RISC-V calling convention (spec 2.5, RAS hints). */
 const LINK = new Set(['ra', 'x1', 't0', 'x5']);
 const ZERO = new Set(['zero', 'x0']);
-const RV_BRANCH = new Set(['beq', 'bne', 'blt', 'bge', 'bltu', 'bgeu', 'c.beqz', 'c.bnez', 'beqz', 'bnez', 'blez', 'bgez', 'bltz', 'bgtz', 'bgt', 'ble', 'bgtu', 'bleu']);
+const RV_BRANCH = new Set([
+  'beq',
+  'bne',
+  'blt',
+  'bge',
+  'bltu',
+  'bgeu',
+  'c.beqz',
+  'c.bnez',
+  'beqz',
+  'bnez',
+  'blez',
+  'bgez',
+  'bltz',
+  'bgtz',
+  'bgt',
+  'ble',
+  'bgtu',
+  'bleu',
+]);
 
 /** RV32 by mnemonic, from `objdump -M no-aliases` (aliases such as `ret` and `j` accepted too). */
 function classifyRiscv(mnemonic: string, operands: string, target: number | undefined): FlowKind {

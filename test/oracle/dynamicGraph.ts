@@ -8,7 +8,11 @@ import type { OracleSummary } from './oracle';
  * that the adapter's recording equals the oracle's counts. The benchmarks and the grouped-descent
  * tests use it where recording by breakpoints would take minutes.
  */
-export function dynamicGraphFromOracle(graph: CallGraphResponse, oracle: OracleSummary, windowRoot: string): CallGraphResponse & { interrupts: CallGraphResponse['edges'] } {
+export function dynamicGraphFromOracle(
+  graph: CallGraphResponse,
+  oracle: OracleSummary,
+  windowRoot: string,
+): CallGraphResponse & { interrupts: CallGraphResponse['edges'] } {
   const names = new Set(graph.functions.map((f) => f.name));
   const toGraph = new Map<string, string>();
   for (const f of oracle.functions) for (const n of [f.name, ...f.aliases]) if (names.has(n) && !toGraph.has(f.name)) toGraph.set(f.name, n);

@@ -105,19 +105,31 @@ export async function runOracle(options: OracleOptions): Promise<OracleSummary> 
       }
       qemu = await runQemuTrace({ target, elf, logPath: log, timeoutMs: options.timeoutMs, maxInstructions: options.maxInstructions });
       if (qemu.timedOut) {
-        throw new Error(`QEMU did not finish within ${(options.timeoutMs ?? 120_000) / 1000} s: the program may not exit; bound the run with --max-instructions`);
+        throw new Error(
+          `QEMU did not finish within ${(options.timeoutMs ?? 120_000) / 1000} s: the program may not exit; bound the run with --max-instructions`,
+        );
       }
       // A QEMU killed by a signal left a trace that stops mid-program (its log buffer is lost too):
       // every share read from it would be wrong, so it is no reference.
       if (qemu.signal && !qemu.stoppedAtLimit) {
-        throw new Error(`QEMU was killed by ${qemu.signal} before the program ended, so its trace is incomplete; stderr: ${qemu.stderr.trim().slice(-400) || '(empty)'}`);
+        throw new Error(
+          `QEMU was killed by ${qemu.signal} before the program ended, so its trace is incomplete; stderr: ${qemu.stderr.trim().slice(-400) || '(empty)'}`,
+        );
       }
     }
     const analyzer = new TraceAnalyzer(model, regions);
     const started = process.hrtime.bigint();
     const stats = await parseTraceFile(log, analyzer.consume, options.maxInstructions);
     const parseSeconds = Number(process.hrtime.bigint() - started) / 1e9;
-    return summarize(target, elf, options.log ? log : options.keepLog ? log : null, qemu, { ...stats, parseSeconds, linesPerSecond: Math.round(stats.lines / Math.max(parseSeconds, 1e-9)) }, analyzer.result(), img);
+    return summarize(
+      target,
+      elf,
+      options.log ? log : options.keepLog ? log : null,
+      qemu,
+      { ...stats, parseSeconds, linesPerSecond: Math.round(stats.lines / Math.max(parseSeconds, 1e-9)) },
+      analyzer.result(),
+      img,
+    );
   } finally {
     if (tempDir) rmSync(tempDir, { recursive: true, force: true });
   }
@@ -215,7 +227,17 @@ export function resolveLocation(img: ElfImage, spec: string | number, region: st
 export function formatTopTable(summary: OracleSummary, topN = 15): string {
   const t = summary.totals;
   const pct = (n: number): string => `${((100 * n) / Math.max(1, t.instructions)).toFixed(2)}%`;
-  const rows = summary.functions.slice(0, topN).map((f) => [f.name, String(f.exclusive), pct(f.exclusive), String(f.inclusive), pct(f.inclusive), String(f.calls), f.interrupts ? String(f.interrupts) : '']);
+  const rows = summary.functions
+    .slice(0, topN)
+    .map((f) => [
+      f.name,
+      String(f.exclusive),
+      pct(f.exclusive),
+      String(f.inclusive),
+      pct(f.inclusive),
+      String(f.calls),
+      f.interrupts ? String(f.interrupts) : '',
+    ]);
   const header = ['function', 'exclusive', '%', 'inclusive', '%', 'calls', 'irqs'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const fmt = (r: string[]): string => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
@@ -226,7 +248,9 @@ export function formatTopTable(summary: OracleSummary, topN = 15): string {
     ...rows.map(fmt),
   ];
   for (const r of summary.regions) {
-    out.push(`region ${r.name} 0x${r.start.toString(16)}..0x${r.end.toString(16)}: ${r.count} passes, min ${r.min ?? '-'}, max ${r.max ?? '-'}, mean ${r.mean === null ? '-' : r.mean.toFixed(1)}`);
+    out.push(
+      `region ${r.name} 0x${r.start.toString(16)}..0x${r.end.toString(16)}: ${r.count} passes, min ${r.min ?? '-'}, max ${r.max ?? '-'}, mean ${r.mean === null ? '-' : r.mean.toFixed(1)}`,
+    );
   }
   for (const a of summary.anomalies) out.push(`anomaly ${a.kind}: ${a.count}`);
   return out.join('\n');

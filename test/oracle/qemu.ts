@@ -37,7 +37,8 @@ export function qemuCommand(target: ToolTarget, elf: string, logPath: string): s
   // reference must repeat exactly.
   const trace = ['-icount', 'shift=0,sleep=off', '-singlestep', '-d', 'exec,nochain', '-D', logPath];
   const common = ['-nographic', '-monitor', 'none'];
-  if (target === 'rv32') return ['qemu-system-riscv32', '-M', 'virt', '-bios', 'none', ...common, '-semihosting-config', 'enable=on,target=native', '-kernel', elf, ...trace];
+  if (target === 'rv32')
+    return ['qemu-system-riscv32', '-M', 'virt', '-bios', 'none', ...common, '-semihosting-config', 'enable=on,target=native', '-kernel', elf, ...trace];
   return ['qemu-system-arm', '-M', 'mps2-an386', ...common, '-semihosting-config', 'enable=on,target=native', '-kernel', elf, ...trace];
 }
 

@@ -326,7 +326,10 @@ export function buildSamples(targets: readonly ToolTarget[], variants: readonly 
     for (const v of variants) {
       const elf = join(dir, `${v.name}.elf`);
       // Relative source paths on purpose: the line tables then need DW_AT_comp_dir / directory 0.
-      run('sh', ['-c', `cd '${dir}' && ${[tool(target, 'gcc'), ...COMPILE_FLAGS[target], ...v.flags, '-nostdlib', '-ffreestanding', '-Wl,--no-warn-rwx-segments', '-T', 'link.ld', 'start.S', 'main.c', 'board.c', 'sub/helper.c', '-o', elf].join(' ')}`]);
+      run('sh', [
+        '-c',
+        `cd '${dir}' && ${[tool(target, 'gcc'), ...COMPILE_FLAGS[target], ...v.flags, '-nostdlib', '-ffreestanding', '-Wl,--no-warn-rwx-segments', '-T', 'link.ld', 'start.S', 'main.c', 'board.c', 'sub/helper.c', '-o', elf].join(' ')}`,
+      ]);
       builds.push({ target, variant: v.name, elf, dir, runnable: v.runnable === true });
     }
   }

@@ -70,7 +70,10 @@ export class TraceAnalyzer {
   private readonly markLists: RegionState[][] = [];
   private readonly anomalies = new Map<string, Anomaly>();
 
-  constructor(private readonly model: CodeModel, regions: readonly RegionSpec[] = []) {
+  constructor(
+    private readonly model: CodeModel,
+    regions: readonly RegionSpec[] = [],
+  ) {
     const f = model.functions.length;
     this.onStack = new Int32Array(f);
     this.inclStart = new Float64Array(f);
@@ -529,7 +532,12 @@ export class TraceAnalyzer {
       functions,
       edges,
       addresses,
-      regions: this.regions.map((r) => ({ ...r.result, passes: [...r.result.passes], passesExcludingInterrupts: [...r.result.passesExcludingInterrupts], openAtEnd: r.open })),
+      regions: this.regions.map((r) => ({
+        ...r.result,
+        passes: [...r.result.passes],
+        passesExcludingInterrupts: [...r.result.passesExcludingInterrupts],
+        openAtEnd: r.open,
+      })),
       root: stack[0] ?? '',
       maxStackDepth: this.maxDepth,
       finalStack: stack,

@@ -71,7 +71,11 @@ export class TraceLogParser {
    * @param sink receives confirmed PCs in batches (the array is reused after the call returns)
    * @param maxInstructions stop after this many instructions (Infinity: no bound)
    */
-  constructor(private readonly sink: PcSink, maxInstructions = Infinity, batchSize = 1 << 16) {
+  constructor(
+    private readonly sink: PcSink,
+    maxInstructions = Infinity,
+    batchSize = 1 << 16,
+  ) {
     this.batch = new Uint32Array(batchSize);
     this.limit = maxInstructions;
   }

@@ -14,8 +14,13 @@ export type { StackFrameRow, VariableRow } from './debugWorkbench';
  * Chromium's background connections (updates, sync, QUIC probes), and each refusal costs time.
  */
 const chromiumArgs = [
-  '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run', '--disable-quic',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
 ];
 export const chromiumPath = process.env.CYCLELENS_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -86,10 +91,15 @@ export class CodeServerHarness extends DebugWorkbench {
 
     const stateDir = join(e2eOutputDir, options.name);
     rmSync(stateDir, { recursive: true, force: true });
-    const workspace = options.workspace ?? demoWorkspace.createDemoWorkspace({
-      dir: join(stateDir, 'workspace'), build: Boolean(options.requireFirmware), allowMissingFirmware: !options.requireFirmware,
-      ...(options.program ? { program: options.program } : {}), ...(options.server ? { server: options.server } : {}),
-    }).dir;
+    const workspace =
+      options.workspace ??
+      demoWorkspace.createDemoWorkspace({
+        dir: join(stateDir, 'workspace'),
+        build: Boolean(options.requireFirmware),
+        allowMissingFirmware: !options.requireFirmware,
+        ...(options.program ? { program: options.program } : {}),
+        ...(options.server ? { server: options.server } : {}),
+      }).dir;
     const userDataDir = join(stateDir, 'user-data');
     const extensionsDir = join(stateDir, 'extensions');
     t = Date.now();
@@ -98,11 +108,23 @@ export class CodeServerHarness extends DebugWorkbench {
 
     t = Date.now();
     const server = await codeServer.startCodeServer({
-      userDataDir, extensionsDir, folder: workspace,
+      userDataDir,
+      extensionsDir,
+      folder: workspace,
       settings: { ...codeServer.defaultSettings(options.theme ? { theme: options.theme } : {}), ...options.settings },
     });
     try {
-      return await CodeServerHarness.connect({ server, workspace, stateDir, userDataDir, extensionsDir, vsixPath, viewport: options.viewport, timings: { codeServerInstallMs, vsixMs, installExtensionMs }, startedAt: t });
+      return await CodeServerHarness.connect({
+        server,
+        workspace,
+        stateDir,
+        userDataDir,
+        extensionsDir,
+        vsixPath,
+        viewport: options.viewport,
+        timings: { codeServerInstallMs, vsixMs, installExtensionMs },
+        startedAt: t,
+      });
     } catch (e) {
       await server.stop();
       throw e;
@@ -114,8 +136,15 @@ export class CodeServerHarness extends DebugWorkbench {
    * and waits for its workbench. Closing the harness stops `server` (its stop() decides what that means).
    */
   static async connect(o: {
-    server: RunningCodeServer; workspace: string; stateDir: string; userDataDir: string; extensionsDir: string; vsixPath: string;
-    viewport?: { width: number; height: number }; timings?: Omit<HarnessTimings, 'startupToWorkbenchMs'>; startedAt?: number;
+    server: RunningCodeServer;
+    workspace: string;
+    stateDir: string;
+    userDataDir: string;
+    extensionsDir: string;
+    vsixPath: string;
+    viewport?: { width: number; height: number };
+    timings?: Omit<HarnessTimings, 'startupToWorkbenchMs'>;
+    startedAt?: number;
   }): Promise<CodeServerHarness> {
     const t = o.startedAt ?? Date.now();
     let browser: Browser | undefined;
@@ -126,7 +155,18 @@ export class CodeServerHarness extends DebugWorkbench {
       const context = await browser.newContext({ viewport: o.viewport ?? { width: 1600, height: 1000 } });
       const page = await context.newPage();
       const timings: HarnessTimings = { codeServerInstallMs: 0, vsixMs: 0, installExtensionMs: 0, ...o.timings, startupToWorkbenchMs: 0 };
-      const harness = new CodeServerHarness(page, browser, o.server, o.server.url, o.workspace, o.stateDir, o.userDataDir, o.extensionsDir, o.vsixPath, timings);
+      const harness = new CodeServerHarness(
+        page,
+        browser,
+        o.server,
+        o.server.url,
+        o.workspace,
+        o.stateDir,
+        o.userDataDir,
+        o.extensionsDir,
+        o.vsixPath,
+        timings,
+      );
       // A loaded machine serves the workbench's first page slowly: its load is not what a test judges.
       await page.goto(o.server.url, { timeout: 180_000 });
       await harness.waitForWorkbench();

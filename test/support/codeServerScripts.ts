@@ -35,8 +35,15 @@ export interface CodeServerLib {
   installExtension(vsixPath: string, extensionsDir: string, userDataDir?: string): string;
   listExtensions(extensionsDir: string, userDataDir?: string): string[];
   startCodeServer(options: {
-    port?: number; host?: string; userDataDir: string; extensionsDir: string; folder?: string;
-    settings?: Record<string, unknown>; env?: Record<string, string>; logFile?: string; timeoutMs?: number;
+    port?: number;
+    host?: string;
+    userDataDir: string;
+    extensionsDir: string;
+    folder?: string;
+    settings?: Record<string, unknown>;
+    env?: Record<string, string>;
+    logFile?: string;
+    timeoutMs?: number;
   }): Promise<RunningCodeServer>;
   taggedProcesses(tag: string, variable?: string): number[];
   freePort(host?: string): Promise<number>;
@@ -51,10 +58,9 @@ export interface VsixLib {
 
 export interface DemoWorkspaceLib {
   demoConfigurations: { name: string; target: string; machine: string }[];
-  createDemoWorkspace(options?: {
-    dir?: string; program?: string; server?: Record<string, unknown>; build?: boolean; allowMissingFirmware?: boolean;
-  }): {
-    dir: string; missingFirmware: string[];
+  createDemoWorkspace(options?: { dir?: string; program?: string; server?: Record<string, unknown>; build?: boolean; allowMissingFirmware?: boolean }): {
+    dir: string;
+    missingFirmware: string[];
   };
 }
 
@@ -68,7 +74,9 @@ function load<T>(file: string): Promise<T> {
 
 export async function importScriptsLib(): Promise<{ codeServer: CodeServerLib; vsix: VsixLib; demoWorkspace: DemoWorkspaceLib }> {
   const [codeServer, vsix, demoWorkspace] = await Promise.all([
-    load<CodeServerLib>('codeServer.mjs'), load<VsixLib>('vsix.mjs'), load<DemoWorkspaceLib>('demoWorkspace.mjs'),
+    load<CodeServerLib>('codeServer.mjs'),
+    load<VsixLib>('vsix.mjs'),
+    load<DemoWorkspaceLib>('demoWorkspace.mjs'),
   ]);
   return { codeServer, vsix, demoWorkspace };
 }

@@ -26,7 +26,8 @@ function escapeRegExp(text: string): string {
  */
 export function functionLine(file: string, name: string): number {
   const re = new RegExp(`^[A-Za-z_].*\\b${escapeRegExp(name)}\\s*\\(`);
-  const hits = readFileSync(file, 'utf8').split('\n')
+  const hits = readFileSync(file, 'utf8')
+    .split('\n')
     .map((text, i) => ({ text, line: i + 1 }))
     .filter(({ text }) => re.test(text) && !/;\s*$/.test(text));
   if (hits.length !== 1) throw new Error(`${name} is defined ${hits.length} times in ${file} (expected exactly once)`);
@@ -59,16 +60,22 @@ export async function revealLine(h: CodeServerHarness, line: number): Promise<vo
   await input.fill(`:${line}`);
   await h.page.keyboard.press('Enter');
   await h.page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: 10_000 });
-  await activeEditor(h).locator('.margin-view-overlays .line-numbers', { hasText: new RegExp(`^\\s*${line}\\s*$`) })
-    .first().waitFor({ state: 'visible', timeout: 10_000 });
+  await activeEditor(h)
+    .locator('.margin-view-overlays .line-numbers', { hasText: new RegExp(`^\\s*${line}\\s*$`) })
+    .first()
+    .waitFor({ state: 'visible', timeout: 10_000 });
 }
 
 /** The y (top) of each rendered line number of the active editor. */
 async function lineTops(h: CodeServerHarness): Promise<{ line: number; top: number; bottom: number }[]> {
-  return activeEditor(h).locator('.margin-view-overlays .line-numbers').evaluateAll((els) => els.map((e) => {
-    const r = e.getBoundingClientRect();
-    return { line: Number((e.textContent ?? '').trim()), top: r.top, bottom: r.bottom };
-  }));
+  return activeEditor(h)
+    .locator('.margin-view-overlays .line-numbers')
+    .evaluateAll((els) =>
+      els.map((e) => {
+        const r = e.getBoundingClientRect();
+        return { line: Number((e.textContent ?? '').trim()), top: r.top, bottom: r.bottom };
+      }),
+    );
 }
 
 /**
@@ -127,33 +134,43 @@ export interface CodeLensRow {
 /** The CodeLens of the active editor that are drawn now, each with the line below it (the line it belongs to). */
 export async function codeLenses(h: CodeServerHarness): Promise<CodeLensRow[]> {
   const tops = await lineTops(h);
-  const lenses = await activeEditor(h).locator('.contentWidgets .codelens-decoration').evaluateAll((els) => els
-    // Monaco keeps the widgets of lines scrolled out of view in the DOM, hidden.
-    .filter((e) => getComputedStyle(e).visibility !== 'hidden')
-    .map((e) => {
-      // A codicon is drawn as an empty span with class codicon-<name>: put its name back in the text.
-      const clone = e.cloneNode(true) as HTMLElement;
-      for (const icon of Array.from(clone.querySelectorAll('[class*="codicon-"]'))) {
-        const name = Array.from(icon.classList).find((c) => c.startsWith('codicon-') && c !== 'codicon-modifier-spin');
-        icon.replaceWith(`$(${name ? name.slice('codicon-'.length) : '?'})`);
-      }
-      const r = e.getBoundingClientRect();
-      return { text: (clone.textContent ?? '').replace(/\u00a0/g, ' ').trim(), bottom: r.bottom };
-    }));
+  const lenses = await activeEditor(h)
+    .locator('.contentWidgets .codelens-decoration')
+    .evaluateAll((els) =>
+      els
+        // Monaco keeps the widgets of lines scrolled out of view in the DOM, hidden.
+        .filter((e) => getComputedStyle(e).visibility !== 'hidden')
+        .map((e) => {
+          // A codicon is drawn as an empty span with class codicon-<name>: put its name back in the text.
+          const clone = e.cloneNode(true) as HTMLElement;
+          for (const icon of Array.from(clone.querySelectorAll('[class*="codicon-"]'))) {
+            const name = Array.from(icon.classList).find((c) => c.startsWith('codicon-') && c !== 'codicon-modifier-spin');
+            icon.replaceWith(`$(${name ? name.slice('codicon-'.length) : '?'})`);
+          }
+          const r = e.getBoundingClientRect();
+          return { text: (clone.textContent ?? '').replace(/\u00a0/g, ' ').trim(), bottom: r.bottom };
+        }),
+    );
   // A CodeLens is drawn in a view zone directly above its line: the line whose top is its bottom.
   return lenses.map((l) => ({
     text: l.text,
-    line: tops.find((t) => t.top >= l.bottom - 4 && t.top - l.bottom <= (t.bottom - t.top))?.line,
+    line: tops.find((t) => t.top >= l.bottom - 4 && t.top - l.bottom <= t.bottom - t.top)?.line,
   }));
 }
 
 /** Waits until the active editor shows a CodeLens above `line` matching `text`; returns it. */
 export async function waitForCodeLens(h: CodeServerHarness, line: number, text: RegExp, timeoutMs = 20_000): Promise<CodeLensRow> {
-  const rows = await poll(() => codeLenses(h), (ls) => ls.some((l) => l.line === line && text.test(l.text)), timeoutMs);
+  const rows = await poll(
+    () => codeLenses(h),
+    (ls) => ls.some((l) => l.line === line && text.test(l.text)),
+    timeoutMs,
+  );
   const found = rows.find((l) => l.line === line && text.test(l.text));
   if (!found) {
     const above = rows.filter((l) => l.line === line).map((l) => l.text);
-    throw new Error(`no CodeLens matching ${text} above line ${line} within ${timeoutMs / 1000} s (above it: ${JSON.stringify(above)}; all: ${JSON.stringify(rows)})`);
+    throw new Error(
+      `no CodeLens matching ${text} above line ${line} within ${timeoutMs / 1000} s (above it: ${JSON.stringify(above)}; all: ${JSON.stringify(rows)})`,
+    );
   }
   return found;
 }
@@ -196,7 +213,13 @@ export async function lineNumberMenu(h: CodeServerHarness, line: number, item: s
   await new Promise((r) => setTimeout(r, 300));
   for (let attempt = 1; ; attempt++) {
     await entry.click();
-    const closed = await menu.first().waitFor({ state: 'hidden', timeout: 2000 }).then(() => true, () => false);
+    const closed = await menu
+      .first()
+      .waitFor({ state: 'hidden', timeout: 2000 })
+      .then(
+        () => true,
+        () => false,
+      );
     if (closed) return;
     if (attempt === 2) throw new Error(`the line-number context menu did not close after clicking "${item}" twice`);
   }
@@ -205,9 +228,9 @@ export async function lineNumberMenu(h: CodeServerHarness, line: number, item: s
 /** Lines of the active editor whose glyph margin shows a gutter icon whose image URL contains `image`. */
 export async function gutterIconLines(h: CodeServerHarness, image: string): Promise<number[]> {
   const tops = await lineTops(h);
-  const marks = await activeEditor(h).locator('.cgmr').evaluateAll((els, img) => els
-    .filter((e) => getComputedStyle(e).backgroundImage.includes(img))
-    .map((e) => e.getBoundingClientRect().top), image);
+  const marks = await activeEditor(h)
+    .locator('.cgmr')
+    .evaluateAll((els, img) => els.filter((e) => getComputedStyle(e).backgroundImage.includes(img)).map((e) => e.getBoundingClientRect().top), image);
   const lines = marks.map((y) => tops.find((t) => Math.abs(t.top - y) < 3)?.line).filter((l): l is number => l !== undefined);
   return [...new Set(lines)].sort((a, b) => a - b);
 }
@@ -220,12 +243,14 @@ export async function hoverOnLine(h: CodeServerHarness, line: number, contains: 
   await h.dismissHover();
   const at = (await lineTops(h)).find((t) => t.line === line);
   if (!at) throw new Error(`line ${line} is not rendered`);
-  const spot = await activeEditor(h).locator('.view-lines .view-line').evaluateAll((els, y) => {
-    const row = els.find((e) => Math.abs(e.getBoundingClientRect().top - y) < 3);
-    const tokens = row ? Array.from(row.querySelectorAll('span[class^="mtk"]')).filter((t) => (t.textContent ?? '').trim() !== '') : [];
-    const r = tokens[tokens.length - 1]?.getBoundingClientRect();
-    return r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : undefined;
-  }, at.top);
+  const spot = await activeEditor(h)
+    .locator('.view-lines .view-line')
+    .evaluateAll((els, y) => {
+      const row = els.find((e) => Math.abs(e.getBoundingClientRect().top - y) < 3);
+      const tokens = row ? Array.from(row.querySelectorAll('span[class^="mtk"]')).filter((t) => (t.textContent ?? '').trim() !== '') : [];
+      const r = tokens[tokens.length - 1]?.getBoundingClientRect();
+      return r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : undefined;
+    }, at.top);
   if (!spot) throw new Error(`line ${line} has no text to hover`);
   await h.page.mouse.move(spot.x, spot.y);
   const hover = h.page.locator('.monaco-hover').filter({ hasText: contains }).first();
@@ -249,14 +274,21 @@ export async function showMeasurements(h: CodeServerHarness, done: (rows: TreeRo
 
 /** The text of every notification toast shown now (message and source), one string each. */
 export async function notifications(h: CodeServerHarness): Promise<string[]> {
-  return h.page.locator('.notifications-toasts .notification-toast').evaluateAll((els) => els
-    .map((e) => (e as HTMLElement).innerText.replace(/\s+/g, ' ').trim())
-    .filter((t) => t !== ''));
+  return h.page
+    .locator('.notifications-toasts .notification-toast')
+    .evaluateAll((els) => els.map((e) => (e as HTMLElement).innerText.replace(/\s+/g, ' ').trim()).filter((t) => t !== ''));
 }
 
 /** The status bar's text as drawn, whitespace collapsed (messages, items, the debug target). */
 export async function statusBarText(h: CodeServerHarness): Promise<string> {
-  return ((await h.page.locator('.part.statusbar').innerText().catch(() => '')) ?? '').replace(/\s+/g, ' ').trim();
+  return (
+    (await h.page
+      .locator('.part.statusbar')
+      .innerText()
+      .catch(() => '')) ?? ''
+  )
+    .replace(/\s+/g, ' ')
+    .trim();
 }
 
 /**
@@ -268,7 +300,11 @@ export async function answerInputBox(h: CodeServerHarness, value: string, timeou
   const input = widget.locator('input');
   await input.waitFor({ state: 'visible', timeout: timeoutMs });
   // The box opens empty and gets its value a moment later.
-  const offered = await poll(() => input.inputValue(), (v) => v !== '', 3000);
+  const offered = await poll(
+    () => input.inputValue(),
+    (v) => v !== '',
+    3000,
+  );
   const prompt = (await widget.innerText()).replace(/\s+/g, ' ').trim();
   await input.fill(value);
   await h.page.keyboard.press('Enter');
@@ -278,10 +314,14 @@ export async function answerInputBox(h: CodeServerHarness, value: string, timeou
 
 /** The text of the active editor as drawn (the lines currently rendered, top to bottom). */
 export async function activeEditorText(h: CodeServerHarness): Promise<string> {
-  const lines = await activeEditor(h).locator('.view-lines .view-line').evaluateAll((els) => els
-    .map((e) => ({ top: e.getBoundingClientRect().top, text: (e.textContent ?? '').replace(/\u00a0/g, ' ') }))
-    .sort((a, b) => a.top - b.top)
-    .map((l) => l.text));
+  const lines = await activeEditor(h)
+    .locator('.view-lines .view-line')
+    .evaluateAll((els) =>
+      els
+        .map((e) => ({ top: e.getBoundingClientRect().top, text: (e.textContent ?? '').replace(/\u00a0/g, ' ') }))
+        .sort((a, b) => a.top - b.top)
+        .map((l) => l.text),
+    );
   return lines.join('\n');
 }
 
@@ -309,7 +349,13 @@ export function processesMatching(pattern: RegExp): { pid: number; command: stri
  */
 export async function stopAndExpectNothingLeft(h: CodeServerHarness | undefined, processes = emulatorOrDebugger): Promise<void> {
   if (!h) return;
-  if (await h.debugToolbar().isVisible().catch(() => false)) await h.stopDebugging({ maxPresses: 3 });
+  if (
+    await h
+      .debugToolbar()
+      .isVisible()
+      .catch(() => false)
+  )
+    await h.stopDebugging({ maxPresses: 3 });
   const left = await h.waitForNoServerProcesses(processes, 10_000);
   const { survivors } = await h.stop();
   assert.deepEqual(left, [], `a debug session left processes running (${processes.source})`);

@@ -42,9 +42,12 @@ export class DebugWorkbench extends WorkbenchDriver {
   async selectDebugConfiguration(label: string, timeoutMs = 15_000): Promise<void> {
     const select = await this.showRunAndDebug(timeoutMs);
     await select.click();
-    const row = this.page.locator('.monaco-select-box-dropdown-container .monaco-list-row').filter({
-      has: this.page.locator('.option-text', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }),
-    }).first();
+    const row = this.page
+      .locator('.monaco-select-box-dropdown-container .monaco-list-row')
+      .filter({
+        has: this.page.locator('.option-text', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }),
+      })
+      .first();
     await row.waitFor({ state: 'visible', timeout: timeoutMs });
     await row.click();
   }
@@ -78,11 +81,17 @@ export class DebugWorkbench extends WorkbenchDriver {
 
   /** The frames in the CALL STACK view, top first. */
   async callStack(): Promise<StackFrameRow[]> {
-    const rows = await this.viewPane('Call Stack').locator('.monaco-list-row').evaluateAll((els) => els.sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index'))).map((e) => ({
-      name: (e.querySelector('.stack-frame .label')?.textContent ?? '').trim(),
-      file: (e.querySelector('.file-name')?.textContent ?? '').trim(),
-      line: Number((e.querySelector('.line-number')?.textContent ?? '').trim().split(':')[0]),
-    })));
+    const rows = await this.viewPane('Call Stack')
+      .locator('.monaco-list-row')
+      .evaluateAll((els) =>
+        els
+          .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
+          .map((e) => ({
+            name: (e.querySelector('.stack-frame .label')?.textContent ?? '').trim(),
+            file: (e.querySelector('.file-name')?.textContent ?? '').trim(),
+            line: Number((e.querySelector('.line-number')?.textContent ?? '').trim().split(':')[0]),
+          })),
+      );
     return rows.filter((r) => r.name !== '');
   }
 
@@ -103,17 +112,29 @@ export class DebugWorkbench extends WorkbenchDriver {
 
   /** The text next to the CALL STACK title: "Paused on breakpoint", "Paused on step" ... */
   async callStackState(): Promise<string> {
-    return (await this.viewPane('Call Stack').locator(':scope > .pane-header .call-stack-state-message').first().innerText().catch(() => '')).trim();
+    return (
+      await this.viewPane('Call Stack')
+        .locator(':scope > .pane-header .call-stack-state-message')
+        .first()
+        .innerText()
+        .catch(() => '')
+    ).trim();
   }
 
   /** The rows of the VARIABLES view that are rendered now. */
   async variables(): Promise<VariableRow[]> {
-    return this.viewPane('Variables').locator('.monaco-list-row').evaluateAll((els) => els.sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index'))).map((e) => {
-      const level = Number(e.getAttribute('aria-level') ?? 0);
-      const name = (e.querySelector('.name')?.textContent ?? e.textContent ?? '').trim().replace(/\s*[=:]$/, ''); // drawn as "st ="
-      const value = (e.querySelector('.value')?.textContent ?? '').trim();
-      return { level, name, value };
-    }));
+    return this.viewPane('Variables')
+      .locator('.monaco-list-row')
+      .evaluateAll((els) =>
+        els
+          .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
+          .map((e) => {
+            const level = Number(e.getAttribute('aria-level') ?? 0);
+            const name = (e.querySelector('.name')?.textContent ?? e.textContent ?? '').trim().replace(/\s*[=:]$/, ''); // drawn as "st ="
+            const value = (e.querySelector('.value')?.textContent ?? '').trim();
+            return { level, name, value };
+          }),
+      );
   }
 
   /** Waits until the VARIABLES view lists every one of `names` at `level` (2: a scope's variables). */
@@ -123,16 +144,20 @@ export class DebugWorkbench extends WorkbenchDriver {
       const rows = await this.variables();
       const shown = rows.filter((r) => r.level === level).map((r) => r.name);
       if (names.every((n) => shown.includes(n))) return rows;
-      if (Date.now() > deadline) throw new Error(`VARIABLES does not list ${names.join(', ')} within ${timeoutMs / 1000} s (it shows ${shown.join(', ') || 'nothing'})`);
+      if (Date.now() > deadline)
+        throw new Error(`VARIABLES does not list ${names.join(', ')} within ${timeoutMs / 1000} s (it shows ${shown.join(', ') || 'nothing'})`);
       await sleep(100);
     }
   }
 
   /** Expands the variable `name` (at `level`) in the VARIABLES view and waits for its children. */
   async expandVariable(name: string, level = 2, timeoutMs = 15_000): Promise<VariableRow[]> {
-    const row = this.viewPane('Variables').locator(`.monaco-list-row[aria-level="${level}"]`).filter({
-      has: this.page.locator('.name', { hasText: new RegExp(`^\\s*${escapeRegExp(name)}\\s*[=:]?\\s*$`) }),
-    }).first();
+    const row = this.viewPane('Variables')
+      .locator(`.monaco-list-row[aria-level="${level}"]`)
+      .filter({
+        has: this.page.locator('.name', { hasText: new RegExp(`^\\s*${escapeRegExp(name)}\\s*[=:]?\\s*$`) }),
+      })
+      .first();
     await row.waitFor({ state: 'visible', timeout: timeoutMs });
     if ((await row.getAttribute('aria-expanded')) !== 'true') await row.locator('.monaco-tl-twistie').click();
     const deadline = Date.now() + timeoutMs;
@@ -155,7 +180,12 @@ export class DebugWorkbench extends WorkbenchDriver {
     const maxPresses = options.maxPresses ?? 2;
     for (let presses = 1; presses <= maxPresses; presses++) {
       await this.page.keyboard.press('Shift+F5');
-      const gone = await this.debugToolbar().waitFor({ state: 'hidden', timeout: options.perPressMs ?? 10_000 }).then(() => true, () => false);
+      const gone = await this.debugToolbar()
+        .waitFor({ state: 'hidden', timeout: options.perPressMs ?? 10_000 })
+        .then(
+          () => true,
+          () => false,
+        );
       if (gone) return { presses, ended: true };
     }
     return { presses: maxPresses, ended: false };

@@ -92,7 +92,8 @@ export function checkGprof(x: ExportedFiles, fig: StackFigures, elf: string, too
   const byName = functionsByName(model);
   for (const [name, row] of flat) {
     const calls = byName.get(name)?.calls;
-    if (row.calls !== undefined && calls !== undefined && model.edges.some((e) => model.functions[e.callee]!.name === name)) assert.equal(row.calls, calls, `${name} calls`);
+    if (row.calls !== undefined && calls !== undefined && model.edges.some((e) => model.functions[e.callee]!.name === name))
+      assert.equal(row.calls, calls, `${name} calls`);
   }
 }
 
@@ -103,9 +104,16 @@ export async function checkReadBack(x: ExportedFiles, fig: StackFigures, drawnFu
   const folded = functionsByName(importFolded(readFileSync(x.file('folded'), 'utf8')));
   for (const [name, value] of fig.on) near(fig, folded.get(name)?.inclusive?.value, value, name, 'folded inclusive');
   const cpu = JSON.parse(readFileSync(x.file('cpuprofile'), 'utf8')) as { nodes: { callFrame: { functionName: string } }[]; samples: number[] };
-  for (const name of fig.top.keys()) assert.ok(cpu.nodes.some((n) => n.callFrame.functionName === name), `${name} in the .cpuprofile`);
+  for (const name of fig.top.keys())
+    assert.ok(
+      cpu.nodes.some((n) => n.callFrame.functionName === name),
+      `${name} in the .cpuprofile`,
+    );
   const csv = importCsv(readFileSync(x.file('csv'), 'utf8'), { linesText: readFileSync(x.file('csv-lines'), 'utf8') });
-  assert.deepEqual(csv.functions.map((f) => [f.name, f.inclusive?.value, f.calls, f.status]), model.functions.map((f) => [f.name, f.inclusive?.value, f.calls, f.status]));
+  assert.deepEqual(
+    csv.functions.map((f) => [f.name, f.inclusive?.value, f.calls, f.status]),
+    model.functions.map((f) => [f.name, f.inclusive?.value, f.calls, f.status]),
+  );
   assert.match(dotToSvg(x.file('dot')), new RegExp(drawnFunction));
   const saved = await loadProfile(x.file('json'));
   assert.deepEqual({ ...saved, createdAt: '' }, { ...model, createdAt: '' });

@@ -223,10 +223,11 @@ export function assemble(tc: GnuToolchain, source: string, base = 0x1000, link =
 export function disassembleBytes(tc: GnuToolchain, bytes: Uint8Array, address: number): ObjdumpLine[] {
   return withTempDir((dir) => {
     writeFileSync(join(dir, 'raw.bin'), bytes);
-    run(`${tc.prefix}objcopy`, [
-      '-I', 'binary', '-O', tc.rawElf.format, '-B', tc.rawElf.arch,
-      '--rename-section', '.data=.text,alloc,code,contents,load', 'raw.bin', 'raw.o',
-    ], dir);
+    run(
+      `${tc.prefix}objcopy`,
+      ['-I', 'binary', '-O', tc.rawElf.format, '-B', tc.rawElf.arch, '--rename-section', '.data=.text,alloc,code,contents,load', 'raw.bin', 'raw.o'],
+      dir,
+    );
     const out = run(`${tc.prefix}objdump`, ['-d', '--insn-width=16', `--adjust-vma=0x${address.toString(16)}`, ...tc.objdumpFlags, 'raw.o'], dir);
     return parseObjdump(out, tc.commentChar);
   });

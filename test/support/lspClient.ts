@@ -2,8 +2,17 @@ import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import {
-  createProtocolConnection, IPCMessageReader, IPCMessageWriter, StreamMessageReader, StreamMessageWriter, type CodeLens, type Diagnostic, type Hover, type InlayHint,
-  type ProtocolConnection, type PublishDiagnosticsParams,
+  createProtocolConnection,
+  IPCMessageReader,
+  IPCMessageWriter,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type CodeLens,
+  type Diagnostic,
+  type Hover,
+  type InlayHint,
+  type ProtocolConnection,
+  type PublishDiagnosticsParams,
 } from 'vscode-languageserver-protocol/node';
 
 /**
@@ -16,7 +25,10 @@ export class LspTestClient {
   private readonly logs: string[] = [];
   private readonly exited: Promise<number | null>;
 
-  private constructor(child: ChildProcess, private readonly connection: ProtocolConnection) {
+  private constructor(
+    child: ChildProcess,
+    private readonly connection: ProtocolConnection,
+  ) {
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
     connection.onNotification('textDocument/publishDiagnostics', (p: PublishDiagnosticsParams) => this.diagnostics.set(p.uri, p.diagnostics));
     connection.onNotification('window/logMessage', (m: { message: string }) => this.logs.push(m.message));
@@ -88,7 +100,10 @@ export class LspTestClient {
   }
 
   inlayHints(uri: string, startLine: number, endLine: number): Promise<InlayHint[] | null> {
-    return this.connection.sendRequest('textDocument/inlayHint', { textDocument: { uri }, range: { start: { line: startLine, character: 0 }, end: { line: endLine, character: 0 } } });
+    return this.connection.sendRequest('textDocument/inlayHint', {
+      textDocument: { uri },
+      range: { start: { line: startLine, character: 0 }, end: { line: endLine, character: 0 } },
+    });
   }
 
   diagnosticsOf(uri: string): Diagnostic[] | undefined {

@@ -19,7 +19,12 @@ const types: Record<string, string> = { '.js': 'text/javascript', '.css': 'text/
 export const PANEL_NONCE = 'testnonce0123456789abcdefABCDEF0';
 
 export class PanelPage {
-  private constructor(private readonly server: Server, private readonly browser: Browser, readonly page: Page, readonly errors: string[]) {}
+  private constructor(
+    private readonly server: Server,
+    private readonly browser: Browser,
+    readonly page: Page,
+    readonly errors: string[],
+  ) {}
 
   static async open(options: { theme?: 'vscode-light' | 'vscode-dark'; viewport?: { width: number; height: number } } = {}): Promise<PanelPage> {
     let origin = '';
@@ -27,7 +32,16 @@ export class PanelPage {
       const url = new URL(req.url ?? '/', 'http://localhost');
       if (url.pathname === '/panel.html') {
         res.writeHead(200, { 'content-type': 'text/html' });
-        res.end(panelHtml({ cspSource: origin, nonce: PANEL_NONCE, scriptUri: `${origin}/dist/webview.js`, workerUri: `${origin}/dist/webviewLayout.js`, styleUri: `${origin}/media/webview.css`, title: 'profile' }));
+        res.end(
+          panelHtml({
+            cspSource: origin,
+            nonce: PANEL_NONCE,
+            scriptUri: `${origin}/dist/webview.js`,
+            workerUri: `${origin}/dist/webviewLayout.js`,
+            styleUri: `${origin}/media/webview.css`,
+            title: 'profile',
+          }),
+        );
         return;
       }
       // Chromium asks for a favicon by itself; the page never does.
@@ -67,11 +81,22 @@ export class PanelPage {
         // page can be looked at in both themes outside VS Code.
         if (themeClass === 'vscode-dark') {
           const dark: Record<string, string> = {
-            '--vscode-editor-background': '#1f1f1f', '--vscode-foreground': '#cccccc', '--vscode-editor-foreground': '#cccccc',
-            '--vscode-panel-border': '#2b2b2b', '--vscode-descriptionForeground': '#9d9d9d', '--vscode-input-background': '#313131',
-            '--vscode-input-foreground': '#cccccc', '--vscode-button-secondaryBackground': '#313131', '--vscode-button-secondaryForeground': '#cccccc',
-            '--vscode-list-hoverBackground': '#2a2d2e', '--vscode-editorLineNumber-foreground': '#6e7681', '--vscode-focusBorder': '#0078d4',
-            '--vscode-charts-red': '#f14c4c', '--vscode-charts-orange': '#d18616', '--vscode-charts-yellow': '#cca700', '--vscode-charts-blue': '#3794ff',
+            '--vscode-editor-background': '#1f1f1f',
+            '--vscode-foreground': '#cccccc',
+            '--vscode-editor-foreground': '#cccccc',
+            '--vscode-panel-border': '#2b2b2b',
+            '--vscode-descriptionForeground': '#9d9d9d',
+            '--vscode-input-background': '#313131',
+            '--vscode-input-foreground': '#cccccc',
+            '--vscode-button-secondaryBackground': '#313131',
+            '--vscode-button-secondaryForeground': '#cccccc',
+            '--vscode-list-hoverBackground': '#2a2d2e',
+            '--vscode-editorLineNumber-foreground': '#6e7681',
+            '--vscode-focusBorder': '#0078d4',
+            '--vscode-charts-red': '#f14c4c',
+            '--vscode-charts-orange': '#d18616',
+            '--vscode-charts-yellow': '#cca700',
+            '--vscode-charts-blue': '#3794ff',
           };
           for (const [k, v] of Object.entries(dark)) document.documentElement.style.setProperty(k, v);
         }

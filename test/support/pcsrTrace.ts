@@ -74,7 +74,8 @@ export function outsideBinomialBound(sampled: ReadonlyMap<string, number>, truth
     const k = sampled.get(name) ?? 0;
     const p = (truth.get(name) ?? 0) / total;
     const bound = z * Math.sqrt(n * p * (1 - p)) + 1;
-    if (Math.abs(k - n * p) > bound) out.push(`${name}: sampled ${k} of ${n}, oracle share ${(p * 100).toFixed(3)} % (expected ${(n * p).toFixed(0)} ± ${bound.toFixed(0)})`);
+    if (Math.abs(k - n * p) > bound)
+      out.push(`${name}: sampled ${k} of ${n}, oracle share ${(p * 100).toFixed(3)} % (expected ${(n * p).toFixed(0)} ± ${bound.toFixed(0)})`);
   }
   return out;
 }

@@ -20,7 +20,13 @@ export const expected = {
 export type SampleName = keyof typeof expected.inclusive;
 
 export function sampleProfile(addresses: Partial<Record<SampleName, { address: number; size: number }>> = {}, executable = '/fw/singlepass.elf'): Profile {
-  const p = emptyProfile({ generator: 'test', program: { executable, family: 'riscv' }, unit: { kind: 'instructions' }, provenance: { kind: 'exact', counter: 'minstret' }, createdAt: '2026-01-01T00:00:00.000Z' });
+  const p = emptyProfile({
+    generator: 'test',
+    program: { executable, family: 'riscv' },
+    unit: { kind: 'instructions' },
+    provenance: { kind: 'exact', counter: 'minstret' },
+    createdAt: '2026-01-01T00:00:00.000Z',
+  });
   const fn = (id: number, name: SampleName, calls: number | undefined, self?: number): ProfileFunction => ({
     id,
     name,

@@ -55,13 +55,18 @@ export class WorkbenchDriver {
    */
   async runCommand(title: string, timeoutMs = 15_000): Promise<void> {
     await this.quickOpen(`>${title}`, timeoutMs);
-    const row = this.quickInput().locator('.monaco-list-row').filter({
-      has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(title)}$`) }),
-    }).first();
+    const row = this.quickInput()
+      .locator('.monaco-list-row')
+      .filter({
+        has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(title)}$`) }),
+      })
+      .first();
     await row.waitFor({ state: 'visible', timeout: timeoutMs });
     await row.click();
     // Some commands open a picker of their own in the same widget; the caller then goes on in it.
-    await this.quickInput().waitFor({ state: 'hidden', timeout: 2000 }).catch(() => undefined);
+    await this.quickInput()
+      .waitFor({ state: 'hidden', timeout: 2000 })
+      .catch(() => undefined);
   }
 
   /**
@@ -83,18 +88,23 @@ export class WorkbenchDriver {
    */
   async openView(name: string, timeoutMs = 15_000): Promise<void> {
     await this.quickOpen(`view ${name}`, timeoutMs);
-    const row = this.quickInput().locator('.monaco-list-row').filter({
-      has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(name)}$`) }),
-    }).first();
+    const row = this.quickInput()
+      .locator('.monaco-list-row')
+      .filter({
+        has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(name)}$`) }),
+      })
+      .first();
     await row.waitFor({ state: 'visible', timeout: timeoutMs });
     await row.click();
     await this.quickInput().waitFor({ state: 'hidden', timeout: timeoutMs });
     // A view that shares its container has an expanded header; one alone in it has none (the
     // container's title stands in), so the header is waited for briefly and not required.
-    await this.page.locator('.pane-header.expanded .title', { hasText: new RegExp(`^${escapeRegExp(name)}$`, 'i') })
-      .first().waitFor({ state: 'visible', timeout: 3000 }).catch(() => undefined);
+    await this.page
+      .locator('.pane-header.expanded .title', { hasText: new RegExp(`^${escapeRegExp(name)}$`, 'i') })
+      .first()
+      .waitFor({ state: 'visible', timeout: 3000 })
+      .catch(() => undefined);
   }
-
 
   /**
    * Opens a workspace file by its path relative to the folder, through Quick Open. `textEditor: false`
@@ -103,9 +113,13 @@ export class WorkbenchDriver {
   async openFile(relPath: string, timeoutMs = 15_000, options: { textEditor?: boolean } = {}): Promise<void> {
     await this.quickOpen(relPath, timeoutMs);
     const name = basename(relPath);
-    const row = this.quickInput().locator('.monaco-list-row').filter({
-      has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(name)}$`) }),
-    }).filter({ hasText: relPath.includes('/') ? relPath.slice(0, relPath.lastIndexOf('/')) : '' }).first();
+    const row = this.quickInput()
+      .locator('.monaco-list-row')
+      .filter({
+        has: this.page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(name)}$`) }),
+      })
+      .filter({ hasText: relPath.includes('/') ? relPath.slice(0, relPath.lastIndexOf('/')) : '' })
+      .first();
     await row.waitFor({ state: 'visible', timeout: timeoutMs });
     await row.click();
     await this.page.locator('.tab.active', { hasText: name }).waitFor({ state: 'visible', timeout: timeoutMs });
@@ -155,13 +169,21 @@ export class WorkbenchDriver {
    * one that an earlier action opens asynchronously.
    */
   async closeQuickInput(appearMs = 0): Promise<void> {
-    if (appearMs > 0) await this.quickInput().waitFor({ state: 'visible', timeout: appearMs }).catch(() => undefined);
-    if (await this.quickInput().isVisible().catch(() => false)) {
+    if (appearMs > 0)
+      await this.quickInput()
+        .waitFor({ state: 'visible', timeout: appearMs })
+        .catch(() => undefined);
+    if (
+      await this.quickInput()
+        .isVisible()
+        .catch(() => false)
+    ) {
       await this.page.keyboard.press('Escape');
-      await this.quickInput().waitFor({ state: 'hidden', timeout: 5000 }).catch(() => undefined);
+      await this.quickInput()
+        .waitFor({ state: 'hidden', timeout: 5000 })
+        .catch(() => undefined);
     }
   }
-
 
   // ---- views, trees, hovers and editors, as a person sees them --------------------------------
 
@@ -190,12 +212,17 @@ export class WorkbenchDriver {
         return;
       } catch (e) {
         if (attempt === attempts) throw e;
-        const covering = await this.page.locator('.context-view .hover-contents:visible, .monaco-hover:visible, .workbench-hover:visible').allInnerTexts().catch(() => []);
+        const covering = await this.page
+          .locator('.context-view .hover-contents:visible, .monaco-hover:visible, .workbench-hover:visible')
+          .allInnerTexts()
+          .catch(() => []);
         const focused = await this.page.evaluate(() => {
           const a = document.activeElement;
           return a ? `${a.tagName.toLowerCase()}.${Array.from(a.classList).join('.')} "${(a.getAttribute('aria-label') ?? '').slice(0, 60)}"` : 'none';
         });
-        console.error(`[harness] a click was covered (attempt ${attempt}); hovers ${JSON.stringify(covering)}, focus on ${focused}; screenshot ${await this.screenshot(`covered-click-${attempt}`)}`);
+        console.error(
+          `[harness] a click was covered (attempt ${attempt}); hovers ${JSON.stringify(covering)}, focus on ${focused}; screenshot ${await this.screenshot(`covered-click-${attempt}`)}`,
+        );
         await this.dismissHover();
       }
     }
@@ -207,24 +234,33 @@ export class WorkbenchDriver {
    * is not their order on screen.
    */
   async treeRows(view: string): Promise<TreeRow[]> {
-    return this.viewPane(view).locator('.monaco-list-row').evaluateAll((rows) => rows.sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index'))).map((row) => {
-      const text = (selector: string) => (row.querySelector(selector)?.textContent ?? '').trim();
-      const icon = Array.from(row.querySelector('.custom-view-tree-node-item-icon')?.classList ?? []).find((c) => c.startsWith('codicon-'));
-      return {
-        label: text('.label-name'),
-        description: text('.label-description'),
-        ariaLabel: row.getAttribute('aria-label') ?? '',
-        level: Number(row.getAttribute('aria-level') ?? 0),
-        icon: icon?.slice('codicon-'.length),
-      };
-    }));
+    return this.viewPane(view)
+      .locator('.monaco-list-row')
+      .evaluateAll((rows) =>
+        rows
+          .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
+          .map((row) => {
+            const text = (selector: string) => (row.querySelector(selector)?.textContent ?? '').trim();
+            const icon = Array.from(row.querySelector('.custom-view-tree-node-item-icon')?.classList ?? []).find((c) => c.startsWith('codicon-'));
+            return {
+              label: text('.label-name'),
+              description: text('.label-description'),
+              ariaLabel: row.getAttribute('aria-label') ?? '',
+              level: Number(row.getAttribute('aria-level') ?? 0),
+              icon: icon?.slice('codicon-'.length),
+            };
+          }),
+      );
   }
 
   /** The row of tree view `view` whose label is exactly `label`. */
   treeItem(view: string, label: string): Locator {
-    return this.viewPane(view).locator('.monaco-list-row').filter({
-      has: this.page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }),
-    }).first();
+    return this.viewPane(view)
+      .locator('.monaco-list-row')
+      .filter({
+        has: this.page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }),
+      })
+      .first();
   }
 
   /** Waits until `view` has a row labelled `label` whose description matches `description`; returns the row. */
@@ -296,9 +332,12 @@ export class WorkbenchDriver {
     const widget = this.quickInput();
     await widget.locator('.monaco-list-row').first().waitFor({ state: 'visible', timeout: timeoutMs });
     for (const label of labels) {
-      const row = widget.locator('.monaco-list-row').filter({
-        has: this.page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }),
-      }).first();
+      const row = widget
+        .locator('.monaco-list-row')
+        .filter({
+          has: this.page.locator('.label-name', { hasText: new RegExp(`^\\s*${escapeRegExp(label)}\\s*$`) }),
+        })
+        .first();
       if (!(await row.isVisible())) {
         const offered = await widget.locator('.monaco-list-row .label-name').allInnerTexts();
         throw new Error(`the quick pick offers ${JSON.stringify(offered)}, not "${label}"`);
@@ -315,10 +354,14 @@ export class WorkbenchDriver {
   async quickPickItems(): Promise<{ label: string; description: string }[]> {
     const widget = this.quickInput();
     await widget.locator('.monaco-list-row').first().waitFor({ state: 'visible', timeout: 15_000 });
-    return widget.locator('.monaco-list-row').evaluateAll((rows) => rows.sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index'))).map((r) => ({
-      label: (r.querySelector('.label-name')?.textContent ?? '').trim(),
-      description: (r.querySelector('.label-description')?.textContent ?? '').trim(),
-    })));
+    return widget.locator('.monaco-list-row').evaluateAll((rows) =>
+      rows
+        .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
+        .map((r) => ({
+          label: (r.querySelector('.label-name')?.textContent ?? '').trim(),
+          description: (r.querySelector('.label-description')?.textContent ?? '').trim(),
+        })),
+    );
   }
 
   private activeEditor(): Locator {
@@ -336,13 +379,13 @@ export class WorkbenchDriver {
    */
   async decoratedLines(selector: string): Promise<number[]> {
     const editor = this.activeEditor();
-    const numbers = await editor.locator('.margin-view-overlays .line-numbers').evaluateAll((els) =>
-      els.map((e) => ({ line: Number((e.textContent ?? '').trim()), y: e.getBoundingClientRect().top })));
+    const numbers = await editor
+      .locator('.margin-view-overlays .line-numbers')
+      .evaluateAll((els) => els.map((e) => ({ line: Number((e.textContent ?? '').trim()), y: e.getBoundingClientRect().top })));
     const marks = await editor.locator(selector).evaluateAll((els) => els.map((e) => e.getBoundingClientRect().top));
     const lines = marks.map((y) => numbers.find((n) => Math.abs(n.y - y) < 3)?.line).filter((l): l is number => l !== undefined);
     return [...new Set(lines)].sort((a, b) => a - b);
   }
-
 
   // ---- themes, layout, screenshots ------------------------------------------------------------
 
@@ -378,7 +421,14 @@ export class WorkbenchDriver {
   }
 
   private async themeClass(): Promise<string> {
-    return this.page.locator('.monaco-workbench').first().evaluate((e) => Array.from(e.classList).filter((c) => /^(vs|vs-dark|hc-black|hc-light)$|^vscode-theme-/.test(c)).join(' '));
+    return this.page
+      .locator('.monaco-workbench')
+      .first()
+      .evaluate((e) =>
+        Array.from(e.classList)
+          .filter((c) => /^(vs|vs-dark|hc-black|hc-light)$|^vscode-theme-/.test(c))
+          .join(' '),
+      );
   }
 
   /** Drags the sash between the primary side bar and the editors so the side bar is `width` px wide. */
@@ -404,10 +454,12 @@ export class WorkbenchDriver {
   async growView(name: string, pixels: number): Promise<void> {
     const header = await this.viewPane(name).locator(':scope > .pane-header').boundingBox();
     if (!header) throw new Error(`the ${name} view is not visible`);
-    const sashes = await this.page.locator('.part.sidebar .monaco-sash.horizontal').evaluateAll((els) => els.map((e) => {
-      const r = e.getBoundingClientRect();
-      return { x: r.left + r.width / 2, y: r.top + r.height / 2, visible: r.width > 0 };
-    }));
+    const sashes = await this.page.locator('.part.sidebar .monaco-sash.horizontal').evaluateAll((els) =>
+      els.map((e) => {
+        const r = e.getBoundingClientRect();
+        return { x: r.left + r.width / 2, y: r.top + r.height / 2, visible: r.width > 0 };
+      }),
+    );
     const sash = sashes.filter((s) => s.visible).sort((a, b) => Math.abs(a.y - header.y) - Math.abs(b.y - header.y))[0];
     if (!sash || Math.abs(sash.y - header.y) > 10) {
       throw new Error(`no sash above the ${name} view's header at y=${header.y} (nearest at ${sash ? sash.y : 'none'})`);

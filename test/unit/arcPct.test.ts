@@ -64,8 +64,17 @@ describe('ArcPctUnit discovery', () => {
     const info = await unit.discover();
     assert.equal(info.present, true);
     assert.equal(info.unit, 'ARC PCT');
-    assert.deepEqual(info.slots.map((s) => [s.index, s.name, s.width, s.running]), [[0, 'PCT[0]', 32, false], [1, 'PCT[1]', 32, false]]);
-    assert.deepEqual(unit.events().map((e) => e.id), DEFAULT_CONDITIONS.slice(1).map((n) => `arc.${n}`));
+    assert.deepEqual(
+      info.slots.map((s) => [s.index, s.name, s.width, s.running]),
+      [
+        [0, 'PCT[0]', 32, false],
+        [1, 'PCT[1]', 32, false],
+      ],
+    );
+    assert.deepEqual(
+      unit.events().map((e) => e.id),
+      DEFAULT_CONDITIONS.slice(1).map((n) => `arc.${n}`),
+    );
     const crun = unit.events().find((e) => e.id === 'arc.crun');
     assert.match(crun?.description ?? '', /[Cc]ycles/);
   });
@@ -137,7 +146,10 @@ describe('ArcPctUnit counting against the model', () => {
     assert.equal(valueOf(readings, 1), delta('iall'));
     assert.ok(delta('crun') > delta('iall'), 'the back branch costs 2 cycles, so crun > iall');
     assert.ok(readings.every((r) => r.reliable));
-    assert.deepEqual(readings.map((r) => r.event), ['arc.crun', 'arc.iall']);
+    assert.deepEqual(
+      readings.map((r) => r.event),
+      ['arc.crun', 'arc.iall'],
+    );
   });
 
   for (const seed of [1, 7, 1234]) {
@@ -174,20 +186,26 @@ describe('ArcPctUnit counting against the model', () => {
     const at = access.log.length;
     await unit.configure(1, 'arc.iall');
     const writes = access.log.slice(at).filter((r) => r.op === 'write' && r.aux !== PctAux.PCT_CONTROL);
-    assert.deepEqual(writes.map((w) => [w.aux, w.value]), [
-      [PctAux.PCT_INDEX, 1],
-      [PctAux.PCT_CONFIG, 0],
-      [PctAux.PCT_COUNTL, 0],
-      [PctAux.PCT_COUNTH, 0],
-    ]);
+    assert.deepEqual(
+      writes.map((w) => [w.aux, w.value]),
+      [
+        [PctAux.PCT_INDEX, 1],
+        [PctAux.PCT_CONFIG, 0],
+        [PctAux.PCT_COUNTL, 0],
+        [PctAux.PCT_COUNTH, 0],
+      ],
+    );
     const at2 = access.log.length;
     await unit.start([1]);
     const w2 = access.log.slice(at2).filter((r) => r.op === 'write');
-    assert.deepEqual(w2.map((w) => [w.aux, w.value]), [
-      [PctAux.PCT_CONTROL, 1],
-      [PctAux.PCT_INDEX, 1],
-      [PctAux.PCT_CONFIG, DEFAULT_CONDITIONS.indexOf('iall')],
-    ]);
+    assert.deepEqual(
+      w2.map((w) => [w.aux, w.value]),
+      [
+        [PctAux.PCT_CONTROL, 1],
+        [PctAux.PCT_INDEX, 1],
+        [PctAux.PCT_CONFIG, DEFAULT_CONDITIONS.indexOf('iall')],
+      ],
+    );
   });
 
   it('stop freezes a slot (condition 0) and start resumes it with the remembered condition', async () => {
@@ -274,7 +292,10 @@ describe('ArcPctUnit counting against the model', () => {
     await unit.start([0, 1, 2]);
     assert.equal(pct.peekConfig(0), DEFAULT_CONDITIONS.indexOf('crun'));
     assert.equal(pct.peekConfig(1), DEFAULT_CONDITIONS.indexOf('iall'));
-    assert.deepEqual(unit.info().slots.map((s) => s.event), ['arc.crun', 'arc.iall', 'arc.ijmp']);
+    assert.deepEqual(
+      unit.info().slots.map((s) => s.event),
+      ['arc.crun', 'arc.iall', 'arc.ijmp'],
+    );
   });
 });
 
@@ -305,7 +326,7 @@ describe('ArcPctUnit errors and release', () => {
     await assert.rejects(unit.start([1]), isError(ErrorCode.CounterUnavailable, /configure it first/));
   });
 
-  it('release restores PCT_CONTROL, each touched slot\'s config and count, and PCT_INDEX', async () => {
+  it("release restores PCT_CONTROL, each touched slot's config and count, and PCT_INDEX", async () => {
     const { pct, cpu, unit } = rig({ counters: 4, width: 48 });
     // State firmware left behind: counter 1 counts iall and is at 1000; global enable off; index 3.
     pct.preset(1, DEFAULT_CONDITIONS.indexOf('iall'), 1000n);
@@ -323,7 +344,10 @@ describe('ArcPctUnit errors and release', () => {
     assert.equal(pct.peekConfig(2), 0);
     assert.equal(pct.peekCount(2), 0n);
     assert.equal(pct.read(PctAux.PCT_INDEX), 3);
-    assert.deepEqual(unit.info().slots.map((s) => s.event), [undefined, undefined, undefined, undefined]);
+    assert.deepEqual(
+      unit.info().slots.map((s) => s.event),
+      [undefined, undefined, undefined, undefined],
+    );
   });
 
   it('release leaves the global enable on when it was on before', async () => {
@@ -408,7 +432,10 @@ describe('ARC aux register access', () => {
 
   it('uses register names when the target description has them all', async () => {
     const stub = new ArcGdbStub();
-    const target = fakeTarget(stub, PCT_REGISTER_NAMES.map(([n]) => n));
+    const target = fakeTarget(
+      stub,
+      PCT_REGISTER_NAMES.map(([n]) => n),
+    );
     const access = await createArcAuxAccess(target);
     assert.ok(access instanceof RegisterAuxAccess);
     assert.equal(access.via, 'GDB registers');

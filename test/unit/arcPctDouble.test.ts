@@ -81,7 +81,10 @@ describe('ARC PCT register model (test double)', () => {
       m.write(PCT_AUX.PCT_CONFIG, cfg);
     });
     m.count({ iall: 4 });
-    assert.deepEqual([0, 1, 2].map((n) => m.peekCount(n)), [0n, 4n, 4n]);
+    assert.deepEqual(
+      [0, 1, 2].map((n) => m.peekCount(n)),
+      [0n, 4n, 4n],
+    );
   });
 
   it('keeps COUNTH to the build width: 32-bit builds read 0 there', () => {

@@ -23,7 +23,9 @@ const README_TAIL_CALLS: Array<[string, string, ToolTarget[]]> = [
   ['TIMER0_IRQHandler', 'app_timer_tick', ['cortex-m4']],
 ];
 
-const built = TARGETS.flatMap((target) => PROGRAMS.map((program) => ({ target, program, path: fixtureElf(target, program) }))).filter((f) => existsSync(f.path));
+const built = TARGETS.flatMap((target) => PROGRAMS.map((program) => ({ target, program, path: fixtureElf(target, program) }))).filter((f) =>
+  existsSync(f.path),
+);
 
 /** Direct linking calls in `objdump -d`: Thumb `bl`, RISC-V `jal rd,…` with rd != zero and `c.jal`. */
 function objdumpCalls(target: ToolTarget, elf: string): Array<{ site: number; target: number }> {
@@ -51,17 +53,28 @@ function within(graph: StaticCallGraph, address: number): string | undefined {
 describe('static call graph of the fixtures', { skip: built.length === 0 ? 'fixtures not built (make -C test/fixtures)' : false }, () => {
   for (const f of built) {
     const haveObjdump = hasTool(tool(f.target, 'objdump'));
-    it(`${f.target}/${f.program}: every direct call is an edge, and every edge a bl/jal in objdump`, { skip: haveObjdump ? false : `${tool(f.target, 'objdump')} not installed` }, () => {
-      const graph = staticCallGraph(ElfImage.loadSync(f.path));
-      assert.deepEqual(graph.incomplete, [], 'every function decodes to its end');
-      const address = new Map(graph.functions.map((fn) => [fn.name, fn.address]));
-      const ours = graph.edges.filter((e) => e.kind === 'call').flatMap((e) => e.sites.map((site) => `${site.toString(16)} -> ${address.get(e.callee)!.toString(16)}`)).sort();
-      // objdump also decodes data placed in .text (tables, strings): only calls inside functions count.
-      const theirs = objdumpCalls(f.target, f.path).filter((c) => within(graph, c.site) !== undefined).map((c) => `${c.site.toString(16)} -> ${c.target.toString(16)}`).sort();
-      assert.ok(theirs.length > 40, `objdump shows ${theirs.length} calls`);
-      assert.deepEqual(ours, theirs);
-      for (const e of graph.edges) for (const site of e.sites) assert.equal(within(graph, site), e.caller, `site 0x${site.toString(16)} of ${e.caller} -> ${e.callee}`);
-    });
+    it(
+      `${f.target}/${f.program}: every direct call is an edge, and every edge a bl/jal in objdump`,
+      { skip: haveObjdump ? false : `${tool(f.target, 'objdump')} not installed` },
+      () => {
+        const graph = staticCallGraph(ElfImage.loadSync(f.path));
+        assert.deepEqual(graph.incomplete, [], 'every function decodes to its end');
+        const address = new Map(graph.functions.map((fn) => [fn.name, fn.address]));
+        const ours = graph.edges
+          .filter((e) => e.kind === 'call')
+          .flatMap((e) => e.sites.map((site) => `${site.toString(16)} -> ${address.get(e.callee)!.toString(16)}`))
+          .sort();
+        // objdump also decodes data placed in .text (tables, strings): only calls inside functions count.
+        const theirs = objdumpCalls(f.target, f.path)
+          .filter((c) => within(graph, c.site) !== undefined)
+          .map((c) => `${c.site.toString(16)} -> ${c.target.toString(16)}`)
+          .sort();
+        assert.ok(theirs.length > 40, `objdump shows ${theirs.length} calls`);
+        assert.deepEqual(ours, theirs);
+        for (const e of graph.edges)
+          for (const site of e.sites) assert.equal(within(graph, site), e.caller, `site 0x${site.toString(16)} of ${e.caller} -> ${e.callee}`);
+      },
+    );
 
     it(`${f.target}/${f.program}: the tail calls of the fixture README, and source locations`, () => {
       const graph = staticCallGraph(ElfImage.loadSync(f.path));
@@ -101,7 +114,18 @@ describe('static call graph rules', () => {
           length: 4,
           bytes: new Uint8Array(4),
           mnemonic: op,
-          kind: ({ call: 'call', tail: 'branch', cond: 'condBranch', jump: 'branch', icall: 'indirectCall', ijump: 'indirectBranch', ret: 'return', nop: 'plain' } as const)[op as 'call']!,
+          kind: (
+            {
+              call: 'call',
+              tail: 'branch',
+              cond: 'condBranch',
+              jump: 'branch',
+              icall: 'indirectCall',
+              ijump: 'indirectBranch',
+              ret: 'return',
+              nop: 'plain',
+            } as const
+          )[op as 'call']!,
           readsPc: ref !== undefined,
           ...(ref !== undefined ? { target: target(ref) } : {}),
         })),
@@ -112,16 +136,26 @@ describe('static call graph rules', () => {
   const elf = { hasDebugInfo: false } as unknown as ElfImage;
 
   it('turns calls, tail jumps, conditional tail jumps and jumps into another body into edges', () => {
-    const g = buildCallGraph(elf, program({
-      main: [['call', 'a'], ['call', 'a'], ['tail', 'b']],
-      a: [['nop'], ['jump', 'a+0'], ['cond', 'c'], ['ret']],
-      b: [['icall'], ['tail', 'c+4']],
-      c: [['nop'], ['ret']],
-    }));
+    const g = buildCallGraph(
+      elf,
+      program({
+        main: [
+          ['call', 'a'],
+          ['call', 'a'],
+          ['tail', 'b'],
+        ],
+        a: [['nop'], ['jump', 'a+0'], ['cond', 'c'], ['ret']],
+        b: [['icall'], ['tail', 'c+4']],
+        c: [['nop'], ['ret']],
+      }),
+    );
     const edges = g.edges.map((e) => `${e.caller} -${e.kind}-> ${e.callee} x${e.sites.length}`);
     assert.deepEqual(edges, ['main -call-> a x2', 'main -tail-> b x1', 'a -tail-> c x1', 'b -tail-> c x1']);
     assert.deepEqual(g.indirectCallers, ['b']);
-    assert.deepEqual(g.crossJumps.map((j) => `${j.caller} -> ${j.callee}+${j.target - 0x4000}`), ['b -> c+4']);
+    assert.deepEqual(
+      g.crossJumps.map((j) => `${j.caller} -> ${j.callee}+${j.target - 0x4000}`),
+      ['b -> c+4'],
+    );
   });
 
   it('a register jump that is not a switch inside the function makes an indirect caller (a tail call through a pointer)', () => {
@@ -149,8 +183,14 @@ describe('static call graph rules', () => {
     const p = program({ helper: [['ret']], other: [['call', 'x']], x: [['ret']] });
     p.functions[2]!.name = 'helper';
     const g = buildCallGraph(elf, p);
-    assert.deepEqual(g.functions.map((f) => f.name), ['helper', 'other', 'helper@0x3000']);
-    assert.deepEqual(g.edges.map((e) => e.callee), ['helper@0x3000']);
+    assert.deepEqual(
+      g.functions.map((f) => f.name),
+      ['helper', 'other', 'helper@0x3000'],
+    );
+    assert.deepEqual(
+      g.edges.map((e) => e.callee),
+      ['helper@0x3000'],
+    );
   });
 
   it('reports a function whose decoding stopped', () => {

@@ -15,12 +15,44 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('cli arguments', () => {
   it('parses a descent with every option', () => {
-    const r = parseArgs(['descent', '--config', '.vscode/launch.json', '--name', 'QEMU RISC-V 32', '--threshold', '1%', '--slots', '8', '--out', 'r.json', '--dot=g.dot', '--root', 'main', '--root', 'trap_entry', '--timeout', '30', '--no-lookahead']);
+    const r = parseArgs([
+      'descent',
+      '--config',
+      '.vscode/launch.json',
+      '--name',
+      'QEMU RISC-V 32',
+      '--threshold',
+      '1%',
+      '--slots',
+      '8',
+      '--out',
+      'r.json',
+      '--dot=g.dot',
+      '--root',
+      'main',
+      '--root',
+      'trap_entry',
+      '--timeout',
+      '30',
+      '--no-lookahead',
+    ]);
     assert.equal(r.kind, 'run');
     if (r.kind !== 'run') return;
     assert.deepEqual(r.command, {
-      command: 'descent', config: '.vscode/launch.json', name: 'QEMU RISC-V 32', threshold: { kind: 'share', value: 0.01 }, slots: 8, start: 'main',
-      roots: ['main', 'trap_entry'], dwell: 10, rounds: 1, out: 'r.json', dot: 'g.dot', timeoutMs: 30_000, lookahead: false, groups: true,
+      command: 'descent',
+      config: '.vscode/launch.json',
+      name: 'QEMU RISC-V 32',
+      threshold: { kind: 'share', value: 0.01 },
+      slots: 8,
+      start: 'main',
+      roots: ['main', 'trap_entry'],
+      dwell: 10,
+      rounds: 1,
+      out: 'r.json',
+      dot: 'g.dot',
+      timeoutMs: 30_000,
+      lookahead: false,
+      groups: true,
     });
     const g = parseArgs(['descent', '--config', 'l.json', '--name', 'x', '--call-graph', 'calls.json', '--no-groups']);
     assert.ok(g.kind === 'run' && g.command.callGraph === 'calls.json' && g.command.groups === false);
@@ -115,11 +147,17 @@ describe('launch configuration', () => {
   });
 
   it('explains a wrong name, type or file', () => {
-    assert.throws(() => selectConfiguration(launchJson, 'l.json', 'QEMU ARM'), (e: Error) => e instanceof LaunchConfigError && /no configuration named "QEMU ARM"; CycleLens configurations there: "QEMU RISC-V 32"/.test(e.message));
+    assert.throws(
+      () => selectConfiguration(launchJson, 'l.json', 'QEMU ARM'),
+      (e: Error) => e instanceof LaunchConfigError && /no configuration named "QEMU ARM"; CycleLens configurations there: "QEMU RISC-V 32"/.test(e.message),
+    );
     assert.throws(() => selectConfiguration(launchJson, 'l.json', 'Other'), /of type "node", not "cyclelens"/);
     assert.throws(() => selectConfiguration('{ "configurations": [', 'l.json', 'x'), /l.json is not valid JSON/);
     assert.throws(() => selectConfiguration('{}', 'l.json', 'x'), /no "configurations" array/);
-    assert.throws(() => selectConfiguration(launchJson.replace('${workspaceFolder}', '${command:pickFile}'), 'l.json', 'QEMU RISC-V 32'), /\$\{command:pickFile\}, which the CLI cannot substitute/);
+    assert.throws(
+      () => selectConfiguration(launchJson.replace('${workspaceFolder}', '${command:pickFile}'), 'l.json', 'QEMU RISC-V 32'),
+      /\$\{command:pickFile\}, which the CLI cannot substitute/,
+    );
   });
 });
 
@@ -131,7 +169,11 @@ describe('DAP framing and client', () => {
     for (const cut of [1, 7, 17, a.length, a.length + 3, all.length - 1]) {
       const f = new DapFramer();
       const got = [...f.push(all.subarray(0, cut)), ...f.push(all.subarray(cut))];
-      assert.deepEqual(got.map((m) => m.seq), [1, 2], `cut at ${cut}`);
+      assert.deepEqual(
+        got.map((m) => m.seq),
+        [1, 2],
+        `cut at ${cut}`,
+      );
       assert.equal((got[0]!.body as { output: string }).output, 'héllo\r\n\r\n', 'Content-Length counts bytes, not characters');
     }
     assert.match(a.subarray(0, 24).toString(), /^Content-Length: \d+\r\n\r\n/);
@@ -158,9 +200,25 @@ describe('DAP framing and client', () => {
     const first = client.request('threads');
     const second = client.customRequest('cyclelens/read', { unit: 'x' });
     await tick();
-    assert.deepEqual(sent.map((m) => [m.seq, m.command, m.arguments]), [[1, 'threads', undefined], [2, 'cyclelens/read', { unit: 'x' }]]);
+    assert.deepEqual(
+      sent.map((m) => [m.seq, m.command, m.arguments]),
+      [
+        [1, 'threads', undefined],
+        [2, 'cyclelens/read', { unit: 'x' }],
+      ],
+    );
     adapterOut.write(encodeDapMessage({ seq: 10, type: 'response', request_seq: 2, success: true, command: 'cyclelens/read', body: { values: [] } }));
-    adapterOut.write(encodeDapMessage({ seq: 11, type: 'response', request_seq: 1, success: false, command: 'threads', message: 'x', body: { error: { id: 3, format: 'No {what} here', variables: { what: 'target' } } } }));
+    adapterOut.write(
+      encodeDapMessage({
+        seq: 11,
+        type: 'response',
+        request_seq: 1,
+        success: false,
+        command: 'threads',
+        message: 'x',
+        body: { error: { id: 3, format: 'No {what} here', variables: { what: 'target' } } },
+      }),
+    );
     assert.deepEqual(await second, { values: [] });
     await assert.rejects(first, /No target here/);
   });
@@ -255,10 +313,15 @@ describe('cyclelens CLI end to end (stand-in adapter)', () => {
   const adapter = join(dir, 'fakeAdapter.js');
   writeFileSync(adapter, FAKE_ADAPTER);
   const config = join(work, '.vscode', 'launch.json');
-  writeFileSync(config, JSON.stringify({ configurations: [
-    { name: 'Fake', type: 'cyclelens', request: 'launch', executable: '${workspaceFolder}/fw.elf', server: { type: 'qemu' } },
-    { name: 'Missing', type: 'cyclelens', request: 'launch', executable: '${workspaceFolder}/missing.elf', server: { type: 'qemu' } },
-  ] }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      configurations: [
+        { name: 'Fake', type: 'cyclelens', request: 'launch', executable: '${workspaceFolder}/fw.elf', server: { type: 'qemu' } },
+        { name: 'Missing', type: 'cyclelens', request: 'launch', executable: '${workspaceFolder}/missing.elf', server: { type: 'qemu' } },
+      ],
+    }),
+  );
 
   async function run(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string; log: string[] }> {
     const logFile = join(dir, `adapter-${Math.random().toString(36).slice(2)}.log`);
@@ -290,10 +353,16 @@ describe('cyclelens CLI end to end (stand-in adapter)', () => {
     assert.match(r.out, /^cold\s+measured/m);
     assert.ok(!r.log.some((l) => l.startsWith('cyclelens/inject ') && l.includes('"main"')), 'main spans the run: never injected');
     assert.equal(r.log[r.log.length - 1]!.split(' ')[0], 'disconnect');
-    assert.match(r.log.find((l) => l.startsWith('launch'))!, /"stopAtEntry":"main"/);
+    assert.match(
+      r.log.find((l) => l.startsWith('launch'))!,
+      /"stopAtEntry":"main"/,
+    );
     const saved = await loadResultSetDocument(out);
     assert.equal(saved.analysis?.scenario, 'descent');
-    assert.ok(saved.resultSets.every((rs) => rs.run.totals.instructions === 10_000), 'the baseline total, without payload overhead');
+    assert.ok(
+      saved.resultSets.every((rs) => rs.run.totals.instructions === 10_000),
+      'the baseline total, without payload overhead',
+    );
     assert.match(readFileSync(dot, 'utf8'), /^digraph cyclelens/);
   });
 

@@ -24,9 +24,18 @@ describe('cyclelens export and --export', () => {
   it('parses --export FORMAT:PATH (repeatable) and the export command', () => {
     const r = parseArgs(['descent', '--config', 'l.json', '--name', 'x', '--export', 'pprof:a.pb.gz', '--export=folded:b.folded']);
     assert.ok(r.kind === 'run');
-    if (r.kind === 'run') assert.deepEqual(r.command.exports?.map((e) => [e.format.id, e.path]), [['pprof', 'a.pb.gz'], ['folded', 'b.folded']]);
+    if (r.kind === 'run')
+      assert.deepEqual(
+        r.command.exports?.map((e) => [e.format.id, e.path]),
+        [
+          ['pprof', 'a.pb.gz'],
+          ['folded', 'b.folded'],
+        ],
+      );
     const e = parseArgs(['export', 'results.json', '--format', 'callgrind', '-o', 'out.callgrind']);
-    assert.ok(e.kind === 'export' && e.command.input === 'results.json' && e.command.target.format.id === 'callgrind' && e.command.target.path === 'out.callgrind');
+    assert.ok(
+      e.kind === 'export' && e.command.input === 'results.json' && e.command.target.format.id === 'callgrind' && e.command.target.path === 'out.callgrind',
+    );
   });
 
   it('refuses an unknown format or a missing part, naming the fix', () => {
@@ -46,7 +55,10 @@ describe('cyclelens export and --export', () => {
   it('checks every --export destination before anything runs', async () => {
     const io = capture();
     // The launch configuration does not exist either: the destination is reported first, so nothing started.
-    const code = await main(['descent', '--config', join(dir, 'missing-launch.json'), '--name', 'x', '--export', `pprof:${join(dir, 'no-such-folder', 'p.pb.gz')}`], io);
+    const code = await main(
+      ['descent', '--config', join(dir, 'missing-launch.json'), '--name', 'x', '--export', `pprof:${join(dir, 'no-such-folder', 'p.pb.gz')}`],
+      io,
+    );
     assert.equal(code, 1);
     assert.match(io.stderr, /--export pprof:.*no-such-folder.*p\.pb\.gz: .*the folder .*no-such-folder does not exist; create it or choose another path/);
     assert.doesNotMatch(io.stderr, /starting/);
@@ -75,7 +87,14 @@ describe('cyclelens export and --export', () => {
   });
 
   it('exports a saved result set and a profile file to every format', async () => {
-    const rs: ResultSet = { id: 'rs-1', createdAt: '2026-01-01T00:00:00.000Z', program: { executable: '/fw/fw.elf' }, run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1_000 }, method: 'software injection, minstret' }, measurements: [{ name: 'work', inclusive: { instructions: 600 }, calls: 3 }], refused: [] };
+    const rs: ResultSet = {
+      id: 'rs-1',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      program: { executable: '/fw/fw.elf' },
+      run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1_000 }, method: 'software injection, minstret' },
+      measurements: [{ name: 'work', inclusive: { instructions: 600 }, calls: 3 }],
+      refused: [],
+    };
     const rsPath = join(dir, 'results.json');
     await saveResultSetDocument(rsPath, resultSetDocument([rs]));
     const out = join(dir, 'exports');
@@ -103,7 +122,10 @@ describe('cyclelens export and --export', () => {
     const json = capture();
     assert.equal(await main(['export', profilePath, '--format', 'json', '-o', join(out, 'p.profile.json')], json), 0);
     assert.deepEqual(await loadProfile(join(out, 'p.profile.json')), sampleProfile());
-    assert.ok(readdirSync(out).every((n) => !n.endsWith('.tmp')), 'no temporary files left');
+    assert.ok(
+      readdirSync(out).every((n) => !n.endsWith('.tmp')),
+      'no temporary files left',
+    );
   });
 
   it('names the input file and the fix when it cannot be read', async () => {

@@ -12,7 +12,8 @@ const codec = new ArcCodec();
 const em = arcToolchain('em4_fpuda');
 const hs = arcToolchain('archs');
 // npm test builds ARC binutils in its set-up (scripts/buildArcBinutils.sh); without them these tests fail, never skip.
-const absent = 'arc-elf32 binutils are not installed: run scripts/buildArcBinutils.sh (builds GNU binutils 2.40 into the tool cache); the ARC codec is then checked against the real assembler';
+const absent =
+  'arc-elf32 binutils are not installed: run scripts/buildArcBinutils.sh (builds GNU binutils 2.40 into the tool cache); the ARC codec is then checked against the real assembler';
 if (!em) throw new Error(absent);
 const BASE = 0x10000;
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
@@ -144,18 +145,70 @@ const cases: Case[] = [
   { asm: 'add r2,pcl,r3', kind: 'plain', readsPc: true, length: 4 },
   { asm: 'mov r1,pcl', kind: 'plain', readsPc: true, length: 4 },
   { asm: 'st r0,[pcl,8]', kind: 'plain', readsPc: true, length: 4 },
-  s('lr r0,[0x250]', 4), s('lr r1,[r2]', 4), s('lr r0,[0x12345]', 8), s('sr r1,[0x255]', 4), s('sr 0x10000,[0x255]', 8),
-  s('sr r0,[r1]', 4), s('sr r0,[0x10000]', 8), s('flag 1', 4), s('kflag r0', 4), s('sleep', 4), s('swi', 4), s('sync', 4), s('brk', 4),
-  s('brk_s', 2), s('trap_s 3', 2), s('seti', 4), s('clri r0', 4), s('aex r0,[r1]', 4),
-  p('mov r0,0x12345678', 8), p('mov r0,r1', 4), p('mov r0,100', 4), p('mov_s r0,0x12345678', 6), p('mov_s r0,r13', 2),
-  p('add_s r0,r0,0x12345678', 6), p('cmp_s r0,0x12345678', 6), p('mov_s.ne r0,0x12345678', 6), p('mov_s r2,3', 2),
-  p('add r0,r1,r2', 4), p('add r0,r1,0x12345678', 8), p('add r0,0x12345678,r1', 8), p('add.f r0,r0,3', 4), p('add.eq r0,r0,r1', 4),
-  p('sub r0,r1,1000', 8), p('and r0,r0,0xff', 4), p('asl r0,r1,3', 4), p('asl r0,r1', 4), p('sexb r0,r1', 4),
-  p('sexb r0,0x80', 8), p('not r0,0x12345678', 8), p('mpy r0,r1,r2', 4), p('div r0,r1,r2', 4), p('cmp r0,0x12345678', 8), p('tst r0,1', 4),
-  p('ld r0,[r1,4]', 4), p('ld.ab r5,[sp,4]', 4), p('ld r0,[0x12345678]', 8), p('ld r0,[r1,r2]', 4), p('ldb r0,[r1,-1]', 4),
-  p('st r0,[r1,4]', 4), p('st.aw r5,[sp,-4]', 4), p('st 0x12345678,[r1,4]', 8), p('st r0,[0x12345678]', 8), p('stb 5,[r1]', 4),
-  p('push_s r13', 2), p('pop_s r13', 2), p('push_s blink', 2), p('pop_s blink', 2), p('ld_s r1,[r0,4]', 2), p('st_s r1,[sp,8]', 2),
-  p('sub_s r0,r0,r1', 2), p('add_s r0,r1,r2', 2), p('asl_s r0,r0,2', 2), p('ldi r0,[5]', 4), p('ldi_s r0,[5]', 2),
+  s('lr r0,[0x250]', 4),
+  s('lr r1,[r2]', 4),
+  s('lr r0,[0x12345]', 8),
+  s('sr r1,[0x255]', 4),
+  s('sr 0x10000,[0x255]', 8),
+  s('sr r0,[r1]', 4),
+  s('sr r0,[0x10000]', 8),
+  s('flag 1', 4),
+  s('kflag r0', 4),
+  s('sleep', 4),
+  s('swi', 4),
+  s('sync', 4),
+  s('brk', 4),
+  s('brk_s', 2),
+  s('trap_s 3', 2),
+  s('seti', 4),
+  s('clri r0', 4),
+  s('aex r0,[r1]', 4),
+  p('mov r0,0x12345678', 8),
+  p('mov r0,r1', 4),
+  p('mov r0,100', 4),
+  p('mov_s r0,0x12345678', 6),
+  p('mov_s r0,r13', 2),
+  p('add_s r0,r0,0x12345678', 6),
+  p('cmp_s r0,0x12345678', 6),
+  p('mov_s.ne r0,0x12345678', 6),
+  p('mov_s r2,3', 2),
+  p('add r0,r1,r2', 4),
+  p('add r0,r1,0x12345678', 8),
+  p('add r0,0x12345678,r1', 8),
+  p('add.f r0,r0,3', 4),
+  p('add.eq r0,r0,r1', 4),
+  p('sub r0,r1,1000', 8),
+  p('and r0,r0,0xff', 4),
+  p('asl r0,r1,3', 4),
+  p('asl r0,r1', 4),
+  p('sexb r0,r1', 4),
+  p('sexb r0,0x80', 8),
+  p('not r0,0x12345678', 8),
+  p('mpy r0,r1,r2', 4),
+  p('div r0,r1,r2', 4),
+  p('cmp r0,0x12345678', 8),
+  p('tst r0,1', 4),
+  p('ld r0,[r1,4]', 4),
+  p('ld.ab r5,[sp,4]', 4),
+  p('ld r0,[0x12345678]', 8),
+  p('ld r0,[r1,r2]', 4),
+  p('ldb r0,[r1,-1]', 4),
+  p('st r0,[r1,4]', 4),
+  p('st.aw r5,[sp,-4]', 4),
+  p('st 0x12345678,[r1,4]', 8),
+  p('st r0,[0x12345678]', 8),
+  p('stb 5,[r1]', 4),
+  p('push_s r13', 2),
+  p('pop_s r13', 2),
+  p('push_s blink', 2),
+  p('pop_s blink', 2),
+  p('ld_s r1,[r0,4]', 2),
+  p('st_s r1,[sp,8]', 2),
+  p('sub_s r0,r0,r1', 2),
+  p('add_s r0,r1,r2', 2),
+  p('asl_s r0,r0,2', 2),
+  p('ldi r0,[5]', 4),
+  p('ldi_s r0,[5]', 2),
 ];
 
 function assembleCases(tc: GnuToolchain): { lines: Map<number, ObjdumpLine>; sym: (n: string) => number; at: number[]; bytes: (a: number) => Uint8Array } {
@@ -231,7 +284,7 @@ function fuzz(tc: GnuToolchain, seed: number, size: number): { compared: number;
     }
     const k = objdumpKind(line);
     // Condition codes 0x10-0x1F are extension conditions: objdump prints a bare `b`/`bl`, we say conditional.
-    const extensionCondition = insn.length === 4 && (insn.bytes[1]! >> 3) <= 1 && (insn.bytes[2]! & 0x10) !== 0 && (insn.bytes[0]! & 1) === 0;
+    const extensionCondition = insn.length === 4 && insn.bytes[1]! >> 3 <= 1 && (insn.bytes[2]! & 0x10) !== 0 && (insn.bytes[0]! & 1) === 0;
     if (k !== undefined && !(extensionCondition && k === 'branch' && insn.kind === 'condBranch')) {
       assert.equal(insn.kind, k, `kind at ${hex(line.address)}: ${line.text}`);
       kinds++;
@@ -241,7 +294,10 @@ function fuzz(tc: GnuToolchain, seed: number, size: number): { compared: number;
   return { compared, targets, kinds };
 }
 
-for (const [name, tc] of [['EM (em4_fpuda)', em], ['HS (archs)', hs]] as const) {
+for (const [name, tc] of [
+  ['EM (em4_fpuda)', em],
+  ['HS (archs)', hs],
+] as const) {
   test(`arc: random bytes decode to the lengths, kinds and targets objdump finds: ${name}`, (t) => {
     let total = { compared: 0, targets: 0, kinds: 0 };
     for (const seed of [0x2545f491, 0x9e3779b9, 0x12345678, 0xdeadbeef]) {
@@ -260,7 +316,9 @@ test('arc: the GNU assembler testsuite programs decode in step with objdump', (t
   assert.ok(existsSync(dir), `${dir} is missing: rerun scripts/buildArcBinutils.sh with ARC_BINUTILS_FORCE=1`);
   let files = 0;
   let instructions = 0;
-  for (const name of readdirSync(dir).filter((f) => f.endsWith('.s')).sort()) {
+  for (const name of readdirSync(dir)
+    .filter((f) => f.endsWith('.s'))
+    .sort()) {
     const text = readFileSync(join(dir, name), 'utf8');
     // Skip other cores' files and user-defined extension instructions (their encodings are the file's own).
     if (/\.cpu\s+(?!(em|hs|archs))/i.test(text) || /\.ext(Instruction|CondCode|CoreRegister|AuxRegister)\b/i.test(text)) continue;
@@ -385,7 +443,7 @@ test('arc encoders refuse what does not fit', () => {
 test('arc: zero-overhead loop bodies are reported with their LP_END', () => {
   const prog = assemble(em!, ` mov lp_count,4\n lp 1f\n add r0,r0,1\n add_s r1,r1,r0\n1: nop\n`, BASE);
   const insns: DecodedInstruction[] = [];
-  for (let o = 0; o < prog.text.length; ) {
+  for (let o = 0; o < prog.text.length;) {
     const insn = codec.decode(prog.text.subarray(o), BASE + o);
     insns.push(insn);
     o += insn.length;

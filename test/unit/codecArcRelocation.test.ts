@@ -15,7 +15,8 @@ import { arcToolchain, assemble, disassembleBytes, referencedAddress, type GnuTo
 const codec = new ArcCodec();
 const em = arcToolchain('em4_fpuda');
 // npm test builds ARC binutils in its set-up (scripts/buildArcBinutils.sh); without them these tests fail, never skip.
-const absent = 'arc-elf32 binutils are not installed: run scripts/buildArcBinutils.sh (builds GNU binutils 2.40 into the tool cache); ARC relocations are then checked against the real assembler';
+const absent =
+  'arc-elf32 binutils are not installed: run scripts/buildArcBinutils.sh (builds GNU binutils 2.40 into the tool cache); ARC relocations are then checked against the real assembler';
 if (!em) throw new Error(absent);
 const BASE = 0x10000;
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
@@ -30,13 +31,23 @@ interface Outcome {
   opaque: string[];
 }
 
-const brInverse: Record<string, string> = { breq: 'brne', brne: 'breq', brlt: 'brge', brge: 'brlt', brlo: 'brhs', brhs: 'brlo', bbit0: 'bbit1', bbit1: 'bbit0' };
+const brInverse: Record<string, string> = {
+  breq: 'brne',
+  brne: 'breq',
+  brlt: 'brge',
+  brge: 'brlt',
+  brlo: 'brhs',
+  brhs: 'brlo',
+  bbit0: 'bbit1',
+  bbit1: 'bbit0',
+};
 
 function interpret(tc: GnuToolchain, bytes: Uint8Array, start: number, condition: string, holds: boolean | undefined): Outcome {
   const end = start + bytes.length;
   const regs = new Map<string, Value>();
-  const get = (r: string): Value => (/^-?(0x[0-9a-f]+|\d+)$/.test(r) ? Number(r) >>> 0 : regs.get(r) ?? r);
-  const add = (x: Value, y: Value, sign = 1): Value => (typeof x === 'number' && typeof y === 'number' ? (x + sign * y) >>> 0 : `(${show(x)}${sign > 0 ? '+' : '-'}${show(y)})`);
+  const get = (r: string): Value => (/^-?(0x[0-9a-f]+|\d+)$/.test(r) ? Number(r) >>> 0 : (regs.get(r) ?? r));
+  const add = (x: Value, y: Value, sign = 1): Value =>
+    typeof x === 'number' && typeof y === 'number' ? (x + sign * y) >>> 0 : `(${show(x)}${sign > 0 ? '+' : '-'}${show(y)})`;
   const calls: Value[] = [];
   const opaque: string[] = [];
   const lines = new Map(disassembleBytes(tc, bytes, start).map((l) => [l.address, l]));
@@ -75,7 +86,8 @@ function interpret(tc: GnuToolchain, bytes: Uint8Array, start: number, condition
     } else if (/^(mov|mov_s)$/.test(base)) regs.set(ops[0]!, get(ops[1]!));
     else if (base === 'add' || base === 'sub') regs.set(ops[0]!, add(get(ops[1]!), get(ops[2]!), base === 'add' ? 1 : -1));
     else if (/^ld[bhw]?$/.test(base) && /^\[0x[0-9a-f]+\]$/.test(ops[1]!)) {
-      const size = base === 'ldb' ? (flags.includes('x') ? 'mem8s' : 'mem8') : base === 'ldh' || base === 'ldw' ? (flags.includes('x') ? 'mem16s' : 'mem16') : 'mem32';
+      const size =
+        base === 'ldb' ? (flags.includes('x') ? 'mem8s' : 'mem8') : base === 'ldh' || base === 'ldw' ? (flags.includes('x') ? 'mem16s' : 'mem16') : 'mem32';
       regs.set(ops[0]!, `${size}[${hex(Number(ops[1]!.slice(1, -1)))}]`);
     } else opaque.push(line.text.replace(/\s*;.*$/, ''));
 
@@ -165,7 +177,7 @@ test('arc relocation: every PCL-relative form keeps its effect at the new addres
   relocCases.forEach((c, i) => {
     const at = sym(`r${i}`);
     const insns: DecodedInstruction[] = [];
-    for (let o = at; insns.length < (c.count ?? 1); ) {
+    for (let o = at; insns.length < (c.count ?? 1);) {
       const insn = codec.decode(prog.text.subarray(o - prog.base), o);
       insns.push(insn);
       o += insn.length;
@@ -177,7 +189,7 @@ test('arc relocation: every PCL-relative form keeps its effect at the new addres
       for (const holds of c.condition ? [true, false] : [undefined]) {
         const got = interpret(em!, r.bytes, dest, c.condition ?? '', holds);
         const want = c.expect(sym, at);
-        const calls = holds === false ? [] : want.calls ?? [];
+        const calls = holds === false ? [] : (want.calls ?? []);
         assert.deepEqual(got.exit, holds === false ? fall : want.exit, `${what} (${holds}): exit`);
         const changed = { ...got.changed };
         if (want.changed.blink === 'link' && calls.length > 0) {
@@ -197,9 +209,13 @@ test('arc relocation: every PCL-relative form keeps its effect at the new addres
 });
 
 test('arc relocation: position-independent instructions move verbatim', () => {
-  const prog = assemble(em!, `j [blink]\n jl [r2]\n j 0x1234\n lr r0,[0x250]\n sr 0x10000,[0x255]\n push_s r13\n rtie\n mov_s r0,0x12345678\n add r0,r1,r2\n`, BASE);
+  const prog = assemble(
+    em!,
+    `j [blink]\n jl [r2]\n j 0x1234\n lr r0,[0x250]\n sr 0x10000,[0x255]\n push_s r13\n rtie\n mov_s r0,0x12345678\n add r0,r1,r2\n`,
+    BASE,
+  );
   const insns: DecodedInstruction[] = [];
-  for (let o = 0; o < prog.text.length; ) {
+  for (let o = 0; o < prog.text.length;) {
     const insn = codec.decode(prog.text.subarray(o), BASE + o);
     insns.push(insn);
     o += insn.length;
@@ -235,7 +251,7 @@ test('arc relocation refuses what cannot move, and says why', () => {
     const prog = assemble(em!, ` .balign 4\n nop_s\nhere: ${c.asm}\nnear: nop\n`, BASE);
     const here = prog.symbols.get('here')!;
     const insns: DecodedInstruction[] = [];
-    for (let o = here; insns.length < (c.count ?? 1); ) {
+    for (let o = here; insns.length < (c.count ?? 1);) {
       const insn = codec.decode(prog.text.subarray(o - prog.base), o);
       insns.push(insn);
       o += insn.length;

@@ -81,13 +81,44 @@ const cases: Case[] = [
   { asm: 'csrrwi zero, mcountinhibit, 5', kind: 'system', mnemonic: 'csrrwi' },
   { asm: 'csrrsi zero, mcountinhibit, 4', kind: 'system', mnemonic: 'csrrsi' },
   { asm: 'csrrci zero, mcountinhibit, 4', kind: 'system', mnemonic: 'csrrci' },
-  p('lui a0, 0x12345', 4), p('addi a0, a0, -1', 4), p('c.addi a0, 1', 2), p('c.nop', 2), p('c.li a1, -3', 2), p('c.lui a2, 0x1f', 2),
-  p('c.addi16sp sp, -64', 2), p('c.addi4spn a0, sp, 16', 2), p('lw a0, 4(sp)', 4), p('c.lwsp a0, 4(sp)', 2), p('c.swsp ra, 12(sp)', 2),
-  p('c.lw a2, 4(a0)', 2), p('c.sw a2, 8(a0)', 2), p('sw a0, -4(a1)', 4), p('lbu t0, 0(t1)', 4), p('sh a0, 2(a1)', 4),
-  p('slli a0, a0, 3', 4), p('c.slli a0, 3', 2), p('srai a1, a1, 2', 4), p('c.srai a1, 2', 2), p('c.srli s1, 1', 2), p('c.andi a0, 7', 2),
-  p('c.sub a0, a1', 2), p('c.xor a0, a1', 2), p('c.or a0, a1', 2), p('c.and a0, a1', 2), p('c.mv a0, a1', 2), p('c.add a0, a1', 2),
-  p('add a0, a1, a2', 4), p('sub a0, a1, a2', 4), p('sltu a0, a1, a2', 4), p('mul a0, a1, a2', 4), p('mulhu a0, a1, a2', 4),
-  p('div a0, a1, a2', 4), p('remu a0, a1, a2', 4), p('lr.w a0, (a1)', 4), p('sc.w a2, a0, (a1)', 4), p('amoadd.w a0, a2, (a1)', 4),
+  p('lui a0, 0x12345', 4),
+  p('addi a0, a0, -1', 4),
+  p('c.addi a0, 1', 2),
+  p('c.nop', 2),
+  p('c.li a1, -3', 2),
+  p('c.lui a2, 0x1f', 2),
+  p('c.addi16sp sp, -64', 2),
+  p('c.addi4spn a0, sp, 16', 2),
+  p('lw a0, 4(sp)', 4),
+  p('c.lwsp a0, 4(sp)', 2),
+  p('c.swsp ra, 12(sp)', 2),
+  p('c.lw a2, 4(a0)', 2),
+  p('c.sw a2, 8(a0)', 2),
+  p('sw a0, -4(a1)', 4),
+  p('lbu t0, 0(t1)', 4),
+  p('sh a0, 2(a1)', 4),
+  p('slli a0, a0, 3', 4),
+  p('c.slli a0, 3', 2),
+  p('srai a1, a1, 2', 4),
+  p('c.srai a1, 2', 2),
+  p('c.srli s1, 1', 2),
+  p('c.andi a0, 7', 2),
+  p('c.sub a0, a1', 2),
+  p('c.xor a0, a1', 2),
+  p('c.or a0, a1', 2),
+  p('c.and a0, a1', 2),
+  p('c.mv a0, a1', 2),
+  p('c.add a0, a1', 2),
+  p('add a0, a1, a2', 4),
+  p('sub a0, a1, a2', 4),
+  p('sltu a0, a1, a2', 4),
+  p('mul a0, a1, a2', 4),
+  p('mulhu a0, a1, a2', 4),
+  p('div a0, a1, a2', 4),
+  p('remu a0, a1, a2', 4),
+  p('lr.w a0, (a1)', 4),
+  p('sc.w a2, a0, (a1)', 4),
+  p('amoadd.w a0, a2, (a1)', 4),
 ];
 
 function wrap(c: Case): string {
@@ -294,14 +325,23 @@ const encoderCases: { bytes: Uint8Array; asm: string }[] = [
 ];
 
 test('rv32 encoders: bytes equal what the GNU assembler produces, and objdump reads them back', () => {
-  const src = encoderCases.map((c, i) => `.balign 4\ne${i}:\n${c.bytes.length >= 4 ? `.option push\n.option norvc\n ${c.asm}\n.option pop` : ` ${c.asm}`}`).join('\n');
+  const src = encoderCases
+    .map((c, i) => `.balign 4\ne${i}:\n${c.bytes.length >= 4 ? `.option push\n.option norvc\n ${c.asm}\n.option pop` : ` ${c.asm}`}`)
+    .join('\n');
   const prog = assemble(tc, src, RAM);
   encoderCases.forEach((c, i) => {
     const at = prog.symbols.get(`e${i}`)! - prog.base;
     assert.deepEqual([...c.bytes], [...prog.text.subarray(at, at + c.bytes.length)], c.asm);
     const back = disassembleBytes(tc, c.bytes, RAM);
-    assert.equal(back.reduce((n, l) => n + l.length, 0), c.bytes.length, `${c.asm} disassembles whole`);
-    assert.ok(back.every((l) => !l.isData), `${c.asm}: objdump decodes ${back.map((l) => l.text).join('; ')}`);
+    assert.equal(
+      back.reduce((n, l) => n + l.length, 0),
+      c.bytes.length,
+      `${c.asm} disassembles whole`,
+    );
+    assert.ok(
+      back.every((l) => !l.isData),
+      `${c.asm}: objdump decodes ${back.map((l) => l.text).join('; ')}`,
+    );
   });
 });
 
@@ -348,7 +388,7 @@ interface Outcome {
 function interpret(bytes: Uint8Array, start: number, assume: boolean | undefined): Outcome {
   const end = start + bytes.length;
   const regs = new Map<string, Value>();
-  const get = (r: string): Value => (r === 'zero' ? 0 : regs.get(r) ?? r);
+  const get = (r: string): Value => (r === 'zero' ? 0 : (regs.get(r) ?? r));
   const set = (r: string, v: Value): void => {
     if (r !== 'zero') regs.set(r, v);
   };
@@ -457,7 +497,8 @@ const relocCases: RelocCase[] = [
   { asm: '1: auipc ra, %pcrel_hi(far)\n jalr ra, %pcrel_lo(1b)(ra)', count: 2, expect: (s) => ({ exit: fall, changed: { ra: 'link' }, calls: [s('far')] }) },
   { asm: '1: auipc t1, %pcrel_hi(far)\n jalr zero, %pcrel_lo(1b)(t1)', count: 2, expect: (s) => ({ exit: jumpTo(s('far')), changed: { t1: 'auipc' } }) },
   {
-    asm: '1: auipc a1, %pcrel_hi(lit)\n sw a0, %pcrel_lo(1b)(a1)', count: 2,
+    asm: '1: auipc a1, %pcrel_hi(lit)\n sw a0, %pcrel_lo(1b)(a1)',
+    count: 2,
     // The store moves verbatim: it still adds %pcrel_lo (the low 12 bits of lit - auipc, sign-extended) to a1.
     expect: (s, at) => ({ exit: fall, changed: { a1: 'auipc' }, opaque: [`sw\ta0,${((s('lit') - at) << 20) >> 20}(a1)`] }),
   },
@@ -477,7 +518,7 @@ const SCRATCH = 31; // t6
 
 function decodeN(bytes: Uint8Array, address: number, count: number): DecodedInstruction[] {
   const out: DecodedInstruction[] = [];
-  for (let offset = 0; out.length < count; ) {
+  for (let offset = 0; out.length < count;) {
     const insn = codec.decode(bytes.subarray(offset), address + offset);
     out.push(insn);
     offset += insn.length;
@@ -535,7 +576,10 @@ test('rv32 relocation: AUIPC + overwriting use is re-derived as a pair (8 bytes,
   const r = new Rv32Relocator().relocate(insns, 0x20000000);
   assert.ok(r.ok);
   assert.equal(r.bytes.length, 8);
-  assert.deepEqual(disassembleBytes(tc, r.bytes, 0x20000000).map((l) => l.mnemonic), ['auipc', 'addi']);
+  assert.deepEqual(
+    disassembleBytes(tc, r.bytes, 0x20000000).map((l) => l.mnemonic),
+    ['auipc', 'addi'],
+  );
 });
 
 test('rv32 relocation: position-independent instructions move verbatim', () => {

@@ -147,7 +147,7 @@ function interpret(bytes: Uint8Array, start: number, assume: Assume): Outcome {
       case m === 'movt': {
         const low = get(reg(ops[0]!));
         assert.equal(typeof low, 'number', `movt onto unknown ${ops[0]}`);
-        regs.set(reg(ops[0]!), ((((low as number) & 0xffff) | (imm(ops[1]!) << 16)) >>> 0));
+        regs.set(reg(ops[0]!), (((low as number) & 0xffff) | (imm(ops[1]!) << 16)) >>> 0);
         break;
       }
       case m === 'mov' && !ops[1]!.startsWith('#'):
@@ -277,19 +277,27 @@ const relocCases: RelocCase[] = [
   { asm: 'b.w far', profiles: allProfiles, expect: (s) => ({ exit: jump(s('far')), changed: {} }) },
   { asm: 'bl far', profiles: allProfiles, expect: (s) => ({ exit: fall, changed: { lr: 'inside' }, calls: [s('far')] }) },
   {
-    asm: 'beq back', profiles: allProfiles, assume: [{ cond: { code: 'eq', holds: true } }, { cond: { code: 'eq', holds: false } }],
+    asm: 'beq back',
+    profiles: allProfiles,
+    assume: [{ cond: { code: 'eq', holds: true } }, { cond: { code: 'eq', holds: false } }],
     expect: (s) => ({ exit: jump(s('back')), changed: {} }),
   },
   {
-    asm: 'bge.w far', profiles: v7, assume: [{ cond: { code: 'ge', holds: true } }, { cond: { code: 'ge', holds: false } }],
+    asm: 'bge.w far',
+    profiles: v7,
+    assume: [{ cond: { code: 'ge', holds: true } }, { cond: { code: 'ge', holds: false } }],
     expect: (s) => ({ exit: jump(s('far')), changed: {} }),
   },
   {
-    asm: 'cbz r1, near', profiles: ['armv7-m', 'armv8-m.base'], assume: [{ zero: true }, { zero: false }],
+    asm: 'cbz r1, near',
+    profiles: ['armv7-m', 'armv8-m.base'],
+    assume: [{ zero: true }, { zero: false }],
     expect: (s) => ({ exit: jump(s('near')), changed: {} }),
   },
   {
-    asm: 'cbnz r6, near', profiles: ['armv7-m', 'armv8-m.base'], assume: [{ zero: false }, { zero: true }],
+    asm: 'cbnz r6, near',
+    profiles: ['armv7-m', 'armv8-m.base'],
+    assume: [{ zero: false }, { zero: true }],
     expect: (s) => ({ exit: jump(s('near')), changed: {} }),
   },
 ];
@@ -336,12 +344,26 @@ test('thumb relocation: every relocatable hazard keeps its effect at the new add
             changed.lr = 'inside';
           }
           assert.deepEqual(changed, want.changed, `${what}: registers`);
-          assert.deepEqual(got.calls.map((x) => x.target), want.calls ?? [], `${what}: calls`);
+          assert.deepEqual(
+            got.calls.map((x) => x.target),
+            want.calls ?? [],
+            `${what}: calls`,
+          );
           assert.deepEqual(got.opaque, [], `${what}: executed something unexpected`);
           // ARMv6-M has no 32-bit instructions but BL; ARMv8-M Baseline adds B.W and MOVW/MOVT.
           const wide = got.executed.filter((x) => x.length === 4).map((x) => x.mnemonic);
-          if (profile === 'armv6-m') assert.deepEqual(wide.filter((x) => x !== 'bl'), [], `${what}: 32-bit instructions on ARMv6-M`);
-          if (profile === 'armv8-m.base') assert.deepEqual(wide.filter((x) => !['bl', 'b.w', 'movw', 'movt'].includes(x)), [], `${what}: not ARMv8-M Baseline`);
+          if (profile === 'armv6-m')
+            assert.deepEqual(
+              wide.filter((x) => x !== 'bl'),
+              [],
+              `${what}: 32-bit instructions on ARMv6-M`,
+            );
+          if (profile === 'armv8-m.base')
+            assert.deepEqual(
+              wide.filter((x) => !['bl', 'b.w', 'movw', 'movt'].includes(x)),
+              [],
+              `${what}: not ARMv8-M Baseline`,
+            );
           assert.equal(r.fallsThrough, c.asm.startsWith('b ') || c.asm.startsWith('b.w') || c.asm.includes('pc, lit') ? false : true, `${what}: fallsThrough`);
           runs++;
         }
@@ -359,7 +381,10 @@ test('thumb relocation: position-independent instructions and whole IT blocks mo
   assert.ok(r.ok);
   assert.deepEqual([...r.bytes], [...prog.text]);
   assert.equal(r.fallsThrough, true);
-  assert.deepEqual([...itPredicatedAddresses(insns)], insns.slice(8, 11).map((x) => x.address));
+  assert.deepEqual(
+    [...itPredicatedAddresses(insns)],
+    insns.slice(8, 11).map((x) => x.address),
+  );
 });
 
 test('thumb relocation: a block of several hazards relocates as one sequence', () => {
@@ -376,7 +401,10 @@ test('thumb relocation: a block of several hazards relocates as one sequence', (
     assert.deepEqual(got.exit, holds ? jump(prog.symbols.get('lit2')!) : fall);
     assert.equal(got.changed.r2, `mem32[${hex(lit)}]`);
     assert.equal(got.changed.r1, hex(lit));
-    assert.deepEqual(got.calls.map((c) => c.target), [prog.symbols.get('far')]);
+    assert.deepEqual(
+      got.calls.map((c) => c.target),
+      [prog.symbols.get('far')],
+    );
     assert.deepEqual(got.opaque, ['cmp\tr0, #0']);
   }
 });

@@ -7,10 +7,18 @@ import { counterPickItems, eventName, type OfferedEvent } from '../../extension/
 // `virt` machine (adapter/arch/riscv/counters.ts with qemuHpmEvents) and for a Cortex-M with DWT
 // and the Armv8.1-M PMU.
 
-const slot = (index: number, name: string, fixedEvent?: string): CounterSlotInfo => ({ index, name, width: 64, running: false, ...(fixedEvent ? { fixedEvent } : {}) });
+const slot = (index: number, name: string, fixedEvent?: string): CounterSlotInfo => ({
+  index,
+  name,
+  width: 64,
+  running: false,
+  ...(fixedEvent ? { fixedEvent } : {}),
+});
 
 const rv32Unit: CounterUnitInfo = {
-  unit: 'RISC-V counters', present: true, resolution: 1,
+  unit: 'RISC-V counters',
+  present: true,
+  resolution: 1,
   slots: [slot(0, 'mcycle', 'cycles'), slot(2, 'minstret', 'instructions'), ...Array.from({ length: 16 }, (_, i) => slot(i + 3, `mhpmcounter${i + 3}`))],
 };
 const rv32Events: OfferedEvent[] = [
@@ -21,12 +29,15 @@ const rv32Events: OfferedEvent[] = [
 ];
 
 describe('counterPickItems', () => {
-  it('lists QEMU\'s mhpmevent duplicates of mcycle and minstret once, as the fixed counters', () => {
+  it("lists QEMU's mhpmevent duplicates of mcycle and minstret once, as the fixed counters", () => {
     const items = counterPickItems(rv32Events, [rv32Unit]);
-    assert.deepEqual(items.map((i) => [i.label, i.description, i.id]), [
-      ['cycles', 'mcycle', 'cycles'],
-      ['instructions retired', 'minstret', 'instructions'],
-    ]);
+    assert.deepEqual(
+      items.map((i) => [i.label, i.description, i.id]),
+      [
+        ['cycles', 'mcycle', 'cycles'],
+        ['instructions retired', 'minstret', 'instructions'],
+      ],
+    );
     assert.match(items[1]!.detail, /instructions retired \(QEMU\) on mhpmcounter3 … mhpmcounter18/, 'the folded selector is named in the detail');
   });
 
@@ -40,24 +51,35 @@ describe('counterPickItems', () => {
     const noMinstret: CounterUnitInfo = { ...rv32Unit, slots: rv32Unit.slots.filter((s) => s.name !== 'minstret') };
     const events = rv32Events.filter((e) => e.id !== 'instructions');
     const items = counterPickItems(events, [noMinstret]);
-    assert.deepEqual(items.map((i) => i.id), ['cycles', 'hpm.2']);
+    assert.deepEqual(
+      items.map((i) => i.id),
+      ['cycles', 'hpm.2'],
+    );
     assert.equal(items[1]!.description, 'mhpmcounter3 … mhpmcounter18');
   });
 
   it('lists an event offered by two units once, with both registers', () => {
     const dwt: CounterUnitInfo = { unit: 'DWT', present: true, resolution: 1, slots: [slot(0, 'CYCCNT', 'cycles'), slot(1, 'LSUCNT', 'dwt.lsu')] };
-    const pmu: CounterUnitInfo = { unit: 'PMU', present: true, resolution: 1, slots: [slot(31, 'PMU_CCNTR', 'cycles'), slot(0, 'EVCNTR0'), slot(1, 'EVCNTR1')] };
+    const pmu: CounterUnitInfo = {
+      unit: 'PMU',
+      present: true,
+      resolution: 1,
+      slots: [slot(31, 'PMU_CCNTR', 'cycles'), slot(0, 'EVCNTR0'), slot(1, 'EVCNTR1')],
+    };
     const events: OfferedEvent[] = [
       { unit: 'DWT', id: 'cycles', name: 'cycles', description: 'CYCCNT.' },
       { unit: 'DWT', id: 'dwt.lsu', name: 'load/store extra cycles', description: 'LSUCNT.' },
       { unit: 'PMU', id: 'cycles', name: 'cycles', description: 'PMU_CCNTR.' },
       { unit: 'PMU', id: 'instructions', name: 'instructions retired', description: 'INST_RETIRED.' },
     ];
-    assert.deepEqual(counterPickItems(events, [dwt, pmu]).map((i) => [i.label, i.description]), [
-      ['cycles', 'CYCCNT, PMU_CCNTR'],
-      ['load/store extra cycles', 'LSUCNT'],
-      ['instructions retired', 'EVCNTR0, EVCNTR1'],
-    ]);
+    assert.deepEqual(
+      counterPickItems(events, [dwt, pmu]).map((i) => [i.label, i.description]),
+      [
+        ['cycles', 'CYCCNT, PMU_CCNTR'],
+        ['load/store extra cycles', 'LSUCNT'],
+        ['instructions retired', 'EVCNTR0, EVCNTR1'],
+      ],
+    );
   });
 
   it('ignores the slots of a unit the target does not have', () => {

@@ -88,14 +88,17 @@ describe('DWT: discovery', () => {
     const unit = new DwtCounters(m);
     const info = await unit.discover();
     assert.equal(info.present, true);
-    assert.deepEqual(info.slots.map((s) => [s.index, s.name, s.width, s.fixedEvent]), [
-      [0, 'CYCCNT', 32, 'cycles'],
-      [1, 'CPICNT', 8, 'dwt.cpi'],
-      [2, 'EXCCNT', 8, 'dwt.exc'],
-      [3, 'SLEEPCNT', 8, 'dwt.sleep'],
-      [4, 'LSUCNT', 8, 'dwt.lsu'],
-      [5, 'FOLDCNT', 8, 'dwt.fold'],
-    ]);
+    assert.deepEqual(
+      info.slots.map((s) => [s.index, s.name, s.width, s.fixedEvent]),
+      [
+        [0, 'CYCCNT', 32, 'cycles'],
+        [1, 'CPICNT', 8, 'dwt.cpi'],
+        [2, 'EXCCNT', 8, 'dwt.exc'],
+        [3, 'SLEEPCNT', 8, 'dwt.sleep'],
+        [4, 'LSUCNT', 8, 'dwt.lsu'],
+        [5, 'FOLDCNT', 8, 'dwt.fold'],
+      ],
+    );
     assert.equal(m.demcr & (1 << 24), 1 << 24);
     assert.equal(m.ctrl & 0x003e_0001, 0, 'the probe put the enable bits back');
     await unit.configure(4, 'dwt.lsu');
@@ -117,10 +120,16 @@ describe('DWT: discovery', () => {
 
   test('NOCYCCNT / NOPRFCNT remove those counters', async () => {
     const info = await new DwtCounters(new DwtModel({ noCycCnt: true })).discover();
-    assert.deepEqual(info.slots.map((s) => s.name), ['CPICNT', 'EXCCNT', 'SLEEPCNT', 'LSUCNT', 'FOLDCNT']);
+    assert.deepEqual(
+      info.slots.map((s) => s.name),
+      ['CPICNT', 'EXCCNT', 'SLEEPCNT', 'LSUCNT', 'FOLDCNT'],
+    );
     assert.match(info.note ?? '', /No CYCCNT/);
     const info2 = await new DwtCounters(new DwtModel({ noPrfCnt: true })).discover();
-    assert.deepEqual(info2.slots.map((s) => s.name), ['CYCCNT']);
+    assert.deepEqual(
+      info2.slots.map((s) => s.name),
+      ['CYCCNT'],
+    );
   });
 
   test('Cortex-M7 software lock: unlocked with the key, locked again on release', async () => {
@@ -146,12 +155,12 @@ describe('DWT: discovery', () => {
     m.run(1000);
     assert.equal((await readSlot(unit, 0)).value, 1000n);
     await unit.stop([0]);
-    assert.equal(m.ctrl & 1, 1, 'stop does not stop the firmware\'s CYCCNT');
+    assert.equal(m.ctrl & 1, 1, "stop does not stop the firmware's CYCCNT");
     m.run(50);
     assert.equal((await readSlot(unit, 0)).value, 1000n);
     await unit.release();
     assert.equal(m.ctrl & 1, 1);
-    assert.equal(m.demcr, 1 << 24, 'TRCENA was the firmware\'s');
+    assert.equal(m.demcr, 1 << 24, "TRCENA was the firmware's");
     assert.ok(!m.writeLog.some(([a]) => a === CYCCNT));
     assert.equal(m.cyccnt, 123456 + 1050);
   });

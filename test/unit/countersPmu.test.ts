@@ -114,13 +114,16 @@ describe('PMU: discovery', () => {
     const unit = new PmuCounters(m);
     const info = await unit.discover();
     assert.equal(info.present, true);
-    assert.deepEqual(info.slots.map((s) => [s.index, s.name, s.width]), [
-      [0, 'EVCNTR0', 16],
-      [2, 'EVCNTR2', 16],
-      [1, 'EVCNTR1', 16],
-      [3, 'EVCNTR3', 16],
-      [31, 'CCNTR', 32],
-    ]);
+    assert.deepEqual(
+      info.slots.map((s) => [s.index, s.name, s.width]),
+      [
+        [0, 'EVCNTR0', 16],
+        [2, 'EVCNTR2', 16],
+        [1, 'EVCNTR1', 16],
+        [3, 'EVCNTR3', 16],
+        [31, 'CCNTR', 32],
+      ],
+    );
     assert.equal(m.demcr, 1 << 24, 'TRCENA set');
     assert.ok(unit.events().some((e) => e.id === 'pmu.0x0008' && e.name === 'INST_RETIRED'));
   });
@@ -153,7 +156,10 @@ describe('PMU: counting', () => {
     await unit.configure(0, 'instructions');
     assert.deepEqual(m.evtyper.slice(0, 2), [0x0008, CHAIN]);
     const info = unit.info();
-    assert.deepEqual(info.slots.find((s) => s.index === 0), { index: 0, name: 'EVCNTR0+EVCNTR1', width: 32, fixedEvent: undefined, event: 'instructions', running: false });
+    assert.deepEqual(
+      info.slots.find((s) => s.index === 0),
+      { index: 0, name: 'EVCNTR0+EVCNTR1', width: 32, fixedEvent: undefined, event: 'instructions', running: false },
+    );
     assert.equal(info.slots.find((s) => s.index === 1)?.event, undefined);
     await unit.start([0]);
     assert.equal(m.enabled & 3, 3);

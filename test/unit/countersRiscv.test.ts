@@ -62,7 +62,10 @@ class RiscvCsrModel extends FakeTargetAccess {
     const m = /^(mcycle|minstret|mhpmcounter(\d+)|mhpmevent(\d+))(h?)$/.exec(name);
     if (!m) return undefined;
     const high = m[4] === 'h';
-    if (m[3]) return high || Number(m[3]) > 31 || Number(m[3]) < 3 || Number(m[3]) > (this.o.describedUpTo ?? 31) ? undefined : { kind: 'event', index: Number(m[3]), high };
+    if (m[3])
+      return high || Number(m[3]) > 31 || Number(m[3]) < 3 || Number(m[3]) > (this.o.describedUpTo ?? 31)
+        ? undefined
+        : { kind: 'event', index: Number(m[3]), high };
     const index = m[1] === 'mcycle' ? 0 : m[1] === 'minstret' ? 2 : Number(m[2]);
     if (index >= 3 && (index > 31 || index > (this.o.describedUpTo ?? 31))) return undefined;
     return { kind: 'counter', index, high };
@@ -127,12 +130,15 @@ describe('RISC-V counters: discovery', () => {
     const unit = new RiscvCounters(m);
     const info = await unit.discover();
     assert.equal(info.present, true);
-    assert.deepEqual(info.slots.map((s) => [s.index, s.name, s.width, s.fixedEvent]), [
-      [0, 'mcycle', 64, 'cycles'],
-      [2, 'minstret', 64, 'instructions'],
-      [3, 'mhpmcounter3', 64, undefined],
-      [4, 'mhpmcounter4', 40, undefined],
-    ]);
+    assert.deepEqual(
+      info.slots.map((s) => [s.index, s.name, s.width, s.fixedEvent]),
+      [
+        [0, 'mcycle', 64, 'cycles'],
+        [2, 'minstret', 64, 'instructions'],
+        [3, 'mhpmcounter3', 64, undefined],
+        [4, 'mhpmcounter4', 40, undefined],
+      ],
+    );
     assert.equal(info.note, undefined);
     // Every probe put back what it found.
     assert.equal(m.inhibitValue, 0n);
@@ -172,7 +178,7 @@ describe('RISC-V counters: counting, start and stop', () => {
     m.run(999);
     await unit.configure(2, 'instructions');
     await unit.configure(0, 'cycles');
-    assert.equal(m.inhibitValue, 0n, 'configure leaves the firmware\'s inhibit bits alone');
+    assert.equal(m.inhibitValue, 0n, "configure leaves the firmware's inhibit bits alone");
     await unit.start([0, 2]);
     m.run(100);
     let r = await unit.read();
@@ -231,7 +237,10 @@ describe('RISC-V counters: counting, start and stop', () => {
     const m = new RiscvCsrModel({ hpm: { 3: 64, 4: 64 } });
     const unit = new RiscvCounters(m, { hpmEvents: qemuHpmEvents });
     await unit.discover();
-    assert.deepEqual(unit.events().map((e) => e.id), ['cycles', 'instructions', 'hpm.1', 'hpm.2']);
+    assert.deepEqual(
+      unit.events().map((e) => e.id),
+      ['cycles', 'instructions', 'hpm.1', 'hpm.2'],
+    );
     await unit.configure(3, 'hpm.2');
     await unit.configure(4, 'cycles');
     assert.equal(m.events.get(3), 2n);
@@ -316,7 +325,11 @@ describe('RISC-V counters: errors name the fix', () => {
     const m = new RiscvCsrModel({ hpm: { 3: 64, 4: 64 }, describedUpTo: 18 });
     const unit = new RiscvCounters(m);
     await unit.discover();
-    await rejectsWith(unit.configure(5, 'hpm.1'), ErrorCode.CounterUnavailable, /slot 5 does not exist.*mcycle \(0\), minstret \(2\), mhpmcounter3–4 \(3–4\).*Pick one/);
+    await rejectsWith(
+      unit.configure(5, 'hpm.1'),
+      ErrorCode.CounterUnavailable,
+      /slot 5 does not exist.*mcycle \(0\), minstret \(2\), mhpmcounter3–4 \(3–4\).*Pick one/,
+    );
     await rejectsWith(unit.configure(1, 'cycles'), ErrorCode.CounterUnavailable, /slot 1/);
     await rejectsWith(unit.start([3]), ErrorCode.CounterUnavailable, /Configure it first/);
   });

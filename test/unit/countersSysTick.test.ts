@@ -170,7 +170,7 @@ describe('SysTick: owned by CycleLens', () => {
     assert.deepEqual(await readSlot(unit, 0), { value: 10n, reliable: true, note: undefined });
   });
 
-  test('QEMU: the debugger\'s writes are dropped; a core store does them', async () => {
+  test("QEMU: the debugger's writes are dropped; a core store does them", async () => {
     const withoutCore = new SysTickCounters(new SysTickModel(true));
     const info = await withoutCore.discover();
     assert.equal(info.present, false);
@@ -228,12 +228,12 @@ describe('SysTick: owned by CycleLens', () => {
     m.tick(10);
     await unit.read();
     await unit.release();
-    assert.deepEqual(m.debuggerWrites, [], 'the firmware\'s SysTick is left alone from then on');
+    assert.deepEqual(m.debuggerWrites, [], "the firmware's SysTick is left alone from then on");
   });
 });
 
 describe('SysTick: shared with the firmware', () => {
-  test('uses the firmware\'s reload read-only; a wrap makes the reading unreliable', async () => {
+  test("uses the firmware's reload read-only; a wrap makes the reading unreliable", async () => {
     const m = new SysTickModel();
     m.rvr = 999;
     m.cvr = 900;
@@ -275,7 +275,10 @@ describe('SysTick: shared with the firmware', () => {
     m.csr = 0b011;
     const unit = new SysTickCounters(m);
     await unit.discover();
-    assert.deepEqual(unit.events().map((e) => e.id), ['systick.ref']);
+    assert.deepEqual(
+      unit.events().map((e) => e.id),
+      ['systick.ref'],
+    );
     await rejectsWith(unit.configure(0, 'cycles'), ErrorCode.UnknownEvent, /SysTick counts only 'systick.ref'/);
   });
 });
@@ -349,7 +352,10 @@ describe('CoreExecutedStore', () => {
     assert.equal(core.xpsrDuringStep! & 0x0100_0000n, 0x0100_0000n, 'Thumb bit kept');
     assert.deepEqual(core.regs, before);
     assert.deepEqual(core.pcWrites, [], 'GDB must see the PC arrive where it last stopped');
-    assert.deepEqual([0x1000, 0x1001, 0x1002, 0x1003].map((a) => core.mem.get(a)), [0x2a, 0xb1, 0x70, 0x47]);
+    assert.deepEqual(
+      [0x1000, 0x1001, 0x1002, 0x1003].map((a) => core.mem.get(a)),
+      [0x2a, 0xb1, 0x70, 0x47],
+    );
   });
 
   test('a stub elsewhere (scratch RAM) also comes back by branching', async () => {

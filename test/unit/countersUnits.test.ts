@@ -25,7 +25,10 @@ describe('createCounterUnits', () => {
     assert.ok(units[0] instanceof DwtCounters);
     assert.ok(units[1] instanceof PmuCounters);
     assert.ok(units[2] instanceof SysTickCounters);
-    assert.deepEqual(units.map((u) => u.info().present), [false, false, false]);
+    assert.deepEqual(
+      units.map((u) => u.info().present),
+      [false, false, false],
+    );
   });
 
   test('ARC: the PCT unit, without probing (aux access is resolved on first use)', () => {

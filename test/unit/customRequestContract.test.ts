@@ -101,11 +101,19 @@ describe('the custom-request contract and the adapter', () => {
 
   it('every request the adapter dispatches is in the map, and every one in the map is dispatched', () => {
     const { names } = dispatchedRequests();
-    assert.deepEqual(names.filter((n) => !requestMap.includes(n)), [], 'dispatched but not declared in CustomRequestMap');
-    assert.deepEqual(requestMap.filter((n) => !names.includes(n)), [], 'declared in CustomRequestMap but no handler answers it');
+    assert.deepEqual(
+      names.filter((n) => !requestMap.includes(n)),
+      [],
+      'dispatched but not declared in CustomRequestMap',
+    );
+    assert.deepEqual(
+      requestMap.filter((n) => !names.includes(n)),
+      [],
+      'declared in CustomRequestMap but no handler answers it',
+    );
   });
 
-  it('the short names stand for exactly the map\'s names', () => {
+  it("the short names stand for exactly the map's names", () => {
     assert.deepEqual(Object.values(CustomRequests).sort(), requestMap);
     assert.deepEqual(Object.values(CustomEvents).sort(), eventMap);
   });
@@ -151,13 +159,16 @@ describe('the running adapter answers every request of the map', () => {
   });
 
   const outcome = (name: string): Promise<string> =>
-    client.request(name, {}).then(() => 'answered', (err: unknown) => (err instanceof Error ? err.message : String(err)));
+    client.request(name, {}).then(
+      () => 'answered',
+      (err: unknown) => (err instanceof Error ? err.message : String(err)),
+    );
 
   it('tells an unknown request apart (the check below can fail)', async () => {
     assert.match(await outcome('cyclelens/noSuchRequest'), new RegExp(unrecognised));
   });
 
-  it('dispatches each name to its handler, never to the library\'s unrecognised-request answer', async () => {
+  it("dispatches each name to its handler, never to the library's unrecognised-request answer", async () => {
     // Without a target most handlers refuse (no target yet, or arguments missing): their own answer.
     for (const name of interfaceKeys(common, 'CustomRequestMap')) {
       const result = await outcome(name);

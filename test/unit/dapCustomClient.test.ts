@@ -32,7 +32,7 @@ describe('customRequest against a VS Code debug session double', () => {
     assert.deepEqual(session.requests, [{ command: 'cyclelens/run', args: undefined, argsGiven: false }]);
   });
 
-  it('rejects with the session\'s error', async () => {
+  it("rejects with the session's error", async () => {
     const session = new RecordingDebugSession({ [CustomRequests.counters]: new Error('No target is connected yet.') });
     await assert.rejects(customRequest(session, CustomRequests.counters), /No target is connected yet\./);
   });
@@ -40,7 +40,13 @@ describe('customRequest against a VS Code debug session double', () => {
 
 describe('customEventBody', () => {
   const samples: SamplesEventBody = {
-    sampler: 'qemu-monitor', seq: 1, elapsedMs: 250, delta: [[0x100, 3]], locations: [], totalSamples: 3, samplesPerSecond: 12,
+    sampler: 'qemu-monitor',
+    seq: 1,
+    elapsedMs: 250,
+    delta: [[0x100, 3]],
+    locations: [],
+    totalSamples: 3,
+    samplesPerSecond: 12,
   };
 
   it('gives the body of the event it names', () => {
@@ -72,7 +78,7 @@ describe('customRequest against the adapter in process', () => {
     fromAdapter.end();
   });
 
-  it('resolves with the adapter\'s body: no measurement injected yet', async () => {
+  it("resolves with the adapter's body: no measurement injected yet", async () => {
     const r = await customRequest(client, CustomRequests.injectedResults);
     assert.deepEqual(r, { results: [] });
   });
@@ -81,7 +87,7 @@ describe('customRequest against the adapter in process', () => {
     assert.equal(await customRequest(client, CustomRequests.removeInjections, {}), undefined);
   });
 
-  it('rejects with the adapter\'s message when the request cannot be served', async () => {
+  it("rejects with the adapter's message when the request cannot be served", async () => {
     await assert.rejects(customRequest(client, CustomRequests.counters), /No target is connected yet/);
     await assert.rejects(customRequest(client, CustomRequests.inject, { targets: [{ function: 'main' }] }), /No target is connected yet/);
   });

@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CallGraphResponse } from '../../common/dapCustom';
 import { CallGraphIndex } from '../../core/analysis/callGraphIndex';
-import { DescentError, rootsForStart, runDescent, runFullProfile, runRoundRobin, type AnalysisResult, type BatchMeasurer, type DescentOptions } from '../../core/analysis/descent';
+import {
+  DescentError,
+  rootsForStart,
+  runDescent,
+  runFullProfile,
+  runRoundRobin,
+  type AnalysisResult,
+  type BatchMeasurer,
+  type DescentOptions,
+} from '../../core/analysis/descent';
 import { MetricsEngine, type MonotoneMetric } from '../../core/analysis/metrics';
 import type { FunctionOutcome, ResultSet } from '../../core/analysis/resultSet';
 
@@ -49,11 +58,13 @@ class FakeMeasurer implements BatchMeasurer {
       createdAt: '2024-01-01T00:00:00Z',
       program: { executable: 'synthetic.elf' },
       run: { kind: 'synthetic', event: 'instructions', totals: { instructions: this.total }, method: 'synthetic, exact' },
-      measurements: batch.filter((f) => !(f in this.refuse)).map((name) => {
-        const v = this.values[name];
-        assert.ok(v !== undefined, `no value for ${name}`);
-        return { name, inclusive: { instructions: v }, calls: 1 };
-      }),
+      measurements: batch
+        .filter((f) => !(f in this.refuse))
+        .map((name) => {
+          const v = this.values[name];
+          assert.ok(v !== undefined, `no value for ${name}`);
+          return { name, inclusive: { instructions: v }, calls: 1 };
+        }),
       refused: batch.filter((f) => f in this.refuse).map((name) => ({ name, reason: this.refuse[name]! })),
     };
   }
@@ -95,7 +106,16 @@ describe('descent bounds and pruning', () => {
   it('prunes a whole subtree from one small caller, and keeps every pruned function with its bound', async () => {
     const m = new FakeMeasurer(1, values, 1000);
     const r = await descend(graphOf(spec), m, 0.1, { lookahead: false, siblingResidual: false });
-    assert.deepEqual(statuses(r), { main: 'measured', a: 'measured', b: 'measured', c: 'measured', a1: 'measured', a2: 'measured', b1: 'measured', c1: 'pruned' });
+    assert.deepEqual(statuses(r), {
+      main: 'measured',
+      a: 'measured',
+      b: 'measured',
+      c: 'measured',
+      a1: 'measured',
+      a2: 'measured',
+      b1: 'measured',
+      c1: 'pruned',
+    });
     const r2 = await descend(graphOf(spec), new FakeMeasurer(1, values, 1000), 0.4, { lookahead: false, siblingResidual: false });
     assert.equal(outcome(r2, 'b1').status, 'pruned');
     assert.equal(outcome(r2, 'b1').bound, 0.3);
@@ -119,7 +139,10 @@ describe('descent bounds and pruning', () => {
     assert.deepEqual(strict.batches, [['main'], ['a', 'b', 'c'], ['a1', 'a2', 'b1']]);
     const ahead = new FakeMeasurer(4, values, 1000);
     const r = await descend(graphOf(spec), ahead, 0.01);
-    assert.deepEqual(ahead.batches, [['main', 'a', 'b', 'c'], ['a1', 'a2', 'b1']]);
+    assert.deepEqual(ahead.batches, [
+      ['main', 'a', 'b', 'c'],
+      ['a1', 'a2', 'b1'],
+    ]);
     assert.equal(outcome(r, 'c1').status, 'pruned');
   });
 
@@ -213,7 +236,9 @@ describe('descent on harder graphs', () => {
     const silent: BatchMeasurer = {
       slots: 2,
       measure: async (batch) => ({
-        id: 'x', createdAt: '', program: { executable: 'x' },
+        id: 'x',
+        createdAt: '',
+        program: { executable: 'x' },
         run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 10 }, method: 'silent' },
         measurements: batch.filter((b) => b === 'main').map((name) => ({ name, inclusive: { instructions: 10 }, calls: 1 })),
         refused: [],
@@ -330,11 +355,23 @@ describe('descent recall on random call graphs', () => {
       const p = randomProgram(seed);
       for (const threshold of [0.01, 0.05, 0.2]) {
         for (const slots of [1, 3]) {
-          for (const [lookahead, siblingResidual, order] of [[true, true, 'weight'], [true, true, 'call-site'], [false, false, 'call-site'], [false, true, 'weight'], [true, false, 'weight']] as const) {
+          for (const [lookahead, siblingResidual, order] of [
+            [true, true, 'weight'],
+            [true, true, 'call-site'],
+            [false, false, 'call-site'],
+            [false, true, 'weight'],
+            [true, false, 'weight'],
+          ] as const) {
             const r = await descend(p.graph, new FakeMeasurer(slots, p.values, p.total), threshold, { lookahead, siblingResidual, order });
             const hot = Object.keys(p.values).filter((f) => p.values[f]! / p.total >= threshold);
-            for (const f of hot) assert.equal(outcome(r, f).status, 'measured', `seed ${seed}, threshold ${threshold}, k=${slots}, lookahead ${lookahead}, residual ${siblingResidual}, order ${order}: ${f} missed`);
-            for (const o of r.outcomes) if (o.status === 'pruned') assert.ok(p.values[o.name]! / p.total <= o.bound! + 1e-12, `bound of ${o.name} below its value`);
+            for (const f of hot)
+              assert.equal(
+                outcome(r, f).status,
+                'measured',
+                `seed ${seed}, threshold ${threshold}, k=${slots}, lookahead ${lookahead}, residual ${siblingResidual}, order ${order}: ${f} missed`,
+              );
+            for (const o of r.outcomes)
+              if (o.status === 'pruned') assert.ok(p.values[o.name]! / p.total <= o.bound! + 1e-12, `bound of ${o.name} below its value`);
             assert.deepEqual(r.warnings, []);
           }
         }
@@ -366,7 +403,9 @@ describe('exact full profile and cyclic round robin', () => {
         window++;
         const total = window % 2 ? 100 : 200; // windows differ in length; shares do not
         return {
-          id: `w${window}`, createdAt: '', program: { executable: 'cyclic.elf' },
+          id: `w${window}`,
+          createdAt: '',
+          program: { executable: 'cyclic.elf' },
           run: { kind: 'cyclic', event: 'cycles', totals: { cycles: total }, method: 'synthetic windows' },
           measurements: batch.map((name) => ({ name, inclusive: { cycles: (values[name as keyof typeof values] * total) / 100 }, calls: 1 })),
           refused: [],
@@ -400,7 +439,9 @@ describe('descent with values that may be low', () => {
     const low: BatchMeasurer = {
       slots: 1,
       measure: async (batch) => ({
-        id: batch.join(), createdAt: '', program: { executable: 'x' },
+        id: batch.join(),
+        createdAt: '',
+        program: { executable: 'x' },
         run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 1000 }, method: 'synthetic' },
         measurements: batch.map((name) => ({
           name,
@@ -414,7 +455,7 @@ describe('descent with values that may be low', () => {
     const r = await runDescent(g, low, { engine, metric: share, threshold: 0.05, lookahead: false });
     assert.equal(outcome(r, 'cs').status, 'measured');
     assert.match(outcome(r, 'cs').reason!, /may be low: measured at its call sites/);
-    assert.equal(outcome(r, 'leaf').status, 'measured', 'leaf is bounded by cs\'s own bound, not by its low value');
+    assert.equal(outcome(r, 'leaf').status, 'measured', "leaf is bounded by cs's own bound, not by its low value");
     assert.ok(outcome(r, 'leaf').bound! >= 0.8, 'its bound comes from main, through cs');
     assert.deepEqual(r.warnings, []);
   });
@@ -449,8 +490,20 @@ describe('descent with group measurements', () => {
       this.groupBatches.push(groups.map((g) => [...g]));
       const rs = await super.measure(batch, signal);
       // A refused group names its first member as the one that blocked it.
-      if (this.refuseGroups) return { ...rs, refused: [...rs.refused, ...groups.map((g) => ({ name: g.join(' + '), reason: 'synthetic refusal', members: [...g], blockedBy: g[0]! }))] };
-      return { ...rs, groups: groups.map((g) => ({ name: g.join(' + '), members: [...g], inclusive: { instructions: g.reduce((acc, m) => acc + this.exact[m]!, 0) }, calls: g.length })) };
+      if (this.refuseGroups)
+        return {
+          ...rs,
+          refused: [...rs.refused, ...groups.map((g) => ({ name: g.join(' + '), reason: 'synthetic refusal', members: [...g], blockedBy: g[0]! }))],
+        };
+      return {
+        ...rs,
+        groups: groups.map((g) => ({
+          name: g.join(' + '),
+          members: [...g],
+          inclusive: { instructions: g.reduce((acc, m) => acc + this.exact[m]!, 0) },
+          calls: g.length,
+        })),
+      };
     }
   }
 
@@ -541,7 +594,10 @@ describe('descent with group measurements', () => {
     const m = new GroupMeasurer(2, graph, values, 1000);
     const r = await descend(graph, m, 0.15, { groups: true });
     assert.deepEqual(m.groupBatches.flat(), []);
-    assert.ok(r.warnings.some((w) => /call counts/.test(w)), r.warnings.join('; '));
+    assert.ok(
+      r.warnings.some((w) => /call counts/.test(w)),
+      r.warnings.join('; '),
+    );
   });
 
   it('keeps recall at 100 % on random programs and takes fewer runs than one function per slot', async () => {
@@ -557,7 +613,8 @@ describe('descent with group measurements', () => {
           const r = await descend(p.graph, m, threshold);
           const hot = Object.keys(p.values).filter((f) => p.values[f]! / p.total >= threshold);
           for (const f of hot) assert.equal(outcome(r, f).status, 'measured', `seed ${seed}, threshold ${threshold}, k=${slots}: ${f} missed`);
-          for (const o of r.outcomes) if (o.status === 'pruned') assert.ok(p.values[o.name]! / p.total <= o.bound! + 1e-12, `seed ${seed}: bound of ${o.name} below its value`);
+          for (const o of r.outcomes)
+            if (o.status === 'pruned') assert.ok(p.values[o.name]! / p.total <= o.bound! + 1e-12, `seed ${seed}: bound of ${o.name} below its value`);
           assert.deepEqual(r.warnings, []);
           groupsMeasured += m.groupBatches.flat().length;
           grouped += r.runs;

@@ -15,7 +15,14 @@ import { DapProfiler, ProfilingError, eventOfCounter, type DapRequester } from '
 const graph: CallGraphResponse = {
   functions: ['reset', 'main', 'idle', 'step', 'filter', 'mac', 'log', 'isr', 'done'].map((name, i) => ({ name, address: 0x100 * (i + 1), size: 32 })),
   edges: [
-    ['reset', 'main'], ['main', 'idle'], ['main', 'step'], ['step', 'filter'], ['filter', 'mac'], ['step', 'log'], ['isr', 'mac'], ['main', 'done'],
+    ['reset', 'main'],
+    ['main', 'idle'],
+    ['main', 'step'],
+    ['step', 'filter'],
+    ['filter', 'mac'],
+    ['step', 'log'],
+    ['isr', 'mac'],
+    ['main', 'done'],
   ].map(([caller, callee], i) => ({ caller: caller!, callee: callee!, kind: 'call' as const, sites: [0x1000 + i] })),
   indirectCallers: [],
 };
@@ -59,14 +66,41 @@ class SimulatedTarget implements DapRequester {
       case 'cyclelens/callGraph':
         return graph;
       case 'cyclelens/counters':
-        return { units: [{ unit: 'RISC-V counters', present: true, resolution: 1, slots: [{ index: 2, name: 'minstret', width: this.width, fixedEvent: 'instructions', running: true, ...(this.configured ? { event: 'instructions' } : {}) }] }] };
+        return {
+          units: [
+            {
+              unit: 'RISC-V counters',
+              present: true,
+              resolution: 1,
+              slots: [
+                {
+                  index: 2,
+                  name: 'minstret',
+                  width: this.width,
+                  fixedEvent: 'instructions',
+                  running: true,
+                  ...(this.configured ? { event: 'instructions' } : {}),
+                },
+              ],
+            },
+          ],
+        };
       case 'cyclelens/configure':
         this.configured = true;
         return { units: [] };
       case 'cyclelens/read':
         return {
           values: this.configured
-            ? [{ unit: 'RISC-V counters', slot: 2, event: 'instructions', value: String(this.counter % 2 ** this.width), reliable: !(this.unreliableAtEnd && this.iterations > 0), ...(this.unreliableAtEnd && this.iterations > 0 ? { note: 'the clock jumped while halted' } : {}) }]
+            ? [
+                {
+                  unit: 'RISC-V counters',
+                  slot: 2,
+                  event: 'instructions',
+                  value: String(this.counter % 2 ** this.width),
+                  reliable: !(this.unreliableAtEnd && this.iterations > 0),
+                  ...(this.unreliableAtEnd && this.iterations > 0 ? { note: 'the clock jumped while halted' } : {}),
+                },
+              ]
             : [],
         };
       case 'cyclelens/run': {
@@ -105,13 +139,56 @@ class SimulatedTarget implements DapRequester {
       }
       case 'cyclelens/injectedResults': {
         const w = this.window;
-        const window = w ? [{ id: w.id, name: 'window', counter: 'minstret', calls: 1, passes: w.closed ? 1 : 0, untracked: 0, total: w.value + COUNTED, compensatedTotal: w.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] }] : [];
-        return { results: [...window, ...this.injected.map((m) => ({ id: m.id, name: m.name, counter: 'minstret', calls: m.calls, passes: m.calls, untracked: 0, total: m.value + COUNTED * m.calls, compensatedTotal: m.value, overheadPerPass: COUNTED, min: null, max: null, mean: null, meanCompensated: null, lastPasses: [] }))] };
+        const window = w
+          ? [
+              {
+                id: w.id,
+                name: 'window',
+                counter: 'minstret',
+                calls: 1,
+                passes: w.closed ? 1 : 0,
+                untracked: 0,
+                total: w.value + COUNTED,
+                compensatedTotal: w.value,
+                overheadPerPass: COUNTED,
+                min: null,
+                max: null,
+                mean: null,
+                meanCompensated: null,
+                lastPasses: [],
+              },
+            ]
+          : [];
+        return {
+          results: [
+            ...window,
+            ...this.injected.map((m) => ({
+              id: m.id,
+              name: m.name,
+              counter: 'minstret',
+              calls: m.calls,
+              passes: m.calls,
+              untracked: 0,
+              total: m.value + COUNTED * m.calls,
+              compensatedTotal: m.value,
+              overheadPerPass: COUNTED,
+              min: null,
+              max: null,
+              mean: null,
+              meanCompensated: null,
+              lastPasses: [],
+            })),
+          ],
+        };
       }
       case 'cyclelens/planInjection': {
         // The dry run says the same as the injection would: `idle` cannot be patched at all.
         const names = (args as { functions: string[] }).functions;
-        return { functions: names.map((name) => (this.refuse.has(name) ? { name, entry: false, callSites: false, reason: `${name} is a 2-byte return: too short to patch` } : { name, entry: true })) };
+        return {
+          functions: names.map((name) =>
+            this.refuse.has(name) ? { name, entry: false, callSites: false, reason: `${name} is a 2-byte return: too short to patch` } : { name, entry: true },
+          ),
+        };
       }
       case 'cyclelens/removeInjections': {
         const ids = (args as { ids?: number[] }).ids;
@@ -149,11 +226,22 @@ describe('DAP profiler, single-pass', () => {
     const t = new SimulatedTarget();
     const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass' }, executable: '/fw/app.elf' });
     const rs = await p.measure(['step', 'mac']);
-    assert.deepEqual(t.requests.map((r) => r.command), [
-      'cyclelens/counters', 'cyclelens/configure',
-      'cyclelens/run', 'cyclelens/read', 'cyclelens/run', 'cyclelens/read',
-      'cyclelens/run', 'cyclelens/inject', 'cyclelens/run', 'cyclelens/injectedResults', 'cyclelens/removeInjections',
-    ]);
+    assert.deepEqual(
+      t.requests.map((r) => r.command),
+      [
+        'cyclelens/counters',
+        'cyclelens/configure',
+        'cyclelens/run',
+        'cyclelens/read',
+        'cyclelens/run',
+        'cyclelens/read',
+        'cyclelens/run',
+        'cyclelens/inject',
+        'cyclelens/run',
+        'cyclelens/injectedResults',
+        'cyclelens/removeInjections',
+      ],
+    );
     assert.deepEqual(t.requests[2]!.args, { restart: true, until: { function: 'main' } });
     assert.deepEqual(t.requests[4]!.args, {});
     assert.deepEqual(t.requests[1]!.args, { events: ['instructions'] });
@@ -195,13 +283,29 @@ describe('DAP profiler, single-pass', () => {
     t.unreliableAtEnd = true;
     const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass' }, executable: '/fw/app.elf' });
     const rs = await p.measure(['step']);
-    assert.deepEqual(t.requests.map((r) => r.command), [
-      'cyclelens/counters', 'cyclelens/configure',
-      'cyclelens/run', 'cyclelens/read', 'cyclelens/run', 'cyclelens/read',
-      // the window run: main's entry to its call of the end function (site 0x1007), never halted
-      'cyclelens/run', 'cyclelens/callGraph', 'cyclelens/inject', 'cyclelens/run', 'cyclelens/injectedResults', 'cyclelens/removeInjections',
-      'cyclelens/run', 'cyclelens/inject', 'cyclelens/run', 'cyclelens/injectedResults', 'cyclelens/removeInjections',
-    ]);
+    assert.deepEqual(
+      t.requests.map((r) => r.command),
+      [
+        'cyclelens/counters',
+        'cyclelens/configure',
+        'cyclelens/run',
+        'cyclelens/read',
+        'cyclelens/run',
+        'cyclelens/read',
+        // the window run: main's entry to its call of the end function (site 0x1007), never halted
+        'cyclelens/run',
+        'cyclelens/callGraph',
+        'cyclelens/inject',
+        'cyclelens/run',
+        'cyclelens/injectedResults',
+        'cyclelens/removeInjections',
+        'cyclelens/run',
+        'cyclelens/inject',
+        'cyclelens/run',
+        'cyclelens/injectedResults',
+        'cyclelens/removeInjections',
+      ],
+    );
     assert.deepEqual((t.requests[8]!.args as InjectArguments).targets, [{ start: { function: 'main' }, end: { address: '0x1007' } }]);
     assert.deepEqual(t.requests[9]!.args, { until: { function: 'done' } });
     assert.equal(p.baselineRuns, 2);
@@ -214,7 +318,13 @@ describe('DAP profiler, single-pass', () => {
     const t = new SimulatedTarget();
     t.unreliableAtEnd = true;
     const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass', start: 'step' }, executable: '/fw/app.elf' });
-    await assert.rejects(p.measure(['filter']), (err: Error) => err instanceof ProfilingError && /step from its entry to its return was not measured exactly once \(26 passes, 26 calls\)/.test(err.message) && /"programEnd": "exit"/.test(err.message));
+    await assert.rejects(
+      p.measure(['filter']),
+      (err: Error) =>
+        err instanceof ProfilingError &&
+        /step from its entry to its return was not measured exactly once \(26 passes, 26 calls\)/.test(err.message) &&
+        /"programEnd": "exit"/.test(err.message),
+    );
   });
 
   it('reports refused and unanswered functions, never drops them', async () => {
@@ -240,8 +350,14 @@ describe('DAP profiler, single-pass', () => {
       },
     };
     const p = new DapProfiler(failing, { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' });
-    await assert.rejects(p.measure(['step']), (e: Error) => e instanceof ProfilingError && /cyclelens\/run failed: the target stopped responding/.test(e.message));
-    assert.deepEqual(t.requests.slice(-2).map((r) => r.command), ['cyclelens/inject', 'cyclelens/removeInjections']);
+    await assert.rejects(
+      p.measure(['step']),
+      (e: Error) => e instanceof ProfilingError && /cyclelens\/run failed: the target stopped responding/.test(e.message),
+    );
+    assert.deepEqual(
+      t.requests.slice(-2).map((r) => r.command),
+      ['cyclelens/inject', 'cyclelens/removeInjections'],
+    );
   });
 
   it('stops when aborted', async () => {
@@ -265,7 +381,17 @@ describe('DAP profiler, single-pass', () => {
     assert.deepEqual(roots, ['main', 'isr']);
     const r = await runDescent(graph, p, { engine, metric: engine.monotone('share'), threshold: 0.05, roots, spanning: ['main'] });
     const status = Object.fromEntries(r.outcomes.map((o) => [o.name, o.status]));
-    assert.deepEqual(status, { reset: 'unreached', main: 'measured', idle: 'unmeasurable', step: 'measured', filter: 'measured', mac: 'measured', log: 'measured', isr: 'measured', done: 'measured' });
+    assert.deepEqual(status, {
+      reset: 'unreached',
+      main: 'measured',
+      idle: 'unmeasurable',
+      step: 'measured',
+      filter: 'measured',
+      mac: 'measured',
+      log: 'measured',
+      isr: 'measured',
+      done: 'measured',
+    });
     const mac = r.outcomes.find((o) => o.name === 'mac')!;
     assert.ok(Math.abs(mac.value! - (650 * 26) / 25_400) < 1e-12);
     assert.ok(!t.requests.some((q) => q.command === 'cyclelens/inject' && JSON.stringify(q.args).includes('"main"')));
@@ -283,8 +409,17 @@ describe('DAP profiler, cyclic', () => {
     const w1 = await p.measure(['step', 'mac']);
     const commands = t.requests.map((r) => r.command);
     assert.deepEqual(commands, [
-      'cyclelens/counters', 'cyclelens/configure', 'cyclelens/run',
-      'cyclelens/inject', 'cyclelens/read', 'cyclelens/run', 'cyclelens/run', 'cyclelens/run', 'cyclelens/read', 'cyclelens/injectedResults', 'cyclelens/removeInjections',
+      'cyclelens/counters',
+      'cyclelens/configure',
+      'cyclelens/run',
+      'cyclelens/inject',
+      'cyclelens/read',
+      'cyclelens/run',
+      'cyclelens/run',
+      'cyclelens/run',
+      'cyclelens/read',
+      'cyclelens/injectedResults',
+      'cyclelens/removeInjections',
     ]);
     assert.ok(!t.requests.some((r) => (r.args as RunArguments | undefined)?.restart), 'a cyclic program is never restarted');
     // Iterations 2, 3, 4 (the first run reached the safe stop): 3000 + 900 for iteration 3, the counter
@@ -301,7 +436,13 @@ describe('DAP profiler, cyclic', () => {
   it('drives a round robin over windows of different lengths', async () => {
     const t = new SimulatedTarget();
     const p = new DapProfiler(t, { slots: 3, mode: { kind: 'cyclic', safeStop: { function: 'idle' }, dwell: 3 }, executable: 'x' });
-    const r = await runRoundRobin(graph, p, { engine, metric: engine.definition('share')!, rounds: 2, functions: ['step', 'filter', 'log', 'isr'], spanning: ['main'] });
+    const r = await runRoundRobin(graph, p, {
+      engine,
+      metric: engine.definition('share')!,
+      rounds: 2,
+      functions: ['step', 'filter', 'log', 'isr'],
+      spanning: ['main'],
+    });
     assert.equal(r.runs, 4);
     assert.deepEqual(r.batches, [['step', 'filter', 'log'], ['isr'], ['step', 'filter', 'log'], ['isr']]);
     const step = r.outcomes.find((o) => o.name === 'step')!;
@@ -312,7 +453,15 @@ describe('DAP profiler, cyclic', () => {
 });
 
 describe('scenarios with a saved call graph', () => {
-  const request: ScenarioRequest = { command: 'descent', threshold: { kind: 'share', value: 0.05 }, slots: 2, start: 'main', roots: [], rounds: 1, lookahead: true };
+  const request: ScenarioRequest = {
+    command: 'descent',
+    threshold: { kind: 'share', value: 0.05 },
+    slots: 2,
+    start: 'main',
+    roots: [],
+    rounds: 1,
+    lookahead: true,
+  };
   const otherBuild: CallGraphDocument = {
     schema: CALL_GRAPH_SCHEMA,
     program: 'x',
@@ -324,12 +473,23 @@ describe('scenarios with a saved call graph', () => {
 
   it('fails on a graph of another build that was asked for, and leaves out one found in the workspace with a note', async () => {
     await assert.rejects(
-      runScenario({ ...request, savedGraph: { document: otherBuild, file: 'calls.json' } }, new DapProfiler(new SimulatedTarget(), { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' }), options([])),
+      runScenario(
+        { ...request, savedGraph: { document: otherBuild, file: 'calls.json' } },
+        new DapProfiler(new SimulatedTarget(), { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' }),
+        options([]),
+      ),
       /calls\.json was recorded on another build/,
     );
     const lines: string[] = [];
-    const outcome = await runScenario({ ...request, savedGraph: { document: otherBuild, file: 'calls.json', optional: true } }, new DapProfiler(new SimulatedTarget(), { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' }), options(lines));
-    assert.ok(lines.some((l) => /another build .* Descent runs without its call counts/.test(l)), lines.join('\n'));
+    const outcome = await runScenario(
+      { ...request, savedGraph: { document: otherBuild, file: 'calls.json', optional: true } },
+      new DapProfiler(new SimulatedTarget(), { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' }),
+      options(lines),
+    );
+    assert.ok(
+      lines.some((l) => /another build .* Descent runs without its call counts/.test(l)),
+      lines.join('\n'),
+    );
     assert.equal(outcome.result.outcomes.find((o) => o.name === 'step')!.status, 'measured');
   });
 });

@@ -10,7 +10,9 @@ function counter(): { calls: number; read: () => Promise<DisassembledInstruction
     calls: 0,
     read: async (): Promise<DisassembledInstruction[]> => {
       c.calls++;
-      return [{ address: BigInt(c.calls), opcodes: '', instruction: `read ${c.calls}`, functionName: undefined, offset: undefined, file: undefined, line: undefined }];
+      return [
+        { address: BigInt(c.calls), opcodes: '', instruction: `read ${c.calls}`, functionName: undefined, offset: undefined, file: undefined, line: undefined },
+      ];
     },
   };
   return c;
@@ -49,7 +51,10 @@ describe('disassembly cache', () => {
 
   it('does not keep a failed read', async () => {
     const cache = new DisassemblyCache();
-    await assert.rejects(cache.read(0n, 0x10n, () => Promise.reject(new Error('Cannot access memory at address 0x0'))), /Cannot access memory/);
+    await assert.rejects(
+      cache.read(0n, 0x10n, () => Promise.reject(new Error('Cannot access memory at address 0x0'))),
+      /Cannot access memory/,
+    );
     const r = counter();
     assert.equal((await cache.read(0n, 0x10n, r.read))[0]!.instruction, 'read 1');
   });
@@ -68,6 +73,7 @@ describe('disassembly cache', () => {
 
   it('treats assignments and calls in an expression as possible memory writes, reads as not', () => {
     for (const e of ['x = 5', '$r0=0x20', 'a[i] += 1', 'p->n++', '--n', 'reset_state()', 'memset (buf, 0, 4)']) assert.equal(mayWriteMemory(e), true, e);
-    for (const e of ['x == 5', 'a != b', 'i <= n', 'i >= n', '(unsigned long)(&buffer)', '*(int *)0x20000000', '$pc', 'st.mean']) assert.equal(mayWriteMemory(e), false, e);
+    for (const e of ['x == 5', 'a != b', 'i <= n', 'i >= n', '(unsigned long)(&buffer)', '*(int *)0x20000000', '$pc', 'st.mean'])
+      assert.equal(mayWriteMemory(e), false, e);
   });
 });

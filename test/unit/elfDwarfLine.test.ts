@@ -87,7 +87,9 @@ describe('DWARF .debug_line against GNU objdump and addr2line', () => {
 
       it('maps every instruction address to the file and line addr2line gives', () => {
         const addresses = instructionAddresses(e);
-        const out = run(tool(e.target, 'addr2line'), ['-e', e.path], addresses.map((a) => a.toString(16)).join('\n') + '\n').trimEnd().split('\n');
+        const out = run(tool(e.target, 'addr2line'), ['-e', e.path], addresses.map((a) => a.toString(16)).join('\n') + '\n')
+          .trimEnd()
+          .split('\n');
         assert.equal(out.length, addresses.length);
         let known = 0;
         addresses.forEach((a, i) => {
@@ -118,7 +120,11 @@ describe('DWARF .debug_line against GNU objdump and addr2line', () => {
         for (const [key, addresses] of expected) {
           const at = key.lastIndexOf(':');
           const got = table.addressesForLine(key.slice(0, at), Number(key.slice(at + 1)));
-          assert.deepEqual(got, [...addresses].sort((a, b) => a - b), key);
+          assert.deepEqual(
+            got,
+            [...addresses].sort((a, b) => a - b),
+            key,
+          );
         }
       });
     });
@@ -147,7 +153,12 @@ describe('LineTable queries', () => {
       const img = ElfImage.loadSync(s.path);
       const main = join(s.sample!.dir, 'main.c');
       const first = markerLine(main, 'int main(void)');
-      const last = first + readFileSync(main, 'utf8').split('\n').slice(first - 1).findIndex((l) => l === '}');
+      const last =
+        first +
+        readFileSync(main, 'utf8')
+          .split('\n')
+          .slice(first - 1)
+          .findIndex((l) => l === '}');
       const range = img.functionLines('main')!;
       assert.equal(range.file, main, s.name);
       assert.ok(range.firstLine >= first && range.lastLine <= last, `${s.name}: ${range.firstLine}-${range.lastLine} within ${first}-${last}`);
@@ -169,7 +180,9 @@ describe('LineTable queries', () => {
 });
 
 function markerLine(file: string, text: string): number {
-  const i = readFileSync(file, 'utf8').split('\n').findIndex((l) => l.includes(text));
+  const i = readFileSync(file, 'utf8')
+    .split('\n')
+    .findIndex((l) => l.includes(text));
   assert.ok(i >= 0, `${text} in ${file}`);
   return i + 1;
 }
@@ -265,9 +278,21 @@ describe('hand-made line programs (forms and opcodes GCC 12 does not emit)', () 
     // file table: path, directory index, MD5, size (data2), a vendor content type (data1)
     h.u8(5).uleb(1).uleb(DW_FORM.string).uleb(2).uleb(DW_FORM.udata).uleb(5).uleb(DW_FORM.data16).uleb(4).uleb(DW_FORM.data2).uleb(0x2001).uleb(DW_FORM.data1);
     h.uleb(3);
-    h.str('a.c').uleb(1).u8(...new Array(16).fill(0xab)).u16(100).u8(1);
-    h.str('/abs/inc.h').uleb(0).u8(...new Array(16).fill(0)).u16(7).u8(2);
-    h.str('x').uleb(1).u8(...new Array(16).fill(1)).u16(1).u8(3);
+    h.str('a.c')
+      .uleb(1)
+      .u8(...new Array(16).fill(0xab))
+      .u16(100)
+      .u8(1);
+    h.str('/abs/inc.h')
+      .uleb(0)
+      .u8(...new Array(16).fill(0))
+      .u16(7)
+      .u8(2);
+    h.str('x')
+      .uleb(1)
+      .u8(...new Array(16).fill(1))
+      .u16(1)
+      .u8(3);
     const body = program(13);
     const unit = new Bytes().u16(5).u8(4, 0).u64(h.length).bytes(h).bytes(body);
     const section = new Bytes().u32(0xffffffff).u64(unit.length).bytes(unit);
@@ -293,7 +318,13 @@ describe('hand-made line programs (forms and opcodes GCC 12 does not emit)', () 
       ],
     );
     assert.deepEqual(programs[1]!.files, ['/w/b.c']);
-    assert.deepEqual(programs[1]!.rows.map((r) => [r.address, r.file]), [[0x3000, '<file 1>'], [0x3000, '<file 1>']]);
+    assert.deepEqual(
+      programs[1]!.rows.map((r) => [r.address, r.file]),
+      [
+        [0x3000, '<file 1>'],
+        [0x3000, '<file 1>'],
+      ],
+    );
     const table = new LineTable(programs);
     assert.deepEqual(table.lookup(0x1006), { file: '/abs/inc.h', line: 11, column: 0 });
     assert.equal(table.lookup(0x0fff), undefined);
@@ -304,7 +335,12 @@ describe('hand-made line programs (forms and opcodes GCC 12 does not emit)', () 
     const h = header(2, 14); // opcode_base 14: opcode 13 is standard, with one ULEB operand
     h.str('inc').str('/opt/sys').u8(0); // include_directories 1, 2
     h.str('m.c').uleb(0).uleb(0).uleb(0).str('h.h').uleb(1).uleb(0).uleb(0).u8(0);
-    const body = new Bytes().u8(0, 1 + 7 + 3, 3).str('late.c').uleb(2).uleb(0).uleb(0); // define_file: file 3
+    const body = new Bytes()
+      .u8(0, 1 + 7 + 3, 3)
+      .str('late.c')
+      .uleb(2)
+      .uleb(0)
+      .uleb(0); // define_file: file 3
     body.bytes(program(14, true));
     body.u8(0, 5, 2).u32(0x2000).u8(4).uleb(3).u8(1).u8(0, 1, 1);
     const unit = new Bytes().u16(2).u32(h.length).bytes(h).bytes(body);
@@ -312,7 +348,10 @@ describe('hand-made line programs (forms and opcodes GCC 12 does not emit)', () 
     const programs = decodeLinePrograms({ line: Uint8Array.from(section.out) }, new Map([[0, { compDir: '/build' }]]));
     assert.deepEqual(programs[0]!.files, ['', '/build/m.c', '/build/inc/h.h', '/opt/sys/late.c']);
     const rows = programs[0]!.rows;
-    assert.deepEqual(rows.map((r) => r.line), [10, 11, 11, 6, 6, 1, 1]);
+    assert.deepEqual(
+      rows.map((r) => r.line),
+      [10, 11, 11, 6, 6, 1, 1],
+    );
     assert.equal(rows[3]!.file, '/build/inc/h.h');
     assert.equal(rows[5]!.file, '/opt/sys/late.c');
     assert.equal(rows[5]!.address, 0x2000);
@@ -332,7 +371,11 @@ describe('hand-made line programs (forms and opcodes GCC 12 does not emit)', () 
     assert.throws(() => decodeLinePrograms({ line: lying }, new Map()), /runs past the end|needed/);
     assert.throws(() => decodeLinePrograms({ line: Uint8Array.from([5, 0, 0, 0, 9, 0, 0, 0, 0]) }, new Map()), /unsupported version 9/);
     // A DWARF 5 file table with no entry format and an absurd entry count must not spin.
-    const h5 = header(5, 13).u8(0).uleb(0).u8(0).uleb(2 ** 40);
+    const h5 = header(5, 13)
+      .u8(0)
+      .uleb(0)
+      .u8(0)
+      .uleb(2 ** 40);
     const v5 = new Bytes().u16(5).u8(4, 0).u32(h5.length).bytes(h5);
     assert.throws(() => decodeLinePrograms({ line: Uint8Array.from(new Bytes().u32(v5.length).bytes(v5).out) }, new Map()), /claims 1099511627776 entries/);
   });

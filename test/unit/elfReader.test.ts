@@ -143,7 +143,10 @@ describe('ElfImage details', () => {
     const handler = arm.functionNamed('default_handler')!;
     assert.equal(arm.functionContaining(handler.address)!.name, 'default_handler');
     assert.deepEqual(
-      arm.symbols.aliasesAt(handler.address).map((s) => s.name).sort(),
+      arm.symbols
+        .aliasesAt(handler.address)
+        .map((s) => s.name)
+        .sort(),
       ['HardFault_Handler', 'NMI_Handler', 'default_handler'],
     );
     assert.equal(arm.functionNamed('NMI_Handler')!.binding, 'weak');
@@ -214,7 +217,12 @@ describe('ElfImage errors', () => {
     const x86 = join(dir, 'x86.elf');
     writeFileSync(x86, bytes);
     expectError(x86, ErrorCode.UnsupportedArchitecture, /e_machine 62 \(x86-64 \(EM_X86_64\)\).*Cortex-M, RISC-V and ARC/);
-    for (const [machine, family] of [[195, 'arc'], [93, 'arc'], [243, 'riscv'], [40, 'cortex-m']] as const) {
+    for (const [machine, family] of [
+      [195, 'arc'],
+      [93, 'arc'],
+      [243, 'riscv'],
+      [40, 'cortex-m'],
+    ] as const) {
       bytes.writeUInt16LE(machine, 18);
       assert.equal(ElfImage.fromBytes(bytes, 'patched').family, family, `e_machine ${machine}`);
     }
@@ -282,7 +290,11 @@ describe('ElfImage errors', () => {
       .map((n) => img.section(n))
       .filter((s) => s !== undefined);
     const shoff = whole.readUInt32LE(32);
-    const regions: Array<[number, number]> = [[0, 52], [shoff, whole.length - shoff], ...targets.map((s): [number, number] => [s.offset, Math.min(s.size, 4096)])];
+    const regions: Array<[number, number]> = [
+      [0, 52],
+      [shoff, whole.length - shoff],
+      ...targets.map((s): [number, number] => [s.offset, Math.min(s.size, 4096)]),
+    ];
     let seed = 0x2545f491;
     const rand = (n: number): number => {
       seed ^= seed << 13;

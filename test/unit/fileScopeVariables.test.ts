@@ -14,13 +14,22 @@ const vars: FileScopeVariable[] = [
 
 describe('file-scope variable scopes', () => {
   it('Globals lists every global once, by name, and no statics', () => {
-    assert.deepEqual(fileScopeSelection(vars, 'globals').map((v) => v.name), ['g_mode', 'g_ticks']);
+    assert.deepEqual(
+      fileScopeSelection(vars, 'globals').map((v) => v.name),
+      ['g_mode', 'g_ticks'],
+    );
   });
 
   it('Statics lists the statics of the frame file only', () => {
-    assert.deepEqual(fileScopeSelection(vars, { staticsOf: '/fw/b.c' }).map((v) => `${v.file}:${v.name}`), ['b.c:count']);
+    assert.deepEqual(
+      fileScopeSelection(vars, { staticsOf: '/fw/b.c' }).map((v) => `${v.file}:${v.name}`),
+      ['b.c:count'],
+    );
     // Without an absolute path from GDB, the recorded name matches the end of the frame's path.
-    assert.deepEqual(fileScopeSelection(vars, { staticsOf: '/work/fw/src/c.c' }).map((v) => v.name), ['table']);
+    assert.deepEqual(
+      fileScopeSelection(vars, { staticsOf: '/work/fw/src/c.c' }).map((v) => v.name),
+      ['table'],
+    );
     assert.deepEqual(fileScopeSelection(vars, { staticsOf: undefined }), []);
   });
 });

@@ -20,7 +20,7 @@ describe('measurementLabel', () => {
     assert.doesNotMatch(label, /0x/);
   });
 
-  it('takes the function from the region\'s fields, never from its name', () => {
+  it("takes the function from the region's fields, never from its name", () => {
     // A name in any other shape (or none the label could parse) changes nothing.
     const renamed = { ...region, name: 'the inner loop' };
     assert.equal(measurementLabel({ ...renamed, source: { path: '/src/dsp.c', line: 46, endLine: 51 } }), 'fir_filter (dsp.c:46–51)');
@@ -42,7 +42,7 @@ describe('measurementLabel', () => {
     assert.equal(measurementLabel({ ...bare, source: { path: '/src/start.S', line: 3, endLine: 9 } }), 'start.S:3–9');
   });
 
-  it('keeps the adapter\'s name where there is no line information, and for functions', () => {
+  it("keeps the adapter's name where there is no line information, and for functions", () => {
     assert.equal(measurementLabel(region), region.name);
     assert.equal(measurementLabel({ name: 'fir_filter', kind: 'function', source: { path: '/src/dsp.c', line: 43 } }), 'fir_filter');
     assert.equal(measurementLabel({ name: 'clamp_s16', kind: 'call-sites' }), 'clamp_s16');

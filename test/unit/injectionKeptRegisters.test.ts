@@ -44,9 +44,14 @@ function code(stub: StubImage, at: number): string[] {
   try {
     const bin = join(dir, 'stub.bin');
     writeFileSync(bin, stub.bytes);
-    const r = spawnSync('riscv64-unknown-elf-objdump', ['-D', '-b', 'binary', '-m', 'riscv:rv32', `--adjust-vma=0x${stub.address.toString(16)}`, bin], { encoding: 'utf8' });
+    const r = spawnSync('riscv64-unknown-elf-objdump', ['-D', '-b', 'binary', '-m', 'riscv:rv32', `--adjust-vma=0x${stub.address.toString(16)}`, bin], {
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 0, r.stderr);
-    const lines = r.stdout.split('\n').map((l) => /^\s*([0-9a-f]+):\s+[0-9a-f]+\s+(\S+)\s*(\S*)/.exec(l)).filter((m) => m !== null);
+    const lines = r.stdout
+      .split('\n')
+      .map((l) => /^\s*([0-9a-f]+):\s+[0-9a-f]+\s+(\S+)\s*(\S*)/.exec(l))
+      .filter((m) => m !== null);
     const out: string[] = [];
     for (const m of lines.filter((x) => parseInt(x[1]!, 16) >= at)) {
       out.push(`${m[2]} ${m[3]}`.trim());
@@ -95,15 +100,30 @@ describe('RV32 callers that keep registers across a call (-fipa-ra)', { skip }, 
   it('a group whose members differ in kept registers: one set of costs, and every exit stub gives back the union', () => {
     const { planner, model, generator } = setup();
     const withKept = entryOf(planner, '__adddf3');
-    const plain = model.functions.map((f) => f.name).find((n) => {
-      const p = planner.planFunction(n);
-      return p.ok && p.kind === 'function' && !p.entry.keptRegisters;
-    });
+    const plain = model.functions
+      .map((f) => f.name)
+      .find((n) => {
+        const p = planner.planFunction(n);
+        return p.ok && p.kind === 'function' && !p.entry.keptRegisters;
+      });
     assert.ok(plain, 'a function nobody keeps registers across');
     const runtime = generator.buildRuntime(LAYOUT);
-    const alone = generator.buildStubs({ kind: 'function', payload: 'software', record: 0x87f0_1000, at: 0x87f0_2000, entry: entryOf(planner, plain) }, runtime, LAYOUT);
+    const alone = generator.buildStubs(
+      { kind: 'function', payload: 'software', record: 0x87f0_1000, at: 0x87f0_2000, entry: entryOf(planner, plain) },
+      runtime,
+      LAYOUT,
+    );
     assert.match(code(alone, alone.exit!)[0]!, /^csrr t3/, `${plain} alone keeps the plain exit`);
-    const stubs = buildGroupStubs(generator, [{ name: plain, entry: entryOf(planner, plain), at: 0x87f0_2000 }, { name: '__adddf3', entry: withKept, at: 0x87f0_2400 }], 0x87f0_1000, runtime, LAYOUT);
+    const stubs = buildGroupStubs(
+      generator,
+      [
+        { name: plain, entry: entryOf(planner, plain), at: 0x87f0_2000 },
+        { name: '__adddf3', entry: withKept, at: 0x87f0_2400 },
+      ],
+      0x87f0_1000,
+      runtime,
+      LAYOUT,
+    );
     assert.deepEqual(stubs[0]!.costs, stubs[1]!.costs);
     assert.equal(stubs[0]!.counted.outer, stubs[1]!.counted.outer);
     for (const s of stubs) assert.match(code(s, s.exit!)[0]!, /^csrr ra/, 'the shared exit saves for the union');

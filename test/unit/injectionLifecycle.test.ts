@@ -98,25 +98,39 @@ describe('reserved memory, memory kinds, records, allocation', () => {
     assert.match(bad.reason, /overlaps the program's \.bss section/);
   });
 
-  it('without the linker symbols, finds a gap only where a memory map says RAM, with a warning, or refuses with what to do', { skip: !haveRv || spawnSync('riscv64-unknown-elf-objcopy', ['--version']).status !== 0 }, () => {
-    const stripped = join(scratch, 'nosyms.elf');
-    const r = spawnSync('riscv64-unknown-elf-objcopy', ['--strip-symbol=__cyclelens_scratch_start', '--strip-symbol=__cyclelens_scratch_end', rvPath, stripped]);
-    assert.equal(r.status, 0, String(r.stderr));
-    const elf = ElfImage.loadSync(stripped);
-    const none = resolveReservedMemory(elf);
-    assert.ok('ok' in none && !none.ok);
-    assert.match(none.reason, /define __cyclelens_scratch_start and __cyclelens_scratch_end .* or give the reserved memory in the launch configuration/);
-    const gap = resolveReservedMemory(elf, { memoryMap: qemuMemoryMap('virt') }) as ReservedMemory;
-    assert.equal(gap.source, 'unused');
-    assert.match(gap.warning!, /No RAM is reserved for CycleLens/);
-    for (const s of elf.sections.filter((x) => (x.flags & 0x2) !== 0 && x.size > 0 && x.name !== '.cyclelens_scratch')) {
-      assert.ok(gap.start + gap.size <= s.addr || gap.start >= s.addr + s.size, `gap clear of ${s.name}`);
-    }
-  });
+  it(
+    'without the linker symbols, finds a gap only where a memory map says RAM, with a warning, or refuses with what to do',
+    { skip: !haveRv || spawnSync('riscv64-unknown-elf-objcopy', ['--version']).status !== 0 },
+    () => {
+      const stripped = join(scratch, 'nosyms.elf');
+      const r = spawnSync('riscv64-unknown-elf-objcopy', [
+        '--strip-symbol=__cyclelens_scratch_start',
+        '--strip-symbol=__cyclelens_scratch_end',
+        rvPath,
+        stripped,
+      ]);
+      assert.equal(r.status, 0, String(r.stderr));
+      const elf = ElfImage.loadSync(stripped);
+      const none = resolveReservedMemory(elf);
+      assert.ok('ok' in none && !none.ok);
+      assert.match(none.reason, /define __cyclelens_scratch_start and __cyclelens_scratch_end .* or give the reserved memory in the launch configuration/);
+      const gap = resolveReservedMemory(elf, { memoryMap: qemuMemoryMap('virt') }) as ReservedMemory;
+      assert.equal(gap.source, 'unused');
+      assert.match(gap.warning!, /No RAM is reserved for CycleLens/);
+      for (const s of elf.sections.filter((x) => (x.flags & 0x2) !== 0 && x.size > 0 && x.name !== '.cyclelens_scratch')) {
+        assert.ok(gap.start + gap.size <= s.addr || gap.start >= s.addr + s.size, `gap clear of ${s.name}`);
+      }
+    },
+  );
 
   it('reads GDB memory maps and treats the Cortex-M code region as flash when nothing says otherwise', () => {
-    const map = parseGdbMemoryMap('Num Enb Low Addr   High Addr  Attrs\n0   y   0x08000000 0x08100000 flash blocksize 0x800 nocache\n1   y   0x20000000 0x20020000 rw nocache\n');
-    assert.deepEqual(map.map((m) => m.kind), ['flash', 'ram']);
+    const map = parseGdbMemoryMap(
+      'Num Enb Low Addr   High Addr  Attrs\n0   y   0x08000000 0x08100000 flash blocksize 0x800 nocache\n1   y   0x20000000 0x20020000 rw nocache\n',
+    );
+    assert.deepEqual(
+      map.map((m) => m.kind),
+      ['flash', 'ram'],
+    );
     assert.equal(memoryKindAt(map, 0x08000100, 4), 'flash');
     assert.equal(memoryKindAt(map, 0x20000100, 4), 'ram');
     assert.equal(memoryKindAt(undefined, 0x100, 4, 'cortex-m'), 'flash');
@@ -152,12 +166,23 @@ describe('reserved memory, memory kinds, records, allocation', () => {
 
 describe('InjectionService safety rules (in-memory RV32 target)', { skip: haveRv ? false : 'rv32 fixture missing' }, () => {
   const elf = haveRv ? ElfImage.loadSync(rvPath) : undefined!;
-  const make = (halted = true, extra: Partial<ConstructorParameters<typeof InjectionService>[0]> = {}): { svc: InjectionService; target: MemoryTarget; dir: string } => {
+  const make = (
+    halted = true,
+    extra: Partial<ConstructorParameters<typeof InjectionService>[0]> = {},
+  ): { svc: InjectionService; target: MemoryTarget; dir: string } => {
     const target = new MemoryTarget(elf);
     target.regs.set('pc', BigInt(elf.functionNamed('main')!.address));
     target.regs.set('mstatus', 0x1808n);
     const dir = mkdtempSync(join(scratch, 'journal-'));
-    const svc = new InjectionService({ access: target, elf, support: rv32InjectionSupport(), isHalted: () => halted, journalDir: dir, reserved: resolveReservedMemory(elf) as ReservedMemory, ...extra });
+    const svc = new InjectionService({
+      access: target,
+      elf,
+      support: rv32InjectionSupport(),
+      isHalted: () => halted,
+      journalDir: dir,
+      reserved: resolveReservedMemory(elf) as ReservedMemory,
+      ...extra,
+    });
     return { svc, target, dir };
   };
 
@@ -195,7 +220,10 @@ describe('InjectionService safety rules (in-memory RV32 target)', { skip: haveRv
     await first.target.writeMemory(BigInt(other.address), Buffer.from('deadbeef', 'hex'));
     const report = await restoreFromJournal(first.target, elf, first.dir);
     assert.deepEqual(report.restored, [fn.address]);
-    assert.deepEqual(report.conflicts.map((c) => c.address), [other.address]);
+    assert.deepEqual(
+      report.conflicts.map((c) => c.address),
+      [other.address],
+    );
     assert.ok(existsSync(journalPath(first.dir, elf)), 'kept while a conflict remains');
     assert.deepEqual(await first.target.readMemory(BigInt(fn.address), 4), Buffer.from(elf.file.readMemory(fn.address, 4)!));
     const again = await restoreFromJournal(first.target, elf, first.dir);
@@ -206,7 +234,10 @@ describe('InjectionService safety rules (in-memory RV32 target)', { skip: haveRv
     const { svc, target } = make();
     const fn = elf.functionNamed('crc16_step')!;
     target.regs.set('pc', BigInt(fn.address + 2));
-    await assert.rejects(svc.measureFunction('crc16_step'), (e: unknown) => e instanceof InjectionRefusedError && /program counter is at 0x[0-9a-f]+, inside the bytes/.test(e.message));
+    await assert.rejects(
+      svc.measureFunction('crc16_step'),
+      (e: unknown) => e instanceof InjectionRefusedError && /program counter is at 0x[0-9a-f]+, inside the bytes/.test(e.message),
+    );
   });
 
   it('a write that does not stick is undone, reported as flash, and leaves no journal entry', async () => {
@@ -226,7 +257,11 @@ describe('InjectionService safety rules (in-memory RV32 target)', { skip: haveRv
     assert.ok('ok' in plan && plan.ok && plan.kind === 'function');
     const info = await svc.measureFunction('vm_run');
     const length = info.patches[0]!.length;
-    assert.deepEqual(svc.stopPointFor(fn.address), { ok: true, address: plan.entry.resume, moved: { from: fn.address, measurement: `measurement #${info.id} (vm_run)` } });
+    assert.deepEqual(svc.stopPointFor(fn.address), {
+      ok: true,
+      address: plan.entry.resume,
+      moved: { from: fn.address, measurement: `measurement #${info.id} (vm_run)` },
+    });
     assert.equal(plan.entry.resume, fn.address + length, 'the displaced instruction falls through to the next one');
     const inside = svc.stopPointFor(fn.address + 2);
     assert.ok(!inside.ok && /inside the bytes patched by measurement #1 \(vm_run\)/.test(inside.reason) && /Remove that measurement/.test(inside.reason));
@@ -268,7 +303,14 @@ describe('InjectionService on Cortex-M without a memory map', { skip: haveCm ? f
     const elf = ElfImage.loadSync(cmPath);
     const target = new MemoryTarget(elf);
     target.regs.set('pc', BigInt(elf.functionNamed('main')!.address));
-    const svc = new InjectionService({ access: target, elf, support: thumbInjectionSupport(), isHalted: () => true, journalDir: mkdtempSync(join(scratch, 'cm-')), reserved: resolveReservedMemory(elf) as ReservedMemory });
+    const svc = new InjectionService({
+      access: target,
+      elf,
+      support: thumbInjectionSupport(),
+      isHalted: () => true,
+      journalDir: mkdtempSync(join(scratch, 'cm-')),
+      reserved: resolveReservedMemory(elf) as ReservedMemory,
+    });
     await assert.rejects(svc.measureFunction('vm_run'), /The code at 0x[0-9a-f]+ is in flash; a debugger write would not stick .* allow flash writes/);
   });
 });
@@ -280,7 +322,14 @@ describe('group measurements: one record on several entries (in-memory RV32 targ
     target.regs.set('pc', BigInt(elf.functionNamed('main')!.address));
     target.regs.set('mstatus', 0x1808n);
     const dir = mkdtempSync(join(scratch, 'group-'));
-    const svc = new InjectionService({ access: target, elf, support: rv32InjectionSupport(), isHalted: () => true, journalDir: dir, reserved: resolveReservedMemory(elf) as ReservedMemory });
+    const svc = new InjectionService({
+      access: target,
+      elf,
+      support: rv32InjectionSupport(),
+      isHalted: () => true,
+      journalDir: dir,
+      reserved: resolveReservedMemory(elf) as ReservedMemory,
+    });
     return { svc, target, dir };
   };
   const original = (name: string, length = 8): Buffer => Buffer.from(elf.file.readMemory(elf.functionNamed(name)!.address, length)!);
@@ -299,9 +348,15 @@ describe('group measurements: one record on several entries (in-memory RV32 targ
     assert.equal(info.kind, 'group');
     assert.equal(info.name, 'crc16_step + vm_run');
     assert.deepEqual(info.members, members);
-    assert.deepEqual(info.patches.map((p) => p.address), members.map((n) => elf.functionNamed(n)!.address));
+    assert.deepEqual(
+      info.patches.map((p) => p.address),
+      members.map((n) => elf.functionNamed(n)!.address),
+    );
     const journal = JSON.parse(readFileSync(journalPath(dir, elf), 'utf8'));
-    assert.deepEqual(journal.patches.map((p: { measurement: number; address: number }) => [p.measurement, p.address]), info.patches.map((p) => [info.id, p.address]));
+    assert.deepEqual(
+      journal.patches.map((p: { measurement: number; address: number }) => [p.measurement, p.address]),
+      info.patches.map((p) => [info.id, p.address]),
+    );
     for (const [i, name] of members.entries()) {
       assert.notDeepEqual(await target.readMemory(BigInt(info.patches[i]!.address), 4), original(name, 4), `${name} patched`);
       const stop = svc.stopPointFor(elf.functionNamed(name)!.address);
@@ -315,7 +370,8 @@ describe('group measurements: one record on several entries (in-memory RV32 targ
     assert.equal((await svc.read()).length, 2, 'one result per group');
     await svc.remove(info.id);
     await svc.remove(named.id);
-    for (const name of [...members, 'partition', 'quicksort']) assert.deepEqual(await target.readMemory(BigInt(elf.functionNamed(name)!.address), 8), original(name), `${name} restored`);
+    for (const name of [...members, 'partition', 'quicksort'])
+      assert.deepEqual(await target.readMemory(BigInt(elf.functionNamed(name)!.address), 8), original(name), `${name} restored`);
     assert.equal(existsSync(journalPath(dir, elf)), false, 'journal gone once nothing is patched');
   });
 
@@ -328,9 +384,18 @@ describe('group measurements: one record on several entries (in-memory RV32 targ
     await svc.measureFunction('crc16_step');
     const writes = target.log.length;
     const memory = new Map(target.mem);
-    await assert.rejects(svc.measureGroup(['vm_run', 'crc16_step']), /^.*Group member crc16_step cannot be entry-patched, so nothing of the group was injected: 0x[0-9a-f]+ is already patched by measurement #1 \(crc16_step\)/);
+    await assert.rejects(
+      svc.measureGroup(['vm_run', 'crc16_step']),
+      /^.*Group member crc16_step cannot be entry-patched, so nothing of the group was injected: 0x[0-9a-f]+ is already patched by measurement #1 \(crc16_step\)/,
+    );
     const refused = unpatchable(svc);
-    await assert.rejects(svc.measureGroup(['vm_run', refused]), (e: unknown) => e instanceof InjectionRefusedError && e.message.startsWith(`Group member ${refused} cannot be entry-patched, so nothing of the group was injected: `) && /out of the group/.test(e.message));
+    await assert.rejects(
+      svc.measureGroup(['vm_run', refused]),
+      (e: unknown) =>
+        e instanceof InjectionRefusedError &&
+        e.message.startsWith(`Group member ${refused} cannot be entry-patched, so nothing of the group was injected: `) &&
+        /out of the group/.test(e.message),
+    );
     await assert.rejects(svc.measureGroup(['vm_run', 'fir_filter'], { payload: 'hardware' }), /Groups are measured with software accumulation only/);
     assert.equal(target.log.length, writes, 'no memory or register written');
     assert.deepEqual(target.mem, memory);
@@ -342,8 +407,14 @@ describe('group measurements: one record on several entries (in-memory RV32 targ
 
   it('refuses duplicate, unknown and empty members with what to do', async () => {
     const { svc, target } = make();
-    await assert.rejects(svc.measureGroup(['vm_run', 'crc16_step', 'vm_run']), /vm_run is listed twice in the group; a function's entry can carry one patch\. List each function once\./);
-    await assert.rejects(svc.measureGroup(['vm_run', 'no_such_function']), /Group member no_such_function cannot be entry-patched, so nothing of the group was injected: There is no function named 'no_such_function'/);
+    await assert.rejects(
+      svc.measureGroup(['vm_run', 'crc16_step', 'vm_run']),
+      /vm_run is listed twice in the group; a function's entry can carry one patch\. List each function once\./,
+    );
+    await assert.rejects(
+      svc.measureGroup(['vm_run', 'no_such_function']),
+      /Group member no_such_function cannot be entry-patched, so nothing of the group was injected: There is no function named 'no_such_function'/,
+    );
     await assert.rejects(svc.measureGroup([]), /The group has no members: name the functions it measures together\./);
     assert.equal(target.log.length, 0, 'nothing written');
   });
@@ -358,7 +429,14 @@ describe('group stubs share one record: every member costs the same per path and
     it(`${c.family}: members whose own stubs differ are padded to one set of costs`, { skip: c.have ? false : `${c.family} fixture missing` }, () => {
       const elf = ElfImage.loadSync(c.path);
       const support = c.support();
-      const svc = new InjectionService({ access: new MemoryTarget(elf), elf, support, isHalted: () => true, journalDir: mkdtempSync(join(scratch, 'pad-')), reserved: resolveReservedMemory(elf) as ReservedMemory });
+      const svc = new InjectionService({
+        access: new MemoryTarget(elf),
+        elf,
+        support,
+        isHalted: () => true,
+        journalDir: mkdtempSync(join(scratch, 'pad-')),
+        reserved: resolveReservedMemory(elf) as ReservedMemory,
+      });
       const runtime = support.generator.buildRuntime(svc.layout);
       const at = svc.cave.start + 512;
       const single = new Map<string, ReturnType<typeof support.generator.buildStubs>>();
@@ -367,7 +445,10 @@ describe('group stubs share one record: every member costs the same per path and
         const plan = svc.plan(f.name);
         if (!plan.ok || plan.kind !== 'function' || single.has(f.name)) continue;
         try {
-          single.set(f.name, support.generator.buildStubs({ kind: 'function', payload: 'software', record: svc.cave.start, at, entry: plan.entry }, runtime, svc.layout));
+          single.set(
+            f.name,
+            support.generator.buildStubs({ kind: 'function', payload: 'software', record: svc.cave.start, at, entry: plan.entry }, runtime, svc.layout),
+          );
           sites.set(f.name, plan.entry);
         } catch {
           // a refusal of the relocator: not a candidate
@@ -375,16 +456,28 @@ describe('group stubs share one record: every member costs the same per path and
       }
       const names = [...single.keys()];
       const a = names[0]!;
-      const b = names.find((n) => single.get(n)!.counted.outer !== single.get(a)!.counted.outer || single.get(n)!.costs.entryNested !== single.get(a)!.costs.entryNested);
+      const b = names.find(
+        (n) => single.get(n)!.counted.outer !== single.get(a)!.counted.outer || single.get(n)!.costs.entryNested !== single.get(a)!.costs.entryNested,
+      );
       assert.ok(b, `two functions whose stubs differ (${names.length} candidates)`);
-      const stubs = buildGroupStubs(support.generator, [a, b].map((name, i) => ({ name, entry: sites.get(name)!, at: at + 1024 * i })), svc.cave.start, runtime, svc.layout);
+      const stubs = buildGroupStubs(
+        support.generator,
+        [a, b].map((name, i) => ({ name, entry: sites.get(name)!, at: at + 1024 * i })),
+        svc.cave.start,
+        runtime,
+        svc.layout,
+      );
       assert.deepEqual(stubs[1]!.costs, stubs[0]!.costs, `${a} and ${b}: path costs`);
       assert.equal(stubs[1]!.counted.outer, stubs[0]!.counted.outer, `${a} and ${b}: own overhead per pass`);
-      assert.equal(Math.max(stubs[0]!.counted.outer, stubs[1]!.counted.outer), Math.max(single.get(a)!.counted.outer, single.get(b)!.counted.outer), 'padded up to the costlier member, no further');
+      assert.equal(
+        Math.max(stubs[0]!.counted.outer, stubs[1]!.counted.outer),
+        Math.max(single.get(a)!.counted.outer, single.get(b)!.counted.outer),
+        'padded up to the costlier member, no further',
+      );
       // The exit stubs are the same code on the same record, so the record may name either.
       const exitCode = (s: (typeof stubs)[number]): string[] => {
         const out: string[] = [];
-        for (let at = s.exit! - s.address; out.length < 12; ) {
+        for (let at = s.exit! - s.address; out.length < 12;) {
           const insn = support.arch.codec.decode(s.bytes.subarray(at), s.address + at);
           out.push(insn.mnemonic);
           if (insn.kind === 'branch' || insn.kind === 'indirectBranch') break;

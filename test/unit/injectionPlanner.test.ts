@@ -26,7 +26,11 @@ const haveRv = existsSync(rvPath) && existsSync(rvCyclic) && toolAvailable(rv32T
 const haveCm = existsSync(cmPath) && toolAvailable(thumbToolchain(), 'objdump');
 const hex = (n: number): string => `0x${n.toString(16)}`;
 
-function setup(path: string, arch: InjectionArch, cave: (scratch: number) => CaveReach): { elf: ElfImage; model: ProgramModel; planner: InjectionPlanner; scratch: number } {
+function setup(
+  path: string,
+  arch: InjectionArch,
+  cave: (scratch: number) => CaveReach,
+): { elf: ElfImage; model: ProgramModel; planner: InjectionPlanner; scratch: number } {
   const elf = ElfImage.loadSync(path);
   const model = new ProgramModel(elf, arch);
   const scratch = elf.symbols.named('__cyclelens_scratch_start')[0]!.address;
@@ -35,7 +39,8 @@ function setup(path: string, arch: InjectionArch, cave: (scratch: number) => Cav
 
 /** objdump's direct branch sources into (start, end): what the planner must find on its own. */
 function objdumpBranchesInto(lines: ObjdumpLine[], start: number, end: number): number[] {
-  return lines.filter((l) => !l.isData && /^(b|c\.b|j|c\.j|cb|tb)/.test(l.mnemonic) && !/^(bl|blx|bx)$/.test(l.mnemonic))
+  return lines
+    .filter((l) => !l.isData && /^(b|c\.b|j|c\.j|cb|tb)/.test(l.mnemonic) && !/^(bl|blx|bx)$/.test(l.mnemonic))
     .filter((l) => {
       const t = referencedAddress(l);
       return t !== undefined && t > start && t < end;
@@ -44,7 +49,11 @@ function objdumpBranchesInto(lines: ObjdumpLine[], start: number, end: number): 
 }
 
 function refused(r: unknown): InjectionRefusal {
-  assert.equal((r as { ok: boolean }).ok, false, `expected a refusal, got a plan: ${JSON.stringify(r, (_k, v) => (v instanceof Uint8Array ? undefined : v)).slice(0, 300)}`);
+  assert.equal(
+    (r as { ok: boolean }).ok,
+    false,
+    `expected a refusal, got a plan: ${JSON.stringify(r, (_k, v) => (v instanceof Uint8Array ? undefined : v)).slice(0, 300)}`,
+  );
   return r as InjectionRefusal;
 }
 
@@ -106,7 +115,10 @@ describe('injection planner on the RV32 fixture', { skip: haveRv ? false : 'rv32
       assert.ok(sources.length > 0, `objdump shows a branch into the first 8 bytes of ${name}`);
       const r = refused(planner.planFunction(name));
       assert.equal(r.code, 'branchIntoPatch');
-      assert.ok(sources.some((s) => r.reason.includes(`at ${hex(s)}`)), r.reason);
+      assert.ok(
+        sources.some((s) => r.reason.includes(`at ${hex(s)}`)),
+        r.reason,
+      );
       assert.match(r.reason, /inside the 8 bytes the patch at/);
       checked++;
     }
@@ -129,7 +141,10 @@ describe('injection planner on the RV32 fixture', { skip: haveRv ? false : 'rv32
     const fn = model.functionNamed('idle_point')!;
     const calls = listing.filter((l) => /jal/.test(l.mnemonic) && !/^(c\.jr|jalr|c\.jalr)$/.test(l.mnemonic) && referencedAddress(l) === fn.start);
     assert.ok(r.callSites, 'call sites offered');
-    assert.deepEqual(r.callSites!.usable.map((s) => s.address), calls.map((l) => l.address));
+    assert.deepEqual(
+      r.callSites!.usable.map((s) => s.address),
+      calls.map((l) => l.address),
+    );
     const plan = planner.planCallSites('idle_point');
     assert.ok(plan.ok);
     assert.equal(plan.sites[0]!.length, 2, 'c.jal: rewritten to c.jalr tp');
@@ -160,7 +175,10 @@ describe('injection planner on the RV32 fixture', { skip: haveRv ? false : 'rv32
     const { model, elf } = setup(rvPath, rv32InjectionArch(), tpCave);
     const arch = rv32InjectionArch();
     const fn = model.functionNamed('fir_filter')!;
-    const cfg = buildCfg(fn, model.jumpTables.filter((t) => t.function === fn.name));
+    const cfg = buildCfg(
+      fn,
+      model.jumpTables.filter((t) => t.function === fn.name),
+    );
     const live = liveIn(cfg, arch.liveness!);
     const dsp = `${fixturesDir}/src/dsp.c`;
     const start = elf.lineTable.addressesForLine(dsp, markerLine(dsp, '#REGION_START'))[0]!;
@@ -210,7 +228,7 @@ describe('injection planner on the Cortex-M4 fixture', { skip: haveCm ? false : 
     assert.match(r.reason, new RegExp(`predicated by ${insns[itIndex]!.mnemonic} at ${hex(insns[itIndex]!.address)}`));
   });
 
-  it('refuses an inline table branch among the displaced instructions (a region starting at vm_run\'s tbb)', () => {
+  it("refuses an inline table branch among the displaced instructions (a region starting at vm_run's tbb)", () => {
     const { planner, model } = setup(cmPath, thumbInjectionArch(), nearCave);
     const tbb = model.functionNamed('vm_run')!.instructions.find((i) => i.mnemonic === 'tbb')!;
     const r = refused(planner.planRegion(tbb.address, model.functionNamed('vm_run')!.instructions.at(-1)!.address));
@@ -237,7 +255,10 @@ describe('injection planner on the Cortex-M4 fixture', { skip: haveCm ? false : 
       const sources = objdumpBranchesInto(lines, fn.start, fn.start + 8);
       const r = refused(planner.planFunction(name));
       assert.equal(r.code, 'branchIntoPatch', r.reason);
-      assert.ok(sources.some((s) => r.reason.includes(`at ${hex(s)}`)), `${r.reason} / objdump: ${sources.map(hex)}`);
+      assert.ok(
+        sources.some((s) => r.reason.includes(`at ${hex(s)}`)),
+        `${r.reason} / objdump: ${sources.map(hex)}`,
+      );
     }
   });
 

@@ -83,7 +83,8 @@ function jsonTypesOf(node: ts.TypeNode): Set<string> {
 function literalsOf(node: ts.TypeNode): string[] {
   if (ts.isUnionTypeNode(node)) return node.types.flatMap(literalsOf);
   if (ts.isLiteralTypeNode(node) && ts.isStringLiteral(node.literal)) return [node.literal.text];
-  if (ts.isTypeReferenceNode(node) && !['ServerArgs', 'Record'].includes(node.typeName.getText(source))) return literalsOf(typeAlias(node.typeName.getText(source)));
+  if (ts.isTypeReferenceNode(node) && !['ServerArgs', 'Record'].includes(node.typeName.getText(source)))
+    return literalsOf(typeAlias(node.typeName.getText(source)));
   return [];
 }
 
@@ -106,7 +107,11 @@ function checkObject(fields: readonly Field[], schema: JsonSchema, where: string
     if (f.literals.length > 0 && p.enum) assert.deepEqual([...p.enum].sort(), [...f.literals].sort(), `${where}.${f.name}: enum values differ`);
     if (requiredHere) {
       const required = (schema.required ?? []).includes(f.name);
-      assert.equal(required, !f.optional, `${where}.${f.name}: ${f.optional ? 'optional' : 'required'} in common/launchArgs.ts but ${required ? 'required' : 'optional'} in package.json`);
+      assert.equal(
+        required,
+        !f.optional,
+        `${where}.${f.name}: ${f.optional ? 'optional' : 'required'} in common/launchArgs.ts but ${required ? 'required' : 'optional'} in package.json`,
+      );
     }
   }
   for (const name of Object.keys(props)) {

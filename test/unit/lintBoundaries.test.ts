@@ -47,7 +47,8 @@ describe('lint: per-family branches', () => {
   test('a family comparison or a switch on the family outside adapter/arch/ fails, naming the line and the fix', () => {
     const { code, output } = lint({ 'adapter/session/pick.ts': branching });
     assert.equal(code, 1, output);
-    for (const line of [2, 3, 5]) assert.match(output, new RegExp(`adapter/session/pick\\.ts:${line}: .*archPlugin\\(family\\) from adapter/arch/registry\\.ts`));
+    for (const line of [2, 3, 5])
+      assert.match(output, new RegExp(`adapter/session/pick\\.ts:${line}: .*archPlugin\\(family\\) from adapter/arch/registry\\.ts`));
     assert.match(output, /3 boundary violation/);
   });
 

@@ -7,14 +7,37 @@ import { functionHover, hotMessage, lensTitle, lineHintLabel, lineHover, shareBo
 function profileIn(unit: Profile['unit'], provenance: Profile['provenance']): Profile {
   const p = emptyProfile({ generator: 'test', program: { executable: '/fw.elf' }, unit, provenance, total: { value: 10_000 } });
   const fns: ProfileFunction[] = [
-    { id: 0, name: 'work', status: 'measured', inclusive: { value: 1240, bound: { low: 1220, high: 1260, kind: 'quantisation' } }, self: { value: 310, bound: { low: 300, high: 320, kind: 'quantisation' } }, calls: 1204, mean: 1.03, min: 1, max: 2, run: 1, location: { path: '/src/work.c', line: 12 } },
-    { id: 1, name: 'leaf', status: 'measured', inclusive: { value: 40 }, calls: 1, selfNote: 'not formed: a callee is unmeasured', location: { path: '/src/work.c', line: 30 } },
+    {
+      id: 0,
+      name: 'work',
+      status: 'measured',
+      inclusive: { value: 1240, bound: { low: 1220, high: 1260, kind: 'quantisation' } },
+      self: { value: 310, bound: { low: 300, high: 320, kind: 'quantisation' } },
+      calls: 1204,
+      mean: 1.03,
+      min: 1,
+      max: 2,
+      run: 1,
+      location: { path: '/src/work.c', line: 12 },
+    },
+    {
+      id: 1,
+      name: 'leaf',
+      status: 'measured',
+      inclusive: { value: 40 },
+      calls: 1,
+      selfNote: 'not formed: a callee is unmeasured',
+      location: { path: '/src/work.c', line: 30 },
+    },
     { id: 2, name: 'cold', status: 'pruned', boundShare: 0.008 },
     { id: 3, name: 'isr', status: 'unmeasurable', reason: 'too short to patch' },
     { id: 4, name: 'later', status: 'pending' },
   ];
   p.functions = fns;
-  p.runs = [{ role: 'baseline', method: 'window total', measured: [], from: 'main', to: 'program_end' }, { role: 'batch', method: 'software injection, SysTick', measured: ['work'] }];
+  p.runs = [
+    { role: 'baseline', method: 'window total', measured: [], from: 'main', to: 'program_end' },
+    { role: 'batch', method: 'software injection, SysTick', measured: ['work'] },
+  ];
   return p;
 }
 

@@ -20,7 +20,7 @@ describe('language server: source paths', () => {
     assert.equal(mapSourcePath('/build/lib/x.c', map, '/ws'), '/home/me/fw/lib/x.c');
     assert.equal(mapSourcePath('/build/src2/y.c', map, '/ws'), '/elsewhere/y.c');
     assert.equal(mapSourcePath('/buildings/z.c', map, '/ws'), '/buildings/z.c', 'a prefix that ends inside a name does not match');
-    assert.equal(mapSourcePath('src/a.c', {}, '/ws'), '/ws/src/a.c', 'relative paths are the workspace\'s');
+    assert.equal(mapSourcePath('src/a.c', {}, '/ws'), '/ws/src/a.c', "relative paths are the workspace's");
     assert.deepEqual(expandSourceMap({ '/b': '${workspaceFolder}/src', '': '/x' }, '/ws'), { '/b': '/ws/src' });
   });
 
@@ -70,7 +70,10 @@ describe('language server: definition lines', () => {
     ];
     p.lines = [{ path: '/ci/dsp.c', line: 7, self: { value: 3 } }];
     const index = new ProfileIndex(p, { '/ci': '/ws' }, '/ws');
-    assert.deepEqual(index.place('/ws/dsp.c', doc).map((x) => [x.fn.name, x.line]), [['fir_filter', 3]]);
+    assert.deepEqual(
+      index.place('/ws/dsp.c', doc).map((x) => [x.fn.name, x.line]),
+      [['fir_filter', 3]],
+    );
     assert.equal(index.lines('/ws/dsp.c').length, 1);
     assert.deepEqual(index.place('/ws/unrelated.c', doc), []);
   });
@@ -78,7 +81,12 @@ describe('language server: definition lines', () => {
 
 describe('language server: settings and profile files', () => {
   it('keeps only settings of the expected types', () => {
-    assert.deepEqual(readSettings({ hotThreshold: 2.5, sourceMap: { '/a': '/b', '/c': 3 }, codicons: true, profile: 'p.json', extra: 1 }), { hotThreshold: 2.5, sourceMap: { '/a': '/b' }, codicons: true, profile: 'p.json' });
+    assert.deepEqual(readSettings({ hotThreshold: 2.5, sourceMap: { '/a': '/b', '/c': 3 }, codicons: true, profile: 'p.json', extra: 1 }), {
+      hotThreshold: 2.5,
+      sourceMap: { '/a': '/b' },
+      codicons: true,
+      profile: 'p.json',
+    });
     assert.deepEqual(readSettings({ hotThreshold: '5%', sourceMap: [], codicons: 'yes' }), {});
     assert.deepEqual(readSettings(null), {});
   });
@@ -92,10 +100,38 @@ describe('language server: settings and profile files', () => {
       mutate(j);
       return j;
     };
-    assert.throws(() => parseProfileDocument(bad((j) => (j.functions[0].inclusive = { value: '5' })), 'p.json'), /p\.json: \$\.functions\[0\]\.inclusive\.value must be a finite number \(found "5"\)/);
-    assert.throws(() => parseProfileDocument(bad((j) => (j.functions[0].location.line = 0)), 'p.json'), /\$\.functions\[0\]\.location\.line/);
-    assert.throws(() => parseProfileDocument(bad((j) => delete j.lines), 'p.json'), /\$\.lines must be an array/);
-    assert.throws(() => parseProfileDocument(bad((j) => (j.unit = 'cycles')), 'p.json'), /\$\.unit must be an object/);
+    assert.throws(
+      () =>
+        parseProfileDocument(
+          bad((j) => (j.functions[0].inclusive = { value: '5' })),
+          'p.json',
+        ),
+      /p\.json: \$\.functions\[0\]\.inclusive\.value must be a finite number \(found "5"\)/,
+    );
+    assert.throws(
+      () =>
+        parseProfileDocument(
+          bad((j) => (j.functions[0].location.line = 0)),
+          'p.json',
+        ),
+      /\$\.functions\[0\]\.location\.line/,
+    );
+    assert.throws(
+      () =>
+        parseProfileDocument(
+          bad((j) => delete j.lines),
+          'p.json',
+        ),
+      /\$\.lines must be an array/,
+    );
+    assert.throws(
+      () =>
+        parseProfileDocument(
+          bad((j) => (j.unit = 'cycles')),
+          'p.json',
+        ),
+      /\$\.unit must be an object/,
+    );
   });
 
   it('reads the newest profile of .cyclelens/, passing over other JSON and broken files', async () => {
@@ -105,8 +141,26 @@ describe('language server: settings and profile files', () => {
       mkdirSync(results, { recursive: true });
       assert.equal((await newestProfile(root)).loaded, undefined);
       const run = { kind: 'single-pass' as const, event: 'instructions', totals: { instructions: 100 }, method: 'software injection, minstret' };
-      const older = resultSetDocument([{ id: 'a', createdAt: '2026-01-01T00:00:00Z', program: { executable: 'fw.elf' }, run, measurements: [{ name: 'old', inclusive: { instructions: 10 }, calls: 1 }], refused: [] }]);
-      const newer = resultSetDocument([{ id: 'b', createdAt: '2026-01-02T00:00:00Z', program: { executable: 'fw.elf' }, run, measurements: [{ name: 'new', inclusive: { instructions: 20 }, calls: 2 }], refused: [] }]);
+      const older = resultSetDocument([
+        {
+          id: 'a',
+          createdAt: '2026-01-01T00:00:00Z',
+          program: { executable: 'fw.elf' },
+          run,
+          measurements: [{ name: 'old', inclusive: { instructions: 10 }, calls: 1 }],
+          refused: [],
+        },
+      ]);
+      const newer = resultSetDocument([
+        {
+          id: 'b',
+          createdAt: '2026-01-02T00:00:00Z',
+          program: { executable: 'fw.elf' },
+          run,
+          measurements: [{ name: 'new', inclusive: { instructions: 20 }, calls: 2 }],
+          refused: [],
+        },
+      ]);
       const at = (file: string, text: string, seconds: number): void => {
         writeFileSync(file, text);
         utimesSync(file, seconds, seconds);
@@ -118,11 +172,18 @@ describe('language server: settings and profile files', () => {
       at(join(results, 'broken.json'), '{"schema": "cyclelens-resultset/1", "resultSets": [', 4000);
       const found = await newestProfile(root);
       assert.equal(found.loaded?.file, join(results, 'newer.json'));
-      assert.deepEqual(found.loaded?.profile.functions.map((f) => f.name), ['new']);
+      assert.deepEqual(
+        found.loaded?.profile.functions.map((f) => f.name),
+        ['new'],
+      );
       assert.equal(found.problems.length, 1, 'the broken result set is reported; the call graph and the temporary file are not');
       assert.match(found.problems[0]!, /broken\.json is not valid JSON/);
       const explicit = await newestProfile(root, join(results, 'older.json'));
-      assert.deepEqual(explicit.loaded?.profile.functions.map((f) => f.name), ['old'], 'a configured profile file wins over the newest');
+      assert.deepEqual(
+        explicit.loaded?.profile.functions.map((f) => f.name),
+        ['old'],
+        'a configured profile file wins over the newest',
+      );
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

@@ -1,6 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { CALLS, MetricDefinitionError, MetricsEngine, STANDARD_METRICS, calleesKey, formatMetric, inclusiveKey, rawFromEvents, totalKey, type MetricDefinition } from '../../core/analysis/metrics';
+import {
+  CALLS,
+  MetricDefinitionError,
+  MetricsEngine,
+  STANDARD_METRICS,
+  calleesKey,
+  formatMetric,
+  inclusiveKey,
+  rawFromEvents,
+  totalKey,
+  type MetricDefinition,
+} from '../../core/analysis/metrics';
 
 // The metrics engine: exactly the metrics whose inputs are present are computed, and only metrics
 // declared (and structurally) monotone may drive pruning.
@@ -53,7 +64,10 @@ describe('metrics engine', () => {
     const a = engine.computable([inclusiveKey('cycles'), CALLS]);
     const b = engine.computable([CALLS, inclusiveKey('cycles')]);
     assert.equal(a, b, 'the same plan object');
-    assert.deepEqual(a.map((m) => m.id), ['inclusive.cycles', 'perCall.cycles']);
+    assert.deepEqual(
+      a.map((m) => m.id),
+      ['inclusive.cycles', 'perCall.cycles'],
+    );
   });
 
   it('reports what a metric needs in the end', () => {
@@ -81,7 +95,10 @@ describe('monotone metrics', () => {
   it('hands out only monotone metrics for pruning', () => {
     for (const id of ['share', 'inclusive', 'share.cycles', 'inclusive.instructions']) assert.equal(engine.monotone(id).monotone, true);
     for (const id of ['perCall.cycles', 'cpi', 'exclusive.instructions', 'icacheMissRate']) {
-      assert.throws(() => engine.monotone(id), (err: Error) => err instanceof MetricDefinitionError && /not monotone/.test(err.message) && /share/.test(err.message));
+      assert.throws(
+        () => engine.monotone(id),
+        (err: Error) => err instanceof MetricDefinitionError && /not monotone/.test(err.message) && /share/.test(err.message),
+      );
     }
     assert.throws(() => engine.monotone('nope'), /unknown metric/);
   });
@@ -89,22 +106,46 @@ describe('monotone metrics', () => {
   const base: Omit<MetricDefinition, 'id' | 'inputs' | 'monotone'> = { label: 'x', short: 'x', format: 'count', compute: ([x]) => x };
 
   it('refuses a metric declared monotone that reads calls or callee sums', () => {
-    assert.throws(() => new MetricsEngine([...STANDARD_METRICS, { ...base, id: 'callsShare', inputs: [CALLS], monotone: true }]), /declared monotone but reads 'calls'/);
+    assert.throws(
+      () => new MetricsEngine([...STANDARD_METRICS, { ...base, id: 'callsShare', inputs: [CALLS], monotone: true }]),
+      /declared monotone but reads 'calls'/,
+    );
     assert.throws(() => new MetricsEngine([...STANDARD_METRICS, { ...base, id: 'x', inputs: ['cpi'], monotone: true }]), /reads metric 'cpi', which is not/);
-    assert.throws(() => new MetricsEngine([...STANDARD_METRICS, { ...base, id: 'x', inputs: ['inclusive.cycles', 'inclusive.instructions'], monotone: true }]), /scales exactly one/);
+    assert.throws(
+      () => new MetricsEngine([...STANDARD_METRICS, { ...base, id: 'x', inputs: ['inclusive.cycles', 'inclusive.instructions'], monotone: true }]),
+      /scales exactly one/,
+    );
     // Scaling a monotone value by run constants keeps it monotone.
-    const ok = new MetricsEngine([...STANDARD_METRICS, { ...base, id: 'perMille', inputs: ['inclusive.cycles', totalKey('cycles')], monotone: true, compute: ([x, t]) => (1000 * x!) / t! }]);
+    const ok = new MetricsEngine([
+      ...STANDARD_METRICS,
+      { ...base, id: 'perMille', inputs: ['inclusive.cycles', totalKey('cycles')], monotone: true, compute: ([x, t]) => (1000 * x!) / t! },
+    ]);
     assert.equal(ok.monotone('perMille').id, 'perMille');
   });
 
   it('refuses unknown inputs, cycles and duplicates', () => {
     assert.throws(() => new MetricsEngine([{ ...base, id: 'a', inputs: ['b'], monotone: false }]), /neither a raw value nor a metric/);
-    assert.throws(() => new MetricsEngine([{ ...base, id: 'a', inputs: ['b'], monotone: false }, { ...base, id: 'b', inputs: ['a'], monotone: false }]), /cycle: a -> b -> a/);
-    assert.throws(() => new MetricsEngine([{ ...base, id: 'a', inputs: [CALLS], monotone: false }, { ...base, id: 'a', inputs: [CALLS], monotone: false }]), /defined twice/);
+    assert.throws(
+      () =>
+        new MetricsEngine([
+          { ...base, id: 'a', inputs: ['b'], monotone: false },
+          { ...base, id: 'b', inputs: ['a'], monotone: false },
+        ]),
+      /cycle: a -> b -> a/,
+    );
+    assert.throws(
+      () =>
+        new MetricsEngine([
+          { ...base, id: 'a', inputs: [CALLS], monotone: false },
+          { ...base, id: 'a', inputs: [CALLS], monotone: false },
+        ]),
+      /defined twice/,
+    );
   });
 
   it('orders metrics after their inputs', () => {
     const order = engine.metrics.map((m) => m.id);
-    for (const m of engine.metrics) for (const input of m.inputs) if (order.includes(input)) assert.ok(order.indexOf(input) < order.indexOf(m.id), `${input} before ${m.id}`);
+    for (const m of engine.metrics)
+      for (const input of m.inputs) if (order.includes(input)) assert.ok(order.indexOf(input) < order.indexOf(m.id), `${input} before ${m.id}`);
   });
 });

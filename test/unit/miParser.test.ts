@@ -4,11 +4,16 @@ import { MiLineSplitter, parseMiLine } from '../../adapter/debugger/gdb/mi/parse
 import { MiShapeError, miInt, miList, miQuote, miString, miTuple, miTupleList } from '../../adapter/debugger/gdb/mi/values';
 
 /** Matches a MiShapeError that names `field`. */
-const miShapeErrorFor = (field: string) => (err: unknown): boolean => err instanceof MiShapeError && err.message.includes(`'${field}'`);
+const miShapeErrorFor =
+  (field: string) =>
+  (err: unknown): boolean =>
+    err instanceof MiShapeError && err.message.includes(`'${field}'`);
 
 describe('GDB/MI parser', () => {
   it('parses a result record with token, tuple and list of results', () => {
-    const r = parseMiLine('12^done,stack=[frame={level="0",addr="0x800006b0",func="summarise_window",file="src/dsp.c",line="128"},frame={level="1",addr="0x80000734",func="analyse_samples"}]');
+    const r = parseMiLine(
+      '12^done,stack=[frame={level="0",addr="0x800006b0",func="summarise_window",file="src/dsp.c",line="128"},frame={level="1",addr="0x80000734",func="analyse_samples"}]',
+    );
     assert.equal(r.type, 'result');
     if (r.type !== 'result') return;
     assert.equal(r.token, 12);
@@ -21,7 +26,9 @@ describe('GDB/MI parser', () => {
   });
 
   it('parses exec, status and notify async records', () => {
-    const stopped = parseMiLine('*stopped,reason="breakpoint-hit",disp="keep",bkptno="2",frame={addr="0x1a2",func="main",args=[]},thread-id="1",stopped-threads="all"');
+    const stopped = parseMiLine(
+      '*stopped,reason="breakpoint-hit",disp="keep",bkptno="2",frame={addr="0x1a2",func="main",args=[]},thread-id="1",stopped-threads="all"',
+    );
     assert.equal(stopped.type, 'exec');
     if (stopped.type === 'exec') {
       assert.equal(stopped.asyncClass, 'stopped');
@@ -31,7 +38,12 @@ describe('GDB/MI parser', () => {
     const running = parseMiLine('*running,thread-id="all"');
     assert.deepEqual(running, { type: 'exec', token: undefined, asyncClass: 'running', results: { 'thread-id': 'all' } });
     // GDB's load progress uses a bare tuple, outside the grammar; it must not leak out as text.
-    assert.deepEqual(parseMiLine('+download,{section=".text",section-size="1234"}'), { type: 'status', token: undefined, asyncClass: 'download', results: { section: '.text', 'section-size': '1234' } });
+    assert.deepEqual(parseMiLine('+download,{section=".text",section-size="1234"}'), {
+      type: 'status',
+      token: undefined,
+      asyncClass: 'download',
+      results: { section: '.text', 'section-size': '1234' },
+    });
     const notify = parseMiLine('=breakpoint-modified,bkpt={number="1",times="3"}');
     assert.equal(notify.type, 'notify');
   });

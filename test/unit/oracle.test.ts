@@ -94,7 +94,11 @@ function edges(r: AnalysisResult): string[] {
 }
 
 function assertConsistent(r: AnalysisResult): void {
-  assert.equal(r.functions.reduce((s, f) => s + f.exclusive, 0), r.total, 'exclusive sums to the total');
+  assert.equal(
+    r.functions.reduce((s, f) => s + f.exclusive, 0),
+    r.total,
+    'exclusive sums to the total',
+  );
   assert.equal(fn(r, r.root).inclusive, r.total, 'the root is on the stack throughout');
 }
 
@@ -117,7 +121,10 @@ describe('oracle call-stack tracking on hand-written traces', () => {
     assertConsistent(r);
     assert.deepEqual(
       r.addresses.filter((a) => a.function === 'g').map((a) => [a.address, a.count]),
-      [[0x3000, 2], [0x3004, 2]],
+      [
+        [0x3000, 2],
+        [0x3004, 2],
+      ],
     );
   });
 
@@ -188,16 +195,26 @@ describe('oracle call-stack tracking on hand-written traces', () => {
     });
     const r = analyze(p, [
       'main', // call f, taken, but the interrupt comes before f runs
-      'isr', 'isr+1',
-      'f', 'f+1', // ret to main+1, taken, then the interrupt
-      'isr', 'isr+1',
-      'main+1', 'main+2', // indirect call: its target is only known after the handler
-      'isr', 'isr+1',
-      'f', 'f+1',
-      'main+3', 'main+4',
-      't', 't+1', // tail call to f, taken, then the interrupt
-      'isr', 'isr+1',
-      'f', 'f+1',
+      'isr',
+      'isr+1',
+      'f',
+      'f+1', // ret to main+1, taken, then the interrupt
+      'isr',
+      'isr+1',
+      'main+1',
+      'main+2', // indirect call: its target is only known after the handler
+      'isr',
+      'isr+1',
+      'f',
+      'f+1',
+      'main+3',
+      'main+4',
+      't',
+      't+1', // tail call to f, taken, then the interrupt
+      'isr',
+      'isr+1',
+      'f',
+      'f+1',
       'main+5',
     ]);
     assert.equal(r.total, 22);
@@ -266,7 +283,10 @@ describe('oracle call-stack tracking on hand-written traces', () => {
     });
     // A return with nothing to return to, and a plain instruction "jumping" to a non-handler.
     const r = analyze(p, ['main', 'main+1', 'main+3', 'other', 'other+1']);
-    assert.deepEqual(r.anomalies.map((a) => [a.kind, a.count]).sort(), [['exception-at-unknown-handler', 1], ['unmatched-return', 1]]);
+    assert.deepEqual(r.anomalies.map((a) => [a.kind, a.count]).sort(), [
+      ['exception-at-unknown-handler', 1],
+      ['unmatched-return', 1],
+    ]);
     assert.deepEqual(r.anomalies.find((a) => a.kind === 'unmatched-return')!.examples, [{ at: 2, pc: 0x100c, previous: 0x1004 }]);
     assertConsistent(r);
   });
@@ -278,7 +298,25 @@ describe('oracle regions', () => {
     f: { at: 0x2000, code: ['nop', 'ret'] },
     isr: { at: 0x6000, code: ['nop', 'mret'], handler: true },
   });
-  const trace = ['main', 'main+1', 'main+2', 'f', 'f+1', 'main+3', 'main+4', 'main+1', 'main+2', 'isr', 'isr+1', 'f', 'f+1', 'main+3', 'main+4', 'main+1', 'main+2'];
+  const trace = [
+    'main',
+    'main+1',
+    'main+2',
+    'f',
+    'f+1',
+    'main+3',
+    'main+4',
+    'main+1',
+    'main+2',
+    'isr',
+    'isr+1',
+    'f',
+    'f+1',
+    'main+3',
+    'main+4',
+    'main+1',
+    'main+2',
+  ];
 
   it('counts each pass from start to end, callees and interrupts included, and without interrupts', () => {
     const r = analyze(p, trace, [
@@ -288,7 +326,16 @@ describe('oracle regions', () => {
       { name: 'restarting', start: 'main+1', end: 'isr' },
     ]);
     const [body, loop, backwards, restarting] = r.regions;
-    assert.deepEqual(body, { name: 'body', start: 0x1004, end: 0x100c, passes: [4, 6], passesExcludingInterrupts: [4, 4], restarts: 0, unmatchedEnds: 0, openAtEnd: true });
+    assert.deepEqual(body, {
+      name: 'body',
+      start: 0x1004,
+      end: 0x100c,
+      passes: [4, 6],
+      passesExcludingInterrupts: [4, 4],
+      restarts: 0,
+      unmatchedEnds: 0,
+      openAtEnd: true,
+    });
     assert.deepEqual([loop!.passes, loop!.passesExcludingInterrupts, loop!.unmatchedEnds, loop!.openAtEnd], [[6, 8], [6, 6], 0, true]);
     assert.deepEqual([backwards!.passes, backwards!.unmatchedEnds, backwards!.openAtEnd], [[2, 2], 1, false]);
     assert.deepEqual([restarting!.passes, restarting!.restarts, restarting!.openAtEnd], [[2], 1, true]);
@@ -417,29 +464,80 @@ describe('oracle disassembly classification', () => {
   );
 
   it('parses addresses, sizes, operands and direct targets from objdump -d -w', () => {
-    assert.deepEqual(arm[2], { address: 0x5a, size: 4, encoding: 'f7ff fff3', mnemonic: 'bl', operands: '44 <fib>', target: 0x44, label: 'fib', isData: false });
+    assert.deepEqual(arm[2], {
+      address: 0x5a,
+      size: 4,
+      encoding: 'f7ff fff3',
+      mnemonic: 'bl',
+      operands: '44 <fib>',
+      target: 0x44,
+      label: 'fib',
+      isData: false,
+    });
     assert.equal(arm.find((i) => i.address === 0x8e)!.target, undefined, 'a literal load names data, not a target');
-    assert.deepEqual(rv[1], { address: 0x80000088, size: 2, encoding: '3fd9', mnemonic: 'c.jal', operands: '8000005e <fib>', target: 0x8000005e, label: 'fib', isData: false });
+    assert.deepEqual(rv[1], {
+      address: 0x80000088,
+      size: 2,
+      encoding: '3fd9',
+      mnemonic: 'c.jal',
+      operands: '8000005e <fib>',
+      target: 0x8000005e,
+      label: 'fib',
+      isData: false,
+    });
     assert.equal(rv.find((i) => i.address === 0x800000dc)!.operands, 'sp,sp,0');
   });
 
   it('classifies Thumb-2 control flow', () => {
     const kinds = Object.fromEntries(arm.map((i) => [i.address.toString(16), classify('arm', i)]));
     assert.deepEqual(kinds, {
-      '44': Flow.Plain, '46': Flow.Branch, '5a': Flow.Call, '6c': Flow.Return, '6e': Flow.Return, '70': Flow.Jump,
-      '72': Flow.IndirectCall, '74': Flow.Plain, '76': Flow.Return, '78': Flow.Jump, '7c': Flow.Return, '80': Flow.Branch,
-      '84': Flow.Branch, '86': Flow.Return, '8a': Flow.Trap, '8c': Flow.Trap, '8e': Flow.Plain, '90': Flow.Return,
-      '92': Flow.Plain, '94': Flow.Unknown, '98': Flow.Return, '9a': Flow.Plain,
+      '44': Flow.Plain,
+      '46': Flow.Branch,
+      '5a': Flow.Call,
+      '6c': Flow.Return,
+      '6e': Flow.Return,
+      '70': Flow.Jump,
+      '72': Flow.IndirectCall,
+      '74': Flow.Plain,
+      '76': Flow.Return,
+      '78': Flow.Jump,
+      '7c': Flow.Return,
+      '80': Flow.Branch,
+      '84': Flow.Branch,
+      '86': Flow.Return,
+      '8a': Flow.Trap,
+      '8c': Flow.Trap,
+      '8e': Flow.Plain,
+      '90': Flow.Return,
+      '92': Flow.Plain,
+      '94': Flow.Unknown,
+      '98': Flow.Return,
+      '9a': Flow.Plain,
     });
   });
 
   it('classifies RV32 control flow (link registers ra and t0)', () => {
     const kinds = Object.fromEntries(rv.map((i) => [i.address.toString(16), classify('riscv', i)]));
     assert.deepEqual(kinds, {
-      '80000060': Flow.Branch, '80000088': Flow.Call, '800000a6': Flow.Return, '800000a8': Flow.Jump, '800000aa': Flow.IndirectCall,
-      '800000ac': Flow.Branch, '800000ae': Flow.Branch, '800000b2': Flow.Call, '800000b6': Flow.Call, '800000ba': Flow.Return,
-      '800000be': Flow.Return, '800000c2': Flow.IndirectCall, '800000c6': Flow.Jump, '800000ca': Flow.ExceptionReturn,
-      '800000ce': Flow.Trap, '800000d2': Flow.Plain, '800000d6': Flow.Branch, '800000d8': Flow.Plain, '800000dc': Flow.Plain,
+      '80000060': Flow.Branch,
+      '80000088': Flow.Call,
+      '800000a6': Flow.Return,
+      '800000a8': Flow.Jump,
+      '800000aa': Flow.IndirectCall,
+      '800000ac': Flow.Branch,
+      '800000ae': Flow.Branch,
+      '800000b2': Flow.Call,
+      '800000b6': Flow.Call,
+      '800000ba': Flow.Return,
+      '800000be': Flow.Return,
+      '800000c2': Flow.IndirectCall,
+      '800000c6': Flow.Jump,
+      '800000ca': Flow.ExceptionReturn,
+      '800000ce': Flow.Trap,
+      '800000d2': Flow.Plain,
+      '800000d6': Flow.Branch,
+      '800000d8': Flow.Plain,
+      '800000dc': Flow.Plain,
     });
   });
 });
@@ -468,9 +566,34 @@ describe('oracle code model', () => {
 
 describe('TIP profile error', () => {
   it('is 0 for a perfect profile, the misattributed share otherwise, and scale-free', () => {
-    const oracle = new Map([['a', 60], ['b', 30], ['c', 10]]);
-    assert.equal(profileError(new Map([['a', 6], ['b', 3], ['c', 1]]), oracle), 0);
-    assert.ok(Math.abs(profileError(new Map([['a', 70], ['b', 20], ['c', 10]]), oracle) - 0.1) < 1e-12);
+    const oracle = new Map([
+      ['a', 60],
+      ['b', 30],
+      ['c', 10],
+    ]);
+    assert.equal(
+      profileError(
+        new Map([
+          ['a', 6],
+          ['b', 3],
+          ['c', 1],
+        ]),
+        oracle,
+      ),
+      0,
+    );
+    assert.ok(
+      Math.abs(
+        profileError(
+          new Map([
+            ['a', 70],
+            ['b', 20],
+            ['c', 10],
+          ]),
+          oracle,
+        ) - 0.1,
+      ) < 1e-12,
+    );
     assert.equal(profileError(new Map([['z', 5]]), oracle), 1);
     assert.equal(profileError(new Map(), oracle), 1);
   });
@@ -478,7 +601,22 @@ describe('TIP profile error', () => {
 
 describe('oracle command line', () => {
   it('reads regions, handlers and bounds', () => {
-    const o = parseArgs(['--elf', 'x.elf', '--target', 'rv32', '--max-instructions', '1000', '--timeout', '5', '--region', 'fir=dsp.c:46,0x80000010', '--handler', 'trap_entry', '--out', 's.json']);
+    const o = parseArgs([
+      '--elf',
+      'x.elf',
+      '--target',
+      'rv32',
+      '--max-instructions',
+      '1000',
+      '--timeout',
+      '5',
+      '--region',
+      'fir=dsp.c:46,0x80000010',
+      '--handler',
+      'trap_entry',
+      '--out',
+      's.json',
+    ]);
     assert.deepEqual(o, {
       elf: 'x.elf',
       target: 'rv32',

@@ -8,11 +8,21 @@ import { functionAt, functionRanges, loadProfileFile, restorablePanel, resultSet
 import { syntheticProfile } from '../support/syntheticProfile';
 
 describe('profile panel page', () => {
-  const resources = { cspSource: 'https://res.example', nonce: 'N0nce', scriptUri: 'https://res.example/w.js', workerUri: 'https://res.example/l.js', styleUri: 'https://res.example/s.css', title: '<script>x</script>' };
+  const resources = {
+    cspSource: 'https://res.example',
+    nonce: 'N0nce',
+    scriptUri: 'https://res.example/w.js',
+    workerUri: 'https://res.example/l.js',
+    styleUri: 'https://res.example/s.css',
+    title: '<script>x</script>',
+  };
 
   it('relaxes nothing but WebAssembly compilation and a blob worker', () => {
     const csp = panelCsp(resources);
-    assert.equal(csp, "default-src 'none'; script-src 'nonce-N0nce' 'wasm-unsafe-eval'; style-src https://res.example; img-src https://res.example; font-src https://res.example; connect-src https://res.example; worker-src blob:");
+    assert.equal(
+      csp,
+      "default-src 'none'; script-src 'nonce-N0nce' 'wasm-unsafe-eval'; style-src https://res.example; img-src https://res.example; font-src https://res.example; connect-src https://res.example; worker-src blob:",
+    );
     assert.ok(!/unsafe-inline|'unsafe-eval'/.test(csp));
   });
 
@@ -58,7 +68,10 @@ describe('profile files', () => {
 
 describe('panel restored after a window reload', () => {
   it('reopens the file and tab the webview saved, and nothing for a live profile or a foreign state', () => {
-    assert.deepEqual(restorablePanel({ tab: 'flame', file: '/w/.cyclelens/results/descent.json', search: 'fir', depth: 0 }), { file: '/w/.cyclelens/results/descent.json', tab: 'flame' });
+    assert.deepEqual(restorablePanel({ tab: 'flame', file: '/w/.cyclelens/results/descent.json', search: 'fir', depth: 0 }), {
+      file: '/w/.cyclelens/results/descent.json',
+      tab: 'flame',
+    });
     assert.deepEqual(restorablePanel({ tab: 'nonsense', file: '/w/p.cyclelens-profile.json' }), { file: '/w/p.cyclelens-profile.json', tab: 'graph' });
     assert.equal(restorablePanel({ tab: 'graph' }), undefined, 'a live profile has no file');
     assert.equal(restorablePanel({ tab: 'graph', file: 42 }), undefined);

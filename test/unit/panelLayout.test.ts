@@ -3,7 +3,17 @@ import { execFileSync } from 'node:child_process';
 import { hierarchy, partition } from 'd3-hierarchy';
 import { describe, it } from 'node:test';
 import { emptyProfile, type Profile } from '../../core/profile/model';
-import { boxInRegion, callGraphModel, layoutDot, neighbourhood, parsePlainLayout, searchMatches, splinePath, visibleGraph, visibleRegion } from '../../webview/layout/callGraph';
+import {
+  boxInRegion,
+  callGraphModel,
+  layoutDot,
+  neighbourhood,
+  parsePlainLayout,
+  searchMatches,
+  splinePath,
+  visibleGraph,
+  visibleRegion,
+} from '../../webview/layout/callGraph';
 import { callTreeOf, flameRects, rectAt, zoomedRects } from '../../webview/layout/flame';
 import { annotateSource, heatLevel } from '../../webview/layout/source';
 import { filterRows, functionRows, lineRows, sortRows } from '../../webview/layout/table';
@@ -59,13 +69,30 @@ describe('call graph layout', () => {
   it('collapses functions below a share into one group per caller', () => {
     const m = callGraphModel(descentProfile());
     const v = visibleGraph(m, { depth: 0, collapseBelow: 0.05 });
-    assert.deepEqual(v.nodes.map((n) => n.name), ['main', 'work', 'leaf']);
-    assert.deepEqual(v.groups.map((g) => [g.key, g.members]), [['c0', [3]], ['c1', [3]]]);
-    assert.deepEqual(v.edges, [{ from: 'n0', to: 'n1', calls: 1 }, { from: 'n1', to: 'n2', calls: 50 }, { from: 'n0', to: 'c0' }, { from: 'n1', to: 'c1' }]);
+    assert.deepEqual(
+      v.nodes.map((n) => n.name),
+      ['main', 'work', 'leaf'],
+    );
+    assert.deepEqual(
+      v.groups.map((g) => [g.key, g.members]),
+      [
+        ['c0', [3]],
+        ['c1', [3]],
+      ],
+    );
+    assert.deepEqual(v.edges, [
+      { from: 'n0', to: 'n1', calls: 1 },
+      { from: 'n1', to: 'n2', calls: 50 },
+      { from: 'n0', to: 'c0' },
+      { from: 'n1', to: 'c1' },
+    ]);
     // The selected function is never collapsed.
     assert.ok(visibleGraph(m, { depth: 0, collapseBelow: 0.05, keep: 3 }).nodes.some((n) => n.id === 3));
     // Focus with depth: only the neighbourhood.
-    assert.deepEqual(visibleGraph(m, { focus: 2, depth: 1, collapseBelow: 0 }).nodes.map((n) => n.id), [1, 2]);
+    assert.deepEqual(
+      visibleGraph(m, { focus: 2, depth: 1, collapseBelow: 0 }).nodes.map((n) => n.id),
+      [1, 2],
+    );
   });
 
   it('writes DOT that Graphviz lays out, with no function name in it, and reads the layout back', () => {
@@ -122,14 +149,29 @@ describe('flame graph layout', () => {
     p.edges.push({ caller: 5, callee: 0, kind: 'call', calls: 1 });
     const rects = flameRects(callTreeOf(p));
     assert.equal(rects[0]!.value, 10_000, 'the root holds main');
-    assert.deepEqual(rects.filter((r) => r.depth === 1).map((r) => r.name), ['main']);
+    assert.deepEqual(
+      rects.filter((r) => r.depth === 1).map((r) => r.name),
+      ['main'],
+    );
   });
 
   it('builds the tree from stacks when the profile has them', () => {
     const p = descentProfile();
-    p.stacks = [{ frames: [0, 1, 2], value: 30 }, { frames: [0, 1], value: 10 }, { frames: [0, 1, 2], value: 5 }];
+    p.stacks = [
+      { frames: [0, 1, 2], value: 30 },
+      { frames: [0, 1], value: 10 },
+      { frames: [0, 1, 2], value: 5 },
+    ];
     const rects = flameRects(callTreeOf(p));
-    assert.deepEqual(rects.map((r) => [r.name, r.value, r.depth]), [['all', 45, 0], ['main', 45, 1], ['work', 45, 2], ['leaf', 35, 3]]);
+    assert.deepEqual(
+      rects.map((r) => [r.name, r.value, r.depth]),
+      [
+        ['all', 45, 0],
+        ['main', 45, 1],
+        ['work', 45, 2],
+        ['leaf', 35, 3],
+      ],
+    );
   });
 
   it('partitions: children nest inside their parent, widths proportional to values', () => {
@@ -140,16 +182,19 @@ describe('flame graph layout', () => {
       const parent = rects[r.parent]!;
       assert.ok(r.x0 >= parent.x0 - 1e-9 && r.x1 <= parent.x1 + 1e-9, `rect ${i} inside its parent`);
       assert.equal(r.depth, parent.depth + 1);
-      assert.ok(Math.abs((r.x1 - r.x0) - r.value / rects[0]!.value) < 1e-9);
+      assert.ok(Math.abs(r.x1 - r.x0 - r.value / rects[0]!.value) < 1e-9);
     }
   });
 
-  it('lays out the same rectangles as d3-hierarchy\'s partition', () => {
+  it("lays out the same rectangles as d3-hierarchy's partition", () => {
     const p = syntheticProfile({ count: 2_000, fanout: 4 });
     p.stacks = [];
     for (const tree of [callTreeOf(p), callTreeOf(descentProfile())]) {
       const root = partition<ReturnType<typeof callTreeOf>>().size([1, 1])(hierarchy(tree, (d) => d.children).sum((d) => d.self));
-      const expected = new Map<ReturnType<typeof callTreeOf>, { x0: number; x1: number; value: number; depth: number; parent?: ReturnType<typeof callTreeOf> }>();
+      const expected = new Map<
+        ReturnType<typeof callTreeOf>,
+        { x0: number; x1: number; value: number; depth: number; parent?: ReturnType<typeof callTreeOf> }
+      >();
       root.each((n) => expected.set(n.data, { x0: n.x0, x1: n.x1, value: n.value ?? 0, depth: n.depth, ...(n.parent ? { parent: n.parent.data } : {}) }));
       // Ours comes in pre-order; pair each rect with its tree node by walking the tree the same way.
       const order: Array<ReturnType<typeof callTreeOf>> = [];
@@ -177,8 +222,11 @@ describe('flame graph layout', () => {
     const byName = new Map(drawn.map((d) => [rects[d.index]!.name, d]));
     assert.deepEqual(byName.get('work'), { index: work, x: 0, width: 1000, row: 2 });
     assert.equal(byName.get('main')!.width, 1000);
-    assert.equal(byName.get('leaf')!.width, 1000 * 5_000 / 8_000);
-    assert.equal(rectAt(drawn, 10, 3)?.index, rects.findIndex((r) => r.name === 'leaf'));
+    assert.equal(byName.get('leaf')!.width, (1000 * 5_000) / 8_000);
+    assert.equal(
+      rectAt(drawn, 10, 3)?.index,
+      rects.findIndex((r) => r.name === 'leaf'),
+    );
     assert.equal(rectAt(drawn, 900, 3), undefined);
   });
 });
@@ -204,13 +252,31 @@ describe('annotated source', () => {
 describe('profile table', () => {
   it('sorts by any column with missing values last, and filters by words or column:word', () => {
     const rows = functionRows(descentProfile());
-    assert.deepEqual(sortRows(rows, 'inclusive', true).map((r) => r.name), ['main', 'work', 'leaf', 'log', 'irq <b>']);
-    assert.deepEqual(sortRows(rows, 'inclusive', false).map((r) => r.name), ['leaf', 'work', 'main', 'log', 'irq <b>']);
-    assert.deepEqual(sortRows(rows, 'name', false).map((r) => r.name), ['irq <b>', 'leaf', 'log', 'main', 'work']);
-    assert.deepEqual(filterRows(rows, 'status:pruned').map((r) => r.name), ['log']);
+    assert.deepEqual(
+      sortRows(rows, 'inclusive', true).map((r) => r.name),
+      ['main', 'work', 'leaf', 'log', 'irq <b>'],
+    );
+    assert.deepEqual(
+      sortRows(rows, 'inclusive', false).map((r) => r.name),
+      ['leaf', 'work', 'main', 'log', 'irq <b>'],
+    );
+    assert.deepEqual(
+      sortRows(rows, 'name', false).map((r) => r.name),
+      ['irq <b>', 'leaf', 'log', 'main', 'work'],
+    );
+    assert.deepEqual(
+      filterRows(rows, 'status:pruned').map((r) => r.name),
+      ['log'],
+    );
     // Plain words match any text column: names, the status in words.
-    assert.deepEqual(filterRows(rows, 'LEAF').map((r) => r.name), ['leaf']);
-    assert.deepEqual(filterRows(rows, 'not measurable').map((r) => r.name), ['irq <b>']);
+    assert.deepEqual(
+      filterRows(rows, 'LEAF').map((r) => r.name),
+      ['leaf'],
+    );
+    assert.deepEqual(
+      filterRows(rows, 'not measurable').map((r) => r.name),
+      ['irq <b>'],
+    );
     assert.equal(rows[0]!.provenance, 'exact instruction trace (test)');
   });
 
@@ -218,7 +284,12 @@ describe('profile table', () => {
     const rows = functionRows(syntheticProfile({ count: 20_000 }));
     rows[5]!.calls = undefined as unknown as number;
     delete rows[5]!.calls;
-    for (const [key, descending] of [['calls', true], ['self', false], ['name', false], ['status', true]] as const) {
+    for (const [key, descending] of [
+      ['calls', true],
+      ['self', false],
+      ['name', false],
+      ['status', true],
+    ] as const) {
       const plain = [...rows].sort((a, b) => {
         const va = a[key];
         const vb = b[key];
@@ -227,7 +298,11 @@ describe('profile table', () => {
         const c = typeof va === 'number' && typeof vb === 'number' ? va - vb : String(va).localeCompare(String(vb));
         return descending ? -c : c;
       });
-      assert.deepEqual(sortRows(rows, key, descending).map((r) => r.id), plain.map((r) => r.id), `${key} ${descending ? 'descending' : 'ascending'}`);
+      assert.deepEqual(
+        sortRows(rows, key, descending).map((r) => r.id),
+        plain.map((r) => r.id),
+        `${key} ${descending ? 'descending' : 'ascending'}`,
+      );
     }
   });
 

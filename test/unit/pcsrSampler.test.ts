@@ -33,7 +33,11 @@ describe('DWT_PCSR bursts: the Tcl script', () => {
   });
 
   test('refuses a burst that is not a positive whole number of reads', () => {
-    for (const n of [0, -1, 1.5]) assert.throws(() => planBurst(n, 1), (e: unknown) => e instanceof CycleLensError && e.code === ErrorCode.InvalidRequest);
+    for (const n of [0, -1, 1.5])
+      assert.throws(
+        () => planBurst(n, 1),
+        (e: unknown) => e instanceof CycleLensError && e.code === ErrorCode.InvalidRequest,
+      );
     assert.throws(() => planBurst(4, -1), /spacer/);
   });
 });
@@ -57,7 +61,8 @@ describe('DWT_PCSR bursts: the reply', () => {
     for (const [reply, n] of cases) {
       assert.throws(
         () => parseBurstReply(reply, n),
-        (e: unknown) => e instanceof CycleLensError && e.code === ErrorCode.TclError && e.message.includes(`'${reply}'`) && e.message.includes(`list of ${n} 32-bit numbers`),
+        (e: unknown) =>
+          e instanceof CycleLensError && e.code === ErrorCode.TclError && e.message.includes(`'${reply}'`) && e.message.includes(`list of ${n} 32-bit numbers`),
         reply,
       );
     }
@@ -78,7 +83,7 @@ describe('DWT_PCSR bursts through the wrapped Tcl request (errors come back thro
     return parseFrame(Buffer.from(interp.evalTop(wrapCommand(7, script)).result, 'utf8'));
   }
 
-  test('a burst answers code 0 (the caught script\'s) and the list of values', () => {
+  test("a burst answers code 0 (the caught script's) and the list of values", () => {
     const core = new PcsrCoreModel(trace, [], sequence(0.5));
     core.demcr = TRCENA;
     const plan = planBurst(3, 1, sequence(0.9));
@@ -91,7 +96,7 @@ describe('DWT_PCSR bursts through the wrapped Tcl request (errors come back thro
     assert.equal(frame.log, '');
   });
 
-  test('a failing read inside a burst is an error code with OpenOCD\'s message and log, not a list', () => {
+  test("a failing read inside a burst is an error code with OpenOCD's message and log, not a list", () => {
     const core = new PcsrCoreModel(trace);
     const frame = wrappedReply(core, 'list [read_memory 0xe000101c 32 1] [read_memory 0x40000000 32 1]');
     assert.ok(frame.kind === 'reply');
@@ -132,7 +137,10 @@ describe('the PCSR core model of the Tcl double', () => {
     const points = [0, 1, 2, 3, 4, 5].map((t) => (t + 0.5) / 6);
     const core = new PcsrCoreModel(trace, [{ afterInstruction: 2, lengthNs: 2 }], sequence(...points));
     core.demcr = TRCENA;
-    assert.deepEqual(points.map(() => core.read(0xe000101c)), [0x10, 0x12, NO_SAMPLE, NO_SAMPLE, 0x14, 0x16]);
+    assert.deepEqual(
+      points.map(() => core.read(0xe000101c)),
+      [0x10, 0x12, NO_SAMPLE, NO_SAMPLE, 0x14, 0x16],
+    );
     assert.deepEqual(core.served, { code: 4, halted: 0, asleep: 2, traceDisabled: 0 });
     assert.equal(core.sleepShare, 2 / 6);
   });

@@ -59,6 +59,9 @@ describe('locating the QEMU plugin', () => {
   it('names the fix when neither the plugin nor its source is there', () => {
     const empty = join(scratch, 'empty', 'extension', 'dist');
     mkdirSync(empty, { recursive: true });
-    assert.throws(() => qemuPluginPath({ from: empty, cacheDir: join(scratch, 'empty-cache'), compiler: 'gcc' }), /reinstall CycleLens, or set CYCLELENS_QEMU_PLUGIN/);
+    assert.throws(
+      () => qemuPluginPath({ from: empty, cacheDir: join(scratch, 'empty-cache'), compiler: 'gcc' }),
+      /reinstall CycleLens, or set CYCLELENS_QEMU_PLUGIN/,
+    );
   });
 });

@@ -50,7 +50,16 @@ describe('profile exports read by their consumers', () => {
     assert.match(text, /^events: instructions$/m);
     // Per-line data becomes line positions, and the importer reads them back.
     const back = importCallgrind(text, { file });
-    assert.deepEqual(back.lines.filter((l) => l.path === '/fw/fir_filter.c' && l.line >= 20).map((l) => [l.line, l.self.value]).sort(), [[20, 3_000], [21, 2_000]]);
+    assert.deepEqual(
+      back.lines
+        .filter((l) => l.path === '/fw/fir_filter.c' && l.line >= 20)
+        .map((l) => [l.line, l.self.value])
+        .sort(),
+      [
+        [20, 3_000],
+        [21, 2_000],
+      ],
+    );
     const f = functionsByName(back);
     for (const n of names) assert.equal(f.get(n)?.inclusive?.value, expected.inclusive[n], `${n} inclusive read back`);
     for (const [n, c] of Object.entries(expected.calls)) assert.equal(f.get(n)?.calls, c, `${n} calls read back`);
@@ -78,12 +87,18 @@ describe('profile exports read by their consumers', () => {
   });
 
   it('speedscope: valid against the schema the speedscope package ships; both profiles add up to the total', () => {
-    const json = JSON.parse(readFileSync(write('speedscope'), 'utf8')) as { profiles: { type: string; unit: string; weights?: number[]; events?: { type: string; at: number }[]; endValue: number }[]; name: string };
+    const json = JSON.parse(readFileSync(write('speedscope'), 'utf8')) as {
+      profiles: { type: string; unit: string; weights?: number[]; events?: { type: string; at: number }[]; endValue: number }[];
+      name: string;
+    };
     assert.deepEqual(speedscopeSchemaErrors(json), []);
     const [sampled, evented] = json.profiles;
     assert.equal(sampled?.unit, 'none');
     assert.match(json.name, /instructions/);
-    assert.equal(sampled?.weights?.reduce((s, v) => s + v, 0), 10_000);
+    assert.equal(
+      sampled?.weights?.reduce((s, v) => s + v, 0),
+      10_000,
+    );
     assert.equal(evented?.endValue, 10_000);
     assert.equal(evented?.events?.filter((e) => e.type === 'O').length, evented?.events?.filter((e) => e.type === 'C').length);
     assert.equal(Math.max(...(evented?.events ?? []).map((e) => e.at)), 10_000);
@@ -102,7 +117,13 @@ describe('profile exports read by their consumers', () => {
   });
 
   it('Chrome .cpuprofile: each function’s sample durations add up to its self value', () => {
-    const doc = JSON.parse(readFileSync(write('cpuprofile'), 'utf8')) as { nodes: { id: number; callFrame: { functionName: string }; children: number[] }[]; samples: number[]; timeDeltas: number[]; endTime: number; startTime: number };
+    const doc = JSON.parse(readFileSync(write('cpuprofile'), 'utf8')) as {
+      nodes: { id: number; callFrame: { functionName: string }; children: number[] }[];
+      samples: number[];
+      timeDeltas: number[];
+      endTime: number;
+      startTime: number;
+    };
     const byId = new Map(doc.nodes.map((n) => [n.id, n]));
     const self = new Map<string, number>();
     const times = doc.timeDeltas.map((_, i) => doc.timeDeltas.slice(0, i + 1).reduce((s, v) => s + v, 0));
@@ -161,8 +182,14 @@ describe('profile exports read by their consumers', () => {
     p.functions[2]!.inclusive = { value: 5_000, bound: { low: 4_990, high: 5_010, kind: 'quantisation' } };
     p.functions[1]!.name = 'odd, "quoted" name';
     const back = importCsv(exportFormat('csv')!.write(p) as string, { linesText: exportFormat('csv-lines')!.write(p) as string });
-    assert.deepEqual(back.functions.map((f) => [f.name, f.inclusive, f.self?.value, f.calls, f.location, f.status]), p.functions.map((f) => [f.name, f.inclusive, f.self?.value, f.calls, f.location, f.status]));
-    assert.deepEqual(back.lines.map((l) => [l.path, l.line, l.self.value, l.function]), p.lines.map((l) => [l.path, l.line, l.self.value, l.function]));
+    assert.deepEqual(
+      back.functions.map((f) => [f.name, f.inclusive, f.self?.value, f.calls, f.location, f.status]),
+      p.functions.map((f) => [f.name, f.inclusive, f.self?.value, f.calls, f.location, f.status]),
+    );
+    assert.deepEqual(
+      back.lines.map((l) => [l.path, l.line, l.self.value, l.function]),
+      p.lines.map((l) => [l.path, l.line, l.self.value, l.function]),
+    );
     assert.equal(back.unit.kind, 'instructions');
   });
 });

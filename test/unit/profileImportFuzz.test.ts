@@ -31,21 +31,53 @@ function mutated(valid: string): fc.Arbitrary<string> {
   return fc.oneof(
     fc.nat({ max: valid.length }).map((n) => valid.slice(0, n)),
     fc.tuple(fc.nat({ max: valid.length }), fc.string({ maxLength: 12 })).map(([at, s]) => valid.slice(0, at) + s + valid.slice(at)),
-    fc.tuple(fc.nat({ max: Math.max(0, valid.length - 1) }), fc.constantFrom('0', '-', '9', '"', ';', ' ', '\n', '=', '(', 'e', ',', '{', ']')).map(([at, c]) => valid.slice(0, at) + c + valid.slice(at + 1)),
+    fc
+      .tuple(fc.nat({ max: Math.max(0, valid.length - 1) }), fc.constantFrom('0', '-', '9', '"', ';', ' ', '\n', '=', '(', 'e', ',', '{', ']'))
+      .map(([at, c]) => valid.slice(0, at) + c + valid.slice(at + 1)),
   );
 }
 
-const sample = sampleProfile(Object.fromEntries(['main', 'histogram_fill', 'fir_filter', 'crc16_block'].map((n, i) => [n, { address: 0x80000000 + 0x100 * i, size: 0x40 }])));
+const sample = sampleProfile(
+  Object.fromEntries(['main', 'histogram_fill', 'fir_filter', 'crc16_block'].map((n, i) => [n, { address: 0x80000000 + 0x100 * i, size: 0x40 }])),
+);
 const text = (id: string): string => exportFormat(id)!.write(sample) as string;
 
 describe('importers never crash on damaged input', () => {
   it('folded stacks', () => {
-    fc.assert(fc.property(fc.oneof(fc.string({ maxLength: 200 }), mutated(text('folded'))), (t) => onlyProfileErrors(() => importFolded(t))), settings);
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 200 }), mutated(text('folded'))), (t) => onlyProfileErrors(() => importFolded(t))),
+      settings,
+    );
   });
 
   it('callgrind', () => {
-    const vocabulary = fc.constantFrom('events: Ir', 'fn=(1) a', 'fn=(1)', 'fn=(2)', 'cfn=(3) b', 'calls=2 0', 'calls=x', '+3 5', '-9 1', '* 2', '0x10 4', 'fl=(1) f.c', 'positions: instr line', '12 99999999999999999999', 'junk');
-    fc.assert(fc.property(fc.oneof(fc.array(vocabulary, { maxLength: 30 }).map((l) => l.join('\n')), mutated(text('callgrind'))), (t) => onlyProfileErrors(() => importCallgrind(t))), settings);
+    const vocabulary = fc.constantFrom(
+      'events: Ir',
+      'fn=(1) a',
+      'fn=(1)',
+      'fn=(2)',
+      'cfn=(3) b',
+      'calls=2 0',
+      'calls=x',
+      '+3 5',
+      '-9 1',
+      '* 2',
+      '0x10 4',
+      'fl=(1) f.c',
+      'positions: instr line',
+      '12 99999999999999999999',
+      'junk',
+    );
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.array(vocabulary, { maxLength: 30 }).map((l) => l.join('\n')),
+          mutated(text('callgrind')),
+        ),
+        (t) => onlyProfileErrors(() => importCallgrind(t)),
+      ),
+      settings,
+    );
   });
 
   it('gmon.out', () => {
@@ -60,14 +92,25 @@ describe('importers never crash on damaged input', () => {
       }),
       fc.nat({ max: valid.length }).map((n) => valid.subarray(0, n)),
     );
-    fc.assert(fc.property(bytes, fc.boolean(), (b, wide) => onlyProfileErrors(() => importGmon(b, { addressBytes: wide ? 8 : 4, symbols: [{ name: 'main', address: 0x80000000, size: 0x40 }] }))), settings);
+    fc.assert(
+      fc.property(bytes, fc.boolean(), (b, wide) =>
+        onlyProfileErrors(() => importGmon(b, { addressBytes: wide ? 8 : 4, symbols: [{ name: 'main', address: 0x80000000, size: 0x40 }] })),
+      ),
+      settings,
+    );
   });
 
   it('CSV', () => {
-    fc.assert(fc.property(mutated(text('csv')), mutated(text('csv-lines')), (f, l) => onlyProfileErrors(() => importCsv(f, { linesText: l }))), settings);
+    fc.assert(
+      fc.property(mutated(text('csv')), mutated(text('csv-lines')), (f, l) => onlyProfileErrors(() => importCsv(f, { linesText: l }))),
+      settings,
+    );
   });
 
   it('native profile JSON', () => {
-    fc.assert(fc.property(fc.oneof(mutated(text('json')), fc.json({ maxDepth: 4 })), (t) => onlyProfileErrors(() => parseProfileText(t))), settings);
+    fc.assert(
+      fc.property(fc.oneof(mutated(text('json')), fc.json({ maxDepth: 4 })), (t) => onlyProfileErrors(() => parseProfileText(t))),
+      settings,
+    );
   });
 });

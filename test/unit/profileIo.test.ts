@@ -40,14 +40,23 @@ describe('native profile JSON', () => {
   });
 
   it('refuses implausible numbers, wrong types and dangling references, naming the JSON path', () => {
-    assert.match(refusal(damaged((j) => (j.functions[1].inclusive.value = 1e300))).message, /bad\.profile\.json: \$\.functions\[1\]\.inclusive\.value is 1e\+300, beyond the plausible range/);
+    assert.match(
+      refusal(damaged((j) => (j.functions[1].inclusive.value = 1e300))).message,
+      /bad\.profile\.json: \$\.functions\[1\]\.inclusive\.value is 1e\+300, beyond the plausible range/,
+    );
     assert.match(refusal(damaged((j) => (j.functions[0].calls = -3))).message, /\$\.functions\[0\]\.calls must not be negative/);
     assert.match(refusal(damaged((j) => (j.functions[2].name = 42))).message, /\$\.functions\[2\]\.name must be a string/);
     assert.match(refusal(damaged((j) => (j.edges[0].callee = 99))).message, /\$\.edges\[0\]\.callee must be a whole number from 0 to 3/);
     assert.match(refusal(damaged((j) => (j.functions[1].id = 0))).message, /\$\.functions\[1\]\.id is 0, but a function's id is its index/);
-    assert.match(refusal(damaged((j) => (j.unit = { kind: 'cycles', perTick: { count: 40, kind: 'cycles' } }))).message, /\$\.unit\.perTick applies to ticks only/);
+    assert.match(
+      refusal(damaged((j) => (j.unit = { kind: 'cycles', perTick: { count: 40, kind: 'cycles' } }))).message,
+      /\$\.unit\.perTick applies to ticks only/,
+    );
     assert.match(refusal(damaged((j) => (j.functions[0].run = 5))).message, /run is 5, but the profile lists 1 runs/);
-    assert.match(refusal(damaged((j) => (j.lines[0].self.bound = { low: 9, high: 1, kind: 'quantisation' }))).message, /\$\.lines\[0\]\.self\.bound has low 9 above high 1/);
+    assert.match(
+      refusal(damaged((j) => (j.lines[0].self.bound = { low: 9, high: 1, kind: 'quantisation' }))).message,
+      /\$\.lines\[0\]\.self\.bound has low 9 above high 1/,
+    );
     assert.equal(refusal(damaged((j) => (j.schema = 'cyclelens-profile/2'))).kind, 'version');
     assert.equal(refusal(damaged((j) => (j.schema = 'something-else/1'))).kind, 'notProfile');
     assert.equal(refusal('{"schema": "cyclelens-profile/1", "functions": [').kind, 'notJson');
@@ -57,7 +66,14 @@ describe('native profile JSON', () => {
   });
 
   it('loadAnyProfile reads a result-set document or a profile file', async () => {
-    const rs: ResultSet = { id: 'rs-1', createdAt: '2026-01-01T00:00:00.000Z', program: { executable: '/fw/fw.elf' }, run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1_000 }, method: 'software injection, minstret' }, measurements: [{ name: 'work', inclusive: { instructions: 600 }, calls: 3 }], refused: [] };
+    const rs: ResultSet = {
+      id: 'rs-1',
+      createdAt: '2026-01-01T00:00:00.000Z',
+      program: { executable: '/fw/fw.elf' },
+      run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1_000 }, method: 'software injection, minstret' },
+      measurements: [{ name: 'work', inclusive: { instructions: 600 }, calls: 3 }],
+      refused: [],
+    };
     const rsPath = join(dir, 'results.json');
     await saveResultSetDocument(rsPath, resultSetDocument([rs]));
     const fromSets = await loadAnyProfile(rsPath);
@@ -107,7 +123,10 @@ describe('call tree derived from totals', () => {
       { id: 0, name: 'a', status: 'measured', inclusive: { value: 10 } },
       { id: 1, name: 'b', status: 'measured', inclusive: { value: 6 } },
     ];
-    p.edges = [{ caller: 0, callee: 1, kind: 'call' }, { caller: 1, callee: 0, kind: 'call' }];
+    p.edges = [
+      { caller: 0, callee: 1, kind: 'call' },
+      { caller: 1, callee: 0, kind: 'call' },
+    ];
     const tree = profileStacks(p);
     assert.ok(tree.stacks.length > 0 && tree.stacks.every((s) => new Set(s.frames).size === s.frames.length));
     assert.match(tree.note ?? '', /Recursive calls are cut/);
@@ -115,10 +134,13 @@ describe('call tree derived from totals', () => {
     assert.deepEqual(profileStacks(p), { stacks: [{ frames: [0, 1], value: 7 }], derived: false });
   });
 
-  it('gives callgrind the stack formats\' note and per-function totals without deriving stacks', () => {
+  it("gives callgrind the stack formats' note and per-function totals without deriving stacks", () => {
     for (const p of [sampleProfile(), overfullProfile()]) {
       const tree = profileStacks(p);
-      const notes = callgrindText(p).split('\n').filter((l) => l.startsWith('# ') && l !== '# callgrind format').map((l) => l.slice(2));
+      const notes = callgrindText(p)
+        .split('\n')
+        .filter((l) => l.startsWith('# ') && l !== '# callgrind format')
+        .map((l) => l.slice(2));
       assert.deepEqual(notes, [...(p.notes ?? []), tree.note]);
       // What each function adds up to in the stacks is what treeInclusive gives callgrind.
       const on = new Map<number, number>();
@@ -136,6 +158,9 @@ function overfullProfile(): ReturnType<typeof emptyProfile> {
     { id: 1, name: 'outer', status: 'measured', inclusive: { value: 40 } },
     { id: 2, name: 'inner', status: 'measured', inclusive: { value: 45 } },
   ];
-  p.edges = [{ caller: 0, callee: 1, kind: 'call', calls: 1 }, { caller: 1, callee: 2, kind: 'call', calls: 2 }];
+  p.edges = [
+    { caller: 0, callee: 1, kind: 'call', calls: 1 },
+    { caller: 1, callee: 2, kind: 'call', calls: 2 },
+  ];
   return p;
 }

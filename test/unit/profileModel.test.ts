@@ -23,11 +23,21 @@ const graph: CallGraphResponse = {
 };
 
 function run(event: string, method: string, total: number, measurements: ResultSet['measurements']): ResultSet {
-  return { id: `rs-${total}`, createdAt: '2026-01-01T00:00:00.000Z', program: { executable: '/fw/fw.elf', family: 'riscv' }, run: { kind: 'single-pass', event, totals: { [event]: total }, method }, measurements, refused: [] };
+  return {
+    id: `rs-${total}`,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    program: { executable: '/fw/fw.elf', family: 'riscv' },
+    run: { kind: 'single-pass', event, totals: { [event]: total }, method },
+    measurements,
+    refused: [],
+  };
 }
 
 function descentDocument(event: string, method: string, secondTotal = 10_000) {
-  const first = run(event, method, 10_000, [{ name: 'work', inclusive: { [event]: 6_000 }, calls: 1, min: 6_000, max: 6_000, mean: 6_000 }, { name: 'log', inclusive: { [event]: 100 }, calls: 2 }]);
+  const first = run(event, method, 10_000, [
+    { name: 'work', inclusive: { [event]: 6_000 }, calls: 1, min: 6_000, max: 6_000, mean: 6_000 },
+    { name: 'log', inclusive: { [event]: 100 }, calls: 2 },
+  ]);
   const second = run(event, method, secondTotal, [{ name: 'leaf', inclusive: { [event]: secondTotal * 0.5 }, calls: 50 }]);
   return resultSetDocument([first, second], {
     scenario: 'descent',
@@ -66,7 +76,10 @@ describe('profile model from result sets', () => {
 
   it('lists every run, the baseline included, and the edges with their call counts', () => {
     const p = profileFromResultSets(descentDocument('instructions', 'software injection, minstret'));
-    assert.deepEqual(p.runs.map((r) => r.role), ['baseline', 'batch', 'batch']);
+    assert.deepEqual(
+      p.runs.map((r) => r.role),
+      ['baseline', 'batch', 'batch'],
+    );
     assert.deepEqual(p.runs[2]?.measured, ['leaf']);
     const f = functionsByName(p);
     assert.equal(f.get('leaf')?.run, 2);

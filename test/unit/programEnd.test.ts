@@ -27,7 +27,9 @@ describe('program end found in the code', { skip: built ? false : 'fixtures not 
     assert.deepEqual(end?.location, { function: 'board_exit' });
     assert.match(end!.how, /main's last instruction calls board_exit/);
     const main = model.functionNamed('main')!;
-    const lines = readElfText(thumbToolchain(), singlepass).lines.filter((l) => l.address >= main.start && l.address < main.end && !l.isData && l.mnemonic !== 'nop');
+    const lines = readElfText(thumbToolchain(), singlepass).lines.filter(
+      (l) => l.address >= main.start && l.address < main.end && !l.isData && l.mnemonic !== 'nop',
+    );
     assert.match(lines.at(-1)!.text, /bl\s+[0-9a-f]+ <board_exit>/);
   });
 
@@ -47,12 +49,16 @@ describe('program end found in the code', { skip: built ? false : 'fixtures not 
     assert.match(noProgramEndMessage('/fw/app.elf'), /set `programEnd` in the launch configuration.*"programEnd": "halt"/i);
   });
 
-  it('an indirect call reaches only functions whose address the program holds: newlib\'s locks are called directly only', () => {
+  it("an indirect call reaches only functions whose address the program holds: newlib's locks are called directly only", () => {
     const elf = ElfImage.loadSync(sorting);
     const model = new ProgramModel(elf, thumbInjectionArch());
     const planner = new InjectionPlanner(model, thumbInjectionArch(), { start: 0x00100000, size: 4096 });
     const direct = planner.planCallSites('__malloc_lock');
     assert.ok(direct.ok, JSON.stringify(direct));
-    assert.deepEqual(direct.warnings.filter((w) => w.code === 'indirectCallsMissed'), [], 'nothing holds the address of __malloc_lock');
+    assert.deepEqual(
+      direct.warnings.filter((w) => w.code === 'indirectCallsMissed'),
+      [],
+      'nothing holds the address of __malloc_lock',
+    );
   });
 });

@@ -14,7 +14,13 @@ import { hasTool } from '../oracle/binutils';
 // checked by Graphviz itself.
 
 const graph: CallGraphResponse = {
-  functions: ['main', 'process', 'crc', 'crc_step', 'sort', 'swap', 'log', 'log "quoted"\\name', 'isr'].map((name, i) => ({ name, address: 0x100 + 0x40 * i, size: 0x40, path: `/src/${name}.c`, line: 10 + i })),
+  functions: ['main', 'process', 'crc', 'crc_step', 'sort', 'swap', 'log', 'log "quoted"\\name', 'isr'].map((name, i) => ({
+    name,
+    address: 0x100 + 0x40 * i,
+    size: 0x40,
+    path: `/src/${name}.c`,
+    line: 10 + i,
+  })),
   edges: [
     { caller: 'main', callee: 'process', kind: 'call', sites: [0x104] },
     { caller: 'main', callee: 'log', kind: 'call', sites: [0x108] },
@@ -49,7 +55,9 @@ const measurer = (slots: number, refuse: string[] = []): BatchMeasurer => ({
     createdAt: '2024-05-01T00:00:00Z',
     program: { executable: '/fw/demo.elf' },
     run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 10_000, cycles: 14_000 }, method: 'synthetic, exact' },
-    measurements: batch.filter((f) => !refuse.includes(f)).map((name) => ({ name, inclusive: { instructions: counts[name]!.instructions, cycles: counts[name]!.cycles }, calls: counts[name]!.calls })),
+    measurements: batch
+      .filter((f) => !refuse.includes(f))
+      .map((name) => ({ name, inclusive: { instructions: counts[name]!.instructions, cycles: counts[name]!.cycles }, calls: counts[name]!.calls })),
     refused: batch.filter((f) => refuse.includes(f)).map((name) => ({ name, reason: 'the entry holds an IT block; measure its call sites instead' })),
   }),
 });
@@ -84,13 +92,34 @@ describe('profile rows', () => {
 describe('text report', () => {
   it('has one row per function with every computable metric, pruned rows with their bound', async () => {
     const { result, rows } = await descent();
-    const text = textReport({ scenario: 'descent', metric: result.metric, threshold: 0.05, runs: result.runs, naiveRuns: 3, slots: 3, roots: result.roots, cancelled: false, warnings: result.warnings, program: '/fw/demo.elf', method: 'synthetic, exact' }, rows, engine);
+    const text = textReport(
+      {
+        scenario: 'descent',
+        metric: result.metric,
+        threshold: 0.05,
+        runs: result.runs,
+        naiveRuns: 3,
+        slots: 3,
+        roots: result.roots,
+        cancelled: false,
+        warnings: result.warnings,
+        program: '/fw/demo.elf',
+        method: 'synthetic, exact',
+      },
+      rows,
+      engine,
+    );
     const lines = text.split('\n');
     assert.match(lines[0]!, /^Call-graph descent of demo\.elf \(synthetic, exact\)$/);
     assert.match(text, /threshold 5\.00%/);
     const heading = lines.find((l) => l.startsWith('function'))!;
-    for (const col of ['status', 'inclusive', 'exclusive', 'calls', 'share', 'CPI', 'IPC', 'instr/call', 'cyc/call']) assert.ok(heading.includes(col), `column ${col}`);
-    for (const f of graph.functions) assert.ok(lines.some((l) => l.startsWith(f.name)), `row for ${f.name}`);
+    for (const col of ['status', 'inclusive', 'exclusive', 'calls', 'share', 'CPI', 'IPC', 'instr/call', 'cyc/call'])
+      assert.ok(heading.includes(col), `column ${col}`);
+    for (const f of graph.functions)
+      assert.ok(
+        lines.some((l) => l.startsWith(f.name)),
+        `row for ${f.name}`,
+      );
     const logRow = lines.find((l) => l.startsWith('log "quoted"'))!;
     assert.match(logRow, /pruned <= 2\.00%/, 'bounded by its caller log, itself bounded by main minus process');
     const crc = lines.find((l) => l.startsWith('crc '))!;
@@ -101,7 +130,11 @@ describe('text report', () => {
 
   it('lists refused functions with the reason', async () => {
     const { result, rows } = await descent(['crc']);
-    const text = textReport({ scenario: 'descent', metric: result.metric, threshold: 0.05, runs: result.runs, roots: result.roots, cancelled: true, warnings: ['something odd'] }, rows, engine);
+    const text = textReport(
+      { scenario: 'descent', metric: result.metric, threshold: 0.05, runs: result.runs, roots: result.roots, cancelled: true, warnings: ['something odd'] },
+      rows,
+      engine,
+    );
     assert.match(text, /CANCELLED/);
     assert.match(text, /warning: something odd/);
     assert.match(text, /Not measurable[^\n]*\n {2}crc: the entry holds an IT block/);

@@ -26,7 +26,14 @@ function sample(id = 'rs-1'): ResultSet {
     id,
     createdAt: '2024-05-01T10:00:00.000Z',
     program: { executable: '/fw/singlepass.elf', family: 'riscv' },
-    run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1_331_488, cycles: 1_331_490 }, method: 'software injection, minstret', from: 'main', to: 'end' },
+    run: {
+      kind: 'single-pass',
+      event: 'instructions',
+      totals: { instructions: 1_331_488, cycles: 1_331_490 },
+      method: 'software injection, minstret',
+      from: 'main',
+      to: 'end',
+    },
     measurements: [
       { name: 'vm_run', inclusive: { instructions: 294_620 }, calls: 20, passes: 20, untracked: 0, min: 14_700, max: 14_800, mean: 14_731, rawTotal: 294_700 },
       { name: 'crc16_step', inclusive: { instructions: 262_183 }, calls: 11_320 },
@@ -48,7 +55,11 @@ function doc(): ResultSetDocument {
       { name: 'rotl32', status: 'pruned', bound: 0.004, depth: 5 },
       { name: 'main', status: 'measured', value: 1, bound: 1, spansWindow: true, depth: 0 },
     ],
-    callGraph: { functions: [{ name: 'main', address: 0x80000eec, size: 136, path: '/fw/src/singlepass.c', line: 12 }], edges: [{ caller: 'main', callee: 'main', kind: 'call', sites: [0x80000ef0], count: 1 }], indirectCallers: [] },
+    callGraph: {
+      functions: [{ name: 'main', address: 0x80000eec, size: 136, path: '/fw/src/singlepass.c', line: 12 }],
+      edges: [{ caller: 'main', callee: 'main', kind: 'call', sites: [0x80000ef0], count: 1 }],
+      indirectCallers: [],
+    },
   });
 }
 
@@ -77,16 +88,26 @@ describe('result sets', () => {
 
   it('says clearly when a file is of another version', () => {
     const newer = JSON.stringify({ ...doc(), schema: 'cyclelens-resultset/2' });
-    assert.throws(() => parseResultSetText(newer, 'r.json'), (e: Error) => e instanceof ResultSetError && e.kind === 'version' && /version 2, this CycleLens reads version 1: it was written by a newer CycleLens/.test(e.message));
+    assert.throws(
+      () => parseResultSetText(newer, 'r.json'),
+      (e: Error) =>
+        e instanceof ResultSetError && e.kind === 'version' && /version 2, this CycleLens reads version 1: it was written by a newer CycleLens/.test(e.message),
+    );
     const older = JSON.stringify({ ...doc(), schema: 'cyclelens-resultset/0' });
     assert.throws(() => parseResultSetText(older, 'r.json'), /older CycleLens/);
   });
 
   it('says clearly when a file is not a result set or not JSON', () => {
-    assert.throws(() => parseResultSetText('{"schema": "cyclelens-oracle/1"}', 'o.json'), (e: Error) => e instanceof ResultSetError && e.kind === 'notResultSet' && /its schema is "cyclelens-oracle\/1"/.test(e.message));
+    assert.throws(
+      () => parseResultSetText('{"schema": "cyclelens-oracle/1"}', 'o.json'),
+      (e: Error) => e instanceof ResultSetError && e.kind === 'notResultSet' && /its schema is "cyclelens-oracle\/1"/.test(e.message),
+    );
     assert.throws(() => parseResultSetText('[1, 2]', 'a.json'), /holds an array/);
     assert.throws(() => parseResultSetText('{}', 'e.json'), /no "schema" field/);
-    assert.throws(() => parseResultSetText('{"schema": "cyclelens-resultset/1", "resultSets": [', 'cut.json'), (e: Error) => e instanceof ResultSetError && e.kind === 'notJson' && /cut.json is not valid JSON/.test(e.message));
+    assert.throws(
+      () => parseResultSetText('{"schema": "cyclelens-resultset/1", "resultSets": [', 'cut.json'),
+      (e: Error) => e instanceof ResultSetError && e.kind === 'notJson' && /cut.json is not valid JSON/.test(e.message),
+    );
   });
 
   it('names the malformed field', () => {
@@ -106,7 +127,11 @@ describe('result sets', () => {
       [(d) => (d.analysis.callGraph.edges[0].kind = 'jump'), /callGraph\.edges\[0\]\.kind/],
     ];
     for (const [mutate, message] of cases) {
-      assert.throws(() => parseResultSetText(bad(mutate), 'm.json'), (e: Error) => e instanceof ResultSetError && e.kind === 'malformed' && message.test(e.message) && e.message.startsWith('m.json: '), String(message));
+      assert.throws(
+        () => parseResultSetText(bad(mutate), 'm.json'),
+        (e: Error) => e instanceof ResultSetError && e.kind === 'malformed' && message.test(e.message) && e.message.startsWith('m.json: '),
+        String(message),
+      );
     }
   });
 
@@ -117,21 +142,40 @@ describe('result sets', () => {
       return JSON.stringify(d);
     };
     const cases: Array<[(d: Record<string, any>) => void, RegExp]> = [
-      [(d) => (d.resultSets[0].run.totals.instructions = 1e300), /resultSets\[0\]\.run\.totals\.instructions is impossibly large \(1e\+300; a 64-bit counter reads at most/],
-      [(d) => (d.resultSets[1].measurements[0].inclusive.instructions = 1e300), /resultSets\[1\]\.measurements\[0\]\.inclusive\.instructions is impossibly large/],
+      [
+        (d) => (d.resultSets[0].run.totals.instructions = 1e300),
+        /resultSets\[0\]\.run\.totals\.instructions is impossibly large \(1e\+300; a 64-bit counter reads at most/,
+      ],
+      [
+        (d) => (d.resultSets[1].measurements[0].inclusive.instructions = 1e300),
+        /resultSets\[1\]\.measurements\[0\]\.inclusive\.instructions is impossibly large/,
+      ],
       // Compensation may undershoot zero by under one unit per call boundary (11,320 calls here), not more.
-      [(d) => (d.resultSets[0].measurements[1].inclusive.instructions = -11_322), /resultSets\[0\]\.measurements\[1\]\.inclusive\.instructions is a negative count \(-11322\)/],
-      [(d) => (d.resultSets[0].measurements[0].inclusive.instructions = -22), /resultSets\[0\]\.measurements\[0\]\.inclusive\.instructions is a negative count \(-22\)/],
+      [
+        (d) => (d.resultSets[0].measurements[1].inclusive.instructions = -11_322),
+        /resultSets\[0\]\.measurements\[1\]\.inclusive\.instructions is a negative count \(-11322\)/,
+      ],
+      [
+        (d) => (d.resultSets[0].measurements[0].inclusive.instructions = -22),
+        /resultSets\[0\]\.measurements\[0\]\.inclusive\.instructions is a negative count \(-22\)/,
+      ],
       [(d) => (d.resultSets[0].run.totals.cycles = -1), /resultSets\[0\]\.run\.totals\.cycles is a negative count/],
       [(d) => (d.resultSets[0].measurements[1].calls = 2.5), /resultSets\[0\]\.measurements\[1\]\.calls must be a non-negative integer \(found 2\.5\)/],
       [(d) => (d.resultSets[0].measurements[1].calls = 1e300), /resultSets\[0\]\.measurements\[1\]\.calls is impossibly large/],
-      [(d) => (d.resultSets[0].measurements[0].inclusive.instructions = 1e15), /resultSets\[0\]\.measurements\[0\]\.inclusive\.instructions is 1000000000000000, far more than the whole run's total of 1331488 \(run\.totals\.instructions\)/],
+      [
+        (d) => (d.resultSets[0].measurements[0].inclusive.instructions = 1e15),
+        /resultSets\[0\]\.measurements\[0\]\.inclusive\.instructions is 1000000000000000, far more than the whole run's total of 1331488 \(run\.totals\.instructions\)/,
+      ],
       [(d) => (d.resultSets[0].measurements[0].min = 20_000), /resultSets\[0\]\.measurements\[0\]\.min \(20000\) is above max \(14800\)/],
       [(d) => (d.resultSets[0].measurements[0].rawTotal = -1), /measurements\[0\]\.rawTotal is a negative count/],
       [(d) => (d.analysis.runs = 2 ** 60), /analysis\.runs is impossibly large/],
     ];
     for (const [mutate, message] of cases) {
-      assert.throws(() => parseResultSetText(bad(mutate), 'm.json'), (e: Error) => e instanceof ResultSetError && e.kind === 'malformed' && message.test(e.message) && e.message.startsWith('m.json: '), `${String(message)}`);
+      assert.throws(
+        () => parseResultSetText(bad(mutate), 'm.json'),
+        (e: Error) => e instanceof ResultSetError && e.kind === 'malformed' && message.test(e.message) && e.message.startsWith('m.json: '),
+        `${String(message)}`,
+      );
     }
     // A near-empty function measured with a coarse counter: the compensated value dips below zero.
     const undershoot = JSON.parse(JSON.stringify(doc())) as Record<string, any>;
@@ -153,7 +197,10 @@ describe('result sets', () => {
   });
 
   it('reports a missing file', async () => {
-    await assert.rejects(loadResultSetDocument(join(dir, 'absent.json')), (e: Error) => e instanceof ResultSetError && e.kind === 'io' && /does not exist/.test(e.message));
+    await assert.rejects(
+      loadResultSetDocument(join(dir, 'absent.json')),
+      (e: Error) => e instanceof ResultSetError && e.kind === 'io' && /does not exist/.test(e.message),
+    );
   });
 });
 
@@ -175,7 +222,11 @@ describe('atomic writes', () => {
     );
     assert.match(seen, /"new"/, 'the temporary file held the complete new text');
     assert.equal(readFileSync(path, 'utf8'), before);
-    assert.deepEqual(readdirSync(dir).filter((f) => f.endsWith('.tmp')), [], 'no temporary file is left behind');
+    assert.deepEqual(
+      readdirSync(dir).filter((f) => f.endsWith('.tmp')),
+      [],
+      'no temporary file is left behind',
+    );
   });
 
   it('never writes a value JSON cannot hold', async () => {

@@ -44,10 +44,24 @@ describe('profile from samples', () => {
     [0x200, { address: 0x200, function: 'cold', functionAddress: 0x200, path: '/fw/b.c', line: 5 }],
     [0x900, { address: 0x900 }],
   ]);
-  const counts: Array<[number, number]> = [[0x100, 30], [0x104, 20], [0x106, 25], [0x200, 20], [0x900, 5]];
+  const counts: Array<[number, number]> = [
+    [0x100, 30],
+    [0x104, 20],
+    [0x106, 25],
+    [0x200, 20],
+    [0x900, 5],
+  ];
 
   it('sums addresses into lines and functions, with a 95 % Wilson bound on every sampled figure', () => {
-    const p = profileFromSamples({ executable: 'fw.elf', sampler: 'qemu-monitor', attribution: 'translation-block-start', halting: false, unit: 'samples', counts, locations });
+    const p = profileFromSamples({
+      executable: 'fw.elf',
+      sampler: 'qemu-monitor',
+      attribution: 'translation-block-start',
+      halting: false,
+      unit: 'samples',
+      counts,
+      locations,
+    });
     assert.equal(p.total?.value, 100);
     assert.deepEqual(p.unit, { kind: 'samples' });
     assert.deepEqual(p.provenance, { kind: 'sampled', sampler: 'qemu-monitor', halting: false, attribution: 'translation-block-start' });
@@ -60,7 +74,14 @@ describe('profile from samples', () => {
     assert.ok(Math.abs(hot.self!.bound!.low - ci.low * 100) < 1e-9 && Math.abs(hot.self!.bound!.high - ci.high * 100) < 1e-9);
     assert.equal(p.functions.find((f) => f.name === UNKNOWN_FUNCTION)?.self?.value, 5);
     // Lines by count, heaviest first; 0x104 and 0x106 are one line.
-    assert.deepEqual(p.lines.map((l) => [l.path, l.line, l.self.value]), [['/fw/a.c', 11, 45], ['/fw/a.c', 10, 30], ['/fw/b.c', 5, 20]]);
+    assert.deepEqual(
+      p.lines.map((l) => [l.path, l.line, l.self.value]),
+      [
+        ['/fw/a.c', 11, 45],
+        ['/fw/a.c', 10, 30],
+        ['/fw/b.c', 5, 20],
+      ],
+    );
     assert.equal(p.addresses.length, 5);
     assert.equal(p.lines[0]!.function, hot.id);
     assert.match(provenanceLabel(p.provenance), /non-halting PC sampling \(qemu-monitor; a sample's PC is the start of the running translation block\)/);
@@ -68,7 +89,15 @@ describe('profile from samples', () => {
   });
 
   it('exact counts are instructions and carry no bound', () => {
-    const p = profileFromSamples({ executable: 'fw.elf', sampler: 'qemu-plugin', attribution: 'exact-count', halting: false, unit: 'instructions', counts, locations });
+    const p = profileFromSamples({
+      executable: 'fw.elf',
+      sampler: 'qemu-plugin',
+      attribution: 'exact-count',
+      halting: false,
+      unit: 'instructions',
+      counts,
+      locations,
+    });
     assert.deepEqual(p.unit, { kind: 'instructions' });
     assert.ok(p.functions.every((f) => f.self?.bound === undefined));
     assert.ok(p.lines.every((l) => l.self.bound === undefined));
@@ -79,24 +108,38 @@ describe('sample window', () => {
   it('cumulative keeps everything', () => {
     const w = new SampleWindow(undefined);
     w.add(0, [[1, 2]]);
-    w.add(10_000, [[1, 3], [2, 1]]);
-    assert.deepEqual([...w.counts()], [[1, 5], [2, 1]]);
+    w.add(10_000, [
+      [1, 3],
+      [2, 1],
+    ]);
+    assert.deepEqual(
+      [...w.counts()],
+      [
+        [1, 5],
+        [2, 1],
+      ],
+    );
     assert.equal(w.total, 6);
   });
 
   it('a sliding window drops batches older than it and matches a recount', () => {
     fc.assert(
-      fc.property(fc.array(fc.array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 9 })), { maxLength: 4 }), { maxLength: 30 }), (batches) => {
-        const w = new SampleWindow(1_000);
-        batches.forEach((b, i) => w.add(i * 250, b));
-        const now = (batches.length - 1) * 250;
-        const expected = new Map<number, number>();
-        batches.forEach((b, i) => {
-          if (i * 250 > now - 1_000) for (const [a, n] of b) expected.set(a, (expected.get(a) ?? 0) + n);
-        });
-        const got = new Map(w.counts());
-        return [...expected].every(([a, n]) => got.get(a) === n) && got.size === expected.size && w.total === [...expected.values()].reduce((s, n) => s + n, 0);
-      }),
+      fc.property(
+        fc.array(fc.array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 9 })), { maxLength: 4 }), { maxLength: 30 }),
+        (batches) => {
+          const w = new SampleWindow(1_000);
+          batches.forEach((b, i) => w.add(i * 250, b));
+          const now = (batches.length - 1) * 250;
+          const expected = new Map<number, number>();
+          batches.forEach((b, i) => {
+            if (i * 250 > now - 1_000) for (const [a, n] of b) expected.set(a, (expected.get(a) ?? 0) + n);
+          });
+          const got = new Map(w.counts());
+          return (
+            [...expected].every(([a, n]) => got.get(a) === n) && got.size === expected.size && w.total === [...expected.values()].reduce((s, n) => s + n, 0)
+          );
+        },
+      ),
     );
   });
 });
@@ -105,7 +148,9 @@ describe('QEMU monitor replies', () => {
   it('finds the PC in RISC-V and Arm `info registers` text, after the line editor echo', () => {
     const rv = stripEcho('i\x1b[K\x1b[Dinfo registers\x1b[K\r\npc       80000e40\r\nmhartid  00000000\r\n');
     assert.equal(pcFromMonitorRegisters('riscv', rv), 0x80000e40);
-    const arm = stripEcho('info registers\r\nR00=00000001 R01=00000002 R02=00000003 R03=00000004\r\nR12=00000000 R13=200047d8 R14=fffffff9 R15=000004b2\r\nXPSR=61000000 -ZC- T handler\r\n');
+    const arm = stripEcho(
+      'info registers\r\nR00=00000001 R01=00000002 R02=00000003 R03=00000004\r\nR12=00000000 R13=200047d8 R14=fffffff9 R15=000004b2\r\nXPSR=61000000 -ZC- T handler\r\n',
+    );
     assert.equal(pcFromMonitorRegisters('cortex-m', arm), 0x4b2);
     assert.equal(pcFromMonitorRegisters('riscv', 'unknown command\n'), undefined);
     assert.equal(pcFromMonitorRegisters('arc', rv), undefined);
@@ -115,7 +160,13 @@ describe('QEMU monitor replies', () => {
 describe('instruction-count snapshots', () => {
   it('parses the plugin format and rejects anything else', () => {
     const s = parseInstructionCounts('cyclelens-insn-counts 1 1626 3\n8000036e 20\n800005d0 160\n');
-    assert.deepEqual([...s.counts], [[0x8000036e, 20], [0x800005d0, 160]]);
+    assert.deepEqual(
+      [...s.counts],
+      [
+        [0x8000036e, 20],
+        [0x800005d0, 160],
+      ],
+    );
     assert.equal(s.dropped, 3);
     assert.throws(() => parseInstructionCounts('garbage\n'), /header/);
     assert.throws(() => parseInstructionCounts('cyclelens-insn-counts 1 1 0\nzz x\n'), /line 2/);
@@ -146,7 +197,19 @@ describe('line heat and source maps', () => {
       [0x20, { address: 0x20, function: 'f', path: '/fw/a.c', line: 2 }],
       [0x30, { address: 0x30, function: 'g', path: '/fw/b.c', line: 7 }],
     ]);
-    const p = profileFromSamples({ executable: 'x', sampler: 's', attribution: 'halting', halting: true, unit: 'samples', counts: [[0x10, 400], [0x20, 100], [0x30, 1]], locations });
+    const p = profileFromSamples({
+      executable: 'x',
+      sampler: 's',
+      attribution: 'halting',
+      halting: true,
+      unit: 'samples',
+      counts: [
+        [0x10, 400],
+        [0x20, 100],
+        [0x30, 1],
+      ],
+      locations,
+    });
     const heat = heatByFile(p);
     const a = heat.get('/fw/a.c')!;
     assert.equal(a.find((l) => l.line === 1)!.level, HEAT_LEVELS - 1);
@@ -204,7 +267,10 @@ describe('line heat index (the repaint path)', () => {
         index.tally(counts);
         assert.deepEqual([...index.paths].sort(), [...full.keys()].sort());
         for (const [path, lines] of full) {
-          assert.deepEqual(index.levels(path), linesByLevel(lines).map((l) => [...l].sort((x, y) => x - y)));
+          assert.deepEqual(
+            index.levels(path),
+            linesByLevel(lines).map((l) => [...l].sort((x, y) => x - y)),
+          );
           for (const l of lines) assert.deepEqual(index.lineHeat(path, l.line, true), l);
         }
         assert.equal(index.lineHeat('/fw/0.c', 999, true), undefined);
@@ -218,7 +284,8 @@ describe('line heat index (the repaint path)', () => {
     fc.assert(
       fc.property(levels, levels, (before, after) => {
         const changed = new Set(changedLevels(before, after));
-        for (let level = 0; level < 8; level++) assert.equal(changed.has(level), JSON.stringify(before[level]) !== JSON.stringify(after[level]), `level ${level}`);
+        for (let level = 0; level < 8; level++)
+          assert.equal(changed.has(level), JSON.stringify(before[level]) !== JSON.stringify(after[level]), `level ${level}`);
         assert.deepEqual(changedLevels(after, after), []);
         assert.deepEqual(changedLevels(undefined, after), [0, 1, 2, 3, 4, 5, 6, 7]);
       }),

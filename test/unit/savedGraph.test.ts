@@ -1,7 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { CallGraphResponse } from '../../common/dapCustom';
-import { CALL_GRAPH_SCHEMA, ResultSetError, parseCallGraphDocument, parseResultSetText, resultSetDocument, type CallGraphDocument, type ResultSet } from '../../core/analysis/resultSet';
+import {
+  CALL_GRAPH_SCHEMA,
+  ResultSetError,
+  parseCallGraphDocument,
+  parseResultSetText,
+  resultSetDocument,
+  type CallGraphDocument,
+  type ResultSet,
+} from '../../core/analysis/resultSet';
 import { SavedGraphError, withCallCounts } from '../../core/analysis/savedGraph';
 
 const program: CallGraphResponse = {
@@ -41,7 +49,11 @@ describe('saved call graphs', () => {
     const g = withCallCounts(program, dynamic(), 'calls.json');
     assert.deepEqual(
       g.edges.map((e) => [e.caller, e.callee, e.count]),
-      [['main', 'work', 12], ['main', 'unused', 0], ['main', 'handler', 3]],
+      [
+        ['main', 'work', 12],
+        ['main', 'unused', 0],
+        ['main', 'handler', 3],
+      ],
     );
     assert.deepEqual(g.indirectCallers, ['main'], 'the static graph decides the bounds: indirect callers stay');
     assert.deepEqual(g.interrupts, dynamic().interrupts);
@@ -49,7 +61,13 @@ describe('saved call graphs', () => {
 
   it('refuses a graph of another build, and a static one, saying how to record it again', () => {
     const moved = { ...program, functions: program.functions.map((f) => (f.name === 'work' ? { ...f, address: 0x144 } : f)) };
-    assert.throws(() => withCallCounts(moved, dynamic(), 'calls.json'), (err: Error) => err instanceof SavedGraphError && /another build of fw\.elf \(work at 0x140 is elsewhere or of another size/.test(err.message) && /cyclelens call-graph --dynamic --out calls\.json/.test(err.message));
+    assert.throws(
+      () => withCallCounts(moved, dynamic(), 'calls.json'),
+      (err: Error) =>
+        err instanceof SavedGraphError &&
+        /another build of fw\.elf \(work at 0x140 is elsewhere or of another size/.test(err.message) &&
+        /cyclelens call-graph --dynamic --out calls\.json/.test(err.message),
+    );
     const fewer = { ...program, functions: program.functions.slice(0, 3) };
     assert.throws(() => withCallCounts(fewer, dynamic(), 'calls.json'), /another build/);
     assert.throws(() => withCallCounts(program, { ...dynamic(), kind: 'static' }, 'calls.json'), /static call graph: it has no call counts/);
@@ -58,9 +76,19 @@ describe('saved call graphs', () => {
   it('reads only a valid document, as data', () => {
     const doc = dynamic();
     assert.deepEqual(parseCallGraphDocument(JSON.parse(JSON.stringify(doc)), 'calls.json'), doc);
-    assert.throws(() => parseCallGraphDocument({ ...doc, schema: 'cyclelens-resultset/1' }, 'calls.json'), (err: Error) => err instanceof ResultSetError && /not a CycleLens call graph: its schema is "cyclelens-resultset\/1"/.test(err.message));
+    assert.throws(
+      () => parseCallGraphDocument({ ...doc, schema: 'cyclelens-resultset/1' }, 'calls.json'),
+      (err: Error) => err instanceof ResultSetError && /not a CycleLens call graph: its schema is "cyclelens-resultset\/1"/.test(err.message),
+    );
     assert.throws(() => parseCallGraphDocument({ ...doc, kind: 'guessed' }, 'calls.json'), /kind must be one of "static", "dynamic"/);
-    assert.throws(() => parseCallGraphDocument({ ...doc, graph: { ...doc.graph, edges: [{ caller: 'main', callee: 'work', kind: 'call', sites: [], count: -1 }] } }, 'calls.json'), /count must be a non-negative integer/);
+    assert.throws(
+      () =>
+        parseCallGraphDocument(
+          { ...doc, graph: { ...doc.graph, edges: [{ caller: 'main', callee: 'work', kind: 'call', sites: [], count: -1 }] } },
+          'calls.json',
+        ),
+      /count must be a non-negative integer/,
+    );
   });
 });
 

@@ -41,7 +41,10 @@ describe('target facts', () => {
     assert.equal(facts.qemu?.icountShift, undefined);
     const ratio = facts.coreClockTicksPerInstruction;
     assert.ok(!ratio.fixed && /icount/.test(ratio.reason));
-    assert.throws(() => cortexMInjection.support(qemuDwt, facts), (e: unknown) => e instanceof CycleLensError && /SysTick/.test(e.message) && /"server.icount"/.test(e.message));
+    assert.throws(
+      () => cortexMInjection.support(qemuDwt, facts),
+      (e: unknown) => e instanceof CycleLensError && /SysTick/.test(e.message) && /"server.icount"/.test(e.message),
+    );
   });
 
   test('an unknown QEMU machine has no memory map and no ratio, and says which machines are known', () => {

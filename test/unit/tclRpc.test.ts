@@ -75,7 +75,30 @@ describe('tclQuote', () => {
   });
 
   test('round-trips awkward strings', () => {
-    const samples = ['', 'x', ' ', '{', '}', '}{', '{}', '\\', '\\{', 'a\\', '$', '[', ']', '"', ';', '#c', 'é ü', '\x1a', '\x00\x01\x7f', 'a\nb\tc\rd', '{a\\}', 'end\\'];
+    const samples = [
+      '',
+      'x',
+      ' ',
+      '{',
+      '}',
+      '}{',
+      '{}',
+      '\\',
+      '\\{',
+      'a\\',
+      '$',
+      '[',
+      ']',
+      '"',
+      ';',
+      '#c',
+      'é ü',
+      '\x1a',
+      '\x00\x01\x7f',
+      'a\nb\tc\rd',
+      '{a\\}',
+      'end\\',
+    ];
     for (const s of samples) assert.equal(unquote(tclQuote(s)), s, JSON.stringify(s));
     for (let n = 0; n < 500; n++) {
       const s = Array.from({ length: 1 + (n % 9) }, (_, i) => '{}[]$\\";\n\t \x1a\x00ab'[(n * 7 + i * 13) % 15]).join('');
@@ -108,7 +131,11 @@ describe('TclFrameDecoder', () => {
   });
 
   test('a frame split at every possible byte', () => {
-    const stream = Buffer.concat([Buffer.from('type target_event event halted\r\n\x1a', 'latin1'), replyBytes(3, 0, 'result one'), replyBytes(4, 1, '', 'log')]);
+    const stream = Buffer.concat([
+      Buffer.from('type target_event event halted\r\n\x1a', 'latin1'),
+      replyBytes(3, 0, 'result one'),
+      replyBytes(4, 1, '', 'log'),
+    ]);
     const whole = decodeAll([stream]);
     assert.equal(whole.length, 3);
     for (let cut = 1; cut < stream.length; cut++) {
@@ -152,8 +179,14 @@ describe('parseFrame', () => {
   });
 
   test('notifications as OpenOCD formats them', () => {
-    assert.deepEqual(parseFrame(Buffer.from('type target_event event halted\r\n')), { kind: 'notification', notification: { type: 'target_event', key: 'event', value: 'halted' } });
-    assert.deepEqual(parseFrame(Buffer.from('type target_reset mode halt\r\n')), { kind: 'notification', notification: { type: 'target_reset', key: 'mode', value: 'halt' } });
+    assert.deepEqual(parseFrame(Buffer.from('type target_event event halted\r\n')), {
+      kind: 'notification',
+      notification: { type: 'target_event', key: 'event', value: 'halted' },
+    });
+    assert.deepEqual(parseFrame(Buffer.from('type target_reset mode halt\r\n')), {
+      kind: 'notification',
+      notification: { type: 'target_reset', key: 'mode', value: 'halt' },
+    });
   });
 
   test('anything else is unknown', () => {
@@ -163,7 +196,10 @@ describe('parseFrame', () => {
 
 describe('failureMessage', () => {
   test('result first, then log lines it does not repeat', () => {
-    assert.equal(failureMessage(1, 'read_memory: failed to read memory', 'Target not examined yet\nread_memory: failed to read memory\n'), 'read_memory: failed to read memory\nTarget not examined yet');
+    assert.equal(
+      failureMessage(1, 'read_memory: failed to read memory', 'Target not examined yet\nread_memory: failed to read memory\n'),
+      'read_memory: failed to read memory\nTarget not examined yet',
+    );
     assert.equal(failureMessage(-4, '', 'Target not examined yet\n'), 'Target not examined yet');
     assert.equal(failureMessage(-4, '', ''), 'failed with code -4 and no message');
   });
@@ -253,11 +289,13 @@ describe('TclRpcClient', () => {
       assert.equal(await client.command('version'), 'Open On-Chip Debugger 0.12.0');
       assert.equal(await client.command('set x ""'), '');
       assert.deepEqual(fake.requests, ['version', 'set x ""']);
-    }));
+    }),
+  );
 
-  test('turns a Tcl error into TclCommandError carrying OpenOCD\'s message and log', limit, () =>
+  test("turns a Tcl error into TclCommandError carrying OpenOCD's message and log", limit, () =>
     withFake(async (fake, client) => {
-      fake.handle = (req) => (req.command === 'halt' ? fake.reply(req, -4, '', 'Target not examined yet\n') : fake.reply(req, 1, 'invalid command name "nosuch"'));
+      fake.handle = (req) =>
+        req.command === 'halt' ? fake.reply(req, -4, '', 'Target not examined yet\n') : fake.reply(req, 1, 'invalid command name "nosuch"');
       await assert.rejects(client.command('nosuch'), (err: unknown) => {
         assert.ok(err instanceof TclCommandError);
         assert.equal(err.code, ErrorCode.TclError);
@@ -270,7 +308,8 @@ describe('TclRpcClient', () => {
       // `return` (code 2) and `shutdown` (-600) are successes.
       fake.handle = (req) => fake.reply(req, req.command === 'shutdown' ? -600 : 2, 'ok');
       assert.equal(await client.command('return ok'), 'ok');
-    }));
+    }),
+  );
 
   test('sends one request at a time, in call order', limit, () =>
     withFake(async (fake, client) => {
@@ -280,16 +319,20 @@ describe('TclRpcClient', () => {
         outstanding++;
         maxOutstanding = Math.max(maxOutstanding, outstanding);
         // Answer the first ones slowest: order must still follow the calls.
-        setTimeout(() => {
-          outstanding--;
-          fake.reply(req, 0, `r-${req.command}`);
-        }, 30 - Number(req.command.slice(1)) * 5);
+        setTimeout(
+          () => {
+            outstanding--;
+            fake.reply(req, 0, `r-${req.command}`);
+          },
+          30 - Number(req.command.slice(1)) * 5,
+        );
       };
       const results = await Promise.all(['c1', 'c2', 'c3', 'c4', 'c5'].map((c) => client.command(c)));
       assert.deepEqual(results, ['r-c1', 'r-c2', 'r-c3', 'r-c4', 'r-c5']);
       assert.deepEqual(fake.requests, ['c1', 'c2', 'c3', 'c4', 'c5']);
       assert.equal(maxOutstanding, 1);
-    }));
+    }),
+  );
 
   test('times out a request, moves on, and drops its late reply', limit, () =>
     withFake(async (fake, client) => {
@@ -306,7 +349,8 @@ describe('TclRpcClient', () => {
       await assert.rejects(client.command('hang', 100), isCode(ErrorCode.TclTimeout, /did not answer `hang` within 100 ms/));
       assert.ok(Date.now() - started < 1000);
       assert.equal(await client.command('next'), 'r-next');
-    }));
+    }),
+  );
 
   test('rejects everything pending when the connection is lost, and later calls at once', limit, () =>
     withFake(async (fake, client) => {
@@ -323,7 +367,8 @@ describe('TclRpcClient', () => {
       assert.equal(closes.length, 1);
       assert.equal(client.isOpen, false);
       assert.deepEqual(fake.requests, ['die']);
-    }));
+    }),
+  );
 
   test('close() rejects pending requests and is idempotent', limit, () =>
     withFake(async (fake, client) => {
@@ -333,7 +378,8 @@ describe('TclRpcClient', () => {
       await client.close();
       await client.close();
       await assert.rejects(pending, isCode(ErrorCode.TclConnectionLost, /closed before OpenOCD answered/));
-    }));
+    }),
+  );
 
   test('delivers notifications separately from replies', limit, () =>
     withFake(async (fake, client) => {
@@ -349,13 +395,15 @@ describe('TclRpcClient', () => {
         { type: 'target_event', key: 'event', value: 'halted' },
         { type: 'target_state', key: 'state', value: 'halted' },
       ]);
-    }));
+    }),
+  );
 
   test('rejects a reply it cannot read', limit, () =>
     withFake(async (fake, client) => {
       fake.handle = (req) => req.socket.write('line too long\n\x1a');
       await assert.rejects(client.command('x'), isCode(ErrorCode.TclError, /not a CycleLens Tcl reply/));
-    }));
+    }),
+  );
 
   test('readMemory, writeMemory, targetState, halt and resume send the 0.12 commands', limit, () =>
     withFake(async (fake, client) => {
@@ -381,7 +429,8 @@ describe('TclRpcClient', () => {
       assert.ok(fake.requests[1]!.startsWith(`write_memory 0x${(0x1000 + 2048).toString(16)} 16 {0x400 `));
       assert.equal(await client.call('string', 'length', 'a b{'), '');
       assert.equal(fake.requests.at(-1), 'string length a\\ b\\{');
-    }));
+    }),
+  );
 
   test('connecting to a closed port fails clearly', limit, async () => {
     const fake = new FakeOpenOcd();

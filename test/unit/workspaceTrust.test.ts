@@ -11,12 +11,23 @@ describe('Workspace Trust', () => {
   });
 
   it('Restricted Mode refuses, naming every program the configuration would run and the way out', () => {
-    const qemu = restrictedModeRefusal(false, { executable: 'fw.elf', server: { type: 'qemu', path: './tools/qemu' }, gdbPath: './tools/gdb', initCommands: ['shell rm -rf ~'] });
-    assert.match(qemu!, /^CycleLens does not start debug sessions in Restricted Mode: .* would run the debugger '\.\/tools\/gdb' \(gdbPath\), '\.\/tools\/qemu' \(server\.path\), 1 GDB command\(s\) from initCommands\/postConnectCommands\. If you trust this folder, choose "Manage Workspace Trust"/);
+    const qemu = restrictedModeRefusal(false, {
+      executable: 'fw.elf',
+      server: { type: 'qemu', path: './tools/qemu' },
+      gdbPath: './tools/gdb',
+      initCommands: ['shell rm -rf ~'],
+    });
+    assert.match(
+      qemu!,
+      /^CycleLens does not start debug sessions in Restricted Mode: .* would run the debugger '\.\/tools\/gdb' \(gdbPath\), '\.\/tools\/qemu' \(server\.path\), 1 GDB command\(s\) from initCommands\/postConnectCommands\. If you trust this folder, choose "Manage Workspace Trust"/,
+    );
     const ocd = restrictedModeRefusal(false, { executable: 'fw.elf', server: { type: 'openocd', configFiles: ['board/evil.cfg'] } });
     assert.match(ocd!, /the debugger \(gdb-multiarch\), OpenOCD with the scripts board\/evil\.cfg\./);
     // A remote gdbserver starts no server here, but GDB still runs: still refused.
-    assert.match(restrictedModeRefusal(false, { executable: 'fw.elf', server: { type: 'remote', address: 'h:1' } })!, /would run the debugger \(gdb-multiarch\)\./);
+    assert.match(
+      restrictedModeRefusal(false, { executable: 'fw.elf', server: { type: 'remote', address: 'h:1' } })!,
+      /would run the debugger \(gdb-multiarch\)\./,
+    );
   });
 
   it('package.json declares limited support and restricts every setting it names', () => {

@@ -49,16 +49,28 @@ export function callGraphModel(p: Profile): CallGraphModel {
     const share = f.inclusive && total ? f.inclusive.value / total : undefined;
     const selfShare = f.self && total ? f.self.value / total : 0;
     const lines: string[] = [];
-    if (f.inclusive) lines.push(`incl ${share !== undefined ? `${formatShare(share)} · ` : ''}${formatNumber(f.inclusive.value)} ${unit}${boundText(f.inclusive, p)}`);
+    if (f.inclusive)
+      lines.push(`incl ${share !== undefined ? `${formatShare(share)} · ` : ''}${formatNumber(f.inclusive.value)} ${unit}${boundText(f.inclusive, p)}`);
     if (f.self) lines.push(`self ${total ? `${formatShare(selfShare)} · ` : ''}${formatNumber(f.self.value)} ${unit}${boundText(f.self, p)}`);
     if (f.calls !== undefined) lines.push(`${formatNumber(f.calls)} calls`);
     const hot = f.status !== 'pruned' && share !== undefined && share >= threshold;
     lines.push(statusText(f.status, f.boundShare, f.reason, hot));
-    return { id: f.id, name: f.name, status: f.status, ...(share !== undefined ? { share } : {}), weight: share ?? f.boundShare ?? 0, heat: selfShare, hot, lines };
+    return {
+      id: f.id,
+      name: f.name,
+      status: f.status,
+      ...(share !== undefined ? { share } : {}),
+      weight: share ?? f.boundShare ?? 0,
+      heat: selfShare,
+      hot,
+      lines,
+    };
   });
   const callees: number[][] = nodes.map(() => []);
   const callers: number[][] = nodes.map(() => []);
-  const edges = p.edges.filter((e) => nodes[e.caller] && nodes[e.callee]).map((e) => ({ caller: e.caller, callee: e.callee, ...(e.calls !== undefined ? { calls: e.calls } : {}) }));
+  const edges = p.edges
+    .filter((e) => nodes[e.caller] && nodes[e.callee])
+    .map((e) => ({ caller: e.caller, callee: e.callee, ...(e.calls !== undefined ? { calls: e.calls } : {}) }));
   for (const e of edges) {
     callees[e.caller]!.push(e.callee);
     callers[e.callee]!.push(e.caller);
@@ -144,8 +156,7 @@ export const nodeKey = (id: number): string => `n${id}`;
 export function visibleGraph(model: CallGraphModel, options: VisibleOptions): VisibleGraph {
   const inScope = options.focus !== undefined && options.depth > 0 ? neighbourhood(model, options.focus, options.depth) : undefined;
   const shown = (id: number): boolean =>
-    (inScope === undefined || inScope.has(id)) &&
-    (id === options.keep || id === options.focus || model.nodes[id]!.weight >= options.collapseBelow);
+    (inScope === undefined || inScope.has(id)) && (id === options.keep || id === options.focus || model.nodes[id]!.weight >= options.collapseBelow);
   const nodes = model.nodes.filter((n) => shown(n.id));
   const edges: GraphEdge[] = [];
   const groups = new Map<number, CollapsedGroup>();
@@ -264,7 +275,10 @@ export function splinePath(points: ReadonlyArray<[number, number]>): string {
   const [first, ...rest] = points;
   let d = `M${first![0].toFixed(1)},${first![1].toFixed(1)}`;
   for (let i = 0; i + 3 <= rest.length; i += 3) {
-    d += `C${rest.slice(i, i + 3).map((p) => `${p[0].toFixed(1)},${p[1].toFixed(1)}`).join(' ')}`;
+    d += `C${rest
+      .slice(i, i + 3)
+      .map((p) => `${p[0].toFixed(1)},${p[1].toFixed(1)}`)
+      .join(' ')}`;
   }
   return d;
 }

@@ -74,7 +74,13 @@ export function annotateSource(p: Profile, fn: number, path: string, text: strin
   const lines: AnnotatedLine[] = [];
   for (let n = first; n <= last; n++) {
     const value = lineValues.get(n);
-    lines.push({ line: n, text: source[n - 1] ?? '', ...(value !== undefined ? { value } : {}), heat: value !== undefined && max > 0 ? value / max : 0, instructions: instructions.get(n) ?? [] });
+    lines.push({
+      line: n,
+      text: source[n - 1] ?? '',
+      ...(value !== undefined ? { value } : {}),
+      heat: value !== undefined && max > 0 ? value / max : 0,
+      instructions: instructions.get(n) ?? [],
+    });
   }
   return { path, lines, ...(hottest !== undefined ? { hottest } : {}), total };
 }

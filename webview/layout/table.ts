@@ -110,7 +110,12 @@ export function filterRows<R extends object>(rows: readonly R[], query: string):
       const colon = w.indexOf(':');
       if (colon > 0) {
         const v = fields[w.slice(0, colon)];
-        return v !== undefined && String(v).toLowerCase().includes(w.slice(colon + 1));
+        return (
+          v !== undefined &&
+          String(v)
+            .toLowerCase()
+            .includes(w.slice(colon + 1))
+        );
       }
       return Object.values(fields).some((v) => typeof v === 'string' && v.toLowerCase().includes(w));
     });

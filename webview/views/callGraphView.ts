@@ -4,8 +4,22 @@ import type { Profile } from '../../core/profile/model';
 import { formatNumber } from '../../core/profile/units';
 import { el, labelled, svgEl } from '../dom';
 import {
-  boxInRegion, callGraphModel, groupLines, LARGE_GRAPH, layoutDot, LINE_HEIGHT, nodeKey, parsePlainLayout, searchMatches, splinePath, visibleGraph, visibleRegion,
-  type CallGraphModel, type GraphLayout, type PlacedNode, type VisibleGraph,
+  boxInRegion,
+  callGraphModel,
+  groupLines,
+  LARGE_GRAPH,
+  layoutDot,
+  LINE_HEIGHT,
+  nodeKey,
+  parsePlainLayout,
+  searchMatches,
+  splinePath,
+  visibleGraph,
+  visibleRegion,
+  type CallGraphModel,
+  type GraphLayout,
+  type PlacedNode,
+  type VisibleGraph,
 } from '../layout/callGraph';
 import { heatLevel } from '../layout/source';
 import type { LayoutRequest, LayoutResponse } from '../layout/workerMessages';
@@ -36,8 +50,17 @@ export class CallGraphView implements PanelView {
   /** Resolves when the latest layout has been drawn (the bench and tests wait on it). */
   drawn: Promise<void> = Promise.resolve();
 
-  constructor(private readonly ctx: PanelContext, private readonly worker: Worker) {
-    for (const [value, text] of [['0', 'whole graph'], ['1', '1 call away'], ['2', '2 calls away'], ['3', '3 calls away'], ['5', '5 calls away']] as const) {
+  constructor(
+    private readonly ctx: PanelContext,
+    private readonly worker: Worker,
+  ) {
+    for (const [value, text] of [
+      ['0', 'whole graph'],
+      ['1', '1 call away'],
+      ['2', '2 calls away'],
+      ['3', '3 calls away'],
+      ['5', '5 calls away'],
+    ] as const) {
       this.depth.append(el('option', { value }, text));
     }
     this.depth.value = String(ctx.state.depth);
@@ -52,11 +75,13 @@ export class CallGraphView implements PanelView {
     box.append(this.svg);
     this.element.append(bar, this.status, box);
     this.svgSelection = select(this.svg);
-    this.zoomer = zoom<SVGSVGElement, unknown>().scaleExtent([0.02, 8]).on('zoom', (e: { transform: ZoomTransform }) => {
-      this.transform = e.transform;
-      this.layer.setAttribute('transform', e.transform.toString());
-      if (this.textOnDemand && this.textFrame === 0) this.textFrame = requestAnimationFrame(() => this.addVisibleText());
-    });
+    this.zoomer = zoom<SVGSVGElement, unknown>()
+      .scaleExtent([0.02, 8])
+      .on('zoom', (e: { transform: ZoomTransform }) => {
+        this.transform = e.transform;
+        this.layer.setAttribute('transform', e.transform.toString());
+        if (this.textOnDemand && this.textFrame === 0) this.textFrame = requestAnimationFrame(() => this.addVisibleText());
+      });
     // One listener for every node (2,000 nodes were 4,000 listeners to make and drop per draw).
     this.layer.addEventListener('click', (e) => {
       const fn = nodeOf(e.target);
@@ -160,7 +185,14 @@ export class CallGraphView implements PanelView {
       if (!at) continue;
       const classes = ['node', `status-${n.status}`, `heat-${heatLevel(Math.min(1, n.heat * 4))}`];
       if (n.hot) classes.push('hot');
-      const g = svgEl('g', { class: classes.join(' '), transform: boxCorner(at), tabindex: '0', role: 'button', 'aria-label': [n.name, ...n.lines].join(', '), 'data-fn': String(n.id) });
+      const g = svgEl('g', {
+        class: classes.join(' '),
+        transform: boxCorner(at),
+        tabindex: '0',
+        role: 'button',
+        'aria-label': [n.name, ...n.lines].join(', '),
+        'data-fn': String(n.id),
+      });
       g.append(svgEl('rect', { width: at.width.toFixed(1), height: at.height.toFixed(1), rx: '3' }));
       nodes.append(g);
       this.nodeElements.set(n.id, g);
@@ -175,7 +207,15 @@ export class CallGraphView implements PanelView {
       this.pendingText.push({ at, g, lines: groupLines(group, this.ctx.state.collapseBelow) });
     }
     const defs = svgEl('defs');
-    const marker = svgEl('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: '10', refY: '5', markerWidth: '8', markerHeight: '8', orient: 'auto-start-reverse' });
+    const marker = svgEl('marker', {
+      id: 'arrow',
+      viewBox: '0 0 10 10',
+      refX: '10',
+      refY: '5',
+      markerWidth: '8',
+      markerHeight: '8',
+      orient: 'auto-start-reverse',
+    });
     marker.append(svgEl('path', { d: 'M0,0L10,5L0,10z', class: 'arrow' }));
     defs.append(marker);
     // Small graphs get their text at once; on large ones the text of 2,000 boxes (six elements

@@ -81,11 +81,13 @@ export class FlameView implements PanelView {
   private scheduleDraw(): void {
     if (this.drawQueued) return;
     this.drawQueued = true;
-    this.drawn = new Promise<void>((resolve) => requestAnimationFrame(() => {
-      this.drawQueued = false;
-      this.draw();
-      resolve();
-    }));
+    this.drawn = new Promise<void>((resolve) =>
+      requestAnimationFrame(() => {
+        this.drawQueued = false;
+        this.draw();
+        resolve();
+      }),
+    );
   }
 
   /** Zooms so rect `index` spans the width, and redraws (one frame). */

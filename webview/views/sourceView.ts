@@ -105,7 +105,10 @@ export class SourceView implements PanelView {
     // First paint: the lines around the hottest one; the rest follow in chunks, so a long function
     // shows its hot spot at once and the page stays responsive while the others are built.
     const all = annotated.lines;
-    const hot = Math.max(0, all.findIndex((l) => l.line === annotated.hottest));
+    const hot = Math.max(
+      0,
+      all.findIndex((l) => l.line === annotated.hottest),
+    );
     const start = Math.max(0, hot - FIRST_WINDOW / 2);
     const end = Math.min(all.length, start + FIRST_WINDOW);
     const generation = ++this.generation;
@@ -145,9 +148,19 @@ export class SourceView implements PanelView {
     bar.append(el('span', { class: `fill heat-${level} w${Math.round(line.heat * 10)}` }));
     const value = line.value !== undefined ? `${formatNumber(line.value)}${annotated.total ? ` (${formatShare(line.value / annotated.total)})` : ''}` : '';
     const row = el('div', { class: 'line-row' });
-    const toggle = el('button', { type: 'button', class: 'expand', 'aria-expanded': 'false', 'aria-label': `Instructions of line ${line.line}` }, line.instructions.length ? '▸' : '');
+    const toggle = el(
+      'button',
+      { type: 'button', class: 'expand', 'aria-expanded': 'false', 'aria-label': `Instructions of line ${line.line}` },
+      line.instructions.length ? '▸' : '',
+    );
     if (!line.instructions.length) toggle.disabled = true;
-    row.append(toggle, bar, el('span', { class: 'value', title: unitLabel(p.unit) }, value), el('span', { class: 'lineno' }, String(line.line)), el('code', { class: 'code' }, line.text));
+    row.append(
+      toggle,
+      bar,
+      el('span', { class: 'value', title: unitLabel(p.unit) }, value),
+      el('span', { class: 'lineno' }, String(line.line)),
+      el('code', { class: 'code' }, line.text),
+    );
     li.append(row);
     li.setAttribute('aria-label', `line ${line.line}${value ? `, ${value} ${unitShort(p.unit)}` : ''}`);
     this.items.push(li);
@@ -167,7 +180,11 @@ export class SourceView implements PanelView {
     const ul = el('ul', { class: 'instructions' });
     for (const i of line.instructions) {
       const item = el('li', { class: 'instruction' });
-      item.append(el('span', { class: 'value' }, `${formatNumber(i.value)} ${unitShort(p.unit)}`), el('span', { class: 'address' }, `0x${i.address.toString(16)}`), el('code', {}, i.text));
+      item.append(
+        el('span', { class: 'value' }, `${formatNumber(i.value)} ${unitShort(p.unit)}`),
+        el('span', { class: 'address' }, `0x${i.address.toString(16)}`),
+        el('code', {}, i.text),
+      );
       ul.append(item);
     }
     li.append(ul);

@@ -62,10 +62,11 @@ export class TableView implements PanelView {
     this.scroller.append(this.table);
     this.element.append(bar, this.note, this.scroller);
     this.scroller.addEventListener('scroll', () => {
-      if (this.scrollFrame === 0) this.scrollFrame = requestAnimationFrame(() => {
-        this.scrollFrame = 0;
-        this.drawRows();
-      });
+      if (this.scrollFrame === 0)
+        this.scrollFrame = requestAnimationFrame(() => {
+          this.scrollFrame = 0;
+          this.drawRows();
+        });
     });
     this.body.addEventListener('click', (e) => {
       const tr = (e.target as Element).closest('tr');
@@ -137,7 +138,9 @@ export class TableView implements PanelView {
     const lines = this.ctx.state.tableView === 'lines';
     const columns = this.columns() as unknown as Column<FunctionRow | LineRow>[];
     const sortKey = columns.some((c) => c.key === key) ? key : lines ? 'self' : 'inclusive';
-    this.rows = lines ? sortRows(filterRows(this.lines, this.filter.value), sortKey, descending) : sortRows(filterRows(this.functions, this.filter.value), sortKey, descending);
+    this.rows = lines
+      ? sortRows(filterRows(this.lines, this.filter.value), sortKey, descending)
+      : sortRows(filterRows(this.functions, this.filter.value), sortKey, descending);
     this.shownColumns = columns;
     const hr = el('tr');
     for (const c of columns) {

@@ -271,7 +271,19 @@ function decodeJump(w: number, f: ArcGeneralFields, limm: number | undefined, q:
 
 /** Zero-operand ops (sub-opcode 0x2F, a = 0x3F): the b field selects the operation. */
 function zop(b: number): Fields {
-  const names: Record<number, string> = { 0: 'zop0', 1: 'sleep', 2: 'swi', 3: 'sync', 4: 'rtie', 5: 'brk', 6: 'seti', 7: 'clri', 8: 'wevt', 9: 'wlfc', 10: 'dsync' };
+  const names: Record<number, string> = {
+    0: 'zop0',
+    1: 'sleep',
+    2: 'swi',
+    3: 'sync',
+    4: 'rtie',
+    5: 'brk',
+    6: 'seti',
+    7: 'clri',
+    8: 'wevt',
+    9: 'wlfc',
+    10: 'dsync',
+  };
   const name = names[b] ?? 'zop';
   return name === 'rtie' ? { mnemonic: name, kind: 'exceptionReturn' } : system(name);
 }

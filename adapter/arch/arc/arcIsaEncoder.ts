@@ -142,7 +142,14 @@ export function encodeBlcc(cond: number, from: number, to: number, delay = false
  * BRcc/BBIT b, c|u6, s9 (major 1, bit 16 = 1): `cc` is the 3-bit ARCv2 code (0 breq .. 5 brhs,
  * 6 bbit0, 7 bbit1); `c` is a register, `{ u6 }`, or `{ limm }` (c = 62 and a trailing limm).
  */
-export function encodeBrcc(cc: number, b: ArcRegister, c: ArcRegister | { u6: number } | { limm: number }, from: number, to: number, delay = false): Uint8Array {
+export function encodeBrcc(
+  cc: number,
+  b: ArcRegister,
+  c: ArcRegister | { u6: number } | { limm: number },
+  from: number,
+  to: number,
+  delay = false,
+): Uint8Array {
   check(cc, cc >= 0 && cc <= 7, 'BRcc condition');
   core(b, 'BRcc'); // b = 62 (limm) is possible in the ISA; here the constant goes in c
   const off = pclOffset(from, to);
@@ -159,8 +166,18 @@ export function encodeBrcc(cc: number, b: ArcRegister, c: ArcRegister | { u6: nu
     cField = LIMM_REG;
     limm = c.limm;
   }
-  const w = ((1 << 27) | ((b & 7) << 24) | (((off >> 1) & 0x7f) << 17) | 0x10000 | (((off >> 8) & 1) << 15) |
-    ((b >> 3) << 12) | (cField << 6) | (delay ? 0x20 : 0) | u6 | cc) >>> 0;
+  const w =
+    ((1 << 27) |
+      ((b & 7) << 24) |
+      (((off >> 1) & 0x7f) << 17) |
+      0x10000 |
+      (((off >> 8) & 1) << 15) |
+      ((b >> 3) << 12) |
+      (cField << 6) |
+      (delay ? 0x20 : 0) |
+      u6 |
+      cc) >>>
+    0;
   return limm === undefined ? arcWordBytes(w) : withLimm(w, limm);
 }
 
@@ -193,8 +210,16 @@ const aaBits: Record<ArcAddressMode, number> = { '': 0, aw: 1, ab: 2, as: 3 };
 export function encodeLd(rd: ArcRegister, base: ArcRegister | { limm: number }, offset = 0, size: ArcSize = 'word', mode: ArcAddressMode = ''): Uint8Array {
   check(offset, fitsSigned(offset, 9), 'LD offset');
   const b = typeof base === 'number' ? core(base, 'LD') : LIMM_REG;
-  const w = ((2 << 27) | ((b & 7) << 24) | ((offset & 0xff) << 16) | (((offset >> 8) & 1) << 15) | ((b >> 3) << 12) |
-    (aaBits[mode] << 9) | (zz[size] << 7) | core(rd, 'LD')) >>> 0;
+  const w =
+    ((2 << 27) |
+      ((b & 7) << 24) |
+      ((offset & 0xff) << 16) |
+      (((offset >> 8) & 1) << 15) |
+      ((b >> 3) << 12) |
+      (aaBits[mode] << 9) |
+      (zz[size] << 7) |
+      core(rd, 'LD')) >>>
+    0;
   return typeof base === 'number' ? arcWordBytes(w) : withLimm(w, base.limm);
 }
 
@@ -202,8 +227,16 @@ export function encodeLd(rd: ArcRegister, base: ArcRegister | { limm: number }, 
 export function encodeSt(rs: ArcRegister, base: ArcRegister | { limm: number }, offset = 0, size: ArcSize = 'word', mode: ArcAddressMode = ''): Uint8Array {
   check(offset, fitsSigned(offset, 9), 'ST offset');
   const b = typeof base === 'number' ? core(base, 'ST') : LIMM_REG;
-  const w = ((3 << 27) | ((b & 7) << 24) | ((offset & 0xff) << 16) | (((offset >> 8) & 1) << 15) | ((b >> 3) << 12) |
-    (core(rs, 'ST') << 6) | (aaBits[mode] << 3) | (zz[size] << 1)) >>> 0;
+  const w =
+    ((3 << 27) |
+      ((b & 7) << 24) |
+      ((offset & 0xff) << 16) |
+      (((offset >> 8) & 1) << 15) |
+      ((b >> 3) << 12) |
+      (core(rs, 'ST') << 6) |
+      (aaBits[mode] << 3) |
+      (zz[size] << 1)) >>>
+    0;
   return typeof base === 'number' ? arcWordBytes(w) : withLimm(w, base.limm);
 }
 

@@ -53,7 +53,8 @@ export class ArcRelocator implements InstructionRelocator {
         throw new Error(`relocate: instructions are not consecutive at 0x${insn.address.toString(16)}`);
       }
       if (insn.delaySlot) {
-        if (!next) return refuse(insn, 'unsplittable', 'its delay-slot instruction lies outside the relocated range; patch before the branch or after its slot');
+        if (!next)
+          return refuse(insn, 'unsplittable', 'its delay-slot instruction lies outside the relocated range; patch before the branch or after its slot');
         if (next.readsPc || next.delaySlot || (next.kind !== 'plain' && next.kind !== 'system')) {
           return refuse(next, 'unsplittable', 'a delay slot must hold a plain, position-independent instruction');
         }

@@ -72,7 +72,10 @@ export class MonitorAuxAccess implements AuxRegisterAccess {
     const out = await this.run(`arc jtag get-aux-reg 0x${aux.toString(16)}`, aux, 'read');
     const value = parseMonitorNumber(out);
     if (value === undefined) {
-      throw new CycleLensError(ErrorCode.CounterUnavailable, `Could not read ${auxName(aux)} through the gdbserver monitor: it answered '${out.trim().slice(0, 200)}'. The gdbserver must be OpenOCD with an ARC target, or expose the PCT registers in its target description.`);
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `Could not read ${auxName(aux)} through the gdbserver monitor: it answered '${out.trim().slice(0, 200)}'. The gdbserver must be OpenOCD with an ARC target, or expose the PCT registers in its target description.`,
+      );
     }
     return value;
   }
@@ -80,7 +83,10 @@ export class MonitorAuxAccess implements AuxRegisterAccess {
   async write(aux: number, value: number): Promise<void> {
     const out = await this.run(`arc jtag set-aux-reg 0x${aux.toString(16)} 0x${(value >>> 0).toString(16)}`, aux, 'write');
     if (out.trim() !== '') {
-      throw new CycleLensError(ErrorCode.CounterUnavailable, `Could not write ${auxName(aux)} through the gdbserver monitor: it answered '${out.trim().slice(0, 200)}'.`);
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `Could not write ${auxName(aux)} through the gdbserver monitor: it answered '${out.trim().slice(0, 200)}'.`,
+      );
     }
   }
 
@@ -89,14 +95,20 @@ export class MonitorAuxAccess implements AuxRegisterAccess {
       return await this.target.monitor(command);
     } catch (err) {
       if (err instanceof CycleLensError && err.code === ErrorCode.NotStopped) throw err;
-      throw new CycleLensError(ErrorCode.CounterUnavailable, `Could not ${what} ${auxName(aux)}: \`monitor ${command}\` failed (${errorMessage(err)}). The gdbserver must be OpenOCD with an ARC target, or expose the PCT registers in its target description.`);
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `Could not ${what} ${auxName(aux)}: \`monitor ${command}\` failed (${errorMessage(err)}). The gdbserver must be OpenOCD with an ARC target, or expose the PCT registers in its target description.`,
+      );
     }
   }
 }
 
 /** The value a `get-aux-reg` printed: one decimal or 0x-hex number on the last non-empty line. */
 export function parseMonitorNumber(text: string): number | undefined {
-  const lines = text.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '');
+  const lines = text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   const last = lines[lines.length - 1];
   if (lines.length !== 1 || last === undefined || !/^(0x[0-9a-f]+|\d+)$/i.test(last)) return undefined;
   const value = Number(last);

@@ -128,7 +128,9 @@ export class ArcPctUnit implements CounterUnit {
       return this.absent(`Could not read PCT_BUILD: ${errorMessage(err)}`);
     }
     if ((pctBuild & 0xff) === 0) {
-      return this.absent('This ARC core has no performance counters (PCT_BUILD reads version 0). Use a core built with the PCT option (nSIM: -prop=nsim_isa_pct_counters=N).');
+      return this.absent(
+        'This ARC core has no performance counters (PCT_BUILD reads version 0). Use a core built with the PCT option (nSIM: -prop=nsim_isa_pct_counters=N).',
+      );
     }
     const ccBuild = await this.aux.read(PctAux.CC_BUILD);
     const build = decodePctBuild(pctBuild, ccBuild);
@@ -326,14 +328,20 @@ export class ArcPctUnit implements CounterUnit {
 
   private requirePresent(): PctBuildInfo {
     if (!this.build || !this.present) {
-      throw new CycleLensError(ErrorCode.CounterUnavailable, this.note ?? 'The ARC PCT has not been probed yet: discover() must run first, with the target halted.');
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        this.note ?? 'The ARC PCT has not been probed yet: discover() must run first, with the target halted.',
+      );
     }
     return this.build;
   }
 
   private requireSlot(slot: number, build: PctBuildInfo): void {
     if (!Number.isInteger(slot) || slot < 0 || slot >= build.counters) {
-      throw new CycleLensError(ErrorCode.CounterUnavailable, `ARC PCT slot ${slot} does not exist: this core has ${build.counters} counter${build.counters === 1 ? '' : 's'} (slots 0–${build.counters - 1}).`);
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `ARC PCT slot ${slot} does not exist: this core has ${build.counters} counter${build.counters === 1 ? '' : 's'} (slots 0–${build.counters - 1}).`,
+      );
     }
   }
 

@@ -39,12 +39,54 @@ interface DwtCounterDef {
 }
 
 const counterDefs: readonly DwtCounterDef[] = [
-  { index: 0, name: 'CYCCNT', address: 0xe0001004, width: 32, enable: CYCCNTENA, event: { id: 'cycles', name: 'cycles', description: 'Processor clock cycles (DWT_CYCCNT).' } },
-  { index: 1, name: 'CPICNT', address: 0xe0001008, width: 8, enable: 1 << 17, event: { id: 'dwt.cpi', name: 'CPI cycles', description: 'Extra cycles of multi-cycle instructions beyond the first, excluding load/store (DWT_CPICNT).' } },
-  { index: 2, name: 'EXCCNT', address: 0xe000100c, width: 8, enable: 1 << 18, event: { id: 'dwt.exc', name: 'exception overhead cycles', description: 'Cycles spent in exception entry and return (DWT_EXCCNT).' } },
-  { index: 3, name: 'SLEEPCNT', address: 0xe0001010, width: 8, enable: 1 << 19, event: { id: 'dwt.sleep', name: 'sleep cycles', description: 'Cycles the processor was sleeping (DWT_SLEEPCNT).' } },
-  { index: 4, name: 'LSUCNT', address: 0xe0001014, width: 8, enable: 1 << 20, event: { id: 'dwt.lsu', name: 'load/store cycles', description: 'Extra cycles of load/store instructions beyond the first (DWT_LSUCNT).' } },
-  { index: 5, name: 'FOLDCNT', address: 0xe0001018, width: 8, enable: 1 << 21, event: { id: 'dwt.fold', name: 'folded instructions', description: 'Instructions that executed in zero cycles (DWT_FOLDCNT).' } },
+  {
+    index: 0,
+    name: 'CYCCNT',
+    address: 0xe0001004,
+    width: 32,
+    enable: CYCCNTENA,
+    event: { id: 'cycles', name: 'cycles', description: 'Processor clock cycles (DWT_CYCCNT).' },
+  },
+  {
+    index: 1,
+    name: 'CPICNT',
+    address: 0xe0001008,
+    width: 8,
+    enable: 1 << 17,
+    event: { id: 'dwt.cpi', name: 'CPI cycles', description: 'Extra cycles of multi-cycle instructions beyond the first, excluding load/store (DWT_CPICNT).' },
+  },
+  {
+    index: 2,
+    name: 'EXCCNT',
+    address: 0xe000100c,
+    width: 8,
+    enable: 1 << 18,
+    event: { id: 'dwt.exc', name: 'exception overhead cycles', description: 'Cycles spent in exception entry and return (DWT_EXCCNT).' },
+  },
+  {
+    index: 3,
+    name: 'SLEEPCNT',
+    address: 0xe0001010,
+    width: 8,
+    enable: 1 << 19,
+    event: { id: 'dwt.sleep', name: 'sleep cycles', description: 'Cycles the processor was sleeping (DWT_SLEEPCNT).' },
+  },
+  {
+    index: 4,
+    name: 'LSUCNT',
+    address: 0xe0001014,
+    width: 8,
+    enable: 1 << 20,
+    event: { id: 'dwt.lsu', name: 'load/store cycles', description: 'Extra cycles of load/store instructions beyond the first (DWT_LSUCNT).' },
+  },
+  {
+    index: 5,
+    name: 'FOLDCNT',
+    address: 0xe0001018,
+    width: 8,
+    enable: 1 << 21,
+    event: { id: 'dwt.fold', name: 'folded instructions', description: 'Instructions that executed in zero cycles (DWT_FOLDCNT).' },
+  },
 ];
 
 const ownedBits = counterDefs.reduce((m, d) => m | d.enable, 0);
@@ -112,7 +154,7 @@ export class DwtCounters implements CounterUnit {
     this.originalEnables = ctrl & ownedBits;
     // Which enable bits stick: bit 25/24 say "absent" on v7-M, but they are reserved (zero) on v6-M,
     // whose DWT has no counters, so only a bit that takes a write proves a counter.
-    const wanted = ((ctrl & NOCYCCNT) ? 0 : CYCCNTENA) | ((ctrl & NOPRFCNT) ? 0 : ownedBits & ~CYCCNTENA);
+    const wanted = (ctrl & NOCYCCNT ? 0 : CYCCNTENA) | (ctrl & NOPRFCNT ? 0 : ownedBits & ~CYCCNTENA);
     let sticks = ctrl & wanted;
     if ((sticks & wanted) !== wanted) {
       await this.trace.write(DWT_CTRL, ctrl | wanted);
@@ -121,7 +163,9 @@ export class DwtCounters implements CounterUnit {
     }
     if (ctrl === 0 && sticks === 0) {
       // QEMU 7.2 answers the whole DWT with zeros, and drops the debugger's writes to DEMCR too.
-      this.note = trcenaTook ? 'DWT reads as zero and ignores writes: this core has no DWT counters. Use SysTick as the cycle source.' : 'DWT reads as zero (QEMU does not model it)';
+      this.note = trcenaTook
+        ? 'DWT reads as zero and ignores writes: this core has no DWT counters. Use SysTick as the cycle source.'
+        : 'DWT reads as zero (QEMU does not model it)';
       await this.trace.restore();
       return this.info();
     }
@@ -151,7 +195,11 @@ export class DwtCounters implements CounterUnit {
     const s = this.requireSlot(slot);
     if (eventId !== s.def.event.id) {
       const owner = [...this.slots.values()].find((o) => o.def.event.id === eventId);
-      const where = owner ? `'${eventId}' is counted by ${owner.def.name} (slot ${owner.def.index}).` : `The DWT counts only ${this.events().map((e) => `'${e.id}'`).join(', ')}.`;
+      const where = owner
+        ? `'${eventId}' is counted by ${owner.def.name} (slot ${owner.def.index}).`
+        : `The DWT counts only ${this.events()
+            .map((e) => `'${e.id}'`)
+            .join(', ')}.`;
       throw new CycleLensError(ErrorCode.UnknownEvent, `DWT slot ${slot} (${s.def.name}) counts only '${s.def.event.id}'. ${where}`);
     }
     if (s.running) await this.stop([slot]);
@@ -214,7 +262,14 @@ export class DwtCounters implements CounterUnit {
   // ---- helpers ---------------------------------------------------------------------------------
 
   private slotInfo(s: Slot): CounterSlotInfo {
-    return { index: s.def.index, name: s.def.name, width: s.def.width, fixedEvent: s.def.event.id, event: s.configured ? s.def.event.id : undefined, running: s.running };
+    return {
+      index: s.def.index,
+      name: s.def.name,
+      width: s.def.width,
+      fixedEvent: s.def.event.id,
+      event: s.configured ? s.def.event.id : undefined,
+      running: s.running,
+    };
   }
 
   private requireSlot(slot: number): Slot {
@@ -228,7 +283,8 @@ export class DwtCounters implements CounterUnit {
   private configuredSlots(slots: number[], what: string): Slot[] {
     return slots.map((n) => {
       const s = this.requireSlot(n);
-      if (!s.configured) throw new CycleLensError(ErrorCode.CounterUnavailable, `Cannot ${what} DWT ${s.def.name} (slot ${n}): configure it with '${s.def.event.id}' first.`);
+      if (!s.configured)
+        throw new CycleLensError(ErrorCode.CounterUnavailable, `Cannot ${what} DWT ${s.def.name} (slot ${n}): configure it with '${s.def.event.id}' first.`);
       return s;
     });
   }
@@ -275,9 +331,10 @@ export class DwtCounters implements CounterUnit {
       s.acc += BigInt(wrapDelta(s.last, raw, s.def.width));
       s.last = raw;
       if (s.def.width === 8 && (elapsed === undefined || elapsed > 255)) {
-        s.unreliable ??= elapsed === undefined
-          ? `DWT_${s.def.name} is 8 bits wide and CycleLens has no cycle clock to tell whether it wrapped between reads (no CYCCNT, and SysTick not running): the value is a lower bound.`
-          : `DWT_${s.def.name} is 8 bits wide and ${elapsed} cycles passed between two reads (more than 255): it may have wrapped more than once, so the value is a lower bound. Read it within 255 cycles, e.g. from code injected around a short region.`;
+        s.unreliable ??=
+          elapsed === undefined
+            ? `DWT_${s.def.name} is 8 bits wide and CycleLens has no cycle clock to tell whether it wrapped between reads (no CYCCNT, and SysTick not running): the value is a lower bound.`
+            : `DWT_${s.def.name} is 8 bits wide and ${elapsed} cycles passed between two reads (more than 255): it may have wrapped more than once, so the value is a lower bound. Read it within 255 cycles, e.g. from code injected around a short region.`;
       }
     }
     await this.markClock();

@@ -49,9 +49,13 @@ export const cortexMPlugin: ArchPlugin = {
       // SysTick counts core-clock ticks; the payload's own instructions are compensated in ticks,
       // which needs the ratio the target facts fix (QEMU under -icount).
       const ratio = facts.coreClockTicksPerInstruction;
-      if (ratio.fixed) return { support: thumbInjectionSupport(SYSTICK_CVR, { counterUnitsPerInstruction: ratio.value }), counterUnitsPerInstruction: ratio.value };
+      if (ratio.fixed)
+        return { support: thumbInjectionSupport(SYSTICK_CVR, { counterUnitsPerInstruction: ratio.value }), counterUnitsPerInstruction: ratio.value };
       if (facts.emulator === 'qemu') {
-        throw new CycleLensError(ErrorCode.Unsupported, `Injected measurements on QEMU Cortex-M read SysTick, whose ticks per instruction are not fixed here: ${ratio.reason}.`);
+        throw new CycleLensError(
+          ErrorCode.Unsupported,
+          `Injected measurements on QEMU Cortex-M read SysTick, whose ticks per instruction are not fixed here: ${ratio.reason}.`,
+        );
       }
       // A core without CYCCNT (Cortex-M0/M0+): SysTick counts cycles, and the payload's cost is
       // compensated at one cycle per instruction.

@@ -167,7 +167,8 @@ export class PmuCounters implements CounterUnit {
   events(): CounterEvent[] {
     if (!this.present) return [];
     const list: CounterEvent[] = [];
-    if (this.slots.has(CYCLE_SLOT)) list.push({ id: 'cycles', name: 'cycles', description: 'Processor cycles (PMU_CCNTR, or CPU_CYCLES on an event counter).' });
+    if (this.slots.has(CYCLE_SLOT))
+      list.push({ id: 'cycles', name: 'cycles', description: 'Processor cycles (PMU_CCNTR, or CPU_CYCLES on an event counter).' });
     if (this.eventCounters > 0) {
       list.push({ id: 'instructions', name: 'instructions retired', description: 'INST_RETIRED (0x0008) on an event counter.' });
       for (const e of pmuEventCatalogue) list.push({ id: pmuEventId(e.number), name: e.name, description: e.description });
@@ -179,7 +180,11 @@ export class PmuCounters implements CounterUnit {
     const s = this.requireSlot(slot);
     if (s.running) await this.stop([slot]);
     if (s.index === CYCLE_SLOT) {
-      if (eventId !== 'cycles') throw new CycleLensError(ErrorCode.UnknownEvent, `PMU slot 31 is CCNTR and counts only 'cycles'. Count '${eventId}' on an event counter (slots 0–${this.eventCounters - 1}).`);
+      if (eventId !== 'cycles')
+        throw new CycleLensError(
+          ErrorCode.UnknownEvent,
+          `PMU slot 31 is CCNTR and counts only 'cycles'. Count '${eventId}' on an event counter (slots 0–${this.eventCounters - 1}).`,
+        );
     } else {
       const number = this.resolveEvent(eventId);
       if (s.chainOf !== undefined) await this.unchain(this.slots.get(s.chainOf)!);
@@ -269,7 +274,8 @@ export class PmuCounters implements CounterUnit {
 
   private slotInfo(s: Slot): CounterSlotInfo {
     // The upper half of a pair has no event of its own; configuring it splits the pair.
-    const name = s.chainedWith !== undefined ? `${s.name}+EVCNTR${s.chainedWith}` : s.chainOf !== undefined ? `${s.name} (upper half of EVCNTR${s.chainOf})` : s.name;
+    const name =
+      s.chainedWith !== undefined ? `${s.name}+EVCNTR${s.chainedWith}` : s.chainOf !== undefined ? `${s.name} (upper half of EVCNTR${s.chainOf})` : s.name;
     return {
       index: s.index,
       name,
@@ -292,7 +298,11 @@ export class PmuCounters implements CounterUnit {
   private configuredSlots(slots: number[], what: string): Slot[] {
     return slots.map((n) => {
       const s = this.requireSlot(n);
-      if (s.chainOf !== undefined) throw new CycleLensError(ErrorCode.CounterUnavailable, `PMU slot ${n} is the upper half of slot ${s.chainOf} (chained to 32 bits): ${what} slot ${s.chainOf} instead, or configure slot ${n} with its own event.`);
+      if (s.chainOf !== undefined)
+        throw new CycleLensError(
+          ErrorCode.CounterUnavailable,
+          `PMU slot ${n} is the upper half of slot ${s.chainOf} (chained to 32 bits): ${what} slot ${s.chainOf} instead, or configure slot ${n} with its own event.`,
+        );
       if (!s.configured) throw new CycleLensError(ErrorCode.CounterUnavailable, `Cannot ${what} PMU slot ${n}: configure it with an event first.`);
       return s;
     });
@@ -304,7 +314,11 @@ export class PmuCounters implements CounterUnit {
     const m = /^pmu\.0x([0-9a-f]{1,4})$/i.exec(eventId);
     if (m) {
       const number = parseInt(m[1]!, 16);
-      if (number === CHAIN) throw new CycleLensError(ErrorCode.UnknownEvent, 'CHAIN (0x001E) is how CycleLens joins two counters: configure an even slot and its odd partner is chained to it.');
+      if (number === CHAIN)
+        throw new CycleLensError(
+          ErrorCode.UnknownEvent,
+          'CHAIN (0x001E) is how CycleLens joins two counters: configure an even slot and its odd partner is chained to it.',
+        );
       return number;
     }
     const byName = pmuEventCatalogue.find((e) => e.name === eventId.toUpperCase());
@@ -321,7 +335,10 @@ export class PmuCounters implements CounterUnit {
     await this.trace.write(evtyper(index), number);
     const back = (await this.trace.read(evtyper(index))) & 0xffff;
     if (back !== number) {
-      throw new CycleLensError(ErrorCode.UnknownEvent, `PMU EVTYPER${index} did not accept event 0x${number.toString(16)} (it reads back 0x${back.toString(16)}): this core does not count it.`);
+      throw new CycleLensError(
+        ErrorCode.UnknownEvent,
+        `PMU EVTYPER${index} did not accept event 0x${number.toString(16)} (it reads back 0x${back.toString(16)}): this core does not count it.`,
+      );
     }
   }
 
@@ -354,7 +371,10 @@ export class PmuCounters implements CounterUnit {
       const hi2 = (await this.trace.read(evcntr(s.chainedWith))) & mask;
       if (hi === hi2) return hi * 2 ** s.width + low;
     }
-    throw new CycleLensError(ErrorCode.CounterUnreliable, `PMU counters ${s.index}/${s.chainedWith} carried on every one of 4 reads: the core seems to be running. Halt it before reading counters.`);
+    throw new CycleLensError(
+      ErrorCode.CounterUnreliable,
+      `PMU counters ${s.index}/${s.chainedWith} carried on every one of 4 reads: the core seems to be running. Halt it before reading counters.`,
+    );
   }
 
   /** Modulus of what readRaw returns for a slot. */

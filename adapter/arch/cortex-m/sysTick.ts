@@ -146,7 +146,7 @@ export class SysTickCounters implements CounterUnit {
     // The first configure() makes it, checking every write.
     try {
       await this.debuggerStore.store32(SYST_RVR, MAX_RELOAD);
-      if ((((await this.access.readU32(BigInt(SYST_RVR))) & MAX_RELOAD) === MAX_RELOAD)) {
+      if (((await this.access.readU32(BigInt(SYST_RVR))) & MAX_RELOAD) === MAX_RELOAD) {
         await this.write(SYST_RVR, rvr, (v) => (v & MAX_RELOAD) === rvr);
       } else if (this.options.coreStore) {
         this.useCoreStore = true;
@@ -156,9 +156,12 @@ export class SysTickCounters implements CounterUnit {
     } catch (err) {
       this.present = false;
       const allZero = csr === 0 && rvr === 0 && calib === 0;
-      this.note = allZero && !this.options.coreStore
-        ? 'SysTick reads as zero and ignores writes: this core has no SysTick.'
-        : err instanceof Error ? err.message : String(err);
+      this.note =
+        allZero && !this.options.coreStore
+          ? 'SysTick reads as zero and ignores writes: this core has no SysTick.'
+          : err instanceof Error
+            ? err.message
+            : String(err);
     }
     return this.info();
   }
@@ -177,7 +180,10 @@ export class SysTickCounters implements CounterUnit {
     this.requireSlot(slot);
     const ev = this.event();
     if (eventId !== ev.id) {
-      throw new CycleLensError(ErrorCode.UnknownEvent, `SysTick counts only '${ev.id}' (${ev.name}), not '${eventId}'. Count other events with the DWT or PMU units where the core has them.`);
+      throw new CycleLensError(
+        ErrorCode.UnknownEvent,
+        `SysTick counts only '${ev.id}' (${ev.name}), not '${eventId}'. Count other events with the DWT or PMU units where the core has them.`,
+      );
     }
     if (this.running) await this.stop([0]);
     if (!this.shared) {
@@ -284,7 +290,11 @@ export class SysTickCounters implements CounterUnit {
     const processorClock = !this.shared || (this.originalCsr & CLKSOURCE) !== 0;
     return processorClock
       ? { id: 'cycles', name: 'cycles (SysTick)', description: 'Processor clock cycles counted by SysTick: resolution one tick, 24-bit, wraps tracked.' }
-      : { id: 'systick.ref', name: 'SysTick reference clock ticks', description: 'Ticks of the implementation-defined SysTick reference clock (the firmware chose CLKSOURCE = 0).' };
+      : {
+          id: 'systick.ref',
+          name: 'SysTick reference clock ticks',
+          description: 'Ticks of the implementation-defined SysTick reference clock (the firmware chose CLKSOURCE = 0).',
+        };
   }
 
   private slotInfo(): CounterSlotInfo {
@@ -351,9 +361,10 @@ export class SysTickCounters implements CounterUnit {
     this.total += BigInt(interval.ticks);
     if (!interval.exact) {
       this.inexactIntervals++;
-      this.unreliable ??= flag === undefined
-        ? 'SysTick wraps cannot be seen (the firmware polls COUNTFLAG, which a read would clear): the value counts each interval modulo the firmware\'s reload and may be short by whole periods.'
-        : `SysTick wrapped since the last read, so whole periods of ${period} ticks may be missing: the value is a lower bound. Measure shorter intervals${this.shared ? ' (the firmware\'s reload sets the limit)' : ` (under ${period} ticks)`}.`;
+      this.unreliable ??=
+        flag === undefined
+          ? "SysTick wraps cannot be seen (the firmware polls COUNTFLAG, which a read would clear): the value counts each interval modulo the firmware's reload and may be short by whole periods."
+          : `SysTick wrapped since the last read, so whole periods of ${period} ticks may be missing: the value is a lower bound. Measure shorter intervals${this.shared ? " (the firmware's reload sets the limit)" : ` (under ${period} ticks)`}.`;
     }
     if (this.shared || !rewind) this.last = current;
     else await this.rewind();
@@ -378,7 +389,10 @@ export class SysTickCounters implements CounterUnit {
     }
     await this.options.coreStore!.store32(address, value);
     if (!(await check())) {
-      throw new CycleLensError(ErrorCode.CounterUnavailable, `SysTick ignored a write of 0x${value.toString(16)} to 0x${address.toString(16)}, even from the core: it cannot be used as a cycle source here.`);
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `SysTick ignored a write of 0x${value.toString(16)} to 0x${address.toString(16)}, even from the core: it cannot be used as a cycle source here.`,
+      );
     }
   }
 }

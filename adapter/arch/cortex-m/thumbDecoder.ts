@@ -1,11 +1,4 @@
-import {
-  DecodeError,
-  signExtend,
-  u32,
-  type DecodedInstruction,
-  type InstructionCodec,
-  type InstructionKind,
-} from '../codec';
+import { DecodeError, signExtend, u32, type DecodedInstruction, type InstructionCodec, type InstructionKind } from '../codec';
 
 /**
  * Thumb-2 decoder for M-profile cores (ARMv6-M, ARMv7-M/v7E-M, ARMv8-M, Armv8.1-M).
@@ -317,7 +310,8 @@ function decodeLoadSingle(hw1: number, hw2: number, a: number): Fields {
   if (size === 2 && signed) throw new DecodeError(a, 'LDRSW does not exist in Thumb');
   let name: string;
   if (size === 0) name = rt === 15 ? (signed ? 'pli' : 'pld') : signed ? 'ldrsb' : 'ldrb';
-  else if (size === 1) name = rt === 15 ? 'nop' : signed ? 'ldrsh' : 'ldrh'; // Rt = PC: unallocated hints
+  else if (size === 1)
+    name = rt === 15 ? 'nop' : signed ? 'ldrsh' : 'ldrh'; // Rt = PC: unallocated hints
   else name = 'ldr';
   if (rn === 15) {
     const imm = hw2 & 0xfff;

@@ -165,7 +165,7 @@ function registerList(regs: readonly ThumbRegister[], what: string): number {
  */
 export function encodePush(regs: readonly ThumbRegister[]): Uint8Array {
   const mask = registerList(regs, 'PUSH');
-  if ((mask & ~0x40ff) === 0) return halfword(0xb400 | ((mask >> 14) & 1) << 8 | (mask & 0xff));
+  if ((mask & ~0x40ff) === 0) return halfword(0xb400 | (((mask >> 14) & 1) << 8) | (mask & 0xff));
   if (mask & ((1 << SP) | (1 << PC))) throw new RangeError('PUSH: SP and PC cannot be pushed');
   if (regs.length === 1) return halfwords(0xf84d, (regs[0]! << 12) | 0x0d04);
   return halfwords(0xe92d, mask);
@@ -177,9 +177,9 @@ export function encodePush(regs: readonly ThumbRegister[]): Uint8Array {
  */
 export function encodePop(regs: readonly ThumbRegister[]): Uint8Array {
   const mask = registerList(regs, 'POP');
-  if ((mask & ~0x80ff) === 0) return halfword(0xbc00 | ((mask >> 15) & 1) << 8 | (mask & 0xff));
+  if ((mask & ~0x80ff) === 0) return halfword(0xbc00 | (((mask >> 15) & 1) << 8) | (mask & 0xff));
   if (mask & (1 << SP)) throw new RangeError('POP: SP cannot be popped');
-  if ((mask & (1 << LR)) && (mask & (1 << PC))) throw new RangeError('POP: LR and PC cannot both be popped');
+  if (mask & (1 << LR) && mask & (1 << PC)) throw new RangeError('POP: LR and PC cannot both be popped');
   if (regs.length === 1) return halfwords(0xf85d, (regs[0]! << 12) | 0x0b04);
   return halfwords(0xe8bd, mask);
 }

@@ -113,7 +113,8 @@ export class ThumbRelocator implements InstructionRelocator {
       if (insn.kind === 'it') {
         const count = insn.itCount ?? 0;
         const block = instructions.slice(i + 1, i + 1 + count);
-        if (block.length < count) return refuse(insn, 'unsplittable', `its IT block runs past the relocated instructions; patch before the IT or after the block`);
+        if (block.length < count)
+          return refuse(insn, 'unsplittable', `its IT block runs past the relocated instructions; patch before the IT or after the block`);
         // Predication is position independent, so an IT block whose members do not read the PC moves verbatim.
         const pcReader = block.find((m) => m.readsPc);
         if (pcReader) return refuse(pcReader, 'unsplittable', 'reads the PC inside an IT block; patch elsewhere');

@@ -1,7 +1,23 @@
 import { decodeAll, type DecodedInstruction } from '../codec';
 import { ThumbCodec } from './thumbDecoder';
 import { ThumbRelocator, itPredicatedAddresses, type ThumbProfile } from './thumbRelocator';
-import { Cond, encodeAddImmediate, encodeAddRegister, encodeBl, encodeBWide, encodeBx, encodeLdrImmediate, encodeMovRegister, encodePop, encodePush, encodeStrImmediate, encodeSubImmediate, halfwords, word, type ThumbRegister } from './thumbEncoder';
+import {
+  Cond,
+  encodeAddImmediate,
+  encodeAddRegister,
+  encodeBl,
+  encodeBWide,
+  encodeBx,
+  encodeLdrImmediate,
+  encodeMovRegister,
+  encodePop,
+  encodePush,
+  encodeStrImmediate,
+  encodeSubImmediate,
+  halfwords,
+  word,
+  type ThumbRegister,
+} from './thumbEncoder';
 import {
   R,
   SYSM_APSR,
@@ -83,13 +99,17 @@ function thumbChoosePatch(site: number, cave: CaveReach): PatchShape {
 }
 
 function thumbCallSiteRefusal(site: CallSite, cave: CaveReach): string | undefined {
-  if (site.length !== 4 || (site.mnemonic !== 'bl' && site.mnemonic !== 'b')) return `${site.mnemonic} (${site.length} bytes) cannot be re-encoded to reach a stub`;
+  if (site.length !== 4 || (site.mnemonic !== 'bl' && site.mnemonic !== 'b'))
+    return `${site.mnemonic} (${site.length} bytes) cannot be re-encoded to reach a stub`;
   if (reachesBW(site.address, cave.start) && reachesBW(site.address, cave.start + cave.size)) return undefined;
   return `${site.mnemonic} reaches +/-16 MiB and the cave at ${hex(cave.start)} is farther (reserve RAM within 16 MiB of the code for call-site stubs)`;
 }
 
 /** Everything the injection service needs for Cortex-M. */
-export function thumbInjectionSupport(counter: CounterSource = SYSTICK_CVR, options: { profile?: ThumbProfile; counterUnitsPerInstruction?: number } = {}): InjectionFamilySupport {
+export function thumbInjectionSupport(
+  counter: CounterSource = SYSTICK_CVR,
+  options: { profile?: ThumbProfile; counterUnitsPerInstruction?: number } = {},
+): InjectionFamilySupport {
   return {
     arch: thumbInjectionArch(options.profile),
     generator: new ThumbPayloadGenerator(counter, options.counterUnitsPerInstruction ?? 1, options.profile),
@@ -119,7 +139,12 @@ async function prepareCounter(access: TargetAccess, counter: CounterSource): Pro
     const csr = await access.readU32(BigInt(SYST_CSR));
     const rvr = await access.readU32(BigInt(SYST_RVR));
     if ((csr & 1) !== 0 && rvr !== 0xffffff) {
-      throw new InjectionRefusedError(refusal('memory', `The program runs SysTick with reload ${hex(rvr)}; CycleLens needs it free-running (reload 0xFFFFFF). Use DWT CYCCNT, or let the profiler own SysTick.`));
+      throw new InjectionRefusedError(
+        refusal(
+          'memory',
+          `The program runs SysTick with reload ${hex(rvr)}; CycleLens needs it free-running (reload 0xFFFFFF). Use DWT CYCCNT, or let the profiler own SysTick.`,
+        ),
+      );
     }
     if ((csr & 1) !== 0) return undefined;
     return {
@@ -128,7 +153,9 @@ async function prepareCounter(access: TargetAccess, counter: CounterSource): Pro
         const a = new ThumbAssembler(at);
         a.label('E');
         a.ldrLiteral(R0, 'syst', SYST_CSR).ldrLiteral(R1, 'reload', 0xffffff);
-        a.i(encodeStrImmediate(R1, R0, 4)).i(thMovImmW(R1, 0)).i(encodeStrImmediate(R1, R0, 8));
+        a.i(encodeStrImmediate(R1, R0, 4))
+          .i(thMovImmW(R1, 0))
+          .i(encodeStrImmediate(R1, R0, 8));
         a.i(thMovImmW(R1, 5)).i(encodeStrImmediate(R1, R0, 0)); // ENABLE | CLKSOURCE (processor clock)
         a.label('D').i(thBkpt(0));
         return { bytes: a.bytes(), entry: a.address('E'), done: a.address('D') };
@@ -140,8 +167,14 @@ async function prepareCounter(access: TargetAccess, counter: CounterSource): Pro
     build: (at) => {
       const a = new ThumbAssembler(at);
       a.label('E');
-      a.ldrLiteral(R0, 'demcr', DEMCR).i(encodeLdrImmediate(R1, R0, 0)).i(thOrrImm(R1, R1, 1 << 24)).i(encodeStrImmediate(R1, R0, 0));
-      a.ldrLiteral(R0, 'dwt', DWT_CTRL).i(encodeLdrImmediate(R1, R0, 0)).i(thOrrImm(R1, R1, 1)).i(encodeStrImmediate(R1, R0, 0));
+      a.ldrLiteral(R0, 'demcr', DEMCR)
+        .i(encodeLdrImmediate(R1, R0, 0))
+        .i(thOrrImm(R1, R1, 1 << 24))
+        .i(encodeStrImmediate(R1, R0, 0));
+      a.ldrLiteral(R0, 'dwt', DWT_CTRL)
+        .i(encodeLdrImmediate(R1, R0, 0))
+        .i(thOrrImm(R1, R1, 1))
+        .i(encodeStrImmediate(R1, R0, 0));
       a.label('D').i(thBkpt(0));
       return { bytes: a.bytes(), entry: a.address('E'), done: a.address('D') };
     },
@@ -175,7 +208,11 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
   /** MSR APSR_nzcvqg (GE bits) exists with the DSP extension (ARMv7E-M, v8-M Mainline). */
   private readonly ge: boolean;
 
-  constructor(readonly counter: CounterSource, counterUnitsPerInstruction = 1, profile: ThumbProfile = 'armv7e-m') {
+  constructor(
+    readonly counter: CounterSource,
+    counterUnitsPerInstruction = 1,
+    profile: ThumbProfile = 'armv7e-m',
+  ) {
     if (counter.kind !== 'mmio') throw new Error(`Cortex-M payloads read memory-mapped counters; ${counter.name} is a CSR`);
     this.counterAddress = counter.address;
     this.ratio = fixedPointRatio(counterUnitsPerInstruction);
@@ -209,30 +246,58 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
    * untracked entries), r1 = the LR to return with (exit stub, or the entry's own when untracked).
    */
   private commonEntry(a: ThumbAssembler, layout: RuntimeLayout, paths: Record<string, number>, diffs: Record<string, number>): void {
-    a.label('CE').i(encodePush([LR])).i(thMrs(R12, SYSM_PRIMASK)).i(thCpsidI());
+    a.label('CE')
+      .i(encodePush([LR]))
+      .i(thMrs(R12, SYSM_PRIMASK))
+      .i(thCpsidI());
     // r3 = LR + 0x0200_0000 wraps below 0x0100_0000 exactly for FNC_RETURN (0xFExx_xxxx): those
     // entries stay untracked. EXC_RETURN (0xFFxx_xxxx) is redirected like a return address; the
     // exit's closing BX, in Handler mode, then performs the exception return.
-    a.i(encodeAddImmediate(R3, R1, 0x02000000)).i(thCmpImmW(R3, 0x01000000)).label('CE_excbr').bcond(Cond.cc, 'CE_exc');
+    a.i(encodeAddImmediate(R3, R1, 0x02000000))
+      .i(thCmpImmW(R3, 0x01000000))
+      .label('CE_excbr')
+      .bcond(Cond.cc, 'CE_exc');
     a.ldrLiteral(R2, 'ctrl', layout.ctrl);
-    a.i(encodeLdrImmediate(R3, R2, Ctrl.ssp)).i(encodeLdrImmediate(LR, R2, Ctrl.sslimit)).i(thCmpReg(R3, LR)).label('CE_fullbr').bcond(Cond.cs, 'CE_full');
+    a.i(encodeLdrImmediate(R3, R2, Ctrl.ssp))
+      .i(encodeLdrImmediate(LR, R2, Ctrl.sslimit))
+      .i(thCmpReg(R3, LR))
+      .label('CE_fullbr')
+      .bcond(Cond.cs, 'CE_full');
     a.i(thStrPostInc(R1, R3, 4)).i(encodeStrImmediate(R3, R2, Ctrl.ssp));
-    a.i(encodeLdrImmediate(R3, R0, Rec.calls)).i(encodeAddImmediate(R3, R3, 1)).i(encodeStrImmediate(R3, R0, Rec.calls));
-    a.i(encodeLdrImmediate(R3, R0, Rec.depth)).i(encodeAddImmediate(LR, R3, 1)).i(encodeStrImmediate(LR, R0, Rec.depth));
+    a.i(encodeLdrImmediate(R3, R0, Rec.calls))
+      .i(encodeAddImmediate(R3, R3, 1))
+      .i(encodeStrImmediate(R3, R0, Rec.calls));
+    a.i(encodeLdrImmediate(R3, R0, Rec.depth))
+      .i(encodeAddImmediate(LR, R3, 1))
+      .i(encodeStrImmediate(LR, R0, Rec.depth));
     a.i(encodeLdrImmediate(LR, R2, Ctrl.pay));
     a.label('CE_br').cbz(true, R3, 'CE_nested');
-    a.i(encodeLdrImmediate(R1, R0, Rec.costEntryOuter)).i(encodeAddRegister(LR, R1)).i(encodeStrImmediate(LR, R2, Ctrl.pay)).i(encodeStrImmediate(LR, R0, Rec.payStart));
+    a.i(encodeLdrImmediate(R1, R0, Rec.costEntryOuter))
+      .i(encodeAddRegister(LR, R1))
+      .i(encodeStrImmediate(LR, R2, Ctrl.pay))
+      .i(encodeStrImmediate(LR, R0, Rec.payStart));
     a.i(encodeLdrImmediate(R1, R0, Rec.exit)).i(encodePop([15]));
-    a.label('CE_nested').i(encodeLdrImmediate(R1, R0, Rec.costEntryNested)).i(encodeAddRegister(LR, R1)).i(encodeStrImmediate(LR, R2, Ctrl.pay));
+    a.label('CE_nested')
+      .i(encodeLdrImmediate(R1, R0, Rec.costEntryNested))
+      .i(encodeAddRegister(LR, R1))
+      .i(encodeStrImmediate(LR, R2, Ctrl.pay));
     a.i(encodeLdrImmediate(R1, R0, Rec.exit)).i(encodePop([15]));
     // Untracked: the LR is kept (never a FNC_RETURN replaced); the stub's nested path follows.
-    for (const [label, head] of [['CE_exc', 'CE_excbr'], ['CE_full', 'CE_fullbr']] as const) {
-      a.label(label).i(encodeLdrImmediate(R3, R0, Rec.untracked)).i(encodeAddImmediate(R3, R3, 1)).i(encodeStrImmediate(R3, R0, Rec.untracked));
+    for (const [label, head] of [
+      ['CE_exc', 'CE_excbr'],
+      ['CE_full', 'CE_fullbr'],
+    ] as const) {
+      a.label(label)
+        .i(encodeLdrImmediate(R3, R0, Rec.untracked))
+        .i(encodeAddImmediate(R3, R3, 1))
+        .i(encodeStrImmediate(R3, R0, Rec.untracked));
       a.ldrLiteral(R2, 'ctrl', layout.ctrl);
       a.i(encodeLdrImmediate(LR, R2, Ctrl.pay)).i(encodeLdrImmediate(R3, R0, Rec.costEntryNested));
       a.i(encodeAddRegister(LR, R3));
       a.i(encodeAddImmediate(LR, LR, diffs[label] ?? 0)); // this path's length minus the nested path's (ADDW/SUBW: 4 bytes either way)
-      a.i(encodeStrImmediate(LR, R2, Ctrl.pay)).i(thMovImmW(R3, 1)).i(encodePop([15]));
+      a.i(encodeStrImmediate(LR, R2, Ctrl.pay))
+        .i(thMovImmW(R3, 1))
+        .i(encodePop([15]));
       a.label(`${label}_end`);
       paths[label] = a.between('CE', head) + 1 + a.between(label, `${label}_end`);
     }
@@ -246,18 +311,33 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
    */
   private commonExit(a: ThumbAssembler, layout: RuntimeLayout, paths: Record<string, number>): void {
     a.label('CX').i(thMrs(R3, SYSM_PRIMASK)).i(thCpsidI());
-    a.i(encodeLdrImmediate(LR, R2, Rec.depth)).i(encodeSubImmediate(LR, LR, 1, true)).i(encodeStrImmediate(LR, R2, Rec.depth));
+    a.i(encodeLdrImmediate(LR, R2, Rec.depth))
+      .i(encodeSubImmediate(LR, LR, 1, true))
+      .i(encodeStrImmediate(LR, R2, Rec.depth));
     a.label('CX_br').bcond(Cond.ne, 'CX_nested');
     a.i(encodePush([R0, R1])).bl('ACC');
     a.i(encodeLdrImmediate(R1, R2, Rec.costExitOuter)).b('CX_pay');
-    a.label('CX_nested').i(encodePush([R0, R1])).i(encodeLdrImmediate(R1, R2, Rec.costExitNested));
+    a.label('CX_nested')
+      .i(encodePush([R0, R1]))
+      .i(encodeLdrImmediate(R1, R2, Rec.costExitNested));
     a.label('CX_pay').ldrLiteral(R0, 'ctrl', layout.ctrl);
-    a.i(encodeLdrImmediate(LR, R0, Ctrl.pay)).i(encodeAddRegister(LR, R1)).i(encodeStrImmediate(LR, R0, Ctrl.pay)).i(encodePop([R0, R1]));
+    a.i(encodeLdrImmediate(LR, R0, Ctrl.pay))
+      .i(encodeAddRegister(LR, R1))
+      .i(encodeStrImmediate(LR, R0, Ctrl.pay))
+      .i(encodePop([R0, R1]));
     a.ldrLiteral(R2, 'ctrl', layout.ctrl);
-    a.i(encodeLdrImmediate(R12, R2, Ctrl.ssp)).i(encodeLdrImmediate(LR, R2, Ctrl.ssbase)).i(thCmpReg(R12, LR)).bcond(Cond.eq, 'CX_under');
-    a.i(thLdrPreDec(LR, R12, 4)).i(encodeStrImmediate(R12, R2, Ctrl.ssp)).i(thMsr(SYSM_PRIMASK, R3));
+    a.i(encodeLdrImmediate(R12, R2, Ctrl.ssp))
+      .i(encodeLdrImmediate(LR, R2, Ctrl.ssbase))
+      .i(thCmpReg(R12, LR))
+      .bcond(Cond.eq, 'CX_under');
+    a.i(thLdrPreDec(LR, R12, 4))
+      .i(encodeStrImmediate(R12, R2, Ctrl.ssp))
+      .i(thMsr(SYSM_PRIMASK, R3));
     // The exit stub saved r2, r3, r12 and the flags: give them back (see functionStubs).
-    a.i(encodePop([R3])).i(thMsr(SYSM_APSR, R3, this.ge)).i(encodePop([R2, R3, R12])).i(encodeBx(LR));
+    a.i(encodePop([R3]))
+      .i(thMsr(SYSM_APSR, R3, this.ge))
+      .i(encodePop([R2, R3, R12]))
+      .i(encodeBx(LR));
     a.label('CX_ret');
     a.label('CX_under').i(thBkpt(0xcb)); // an exit with no shadow entry: halt rather than return anywhere
     const tail = a.between('CX_pay', 'CX_ret');
@@ -272,12 +352,16 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
    */
   private accumulate(a: ThumbAssembler, layout: RuntimeLayout, paths: Record<string, number>): void {
     const c = this.counter;
-    a.label('ACC').i(encodePush([LR])).i(encodeLdrImmediate(LR, R2, Rec.start));
+    a.label('ACC')
+      .i(encodePush([LR]))
+      .i(encodeLdrImmediate(LR, R2, Rec.start));
     if (c.kind === 'mmio' && c.direction === 'down') a.i(thSubRegW(R12, LR, R12));
     else a.i(thSubRegW(R12, R12, LR));
     if (c.kind === 'mmio' && c.width < 32) a.i(thUbfx(R12, R12, 0, c.width));
     a.ldrLiteral(R0, 'ctrl', layout.ctrl);
-    a.i(encodeLdrImmediate(R0, R0, Ctrl.pay)).i(encodeLdrImmediate(R1, R2, Rec.payStart)).i(thSubRegW(R1, R0, R1));
+    a.i(encodeLdrImmediate(R0, R0, Ctrl.pay))
+      .i(encodeLdrImmediate(R1, R2, Rec.payStart))
+      .i(thSubRegW(R1, R0, R1));
     this.add64(a, Rec.totalLo, R12);
     this.add64(a, Rec.nestedLo, R1);
     // This pass without the nested payloads, in counter units (16.16 fixed point when not 1:1).
@@ -287,11 +371,23 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
       if (this.ratio.shift > 0) a.i(thLsrImm(R1, R1, this.ratio.shift));
     }
     a.i(thSubRegW(R12, R12, R1));
-    a.i(encodeLdrImmediate(LR, R2, Rec.passes)).i(encodeAddImmediate(LR, LR, 1)).i(encodeStrImmediate(LR, R2, Rec.passes));
-    a.i(encodeLdrImmediate(LR, R2, Rec.min)).i(thCmpReg(R12, LR)).i(thIt(Cond.cc)).i(encodeStrImmediate(R12, R2, Rec.min));
-    a.i(encodeLdrImmediate(LR, R2, Rec.max)).i(thCmpReg(R12, LR)).i(thIt(Cond.hi)).i(encodeStrImmediate(R12, R2, Rec.max));
-    a.i(encodeLdrImmediate(LR, R2, Rec.ringIndex)).i(encodeAddImmediate(R1, LR, 1)).i(encodeStrImmediate(R1, R2, Rec.ringIndex));
-    a.i(thAndImm(LR, LR, 7)).i(thAddRegW(LR, R2, LR, 2)).i(encodeStrImmediate(R12, LR, Rec.ring));
+    a.i(encodeLdrImmediate(LR, R2, Rec.passes))
+      .i(encodeAddImmediate(LR, LR, 1))
+      .i(encodeStrImmediate(LR, R2, Rec.passes));
+    a.i(encodeLdrImmediate(LR, R2, Rec.min))
+      .i(thCmpReg(R12, LR))
+      .i(thIt(Cond.cc))
+      .i(encodeStrImmediate(R12, R2, Rec.min));
+    a.i(encodeLdrImmediate(LR, R2, Rec.max))
+      .i(thCmpReg(R12, LR))
+      .i(thIt(Cond.hi))
+      .i(encodeStrImmediate(R12, R2, Rec.max));
+    a.i(encodeLdrImmediate(LR, R2, Rec.ringIndex))
+      .i(encodeAddImmediate(R1, LR, 1))
+      .i(encodeStrImmediate(R1, R2, Rec.ringIndex));
+    a.i(thAndImm(LR, LR, 7))
+      .i(thAddRegW(LR, R2, LR, 2))
+      .i(encodeStrImmediate(R12, LR, Rec.ring));
     a.i(encodePop([15]));
     a.label('ACC_end');
     paths.ACC = a.between('ACC', 'ACC_end');
@@ -299,14 +395,21 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
 
   /** 64-bit add of `reg` into the record pair at `lo` (LR scratch; ADDS/ADC carry the carry). */
   private add64(a: ThumbAssembler, lo: number, reg: ThumbRegister): void {
-    a.i(encodeLdrImmediate(LR, R2, lo)).i(thAddRegW(LR, LR, reg, 0, true)).i(encodeStrImmediate(LR, R2, lo));
-    a.i(encodeLdrImmediate(LR, R2, lo + 4)).i(thAdcsImm0(LR, LR)).i(encodeStrImmediate(LR, R2, lo + 4));
+    a.i(encodeLdrImmediate(LR, R2, lo))
+      .i(thAddRegW(LR, LR, reg, 0, true))
+      .i(encodeStrImmediate(LR, R2, lo));
+    a.i(encodeLdrImmediate(LR, R2, lo + 4))
+      .i(thAdcsImm0(LR, LR))
+      .i(encodeStrImmediate(LR, R2, lo + 4));
   }
 
   // ---- stubs -------------------------------------------------------------------------------------
 
   buildStubs(req: StubRequest, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
-    if (req.payload === 'hardware') throw new InjectionRefusedError(refusal('unrelocatable', 'Hardware gating is implemented for RV32 (mcountinhibit); on Cortex-M use software accumulation.'));
+    if (req.payload === 'hardware')
+      throw new InjectionRefusedError(
+        refusal('unrelocatable', 'Hardware gating is implemented for RV32 (mcountinhibit); on Cortex-M use software accumulation.'),
+      );
     if (req.kind === 'region') return this.regionStubs(req, runtime, layout);
     return this.functionStubs(req, runtime);
   }
@@ -335,7 +438,11 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     const resume = req.kind === 'function' ? req.entry.resume : req.target;
     // Everything the payload touches is given back: a caller compiled with -fipa-ra may keep
     // values in r0-r3/r12 (or the flags) across a call to a callee known not to write them.
-    a.label('S').i(encodePush([R0, R1, R2, R3, R12])).i(thMrs(R0, SYSM_APSR)).i(encodePush([R0])).i(encodeMovRegister(R1, LR));
+    a.label('S')
+      .i(encodePush([R0, R1, R2, R3, R12]))
+      .i(thMrs(R0, SYSM_APSR))
+      .i(encodePush([R0]))
+      .i(encodeMovRegister(R1, LR));
     a.ldrLiteral(R0, 'rec', req.record);
     a.bl('CE_ext').i(encodeMovRegister(LR, R1));
     a.i(encodePop([R1])).i(thMsr(SYSM_APSR, R1, this.ge)); // the flags CE compared with, restored before the window
@@ -346,7 +453,9 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     a.label('S_br').cbz(true, R3, 'S_skip');
     a.ldrLiteral(R3, 'counter', this.counterAddress);
     a.i(encodeLdrImmediate(R3, R3, 0)).i(encodeStrImmediate(R3, R0, Rec.start));
-    a.label('S_skip').i(thMsr(SYSM_PRIMASK, R12)).i(encodePop([R0, R1, R2, R3, R12]));
+    a.label('S_skip')
+      .i(thMsr(SYSM_PRIMASK, R12))
+      .i(encodePop([R0, R1, R2, R3, R12]));
     for (let k = 0; k < padding.inside; k++) a.i(thNopW());
     let r = { count: 0, extra: 0, falls: true, notes: [] as string[] };
     if (site) {
@@ -393,13 +502,23 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     // ---- start
     a.label('RS').i(encodePush(saved)).i(thMrs(R12, SYSM_APSR)).i(thMrs(R3, SYSM_PRIMASK)).i(thCpsidI());
     a.ldrLiteral(R0, 'rec', req.record);
-    a.i(encodeLdrImmediate(R1, R0, Rec.calls)).i(encodeAddImmediate(R1, R1, 1)).i(encodeStrImmediate(R1, R0, Rec.calls));
+    a.i(encodeLdrImmediate(R1, R0, Rec.calls))
+      .i(encodeAddImmediate(R1, R1, 1))
+      .i(encodeStrImmediate(R1, R0, Rec.calls));
     a.i(thMovImmW(R1, 1)).i(encodeStrImmediate(R1, R0, Rec.depth));
     a.ldrLiteral(R2, 'ctrl', layout.ctrl);
-    a.i(encodeLdrImmediate(R1, R2, Ctrl.pay)).i(encodeLdrImmediate(LR, R0, Rec.costEntryOuter)).i(encodeAddRegister(R1, LR)).i(encodeStrImmediate(R1, R2, Ctrl.pay)).i(encodeStrImmediate(R1, R0, Rec.payStart));
+    a.i(encodeLdrImmediate(R1, R2, Ctrl.pay))
+      .i(encodeLdrImmediate(LR, R0, Rec.costEntryOuter))
+      .i(encodeAddRegister(R1, LR))
+      .i(encodeStrImmediate(R1, R2, Ctrl.pay))
+      .i(encodeStrImmediate(R1, R0, Rec.payStart));
     a.ldrLiteral(R1, 'counter', this.counterAddress);
-    a.label('RS_snap').i(encodeLdrImmediate(R1, R1, 0)).i(encodeStrImmediate(R1, R0, Rec.start));
-    a.i(thMsr(SYSM_PRIMASK, R3)).i(thMsr(SYSM_APSR, R12, this.ge)).i(encodePop(saved));
+    a.label('RS_snap')
+      .i(encodeLdrImmediate(R1, R1, 0))
+      .i(encodeStrImmediate(R1, R0, Rec.start));
+    a.i(thMsr(SYSM_PRIMASK, R3))
+      .i(thMsr(SYSM_APSR, R12, this.ge))
+      .i(encodePop(saved));
     const rs = this.relocate(req.start, a.pc);
     a.code(rs.bytes, rs.count);
     if (rs.falls) this.jumpTo(a, req.start.resume, 'resumeStart');
@@ -408,16 +527,30 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     a.label('RE').i(encodePush(saved));
     a.ldrLiteral(R12, 'counter', this.counterAddress);
     a.label('RE_snap').i(encodeLdrImmediate(R12, R12, 0));
-    a.i(thMrs(R0, SYSM_APSR)).i(encodePush([R0])).i(thMrs(R3, SYSM_PRIMASK)).i(thCpsidI());
+    a.i(thMrs(R0, SYSM_APSR))
+      .i(encodePush([R0]))
+      .i(thMrs(R3, SYSM_PRIMASK))
+      .i(thCpsidI());
     a.ldrLiteral(R2, 'rec', req.record);
     a.i(encodeLdrImmediate(LR, R2, Rec.depth)).i(thCmpImmW(LR, 0));
     a.label('RE_br').bcond(Cond.eq, 'RE_unmatched');
-    a.i(thMovImmW(LR, 0)).i(encodeStrImmediate(LR, R2, Rec.depth)).bl('ACC_ext');
+    a.i(thMovImmW(LR, 0))
+      .i(encodeStrImmediate(LR, R2, Rec.depth))
+      .bl('ACC_ext');
     a.i(encodeLdrImmediate(R1, R2, Rec.costExitOuter)).b('RE_pay');
-    a.label('RE_unmatched').i(encodeLdrImmediate(R1, R2, Rec.untracked)).i(encodeAddImmediate(R1, R1, 1)).i(encodeStrImmediate(R1, R2, Rec.untracked)).i(encodeLdrImmediate(R1, R2, Rec.costExitNested));
+    a.label('RE_unmatched')
+      .i(encodeLdrImmediate(R1, R2, Rec.untracked))
+      .i(encodeAddImmediate(R1, R1, 1))
+      .i(encodeStrImmediate(R1, R2, Rec.untracked))
+      .i(encodeLdrImmediate(R1, R2, Rec.costExitNested));
     a.label('RE_pay').ldrLiteral(R0, 'ctrl', layout.ctrl);
-    a.i(encodeLdrImmediate(LR, R0, Ctrl.pay)).i(encodeAddRegister(LR, R1)).i(encodeStrImmediate(LR, R0, Ctrl.pay));
-    a.i(thMsr(SYSM_PRIMASK, R3)).i(encodePop([R0])).i(thMsr(SYSM_APSR, R0, this.ge)).i(encodePop(saved));
+    a.i(encodeLdrImmediate(LR, R0, Ctrl.pay))
+      .i(encodeAddRegister(LR, R1))
+      .i(encodeStrImmediate(LR, R0, Ctrl.pay));
+    a.i(thMsr(SYSM_PRIMASK, R3))
+      .i(encodePop([R0]))
+      .i(thMsr(SYSM_APSR, R0, this.ge))
+      .i(encodePop(saved));
     const re = this.relocate(req.end, a.pc);
     a.code(re.bytes, re.count);
     if (re.falls) this.jumpTo(a, req.end.resume, 'resumeEnd');
@@ -441,7 +574,11 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
       entry: a.address('RS'),
       regionEnd: a.address('RE'),
       costs,
-      counted: { outer: after + before + 1, nested: 0, explanation: `per pass: ${after} instruction(s) after the start's counter load, ${before} before the end's, and one counter load` },
+      counted: {
+        outer: after + before + 1,
+        nested: 0,
+        explanation: `per pass: ${after} instruction(s) after the start's counter load, ${before} before the end's, and one counter load`,
+      },
       notes: [...rs.notes, ...re.notes],
     };
   }
@@ -474,7 +611,10 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     a.label('FN').i(thNopW()).i(encodeBx(LR));
     a.label('DRV').i(thMrs(5, SYSM_PRIMASK)).i(thCpsidI());
     a.ldrLiteral(4, 'n', calls); // r4, r5: callee-saved, so the measured call leaves them alone
-    a.label('L').bl('FN').i(encodeSubImmediate(4, 4, 1, true)).bcond(Cond.ne, 'L');
+    a.label('L')
+      .bl('FN')
+      .i(encodeSubImmediate(4, 4, 1, true))
+      .bcond(Cond.ne, 'L');
     a.i(thMsr(SYSM_PRIMASK, 5));
     a.label('DONE').i(thBkpt(0));
     return { bytes: a.bytes(), fn: a.address('FN'), driver: a.address('DRV'), done: a.address('DONE'), functionInstructions: 2 };

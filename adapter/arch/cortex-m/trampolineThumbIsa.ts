@@ -1,5 +1,17 @@
 import { concatBytes, fitsSigned, type DecodedInstruction } from '../codec';
-import { thumbModifiedImmediate, halfword, halfwords, encodeBCondNarrow, encodeBCondWide, encodeBl, encodeBNarrow, encodeBWide, encodeCbz, word, type ThumbRegister } from './thumbEncoder';
+import {
+  thumbModifiedImmediate,
+  halfword,
+  halfwords,
+  encodeBCondNarrow,
+  encodeBCondWide,
+  encodeBl,
+  encodeBNarrow,
+  encodeBWide,
+  encodeCbz,
+  word,
+  type ThumbRegister,
+} from './thumbEncoder';
 
 /**
  * Thumb-2 pieces for trampolines that thumbEncoder.ts does not have, and a small assembler with
@@ -18,7 +30,8 @@ export const thMrs = (rd: ThumbRegister, sysm: number): Uint8Array => halfwords(
  * B5.2.3 MSR <spec_reg>, Rn. For APSR, mask 0b10 writes NZCVQ and 0b11 also the GE bits (DSP
  * extension); for PRIMASK the mask field must be 0b10.
  */
-export const thMsr = (sysm: number, rn: ThumbRegister, ge = false): Uint8Array => halfwords(0xf380 | rn, 0x8000 | ((sysm === SYSM_APSR && ge ? 3 : 2) << 10) | sysm);
+export const thMsr = (sysm: number, rn: ThumbRegister, ge = false): Uint8Array =>
+  halfwords(0xf380 | rn, 0x8000 | ((sysm === SYSM_APSR && ge ? 3 : 2) << 10) | sysm);
 /** B5.2.1 CPSID i: PRIMASK = 1. */
 export const thCpsidI = (): Uint8Array => halfword(0xb672);
 /** A7.7.17 BKPT #imm8. */
@@ -61,14 +74,16 @@ export function thOrrImm(rd: ThumbRegister, rn: ThumbRegister, value: number): U
 export const thAddRegW = (rd: ThumbRegister, rn: ThumbRegister, rm: ThumbRegister, shift = 0, s = false): Uint8Array =>
   halfwords(0xeb00 | (s ? 0x10 : 0) | rn, (((shift >> 2) & 7) << 12) | (rd << 8) | ((shift & 3) << 6) | rm);
 /** A7.7.172 SUB (register) T2: Rd = Rn - Rm, `s` sets the flags. */
-export const thSubRegW = (rd: ThumbRegister, rn: ThumbRegister, rm: ThumbRegister, s = false): Uint8Array => halfwords(0xeba0 | (s ? 0x10 : 0) | rn, (rd << 8) | rm);
+export const thSubRegW = (rd: ThumbRegister, rn: ThumbRegister, rm: ThumbRegister, s = false): Uint8Array =>
+  halfwords(0xeba0 | (s ? 0x10 : 0) | rn, (rd << 8) | rm);
 /** A7.7.193 UBFX Rd, Rn, #lsb, #width. */
 export const thUbfx = (rd: ThumbRegister, rn: ThumbRegister, lsb: number, width: number): Uint8Array =>
   halfwords(0xf3c0 | rn, (((lsb >> 2) & 7) << 12) | (rd << 8) | ((lsb & 3) << 6) | (width - 1));
 /** A7.7.84 MUL T2: Rd = Rn * Rm (flags untouched). */
 export const thMul = (rd: ThumbRegister, rn: ThumbRegister, rm: ThumbRegister): Uint8Array => halfwords(0xfb00 | rn, 0xf000 | (rd << 8) | rm);
 /** A7.7.69 LSR (immediate) T2 (S = 0): Rd = Rm >> n. */
-export const thLsrImm = (rd: ThumbRegister, rm: ThumbRegister, n: number): Uint8Array => halfwords(0xea4f, (((n >> 2) & 7) << 12) | (rd << 8) | ((n & 3) << 6) | 0x10 | rm);
+export const thLsrImm = (rd: ThumbRegister, rm: ThumbRegister, n: number): Uint8Array =>
+  halfwords(0xea4f, (((n >> 2) & 7) << 12) | (rd << 8) | ((n & 3) << 6) | 0x10 | rm);
 /** A7.7.38 IT <cond> with one instruction. */
 export const thIt = (cond: number): Uint8Array => halfword(0xbf00 | (cond << 4) | 0x8);
 /** A7.7.42 LDR (immediate) T4 pre-indexed with writeback: LDR Rt, [Rn, #-imm]!. */

@@ -139,9 +139,12 @@ export class RiscvCounters implements CounterUnit {
     }
     await this.probeInhibit();
     if (!this.inhibitPresent) {
-      notes.push('This core has no mcountinhibit: its counters cannot be stopped, so CycleLens holds a stopped counter\'s value itself (exact for start/stop at breakpoints, not for code that gates counters on the target).');
+      notes.push(
+        "This core has no mcountinhibit: its counters cannot be stopped, so CycleLens holds a stopped counter's value itself (exact for start/stop at breakpoints, not for code that gates counters on the target).",
+      );
     }
-    if (this.slots.size === 0) notes.push('No machine counter CSR is visible to the debugger (mcycle, minstret, mhpmcounterN): check that the gdbserver exposes CSRs.');
+    if (this.slots.size === 0)
+      notes.push('No machine counter CSR is visible to the debugger (mcycle, minstret, mhpmcounterN): check that the gdbserver exposes CSRs.');
     this.discovered = { unit: unitName, present: this.slots.size > 0, note: notes.length ? notes.join(' ') : undefined, slots: [], resolution: 1 };
     return this.info();
   }
@@ -187,7 +190,10 @@ export class RiscvCounters implements CounterUnit {
       const back = await this.access.readRegister(csr);
       if (back !== selector) {
         await this.access.writeRegister(csr, this.originalEvents.get(slot)!);
-        throw new CycleLensError(ErrorCode.UnknownEvent, `${csr} did not accept event ${hex(selector)} (it reads back ${hex(back)}): this core cannot count that event on ${s.name}. Check the event number in the core's manual.`);
+        throw new CycleLensError(
+          ErrorCode.UnknownEvent,
+          `${csr} did not accept event ${hex(selector)} (it reads back ${hex(back)}): this core cannot count that event on ${s.name}. Check the event number in the core's manual.`,
+        );
       }
     }
     // The event is selected before the counter is zeroed: QEMU starts counting from the write of the counter.
@@ -245,7 +251,8 @@ export class RiscvCounters implements CounterUnit {
 
   async read(): Promise<CounterReading[]> {
     const out: CounterReading[] = [];
-    const clockJumps = this.options.virtualClock === true && [...this.slots.values()].some((s) => s.configured) && ((await this.access.readRegister('mie')) & MIE_MTIE) !== 0n;
+    const clockJumps =
+      this.options.virtualClock === true && [...this.slots.values()].some((s) => s.configured) && ((await this.access.readRegister('mie')) & MIE_MTIE) !== 0n;
     for (const s of this.slots.values()) {
       if (!s.configured) continue;
       let raw = s.held;
@@ -291,14 +298,18 @@ export class RiscvCounters implements CounterUnit {
     const fixed = list.filter((s) => s.index < 3).map((s) => `${s.name} (${s.index})`);
     const hpm = list.filter((s) => s.index >= 3).map((s) => s.index);
     const parts = [...fixed];
-    if (hpm.length > 0) parts.push(hpm.length === 1 ? `mhpmcounter${hpm[0]} (${hpm[0]})` : `mhpmcounter${hpm[0]}–${hpm[hpm.length - 1]} (${hpm[0]}–${hpm[hpm.length - 1]})`);
+    if (hpm.length > 0)
+      parts.push(hpm.length === 1 ? `mhpmcounter${hpm[0]} (${hpm[0]})` : `mhpmcounter${hpm[0]}–${hpm[hpm.length - 1]} (${hpm[0]}–${hpm[hpm.length - 1]})`);
     return `This core has ${parts.join(', ')}.`;
   }
 
   private requireSlot(slot: number): Slot {
     const s = this.slots.get(slot);
     if (!s) {
-      throw new CycleLensError(ErrorCode.CounterUnavailable, `RISC-V counter slot ${slot} does not exist on this core${this.discovered ? '' : ' (run discover() first)'}. ${this.describeSlots()} Pick one of those slots.`);
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `RISC-V counter slot ${slot} does not exist on this core${this.discovered ? '' : ' (run discover() first)'}. ${this.describeSlots()} Pick one of those slots.`,
+      );
     }
     return s;
   }
@@ -306,7 +317,8 @@ export class RiscvCounters implements CounterUnit {
   private configuredSlots(slots: number[], what: string): Slot[] {
     return slots.map((n) => {
       const s = this.requireSlot(n);
-      if (!s.configured) throw new CycleLensError(ErrorCode.CounterUnavailable, `Cannot ${what} ${s.name} (slot ${n}): it has no event yet. Configure it first.`);
+      if (!s.configured)
+        throw new CycleLensError(ErrorCode.CounterUnavailable, `Cannot ${what} ${s.name} (slot ${n}): it has no event yet. Configure it first.`);
       return s;
     });
   }
@@ -322,8 +334,10 @@ export class RiscvCounters implements CounterUnit {
     const m = /^hpm\.(0x[0-9a-f]+|\d+)$/i.exec(eventId);
     if (m) {
       const selector = BigInt(m[1]!);
-      if (selector === 0n) throw new CycleLensError(ErrorCode.UnknownEvent, `hpm.0 is "no event": ${s.name} would never count. Use the event number from the core's manual.`);
-      if (selector > mask32 && this.split) throw new CycleLensError(ErrorCode.UnknownEvent, `${eventId} does not fit the 32-bit mhpmevent${s.index} of this RV32 core.`);
+      if (selector === 0n)
+        throw new CycleLensError(ErrorCode.UnknownEvent, `hpm.0 is "no event": ${s.name} would never count. Use the event number from the core's manual.`);
+      if (selector > mask32 && this.split)
+        throw new CycleLensError(ErrorCode.UnknownEvent, `${eventId} does not fit the 32-bit mhpmevent${s.index} of this RV32 core.`);
       return selector;
     }
     const named = this.hpmEvents.find((e) => e.alias === eventId);
@@ -404,7 +418,10 @@ export class RiscvCounters implements CounterUnit {
       const hi2 = (await this.access.readRegister(`${csr}h`)) & mask32;
       if (hi === hi2) return (hi << 32n) | lo;
     }
-    throw new CycleLensError(ErrorCode.CounterUnreliable, `${csr} carried into ${csr}h on every one of 4 reads: the core seems to be running. Halt it before reading counters.`);
+    throw new CycleLensError(
+      ErrorCode.CounterUnreliable,
+      `${csr} carried into ${csr}h on every one of 4 reads: the core seems to be running. Halt it before reading counters.`,
+    );
   }
 
   /** Low half to 0 first, then high, then low: no carry from the old low half can reach the new high half. */

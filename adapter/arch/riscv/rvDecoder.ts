@@ -14,8 +14,40 @@ export function rvInstructionLength(firstHalfword: number): 2 | 4 | undefined {
   return undefined; // 48-bit and longer encodings: not part of RV32IMC
 }
 
-export const abiNames = ['zero', 'ra', 'sp', 'gp', 'tp', 't0', 't1', 't2', 's0', 's1', 'a0', 'a1', 'a2', 'a3', 'a4', 'a5',
-  'a6', 'a7', 's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9', 's10', 's11', 't3', 't4', 't5', 't6'] as const;
+export const abiNames = [
+  'zero',
+  'ra',
+  'sp',
+  'gp',
+  'tp',
+  't0',
+  't1',
+  't2',
+  's0',
+  's1',
+  'a0',
+  'a1',
+  'a2',
+  'a3',
+  'a4',
+  'a5',
+  'a6',
+  'a7',
+  's2',
+  's3',
+  's4',
+  's5',
+  's6',
+  's7',
+  's8',
+  's9',
+  's10',
+  's11',
+  't3',
+  't4',
+  't5',
+  't6',
+] as const;
 
 /** Link registers of the calling convention; 2.5 "Control Transfer Instructions" uses them as return-address-stack hints. */
 const isLink = (r: number): boolean => r === 1 || r === 5;
@@ -87,8 +119,17 @@ const opImmNames = ['addi', 'slli', 'slti', 'sltiu', 'xori', 'srli', 'ori', 'and
 const opNames = ['add', 'sll', 'slt', 'sltu', 'xor', 'srl', 'or', 'and'];
 const mulNames = ['mul', 'mulh', 'mulhsu', 'mulhu', 'div', 'divu', 'rem', 'remu'];
 const amoNames: Record<number, string> = {
-  0x00: 'amoadd', 0x01: 'amoswap', 0x02: 'lr', 0x03: 'sc', 0x04: 'amoxor', 0x08: 'amoor', 0x0c: 'amoand',
-  0x10: 'amomin', 0x14: 'amomax', 0x18: 'amominu', 0x1c: 'amomaxu',
+  0x00: 'amoadd',
+  0x01: 'amoswap',
+  0x02: 'lr',
+  0x03: 'sc',
+  0x04: 'amoxor',
+  0x08: 'amoor',
+  0x0c: 'amoand',
+  0x10: 'amomin',
+  0x14: 'amomax',
+  0x18: 'amominu',
+  0x1c: 'amomaxu',
 };
 const csrNames: Record<number, string> = { 1: 'csrrw', 2: 'csrrs', 3: 'csrrc', 5: 'csrrwi', 6: 'csrrsi', 7: 'csrrci' };
 
@@ -109,7 +150,8 @@ function decode32(w: number, a: number): Fields {
       if (funct3 !== 0) break;
       if (rd !== 0) return { mnemonic: 'jalr', kind: 'indirectCall' };
       return { mnemonic: 'jalr', kind: isLink(rs1) && immI(w) === 0 ? 'return' : 'indirectBranch' };
-    case 0x63: { // 2.5 conditional branches, B-immediate
+    case 0x63: {
+      // 2.5 conditional branches, B-immediate
       const name = branchNames[funct3];
       if (!name) break;
       return { mnemonic: name, kind: 'condBranch', readsPc: true, target: a + immB(w) };
@@ -132,7 +174,8 @@ function decode32(w: number, a: number): Fields {
       return { mnemonic: funct3 === 1 ? 'fence.i' : 'fence', kind: 'system' };
     case 0x73:
       return decodeSystem(w, funct3, a);
-    case 0x2f: { // 8 "A": funct5 names the operation, aq/rl (bits 26/25) are objdump suffixes
+    case 0x2f: {
+      // 8 "A": funct5 names the operation, aq/rl (bits 26/25) are objdump suffixes
       const name = amoNames[w >>> 27];
       if (funct3 !== 2 || !name) return plain('amo');
       const order = ['', '.rl', '.aq', '.aqrl'][(w >>> 25) & 3];
@@ -184,18 +227,21 @@ const cReg = (field: number): number => 8 + (field & 7);
 /** CJ format (C.J, C.JAL): offset[11|4|9:8|10|6|7|3:1|5] in bits [12:2]. */
 export function immCJ(hw: number): number {
   return signExtend(
-    (((hw >> 12) & 1) << 11) | (((hw >> 11) & 1) << 4) | (((hw >> 9) & 3) << 8) | (((hw >> 8) & 1) << 10) |
-      (((hw >> 7) & 1) << 6) | (((hw >> 6) & 1) << 7) | (((hw >> 3) & 7) << 1) | (((hw >> 2) & 1) << 5),
+    (((hw >> 12) & 1) << 11) |
+      (((hw >> 11) & 1) << 4) |
+      (((hw >> 9) & 3) << 8) |
+      (((hw >> 8) & 1) << 10) |
+      (((hw >> 7) & 1) << 6) |
+      (((hw >> 6) & 1) << 7) |
+      (((hw >> 3) & 7) << 1) |
+      (((hw >> 2) & 1) << 5),
     12,
   );
 }
 
 /** CB format (C.BEQZ, C.BNEZ): offset[8|4:3] in bits [12:10], offset[7:6|2:1|5] in bits [6:2]. */
 export function immCB(hw: number): number {
-  return signExtend(
-    (((hw >> 12) & 1) << 8) | (((hw >> 10) & 3) << 3) | (((hw >> 5) & 3) << 6) | (((hw >> 3) & 3) << 1) | (((hw >> 2) & 1) << 5),
-    9,
-  );
+  return signExtend((((hw >> 12) & 1) << 8) | (((hw >> 10) & 3) << 3) | (((hw >> 5) & 3) << 6) | (((hw >> 3) & 3) << 1) | (((hw >> 2) & 1) << 5), 9);
 }
 
 /** rs1' of CB-format branches (bits [9:7]). */

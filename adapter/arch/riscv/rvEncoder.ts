@@ -115,7 +115,7 @@ export function splitHiLo(value: number): { hi: number; lo: number } {
   const v = value | 0;
   const hi = ((v + 0x800) >> 12) & 0xfffff;
   const lo = (v - (hi << 12)) | 0;
-  return { hi, lo: ((lo << 20) >> 20) };
+  return { hi, lo: (lo << 20) >> 20 };
 }
 
 /** rd = value in one (LUI or ADDI) or two (LUI + ADDI) instructions. */
@@ -145,8 +145,16 @@ export const encodeCEbreak = (): Uint8Array => half16(0x9002);
 function cjOffset(from: number, to: number, what: string): number {
   const off = to - from;
   check(off, fitsSigned(off, 12) && off % 2 === 0, `${what} offset`);
-  return (((off >> 11) & 1) << 12) | (((off >> 4) & 1) << 11) | (((off >> 8) & 3) << 9) | (((off >> 10) & 1) << 8) |
-    (((off >> 6) & 1) << 7) | (((off >> 7) & 1) << 6) | (((off >> 1) & 7) << 3) | (((off >> 5) & 1) << 2);
+  return (
+    (((off >> 11) & 1) << 12) |
+    (((off >> 4) & 1) << 11) |
+    (((off >> 8) & 3) << 9) |
+    (((off >> 10) & 1) << 8) |
+    (((off >> 6) & 1) << 7) |
+    (((off >> 7) & 1) << 6) |
+    (((off >> 1) & 7) << 3) |
+    (((off >> 5) & 1) << 2)
+  );
 }
 
 /** 16.4 C.J: jal x0, +/-2 KiB. */
@@ -215,7 +223,9 @@ export function encodeCSwsp(rs2: RvRegister, offset: number): Uint8Array {
 /** 16.3 C.LW / C.SW rd', offset(rs1'): offset[5:3] at bits [12:10], offset[2|6] at bits [6:5]. */
 function cLoadStore(base: number, r: number, rs1: number, offset: number, what: string): Uint8Array {
   check(offset, offset >= 0 && offset <= 124 && offset % 4 === 0, `${what} offset`);
-  return half16(base | (((offset >> 3) & 7) << 10) | (cRegister(rs1, what) << 7) | (((offset >> 2) & 1) << 6) | (((offset >> 6) & 1) << 5) | (cRegister(r, what) << 2));
+  return half16(
+    base | (((offset >> 3) & 7) << 10) | (cRegister(rs1, what) << 7) | (((offset >> 2) & 1) << 6) | (((offset >> 6) & 1) << 5) | (cRegister(r, what) << 2),
+  );
 }
 export const encodeCLw = (rd: RvRegister, rs1: RvRegister, offset: number): Uint8Array => cLoadStore(0x4000, rd, rs1, offset, 'C.LW');
 export const encodeCSw = (rs2: RvRegister, rs1: RvRegister, offset: number): Uint8Array => cLoadStore(0xc000, rs2, rs1, offset, 'C.SW');

@@ -139,7 +139,14 @@ function jumpTo(rd: RvRegister, target: number, at: number, scratch: number | un
   return concatBytes([encodeAuipc(temp, hi), encodeJalr(rd, temp, lo)]);
 }
 
-function branchTo(cond: BranchCondition, rs1: RvRegister, rs2: RvRegister, target: number, at: number, scratch: number | undefined): Uint8Array | 'needsScratch' {
+function branchTo(
+  cond: BranchCondition,
+  rs1: RvRegister,
+  rs2: RvRegister,
+  target: number,
+  at: number,
+  scratch: number | undefined,
+): Uint8Array | 'needsScratch' {
   if (fitsSigned(target - at, 13)) return encodeBranch(cond, rs1, rs2, at, target);
   // B<!cond> rs1, rs2, over; <jump to target>; over:
   const jump = jumpTo(ZERO, target, at + 4, scratch);

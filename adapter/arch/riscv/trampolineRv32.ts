@@ -8,7 +8,28 @@ import type { TargetAccess } from '../../probe/targetAccess';
 import { Rv32Codec } from './rvDecoder';
 import { encodeJal, half16, splitHiLo } from './rvEncoder';
 import { Rv32Relocator } from './rvRelocator';
-import { ALL_REGISTERS, ARGUMENTS, CALLER_SAVED, GLOBALS, LIVE_AT_CALL, LIVE_AT_RETURN, mask, Reg, resolveRv32JumpTable, Rv32Assembler, rvAddi, rvAuipc, rvCJalr, rvCsrrci, rvEbreak, rvJalr, rvLinkRegister, rvLoadAddress, rvRegisterEffects, TEMPORARIES } from './trampolineRv32Isa';
+import {
+  ALL_REGISTERS,
+  ARGUMENTS,
+  CALLER_SAVED,
+  GLOBALS,
+  LIVE_AT_CALL,
+  LIVE_AT_RETURN,
+  mask,
+  Reg,
+  resolveRv32JumpTable,
+  Rv32Assembler,
+  rvAddi,
+  rvAuipc,
+  rvCJalr,
+  rvCsrrci,
+  rvEbreak,
+  rvJalr,
+  rvLinkRegister,
+  rvLoadAddress,
+  rvRegisterEffects,
+  TEMPORARIES,
+} from './trampolineRv32Isa';
 import { MSTATUS, MSTATUS_MIE, Rv32Runtime } from './trampolineRv32Runtime';
 import { Rv32StubBuilder } from './trampolineRv32Stubs';
 
@@ -35,7 +56,12 @@ export function rv32InjectionArch(): InjectionArch {
     mappingKind: (name) => (name === '$d' || name.startsWith('$d.') ? 'data' : name.startsWith('$x') ? 'code' : undefined),
     resolveTable: (fn: FunctionCode, index: number, readWord) => {
       const addresses = new Set(fn.instructions.map((i) => i.address));
-      const r = resolveRv32JumpTable(fn.instructions, index, (a) => readWord(a, 4), (a) => addresses.has(a));
+      const r = resolveRv32JumpTable(
+        fn.instructions,
+        index,
+        (a) => readWord(a, 4),
+        (a) => addresses.has(a),
+      );
       return r.ok ? { ok: true, table: r.table, targets: r.targets } : r;
     },
     linkRegister: rvLinkRegister,
@@ -71,8 +97,41 @@ export function rv32InjectionSupport(counter: CounterSource = MINSTRET): Injecti
   return {
     arch: rv32InjectionArch(),
     generator: new Rv32PayloadGenerator(counter),
-    registers: ['ra', 'sp', 'gp', 'tp', 't0', 't1', 't2', 'fp', 's1', 'a0', 'a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7',
-      's2', 's3', 's4', 's5', 's6', 's7', 's8', 's9', 's10', 's11', 't3', 't4', 't5', 't6', 'mstatus', 'pc'],
+    registers: [
+      'ra',
+      'sp',
+      'gp',
+      'tp',
+      't0',
+      't1',
+      't2',
+      'fp',
+      's1',
+      'a0',
+      'a1',
+      'a2',
+      'a3',
+      'a4',
+      'a5',
+      'a6',
+      'a7',
+      's2',
+      's3',
+      's4',
+      's5',
+      's6',
+      's7',
+      's8',
+      's9',
+      's10',
+      's11',
+      't3',
+      't4',
+      't5',
+      't6',
+      'mstatus',
+      'pc',
+    ],
     codeAddressBit: 0,
     resumePoints: async (access: TargetAccess) => {
       // Inside a trap handler (MIE clear) the program resumes at mepc after MRET.
@@ -95,16 +154,19 @@ function reachesCave(from: number, cave: CaveReach, bits: number): boolean {
 function rv32ChoosePatch(site: number, cave: CaveReach, free: number): PatchShape | string {
   if (cave.threadPointerBase !== undefined) return { kind: 'rvTp', length: 4 };
   if (reachesCave(site, cave, 21)) return { kind: 'rvJal', length: 4 };
-  const scratch = [Reg.t0, Reg.t1, Reg.t2, Reg.t3, Reg.t4, Reg.t5, Reg.t6].find((r) => (free & (1 << r)) !== 0)
-    ?? Array.from({ length: 31 }, (_, k) => k + 1).find((r) => (free & (1 << r)) !== 0 && r !== SP && r !== Reg.gp && r !== TP);
-  if (scratch === undefined) return `no register is dead at ${hex(site)} for the 8-byte auipc + jalr patch, and the cave at ${hex(cave.start)} is beyond JAL's +/-1 MiB.`;
+  const scratch =
+    [Reg.t0, Reg.t1, Reg.t2, Reg.t3, Reg.t4, Reg.t5, Reg.t6].find((r) => (free & (1 << r)) !== 0) ??
+    Array.from({ length: 31 }, (_, k) => k + 1).find((r) => (free & (1 << r)) !== 0 && r !== SP && r !== Reg.gp && r !== TP);
+  if (scratch === undefined)
+    return `no register is dead at ${hex(site)} for the 8-byte auipc + jalr patch, and the cave at ${hex(cave.start)} is beyond JAL's +/-1 MiB.`;
   return { kind: 'rvAuipc', length: 8, scratch };
 }
 
 /** RV32 direct call sites that can be re-encoded, same length, to reach a stub. */
 function rv32CallSiteRefusal(site: CallSite, cave: CaveReach): string | undefined {
   const tpMode = cave.threadPointerBase !== undefined;
-  if (site.mnemonic !== 'jal' && site.mnemonic !== 'c.jal' && site.mnemonic !== 'c.j') return `${site.mnemonic} is a conditional jump; only jal, c.jal and c.j are rewritten`;
+  if (site.mnemonic !== 'jal' && site.mnemonic !== 'c.jal' && site.mnemonic !== 'c.j')
+    return `${site.mnemonic} is a conditional jump; only jal, c.jal and c.j are rewritten`;
   if (site.length === 2) {
     if (site.kind === 'tail') return 'a 2-byte c.j links nothing, so the dispatcher could not tell which site jumped';
     if (!tpMode) return 'a 2-byte c.jal reaches only +/-2 KiB; it needs tp free for the dispatcher';
@@ -146,7 +208,10 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
   buildStubs(req: StubRequest, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
     if (req.kind === 'region') return this.stubs.regionStubs(req, runtime, layout);
     if (req.payload === 'hardware') {
-      if (req.kind !== 'function') throw new InjectionRefusedError(refusal('unrelocatable', 'Hardware gating measures whole functions through an entry patch; call-site measurement uses software accumulation.'));
+      if (req.kind !== 'function')
+        throw new InjectionRefusedError(
+          refusal('unrelocatable', 'Hardware gating measures whole functions through an entry patch; call-site measurement uses software accumulation.'),
+        );
       return this.stubs.hardwareFunctionStubs(req, runtime, layout);
     }
     return this.stubs.softwareFunctionStubs(req, runtime, layout);
@@ -193,12 +258,17 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
   calibrationCode(at: number, calls: number): { bytes: Uint8Array; fn: number; driver: number; done: number; functionInstructions: number } {
     const a = new Rv32Assembler(at);
     // The empty function: a 4-byte NOP the patch displaces, and the return.
-    a.label('FN').i(rvAddi(X0, X0, 0)).i(rvJalr(X0, RA, 0));
+    a.label('FN')
+      .i(rvAddi(X0, X0, 0))
+      .i(rvJalr(X0, RA, 0));
     a.label('DRV').i(rvCsrrci(X0, MSTATUS, MSTATUS_MIE));
     // The loop counter lives in s1: callee-saved, so the measured call must leave it alone.
     const n = rvLoadAddress(Reg.s1, calls);
     a.code(n, n.length / 4);
-    a.label('L').jal(RA, 'FN').i(rvAddi(Reg.s1, Reg.s1, -1)).b('bne', Reg.s1, X0, 'L');
+    a.label('L')
+      .jal(RA, 'FN')
+      .i(rvAddi(Reg.s1, Reg.s1, -1))
+      .b('bne', Reg.s1, X0, 'L');
     a.label('DONE').i(rvEbreak());
     return { bytes: a.bytes(), fn: a.address('FN'), driver: a.address('DRV'), done: a.address('DONE'), functionInstructions: 2 };
   }

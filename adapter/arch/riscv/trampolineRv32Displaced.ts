@@ -36,7 +36,14 @@ export class Rv32DisplacedCode {
    * conditional branches among it. Each far exit gets a register loaded (with `lui`, before the
    * counter is read) from `candidates`; near ones use `jal x0`.
    */
-  planExits(at: number, site: PatchSite | undefined, resume: number, candidates: number[], fixed: Record<number, number> = {}, late: Set<number> = new Set()): ExitPlan {
+  planExits(
+    at: number,
+    site: PatchSite | undefined,
+    resume: number,
+    candidates: number[],
+    fixed: Record<number, number> = {},
+    late: Set<number> = new Set(),
+  ): ExitPlan {
     const targets = [resume, ...(site?.displaced.filter((i) => i.kind === 'condBranch').map((i) => i.target!) ?? [])];
     const regs = new Map<number, number>();
     const byHi = new Map<number, number>();
@@ -46,7 +53,13 @@ export class Rv32DisplacedCode {
       const hi = splitHiLo(t).hi;
       const reg = fixed[t] ?? byHi.get(hi) ?? free.shift();
       if (reg === undefined) {
-        throw new InjectionRefusedError(refusal('noFreeRegister', `No register is free to leave the trampoline for ${hex(t)}${site ? ` (patch at ${hex(site.address)})` : ''}: the stub is beyond JAL's +/-1 MiB from the code and the displaced instructions use every candidate.`, site?.address ?? t));
+        throw new InjectionRefusedError(
+          refusal(
+            'noFreeRegister',
+            `No register is free to leave the trampoline for ${hex(t)}${site ? ` (patch at ${hex(site.address)})` : ''}: the stub is beyond JAL's +/-1 MiB from the code and the displaced instructions use every candidate.`,
+            site?.address ?? t,
+          ),
+        );
       }
       regs.set(t, reg);
       byHi.set(hi, reg);
@@ -68,7 +81,11 @@ export class Rv32DisplacedCode {
       if (insn.mnemonic === 'auipc') {
         const rd = (rvWord(insn.bytes) >> 7) & 0x1f;
         const next = live[k + 1];
-        const fused = next !== undefined && (rvRegisterEffects(next).uses & (1 << rd)) !== 0 && (rvRegisterEffects(next).defs & (1 << rd)) !== 0 && ['addi', 'lw', 'jalr'].includes(next.mnemonic);
+        const fused =
+          next !== undefined &&
+          (rvRegisterEffects(next).uses & (1 << rd)) !== 0 &&
+          (rvRegisterEffects(next).defs & (1 << rd)) !== 0 &&
+          ['addi', 'lw', 'jalr'].includes(next.mnemonic);
         if (rd !== X0 && !(stubRegs & (1 << rd)) && !(seen & (1 << rd)) && !fused) {
           const { hi, lo } = splitHiLo(insn.target!);
           plan.hoisted.set(insn.address, { rd, hi, lo });
@@ -94,7 +111,11 @@ export class Rv32DisplacedCode {
    * branches to exit jumps after the stub, so either outcome runs exactly one payload jump (the
    * exit or the jump back): the window's payload count does not depend on the branch.
    */
-  emitDisplaced(a: Rv32Assembler, site: PatchSite, plan: ExitPlan): { extra: number; falls: boolean; notes: string[]; exits: Array<{ label: string; target: number }> } {
+  emitDisplaced(
+    a: Rv32Assembler,
+    site: PatchSite,
+    plan: ExitPlan,
+  ): { extra: number; falls: boolean; notes: string[]; exits: Array<{ label: string; target: number }> } {
     const exits: Array<{ label: string; target: number }> = [];
     const notes: string[] = [];
     let extra = 0;

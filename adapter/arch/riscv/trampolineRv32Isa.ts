@@ -1,6 +1,20 @@
 import { concatBytes, fitsSigned, type DecodedInstruction } from '../codec';
 import { immI, rvWord } from './rvDecoder';
-import { encodeAddi, encodeAuipc, encodeBranch, encodeJal, encodeJalr, encodeLui, encodeLw, encodeSw, half16, splitHiLo, word32, type BranchCondition, type RvRegister } from './rvEncoder';
+import {
+  encodeAddi,
+  encodeAuipc,
+  encodeBranch,
+  encodeJal,
+  encodeJalr,
+  encodeLui,
+  encodeLw,
+  encodeSw,
+  half16,
+  splitHiLo,
+  word32,
+  type BranchCondition,
+  type RvRegister,
+} from './rvEncoder';
 
 /**
  * RV32IMC facts the injection planner needs beyond the codec: which integer registers an
@@ -10,10 +24,38 @@ import { encodeAddi, encodeAuipc, encodeBranch, encodeJal, encodeJalr, encodeLui
  */
 
 export const Reg = {
-  zero: 0, ra: 1, sp: 2, gp: 3, tp: 4, t0: 5, t1: 6, t2: 7, s0: 8, s1: 9,
-  a0: 10, a1: 11, a2: 12, a3: 13, a4: 14, a5: 15, a6: 16, a7: 17,
-  s2: 18, s3: 19, s4: 20, s5: 21, s6: 22, s7: 23, s8: 24, s9: 25, s10: 26, s11: 27,
-  t3: 28, t4: 29, t5: 30, t6: 31,
+  zero: 0,
+  ra: 1,
+  sp: 2,
+  gp: 3,
+  tp: 4,
+  t0: 5,
+  t1: 6,
+  t2: 7,
+  s0: 8,
+  s1: 9,
+  a0: 10,
+  a1: 11,
+  a2: 12,
+  a3: 13,
+  a4: 14,
+  a5: 15,
+  a6: 16,
+  a7: 17,
+  s2: 18,
+  s3: 19,
+  s4: 20,
+  s5: 21,
+  s6: 22,
+  s7: 23,
+  s8: 24,
+  s9: 25,
+  s10: 26,
+  s11: 27,
+  t3: 28,
+  t4: 29,
+  t5: 30,
+  t6: 31,
 } as const;
 
 export const mask = (...regs: number[]): number => regs.reduce((m, r) => (m | (1 << r)) >>> 0, 0);
@@ -89,38 +131,52 @@ function compressedEffects(hw: number): RegisterEffects {
   const rs1p = cr(hw >> 7); // rs1'/rd' in bits [9:7]
   if (q === 0) {
     switch (f3) {
-      case 0: return { uses: mask(Reg.sp), defs: mask(rdp) }; // C.ADDI4SPN
-      case 2: return { uses: mask(rs1p), defs: mask(rdp) }; // C.LW
-      case 6: return { uses: mask(rs1p, rdp), defs: 0 }; // C.SW
-      default: return { uses: mask(rs1p), defs: 0 }; // C.FLD/FLW/FSD/FSW
+      case 0:
+        return { uses: mask(Reg.sp), defs: mask(rdp) }; // C.ADDI4SPN
+      case 2:
+        return { uses: mask(rs1p), defs: mask(rdp) }; // C.LW
+      case 6:
+        return { uses: mask(rs1p, rdp), defs: 0 }; // C.SW
+      default:
+        return { uses: mask(rs1p), defs: 0 }; // C.FLD/FLW/FSD/FSW
     }
   }
   if (q === 1) {
     switch (f3) {
-      case 0: return { uses: mask(rd), defs: mask(rd) }; // C.ADDI / C.NOP
-      case 1: return { uses: 0, defs: mask(Reg.ra) }; // C.JAL
-      case 2: return { uses: 0, defs: mask(rd) }; // C.LI
-      case 3: return rd === Reg.sp ? { uses: mask(Reg.sp), defs: mask(Reg.sp) } : { uses: 0, defs: mask(rd) }; // C.ADDI16SP / C.LUI
+      case 0:
+        return { uses: mask(rd), defs: mask(rd) }; // C.ADDI / C.NOP
+      case 1:
+        return { uses: 0, defs: mask(Reg.ra) }; // C.JAL
+      case 2:
+        return { uses: 0, defs: mask(rd) }; // C.LI
+      case 3:
+        return rd === Reg.sp ? { uses: mask(Reg.sp), defs: mask(Reg.sp) } : { uses: 0, defs: mask(rd) }; // C.ADDI16SP / C.LUI
       case 4: {
         const op = (hw >> 10) & 3;
         if (op < 3) return { uses: mask(rs1p), defs: mask(rs1p) }; // C.SRLI/SRAI/ANDI
         return { uses: mask(rs1p, rdp), defs: mask(rs1p) }; // C.SUB/XOR/OR/AND
       }
-      case 5: return { uses: 0, defs: 0 }; // C.J
-      default: return { uses: mask(rs1p), defs: 0 }; // C.BEQZ/C.BNEZ
+      case 5:
+        return { uses: 0, defs: 0 }; // C.J
+      default:
+        return { uses: mask(rs1p), defs: 0 }; // C.BEQZ/C.BNEZ
     }
   }
   switch (f3) {
-    case 0: return { uses: mask(rd), defs: mask(rd) }; // C.SLLI
-    case 2: return { uses: mask(Reg.sp), defs: mask(rd) }; // C.LWSP
+    case 0:
+      return { uses: mask(rd), defs: mask(rd) }; // C.SLLI
+    case 2:
+      return { uses: mask(Reg.sp), defs: mask(rd) }; // C.LWSP
     case 4: {
       const bit12 = (hw >> 12) & 1;
       if (!bit12) return rs2 === 0 ? { uses: mask(rd), defs: 0 } : { uses: mask(rs2), defs: mask(rd) }; // C.JR / C.MV
       if (rs2 !== 0) return { uses: mask(rd, rs2), defs: mask(rd) }; // C.ADD
       return rd === 0 ? { uses: 0, defs: 0 } : { uses: mask(rd), defs: mask(Reg.ra) }; // C.EBREAK / C.JALR
     }
-    case 6: return { uses: mask(Reg.sp, rs2), defs: 0 }; // C.SWSP
-    default: return { uses: mask(Reg.sp), defs: 0 }; // C.FLDSP/FLWSP/FSDSP/FSWSP
+    case 6:
+      return { uses: mask(Reg.sp, rs2), defs: 0 }; // C.SWSP
+    default:
+      return { uses: mask(Reg.sp), defs: 0 }; // C.FLDSP/FLWSP/FSDSP/FSWSP
   }
 }
 
@@ -171,8 +227,10 @@ export const rvCsrr = (rd: RvRegister, csr: number): Uint8Array => word32(((csr 
 /** 9.1 CSRRW x0, csr, rs1 (`csrw`). */
 export const rvCsrw = (csr: number, rs1: RvRegister): Uint8Array => word32(((csr << 20) | (rs1 << 15) | (1 << 12) | 0x73) >>> 0);
 /** 9.1 CSRRCI rd, csr, uimm (`csrrci`): reads the old value and clears bits in one instruction. */
-export const rvCsrrci = (rd: RvRegister, csr: number, uimm: number): Uint8Array => word32(((csr << 20) | ((uimm & 0x1f) << 15) | (7 << 12) | (rd << 7) | 0x73) >>> 0);
-export const rvCsrrsi = (rd: RvRegister, csr: number, uimm: number): Uint8Array => word32(((csr << 20) | ((uimm & 0x1f) << 15) | (6 << 12) | (rd << 7) | 0x73) >>> 0);
+export const rvCsrrci = (rd: RvRegister, csr: number, uimm: number): Uint8Array =>
+  word32(((csr << 20) | ((uimm & 0x1f) << 15) | (7 << 12) | (rd << 7) | 0x73) >>> 0);
+export const rvCsrrsi = (rd: RvRegister, csr: number, uimm: number): Uint8Array =>
+  word32(((csr << 20) | ((uimm & 0x1f) << 15) | (6 << 12) | (rd << 7) | 0x73) >>> 0);
 export const rvEbreak = (): Uint8Array => word32(0x00100073);
 /** 16.4 C.JALR rs1 (jalr ra, 0(rs1)). */
 export const rvCJalr = (rs1: RvRegister): Uint8Array => half16(0x9002 | (rs1 << 7));
@@ -369,13 +427,20 @@ export function resolveRv32JumpTable(
   const shift = lastDef(insns, defI.index - 1, indexReg);
   if (!shift || !['slli', 'c.slli'].includes(shift.insn.mnemonic)) return { ok: false, reason: 'the index is not scaled by 4' };
   const bound = findBound(insns, shift.index - 1, indexReg, consts);
-  if (bound === undefined) return { ok: false, reason: `no bounds check of the index register x${indexReg} was found before the dispatch`, ...(relative ? { switchShaped: true } : {}) };
+  if (bound === undefined)
+    return {
+      ok: false,
+      reason: `no bounds check of the index register x${indexReg} was found before the dispatch`,
+      ...(relative ? { switchShaped: true } : {}),
+    };
   const targets: number[] = [];
   for (let e = 0; e < bound; e++) {
     const v = readWord(tableBase + 4 * e);
-    if (v === undefined) return { ok: false, reason: `the table at 0x${tableBase.toString(16)} is not in the image`, ...(relative ? { switchShaped: true } : {}) };
+    if (v === undefined)
+      return { ok: false, reason: `the table at 0x${tableBase.toString(16)} is not in the image`, ...(relative ? { switchShaped: true } : {}) };
     const t = (relative ? tableBase + (v | 0) : v) >>> 0;
-    if (!isInstructionInFunction(t)) return { ok: false, reason: `entry ${e} (0x${t.toString(16)}) is not an instruction of this function`, ...(relative ? { switchShaped: true } : {}) };
+    if (!isInstructionInFunction(t))
+      return { ok: false, reason: `entry ${e} (0x${t.toString(16)}) is not an instruction of this function`, ...(relative ? { switchShaped: true } : {}) };
     targets.push(t);
   }
   return { ok: true, table: tableBase, entries: bound, targets };
@@ -451,7 +516,7 @@ function constantValue(insn: DecodedInstruction, c: Map<number, number>): { rd: 
   }
   const hw = insn.bytes[0]! | (insn.bytes[1]! << 8);
   const rd = (hw >> 7) & 0x1f;
-  const imm6 = (((hw >> 12) & 1) ? -32 : 0) + ((hw >> 2) & 0x1f);
+  const imm6 = ((hw >> 12) & 1 ? -32 : 0) + ((hw >> 2) & 0x1f);
   if (insn.mnemonic === 'c.li') return { rd, value: imm6 };
   if (insn.mnemonic === 'c.lui') return { rd, value: imm6 << 12 };
   if (insn.mnemonic === 'c.addi') {

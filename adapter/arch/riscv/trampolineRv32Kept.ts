@@ -34,7 +34,10 @@ const exitSlot = (r: number): number => 4 * EXIT_ORDER.indexOf(r);
 const regsOf = (m: number): number[] => Array.from({ length: 32 }, (_, r) => r).filter((r) => (m & (1 << r)) !== 0);
 
 /** `x5, x7` for a register mask. */
-export const regNames = (m: number): string => regsOf(m).map((r) => `x${r}`).join(', ');
+export const regNames = (m: number): string =>
+  regsOf(m)
+    .map((r) => `x${r}`)
+    .join(', ');
 
 /** The entry registers callers keep, in slot order. */
 export class EntryFrame {
@@ -93,7 +96,9 @@ export function exitKeeps(kept: number): boolean {
  * reserves the frame and frees t1 for the record's address. The routine stores the rest.
  */
 export function exitStubSave(a: Rv32Assembler, readCounter: (rd: number) => Uint8Array): void {
-  a.i(readCounter(RA)).i(rvAddi(SP, SP, -EXIT_FRAME)).i(rvSw(T1, SP, exitSlot(T1)));
+  a.i(readCounter(RA))
+    .i(rvAddi(SP, SP, -EXIT_FRAME))
+    .i(rvSw(T1, SP, exitSlot(T1)));
 }
 
 /** First in the saving exit routine: the registers it overwrites (t1 is stored), and t3 = the counter value. */

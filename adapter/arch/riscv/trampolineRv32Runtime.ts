@@ -2,7 +2,24 @@ import { fitsSigned } from '../codec';
 import type { DispatchEntry, RuntimeImage, RuntimeLayout } from '../../probe/injection/payload';
 import { Ctrl, Rec } from '../../probe/injection/recordLayout';
 import { exitRoutineRestore, exitRoutineSave } from './trampolineRv32Kept';
-import { Rv32Assembler, rvAdd, rvAddi, rvAnd, rvAndi, rvCsrrci, rvCsrw, rvEbreak, rvJalr, rvLoadAddress, rvLw, rvSlli, rvSltu, rvSub, rvSw, Reg } from './trampolineRv32Isa';
+import {
+  Rv32Assembler,
+  rvAdd,
+  rvAddi,
+  rvAnd,
+  rvAndi,
+  rvCsrrci,
+  rvCsrw,
+  rvEbreak,
+  rvJalr,
+  rvLoadAddress,
+  rvLw,
+  rvSlli,
+  rvSltu,
+  rvSub,
+  rvSw,
+  Reg,
+} from './trampolineRv32Isa';
 
 /** CSRs and bits the payloads use (Privileged ISA 3.1.6.1, 3.1.12). */
 export const MSTATUS = 0x300;
@@ -79,8 +96,14 @@ export class Rv32Runtime {
    */
   private dispatcher(a: Rv32Assembler, layout: RuntimeLayout): void {
     a.label('D').i(rvAddi(T1, TP, layout.dispatchTable - layout.threadPointer!));
-    a.label('D_loop').i(rvLw(T2, T1, 0)).i(rvAddi(T1, T1, 12)).b('beq', T2, X0, 'D_miss').b('bne', T2, RA, 'D_loop');
-    a.i(rvLw(T3, T1, -4)).i(rvLw(T2, T1, -8)).i(rvJalr(X0, T2, 0));
+    a.label('D_loop')
+      .i(rvLw(T2, T1, 0))
+      .i(rvAddi(T1, T1, 12))
+      .b('beq', T2, X0, 'D_miss')
+      .b('bne', T2, RA, 'D_loop');
+    a.i(rvLw(T3, T1, -4))
+      .i(rvLw(T2, T1, -8))
+      .i(rvJalr(X0, T2, 0));
     // A `c.jalr tp` the service did not write. EBREAK enters debug mode when the debugger set
     // dcsr.ebreakm (OpenOCD does), else it traps to the program's handler: either way it stops here.
     a.label('D_miss').i(rvEbreak());
@@ -114,20 +137,39 @@ export class Rv32Runtime {
     const c = ctrlBase(a, T4, layout);
     a.i(rvLw(T2, c.reg, c.off + Ctrl.ssp)).i(rvLw(T5, c.reg, c.off + Ctrl.sslimit));
     a.label('CE_fullbr').b('bgeu', T2, T5, 'CE_full');
-    a.i(rvSw(RA, T2, 0)).i(rvAddi(T2, T2, 4)).i(rvSw(T2, c.reg, c.off + Ctrl.ssp));
-    a.i(rvLw(T5, T1, Rec.calls)).i(rvAddi(T5, T5, 1)).i(rvSw(T5, T1, Rec.calls));
+    a.i(rvSw(RA, T2, 0))
+      .i(rvAddi(T2, T2, 4))
+      .i(rvSw(T2, c.reg, c.off + Ctrl.ssp));
+    a.i(rvLw(T5, T1, Rec.calls))
+      .i(rvAddi(T5, T5, 1))
+      .i(rvSw(T5, T1, Rec.calls));
     a.i(rvLw(RA, T1, Rec.exit)); // the function now returns into the exit stub
-    a.i(rvLw(T2, T1, Rec.depth)).i(rvAddi(T5, T2, 1)).i(rvSw(T5, T1, Rec.depth));
+    a.i(rvLw(T2, T1, Rec.depth))
+      .i(rvAddi(T5, T2, 1))
+      .i(rvSw(T5, T1, Rec.depth));
     a.i(rvLw(T5, c.reg, c.off + Ctrl.pay)).i(rvAdd(T5, T5, T3));
     a.label('CE_br').b('bne', T2, X0, 'CE_nested');
-    a.label('CE_outer').i(rvLw(T3, T1, Rec.costEntryOuter)).i(rvAdd(T5, T5, T3)).i(rvSw(T5, c.reg, c.off + Ctrl.pay));
+    a.label('CE_outer')
+      .i(rvLw(T3, T1, Rec.costEntryOuter))
+      .i(rvAdd(T5, T5, T3))
+      .i(rvSw(T5, c.reg, c.off + Ctrl.pay));
     a.i(rvSw(T5, T1, Rec.payStart)).i(rvJalr(X0, T6, 0));
-    a.label('CE_nested').i(rvLw(T3, T1, Rec.costEntryNested)).i(rvAdd(T5, T5, T3)).i(rvSw(T5, c.reg, c.off + Ctrl.pay)).i(rvJalr(X0, T6, 0));
-    a.label('CE_full').i(rvLw(T5, T1, Rec.untracked)).i(rvAddi(T5, T5, 1)).i(rvSw(T5, T1, Rec.untracked));
+    a.label('CE_nested')
+      .i(rvLw(T3, T1, Rec.costEntryNested))
+      .i(rvAdd(T5, T5, T3))
+      .i(rvSw(T5, c.reg, c.off + Ctrl.pay))
+      .i(rvJalr(X0, T6, 0));
+    a.label('CE_full')
+      .i(rvLw(T5, T1, Rec.untracked))
+      .i(rvAddi(T5, T5, 1))
+      .i(rvSw(T5, T1, Rec.untracked));
     a.i(rvLw(T5, c.reg, c.off + Ctrl.pay)).i(rvAdd(T5, T5, T3));
     // An untracked entry runs the stub's nested path with this routine's full path instead.
     a.i(rvLw(T3, T1, Rec.costEntryNested)).late(() => rvAddi(T3, T3, paths.CE_full! - paths.CE_nested!));
-    a.i(rvAdd(T5, T5, T3)).i(rvSw(T5, c.reg, c.off + Ctrl.pay)).i(rvAddi(T2, X0, 1)).i(rvJalr(X0, T6, 0));
+    a.i(rvAdd(T5, T5, T3))
+      .i(rvSw(T5, c.reg, c.off + Ctrl.pay))
+      .i(rvAddi(T2, X0, 1))
+      .i(rvJalr(X0, T6, 0));
     a.label('CE_end');
     paths.CE_outer = a.between('CE', 'CE_br') + 1 + a.between('CE_outer', 'CE_nested');
     paths.CE_nested = a.between('CE', 'CE_br') + 1 + a.between('CE_nested', 'CE_full');
@@ -147,15 +189,25 @@ export class Rv32Runtime {
     if (keeps) exitRoutineSave(a);
     a.i(rvCsrrci(T0, MSTATUS, MSTATUS_MIE));
     const c = ctrlBase(a, T4, layout);
-    a.i(rvLw(T2, T1, Rec.depth)).i(rvAddi(T2, T2, -1)).i(rvSw(T2, T1, Rec.depth));
+    a.i(rvLw(T2, T1, Rec.depth))
+      .i(rvAddi(T2, T2, -1))
+      .i(rvSw(T2, T1, Rec.depth));
     a.i(rvLw(T5, c.reg, c.off + Ctrl.pay));
     a.label(`${p}_br`).b('bne', T2, X0, `${p}_nested`);
     if (hardware) a.i(rvSw(T3, T1, Rec.held)); // what the counter holds until the next pass
-    a.jal(T6, 'ACC').i(rvLw(A3, T1, Rec.costExitOuter)).jal(X0, `${p}_pay`);
+    a.jal(T6, 'ACC')
+      .i(rvLw(A3, T1, Rec.costExitOuter))
+      .jal(X0, `${p}_pay`);
     a.label(`${p}_nested`).i(rvLw(A3, T1, Rec.costExitNested));
-    a.label(`${p}_pay`).i(rvAdd(T5, T5, A3)).i(rvSw(T5, c.reg, c.off + Ctrl.pay));
-    a.i(rvLw(T6, c.reg, c.off + Ctrl.ssp)).i(rvLw(A3, c.reg, c.off + Ctrl.ssbase)).b('beq', T6, A3, `${p}_under`);
-    a.i(rvAddi(T6, T6, -4)).i(rvSw(T6, c.reg, c.off + Ctrl.ssp)).i(rvLw(RA, T6, 0));
+    a.label(`${p}_pay`)
+      .i(rvAdd(T5, T5, A3))
+      .i(rvSw(T5, c.reg, c.off + Ctrl.pay));
+    a.i(rvLw(T6, c.reg, c.off + Ctrl.ssp))
+      .i(rvLw(A3, c.reg, c.off + Ctrl.ssbase))
+      .b('beq', T6, A3, `${p}_under`);
+    a.i(rvAddi(T6, T6, -4))
+      .i(rvSw(T6, c.reg, c.off + Ctrl.ssp))
+      .i(rvLw(RA, T6, 0));
     a.i(rvCsrw(MSTATUS, T0));
     if (hardware) {
       a.label(`${p}_rb`).b('beq', T2, X0, `${p}_ret`);
@@ -178,17 +230,38 @@ export class Rv32Runtime {
    * Clobbers a2-a5 and t3; returns through t6.
    */
   private accumulate(a: Rv32Assembler, paths: Record<string, number>): void {
-    a.label('ACC').i(rvLw(A2, T1, Rec.start)).i(rvSub(T3, T3, A2));
+    a.label('ACC')
+      .i(rvLw(A2, T1, Rec.start))
+      .i(rvSub(T3, T3, A2));
     a.i(rvLw(A2, T1, Rec.payStart)).i(rvSub(A2, T5, A2));
     this.add64(a, Rec.totalLo, T3);
     this.add64(a, Rec.nestedLo, A2);
     a.i(rvSub(T3, T3, A2));
-    a.i(rvLw(A3, T1, Rec.passes)).i(rvAddi(A3, A3, 1)).i(rvSw(A3, T1, Rec.passes));
+    a.i(rvLw(A3, T1, Rec.passes))
+      .i(rvAddi(A3, A3, 1))
+      .i(rvSw(A3, T1, Rec.passes));
     // min = min + ((v - min) & -(v < min)); max likewise: no branch, so no path-dependent cost.
-    a.i(rvLw(A3, T1, Rec.min)).i(rvSltu(A4, T3, A3)).i(rvSub(A5, T3, A3)).i(rvSub(A4, X0, A4)).i(rvAnd(A5, A5, A4)).i(rvAdd(A3, A3, A5)).i(rvSw(A3, T1, Rec.min));
-    a.i(rvLw(A3, T1, Rec.max)).i(rvSltu(A4, A3, T3)).i(rvSub(A5, T3, A3)).i(rvSub(A4, X0, A4)).i(rvAnd(A5, A5, A4)).i(rvAdd(A3, A3, A5)).i(rvSw(A3, T1, Rec.max));
-    a.i(rvLw(A3, T1, Rec.ringIndex)).i(rvAddi(A4, A3, 1)).i(rvSw(A4, T1, Rec.ringIndex));
-    a.i(rvAndi(A3, A3, 7)).i(rvSlli(A3, A3, 2)).i(rvAdd(A3, A3, T1)).i(rvSw(T3, A3, Rec.ring));
+    a.i(rvLw(A3, T1, Rec.min))
+      .i(rvSltu(A4, T3, A3))
+      .i(rvSub(A5, T3, A3))
+      .i(rvSub(A4, X0, A4))
+      .i(rvAnd(A5, A5, A4))
+      .i(rvAdd(A3, A3, A5))
+      .i(rvSw(A3, T1, Rec.min));
+    a.i(rvLw(A3, T1, Rec.max))
+      .i(rvSltu(A4, A3, T3))
+      .i(rvSub(A5, T3, A3))
+      .i(rvSub(A4, X0, A4))
+      .i(rvAnd(A5, A5, A4))
+      .i(rvAdd(A3, A3, A5))
+      .i(rvSw(A3, T1, Rec.max));
+    a.i(rvLw(A3, T1, Rec.ringIndex))
+      .i(rvAddi(A4, A3, 1))
+      .i(rvSw(A4, T1, Rec.ringIndex));
+    a.i(rvAndi(A3, A3, 7))
+      .i(rvSlli(A3, A3, 2))
+      .i(rvAdd(A3, A3, T1))
+      .i(rvSw(T3, A3, Rec.ring));
     a.label('ACC_ret').i(rvJalr(X0, T6, 0));
     a.label('ACC_end');
     paths.ACC = a.between('ACC', 'ACC_end');
@@ -196,7 +269,12 @@ export class Rv32Runtime {
 
   /** 64-bit add of `reg` into the record pair at `lo`/`lo + 4` (a3-a5 scratch). */
   private add64(a: Rv32Assembler, lo: number, reg: number): void {
-    a.i(rvLw(A3, T1, lo)).i(rvAdd(A4, A3, reg)).i(rvSltu(A5, A4, A3)).i(rvSw(A4, T1, lo));
-    a.i(rvLw(A3, T1, lo + 4)).i(rvAdd(A3, A3, A5)).i(rvSw(A3, T1, lo + 4));
+    a.i(rvLw(A3, T1, lo))
+      .i(rvAdd(A4, A3, reg))
+      .i(rvSltu(A5, A4, A3))
+      .i(rvSw(A4, T1, lo));
+    a.i(rvLw(A3, T1, lo + 4))
+      .i(rvAdd(A3, A3, A5))
+      .i(rvSw(A3, T1, lo + 4));
   }
 }

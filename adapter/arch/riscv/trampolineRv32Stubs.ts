@@ -49,7 +49,9 @@ export class Rv32StubBuilder {
     const padding = req.kind === 'function' ? (req.padding ?? { outside: 0, inside: 0 }) : { outside: 0, inside: 0 };
     for (let k = 0; k < padding.outside; k++) a.i(rvAddi(X0, X0, 0));
     a.label('S_br').b('bne', T2, X0, 'S_skip');
-    a.label('S_snap').i(rvCsrr(T3, this.csr)).i(rvSw(T3, T1, Rec.start));
+    a.label('S_snap')
+      .i(rvCsrr(T3, this.csr))
+      .i(rvSw(T3, T1, Rec.start));
     a.label('S_skip').i(rvCsrw(MSTATUS, T0));
     const restored = frame.restoreInWindow(a);
     for (let k = 0; k < padding.inside; k++) a.i(rvAddi(X0, X0, 0));
@@ -91,7 +93,13 @@ export class Rv32StubBuilder {
     const site = req.entry;
     const keptHere = (site.keptRegisters ?? 0) & EXIT_USES;
     if (keptHere) {
-      throw new InjectionRefusedError(refusal('noFreeRegister', `Callers keep values in ${regNames(keptHere)} across their calls of this function (-fipa-ra), and the hardware-gating stubs do not give registers back. Measure it with software accumulation (the default payload).`, site.address));
+      throw new InjectionRefusedError(
+        refusal(
+          'noFreeRegister',
+          `Callers keep values in ${regNames(keptHere)} across their calls of this function (-fipa-ra), and the hardware-gating stubs do not give registers back. Measure it with software accumulation (the default payload).`,
+          site.address,
+        ),
+      );
     }
     const a = new Rv32Assembler(req.at);
     const bit = 1 << this.inhibitBit;
@@ -99,22 +107,32 @@ export class Rv32StubBuilder {
     const plan = this.displaced.planExits(req.at, site, site.resume, [T4, T5, T6]);
     this.displaced.hoistAuipcs(site, plan);
     // Stop first: a recursive entry must not count this payload in the open pass.
-    a.label('S').i(rvCsrrsi(X0, MCOUNTINHIBIT, bit)).i(rvAddi(T3, X0, patchInsns + 2));
+    a.label('S')
+      .i(rvCsrrsi(X0, MCOUNTINHIBIT, bit))
+      .i(rvAddi(T3, X0, patchInsns + 2));
     loadAddress(a, T1, req.record, layout);
     // The value now; QEMU 7.2 keeps counting while inhibited, so the stub re-bases to it below.
     a.i(rvCsrr(T2, this.csr)).i(rvSw(T2, T1, Rec.scratch));
     a.jal(T6, 'CE_ext');
     this.displaced.loadExits(a, plan);
     a.b('bne', T2, X0, 'S_nested');
-    a.label('S_outer').i(rvLw(T3, T1, Rec.held)).i(rvSw(T3, T1, Rec.start)).jal(X0, 'S_run');
+    a.label('S_outer')
+      .i(rvLw(T3, T1, Rec.held))
+      .i(rvSw(T3, T1, Rec.start))
+      .jal(X0, 'S_run');
     a.label('S_nested').i(rvLw(T3, T1, Rec.scratch));
-    a.label('S_run').i(rvCsrw(this.csr, T3)).i(rvCsrrci(X0, MCOUNTINHIBIT, bit)).i(rvCsrw(MSTATUS, T0));
+    a.label('S_run')
+      .i(rvCsrw(this.csr, T3))
+      .i(rvCsrrci(X0, MCOUNTINHIBIT, bit))
+      .i(rvCsrw(MSTATUS, T0));
     const d = this.displaced.emitDisplaced(a, site, plan);
     if (d.falls) this.displaced.jumpTo(a, site.resume, plan);
     a.label('S_end');
     this.displaced.emitExits(a, d.exits, plan);
     a.align(4);
-    a.label('X').i(rvCsrrsi(X0, MCOUNTINHIBIT, bit)).i(rvCsrr(T3, this.csr));
+    a.label('X')
+      .i(rvCsrrsi(X0, MCOUNTINHIBIT, bit))
+      .i(rvCsrr(T3, this.csr));
     loadAddress(a, T1, req.record, layout);
     a.jal(X0, 'HX_ext');
     a.label('X_end');
@@ -146,7 +164,10 @@ export class Rv32StubBuilder {
         nestedPayload: patchInsns + 2 + costs.entryNested + costs.exitNested,
         explanation: `outer pass: the csrw re-base, csrci mcountinhibit, csrw mstatus and the jump back at entry${d.extra ? ` (+${d.extra} from relocation)` : ''}, csrsi at exit; a recursive call adds its entry stub up to the counter read and after the re-base, and csrsi, re-base, csrci and ret at its exit (QEMU 7.2 semantics)`,
       },
-      notes: [...d.notes, 'QEMU 7.2 does not stop its counters on mcountinhibit: the stubs re-base the counter with csrw at every start, which is a no-op on hardware.'],
+      notes: [
+        ...d.notes,
+        'QEMU 7.2 does not stop its counters on mcountinhibit: the stubs re-base the counter with csrw at every start, which is a no-op on hardware.',
+      ],
     };
   }
 
@@ -156,7 +177,8 @@ export class Rv32StubBuilder {
    * stack below sp is dead at every instruction: interrupt handlers push there too).
    */
   regionStubs(req: Extract<StubRequest, { kind: 'region' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
-    if (req.payload === 'hardware') throw new InjectionRefusedError(refusal('unrelocatable', 'Regions use software accumulation; hardware gating measures whole functions.'));
+    if (req.payload === 'hardware')
+      throw new InjectionRefusedError(refusal('unrelocatable', 'Regions use software accumulation; hardware gating measures whole functions.'));
     const a = new Rv32Assembler(req.at);
     const P = runtime.paths;
     const patchInsns = (s: PatchSite): number => (s.shape.kind === 'rvAuipc' ? 2 : 1);
@@ -170,12 +192,21 @@ export class Rv32StubBuilder {
     const startSaved = this.save(a, startRegs.saved);
     a.i(rvCsrrci(m, MSTATUS, MSTATUS_MIE));
     loadAddress(a, b, req.record, layout);
-    a.i(rvLw(v, b, Rec.calls)).i(rvAddi(v, v, 1)).i(rvSw(v, b, Rec.calls));
+    a.i(rvLw(v, b, Rec.calls))
+      .i(rvAddi(v, v, 1))
+      .i(rvSw(v, b, Rec.calls));
     a.i(rvAddi(v, X0, 1)).i(rvSw(v, b, Rec.depth));
     const c = ctrlBase(a, cb, layout);
-    a.i(rvLw(v, c.reg, c.off + Ctrl.pay)).i(rvLw(q, b, Rec.costEntryOuter)).i(rvAdd(v, v, q)).i(rvSw(v, c.reg, c.off + Ctrl.pay)).i(rvSw(v, b, Rec.payStart));
+    a.i(rvLw(v, c.reg, c.off + Ctrl.pay))
+      .i(rvLw(q, b, Rec.costEntryOuter))
+      .i(rvAdd(v, v, q))
+      .i(rvSw(v, c.reg, c.off + Ctrl.pay))
+      .i(rvSw(v, b, Rec.payStart));
     this.displaced.loadExits(a, startPlan);
-    a.label('RS_snap').i(rvCsrr(v, this.csr)).i(rvSw(v, b, Rec.start)).i(rvCsrw(MSTATUS, m));
+    a.label('RS_snap')
+      .i(rvCsrr(v, this.csr))
+      .i(rvSw(v, b, Rec.start))
+      .i(rvCsrw(MSTATUS, m));
     this.restore(a, startRegs.saved, startSaved);
     const ds = this.displaced.emitDisplaced(a, start, startPlan);
     if (ds.falls) this.displaced.jumpTo(a, start.resume, startPlan);
@@ -199,9 +230,19 @@ export class Rv32StubBuilder {
     const ce = ctrlBase(a, T4, layout);
     a.i(rvLw(T5, ce.reg, ce.off + Ctrl.pay)).i(rvLw(T2, T1, Rec.depth));
     a.label('RE_br').b('beq', T2, X0, 'RE_unmatched');
-    a.i(rvSw(X0, T1, Rec.depth)).jal(T6, 'ACC_ext').i(rvLw(A3, T1, Rec.costExitOuter)).jal(X0, 'RE_pay');
-    a.label('RE_unmatched').i(rvLw(A3, T1, Rec.untracked)).i(rvAddi(A3, A3, 1)).i(rvSw(A3, T1, Rec.untracked)).i(rvLw(A3, T1, Rec.costExitNested));
-    a.label('RE_pay').i(rvAdd(T5, T5, A3)).i(rvSw(T5, ce.reg, ce.off + Ctrl.pay)).i(rvCsrw(MSTATUS, T0));
+    a.i(rvSw(X0, T1, Rec.depth))
+      .jal(T6, 'ACC_ext')
+      .i(rvLw(A3, T1, Rec.costExitOuter))
+      .jal(X0, 'RE_pay');
+    a.label('RE_unmatched')
+      .i(rvLw(A3, T1, Rec.untracked))
+      .i(rvAddi(A3, A3, 1))
+      .i(rvSw(A3, T1, Rec.untracked))
+      .i(rvLw(A3, T1, Rec.costExitNested));
+    a.label('RE_pay')
+      .i(rvAdd(T5, T5, A3))
+      .i(rvSw(T5, ce.reg, ce.off + Ctrl.pay))
+      .i(rvCsrw(MSTATUS, T0));
     for (const r of endSaved) a.i(rvLw(r, SP, slot(r)));
     if (t3Live) a.i(rvLw(T3, SP, 0));
     a.i(rvAddi(SP, SP, frame));
@@ -265,7 +306,9 @@ export class Rv32StubBuilder {
       const d = dead.shift();
       if (d !== undefined) regs.push(d);
       else {
-        const candidate = preferred.concat([T2, T6, A2, A3, A4, A5]).find((r) => usable(r) && !regs.includes(r) && !saved.includes(r) && (free & (1 << r)) === 0);
+        const candidate = preferred
+          .concat([T2, T6, A2, A3, A4, A5])
+          .find((r) => usable(r) && !regs.includes(r) && !saved.includes(r) && (free & (1 << r)) === 0);
         if (candidate === undefined) throw new Error(`no register for ${p}`);
         regs.push(candidate);
         saved.push(candidate);

@@ -21,25 +21,12 @@ import type {
 } from '../types';
 import { MiCommandResult, MiConnection, describeExit } from './miConnection';
 import type { MiAsyncRecord, MiTuple } from './mi/types';
-import {
-  isTuple,
-  miInt,
-  miList,
-  miOptInt,
-  miOptString,
-  miOptTuple,
-  miQuote,
-  miString,
-  miStringList,
-  miTuple,
-  miTupleList,
-} from './mi/values';
+import { isTuple, miInt, miList, miOptInt, miOptString, miOptTuple, miQuote, miString, miStringList, miTuple, miTupleList } from './mi/values';
 
 export interface GdbStartOptions {
   gdbPath: string;
   cwd: string;
 }
-
 
 /**
  * GDB as the run-control backend: one typed method per MI command CycleLens uses, results read by
@@ -75,7 +62,11 @@ export class GdbBackend extends DebuggerBase implements Debugger {
 
   /** Starts GDB in MI mode and prepares it for an embedded target. */
   static async start(options: GdbStartOptions): Promise<GdbBackend> {
-    const gdb = requireExecutable(options.gdbPath, 'The debugger', 'Install it (Debian: `apt-get install gdb-multiarch`) or set `gdbPath` in the launch configuration.');
+    const gdb = requireExecutable(
+      options.gdbPath,
+      'The debugger',
+      'Install it (Debian: `apt-get install gdb-multiarch`) or set `gdbPath` in the launch configuration.',
+    );
     const proc = OwnedProcess.spawn('gdb', gdb, ['--interpreter=mi3', '--nx', '--quiet'], { cwd: options.cwd });
     const spawnError = new Promise<never>((_, reject) =>
       proc.child.once('error', (err) => reject(new CycleLensError(ErrorCode.DebuggerFailed, `Could not start GDB '${gdb}': ${err.message}`))),
@@ -88,13 +79,23 @@ export class GdbBackend extends DebuggerBase implements Debugger {
   private async prepare(): Promise<void> {
     // Sent together: GDB answers in order, and seven sequential round trips cost startup time.
     // Async mode lets -exec-interrupt reach a running target, and the session keep answering.
-    const settings = [['mi-async', 'on'], ['pagination', 'off'], ['confirm', 'off'], ['breakpoint pending', 'on'], ['print pretty', 'off'], ['charset', 'UTF-8']];
+    const settings = [
+      ['mi-async', 'on'],
+      ['pagination', 'off'],
+      ['confirm', 'off'],
+      ['breakpoint pending', 'on'],
+      ['print pretty', 'off'],
+      ['charset', 'UTF-8'],
+    ];
     const versionSent = this.mi.send('-gdb-version');
     const settingsSent = Promise.all(settings.map(([variable, value]) => this.gdbSet(variable!, value!)));
     const version = await versionSent;
     if (!/GNU gdb/.test(version.console)) {
       settingsSent.catch(() => undefined);
-      throw new CycleLensError(ErrorCode.DebuggerFailed, `The debugger does not look like GDB (it printed: ${version.console.slice(0, 120)}). Point \`gdbPath\` at gdb-multiarch or a GDB for your target.`);
+      throw new CycleLensError(
+        ErrorCode.DebuggerFailed,
+        `The debugger does not look like GDB (it printed: ${version.console.slice(0, 120)}). Point \`gdbPath\` at gdb-multiarch or a GDB for your target.`,
+      );
     }
     await settingsSent;
   }
@@ -431,7 +432,6 @@ export class GdbBackend extends DebuggerBase implements Debugger {
     this.resolveStopWaiters(event);
     this.stopEmitter.fire(event);
   }
-
 }
 
 function mapStopReason(reason: string, signal: string | undefined): StopReason {

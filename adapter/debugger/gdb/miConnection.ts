@@ -57,7 +57,10 @@ export class MiConnection {
   /** Raw traffic, for `trace: true`. */
   readonly onTrace = this.traceEmitter.event;
 
-  constructor(private readonly proc: OwnedProcess, private readonly defaultTimeoutMs = 30_000) {
+  constructor(
+    private readonly proc: OwnedProcess,
+    private readonly defaultTimeoutMs = 30_000,
+  ) {
     const child = proc.child;
     child.stdout?.setEncoding('utf8');
     child.stderr?.setEncoding('utf8');
@@ -117,7 +120,12 @@ export class MiConnection {
       if (timeoutMs > 0) {
         entry.timer = setTimeout(() => {
           this.pending.delete(token);
-          reject(new CycleLensError(ErrorCode.DebuggerFailed, `GDB did not answer '${command}' within ${timeoutMs / 1000} s. The target may be unresponsive: check the connection, or restart the session.`));
+          reject(
+            new CycleLensError(
+              ErrorCode.DebuggerFailed,
+              `GDB did not answer '${command}' within ${timeoutMs / 1000} s. The target may be unresponsive: check the connection, or restart the session.`,
+            ),
+          );
         }, timeoutMs);
       }
       this.pending.set(token, entry);

@@ -83,7 +83,10 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
 
   readonly onTrace = this.traceEmitter.event;
 
-  private constructor(private readonly proc: OwnedProcess, private readonly triple: string) {
+  private constructor(
+    private readonly proc: OwnedProcess,
+    private readonly triple: string,
+  ) {
     super();
     let readyResolve!: () => void;
     let readyReject!: (e: Error) => void;
@@ -132,7 +135,11 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
 
   static async start(options: LldbStartOptions): Promise<LldbDebugger> {
     const triple = tripleFor(options.family);
-    const python = requireExecutable(options.python, 'Python 3 for LLDB', 'Install LLDB\'s Python module (Debian: `apt-get install lldb-14 python3-lldb-14`) or set `lldbPython`.');
+    const python = requireExecutable(
+      options.python,
+      'Python 3 for LLDB',
+      "Install LLDB's Python module (Debian: `apt-get install lldb-14 python3-lldb-14`) or set `lldbPython`.",
+    );
     const proc = OwnedProcess.spawn('lldb', python, ['-u', '-c', bridgeProgram], { cwd: options.cwd });
     const d = new LldbDebugger(proc, triple);
     try {
@@ -228,7 +235,10 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
   }
 
   async download(): Promise<void> {
-    throw new CycleLensError(ErrorCode.Unsupported, 'Loading a program onto a board is not available with LLDB here: use `"debugger": "gdb"`, or load it with the server first.');
+    throw new CycleLensError(
+      ErrorCode.Unsupported,
+      'Loading a program onto a board is not available with LLDB here: use `"debugger": "gdb"`, or load it with the server first.',
+    );
   }
 
   async detach(): Promise<void> {
@@ -314,8 +324,18 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
 
   async insertBreakpoint(request: BreakpointRequest): Promise<BreakpointInfo> {
     const location = request.location.kind === 'address' ? { kind: 'address', address: hex(request.location.address) } : request.location;
-    const info = await this.call<{ id: number; verified: boolean; pending: boolean; address?: string; file?: string; line?: number }>('insertBreakpoint', { ...request, location });
-    return { id: info.id, verified: info.verified, pending: info.pending, address: info.address !== undefined ? BigInt(info.address) : undefined, file: info.file, line: info.line };
+    const info = await this.call<{ id: number; verified: boolean; pending: boolean; address?: string; file?: string; line?: number }>('insertBreakpoint', {
+      ...request,
+      location,
+    });
+    return {
+      id: info.id,
+      verified: info.verified,
+      pending: info.pending,
+      address: info.address !== undefined ? BigInt(info.address) : undefined,
+      file: info.file,
+      line: info.line,
+    };
   }
 
   async insertWatchpoint(request: WatchpointRequest): Promise<BreakpointInfo> {
@@ -408,10 +428,17 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
   }
 
   async disassemble(start: bigint, end: bigint): Promise<DisassembledInstruction[]> {
-    const insns = await this.call<Array<{ address: string; opcodes: string; instruction: string; functionName: string | null; offset: number | null; file: string | null; line: number | null }>>(
-      'disassemble',
-      { start: hex(start), end: hex(end) },
-    );
+    const insns = await this.call<
+      Array<{
+        address: string;
+        opcodes: string;
+        instruction: string;
+        functionName: string | null;
+        offset: number | null;
+        file: string | null;
+        line: number | null;
+      }>
+    >('disassemble', { start: hex(start), end: hex(end) });
     return insns.map((i) => ({
       address: BigInt(i.address),
       opcodes: i.opcodes,

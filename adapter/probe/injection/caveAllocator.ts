@@ -14,7 +14,10 @@ export class CaveAllocator {
   private draining: Block[] = [];
 
   constructor(ranges: Block[]) {
-    this.free = ranges.filter((r) => r.size > 0).map((r) => ({ ...r })).sort((a, b) => a.start - b.start);
+    this.free = ranges
+      .filter((r) => r.size > 0)
+      .map((r) => ({ ...r }))
+      .sort((a, b) => a.start - b.start);
   }
 
   allocate(size: number, align = 4): Block | undefined {

@@ -164,7 +164,7 @@ export function liveIn(cfg: FunctionCfg, model: LivenessModel, callees?: CalleeF
     changed = false;
     for (let i = n - 1; i >= 0; i--) {
       const kind = cfg.exits.get(i);
-      let out = kind === 'tail' ? tailLive(i) ?? exitLive(kind) : exitLive(kind);
+      let out = kind === 'tail' ? (tailLive(i) ?? exitLive(kind)) : exitLive(kind);
       for (const j of cfg.succ[i]!) out |= live[j]!;
       const v = (uses[i]! | ((out >>> 0) & ~defs[i]!)) >>> 0;
       if (v !== live[i]) {
@@ -177,7 +177,13 @@ export function liveIn(cfg: FunctionCfg, model: LivenessModel, callees?: CalleeF
 }
 
 export function describeExit(e: { insn: DecodedInstruction; kind: ExitKind }): string {
-  const what = { return: 'returns', tail: 'jumps out of the function', exceptionReturn: 'returns from the exception', unknown: 'jumps to an unknown address', end: 'runs off the end of the function' }[e.kind];
+  const what = {
+    return: 'returns',
+    tail: 'jumps out of the function',
+    exceptionReturn: 'returns from the exception',
+    unknown: 'jumps to an unknown address',
+    end: 'runs off the end of the function',
+  }[e.kind];
   return `${e.insn.mnemonic} at ${hex(e.insn.address)} ${what}`;
 }
 
@@ -186,7 +192,12 @@ export function describeExit(e: { insn: DecodedInstruction; kind: ExitKind }): s
  * a call clobbers): a fixpoint over the static call graph. Indirect calls and jumps with unknown
  * targets clobber everything the calling convention allows.
  */
-export function clobberSets(functions: readonly FunctionCode[], model: LivenessModel, functionAt: (address: number) => FunctionCode | undefined, tables: readonly JumpTableInfo[]): Map<string, number> {
+export function clobberSets(
+  functions: readonly FunctionCode[],
+  model: LivenessModel,
+  functionAt: (address: number) => FunctionCode | undefined,
+  tables: readonly JumpTableInfo[],
+): Map<string, number> {
   const own = new Map<string, number>();
   const callees = new Map<string, Set<string>>();
   for (const fn of functions) {

@@ -21,7 +21,13 @@ export interface GroupMemberStub {
 /** Padding rounds: a pad can move code across a reach boundary and change a stub once more. */
 const ROUNDS = 4;
 
-export function buildGroupStubs(g: PayloadGenerator, members: readonly GroupMemberStub[], record: number, runtime: RuntimeImage, layout: RuntimeLayout): StubImage[] {
+export function buildGroupStubs(
+  g: PayloadGenerator,
+  members: readonly GroupMemberStub[],
+  record: number,
+  runtime: RuntimeImage,
+  layout: RuntimeLayout,
+): StubImage[] {
   let padding: StubPadding[] = members.map(() => ({ outside: 0, inside: 0 }));
   // Any member's exit stub serves all: it gives back what any member's callers keep.
   const exitKeeps = members.reduce((m, x) => (m | (x.entry.keptRegisters ?? 0)) >>> 0, 0);
@@ -31,10 +37,23 @@ export function buildGroupStubs(g: PayloadGenerator, members: readonly GroupMemb
     if (!next) return stubs;
     padding = next;
   }
-  throw new InjectionRefusedError(refusal('unrelocatable', `The trampolines of ${members.map((m) => m.name).join(', ')} could not be brought to one cost per pass, which a shared record needs; measure them separately.`));
+  throw new InjectionRefusedError(
+    refusal(
+      'unrelocatable',
+      `The trampolines of ${members.map((m) => m.name).join(', ')} could not be brought to one cost per pass, which a shared record needs; measure them separately.`,
+    ),
+  );
 }
 
-function buildMember(g: PayloadGenerator, m: GroupMemberStub, record: number, padding: StubPadding, runtime: RuntimeImage, layout: RuntimeLayout, exitKeeps: number): StubImage {
+function buildMember(
+  g: PayloadGenerator,
+  m: GroupMemberStub,
+  record: number,
+  padding: StubPadding,
+  runtime: RuntimeImage,
+  layout: RuntimeLayout,
+  exitKeeps: number,
+): StubImage {
   try {
     return g.buildStubs({ kind: 'function', payload: 'software', record, at: m.at, entry: m.entry, padding, exitKeeps }, runtime, layout);
   } catch (err) {
@@ -60,7 +79,12 @@ function padTowardsEqual(stubs: readonly StubImage[], padding: readonly StubPadd
 }
 
 function sameCosts(a: StubImage, b: StubImage): boolean {
-  return a.costs.entryOuter === b.costs.entryOuter && a.costs.entryNested === b.costs.entryNested && a.costs.exitOuter === b.costs.exitOuter && a.costs.exitNested === b.costs.exitNested;
+  return (
+    a.costs.entryOuter === b.costs.entryOuter &&
+    a.costs.entryNested === b.costs.entryNested &&
+    a.costs.exitOuter === b.costs.exitOuter &&
+    a.costs.exitNested === b.costs.exitNested
+  );
 }
 
 /** A member's refusal as the group's: the member named first, the planner's sentence after it. */

@@ -5,7 +5,19 @@
  * trampolineThumb.ts `thumbInjectionSupport`) and exposes its methods as DAP requests.
  */
 export { InjectionService } from './injectionService';
-export type { Calibration, GroupOptions, InjectionFamilySupport, InjectionServiceOptions, MeasureOptions, MeasurementKind, MeasurementInfo, MeasurementResults, StopPoint, TargetCode, TargetRunner } from './injectionService';
+export type {
+  Calibration,
+  GroupOptions,
+  InjectionFamilySupport,
+  InjectionServiceOptions,
+  MeasureOptions,
+  MeasurementKind,
+  MeasurementInfo,
+  MeasurementResults,
+  StopPoint,
+  TargetCode,
+  TargetRunner,
+} from './injectionService';
 export { InjectionPlanner, reachableDisplaced } from './planner';
 export { ProgramModel } from './programModel';
 export { InjectionRefusedError } from './errors';

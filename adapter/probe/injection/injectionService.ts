@@ -67,20 +67,31 @@ export class InjectionService {
     const ctrlSize = Ctrl.shadow + 4 * slots;
     const tableAt = align(r.start + ctrlSize, 4);
     const tableEnd = tableAt + 12 * (DISPATCH_CAPACITY + 1);
-    const runtimeSize = o.support.generator.runtimeSize({ ctrl: r.start, shadowSlots: slots, runtime: 0, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY });
+    const runtimeSize = o.support.generator.runtimeSize({
+      ctrl: r.start,
+      shadowSlots: slots,
+      runtime: 0,
+      dispatchTable: tableAt,
+      dispatchCapacity: DISPATCH_CAPACITY,
+    });
     const end = r.start + r.size;
     const tpFree = o.support.arch.threadPointer !== undefined && o.useThreadPointer !== false && !this.model.referencesRegister(o.support.arch.threadPointer);
     if (tpFree) {
       // tp in the middle: `jalr x0, off(tp)` and `addi rd, tp, off` reach +/-2 KiB around it.
       const tp = align(r.start + Math.min(2048, Math.floor(r.size / 2)), 4);
       const windowEnd = Math.min(end, tp + 2048);
-      if (tp < tableEnd || tp + runtimeSize > windowEnd) throw new CycleLensError(ErrorCode.InvalidRequest, `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`);
+      if (tp < tableEnd || tp + runtimeSize > windowEnd)
+        throw new CycleLensError(ErrorCode.InvalidRequest, `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`);
       this.layout = { ctrl: r.start, shadowSlots: slots, runtime: tp, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY, threadPointer: tp };
-      this.stubRanges = [{ start: tableEnd, size: tp - tableEnd }, { start: tp + runtimeSize, size: windowEnd - tp - runtimeSize }];
+      this.stubRanges = [
+        { start: tableEnd, size: tp - tableEnd },
+        { start: tp + runtimeSize, size: windowEnd - tp - runtimeSize },
+      ];
       this.cave = { start: Math.max(r.start, tp - 2048), size: windowEnd - Math.max(r.start, tp - 2048), threadPointerBase: tp };
     } else {
       const runtime = align(tableEnd, 4);
-      if (runtime + runtimeSize > end) throw new CycleLensError(ErrorCode.InvalidRequest, `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`);
+      if (runtime + runtimeSize > end)
+        throw new CycleLensError(ErrorCode.InvalidRequest, `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`);
       this.layout = { ctrl: r.start, shadowSlots: slots, runtime, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY };
       this.stubRanges = [{ start: runtime + runtimeSize, size: end - runtime - runtimeSize }];
       this.cave = { start: r.start, size: r.size };

@@ -92,7 +92,10 @@ export function journalFiles(dir: string, elf: ElfImage): string[] {
     return [];
   }
   const own = new RegExp(`^${hash}(\\.\\d+)?\\.json$`);
-  return names.filter((n) => own.test(n)).sort().map((n) => join(dir, n));
+  return names
+    .filter((n) => own.test(n))
+    .sort()
+    .map((n) => join(dir, n));
 }
 
 export class PatchJournal {
@@ -177,12 +180,14 @@ export function journalProblem(data: unknown): string | undefined {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return 'it is not a JSON object';
   const d = data as Record<string, unknown>;
   if (d.schema !== JOURNAL_SCHEMA) return `its schema is ${JSON.stringify(d.schema) ?? 'missing'}, not "${JOURNAL_SCHEMA}"`;
-  if (d.threadPointer !== undefined && (typeof d.threadPointer !== 'string' || !/^[0-9a-f]{1,16}$/i.test(d.threadPointer))) return 'threadPointer is not a hex number';
+  if (d.threadPointer !== undefined && (typeof d.threadPointer !== 'string' || !/^[0-9a-f]{1,16}$/i.test(d.threadPointer)))
+    return 'threadPointer is not a hex number';
   if (!Array.isArray(d.patches)) return 'patches is not a list';
   for (const [i, raw] of d.patches.entries()) {
     const p = raw as Partial<Record<keyof JournalPatch, unknown>> | null;
     if (typeof p !== 'object' || p === null) return `patches[${i}] is not an object`;
-    if (typeof p.address !== 'number' || !Number.isInteger(p.address) || p.address < 0 || p.address > 0xffff_ffff) return `patches[${i}].address is not a 32-bit address`;
+    if (typeof p.address !== 'number' || !Number.isInteger(p.address) || p.address < 0 || p.address > 0xffff_ffff)
+      return `patches[${i}].address is not a 32-bit address`;
     for (const k of ['original', 'patched'] as const) {
       const v = p[k];
       if (typeof v !== 'string' || v.length === 0 || v.length % 2 !== 0 || !/^[0-9a-f]*$/i.test(v)) return `patches[${i}].${k} is not a hex byte string`;
@@ -230,7 +235,16 @@ function moveAside(path: string): string {
  * reported.
  */
 export async function restoreFromJournal(access: TargetAccess, elf: ElfImage, dir: string): Promise<RestoreReport> {
-  const report: RestoreReport = { journals: [], restored: [], alreadyOriginal: [], conflicts: [], mismatches: [], threadPointerRestored: false, damaged: [], liveElsewhere: [] };
+  const report: RestoreReport = {
+    journals: [],
+    restored: [],
+    alreadyOriginal: [],
+    conflicts: [],
+    mismatches: [],
+    threadPointerRestored: false,
+    damaged: [],
+    liveElsewhere: [],
+  };
   for (const path of journalFiles(dir, elf)) {
     const read = readJournal(path);
     if ('problem' in read) {
@@ -282,10 +296,12 @@ async function restoreOne(access: TargetAccess, elf: ElfImage, path: string, dat
 
 /** Addresses as `0x… (function)`, for messages. */
 function where(addresses: readonly number[], elf: ElfImage): string {
-  return addresses.map((a) => {
-    const fn = elf.functionContaining(a)?.name;
-    return fn ? `${hex(a)} (${fn})` : hex(a);
-  }).join(', ');
+  return addresses
+    .map((a) => {
+      const fn = elf.functionContaining(a)?.name;
+      return fn ? `${hex(a)} (${fn})` : hex(a);
+    })
+    .join(', ');
 }
 
 /**
@@ -296,16 +312,30 @@ export function describeRestore(report: RestoreReport, elf: ElfImage): { text: s
   const lines: string[] = [];
   for (const d of report.damaged) {
     const kept = d.movedTo === d.path ? `It could not be moved aside and stays at ${d.path}` : `It was moved aside to ${d.movedTo} for inspection`;
-    lines.push(`The patch journal ${d.path} is damaged: ${d.problem}. ${kept}; the launch goes on with the program loaded from the ELF. If a previous session left measurements patched into a board's RAM, reset the board.`);
+    lines.push(
+      `The patch journal ${d.path} is damaged: ${d.problem}. ${kept}; the launch goes on with the program loaded from the ELF. If a previous session left measurements patched into a board's RAM, reset the board.`,
+    );
   }
   if (report.journals.length > 0) {
     const parts: string[] = [];
-    if (report.restored.length) parts.push(`restored the original bytes at ${report.restored.length} address(es): ${where(report.restored, elf)}${report.threadPointerRestored ? ', and the tp register' : ''}`);
-    if (report.alreadyOriginal.length) parts.push(`found ${report.alreadyOriginal.length} address(es) already original (the program was reloaded since): ${where(report.alreadyOriginal, elf)}`);
-    if (report.conflicts.length) parts.push(`left ${report.conflicts.length} address(es) alone because the target holds unexpected bytes there: ${report.conflicts.map((c) => `${where([c.address], elf)} reads ${c.found}`).join(', ')} (journal kept)`);
-    if (report.mismatches.length) parts.push(`did not write ${report.mismatches.length} address(es) because the ELF changed since they were journaled: ${where(report.mismatches, elf)} (journal kept)`);
+    if (report.restored.length)
+      parts.push(
+        `restored the original bytes at ${report.restored.length} address(es): ${where(report.restored, elf)}${report.threadPointerRestored ? ', and the tp register' : ''}`,
+      );
+    if (report.alreadyOriginal.length)
+      parts.push(`found ${report.alreadyOriginal.length} address(es) already original (the program was reloaded since): ${where(report.alreadyOriginal, elf)}`);
+    if (report.conflicts.length)
+      parts.push(
+        `left ${report.conflicts.length} address(es) alone because the target holds unexpected bytes there: ${report.conflicts.map((c) => `${where([c.address], elf)} reads ${c.found}`).join(', ')} (journal kept)`,
+      );
+    if (report.mismatches.length)
+      parts.push(
+        `did not write ${report.mismatches.length} address(es) because the ELF changed since they were journaled: ${where(report.mismatches, elf)} (journal kept)`,
+      );
     if (parts.length === 0) parts.push('found nothing left to restore');
-    lines.push(`CycleLens found patches a previous session left in this program (${report.journals.map((j) => basename(j)).join(', ')}) and ${parts.join('; ')}.`);
+    lines.push(
+      `CycleLens found patches a previous session left in this program (${report.journals.map((j) => basename(j)).join(', ')}) and ${parts.join('; ')}.`,
+    );
   }
   if (lines.length === 0) return undefined;
   return { text: `${lines.join('\n')}\n`, important: report.damaged.length > 0 || report.conflicts.length > 0 || report.mismatches.length > 0 };

@@ -74,7 +74,12 @@ export class LiveMeasurements {
   allocOrThrow(size: number): Block {
     const b = this.allocator.allocate(size, 4);
     if (!b) {
-      throw new InjectionRefusedError(refusal('memory', `The reserved memory at ${hex(this.o.reserved.start)} is full (${this.allocator.freeBytes} bytes free, ${size} needed); remove measurements or reserve more RAM.`));
+      throw new InjectionRefusedError(
+        refusal(
+          'memory',
+          `The reserved memory at ${hex(this.o.reserved.start)} is full (${this.allocator.freeBytes} bytes free, ${size} needed); remove measurements or reserve more RAM.`,
+        ),
+      );
     }
     return b;
   }
@@ -211,7 +216,11 @@ export class LiveMeasurements {
       for (const p of m.patches) {
         if (a < p.address || a >= p.address + p.patched.length) continue;
         const who = `measurement #${m.info.id} (${m.info.name})`;
-        if (a !== p.address) return { ok: false, reason: `${hex(a)} is inside the bytes patched by ${who}, so the program never executes it there. Remove that measurement, or stop elsewhere.` };
+        if (a !== p.address)
+          return {
+            ok: false,
+            reason: `${hex(a)} is inside the bytes patched by ${who}, so the program never executes it there. Remove that measurement, or stop elsewhere.`,
+          };
         // Where the displaced code branches away it never comes back: stop on the jump itself.
         return p.stopAt !== undefined ? { ok: true, address: p.stopAt, moved: { from: a, measurement: who } } : { ok: true, address };
       }
@@ -223,7 +232,9 @@ export class LiveMeasurements {
     for (const m of this.measurements.values()) {
       for (const p of m.patches) {
         if (address < p.address + p.patched.length && p.address < address + length) {
-          throw new InjectionRefusedError(refusal('branchIntoPatch', `${hex(address)} is already patched by measurement #${m.info.id} (${m.info.name}); remove it first.`, address));
+          throw new InjectionRefusedError(
+            refusal('branchIntoPatch', `${hex(address)} is already patched by measurement #${m.info.id} (${m.info.name}); remove it first.`, address),
+          );
         }
       }
     }
@@ -233,10 +244,24 @@ export class LiveMeasurements {
 
   claimHardwareSlot(): void {
     const c = this.counter;
-    if (c.kind !== 'csr') throw new InjectionRefusedError(refusal('unrelocatable', `Hardware gating needs a counter with an inhibit bit; ${c.name} has none. Use software accumulation.`));
-    if (this.hardwareSlotInUse) throw new InjectionRefusedError(refusal('unrelocatable', `${c.name} already gates another measurement; hardware gating takes one counter slot per measurement. Use software accumulation for more.`));
+    if (c.kind !== 'csr')
+      throw new InjectionRefusedError(
+        refusal('unrelocatable', `Hardware gating needs a counter with an inhibit bit; ${c.name} has none. Use software accumulation.`),
+      );
+    if (this.hardwareSlotInUse)
+      throw new InjectionRefusedError(
+        refusal(
+          'unrelocatable',
+          `${c.name} already gates another measurement; hardware gating takes one counter slot per measurement. Use software accumulation for more.`,
+        ),
+      );
     if ([...this.measurements.values()].some((m) => m.info.payload === 'software')) {
-      throw new InjectionRefusedError(refusal('unrelocatable', `Software measurements read ${c.name} as a free-running counter; gating it would break them. Remove them first, or use software accumulation.`));
+      throw new InjectionRefusedError(
+        refusal(
+          'unrelocatable',
+          `Software measurements read ${c.name} as a free-running counter; gating it would break them. Remove them first, or use software accumulation.`,
+        ),
+      );
     }
     this.hardwareSlotInUse = true;
   }
@@ -249,7 +274,8 @@ export class LiveMeasurements {
   async releaseHardwareSlot(): Promise<void> {
     this.hardwareSlotInUse = false;
     const c = this.counter;
-    if (c.kind === 'csr') await this.o.access.writeRegister('mcountinhibit', (await this.o.access.readRegister('mcountinhibit')) & ~(1n << BigInt(c.inhibitBit)));
+    if (c.kind === 'csr')
+      await this.o.access.writeRegister('mcountinhibit', (await this.o.access.readRegister('mcountinhibit')) & ~(1n << BigInt(c.inhibitBit)));
   }
 
   /** Stops the gated counter and returns the value it holds (the measurement's zero). */

@@ -34,7 +34,13 @@ export class MeasurementBuilder {
     const payload = options.payload ?? 'software';
     if (payload === 'hardware') this.live.claimHardwareSlot();
     try {
-      return await this.install(plan.function.name, 'function', payload, plan.warnings, [plan.entry], (record, at) => ({ kind: 'function', payload, record, at, entry: plan.entry }));
+      return await this.install(plan.function.name, 'function', payload, plan.warnings, [plan.entry], (record, at) => ({
+        kind: 'function',
+        payload,
+        record,
+        at,
+        entry: plan.entry,
+      }));
     } catch (err) {
       if (payload === 'hardware') this.live.dropHardwareClaim();
       throw err;
@@ -46,14 +52,29 @@ export class MeasurementBuilder {
     const plan = this.planner.planCallSites(target);
     if (!plan.ok) throw new InjectionRefusedError(plan);
     const fn = plan.function;
-    return this.install(fn.name, 'callSites', options.payload ?? 'software', plan.warnings, [], (record, at) => ({ kind: 'callSite', payload: 'software', record, at, target: fn.start }), plan.sites);
+    return this.install(
+      fn.name,
+      'callSites',
+      options.payload ?? 'software',
+      plan.warnings,
+      [],
+      (record, at) => ({ kind: 'callSite', payload: 'software', record, at, target: fn.start }),
+      plan.sites,
+    );
   }
 
   async measureRegion(start: number, end: number): Promise<MeasurementInfo> {
     const plan = this.planner.planRegion(start, end);
     if (!plan.ok) throw new InjectionRefusedError(plan);
     const name = `${plan.function.name} ${hex(start)}..${hex(end)}`;
-    return this.install(name, 'region', 'software', plan.warnings, [plan.start, plan.end], (record, at) => ({ kind: 'region', payload: 'software', record, at, start: plan.start, end: plan.end }));
+    return this.install(name, 'region', 'software', plan.warnings, [plan.start, plan.end], (record, at) => ({
+      kind: 'region',
+      payload: 'software',
+      record,
+      at,
+      start: plan.start,
+      end: plan.end,
+    }));
   }
 
   /**
@@ -66,7 +87,12 @@ export class MeasurementBuilder {
    */
   async measureGroup(members: readonly string[], options: GroupOptions = {}): Promise<MeasurementInfo> {
     if (options.payload === 'hardware') {
-      throw new InjectionRefusedError(refusal('unrelocatable', 'Groups are measured with software accumulation only: hardware gating gives one counter slot to one function. Inject the group with the software payload.'));
+      throw new InjectionRefusedError(
+        refusal(
+          'unrelocatable',
+          'Groups are measured with software accumulation only: hardware gating gives one counter slot to one function. Inject the group with the software payload.',
+        ),
+      );
     }
     const plans = this.planGroup(members);
     const sites = plans.map((p) => p.entry);
@@ -79,12 +105,23 @@ export class MeasurementBuilder {
       this.checkMemory([ranges[i]!]);
     });
     if (this.live.hardwareGated) {
-      throw new InjectionRefusedError(refusal('unrelocatable', `${this.live.counter.name} is gated by a hardware-gating measurement; software accumulation reads the same counter. Remove that measurement first.`));
+      throw new InjectionRefusedError(
+        refusal(
+          'unrelocatable',
+          `${this.live.counter.name} is gated by a hardware-gating measurement; software accumulation reads the same counter. Remove that measurement first.`,
+        ),
+      );
     }
     const g = this.o.support.generator;
     // A trial at the cave's start refuses what cannot be relocated before anything is written.
     const trialRuntime = this.live.runtime ?? g.buildRuntime(this.layout);
-    const trial = buildGroupStubs(g, sites.map((entry, i) => ({ name: names[i]!, entry, at: this.cave.start })), this.cave.start, trialRuntime, this.layout);
+    const trial = buildGroupStubs(
+      g,
+      sites.map((entry, i) => ({ name: names[i]!, entry, at: this.cave.start })),
+      this.cave.start,
+      trialRuntime,
+      this.layout,
+    );
     await this.live.ensureRuntime();
     const runtime = this.live.runtime!;
     const blocks: Block[] = [];
@@ -94,7 +131,13 @@ export class MeasurementBuilder {
       // Room for the padding the final addresses may add over the trial's.
       for (const t of trial) blocks.push(this.live.allocOrThrow(t.bytes.length + 64));
       const stubBlocks = blocks.slice(1);
-      const stubs = buildGroupStubs(g, sites.map((entry, i) => ({ name: names[i]!, entry, at: stubBlocks[i]!.start })), recordBlock.start, runtime, this.layout);
+      const stubs = buildGroupStubs(
+        g,
+        sites.map((entry, i) => ({ name: names[i]!, entry, at: stubBlocks[i]!.start })),
+        recordBlock.start,
+        runtime,
+        this.layout,
+      );
       stubs.forEach((st, i) => {
         if (st.bytes.length > stubBlocks[i]!.size) throw new Error(`the stub of ${names[i]} grew past its allocation`);
       });
@@ -102,7 +145,12 @@ export class MeasurementBuilder {
       // Every member's exit stub is the same code on the same record: the record names the first one.
       await this.o.access.writeMemory(BigInt(recordBlock.start), initialRecord((first.exit! | this.o.support.codeAddressBit) >>> 0, first.costs));
       for (const [i, st] of stubs.entries()) await this.o.access.writeMemory(BigInt(stubBlocks[i]!.start), st.bytes);
-      const patches: Measurement['patches'] = sites.map((st, i) => ({ address: st.address, original: st.original, patched: g.encodePatch(st, stubs[i]!.entry, this.layout), stopAt: stopAfter(st) }));
+      const patches: Measurement['patches'] = sites.map((st, i) => ({
+        address: st.address,
+        original: st.original,
+        patched: g.encodePatch(st, stubs[i]!.entry, this.layout),
+        stopAt: stopAfter(st),
+      }));
       const warnings = plans.flatMap((p) => p.warnings.map((w) => ({ ...w, member: p.function.name, message: `${p.function.name}: ${w.message}` })));
       const info: MeasurementInfo = {
         id: this.live.takeId(),
@@ -136,13 +184,17 @@ export class MeasurementBuilder {
     for (const member of members) {
       const plan = this.planner.planFunction(member);
       if (!plan.ok) {
-        const instead = plan.callSites?.usable.length ? ` Measure ${member} on its own (at its call sites), or leave it out of the group.` : ` Leave ${member} out of the group.`;
+        const instead = plan.callSites?.usable.length
+          ? ` Measure ${member} on its own (at its call sites), or leave it out of the group.`
+          : ` Leave ${member} out of the group.`;
         throw memberRefusal(member, new InjectionRefusedError({ ...plan, reason: `${plan.reason}${instead}` }));
       }
       const before = seen.get(plan.function.start);
       if (before !== undefined) {
         const same = before === member ? `${member} is listed twice` : `${member} and ${before} are the same function`;
-        throw new InjectionRefusedError(refusal('branchIntoPatch', `${same} in the group; a function's entry can carry one patch. List each function once.`, plan.function.start));
+        throw new InjectionRefusedError(
+          refusal('branchIntoPatch', `${same} in the group; a function's entry can carry one patch. List each function once.`, plan.function.start),
+        );
       }
       seen.set(plan.function.start, member);
       plans.push(plan);
@@ -162,14 +214,22 @@ export class MeasurementBuilder {
   ): Promise<MeasurementInfo> {
     for (const s of sites) this.live.checkOverlap(s.address, s.original.length);
     for (const c of callSites ?? []) this.live.checkOverlap(c.address, c.length);
-    const ranges = [...sites.map((s) => [s.address, s.address + s.original.length] as [number, number]), ...(callSites ?? []).map((c) => [c.address, c.address + c.length] as [number, number])];
+    const ranges = [
+      ...sites.map((s) => [s.address, s.address + s.original.length] as [number, number]),
+      ...(callSites ?? []).map((c) => [c.address, c.address + c.length] as [number, number]),
+    ];
     if (checkProgram) {
       await this.checkResumePoints(ranges);
       this.checkMemory(ranges);
     }
     await this.live.ensureRuntime();
     if (payload === 'software' && this.live.hardwareGated) {
-      throw new InjectionRefusedError(refusal('unrelocatable', `${this.live.counter.name} is gated by a hardware-gating measurement; software accumulation reads the same counter. Remove that measurement first.`));
+      throw new InjectionRefusedError(
+        refusal(
+          'unrelocatable',
+          `${this.live.counter.name} is gated by a hardware-gating measurement; software accumulation reads the same counter. Remove that measurement first.`,
+        ),
+      );
     }
     const g = this.o.support.generator;
     const runtime = this.live.runtime!;
@@ -188,10 +248,21 @@ export class MeasurementBuilder {
       await this.o.access.writeMemory(BigInt(stubBlock.start), stub.bytes);
       const patches: Measurement['patches'] = [];
       if (kind === 'region') {
-        patches.push({ address: sites[0]!.address, original: sites[0]!.original, patched: g.encodePatch(sites[0]!, stub.entry, this.layout), stopAt: stopAfter(sites[0]!) });
-        patches.push({ address: sites[1]!.address, original: sites[1]!.original, patched: g.encodePatch(sites[1]!, stub.regionEnd!, this.layout), stopAt: stopAfter(sites[1]!) });
+        patches.push({
+          address: sites[0]!.address,
+          original: sites[0]!.original,
+          patched: g.encodePatch(sites[0]!, stub.entry, this.layout),
+          stopAt: stopAfter(sites[0]!),
+        });
+        patches.push({
+          address: sites[1]!.address,
+          original: sites[1]!.original,
+          patched: g.encodePatch(sites[1]!, stub.regionEnd!, this.layout),
+          stopAt: stopAfter(sites[1]!),
+        });
       } else {
-        for (const s of sites) patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout), stopAt: stopAfter(s) });
+        for (const s of sites)
+          patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout), stopAt: stopAfter(s) });
       }
       const dispatch: DispatchEntry[] = [];
       for (const c of callSites ?? []) {
@@ -225,7 +296,13 @@ export class MeasurementBuilder {
     for (const [s, e] of ranges) {
       const kind = memoryKindAt(this.o.memoryMap, s, e - s, this.o.support.arch.family);
       if ((kind === 'flash' || kind === 'rom') && !this.o.allowFlashWrites) {
-        throw new InjectionRefusedError(refusal('memory', `The code at ${hex(s)} is in ${kind}; a debugger write would not stick (or would need a flash erase). Run the code from RAM, or allow flash writes in the launch configuration.`, s));
+        throw new InjectionRefusedError(
+          refusal(
+            'memory',
+            `The code at ${hex(s)} is in ${kind}; a debugger write would not stick (or would need a flash erase). Run the code from RAM, or allow flash writes in the launch configuration.`,
+            s,
+          ),
+        );
       }
     }
   }
@@ -236,7 +313,13 @@ export class MeasurementBuilder {
     for (const p of points) {
       for (const [s, e] of ranges) {
         if (p.address > s && p.address < e) {
-          throw new InjectionRefusedError(refusal('branchIntoPatch', `${p.what} is at ${hex(p.address)}, inside the bytes a patch at ${hex(s)} would overwrite; step past ${hex(e)} first.`, p.address));
+          throw new InjectionRefusedError(
+            refusal(
+              'branchIntoPatch',
+              `${p.what} is at ${hex(p.address)}, inside the bytes a patch at ${hex(s)} would overwrite; step past ${hex(e)} first.`,
+              p.address,
+            ),
+          );
         }
       }
     }
@@ -258,7 +341,13 @@ function stopAfter(site: PatchSite): number | undefined {
 /** A call displaced into a trampoline returns into it: that memory stays reserved for the session. */
 function pinsMemory(sites: readonly PatchSite[], name: string, warnings: InjectionWarning[]): boolean {
   const pinned = sites.some((st) => st.displaced.some((x) => x.kind === 'call' || x.kind === 'indirectCall'));
-  if (pinned) warnings.push(warning('memoryPinned', `A call is among the instructions moved into the trampoline of ${name}; its return lands there, so that memory stays reserved until the session ends.`));
+  if (pinned)
+    warnings.push(
+      warning(
+        'memoryPinned',
+        `A call is among the instructions moved into the trampoline of ${name}; its return lands there, so that memory stays reserved until the session ends.`,
+      ),
+    );
   return pinned;
 }
 
@@ -278,5 +367,8 @@ function withOffer(r: InjectionRefusal): InjectionRefusal {
   const offer = r.callSites;
   if (!offer || offer.usable.length === 0) return r;
   const missed = offer.missed.length + offer.indirectCalls.length;
-  return { ...r, reason: `${r.reason} It can be measured at its ${offer.usable.length} direct call site(s) instead${missed ? ` (missing ${offer.missed.length} site(s) that cannot be rewritten and ${offer.indirectCalls.length} indirect call(s) in the program)` : ''}.` };
+  return {
+    ...r,
+    reason: `${r.reason} It can be measured at its ${offer.usable.length} direct call site(s) instead${missed ? ` (missing ${offer.missed.length} site(s) that cannot be rewritten and ${offer.indirectCalls.length} indirect call(s) in the program)` : ''}.`,
+  };
 }

@@ -25,7 +25,15 @@ export class PatchWriter {
    * in the reserved memory only.
    */
   async apply(id: number, patches: readonly Patch[], journaled: boolean): Promise<void> {
-    if (journaled) this.journal.add(patches.map((p) => ({ measurement: id, address: p.address, original: Buffer.from(p.original).toString('hex'), patched: Buffer.from(p.patched).toString('hex') })));
+    if (journaled)
+      this.journal.add(
+        patches.map((p) => ({
+          measurement: id,
+          address: p.address,
+          original: Buffer.from(p.original).toString('hex'),
+          patched: Buffer.from(p.patched).toString('hex'),
+        })),
+      );
     const written: Patch[] = [];
     try {
       for (const p of patches) {
@@ -33,7 +41,13 @@ export class PatchWriter {
         written.push(p);
         const check = await this.access.readMemory(BigInt(p.address), p.patched.length);
         if (!check.equals(Buffer.from(p.patched))) {
-          throw new InjectionRefusedError(refusal('memory', `The patch at ${hex(p.address)} did not stick (reads ${check.toString('hex')}); the code is probably in flash. Allow flash writes or reserve RAM for the code.`, p.address));
+          throw new InjectionRefusedError(
+            refusal(
+              'memory',
+              `The patch at ${hex(p.address)} did not stick (reads ${check.toString('hex')}); the code is probably in flash. Allow flash writes or reserve RAM for the code.`,
+              p.address,
+            ),
+          );
         }
       }
     } catch (err) {
@@ -57,7 +71,8 @@ export class PatchWriter {
       const check = await this.access.readMemory(BigInt(p.address), p.original.length);
       const image = this.model.imageBytes(p.address, p.original.length);
       if (!check.equals(Buffer.from(p.original))) problems.push(`restoring ${hex(p.address)} did not stick (reads ${check.toString('hex')})`);
-      else if (image && !check.equals(Buffer.from(image))) problems.push(`${hex(p.address)} now holds ${check.toString('hex')}, but the ELF has ${Buffer.from(image).toString('hex')}`);
+      else if (image && !check.equals(Buffer.from(image)))
+        problems.push(`${hex(p.address)} now holds ${check.toString('hex')}, but the ELF has ${Buffer.from(image).toString('hex')}`);
     }
     return problems;
   }

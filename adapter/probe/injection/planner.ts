@@ -43,30 +43,51 @@ export class InjectionPlanner {
     const fn = this.model.functionAt(target);
     if (fn) return fn;
     const inside = this.model.functionContaining(target);
-    return refusal('notFound', inside
-      ? `${hex(target)} is inside ${inside.name} (which starts at ${hex(inside.start)}), not at a function's first instruction.`
-      : `No function starts at ${hex(target)}.`, target);
+    return refusal(
+      'notFound',
+      inside
+        ? `${hex(target)} is inside ${inside.name} (which starts at ${hex(inside.start)}), not at a function's first instruction.`
+        : `No function starts at ${hex(target)}.`,
+      target,
+    );
   }
 
   planFunction(target: string | number): FunctionPlan | InjectionRefusal {
     const fn = this.resolveFunction(target);
     if ('ok' in fn) return fn;
     const name = fn.name;
-    if (fn.undecodable) return refusal('undecodable', `${name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}), so its code cannot be patched safely.`, fn.undecodable.address);
+    if (fn.undecodable)
+      return refusal(
+        'undecodable',
+        `${name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}), so its code cannot be patched safely.`,
+        fn.undecodable.address,
+      );
     const mret = fn.instructions.find((i) => i.kind === 'exceptionReturn');
     if (mret) {
-      return refusal('exceptionReturn', `${name} is an exception handler: it returns with ${mret.mnemonic} at ${hex(mret.address)}, not through the return address, so its return cannot be redirected. Measure a region inside it instead.`, mret.address);
+      return refusal(
+        'exceptionReturn',
+        `${name} is an exception handler: it returns with ${mret.mnemonic} at ${hex(mret.address)}, not through the return address, so its return cannot be redirected. Measure a region inside it instead.`,
+        mret.address,
+      );
     }
     for (const e of this.model.edgesTo(fn.start)) {
       const from = this.model.instructionAt(e.from);
       if (!from) continue;
       const link = e.kind === 'call' ? this.arch.linkRegister(from) : undefined;
       if (link !== undefined && link !== this.standardLink) {
-        return refusal('alternateLink', `${from.mnemonic} at ${hex(e.from)} calls ${name} with x${link} as its link register (a millicode convention), so the return address is not where the entry payload looks for it. Its instructions count in the inclusive time of the functions that call it.`, e.from);
+        return refusal(
+          'alternateLink',
+          `${from.mnemonic} at ${hex(e.from)} calls ${name} with x${link} as its link register (a millicode convention), so the return address is not where the entry payload looks for it. Its instructions count in the inclusive time of the functions that call it.`,
+          e.from,
+        );
       }
       const fromFn = this.model.functionContaining(e.from);
       if (fromFn === fn && e.kind !== 'call') {
-        return refusal('entryLoop', `${from.mnemonic} at ${hex(e.from)} jumps back to ${name}'s first instruction (a loop through the entry), so the entry payload would run again on every iteration.`, e.from);
+        return refusal(
+          'entryLoop',
+          `${from.mnemonic} at ${hex(e.from)} jumps back to ${name}'s first instruction (a loop through the entry), so the entry payload would run again on every iteration.`,
+          e.from,
+        );
       }
     }
     const reload = this.reloadsReturnAddress(fn);
@@ -76,7 +97,12 @@ export class InjectionPlanner {
     const kept = this.keptOf(fn)?.kept ?? 0;
     const free = this.entryFree(fn, kept);
     const shape = this.arch.choosePatch(fn.start, this.cave, free);
-    if (typeof shape === 'string') return refusal('noFreeRegister', `${name}: ${shape}${kept ? ` (callers keep values in ${regList(kept)} across their calls of ${name}, so those are not free either)` : ''}`, fn.start);
+    if (typeof shape === 'string')
+      return refusal(
+        'noFreeRegister',
+        `${name}: ${shape}${kept ? ` (callers keep values in ${regList(kept)} across their calls of ${name}, so those are not free either)` : ''}`,
+        fn.start,
+      );
     const site = this.coverSite(fn, fn.start, shape, free);
     if (!('ok' in site) && kept) site.keptRegisters = kept;
     if ('ok' in site) {
@@ -96,13 +122,27 @@ export class InjectionPlanner {
     if (ipa) return ipa;
     const offer = this.callSiteOffer(fn);
     if (offer.usable.length === 0) {
-      const why = offer.missed.length ? ` Its ${offer.missed.length} direct call site(s) cannot be rewritten: ${offer.missed.map((m) => `${m.mnemonic} at ${hex(m.address)} (${m.refusal})`).join('; ')}.` : ' Nothing in the program calls it directly.';
+      const why = offer.missed.length
+        ? ` Its ${offer.missed.length} direct call site(s) cannot be rewritten: ${offer.missed.map((m) => `${m.mnemonic} at ${hex(m.address)} (${m.refusal})`).join('; ')}.`
+        : ' Nothing in the program calls it directly.';
       return refusal('tooShort', `${fn.name} cannot be measured at its call sites.${why}`, fn.start);
     }
     const sites = offer.usable.map((s) => ({ ...s, original: this.model.imageBytes(s.address, s.length)! }));
     const warnings: InjectionWarning[] = [];
-    if (offer.missed.length) warnings.push(warning('callSitesMissed', `${offer.missed.length} direct call site(s) of ${fn.name} cannot be rewritten and are not counted: ${offer.missed.map((m) => `${hex(m.address)} in ${m.caller} (${m.refusal})`).join(', ')}.`));
-    if (offer.indirectCalls.length) warnings.push(warning('indirectCallsMissed', `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).`));
+    if (offer.missed.length)
+      warnings.push(
+        warning(
+          'callSitesMissed',
+          `${offer.missed.length} direct call site(s) of ${fn.name} cannot be rewritten and are not counted: ${offer.missed.map((m) => `${hex(m.address)} in ${m.caller} (${m.refusal})`).join(', ')}.`,
+        ),
+      );
+    if (offer.indirectCalls.length)
+      warnings.push(
+        warning(
+          'indirectCallsMissed',
+          `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).`,
+        ),
+      );
     const plan: CallSitePlan = { ok: true, kind: 'callSites', function: fn, sites, offer, warnings };
     return plan;
   }
@@ -122,10 +162,15 @@ export class InjectionPlanner {
     const lastInsn = fn.instructions.filter((i) => i.mnemonic !== 'nop' && !(i.kind === 'branch' && i.target === i.address)).at(-1);
     if (callInto.length === 1 && callInto[0] !== lastInsn && !neverReturns(endFn!)) callInto.length = 0;
     if (endFn !== fn && callInto.length !== 1) {
-      return refusal('regionPaths', `The region start ${hex(start)} is in ${fn.name} but the end ${hex(end)} is ${endFn ? `in ${endFn.name}` : 'outside every function'}; a region starts and ends in the same function (or ends at the entry of a function called by its last instruction).`, end);
+      return refusal(
+        'regionPaths',
+        `The region start ${hex(start)} is in ${fn.name} but the end ${hex(end)} is ${endFn ? `in ${endFn.name}` : 'outside every function'}; a region starts and ends in the same function (or ends at the entry of a function called by its last instruction).`,
+        end,
+      );
     }
     if (endFn && endFn !== fn) return this.planRegionIntoCallee(fn, start, endFn, callInto[0]!.address);
-    if (fn.undecodable) return refusal('undecodable', `${fn.name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}).`, fn.undecodable.address);
+    if (fn.undecodable)
+      return refusal('undecodable', `${fn.name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}).`, fn.undecodable.address);
     for (const a of [start, end]) {
       if (!this.model.instructionAt(a)) return refusal('notFound', `${hex(a)} is not the start of an instruction of ${fn.name}.`, a);
     }
@@ -156,7 +201,11 @@ export class InjectionPlanner {
     }
     const [s, e] = sites as [PatchSite, PatchSite];
     if (e.address > s.address && e.address < s.address + s.shape.length) {
-      return refusal('regionPaths', `The end ${hex(end)} lies inside the ${s.shape.length} bytes the start patch at ${hex(start)} overwrites; choose an end further on.`, end);
+      return refusal(
+        'regionPaths',
+        `The end ${hex(end)} lies inside the ${s.shape.length} bytes the start patch at ${hex(start)} overwrites; choose an end further on.`,
+        end,
+      );
     }
     if (s.address > e.address && s.address < e.address + e.shape.length) {
       return refusal('regionPaths', `The start ${hex(start)} lies inside the ${e.shape.length} bytes the end patch at ${hex(end)} overwrites.`, start);
@@ -168,10 +217,19 @@ export class InjectionPlanner {
     }
     if (check.escapes.length > 0) {
       const first = check.escapes[0]!;
-      return refusal('regionPaths', `Not every path from ${hex(start)} reaches the end ${hex(end)}: ${describeExit(first)} without passing it${check.escapes.length > 1 ? ` (and ${check.escapes.length - 1} more way(s) out)` : ''}. A pass would stay open; choose an end every path reaches.`, first.insn.address);
+      return refusal(
+        'regionPaths',
+        `Not every path from ${hex(start)} reaches the end ${hex(end)}: ${describeExit(first)} without passing it${check.escapes.length > 1 ? ` (and ${check.escapes.length - 1} more way(s) out)` : ''}. A pass would stay open; choose an end every path reaches.`,
+        first.insn.address,
+      );
     }
     if (check.unknown.length > 0) {
-      warnings.push(warning('pathsUnknown', `Whether every path from ${hex(start)} reaches ${hex(end)} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`));
+      warnings.push(
+        warning(
+          'pathsUnknown',
+          `Whether every path from ${hex(start)} reaches ${hex(end)} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`,
+        ),
+      );
     }
     return { ok: true, kind: 'region', function: fn, start: s, end: e, warnings };
   }
@@ -182,7 +240,8 @@ export class InjectionPlanner {
    */
   private planRegionIntoCallee(fn: FunctionCode, start: number, callee: FunctionCode, callSite: number): RegionPlan | InjectionRefusal {
     for (const f of [fn, callee]) {
-      if (f.undecodable) return refusal('undecodable', `${f.name} cannot be disassembled at ${hex(f.undecodable.address)} (${f.undecodable.reason}).`, f.undecodable.address);
+      if (f.undecodable)
+        return refusal('undecodable', `${f.name} cannot be disassembled at ${hex(f.undecodable.address)} (${f.undecodable.reason}).`, f.undecodable.address);
     }
     if (!this.model.instructionAt(start)) return refusal('notFound', `${hex(start)} is not the start of an instruction of ${fn.name}.`, start);
     const cfg = this.cfgOf(fn);
@@ -194,7 +253,10 @@ export class InjectionPlanner {
       return (~live[i]! & ~this.arch.liveness.reserved & this.arch.liveness.all) >>> 0;
     };
     const sites: PatchSite[] = [];
-    for (const [f, a] of [[fn, start], [callee, callee.start]] as const) {
+    for (const [f, a] of [
+      [fn, start],
+      [callee, callee.start],
+    ] as const) {
       const shape = this.arch.choosePatch(a, this.cave, freeAt(f, a));
       if (typeof shape === 'string') return refusal('noFreeRegister', `At ${hex(a)}: ${shape}`, a);
       const site = this.coverSite(f, a, shape, freeAt(f, a));
@@ -205,13 +267,24 @@ export class InjectionPlanner {
       sites.push(site);
     }
     const check = pathsAvoiding(cfg, cfg.index.get(start)!, cfg.index.get(callSite)!);
-    if (!check.reachesEnd && check.unknown.length === 0) return refusal('regionPaths', `No path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}.`, callSite);
+    if (!check.reachesEnd && check.unknown.length === 0)
+      return refusal('regionPaths', `No path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}.`, callSite);
     if (check.escapes.length > 0) {
       const first = check.escapes[0]!;
-      return refusal('regionPaths', `Not every path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}: ${describeExit(first)} without passing it. A pass would stay open.`, first.insn.address);
+      return refusal(
+        'regionPaths',
+        `Not every path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}: ${describeExit(first)} without passing it. A pass would stay open.`,
+        first.insn.address,
+      );
     }
     const warnings = this.tableWarnings(fn);
-    if (check.unknown.length > 0) warnings.push(warning('pathsUnknown', `Whether every path from ${hex(start)} reaches ${callee.name} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`));
+    if (check.unknown.length > 0)
+      warnings.push(
+        warning(
+          'pathsUnknown',
+          `Whether every path from ${hex(start)} reaches ${callee.name} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`,
+        ),
+      );
     return { ok: true, kind: 'region', function: fn, start: sites[0]!, end: sites[1]!, warnings };
   }
 
@@ -226,10 +299,15 @@ export class InjectionPlanner {
       if (!insn || insn.address !== address + covered) {
         const last = displaced[displaced.length - 1];
         const room = covered;
-        const why = !insn && address + covered >= fn.end
-          ? `${fn.name} has only ${room} byte(s) from ${hex(address)} to its end`
-          : `the code from ${hex(address)} runs into data (a literal pool or table) after ${room} byte(s)`;
-        return refusal('tooShort', `The patch at ${hex(address)} needs ${shape.length} bytes (${this.describeShape(shape)}), but ${why}${last ? `, ending with ${last.mnemonic} at ${hex(last.address)}` : ''}.`, address);
+        const why =
+          !insn && address + covered >= fn.end
+            ? `${fn.name} has only ${room} byte(s) from ${hex(address)} to its end`
+            : `the code from ${hex(address)} runs into data (a literal pool or table) after ${room} byte(s)`;
+        return refusal(
+          'tooShort',
+          `The patch at ${hex(address)} needs ${shape.length} bytes (${this.describeShape(shape)}), but ${why}${last ? `, ending with ${last.mnemonic} at ${hex(last.address)}` : ''}.`,
+          address,
+        );
       }
       displaced.push(insn);
       covered += insn.length;
@@ -240,8 +318,18 @@ export class InjectionPlanner {
     // predication does not depend on the address), and the stub resumes after the block.
     const predicated = this.arch.predicated?.(fn);
     if (predicated?.has(address)) {
-      const it = insns.slice(0, insns.findIndex((x) => x.address === address)).reverse().find((x) => x.kind === 'it');
-      return refusal('itBlock', `${displaced[0]!.mnemonic} at ${hex(address)} is predicated by ${it ? `${it.mnemonic} at ${hex(it.address)}` : 'an IT instruction'}; a patch there would split the IT block.`, address);
+      const it = insns
+        .slice(
+          0,
+          insns.findIndex((x) => x.address === address),
+        )
+        .reverse()
+        .find((x) => x.kind === 'it');
+      return refusal(
+        'itBlock',
+        `${displaced[0]!.mnemonic} at ${hex(address)} is predicated by ${it ? `${it.mnemonic} at ${hex(it.address)}` : 'an IT instruction'}; a patch there would split the IT block.`,
+        address,
+      );
     }
     for (let d = 0; d < displaced.length; d++) {
       const insn = displaced[d]!;
@@ -252,7 +340,11 @@ export class InjectionPlanner {
         if (!member) break;
         if (member.address < address + covered) continue;
         if (member.address !== address + covered) {
-          return refusal('itBlock', `${insn.mnemonic} at ${hex(insn.address)} predicates instructions up to ${hex(member.address)}, past data the patch cannot move; the patch would split the IT block.`, insn.address);
+          return refusal(
+            'itBlock',
+            `${insn.mnemonic} at ${hex(insn.address)} predicates instructions up to ${hex(member.address)}, past data the patch cannot move; the patch would split the IT block.`,
+            insn.address,
+          );
         }
         displaced.push(member);
         covered += member.length;
@@ -263,14 +355,21 @@ export class InjectionPlanner {
     if (into.length > 0) {
       const e = into[0]!;
       const what = e.kind === 'table' ? `the jump table of ${e.mnemonic} at ${hex(e.from)} has an entry` : `${e.mnemonic} at ${hex(e.from)} jumps`;
-      return refusal('branchIntoPatch', `${what} to ${hex(e.target)}, inside the ${shape.length} bytes the patch at ${hex(address)} overwrites${into.length > 1 ? ` (${into.length} branches do)` : ''}; execution would land in the middle of the jump.`, e.from);
+      return refusal(
+        'branchIntoPatch',
+        `${what} to ${hex(e.target)}, inside the ${shape.length} bytes the patch at ${hex(address)} overwrites${into.length > 1 ? ` (${into.length} branches do)` : ''}; execution would land in the middle of the jump.`,
+        e.from,
+      );
     }
     // Instructions after an unconditional jump or return inside the patch (padding before a literal
     // pool) are unreachable: nothing branches into the patch, so they are overwritten, not moved.
     const original = this.model.imageBytes(address, covered);
     if (!original) return refusal('memory', `The bytes at ${hex(address)} are not in the ELF image.`, address);
     const scratch = this.pickResumeRegister(free & ~this.touchedBy(displaced));
-    const trial = this.arch.relocator.relocate(reachableDisplaced(displaced), this.cave.start, { patched: { start: address, end: address + shape.length }, ...(scratch !== undefined ? { scratch } : {}) });
+    const trial = this.arch.relocator.relocate(reachableDisplaced(displaced), this.cave.start, {
+      patched: { start: address, end: address + shape.length },
+      ...(scratch !== undefined ? { scratch } : {}),
+    });
     if (!trial.ok) return refusal('unrelocatable', `Cannot move ${trial.reason}.`, trial.address);
     const resumeRegister = this.pickResumeRegister(free & ~this.touchedBy(displaced));
     return { address, shape, displaced, resume: end, freeRegisters: free, original, ...(resumeRegister !== undefined ? { resumeRegister } : {}) };
@@ -321,7 +420,14 @@ export class InjectionPlanner {
   }
 
   private tableWarnings(fn: FunctionCode): InjectionWarning[] {
-    return this.model.unresolvedTablesIn(fn).map((t) => warning('jumpTableUnresolved', `The indirect jump at ${hex(t.branch)} in ${fn.name} could not be resolved (${t.reason}); its targets are assumed to lie outside the patched bytes.`));
+    return this.model
+      .unresolvedTablesIn(fn)
+      .map((t) =>
+        warning(
+          'jumpTableUnresolved',
+          `The indirect jump at ${hex(t.branch)} in ${fn.name} could not be resolved (${t.reason}); its targets are assumed to lie outside the patched bytes.`,
+        ),
+      );
   }
 
   /** What each function writes, itself or through callees (the -fipa-ra view of a call). */
@@ -373,7 +479,11 @@ export class InjectionPlanner {
     const link = this.standardLink;
     if ((live[i]! & (1 << link)) !== 0 || !fn.instructions.some((x) => x.kind === 'return')) return undefined;
     const load = fn.instructions.find((x) => x.kind !== 'call' && (l.effects(x).defs & (1 << link)) !== 0);
-    return refusal('alternateLink', `${fn.name} loads its return address${load ? ` (${load.mnemonic} at ${hex(load.address)})` : ''} instead of returning to the one it was called with: it is an epilogue shared by the functions that jump to it (-msave-restore millicode), so an entry patch's exit would never run. Its instructions count in those functions' inclusive time.`, load?.address ?? fn.start);
+    return refusal(
+      'alternateLink',
+      `${fn.name} loads its return address${load ? ` (${load.mnemonic} at ${hex(load.address)})` : ''} instead of returning to the one it was called with: it is an epilogue shared by the functions that jump to it (-msave-restore millicode), so an entry patch's exit would never run. Its instructions count in those functions' inclusive time.`,
+      load?.address ?? fn.start,
+    );
   }
 
   /** Registers callers keep live across a call of `fn` (keptRegisters.ts), when liveness is known. */
@@ -423,13 +533,21 @@ export class InjectionPlanner {
     const l = this.arch.liveness;
     if (!k || !l || (k.kept & l.stubClobbers) === 0) return undefined;
     const [reg, at] = [...k.where.entries()].filter(([r]) => (l.stubClobbers & (1 << r)) !== 0).sort((x, y) => x[0] - y[0])[0]!;
-    return refusal('noFreeRegister', `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the call-site stubs do not give registers back (entry patches do, where one fits). Its instructions count in its callers' inclusive time.`, at.site.address);
+    return refusal(
+      'noFreeRegister',
+      `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the call-site stubs do not give registers back (entry patches do, where one fits). Its instructions count in its callers' inclusive time.`,
+      at.site.address,
+    );
   }
 
   private cfgOf(fn: FunctionCode): FunctionCfg {
     let cfg = this.cfgs.get(fn.name);
     if (!cfg) {
-      cfg = buildCfg(fn, this.model.jumpTables.filter((t) => t.function === fn.name), this.arch.predicated?.(fn));
+      cfg = buildCfg(
+        fn,
+        this.model.jumpTables.filter((t) => t.function === fn.name),
+        this.arch.predicated?.(fn),
+      );
       this.cfgs.set(fn.name, cfg);
     }
     return cfg;
@@ -480,12 +598,17 @@ export class InjectionPlanner {
 
 /** `x5, x7` for a register mask. */
 function regList(m: number): string {
-  return Array.from({ length: 32 }, (_, r) => r).filter((r) => (m & (1 << r)) !== 0).map((r) => `x${r}`).join(', ');
+  return Array.from({ length: 32 }, (_, r) => r)
+    .filter((r) => (m & (1 << r)) !== 0)
+    .map((r) => `x${r}`)
+    .join(', ');
 }
 
 /** The displaced instructions that can execute: up to the first that never falls through. */
 export function reachableDisplaced(displaced: readonly DecodedInstruction[]): DecodedInstruction[] {
-  const k = displaced.findIndex((x) => x.kind === 'branch' || x.kind === 'return' || x.kind === 'indirectBranch' || x.kind === 'tableBranch' || x.kind === 'exceptionReturn');
+  const k = displaced.findIndex(
+    (x) => x.kind === 'branch' || x.kind === 'return' || x.kind === 'indirectBranch' || x.kind === 'tableBranch' || x.kind === 'exceptionReturn',
+  );
   return k < 0 ? [...displaced] : displaced.slice(0, k + 1);
 }
 

@@ -19,7 +19,10 @@ export class ProgramModel {
   private readonly edgesByTarget = new Map<number, BranchEdge[]>();
   private readonly sortedTargets: number[];
 
-  constructor(readonly elf: ElfImage, readonly arch: InjectionArch) {
+  constructor(
+    readonly elf: ElfImage,
+    readonly arch: InjectionArch,
+  ) {
     const codeSections = new Set(elf.sections.filter((s) => (s.flags & 0x4) !== 0).map((s) => s.index));
     const dataIslands = this.dataIslands(codeSections);
     for (const sym of elf.symbols.functions) {
@@ -150,14 +153,19 @@ export class ProgramModel {
         // Inline tables (TBB/TBH) follow the instruction: resolve now to know how many bytes to skip
         // when no mapping symbol marks them.
         const r = this.arch.resolveTable(fn, fn.instructions.length - 1, this.readWord);
-        this.jumpTables.push(r.ok
-          ? { branch: insn.address, function: name, resolved: true, table: r.table, targets: r.targets }
-          : { branch: insn.address, function: name, resolved: false, targets: [], reason: r.reason });
+        this.jumpTables.push(
+          r.ok
+            ? { branch: insn.address, function: name, resolved: true, table: r.table, targets: r.targets }
+            : { branch: insn.address, function: name, resolved: false, targets: [], reason: r.reason },
+        );
         if (r.ok && !islands.some(([s, e]) => r.table >= s && r.table < e)) {
           const width = insn.mnemonic === 'tbh' ? 2 : 1;
           at = Math.max(at, ((r.table + r.targets.length * width + 1) & ~1) >>> 0);
         } else if (!r.ok && !islands.some(([s]) => s === at)) {
-          fn.undecodable = { address: at, reason: `the inline jump table after ${insn.mnemonic} at 0x${insn.address.toString(16)} could not be sized (${r.reason})` };
+          fn.undecodable = {
+            address: at,
+            reason: `the inline jump table after ${insn.mnemonic} at 0x${insn.address.toString(16)} could not be sized (${r.reason})`,
+          };
           break;
         }
       }
@@ -174,7 +182,15 @@ export class ProgramModel {
       if (insn.kind === 'indirectBranch') {
         const r = this.arch.resolveTable(fn, index, this.readWord);
         if (r.ok) this.jumpTables.push({ branch: insn.address, function: fn.name, resolved: true, table: r.table, targets: r.targets });
-        else this.jumpTables.push({ branch: insn.address, function: fn.name, resolved: false, targets: [], reason: r.reason, ...(r.switchShaped ? { switchShaped: true } : {}) });
+        else
+          this.jumpTables.push({
+            branch: insn.address,
+            function: fn.name,
+            resolved: false,
+            targets: [],
+            reason: r.reason,
+            ...(r.switchShaped ? { switchShaped: true } : {}),
+          });
       }
     });
     for (const t of this.jumpTables) {

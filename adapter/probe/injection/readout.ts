@@ -49,7 +49,11 @@ export class MeasurementReadout {
     await this.o.access.writeMemory(BigInt(block.start), code.bytes);
     const fnBytes = code.bytes.subarray(code.fn - block.start, code.driver - block.start);
     const insns = decodeAllSafe(this.o.support.arch, fnBytes, code.fn);
-    const shape = this.o.support.arch.choosePatch(code.fn, { start: block.start, size: block.size, ...(this.cave.threadPointerBase !== undefined ? { threadPointerBase: this.cave.threadPointerBase } : {}) }, this.o.support.arch.freeAtEntry);
+    const shape = this.o.support.arch.choosePatch(
+      code.fn,
+      { start: block.start, size: block.size, ...(this.cave.threadPointerBase !== undefined ? { threadPointerBase: this.cave.threadPointerBase } : {}) },
+      this.o.support.arch.freeAtEntry,
+    );
     if (typeof shape === 'string') throw new CycleLensError(ErrorCode.CommandFailed, shape);
     const displaced = [];
     let covered = 0;
@@ -58,19 +62,36 @@ export class MeasurementReadout {
       displaced.push(i);
       covered += i.length;
     }
-    const site: PatchSite = { address: code.fn, shape, displaced, resume: code.fn + covered, freeRegisters: this.o.support.arch.freeAtEntry, original: fnBytes.slice(0, covered) };
+    const site: PatchSite = {
+      address: code.fn,
+      shape,
+      displaced,
+      resume: code.fn + covered,
+      freeRegisters: this.o.support.arch.freeAtEntry,
+      original: fnBytes.slice(0, covered),
+    };
     const saved = new Map<string, bigint>();
     for (const r of this.o.support.registers) saved.set(r, await this.o.access.readRegister(r));
     let info: MeasurementInfo | undefined;
     try {
       if (payload === 'hardware') this.live.claimHardwareSlot();
-      info = await this.builder.install('[calibration]', 'function', payload, [], [site], (record, at) => ({ kind: 'function', payload, record, at, entry: site }), undefined, false);
+      info = await this.builder.install(
+        '[calibration]',
+        'function',
+        payload,
+        [],
+        [site],
+        (record, at) => ({ kind: 'function', payload, record, at, entry: site }),
+        undefined,
+        false,
+      );
       // A stack of its own at the top of the block: the program's SP may not be set up yet (at reset).
       await this.o.access.writeRegister('pc', BigInt((code.driver | this.o.support.codeAddressBit) >>> 0));
       await this.o.access.writeRegister('sp', BigInt(((block.start + block.size) & ~7) >>> 0));
       const halted = await runner.runTo(code.done, 20_000);
       const pc = Number(await this.o.access.readRegister('pc'));
-      if (!halted || pc !== code.done) throw new CycleLensError(ErrorCode.CommandFailed, `The calibration run did not reach its end (pc ${hex(pc)}, expected ${hex(code.done)}).`);
+      if (!halted || pc !== code.done)
+        throw new CycleLensError(ErrorCode.CommandFailed, `The calibration run did not reach its end (pc ${hex(pc)}, expected ${hex(code.done)}).`);
       const result = (await this.read(this.live.all())).find((r) => r.id === info!.id)!;
       const perPass = result.passes ? (result.total - result.nested) / result.passes : 0;
       if (payload === 'hardware') this.calibratedHardwareOverhead = perPass - code.functionInstructions * this.unitsPerInstruction;

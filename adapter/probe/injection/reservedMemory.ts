@@ -31,7 +31,8 @@ export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest 
   // Initial data copied at start-up lies at its load address too (picolibc on virt: right after the
   // code), which no section names: a run that restarts the program copies it again.
   for (const p of elf.loadSegments) {
-    if (p.paddr !== p.vaddr && p.fileSize > 0) occupied.push({ start: p.paddr, end: p.paddr + p.fileSize, name: `${elf.sections.find((x) => x.addr === p.vaddr)?.name ?? hex(p.vaddr)} load image` });
+    if (p.paddr !== p.vaddr && p.fileSize > 0)
+      occupied.push({ start: p.paddr, end: p.paddr + p.fileSize, name: `${elf.sections.find((x) => x.addr === p.vaddr)?.name ?? hex(p.vaddr)} load image` });
   }
   const overlap = (start: number, end: number): string | undefined =>
     occupied.find((o) => o.name !== '.cyclelens_scratch' && start < o.end && o.start < end)?.name;
@@ -42,8 +43,14 @@ export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest 
       return refusal('memory', `The reserved memory in the launch configuration (start ${start}, size ${size}) is not a valid address range.`);
     }
     const hit = overlap(start, start + size);
-    if (hit) return refusal('memory', `The reserved memory ${hex(start)}-${hex(start + size)} from the launch configuration overlaps the program's ${hit} section; reserve RAM the program does not use.`, start);
-    if (size < minimum) return refusal('memory', `The reserved memory from the launch configuration is ${size} bytes; the injector needs at least ${minimum}.`, start);
+    if (hit)
+      return refusal(
+        'memory',
+        `The reserved memory ${hex(start)}-${hex(start + size)} from the launch configuration overlaps the program's ${hit} section; reserve RAM the program does not use.`,
+        start,
+      );
+    if (size < minimum)
+      return refusal('memory', `The reserved memory from the launch configuration is ${size} bytes; the injector needs at least ${minimum}.`, start);
     return { start, size, source: 'launch' };
   }
 
@@ -52,7 +59,12 @@ export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest 
   if (s && e) {
     if (e.address <= s.address) return refusal('memory', `${END_SYMBOL} (${hex(e.address)}) is not above ${START_SYMBOL} (${hex(s.address)}) in ${elf.path}.`);
     const size = e.address - s.address;
-    if (size < minimum) return refusal('memory', `The linker reserves ${size} bytes between ${START_SYMBOL} and ${END_SYMBOL}; the injector needs at least ${minimum}.`, s.address);
+    if (size < minimum)
+      return refusal(
+        'memory',
+        `The linker reserves ${size} bytes between ${START_SYMBOL} and ${END_SYMBOL}; the injector needs at least ${minimum}.`,
+        s.address,
+      );
     return { start: s.address, size, source: 'linker' };
   }
 
@@ -68,11 +80,19 @@ export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest 
       warning: `No RAM is reserved for CycleLens; using ${gap.size} bytes at ${hex(gap.start)}, which no section of the ELF occupies. If the program uses that memory at run time (heap, stack, DMA), reserve RAM in the linker script (${START_SYMBOL}/${END_SYMBOL}) or in the launch configuration.`,
     };
   }
-  return refusal('memory', `No RAM is reserved for injected code: define ${START_SYMBOL} and ${END_SYMBOL} in the linker script (at least ${minimum} bytes the program never touches), or give the reserved memory in the launch configuration.`);
+  return refusal(
+    'memory',
+    `No RAM is reserved for injected code: define ${START_SYMBOL} and ${END_SYMBOL} in the linker script (at least ${minimum} bytes the program never touches), or give the reserved memory in the launch configuration.`,
+  );
 }
 
 /** The highest gap between sections inside a RAM region, below any stack/heap symbol above the sections. */
-function findGap(elf: ElfImage, map: readonly MemoryRegion[], minimum: number, occupied: Array<{ start: number; end: number }>): { start: number; size: number } | undefined {
+function findGap(
+  elf: ElfImage,
+  map: readonly MemoryRegion[],
+  minimum: number,
+  occupied: Array<{ start: number; end: number }>,
+): { start: number; size: number } | undefined {
   const markers = ['_estack', '__stack_top', '__StackTop', '_end', 'end', '__heap_start', '__HeapBase', '__end__', '_ebss']
     .map((n) => elf.symbols.named(n)[0]?.address)
     .filter((a): a is number => a !== undefined);

@@ -34,26 +34,37 @@ function findDesktopVsCode(): { executable: string } | { missing: string } {
 
 const found = findDesktopVsCode();
 const noDisplay = !process.env.DISPLAY && !process.env.WAYLAND_DISPLAY;
-const skip = 'missing' in found
-  ? `electron tier NOT RUN: ${found.missing}`
-  : noDisplay ? 'electron tier NOT RUN: desktop VS Code needs a display (set DISPLAY, e.g. run under xvfb-run)' : false;
+const skip =
+  'missing' in found
+    ? `electron tier NOT RUN: ${found.missing}`
+    : noDisplay
+      ? 'electron tier NOT RUN: desktop VS Code needs a display (set DISPLAY, e.g. run under xvfb-run)'
+      : false;
 // Without a desktop VS Code the test is not registered at all: it is neither a pass nor a skip
 // in the counts, and the reason is printed for whoever reads the log.
 if (skip) console.log(`\n*** ${skip}. The code-server tier (test/e2e/*.test.ts) covers the packaged extension. ***\n`);
-else test('CycleLens loads and activates in desktop VS Code', { timeout: 10 * 60_000 }, async () => {
-  if (!('executable' in found)) return;
-  const { demoWorkspace } = await importScriptsLib();
-  const stateDir = join(e2eOutputDir, 'electron');
-  rmSync(stateDir, { recursive: true, force: true });
-  const { dir: workspace } = demoWorkspace.createDemoWorkspace({ dir: join(stateDir, 'workspace'), allowMissingFirmware: true });
-  const exitCode = await runTests({
-    vscodeExecutablePath: found.executable,
-    extensionDevelopmentPath: repoRoot,
-    extensionTestsPath: join(__dirname, 'suite', 'index.js'),
-    launchArgs: [
-      workspace, '--user-data-dir', join(stateDir, 'user-data'), '--extensions-dir', join(stateDir, 'extensions'),
-      '--disable-workspace-trust', '--skip-welcome', '--skip-release-notes', '--disable-gpu',
-    ],
+else
+  test('CycleLens loads and activates in desktop VS Code', { timeout: 10 * 60_000 }, async () => {
+    if (!('executable' in found)) return;
+    const { demoWorkspace } = await importScriptsLib();
+    const stateDir = join(e2eOutputDir, 'electron');
+    rmSync(stateDir, { recursive: true, force: true });
+    const { dir: workspace } = demoWorkspace.createDemoWorkspace({ dir: join(stateDir, 'workspace'), allowMissingFirmware: true });
+    const exitCode = await runTests({
+      vscodeExecutablePath: found.executable,
+      extensionDevelopmentPath: repoRoot,
+      extensionTestsPath: join(__dirname, 'suite', 'index.js'),
+      launchArgs: [
+        workspace,
+        '--user-data-dir',
+        join(stateDir, 'user-data'),
+        '--extensions-dir',
+        join(stateDir, 'extensions'),
+        '--disable-workspace-trust',
+        '--skip-welcome',
+        '--skip-release-notes',
+        '--disable-gpu',
+      ],
+    });
+    if (exitCode !== 0) throw new Error(`the in-VS-Code suite failed (exit ${exitCode})`);
   });
-  if (exitCode !== 0) throw new Error(`the in-VS-Code suite failed (exit ${exitCode})`);
-});
