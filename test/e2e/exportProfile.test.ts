@@ -8,7 +8,7 @@ import { EXPORT_FORMATS, type ExportFormat, type ExportFormatId } from '../../co
 import { loadAnyProfile } from '../../core/profile/json';
 import type { Profile } from '../../core/profile/model';
 import { CodeServerHarness, poll } from '../support/codeServerHarness';
-import { notifications, stopAndExpectNothingLeft } from '../support/codeServerUi';
+import { chooseMenuItem, notifications, stopAndExpectNothingLeft } from '../support/codeServerUi';
 import { checkCallgrindAndPprof, checkGprof, checkReadBack, stackFigures } from '../support/exportChecks';
 import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
 import { fixtureElf, repoRoot, type FixtureTarget } from '../support/paths';
@@ -250,7 +250,7 @@ for (const target of TARGETS) {
     mkdirSync(folder, { recursive: true });
     for (const format of EXPORT_FORMATS) {
       await rightClickResultSet(h, `descent-${target.id}.json`);
-      await chooseFromContextMenu(h, 'Export Profile…');
+      await chooseMenuItem(h, 'Export Profile…', `the Explorer's context menu of descent-${target.id}.json`);
       await exportAs(h, target.id, format, folder);
     }
     await checkExports(target, folder);
@@ -279,24 +279,6 @@ test('an unwritable destination is refused with the file named and the fix', { t
   assert.ok(!existsSync(path));
   await h.screenshot('export-profile-unwritable');
 });
-
-/**
- * Runs the open context menu's item `label`. The workbench's menu may take a click that lands right
- * after it opened as the end of the right-click that opened it, and only focus the item (seen in
- * code-server: the menu stays, the item highlighted); Enter then runs the focused item.
- */
-async function chooseFromContextMenu(h: CodeServerHarness, label: string): Promise<void> {
-  const menu = h.page.locator('.context-view .monaco-menu');
-  await menu.locator('.action-label', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }).click();
-  if (
-    await menu.waitFor({ state: 'hidden', timeout: 1500 }).then(
-      () => false,
-      () => true,
-    )
-  )
-    await h.page.keyboard.press('Enter');
-  await menu.waitFor({ state: 'hidden', timeout: 5000 });
-}
 
 /** Opens the Explorer on `.cyclelens/results/` and right-clicks the result set `name`. */
 async function rightClickResultSet(h: CodeServerHarness, name: string): Promise<void> {

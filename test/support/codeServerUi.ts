@@ -199,30 +199,38 @@ export async function clickCodeLens(h: CodeServerHarness, line: number, text: Re
  */
 export async function lineNumberMenu(h: CodeServerHarness, line: number, item: string): Promise<void> {
   await h.clickGutter(line, { area: 'lineNumber', button: 'right' });
+  await chooseMenuItem(h, item, `the line-number context menu of line ${line}`);
+}
+
+/**
+ * Picks `item` from the context menu that is opening (`what` names it in errors); throws with the
+ * menu's entries when it is not there. A click at once on a just-opened menu can be taken as the end
+ * of the right-click that opened it (the menu stays open, the entry highlighted): the entry is
+ * pointed at first, as a hand does, and Enter runs it when the menu stays after the click.
+ */
+export async function chooseMenuItem(h: CodeServerHarness, item: string, what: string): Promise<void> {
   const menu = h.page.locator('.monaco-menu');
   await menu.first().waitFor({ state: 'visible', timeout: 10_000 });
   const entry = menu.locator('.action-item .action-label', { hasText: new RegExp(`^\\s*${escapeRegExp(item)}\\s*$`) }).first();
   if (!(await entry.isVisible().catch(() => false))) {
     const offered = (await menu.locator('.action-item .action-label').allInnerTexts()).map((t) => t.trim()).filter((t) => t !== '');
     await h.page.keyboard.press('Escape');
-    throw new Error(`the line-number context menu of line ${line} offers ${JSON.stringify(offered)}, not "${item}"`);
+    throw new Error(`${what} offers ${JSON.stringify(offered)}, not "${item}"`);
   }
-  // A click at once on a just-opened menu was lost in one run (the menu stayed open, the entry
-  // highlighted): point at the entry first, as a hand does, and click again if the menu stays.
   await entry.hover();
   await new Promise((r) => setTimeout(r, 300));
-  for (let attempt = 1; ; attempt++) {
-    await entry.click();
-    const closed = await menu
+  const closes = (): Promise<boolean> =>
+    menu
       .first()
       .waitFor({ state: 'hidden', timeout: 2000 })
       .then(
         () => true,
         () => false,
       );
-    if (closed) return;
-    if (attempt === 2) throw new Error(`the line-number context menu did not close after clicking "${item}" twice`);
-  }
+  await entry.click();
+  if (await closes()) return;
+  await h.page.keyboard.press('Enter');
+  if (!(await closes())) throw new Error(`${what} did not close after a click on "${item}" and Enter`);
 }
 
 /** Lines of the active editor whose glyph margin shows a gutter icon whose image URL contains `image`. */
