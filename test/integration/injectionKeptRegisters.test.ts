@@ -20,6 +20,7 @@ import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { OWNER_TAG_VAR, killTagged, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
 import { fixturesDir } from '../support/paths';
 import { startGdb } from '../support/gdb';
+import { gdbIntegerRegisters } from '../../adapter/arch/riscv/registers';
 
 /**
  * Callers that keep values in caller-saved registers across a call (GCC's -fipa-ra, and every
@@ -35,40 +36,7 @@ const skip = existsSync(ELF) ? false : 'rv32 programs not built (make -C test/fi
 const tag = newOwnerTag();
 const scratch = mkdtempSync(join(tmpdir(), 'cyclelens-kept-it-'));
 const T0 = 5;
-const ABI = [
-  'zero',
-  'ra',
-  'sp',
-  'gp',
-  'tp',
-  't0',
-  't1',
-  't2',
-  'fp',
-  's1',
-  'a0',
-  'a1',
-  'a2',
-  'a3',
-  'a4',
-  'a5',
-  'a6',
-  'a7',
-  's2',
-  's3',
-  's4',
-  's5',
-  's6',
-  's7',
-  's8',
-  's9',
-  's10',
-  's11',
-  't3',
-  't4',
-  't5',
-  't6',
-];
+const ABI = gdbIntegerRegisters;
 /** Hot soft-float helpers whose callers keep registers across the call (refused before). */
 const MEASURED = ['__adddf3', '__floatsidf', '__gtdf2', '__fixdfsi', '__clzsi2', '__muldf3', '__divdf3'];
 

@@ -1,37 +1,7 @@
-/** RV32 integer registers by ABI name (GDB's org.gnu.gdb.riscv.cpu feature) and the PC. */
-export const riscvCoreRegisters: ReadonlySet<string> = new Set([
-  'zero',
-  'ra',
-  'sp',
-  'gp',
-  'tp',
-  't0',
-  't1',
-  't2',
-  'fp',
-  's0',
-  's1',
-  'a0',
-  'a1',
-  'a2',
-  'a3',
-  'a4',
-  'a5',
-  'a6',
-  'a7',
-  's2',
-  's3',
-  's4',
-  's5',
-  's6',
-  's7',
-  's8',
-  's9',
-  's10',
-  's11',
-  't3',
-  't4',
-  't5',
-  't6',
-  'pc',
-]);
+import { abiNames } from './rvDecoder';
+
+/** x0..x31 as GDB names them (org.gnu.gdb.riscv.cpu): the psABI names, with x8 as `fp`. */
+export const gdbIntegerRegisters: readonly string[] = abiNames.map((name, x) => (x === 8 ? 'fp' : name));
+
+/** RV32 integer registers by ABI name (GDB's org.gnu.gdb.riscv.cpu feature; x8 also as `s0`) and the PC. */
+export const riscvCoreRegisters: ReadonlySet<string> = new Set([...gdbIntegerRegisters, 's0', 'pc']);

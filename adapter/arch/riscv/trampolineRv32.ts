@@ -5,6 +5,7 @@ import { InjectionRefusedError, hex, refusal } from '../../probe/injection/error
 import type { InjectionFamilySupport } from '../../probe/injection/injectionService';
 import { MINSTRET } from '../../probe/injection/types';
 import type { TargetAccess } from '../../probe/targetAccess';
+import { gdbIntegerRegisters } from './registers';
 import { Rv32Codec } from './rvDecoder';
 import { encodeJal, half16, splitHiLo } from './rvEncoder';
 import { Rv32Relocator } from './rvRelocator';
@@ -97,41 +98,8 @@ export function rv32InjectionSupport(counter: CounterSource = MINSTRET): Injecti
   return {
     arch: rv32InjectionArch(),
     generator: new Rv32PayloadGenerator(counter),
-    registers: [
-      'ra',
-      'sp',
-      'gp',
-      'tp',
-      't0',
-      't1',
-      't2',
-      'fp',
-      's1',
-      'a0',
-      'a1',
-      'a2',
-      'a3',
-      'a4',
-      'a5',
-      'a6',
-      'a7',
-      's2',
-      's3',
-      's4',
-      's5',
-      's6',
-      's7',
-      's8',
-      's9',
-      's10',
-      's11',
-      't3',
-      't4',
-      't5',
-      't6',
-      'mstatus',
-      'pc',
-    ],
+    // GDB's names for x1..x31 (x0 is never saved), then what a stub's interrupt masking changes.
+    registers: [...gdbIntegerRegisters.slice(1), 'mstatus', 'pc'],
     codeAddressBit: 0,
     resumePoints: async (access: TargetAccess) => {
       // Inside a trap handler (MIE clear) the program resumes at mepc after MRET.
