@@ -31,7 +31,9 @@ stageQemuPlugin(repoRoot);
 const node = { platform: 'node', target: 'node20', format: 'cjs', bundle: true, sourcemap: true, minify: production };
 const bundles = [
   { ...node, entryPoints: ['extension/extension.ts'], outfile: 'dist/extension.js', external: ['vscode'] },
-  { ...node, entryPoints: ['adapter/main.ts'], outfile: 'dist/adapter.js' },
+  // The adapter: dist/adapter.js is its loader (V8's code cache, adapter/codeCache.ts), adapterMain.js the program.
+  { ...node, entryPoints: ['adapter/loader.ts'], outfile: 'dist/adapter.js' },
+  { ...node, entryPoints: ['adapter/main.ts'], outfile: 'dist/adapterMain.js' },
   { ...node, entryPoints: ['cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
   { ...node, entryPoints: ['lsp/main.ts'], outfile: 'dist/lsp.js' },
   {

@@ -1,39 +1,28 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 
 /**
- * The watchdog's program, run by `node -e`. It reads `+PGID` / `-PGID` lines on stdin, and when stdin
- * ends (the parent died, whatever the signal: SIGKILL runs no exit hook in the parent, but the kernel
- * always closes its pipe ends) it sends SIGTERM to every process group still registered, then SIGKILL
- * to the survivors 700 ms later. Written as plain ES5-level JavaScript so any Node can run it.
+ * The watchdog's program, run by `/bin/sh -c` (POSIX shell only: dash, bash and busybox all run it).
+ * It reads `+PGID` / `-PGID` lines on stdin, and when stdin ends (the parent died, whatever the
+ * signal: SIGKILL runs no exit hook in the parent, but the kernel always closes its pipe ends) it
+ * sends SIGTERM to every process group still registered and alive, then SIGKILL to them 700 ms later.
+ * A shell starts in about a millisecond; a second Node would take tens of milliseconds of CPU while the
+ * debugger and the emulator start beside it.
  */
 const watchdogProgram = `
-'use strict';
-const groups = new Set();
-let pending = '';
-function alive(pgid) { try { process.kill(-pgid, 0); return true; } catch (e) { return false; } }
-function signalAll(sig) { for (const g of groups) { try { process.kill(-g, sig); } catch (e) { groups.delete(g); } } }
-function parentGone() {
-  for (const g of groups) if (!alive(g)) groups.delete(g);
-  if (groups.size === 0) process.exit(0);
-  signalAll('SIGTERM');
-  setTimeout(() => { signalAll('SIGKILL'); process.exit(0); }, 700);
-}
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (text) => {
-  pending += text;
-  let nl;
-  while ((nl = pending.indexOf('\\n')) >= 0) {
-    const line = pending.slice(0, nl);
-    pending = pending.slice(nl + 1);
-    const m = /^([+-])(\\d+)$/.exec(line);
-    if (!m) continue;
-    if (m[1] === '+') groups.add(Number(m[2])); else groups.delete(Number(m[2]));
-  }
-});
-process.stdin.on('end', parentGone);
-process.stdin.on('error', parentGone);
-// A terminal's Ctrl-C or hang-up is for the parent to handle; we act when the parent is gone.
-for (const sig of ['SIGINT', 'SIGHUP']) process.on(sig, () => {});
+trap '' INT HUP
+groups=' '
+while IFS= read -r line; do
+  case $line in
+    +[0-9]*) groups="$groups\${line#+} " ;;
+    -[0-9]*) g=\${line#-}; case $groups in *" $g "*) groups="\${groups%% $g *} \${groups#* $g }" ;; esac ;;
+  esac
+done
+live=
+for g in $groups; do kill -0 "-$g" 2>/dev/null && live="$live $g"; done
+[ -n "$live" ] || exit 0
+for g in $live; do kill -TERM "-$g" 2>/dev/null; done
+sleep 0.7
+for g in $live; do kill -KILL "-$g" 2>/dev/null; done
 `;
 
 /**
@@ -42,7 +31,7 @@ for (const sig of ['SIGINT', 'SIGHUP']) process.on(sig, () => {});
  * killing its debug adapters), and children spawned detached (their own process group, so a group
  * kill reaches their helpers) are then re-parented to init and run on: QEMU at full CPU.
  *
- * The watchdog is a tiny separate Node process in its own process group that holds only the read end
+ * The watchdog is a tiny shell process in its own process group that holds only the read end
  * of a pipe from us. Our death closes the pipe; the watchdog then kills the registered groups.
  * Linux's PR_SET_PDEATHSIG would do this per child, but Node cannot set it before exec.
  */
@@ -87,7 +76,9 @@ export class ChildWatchdog {
   private ensureStarted(): ChildProcess | undefined {
     if (this.child || this.failed) return this.child;
     try {
-      const child = spawn(process.execPath, ['-e', watchdogProgram], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+      // Windows has no process groups to signal: the exit hooks are all there is.
+      if (process.platform === 'win32') throw new Error('no process groups');
+      const child = spawn('/bin/sh', ['-c', watchdogProgram], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
       // The watchdog must not keep this process alive, nor its pipe: it lives exactly as long as we do.
       child.unref();
       const stdin = child.stdin as (NodeJS.WritableStream & { unref?: () => void }) | null;
