@@ -80,6 +80,12 @@ export interface CounterUnitOptions {
    * store on the core where the debugger's writes are dropped (QEMU); without it SysTick is read-only there.
    */
   stepInstruction?: () => Promise<void>;
+  /**
+   * Counter units the target facts say answer every read with zero (TargetFacts.zeroCounters: QEMU
+   * does not model them). Such a unit confirms it with one read instead of probing every register,
+   * and is probed in full should that read answer.
+   */
+  readsAsZero?: readonly string[];
 }
 
 /** What the injection service needs from a family. */

@@ -187,6 +187,7 @@ export class CycleLensDebugSession extends DebugSession {
     this.counters = new CounterService(
       createCounterUnits(config.family, new DebuggerTargetAccess(target.debugger), {
         ...(config.facts.emulator ? { emulator: config.facts.emulator } : {}),
+        readsAsZero: config.facts.zeroCounters,
         stepInstruction: () => target.stepInstructionInternally(),
       }),
     );

@@ -38,6 +38,7 @@ class DwtModel extends FakeTargetAccess {
   ]);
   locked: boolean;
   readonly writeLog: Array<[number, number]> = [];
+  readonly readLog: number[] = [];
 
   constructor(private readonly o: DwtModelOptions = {}) {
     super();
@@ -57,6 +58,7 @@ class DwtModel extends FakeTargetAccess {
   }
 
   protected override read32(a: number): number {
+    this.readLog.push(a);
     if (this.o.qemu) return 0;
     if (a === DEMCR) return this.demcr;
     if (a === CTRL) return this.ctrl;
@@ -116,6 +118,24 @@ describe('DWT: discovery', () => {
     assert.equal(info.note, 'DWT reads as zero (QEMU does not model it)');
     assert.deepEqual(info.slots, []);
     await rejectsWith(unit.configure(0, 'cycles'), ErrorCode.CounterUnavailable, /QEMU does not model it/);
+  });
+
+  test('with the target facts saying it reads zero (QEMU), one read confirms it and nothing is written', async () => {
+    const m = new DwtModel({ qemu: true });
+    const info = await new DwtCounters(m, { readsAsZero: true }).discover();
+    assert.equal(info.present, false);
+    assert.equal(info.note, 'DWT reads as zero (QEMU does not model it)');
+    assert.deepEqual(m.readLog, [CTRL]);
+    assert.deepEqual(m.writeLog, []);
+  });
+
+  test('a DWT that answers although the facts say zero is probed in full', async () => {
+    const unit = new DwtCounters(new DwtModel(), { readsAsZero: true });
+    const info = await unit.discover();
+    assert.deepEqual(
+      info.slots.map((s) => s.name),
+      ['CYCCNT', 'CPICNT', 'EXCCNT', 'SLEEPCNT', 'LSUCNT', 'FOLDCNT'],
+    );
   });
 
   test('NOCYCCNT / NOPRFCNT remove those counters', async () => {

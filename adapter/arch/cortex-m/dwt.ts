@@ -97,6 +97,8 @@ export type CycleClock = () => Promise<CycleClockSample | undefined>;
 export interface DwtOptions {
   /** A cycle clock for bounding the 8-bit counters on cores without CYCCNT (SysTick on the processor clock). */
   cycleClock?: CycleClock;
+  /** The target facts say this DWT answers zeros (QEMU): one read of DWT_CTRL confirms it. */
+  readsAsZero?: boolean;
 }
 
 interface Slot {
@@ -144,6 +146,11 @@ export class DwtCounters implements CounterUnit {
     this.slots.clear();
     this.present = false;
     this.note = undefined;
+    // A real DWT_CTRL names its comparators (NUMCOMP) whatever TRCENA says; zero there is QEMU's DWT.
+    if (this.options.readsAsZero && (await this.trace.read(DWT_CTRL)) === 0) {
+      this.note = 'DWT reads as zero (QEMU does not model it)';
+      return this.info();
+    }
     const trcenaTook = await this.trace.enable();
     const lsr = await this.trace.read(DWT_LSR);
     if ((lsr & 0b11) === 0b11) {

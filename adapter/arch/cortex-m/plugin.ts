@@ -39,8 +39,9 @@ export const cortexMPlugin: ArchPlugin = {
     const coreStore = options.stepInstruction ? new CoreExecutedStore(access, options.stepInstruction) : undefined;
     const sysTick = new SysTickCounters(access, { coreStore, ...(options.emulator === 'qemu' ? { virtualClock: true } : {}) });
     // Without CYCCNT, the DWT's 8-bit counters are bounded by SysTick while it runs on the processor clock.
-    const dwt = new DwtCounters(access, { cycleClock: () => sysTick.cycleClock() });
-    return [dwt, new PmuCounters(access), sysTick];
+    const readsAsZero = (unit: string): boolean => options.readsAsZero?.includes(unit) ?? false;
+    const dwt = new DwtCounters(access, { cycleClock: () => sysTick.cycleClock(), readsAsZero: readsAsZero('DWT') });
+    return [dwt, new PmuCounters(access, { readsAsZero: readsAsZero('PMU') }), sysTick];
   },
   injection: {
     arch: () => thumbInjectionArch(),

@@ -115,7 +115,10 @@ export class PmuCounters implements CounterUnit {
   /** DEMCR.TRCENA, and the PMU's registers. */
   private readonly trace: TraceEnable;
 
-  constructor(access: TargetAccess) {
+  constructor(
+    access: TargetAccess,
+    private readonly options: { readsAsZero?: boolean } = {},
+  ) {
     this.trace = new TraceEnable(access);
   }
 
@@ -124,6 +127,11 @@ export class PmuCounters implements CounterUnit {
     this.slots.clear();
     this.present = false;
     this.note = undefined;
+    // The target facts say the PMU answers zeros (QEMU); a PMU_TYPE of zero confirms it (a PMU has N >= 1 or a cycle counter).
+    if (this.options.readsAsZero && (await this.trace.read(TYPE).catch(() => 0)) === 0) {
+      this.note = 'PMU reads as zero (QEMU does not model it)';
+      return this.info();
+    }
     const trcenaTook = await this.trace.enable();
     let type: number;
     try {
