@@ -45,6 +45,14 @@ const BIND_FAILED = /couldn't bind (gdb|tcl|telnet) to socket on port (\d+)/;
 export class OpenOcdServer implements GdbServer {
   readonly kind = 'openocd' as const;
   readonly resetCommand = 'reset halt';
+
+  /** OpenOCD's `reset halt` and `reset init` halt at the reset vector; `reset` and `reset run` let the core run. */
+  resetKind(command: string): 'halts' | 'runs' | undefined {
+    const m = /^(?:reset|soft_reset_halt)(?:\s+(\S+))?\s*$/.exec(command);
+    if (!m) return undefined;
+    if (command.startsWith('soft_reset_halt') || m[1] === 'halt' || m[1] === 'init') return 'halts';
+    return m[1] === undefined || m[1] === 'run' ? 'runs' : undefined;
+  }
   private proc: OwnedProcess | undefined;
   private tclClient: TclRpcClient | undefined;
   private chosenPorts: OpenOcdPorts | undefined;

@@ -23,6 +23,11 @@ import type { GdbServer, ServerContext, ServerExit } from './strategy';
 export class QemuServer implements GdbServer {
   readonly kind = 'qemu' as const;
   readonly resetCommand = 'system_reset';
+
+  /** HMP `system_reset` (QEMU keeps a VM stopped by the gdbstub stopped across it). */
+  resetKind(command: string): 'halts' | undefined {
+    return /^system_reset\s*$/.test(command) ? 'halts' : undefined;
+  }
   private proc: OwnedProcess | undefined;
   private port = 0;
   private stopping = false;

@@ -11,6 +11,11 @@ export class RemoteServer implements GdbServer {
   readonly kind = 'remote' as const;
   readonly resetCommand = undefined;
 
+  /** A gdbserver's monitor commands are its own: none is known to reset. */
+  resetKind(): undefined {
+    return undefined;
+  }
+
   constructor(private readonly args: RemoteServerArgs) {}
 
   get gdbAddress(): string {

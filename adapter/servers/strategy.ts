@@ -33,6 +33,12 @@ export interface GdbServer {
   onUnexpectedExit(listener: (exit: ServerExit) => void): void;
   /** GDB `monitor` command that resets and halts the target, for restart. */
   readonly resetCommand: string | undefined;
+  /**
+   * What a `monitor` command typed by the user does to the target: `halts` for a reset that leaves
+   * the core halted at its reset vector, `runs` for one that lets it run from reset, undefined for
+   * anything else.
+   */
+  resetKind(command: string): 'halts' | 'runs' | undefined;
   /** Stops the server and everything it started; idempotent. */
   stop(): Promise<void>;
 }

@@ -383,7 +383,7 @@ export class CycleLensDebugSession extends DebugSession {
     const expr = a.expression.trim();
     if (a.context === 'repl') {
       // `monitor …` goes to the gdbserver; `> cmd` runs a GDB command.
-      if (/^monitor\s/.test(expr)) return { result: (await this.halted(() => gdb.monitor(expr.slice(8).trim()))).trimEnd(), variablesReference: 0 };
+      if (/^monitor\s/.test(expr)) return { result: (await this.monitorFromConsole(expr.slice(8).trim())).trimEnd(), variablesReference: 0 };
       if (expr.startsWith('>')) return { result: (await gdb.command(expr.slice(1).trim())).trimEnd(), variablesReference: 0 };
     }
     this.expectHalted('evaluate expressions');
@@ -395,6 +395,29 @@ export class CycleLensDebugSession extends DebugSession {
       variablesReference: v.variablesReference,
       ...(v.memoryReference ? { memoryReference: v.memoryReference } : {}),
     };
+  }
+
+  /**
+   * `monitor …` from the Debug Console. A reset goes the way of the adapter's own (measurements out of
+   * the code first, the debugger's caches flushed, the client's stack refreshed); a reset that lets
+   * the core run is refused while CycleLens could not follow it.
+   */
+  private async monitorFromConsole(command: string): Promise<string> {
+    const target = this.requireTarget();
+    const reset = target.resetKind(command);
+    if (reset === 'runs') {
+      throw new CycleLensError(
+        ErrorCode.Unsupported,
+        `\`monitor ${command}\` lets the core run from reset behind the debugger's back. Use Restart (Ctrl+Shift+F5), or \`monitor ${target.server.resetCommand ?? 'reset halt'}\` to reset and stay halted.`,
+        true,
+      );
+    }
+    if (reset !== 'halts') return this.halted(() => target.debugger.monitor(command));
+    await this.invalidateStopState();
+    const output = await target.resetWith(command);
+    this.disassemblyCache.clear();
+    this.sendEvent(new InvalidatedEvent(['stacks', 'variables']));
+    return output;
   }
 
   // ---- memory and code -------------------------------------------------------------------------

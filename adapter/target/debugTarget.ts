@@ -298,12 +298,26 @@ export class DebugTarget {
         `Restart needs a reset command, and a ${this.server.kind} gdbserver has none CycleLens knows. Stop and start the session instead.`,
       );
     }
-    await this.internally(async () => {
+    await this.resetWith(reset);
+  }
+
+  /** What a `monitor` command typed in the Debug Console does to the target (GdbServer.resetKind). */
+  resetKind(command: string): 'halts' | 'runs' | undefined {
+    return this.server.resetKind(command);
+  }
+
+  /**
+   * A halting reset by `monitor command`, the user's or the adapter's: measurements come out of the
+   * code first, the debugger forgets what it read before, and the counters are set up again after.
+   */
+  async resetWith(command: string): Promise<string> {
+    return this.internally(async () => {
       if (this.debugger.isRunning) await this.debugger.interrupt();
       for (const hook of this.resetHooks) await hook();
-      await this.debugger.monitor(reset);
+      const output = await this.debugger.monitor(command);
       await this.debugger.flushCaches();
       for (const hook of this.afterResetHooks) await hook();
+      return output;
     });
   }
 

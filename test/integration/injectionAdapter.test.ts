@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import type { InjectResponse, InjectedResultsResponse } from '../../common/dapCustom';
-import { CustomRequests } from '../../common/dapCustom';
+import { CustomEvents, CustomRequests } from '../../common/dapCustom';
 import { ElfImage } from '../../adapter/elf';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { AdapterHarness, fixtureSource, qemuLaunchArgs } from '../support/dap';
@@ -28,6 +28,8 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
   let oracle: OracleSummary;
   let injected: InjectResponse;
   let results: InjectedResultsResponse;
+  const codeAt = async (address: number): Promise<Buffer> =>
+    Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 8 })).body.data, 'base64');
   const fnBytes = (name: string): Buffer => {
     const f = image.functionNamed(name)!;
     return Buffer.from(image.file.readMemory(f.address, 8)!);
@@ -159,5 +161,22 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
       "no GDB chatter about the runs' own breakpoints",
     );
     await h.custom(CustomRequests.removeInjections, {});
+  });
+
+  it('a reset typed in the Debug Console takes the measurements out first and refreshes the stack', async () => {
+    const patched = await h.custom(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] });
+    assert.equal(patched.injected.length, 1, JSON.stringify(patched.refused));
+    const entry = image.functionNamed('packet_validate')!.address;
+    assert.notDeepEqual(await codeAt(entry), fnBytes('packet_validate'), 'the entry is patched');
+    const removed = h.dc.waitForEvent(CustomEvents.injectionsRemoved);
+    const invalidated = h.dc.waitForEvent('invalidated') as Promise<DebugProtocol.InvalidatedEvent>;
+    await h.dc.evaluateRequest({ expression: 'monitor system_reset', context: 'repl' });
+    await removed;
+    assert.ok((await invalidated).body.areas?.includes('stacks'));
+    assert.deepEqual(await codeAt(entry), fnBytes('packet_validate'), 'the original entry is back');
+    assert.deepEqual((await h.custom(CustomRequests.injectedResults)).results, []);
+    // QEMU virt starts every hart in its boot ROM (0x1000), which jumps to the image.
+    const frame = (await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!;
+    assert.equal(Number(frame.instructionPointerReference), 0x1000);
   });
 });
