@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadResultSetDocument } from '../../core/analysis/resultSet';
+import { profileFromResultSets } from '../../core/profile/fromResultSet';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { windowOf } from '../oracle/programWindow';
 import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
@@ -113,6 +114,21 @@ for (const { target, server, unit, shareTolerance } of TARGETS) {
         for (const p of [...outcomes.values()].filter((o) => o.status === 'pruned')) {
           assert.ok(oracleShare(p.name) < THRESHOLD, `${p.name} was pruned but the trace puts it at ${oracleShare(p.name)}`);
         }
+        // A bound is safe only if the truth lies under it: a pruned or unmeasurable function's upper
+        // bound on its share, and a measured value's quantisation interval (SysTick: ±1 tick per call).
+        for (const o of outcomes.values()) {
+          if (!window.inside.has(o.name) || (o.status !== 'pruned' && o.status !== 'unmeasurable') || o.bound === undefined) continue;
+          assert.ok(o.bound >= oracleShare(o.name) - 1e-9, `${o.name}: bound ${o.bound} below the trace's share ${oracleShare(o.name)}`);
+        }
+        let bounded = 0;
+        for (const f of profileFromResultSets(doc).functions) {
+          const bound = f.inclusive?.bound;
+          if (f.status !== 'measured' || !bound || !window.inside.has(f.name)) continue;
+          const truth = (oracle.functions.find((x) => x.name === f.name || x.aliases.includes(f.name))?.inclusive ?? 0) / unit;
+          assert.ok(bound.low <= truth && truth <= bound.high, `${f.name}: the trace's ${truth} ticks lie outside [${bound.low}, ${bound.high}]`);
+          bounded++;
+        }
+        if (unit > 1) assert.ok(bounded >= 1, 'SysTick values carry their quantisation bound');
         let compared = 0;
         for (const m of doc.resultSets.flatMap((s) => s.measurements)) {
           if (!window.inside.has(m.name)) continue;
