@@ -9,11 +9,12 @@ import { markerLine } from '../support/markers';
 
 // "CycleLens: Show Live Profile" in the packaged CycleLens, in code-server: without sampling it says
 // what to start; with the live hotspot overlay sampling the demo's endless hot loop on QEMU RISC-V
-// 32, the profile panel opens on the live profile and takes each new picture in place (its page
-// loads once while the count grows), its hottest function is the oracle's, and when the session
-// ends it keeps the last picture and says it is no longer live. The launch configurations load
-// QEMU's counting plugin, so the counts are exact instructions, judged against the oracle's trace
-// of the same ELF as test/e2e/liveHotspots.test.ts does.
+// 32 (the command is then in the debug toolbar), the profile panel opens on the live profile and
+// takes each new picture in place (its page loads once while the count grows), its hottest
+// function is the oracle's, and when the session ends it keeps the last picture and says it is no
+// longer live. The launch configurations load QEMU's counting plugin, so the counts are exact
+// instructions, judged against the oracle's trace of the same ELF as test/e2e/liveHotspots.test.ts
+// does.
 
 const dark = 'Default Dark Modern';
 const configuration = 'QEMU RISC-V 32';
@@ -107,7 +108,11 @@ test(
       60_000,
     );
 
-    await h.runCommand('CycleLens: Show Live Profile');
+    // While the overlay samples, the debug toolbar offers the command (the palette's path is the
+    // first test's).
+    const button = h.debugToolbar().locator('.codicon-graph-line');
+    await button.waitFor({ state: 'visible', timeout: 15_000 });
+    await h.clickPastHovers(button);
     const page = webview(h);
     await page.locator('.header .live', { hasText: /^live$/ }).waitFor({ timeout: 60_000 });
     const first = await panelNow(page);
