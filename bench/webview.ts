@@ -85,7 +85,7 @@ async function graphRun(): Promise<{ cold: Timed; warm: Timed }> {
           const p = (window as unknown as { benchProfile: unknown }).benchProfile;
           const arrive = (data: unknown): boolean => window.dispatchEvent(new MessageEvent('message', { data }));
           const t0 = performance.now();
-          arrive({ type: 'profile', profile: p, title: 'bench', live: false });
+          arrive({ type: 'profile', profile: p, title: 'bench' });
           await w.cyclelensPanel.graph.drawn;
           // The frame after the draw: its paint is done when the next callback runs.
           await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
@@ -108,7 +108,7 @@ async function sourceRun(): Promise<{ first: number; all: number; cpu: number }>
     const lines = 2000;
     const profile = syntheticProfile({ count: 3, sourceLines: lines, instructionsPerLine: 3 });
     await panel.send({ type: 'showTab', tab: 'source' });
-    await panel.send({ type: 'profile', profile, title: 'bench', live: false });
+    await panel.send({ type: 'profile', profile, title: 'bench' });
     // The 2,000-line function (the panel first selects the hottest function, another one).
     await panel.send({ type: 'cursorFunction', name: profile.functions[0]!.name });
     await panel.page.locator('.source-view .note').filter({ hasText: 'Reading' }).waitFor();
@@ -156,7 +156,7 @@ async function flameRun(): Promise<{ paint: number; cpu: number; zoomMedian: num
         const p = (window as unknown as { benchProfile: unknown }).benchProfile;
         const arrive = (data: unknown): boolean => window.dispatchEvent(new MessageEvent('message', { data }));
         const t0 = performance.now();
-        arrive({ type: 'profile', profile: p, title: 'bench', live: false });
+        arrive({ type: 'profile', profile: p, title: 'bench' });
         await w.cyclelensPanel.flame.drawn;
         await new Promise((r) => setTimeout(r, 0));
         if (w.cyclelensPanel.flame.rects.length !== n + 1) throw new Error(`the flame graph has ${w.cyclelensPanel.flame.rects.length} frames, not ${n + 1}`);
@@ -186,7 +186,7 @@ async function tableRun(): Promise<{ ms: number; cpu: number }> {
   try {
     const profile = syntheticProfile({ count: 20_000 });
     await panel.send({ type: 'showTab', tab: 'table' });
-    await panel.send({ type: 'profile', profile, title: 'bench', live: false });
+    await panel.send({ type: 'profile', profile, title: 'bench' });
     await panel.page.locator('table.grid tbody tr').first().waitFor();
     const times: Array<{ ms: number; cpu: number }> = [];
     for (const column of ['Self', 'Calls', 'Function', 'Inclusive', 'Mean', 'Self', 'Max', 'Status', 'Min', 'Share']) {

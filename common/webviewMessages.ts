@@ -8,13 +8,28 @@ import type { Profile } from '../core/profile/model';
 
 export type PanelTab = 'graph' | 'flame' | 'source' | 'table';
 
+/**
+ * A live profile's state (the live hotspot overlay's samples, rebuilt at most once a second): still
+ * sampling, or the last picture of a run that stopped. Which sampler and what its PC means are in the
+ * profile's provenance; its unit (samples, or instructions for the counting plugin) in `profile.unit`.
+ */
+export interface LiveProfileState {
+  running: boolean;
+  /** The sampler as the user picks it ("QEMU monitor"), when the overlay knows its description. */
+  samplerLabel?: string;
+}
+
 export type HostToWebview =
-  /** A whole profile: the first one after `ready`, and each update (live sampling pushes these). */
+  /**
+   * A whole profile: the first one after `ready`, and each update. Live sampling pushes one a second;
+   * the page redraws those in place (webview/layout/live.ts, `isUpdateOf`).
+   */
   | {
       type: 'profile';
       profile: Profile;
       title: string;
-      live: boolean;
+      /** Present for a live profile (still sampling or stopped); absent for a saved one. */
+      live?: LiveProfileState;
       /** The saved file it came from (a window reload reopens it); none for a live profile. */ file?: string;
     }
   /** The text of a source file the webview asked for, or why it could not be read. */

@@ -9,7 +9,8 @@ import { registerProfilePanels } from './panels/profilePanels';
 import { SessionTracker } from './debug/sessionTracker';
 import { InjectedMeasurements } from './editor/injectedMeasurements';
 import { startProfileLanguageClient } from './lsp/profileLanguageClient';
-import { registerLiveHotspots } from './hotspots/registration';
+import { LiveHotspots } from './hotspots/liveHotspots';
+import { liveProfileSource, registerLiveHotspots } from './hotspots/registration';
 import { CountersView } from './views/countersView';
 import { MeasurementsView } from './views/measurementsView';
 
@@ -25,6 +26,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const counters = new CountersView(tracker);
   const injected = new InjectedMeasurements(tracker, context.extensionUri, log);
   const measurements = new MeasurementsView(store, injected);
+  const live = new LiveHotspots();
   context.subscriptions.push(
     log,
     tracker,
@@ -40,8 +42,8 @@ export function activate(context: vscode.ExtensionContext): void {
     ...registerProfilingCommands(tracker, log),
     startProfileLanguageClient(context, log),
     ...registerExportCommands(log),
-    ...registerProfilePanels(context),
-    ...registerLiveHotspots(),
+    ...registerProfilePanels(context, liveProfileSource(live)),
+    ...registerLiveHotspots(live),
   );
 }
 

@@ -1,6 +1,7 @@
 import type { Profile } from '../core/profile/model';
 import type { HostToWebview, PanelState, PanelTab, WebviewToHost } from '../common/webviewMessages';
 import { el } from './dom';
+import { isUpdateOf, liveBanner, type ShownProfile } from './layout/live';
 import type { PanelContext, PanelView } from './panelContext';
 import { CallGraphView } from './views/callGraphView';
 import { FlameView } from './views/flameView';
@@ -38,10 +39,13 @@ class ProfilePanel implements PanelContext {
   private readonly asked = new Set<string>();
   private readonly views: Record<PanelTab, PanelView>;
   private readonly tabButtons = new Map<PanelTab, HTMLButtonElement>();
-  /** Tabs that have not seen the latest profile yet. */
-  private readonly stale = new Set<PanelTab>();
+  /** Tabs that have not seen the latest profile yet, and whether all they missed were updates of what they drew. */
+  private readonly stale = new Map<PanelTab, boolean>();
+  private shown: ShownProfile | undefined;
   private readonly title = el('h1', { class: 'title' }, 'CycleLens profile');
-  private readonly live = el('span', { class: 'live', hidden: '' }, 'live');
+  /** Live or not: changes rarely, so a screen reader hears it; the count beside it changes every second. */
+  private readonly live = el('span', { class: 'live', role: 'status', hidden: '' });
+  private readonly liveNote = el('p', { class: 'live-note', hidden: '' });
   readonly graph: CallGraphView;
   readonly flame: FlameView;
   readonly source: SourceView;
@@ -68,7 +72,7 @@ class ProfilePanel implements PanelContext {
       tablist.append(b);
       this.tabButtons.set(t.tab, b);
     }
-    root.append(header, tablist, ...TABS.map((t) => this.views[t.tab].element));
+    root.append(header, this.liveNote, tablist, ...TABS.map((t) => this.views[t.tab].element));
     this.showTab(this.state.tab);
     window.addEventListener('message', (e: MessageEvent<HostToWebview>) => this.receive(e.data));
     host.postMessage({ type: 'ready' });
@@ -119,8 +123,10 @@ class ProfilePanel implements PanelContext {
       this.views[t.tab].element.hidden = !active;
     }
     if (tab !== 'source') this.source.hidden();
-    if (this.stale.delete(tab) && this.profile) {
-      this.views[tab].setProfile(this.profile);
+    const update = this.stale.get(tab);
+    if (update !== undefined && this.profile) {
+      this.stale.delete(tab);
+      this.views[tab].setProfile(this.profile, update);
       this.views[tab].selectionChanged(this.selectedId());
     }
     this.views[tab].shown();
@@ -135,20 +141,31 @@ class ProfilePanel implements PanelContext {
     e.preventDefault();
   }
 
+  private showLive(message: ShownProfile): void {
+    const banner = message.live ? liveBanner(message.profile, message.live) : undefined;
+    this.live.hidden = this.liveNote.hidden = !banner;
+    if (!banner) return;
+    if (this.live.textContent !== banner.badge) this.live.textContent = banner.badge;
+    this.live.classList.toggle('stopped', !banner.running);
+    this.liveNote.textContent = banner.text;
+  }
+
   private receive(message: HostToWebview): void {
     switch (message.type) {
       case 'profile': {
+        const update = isUpdateOf(this.shown, message);
+        this.shown = message;
         this.profile = message.profile;
         this.title.textContent = message.title;
-        this.live.hidden = !message.live;
+        this.showLive(message);
         if (message.file !== undefined) this.state.file = message.file;
         else delete this.state.file;
         this.saveState();
         // Hidden tabs take the profile when shown: a live update or a 20,000-function profile
         // costs the visible tab only.
         for (const t of TABS) {
-          if (t.tab === this.state.tab) this.views[t.tab].setProfile(message.profile);
-          else this.stale.add(t.tab);
+          if (t.tab === this.state.tab) this.views[t.tab].setProfile(message.profile, update);
+          else this.stale.set(t.tab, update && (this.stale.get(t.tab) ?? true));
         }
         const selected = this.selectedId() ?? hottest(message.profile);
         this.select(selected, false);
@@ -211,6 +228,8 @@ async function main(): Promise<void> {
     host.postMessage({ type: 'problem', message: 'The profile panel page is incomplete (no #app or worker address): rebuild CycleLens.' });
     return;
   }
+  // Set once per page load: a test tells a redraw in place from a reloaded page by it.
+  root.dataset['pageLoad'] = `${performance.timeOrigin}-${Math.random().toString(36).slice(2)}`;
   try {
     const panel = new ProfilePanel(host, root, await startLayoutWorker(workerUrl));
     // Tests and the bench reach the panel through this handle (the page has no other globals).

@@ -15,7 +15,11 @@ export interface PanelContext {
 /** One tab. */
 export interface PanelView {
   readonly element: HTMLElement;
-  setProfile(p: Profile): void;
+  /**
+   * A profile to draw. `update`: a newer picture of the one shown (live sampling's next second): keep
+   * the zoom, scroll and keyboard place; otherwise start from the top.
+   */
+  setProfile(p: Profile, update: boolean): void;
   /** The selection changed (from another tab or the editor's cursor). */
   selectionChanged(fn: number | undefined): void;
   /** The tab became visible: draw what waited for a size. */

@@ -1,8 +1,10 @@
 import * as vscode from 'vscode';
+import { basename } from 'node:path';
 import type { SamplerId } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { customRequest } from '../../common/dapCustomClient';
 import { DEBUG_TYPE } from '../debug/sessionTracker';
+import type { LiveProfileSource } from '../panels/liveProfile';
 import { HotspotsView } from './hotspotsView';
 import { LiveHotspots } from './liveHotspots';
 
@@ -11,10 +13,28 @@ function activeSession(): vscode.DebugSession | undefined {
   return s?.type === DEBUG_TYPE ? s : undefined;
 }
 
+/** The overlay's run as the profile panel reads it: its profile, which sampler, and whether it still samples. */
+export function liveProfileSource(live: LiveHotspots): LiveProfileSource {
+  return {
+    picture: () => {
+      const run = live.current;
+      if (!run?.profile) return undefined;
+      return {
+        profile: run.profile,
+        title: `Live profile: ${basename(run.profile.program.executable) || run.session.name}`,
+        live: { running: run.running, ...(run.sampler ? { samplerLabel: run.sampler.label } : {}) },
+      };
+    },
+    sampling: () => live.current?.running === true,
+    onDidChange: live.onDidChange,
+  };
+}
+
 /** The live hotspot overlay, its view and commands (Command Palette and the debug toolbar). */
-export function registerLiveHotspots(): vscode.Disposable[] {
-  const live = new LiveHotspots();
+export function registerLiveHotspots(live: LiveHotspots): vscode.Disposable[] {
   const view = new HotspotsView(live);
+  // "Show Live Profile" joins the debug toolbar while the overlay samples.
+  const sampling = (): void => void vscode.commands.executeCommand('setContext', 'cyclelens.liveSampling', live.current?.running === true);
   const start = async (sampler?: SamplerId): Promise<void> => {
     const session = activeSession();
     if (!session) {
@@ -31,6 +51,7 @@ export function registerLiveHotspots(): vscode.Disposable[] {
   return [
     live,
     view,
+    live.onDidChange(sampling),
     vscode.window.registerTreeDataProvider('cyclelens.hotspots', view),
     vscode.commands.registerCommand('cyclelens.toggleHotspots', async () => {
       const current = live.current;

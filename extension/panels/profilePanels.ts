@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Profile } from '../../core/profile/model';
-import type { HostToWebview, PanelTab, WebviewToHost } from '../../common/webviewMessages';
+import type { HostToWebview, LiveProfileState, PanelTab, WebviewToHost } from '../../common/webviewMessages';
+import { registerShowLiveProfile, type LivePicture, type LiveProfileSource } from './liveProfile';
 import { newNonce, panelHtml } from './panelHtml';
 import { functionAt, functionRanges, loadProfileFile, restorablePanel, resultSetOfReport } from './profileFiles';
 
@@ -13,7 +14,7 @@ class ProfileWebview implements vscode.Disposable {
   private title: string;
   private ranges: ReturnType<typeof functionRanges>;
   private ready = false;
-  private live = false;
+  private live: LiveProfileState | undefined;
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
@@ -21,7 +22,7 @@ class ProfileWebview implements vscode.Disposable {
     extensionUri: vscode.Uri,
     profile: Profile,
     title: string,
-    private readonly tab: PanelTab | undefined,
+    private tab: PanelTab | undefined,
     private file: string | undefined,
     onDispose: () => void,
   ) {
@@ -55,7 +56,7 @@ class ProfileWebview implements vscode.Disposable {
   }
 
   /** A new profile (a live update, or another result set shown in the same panel). */
-  update(profile: Profile, title: string, live: boolean, file: string | undefined): void {
+  update(profile: Profile, title: string, live: LiveProfileState | undefined, file: string | undefined): void {
     this.profile = profile;
     this.file = file;
     this.title = title;
@@ -70,7 +71,13 @@ class ProfileWebview implements vscode.Disposable {
   }
 
   private profileMessage(): HostToWebview {
-    return { type: 'profile', profile: this.profile, title: this.title, live: this.live, ...(this.file !== undefined ? { file: this.file } : {}) };
+    return {
+      type: 'profile',
+      profile: this.profile,
+      title: this.title,
+      ...(this.live ? { live: this.live } : {}),
+      ...(this.file !== undefined ? { file: this.file } : {}),
+    };
   }
 
   private post(message: HostToWebview): void {
@@ -82,7 +89,9 @@ class ProfileWebview implements vscode.Disposable {
       case 'ready':
         this.ready = true;
         this.post(this.profileMessage());
+        // The opening tab, once: after hiding, the page comes back on the tab it saved itself.
         if (this.tab) this.post({ type: 'showTab', tab: this.tab });
+        this.tab = undefined;
         return;
       case 'openLocation': {
         const uri = await sourceUri(message.path);
@@ -161,6 +170,8 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   static readonly editorViewType = 'cyclelens.profileEditor';
   private main: ProfileWebview | undefined;
   private readonly editors = new Set<ProfileWebview>();
+  /** While the main panel shows the live profile: the subscription to its newer pictures. */
+  private following: vscode.Disposable | undefined;
 
   constructor(private readonly extensionUri: vscode.Uri) {}
 
@@ -175,14 +186,56 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   }
 
   show(profile: Profile, title: string, tab: PanelTab, file?: string): void {
+    this.stopFollowing();
     if (this.main) {
-      this.main.update(profile, title, false, file);
+      this.main.update(profile, title, undefined, file);
       this.main.showTab(tab);
       this.main.panel.reveal(vscode.ViewColumn.Beside);
       return;
     }
+    this.main = this.newMain(profile, title, tab, file);
+  }
+
+  private newMain(profile: Profile, title: string, tab: PanelTab, file: string | undefined): ProfileWebview {
     const panel = vscode.window.createWebviewPanel(ProfilePanels.viewType, title, vscode.ViewColumn.Beside, { enableScripts: true });
-    this.main = new ProfileWebview(panel, this.extensionUri, profile, title, tab, file, () => (this.main = undefined));
+    return new ProfileWebview(panel, this.extensionUri, profile, title, tab, file, () => this.mainClosed(panel));
+  }
+
+  private mainClosed(panel: vscode.WebviewPanel): void {
+    if (this.main?.panel !== panel) return;
+    this.main = undefined;
+    this.stopFollowing();
+  }
+
+  private stopFollowing(): void {
+    this.following?.dispose();
+    this.following = undefined;
+  }
+
+  /**
+   * Shows the live profile in the panel and follows `source`: each newer picture (at most one a
+   * second) redraws the page in place, which keeps its tab, selection, search, sort and zoom. When
+   * the run goes (turned off), the last picture stays, marked as no longer live.
+   */
+  showLive(first: LivePicture, source: LiveProfileSource): void {
+    this.stopFollowing();
+    if (this.main) {
+      this.main.update(first.profile, first.title, first.live, undefined);
+      this.main.panel.title = first.title;
+      this.main.panel.reveal();
+    } else {
+      // Sampled profiles are flat (no stacks): the table of functions is where they read best.
+      this.main = this.newMain(first.profile, first.title, 'table', undefined);
+      this.main.update(first.profile, first.title, first.live, undefined);
+    }
+    let last = first;
+    this.following = source.onDidChange(() => {
+      const next = source.picture();
+      if (next) last = next;
+      else if (last.live.running) last = { ...last, live: { ...last.live, running: false } };
+      else return;
+      this.main?.update(last.profile, last.title, last.live, undefined);
+    });
   }
 
   /**
@@ -194,23 +247,15 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
     try {
       if (!saved)
         throw new Error(
-          'This panel showed a live profile that was not saved, so there is nothing to reopen: run "CycleLens: Show Call Graph" on a saved result set.',
+          'This panel showed a live profile that was not saved, so there is nothing to reopen: run "CycleLens: Show Live Profile" while sampling, or "CycleLens: Show Call Graph" on a saved result set.',
         );
       const { profile, title } = await loadProfileFile(saved.file);
       panel.title = title;
       if (this.main) this.main.panel.dispose();
-      this.main = new ProfileWebview(panel, this.extensionUri, profile, title, saved.tab, saved.file, () => {
-        if (this.main?.panel === panel) this.main = undefined;
-      });
+      this.main = new ProfileWebview(panel, this.extensionUri, profile, title, saved.tab, saved.file, () => this.mainClosed(panel));
     } catch (err) {
       showProblemPage(panel, err instanceof Error ? err.message : String(err));
     }
-  }
-
-  /** A new version of the profile shown (live sampling): the panel redraws without a reload. */
-  update(profile: Profile, title: string): void {
-    if (this.main) this.main.update(profile, title, true, undefined);
-    else this.show(profile, title, 'flame');
   }
 
   openCustomDocument(uri: vscode.Uri): ProfileDocument {
@@ -228,6 +273,7 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   }
 
   dispose(): void {
+    this.stopFollowing();
     this.main?.panel.dispose();
     for (const e of this.editors) e.panel.dispose();
   }
@@ -248,7 +294,7 @@ async function savedResultSets(): Promise<vscode.Uri[]> {
 }
 
 /** The panel's commands and the custom editor, registered once. */
-export function registerProfilePanels(context: vscode.ExtensionContext): vscode.Disposable[] {
+export function registerProfilePanels(context: vscode.ExtensionContext, live: LiveProfileSource): vscode.Disposable[] {
   const panels = new ProfilePanels(context.extensionUri);
   const open =
     (tab: PanelTab) =>
@@ -276,6 +322,7 @@ export function registerProfilePanels(context: vscode.ExtensionContext): vscode.
     panels,
     vscode.commands.registerCommand('cyclelens.showCallGraph', open('graph')),
     vscode.commands.registerCommand('cyclelens.showFlameGraph', open('flame')),
+    registerShowLiveProfile(panels, live),
     vscode.window.registerCustomEditorProvider(ProfilePanels.editorViewType, panels, {
       webviewOptions: { retainContextWhenHidden: false },
       supportsMultipleEditorsPerDocument: true,

@@ -92,3 +92,88 @@ test('the flame graph and table tabs render, and a saved result set opens in the
   assert.equal(await h.page.locator('.editor-group-container.active .monaco-editor .view-lines').count(), 0, 'the result set did not open as text');
   await webview(h).locator('g.node').first().waitFor({ timeout: 60_000 });
 });
+
+/** What the panel's page shows of its state now, and the marker it sets once per page load. */
+async function panelState(page: FrameLocator): Promise<{ load: string; tab: string; sort: string; selected: string[]; title: string }> {
+  return {
+    load: (await page.locator('#app').getAttribute('data-page-load')) ?? '',
+    tab: ((await page.locator('[role="tab"][aria-selected="true"]').textContent()) ?? '').trim(),
+    sort: ((await page.locator('th[aria-sort="descending"], th[aria-sort="ascending"]').first().textContent()) ?? '').trim(),
+    selected: (await page.locator('table.grid tbody tr.selected td:first-child').allTextContents()).map((s) => s.trim()),
+    title: ((await page.locator('h1.title').textContent()) ?? '').trim(),
+  };
+}
+
+test("the panel's tab, selection, sort and search survive hiding it behind another editor in its group", { timeout: 180_000 }, async (t) => {
+  const h = harness!;
+  // One panel only: the descent's panel and the custom editor go, "Show Call Graph" opens the panel anew.
+  await h.runCommand('View: Close All Editor Groups');
+  await h.page.locator('iframe.webview').first().waitFor({ state: 'detached', timeout: 15_000 });
+  await h.runCommand('CycleLens: Show Call Graph');
+  const page = webview(h);
+  await page.locator('g.node').first().waitFor({ timeout: 60_000 });
+  const panelTab = await h.activeTab();
+  // The call graph's search; a frame picked in the flame graph (selects without opening the source);
+  // the table sorted by self count.
+  await page.getByLabel('Find a function').fill('process');
+  // The page selects the hottest function by itself; the user's pick is another one (two levels down).
+  const selectedAtLoad = await page.locator('g.node.selected .name').allTextContents();
+  await page.getByRole('tab', { name: 'Flame Graph' }).click();
+  await page.locator('.flame-view canvas').click({ position: { x: 5, y: 2 * 18 + 9 } });
+  const picked = /^(.+?): /.exec((await page.locator('.flame-view .details').textContent()) ?? '')?.[1] ?? '';
+  assert.ok(picked, 'a click in the flame graph picked a frame');
+  assert.notDeepEqual([picked], selectedAtLoad, `the pick (${picked}) is not what the page selected by itself`);
+  await page.getByRole('tab', { name: 'Table' }).click();
+  await page.getByRole('button', { name: /^Self/ }).click();
+  const before = await panelState(page);
+  t.diagnostic(`before hiding: ${JSON.stringify(before)}`);
+  assert.deepEqual(before.selected, [picked], 'the table marks the function picked in the flame graph');
+  assert.match(before.sort, /^Self .*▼$/);
+
+  // Another editor in the panel's group hides the panel: VS Code drops its page (no retained context).
+  await h.openFile('src/singlepass.c');
+  await h.page.locator('iframe.webview.ready').waitFor({ state: 'detached', timeout: 15_000 });
+  await h.page.locator('.editor-group-container.active .tab', { hasText: panelTab }).click();
+  await page.locator('table.grid tbody tr').first().waitFor({ timeout: 30_000 });
+  const after = await poll(
+    () => panelState(page),
+    (s) => s.selected.length > 0,
+    15_000,
+  );
+  t.diagnostic(`after showing it again: ${JSON.stringify(after)}`);
+  assert.notEqual(after.load, before.load, 'the page was loaded again: what it shows came from its saved state');
+  assert.equal(after.tab, 'Table', 'the tab');
+  assert.equal(after.sort, before.sort, 'the sort');
+  assert.deepEqual(after.selected, [picked], 'the selection');
+  await page.getByRole('tab', { name: 'Call Graph' }).click();
+  assert.equal(await page.getByLabel('Find a function').inputValue(), 'process', 'the search');
+  await page.locator('g.node.selected').waitFor({ timeout: 30_000 });
+  assert.deepEqual(await page.locator('g.node.selected .name').allTextContents(), [picked], 'the call graph selects it too');
+  assert.ok((await page.locator('g.node.match').count()) > 0, 'and highlights what the search finds');
+  await page.getByRole('tab', { name: 'Table' }).click();
+});
+
+test('after Developer: Reload Window the panel comes back with its file and tab', { timeout: 240_000 }, async (t) => {
+  const h = harness!;
+  // The session would not outlive the reload's extension host: end it first.
+  if (await h.debugToolbar().isVisible()) assert.ok((await h.stopDebugging({ maxPresses: 3 })).ended, 'the session ends');
+  const page = webview(h);
+  const before = await panelState(page);
+  assert.equal(before.tab, 'Table');
+  const panelTab = await h.page.locator('.tab.active', { hasText: before.title }).first().locator('.label-name').innerText();
+  await h.runCommand('Developer: Reload Window');
+  await h.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 120_000 });
+  // The restored page is a new one: its load marker differs once it has drawn its profile.
+  const after = await poll(
+    () => panelState(page).catch(() => undefined),
+    (s) => s !== undefined && s.load !== '' && s.load !== before.load && s.title !== '' && s.tab !== '',
+    120_000,
+  );
+  t.diagnostic(`after the reload: ${JSON.stringify(after)}`);
+  assert.ok(after && after.load !== before.load, 'the panel is a new page');
+  assert.equal(after.title, before.title, 'it shows the same file');
+  assert.equal(after.tab, 'Table', 'on the same tab');
+  assert.ok((await page.locator('table.grid tbody tr').count()) > 1, 'with its rows');
+  assert.ok(before.title.endsWith('.json'), `the panel showed the saved result set (${before.title})`);
+  assert.equal(await h.page.locator('.tab .label-name', { hasText: panelTab }).count(), 1, `the panel's editor tab "${panelTab}" is back`);
+});

@@ -23,7 +23,7 @@ describe('profile panel in Chromium', () => {
 
   before(async () => {
     panel = await PanelPage.open();
-    await panel.send({ type: 'profile', profile, title: '<img src=x onerror="window.__xss=1"> profile', live: false });
+    await panel.send({ type: 'profile', profile, title: '<img src=x onerror="window.__xss=1"> profile' });
     await panel.graphDrawn();
   });
 
@@ -165,7 +165,7 @@ describe('profile panel screenshots', () => {
           sourceLines: 40,
           name: (i) => ['main', 'process_frame', 'fir_filter', 'crc16', 'uart_write', 'parse_header'][i % 6]! + (i < 6 ? '' : `_${i}`),
         });
-        await panel.send({ type: 'profile', profile, title: 'descent-2026-11-25.json', live: false });
+        await panel.send({ type: 'profile', profile, title: 'descent-2026-11-25.json' });
         await panel.graphDrawn();
         await panel.send({ type: 'source', path: profile.functions[0]!.location!.path, text: syntheticSource(40) });
         const name = theme === 'vscode-dark' ? 'dark' : 'light';

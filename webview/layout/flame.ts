@@ -184,3 +184,31 @@ export function zoomedRects(rects: readonly FlameRect[], focus: number, width: n
 export function rectAt(drawn: readonly DrawnRect[], x: number, row: number): DrawnRect | undefined {
   return drawn.find((d) => d.row === row && x >= d.x && x < d.x + d.width);
 }
+
+/** The functions from the root's child down to rect `index` (a frame's identity across profiles: ids of rects are not). */
+export function rectPath(rects: readonly FlameRect[], index: number): number[] {
+  const path: number[] = [];
+  for (let i = index; i > 0 && rects[i]; i = rects[i]!.parent) path.push(rects[i]!.fn);
+  return path.reverse();
+}
+
+/**
+ * The rect at `path` in a newer layout of the same program (a live update), or the deepest one of
+ * its ancestors the newer profile still has: a zoom stays where it was while the counts change.
+ */
+export function rectByPath(rects: readonly FlameRect[], path: readonly number[]): number {
+  let at = 0;
+  for (const fn of path) {
+    let found = -1;
+    // Children come after their parent, in pre-order: scan until the parent's subtree ends.
+    for (let i = at + 1; i < rects.length && rects[i]!.depth > rects[at]!.depth; i++) {
+      if (rects[i]!.parent === at && rects[i]!.fn === fn) {
+        found = i;
+        break;
+      }
+    }
+    if (found < 0) break;
+    at = found;
+  }
+  return at;
+}

@@ -121,17 +121,29 @@ export class CallGraphView implements PanelView {
     });
   }
 
-  setProfile(p: Profile): void {
+  setProfile(p: Profile, update: boolean): void {
     this.model = callGraphModel(p);
+    // A live update keeps the user's zoom and pan; a new profile is fitted to the view.
+    this.keepZoom = update && this.layout !== undefined;
     this.relayout();
   }
 
+  private keepZoom = false;
+
   selectionChanged(fn: number | undefined): void {
+    // A live update gives the same function a new id: that is no reason to pan to it again.
+    const name = fn !== undefined ? this.model?.nodes[fn]?.name : undefined;
+    const moved = name !== this.selectedName;
+    const renumbered = fn !== this.selected;
     this.selected = fn;
-    if (this.ctx.state.depth > 0) this.relayout();
-    else this.highlight();
-    if (fn !== undefined) this.reveal(fn);
+    this.selectedName = name;
+    if (this.ctx.state.depth > 0) {
+      if (moved || renumbered) this.relayout();
+    } else this.highlight();
+    if (fn !== undefined && moved) this.reveal(fn);
   }
+
+  private selectedName: string | undefined;
 
   shown(): void {
     if (this.layout && this.svg.clientWidth > 0 && !this.fitted) this.fit();
@@ -226,6 +238,10 @@ export class CallGraphView implements PanelView {
     this.layer.replaceChildren(defs, edges, nodes);
     this.status.textContent = `${formatNumber(visible.nodes.length)} of ${formatNumber(model.nodes.length)} functions${visible.groups.length ? `, ${visible.groups.reduce((a, g) => a + g.members.length, 0)} collapsed` : ''}. Click a function to open its source; drag to pan, wheel to zoom${this.textOnDemand ? ' (names show when zoomed in)' : ''}.`;
     this.highlight();
+    if (this.keepZoom) {
+      this.keepZoom = false;
+      return;
+    }
     this.fitted = false;
     if (this.svg.clientWidth > 0) this.fit();
   }

@@ -2,7 +2,7 @@ import { scaleLinear } from 'd3-scale';
 import type { Profile } from '../../core/profile/model';
 import { formatNumber, formatShare, unitLabel } from '../../core/profile/units';
 import { el, labelled } from '../dom';
-import { callTreeOf, flameRects, rectAt, zoomedRects, type DrawnRect, type FlameRect } from '../layout/flame';
+import { callTreeOf, flameRects, rectAt, rectByPath, rectPath, zoomedRects, type DrawnRect, type FlameRect } from '../layout/flame';
 import { themeColour, type PanelContext, type PanelView } from '../panelContext';
 
 const ROW = 18;
@@ -52,12 +52,15 @@ export class FlameView implements PanelView {
     new ResizeObserver(() => this.draw()).observe(scroller);
   }
 
-  setProfile(p: Profile): void {
+  setProfile(p: Profile, update: boolean): void {
+    // Rect indices change with the counts; the frames' call paths do not.
+    const focus = update ? rectPath(this.rects, this.focus) : [];
+    const cursor = update ? rectPath(this.rects, this.cursor) : [];
     this.profile = p;
     this.rects = flameRects(callTreeOf(p));
     this.depth = this.rects.reduce((m, r) => Math.max(m, r.depth), 0);
-    this.focus = 0;
-    this.cursor = 0;
+    this.focus = rectByPath(this.rects, focus);
+    this.cursor = rectByPath(this.rects, cursor);
     this.scheduleDraw();
   }
 

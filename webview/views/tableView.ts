@@ -82,11 +82,11 @@ export class TableView implements PanelView {
     this.table.addEventListener('keydown', (e) => this.onKey(e));
   }
 
-  setProfile(p: Profile): void {
+  setProfile(p: Profile, update: boolean): void {
     this.profile = p;
     this.functions = functionRows(p);
     this.lines = lineRows(p);
-    this.render();
+    this.render(update);
   }
 
   selectionChanged(fn: number | undefined): void {
@@ -133,8 +133,10 @@ export class TableView implements PanelView {
     ] satisfies Column<FunctionRow>[];
   }
 
-  render(): void {
+  /** `keepPlace`: a live update keeps the scroll position and the keyboard's row (and its focus). */
+  render(keepPlace = false): void {
     const { key, descending } = this.ctx.state.tableSort;
+    const focused = keepPlace && this.body.contains(document.activeElement);
     const lines = this.ctx.state.tableView === 'lines';
     const columns = this.columns() as unknown as Column<FunctionRow | LineRow>[];
     const sortKey = columns.some((c) => c.key === key) ? key : lines ? 'self' : 'inclusive';
@@ -153,12 +155,16 @@ export class TableView implements PanelView {
     this.above.setAttribute('colspan', String(columns.length));
     this.below.setAttribute('colspan', String(columns.length));
     this.head.replaceChildren(hr, this.spacerAbove);
-    this.cursor = 0;
-    this.scroller.scrollTop = 0;
+    if (keepPlace) this.cursor = Math.min(this.cursor, Math.max(0, this.rows.length - 1));
+    else {
+      this.cursor = 0;
+      this.scroller.scrollTop = 0;
+    }
     this.table.setAttribute('aria-rowcount', String(this.rows.length + 1));
     // New rows: nothing drawn can be kept.
     this.rowElements = [];
     this.drawRows();
+    if (focused) this.rowElements[this.cursor - this.firstDrawn]?.focus();
     this.note.textContent = `${formatNumber(this.rows.length)} rows`;
   }
 
