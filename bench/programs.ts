@@ -62,6 +62,7 @@ function profileRow(label: string, oracle: OracleSummary, window: ReturnType<typ
   const event = rs[0]!.run.event;
   const total = rs[0]!.run.totals[event];
   if (total === undefined) return [label, 'no total', '', '', '', '', '', `${run.wall.toFixed(0)} s`];
+  const pct = (x: number): string => `${(100 * x).toFixed(3)}`;
   const errors: number[] = [];
   let exact = 0;
   let compared = 0;
@@ -74,12 +75,15 @@ function profileRow(label: string, oracle: OracleSummary, window: ReturnType<typ
     compared++;
     if (m.calls === o.calls) exact++;
     errors.push(Math.abs(m.inclusive[event]! / total - o.inclusive / window.total));
+    if (m.calls !== o.calls)
+      console.error(
+        `${label}: ${m.name}: ${m.calls} calls, ${pct(m.inclusive[event]! / total)} %; the trace: ${o.calls} calls, ${pct(o.inclusive / window.total)} %`,
+      );
   }
   const executed = [...window.inside].filter((n) => (oracle.functions.find((f) => f.name === n)?.calls ?? 0) > 0);
   const reached = executed.filter((n) => measured.has(n)).length;
   const missed = executed.filter((n) => !measured.has(n));
   if (missed.length) console.error(`${label}: not measured: ${missed.join(', ')}`);
-  const pct = (x: number): string => `${(100 * x).toFixed(3)}`;
   return [
     label,
     `${((Math.abs(total * unit - window.total) / window.total) * 100).toFixed(3)}%`,
