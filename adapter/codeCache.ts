@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import Module from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -30,6 +30,10 @@ export function codeCacheDir(env: NodeJS.ProcessEnv = process.env): string | und
   if (setting) return setting;
   return join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'cyclelens', 'code-cache');
 }
+
+/** Caches kept per directory: one per bundle and Node in use (an update or a rebuild starts a new one). */
+export const CODE_CACHES_KEPT = 4;
+const CACHE_FILE = /^adapter-[0-9a-f]{24}\.v8cache$/;
 
 /** The cache file's name for a bundle as built now, under this Node. */
 export function codeCacheKey(bundle: string, size: number, mtimeMs: number): string {
@@ -83,6 +87,7 @@ export function runWithCodeCache(bundle: string, cacheDir: string | undefined, h
       try {
         writeFileSync(partial, script.createCachedData(), { mode: 0o600 });
         renameSync(partial, file);
+        pruneOldCaches(dirname(file));
       } catch {
         try {
           unlinkSync(partial);
@@ -92,4 +97,13 @@ export function runWithCodeCache(bundle: string, cacheDir: string | undefined, h
       }
     },
   };
+}
+
+/** Keeps the newest CODE_CACHES_KEPT caches: those of bundles replaced since are never read again. */
+function pruneOldCaches(dir: string): void {
+  const caches = readdirSync(dir)
+    .filter((name) => CACHE_FILE.test(name))
+    .map((name) => ({ path: join(dir, name), mtime: statSync(join(dir, name)).mtimeMs }))
+    .sort((a, b) => b.mtime - a.mtime);
+  for (const old of caches.slice(CODE_CACHES_KEPT)) unlinkSync(old.path);
 }

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { codeCacheDir } from '../../adapter/codeCache';
+import { CODE_CACHES_KEPT, codeCacheDir } from '../../adapter/codeCache';
 
 /**
  * The adapter's start with V8's code cache (adapter/codeCache.ts), each start a fresh Node process as
@@ -82,6 +82,32 @@ describe('the adapter start with V8 code cache', () => {
     assert.equal(after.status, 'absent');
     assert.notEqual(after.file, before.file);
     assertRan(after, bundle, dir);
+  });
+
+  it('keeps the newest caches only: those of replaced bundles go when a new one is saved', () => {
+    const dir = join(scratch, 'pruned');
+    const cache = join(scratch, 'pruned-cache');
+    const bundle = writeBundle(dir);
+    const files: string[] = [];
+    for (let build = 0; build <= CODE_CACHES_KEPT; build++) {
+      writeBundle(dir, `\nexports.build = ${'1'.repeat(build + 1)};`);
+      files.push(start(bundle, cache).file!);
+      // Each earlier cache a second older than the next: the order does not rest on the file system's time resolution.
+      files.forEach((f, i) => {
+        const t = new Date(Date.now() - (files.length - 1 - i) * 1000);
+        if (existsSync(f)) utimesSync(f, t, t);
+      });
+    }
+    assert.equal(new Set(files).size, CODE_CACHES_KEPT + 1, 'every build had a cache of its own');
+    assert.deepEqual(
+      files.map((f) => existsSync(f)),
+      [false, ...Array<boolean>(CODE_CACHES_KEPT).fill(true)],
+      'the oldest is gone, the newest are kept',
+    );
+    writeFileSync(join(cache, 'notes.txt'), 'not a cache');
+    writeBundle(dir, '\nexports.build = 0;');
+    start(bundle, cache);
+    assert.ok(existsSync(join(cache, 'notes.txt')), 'files that are not caches are left alone');
   });
 
   it('a damaged cache is refused by V8, the program runs from source, and the cache is rewritten', () => {
