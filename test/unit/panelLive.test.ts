@@ -5,6 +5,7 @@ import { profileFromSamples } from '../../core/profile/fromSamples';
 import type { Profile } from '../../core/profile/model';
 import { callTreeOf, flameRects, rectByPath, rectPath } from '../../webview/layout/flame';
 import { isUpdateOf, liveBanner } from '../../webview/layout/live';
+import { functionRows, shareBasis } from '../../webview/layout/table';
 import { syntheticProfile } from '../support/syntheticProfile';
 
 // The live profile in the panel: which profile messages are redrawn in place, what the live banner
@@ -92,5 +93,18 @@ describe('live profile in the panel', () => {
     assert.deepEqual(rectPath(again, found), path, 'the frame with that call path');
     // A path the newer picture lacks ends at its deepest ancestor that is still there.
     assert.equal(rectByPath(again, [...path.slice(0, 1), 9999]), rectByPath(again, path.slice(0, 1)));
+  });
+
+  it("a sampled profile's table shares are of self counts, the only ones it has", () => {
+    const profile = sampled([
+      [0x100, 30],
+      [0x200, 10],
+    ]);
+    assert.equal(shareBasis(profile), 'self');
+    const rows = functionRows(profile);
+    const share = (name: string): number | undefined => rows.find((r) => r.name === name)?.share;
+    assert.equal(share('vm_run'), 0.75);
+    assert.equal(share('crc16_step'), 0.25);
+    assert.equal(shareBasis(syntheticProfile({ count: 3 })), 'inclusive');
   });
 });

@@ -32,12 +32,22 @@ export interface LineRow {
 
 export type SortKey = 'name' | 'self' | 'inclusive' | 'share' | 'calls' | 'min' | 'max' | 'mean' | 'status' | 'path' | 'line' | 'function';
 
+/**
+ * What the Share column is a share of: inclusive time where the profile has it (injected
+ * measurements, traces), else self (samplers record where the PC was, not who called).
+ */
+export function shareBasis(p: Profile): 'inclusive' | 'self' {
+  return p.functions.some((f) => f.inclusive) ? 'inclusive' : 'self';
+}
+
 export function functionRows(p: Profile): FunctionRow[] {
   const total = p.total?.value;
   const provenance = provenanceLabel(p.provenance);
   const threshold = hotThreshold(p);
+  const basis = shareBasis(p);
   return p.functions.map((f) => {
-    const share = f.inclusive && total ? f.inclusive.value / total : undefined;
+    const measure = basis === 'inclusive' ? f.inclusive : f.self;
+    const share = measure && total ? measure.value / total : undefined;
     const row: FunctionRow = {
       id: f.id,
       name: f.name,

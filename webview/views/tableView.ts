@@ -1,7 +1,7 @@
 import type { Profile } from '../../core/profile/model';
 import { formatNumber, formatShare, unitShort } from '../../core/profile/units';
 import { el, labelled } from '../dom';
-import { filterRows, functionRows, lineRows, sortRows, type FunctionRow, type LineRow } from '../layout/table';
+import { filterRows, functionRows, lineRows, shareBasis, sortRows, type FunctionRow, type LineRow } from '../layout/table';
 import type { PanelContext, PanelView } from '../panelContext';
 
 interface Column<R> {
@@ -122,7 +122,12 @@ export class TableView implements PanelView {
       { key: 'name', title: 'Function', numeric: false, text: (r) => r.name },
       { key: 'self', title: `Self (${unit})`, numeric: true, text: (r) => num(r.self) },
       { key: 'inclusive', title: `Inclusive (${unit})`, numeric: true, text: (r) => num(r.inclusive) },
-      { key: 'share', title: 'Share', numeric: true, text: (r) => (r.share !== undefined ? formatShare(r.share) : '') },
+      {
+        key: 'share',
+        title: this.profile && shareBasis(this.profile) === 'self' ? 'Share (self)' : 'Share (incl.)',
+        numeric: true,
+        text: (r) => (r.share !== undefined ? formatShare(r.share) : ''),
+      },
       { key: 'calls', title: 'Calls', numeric: true, text: (r) => num(r.calls) },
       { key: 'min', title: 'Min', numeric: true, text: (r) => num(r.min) },
       { key: 'max', title: 'Max', numeric: true, text: (r) => num(r.max) },
