@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Profile } from '../../core/profile/model';
 import { PanelPage } from '../support/panelPage';
-import { syntheticProfile } from '../support/syntheticProfile';
+import { syntheticProfile, syntheticSource } from '../support/syntheticProfile';
 
 /**
  * A live profile's next pictures in the panel's built page (Chromium, the production CSP): each is
@@ -24,6 +24,8 @@ function later(p: Profile, factor: number): Profile {
     if (f.self) f.self.value *= factor;
     if (f.inclusive) f.inclusive.value *= factor;
   }
+  for (const l of next.lines) l.self.value *= factor;
+  for (const a of next.addresses) a.self.value *= factor;
   next.total = { value: p.total!.value * factor };
   next.edges.reverse();
   return next;
@@ -124,5 +126,41 @@ describe('a live profile redrawn in place', () => {
     await panel.send({ type: 'profile', profile: first, title: 'descent.json', file: '/ws/.cyclelens/results/descent.json' });
     await page.locator('.header .live').waitFor({ state: 'hidden' });
     assert.equal(await page.locator('.live-note').isHidden(), true);
+  });
+
+  it('the source tab takes new values in place: its scroll, focused line and expanded line stay', async () => {
+    const page = panel.page;
+    const loaded = await pageLoad(panel);
+    const program = syntheticProfile({ count: 12, sourceLines: 400 });
+    const path = program.functions[0]!.location!.path;
+    await panel.send({ type: 'profile', profile: program, title: 'Live profile: synthetic.elf', live });
+    await panel.send({ type: 'source', path, text: syntheticSource(400) });
+    await panel.send({ type: 'cursorFunction', name: program.functions[0]!.name });
+    await page.getByRole('tab', { name: 'Source' }).click();
+    // Every line built (the list grows in chunks after the first paint).
+    await page.waitForFunction(() => document.querySelectorAll('ol.source > li.line').length === 400);
+    const line = (n: number) => page.locator(`ol.source > li.line[data-line="${n}"]`);
+    await line(300).locator('button.expand').click();
+    await line(250).focus();
+    const scroller = page.locator('.source-view .scroller');
+    await scroller.evaluate((e) => (e.scrollTop = 3000));
+    const before = {
+      scroll: await scroller.evaluate((e) => e.scrollTop),
+      value: await line(250).locator('.value').textContent(),
+      instruction: await line(300).locator('li.instruction .value').first().textContent(),
+    };
+    await panel.send({ type: 'profile', profile: later(program, 2), title: 'Live profile: synthetic.elf', live });
+    await line(300)
+      .locator('li.instruction .value', { hasText: `${2 * Number(before.instruction!.split(' ')[0]!.replace(/,/g, ''))}` })
+      .first()
+      .waitFor();
+    const value = (text: string | null): number => Number(text!.split(' ')[0]!.replace(/,/g, ''));
+    assert.equal(value(await line(250).locator('.value').textContent()), 2 * value(before.value), 'the line shows its new count');
+    assert.equal(await scroller.evaluate((e) => e.scrollTop), before.scroll, 'the scroll stays');
+    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-line')), '250', 'the focused line stays focused');
+    assert.equal(await line(300).locator('button.expand').getAttribute('aria-expanded'), 'true', 'the expanded line stays expanded');
+    assert.equal(await page.locator('ol.source > li.line').count(), 400);
+    assert.equal(await pageLoad(panel), loaded);
+    assert.deepEqual(panel.errors, []);
   });
 });

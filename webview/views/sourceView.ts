@@ -29,6 +29,8 @@ export class SourceView implements PanelView {
   private generation = 0;
   private shownLines = new Map<number, AnnotatedLine>();
   private shownPath = '';
+  /** What the list shows: the profile and function it was drawn or last refreshed for. */
+  private drawn: { profile: Profile; fn: number; name: string } | undefined;
 
   constructor(private readonly ctx: PanelContext) {
     const scroller = el('div', { class: 'scroller' });
@@ -46,12 +48,15 @@ export class SourceView implements PanelView {
     });
   }
 
-  setProfile(p: Profile): void {
+  setProfile(p: Profile, update = false): void {
     this.profile = p;
+    if (update && this.refreshInPlace(p)) return;
     this.render();
   }
 
   selectionChanged(fn: number | undefined): void {
+    const drawn = this.drawn;
+    if (fn !== undefined && drawn && drawn.profile === this.profile && drawn.fn === fn) return;
     this.selected = fn;
     this.render();
   }
@@ -71,10 +76,40 @@ export class SourceView implements PanelView {
     if (f?.location?.path === path) this.render();
   }
 
+  /**
+   * A newer picture of the function shown (live sampling): the lines take their new values where
+   * they are, so the scroll, the focused line and the expanded lines stay. False when it is not
+   * the same function and file, or the list is not built yet: then it is drawn anew.
+   */
+  private refreshInPlace(p: Profile): boolean {
+    const drawn = this.drawn;
+    const f = drawn ? p.functions.find((x) => x.name === drawn.name) : undefined;
+    const source = f?.location ? this.ctx.sourceText(f.location.path) : undefined;
+    if (!f?.location || f.location.path !== this.shownPath || source?.text === undefined || this.items.length === 0) return false;
+    const annotated = annotateSource(p, f.id, f.location.path, source.text);
+    this.shownLines = new Map(annotated.lines.map((l) => [l.line, l]));
+    this.note.textContent = this.noteText(p, f.location.path, annotated);
+    for (const li of this.items) {
+      const line = this.shownLines.get(Number(li.dataset['line']));
+      if (!line) continue;
+      this.fillLine(li, p, annotated, line);
+      const expanded = li.querySelector('ul.instructions');
+      if (expanded) expanded.replaceWith(this.instructionList(line, p));
+    }
+    this.selected = f.id;
+    this.drawn = { profile: p, fn: f.id, name: f.name };
+    return true;
+  }
+
+  private noteText(p: Profile, path: string, annotated: AnnotatedSource): string {
+    return `${path} · per-line self cost in ${unitLabel(p.unit)}${annotated.total ? `, ${formatNumber(annotated.total)} on these lines` : ' (the profile has no per-line values for this function)'}`;
+  }
+
   private render(): void {
     const p = this.profile;
     const f = p && this.selected !== undefined ? p.functions[this.selected] : undefined;
     this.items = [];
+    this.drawn = undefined;
     if (!p || !f) {
       this.heading.textContent = 'Annotated source';
       this.note.textContent = 'Select a function in the call graph, flame graph or table.';
@@ -101,7 +136,8 @@ export class SourceView implements PanelView {
     const annotated = annotateSource(p, f.id, f.location.path, source.text);
     this.shownLines = new Map(annotated.lines.map((l) => [l.line, l]));
     this.shownPath = annotated.path;
-    this.note.textContent = `${f.location.path} · per-line self cost in ${unitLabel(p.unit)}${annotated.total ? `, ${formatNumber(annotated.total)} on these lines` : ' (the profile has no per-line values for this function)'}`;
+    this.note.textContent = this.noteText(p, f.location.path, annotated);
+    this.drawn = { profile: p, fn: f.id, name: f.name };
     // First paint: the lines around the hottest one; the rest follow in chunks, so a long function
     // shows its hot spot at once and the page stays responsive while the others are built.
     const all = annotated.lines;
@@ -142,11 +178,9 @@ export class SourceView implements PanelView {
   }
 
   private lineItem(p: Profile, annotated: AnnotatedSource, line: AnnotatedLine): HTMLLIElement {
-    const level = heatLevel(line.heat);
-    const li = el('li', { class: `line heat-${level}`, tabindex: '-1', 'data-line': String(line.line) });
+    const li = el('li', { class: 'line', tabindex: '-1', 'data-line': String(line.line) });
     const bar = el('span', { class: 'bar', 'aria-hidden': 'true' });
-    bar.append(el('span', { class: `fill heat-${level} w${Math.round(line.heat * 10)}` }));
-    const value = line.value !== undefined ? `${formatNumber(line.value)}${annotated.total ? ` (${formatShare(line.value / annotated.total)})` : ''}` : '';
+    bar.append(el('span', { class: 'fill' }));
     const row = el('div', { class: 'line-row' });
     const toggle = el(
       'button',
@@ -157,14 +191,26 @@ export class SourceView implements PanelView {
     row.append(
       toggle,
       bar,
-      el('span', { class: 'value', title: unitLabel(p.unit) }, value),
+      el('span', { class: 'value', title: unitLabel(p.unit) }),
       el('span', { class: 'lineno' }, String(line.line)),
       el('code', { class: 'code' }, line.text),
     );
     li.append(row);
-    li.setAttribute('aria-label', `line ${line.line}${value ? `, ${value} ${unitShort(p.unit)}` : ''}`);
+    this.fillLine(li, p, annotated, line);
     this.items.push(li);
     return li;
+  }
+
+  /** A line's figures: heat level, bar, value and share, and what a screen reader says. */
+  private fillLine(li: HTMLLIElement, p: Profile, annotated: AnnotatedSource, line: AnnotatedLine): void {
+    const level = heatLevel(line.heat);
+    li.className = `line heat-${level}`;
+    const fill = li.querySelector('.bar > .fill');
+    if (fill) fill.className = `fill heat-${level} w${Math.round(line.heat * 10)}`;
+    const value = line.value !== undefined ? `${formatNumber(line.value)}${annotated.total ? ` (${formatShare(line.value / annotated.total)})` : ''}` : '';
+    const shown = li.querySelector('.line-row > .value');
+    if (shown && shown.textContent !== value) shown.textContent = value;
+    li.setAttribute('aria-label', `line ${line.line}${value ? `, ${value} ${unitShort(p.unit)}` : ''}`);
   }
 
   /** Instructions are built on first expansion only: a 2,000-line file paints without them. */
@@ -177,6 +223,13 @@ export class SourceView implements PanelView {
       if (button) button.textContent = '▸';
       return;
     }
+    const ul = this.instructionList(line, p);
+    li.append(ul);
+    button?.setAttribute('aria-expanded', 'true');
+    if (button) button.textContent = '▾';
+  }
+
+  private instructionList(line: AnnotatedLine, p: Profile): HTMLUListElement {
     const ul = el('ul', { class: 'instructions' });
     for (const i of line.instructions) {
       const item = el('li', { class: 'instruction' });
@@ -187,9 +240,7 @@ export class SourceView implements PanelView {
       );
       ul.append(item);
     }
-    li.append(ul);
-    button?.setAttribute('aria-expanded', 'true');
-    if (button) button.textContent = '▾';
+    return ul;
   }
 
   private scrollToHottest(): void {
