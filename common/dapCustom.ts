@@ -146,8 +146,9 @@ export interface PlanInjectionResponse {
   /**
    * Every function asked for, in order: `entry` when its entry can be patched; else the reason, and
    * `callSites` when its direct calls could be rewritten instead (inject with callSitesIfTooShort).
+   * `solo` (with `entry`): measured on its own only, never in a group, and why (millicode).
    */
-  functions: Array<{ name: string; entry: boolean; callSites?: boolean; reason?: string }>;
+  functions: Array<{ name: string; entry: boolean; callSites?: boolean; reason?: string; solo?: string }>;
 }
 
 export interface InjectedResult {

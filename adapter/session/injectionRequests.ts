@@ -26,6 +26,7 @@ import {
   type MeasurementKind,
   type MeasurementResults,
   type MemoryRegion,
+  soloReason,
 } from '../probe/injection';
 import { DebuggerTargetAccess } from '../probe/targetAccess';
 import { validateReservedMemory } from './launchValidation';
@@ -74,7 +75,10 @@ export class InjectionRequests {
       functions: a.functions.map((name) => {
         try {
           const plan = service.plan(name);
-          return plan.ok ? { name, entry: true } : { name, entry: false, callSites: (plan.callSites?.usable.length ?? 0) > 0, reason: plan.reason };
+          const solo = plan.ok && plan.kind === 'function' ? soloReason(plan) : undefined;
+          return plan.ok
+            ? { name, entry: true, ...(solo ? { solo } : {}) }
+            : { name, entry: false, callSites: (plan.callSites?.usable.length ?? 0) > 0, reason: plan.reason };
         } catch (err) {
           return { name, entry: false, reason: errorMessage(err) };
         }

@@ -8,7 +8,7 @@ import type { DispatchEntry, RuntimeLayout, StubRequest } from './payload';
 import { type InjectionPlanner, reachableDisplaced } from './planner';
 import { RECORD_SIZE, initialRecord } from './recordLayout';
 import type { GroupOptions, InjectionServiceOptions, MeasureOptions, Measurement, MeasurementInfo } from './serviceTypes';
-import type { CallSite, CaveReach, FunctionPlan, InjectionPlan, InjectionRefusal, PatchSite, PayloadKind } from './types';
+import type { BypassSite, CallSite, CaveReach, FunctionPlan, InjectionPlan, InjectionRefusal, PatchSite, PayloadKind } from './types';
 
 /**
  * The planner-facing part of the injection service: asks InjectionPlanner for a plan, refuses what
@@ -34,13 +34,18 @@ export class MeasurementBuilder {
     const payload = options.payload ?? 'software';
     if (payload === 'hardware') this.live.claimHardwareSlot();
     try {
-      return await this.install(plan.function.name, 'function', payload, plan.warnings, [plan.entry], (record, at) => ({
-        kind: 'function',
+      const bypass = plan.bypass;
+      return await this.install(
+        plan.function.name,
+        'function',
         payload,
-        record,
-        at,
-        entry: plan.entry,
-      }));
+        plan.warnings,
+        [plan.entry],
+        (record, at) => ({ kind: 'function', payload, record, at, entry: plan.entry, ...(bypass ? { bypass: bypass.copy } : {}) }),
+        undefined,
+        true,
+        bypass,
+      );
     } catch (err) {
       if (payload === 'hardware') this.live.dropHardwareClaim();
       throw err;
@@ -189,6 +194,15 @@ export class MeasurementBuilder {
           : ` Leave ${member} out of the group.`;
         throw memberRefusal(member, new InjectionRefusedError({ ...plan, reason: `${plan.reason}${instead}` }));
       }
+      const why = soloReason(plan);
+      if (why) {
+        throw memberRefusal(
+          member,
+          new InjectionRefusedError(
+            refusal('alternateLink', `${member} is measured on its own, not in a group: ${why}. Leave it out of the group.`, plan.function.start),
+          ),
+        );
+      }
       const before = seen.get(plan.function.start);
       if (before !== undefined) {
         const same = before === member ? `${member} is listed twice` : `${member} and ${before} are the same function`;
@@ -211,11 +225,14 @@ export class MeasurementBuilder {
     request: (record: number, at: number) => StubRequest,
     callSites?: Array<CallSite & { original: Uint8Array }>,
     checkProgram = true,
+    bypass?: BypassSite,
   ): Promise<MeasurementInfo> {
     for (const s of sites) this.live.checkOverlap(s.address, s.original.length);
+    if (bypass) this.checkBypass(name, bypass);
     for (const c of callSites ?? []) this.live.checkOverlap(c.address, c.length);
     const ranges = [
       ...sites.map((s) => [s.address, s.address + s.original.length] as [number, number]),
+      ...(bypass ? [[bypass.address, bypass.address + bypass.original.length] as [number, number]] : []),
       ...(callSites ?? []).map((c) => [c.address, c.address + c.length] as [number, number]),
     ];
     if (checkProgram) {
@@ -264,6 +281,17 @@ export class MeasurementBuilder {
         for (const s of sites)
           patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout), stopAt: stopAfter(s) });
       }
+      if (bypass) {
+        const at: PatchSite = {
+          address: bypass.address,
+          shape: bypass.shape,
+          displaced: [],
+          resume: bypass.address,
+          freeRegisters: 0,
+          original: bypass.original,
+        };
+        patches.push({ address: bypass.address, original: bypass.original, patched: g.encodePatch(at, stub.bypass!, this.layout) });
+      }
       const dispatch: DispatchEntry[] = [];
       for (const c of callSites ?? []) {
         if (c.length === 2) dispatch.push({ returnAddress: c.address + 2, stub: stub.dispatchEntry! });
@@ -289,6 +317,22 @@ export class MeasurementBuilder {
       for (const b of blocks) this.live.release(b);
       await this.live.reclaimIfIdle();
       throw err;
+    }
+  }
+
+  /** The bypass patch sits on another function's code; a live patch there (its own measurement) is in the way. */
+  private checkBypass(name: string, bypass: BypassSite): void {
+    try {
+      this.live.checkOverlap(bypass.address, bypass.original.length);
+    } catch (err) {
+      if (!(err instanceof InjectionRefusedError)) throw err;
+      throw new InjectionRefusedError(
+        refusal(
+          'branchIntoPatch',
+          `${bypass.from}'s code falls through into ${name}'s entry; measuring ${name} patches ${hex(bypass.address)} to keep those passes out of its count, and ${err.refusal.reason} Measure ${name} and ${bypass.from} in different runs.`,
+          bypass.address,
+        ),
+      );
     }
   }
 
@@ -361,6 +405,13 @@ async function forMembers(names: readonly string[], check: (i: number) => Promis
       throw err;
     }
   }
+}
+
+/** Why a function's entry plan cannot join a group (millicode), or undefined. */
+export function soloReason(plan: FunctionPlan): string | undefined {
+  if (plan.bypass) return `code of ${plan.bypass.from} falls through into its entry and is diverted by a patch of its own`;
+  if (plan.entry.link !== undefined) return `it is linked through x${plan.entry.link} (millicode), and a group's exit stubs return through the standard link`;
+  return undefined;
 }
 
 function withOffer(r: InjectionRefusal): InjectionRefusal {
