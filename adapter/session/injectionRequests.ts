@@ -122,7 +122,18 @@ export class InjectionRequests {
       const service = await this.serviceFor(target);
       const injected: InjectedMeasurementInfo[] = [];
       const refused: InjectionRefusedTarget[] = [];
-      for (const t of a.targets) {
+      // Millicode whose entry stub diverts the code after it goes first: a restore entry that code
+      // falls through into then needs no patch of its own there (MeasurementBuilder.install).
+      const diverts = (t: InjectArguments['targets'][number]): number => {
+        if (!('function' in t)) return 1;
+        try {
+          const plan = service.plan(t.function);
+          return plan.ok && plan.kind === 'function' && plan.entry.divert ? 0 : 1;
+        } catch {
+          return 1;
+        }
+      };
+      for (const t of [...a.targets].sort((x, y) => diverts(x) - diverts(y))) {
         try {
           const options = { ...(a.payload ? { payload: a.payload } : {}), callSitesIfTooShort: a.callSitesIfTooShort ?? true };
           let info: MeasurementInfo;

@@ -110,15 +110,25 @@ const traced = (name: string) => {
   return o;
 };
 
-/** Measures `names` from main to exit; the results by name, and what the program printed. */
-async function measured(names: readonly string[]): Promise<{ results: Map<string, Awaited<ReturnType<InjectionService['read']>>[number]>; output: string }> {
+type Results = Awaited<ReturnType<InjectionService['read']>>[number];
+
+/**
+ * Measures `names` from main to exit (after `then`, given the measurements by name); the results
+ * by name, and what the program printed.
+ */
+async function measured(
+  names: readonly string[],
+  then?: (s: Session, ids: Map<string, number>) => Promise<void>,
+): Promise<{ results: Map<string, Results>; output: string }> {
   const s = await session();
   try {
     await s.runTo('main');
-    for (const n of names) await s.svc.measureFunction(n);
+    const ids = new Map<string, number>();
+    for (const n of names) ids.set(n, (await s.svc.measureFunction(n)).id);
+    await then?.(s, ids);
     await s.runTo('exit');
     const rs = await s.svc.read();
-    return { results: new Map(names.map((n) => [n, rs.find((r) => r.name === n)!])), output: await s.output() };
+    return { results: new Map(rs.map((r) => [r.name, r])), output: await s.output() };
   } finally {
     await s.close();
   }
@@ -136,30 +146,40 @@ describe('RV32 -msave-restore millicode', { skip, timeout: 900_000 }, () => {
     }
     assert.match(reference, RESULT, 'the unpatched program printed its result');
 
-    // Run 1: two saves (save_12 jumps into save_8's body) and the restore that save_12's epilogue falls into.
+    // Run 1: two saves (save_12 jumps into save_8's body) and the restore that restore_12 falls into:
+    // restore_12's entry is patched to send that code to a copy.
     const one = await measured(['__riscv_save_12', '__riscv_save_8', '__riscv_restore_10']);
-    // Run 2: the restore that falls through (its own entry, with nothing diverted).
-    const two = await measured(['__riscv_restore_12']);
-    for (const [run, m] of [
-      ['first', one],
-      ['second', two],
+    // Run 2: both restores; restore_12's own stub runs the copy, so restore_10 needs no patch there.
+    const two = await measured(['__riscv_restore_12', '__riscv_restore_10']);
+    // Run 3: the same, then restore_12 goes before the program runs: restore_10's diverting patch goes in.
+    let refusedAgain = '';
+    const three = await measured(['__riscv_restore_12', '__riscv_restore_10'], async (s, ids) => {
+      await s.svc.remove(ids.get('__riscv_restore_12')!);
+      refusedAgain = await s.svc.measureFunction('__riscv_restore_12').then(
+        () => 'measured',
+        (err: unknown) => String(err),
+      );
+    });
+    assert.match(refusedAgain, /__riscv_restore_10/, 'restore_12 is refused while restore_10 diverts its code, naming it');
+    for (const [run, m, names] of [
+      ['first', one, ['__riscv_save_12', '__riscv_save_8', '__riscv_restore_10']],
+      ['second', two, ['__riscv_restore_12', '__riscv_restore_10']],
+      ['third', three, ['__riscv_restore_10']],
     ] as const) {
       assert.equal(m.output.match(RESULT)?.[0], reference, `${run} run: the program printed what it prints unpatched`);
+      assert.deepEqual([...m.results.keys()].sort(), [...names].sort(), `${run} run: measured ${names.join(', ')}`);
+      for (const n of names) {
+        const r = m.results.get(n)!;
+        const o = traced(n);
+        assert.ok(o.calls > 0, `${n} is called in the trace`);
+        assert.equal(r.calls, o.calls, `${run} run, ${n}: calls`);
+        assert.equal(r.open, 0, `${run} run, ${n}: no pass left open`);
+        assert.equal(r.untracked, 0, `${run} run, ${n}: every entry tracked`);
+        if (n === '__riscv_save_8') continue;
+        assert.equal(r.compensatedTotal, o.inclusive, `${run} run, ${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`);
+      }
     }
-    const results = new Map([...one.results, ...two.results]);
-    for (const [n, r] of results) {
-      assert.ok(r, `${n} measured`);
-      const o = traced(n);
-      assert.ok(o.calls > 0, `${n} is called in the trace`);
-      assert.equal(r.calls, o.calls, `${n}: calls`);
-      assert.equal(r.open, 0, `${n}: no pass left open`);
-      assert.equal(r.untracked, 0, `${n}: every entry tracked`);
-    }
-    const exact = ['__riscv_save_12', '__riscv_restore_10', '__riscv_restore_12'];
-    for (const n of exact) {
-      const r = results.get(n)!;
-      assert.equal(r.compensatedTotal, traced(n).inclusive, `${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`);
-    }
+    const results = one.results;
     // The trace puts the instructions save_12 runs in save_8's body (after its jump there) into
     // save_8's inclusive count too; they belong to save_12's calls, and a measurement of save_8
     // counts its own calls: the trace's figure less save_12's instructions outside its own label.

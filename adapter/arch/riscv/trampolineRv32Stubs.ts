@@ -63,7 +63,13 @@ export class Rv32StubBuilder {
     const restored = frame.restoreInWindow(a) + linkEntryRestore(a, site);
     for (let k = 0; k < padding.inside; k++) a.i(rvAddi(X0, X0, 0));
     let d = { extra: 0, falls: true, notes: [] as string[], exits: [] as Array<{ label: string; target: number }> };
-    if (site) d = this.displaced.emitDisplaced(a, site, plan);
+    // A diverted epilogue runs its folded copy through the return (trampolineRv32Millicode.ts): one
+    // program instruction fewer than the original, made up in the counted overhead and the payload.
+    const divert = site?.divert ? foldedInstructions(site.divert) : 0;
+    if (site?.divert) {
+      a.code(site.divert, divert);
+      d = { extra: -1, falls: false, notes: [], exits: [] };
+    } else if (site) d = this.displaced.emitDisplaced(a, site, plan);
     // When the displaced code ends in a jump or return (a tiny function), it leaves on its own.
     if (d.falls) this.displaced.jumpTo(a, resume, plan);
     a.label('S_end');
@@ -83,7 +89,7 @@ export class Rv32StubBuilder {
     a.defineExternal('CX_ext', runtime.labels[cx]!);
     const P = runtime.paths;
     // Payload instructions = instructions run - displaced program instructions (the program's own).
-    const stubPath = a.between('S_d', 'S_end') - (site ? reachableDisplaced(site.displaced).length : 0);
+    const stubPath = a.between('S_d', 'S_end') - (divert ? divert + 1 : site ? reachableDisplaced(site.displaced).length : 0);
     const costs: PathCosts = {
       entryOuter: stubPath + P.CE_outer!,
       entryNested: stubPath - 2 + P.CE_nested!, // the nested path skips the csrr and sw
@@ -111,7 +117,7 @@ export class Rv32StubBuilder {
 
   hardwareFunctionStubs(req: Extract<StubRequest, { kind: 'function' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
     const site = req.entry;
-    if (site.link !== undefined || site.returnSlot !== undefined || req.bypass)
+    if (site.link !== undefined || site.returnSlot !== undefined || site.divert || req.bypass)
       throw new InjectionRefusedError(
         refusal(
           'alternateLink',

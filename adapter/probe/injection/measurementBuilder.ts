@@ -228,11 +228,13 @@ export class MeasurementBuilder {
     bypass?: BypassSite,
   ): Promise<MeasurementInfo> {
     for (const s of sites) this.live.checkOverlap(s.address, s.original.length);
-    if (bypass) this.checkBypass(name, bypass);
+    // A live diverting entry patch where the bypass goes does the bypass's work (same code, same count).
+    const host = bypass ? this.live.divertingAt(bypass.address) : undefined;
+    if (bypass && host === undefined) this.checkBypass(name, bypass);
     for (const c of callSites ?? []) this.live.checkOverlap(c.address, c.length);
     const ranges = [
       ...sites.map((s) => [s.address, s.address + s.original.length] as [number, number]),
-      ...(bypass ? [[bypass.address, bypass.address + bypass.original.length] as [number, number]] : []),
+      ...(bypass && host === undefined ? [[bypass.address, bypass.address + bypass.original.length] as [number, number]] : []),
       ...(callSites ?? []).map((c) => [c.address, c.address + c.length] as [number, number]),
     ];
     if (checkProgram) {
@@ -281,6 +283,7 @@ export class MeasurementBuilder {
         for (const s of sites)
           patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout), stopAt: stopAfter(s) });
       }
+      let pendingBypass: Measurement['pendingBypass'];
       if (bypass) {
         const at: PatchSite = {
           address: bypass.address,
@@ -290,7 +293,9 @@ export class MeasurementBuilder {
           freeRegisters: 0,
           original: bypass.original,
         };
-        patches.push({ address: bypass.address, original: bypass.original, patched: g.encodePatch(at, stub.bypass!, this.layout) });
+        const patch = { address: bypass.address, original: bypass.original, patched: g.encodePatch(at, stub.bypass!, this.layout) };
+        if (host === undefined) patches.push(patch);
+        else pendingBypass = { host, patch };
       }
       const dispatch: DispatchEntry[] = [];
       for (const c of callSites ?? []) {
@@ -311,7 +316,21 @@ export class MeasurementBuilder {
         notes: stub.notes,
       };
       const pinned = pinsMemory(sites, name, warnings);
-      await this.live.commit({ info, stub, blocks, patches, dispatch, pinned, ...(heldBase !== undefined ? { heldBase } : {}) }, checkProgram);
+      const diverts = sites.length === 1 && sites[0]!.divert ? sites[0]!.address : undefined;
+      await this.live.commit(
+        {
+          info,
+          stub,
+          blocks,
+          patches,
+          dispatch,
+          pinned,
+          ...(heldBase !== undefined ? { heldBase } : {}),
+          ...(diverts !== undefined ? { diverts } : {}),
+          ...(pendingBypass ? { pendingBypass } : {}),
+        },
+        checkProgram,
+      );
       return info;
     } catch (err) {
       for (const b of blocks) this.live.release(b);
@@ -409,6 +428,7 @@ async function forMembers(names: readonly string[], check: (i: number) => Promis
 
 /** Why a function's entry plan cannot join a group (millicode), or undefined. */
 export function soloReason(plan: FunctionPlan): string | undefined {
+  if (plan.entry.divert) return 'its entry stub runs a copy of the shared epilogue instead of the code after the patch';
   if (plan.bypass) return `code of ${plan.bypass.from} falls through into its entry and is diverted by a patch of its own`;
   if (plan.entry.link !== undefined) return `it is linked through x${plan.entry.link} (millicode), and a group's exit stubs return through the standard link`;
   return undefined;

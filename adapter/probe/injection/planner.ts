@@ -4,7 +4,7 @@ import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type Functi
 import { hex, refusal, warning } from './errors';
 import { keptAcrossCalls, type KeptAcrossCalls } from './keptRegisters';
 import { describeShape, neverReturns, reachableDisplaced, regList } from './planSupport';
-import { linkOf, planBypass, reloadsReturnAddress } from './returnHooks';
+import { fallThroughInto, linkOf, planBypass, reloadsReturnAddress } from './returnHooks';
 import type { ProgramModel } from './programModel';
 import type {
   CallSite,
@@ -108,6 +108,9 @@ export class InjectionPlanner {
     }
     if (link !== this.standardLink) site.link = link;
     if (slot && typeof slot !== 'string') site.returnSlot = slot.offset;
+    const next = this.model.functionAt(site.resume);
+    const divert = next && fallThroughInto(this.model, next)?.from === fn ? this.arch.foldedEpilogue?.(fn, fn.start) : undefined;
+    if (divert && typeof divert !== 'string') site.divert = divert;
     const bypass = planBypass(this.model, this.arch, this.cave, fn, (f, a) => this.freeAt(f, a));
     if (bypass && 'ok' in bypass) return bypass;
     const warnings = this.tableWarnings(fn);

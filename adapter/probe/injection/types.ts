@@ -252,6 +252,12 @@ export interface PatchSite {
    * function loads its return address from. The entry stub hooks the return there.
    */
   returnSlot?: number;
+  /**
+   * Shared epilogues whose displaced code would resume at an entry their own code falls through
+   * into (aliased millicode labels): the stub runs this copy of the function from its entry through
+   * its return instead (`foldedEpilogue`, one instruction fewer), so it never reaches that entry.
+   */
+  divert?: Uint8Array;
   /** Original bytes of [address, address + shape.length). */
   original: Uint8Array;
 }
