@@ -114,7 +114,7 @@ export interface InjectedMeasurementInfo {
  * - `jumpTableUnresolved`: an indirect jump whose targets are assumed to lie outside the patch.
  * - `memoryPinned`: trampoline memory stays reserved until the session ends (a call was moved into it).
  */
-export type InjectionWarningCode = 'callSitesMissed' | 'indirectCallsMissed' | 'pathsUnknown' | 'jumpTableUnresolved' | 'memoryPinned';
+export type InjectionWarningCode = 'callSitesMissed' | 'indirectCallsMissed' | 'pathsUnknown' | 'jumpTableUnresolved' | 'memoryPinned' | 'bodyEntryMissed';
 
 export interface InjectionWarning {
   code: InjectionWarningCode;

@@ -36,6 +36,7 @@ const needsAttention: Record<InjectionWarningCode, boolean> = {
   pathsUnknown: true,
   jumpTableUnresolved: false,
   memoryPinned: false,
+  bodyEntryMissed: true,
 };
 
 export function warningNeedsAttention(warning: Pick<InjectionWarning, 'code'>): boolean {

@@ -102,6 +102,34 @@ describe('RV32 -msave-restore millicode plans', { skip }, () => {
     }
   });
 
+  it('a jump from one save label into the code another owns is hooked as a second entry of that one, keeping what is live where it lands', () => {
+    const { planner, model } = setup();
+    let hooked = 0;
+    for (const f of model.functions.filter((x) => /^__riscv_save_\d+$/.test(x.name))) {
+      const p = planOf(planner, f.name);
+      // binutils' view: jumps from code before this label into [start, next label).
+      const into = objdump(['-d', `--start-address=0x${(f.start - 0x40).toString(16)}`, `--stop-address=0x${f.start.toString(16)}`, ELF])
+        .map((x) => ({ address: x.address, target: /^j ([0-9a-f]+)$/.exec(x.text)?.[1] }))
+        .filter((x) => x.target !== undefined && parseInt(x.target, 16) > f.start && model.functionContaining(parseInt(x.target, 16)) === f);
+      assert.deepEqual(
+        (p.bodyEntries ?? []).map((b) => b.displaced.at(-1)!.address),
+        into.map((x) => x.address),
+        `${f.name}: every jump into its own code from before it is hooked`,
+      );
+      for (const b of p.bodyEntries ?? []) {
+        hooked++;
+        assert.equal(b.link, T0, `${f.name}: the body entry returns through t0 too`);
+        assert.ok(b.bodyEntry);
+        assert.notEqual(
+          (b.keptRegisters ?? 0) & (1 << 6),
+          0,
+          `${f.name}: t1 (the frame size save_N subtracts at its end) is kept across the body entry's stub`,
+        );
+      }
+    }
+    assert.ok(hooked > 0, 'some save label is jumped into');
+  });
+
   it('__riscv_restore_N hooks the stack word it loads ra from, and code falling through into its entry runs a copy as long', () => {
     const { planner, model } = setup();
     const restores = model.functions.filter((f) => /^__riscv_restore_\d+$/.test(f.name));

@@ -50,6 +50,11 @@ export class Rv32StubBuilder {
     if (slot !== undefined) a.i(rvLw(RA, SP, slot)); // the return address the epilogue will load
     a.jal(T6, 'CE_ext');
     if (slot !== undefined) a.i(rvSw(RA, SP, slot)); // ... is now the exit stub
+    // A jump into the body (millicode aliases) opens a pass but is no call: take the call back.
+    if (site?.bodyEntry)
+      a.i(rvLw(T5, T1, Rec.calls))
+        .i(rvAddi(T5, T5, -1))
+        .i(rvSw(T5, T1, Rec.calls));
     frame.restoreEarly(a);
     this.displaced.loadExits(a, plan);
     // Group members pad to one shape (see StubPadding); a 4-byte NOP keeps every alignment.
@@ -97,10 +102,12 @@ export class Rv32StubBuilder {
       exitNested: a.between('X', 'X_end') + P[`${cx}_nested`]!,
     };
     const leaves = d.falls || d.exits.length > 0 ? 1 : 0;
+    // The displaced code of a body entry is the jumping label's, not this function's.
+    const foreign = site?.bodyEntry ? reachableDisplaced(site.displaced).length : 0;
     const counted: CountedOverhead = {
-      outer: 3 + restored + padding.inside + d.extra + leaves,
+      outer: 3 + restored + padding.inside + d.extra + leaves + foreign,
       nested: 0,
-      explanation: `per pass: sw of the start value, csrw mstatus${restored ? `, ${restored} instruction(s) giving back ${[frame.describe(), t0Link ? 'ra and t0 (the millicode link, now the exit stub)' : ''].filter(Boolean).join(' (kept by callers across the call), ')} and the stack` : ''}${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}, and one of the two csrr ${this.counter.name}`,
+      explanation: `per pass: sw of the start value, csrw mstatus${restored ? `, ${restored} instruction(s) giving back ${[frame.describe(), t0Link ? 'ra and t0 (the millicode link, now the exit stub)' : ''].filter(Boolean).join(' (kept by callers across the call), ')} and the stack` : ''}${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}${foreign ? `, ${foreign} instruction(s) of the code that jumps into the body` : ''}, and one of the two csrr ${this.counter.name}`,
     };
     return {
       address: req.at,

@@ -32,6 +32,18 @@ export class MeasurementBuilder {
       throw new InjectionRefusedError(withOffer(plan));
     }
     const payload = options.payload ?? 'software';
+    if (plan.bodyEntries?.length) {
+      if (payload === 'hardware')
+        throw new InjectionRefusedError(
+          refusal(
+            'alternateLink',
+            `${plan.function.name} is -msave-restore millicode, whose return is hooked by the software-accumulation stubs only. Measure it with software accumulation (the default payload).`,
+          ),
+        );
+      const fn = plan.function.name;
+      const names = [fn, ...plan.bodyEntries.map((b) => `${fn} (the jump into its body at ${hex(b.address)})`)];
+      return this.installMembers(fn, names, [plan.entry, ...plan.bodyEntries], plan.warnings, 'function');
+    }
     if (payload === 'hardware') this.live.claimHardwareSlot();
     try {
       const bypass = plan.bypass;
@@ -102,7 +114,21 @@ export class MeasurementBuilder {
     const plans = this.planGroup(members);
     const sites = plans.map((p) => p.entry);
     const names = plans.map((p) => p.function.name);
-    const name = options.name ?? names.join(' + ');
+    const warnings = plans.flatMap((p) => p.warnings.map((w) => ({ ...w, member: p.function.name, message: `${p.function.name}: ${w.message}` })));
+    return this.installMembers(options.name ?? names.join(' + '), names, sites, warnings, 'group');
+  }
+
+  /**
+   * Entry stubs on one record (a group's members, or a millicode function's entry and the jumps
+   * into its body): padded to one cost per pass, every exit stub the same code.
+   */
+  private async installMembers(
+    name: string,
+    names: string[],
+    sites: PatchSite[],
+    warnings: InjectionWarning[],
+    kind: 'group' | 'function',
+  ): Promise<MeasurementInfo> {
     const ranges = sites.map((st) => [st.address, st.address + st.original.length] as [number, number]);
     await forMembers(names, async (i) => {
       this.live.checkOverlap(sites[i]!.address, sites[i]!.original.length);
@@ -156,12 +182,11 @@ export class MeasurementBuilder {
         patched: g.encodePatch(st, stubs[i]!.entry, this.layout),
         stopAt: stopAfter(st),
       }));
-      const warnings = plans.flatMap((p) => p.warnings.map((w) => ({ ...w, member: p.function.name, message: `${p.function.name}: ${w.message}` })));
       const info: MeasurementInfo = {
         id: this.live.takeId(),
         name,
-        kind: 'group',
-        members: names,
+        kind,
+        ...(kind === 'group' ? { members: names } : {}),
         payload: 'software',
         counter: this.live.counter.name,
         patches: patches.map((p) => ({ address: p.address, length: p.patched.length })),

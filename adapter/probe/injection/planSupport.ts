@@ -1,4 +1,5 @@
 import type { DecodedInstruction } from '../../arch/codec';
+import type { ProgramModel } from './programModel';
 import type { FunctionCode, PatchShape } from './types';
 
 /** Small pure helpers of the planner (planner.ts). */
@@ -45,4 +46,25 @@ export function neverReturns(fn: FunctionCode): boolean {
     if ((i.kind === 'branch' || i.kind === 'condBranch') && i.target !== undefined) return i.target >= fn.start && i.target < fn.end;
     return true;
   });
+}
+
+/**
+ * Addresses the program takes, for whether an indirect call can reach a function: words in loaded
+ * memory (a function pointer in data, a Thumb literal pool: bit 0 set) and addresses formed by an
+ * instruction that is not a call or branch (ADR). Only where the family's addresses show up this
+ * way (`InjectionArch.takenAddressesVisible`; RISC-V forms them in two instructions).
+ */
+export function takenAddresses(model: ProgramModel): Set<number> {
+  const taken = new Set<number>();
+  for (const s of model.elf.sections) {
+    if ((s.flags & 0x2) === 0 || s.size < 4 || s.type === 8) continue; // SHF_ALLOC; SHT_NOBITS holds no words
+    const bytes = model.imageBytes(s.addr, s.size);
+    if (!bytes) continue;
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let o = (4 - (s.addr % 4)) % 4; o + 4 <= bytes.length; o += 4) taken.add(view.getUint32(o, true) & ~1);
+  }
+  for (const f of model.functions) {
+    for (const i of f.instructions) if (i.target !== undefined && i.kind === 'plain') taken.add(i.target & ~1);
+  }
+  return taken;
 }

@@ -3,7 +3,7 @@ import type { DecodedInstruction } from '../../arch/codec';
 import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type FunctionCfg } from './cfg';
 import { hex, refusal, warning } from './errors';
 import { keptAcrossCalls, type KeptAcrossCalls } from './keptRegisters';
-import { describeShape, neverReturns, reachableDisplaced, regList } from './planSupport';
+import { describeShape, neverReturns, reachableDisplaced, regList, takenAddresses } from './planSupport';
 import { fallThroughInto, linkOf, planBypass, reloadsReturnAddress } from './returnHooks';
 import type { ProgramModel } from './programModel';
 import type {
@@ -114,7 +114,48 @@ export class InjectionPlanner {
     const bypass = planBypass(this.model, this.arch, this.cave, fn, (f, a) => this.freeAt(f, a));
     if (bypass && 'ok' in bypass) return bypass;
     const warnings = this.tableWarnings(fn);
-    return { ok: true, kind: 'function', function: fn, entry: site, ...(bypass ? { bypass } : {}), warnings };
+    const bodyEntries = link !== this.standardLink ? this.bodyEntries(fn, link, kept, warnings) : [];
+    return { ok: true, kind: 'function', function: fn, entry: site, ...(bypass ? { bypass } : {}), ...(bodyEntries.length ? { bodyEntries } : {}), warnings };
+  }
+
+  /**
+   * Millicode entered by a jump from another label's code into the code this label owns (its
+   * aliases share code): the trace counts what follows in this function's inclusive time, not as a
+   * call. Each such jump is hooked with the instructions before it, as a second entry whose pass
+   * is no call; what is live where it lands is kept across the stub.
+   */
+  private bodyEntries(fn: FunctionCode, link: number, kept: number, warnings: InjectionWarning[]): PatchSite[] {
+    const out: PatchSite[] = [];
+    const live = this.liveOf(fn);
+    const cfg = this.cfgOf(fn);
+    const seen = new Set<number>();
+    for (const e of this.model.edgesInto(fn.start, fn.end)) {
+      const from = this.model.functionContaining(e.from);
+      const jump = this.model.instructionAt(e.from);
+      if (!from || !jump || from === fn || e.kind !== 'branch' || this.model.functionContaining(e.target) !== fn || seen.has(e.from)) continue;
+      seen.add(e.from);
+      const k = cfg.index.get(e.target);
+      const keep = (kept | (live && k !== undefined ? live[k]! : 0xffffffff)) & (this.arch.liveness?.callDefs ?? 0) & ~(1 << this.standardLink);
+      let site: PatchSite | InjectionRefusal | undefined;
+      for (const x of from.instructions.filter((i) => i.address <= e.from).reverse()) {
+        const shape = this.arch.choosePatch(x.address, this.cave, 0);
+        if (typeof shape === 'string') break;
+        if (e.from + jump.length - x.address < shape.length) continue; // the patch would reach past the jump
+        site = this.coverSite(from, x.address, shape, 0);
+        if ('ok' in site || site.displaced.at(-1) === jump) break;
+      }
+      if (site && !('ok' in site) && site.displaced.at(-1) === jump) {
+        out.push({ ...site, bodyEntry: true, link, keptRegisters: (keep & ~(1 << link)) >>> 0 });
+        continue;
+      }
+      warnings.push(
+        warning(
+          'bodyEntryMissed',
+          `${from.name} jumps into ${fn.name}'s body (${jump.mnemonic} at ${hex(e.from)}) and that jump cannot be hooked${site && 'ok' in site ? ` (${site.reason})` : ''}: the trace counts the instructions after it in ${fn.name}'s inclusive time, this measurement does not.`,
+        ),
+      );
+    }
+    return out;
   }
 
   /** The function's direct call sites, when the entry cannot be patched. */
@@ -393,28 +434,10 @@ export class InjectionPlanner {
     return { usable, missed, indirectCalls: this.addressMayBeTaken(fn) ? [...this.model.indirectCalls] : [] };
   }
 
-  /**
-   * Whether an indirect call can reach `fn`: only if its address is in the program, as a word in
-   * loaded memory (a function pointer in data, a Thumb literal pool: bit 0 set) or formed by an
-   * instruction that is not a call or branch (ADR). RISC-V forms addresses in two instructions
-   * (auipc + addi) that the decoder does not join, so there the answer stays yes.
-   */
+  /** Whether an indirect call can reach `fn` (planSupport.ts `takenAddresses`). */
   private addressMayBeTaken(fn: FunctionCode): boolean {
     if (!this.arch.takenAddressesVisible) return true;
-    if (this.takenAddresses === undefined) {
-      const taken = new Set<number>();
-      for (const s of this.model.elf.sections) {
-        if ((s.flags & 0x2) === 0 || s.size < 4 || s.type === 8) continue; // SHF_ALLOC; SHT_NOBITS holds no words
-        const bytes = this.model.imageBytes(s.addr, s.size);
-        if (!bytes) continue;
-        const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-        for (let o = (4 - (s.addr % 4)) % 4; o + 4 <= bytes.length; o += 4) taken.add(view.getUint32(o, true) & ~1);
-      }
-      for (const f of this.model.functions) {
-        for (const i of f.instructions) if (i.target !== undefined && i.kind === 'plain') taken.add(i.target & ~1);
-      }
-      this.takenAddresses = taken;
-    }
+    this.takenAddresses ??= takenAddresses(this.model);
     return this.takenAddresses.has(fn.start);
   }
 

@@ -258,6 +258,12 @@ export interface PatchSite {
    * its return instead (`foldedEpilogue`, one instruction fewer), so it never reaches that entry.
    */
   divert?: Uint8Array;
+  /**
+   * A second entry of a millicode measurement: the code of another label that jumps into this
+   * function's body (`__riscv_save_12` into `__riscv_save_10`). The pass it opens is not a call,
+   * and the displaced instructions (that code's last ones, the jump among them) are not the function's.
+   */
+  bodyEntry?: boolean;
   /** Original bytes of [address, address + shape.length). */
   original: Uint8Array;
 }
@@ -272,6 +278,8 @@ export interface FunctionPlan {
    * patch there sends it to a copy that never reaches the entry patch (`foldedEpilogue`).
    */
   bypass?: BypassSite;
+  /** Millicode: jumps from other labels' code into the body, hooked on the same record (PatchSite.bodyEntry). */
+  bodyEntries?: PatchSite[];
   warnings: InjectionWarning[];
 }
 
