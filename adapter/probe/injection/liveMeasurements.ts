@@ -246,6 +246,14 @@ export class LiveMeasurements {
     for (const m of this.measurements.values()) {
       for (const p of m.patches) {
         if (address < p.address + p.patched.length && p.address < address + length) {
+          if (p.address === m.bypassAt)
+            throw new InjectionRefusedError(
+              refusal(
+                'branchIntoPatch',
+                `${hex(address)} carries the patch of measurement #${m.info.id} (${m.info.name}) that keeps the code here, which falls through into its entry, out of its count. Measure both in one request (the adapter puts this one first), or remove #${m.info.id} first.`,
+                address,
+              ),
+            );
           throw new InjectionRefusedError(
             refusal('branchIntoPatch', `${hex(address)} is already patched by measurement #${m.info.id} (${m.info.name}); remove it first.`, address),
           );

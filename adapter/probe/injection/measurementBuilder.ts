@@ -353,6 +353,7 @@ export class MeasurementBuilder {
           ...(heldBase !== undefined ? { heldBase } : {}),
           ...(diverts !== undefined ? { diverts } : {}),
           ...(pendingBypass ? { pendingBypass } : {}),
+          ...(bypass ? { bypassAt: bypass.address } : {}),
         },
         checkProgram,
       );

@@ -141,6 +141,8 @@ export interface Measurement {
    * patch sits there and does its work; written when the host is removed.
    */
   pendingBypass?: { host: number; patch: { address: number; original: Uint8Array; patched: Uint8Array } };
+  /** Where its bypass patch is (written or pending): the code there falls through into its entry. */
+  bypassAt?: number;
 }
 
 /** Where a stop asked for at some address is taken while measurements are patched in. */
