@@ -114,7 +114,8 @@ export interface InjectedMeasurementInfo {
  * - `jumpTableUnresolved`: an indirect jump whose targets are assumed to lie outside the patch.
  * - `memoryPinned`: trampoline memory stays reserved until the session ends (a call was moved into it).
  */
-export type InjectionWarningCode = 'callSitesMissed' | 'indirectCallsMissed' | 'pathsUnknown' | 'jumpTableUnresolved' | 'memoryPinned' | 'bodyEntryMissed';
+export type InjectionWarningCode =
+  'callSitesMissed' | 'indirectCallsMissed' | 'pathsUnknown' | 'jumpTableUnresolved' | 'memoryPinned' | 'bodyEntryMissed' | 'fallThroughCounted';
 
 export interface InjectionWarning {
   code: InjectionWarningCode;

@@ -37,6 +37,7 @@ const needsAttention: Record<InjectionWarningCode, boolean> = {
   jumpTableUnresolved: false,
   memoryPinned: false,
   bodyEntryMissed: true,
+  fallThroughCounted: true,
 };
 
 export function warningNeedsAttention(warning: Pick<InjectionWarning, 'code'>): boolean {

@@ -4,6 +4,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { thumbInjectionArch } from '../../adapter/arch/cortex-m/trampolineThumb';
 import { Rv32PayloadGenerator, rv32InjectionArch } from '../../adapter/arch/riscv/trampolineRv32';
 import { ElfImage } from '../../adapter/elf';
 import type { RuntimeLayout } from '../../adapter/probe/injection/payload';
@@ -160,5 +161,22 @@ describe('RV32 -msave-restore millicode plans', { skip }, () => {
       assert.deepEqual(loaded(copy), loaded(original), `${f.name}: the copy loads the same registers in the same order`);
     }
     assert.ok(diverted > 0, 'some restore entry is reached by falling through');
+  });
+
+  it('code that falls through into an entry with no copy to divert it to is measured with a warning, and padding after a return is no fall-through', () => {
+    const elf = join(fixturesDir, 'build', 'cortex-m4', 'programs', 'crc32.elf');
+    if (!existsSync(elf)) return;
+    const arch = thumbInjectionArch();
+    const model = new ProgramModel(ElfImage.loadSync(elf), arch);
+    const planner = new InjectionPlanner(model, arch, { start: 0x2001_0000, size: 0x10000 });
+    // libgcc's __aeabi_dsub flips the sign and runs on into __adddf3.
+    const add = planOf(planner, '__adddf3');
+    assert.ok(
+      add.warnings.some((w) => w.code === 'fallThroughCounted' && /__aeabi_dsub's code falls through into __adddf3's entry/.test(w.message)),
+      JSON.stringify(add.warnings),
+    );
+    // __gtdf2 ends with a return and an alignment NOP before __ltdf2: nothing runs into __ltdf2.
+    const lt = planOf(planner, '__ltdf2');
+    assert.ok(!lt.warnings.some((w) => w.code === 'fallThroughCounted'), JSON.stringify(lt.warnings));
   });
 });

@@ -111,9 +111,11 @@ export class InjectionPlanner {
     const next = this.model.functionAt(site.resume);
     const divert = next && fallThroughInto(this.model, next)?.from === fn ? this.arch.foldedEpilogue?.(fn, fn.start) : undefined;
     if (divert && typeof divert !== 'string') site.divert = divert;
-    const bypass = planBypass(this.model, this.arch, this.cave, fn, (f, a) => this.freeAt(f, a));
-    if (bypass && 'ok' in bypass) return bypass;
+    const diverted = planBypass(this.model, this.arch, this.cave, fn, (f, a) => this.freeAt(f, a));
+    if (diverted && 'ok' in diverted) return diverted;
+    const bypass = diverted && 'copy' in diverted ? diverted : undefined;
     const warnings = this.tableWarnings(fn);
+    if (diverted && 'code' in diverted) warnings.push(diverted);
     const bodyEntries = link !== this.standardLink ? this.bodyEntries(fn, link, kept, warnings) : [];
     return { ok: true, kind: 'function', function: fn, entry: site, ...(bypass ? { bypass } : {}), ...(bodyEntries.length ? { bodyEntries } : {}), warnings };
   }

@@ -1,5 +1,6 @@
 import type { DecodedInstruction } from '../../arch/codec';
-import { hex, refusal } from './errors';
+import type { InjectionWarning } from '../../../common/dapCustom';
+import { hex, refusal, warning } from './errors';
 import type { ProgramModel } from './programModel';
 import type { BypassSite, CaveReach, FunctionCode, InjectionArch, InjectionRefusal } from './types';
 
@@ -60,9 +61,25 @@ export function fallThroughInto(model: ProgramModel, fn: FunctionCode): { insn: 
   for (const f of model.functions) {
     if (f === fn || f.start >= fn.start || f.end <= fn.start || (best && best.from.start > f.start)) continue;
     const insn = f.instructions.find((i) => i.address + i.length === fn.start);
-    if (insn && fallsThrough(insn)) best = { insn, from: f };
+    if (insn && fallsThrough(insn) && reachable(model, f, insn)) best = { insn, from: f };
   }
   return best;
+}
+
+/**
+ * Whether `insn` can run: something jumps to it, or the instruction before it falls through and
+ * can run. Padding after a return (alignment NOPs before the next label) cannot.
+ */
+function reachable(model: ProgramModel, f: FunctionCode, insn: DecodedInstruction): boolean {
+  let k = f.instructions.indexOf(insn);
+  while (k >= 0) {
+    const at = f.instructions[k]!;
+    if (at.address === f.start || model.edgesTo(at.address).length > 0) return true;
+    const before = f.instructions[k - 1];
+    if (!before || before.address + before.length !== at.address || !fallsThrough(before)) return false;
+    k--;
+  }
+  return false;
 }
 
 function fallsThrough(i: DecodedInstruction): boolean {
@@ -73,7 +90,8 @@ function fallsThrough(i: DecodedInstruction): boolean {
  * When `fn`'s entry is reached by falling through from another function's code, a patch on the
  * last instructions before the entry sends that code to a copy of the rest of it (the family's
  * folded epilogue), so its passes never run the entry patch: they are not calls of `fn`. Undefined
- * when nothing falls through; a refusal when the code cannot be diverted.
+ * when nothing falls through; a warning when the code cannot be diverted (its passes then count as
+ * calls, as they did before bypasses existed).
  */
 export function planBypass(
   model: ProgramModel,
@@ -81,7 +99,7 @@ export function planBypass(
   cave: CaveReach,
   fn: FunctionCode,
   freeAt: (f: FunctionCode, address: number) => number,
-): BypassSite | InjectionRefusal | undefined {
+): BypassSite | InjectionRefusal | InjectionWarning | undefined {
   const ft = fallThroughInto(model, fn);
   if (!ft) return undefined;
   const insns = ft.from.instructions;
@@ -118,10 +136,9 @@ export function planBypass(
     if (!original) return refusal('memory', `The bytes at ${hex(x)} are not in the ELF image.`, x);
     return { address: x, shape, original, from: ft.from.name, copy };
   }
-  return refusal(
-    'branchIntoPatch',
-    `${fn.name}'s entry is also reached by falling through from ${ft.from.name} (${ft.insn.mnemonic} at ${hex(ft.insn.address)}: aliased labels share their code), and those passes are not calls of ${fn.name}; that code cannot be diverted around the entry patch: ${why}. Its instructions count in the inclusive time of the functions that reach it.`,
-    ft.insn.address,
+  return warning(
+    'fallThroughCounted',
+    `${ft.from.name}'s code falls through into ${fn.name}'s entry (${ft.insn.mnemonic} at ${hex(ft.insn.address)}: aliased labels share their code) and cannot be diverted around the entry patch (${why}): its passes count as calls of ${fn.name} here, while the trace counts them in ${ft.from.name}.`,
   );
 }
 
