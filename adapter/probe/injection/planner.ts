@@ -4,7 +4,7 @@ import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type Functi
 import { hex, refusal, warning } from './errors';
 import { keptAcrossCalls, type KeptAcrossCalls } from './keptRegisters';
 import { describeShape, neverReturns, reachableDisplaced, regList, takenAddresses } from './planSupport';
-import { fallThroughInto, linkOf, planBypass, reloadsReturnAddress } from './returnHooks';
+import { fallThroughInto, linkOf, planBodyEntries, planBypass, reloadsReturnAddress } from './returnHooks';
 import type { ProgramModel } from './programModel';
 import type {
   CallSite,
@@ -116,48 +116,8 @@ export class InjectionPlanner {
     const bypass = diverted && 'copy' in diverted ? diverted : undefined;
     const warnings = this.tableWarnings(fn);
     if (diverted && 'code' in diverted) warnings.push(diverted);
-    const bodyEntries = link !== this.standardLink ? this.bodyEntries(fn, link, kept, warnings) : [];
+    const bodyEntries = link !== this.standardLink ? planBodyEntries(this, fn, link, kept, warnings) : [];
     return { ok: true, kind: 'function', function: fn, entry: site, ...(bypass ? { bypass } : {}), ...(bodyEntries.length ? { bodyEntries } : {}), warnings };
-  }
-
-  /**
-   * Millicode entered by a jump from another label's code into the code this label owns (its
-   * aliases share code): the trace counts what follows in this function's inclusive time, not as a
-   * call. Each such jump is hooked with the instructions before it, as a second entry whose pass
-   * is no call; what is live where it lands is kept across the stub.
-   */
-  private bodyEntries(fn: FunctionCode, link: number, kept: number, warnings: InjectionWarning[]): PatchSite[] {
-    const out: PatchSite[] = [];
-    const live = this.liveOf(fn);
-    const cfg = this.cfgOf(fn);
-    const seen = new Set<number>();
-    for (const e of this.model.edgesInto(fn.start, fn.end)) {
-      const from = this.model.functionContaining(e.from);
-      const jump = this.model.instructionAt(e.from);
-      if (!from || !jump || from === fn || e.kind !== 'branch' || this.model.functionContaining(e.target) !== fn || seen.has(e.from)) continue;
-      seen.add(e.from);
-      const k = cfg.index.get(e.target);
-      const keep = (kept | (live && k !== undefined ? live[k]! : 0xffffffff)) & (this.arch.liveness?.callDefs ?? 0) & ~(1 << this.standardLink);
-      let site: PatchSite | InjectionRefusal | undefined;
-      for (const x of from.instructions.filter((i) => i.address <= e.from).reverse()) {
-        const shape = this.arch.choosePatch(x.address, this.cave, 0);
-        if (typeof shape === 'string') break;
-        if (e.from + jump.length - x.address < shape.length) continue; // the patch would reach past the jump
-        site = this.coverSite(from, x.address, shape, 0);
-        if ('ok' in site || site.displaced.at(-1) === jump) break;
-      }
-      if (site && !('ok' in site) && site.displaced.at(-1) === jump) {
-        out.push({ ...site, bodyEntry: true, link, keptRegisters: (keep & ~(1 << link)) >>> 0 });
-        continue;
-      }
-      warnings.push(
-        warning(
-          'bodyEntryMissed',
-          `${from.name} jumps into ${fn.name}'s body (${jump.mnemonic} at ${hex(e.from)}) and that jump cannot be hooked${site && 'ok' in site ? ` (${site.reason})` : ''}: the trace counts the instructions after it in ${fn.name}'s inclusive time, this measurement does not.`,
-        ),
-      );
-    }
-    return out;
   }
 
   /** The function's direct call sites, when the entry cannot be patched. */
@@ -334,8 +294,8 @@ export class InjectionPlanner {
     return { ok: true, kind: 'region', function: fn, start: sites[0]!, end: sites[1]!, warnings };
   }
 
-  /** The instructions a patch of `shape` at `address` covers, with every reason it cannot. */
-  private coverSite(fn: FunctionCode, address: number, shape: PatchShape, free: number): PatchSite | InjectionRefusal {
+  /** The instructions a patch of `shape` at `address` covers, with every reason it cannot (public for returnHooks.ts). */
+  coverSite(fn: FunctionCode, address: number, shape: PatchShape, free: number): PatchSite | InjectionRefusal {
     const insns = fn.instructions;
     let i = insns.findIndex((x) => x.address === address);
     const displaced: DecodedInstruction[] = [];
@@ -472,7 +432,7 @@ export class InjectionPlanner {
 
   private readonly computing = new Set<string>();
 
-  private liveOf(fn: FunctionCode): Uint32Array | undefined {
+  liveOf(fn: FunctionCode): Uint32Array | undefined {
     const l = this.arch.liveness;
     if (!l) return undefined;
     let live = this.lives.get(fn.name);
@@ -563,7 +523,7 @@ export class InjectionPlanner {
     );
   }
 
-  private cfgOf(fn: FunctionCode): FunctionCfg {
+  cfgOf(fn: FunctionCode): FunctionCfg {
     let cfg = this.cfgs.get(fn.name);
     if (!cfg) {
       cfg = buildCfg(

@@ -2,7 +2,8 @@ import type { DecodedInstruction } from '../../arch/codec';
 import type { InjectionWarning } from '../../../common/dapCustom';
 import { hex, refusal, warning } from './errors';
 import type { ProgramModel } from './programModel';
-import type { BypassSite, CaveReach, FunctionCode, InjectionArch, InjectionRefusal } from './types';
+import type { InjectionPlanner } from './planner';
+import type { BypassSite, CaveReach, FunctionCode, InjectionArch, InjectionRefusal, PatchSite } from './types';
 
 /**
  * Where a function's return can be hooked when it is not the standard one (docs/design.md,
@@ -160,4 +161,46 @@ export function reloadsReturnAddress(fn: FunctionCode, arch: InjectionArch, live
     `${fn.name} loads its return address${load ? ` (${load.mnemonic} at ${hex(load.address)})` : ''} instead of returning to the one it was called with: it is an epilogue shared by the functions that jump to it (-msave-restore millicode), and the stub cannot hook where it loads it from. Its instructions count in those functions' inclusive time.`,
     load?.address ?? fn.start,
   );
+}
+
+/**
+ * Millicode entered by a jump from another label's code into the code this label owns (its
+ * aliases share code): the trace counts what follows in this function's inclusive time, not as a
+ * call. Each such jump is hooked with the instructions before it, as a second entry whose pass is
+ * no call (PatchSite.bodyEntry); what is live where it lands is kept across the stub. A jump that
+ * cannot be hooked is a warning.
+ */
+export function planBodyEntries(planner: InjectionPlanner, fn: FunctionCode, link: number, kept: number, warnings: InjectionWarning[]): PatchSite[] {
+  const { model, arch, cave } = planner;
+  const out: PatchSite[] = [];
+  const live = planner.liveOf(fn);
+  const cfg = planner.cfgOf(fn);
+  const seen = new Set<number>();
+  for (const e of model.edgesInto(fn.start, fn.end)) {
+    const from = model.functionContaining(e.from);
+    const jump = model.instructionAt(e.from);
+    if (!from || !jump || from === fn || e.kind !== 'branch' || model.functionContaining(e.target) !== fn || seen.has(e.from)) continue;
+    seen.add(e.from);
+    const k = cfg.index.get(e.target);
+    const keep = (kept | (live && k !== undefined ? live[k]! : 0xffffffff)) & (arch.liveness?.callDefs ?? 0) & ~(1 << arch.returnAddressRegister);
+    let site: PatchSite | InjectionRefusal | undefined;
+    for (const x of from.instructions.filter((i) => i.address <= e.from).reverse()) {
+      const shape = arch.choosePatch(x.address, cave, 0);
+      if (typeof shape === 'string') break;
+      if (e.from + jump.length - x.address < shape.length) continue; // the patch would reach past the jump
+      site = planner.coverSite(from, x.address, shape, 0);
+      if ('ok' in site || site.displaced.at(-1) === jump) break;
+    }
+    if (site && !('ok' in site) && site.displaced.at(-1) === jump) {
+      out.push({ ...site, bodyEntry: true, link, keptRegisters: (keep & ~(1 << link)) >>> 0 });
+      continue;
+    }
+    warnings.push(
+      warning(
+        'bodyEntryMissed',
+        `${from.name} jumps into ${fn.name}'s body (${jump.mnemonic} at ${hex(e.from)}) and that jump cannot be hooked${site && 'ok' in site ? ` (${site.reason})` : ''}: the trace counts the instructions after it in ${fn.name}'s inclusive time, this measurement does not.`,
+      ),
+    );
+  }
+  return out;
 }
