@@ -114,7 +114,8 @@ export interface InjectedMeasurementInfo {
  * - `jumpTableUnresolved`: an indirect jump whose targets are assumed to lie outside the patch.
  * - `memoryPinned`: trampoline memory stays reserved until the session ends (a call was moved into it).
  */
-export type InjectionWarningCode = 'callSitesMissed' | 'indirectCallsMissed' | 'pathsUnknown' | 'jumpTableUnresolved' | 'memoryPinned';
+export type InjectionWarningCode =
+  'callSitesMissed' | 'indirectCallsMissed' | 'pathsUnknown' | 'jumpTableUnresolved' | 'memoryPinned' | 'bodyEntryMissed' | 'fallThroughCounted';
 
 export interface InjectionWarning {
   code: InjectionWarningCode;
@@ -146,8 +147,9 @@ export interface PlanInjectionResponse {
   /**
    * Every function asked for, in order: `entry` when its entry can be patched; else the reason, and
    * `callSites` when its direct calls could be rewritten instead (inject with callSitesIfTooShort).
+   * `solo` (with `entry`): measured on its own only, never in a group, and why (millicode).
    */
-  functions: Array<{ name: string; entry: boolean; callSites?: boolean; reason?: string }>;
+  functions: Array<{ name: string; entry: boolean; callSites?: boolean; reason?: string; solo?: string }>;
 }
 
 export interface InjectedResult {

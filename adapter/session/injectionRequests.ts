@@ -26,6 +26,7 @@ import {
   type MeasurementKind,
   type MeasurementResults,
   type MemoryRegion,
+  soloReason,
 } from '../probe/injection';
 import { DebuggerTargetAccess } from '../probe/targetAccess';
 import { validateReservedMemory } from './launchValidation';
@@ -74,7 +75,10 @@ export class InjectionRequests {
       functions: a.functions.map((name) => {
         try {
           const plan = service.plan(name);
-          return plan.ok ? { name, entry: true } : { name, entry: false, callSites: (plan.callSites?.usable.length ?? 0) > 0, reason: plan.reason };
+          const solo = plan.ok && plan.kind === 'function' ? soloReason(plan) : undefined;
+          return plan.ok
+            ? { name, entry: true, ...(solo ? { solo } : {}) }
+            : { name, entry: false, callSites: (plan.callSites?.usable.length ?? 0) > 0, reason: plan.reason };
         } catch (err) {
           return { name, entry: false, reason: errorMessage(err) };
         }
@@ -118,7 +122,18 @@ export class InjectionRequests {
       const service = await this.serviceFor(target);
       const injected: InjectedMeasurementInfo[] = [];
       const refused: InjectionRefusedTarget[] = [];
-      for (const t of a.targets) {
+      // Millicode whose entry stub diverts the code after it goes first: a restore entry that code
+      // falls through into then needs no patch of its own there (MeasurementBuilder.install).
+      const diverts = (t: InjectArguments['targets'][number]): number => {
+        if (!('function' in t)) return 1;
+        try {
+          const plan = service.plan(t.function);
+          return plan.ok && plan.kind === 'function' && plan.entry.divert ? 0 : 1;
+        } catch {
+          return 1;
+        }
+      };
+      for (const t of [...a.targets].sort((x, y) => diverts(x) - diverts(y))) {
         try {
           const options = { ...(a.payload ? { payload: a.payload } : {}), callSitesIfTooShort: a.callSitesIfTooShort ?? true };
           let info: MeasurementInfo;

@@ -137,7 +137,7 @@ export class DapProfiler implements BatchMeasurer {
     const r = await this.request(Req.planInjection, { functions: [...functions] });
     const callSites = this.options.callSitesIfTooShort ?? true;
     return {
-      groupable: new Set(r.functions.filter((f) => f.entry).map((f) => f.name)),
+      groupable: new Set(r.functions.filter((f) => f.entry && !f.solo).map((f) => f.name)),
       unmeasurable: new Map(r.functions.filter((f) => !f.entry && !(callSites && f.callSites)).map((f) => [f.name, f.reason ?? 'its entry cannot be patched'])),
     };
   }

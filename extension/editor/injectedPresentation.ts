@@ -36,6 +36,8 @@ const needsAttention: Record<InjectionWarningCode, boolean> = {
   pathsUnknown: true,
   jumpTableUnresolved: false,
   memoryPinned: false,
+  bodyEntryMissed: true,
+  fallThroughCounted: true,
 };
 
 export function warningNeedsAttention(warning: Pick<InjectionWarning, 'code'>): boolean {

@@ -73,17 +73,6 @@ describe('RV32 callers that keep registers across a call (-fipa-ra)', { skip }, 
     if (site.shape.kind === 'rvAuipc') assert.equal(site.keptRegisters! & (1 << site.shape.scratch), 0, 'the patch goes through a register nobody keeps');
   });
 
-  it('the -msave-restore epilogues are refused for loading their return address, not for kept registers', () => {
-    const { planner, model } = setup();
-    const epilogues = model.functions.filter((f) => /^__riscv_restore_\d+$/.test(f.name));
-    assert.ok(epilogues.length > 0, 'picolibc brings __riscv_restore_N');
-    for (const f of epilogues) {
-      const p = planner.planFunction(f.name);
-      assert.ok(!p.ok, `${f.name} is refused`);
-      assert.match(p.reason, /loads its return address .* count in those functions' inclusive time/);
-    }
-  });
-
   it('the entry stub stores the kept t-registers before it uses them and loads them before the program runs on', () => {
     const { planner, generator } = setup();
     const site = entryOf(planner, '__adddf3');

@@ -31,6 +31,7 @@ import {
   rvRegisterEffects,
   TEMPORARIES,
 } from './trampolineRv32Isa';
+import { rv32FoldedEpilogue, rv32ReturnSlot } from './trampolineRv32Millicode';
 import { MSTATUS, MSTATUS_MIE, Rv32Runtime } from './trampolineRv32Runtime';
 import { Rv32StubBuilder } from './trampolineRv32Stubs';
 
@@ -90,6 +91,10 @@ export function rv32InjectionArch(): InjectionArch {
       // Entry: t0-t6; exit: t0-t6 and a2-a5 (ACC's scratch).
       stubClobbers: (TEMPORARIES | mask(A2, A3, A4, A5)) >>> 0,
     },
+    // -msave-restore millicode (trampolineRv32Millicode.ts).
+    alternateLinks: mask(Reg.t0),
+    returnSlot: rv32ReturnSlot,
+    foldedEpilogue: rv32FoldedEpilogue,
   };
 }
 

@@ -29,7 +29,9 @@ const IN_WINDOW = mask(T0, T1, T2, T3);
 /** The exit frame: every register of EXIT_USES, one slot each (16-byte aligned like the psABI's). */
 const EXIT_ORDER: number[] = [T0, T1, T2, T3, T4, T5, T6, A2, A3, A4, A5];
 export const EXIT_FRAME = 48;
-const exitSlot = (r: number): number => 4 * EXIT_ORDER.indexOf(r);
+export const exitSlot = (r: number): number => 4 * EXIT_ORDER.indexOf(r);
+/** Slot of ra in the exit frame of a t0-linked function (millicode, trampolineRv32Millicode.ts): past the others. */
+export const EXIT_RA = 4 * EXIT_ORDER.length;
 
 const regsOf = (m: number): number[] => Array.from({ length: 32 }, (_, r) => r).filter((r) => (m & (1 << r)) !== 0);
 
@@ -111,6 +113,22 @@ export function exitRoutineSave(a: Rv32Assembler): void {
 export function exitRoutineRestore(a: Rv32Assembler): void {
   for (const r of EXIT_ORDER) a.i(rvLw(r, SP, exitSlot(r)));
   a.i(rvAddi(SP, SP, EXIT_FRAME));
+}
+
+/**
+ * First in the t0-linked exit routine (CXT): the exit stub read the counter into t0 and stored ra
+ * and t1; the routine stores the rest, and t3 = the counter value.
+ */
+export function exitRoutineSaveLink(a: Rv32Assembler): void {
+  for (const r of EXIT_ORDER) if (r !== T1 && r !== T0) a.i(rvSw(r, SP, exitSlot(r)));
+  a.i(rvAddi(T3, T0, 0));
+}
+
+/** Last in CXT, before `jr t0`: t0 = the return address (ra, popped), every register back, ra too. */
+export function exitRoutineRestoreLink(a: Rv32Assembler): void {
+  a.i(rvAddi(T0, RA, 0));
+  for (const r of EXIT_ORDER) if (r !== T0) a.i(rvLw(r, SP, exitSlot(r)));
+  a.i(rvLw(RA, SP, EXIT_RA)).i(rvAddi(SP, SP, EXIT_FRAME));
 }
 
 /**

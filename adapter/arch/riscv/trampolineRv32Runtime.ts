@@ -1,7 +1,7 @@
 import { fitsSigned } from '../codec';
 import type { DispatchEntry, RuntimeImage, RuntimeLayout } from '../../probe/injection/payload';
 import { Ctrl, Rec } from '../../probe/injection/recordLayout';
-import { exitRoutineRestore, exitRoutineSave } from './trampolineRv32Kept';
+import { exitRoutineRestore, exitRoutineRestoreLink, exitRoutineSave, exitRoutineSaveLink } from './trampolineRv32Kept';
 import {
   Rv32Assembler,
   rvAdd,
@@ -77,10 +77,11 @@ export class Rv32Runtime {
     this.commonExit(a, layout, paths, false);
     this.commonExit(a, layout, paths, true);
     this.commonExit(a, layout, paths, false, true);
+    this.commonExit(a, layout, paths, false, true, true);
     this.accumulate(a, paths);
     const bytes = a.bytes();
     const labels: Record<string, number> = {};
-    for (const name of ['CE', 'CX', 'HX', 'CXK', 'ACC', 'D']) {
+    for (const name of ['CE', 'CX', 'HX', 'CXK', 'CXT', 'ACC', 'D']) {
       try {
         labels[name] = a.address(name);
       } catch {
@@ -181,12 +182,15 @@ export class Rv32Runtime {
    * real return address and returns there with interrupts restored. `hardware`: the counter is
    * gated (stopped by the exit stub); a nested exit re-bases and restarts it.
    */
-  private commonExit(a: Rv32Assembler, layout: RuntimeLayout, paths: Record<string, number>, hardware: boolean, keeps = false): void {
+  private commonExit(a: Rv32Assembler, layout: RuntimeLayout, paths: Record<string, number>, hardware: boolean, keeps = false, t0Link = false): void {
     // `keeps` (CXK): the exit stub read the counter into ra and reserved a frame; the routine gives
     // back every register it uses, for callers that keep values across the call (trampolineRv32Kept.ts).
-    const p = hardware ? 'HX' : keeps ? 'CXK' : 'CX';
+    // `t0Link` (CXT): millicode linked through t0; the counter is in t0, ra is kept too, and the
+    // routine returns through t0 (trampolineRv32Millicode.ts).
+    const p = hardware ? 'HX' : t0Link ? 'CXT' : keeps ? 'CXK' : 'CX';
     a.label(p);
-    if (keeps) exitRoutineSave(a);
+    if (t0Link) exitRoutineSaveLink(a);
+    else if (keeps) exitRoutineSave(a);
     a.i(rvCsrrci(T0, MSTATUS, MSTATUS_MIE));
     const c = ctrlBase(a, T4, layout);
     a.i(rvLw(T2, T1, Rec.depth))
@@ -214,8 +218,9 @@ export class Rv32Runtime {
       a.i(rvCsrw(this.csr, T3)).i(rvCsrrci(X0, MCOUNTINHIBIT, 1 << this.inhibitBit));
     }
     a.label(`${p}_ret`);
-    if (keeps) exitRoutineRestore(a);
-    a.i(rvJalr(X0, RA, 0));
+    if (t0Link) exitRoutineRestoreLink(a);
+    else if (keeps) exitRoutineRestore(a);
+    a.i(rvJalr(X0, t0Link ? T0 : RA, 0));
     a.label(`${p}_under`).i(rvEbreak()); // an exit with an empty shadow stack: trap rather than jump anywhere
     const head = a.between(p, `${p}_br`) + 1;
     const tail = a.between(`${p}_pay`, hardware ? `${p}_rb` : `${p}_ret`) + (hardware ? 1 : 0) + a.between(`${p}_ret`, `${p}_under`);

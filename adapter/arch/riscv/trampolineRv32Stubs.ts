@@ -5,10 +5,11 @@ import { Ctrl, Rec, type PathCosts } from '../../probe/injection/recordLayout';
 import type { CounterSource, PatchSite } from '../../probe/injection/types';
 import { Rv32DisplacedCode } from './trampolineRv32Displaced';
 import { EXIT_USES, EntryFrame, entryExitCandidates, exitKeeps, exitStubSave, regNames } from './trampolineRv32Kept';
+import { foldedInstructions, linkEntryRestore, linkEntrySave, linkExitStub } from './trampolineRv32Millicode';
 import { MCOUNTINHIBIT, MSTATUS, MSTATUS_MIE, ctrlBase, loadAddress } from './trampolineRv32Runtime';
 import { Reg, Rv32Assembler, rvAdd, rvAddi, rvCsrr, rvCsrrci, rvCsrrsi, rvCsrw, rvLw, rvSw } from './trampolineRv32Isa';
 
-const { zero: X0, sp: SP, tp: TP, t0: T0, t1: T1, t2: T2, t3: T3, t4: T4, t5: T5, t6: T6, a2: A2, a3: A3, a4: A4, a5: A5 } = Reg;
+const { zero: X0, ra: RA, sp: SP, tp: TP, t0: T0, t1: T1, t2: T2, t3: T3, t4: T4, t5: T5, t6: T6, a2: A2, a3: A3, a4: A4, a5: A5 } = Reg;
 
 /**
  * The stubs of one RV32 measurement (docs/design.md, "Measurement semantics"): a function's entry
@@ -36,13 +37,24 @@ export class Rv32StubBuilder {
     // Registers callers keep across the call are given back (trampolineRv32Kept.ts); the exit
     // stubs of a group serve every member, so they save for the union (exitKeeps).
     const frame = new EntryFrame(site);
-    const exitSaves = req.kind === 'function' && exitKeeps(req.exitKeeps ?? site?.keptRegisters ?? 0);
+    // Millicode (trampolineRv32Millicode.ts): linked through t0, or loading ra from a stack slot.
+    const t0Link = site?.link === T0;
+    const exitSaves = req.kind === 'function' && (t0Link || exitKeeps(req.exitKeeps ?? site?.keptRegisters ?? 0));
     a.label('S');
+    const linkSaves = linkEntrySave(a, site);
     const saves = frame.save(a);
-    a.i(rvAddi(T3, X0, patchInsns + saves + 1));
+    a.i(rvAddi(T3, X0, patchInsns + linkSaves + saves + 1));
     a.label('S_d');
     loadAddress(a, T1, req.record, layout);
+    const slot = site?.returnSlot !== undefined ? site.returnSlot + frame.size : undefined;
+    if (slot !== undefined) a.i(rvLw(RA, SP, slot)); // the return address the epilogue will load
     a.jal(T6, 'CE_ext');
+    if (slot !== undefined) a.i(rvSw(RA, SP, slot)); // ... is now the exit stub
+    // A jump into the body (millicode aliases) opens a pass but is no call: take the call back.
+    if (site?.bodyEntry)
+      a.i(rvLw(T5, T1, Rec.calls))
+        .i(rvAddi(T5, T5, -1))
+        .i(rvSw(T5, T1, Rec.calls));
     frame.restoreEarly(a);
     this.displaced.loadExits(a, plan);
     // Group members pad to one shape (see StubPadding); a 4-byte NOP keeps every alignment.
@@ -53,27 +65,36 @@ export class Rv32StubBuilder {
       .i(rvCsrr(T3, this.csr))
       .i(rvSw(T3, T1, Rec.start));
     a.label('S_skip').i(rvCsrw(MSTATUS, T0));
-    const restored = frame.restoreInWindow(a);
+    const restored = frame.restoreInWindow(a) + linkEntryRestore(a, site);
     for (let k = 0; k < padding.inside; k++) a.i(rvAddi(X0, X0, 0));
     let d = { extra: 0, falls: true, notes: [] as string[], exits: [] as Array<{ label: string; target: number }> };
-    if (site) d = this.displaced.emitDisplaced(a, site, plan);
+    // A diverted epilogue runs its folded copy through the return (trampolineRv32Millicode.ts): one
+    // program instruction fewer than the original, made up in the counted overhead and the payload.
+    const divert = site?.divert ? foldedInstructions(site.divert) : 0;
+    if (site?.divert) {
+      a.code(site.divert, divert);
+      d = { extra: -1, falls: false, notes: [], exits: [] };
+    } else if (site) d = this.displaced.emitDisplaced(a, site, plan);
     // When the displaced code ends in a jump or return (a tiny function), it leaves on its own.
     if (d.falls) this.displaced.jumpTo(a, resume, plan);
     a.label('S_end');
     this.displaced.emitExits(a, d.exits, plan);
     a.align(4);
     a.label('X');
-    if (exitSaves) exitStubSave(a, (rd) => rvCsrr(rd, this.csr));
+    if (t0Link) linkExitStub(a, (rd) => rvCsrr(rd, this.csr));
+    else if (exitSaves) exitStubSave(a, (rd) => rvCsrr(rd, this.csr));
     else a.i(rvCsrr(T3, this.csr));
     loadAddress(a, T1, req.record, layout);
     a.jal(X0, 'CX_ext');
     a.label('X_end');
+    const bypass = req.kind === 'function' ? req.bypass : undefined;
+    if (bypass) a.align(4).label('B').code(bypass, foldedInstructions(bypass));
+    const cx = t0Link ? 'CXT' : exitSaves ? 'CXK' : 'CX';
     a.defineExternal('CE_ext', runtime.labels.CE!);
-    a.defineExternal('CX_ext', exitSaves ? runtime.labels.CXK! : runtime.labels.CX!);
+    a.defineExternal('CX_ext', runtime.labels[cx]!);
     const P = runtime.paths;
-    const cx = exitSaves ? 'CXK' : 'CX';
     // Payload instructions = instructions run - displaced program instructions (the program's own).
-    const stubPath = a.between('S_d', 'S_end') - (site ? reachableDisplaced(site.displaced).length : 0);
+    const stubPath = a.between('S_d', 'S_end') - (divert ? divert + 1 : site ? reachableDisplaced(site.displaced).length : 0);
     const costs: PathCosts = {
       entryOuter: stubPath + P.CE_outer!,
       entryNested: stubPath - 2 + P.CE_nested!, // the nested path skips the csrr and sw
@@ -81,16 +102,36 @@ export class Rv32StubBuilder {
       exitNested: a.between('X', 'X_end') + P[`${cx}_nested`]!,
     };
     const leaves = d.falls || d.exits.length > 0 ? 1 : 0;
+    // The displaced code of a body entry is the jumping label's, not this function's.
+    const foreign = site?.bodyEntry ? reachableDisplaced(site.displaced).length : 0;
     const counted: CountedOverhead = {
-      outer: 3 + restored + padding.inside + d.extra + leaves,
+      outer: 3 + restored + padding.inside + d.extra + leaves + foreign,
       nested: 0,
-      explanation: `per pass: sw of the start value, csrw mstatus${restored ? `, ${restored} instruction(s) giving back ${frame.describe()} (kept by callers across the call) and the stack` : ''}${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}, and one of the two csrr ${this.counter.name}`,
+      explanation: `per pass: sw of the start value, csrw mstatus${restored ? `, ${restored} instruction(s) giving back ${[frame.describe(), t0Link ? 'ra and t0 (the millicode link, now the exit stub)' : ''].filter(Boolean).join(' (kept by callers across the call), ')} and the stack` : ''}${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}${foreign ? `, ${foreign} instruction(s) of the code that jumps into the body` : ''}, and one of the two csrr ${this.counter.name}`,
     };
-    return { address: req.at, bytes: a.bytes(), entry: a.address('S'), dispatchEntry: a.address('S_d'), exit: a.address('X'), costs, counted, notes: d.notes };
+    return {
+      address: req.at,
+      bytes: a.bytes(),
+      entry: a.address('S'),
+      dispatchEntry: a.address('S_d'),
+      exit: a.address('X'),
+      ...(bypass ? { bypass: a.address('B') } : {}),
+      costs,
+      counted,
+      notes: d.notes,
+    };
   }
 
   hardwareFunctionStubs(req: Extract<StubRequest, { kind: 'function' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
     const site = req.entry;
+    if (site.link !== undefined || site.returnSlot !== undefined || site.divert || req.bypass)
+      throw new InjectionRefusedError(
+        refusal(
+          'alternateLink',
+          'This is -msave-restore millicode, whose return is hooked by the software-accumulation stubs only. Measure it with software accumulation (the default payload).',
+          site.address,
+        ),
+      );
     const keptHere = (site.keptRegisters ?? 0) & EXIT_USES;
     if (keptHere) {
       throw new InjectionRefusedError(

@@ -19,6 +19,7 @@ export type {
   TargetRunner,
 } from './injectionService';
 export { InjectionPlanner, reachableDisplaced } from './planner';
+export { soloReason } from './measurementBuilder';
 export { ProgramModel } from './programModel';
 export { InjectionRefusedError } from './errors';
 export { restoreFromJournal, describeRestore, journalPath, journalFiles, elfHash } from './journal';

@@ -25,6 +25,11 @@ export interface CallerFacts {
   functionContaining(address: number): FunctionCode | undefined;
   liveOf(fn: FunctionCode): Uint32Array | undefined;
   cfgOf(fn: FunctionCode): FunctionCfg;
+  /**
+   * A call whose callee runs as part of its caller (millicode called from a prologue with another
+   * link): what the caller's own callers keep across it is live through the callee too.
+   */
+  partOfCaller?(site: CallSite): boolean;
 }
 
 /**
@@ -52,9 +57,9 @@ export function keptAcrossCalls(fn: FunctionCode, facts: CallerFacts): KeptAcros
     for (const site of facts.callSitesOf(callee)) {
       const caller = facts.functionContaining(site.address);
       if (!caller) continue;
-      if (site.kind === 'tail') {
+      if (site.kind === 'tail' || facts.partOfCaller?.(site)) {
         if (depth < TAIL_DEPTH) visit(caller, depth + 1);
-        continue;
+        if (site.kind === 'tail') continue;
       }
       const live = facts.liveOf(caller);
       const cfg = facts.cfgOf(caller);

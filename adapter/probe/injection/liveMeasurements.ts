@@ -184,6 +184,14 @@ export class LiveMeasurements {
     if (!m) throw new CycleLensError(ErrorCode.InvalidRequest, `There is no measurement #${id}.`);
     const problems = await this.patches.restore(m.patches);
     this.measurements.delete(id);
+    // Its diverting entry patch stood in for another measurement's bypass: that one goes in now.
+    for (const other of this.measurements.values()) {
+      const b = other.pendingBypass;
+      if (b?.host !== id) continue;
+      await this.patches.apply(other.info.id, [b.patch], true);
+      other.patches.push(b.patch);
+      delete other.pendingBypass;
+    }
     if (m.dispatch.length) await this.writeDispatchTable();
     if (m.info.payload === 'hardware') await this.releaseHardwareSlot();
     // A call displaced into the stub returns into it: that memory stays reserved for the session.
@@ -228,10 +236,24 @@ export class LiveMeasurements {
     return { ok: true, address };
   }
 
+  /** The live measurement whose entry patch at `address` diverts the code there (Measurement.diverts). */
+  divertingAt(address: number): number | undefined {
+    for (const m of this.measurements.values()) if (m.diverts === address) return m.info.id;
+    return undefined;
+  }
+
   checkOverlap(address: number, length: number): void {
     for (const m of this.measurements.values()) {
       for (const p of m.patches) {
         if (address < p.address + p.patched.length && p.address < address + length) {
+          if (p.address === m.bypassAt)
+            throw new InjectionRefusedError(
+              refusal(
+                'branchIntoPatch',
+                `${hex(address)} carries the patch of measurement #${m.info.id} (${m.info.name}) that keeps the code here, which falls through into its entry, out of its count. Measure both in one request (the adapter puts this one first), or remove #${m.info.id} first.`,
+                address,
+              ),
+            );
           throw new InjectionRefusedError(
             refusal('branchIntoPatch', `${hex(address)} is already patched by measurement #${m.info.id} (${m.info.name}); remove it first.`, address),
           );

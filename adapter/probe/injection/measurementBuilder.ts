@@ -8,7 +8,7 @@ import type { DispatchEntry, RuntimeLayout, StubRequest } from './payload';
 import { type InjectionPlanner, reachableDisplaced } from './planner';
 import { RECORD_SIZE, initialRecord } from './recordLayout';
 import type { GroupOptions, InjectionServiceOptions, MeasureOptions, Measurement, MeasurementInfo } from './serviceTypes';
-import type { CallSite, CaveReach, FunctionPlan, InjectionPlan, InjectionRefusal, PatchSite, PayloadKind } from './types';
+import type { BypassSite, CallSite, CaveReach, FunctionPlan, InjectionPlan, InjectionRefusal, PatchSite, PayloadKind } from './types';
 
 /**
  * The planner-facing part of the injection service: asks InjectionPlanner for a plan, refuses what
@@ -32,15 +32,32 @@ export class MeasurementBuilder {
       throw new InjectionRefusedError(withOffer(plan));
     }
     const payload = options.payload ?? 'software';
+    if (plan.bodyEntries?.length) {
+      if (payload === 'hardware')
+        throw new InjectionRefusedError(
+          refusal(
+            'alternateLink',
+            `${plan.function.name} is -msave-restore millicode, whose return is hooked by the software-accumulation stubs only. Measure it with software accumulation (the default payload).`,
+          ),
+        );
+      const fn = plan.function.name;
+      const names = [fn, ...plan.bodyEntries.map((b) => `${fn} (the jump into its body at ${hex(b.address)})`)];
+      return this.installMembers(fn, names, [plan.entry, ...plan.bodyEntries], plan.warnings, 'function');
+    }
     if (payload === 'hardware') this.live.claimHardwareSlot();
     try {
-      return await this.install(plan.function.name, 'function', payload, plan.warnings, [plan.entry], (record, at) => ({
-        kind: 'function',
+      const bypass = plan.bypass;
+      return await this.install(
+        plan.function.name,
+        'function',
         payload,
-        record,
-        at,
-        entry: plan.entry,
-      }));
+        plan.warnings,
+        [plan.entry],
+        (record, at) => ({ kind: 'function', payload, record, at, entry: plan.entry, ...(bypass ? { bypass: bypass.copy } : {}) }),
+        undefined,
+        true,
+        bypass,
+      );
     } catch (err) {
       if (payload === 'hardware') this.live.dropHardwareClaim();
       throw err;
@@ -97,7 +114,21 @@ export class MeasurementBuilder {
     const plans = this.planGroup(members);
     const sites = plans.map((p) => p.entry);
     const names = plans.map((p) => p.function.name);
-    const name = options.name ?? names.join(' + ');
+    const warnings = plans.flatMap((p) => p.warnings.map((w) => ({ ...w, member: p.function.name, message: `${p.function.name}: ${w.message}` })));
+    return this.installMembers(options.name ?? names.join(' + '), names, sites, warnings, 'group');
+  }
+
+  /**
+   * Entry stubs on one record (a group's members, or a millicode function's entry and the jumps
+   * into its body): padded to one cost per pass, every exit stub the same code.
+   */
+  private async installMembers(
+    name: string,
+    names: string[],
+    sites: PatchSite[],
+    warnings: InjectionWarning[],
+    kind: 'group' | 'function',
+  ): Promise<MeasurementInfo> {
     const ranges = sites.map((st) => [st.address, st.address + st.original.length] as [number, number]);
     await forMembers(names, async (i) => {
       this.live.checkOverlap(sites[i]!.address, sites[i]!.original.length);
@@ -151,12 +182,11 @@ export class MeasurementBuilder {
         patched: g.encodePatch(st, stubs[i]!.entry, this.layout),
         stopAt: stopAfter(st),
       }));
-      const warnings = plans.flatMap((p) => p.warnings.map((w) => ({ ...w, member: p.function.name, message: `${p.function.name}: ${w.message}` })));
       const info: MeasurementInfo = {
         id: this.live.takeId(),
         name,
-        kind: 'group',
-        members: names,
+        kind,
+        ...(kind === 'group' ? { members: names } : {}),
         payload: 'software',
         counter: this.live.counter.name,
         patches: patches.map((p) => ({ address: p.address, length: p.patched.length })),
@@ -189,6 +219,15 @@ export class MeasurementBuilder {
           : ` Leave ${member} out of the group.`;
         throw memberRefusal(member, new InjectionRefusedError({ ...plan, reason: `${plan.reason}${instead}` }));
       }
+      const why = soloReason(plan);
+      if (why) {
+        throw memberRefusal(
+          member,
+          new InjectionRefusedError(
+            refusal('alternateLink', `${member} is measured on its own, not in a group: ${why}. Leave it out of the group.`, plan.function.start),
+          ),
+        );
+      }
       const before = seen.get(plan.function.start);
       if (before !== undefined) {
         const same = before === member ? `${member} is listed twice` : `${member} and ${before} are the same function`;
@@ -211,11 +250,16 @@ export class MeasurementBuilder {
     request: (record: number, at: number) => StubRequest,
     callSites?: Array<CallSite & { original: Uint8Array }>,
     checkProgram = true,
+    bypass?: BypassSite,
   ): Promise<MeasurementInfo> {
     for (const s of sites) this.live.checkOverlap(s.address, s.original.length);
+    // A live diverting entry patch where the bypass goes does the bypass's work (same code, same count).
+    const host = bypass ? this.live.divertingAt(bypass.address) : undefined;
+    if (bypass && host === undefined) this.checkBypass(name, bypass);
     for (const c of callSites ?? []) this.live.checkOverlap(c.address, c.length);
     const ranges = [
       ...sites.map((s) => [s.address, s.address + s.original.length] as [number, number]),
+      ...(bypass && host === undefined ? [[bypass.address, bypass.address + bypass.original.length] as [number, number]] : []),
       ...(callSites ?? []).map((c) => [c.address, c.address + c.length] as [number, number]),
     ];
     if (checkProgram) {
@@ -264,6 +308,20 @@ export class MeasurementBuilder {
         for (const s of sites)
           patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout), stopAt: stopAfter(s) });
       }
+      let pendingBypass: Measurement['pendingBypass'];
+      if (bypass) {
+        const at: PatchSite = {
+          address: bypass.address,
+          shape: bypass.shape,
+          displaced: [],
+          resume: bypass.address,
+          freeRegisters: 0,
+          original: bypass.original,
+        };
+        const patch = { address: bypass.address, original: bypass.original, patched: g.encodePatch(at, stub.bypass!, this.layout) };
+        if (host === undefined) patches.push(patch);
+        else pendingBypass = { host, patch };
+      }
       const dispatch: DispatchEntry[] = [];
       for (const c of callSites ?? []) {
         if (c.length === 2) dispatch.push({ returnAddress: c.address + 2, stub: stub.dispatchEntry! });
@@ -283,12 +341,43 @@ export class MeasurementBuilder {
         notes: stub.notes,
       };
       const pinned = pinsMemory(sites, name, warnings);
-      await this.live.commit({ info, stub, blocks, patches, dispatch, pinned, ...(heldBase !== undefined ? { heldBase } : {}) }, checkProgram);
+      const diverts = sites.length === 1 && sites[0]!.divert ? sites[0]!.address : undefined;
+      await this.live.commit(
+        {
+          info,
+          stub,
+          blocks,
+          patches,
+          dispatch,
+          pinned,
+          ...(heldBase !== undefined ? { heldBase } : {}),
+          ...(diverts !== undefined ? { diverts } : {}),
+          ...(pendingBypass ? { pendingBypass } : {}),
+          ...(bypass ? { bypassAt: bypass.address } : {}),
+        },
+        checkProgram,
+      );
       return info;
     } catch (err) {
       for (const b of blocks) this.live.release(b);
       await this.live.reclaimIfIdle();
       throw err;
+    }
+  }
+
+  /** The bypass patch sits on another function's code; a live patch there (its own measurement) is in the way. */
+  private checkBypass(name: string, bypass: BypassSite): void {
+    try {
+      this.live.checkOverlap(bypass.address, bypass.original.length);
+    } catch (err) {
+      if (!(err instanceof InjectionRefusedError)) throw err;
+      throw new InjectionRefusedError(
+        refusal(
+          'branchIntoPatch',
+          `${bypass.from}'s code falls through into ${name}'s entry; measuring ${name} patches ${hex(bypass.address)} to keep those passes out of its count, and ${err.refusal.reason} Measure ${name} and ${bypass.from} in different runs.`,
+          bypass.address,
+        ),
+      );
     }
   }
 
@@ -361,6 +450,14 @@ async function forMembers(names: readonly string[], check: (i: number) => Promis
       throw err;
     }
   }
+}
+
+/** Why a function's entry plan cannot join a group (millicode), or undefined. */
+export function soloReason(plan: FunctionPlan): string | undefined {
+  if (plan.entry.divert) return 'its entry stub runs a copy of the shared epilogue instead of the code after the patch';
+  if (plan.bypass) return `code of ${plan.bypass.from} falls through into its entry and is diverted by a patch of its own`;
+  if (plan.entry.link !== undefined) return `it is linked through x${plan.entry.link} (millicode), and a group's exit stubs return through the standard link`;
+  return undefined;
 }
 
 function withOffer(r: InjectionRefusal): InjectionRefusal {

@@ -54,6 +54,8 @@ export type StubRequest =
       padding?: StubPadding;
       /** Registers kept across calls of any function on the record (a group's union); default `entry.keptRegisters`. */
       exitKeeps?: number;
+      /** Code that falls through into the entry runs this copy instead (FunctionPlan.bypass). */
+      bypass?: Uint8Array;
     }
   | { kind: 'callSite'; payload: PayloadKind; record: number; at: number; target: number }
   | { kind: 'region'; payload: PayloadKind; record: number; at: number; start: PatchSite; end: PatchSite };
@@ -81,6 +83,8 @@ export interface StubImage {
   exit?: number;
   /** Region end stub. */
   regionEnd?: number;
+  /** Where a bypass patch jumps (the copy of `StubRequest.bypass`). */
+  bypass?: number;
   costs: PathCosts;
   counted: CountedOverhead;
   notes: string[];

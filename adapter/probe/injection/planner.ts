@@ -3,6 +3,8 @@ import type { DecodedInstruction } from '../../arch/codec';
 import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type FunctionCfg } from './cfg';
 import { hex, refusal, warning } from './errors';
 import { keptAcrossCalls, type KeptAcrossCalls } from './keptRegisters';
+import { describeShape, neverReturns, reachableDisplaced, regList, takenAddresses } from './planSupport';
+import { fallThroughInto, linkOf, planBodyEntries, planBypass, reloadsReturnAddress } from './returnHooks';
 import type { ProgramModel } from './programModel';
 import type {
   CallSite,
@@ -70,19 +72,11 @@ export class InjectionPlanner {
         mret.address,
       );
     }
+    const link = linkOf(this.model, this.arch, fn);
+    if (typeof link !== 'number') return link;
     for (const e of this.model.edgesTo(fn.start)) {
       const from = this.model.instructionAt(e.from);
-      if (!from) continue;
-      const link = e.kind === 'call' ? this.arch.linkRegister(from) : undefined;
-      if (link !== undefined && link !== this.standardLink) {
-        return refusal(
-          'alternateLink',
-          `${from.mnemonic} at ${hex(e.from)} calls ${name} with x${link} as its link register (a millicode convention), so the return address is not where the entry payload looks for it. Its instructions count in the inclusive time of the functions that call it.`,
-          e.from,
-        );
-      }
-      const fromFn = this.model.functionContaining(e.from);
-      if (fromFn === fn && e.kind !== 'call') {
+      if (from && e.kind !== 'call' && this.model.functionContaining(e.from) === fn) {
         return refusal(
           'entryLoop',
           `${from.mnemonic} at ${hex(e.from)} jumps back to ${name}'s first instruction (a loop through the entry), so the entry payload would run again on every iteration.`,
@@ -90,12 +84,14 @@ export class InjectionPlanner {
         );
       }
     }
-    const reload = this.reloadsReturnAddress(fn);
-    if (reload) return reload;
+    // A shared epilogue loads the return address it returns through: the stub hooks that stack slot.
+    const reload = reloadsReturnAddress(fn, this.arch, this.liveOf(fn)?.[this.cfgOf(fn).index.get(fn.start) ?? -1]);
+    const slot = reload ? this.arch.returnSlot?.(fn, fn.start) : undefined;
+    if (reload && (slot === undefined || typeof slot === 'string')) return slot ? { ...reload, reason: `${reload.reason} (${slot})` } : reload;
     // Registers callers keep across the call (-fipa-ra): the stubs give them back, and neither the
-    // patch nor the jump back may use one.
-    const kept = this.keptOf(fn)?.kept ?? 0;
-    const free = this.entryFree(fn, kept);
+    // patch nor the jump back may use one. The millicode link is given back as the return address.
+    const kept = ((this.keptOf(fn)?.kept ?? 0) & ~(1 << link)) >>> 0;
+    const free = this.entryFree(fn, kept, link);
     const shape = this.arch.choosePatch(fn.start, this.cave, free);
     if (typeof shape === 'string')
       return refusal(
@@ -108,10 +104,20 @@ export class InjectionPlanner {
     if ('ok' in site) {
       // The entry alone is in the way (too short, a branch into the patch, an IT block, code that
       // cannot move): the function's direct calls may still be rewritten.
-      return site.code === 'memory' ? site : { ...site, callSites: this.callSiteOffer(fn) };
+      return site.code === 'memory' || link !== this.standardLink ? site : { ...site, callSites: this.callSiteOffer(fn) };
     }
+    if (link !== this.standardLink) site.link = link;
+    if (slot && typeof slot !== 'string') site.returnSlot = slot.offset;
+    const next = this.model.functionAt(site.resume);
+    const divert = next && fallThroughInto(this.model, next)?.from === fn ? this.arch.foldedEpilogue?.(fn, fn.start) : undefined;
+    if (divert && typeof divert !== 'string') site.divert = divert;
+    const diverted = planBypass(this.model, this.arch, this.cave, fn, (f, a) => this.freeAt(f, a));
+    if (diverted && 'ok' in diverted) return diverted;
+    const bypass = diverted && 'copy' in diverted ? diverted : undefined;
     const warnings = this.tableWarnings(fn);
-    return { ok: true, kind: 'function', function: fn, entry: site, warnings };
+    if (diverted && 'code' in diverted) warnings.push(diverted);
+    const bodyEntries = link !== this.standardLink ? planBodyEntries(this, fn, link, kept, warnings) : [];
+    return { ok: true, kind: 'function', function: fn, entry: site, ...(bypass ? { bypass } : {}), ...(bodyEntries.length ? { bodyEntries } : {}), warnings };
   }
 
   /** The function's direct call sites, when the entry cannot be patched. */
@@ -288,8 +294,8 @@ export class InjectionPlanner {
     return { ok: true, kind: 'region', function: fn, start: sites[0]!, end: sites[1]!, warnings };
   }
 
-  /** The instructions a patch of `shape` at `address` covers, with every reason it cannot. */
-  private coverSite(fn: FunctionCode, address: number, shape: PatchShape, free: number): PatchSite | InjectionRefusal {
+  /** The instructions a patch of `shape` at `address` covers, with every reason it cannot (public for returnHooks.ts). */
+  coverSite(fn: FunctionCode, address: number, shape: PatchShape, free: number): PatchSite | InjectionRefusal {
     const insns = fn.instructions;
     let i = insns.findIndex((x) => x.address === address);
     const displaced: DecodedInstruction[] = [];
@@ -305,7 +311,7 @@ export class InjectionPlanner {
             : `the code from ${hex(address)} runs into data (a literal pool or table) after ${room} byte(s)`;
         return refusal(
           'tooShort',
-          `The patch at ${hex(address)} needs ${shape.length} bytes (${this.describeShape(shape)}), but ${why}${last ? `, ending with ${last.mnemonic} at ${hex(last.address)}` : ''}.`,
+          `The patch at ${hex(address)} needs ${shape.length} bytes (${describeShape(shape)}), but ${why}${last ? `, ending with ${last.mnemonic} at ${hex(last.address)}` : ''}.`,
           address,
         );
       }
@@ -379,35 +385,21 @@ export class InjectionPlanner {
     const usable: CallSite[] = [];
     const missed: CallSite[] = [];
     for (const site of this.model.callSitesOf(fn)) {
-      const why = this.arch.callSiteRefusal(site, this.cave) ?? this.callSiteConflict(site);
+      const link = this.linkAt(site.address);
+      const why =
+        (link !== this.standardLink ? `it links through x${link} (millicode), and a rewritten call links through x${this.standardLink}` : undefined) ??
+        this.arch.callSiteRefusal(site, this.cave) ??
+        this.callSiteConflict(site);
       if (why) missed.push({ ...site, refusal: why });
       else usable.push(site);
     }
     return { usable, missed, indirectCalls: this.addressMayBeTaken(fn) ? [...this.model.indirectCalls] : [] };
   }
 
-  /**
-   * Whether an indirect call can reach `fn`: only if its address is in the program, as a word in
-   * loaded memory (a function pointer in data, a Thumb literal pool: bit 0 set) or formed by an
-   * instruction that is not a call or branch (ADR). RISC-V forms addresses in two instructions
-   * (auipc + addi) that the decoder does not join, so there the answer stays yes.
-   */
+  /** Whether an indirect call can reach `fn` (planSupport.ts `takenAddresses`). */
   private addressMayBeTaken(fn: FunctionCode): boolean {
     if (!this.arch.takenAddressesVisible) return true;
-    if (this.takenAddresses === undefined) {
-      const taken = new Set<number>();
-      for (const s of this.model.elf.sections) {
-        if ((s.flags & 0x2) === 0 || s.size < 4 || s.type === 8) continue; // SHF_ALLOC; SHT_NOBITS holds no words
-        const bytes = this.model.imageBytes(s.addr, s.size);
-        if (!bytes) continue;
-        const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-        for (let o = (4 - (s.addr % 4)) % 4; o + 4 <= bytes.length; o += 4) taken.add(view.getUint32(o, true) & ~1);
-      }
-      for (const f of this.model.functions) {
-        for (const i of f.instructions) if (i.target !== undefined && i.kind === 'plain') taken.add(i.target & ~1);
-      }
-      this.takenAddresses = taken;
-    }
+    this.takenAddresses ??= takenAddresses(this.model);
     return this.takenAddresses.has(fn.start);
   }
 
@@ -440,7 +432,7 @@ export class InjectionPlanner {
 
   private readonly computing = new Set<string>();
 
-  private liveOf(fn: FunctionCode): Uint32Array | undefined {
+  liveOf(fn: FunctionCode): Uint32Array | undefined {
     const l = this.arch.liveness;
     if (!l) return undefined;
     let live = this.lives.get(fn.name);
@@ -465,27 +457,6 @@ export class InjectionPlanner {
     return live;
   }
 
-  /**
-   * A function that loads its return address before it reads the one it was called with, and then
-   * returns through it: a shared epilogue other functions jump to (`__riscv_restore_N`, the
-   * -msave-restore millicode). The entry stub's return address is overwritten, so its exit stub
-   * would never run and the shadow stack of return addresses would lose its balance.
-   */
-  private reloadsReturnAddress(fn: FunctionCode): InjectionRefusal | undefined {
-    const l = this.arch.liveness;
-    const live = this.liveOf(fn);
-    const i = this.cfgOf(fn).index.get(fn.start);
-    if (!l || !live || i === undefined) return undefined;
-    const link = this.standardLink;
-    if ((live[i]! & (1 << link)) !== 0 || !fn.instructions.some((x) => x.kind === 'return')) return undefined;
-    const load = fn.instructions.find((x) => x.kind !== 'call' && (l.effects(x).defs & (1 << link)) !== 0);
-    return refusal(
-      'alternateLink',
-      `${fn.name} loads its return address${load ? ` (${load.mnemonic} at ${hex(load.address)})` : ''} instead of returning to the one it was called with: it is an epilogue shared by the functions that jump to it (-msave-restore millicode), so an entry patch's exit would never run. Its instructions count in those functions' inclusive time.`,
-      load?.address ?? fn.start,
-    );
-  }
-
   /** Registers callers keep live across a call of `fn` (keptRegisters.ts), when liveness is known. */
   keptOf(fn: FunctionCode): KeptAcrossCalls | undefined {
     const l = this.arch.liveness;
@@ -498,6 +469,7 @@ export class InjectionPlanner {
         registers: (l.callDefs & ~(1 << this.standardLink)) >>> 0,
         clobberOf: (f) => this.clobberOf(f),
         callSitesOf: (f) => this.model.callSitesOf(f),
+        partOfCaller: (site) => this.linkAt(site.address) !== this.standardLink,
         functionContaining: (a) => this.model.functionContaining(a),
         liveOf: (f) => this.liveOf(f),
         cfgOf: (f) => this.cfgOf(f),
@@ -514,13 +486,24 @@ export class InjectionPlanner {
    * dead at every entry (RV32 t0-t6), then caller-saved ones the function does not read before
    * writing them, minus what callers keep across the call.
    */
-  private entryFree(fn: FunctionCode, kept: number): number {
+  private entryFree(fn: FunctionCode, kept: number, link: number): number {
     const l = this.arch.liveness;
     let free = this.arch.freeAtEntry;
     const live = this.liveOf(fn);
     const i = this.cfgOf(fn).index.get(fn.start);
     if (l && live && i !== undefined) free |= l.callDefs & ~live[i]! & ~l.reserved & ~(1 << this.standardLink);
+    // Millicode runs inside its caller's prologue: that caller's arguments are live, and so is the link.
+    if (link !== this.standardLink) free &= ~(1 << link) & ~(l?.callUses ?? 0);
     return (free & ~kept) >>> 0;
+  }
+
+  /** Registers dead at `address` in `fn` (liveness over its CFG), 0 when unknown. */
+  private freeAt(fn: FunctionCode, address: number): number {
+    const l = this.arch.liveness;
+    const live = this.liveOf(fn);
+    const i = this.cfgOf(fn).index.get(address);
+    if (!l || !live || i === undefined) return 0;
+    return (~live[i]! & ~l.reserved & l.all) >>> 0;
   }
 
   /**
@@ -540,7 +523,7 @@ export class InjectionPlanner {
     );
   }
 
-  private cfgOf(fn: FunctionCode): FunctionCfg {
+  cfgOf(fn: FunctionCode): FunctionCfg {
     let cfg = this.cfgs.get(fn.name);
     if (!cfg) {
       cfg = buildCfg(
@@ -576,50 +559,15 @@ export class InjectionPlanner {
     return undefined;
   }
 
+  /** The link register of the call at `address` (the standard one for anything else). */
+  private linkAt(address: number): number {
+    const insn = this.model.instructionAt(address);
+    return (insn && insn.kind === 'call' ? this.arch.linkRegister(insn) : undefined) ?? this.standardLink;
+  }
+
   private get standardLink(): number {
     return this.arch.returnAddressRegister;
   }
-
-  private describeShape(shape: PatchShape): string {
-    switch (shape.kind) {
-      case 'rvTp':
-        return 'jalr x0, off(tp)';
-      case 'rvJal':
-        return 'jal x0';
-      case 'rvAuipc':
-        return 'auipc + jalr';
-      case 'thumbBW':
-        return 'B.W';
-      case 'thumbLdrPc':
-        return 'LDR.W pc, [pc] + literal';
-    }
-  }
 }
 
-/** `x5, x7` for a register mask. */
-function regList(m: number): string {
-  return Array.from({ length: 32 }, (_, r) => r)
-    .filter((r) => (m & (1 << r)) !== 0)
-    .map((r) => `x${r}`)
-    .join(', ');
-}
-
-/** The displaced instructions that can execute: up to the first that never falls through. */
-export function reachableDisplaced(displaced: readonly DecodedInstruction[]): DecodedInstruction[] {
-  const k = displaced.findIndex(
-    (x) => x.kind === 'branch' || x.kind === 'return' || x.kind === 'indirectBranch' || x.kind === 'tableBranch' || x.kind === 'exceptionReturn',
-  );
-  return k < 0 ? [...displaced] : displaced.slice(0, k + 1);
-}
-
-/**
- * A function with no way back to its caller: no return, no register jump and no branch out of its
- * own code (`exit` calling `_exit`, a semihosting exit loop). Calls inside it do not count: they come back.
- */
-function neverReturns(fn: FunctionCode): boolean {
-  return fn.instructions.every((i) => {
-    if (i.kind === 'return' || i.kind === 'exceptionReturn' || i.kind === 'indirectBranch' || i.kind === 'tableBranch') return false;
-    if ((i.kind === 'branch' || i.kind === 'condBranch') && i.target !== undefined) return i.target >= fn.start && i.target < fn.end;
-    return true;
-  });
-}
+export { reachableDisplaced } from './planSupport';

@@ -134,6 +134,15 @@ export interface Measurement {
   heldBase?: number;
   /** A displaced call runs from the stub, so its memory is never reused in this session. */
   pinned: boolean;
+  /** Its entry patch at this address sends the code there to a copy that never reaches the next entry (PatchSite.divert). */
+  diverts?: number;
+  /**
+   * A bypass patch (FunctionPlan.bypass) not written because measurement `host`'s diverting entry
+   * patch sits there and does its work; written when the host is removed.
+   */
+  pendingBypass?: { host: number; patch: { address: number; original: Uint8Array; patched: Uint8Array } };
+  /** Where its bypass patch is (written or pending): the code there falls through into its entry. */
+  bypassAt?: number;
 }
 
 /** Where a stop asked for at some address is taken while measurements are patched in. */

@@ -117,6 +117,24 @@ export interface InjectionArch {
   predicated?(fn: FunctionCode): Set<number>;
   /** Register effects and calling-convention sets for liveness; absent when patches need no register. */
   readonly liveness?: LivenessModel;
+  /**
+   * Link registers other than `returnAddressRegister` that function stubs can hook (bit mask):
+   * millicode called with another link (RV32 `jal t0, __riscv_save_N`).
+   */
+  readonly alternateLinks?: number;
+  /**
+   * A shared epilogue that loads its return address from the stack (RV32 `__riscv_restore_N`):
+   * the offset from sp at `from` of the word it loads, when the code from `from` to its return is
+   * straight-line sp-relative loads and sp adjustments; otherwise a sentence saying why not.
+   */
+  returnSlot?(fn: FunctionCode, from: number): { offset: number; load: DecodedInstruction } | string;
+  /**
+   * A copy of such an epilogue's code from `from` through its return that runs as many
+   * instructions as the original plus the jump into it (one sp adjustment folded into the loads
+   * after it): where code that falls through into a patched entry is sent instead, at no cost to
+   * any open window. A sentence when the code has no such copy.
+   */
+  foldedEpilogue?(fn: FunctionCode, from: number): Uint8Array | string;
 }
 
 export interface LivenessModel {
@@ -224,6 +242,28 @@ export interface PatchSite {
    * of them they use.
    */
   keptRegisters?: number;
+  /**
+   * Function entries: the register holding the return address when callers link through another
+   * register than the standard one (millicode: RV32 t0).
+   */
+  link?: number;
+  /**
+   * Function entries of shared epilogues: the offset from sp at the entry of the stack word the
+   * function loads its return address from. The entry stub hooks the return there.
+   */
+  returnSlot?: number;
+  /**
+   * Shared epilogues whose displaced code would resume at an entry their own code falls through
+   * into (aliased millicode labels): the stub runs this copy of the function from its entry through
+   * its return instead (`foldedEpilogue`, one instruction fewer), so it never reaches that entry.
+   */
+  divert?: Uint8Array;
+  /**
+   * A second entry of a millicode measurement: the code of another label that jumps into this
+   * function's body (`__riscv_save_12` into `__riscv_save_10`). The pass it opens is not a call,
+   * and the displaced instructions (that code's last ones, the jump among them) are not the function's.
+   */
+  bodyEntry?: boolean;
   /** Original bytes of [address, address + shape.length). */
   original: Uint8Array;
 }
@@ -233,7 +273,24 @@ export interface FunctionPlan {
   kind: 'function';
   function: FunctionCode;
   entry: PatchSite;
+  /**
+   * Code of another function that falls through into this entry (aliased millicode labels): a
+   * patch there sends it to a copy that never reaches the entry patch (`foldedEpilogue`).
+   */
+  bypass?: BypassSite;
+  /** Millicode: jumps from other labels' code into the body, hooked on the same record (PatchSite.bodyEntry). */
+  bodyEntries?: PatchSite[];
   warnings: InjectionWarning[];
+}
+
+/** Where code falling through into a patched entry is diverted, and the copy it runs instead. */
+export interface BypassSite {
+  address: number;
+  shape: PatchShape;
+  original: Uint8Array;
+  /** The function whose code falls through (for messages). */
+  from: string;
+  copy: Uint8Array;
 }
 
 export interface CallSitePlan {

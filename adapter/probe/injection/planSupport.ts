@@ -1,0 +1,70 @@
+import type { DecodedInstruction } from '../../arch/codec';
+import type { ProgramModel } from './programModel';
+import type { FunctionCode, PatchShape } from './types';
+
+/** Small pure helpers of the planner (planner.ts). */
+
+/** How a patch shape jumps, for messages. */
+export function describeShape(shape: PatchShape): string {
+  switch (shape.kind) {
+    case 'rvTp':
+      return 'jalr x0, off(tp)';
+    case 'rvJal':
+      return 'jal x0';
+    case 'rvAuipc':
+      return 'auipc + jalr';
+    case 'thumbBW':
+      return 'B.W';
+    case 'thumbLdrPc':
+      return 'LDR.W pc, [pc] + literal';
+  }
+}
+
+/** `x5, x7` for a register mask. */
+export function regList(m: number): string {
+  return Array.from({ length: 32 }, (_, r) => r)
+    .filter((r) => (m & (1 << r)) !== 0)
+    .map((r) => `x${r}`)
+    .join(', ');
+}
+
+/** The displaced instructions that can execute: up to the first that never falls through. */
+export function reachableDisplaced(displaced: readonly DecodedInstruction[]): DecodedInstruction[] {
+  const k = displaced.findIndex(
+    (x) => x.kind === 'branch' || x.kind === 'return' || x.kind === 'indirectBranch' || x.kind === 'tableBranch' || x.kind === 'exceptionReturn',
+  );
+  return k < 0 ? [...displaced] : displaced.slice(0, k + 1);
+}
+
+/**
+ * A function with no way back to its caller: no return, no register jump and no branch out of its
+ * own code (`exit` calling `_exit`, a semihosting exit loop). Calls inside it do not count: they come back.
+ */
+export function neverReturns(fn: FunctionCode): boolean {
+  return fn.instructions.every((i) => {
+    if (i.kind === 'return' || i.kind === 'exceptionReturn' || i.kind === 'indirectBranch' || i.kind === 'tableBranch') return false;
+    if ((i.kind === 'branch' || i.kind === 'condBranch') && i.target !== undefined) return i.target >= fn.start && i.target < fn.end;
+    return true;
+  });
+}
+
+/**
+ * Addresses the program takes, for whether an indirect call can reach a function: words in loaded
+ * memory (a function pointer in data, a Thumb literal pool: bit 0 set) and addresses formed by an
+ * instruction that is not a call or branch (ADR). Only where the family's addresses show up this
+ * way (`InjectionArch.takenAddressesVisible`; RISC-V forms them in two instructions).
+ */
+export function takenAddresses(model: ProgramModel): Set<number> {
+  const taken = new Set<number>();
+  for (const s of model.elf.sections) {
+    if ((s.flags & 0x2) === 0 || s.size < 4 || s.type === 8) continue; // SHF_ALLOC; SHT_NOBITS holds no words
+    const bytes = model.imageBytes(s.addr, s.size);
+    if (!bytes) continue;
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    for (let o = (4 - (s.addr % 4)) % 4; o + 4 <= bytes.length; o += 4) taken.add(view.getUint32(o, true) & ~1);
+  }
+  for (const f of model.functions) {
+    for (const i of f.instructions) if (i.target !== undefined && i.kind === 'plain') taken.add(i.target & ~1);
+  }
+  return taken;
+}
