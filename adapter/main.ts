@@ -1,4 +1,5 @@
 import { createServer } from 'node:net';
+import { prestartDefaultDebugger } from './debugger/factory';
 import { CycleLensDebugSession } from './session/debugSession';
 import { installExitHooks } from './util/processes';
 
@@ -22,6 +23,8 @@ function main(argv: string[]): void {
     }).listen(port, '127.0.0.1', () => process.stderr.write(`CycleLens debug adapter listening on 127.0.0.1:${port}\n`));
     return;
   }
+  // One session per process: its debugger starts now, while the client sends initialize and launch.
+  prestartDefaultDebugger();
   const session = new CycleLensDebugSession();
   process.stdin.on('end', () => session.shutdown());
   session.start(process.stdin, process.stdout);

@@ -2,9 +2,10 @@ import { connect } from 'node:net';
 
 /** Resolves once a TCP connection to host:port succeeds; polls until `deadline` (ms since epoch). */
 export async function waitForTcp(host: string, port: number, deadline: number, abort: () => string | undefined): Promise<void> {
-  // A server usually opens its port within tens of milliseconds of starting: poll often at first
-  // (a refused connect on the loopback costs microseconds), then back off for slow starters.
-  let delayMs = 2;
+  // A server usually opens its port within tens of milliseconds of starting: poll every few
+  // milliseconds for the first second (a refused connect on the loopback costs microseconds),
+  // then every 50 ms for slow starters.
+  const started = Date.now();
   for (;;) {
     const reason = abort();
     if (reason) throw new Error(reason);
@@ -18,8 +19,7 @@ export async function waitForTcp(host: string, port: number, deadline: number, a
     });
     if (ok) return;
     if (Date.now() > deadline) throw new Error('timeout');
-    await new Promise((r) => setTimeout(r, delayMs));
-    delayMs = Math.min(50, delayMs * 1.5);
+    await new Promise((r) => setTimeout(r, Date.now() - started < 1_000 ? 4 : 50));
   }
 }
 

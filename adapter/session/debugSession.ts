@@ -17,7 +17,8 @@ import { InjectionRequests } from './injectionRequests';
 import { ProbeRequests } from './probeRequests';
 import { SamplingService } from '../sampling/samplingService';
 import { customEvent, customRequestHandlers } from './customRequests';
-import { validateLaunchArgs } from './launchValidation';
+import { validateLaunchArgs, type ValidatedLaunch } from './launchValidation';
+import { releasePrestartedDebugger } from '../debugger/factory';
 import { VariableStore } from './variables';
 
 type Handler = (args: never) => Promise<unknown>;
@@ -155,8 +156,15 @@ export class CycleLensDebugSession extends DebugSession {
   // ---- lifecycle -------------------------------------------------------------------------------
 
   private async launch(args: CycleLensLaunchArgs, mode: LaunchMode): Promise<void> {
-    const config = validateLaunchArgs(args as CycleLensLaunchArgs & Record<string, unknown>);
-    const target = await DebugTarget.start(config, mode, (o) => this.output(o));
+    let config: ValidatedLaunch;
+    let target: DebugTarget;
+    try {
+      config = validateLaunchArgs(args as CycleLensLaunchArgs & Record<string, unknown>);
+      target = await DebugTarget.start(config, mode, (o) => this.output(o));
+    } finally {
+      // A debugger started ahead of the launch and not taken by it goes before the answer does.
+      await releasePrestartedDebugger();
+    }
     this.target = target;
     this.variables = new VariableStore(() => target.debugger, config.family);
     if (config.trace) target.debugger.onTrace((line) => this.output({ category: 'console', text: `${line}\n` }));

@@ -1,6 +1,7 @@
 import { CycleLensError, ErrorCode } from '../../errors';
 import { OwnedProcess, requireExecutable } from '../../util/processes';
 import type { Debugger, ExecutionState, RunToOptions, RunToResult } from '../debugger';
+import { GDB_ARGS, takePrestartedGdb } from './gdbPrestart';
 import { parseGdbMemoryMap } from './memoryMap';
 import { DebuggerBase, mayWriteMemory } from '../debuggerBase';
 import { runToWithTemporaryBreakpoint } from '../runTo';
@@ -67,16 +68,18 @@ export class GdbBackend extends DebuggerBase implements Debugger {
       'The debugger',
       'Install it (Debian: `apt-get install gdb-multiarch`) or set `gdbPath` in the launch configuration.',
     );
-    const proc = OwnedProcess.spawn('gdb', gdb, ['--interpreter=mi3', '--nx', '--quiet'], { cwd: options.cwd });
+    const prestarted = takePrestartedGdb(gdb);
+    const proc = prestarted ?? OwnedProcess.spawn('gdb', gdb, GDB_ARGS, { cwd: options.cwd });
     const spawnError = new Promise<never>((_, reject) =>
       proc.child.once('error', (err) => reject(new CycleLensError(ErrorCode.DebuggerFailed, `Could not start GDB '${gdb}': ${err.message}`))),
     );
     const backend = new GdbBackend(new MiConnection(proc));
-    await Promise.race([backend.prepare(), spawnError]);
+    // A GDB started before the launch runs in the adapter's directory: it moves to the session's.
+    await Promise.race([backend.prepare(prestarted ? options.cwd : undefined), spawnError]);
     return backend;
   }
 
-  private async prepare(): Promise<void> {
+  private async prepare(cwd: string | undefined): Promise<void> {
     // Sent together: GDB answers in order, and seven sequential round trips cost startup time.
     // Async mode lets -exec-interrupt reach a running target, and the session keep answering.
     const settings = [
@@ -88,7 +91,10 @@ export class GdbBackend extends DebuggerBase implements Debugger {
       ['charset', 'UTF-8'],
     ];
     const versionSent = this.mi.send('-gdb-version');
-    const settingsSent = Promise.all(settings.map(([variable, value]) => this.gdbSet(variable!, value!)));
+    const settingsSent = Promise.all([
+      ...settings.map(([variable, value]) => this.gdbSet(variable!, value!)),
+      ...(cwd !== undefined ? [this.mi.send(`-environment-cd ${miQuote(cwd)}`)] : []),
+    ]);
     const version = await versionSent;
     if (!/GNU gdb/.test(version.console)) {
       settingsSent.catch(() => undefined);
