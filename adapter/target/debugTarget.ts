@@ -323,7 +323,8 @@ export class DebugTarget {
 
   /**
    * Ends the session. Terminating stops the server first, with the target halted: GDB quitting
-   * first would detach, and a detached target runs on (QEMU to the program's end, a board freely).
+   * first would detach, and a detached target runs on (a board freely); QEMU, which ends with the
+   * session, is stopped while GDB quits.
    * Otherwise GDB detaches and the target resumes (attach).
    */
   async shutdown(terminateDebuggee: boolean): Promise<void> {
@@ -334,7 +335,10 @@ export class DebugTarget {
         this.internalStops++;
         await gdb.interrupt(2_000).catch(() => undefined);
       }
-      if (terminateDebuggee) {
+      if (terminateDebuggee && this.server.kind === 'qemu') {
+        // QEMU ends with the session, so GDB need not wait for it: both go at once.
+        await Promise.all([this.server.stop(), gdb.exit()]);
+      } else if (terminateDebuggee) {
         await this.server.stop();
       } else if (this.server.kind !== 'qemu' && gdb.executionState !== 'exited') {
         await gdb.detach().catch(() => undefined);
