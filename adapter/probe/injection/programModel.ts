@@ -1,5 +1,5 @@
 import { DecodeError, type DecodedInstruction } from '../../arch/codec';
-import type { ElfImage } from '../../elf';
+import type { ElfImage, ElfSymbol } from '../../elf';
 import type { BranchEdge, CallSite, FunctionCode, InjectionArch, JumpTableInfo } from './types';
 
 /**
@@ -25,9 +25,15 @@ export class ProgramModel {
   ) {
     const codeSections = new Set(elf.sections.filter((s) => (s.flags & 0x4) !== 0).map((s) => s.index));
     const dataIslands = this.dataIslands(codeSections);
-    for (const sym of elf.symbols.functions) {
-      if (sym.size === 0 || !codeSections.has(sym.sectionIndex)) continue;
-      const fn = this.decodeFunction(sym.name, sym.address, sym.address + sym.size, dataIslands);
+    const code = elf.symbols.functions.filter((sym) => codeSections.has(sym.sectionIndex));
+    let sizedEnd = 0;
+    for (const [i, sym] of code.entries()) {
+      // Hand-written assembly often has no `.size` (newlib's Arm memchr): such a function runs to the
+      // next function or its section's end, unless it is a label inside a sized function's code.
+      const end = sym.size > 0 ? sym.address + sym.size : sym.address < sizedEnd ? undefined : this.unsizedEnd(code, i);
+      if (sym.size > 0) sizedEnd = Math.max(sizedEnd, end!);
+      if (end === undefined || end <= sym.address) continue;
+      const fn = this.decodeFunction(sym.name, sym.address, end, dataIslands);
       this.functions.push(fn);
       this.byStart.set(fn.start, fn);
       for (const alias of elf.symbols.aliasesAt(sym.address)) if (!this.byName.has(alias.name)) this.byName.set(alias.name, fn);
@@ -37,8 +43,25 @@ export class ProgramModel {
     this.sortedTargets = [...this.edgesByTarget.keys()].sort((a, b) => a - b);
   }
 
+  /**
+   * A function by name; `name@0xADDRESS` (how the call graph tells apart static functions of
+   * different files that share a name) names the one that starts there.
+   */
   functionNamed(name: string): FunctionCode | undefined {
-    return this.byName.get(name);
+    const named = this.byName.get(name);
+    if (named) return named;
+    const m = /^(.+)@0x([0-9a-f]+)$/i.exec(name);
+    const at = m ? this.byStart.get(parseInt(m[2]!, 16)) : undefined;
+    return at && this.elf.symbols.aliasesAt(at.start).some((a) => a.name === m![1]) ? at : undefined;
+  }
+
+  /** Where an unsized function ends: at the next function of its section, else at the section's end. */
+  private unsizedEnd(code: readonly ElfSymbol[], i: number): number | undefined {
+    const sym = code[i]!;
+    const next = code.slice(i + 1).find((s) => s.sectionIndex === sym.sectionIndex && s.address > sym.address);
+    if (next) return next.address;
+    const section = this.elf.sections.find((sec) => sec.index === sym.sectionIndex);
+    return section ? section.addr + section.size : undefined;
   }
 
   functionAt(start: number): FunctionCode | undefined {
