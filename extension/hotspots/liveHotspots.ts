@@ -180,7 +180,6 @@ export class LiveHotspots implements vscode.Disposable {
     const run = this.run;
     if (!run) return;
     const sourceMap = (run.session.configuration as { sourceMap?: Record<string, string> }).sourceMap;
-    const exact = run.exact;
     run.lineIndex.tally(run.window.counts());
     run.heatPaths = new Map([...run.lineIndex.paths].map((path) => [remapSourcePath(path, sourceMap), path]));
     this.paint();
@@ -197,6 +196,24 @@ export class LiveHotspots implements vscode.Disposable {
       );
       return;
     }
+    this.buildProfile(run, now);
+    this.showStatus(run);
+    this.changed.fire();
+  }
+
+  /**
+   * The run's profile from the counts as they are now, not as of the last once-a-second rebuild:
+   * for a view that opens on it (the panel's first picture matches the status bar's count).
+   */
+  profileNow(): Profile | undefined {
+    const run = this.run;
+    if (!run) return undefined;
+    this.buildProfile(run, Date.now());
+    return run.profile;
+  }
+
+  private buildProfile(run: LiveRun, now: number): void {
+    const exact = run.exact;
     run.profileBuiltAt = now;
     run.profile = profileFromSamples({
       executable: String(run.session.configuration['executable'] ?? ''),
@@ -207,8 +224,6 @@ export class LiveHotspots implements vscode.Disposable {
       counts: run.window.counts(),
       locations: run.locations,
     });
-    this.showStatus(run);
-    this.changed.fire();
   }
 
   private paint(): void {

@@ -16,12 +16,13 @@ function activeSession(): vscode.DebugSession | undefined {
 /** The overlay's run as the profile panel reads it: its profile, which sampler, and whether it still samples. */
 export function liveProfileSource(live: LiveHotspots): LiveProfileSource {
   return {
-    picture: () => {
+    picture: (fresh) => {
       const run = live.current;
-      if (!run?.profile) return undefined;
+      const profile = fresh ? live.profileNow() : run?.profile;
+      if (!run || !profile) return undefined;
       return {
-        profile: run.profile,
-        title: `Live profile: ${basename(run.profile.program.executable) || run.session.name}`,
+        profile,
+        title: `Live profile: ${basename(profile.program.executable) || run.session.name}`,
         live: { running: run.running, ...(run.sampler ? { samplerLabel: run.sampler.label } : {}) },
       };
     },

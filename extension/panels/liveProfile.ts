@@ -15,8 +15,11 @@ export interface LivePicture {
  * panel never reads sample events itself, so the overlay, its view and the panel show one profile.
  */
 export interface LiveProfileSource {
-  /** The current run's newest picture; undefined when no run has one (none started, or turned off). */
-  picture(): LivePicture | undefined;
+  /**
+   * The current run's newest picture; undefined when no run has one (none started, or turned off).
+   * `fresh`: built from the counts as they are now (a panel opening on it), not the last rebuild's.
+   */
+  picture(fresh?: boolean): LivePicture | undefined;
   /** Whether a run is sampling now (its first picture may still be coming). */
   sampling(): boolean;
   /** A newer picture, or the run started or went (at most about once a second). */
@@ -50,7 +53,7 @@ export function registerShowLiveProfile(panels: LivePanelHost, source: LiveProfi
     });
   };
   const command = vscode.commands.registerCommand('cyclelens.showLiveProfile', async () => {
-    const first = source.picture();
+    const first = source.picture(source.sampling());
     if (first) {
       panels.showLive(first, source);
       return;

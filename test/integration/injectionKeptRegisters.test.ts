@@ -3,23 +3,14 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { rv32InjectionArch, rv32InjectionSupport } from '../../adapter/arch/riscv/trampolineRv32';
-import type { Debugger } from '../../adapter/debugger/debugger';
-import { parseLocationSpec } from '../../adapter/debugger/locations';
+import { rv32InjectionArch } from '../../adapter/arch/riscv/trampolineRv32';
 import { ElfImage } from '../../adapter/elf';
-import { debuggerTargetRunner } from '../../adapter/probe/debuggerRunner';
-import { InjectionService } from '../../adapter/probe/injection/injectionService';
-import { qemuMemoryMap } from '../../adapter/target/targetFacts';
 import { InjectionPlanner } from '../../adapter/probe/injection/planner';
 import { ProgramModel } from '../../adapter/probe/injection/programModel';
-import { resolveReservedMemory } from '../../adapter/probe/injection/reservedMemory';
-import type { ReservedMemory } from '../../adapter/probe/injection/types';
-import { DebuggerTargetAccess } from '../../adapter/probe/targetAccess';
-import { QemuServer } from '../../adapter/servers/qemu';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { OWNER_TAG_VAR, killTagged, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
 import { fixturesDir } from '../support/paths';
-import { startGdb } from '../support/gdb';
+import { startRv32InjectionSession, type Rv32InjectionSession } from '../support/rv32InjectionSession';
 import { gdbIntegerRegisters } from '../../adapter/arch/riscv/registers';
 
 /**
@@ -54,64 +45,7 @@ after(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-interface Session {
-  gdb: Debugger;
-  access: DebuggerTargetAccess;
-  svc: InjectionService;
-  output(): Promise<string>;
-  runTo(location: string): Promise<void>;
-  close(): Promise<void>;
-}
-
-async function session(): Promise<Session> {
-  const elf = ElfImage.loadSync(ELF);
-  let out = '';
-  const qemu = new QemuServer({ type: 'qemu', icount: 0 });
-  await qemu.start({ executable: ELF, family: 'riscv', cwd: scratch, log: (l) => (out += l) });
-  const gdb = await startGdb(scratch, 'riscv');
-  try {
-    await gdb.loadProgram(ELF);
-    await gdb.connectRemote(qemu.gdbAddress);
-  } catch (err) {
-    await gdb.exit();
-    await qemu.stop();
-    throw err;
-  }
-  const access = new DebuggerTargetAccess(gdb);
-  const virtMap = qemuMemoryMap('virt')!;
-  const svc = new InjectionService({
-    access,
-    elf,
-    support: rv32InjectionSupport(),
-    isHalted: () => gdb.executionState === 'stopped',
-    journalDir: join(scratch, 'journal'),
-    // As the adapter resolves it with the README's configuration: free RAM of virt's memory map.
-    reserved: resolveReservedMemory(elf, { memoryMap: virtMap }) as ReservedMemory,
-    memoryMap: virtMap,
-    runner: debuggerTargetRunner(gdb),
-  });
-  return {
-    gdb,
-    access,
-    svc,
-    async output() {
-      await qemu.flushOutput();
-      return out;
-    },
-    async runTo(location: string) {
-      const bp = await gdb.insertBreakpoint({ location: parseLocationSpec(location) });
-      const stopped = gdb.waitForStop(120_000);
-      await gdb.continue();
-      const stop = await stopped;
-      assert.ok(stop?.breakpointIds.includes(bp.id), `stopped at ${location} (${stop?.reason ?? 'no stop'})`);
-      await gdb.deleteBreakpoints([bp.id]);
-    },
-    async close() {
-      await gdb.exit();
-      await qemu.stop();
-    },
-  };
-}
+const session = (): Promise<Rv32InjectionSession> => startRv32InjectionSession(ELF, scratch);
 
 /** main's direct call of __adddf3 across which it keeps t0, the instruction after it, and every register kept there. */
 function keptCallInMain(): { call: number; after: number; kept: number[] } {
@@ -134,7 +68,7 @@ function keptCallInMain(): { call: number; after: number; kept: number[] } {
  * prove nothing); right after the return they are read back. Then the program's output at exit.
  * Both runs get the same values, so their outputs stay comparable.
  */
-async function observe(s: Session, site: { call: number; after: number; kept: number[] }): Promise<{ after: bigint[]; output: string }> {
+async function observe(s: Rv32InjectionSession, site: { call: number; after: number; kept: number[] }): Promise<{ after: bigint[]; output: string }> {
   await s.runTo(`*0x${site.call.toString(16)}`);
   for (const r of site.kept) await s.access.writeRegister(ABI[r]!, marker(r));
   await s.runTo(`*0x${site.after.toString(16)}`);

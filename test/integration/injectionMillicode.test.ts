@@ -3,21 +3,11 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { rv32InjectionSupport } from '../../adapter/arch/riscv/trampolineRv32';
-import type { Debugger } from '../../adapter/debugger/debugger';
-import { parseLocationSpec } from '../../adapter/debugger/locations';
-import { ElfImage } from '../../adapter/elf';
-import { debuggerTargetRunner } from '../../adapter/probe/debuggerRunner';
 import { InjectionService } from '../../adapter/probe/injection/injectionService';
-import { resolveReservedMemory } from '../../adapter/probe/injection/reservedMemory';
-import type { ReservedMemory } from '../../adapter/probe/injection/types';
-import { DebuggerTargetAccess } from '../../adapter/probe/targetAccess';
-import { qemuMemoryMap } from '../../adapter/target/targetFacts';
-import { QemuServer } from '../../adapter/servers/qemu';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { OWNER_TAG_VAR, killTagged, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
 import { fixturesDir } from '../support/paths';
-import { startGdb } from '../support/gdb';
+import { startRv32InjectionSession, type Rv32InjectionSession } from '../support/rv32InjectionSession';
 
 /**
  * picolibc's -msave-restore millicode on RV32, measured: `__riscv_save_N` (called with `jal t0`,
@@ -49,61 +39,7 @@ after(async () => {
   rmSync(scratch, { recursive: true, force: true });
 });
 
-interface Session {
-  gdb: Debugger;
-  svc: InjectionService;
-  output(): Promise<string>;
-  runTo(location: string): Promise<void>;
-  close(): Promise<void>;
-}
-
-async function session(): Promise<Session> {
-  const elf = ElfImage.loadSync(ELF);
-  let out = '';
-  const qemu = new QemuServer({ type: 'qemu', icount: 0 });
-  await qemu.start({ executable: ELF, family: 'riscv', cwd: scratch, log: (l) => (out += l) });
-  const gdb = await startGdb(scratch, 'riscv');
-  try {
-    await gdb.loadProgram(ELF);
-    await gdb.connectRemote(qemu.gdbAddress);
-  } catch (err) {
-    await gdb.exit();
-    await qemu.stop();
-    throw err;
-  }
-  const virtMap = qemuMemoryMap('virt')!;
-  const svc = new InjectionService({
-    access: new DebuggerTargetAccess(gdb),
-    elf,
-    support: rv32InjectionSupport(),
-    isHalted: () => gdb.executionState === 'stopped',
-    journalDir: join(scratch, `journal-${Date.now()}`),
-    // As the adapter resolves it with the README's configuration: free RAM of virt's memory map.
-    reserved: resolveReservedMemory(elf, { memoryMap: virtMap }) as ReservedMemory,
-    memoryMap: virtMap,
-    runner: debuggerTargetRunner(gdb),
-  });
-  return {
-    gdb,
-    svc,
-    async output() {
-      await qemu.flushOutput();
-      return out;
-    },
-    async runTo(location: string) {
-      const bp = await gdb.insertBreakpoint({ location: parseLocationSpec(location) });
-      const stopped = gdb.waitForStop(120_000);
-      await gdb.continue();
-      const stop = await stopped;
-      assert.ok(stop?.breakpointIds.includes(bp.id), `stopped at ${location} (${stop?.reason ?? 'no stop'})`);
-      await gdb.deleteBreakpoints([bp.id]);
-    },
-    async close() {
-      await gdb.exit();
-      await qemu.stop();
-    },
-  };
-}
+const session = (): Promise<Rv32InjectionSession> => startRv32InjectionSession(ELF, scratch);
 
 const traced = (name: string) => {
   const o = oracle.functions.find((f) => f.name === name || f.aliases.includes(name));
@@ -119,7 +55,7 @@ type Results = Awaited<ReturnType<InjectionService['read']>>[number];
  */
 async function measured(
   names: readonly string[],
-  then?: (s: Session, ids: Map<string, number>) => Promise<void>,
+  then?: (s: Rv32InjectionSession, ids: Map<string, number>) => Promise<void>,
 ): Promise<{ results: Map<string, Results>; output: string }> {
   const s = await session();
   try {
