@@ -1,4 +1,5 @@
 import type { DebuggerKind, TargetFamily } from '../../common/launchArgs';
+import { archFamilies, archPlugin } from '../arch/registry';
 import type { Debugger } from './debugger';
 import { GdbBackend } from './gdb/gdbBackend';
 import { discardPrestartedGdb, prestartGdb } from './gdb/gdbPrestart';
@@ -20,12 +21,18 @@ export async function startDebugger(choice: DebuggerChoice): Promise<Debugger> {
 }
 
 /**
- * Starts the debugger most launches use (GDB for Arm and RISC-V, `gdb-multiarch`) before the launch
- * request arrives, so that its start-up overlaps the adapter's own; a launch that wants another one
- * ends it (gdb/gdbPrestart.ts).
+ * Starts the debugger most launches use before the launch request arrives (the default GDB that the
+ * most families share: `gdb-multiarch` for Arm and RISC-V), so that its start-up overlaps the
+ * adapter's own; a launch that wants another one ends it (gdb/gdbPrestart.ts).
  */
 export function prestartDefaultDebugger(): void {
-  prestartGdb('gdb-multiarch');
+  const families = new Map<string, number>();
+  for (const family of archFamilies) {
+    const gdb = archPlugin(family).defaultGdb;
+    families.set(gdb, (families.get(gdb) ?? 0) + 1);
+  }
+  const [mostUsed] = [...families].sort((a, b) => b[1] - a[1])[0] ?? [];
+  if (mostUsed) prestartGdb(mostUsed);
 }
 
 /** Ends a prestarted debugger that the launch did not take (it failed, or wanted another). */

@@ -66,17 +66,7 @@ export async function runFullProfile(graph: CallGraphResponse, measurer: BatchMe
     if (reason !== undefined) return { name, status: 'unmeasurable', reason, ...at };
     return { name, status: 'pending', ...at };
   });
-  return {
-    scenario: 'full-profile',
-    metric: options.metric.id,
-    roots: [...index.roots],
-    runs: batches.length,
-    batches,
-    resultSets: ledger.resultSets,
-    outcomes,
-    cancelled,
-    warnings: ledger.warnings,
-  };
+  return unprunedResult('full-profile', options.metric, index, batches, ledger, outcomes, cancelled);
 }
 
 export interface RoundRobinOptions extends CommonOptions {
@@ -141,9 +131,22 @@ export async function runRoundRobin(graph: CallGraphResponse, measurer: BatchMea
     if (reason !== undefined) return { name, status: 'unmeasurable', reason, ...at };
     return { name, status: 'pending', ...at };
   });
+  return unprunedResult('round-robin', options.metric, index, batches, ledger, outcomes, cancelled);
+}
+
+/** The analysis result of a scenario that prunes nothing: one run per batch. */
+function unprunedResult(
+  scenario: 'full-profile' | 'round-robin',
+  metric: MetricDefinition,
+  index: CallGraphIndex,
+  batches: string[][],
+  ledger: Ledger,
+  outcomes: FunctionOutcome[],
+  cancelled: boolean,
+): AnalysisResult {
   return {
-    scenario: 'round-robin',
-    metric: options.metric.id,
+    scenario,
+    metric: metric.id,
     roots: [...index.roots],
     runs: batches.length,
     batches,
