@@ -18,7 +18,7 @@ import { DapProfiler } from '../core/profiling/dapProfiler';
 import { interruptedAnalysisLines } from '../core/profiling/interruption';
 import { decideJobs, type JobsTarget } from '../core/profiling/parallelJobs';
 import { runScenario, type ScenarioWorkers } from '../core/profiling/scenarios';
-import { AdapterSession } from './adapterSession';
+import { AdapterSession } from '../core/dap/adapterSession';
 import { USAGE, parseArgs } from './args';
 import { checkExportTargets, profileOfRun, runExportCommand, writeExports } from './exports';
 import { runLanguageServer } from './languageServer';

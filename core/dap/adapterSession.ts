@@ -1,17 +1,25 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { DapClient, DapProtocolError, type DapEvent } from './dapClient';
-import type { LaunchConfiguration } from './launchConfig';
 
 /**
- * The debug adapter as a child process of the CLI, driven over stdio the way VS Code drives it:
- * initialize -> launch (or attach) -> `initialized` -> configurationDone -> the entry stop. `close()`
- * always disconnects with terminateDebuggee, then ends the adapter, so no QEMU or GDB outlives
- * the CLI.
+ * The debug adapter as a child process, driven over stdio the way VS Code drives it: initialize ->
+ * launch (or attach) -> `initialized` -> configurationDone -> the entry stop. The CLI runs its
+ * sessions this way, and so do the extra sessions of parallel runs (the CLI's and the editor's).
+ * `close()` always disconnects with terminateDebuggee, then ends the adapter, so no QEMU or GDB
+ * outlives its owner.
  */
+
+/** The configuration as the adapter's `launch` (or `attach`) request receives it. */
+export interface AdapterLaunch {
+  request: 'launch' | 'attach';
+  args: Record<string, unknown>;
+}
 
 export interface AdapterSessionOptions {
   adapterPath: string;
-  launch: LaunchConfiguration;
+  launch: AdapterLaunch;
+  /** Who is asking, in the initialize request (default: the CLI). */
+  client?: { id: string; name: string };
   /** How long launching may take to the first stop. */
   timeoutMs: number;
   log(line: string): void;
@@ -76,8 +84,8 @@ export class AdapterSession {
   private async launch(o: AdapterSessionOptions): Promise<void> {
     const c = this.client;
     await c.request('initialize', {
-      clientID: 'cyclelens-cli',
-      clientName: 'CycleLens CLI',
+      clientID: o.client?.id ?? 'cyclelens-cli',
+      clientName: o.client?.name ?? 'CycleLens CLI',
       adapterID: 'cyclelens',
       pathFormat: 'path',
       linesStartAt1: true,
