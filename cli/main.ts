@@ -82,6 +82,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
   let session: AdapterSession | undefined;
   /** Extra sessions for runs at once (--jobs), started on demand; every one is closed at the end. */
   const extraSessions: Promise<AdapterSession | undefined>[] = [];
+  /** The extra sessions that started, in order: a failure names the one that ended. */
+  const extras: AdapterSession[] = [];
   let closed = false;
   const closeAll = async (): Promise<void> => {
     closed = true;
@@ -164,6 +166,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
               const starting = AdapterSession.start({ adapterPath, launch, timeoutMs: cmd.timeoutMs, log });
               extraSessions.push(starting.catch(() => undefined));
               const s = await starting;
+              extras.push(s);
               // The analysis ended while this session was starting: it has nothing left to do.
               if (closed) throw new Error('the analysis ended while the session was starting');
               return profilerFor(s, log, profiler);
@@ -218,12 +221,15 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     return result.cancelled ? 130 : 0;
   } catch (err) {
     await saves;
-    await session?.settle(2000);
+    // Whichever session ended (the first, or one of the extra ones) says what died.
+    const all = [...(session ? [session] : []), ...extras];
+    if (all.length > 0) await Promise.race(all.map((s) => s.settle(2000)));
+    const ended = all.find((s) => s.sessionEnded) ?? session;
     const lines = interruptedAnalysisLines({
       command: cmd.command === 'descent' ? 'descent' : 'profile',
       error: err instanceof Error ? err.message : String(err),
-      sessionEnded: session?.sessionEnded ?? false,
-      ...(session?.endReason ? { endReason: session.endReason } : {}),
+      sessionEnded: ended?.sessionEnded ?? false,
+      ...(ended?.endReason ? { endReason: ended.endReason } : {}),
       savedRuns: partialSaved ? newRuns : 0,
       resultSets: finished.length,
       ...(partialPath ? { savedIn: relative(process.cwd(), partialPath) || partialPath } : {}),

@@ -1,13 +1,13 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadResultSetDocument, type ResultSetDocument } from '../../core/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { windowOf } from '../oracle/programWindow';
-import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import { OWNER_TAG_VAR, newOwnerTag, processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
 import { fixturesDir, repoRoot } from '../support/paths';
 
 /**
@@ -121,5 +121,60 @@ describe('parallel runs (--jobs) on QEMU RV32 against one job and the oracle', (
     for (const name of hot) assert.ok(mb.has(name), `${name} is hot, measured with one job only`);
     assert.equal(b.analysis!.runs, b.resultSets.length, 'analysis.runs counts every run (the total came with the first batch)');
     checkAgainstOracle(b);
+  });
+
+  /**
+   * A two-job profile run in the background until the second session has run a batch; then
+   * `interrupt` is called with the QEMU of each session (the first one's, then the second's).
+   */
+  async function interrupted(
+    out: string,
+    interrupt: (child: ReturnType<typeof spawn>, qemu: { first: number; second: number }) => void,
+  ): Promise<{ status: number | null; stderr: string }> {
+    const args = ['profile', '--slots', '1', '--jobs', '2', '--config', '.vscode/launch.json', '--name', 'json', '--out', out];
+    const child = spawn(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
+    child.stdout.resume();
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const qemus = (): number[] =>
+      processesWithTag(tag)
+        .filter((p) => /qemu-system-riscv32/.test(p.cmdline))
+        .map((p) => p.pid);
+    let first: number | undefined;
+    let done = false;
+    for (let i = 0; i < 1200 && !done && child.exitCode === null; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      first ??= qemus()[0];
+      if (first === undefined || !/^run \d+ \[worker 2\]/m.test(stderr)) continue;
+      const second = qemus().find((p) => p !== first);
+      assert.ok(second, 'the second session has its own QEMU');
+      interrupt(child, { first, second });
+      done = true;
+    }
+    assert.ok(done, `the second session ran nothing before the profile ended: ${stderr}`);
+    return { status: await exited, stderr };
+  }
+
+  it('Ctrl-C with two jobs: both sessions stop after their run in hand, finished runs are written, no QEMU is left', async () => {
+    const out = join(dir, 'cancelled.json');
+    const r = await interrupted(out, (child) => child.kill('SIGINT'));
+    assert.equal(r.status, 130, r.stderr);
+    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'no QEMU or GDB of either session outlives the CLI');
+    const doc = await loadResultSetDocument(out);
+    assert.ok(doc.analysis?.cancelled, 'the analysis says it was cancelled');
+    assert.ok(doc.resultSets.length >= 2, `${doc.resultSets.length} runs written`);
+  });
+
+  it("the second session's QEMU killed: the profile fails naming that worker and what died, finished runs are kept, the other session is closed", async () => {
+    const out = join(dir, 'worker-killed.json');
+    const r = await interrupted(out, (_, qemu) => process.kill(qemu.second, 'SIGKILL'));
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stderr, /worker 2: /);
+    assert.match(r.stderr, /QEMU was killed by SIGKILL/);
+    const m = /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in worker-killed\.json/.exec(r.stderr);
+    assert.ok(m, r.stderr);
+    assert.equal((await loadResultSetDocument(out)).resultSets.length, Number(m[1]), 'every finished run is in the file');
+    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the first session is closed too');
   });
 });
