@@ -64,7 +64,9 @@ export class AdapterSession {
   }
 
   static async start(o: AdapterSessionOptions): Promise<AdapterSession> {
-    const child = spawn(process.execPath, [o.adapterPath], { stdio: ['pipe', 'pipe', 'pipe'] });
+    // Inside an editor's extension host, execPath is Electron: it runs the adapter as plain Node only
+    // when told to (as VS Code does for the adapters it starts). Node itself ignores the variable.
+    const child = spawn(process.execPath, [o.adapterPath], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve());
       child.once('error', (err) => reject(new AdapterError(`cannot start the debug adapter ${o.adapterPath}: ${err.message}`)));

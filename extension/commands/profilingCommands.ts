@@ -109,7 +109,8 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
                     const log = (line: string): void => output.info(`[worker ${index + 1}] ${line}`);
                     const starting = AdapterSession.start({
                       adapterPath,
-                      launch: { request: 'launch', args: { ...config, stopAtEntry: start } },
+                      // Relative paths of the configuration resolve where the user's session resolves them.
+                      launch: { request: 'launch', args: { ...config, stopAtEntry: start, ...(config['cwd'] === undefined && folder ? { cwd: folder } : {}) } },
                       timeoutMs: 120_000,
                       log,
                       client: { id: 'cyclelens-vscode', name: 'CycleLens parallel runs' },
