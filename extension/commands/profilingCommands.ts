@@ -165,7 +165,7 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
         ? await vscode.workspace.openTextDocument(vscode.Uri.file(reportFile))
         : await vscode.workspace.openTextDocument({ content: outcome.report, language: 'plaintext' });
       await vscode.window.showTextDocument(doc, { preview: false, viewColumn: vscode.ViewColumn.Beside });
-      const summary = `${outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
+      const summary = `${outcome.document.analysis?.runs ?? outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
       const openGraph = 'Open Call Graph';
       void vscode.window
         .showInformationMessage(`CycleLens ${command === 'descent' ? 'descent' : 'profile'} finished: ${summary}.`, ...(resultFile ? [openGraph] : []))
