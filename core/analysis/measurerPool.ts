@@ -132,7 +132,8 @@ export class MeasurerPool {
     };
     const wanted = Math.min(this.capacity, jobs.length);
     const loops: Promise<void>[] = [];
-    for (let index = 0; index < wanted; index++) {
+    // Workers that could not start leave a gap: the next ones take their place.
+    for (let index = 0; index < this.options.jobs && loops.length < wanted; index++) {
       const worker = this.worker(index);
       if (!worker) continue;
       loops.push(

@@ -206,6 +206,23 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
     assert.match(log.join('\n'), /worker 2 could not start \(QEMU did not start\)/);
   });
 
+  it('a later call gives the batches to the workers that did start, past the one that did not', async () => {
+    const p = randomProgram(11);
+    const workers = ['w1', 'w2', 'w3'].map((n) => new Worker(n, 1, p.values, p.total));
+    const pool = new MeasurerPool(workers[0]!, {
+      jobs: 3,
+      startWorker: (i) => (i === 1 ? Promise.reject(new Error('no QEMU')) : Promise.resolve(workers[i]!)),
+    });
+    const names = Object.keys(p.values);
+    await pool.run([{ batch: [names[0]!] }, { batch: [names[1]!] }, { batch: [names[2]!] }], undefined, () => undefined);
+    const before = workers[2]!.batches.length;
+    const seen: number[] = [];
+    // Two batches, two living workers: the first and the third run one each.
+    await pool.run([{ batch: [names[3]!] }, { batch: [names[4]!] }], undefined, (_, __, worker) => seen.push(worker));
+    assert.equal(workers[1]!.batches.length, 0);
+    assert.ok(workers[2]!.batches.length > before || seen.includes(2), `the third worker got nothing: ${JSON.stringify(seen)}`);
+  });
+
   it('refuses a pool without a way to start its workers, and starts none it has no batch for', async () => {
     const p = randomProgram(3);
     assert.throws(() => new MeasurerPool(new FakeMeasurer(1, p.values, p.total), { jobs: 2 }), /need a way to start/);
