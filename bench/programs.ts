@@ -21,6 +21,9 @@ import { option, printTable } from './support';
  *   recall/precision of the functions at or above the threshold (descent)
  *   unsafe           pruned or unmeasurable functions whose bound lies below the trace's share (must be 0)
  *   npm run bench -- programs [--target rv32] [--program sha256] [--profile-only]
+ * With --jobs-wall: per program, the wall time of a full profile and of a descent at 5 % with
+ * --jobs 1 and --jobs 2 (the CLI's own time, session start included), and whether the two give
+ * equal values (they must, exactly, on RV32).
  */
 
 const SERVERS: Record<FixtureTarget, Record<string, unknown>> = {
@@ -29,7 +32,8 @@ const SERVERS: Record<FixtureTarget, Record<string, unknown>> = {
 };
 const INSTRUCTIONS_PER_UNIT: Record<FixtureTarget, number> = { rv32: 1, 'cortex-m4': 40 };
 const PROGRAMS = ['crc32', 'sha256', 'sorting', 'matmul', 'fft', 'json', 'softfloat', 'report', 'statemachine', 'aes'];
-const SLOTS = 8;
+/** Functions per run (`--slots N` narrows it, e.g. to give --jobs-wall more runs to share out). */
+const SLOTS = Number(option(process.argv.slice(2), '--slots') ?? 8);
 
 interface Run {
   doc: ResultSetDocument;
@@ -126,7 +130,43 @@ function descentRow(label: string, threshold: number, oracle: OracleSummary, win
   ];
 }
 
+/** Every measured function's value and calls, for comparing two analyses of one program. */
+function valuesOf(doc: ResultSetDocument): Map<string, string> {
+  return new Map(doc.resultSets.flatMap((rs) => rs.measurements.map((m) => [m.name, `${m.inclusive[rs.run.event]}/${m.calls}`] as const)));
+}
+
+/** The same analysis at --jobs 1 and --jobs 2: wall times, runs, and whether the values agree. */
+async function jobsRows(dir: string, label: string, rows: string[][]): Promise<void> {
+  for (const [what, args] of [
+    ['profile', ['profile']],
+    ['descent 5%', ['descent', '--threshold', '5%']],
+  ] as const) {
+    const one = await cli(dir, [...args, '--jobs', '1']);
+    const two = await cli(dir, [...args, '--jobs', '2']);
+    if (typeof one === 'string' || typeof two === 'string') {
+      rows.push([label, what, typeof one === 'string' ? one : '', typeof two === 'string' ? two : '', '', '']);
+      continue;
+    }
+    const a = valuesOf(one.doc);
+    const b = valuesOf(two.doc);
+    const common = [...a.keys()].filter((n) => b.has(n));
+    const differ = common.filter((n) => a.get(n) !== b.get(n));
+    for (const n of differ) console.error(`${label} ${what}: ${n}: ${a.get(n)} with 1 job, ${b.get(n)} with 2`);
+    rows.push([
+      label,
+      what,
+      `${one.wall.toFixed(1)} s`,
+      `${two.wall.toFixed(1)} s`,
+      `${(one.wall / two.wall).toFixed(2)}x`,
+      `${one.runs} / ${two.runs}`,
+      differ.length === 0 ? `yes (${common.length})` : `NO: ${differ.length} of ${common.length}`,
+    ]);
+    console.error(rows.at(-1)!.join('  '));
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
+  const jobs: string[][] = [];
   const profiles: string[][] = [];
   const descents: string[][] = [];
   for (const target of Object.keys(SERVERS) as FixtureTarget[]) {
@@ -148,6 +188,10 @@ async function main(argv: string[]): Promise<void> {
             configurations: [{ type: 'cyclelens', request: 'launch', name: 'bench', executable: elf, server: SERVERS[target], stopAtEntry: 'main' }],
           }),
         );
+        if (argv.includes('--jobs-wall')) {
+          await jobsRows(dir, label, jobs);
+          continue;
+        }
         const oracle = await runOracle({ elf });
         const callsExit = oracle.edges.some((e) => e.caller === 'main' && e.callee === 'exit');
         const window = windowOf(oracle, callsExit ? 'exit' : undefined);
@@ -166,6 +210,11 @@ async function main(argv: string[]): Promise<void> {
         rmSync(dir, { recursive: true, force: true });
       }
     }
+  }
+  if (argv.includes('--jobs-wall')) {
+    console.log(`Wall time at --jobs 1 and 2 (${SLOTS} slots):`);
+    printTable(['program', 'analysis', '1 job', '2 jobs', 'speed-up', 'runs 1/2', 'values equal (common)'], jobs);
+    return;
   }
   console.log('Full profile (8 slots):');
   printTable(['program', 'total vs trace', 'e mean (pp)', 'e worst (pp)', 'functions measured', 'calls exact', 'runs/naive', 'wall'], profiles);

@@ -43,6 +43,9 @@ options:
   --export FMT:FILE    descent/profile: also write the profile as FMT (repeatable; checked writable
                        before the first run). FMT is one of: ${formatIds()}
   --format FMT, -o FILE  export: the format and the file to write
+  --jobs N             descent/profile: runs at once, each in its own QEMU session (default: the
+                       number of cores; never more than there are batches). QEMU targets only: with
+                       OpenOCD or a remote gdbserver (one real board) the runs go one at a time
   --timeout S          seconds one run may take (default 120)
   --adapter FILE       the debug adapter (default: adapter.js next to the CLI)
   --no-lookahead       descent: leave spare slots empty rather than measure ahead
@@ -79,6 +82,8 @@ export interface CliCommand {
   groups: boolean;
   /** call-graph: record a dynamic graph, up to this many calls. */
   dynamic?: { maxCalls: number };
+  /** descent/profile: runs at once, one session each (--jobs); undefined: the number of cores. */
+  jobs?: number;
   /** descent/profile: exports written from the finished profile (--export, repeatable). */
   exports?: ExportTarget[];
 }
@@ -192,6 +197,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     '--call-graph',
     '--max-calls',
     '--export',
+    '--jobs',
   ]);
   const switches = new Set(['--no-lookahead', '--no-groups', '--dynamic']);
   for (let i = 0; i < rest.length; i++) {
@@ -240,6 +246,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   if (typeof rounds === 'string') return { kind: 'error', message: rounds };
   const timeout = one('--timeout') !== undefined ? positiveInteger('--timeout', one('--timeout')!) : 120;
   if (typeof timeout === 'string') return { kind: 'error', message: timeout };
+  const jobs = one('--jobs') !== undefined ? positiveInteger('--jobs', one('--jobs')!) : undefined;
+  if (typeof jobs === 'string') return { kind: 'error', message: `${jobs} (runs at once; leave --jobs out for the number of cores)` };
   const cyclicText = one('--cyclic');
   let cyclic: CodeLocation | undefined;
   if (cyclicText !== undefined) {
@@ -274,7 +282,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     return { kind: 'error', message: '--export applies to descent and profile (call-graph writes the graph with --out)' };
   if (command === 'call-graph') {
     if (out === undefined) return { kind: 'error', message: 'call-graph needs --out FILE (where to save the graph)' };
-    const other = ['--threshold', '--slots', '--root', '--cyclic', '--dot', '--resume'].find((f) => values.has(f));
+    const other = ['--threshold', '--slots', '--root', '--cyclic', '--dot', '--resume', '--jobs'].find((f) => values.has(f));
     if (other) return { kind: 'error', message: `${other} does not apply to call-graph` };
   }
   return {
@@ -300,6 +308,7 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       groups: !flags.has('--no-groups'),
       ...(flags.has('--dynamic') ? { dynamic: { maxCalls } } : {}),
       ...(exports.length > 0 ? { exports } : {}),
+      ...(jobs !== undefined ? { jobs } : {}),
     },
   };
 }

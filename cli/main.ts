@@ -16,8 +16,9 @@ import {
 } from '../core/analysis/resultSet';
 import { DapProfiler } from '../core/profiling/dapProfiler';
 import { interruptedAnalysisLines } from '../core/profiling/interruption';
-import { runScenario } from '../core/profiling/scenarios';
-import { AdapterSession } from './adapterSession';
+import { decideJobs, type JobsTarget } from '../core/profiling/parallelJobs';
+import { runScenario, type ScenarioWorkers } from '../core/profiling/scenarios';
+import { AdapterSession } from '../core/dap/adapterSession';
 import { USAGE, parseArgs } from './args';
 import { checkExportTargets, profileOfRun, runExportCommand, writeExports } from './exports';
 import { runLanguageServer } from './languageServer';
@@ -76,15 +77,27 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     interrupts++;
     if (interrupts === 1) io.err('\ncyclelens: stopping after the current run (Ctrl-C again to abandon it)\n');
     controller.abort();
-    if (interrupts > 1) void session?.close().finally(() => process.exit(130));
+    if (interrupts > 1) void closeAll().finally(() => process.exit(130));
   });
   let session: AdapterSession | undefined;
+  /** Extra sessions for runs at once (--jobs), started on demand; every one is closed at the end. */
+  const extraSessions: Promise<AdapterSession | undefined>[] = [];
+  /** The extra sessions that started, in order: a failure names the one that ended. */
+  const extras: AdapterSession[] = [];
+  let closed = false;
+  const closeAll = async (): Promise<void> => {
+    closed = true;
+    await Promise.all([session?.close(), ...extraSessions.map(async (p) => (await p)?.close())]);
+  };
   /** Runs finished so far (with the resumed ones), saved as each is read out. */
   const finished: ResultSet[] = [];
   let newRuns = 0;
   let partialPath: string | undefined;
   /** Whether the last save of the finished runs reached the disk. */
   let partialSaved = false;
+  // Sessions running at once finish runs in any order: their saves go one at a time, each writing
+  // every run finished so far, in the order they finished.
+  let saves = Promise.resolve();
   try {
     // A run of many minutes must not end in "cannot write": every export destination is checked first.
     if (cmd.exports) await checkExportTargets(cmd.exports);
@@ -116,34 +129,57 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
         `cyclelens: note: ${cmd.callGraph} saw part of the run only (${savedGraph.document.ended}); its counts still order the measurements, the bounds never depend on them\n`,
       );
     }
-    const profiler = new DapProfiler(session.client, {
-      slots: cmd.slots,
-      mode: cmd.cyclic ? { kind: 'cyclic', safeStop: cmd.cyclic, dwell: cmd.dwell } : { kind: 'single-pass', start: cmd.start },
-      executable: String(launch.args.executable),
-      timeoutMs: cmd.timeoutMs,
-      log: (l) => io.err(`${l}\n`),
-      onResultSet: async (rs) => {
-        finished.push(rs);
-        newRuns++;
-        try {
-          await saveResultSetDocument(partialPath!, resultSetDocument(finished, undefined, 'cyclelens-cli (partial)'));
-          partialSaved = true;
-        } catch (err) {
-          // A place that filled up must not end the analysis: the findings still reach the report.
-          if (partialSaved || newRuns === 1)
-            io.err(
-              `cyclelens: the finished runs could not be saved to ${partialPath} (${err instanceof Error ? err.message : String(err)}); the analysis goes on\n`,
-            );
-          partialSaved = false;
-        }
-      },
-    });
+    const savePartial = async (rs: ResultSet): Promise<void> => {
+      finished.push(rs);
+      newRuns++;
+      try {
+        await saveResultSetDocument(partialPath!, resultSetDocument(finished, undefined, 'cyclelens-cli (partial)'));
+        partialSaved = true;
+      } catch (err) {
+        // A place that filled up must not end the analysis: the findings still reach the report.
+        if (partialSaved || newRuns === 1)
+          io.err(
+            `cyclelens: the finished runs could not be saved to ${partialPath} (${err instanceof Error ? err.message : String(err)}); the analysis goes on\n`,
+          );
+        partialSaved = false;
+      }
+    };
+    const profilerFor = (s: AdapterSession, log: (l: string) => void, totalFrom?: DapProfiler): DapProfiler =>
+      new DapProfiler(s.client, {
+        ...(totalFrom ? { totalFrom } : {}),
+        slots: cmd.slots,
+        mode: cmd.cyclic ? { kind: 'cyclic', safeStop: cmd.cyclic, dwell: cmd.dwell } : { kind: 'single-pass', start: cmd.start },
+        executable: String(launch.args.executable),
+        timeoutMs: cmd.timeoutMs,
+        log,
+        onResultSet: (rs) => (saves = saves.then(() => savePartial(rs))),
+      });
+    const profiler = profilerFor(session, (l) => io.err(`${l}\n`));
+    const decision = decideJobs(cmd.jobs, { request: launch.request, server: launch.args.server as JobsTarget['server'], cyclic: cmd.cyclic !== undefined });
+    if (decision.note) io.err(`cyclelens: ${decision.note}\n`);
+    const workers: ScenarioWorkers | undefined =
+      decision.jobs > 1
+        ? {
+            jobs: decision.jobs,
+            start: async (index) => {
+              const log = (l: string): void => io.err(`[worker ${index + 1}] ${l}\n`);
+              const starting = AdapterSession.start({ adapterPath, launch, timeoutMs: cmd.timeoutMs, log });
+              extraSessions.push(starting.catch(() => undefined));
+              const s = await starting;
+              extras.push(s);
+              // The analysis ended while this session was starting: it has nothing left to do.
+              if (closed) throw new Error('the analysis ended while the session was starting');
+              return profilerFor(s, log, profiler);
+            },
+          }
+        : undefined;
     const outcome = await runScenario({ ...cmd, command: cmd.command, ...(savedGraph ? { savedGraph } : {}) }, profiler, {
       signal: controller.signal,
       onProgress: (line) => io.err(`${line}\n`),
       previous,
       title: `${cmd.name}: ${cmd.command === 'descent' ? 'descent' : 'profile'}`,
       generator: 'cyclelens-cli',
+      ...(workers ? { workers } : {}),
     });
     const result = outcome.result;
     io.out(outcome.report);
@@ -184,12 +220,16 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     if (failures.length > 0) return 1;
     return result.cancelled ? 130 : 0;
   } catch (err) {
-    await session?.settle(2000);
+    await saves;
+    // Whichever session ended (the first, or one of the extra ones) says what died.
+    const all = [...(session ? [session] : []), ...extras];
+    if (all.length > 0) await Promise.race(all.map((s) => s.settle(2000)));
+    const ended = all.find((s) => s.sessionEnded) ?? session;
     const lines = interruptedAnalysisLines({
       command: cmd.command === 'descent' ? 'descent' : 'profile',
       error: err instanceof Error ? err.message : String(err),
-      sessionEnded: session?.sessionEnded ?? false,
-      ...(session?.endReason ? { endReason: session.endReason } : {}),
+      sessionEnded: ended?.sessionEnded ?? false,
+      ...(ended?.endReason ? { endReason: ended.endReason } : {}),
       savedRuns: partialSaved ? newRuns : 0,
       resultSets: finished.length,
       ...(partialPath ? { savedIn: relative(process.cwd(), partialPath) || partialPath } : {}),
@@ -199,7 +239,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     return controller.signal.aborted ? 130 : 1;
   } finally {
     removeInterrupt();
-    await session?.close();
+    await closeAll();
   }
 }
 

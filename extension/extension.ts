@@ -39,7 +39,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.languages.registerHoverProvider(sourceFiles, injected),
     ...registerCounterCommands(tracker, counters, store),
     ...registerInjectionCommands(injected),
-    ...registerProfilingCommands(tracker, log),
+    ...registerProfilingCommands(tracker, log, context.extensionUri),
     startProfileLanguageClient(context, log),
     ...registerExportCommands(log),
     ...registerProfilePanels(context, liveProfileSource(live)),

@@ -60,6 +60,8 @@ export interface DescentProgress {
   groups?: readonly (readonly string[])[];
   /** Functions still to decide after this step. */
   open: number;
+  /** Which worker ran the batch (1, 2, …), when several run at once (MeasurerPool). */
+  worker?: number;
 }
 
 export interface CommonOptions {
@@ -247,7 +249,7 @@ export function spanningOutcome(name: string, ledger: Ledger, depth: number | un
     : { name, status: 'pending', spansWindow: true, ...(depth !== undefined ? { depth } : {}) };
 }
 
-export function checkSlots(measurer: BatchMeasurer): number {
+export function checkSlots(measurer: { readonly slots: number }): number {
   const k = measurer.slots;
   if (!Number.isInteger(k) || k < 1) throw new DescentError(`the measurer offers ${k} slots; it needs at least 1`);
   return k;

@@ -4,7 +4,6 @@ import {
   Ledger,
   checkSlots,
   indexOptions,
-  measureBatch,
   spanningOutcome,
   spanningSet,
   type AnalysisResult,
@@ -14,6 +13,7 @@ import {
 import { CallGraphIndex } from './callGraphIndex';
 import { callCountEstimates, computeBounds } from './descentBounds';
 import { GroupPlanner } from './groupPlanner';
+import { MeasurerPool, type BatchJob } from './measurerPool';
 import type { MonotoneMetric } from './metrics';
 import type { AnalysisRecord, FunctionOutcome, ResultSet } from './resultSet';
 
@@ -21,6 +21,8 @@ export { DescentError, isAbort } from './analysisRun';
 export type { AnalysisResult, BatchMeasurer, DescentProgress, MeasurerPlan } from './analysisRun';
 export { callCountEstimates } from './descentBounds';
 export { runFullProfile, runRoundRobin } from './fullProfile';
+export { MeasurerPool } from './measurerPool';
+export type { PoolOptions } from './measurerPool';
 export type { FullProfileOptions, RoundRobinOptions } from './fullProfile';
 
 /**
@@ -91,10 +93,11 @@ export interface DescentOptions extends CommonOptions {
   packing?: number;
 }
 
-export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasurer, options: DescentOptions): Promise<AnalysisResult> {
+export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasurer | MeasurerPool, options: DescentOptions): Promise<AnalysisResult> {
+  const pool = MeasurerPool.of(measurer);
   if (!options.metric.monotone) throw new DescentError(`metric '${options.metric.id}' is not monotone and cannot drive pruning`);
   if (!(options.threshold >= 0)) throw new DescentError(`the threshold must be a number >= 0 (got ${options.threshold})`);
-  const slots = checkSlots(measurer);
+  const slots = checkSlots(pool);
   const index = new CallGraphIndex(graph, indexOptions(options));
   const ledger = new Ledger(options.engine, options.metric, index.reachable, spanningSet(graph, options.spanning));
   for (const rs of options.previous ?? []) ledger.add(rs, undefined);
@@ -108,15 +111,15 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
   const queueOrder =
     (options.order ?? 'weight') === 'weight' ? [...index.bfsOrder].sort((a, b) => index.reachableBytes(b) - index.reachableBytes(a)) : index.bfsOrder;
   const estimates = callCountEstimates(graph, index, ledger.spanning);
-  const wantGroups = (options.groups ?? true) && measurer.groups === true;
-  if (options.groups === true && measurer.groups !== true) ledger.warnings.push('the measurer cannot measure groups: every function was measured alone');
+  const wantGroups = (options.groups ?? true) && pool.groups === true;
+  if (options.groups === true && pool.groups !== true) ledger.warnings.push('the measurer cannot measure groups: every function was measured alone');
   // Without call counts (no dynamic call graph) groups are not formed: said only when groups were
   // asked for explicitly, not on every descent that merely allows them.
   if (wantGroups && !estimates) {
     if (options.groups === true)
       ledger.warnings.push('group measurements need call counts to tell which functions look cold (a dynamic call graph): every function was measured alone');
   }
-  const plan = await measurer.plan?.(
+  const plan = await pool.plan(
     index.bfsOrder.filter((f) => !ledger.isKnown(f)),
     options.signal,
   );
@@ -134,34 +137,53 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     };
     const candidates = queueOrder.filter(open);
     if (candidates.length === 0) break;
-    let batch: string[];
-    let groups: string[][] = [];
-    if (packer) {
-      ({ batch, groups } = packer.plan(candidates, U, ready, ledger));
-    } else {
-      const first = candidates.filter(ready);
-      batch = [...first, ...(lookahead ? candidates.filter((f) => !ready(f)) : [])].slice(0, slots);
+    // Up to one batch per worker, disjoint: the planner is asked again without what is planned.
+    const step: Required<BatchJob>[] = [];
+    const planned = new Set<string>();
+    while (step.length < pool.capacity) {
+      const left = candidates.filter((f) => !planned.has(f));
+      if (left.length === 0) break;
+      let batch: string[];
+      let groups: string[][] = [];
+      if (packer) {
+        ({ batch, groups } = packer.plan(left, U, ready, ledger));
+      } else {
+        const first = left.filter(ready);
+        batch = [...first, ...(lookahead ? left.filter((f) => !ready(f)) : [])].slice(0, slots);
+      }
+      if (batch.length + groups.length === 0) break;
+      step.push({ batch, groups });
+      for (const f of [...batch, ...groups.flat()]) planned.add(f);
     }
-    if (batch.length + groups.length === 0)
+    if (step.length === 0)
       throw new DescentError('no function is ready to measure although some are undecided (internal error: the call graph order is inconsistent)');
-    const before = new Map(batch.map((f) => [f, U.get(f)!]));
-    if (!(await measureBatch(measurer, batch, ledger, options.signal, groups))) {
+    const finished = await pool.run(step, options.signal, (job, rs, worker) => {
+      const { batch, groups } = step[job]!;
+      ledger.add(rs, batch, groups);
+      batches.push([...batch]);
+      groupBatches.push(groups.map((g) => [...g]));
+      packer?.learn(ledger, ledger.resultSets.length - 1);
+      for (const f of batch) {
+        const m = ledger.measured.get(f);
+        const b = U.get(f)!;
+        if (m && m.value > b * (1 + 1e-9) + 1e-12) {
+          ledger.warnings.push(
+            `'${f}' measured ${m.value} above its bound ${b}: the static call graph misses one of its callers (an indirect call, or code the disassembly could not follow); pruning near it may have missed functions`,
+          );
+        }
+      }
+      options.onProgress?.({
+        run: batches.length,
+        batch,
+        ...(groups.length ? { groups } : {}),
+        open: index.bfsOrder.filter(open).length,
+        ...(pool.capacity > 1 ? { worker: worker + 1 } : {}),
+      });
+    });
+    if (!finished) {
       cancelled = true;
       break;
     }
-    batches.push(batch);
-    groupBatches.push(groups);
-    packer?.learn(ledger, ledger.resultSets.length - 1);
-    for (const f of batch) {
-      const m = ledger.measured.get(f);
-      const b = before.get(f)!;
-      if (m && m.value > b * (1 + 1e-9) + 1e-12) {
-        ledger.warnings.push(
-          `'${f}' measured ${m.value} above its bound ${b}: the static call graph misses one of its callers (an indirect call, or code the disassembly could not follow); pruning near it may have missed functions`,
-        );
-      }
-    }
-    options.onProgress?.({ run: batches.length, batch, ...(groups.length ? { groups } : {}), open: index.bfsOrder.filter(open).length });
   }
 
   const U = computeBounds(index, ledger, residual);

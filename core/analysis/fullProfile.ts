@@ -12,6 +12,7 @@ import {
   type BatchMeasurer,
   type CommonOptions,
 } from './analysisRun';
+import { MeasurerPool } from './measurerPool';
 import type { MetricDefinition } from './metrics';
 import type { FunctionOutcome } from './resultSet';
 
@@ -38,23 +39,32 @@ export interface FullProfileOptions extends CommonOptions {
   metric: MetricDefinition;
 }
 
-/** The exact full profile: every function measured, in batches of `slots`, ceil(F / k) runs. */
-export async function runFullProfile(graph: CallGraphResponse, measurer: BatchMeasurer, options: FullProfileOptions): Promise<AnalysisResult> {
-  const slots = checkSlots(measurer);
+/**
+ * The exact full profile: every function measured, in batches of `slots`, ceil(F / k) runs. The
+ * batches are independent: a pool runs several at once, and they reach the ledger in plan order.
+ */
+export async function runFullProfile(graph: CallGraphResponse, measurer: BatchMeasurer | MeasurerPool, options: FullProfileOptions): Promise<AnalysisResult> {
+  const pool = MeasurerPool.of(measurer);
+  const slots = checkSlots(pool);
   const index = new CallGraphIndex(graph, indexOptions(options));
   const spanning = spanningSet(graph, options.spanning);
   const order = allFunctionsInOrder(graph, index).filter((f) => !spanning.has(f));
   const ledger = new Ledger(options.engine, options.metric, new Set(order), spanning, false);
   const batches: string[][] = [];
-  let cancelled = false;
-  for (const batch of chunk(order, slots)) {
-    if (!(await measureBatch(measurer, batch, ledger, options.signal))) {
-      cancelled = true;
-      break;
-    }
-    batches.push(batch);
-    options.onProgress?.({ run: batches.length, batch, open: order.length - batches.flat().length });
-  }
+  const plan = chunk(order, slots);
+  let done = 0;
+  const parallel = pool.capacity > 1;
+  const cancelled = !(await pool.run(
+    plan.map((batch) => ({ batch })),
+    options.signal,
+    (job, rs, worker) => {
+      const batch = plan[job]!;
+      ledger.add(rs, batch);
+      batches.push(batch);
+      done += batch.length;
+      options.onProgress?.({ run: batches.length, batch, open: order.length - done, ...(parallel ? { worker: worker + 1 } : {}) });
+    },
+  ));
   const outcomes = graph.functions.map((fn): FunctionOutcome => {
     const name = fn.name;
     const depth = index.depth.get(name);

@@ -63,7 +63,16 @@ export interface DapProfilerOptions {
    * end saves it then, so a debugger or emulator dying later loses no finished run.
    */
   onResultSet?(rs: ResultSet): void | Promise<void>;
+  /**
+   * Another session of the same program and launch (parallel runs): this one takes the run's total
+   * from it, once its first run formed it, rather than forming its own. Its batches then run with
+   * exactly the patches a sequential analysis gives them (no window injected beside them), so
+   * every value equals the sequential one, and it costs no run of its own.
+   */
+  totalFrom?: DapProfiler;
 }
+
+type Baseline = { totals: Record<string, number>; method: string };
 
 interface Reading {
   value: number;
@@ -109,7 +118,9 @@ export class DapProfiler implements BatchMeasurer {
   private atSafeStop = false;
   private widths: Map<string, number> | undefined;
   private graph: CallGraphResponse | undefined;
-  private baseline: { totals: Record<string, number>; method: string } | undefined;
+  private baseline: Baseline | undefined;
+  private baselineFormed!: (b: Baseline) => void;
+  private readonly baselineKnown = new Promise<Baseline>((resolve) => (this.baselineFormed = resolve));
 
   constructor(
     private readonly dap: DapRequester,
@@ -142,6 +153,22 @@ export class DapProfiler implements BatchMeasurer {
     };
   }
 
+  /** The run's total (single-pass), once the first run formed it; an AbortError when `signal` aborts first. */
+  async runTotal(signal?: AbortSignal): Promise<Baseline> {
+    checkAbort(signal);
+    if (this.baseline) return this.baseline;
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(Object.assign(new Error('the profiling run was cancelled'), { name: 'AbortError' }));
+      signal?.addEventListener('abort', onAbort);
+    });
+    try {
+      return await Promise.race([this.baselineKnown, aborted]);
+    } finally {
+      signal?.removeEventListener('abort', onAbort!);
+    }
+  }
+
   async measure(batch: readonly string[], signal?: AbortSignal, groups: readonly (readonly string[])[] = []): Promise<ResultSet> {
     const rs =
       this.options.mode.kind === 'single-pass'
@@ -165,12 +192,14 @@ export class DapProfiler implements BatchMeasurer {
     const from = mode.start ?? 'main';
     const end = mode.end ? describe(mode.end) : 'end';
     await this.prepareCounters();
+    if (!this.baseline && this.options.totalFrom) this.baseline = await this.options.totalFrom.runTotal(signal);
     if (!this.baseline) {
       checkAbort(signal);
       const first = await this.firstBatchWithWindow(batch, groups, from, mode.end, end);
       if (first) return first;
       // Stopped at the start already: the baseline run goes on from there.
       this.baseline = await this.baselineTotals(from, mode.end, signal, true);
+      this.baselineFormed(this.baseline);
       this.options.log?.(
         `baseline ${from} -> ${end}: ${
           Object.entries(this.baseline.totals)
@@ -217,6 +246,7 @@ export class DapProfiler implements BatchMeasurer {
             `${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`,
           );
         this.baseline = { totals: { [eventOfCounter(r.counter)]: value }, method: `total from ${window.what} injected with the first batch (${r.counter})` };
+        this.baselineFormed(this.baseline);
         this.options.log?.(`total ${from} -> ${end}: ${value} ${eventOfCounter(r.counter)} (${this.baseline.method})`);
         return { totals: { ...this.baseline.totals }, from, to: end, subtractPayload: false, method: this.baseline.method };
       });

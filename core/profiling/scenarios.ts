@@ -1,5 +1,5 @@
 import type { CallGraphResponse, CodeLocation } from '../../common/dapCustom';
-import { analysisRecord, rootsForStart, runDescent, runFullProfile, runRoundRobin, type AnalysisResult } from '../analysis/descent';
+import { MeasurerPool, analysisRecord, rootsForStart, runDescent, runFullProfile, runRoundRobin, type AnalysisResult } from '../analysis/descent';
 import { callGraphDot } from '../analysis/dot';
 import { MetricsEngine } from '../analysis/metrics';
 import { profileRows, type ProfileRow } from '../analysis/profileRows';
@@ -40,14 +40,30 @@ export interface ScenarioOutcome {
   dot: string;
 }
 
+/** More sessions of the same configuration, for runs at once (single-pass scenarios only). */
+export interface ScenarioWorkers {
+  /** Sessions that may run at once, the first one included (decideJobs). */
+  jobs: number;
+  /** Starts the profiler of extra session `index` (1, 2, …); the front end closes its sessions at the end. */
+  start(index: number): Promise<DapProfiler>;
+}
+
 /**
  * Runs a scenario (descent, full profile, or round robin for cyclic programs) over a DapProfiler and
  * renders what every front end shows: the text report, the result-set document and the DOT graph.
+ * With `workers`, independent runs go to several sessions at once (MeasurerPool).
  */
 export async function runScenario(
   req: ScenarioRequest,
   profiler: DapProfiler,
-  options: { signal: AbortSignal; onProgress?: (line: string) => void; previous?: ResultSet[]; title: string; generator: string },
+  options: {
+    signal: AbortSignal;
+    onProgress?: (line: string) => void;
+    previous?: ResultSet[];
+    title: string;
+    generator: string;
+    workers?: ScenarioWorkers;
+  },
 ): Promise<ScenarioOutcome> {
   const program: CallGraphResponse = await profiler.callGraph();
   let graph = program;
@@ -60,18 +76,38 @@ export async function runScenario(
     }
   }
   const engine = new MetricsEngine();
+  // Every session's profiler, for the runs that only formed a total (each session forms its own).
+  const profilers: DapProfiler[] = [profiler];
+  const workers = options.workers;
+  const jobs = req.cyclic || !workers ? 1 : Math.max(1, Math.min(workers.jobs, Math.ceil(graph.functions.length / req.slots)));
+  const pool = new MeasurerPool(profiler, {
+    jobs,
+    ...(workers
+      ? {
+          startWorker: async (index: number) => {
+            const p = await workers.start(index);
+            profilers.push(p);
+            return p;
+          },
+        }
+      : {}),
+    log: (line) => options.onProgress?.(line),
+  });
+  if (jobs > 1) options.onProgress?.(`up to ${jobs} runs at once, one debug session each`);
   const common = {
     engine,
     roots: req.roots.length > 0 ? req.roots : rootsForStart(graph, req.start),
     spanning: [req.start],
     signal: options.signal,
-    onProgress: (p: { run: number; batch: readonly string[]; open: number }) =>
-      options.onProgress?.(`run ${p.run}: ${p.batch.join(', ')}${p.open ? ` (${p.open} undecided)` : ''}`),
+    onProgress: (p: { run: number; batch: readonly string[]; open: number; worker?: number }) =>
+      options.onProgress?.(
+        `run ${p.run}${p.worker !== undefined ? ` [worker ${p.worker}]` : ''}: ${p.batch.join(', ')}${p.open ? ` (${p.open} undecided)` : ''}`,
+      ),
   };
   let result: AnalysisResult;
   if (req.command === 'descent') {
     const metric = engine.monotone(req.threshold.kind === 'share' ? 'share' : 'inclusive');
-    result = await runDescent(graph, profiler, {
+    result = await runDescent(graph, pool, {
       ...common,
       metric,
       threshold: req.threshold.value,
@@ -83,16 +119,18 @@ export async function runScenario(
     const metric = engine.definition('share')!;
     result = req.cyclic
       ? await runRoundRobin(graph, profiler, { ...common, metric, rounds: req.rounds })
-      : await runFullProfile(graph, profiler, { ...common, metric });
+      : await runFullProfile(graph, pool, { ...common, metric });
   }
   const rows = profileRows(result, graph, engine);
+  // The analysis counts every run of the program, the ones that only formed a total included.
+  const runs = result.runs + profilers.reduce((n, p) => n + p.baselineRuns, 0);
   const first = result.resultSets[0];
   const report = textReport(
     {
       scenario: result.scenario,
       metric: result.metric,
       ...(result.threshold !== undefined ? { threshold: result.threshold } : {}),
-      runs: result.runs + profiler.baselineRuns,
+      runs,
       naiveRuns: Math.ceil(graph.functions.length / req.slots),
       slots: req.slots,
       roots: result.roots,
@@ -103,8 +141,7 @@ export async function runScenario(
     rows,
     engine,
   );
-  // The analysis counts every run of the program, the ones that only formed the total included.
-  const document = resultSetDocument(result.resultSets, analysisRecord({ ...result, runs: result.runs + profiler.baselineRuns }, graph), options.generator);
+  const document = resultSetDocument(result.resultSets, analysisRecord({ ...result, runs }, graph), options.generator);
   const dot = callGraphDot(graph, rows, { title: options.title, metricFormat: result.metric === 'inclusive' ? 'count' : 'percent' });
   return { result, rows, report, document, dot };
 }

@@ -2,19 +2,23 @@ import * as vscode from 'vscode';
 import { unlink } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
 import { loadResultSetDocument, resultSetDocument, saveResultSetDocument, writeFileAtomic, type ResultSet } from '../../core/analysis/resultSet';
-import { DapProfiler } from '../../core/profiling/dapProfiler';
+import { AdapterSession } from '../../core/dap/adapterSession';
+import { DapProfiler, type DapProfilerOptions } from '../../core/profiling/dapProfiler';
 import { interruptedAnalysisLines } from '../../core/profiling/interruption';
+import { decideJobs, type JobsTarget } from '../../core/profiling/parallelJobs';
 import { workspaceCallGraph } from '../../core/analysis/savedGraph';
-import { runScenario, type ScenarioRequest } from '../../core/profiling/scenarios';
+import { runScenario, type ScenarioRequest, type ScenarioWorkers } from '../../core/profiling/scenarios';
 import type { SessionTracker } from '../debug/sessionTracker';
 
 /**
  * "Where do my cycles go?": call-graph descent and the exact full profile, run from the editor on
  * the active session with progress and cancellation; the report opens as a document, the result
  * sets are saved in the workspace, where the profile language server finds them and puts the
- * per-function results above each function.
+ * per-function results above each function. With `cyclelens.profiling.jobs` above 1 (0: the number
+ * of cores) on a QEMU target, independent runs also go to headless sessions of the same resolved
+ * configuration (the adapter as a child process, as the CLI runs it), closed when the analysis ends.
  */
-export function registerProfilingCommands(tracker: SessionTracker, output: vscode.LogOutputChannel): vscode.Disposable[] {
+export function registerProfilingCommands(tracker: SessionTracker, output: vscode.LogOutputChannel, extensionUri: vscode.Uri): vscode.Disposable[] {
   const run = async (command: ScenarioRequest['command']): Promise<void> => {
     const session = tracker.active;
     if (!session) {
@@ -50,6 +54,10 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
     const partialFile = folder ? join(folder, '.cyclelens', 'results', `${command}-${stamp}.partial.json`) : undefined;
     const finished: ResultSet[] = [];
     let partialSaved = false;
+    // Runs of several sessions end in any order: their saves go one at a time.
+    let saves = Promise.resolve();
+    const extraSessions: Promise<AdapterSession | undefined>[] = [];
+    let ended = false;
     const savePartial = async (rs: ResultSet): Promise<void> => {
       finished.push(rs);
       if (!partialFile) return;
@@ -79,13 +87,41 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
             controller.abort();
             return new Error('The debug session has ended.');
           });
-          const profiler = new DapProfiler(session, {
+          const profilerOptions: DapProfilerOptions = {
             slots,
             mode: { kind: 'single-pass', start },
             executable: String(config['executable']),
             log: (line) => output.info(line),
-            onResultSet: savePartial,
+            onResultSet: (rs) => (saves = saves.then(() => savePartial(rs))),
+          };
+          const profiler = new DapProfiler(session, profilerOptions);
+          const decision = decideJobs(vscode.workspace.getConfiguration('cyclelens').get<number>('profiling.jobs') ?? 0, {
+            request: config.request === 'attach' ? 'attach' : 'launch',
+            server: config['server'] as JobsTarget['server'],
           });
+          if (decision.note) output.info(decision.note);
+          const adapterPath = vscode.Uri.joinPath(extensionUri, 'dist', 'adapter.js').fsPath;
+          const workers: ScenarioWorkers | undefined =
+            decision.jobs > 1
+              ? {
+                  jobs: decision.jobs,
+                  start: async (index) => {
+                    const log = (line: string): void => output.info(`[worker ${index + 1}] ${line}`);
+                    const starting = AdapterSession.start({
+                      adapterPath,
+                      // Relative paths of the configuration resolve where the user's session resolves them.
+                      launch: { request: 'launch', args: { ...config, stopAtEntry: start, ...(config['cwd'] === undefined && folder ? { cwd: folder } : {}) } },
+                      timeoutMs: 120_000,
+                      log,
+                      client: { id: 'cyclelens-vscode', name: 'CycleLens parallel runs' },
+                    });
+                    extraSessions.push(starting.catch(() => undefined));
+                    const extra = await starting;
+                    if (ended) throw new Error('the analysis ended while the session was starting');
+                    return new DapProfiler(extra.client, { ...profilerOptions, log, totalFrom: profiler });
+                  },
+                }
+              : undefined;
           const scenario = runScenario(request, profiler, {
             signal: controller.signal,
             onProgress: (line) => {
@@ -94,6 +130,7 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
             },
             title: `${session.name}: ${command}`,
             generator: 'cyclelens-vscode',
+            ...(workers ? { workers } : {}),
           });
           try {
             return await Promise.race([scenario, sessionEnd.ended]);
@@ -101,6 +138,11 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
             sessionEnd.dispose();
             // The scenario may still settle after the session's end won the race.
             scenario.catch(() => undefined);
+            // Every headless session ends with the analysis, however it ended.
+            ended = true;
+            controller.abort();
+            await Promise.all(extraSessions.map(async (p) => (await p)?.close()));
+            await saves;
           }
         },
       );
@@ -123,7 +165,7 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
         ? await vscode.workspace.openTextDocument(vscode.Uri.file(reportFile))
         : await vscode.workspace.openTextDocument({ content: outcome.report, language: 'plaintext' });
       await vscode.window.showTextDocument(doc, { preview: false, viewColumn: vscode.ViewColumn.Beside });
-      const summary = `${outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
+      const summary = `${outcome.document.analysis?.runs ?? outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
       const openGraph = 'Open Call Graph';
       void vscode.window
         .showInformationMessage(`CycleLens ${command === 'descent' ? 'descent' : 'profile'} finished: ${summary}.`, ...(resultFile ? [openGraph] : []))

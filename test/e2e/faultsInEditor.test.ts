@@ -21,8 +21,13 @@ let mainLine = 0;
 
 before(
   async () => {
-    // One measurement slot per run: more runs, so the kill lands between finished ones.
-    harness = await CodeServerHarness.start({ name: 'faultsInEditor', requireFirmware: true, settings: { 'cyclelens.profileSlots': 1 } });
+    // One measurement slot per run: more runs, so the kill lands between finished ones. One job:
+    // the QEMU killed is the session's own, not a parallel worker's.
+    harness = await CodeServerHarness.start({
+      name: 'faultsInEditor',
+      requireFirmware: true,
+      settings: { 'cyclelens.profileSlots': 1, 'cyclelens.profiling.jobs': 1 },
+    });
     mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
   },
   { timeout: 15 * 60_000 },

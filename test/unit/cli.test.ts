@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { parseArgs, parseLocation, parseThreshold } from '../../cli/args';
-import { DapClient, DapFramer, DapProtocolError, encodeDapMessage, type DapMessage } from '../../cli/dapClient';
+import { DapClient, DapFramer, DapProtocolError, encodeDapMessage, type DapMessage } from '../../core/dap/dapClient';
 import { LaunchConfigError, selectConfiguration, stripJsonComments } from '../../cli/launchConfig';
 import { main, type CliIo } from '../../cli/main';
 import { loadResultSetDocument } from '../../core/analysis/resultSet';

@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import ts from 'typescript';
 import { CustomEvents, CustomRequests } from '../../common/dapCustom';
 import { CycleLensDebugSession } from '../../adapter/session/debugSession';
-import { DapClient } from '../../cli/dapClient';
+import { DapClient } from '../../core/dap/dapClient';
 import { repoRoot } from '../support/paths';
 
 // The custom-request contract (common/dapCustom.ts) and the adapter agree, read from the sources

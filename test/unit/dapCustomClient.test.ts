@@ -5,7 +5,7 @@ import type { InjectedResultsResponse, SamplesEventBody } from '../../common/dap
 import { CustomEvents, CustomRequests } from '../../common/dapCustom';
 import { customEventBody, customRequest } from '../../common/dapCustomClient';
 import { CycleLensDebugSession } from '../../adapter/session/debugSession';
-import { DapClient } from '../../cli/dapClient';
+import { DapClient } from '../../core/dap/dapClient';
 import { RecordingDebugSession } from '../doubles/recordingDebugSession';
 
 // The one client of CycleLens's custom requests. Against a stand-in for vscode.DebugSession it must

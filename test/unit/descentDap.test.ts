@@ -493,3 +493,49 @@ describe('scenarios with a saved call graph', () => {
     assert.equal(outcome.result.outcomes.find((o) => o.name === 'step')!.status, 'measured');
   });
 });
+
+describe('scenarios on several sessions (workers)', () => {
+  const options = (lines: string[]) => ({ signal: new AbortController().signal, onProgress: (l: string) => lines.push(l), title: 't', generator: 'test' });
+
+  it('a full profile on three sessions: the values of one, every run counted, the total formed once and shared', async () => {
+    const request: ScenarioRequest = {
+      command: 'profile',
+      threshold: { kind: 'share', value: 0 },
+      slots: 1,
+      start: 'main',
+      roots: [],
+      rounds: 1,
+      lookahead: true,
+    };
+    const alone = await runScenario(request, new DapProfiler(new SimulatedTarget(), { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' }), options([]));
+    const first = new SimulatedTarget();
+    const primary = new DapProfiler(first, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' });
+    const extra: SimulatedTarget[] = [];
+    const lines: string[] = [];
+    const outcome = await runScenario(request, primary, {
+      ...options(lines),
+      workers: {
+        jobs: 3,
+        start: (index) => {
+          const t = new SimulatedTarget();
+          extra[index] = t;
+          return Promise.resolve(new DapProfiler(t, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x', totalFrom: primary }));
+        },
+      },
+    });
+    const values = (o: typeof alone) => o.result.outcomes.map((x) => [x.name, x.status, x.value]);
+    assert.deepEqual(values(outcome), values(alone));
+    assert.deepEqual(outcome.result.batches, alone.result.batches);
+    // One run formed the total (the counters read at main and at the end), on the first session only.
+    assert.equal(primary.baselineRuns, 1);
+    assert.equal(outcome.document.analysis!.runs, outcome.result.resultSets.length + 1, 'the baseline run is counted');
+    assert.equal(outcome.document.analysis!.runs, alone.document.analysis!.runs);
+    const ran = extra.filter((t) => t && t.requests.some((r) => r.command === 'cyclelens/inject'));
+    assert.ok(ran.length >= 1, 'an extra session measured batches');
+    for (const t of ran) assert.ok(!t.requests.some((r) => r.command === 'cyclelens/read'), 'an extra session forms no total of its own');
+    assert.ok(
+      lines.some((l) => /^run \d+ \[worker [23]\]: /.test(l)),
+      lines.join('\n'),
+    );
+  });
+});

@@ -1,17 +1,25 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { DapClient, DapProtocolError, type DapEvent } from './dapClient';
-import type { LaunchConfiguration } from './launchConfig';
 
 /**
- * The debug adapter as a child process of the CLI, driven over stdio the way VS Code drives it:
- * initialize -> launch (or attach) -> `initialized` -> configurationDone -> the entry stop. `close()`
- * always disconnects with terminateDebuggee, then ends the adapter, so no QEMU or GDB outlives
- * the CLI.
+ * The debug adapter as a child process, driven over stdio the way VS Code drives it: initialize ->
+ * launch (or attach) -> `initialized` -> configurationDone -> the entry stop. The CLI runs its
+ * sessions this way, and so do the extra sessions of parallel runs (the CLI's and the editor's).
+ * `close()` always disconnects with terminateDebuggee, then ends the adapter, so no QEMU or GDB
+ * outlives its owner.
  */
+
+/** The configuration as the adapter's `launch` (or `attach`) request receives it. */
+export interface AdapterLaunch {
+  request: 'launch' | 'attach';
+  args: Record<string, unknown>;
+}
 
 export interface AdapterSessionOptions {
   adapterPath: string;
-  launch: LaunchConfiguration;
+  launch: AdapterLaunch;
+  /** Who is asking, in the initialize request (default: the CLI). */
+  client?: { id: string; name: string };
   /** How long launching may take to the first stop. */
   timeoutMs: number;
   log(line: string): void;
@@ -56,7 +64,9 @@ export class AdapterSession {
   }
 
   static async start(o: AdapterSessionOptions): Promise<AdapterSession> {
-    const child = spawn(process.execPath, [o.adapterPath], { stdio: ['pipe', 'pipe', 'pipe'] });
+    // Inside an editor's extension host, execPath is Electron: it runs the adapter as plain Node only
+    // when told to (as VS Code does for the adapters it starts). Node itself ignores the variable.
+    const child = spawn(process.execPath, [o.adapterPath], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve());
       child.once('error', (err) => reject(new AdapterError(`cannot start the debug adapter ${o.adapterPath}: ${err.message}`)));
@@ -76,8 +86,8 @@ export class AdapterSession {
   private async launch(o: AdapterSessionOptions): Promise<void> {
     const c = this.client;
     await c.request('initialize', {
-      clientID: 'cyclelens-cli',
-      clientName: 'CycleLens CLI',
+      clientID: o.client?.id ?? 'cyclelens-cli',
+      clientName: o.client?.name ?? 'CycleLens CLI',
       adapterID: 'cyclelens',
       pathFormat: 'path',
       linesStartAt1: true,
