@@ -108,16 +108,38 @@ export class InjectionPlanner {
     }
     if (link !== this.standardLink) site.link = link;
     if (slot && typeof slot !== 'string') site.returnSlot = slot.offset;
-    const next = this.model.functionAt(site.resume);
-    const divert = next && fallThroughInto(this.model, next)?.from === fn ? this.arch.foldedEpilogue?.(fn, fn.start) : undefined;
-    if (divert && typeof divert !== 'string') site.divert = divert;
-    const diverted = planBypass(this.model, this.arch, this.cave, fn, (f, a) => this.freeAt(f, a));
+    const widen = (s: PatchShape): PatchSite | InjectionRefusal => this.coverSite(fn, fn.start, s, free);
+    const diverted = planBypass(this.model, this.arch, this.cave, fn, (f, a) => this.freeAt(f, a), site, widen);
     if (diverted && 'ok' in diverted) return diverted;
     const bypass = diverted && 'copy' in diverted ? diverted : undefined;
+    if (bypass?.entry) Object.assign(site, bypass.entry);
+    const next = this.model.functionAt(site.resume);
+    if (next && fallThroughInto(this.model, next)?.from === fn) {
+      const divert = this.arch.foldedEpilogue?.(fn, fn.start);
+      if (divert && typeof divert !== 'string') site.divert = divert;
+      else if (this.arch.relocatesFallThrough) this.divertInto(site, next);
+    }
     const warnings = this.tableWarnings(fn);
-    if (diverted && 'code' in diverted) warnings.push(diverted);
+    if (diverted && 'message' in diverted) warnings.push(diverted);
     const bodyEntries = link !== this.standardLink ? planBodyEntries(this, fn, link, kept, warnings) : [];
     return { ok: true, kind: 'function', function: fn, entry: site, ...(bypass ? { bypass } : {}), ...(bodyEntries.length ? { bodyEntries } : {}), warnings };
+  }
+
+  /**
+   * Thumb: the entry patch's displaced code runs on into `next`'s entry. When `next`'s own entry
+   * can be patched, the stub runs the instructions that patch displaces too (PatchSite.divertCode),
+   * so those passes never reach it; otherwise they may run on into `next` as they are.
+   */
+  private divertInto(site: PatchSite, next: FunctionCode): void {
+    const plan = this.planFunction(next.start);
+    if (!plan.ok || plan.kind !== 'function') return;
+    const moved = reachableDisplaced(plan.entry.displaced);
+    const trial = this.arch.relocator.relocate(moved, this.cave.start, {
+      patched: { start: plan.entry.address, end: plan.entry.address + plan.entry.shape.length },
+    });
+    if (!trial.ok) return;
+    site.divertCode = plan.entry.displaced;
+    site.divertResume = plan.entry.resume;
   }
 
   /** The function's direct call sites, when the entry cannot be patched. */
