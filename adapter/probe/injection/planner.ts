@@ -4,7 +4,7 @@ import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type Functi
 import { hex, refusal, warning } from './errors';
 import { keptAcrossCalls, type KeptAcrossCalls } from './keptRegisters';
 import { describeShape, neverReturns, reachableDisplaced, regList, takenAddresses } from './planSupport';
-import { fallThroughInto, linkOf, planBodyEntries, planBypass, reloadsReturnAddress } from './returnHooks';
+import { divertInto, fallThroughInto, linkOf, planBodyEntries, planBypass, reloadsReturnAddress } from './returnHooks';
 import type { ProgramModel } from './programModel';
 import type {
   CallSite,
@@ -117,29 +117,12 @@ export class InjectionPlanner {
     if (next && fallThroughInto(this.model, next)?.from === fn) {
       const divert = this.arch.foldedEpilogue?.(fn, fn.start);
       if (divert && typeof divert !== 'string') site.divert = divert;
-      else if (this.arch.relocatesFallThrough) this.divertInto(site, next);
+      else if (this.arch.relocatesFallThrough) divertInto(this, site, next);
     }
     const warnings = this.tableWarnings(fn);
     if (diverted && 'message' in diverted) warnings.push(diverted);
     const bodyEntries = link !== this.standardLink ? planBodyEntries(this, fn, link, kept, warnings) : [];
     return { ok: true, kind: 'function', function: fn, entry: site, ...(bypass ? { bypass } : {}), ...(bodyEntries.length ? { bodyEntries } : {}), warnings };
-  }
-
-  /**
-   * Thumb: the entry patch's displaced code runs on into `next`'s entry. When `next`'s own entry
-   * can be patched, the stub runs the instructions that patch displaces too (PatchSite.divertCode),
-   * so those passes never reach it; otherwise they may run on into `next` as they are.
-   */
-  private divertInto(site: PatchSite, next: FunctionCode): void {
-    const plan = this.planFunction(next.start);
-    if (!plan.ok || plan.kind !== 'function') return;
-    const moved = reachableDisplaced(plan.entry.displaced);
-    const trial = this.arch.relocator.relocate(moved, this.cave.start, {
-      patched: { start: plan.entry.address, end: plan.entry.address + plan.entry.shape.length },
-    });
-    if (!trial.ok) return;
-    site.divertCode = plan.entry.displaced;
-    site.divertResume = plan.entry.resume;
   }
 
   /** The function's direct call sites, when the entry cannot be patched. */

@@ -1,6 +1,7 @@
 import type { DecodedInstruction } from '../../arch/codec';
 import type { InjectionWarning } from '../../../common/dapCustom';
 import { hex, refusal, warning } from './errors';
+import { reachableDisplaced } from './planSupport';
 import type { ProgramModel } from './programModel';
 import type { InjectionPlanner } from './planner';
 import type { BypassSite, CaveReach, FunctionCode, InjectionArch, InjectionRefusal, PatchShape, PatchSite } from './types';
@@ -149,6 +150,23 @@ export function planBypass(
     'fallThroughCounted',
     `${ft.from.name}'s code falls through into ${fn.name}'s entry (${ft.insn.mnemonic} at ${hex(ft.insn.address)}: aliased labels share their code) and cannot be diverted around the entry patch (${why}): its passes count as calls of ${fn.name} here, while the trace counts them in ${ft.from.name}.`,
   );
+}
+
+/**
+ * Thumb: an entry patch's displaced code runs on into `next`'s entry. When `next`'s own entry can
+ * be patched, the stub runs the instructions that patch displaces too (PatchSite.divertCode), so
+ * those passes never reach it; otherwise they run on into `next` as they are.
+ */
+export function divertInto(planner: InjectionPlanner, site: PatchSite, next: FunctionCode): void {
+  const plan = planner.planFunction(next.start);
+  if (!plan.ok || plan.kind !== 'function') return;
+  const e = plan.entry;
+  const trial = planner.arch.relocator.relocate(reachableDisplaced(e.displaced), planner.cave.start, {
+    patched: { start: e.address, end: e.address + e.shape.length },
+  });
+  if (!trial.ok) return;
+  site.divertCode = e.displaced;
+  site.divertResume = e.resume;
 }
 
 /** Why [x, end) of `from` cannot be overwritten (a label or a branch target inside it), or undefined. */
