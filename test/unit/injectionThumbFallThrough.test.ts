@@ -164,6 +164,11 @@ describe('Thumb fall-through diversion', { skip }, () => {
       () => relocateParts(relocator, codec, [{ insns: [tbb], patched: { start: 0x1000, end: 0x1008 } }], 0x2000_0000),
       (e: unknown) => e instanceof InjectionRefusedError && e.refusal.code === 'unrelocatable' && /jump table/.test(e.refusal.reason),
     );
+    // fsub itself, with the RAM out of B.W reach: refused for its true reason, and what makes it fit.
+    const fsub = setup().planner.planFunction('__aeabi_fsub');
+    assert.ok(!fsub.ok && fsub.code === 'branchIntoPatch', JSON.stringify(fsub));
+    assert.match(fsub.reason, /jumps to 0x[0-9a-f]+, inside the 8 bytes/);
+    assert.match(fsub.reason, /Only 4 byte\(s\) of __\w+ run before it falls through into __\w+: with the reserved memory within B\.W's \+\/-16 MiB/);
     // A B.W entry patch holds no literal for a short jump to go through.
     const arch = thumbInjectionArch();
     assert.match(arch.farBypass!({ kind: 'thumbBW', length: 4 }, 0x51c, 0x518) as string, /holds no literal/);

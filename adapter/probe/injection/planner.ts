@@ -4,7 +4,7 @@ import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type Functi
 import { hex, refusal, warning } from './errors';
 import { keptAcrossCalls, type KeptAcrossCalls } from './keptRegisters';
 import { describeShape, neverReturns, reachableDisplaced, regList, takenAddresses } from './planSupport';
-import { divertInto, fallThroughInto, linkOf, planBodyEntries, planBypass, reloadsReturnAddress } from './returnHooks';
+import { divertInto, fallThroughInto, linkOf, planBodyEntries, planBypass, reloadsReturnAddress, shortBeforeEntryHint } from './returnHooks';
 import type { ProgramModel } from './programModel';
 import type {
   CallSite,
@@ -104,7 +104,8 @@ export class InjectionPlanner {
     if ('ok' in site) {
       // The entry alone is in the way (too short, a branch into the patch, an IT block, code that
       // cannot move): the function's direct calls may still be rewritten.
-      return site.code === 'memory' || link !== this.standardLink ? site : { ...site, callSites: this.callSiteOffer(fn) };
+      const refused = site.code === 'memory' || link !== this.standardLink ? site : { ...site, callSites: this.callSiteOffer(fn) };
+      return { ...refused, reason: `${refused.reason}${shortBeforeEntryHint(this.model, this.arch, fn, shape)}` };
     }
     if (link !== this.standardLink) site.link = link;
     if (slot && typeof slot !== 'string') site.returnSlot = slot.offset;

@@ -169,6 +169,16 @@ export function divertInto(planner: InjectionPlanner, site: PatchSite, next: Fun
   site.divertResume = e.resume;
 }
 
+/**
+ * When `fn` runs on into the next function's entry within the bytes a long patch needs (libgcc's
+ * `__aeabi_fsub`: 4 bytes before `__addsf3`), what lets a short one fit; '' otherwise.
+ */
+export function shortBeforeEntryHint(model: ProgramModel, arch: InjectionArch, fn: FunctionCode, shape: PatchShape): string {
+  const next = model.functions.find((f) => f.start > fn.start && f.start < fn.start + shape.length);
+  if (!next || !arch.farBypass || fallThroughInto(model, next)?.from !== fn) return '';
+  return ` Only ${next.start - fn.start} byte(s) of ${fn.name} run before it falls through into ${next.name}: with the reserved memory within B.W's +/-16 MiB of the code (the default takes unused code memory after the image), a 4-byte patch fits.`;
+}
+
 /** Why [x, end) of `from` cannot be overwritten (a label or a branch target inside it), or undefined. */
 function blockedAt(model: ProgramModel, arch: InjectionArch, from: FunctionCode, x: number, end: number): string | undefined {
   if (arch.predicated?.(from).has(x)) return `the instruction at ${hex(x)} is predicated by an IT block, which a patch there would split`;
