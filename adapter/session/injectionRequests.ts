@@ -128,7 +128,7 @@ export class InjectionRequests {
         if (!('function' in t)) return 1;
         try {
           const plan = service.plan(t.function);
-          return plan.ok && plan.kind === 'function' && plan.entry.divert ? 0 : 1;
+          return plan.ok && plan.kind === 'function' && (plan.entry.divert || plan.entry.divertCode) ? 0 : 1;
         } catch {
           return 1;
         }

@@ -1,5 +1,5 @@
-import { decodeAll, type DecodedInstruction } from '../codec';
 import { ThumbCodec } from './thumbDecoder';
+import { decodeAllCode, emitBypass, entryParts, relocateParts } from './thumbFallThrough';
 import { ThumbRelocator, itPredicatedAddresses, type ThumbProfile } from './thumbRelocator';
 import {
   Cond,
@@ -8,6 +8,7 @@ import {
   encodeBl,
   encodeBWide,
   encodeBx,
+  encodeLdrLiteralWide,
   encodeLdrImmediate,
   encodeMovRegister,
   encodePop,
@@ -78,6 +79,9 @@ export function thumbInjectionArch(profile: ThumbProfile = 'armv7e-m'): Injectio
     // Literal pools hold every address a function takes (bit 0 set), ADR forms the rest.
     takenAddressesVisible: true,
     predicated: (fn) => itPredicatedAddresses(fn.instructions),
+    // Code that runs on into a patched entry is relocated into that entry's stub (thumbFallThrough.ts).
+    relocatesFallThrough: true,
+    farBypass: thumbFarBypass,
   };
 }
 
@@ -85,6 +89,20 @@ export function thumbInjectionArch(profile: ThumbProfile = 'armv7e-m'): Injectio
 function thumbChoosePatch(site: number, cave: CaveReach): PatchShape {
   if (reachesBW(site, cave.start) && reachesBW(site, cave.start + cave.size)) return { kind: 'thumbBW', length: 4 };
   return { kind: 'thumbLdrPc', length: site % 4 === 0 ? 8 : 10 };
+}
+
+/**
+ * Where fewer than 8 bytes precede an entry that code falls through into: the entry patch gets a
+ * second literal word after its own, and a 4-byte `LDR.W pc, [pc, #k]` at `at` jumps through it.
+ */
+function thumbFarBypass(entry: PatchShape, entryAddress: number, at: number): { entry: PatchShape; bypass: PatchShape } | string {
+  if (entry.kind !== 'thumbLdrPc') return `the entry patch is a ${entry.kind}, which holds no literal`;
+  const literal = ((entryAddress + 4 + 3) & ~3) + 4;
+  const offset = literal - ((at + 4) & ~3);
+  if (offset < 0 || offset > 4095) return `a literal at ${hex(literal)} is out of LDR.W's reach from ${hex(at)}`;
+  const length = literal + 4 - entryAddress;
+  if (length !== 12 && length !== 14) throw new Error(`a widened entry patch of ${length} bytes`);
+  return { entry: { kind: 'thumbLdrPc', length, bypassLiteral: literal }, bypass: { kind: 'thumbLdrPcFar', length: 4, literal } };
 }
 
 function thumbCallSiteRefusal(site: CallSite, cave: CaveReach): string | undefined {
@@ -227,7 +245,7 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
         refusal('unrelocatable', 'Hardware gating is implemented for RV32 (mcountinhibit); on Cortex-M use software accumulation.'),
       );
     if (req.kind === 'region') return this.regionStubs(req, runtime, layout);
-    return this.functionStubs(req, runtime);
+    return this.functionStubs(req, runtime, layout);
   }
 
   /** The displaced instructions for `at`, with the number of instructions they became. */
@@ -248,7 +266,7 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     a.ldrLiteral(15, name, (target | 1) >>> 0);
   }
 
-  private functionStubs(req: Extract<StubRequest, { kind: 'function' | 'callSite' }>, runtime: RuntimeImage): StubImage {
+  private functionStubs(req: Extract<StubRequest, { kind: 'function' | 'callSite' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
     const a = new ThumbAssembler(req.at);
     const site = req.kind === 'function' ? req.entry : undefined;
     const resume = req.kind === 'function' ? req.entry.resume : req.target;
@@ -274,12 +292,16 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
       .i(encodePop([R0, R1, R2, R3, R12]));
     for (let k = 0; k < padding.inside; k++) a.i(thNopW());
     let r = { count: 0, extra: 0, falls: true, notes: [] as string[] };
+    // Displaced code that resumes at an entry it falls through into runs that entry's displaced
+    // instructions too, and resumes past its patch (thumbFallThrough.ts).
+    let program = 0;
     if (site) {
-      const x = this.relocate(site, a.pc);
+      const x = relocateParts(this.relocator, this.codec, entryParts(site), a.pc);
       a.code(x.bytes, x.count);
-      r = x;
+      r = { count: x.count, extra: x.count - x.program, falls: x.falls, notes: x.notes };
+      program = x.program;
     }
-    if (r.falls) this.jumpTo(a, resume, 'resume');
+    if (r.falls) this.jumpTo(a, site?.divertResume ?? resume, 'resume');
     a.label('S_end');
     a.label('X').i(encodePush([R2, R3, R12]));
     a.ldrLiteral(R12, 'counter', this.counterAddress);
@@ -287,12 +309,17 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     a.i(thMrs(R3, SYSM_APSR)).i(encodePush([R3]));
     a.ldrLiteral(R2, 'rec', req.record);
     a.b('CX_ext').label('X_end');
+    const bypassCode = req.kind === 'function' ? req.bypassCode : undefined;
+    if (site && bypassCode)
+      emitBypass(a, this.relocator, this.codec, site, bypassCode, req.kind === 'function' ? (req.bypassLength ?? 4) : 4, layout.ctrl, (b, t, n) =>
+        this.jumpTo(b, t, n),
+      );
     a.defineExternal('CE_ext', runtime.labels.CE!);
     a.defineExternal('CX_ext', runtime.labels.CX!);
     const P = runtime.paths;
     // The patch jump is payload; a rewritten call replaces the program's own call one for one.
     const patch = site ? 1 : 0;
-    const stubPath = patch + a.between('S', 'S_end') - (site ? reachableDisplaced(site.displaced).length : 0);
+    const stubPath = patch + a.between('S', 'S_end') - program;
     const costs: PathCosts = {
       entryOuter: stubPath + P.CE_outer!,
       entryNested: stubPath - 3 + P.CE_nested!, // skips the counter address load, the read and the store
@@ -305,7 +332,16 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
       nested: 0,
       explanation: `per pass: str of the start value, msr PRIMASK, pop {r0-r3, r12}${padding.inside ? `, ${padding.inside} nop.w padding the group's stubs to one cost` : ''}${leaves ? ', the jump back' : ''}${r.extra ? `, ${r.extra} extra from relocation` : ''}, the exit stub's push {r2, r3, r12} and literal load of the counter address, and one of the two counter loads (${this.counter.name})`,
     };
-    return { address: req.at, bytes: a.bytes(), entry: a.address('S'), exit: a.address('X'), costs, counted, notes: r.notes };
+    return {
+      address: req.at,
+      bytes: a.bytes(),
+      entry: a.address('S'),
+      exit: a.address('X'),
+      ...(bypassCode ? { bypass: a.address('B') } : {}),
+      costs,
+      counted,
+      notes: r.notes,
+    };
   }
 
   /**
@@ -401,11 +437,16 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
 
   // ---- patches -------------------------------------------------------------------------------
 
-  encodePatch(site: PatchSite, target: number): Uint8Array {
+  encodePatch(site: PatchSite, target: number, _layout?: RuntimeLayout, bypass?: number): Uint8Array {
     const out = new Uint8Array(site.original.length);
     for (let k = 0; k + 1 < out.length; k += 2) out.set(thNop(), k);
     if (site.shape.kind === 'thumbBW') {
       out.set(encodeBWide(site.address, target), 0);
+      return out;
+    }
+    if (site.shape.kind === 'thumbLdrPcFar') {
+      // The literal is the second one of the entry patch it diverts around (written with that patch).
+      out.set(encodeLdrLiteralWide(15, site.address, site.shape.literal), 0);
       return out;
     }
     if (site.shape.kind !== 'thumbLdrPc') throw new Error(`${site.shape.kind} is not a Thumb patch`);
@@ -414,6 +455,9 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     const k = literal - ((site.address + 4) & ~3);
     out.set(halfwords(0xf8df, 0xf000 | k), 0);
     out.set(word((target | 1) >>> 0), literal - site.address);
+    // The literal a bypass patch jumps through; until one is written, the entry's own target.
+    const second = site.shape.bypassLiteral;
+    if (second !== undefined) out.set(word(((bypass ?? target) | 1) >>> 0), second - site.address);
     return out;
   }
 
@@ -435,23 +479,4 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     a.label('DONE').i(thBkpt(0));
     return { bytes: a.bytes(), fn: a.address('FN'), driver: a.address('DRV'), done: a.address('DONE'), functionInstructions: 2 };
   }
-}
-
-/** Instructions in relocated Thumb code (literal words after an LDR pc are not decoded as code). */
-function decodeAllCode(codec: ThumbCodec, bytes: Uint8Array, at: number): number {
-  let n = 0;
-  let offset = 0;
-  const insns: DecodedInstruction[] = [];
-  while (offset < bytes.length) {
-    const insn = codec.decode(bytes.subarray(offset), at + offset);
-    insns.push(insn);
-    n++;
-    offset += insn.length;
-    // A jump through a literal (LDR.W pc, [pc, #k]) is followed by padding and the literal word.
-    if (insn.kind === 'indirectBranch' && insn.mnemonic === 'ldr' && insn.target !== undefined) {
-      offset = insn.target + 4 - at;
-    }
-  }
-  void decodeAll;
-  return n;
 }

@@ -53,7 +53,15 @@ export class MeasurementBuilder {
         payload,
         plan.warnings,
         [plan.entry],
-        (record, at) => ({ kind: 'function', payload, record, at, entry: plan.entry, ...(bypass ? { bypass: bypass.copy } : {}) }),
+        (record, at) => ({
+          kind: 'function',
+          payload,
+          record,
+          at,
+          entry: plan.entry,
+          ...(bypass ? { bypass: bypass.copy } : {}),
+          ...(bypass?.code ? { bypassCode: bypass.code, bypassLength: bypass.shape.length } : {}),
+        }),
         undefined,
         true,
         bypass,
@@ -306,7 +314,7 @@ export class MeasurementBuilder {
         });
       } else {
         for (const s of sites)
-          patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout), stopAt: stopAfter(s) });
+          patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout, stub.bypass), stopAt: stopAfter(s) });
       }
       let pendingBypass: Measurement['pendingBypass'];
       if (bypass) {
@@ -341,7 +349,7 @@ export class MeasurementBuilder {
         notes: stub.notes,
       };
       const pinned = pinsMemory(sites, name, warnings);
-      const diverts = sites.length === 1 && sites[0]!.divert ? sites[0]!.address : undefined;
+      const diverts = sites.length === 1 && (sites[0]!.divert || sites[0]!.divertCode) ? sites[0]!.address : undefined;
       await this.live.commit(
         {
           info,
@@ -423,13 +431,14 @@ export class MeasurementBuilder {
  * before the payload).
  */
 function stopAfter(site: PatchSite): number | undefined {
+  if (site.divertCode) return undefined; // it resumes past the next entry's patch, not at `resume`
   const live = reachableDisplaced(site.displaced);
   return live.length === site.displaced.length && live.every((x) => x.kind === 'plain' || x.kind === 'call' || x.kind === 'it') ? site.resume : undefined;
 }
 
 /** A call displaced into a trampoline returns into it: that memory stays reserved for the session. */
 function pinsMemory(sites: readonly PatchSite[], name: string, warnings: InjectionWarning[]): boolean {
-  const pinned = sites.some((st) => st.displaced.some((x) => x.kind === 'call' || x.kind === 'indirectCall'));
+  const pinned = sites.some((st) => [...st.displaced, ...(st.divertCode ?? [])].some((x) => x.kind === 'call' || x.kind === 'indirectCall'));
   if (pinned)
     warnings.push(
       warning(
@@ -454,7 +463,7 @@ async function forMembers(names: readonly string[], check: (i: number) => Promis
 
 /** Why a function's entry plan cannot join a group (millicode), or undefined. */
 export function soloReason(plan: FunctionPlan): string | undefined {
-  if (plan.entry.divert) return 'its entry stub runs a copy of the shared epilogue instead of the code after the patch';
+  if (plan.entry.divert || plan.entry.divertCode) return 'its entry stub runs a copy of the code after the patch that skips the next entry';
   if (plan.bypass) return `code of ${plan.bypass.from} falls through into its entry and is diverted by a patch of its own`;
   if (plan.entry.link !== undefined) return `it is linked through x${plan.entry.link} (millicode), and a group's exit stubs return through the standard link`;
   return undefined;

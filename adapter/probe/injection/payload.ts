@@ -1,3 +1,4 @@
+import type { DecodedInstruction } from '../../arch/codec';
 import type { PathCosts } from './recordLayout';
 import type { CallSite, CounterSource, InjectionFamily, PatchSite, PayloadKind } from './types';
 
@@ -56,6 +57,10 @@ export type StubRequest =
       exitKeeps?: number;
       /** Code that falls through into the entry runs this copy instead (FunctionPlan.bypass). */
       bypass?: Uint8Array;
+      /** Thumb: that code's instructions, relocated by the stub ahead of the entry's displaced ones (BypassSite.code). */
+      bypassCode?: DecodedInstruction[];
+      /** Thumb: the bypass patch's length (the bytes of that code it overwrites). */
+      bypassLength?: number;
     }
   | { kind: 'callSite'; payload: PayloadKind; record: number; at: number; target: number }
   | { kind: 'region'; payload: PayloadKind; record: number; at: number; start: PatchSite; end: PatchSite };
@@ -105,8 +110,11 @@ export interface PayloadGenerator {
   buildRuntime(layout: RuntimeLayout): RuntimeImage;
   /** Builds the stubs at `req.at`; throws InjectionRefusedError when they cannot be built. */
   buildStubs(req: StubRequest, runtime: RuntimeImage, layout: RuntimeLayout): StubImage;
-  /** Bytes that replace the patch site: a jump to `target`. */
-  encodePatch(site: PatchSite, target: number, layout: RuntimeLayout): Uint8Array;
+  /**
+   * Bytes that replace the patch site: a jump to `target`. `bypass`: where the second literal of
+   * an entry patch that has one points (PatchShape thumbLdrPc `bypassLiteral`).
+   */
+  encodePatch(site: PatchSite, target: number, layout: RuntimeLayout, bypass?: number): Uint8Array;
   /** Bytes that replace a direct call: the same call, to the stub (or to the dispatcher). */
   encodeCallSite(site: CallSite, stub: StubImage, layout: RuntimeLayout): Uint8Array;
   /** Payload instructions the dispatcher runs for the entry at `index` (RV32 only). */

@@ -17,6 +17,8 @@ export function describeShape(shape: PatchShape): string {
       return 'B.W';
     case 'thumbLdrPc':
       return 'LDR.W pc, [pc] + literal';
+    case 'thumbLdrPcFar':
+      return 'LDR.W pc, [pc, #k] through the literal of the next entry patch';
   }
 }
 

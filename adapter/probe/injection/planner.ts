@@ -4,7 +4,7 @@ import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type Functi
 import { hex, refusal, warning } from './errors';
 import { keptAcrossCalls, type KeptAcrossCalls } from './keptRegisters';
 import { describeShape, neverReturns, reachableDisplaced, regList, takenAddresses } from './planSupport';
-import { fallThroughInto, linkOf, planBodyEntries, planBypass, reloadsReturnAddress } from './returnHooks';
+import { divertInto, fallThroughInto, linkOf, planBodyEntries, planBypass, reloadsReturnAddress, shortBeforeEntryHint } from './returnHooks';
 import type { ProgramModel } from './programModel';
 import type {
   CallSite,
@@ -104,18 +104,24 @@ export class InjectionPlanner {
     if ('ok' in site) {
       // The entry alone is in the way (too short, a branch into the patch, an IT block, code that
       // cannot move): the function's direct calls may still be rewritten.
-      return site.code === 'memory' || link !== this.standardLink ? site : { ...site, callSites: this.callSiteOffer(fn) };
+      const refused = site.code === 'memory' || link !== this.standardLink ? site : { ...site, callSites: this.callSiteOffer(fn) };
+      return { ...refused, reason: `${refused.reason}${shortBeforeEntryHint(this.model, this.arch, fn, shape)}` };
     }
     if (link !== this.standardLink) site.link = link;
     if (slot && typeof slot !== 'string') site.returnSlot = slot.offset;
-    const next = this.model.functionAt(site.resume);
-    const divert = next && fallThroughInto(this.model, next)?.from === fn ? this.arch.foldedEpilogue?.(fn, fn.start) : undefined;
-    if (divert && typeof divert !== 'string') site.divert = divert;
-    const diverted = planBypass(this.model, this.arch, this.cave, fn, (f, a) => this.freeAt(f, a));
+    const widen = (s: PatchShape): PatchSite | InjectionRefusal => this.coverSite(fn, fn.start, s, free);
+    const diverted = planBypass(this.model, this.arch, this.cave, fn, (f, a) => this.freeAt(f, a), site, widen);
     if (diverted && 'ok' in diverted) return diverted;
     const bypass = diverted && 'copy' in diverted ? diverted : undefined;
+    if (bypass?.entry) Object.assign(site, bypass.entry);
+    const next = this.model.functionAt(site.resume);
+    if (next && fallThroughInto(this.model, next)?.from === fn) {
+      const divert = this.arch.foldedEpilogue?.(fn, fn.start);
+      if (divert && typeof divert !== 'string') site.divert = divert;
+      else if (this.arch.relocatesFallThrough) divertInto(this, site, next);
+    }
     const warnings = this.tableWarnings(fn);
-    if (diverted && 'code' in diverted) warnings.push(diverted);
+    if (diverted && 'message' in diverted) warnings.push(diverted);
     const bodyEntries = link !== this.standardLink ? planBodyEntries(this, fn, link, kept, warnings) : [];
     return { ok: true, kind: 'function', function: fn, entry: site, ...(bypass ? { bypass } : {}), ...(bodyEntries.length ? { bodyEntries } : {}), warnings };
   }

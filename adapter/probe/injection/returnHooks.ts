@@ -1,9 +1,10 @@
 import type { DecodedInstruction } from '../../arch/codec';
 import type { InjectionWarning } from '../../../common/dapCustom';
 import { hex, refusal, warning } from './errors';
+import { reachableDisplaced } from './planSupport';
 import type { ProgramModel } from './programModel';
 import type { InjectionPlanner } from './planner';
-import type { BypassSite, CaveReach, FunctionCode, InjectionArch, InjectionRefusal, PatchSite } from './types';
+import type { BypassSite, CaveReach, FunctionCode, InjectionArch, InjectionRefusal, PatchShape, PatchSite } from './types';
 
 /**
  * Where a function's return can be hooked when it is not the standard one (docs/design.md,
@@ -84,15 +85,19 @@ function reachable(model: ProgramModel, f: FunctionCode, insn: DecodedInstructio
 }
 
 function fallsThrough(i: DecodedInstruction): boolean {
+  // A jump to the next instruction runs on into it like any other (the trace cannot tell them apart).
+  if (i.kind === 'branch' && i.target === i.address + i.length) return true;
   return i.kind !== 'branch' && i.kind !== 'return' && i.kind !== 'indirectBranch' && i.kind !== 'tableBranch' && i.kind !== 'exceptionReturn';
 }
 
 /**
  * When `fn`'s entry is reached by falling through from another function's code, a patch on the
  * last instructions before the entry sends that code to a copy of the rest of it (the family's
- * folded epilogue), so its passes never run the entry patch: they are not calls of `fn`. Undefined
- * when nothing falls through; a warning when the code cannot be diverted (its passes then count as
- * calls, as they did before bypasses existed).
+ * folded epilogue on RV32; on Thumb that code relocated ahead of the entry's displaced instructions),
+ * so its passes never run the entry patch: they are not calls of `fn`. On Thumb, where fewer bytes
+ * precede the entry than a patch needs, a 4-byte jump there goes through a literal in the entry
+ * patch, which `widen` plans one word longer. Undefined when nothing falls through; a warning when
+ * the code cannot be diverted (its passes then count as calls, as they did before bypasses existed).
  */
 export function planBypass(
   model: ProgramModel,
@@ -100,6 +105,8 @@ export function planBypass(
   cave: CaveReach,
   fn: FunctionCode,
   freeAt: (f: FunctionCode, address: number) => number,
+  entry?: PatchSite,
+  widen?: (shape: PatchShape) => PatchSite | InjectionRefusal,
 ): BypassSite | InjectionRefusal | InjectionWarning | undefined {
   const ft = fallThroughInto(model, fn);
   if (!ft) return undefined;
@@ -118,29 +125,128 @@ export function planBypass(
     }
     let covered = 0;
     for (let m = j; covered < shape.length; m++) covered += insns[m]!.length;
-    const into = model.edgesInto(x, x + covered);
-    const entry = model.functions.find((f) => f.start > x && f.start < x + covered);
-    if (entry) {
-      why = `the entry of ${entry.name} at ${hex(entry.start)} lies inside the bytes a patch at ${hex(x)} would overwrite`;
+    const blocked = blockedAt(model, arch, ft.from, x, x + covered);
+    if (blocked) {
+      why = blocked;
       break;
     }
-    if (into.length > 0) {
-      why = `${into[0]!.mnemonic} at ${hex(into[0]!.from)} jumps to ${hex(into[0]!.target)}, inside the bytes a patch at ${hex(x)} would overwrite`;
-      break;
-    }
-    const copy = arch.foldedEpilogue?.(ft.from, x) ?? `the ${arch.family} payloads have no copy of such code`;
-    if (typeof copy === 'string') {
-      why = copy;
+    const copy = arch.foldedEpilogue?.(ft.from, x) ?? (arch.relocatesFallThrough ? relocatedCode(arch, ft.from, fn, x, shape.length, cave) : undefined);
+    if (copy === undefined || typeof copy === 'string') {
+      why = copy ?? `the ${arch.family} payloads have no copy of such code`;
       break;
     }
     const original = model.imageBytes(x, covered);
     if (!original) return refusal('memory', `The bytes at ${hex(x)} are not in the ELF image.`, x);
-    return { address: x, shape, original, from: ft.from.name, copy };
+    return copy instanceof Uint8Array
+      ? { address: x, shape, original, from: ft.from.name, copy }
+      : { address: x, shape, original, from: ft.from.name, copy: new Uint8Array(0), code: copy };
   }
+  // Fewer bytes precede the entry than a patch needs: a short jump through a literal that the entry
+  // patch, one word longer, holds (Thumb).
+  const far = entry && widen && arch.farBypass ? farBypass(model, arch, cave, fn, ft.from, entry, widen) : undefined;
+  if (typeof far === 'object') return far;
+  if (far) why = `${why}; ${far}`;
   return warning(
     'fallThroughCounted',
     `${ft.from.name}'s code falls through into ${fn.name}'s entry (${ft.insn.mnemonic} at ${hex(ft.insn.address)}: aliased labels share their code) and cannot be diverted around the entry patch (${why}): its passes count as calls of ${fn.name} here, while the trace counts them in ${ft.from.name}.`,
   );
+}
+
+/**
+ * Thumb: an entry patch's displaced code runs on into `next`'s entry. When `next`'s own entry can
+ * be patched, the stub runs the instructions that patch displaces too (PatchSite.divertCode), so
+ * those passes never reach it; otherwise they run on into `next` as they are.
+ */
+export function divertInto(planner: InjectionPlanner, site: PatchSite, next: FunctionCode): void {
+  const plan = planner.planFunction(next.start);
+  if (!plan.ok || plan.kind !== 'function') return;
+  const e = plan.entry;
+  const trial = planner.arch.relocator.relocate(reachableDisplaced(e.displaced), planner.cave.start, {
+    patched: { start: e.address, end: e.address + e.shape.length },
+  });
+  if (!trial.ok) return;
+  site.divertCode = e.displaced;
+  site.divertResume = e.resume;
+}
+
+/**
+ * When `fn` runs on into the next function's entry within the bytes a long patch needs (libgcc's
+ * `__aeabi_fsub`: 4 bytes before `__addsf3`), what lets a short one fit; '' otherwise.
+ */
+export function shortBeforeEntryHint(model: ProgramModel, arch: InjectionArch, fn: FunctionCode, shape: PatchShape): string {
+  const next = model.functions.find((f) => f.start > fn.start && f.start < fn.start + shape.length);
+  if (!next || !arch.farBypass || fallThroughInto(model, next)?.from !== fn) return '';
+  return ` Only ${next.start - fn.start} byte(s) of ${fn.name} run before it falls through into ${next.name}: with the reserved memory within B.W's +/-16 MiB of the code (the default takes unused code memory after the image), a 4-byte patch fits.`;
+}
+
+/** Why [x, end) of `from` cannot be overwritten (a label or a branch target inside it), or undefined. */
+function blockedAt(model: ProgramModel, arch: InjectionArch, from: FunctionCode, x: number, end: number): string | undefined {
+  if (arch.predicated?.(from).has(x)) return `the instruction at ${hex(x)} is predicated by an IT block, which a patch there would split`;
+  const label = model.functions.find((f) => f.start > x && f.start < end);
+  if (label) return `the entry of ${label.name} at ${hex(label.start)} lies inside the bytes a patch at ${hex(x)} would overwrite`;
+  const into = model.edgesInto(x, end);
+  if (into.length > 0)
+    return `${into[0]!.mnemonic} at ${hex(into[0]!.from)} jumps to ${hex(into[0]!.target)}, inside the bytes a patch at ${hex(x)} would overwrite`;
+  return undefined;
+}
+
+/**
+ * Thumb: the instructions of `from` from `x` up to `fn`'s entry, which the stub relocates ahead of
+ * the entry's displaced code, or why they cannot move. A last `b` to the entry is left out.
+ */
+function relocatedCode(arch: InjectionArch, from: FunctionCode, fn: FunctionCode, x: number, length: number, cave: CaveReach): DecodedInstruction[] | string {
+  const code = from.instructions.filter((i) => i.address >= x && i.address < fn.start);
+  let at = x;
+  for (const i of code) {
+    if (i.address !== at) return `the code from ${hex(x)} to ${fn.name}'s entry runs into data at ${hex(at)}`;
+    at += i.length;
+  }
+  if (at !== fn.start) return `the code from ${hex(x)} does not end at ${fn.name}'s entry`;
+  const moved = withoutJumpTo(code, fn.start);
+  if (moved.length === 0) return code;
+  const trial = arch.relocator.relocate(moved, cave.start, { patched: { start: x, end: x + length } });
+  if (!trial.ok) return `cannot move ${trial.reason}`;
+  if (!trial.fallsThrough) return `the code from ${hex(x)} leaves before it reaches ${fn.name}'s entry`;
+  return code;
+}
+
+/** `code` without a last unconditional jump to `entry` (the instruction after it: a fall-through). */
+export function withoutJumpTo(code: readonly DecodedInstruction[], entry: number): DecodedInstruction[] {
+  const last = code.at(-1);
+  return last && last.kind === 'branch' && last.target === entry ? code.slice(0, -1) : [...code];
+}
+
+/** The 4-byte patch right before the entry and the entry patch widened to hold its literal, or why not. */
+function farBypass(
+  model: ProgramModel,
+  arch: InjectionArch,
+  cave: CaveReach,
+  fn: FunctionCode,
+  from: FunctionCode,
+  entry: PatchSite,
+  widen: (shape: PatchShape) => PatchSite | InjectionRefusal,
+): BypassSite | string {
+  const x = fn.start - 4;
+  if (!from.instructions.some((i) => i.address === x)) return `no instruction of ${from.name} starts 4 bytes before the entry, where a short jump would go`;
+  const blocked = blockedAt(model, arch, from, x, fn.start);
+  if (blocked) return blocked;
+  const shapes = arch.farBypass!(entry.shape, fn.start, x);
+  if (typeof shapes === 'string') return shapes;
+  const code = relocatedCode(arch, from, fn, x, 4, cave);
+  if (typeof code === 'string') return code;
+  const widened = widen(shapes.entry);
+  if ('ok' in widened) return `the entry patch with room for the literal: ${widened.reason}`;
+  const original = model.imageBytes(x, 4);
+  if (!original) return `the bytes at ${hex(x)} are not in the ELF image`;
+  return {
+    address: x,
+    shape: shapes.bypass,
+    original,
+    from: from.name,
+    copy: new Uint8Array(0),
+    code,
+    entry: { ...widened, ...(entry.keptRegisters !== undefined ? { keptRegisters: entry.keptRegisters } : {}) },
+  };
 }
 
 /**

@@ -135,6 +135,14 @@ export interface InjectionArch {
    * any open window. A sentence when the code has no such copy.
    */
   foldedEpilogue?(fn: FunctionCode, from: number): Uint8Array | string;
+  /**
+   * Thumb: code that falls through into a patched entry is relocated into the entry's stub instead
+   * of folded (`BypassSite.code`). `farBypass` gives the entry patch with room for a second literal
+   * and the 4-byte patch at `at` that jumps through it, for when fewer bytes precede the entry
+   * than a patch of its own needs.
+   */
+  readonly relocatesFallThrough?: boolean;
+  farBypass?(entry: PatchShape, entryAddress: number, at: number): { entry: PatchShape; bypass: PatchShape } | string;
 }
 
 export interface LivenessModel {
@@ -219,8 +227,17 @@ export type PatchShape =
   | { kind: 'rvAuipc'; length: 8; scratch: number }
   /** Thumb `B.W`: 4 bytes, +/-16 MiB. */
   | { kind: 'thumbBW'; length: 4 }
-  /** Thumb `LDR.W pc, [pc, #k]` + literal: 8 bytes (10 when the site is not word aligned). */
-  | { kind: 'thumbLdrPc'; length: 8 | 10 };
+  /**
+   * Thumb `LDR.W pc, [pc, #k]` + literal: 8 bytes (10 when the site is not word aligned). With
+   * `bypassLiteral`, a second literal word follows at that address (12 or 14 bytes): the one a
+   * `thumbLdrPcFar` patch on the code that falls through into this entry jumps through.
+   */
+  | { kind: 'thumbLdrPc'; length: 8 | 10 | 12 | 14; bypassLiteral?: number }
+  /**
+   * Thumb `LDR.W pc, [pc, #k]` alone (4 bytes) whose literal lies at `literal`, within 4 KiB after
+   * it, in the bytes of another patch (a `bypassLiteral`): where fewer than 8 bytes precede an entry.
+   */
+  | { kind: 'thumbLdrPcFar'; length: 4; literal: number };
 
 /** One place where code is overwritten with a jump to a trampoline. */
 export interface PatchSite {
@@ -259,6 +276,13 @@ export interface PatchSite {
    */
   divert?: Uint8Array;
   /**
+   * Thumb's `divert`: the displaced code resumes at an entry it falls through into, so the stub
+   * relocates the instructions the next function's entry patch displaces after it (a last `b` to
+   * that entry left out) and resumes at `divertResume`, past that patch.
+   */
+  divertCode?: DecodedInstruction[];
+  divertResume?: number;
+  /**
    * A second entry of a millicode measurement: the code of another label that jumps into this
    * function's body (`__riscv_save_12` into `__riscv_save_10`). The pass it opens is not a call,
    * and the displaced instructions (that code's last ones, the jump among them) are not the function's.
@@ -290,7 +314,16 @@ export interface BypassSite {
   original: Uint8Array;
   /** The function whose code falls through (for messages). */
   from: string;
+  /** RV32: the folded copy, ready to place. Empty when `code` is set. */
   copy: Uint8Array;
+  /**
+   * Thumb: the instructions of that code from `address` up to the entry, which the stub relocates
+   * ahead of the entry's displaced instructions and then jumps past the entry patch
+   * (a last `b` to the entry itself is left out: it is the same fall-through).
+   */
+  code?: DecodedInstruction[];
+  /** The entry site widened to hold the literal this bypass jumps through (PatchShape thumbLdrPcFar). */
+  entry?: PatchSite;
 }
 
 export interface CallSitePlan {
