@@ -121,7 +121,11 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     options.signal,
   );
   for (const [f, reason] of plan?.unmeasurable ?? []) if (!ledger.isKnown(f)) ledger.refused.set(f, reason);
-  const packer = wantGroups && estimates ? new GroupPlanner(index, estimates, slots, threshold, options.packing ?? 0.7, plan?.groupable) : undefined;
+  // Without call counts groups test blindly, halving the ones that come out hot; they pay where
+  // few functions are hot. Once measuring what is open one by one would end within the runs that
+  // measuring everything takes, descent does that instead, so it never takes more.
+  const naive = Math.ceil(graph.functions.length / slots);
+  const packer = wantGroups ? new GroupPlanner(index, estimates ?? new Map(), slots, threshold, options.packing ?? 0.7, plan?.groupable) : undefined;
 
   for (;;) {
     const U = computeBounds(index, ledger, residual);
@@ -136,7 +140,7 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     if (candidates.length === 0) break;
     let batch: string[];
     let groups: string[][] = [];
-    if (packer) {
+    if (packer && !(estimates === undefined && batches.length + Math.ceil(candidates.length / slots) >= naive)) {
       ({ batch, groups } = packer.plan(candidates, U, ready, ledger));
     } else {
       const first = candidates.filter(ready);
