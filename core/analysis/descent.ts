@@ -140,7 +140,7 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     if (candidates.length === 0) break;
     let batch: string[];
     let groups: string[][] = [];
-    if (packer && !(estimates === undefined && batches.length + Math.ceil(candidates.length / slots) >= naive)) {
+    if (packer && !(estimates === undefined && batches.length > 0 && batches.length + Math.ceil(candidates.length / slots) >= naive)) {
       ({ batch, groups } = packer.plan(candidates, U, ready, ledger));
     } else {
       const first = candidates.filter(ready);

@@ -3,8 +3,6 @@ import { groupKey, type Ledger } from './analysisRun';
 
 /** Groups one function may join: after that it is measured alone, so descent always ends. */
 const MAX_GROUPINGS = 4;
-/** A hot group whose members nothing is known of repacks into this many groups (halves). */
-const SPLIT = 2;
 
 /**
  * Plans descent steps with group measurements. Functions that look hot (estimate at or above the
@@ -86,7 +84,9 @@ export class GroupPlanner {
     const due = (f: string): boolean => ready(f) || guess.get(f)! >= this.threshold || this.hotPair.has(f);
     const later = singles.filter((f) => !due(f));
     const first = singles.filter(due);
-    const groupSlots = Math.min(packs.length, packs.length > 0 ? Math.max(this.slots > 1 ? 1 : 0, this.slots - first.length) : 0);
+    // Blind groups (no call counts) get half the slots at least: idle group slots split the packs.
+    const least = this.slots > 1 ? (this.prior.size > 0 ? 1 : Math.ceil(this.slots / 2)) : 0;
+    const groupSlots = packs.length > 0 ? Math.max(Math.min(least, this.prior.size > 0 ? packs.length : least), this.slots - first.length) : 0;
     const batch = first.slice(0, this.slots - groupSlots);
     const chosen = packs.slice(0, this.slots - batch.length);
     // Idle slots split the groups with the largest estimates: fewer members, less to redo.
@@ -136,7 +136,8 @@ export class GroupPlanner {
         // Nothing known of the members (no call counts): a hot group is usually one hot member
         // among cold ones, so it is halved (each member takes its share of two groups' room), not
         // spread evenly, which would measure every member alone.
-        const part = sum > 0 ? g.value / g.members.length : (SPLIT * this.packing * this.threshold) / g.members.length;
+        const part =
+          sum > 0 ? g.value / g.members.length : (Math.max(2, Math.ceil(Math.sqrt(g.members.length))) * this.packing * this.threshold) / g.members.length;
         this.floor.set(m, Math.max(this.floor.get(m) ?? 0, part));
         if (g.members.length === 2) this.hotPair.add(m);
       }
