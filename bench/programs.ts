@@ -31,7 +31,7 @@ const SERVERS: Record<FixtureTarget, Record<string, unknown>> = {
   'cortex-m4': { type: 'qemu', machine: 'mps2-an386' },
 };
 const INSTRUCTIONS_PER_UNIT: Record<FixtureTarget, number> = { rv32: 1, 'cortex-m4': 40 };
-const PROGRAMS = ['crc32', 'sha256', 'sorting', 'matmul', 'fft', 'json', 'softfloat', 'report', 'statemachine', 'aes'];
+const PROGRAMS = ['crc32', 'sha256', 'sorting', 'matmul', 'fft', 'json', 'softfloat', 'report', 'statemachine', 'aes', 'shell'];
 /** Functions per run (`--slots N` narrows it, e.g. to give --jobs-wall more runs to share out). */
 const SLOTS = Number(option(process.argv.slice(2), '--slots') ?? 8);
 

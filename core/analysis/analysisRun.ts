@@ -88,6 +88,9 @@ export function isAbort(err: unknown): boolean {
 
 export interface Measured {
   value: number;
+  /** Where the counter quantises (SysTick ticks): the highest and lowest value the truth may have. */
+  upper?: number;
+  lower?: number;
   resultSet: number;
   /** Why the value may be too low (entries the payload missed); then it cannot bound callees. */
   incomplete?: string;
@@ -97,6 +100,8 @@ export interface Measured {
 export interface MeasuredGroup {
   members: readonly string[];
   value: number;
+  /** Where the counter quantises: the highest value the truth may have (bounds use it). */
+  upper?: number;
   resultSet: number;
 }
 
@@ -129,7 +134,12 @@ export class Ledger {
   /** A value that bounds the callees from above: not one that may have missed entries. */
   upperValue(name: string): number | undefined {
     const m = this.measured.get(name);
-    return m?.incomplete !== undefined ? undefined : this.value(name);
+    return m?.incomplete !== undefined ? undefined : (m?.upper ?? this.value(name));
+  }
+
+  /** A value the truth is not below (what a sibling residual may take off). */
+  lowerValue(name: string): number | undefined {
+    return this.measured.get(name)?.lower ?? this.value(name);
   }
 
   /** Measured, or spanning: its value is known (or will be after the first run). */
@@ -157,8 +167,10 @@ export class Ledger {
       if (raw) {
         const value = this.engine.value(this.metric.id, raw);
         if (value !== undefined) {
-          const incomplete = rs.measurements.find((m) => m.name === name)?.incomplete;
-          this.measured.set(name, { value, resultSet: index, ...(incomplete !== undefined ? { incomplete } : {}) });
+          const m = rs.measurements.find((x) => x.name === name);
+          const incomplete = m?.incomplete;
+          const spread = this.spread(rs, raw, m?.calls ?? 0);
+          this.measured.set(name, { value, ...spread, resultSet: index, ...(incomplete !== undefined ? { incomplete } : {}) });
           this.refused.delete(name);
           continue;
         }
@@ -183,7 +195,8 @@ export class Ledger {
         for (const m of g.members) this.groupRefused.set(m, g.incomplete ?? `'${this.metric.id}' cannot be formed for the group ${g.name}`);
         continue;
       }
-      this.groups.push({ members: [...g.members], value, resultSet: index });
+      const upper = this.spread(rs, groupRawValues(rs, g), g.calls).upper;
+      this.groups.push({ members: [...g.members], value, ...(upper !== undefined ? { upper } : {}), resultSet: index });
     }
     for (const r of rs.refused) {
       if (!r.members) continue;
@@ -197,6 +210,20 @@ export class Ledger {
       for (const m of members) this.groupRefused.set(m, 'the measurer returned neither a result nor a reason for its group');
       this.warnings.push(`run ${index + 1}: no result and no reason for the group ${members.join(' + ')}; its members are measured alone`);
     }
+  }
+
+  /**
+   * A SysTick measurement is off by less than a tick at each call boundary (N calls: N ticks either
+   * way), and the run's total by one: the metric's value with the inclusive count moved by that
+   * much, so that no bound formed from it lies below the truth. Nothing on exact counters.
+   */
+  private spread(rs: ResultSet, raw: Record<string, number>, calls: number): { upper?: number; lower?: number } {
+    if (rs.run.event !== 'ticks') return {};
+    const moved = (sign: number): Record<string, number> =>
+      Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, k.startsWith('inclusive:') ? Math.max(0, v + sign * (Math.max(1, calls) + 1)) : v]));
+    const upper = this.engine.value(this.metric.id, moved(1));
+    const lower = this.engine.value(this.metric.id, moved(-1));
+    return { ...(upper !== undefined ? { upper } : {}), ...(lower !== undefined ? { lower } : {}) };
   }
 
   private refuse(name: string, reason: string): void {

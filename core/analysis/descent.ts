@@ -53,7 +53,8 @@ export type { FullProfileOptions, RoundRobinOptions } from './fullProfile';
  * - groups: a group measurement G (the union of its members' activations, one slot) bounds each
  *   member by M(G), and callers known only through one group count once, with M(G).
  *
- * Groups (when the measurer can, and the graph has call counts): see GroupPlanner. A dry run
+ * Groups (when the measurer can; with call counts they pack the functions that look cold, without
+ * them they test blindly): see GroupPlanner. A dry run
  * (`BatchMeasurer.plan`) first keeps functions no run can measure out of the slots.
  *
  * Order. Each step takes the functions whose bound is at or above the threshold and whose callers
@@ -86,7 +87,8 @@ export interface DescentOptions extends CommonOptions {
    * Measure functions that look cold together, one slot per group, and prune a whole group when
    * its union stays below the threshold (default: whenever the measurer can measure groups). Which
    * functions look cold comes from the call counts of a dynamic call graph (`count` on the edges);
-   * without counts every open function looks hot and is measured alone.
+   * without counts the groups are tested blindly: any open function may join one, and a group that
+   * comes out hot is split until its hot members stand alone.
    */
   groups?: boolean;
   /** A group is filled until the estimates of its members add up to this fraction of the threshold (default 0.7). */
@@ -113,18 +115,21 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
   const estimates = callCountEstimates(graph, index, ledger.spanning);
   const wantGroups = (options.groups ?? true) && pool.groups === true;
   if (options.groups === true && pool.groups !== true) ledger.warnings.push('the measurer cannot measure groups: every function was measured alone');
-  // Without call counts (no dynamic call graph) groups are not formed: said only when groups were
-  // asked for explicitly, not on every descent that merely allows them.
-  if (wantGroups && !estimates) {
-    if (options.groups === true)
-      ledger.warnings.push('group measurements need call counts to tell which functions look cold (a dynamic call graph): every function was measured alone');
-  }
   const plan = await pool.plan(
     index.bfsOrder.filter((f) => !ledger.isKnown(f)),
     options.signal,
   );
   for (const [f, reason] of plan?.unmeasurable ?? []) if (!ledger.isKnown(f)) ledger.refused.set(f, reason);
-  const packer = wantGroups && estimates ? new GroupPlanner(index, estimates, slots, threshold, options.packing ?? 0.7, plan?.groupable) : undefined;
+  // Without call counts groups test blindly, splitting the ones that come out hot; they pay where
+  // few functions are hot. A step with blind groups may decide nothing, so one is taken only while
+  // that run and measuring all that is open one by one after it stay within the runs measuring
+  // everything takes: descent never takes more. With one slot there are none (a hot group costs a
+  // whole run).
+  const naive = Math.ceil(graph.functions.length / slots);
+  const packer =
+    wantGroups && (estimates || slots > 1)
+      ? new GroupPlanner(index, estimates ?? new Map(), slots, threshold, options.packing ?? 0.7, plan?.groupable)
+      : undefined;
 
   for (;;) {
     const U = computeBounds(index, ledger, residual);
@@ -138,6 +143,8 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     const candidates = queueOrder.filter(open);
     if (candidates.length === 0) break;
     // Up to one batch per worker, disjoint: the planner is asked again without what is planned.
+    // Blind groups (no call counts) are planned only while every batch of the step deciding nothing,
+    // and all that is open then measured one by one, still stays within the naive count.
     const step: Required<BatchJob>[] = [];
     const planned = new Set<string>();
     while (step.length < pool.capacity) {
@@ -145,7 +152,7 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
       if (left.length === 0) break;
       let batch: string[];
       let groups: string[][] = [];
-      if (packer) {
+      if (packer && (estimates !== undefined || batches.length + step.length + 1 + Math.ceil(candidates.length / slots) <= naive)) {
         ({ batch, groups } = packer.plan(left, U, ready, ledger));
       } else {
         const first = left.filter(ready);

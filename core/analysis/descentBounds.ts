@@ -10,8 +10,9 @@ import type { Ledger } from './analysisRun';
 export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: boolean): Map<string, number> {
   const whole = ledger.whole ?? Number.POSITIVE_INFINITY;
   const U = new Map<string, number>();
-  // A caller counts with a value that bounds from above; a sibling is subtracted with any measured
-  // value (one that may be low subtracts too little, which keeps the bound).
+  // A caller counts with a value that bounds from above; a sibling is subtracted with a value the
+  // truth is not below: on a quantising counter its lower end, otherwise its measured value (one
+  // that may be low subtracts too little, which keeps the bound).
   const known = (p: string): number => ledger.upperValue(p) ?? U.get(p) ?? whole;
   const privateOf = (p: string): string[] => index.callees(p).filter((s) => !index.isRoot(s) && index.reachable.has(s) && onlyCaller(index, s) === p);
   const eligible = (p: string): boolean => residual && !index.inCycle(p) && index.rootsReaching(p) === 1;
@@ -19,7 +20,7 @@ export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: b
     let v = known(p);
     if (!eligible(p) || !Number.isFinite(v)) return v;
     for (const s of privateOf(p)) {
-      const m = ledger.value(s);
+      const m = ledger.lowerValue(s);
       if (m !== undefined && !excluded(s)) v -= m;
     }
     return Math.max(0, v);
@@ -33,8 +34,9 @@ export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: b
       const together = callers.filter((p) => !used.has(p) && ledger.upperValue(p) === undefined && g.members.includes(p));
       if (together.length < 2) continue;
       const apart = together.reduce((acc, p) => acc + part(p), 0);
-      if (g.value >= apart) continue;
-      sum += g.value;
+      const upper = g.upper ?? g.value;
+      if (upper >= apart) continue;
+      sum += upper;
       for (const p of together) used.add(p);
     }
     for (const p of callers) if (!used.has(p)) sum += part(p);
@@ -45,7 +47,7 @@ export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: b
   // counter that quantises, such as SysTick on QEMU, then prunes functions just above the threshold.)
   const groupBound = (f: string): number => {
     let best = Number.POSITIVE_INFINITY;
-    for (const g of ledger.groups) if (g.members.includes(f)) best = Math.min(best, g.value);
+    for (const g of ledger.groups) if (g.members.includes(f)) best = Math.min(best, g.upper ?? g.value);
     return best;
   };
   for (const id of index.componentOrder) {

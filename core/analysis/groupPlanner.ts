@@ -78,8 +78,16 @@ export class GroupPlanner {
       packs.splice(i, 1, { members: a, sum: sum(a) }, { members: b, sum: sum(b) });
       i--;
     }
-    const groupSlots = Math.min(packs.length, packs.length > 0 ? Math.max(this.slots > 1 ? 1 : 0, this.slots - singles.length) : 0);
-    const batch = singles.slice(0, this.slots - groupSlots);
+    // Singles due now (ready, or looking hot) come first; the others (looking ahead at functions
+    // that cannot join a group) take only the slots the groups leave: a group of unready functions
+    // decides many at once, a single one.
+    const due = (f: string): boolean => ready(f) || guess.get(f)! >= this.threshold || this.hotPair.has(f);
+    const later = singles.filter((f) => !due(f));
+    const first = singles.filter(due);
+    // Blind groups (no call counts) get half the slots at least: idle group slots split the packs.
+    const least = this.slots > 1 ? (this.prior.size > 0 ? 1 : Math.ceil(this.slots / 2)) : 0;
+    const groupSlots = packs.length > 0 ? Math.max(Math.min(least, this.prior.size > 0 ? packs.length : least), this.slots - first.length) : 0;
+    const batch = first.slice(0, this.slots - groupSlots);
     const chosen = packs.slice(0, this.slots - batch.length);
     // Idle slots split the groups with the largest estimates: fewer members, less to redo.
     for (;;) {
@@ -93,12 +101,15 @@ export class GroupPlanner {
         { members: [] as string[], sum: 0 },
       ];
       for (const m of members) {
-        const h = halves[0]!.sum <= halves[1]!.sum ? halves[0]! : halves[1]!;
+        // Equal estimates (none known: every guess 0) alternate, so the halves are halves.
+        const [a, b] = [halves[0]!, halves[1]!];
+        const h = a.sum < b.sum || (a.sum === b.sum && a.members.length <= b.members.length) ? a : b;
         h.members.push(m);
         h.sum += guess.get(m)!;
       }
       chosen.splice(widest, 1, ...halves);
     }
+    batch.push(...later.slice(0, Math.max(0, this.slots - batch.length - chosen.length)));
     // Within the room the target has for patches: the last groups give up members to later runs.
     let room = this.capacity - batch.length;
     for (const p of chosen) {
@@ -122,7 +133,12 @@ export class GroupPlanner {
       const sum = g.members.reduce((acc, m) => acc + (this.prior.get(m) ?? 0) * (this.scale.get(m) ?? 1), 0);
       for (const m of g.members) {
         if (sum > 0) this.scale.set(m, ((this.scale.get(m) ?? 1) * g.value) / sum);
-        this.floor.set(m, Math.max(this.floor.get(m) ?? 0, g.value / g.members.length));
+        // Nothing known of the members (no call counts): a hot group is usually one hot member
+        // among cold ones, so it is halved (each member takes its share of two groups' room), not
+        // spread evenly, which would measure every member alone.
+        const part =
+          sum > 0 ? g.value / g.members.length : (Math.max(2, Math.ceil(Math.sqrt(g.members.length))) * this.packing * this.threshold) / g.members.length;
+        this.floor.set(m, Math.max(this.floor.get(m) ?? 0, part));
         if (g.members.length === 2) this.hotPair.add(m);
       }
     }

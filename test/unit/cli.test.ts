@@ -258,6 +258,8 @@ const functions = ['main', 'work', 'tiny', 'leaf', 'cold', 'isr'];
 const edges = [['main', 'work'], ['main', 'cold'], ['work', 'tiny'], ['tiny', 'leaf'], ['isr', 'leaf']];
 const value = { main: 10000, work: 9000, tiny: 7000, leaf: 6900, cold: 50, isr: 100 };
 const OVERHEAD = 7;
+// A group (members that never call one another) counts the sum of its members.
+const valueOf = (m) => (m.members ? m.members.reduce((s, n) => s + value[n], 0) : value[m.name]);
 let counter = 0, seq = 1, injected = [], nextId = 1, buf = Buffer.alloc(0);
 function send(m) { const j = Buffer.from(JSON.stringify({ seq: seq++, ...m })); process.stdout.write('Content-Length: ' + j.length + '\r\n\r\n'); process.stdout.write(j); }
 function reply(req, body, error) { send(error ? { type: 'response', request_seq: req.seq, command: req.command, success: false, message: error } : { type: 'response', request_seq: req.seq, command: req.command, success: true, body }); }
@@ -282,12 +284,13 @@ function handle(req) {
     case 'cyclelens/inject': {
       const out = { injected: [], refused: [] };
       for (const t of a.targets) {
-        if (t.function === 'tiny') out.refused.push({ target: t, reason: 'tiny is 2 bytes long: too short for a 4-byte patch' });
+        if (t.group) { const m = { id: nextId++, name: t.group.join(' + '), kind: 'group', members: t.group, payload: 'software', counter: 'minstret', warnings: [] }; injected.push(m); out.injected.push(m); }
+        else if (t.function === 'tiny') out.refused.push({ target: t, reason: 'tiny is 2 bytes long: too short for a 4-byte patch' });
         else { const m = { id: nextId++, name: t.function, kind: 'function', payload: 'software', counter: 'minstret', warnings: [] }; injected.push(m); out.injected.push(m); }
       }
       return reply(req, out);
     }
-    case 'cyclelens/injectedResults': return reply(req, { results: injected.map((m) => ({ id: m.id, name: m.name, counter: 'minstret', calls: 3, passes: 3, untracked: 0, total: value[m.name] + OVERHEAD, compensatedTotal: value[m.name], overheadPerPass: 2, min: 1, max: 2, mean: 1.5, meanCompensated: 1, lastPasses: [] })) });
+    case 'cyclelens/injectedResults': return reply(req, { results: injected.map((m) => ({ id: m.id, name: m.name, counter: 'minstret', calls: 3, passes: 3, untracked: 0, total: valueOf(m) + OVERHEAD, compensatedTotal: valueOf(m), overheadPerPass: 2, min: 1, max: 2, mean: 1.5, meanCompensated: 1, lastPasses: [] })) });
     case 'cyclelens/planInjection': return reply(req, { functions: a.functions.map((name) => name === 'tiny' ? { name, entry: false, callSites: false, reason: 'tiny is 2 bytes long: too short for a 4-byte patch' } : { name, entry: true }) });
     case 'cyclelens/removeInjections': injected = injected.filter((m) => !(a.ids || []).includes(m.id)); return reply(req, {});
     case 'disconnect': reply(req, {}); setTimeout(() => process.exit(0), 10); return;

@@ -137,6 +137,25 @@ describe('descent with group measurements', () => {
     assert.ok(Math.abs(outcome(r, 'x').bound! - 0.08) < 1e-12);
   });
 
+  it('on SysTick ticks, bounds by the top of the quantisation interval: one tick per call and one for the total', async () => {
+    // The group {a, b} read 40 ticks over 2 calls: the truth may be up to 43 of 1000.
+    const g = counted(graphOf({ main: ['a', 'b', 'big'] }), () => 1);
+    const earlier: ResultSet = {
+      ...earlierRun({ main: 1000, big: 900 }, [['a', 'b', 40]]),
+      run: { kind: 'synthetic', event: 'ticks', totals: { ticks: 1000 }, method: 'synthetic, SysTick' },
+    };
+    for (const rs of [earlier]) {
+      for (const m of rs.measurements) m.inclusive = { ticks: m.inclusive['instructions']! };
+      for (const x of rs.groups ?? []) x.inclusive = { ticks: x.inclusive['instructions']! };
+    }
+    const vals = { main: 1000, a: 30, b: 12, big: 900 };
+    const r = await descend(g, new GroupMeasurer(1, g, vals, 1000), 0.042, { previous: [earlier] });
+    assert.ok(Math.abs(outcome(r, 'b').bound! - 0.043) < 1e-12, `bound ${outcome(r, 'b').bound}`);
+    assert.equal(outcome(r, 'b').status, 'measured', 'not pruned: the truth may be above the threshold');
+    const r2 = await descend(g, new GroupMeasurer(1, g, vals, 1000), 0.044, { previous: [earlier] });
+    assert.equal(outcome(r2, 'b').status, 'pruned');
+  });
+
   it('bounds each member by the whole value of its group, even once another member is measured alone', async () => {
     const g = counted(graphOf({ main: ['a', 'b', 'big'] }), () => 1);
     const earlier = earlierRun({ main: 1000, a: 120 }, [['a', 'b', 150]]);
@@ -165,15 +184,37 @@ describe('descent with group measurements', () => {
     for (const f of ['hot', 'h1']) assert.equal(outcome(r, f).status, 'measured');
   });
 
-  it('measures one function per slot when the graph has no call counts', async () => {
-    const graph = graphOf(spec);
-    const m = new GroupMeasurer(2, graph, values, 1000);
-    const r = await descend(graph, m, 0.15, { groups: true });
-    assert.deepEqual(m.groupBatches.flat(), []);
-    assert.ok(
-      r.warnings.some((w) => /call counts/.test(w)),
-      r.warnings.join('; '),
-    );
+  /** Start-up code that ran before the window (main's entry) opened: in the program, not measured. */
+  const startup = (n: number): Spec => ({ _start: ['main', ...Array.from({ length: n }, (_, i) => `init${i}`)] });
+  const fromMain = { roots: ['main'], spanning: ['main'] };
+
+  it('without call counts, tests groups blindly and prunes the cold functions by them, without a warning', async () => {
+    const graph = graphOf({ ...startup(4), ...spec });
+    const m = new GroupMeasurer(2, graph, { ...values, _start: 1000 }, 1000);
+    const r = await descend(graph, m, 0.15, { groups: true, ...fromMain });
+    assert.ok(m.groupBatches.flat().length > 0, 'no group was measured');
+    for (const f of ['hot', 'h1']) assert.equal(outcome(r, f).status, 'measured');
+    for (const c of ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 's']) {
+      const o = outcome(r, c);
+      assert.ok(o.status === 'pruned' || o.status === 'measured', `${c}: ${o.status}`);
+      if (o.status === 'pruned') assert.ok(values[c]! / 1000 <= o.bound! + 1e-12 && o.bound! < 0.15, `${c}: bound ${o.bound}`);
+    }
+    assert.deepEqual(r.warnings, []);
+  });
+
+  it('without call counts, splits a hot group of many cold functions instead of measuring each alone', async () => {
+    // main calls 24 leaves; one is hot. Alone, 24 leaves take 6 runs of 4 slots.
+    const leaves = Array.from({ length: 24 }, (_, i) => `l${i}`);
+    const graph = graphOf({ ...startup(6), main: leaves });
+    const vals: Record<string, number> = { _start: 1000, main: 1000, ...Object.fromEntries(leaves.map((l) => [l, 2])) };
+    vals['l7'] = 900;
+    const m = new GroupMeasurer(4, graph, vals, 1000);
+    const r = await descend(graph, m, 0.05, fromMain);
+    assert.equal(outcome(r, 'l7').status, 'measured');
+    const pruned = leaves.filter((l) => outcome(r, l).status === 'pruned');
+    assert.ok(pruned.length >= 16, `${pruned.length} leaves pruned`);
+    assert.ok(r.runs <= 4, `${r.runs} runs`);
+    assert.ok(m.groupBatches.flat().length > 0);
   });
 
   it('keeps recall at 100 % on random programs and takes fewer runs than one function per slot', async () => {
@@ -200,5 +241,24 @@ describe('descent with group measurements', () => {
     }
     assert.ok(groupsMeasured > 0, 'no group was ever measured');
     assert.ok(grouped < alone, `with groups ${grouped} runs, one function per slot ${alone}`);
+  });
+
+  it('without call counts keeps recall at 100 % on random programs and never takes more runs than measuring everything', async () => {
+    for (let seed = 1; seed <= 60; seed++) {
+      const p = randomProgram(seed);
+      for (const threshold of [0.01, 0.05, 0.2]) {
+        for (const slots of [1, 3, 8]) {
+          const m = new GroupMeasurer(slots, p.graph, p.values, p.total);
+          const r = await descend(p.graph, m, threshold);
+          const hot = Object.keys(p.values).filter((f) => p.values[f]! / p.total >= threshold);
+          for (const f of hot) assert.equal(outcome(r, f).status, 'measured', `seed ${seed}, threshold ${threshold}, k=${slots}: ${f} missed`);
+          for (const o of r.outcomes)
+            if (o.status === 'pruned') assert.ok(p.values[o.name]! / p.total <= o.bound! + 1e-12, `seed ${seed}: bound of ${o.name} below its value`);
+          assert.deepEqual(r.warnings, []);
+          const naive = Math.ceil(p.graph.functions.length / slots);
+          assert.ok(r.runs <= naive, `seed ${seed}, threshold ${threshold}, k=${slots}: ${r.runs} runs, measuring everything ${naive}`);
+        }
+      }
+    }
   });
 });
