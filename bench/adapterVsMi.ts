@@ -5,6 +5,7 @@
  * on the machine falls on both alike. Prints each row's medians and the ratio adapter / floor.
  *   npm run bench -- adapterVsMi [--reps N]
  */
+import { adapterStartEnv } from '../common/startHint';
 import { AdapterHarness, fixtureSource, qemuLaunchArgs } from '../test/support/dap';
 import { markerLine } from '../test/support/markers';
 import { fixtureElf } from '../test/support/paths';
@@ -53,7 +54,9 @@ function counting(counts: Counts | undefined, row: Row, sent: () => number, ops:
 
 /** Memory rows hold seconds per read; they are turned into throughput when printed. */
 async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
-  const h = new AdapterHarness();
+  const args = qemuLaunchArgs('cortex-m4', 'singlepass', counts ? { trace: true } : {});
+  // Spawned as the extension's DebugAdapterDescriptorFactory spawns it: with the start hint of its launch.
+  const h = new AdapterHarness(undefined, adapterStartEnv(args as unknown as Record<string, unknown>));
   await h.start();
   let sentSoFar = 0;
   if (counts) h.dc.on('output', (e: { body: { output: string } }) => (sentSoFar += e.body.output.split('\n').filter((l) => l.startsWith('-> ')).length));
@@ -61,7 +64,7 @@ async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
   let left: Awaited<ReturnType<typeof h.stop>> = [];
   try {
     const dc = h.dc;
-    await op('launch', 1)(s.launch, () => h.launchToEntry(qemuLaunchArgs('cortex-m4', 'singlepass', counts ? { trace: true } : {})));
+    await op('launch', 1)(s.launch, () => h.launchToEntry(args));
     await dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [{ line: regionLine }] });
     await Promise.all([dc.continueRequest({ threadId: 1 }), dc.waitForEvent('stopped')]);
     await dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
