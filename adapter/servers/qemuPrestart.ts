@@ -52,7 +52,8 @@ interface Prestarted {
 }
 
 const SLOT = Symbol.for('cyclelens.prestartedQemu');
-const state = globalThis as { [SLOT]?: Prestarted };
+const ENDING = Symbol.for('cyclelens.prestartedQemuEnding');
+const state = globalThis as { [SLOT]?: Prestarted; [ENDING]?: Promise<void> };
 
 /** The template's arguments with this start's port and run directory. */
 export function instantiate(argv: string[], port: number, dir: string): string[] {
@@ -206,14 +207,19 @@ export function takePrestartedQemu(command: QemuCommand): { child: ChildProcess;
     clearTimeout(p.timer);
     return { child: p.child, port: p.port, dir: p.dir };
   }
-  void discardPrestartedQemu();
+  // Ended meanwhile; discardPrestartedQemu (before the launch answers) waits for it.
+  state[ENDING] = discardPrestartedQemu();
   return undefined;
 }
 
 /** Ends a prestarted QEMU that no launch took and removes its run directory; resolves once it is gone. */
 export async function discardPrestartedQemu(): Promise<void> {
   const p = state[SLOT];
-  if (!p) return;
+  if (!p) {
+    const ending = state[ENDING];
+    state[ENDING] = undefined;
+    return ending;
+  }
   state[SLOT] = undefined;
   clearTimeout(p.timer);
   if (p.child.exitCode === null && p.child.signalCode === null) {
