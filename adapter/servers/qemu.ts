@@ -12,7 +12,8 @@ import { freePort } from '../util/ports';
 import { qemuPluginPath } from '../sampling/pluginLocation';
 import { codeCacheDir } from '../codeCache';
 import { FileFollower } from './fileFollower';
-import { DIR_SLOT, instantiate, PORT_SLOT, rememberQemuCommand, takePrestartedQemu, type QemuCommand } from './qemuPrestart';
+import { rememberStart, type QemuCommand } from '../startPlan';
+import { DIR_SLOT, instantiate, PORT_SLOT, takePrestartedQemu } from './qemuPrestart';
 import { OutputTail, waitForTcp } from './readiness';
 import type { GdbServer, ServerContext, ServerExit } from './strategy';
 
@@ -108,7 +109,7 @@ export class QemuServer implements GdbServer {
       `Install it (Debian: \`apt-get install ${debianPackage}\`) or set \`server.path\` in the launch configuration.`,
     );
     const command = { binary: exe, argv: template.argv, cwd: ctx.cwd };
-    rememberQemuCommand(command, process.env, codeCacheDir());
+    rememberStart({ qemu: command }, process.env, codeCacheDir());
     const ahead = takePrestartedQemu(command);
     if (ahead) {
       try {

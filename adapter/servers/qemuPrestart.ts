@@ -1,10 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { START_HINT_VAR } from '../../common/startHint';
-import { privateDir } from '../codeCache';
+import type { QemuCommand } from '../startPlan';
 import { sharedWatchdog } from '../util/childWatchdog';
 
 /**
@@ -14,9 +13,9 @@ import { sharedWatchdog } from '../util/childWatchdog';
  * first requests.
  *
  * Which command to start comes from the start hint (common/startHint.ts): a launch that was given a
- * hint saves the QEMU command it built, as a template with the gdbserver port and the run directory
- * left open, under that key in the cache directory; the next adapter spawned with the same hint
- * starts that command halted (`-S`) on a port and in a directory of its own. The launch takes the
+ * hint remembers the QEMU command it built (adapter/startPlan.ts), as a template with the gdbserver
+ * port and the run directory left open; the next adapter spawned with the same hint starts that
+ * command halted (`-S`) on a port and in a directory of its own. The launch takes the
  * process only when the command it builds now is the same template (and the ELF named by `-kernel`
  * has not changed since); any other launch, or none within UNUSED_MS, ends it. The process is
  * registered with the child watchdog, started before it, from its spawn on.
@@ -29,18 +28,8 @@ import { sharedWatchdog } from '../util/childWatchdog';
 export const PORT_SLOT = '{{cyclelens:port}}';
 export const DIR_SLOT = '{{cyclelens:dir}}';
 
-/** A QEMU command as a template: `argv` holds PORT_SLOT and DIR_SLOT. */
-export interface QemuCommand {
-  binary: string;
-  argv: string[];
-  cwd: string;
-}
-
 /** A prestarted QEMU nobody took is ended after this long (the adapter got no launch, or a slow one). */
 export const UNUSED_MS = 10_000;
-/** Saved commands kept per cache directory: one per launch configuration in use. */
-const COMMANDS_KEPT = 16;
-const COMMAND_FILE = /^qemu-[0-9a-f]{32}\.json$/;
 
 interface Prestarted {
   command: QemuCommand;
@@ -60,12 +49,6 @@ export function instantiate(argv: string[], port: number, dir: string): string[]
   return argv.map((a) => a.split(PORT_SLOT).join(String(port)).split(DIR_SLOT).join(dir));
 }
 
-function commandFile(env: NodeJS.ProcessEnv, cacheDir: string | undefined): string | undefined {
-  const key = env[START_HINT_VAR];
-  if (!cacheDir || !key || !/^[0-9a-f]{32}$/.test(key)) return undefined;
-  return join(cacheDir, `qemu-${key}.json`);
-}
-
 /** The size and time of the ELF a command loads (`-kernel`), to notice a rebuild in between. */
 function kernelStamp(argv: string[]): string | undefined {
   const i = argv.indexOf('-kernel');
@@ -83,54 +66,13 @@ function sameCommand(a: QemuCommand, b: QemuCommand): boolean {
   return a.binary === b.binary && a.cwd === b.cwd && a.argv.length === b.argv.length && a.argv.every((x, i) => x === b.argv[i]);
 }
 
-/** The command saved under the hint in `env`, if any (read only from a private directory). */
-export function savedQemuCommand(env: NodeJS.ProcessEnv, cacheDir: string | undefined): QemuCommand | undefined {
-  const file = commandFile(env, cacheDir);
-  if (!file) return undefined;
-  try {
-    if (!privateDir(cacheDir!)) return undefined;
-    const c = JSON.parse(readFileSync(file, 'utf8')) as Partial<QemuCommand>;
-    const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
-    if (typeof c.binary !== 'string' || typeof c.cwd !== 'string' || !strings(c.argv)) return undefined;
-    return { binary: c.binary, argv: c.argv, cwd: c.cwd };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Saves the command a launch built under the hint in `env` (when there is one). Never throws. */
-export function rememberQemuCommand(command: QemuCommand, env: NodeJS.ProcessEnv, cacheDir: string | undefined): void {
-  const file = commandFile(env, cacheDir);
-  if (!file) return;
-  const text = JSON.stringify(command);
-  const partial = `${file}.${process.pid}.partial`;
-  try {
-    if (!privateDir(cacheDir!)) return;
-    try {
-      if (readFileSync(file, 'utf8') === text) return;
-    } catch {
-      // not saved yet
-    }
-    writeFileSync(partial, text, { mode: 0o600 });
-    renameSync(partial, file);
-    const saved = readdirSync(cacheDir!)
-      .filter((name) => COMMAND_FILE.test(name))
-      .map((name) => ({ path: join(cacheDir!, name), mtime: statSync(join(cacheDir!, name)).mtimeMs }))
-      .sort((a, b) => b.mtime - a.mtime);
-    for (const old of saved.slice(COMMANDS_KEPT)) unlinkSync(old.path);
-  } catch {
-    rmSync(partial, { force: true });
-  }
-}
-
 /**
- * Starts the saved command for the hint in `env`, if there is one, then calls `then` (at once when
- * there is nothing to start). The port is chosen by the kernel first, which takes one turn of the
- * event loop. Nothing here may fail a start: the launch starts its own QEMU whatever happens.
+ * Starts `command` (a plan's, adapter/startPlan.ts), then calls `then` (at once when there is nothing
+ * to start). The port is chosen by the kernel first, which takes one turn of the event loop. Nothing
+ * here may fail a start: the launch starts its own QEMU whatever happens.
  */
-export function prestartQemu(env: NodeJS.ProcessEnv, cacheDir: string | undefined, then: () => void): void {
-  const command = state[SLOT] ? undefined : savedQemuCommand(env, cacheDir);
-  if (!command) return then();
+export function prestartQemu(command: QemuCommand | undefined, then: () => void): void {
+  if (!command || state[SLOT]) return then();
   let done = false;
   const go = (port: number | undefined): void => {
     if (done) return;

@@ -118,7 +118,11 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-const ownedProcesses = new Set<OwnedProcess>();
+// On the global object, like the watchdog: the loader (dist/adapter.js) and the adapter program are
+// two bundles with a copy of this module each, and a process the loader starts is ended by the
+// adapter's exit hooks all the same.
+const OWNED = Symbol.for('cyclelens.ownedProcesses');
+const ownedProcesses = ((globalThis as { [OWNED]?: Set<OwnedProcess> })[OWNED] ??= new Set<OwnedProcess>());
 const watchdog = sharedWatchdog();
 
 /** The pid of the process that kills our children if we are SIGKILLed (undefined until the first spawn). */

@@ -55,7 +55,7 @@ async function teach(args: CycleLensLaunchArgs, cache: string): Promise<void> {
   assert.equal(stopped.body.reason, 'entry');
   assert.match(first.allOutput, /^Starting \S*qemu-system-arm /m, 'with nothing remembered, the launch starts QEMU itself');
   await finish(first);
-  assert.equal(readdirSync(cache).filter((f) => /^qemu-[0-9a-f]{32}\.json$/.test(f)).length, 1, 'the launch remembered its command');
+  assert.equal(readdirSync(cache).filter((f) => /^start-[0-9a-f]{32}\.json$/.test(f)).length, 1, 'the launch remembered its command');
 }
 
 describe('QEMU started ahead of the launch', () => {
@@ -67,7 +67,7 @@ describe('QEMU started ahead of the launch', () => {
     for (const dir of caches) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a launch of the hinted configuration takes the QEMU the adapter started before the request', async () => {
+  it('a launch of the hinted configuration takes the QEMU and the GDB the loader started before the request', async () => {
     const cache = cacheDir();
     const args = qemuLaunchArgs('cortex-m4', 'singlepass');
     await teach(args, cache);
@@ -76,9 +76,18 @@ describe('QEMU started ahead of the launch', () => {
     // Before any request: the loader started QEMU from the remembered command.
     const ahead = await qemuOf(second);
     assert.ok(ahead, 'QEMU runs before the launch request');
+    const gdbAhead = processesWithTag(second.tag).filter((p) => /gdb-multiarch/.test(p.cmdline));
+    assert.equal(gdbAhead.length, 1, 'the remembered GDB was started with QEMU, before the adapter program');
     const stopped = await second.launchToEntry(args);
     assert.equal(stopped.body.reason, 'entry');
     assert.equal((await second.topFrame()).name, 'main');
+    assert.deepEqual(
+      processesWithTag(second.tag)
+        .filter((p) => /gdb-multiarch/.test(p.cmdline))
+        .map((p) => p.pid),
+      [gdbAhead[0]!.pid],
+      'the session runs on the GDB started ahead, and no other',
+    );
     assert.match(second.allOutput, /^Started ahead of the launch: \S*qemu-system-arm /m);
     const qemus = processesWithTag(second.tag).filter((p) => /qemu-system-arm/.test(p.cmdline));
     assert.deepEqual(

@@ -4,10 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { adapterStartEnv, START_HINT_VAR, startHintKey } from '../../common/startHint';
-import { DIR_SLOT, instantiate, PORT_SLOT, rememberQemuCommand, savedQemuCommand, takePrestartedQemu } from '../../adapter/servers/qemuPrestart';
+import { DIR_SLOT, instantiate, PORT_SLOT, takePrestartedQemu } from '../../adapter/servers/qemuPrestart';
+import { rememberStart, savedStartPlan } from '../../adapter/startPlan';
 
 /**
- * The start hint and the QEMU commands remembered under it (common/startHint.ts,
+ * The start hint and the plans remembered under it (common/startHint.ts, adapter/startPlan.ts,
  * adapter/servers/qemuPrestart.ts). The processes themselves are tested in
  * test/integration/qemuPrestart.test.ts.
  */
@@ -51,28 +52,30 @@ describe('the start hint', () => {
     ]);
   });
 
-  it('remembers a command under the hint and reads it back; another hint, none, or no cache finds nothing', () => {
+  it('remembers what a launch started under the hint and reads it back; another hint, none, or no cache finds nothing', () => {
     const cache = newDir();
     const env = adapterStartEnv({ executable: '/x/a.elf' });
-    assert.equal(savedQemuCommand(env, cache), undefined);
-    rememberQemuCommand(command, env, cache);
-    assert.deepEqual(savedQemuCommand(env, cache), command);
-    assert.equal(savedQemuCommand(adapterStartEnv({ executable: '/x/b.elf' }), cache), undefined);
-    assert.equal(savedQemuCommand({}, cache), undefined);
-    assert.equal(savedQemuCommand(env, undefined), undefined);
-    assert.equal(savedQemuCommand({ [START_HINT_VAR]: '../../etc/passwd' }, cache), undefined, 'a hint is a key, never a path');
+    assert.equal(savedStartPlan(env, cache), undefined);
+    rememberStart({ qemu: command }, env, cache);
+    assert.deepEqual(savedStartPlan(env, cache), { qemu: command });
+    rememberStart({ gdb: '/usr/bin/gdb-multiarch' }, env, cache);
+    assert.deepEqual(savedStartPlan(env, cache), { qemu: command, gdb: '/usr/bin/gdb-multiarch' }, 'the parts are added to each other');
+    assert.equal(savedStartPlan(adapterStartEnv({ executable: '/x/b.elf' }), cache), undefined);
+    assert.equal(savedStartPlan({}, cache), undefined);
+    assert.equal(savedStartPlan(env, undefined), undefined);
+    assert.equal(savedStartPlan({ [START_HINT_VAR]: '../../etc/passwd' }, cache), undefined, 'a hint is a key, never a path');
     assert.deepEqual(
       readdirSync(cache).filter((f) => f.includes('partial')),
       [],
     );
   });
 
-  it('reads no command from a directory others may write (it would be run)', { skip: process.getuid?.() === undefined }, () => {
+  it('reads no plan from a directory others may write (it names programs to run)', { skip: process.getuid?.() === undefined }, () => {
     const cache = newDir();
     const env = adapterStartEnv({ executable: '/x/a.elf' });
-    rememberQemuCommand(command, env, cache);
+    rememberStart({ qemu: command }, env, cache);
     chmodSync(cache, 0o777);
-    assert.equal(savedQemuCommand(env, cache), undefined);
+    assert.equal(savedStartPlan(env, cache), undefined);
   });
 
   it('with nothing started ahead, a launch takes nothing', () => {
