@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, describe, it } from 'node:test';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { adapterStartEnv } from '../../common/startHint';
 import { AdapterHarness, qemuLaunchArgs } from '../support/dap';
+import { fixtureElf } from '../support/paths';
 import { processesWithTag, waitForNoTaggedProcesses, type LiveProcess } from '../support/ownedProcesses';
 
 /**
@@ -115,6 +116,27 @@ describe('QEMU started ahead of the launch', () => {
     // Ended before the launch answered (a zombie not yet reaped does not count: see processesWithTag).
     assert.ok(!processesWithTag(second.tag).some((p) => p.pid === ahead.pid), 'the QEMU started ahead is ended');
     assert.equal(processesWithTag(second.tag).filter((p) => /qemu-system-arm/.test(p.cmdline)).length, 1, 'one QEMU: the launch’s own');
+    await finish(second);
+  });
+
+  it('an ELF rebuilt after QEMU started ahead is not debugged on the old image: the launch starts its own', async () => {
+    const cache = cacheDir();
+    const dir = cacheDir();
+    const elf = join(dir, 'singlepass.elf');
+    copyFileSync(fixtureElf('cortex-m4', 'singlepass'), elf);
+    const args = { ...qemuLaunchArgs('cortex-m4', 'singlepass'), executable: elf };
+    await teach(args, cache);
+
+    const second = await adapterFor(args, cache);
+    const ahead = await qemuOf(second);
+    assert.ok(ahead, 'QEMU runs before the launch request');
+    // A build between the adapter's start and the launch: same path, new time.
+    const later = new Date(Date.now() + 5_000);
+    utimesSync(elf, later, later);
+    const stopped = await second.launchToEntry(args);
+    assert.equal(stopped.body.reason, 'entry');
+    assert.match(second.allOutput, /^Starting \S*qemu-system-arm /m);
+    assert.ok(!processesWithTag(second.tag).some((p) => p.pid === ahead.pid), 'the QEMU started ahead is ended');
     await finish(second);
   });
 
