@@ -3,6 +3,9 @@
  * by a raw GDB/MI client (bench/support/rawMi.ts), on the same QEMU Cortex-M4 fixture, in one run,
  * sessions interleaved (adapter first on even repetitions, floor first on odd ones) so that load
  * on the machine falls on both alike. Prints each row's medians and the ratio adapter / floor.
+ * The adapter is spawned exactly as the extension's DebugAdapterDescriptorFactory spawns it (Node
+ * running dist/adapter.js, with the start hint of its launch configuration in the environment), so
+ * every session after the first of a configuration finds its GDB and QEMU started by the loader.
  *   npm run bench -- adapterVsMi [--reps N]
  */
 import { adapterStartEnv } from '../common/startHint';
@@ -56,7 +59,7 @@ function counting(counts: Counts | undefined, row: Row, sent: () => number, ops:
 async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
   const args = qemuLaunchArgs('cortex-m4', 'singlepass', counts ? { trace: true } : {});
   // Spawned as the extension's DebugAdapterDescriptorFactory spawns it: with the start hint of its launch.
-  const h = new AdapterHarness(undefined, adapterStartEnv(args as unknown as Record<string, unknown>));
+  const h = new AdapterHarness(undefined, adapterStartEnv({ ...args }));
   await h.start();
   let sentSoFar = 0;
   if (counts) h.dc.on('output', (e: { body: { output: string } }) => (sentSoFar += e.body.output.split('\n').filter((l) => l.startsWith('-> ')).length));
