@@ -30,7 +30,8 @@ const noConcreteDebugger = { regex: concreteDebuggerPath, message: messages.conc
 /** One `no-restricted-imports` setting; a later block replaces an earlier one for the same file, so each names everything that applies. */
 const restrict = ({ paths = [], patterns = [] }) => ({ '@typescript-eslint/no-restricted-imports': ['error', { paths, patterns }] });
 
-const debuggerFolders = ['adapter/debugger/gdb*/**', 'adapter/debugger/lldb*/**', 'adapter/debugger/factory.ts'];
+// The loader starts the GDB of a remembered launch before the adapter program loads (adapter/startPlan.ts).
+const debuggerFolders = ['adapter/debugger/gdb*/**', 'adapter/debugger/lldb*/**', 'adapter/debugger/factory.ts', 'adapter/loader.ts'];
 
 /** ESLint's own rules for mistakes that compile: these also run on the build and test scripts (.mjs). */
 const coreRules = {

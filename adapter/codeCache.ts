@@ -49,7 +49,7 @@ export function codeCacheKey(bundle: string, size: number, mtimeMs: number): str
  * A cache directory is used only if it belongs to this user and nobody else may write it: cached code
  * is code, and a file planted there would run in the adapter.
  */
-function privateDir(dir: string): boolean {
+export function privateDir(dir: string): boolean {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (process.platform === 'win32' || typeof process.getuid !== 'function') return true;
   const st = statSync(dir);

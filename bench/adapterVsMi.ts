@@ -3,8 +3,12 @@
  * by a raw GDB/MI client (bench/support/rawMi.ts), on the same QEMU Cortex-M4 fixture, in one run,
  * sessions interleaved (adapter first on even repetitions, floor first on odd ones) so that load
  * on the machine falls on both alike. Prints each row's medians and the ratio adapter / floor.
+ * The adapter is spawned exactly as the extension's DebugAdapterDescriptorFactory spawns it (Node
+ * running dist/adapter.js, with the start hint of its launch configuration in the environment), so
+ * every session after the first of a configuration finds its GDB and QEMU started by the loader.
  *   npm run bench -- adapterVsMi [--reps N]
  */
+import { adapterStartEnv } from '../common/startHint';
 import { AdapterHarness, fixtureSource, qemuLaunchArgs } from '../test/support/dap';
 import { markerLine } from '../test/support/markers';
 import { fixtureElf } from '../test/support/paths';
@@ -53,7 +57,9 @@ function counting(counts: Counts | undefined, row: Row, sent: () => number, ops:
 
 /** Memory rows hold seconds per read; they are turned into throughput when printed. */
 async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
-  const h = new AdapterHarness();
+  const args = qemuLaunchArgs('cortex-m4', 'singlepass', counts ? { trace: true } : {});
+  // Spawned as the extension's DebugAdapterDescriptorFactory spawns it: with the start hint of its launch.
+  const h = new AdapterHarness(undefined, adapterStartEnv({ ...args }));
   await h.start();
   let sentSoFar = 0;
   if (counts) h.dc.on('output', (e: { body: { output: string } }) => (sentSoFar += e.body.output.split('\n').filter((l) => l.startsWith('-> ')).length));
@@ -61,7 +67,7 @@ async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
   let left: Awaited<ReturnType<typeof h.stop>> = [];
   try {
     const dc = h.dc;
-    await op('launch', 1)(s.launch, () => h.launchToEntry(qemuLaunchArgs('cortex-m4', 'singlepass', counts ? { trace: true } : {})));
+    await op('launch', 1)(s.launch, () => h.launchToEntry(args));
     await dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [{ line: regionLine }] });
     await Promise.all([dc.continueRequest({ threadId: 1 }), dc.waitForEvent('stopped')]);
     await dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });

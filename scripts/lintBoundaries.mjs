@@ -31,10 +31,13 @@ const vscodeFree = ['adapter', 'core', 'lsp', 'webview', 'common', 'cli'];
 /** A concrete debugger's folder (adapter/debugger/gdb…, adapter/debugger/lldb…) as an import path. */
 const concreteDebugger = /(^|\/)debugger\/(gdb|lldb)[^/]*(\/|$)/;
 
-/** Whether a file may import a concrete debugger: the debuggers themselves and the factory that picks one. */
+/**
+ * Whether a file may import a concrete debugger: the debuggers themselves, the factory that picks
+ * one, and the loader, which starts the GDB a remembered plan names before the adapter is loaded.
+ */
 function mayImportConcreteDebugger(rel) {
   const p = rel.split(sep).join('/');
-  return /^adapter\/debugger\/(gdb|lldb)[^/]*\//.test(p) || p === 'adapter/debugger/factory.ts';
+  return /^adapter\/debugger\/(gdb|lldb)[^/]*\//.test(p) || p === 'adapter/debugger/factory.ts' || p === 'adapter/loader.ts';
 }
 
 /** The core families; a comparison with one of these names outside adapter/arch/ is a per-family branch. */

@@ -10,7 +10,10 @@ import { LineCoalescer } from '../util/lineCoalescer';
 import { OwnedProcess, requireExecutable } from '../util/processes';
 import { freePort } from '../util/ports';
 import { qemuPluginPath } from '../sampling/pluginLocation';
+import { codeCacheDir } from '../codeCache';
 import { FileFollower } from './fileFollower';
+import { rememberStart, type QemuCommand } from '../startPlan';
+import { DIR_SLOT, instantiate, PORT_SLOT, takePrestartedQemu } from './qemuPrestart';
 import { OutputTail, waitForTcp } from './readiness';
 import type { GdbServer, ServerContext, ServerExit } from './strategy';
 
@@ -34,7 +37,7 @@ export class QemuServer implements GdbServer {
   private runDir: string | undefined;
   private uartFollower: FileFollower | undefined;
   private uartLines: LineCoalescer | undefined;
-  private readonly tail = new OutputTail();
+  private tail = new OutputTail();
   private readonly exitEmitter = new Emitter<ServerExit>();
   readonly onUnexpectedExit = (l: (e: ServerExit) => void): void => void this.exitEmitter.event(l);
   private readonly cleanupEmitter = new Emitter<void>();
@@ -63,7 +66,7 @@ export class QemuServer implements GdbServer {
   }
 
   /** The full command line, for logs and tests. */
-  commandLine(ctx: ServerContext, port: number, monitorSocket: string): { binary: string; argv: string[] } {
+  commandLine(ctx: ServerContext, port: number | string, monitorSocket: string): { binary: string; argv: string[] } {
     // The family's QEMU target (docs/design.md, "Truth: the oracle"): binary, machine, semihosting.
     const defaults = archPlugin(ctx.family).qemu;
     if (isUnsupported(defaults)) throw new CycleLensError(ErrorCode.UnsupportedArchitecture, defaults.unsupported);
@@ -95,18 +98,39 @@ export class QemuServer implements GdbServer {
   }
 
   async start(ctx: ServerContext): Promise<void> {
-    this.port = await freePort();
-    this.runDir = mkdtempSync(join(tmpdir(), 'cyclelens-qemu-'));
-    const { binary, argv } = this.commandLine(ctx, this.port, this.monitorSocket!);
+    // Built as a template (port and run directory left open): the QEMU started ahead of this launch
+    // by the loader is taken when it runs this very command (qemuPrestart.ts).
+    const template = this.commandLine(ctx, PORT_SLOT, join(DIR_SLOT, 'monitor.sock'));
     const qemu = archPlugin(ctx.family).qemu;
     const debianPackage = isUnsupported(qemu) ? 'qemu-system' : qemu.debianPackage;
     const exe = requireExecutable(
-      binary,
+      template.binary,
       'QEMU',
       `Install it (Debian: \`apt-get install ${debianPackage}\`) or set \`server.path\` in the launch configuration.`,
     );
-    ctx.log(`Starting ${exe} ${argv.join(' ')}\n`);
-    const proc = OwnedProcess.spawn('qemu', exe, argv, { cwd: ctx.cwd });
+    const command = { binary: exe, argv: template.argv, cwd: ctx.cwd };
+    rememberStart({ qemu: command }, process.env, codeCacheDir());
+    const ahead = takePrestartedQemu(command);
+    if (ahead) {
+      try {
+        await this.run(ctx, command, { port: ahead.port, dir: ahead.dir, proc: OwnedProcess.adopt('qemu', ahead.child) });
+        return;
+      } catch {
+        // It did not come up (its port was taken meanwhile, say): start one as if it had not been there.
+        this.proc = undefined;
+        this.stopping = false;
+        this.tail = new OutputTail();
+      }
+    }
+    await this.run(ctx, command, undefined);
+  }
+
+  private async run(ctx: ServerContext, command: QemuCommand, ahead: { port: number; dir: string; proc: OwnedProcess } | undefined): Promise<void> {
+    this.port = ahead?.port ?? (await freePort());
+    this.runDir = ahead?.dir ?? mkdtempSync(join(tmpdir(), 'cyclelens-qemu-'));
+    const argv = instantiate(command.argv, this.port, this.runDir);
+    ctx.log(`${ahead ? 'Started ahead of the launch:' : 'Starting'} ${command.binary} ${argv.join(' ')}\n`);
+    const proc = ahead?.proc ?? OwnedProcess.spawn('qemu', command.binary, argv, { cwd: command.cwd });
     this.proc = proc;
     proc.child.stdout?.setEncoding('utf8');
     proc.child.stderr?.setEncoding('utf8');
@@ -126,7 +150,8 @@ export class QemuServer implements GdbServer {
       // The guest's last words reach the Debug Console before the session hears that QEMU ended.
       await follower.stop();
       uart.flush();
-      if (this.stopping) return;
+      // A QEMU stopped by the adapter, or one given up for another (see start), is no news.
+      if (this.stopping || this.proc !== proc) return;
       await proc.outputEnded(); // the last lines on stderr, quoted below
       if (code === 0) {
         this.exitEmitter.fire({ message: 'QEMU ended with status 0', programEnded: true });

@@ -19,6 +19,7 @@ import { SamplingService } from '../sampling/samplingService';
 import { customEvent, customRequestHandlers } from './customRequests';
 import { validateLaunchArgs, type ValidatedLaunch } from './launchValidation';
 import { releasePrestartedDebugger } from '../debugger/factory';
+import { discardPrestartedQemu } from '../servers/qemuPrestart';
 import { VariableStore } from './variables';
 
 type Handler = (args: never) => Promise<unknown>;
@@ -162,8 +163,8 @@ export class CycleLensDebugSession extends DebugSession {
       config = validateLaunchArgs(args as CycleLensLaunchArgs & Record<string, unknown>);
       target = await DebugTarget.start(config, mode, (o) => this.output(o));
     } finally {
-      // A debugger started ahead of the launch and not taken by it goes before the answer does.
-      await releasePrestartedDebugger();
+      // A debugger or QEMU started ahead of the launch and not taken by it goes before the answer does.
+      await Promise.all([releasePrestartedDebugger(), discardPrestartedQemu()]);
     }
     this.target = target;
     this.variables = new VariableStore(() => target.debugger, config.family);

@@ -95,15 +95,28 @@ export class DebugTarget {
       cwd: config.cwd,
       log: (text) => log({ category: 'stdout', text }),
     });
-    const gdbStarted = startDebugger({ kind: config.debugger, family: config.family, gdbPath: config.gdbPath, lldbPython: config.lldbPython, cwd: config.cwd });
+    // The debugger reads the program's symbols while the server is still starting (QEMU takes longer).
+    let started: Debugger | undefined;
+    let early: { dispose(): void } | undefined;
+    const gdbStarted = startDebugger({
+      kind: config.debugger,
+      family: config.family,
+      gdbPath: config.gdbPath,
+      lldbPython: config.lldbPython,
+      cwd: config.cwd,
+    }).then(async (d) => {
+      started = d;
+      early = d.onOutput((o) => log(o));
+      await d.loadProgram(config.executable);
+      return d;
+    });
     const [serverResult, gdbResult] = await Promise.allSettled([serverStarted, gdbStarted]);
-    const gdb = gdbResult.status === 'fulfilled' ? gdbResult.value : undefined;
+    const gdb = started as Debugger | undefined;
     try {
       if (serverResult.status === 'rejected') throw serverResult.reason;
       if (gdbResult.status === 'rejected') throw gdbResult.reason;
-      const early = gdb!.onOutput((o) => log(o));
       await DebugTarget.connect(config, mode, server, gdb!, log);
-      early.dispose();
+      early?.dispose();
       return new DebugTarget(config, mode, server, gdb!, config.image.hasDebugInfo);
     } catch (err) {
       await gdb?.exit();
@@ -112,8 +125,8 @@ export class DebugTarget {
     }
   }
 
+  /** With the program's symbols loaded: the debugger's own commands, then the connection. */
   private static async connect(config: ValidatedLaunch, mode: LaunchMode, server: GdbServer, gdb: Debugger, log: (o: TargetOutput) => void): Promise<void> {
-    await gdb.loadProgram(config.executable);
     if (!config.image.hasDebugInfo) {
       log({
         category: 'important',

@@ -42,6 +42,7 @@ export class ChildWatchdog {
 
   /** Registers a child's process group (its pid: children are spawned detached). */
   watch(pgid: number): void {
+    if (this.watched.has(pgid)) return;
     this.watched.add(pgid);
     this.send(`+${pgid}\n`);
   }
@@ -52,7 +53,7 @@ export class ChildWatchdog {
    * process of ours outlives the children it guards; the next child starts a new one.
    */
   forget(pgid: number): void {
-    if (!this.child) return;
+    if (!this.child || !this.watched.has(pgid)) return;
     this.send(`-${pgid}\n`);
     this.watched.delete(pgid);
     if (this.watched.size === 0) {
@@ -60,6 +61,14 @@ export class ChildWatchdog {
       this.child = undefined;
       retired.stdin?.end();
     }
+  }
+
+  /**
+   * Starts the watchdog now, so that a child spawned next is registered by one write to a shell
+   * that is already running (no fork between the child's spawn and its registration).
+   */
+  start(): void {
+    this.ensureStarted();
   }
 
   /** The watchdog's pid, for tests. */
@@ -95,4 +104,16 @@ export class ChildWatchdog {
     }
     return this.child;
   }
+}
+
+const SHARED = Symbol.for('cyclelens.childWatchdog');
+
+/**
+ * The process's one watchdog. The loader (dist/adapter.js) and the adapter program are two bundles,
+ * each with its own copy of this module: the instance lives on the global object so that a child the
+ * loader starts and the children the adapter starts are guarded by the same shell.
+ */
+export function sharedWatchdog(): ChildWatchdog {
+  const g = globalThis as { [SHARED]?: ChildWatchdog };
+  return (g[SHARED] ??= new ChildWatchdog());
 }

@@ -2,7 +2,7 @@ import { ChildProcess, spawn, SpawnOptions } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { CycleLensError, ErrorCode } from '../errors';
-import { ChildWatchdog } from './childWatchdog';
+import { sharedWatchdog } from './childWatchdog';
 
 /** Resolves an executable name against PATH, or returns undefined. */
 export function findExecutable(name: string): string | undefined {
@@ -64,6 +64,18 @@ export class OwnedProcess {
     return owned;
   }
 
+  /**
+   * Takes charge of a child started elsewhere in this process (the QEMU the loader starts ahead of
+   * the launch, adapter/servers/qemuPrestart.ts): spawned detached and registered with the watchdog
+   * there, it is from now on ended by the exit hooks and `kill()` like one spawned here.
+   */
+  static adopt(name: string, child: ChildProcess): OwnedProcess {
+    const owned = new OwnedProcess(name, child);
+    ownedProcesses.add(owned);
+    if (child.pid !== undefined) watchdog.watch(child.pid);
+    return owned;
+  }
+
   get pid(): number | undefined {
     return this.child.pid;
   }
@@ -106,8 +118,12 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-const ownedProcesses = new Set<OwnedProcess>();
-const watchdog = new ChildWatchdog();
+// On the global object, like the watchdog: the loader (dist/adapter.js) and the adapter program are
+// two bundles with a copy of this module each, and a process the loader starts is ended by the
+// adapter's exit hooks all the same.
+const OWNED = Symbol.for('cyclelens.ownedProcesses');
+const ownedProcesses = ((globalThis as { [OWNED]?: Set<OwnedProcess> })[OWNED] ??= new Set<OwnedProcess>());
+const watchdog = sharedWatchdog();
 
 /** The pid of the process that kills our children if we are SIGKILLed (undefined until the first spawn). */
 export function watchdogPid(): number | undefined {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { adapterStartEnv } from '../../common/startHint';
 import { DapClient, DapProtocolError, type DapEvent } from './dapClient';
 
 /**
@@ -66,7 +67,10 @@ export class AdapterSession {
   static async start(o: AdapterSessionOptions): Promise<AdapterSession> {
     // Inside an editor's extension host, execPath is Electron: it runs the adapter as plain Node only
     // when told to (as VS Code does for the adapters it starts). Node itself ignores the variable.
-    const child = spawn(process.execPath, [o.adapterPath], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ELECTRON_RUN_AS_NODE: '1' } });
+    // With the start hint of its launch, as the extension spawns it, a job's later sessions find
+    // their QEMU and GDB already starting (common/startHint.ts).
+    const env = { ...process.env, ELECTRON_RUN_AS_NODE: '1', ...adapterStartEnv(o.launch.args) };
+    const child = spawn(process.execPath, [o.adapterPath], { stdio: ['pipe', 'pipe', 'pipe'], env });
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve());
       child.once('error', (err) => reject(new AdapterError(`cannot start the debug adapter ${o.adapterPath}: ${err.message}`)));

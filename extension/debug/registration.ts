@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { adapterStartEnv } from '../../common/startHint';
 import { CycleLensConfigurationProvider } from './configurationProvider';
 
 import { DEBUG_TYPE } from './sessionTracker';
@@ -7,12 +8,13 @@ import { DEBUG_TYPE } from './sessionTracker';
 class AdapterFactory implements vscode.DebugAdapterDescriptorFactory {
   constructor(private readonly extensionUri: vscode.Uri) {}
 
-  createDebugAdapterDescriptor(): vscode.DebugAdapterDescriptor {
+  createDebugAdapterDescriptor(session: vscode.DebugSession): vscode.DebugAdapterDescriptor {
     const adapter = vscode.Uri.joinPath(this.extensionUri, 'dist', 'adapter.js').fsPath;
     const port = vscode.workspace.getConfiguration('cyclelens').get<number>('debugAdapterPort');
     // A fixed port lets a developer run the adapter under a debugger (`--server=PORT`).
     if (port) return new vscode.DebugAdapterServer(port);
-    return new vscode.DebugAdapterExecutable(process.execPath, [adapter]);
+    // The start hint lets the adapter start this launch's QEMU while it is still loading (common/startHint.ts).
+    return new vscode.DebugAdapterExecutable(process.execPath, [adapter], { env: adapterStartEnv(session.configuration) });
   }
 }
 

@@ -1,6 +1,8 @@
 import { CycleLensError, ErrorCode } from '../../errors';
 import { OwnedProcess, requireExecutable } from '../../util/processes';
 import type { Debugger, ExecutionState, RunToOptions, RunToResult } from '../debugger';
+import { codeCacheDir } from '../../codeCache';
+import { rememberStart } from '../../startPlan';
 import { GDB_ARGS, takePrestartedGdb } from './gdbPrestart';
 import { parseGdbMemoryMap } from './memoryMap';
 import { DebuggerBase, mayWriteMemory } from '../debuggerBase';
@@ -68,6 +70,8 @@ export class GdbBackend extends DebuggerBase implements Debugger {
       'The debugger',
       'Install it (Debian: `apt-get install gdb-multiarch`) or set `gdbPath` in the launch configuration.',
     );
+    // The next adapter spawned for this launch configuration starts this GDB from its loader.
+    rememberStart({ gdb }, process.env, codeCacheDir());
     const prestarted = takePrestartedGdb(gdb);
     const proc = prestarted ?? OwnedProcess.spawn('gdb', gdb, GDB_ARGS, { cwd: options.cwd });
     const spawnError = new Promise<never>((_, reject) =>

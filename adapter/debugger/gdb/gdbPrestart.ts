@@ -1,3 +1,4 @@
+import { sharedWatchdog } from '../../util/childWatchdog';
 import { findExecutable, OwnedProcess } from '../../util/processes';
 
 /** How GDB is started for CycleLens: machine interface, no init files, no banner. */
@@ -6,7 +7,15 @@ export const GDB_ARGS = ['--interpreter=mi3', '--nx', '--quiet'];
 /** A prestarted GDB nobody took is ended after this long (the adapter was started and never launched). */
 const UNUSED_MS = 15_000;
 
-let warm: { executable: string; proc: OwnedProcess; timer: NodeJS.Timeout } | undefined;
+interface Warm {
+  executable: string;
+  proc: OwnedProcess;
+  timer: NodeJS.Timeout;
+}
+// On the global object: the loader (dist/adapter.js) starts the GDB of a remembered plan
+// (adapter/startPlan.ts) and the adapter program, a bundle of its own, takes it.
+const SLOT = Symbol.for('cyclelens.prestartedGdb');
+const state = globalThis as { [SLOT]?: Warm };
 
 /**
  * Starts the default GDB as soon as the adapter starts, before the launch request arrives. GDB takes
@@ -16,17 +25,18 @@ let warm: { executable: string; proc: OwnedProcess; timer: NodeJS.Timeout } | un
  * process like any other: the exit hooks and the watchdog end it with the adapter.
  */
 export function prestartGdb(name: string): void {
-  if (warm) return;
+  if (state[SLOT]) return;
   const executable = findExecutable(name);
   if (!executable) return; // the launch reports a missing GDB with its fix
   try {
+    sharedWatchdog().start();
     const proc = OwnedProcess.spawn('gdb', executable, GDB_ARGS);
     proc.child.once('error', () => {
-      if (warm?.proc === proc) void discardPrestartedGdb();
+      if (state[SLOT]?.proc === proc) void discardPrestartedGdb();
     });
     const timer = setTimeout(() => void discardPrestartedGdb(), UNUSED_MS);
     timer.unref();
-    warm = { executable, proc, timer };
+    state[SLOT] = { executable, proc, timer };
   } catch {
     // the launch starts GDB itself and reports what goes wrong
   }
@@ -34,9 +44,9 @@ export function prestartGdb(name: string): void {
 
 /** The prestarted GDB when it is `executable` and still running; another one is ended. */
 export function takePrestartedGdb(executable: string): OwnedProcess | undefined {
-  const w = warm;
+  const w = state[SLOT];
   if (!w) return undefined;
-  warm = undefined;
+  state[SLOT] = undefined;
   clearTimeout(w.timer);
   if (w.executable === executable && !w.proc.hasExited) return w.proc;
   void w.proc.kill();
@@ -45,9 +55,9 @@ export function takePrestartedGdb(executable: string): OwnedProcess | undefined 
 
 /** Ends a prestarted GDB that no launch took; resolves once it is gone. */
 export async function discardPrestartedGdb(): Promise<void> {
-  const w = warm;
+  const w = state[SLOT];
   if (!w) return;
-  warm = undefined;
+  state[SLOT] = undefined;
   clearTimeout(w.timer);
   await w.proc.kill();
 }
