@@ -150,6 +150,10 @@ describe('QEMU started ahead of the launch', () => {
     assert.ok(ahead, 'QEMU runs before the launch request');
     const adapter = processesWithTag(second.tag).find((p) => /dist\/adapter\.js/.test(p.cmdline));
     assert.ok(adapter, 'the adapter runs');
+    // QEMU shows in /proc as soon as it is exec'd, a moment before the spawn returns to the loader
+    // and registers it with the watchdog. An answer to initialize says the loader's first lines
+    // (spawn and registration, synchronous) are behind it: the kill lands before any launch.
+    await second.dc.initializeRequest();
     process.kill(adapter.pid, 'SIGKILL');
     const left = await waitForNoTaggedProcesses(second.tag, 4000);
     // No disconnect: a dead adapter would never answer it.
