@@ -78,7 +78,7 @@ export function interruptPlan(
   rateHz = INTERRUPT_DEFAULT_HZ,
 ): { plan: InterruptSamplerPlan; area: { start: number; size: number } } | { needs: string } {
   const arch = archPlugin(target.config.family).sampling.interruptSampler;
-  const generic = 'a core family with an interrupt sampler (RV32 on QEMU `virt`, Cortex-M on QEMU `mps2-an386`) and at least 16 KiB of reserved RAM';
+  const generic = 'a core family with an interrupt sampler (RV32 on QEMU `virt`, Cortex-M on QEMU `mps2-an386`) and at least 32 KiB of reserved RAM';
   if (!arch) return { needs: generic };
   const { image, facts } = target.config;
   if (!image) return { needs: arch.needs };
@@ -90,7 +90,7 @@ export function interruptPlan(
   const area = interruptSamplerShare(reserved);
   if (!area)
     return {
-      needs: `${arch.needs}: the reserved RAM is ${reserved.size} bytes; give at least 16 KiB (\`__cyclelens_scratch_start\`/\`__cyclelens_scratch_end\` or \`reservedMemory\` in the launch configuration)`,
+      needs: `${arch.needs}: the reserved RAM is ${reserved.size} bytes; give at least 32 KiB (\`__cyclelens_scratch_start\`/\`__cyclelens_scratch_end\` or \`reservedMemory\` in the launch configuration)`,
     };
   const machine = qemuOf(target) ? facts?.qemu?.machine : undefined;
   const plan = arch.plan({ machine, area, text: textRange(image), meanInterval: 1e9 / rateHz });

@@ -9,12 +9,12 @@ import type { PcSampler, SamplerIdentity } from './sampler';
 /** Journal entries of the sampler's device words carry this measurement number. */
 const SAMPLER_JOURNAL_ID = -1;
 /** The smallest reservation the sampler shares: below it the injector keeps everything. */
-const SHARED_FROM = 16 * 1024;
+const SHARED_FROM = 32 * 1024;
 const SAMPLER_AT_MOST = 64 * 1024;
 
 /**
  * The part of the reserved RAM the interrupt sampler owns: the upper half of a reservation of at
- * least 16 KiB (at most 64 KiB), nothing of a smaller one. The injector is given the rest
+ * least 32 KiB (at most 64 KiB), nothing of a smaller one. The injector is given the rest
  * (adapter/session/injectionRequests.ts), so both can run at once.
  */
 export function interruptSamplerShare(reserved: { start: number; size: number }): { start: number; size: number } | undefined {
