@@ -54,7 +54,6 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
   while (span > buckets << shift) shift++;
   const vtab = Math.ceil((area.start + 256) / 512) * 512;
   const ticks = 2 ** Math.max(4, Math.round(Math.log2(req.meanInterval / NS_PER_TICK)));
-  const words: Array<{ address: number; patch: (original: number) => number }> = [];
   return {
     bucketsAt: area.start + BUCKETS_AT,
     buckets,
@@ -94,7 +93,6 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
       await word(TIMER1 + Timer.reload, () => ticks);
       await word(TIMER1 + Timer.ctrl, () => 0x9);
       await word(NVIC_ISER0, () => 1 << TIMER1_IRQ);
-      void words;
       return saved;
     },
     async install(access: TargetAccess, saved: SavedState, step: () => Promise<void>): Promise<void> {
