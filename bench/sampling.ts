@@ -41,6 +41,8 @@ interface Config {
   server: Partial<QemuServerArgs>;
   rateHz?: number;
   samples: number;
+  /** Reserved RAM for the interrupt sampler: hotloop reserves only 4 KiB, and RV32 needs it within 1 MiB of the code. */
+  reserved?: Record<FixtureTarget, { start: string; size: number }>;
 }
 
 const configs: Config[] = [
@@ -51,17 +53,25 @@ const configs: Config[] = [
   { name: 'qemu-monitor -singlestep nochain', sampler: 'qemu-monitor', server: { singlestep: true, args: ['-d', 'nochain'] }, samples: wantedSamples },
   { name: 'qemu-plugin (exact)', sampler: 'qemu-plugin', server: { instructionCounts: true }, samples: 0 },
   { name: 'gdb-halting 400/s', sampler: 'gdb-halting', server: {}, rateHz: 400, samples: haltingSamples },
+  {
+    name: 'target-interrupt',
+    sampler: 'target-interrupt',
+    server: {},
+    samples: wantedSamples,
+    reserved: { rv32: { start: '0x80080000', size: 0x10000 }, 'cortex-m4': { start: '0x20100000', size: 0x10000 } },
+  },
 ];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** hotloop's round counter, read at a pause (two halts per reading: negligible over seconds). */
-async function rounds(h: AdapterHarness): Promise<{ rounds: number; at: number }> {
+async function rounds(h: AdapterHarness, startWhileHalted?: () => Promise<unknown>): Promise<{ rounds: number; at: number }> {
   const stopped = h.dc.waitForEvent('stopped');
   await h.dc.pauseRequest({ threadId: 1 });
   await stopped;
   const r = await h.dc.evaluateRequest({ expression: 'hl_rounds', context: 'watch' });
   const at = performance.now();
+  await startWhileHalted?.();
   await h.dc.continueRequest({ threadId: 1 });
   return { rounds: Number(r.body.result), at };
 }
@@ -87,13 +97,20 @@ async function measure(
   await h.start();
   try {
     const machine = target === 'rv32' ? 'virt' : 'mps2-an386';
-    await h.launchToEntry(qemuLaunchArgs(target, 'hotloop', { server: { type: 'qemu', machine, ...config.server } }));
+    await h.launchToEntry(
+      qemuLaunchArgs(target, 'hotloop', {
+        server: { type: 'qemu', machine, ...config.server },
+        ...(config.reserved ? { reservedMemory: config.reserved[target] } : {}),
+      }),
+    );
     await h.dc.continueRequest({ threadId: 1 });
     await sleep(1_000);
     const samples = new SampleCollector(h);
-    const before = await rounds(h);
-    if (config.sampler)
-      await h.dc.customRequest(CustomRequests.startSampling, { sampler: config.sampler, ...(config.rateHz ? { rateHz: config.rateHz } : {}) });
+    const start = () => h.dc.customRequest(CustomRequests.startSampling, { sampler: config.sampler, ...(config.rateHz ? { rateHz: config.rateHz } : {}) });
+    // The interrupt sampler goes in while the target is halted for the round count (installing it
+    // on a running target right after a continue races GDB's report that the target runs).
+    const before = await rounds(h, config.reserved ? start : undefined);
+    if (config.sampler && !config.reserved) await start();
     const t0 = performance.now();
     if (config.samples > 0) await samples.waitFor((c) => c.total >= config.samples, 600_000, `${config.samples} samples`);
     else await sleep(4_000);

@@ -260,9 +260,10 @@ export interface RunResponse {
  * `server.singlestep`). `qemu-plugin`: a TCG plugin counts every executed instruction (exact; needs
  * `server.instructionCounts`). `openocd-pcsr`: a Cortex-M behind OpenOCD; DWT_PCSR read in bursts
  * through the Tcl RPC port while the core runs (never halts). `gdb-halting`: any gdbserver;
- * interrupt, read the PC, continue.
+ * interrupt, read the PC, continue. `target-interrupt`: a timer interrupt handler injected into
+ * reserved RAM counts the interrupted PC into buckets on the target (never halts to sample).
  */
-export type SamplerId = 'qemu-monitor' | 'qemu-plugin' | 'openocd-pcsr' | 'gdb-halting';
+export type SamplerId = 'qemu-monitor' | 'qemu-plugin' | 'openocd-pcsr' | 'target-interrupt' | 'gdb-halting';
 
 /** What a sample's PC means (docs/design.md, "Sampling semantics"). Mirrors core/profile's SampleAttribution. */
 export type SampleAttributionKind = 'time-proportional' | 'next-committing' | 'translation-block-start' | 'recently-executed' | 'halting' | 'exact-count';
@@ -280,6 +281,8 @@ export interface SamplerDescription {
    * (bench/sampling.ts, docs/benchmarks.md): what the user is shown next to the figures.
    */
   accuracy: string;
+  /** What a sample's PC means, in words, where the attribution kind alone does not say it. */
+  semantics?: string;
   /** Usable on this session's target; otherwise `needs` says what it takes. */
   available: boolean;
   needs?: string;
@@ -292,7 +295,10 @@ export interface SamplersResponse {
 export interface StartSamplingArguments {
   /** Default: the best available (exact plugin, then the monitor, then halting). */
   sampler?: SamplerId;
-  /** Target rate of periodic samplers (samples/s). Default: as fast as the sampler goes (monitor), 50/s (halting). */
+  /**
+   * Target rate of periodic samplers (samples/s). Default: as fast as the sampler goes (monitor),
+   * 50/s (halting), 100,000 per second of the target's virtual time (target-interrupt).
+   */
   rateHz?: number;
   /** How often `cyclelens/samples` events are sent (ms, default 250). */
   eventIntervalMs?: number;

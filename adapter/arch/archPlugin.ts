@@ -4,6 +4,7 @@ import type { CounterUnit, CounterUnitInfo } from '../probe/counters';
 import type { InjectionFamilySupport } from '../probe/injection/injectionService';
 import type { InjectionArch } from '../probe/injection/types';
 import type { TargetAccess } from '../probe/targetAccess';
+import type { InterruptSamplerArch } from '../sampling/interruptTypes';
 import type { TargetFacts } from '../target/targetFacts';
 import type { InstructionCodec, InstructionRelocator } from './codec';
 import type { FamilyTraits } from './traits';
@@ -133,6 +134,8 @@ export interface ArchSampling {
    * executed PC (Cortex-M DWT_PCSR); undefined where the family has none.
    */
   readonly pcSampleRegister?: number;
+  /** The on-target interrupt sampler (adapter/sampling/interruptTypes.ts); undefined where the family has none. */
+  readonly interruptSampler?: InterruptSamplerArch;
 }
 
 export function isUnsupported<T extends object>(x: T | { unsupported: string }): x is { unsupported: string } {

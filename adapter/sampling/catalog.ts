@@ -7,6 +7,13 @@ import type { QemuServer } from '../servers/qemu';
 import type { GdbServer } from '../servers/strategy';
 import type { DebugTarget } from '../target/debugTarget';
 import { HaltingSampler } from './haltingSampler';
+import type { ElfImage } from '../elf';
+import { resolveReservedMemory } from '../probe/injection/reservedMemory';
+import type { MemoryRegion } from '../debugger/types';
+import { DebuggerTargetAccess } from '../probe/targetAccess';
+import { journalDir } from '../session/injectionRequests';
+import { INTERRUPT_IDENTITY, InterruptSampler, interruptSamplerShare, textRange } from './interruptSampler';
+import type { InterruptSamplerPlan } from './interruptTypes';
 import { MonitorSampler } from './monitorSampler';
 import { PCSR_IDENTITY, PcsrSampler } from './pcsrSampler';
 import { PluginSampler } from './pluginSampler';
@@ -15,6 +22,8 @@ import type { PcSampler, SamplerIdentity } from './sampler';
 /** The halting sampler's default and ceiling: every sample is a GDB/MI interrupt and continue. */
 const HALTING_DEFAULT_HZ = 50;
 const HALTING_MAX_HZ = 400;
+/** The interrupt sampler's default: samples per second of the target's virtual time. */
+const INTERRUPT_DEFAULT_HZ = 100_000;
 
 const identities: Record<SamplerId, SamplerIdentity> = {
   'qemu-plugin': { id: 'qemu-plugin', label: 'QEMU instruction counts (exact)', attribution: 'exact-count', halting: false, unit: 'instructions' },
@@ -26,6 +35,7 @@ const identities: Record<SamplerId, SamplerIdentity> = {
     unit: 'samples',
   },
   'openocd-pcsr': PCSR_IDENTITY,
+  'target-interrupt': INTERRUPT_IDENTITY,
   'gdb-halting': { id: 'gdb-halting', label: 'GDB halting (interrupt, read PC, continue)', attribution: 'halting', halting: true, unit: 'samples' },
 };
 
@@ -43,15 +53,49 @@ const accuracy = {
   'openocd-pcsr':
     "not measured on a real core (no board runs here): against a double of OpenOCD's Tcl RPC serving PCSR values from an exact instruction trace, function-level error 0.8-1.3 % and line-level 2.8-3.1 % after 20,000 samples, 0.4 % and 1.0 % after 200,000 (sampling noise); on silicon a value is a recently executed instruction, whose lag behind the one holding the core is not measured",
   'gdb-halting': 'function-level error 17-18 %, line-level 32-35 % against exact counts, halting the target for every sample',
+  'target-interrupt':
+    'samples in virtual time at a random offset inside each interval, so shares follow instruction counts within the sampling noise (checked against the oracle on both QEMU targets); PCs are counted per bucket of 2^shift bytes',
 };
 
 /** Best first: exact counts, then non-halting reads, then the halting fallback. */
-const preference: SamplerId[] = ['qemu-plugin', 'qemu-monitor', 'openocd-pcsr', 'gdb-halting'];
+const preference: SamplerId[] = ['qemu-plugin', 'qemu-monitor', 'openocd-pcsr', 'target-interrupt', 'gdb-halting'];
 
 /** What choosing a sampler looks at: the server strategy and the target family. */
 export interface SamplerTargetFacts {
   server: GdbServer;
-  config: { family: TargetFamily };
+  config: {
+    family: TargetFamily;
+    /** The interrupt sampler needs these: the code its buckets cover and the RAM it may own. */
+    image?: ElfImage;
+    reservedMemory?: { start: number; size: number } | undefined;
+    facts?: { qemu?: { machine: string }; memoryMap?: readonly MemoryRegion[] };
+  };
+}
+
+/** The interrupt sampler's plan for this target, or what it needs. */
+export function interruptPlan(
+  target: SamplerTargetFacts,
+  rateHz = INTERRUPT_DEFAULT_HZ,
+): { plan: InterruptSamplerPlan; area: { start: number; size: number } } | { needs: string } {
+  const arch = archPlugin(target.config.family).sampling.interruptSampler;
+  const generic = 'a core family with an interrupt sampler (RV32 on QEMU `virt`, Cortex-M on QEMU `mps2-an386`) and at least 32 KiB of reserved RAM';
+  if (!arch) return { needs: generic };
+  const { image, facts } = target.config;
+  if (!image) return { needs: arch.needs };
+  const reserved = resolveReservedMemory(image, {
+    ...(target.config.reservedMemory ? { launch: target.config.reservedMemory } : {}),
+    ...(facts?.memoryMap ? { memoryMap: facts.memoryMap } : {}),
+  });
+  if ('ok' in reserved) return { needs: `${arch.needs}: ${reserved.reason}` };
+  const area = interruptSamplerShare(reserved);
+  if (!area)
+    return {
+      needs: `${arch.needs}: the reserved RAM is ${reserved.size} bytes; give at least 32 KiB (\`__cyclelens_scratch_start\`/\`__cyclelens_scratch_end\` or \`reservedMemory\` in the launch configuration)`,
+    };
+  const machine = qemuOf(target) ? facts?.qemu?.machine : undefined;
+  const plan = arch.plan({ machine, area, text: textRange(image), meanInterval: 1e9 / rateHz });
+  if ('unsupported' in plan) return { needs: `${arch.needs} (${plan.unsupported})` };
+  return { plan, area };
 }
 
 function qemuOf(target: SamplerTargetFacts): QemuServer | undefined {
@@ -100,6 +144,11 @@ export function describeSamplers(target: SamplerTargetFacts): SamplerDescription
           };
         }
         return { ...base, available: true };
+      case 'target-interrupt': {
+        const planned = interruptPlan(target);
+        if ('needs' in planned) return { ...base, available: false, needs: planned.needs };
+        return { ...base, semantics: planned.plan.semantics, available: true };
+      }
       case 'gdb-halting':
         return { ...base, available: true };
     }
@@ -147,6 +196,21 @@ export function createSampler(
       });
     case 'openocd-pcsr':
       return new PcsrSampler({ tclPort: openOcdOf(target)!.ports.tcl, isRunning, log, ...(args.rateHz ? { rateHz: args.rateHz } : {}) });
+    case 'target-interrupt': {
+      const planned = interruptPlan(target, args.rateHz);
+      if ('needs' in planned) throw unavailableSampler(all, args.sampler);
+      return new InterruptSampler({
+        ...planned,
+        access: new DebuggerTargetAccess(target.debugger),
+        withHalted: (fn) => target.withHalted(fn),
+        isRunning,
+        isEnded: () => target.isEnded,
+        stepInstruction: () => target.stepInstructionInternally(),
+        ...(qemu?.monitorSocket ? { monitorSocket: qemu.monitorSocket } : {}),
+        journal: { dir: journalDir(target.config.cwd), elf: target.config.image },
+        log,
+      });
+    }
     case 'gdb-halting':
       return new HaltingSampler({
         isRunning: () => isRunning() && freeRunning(),

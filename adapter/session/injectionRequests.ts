@@ -31,6 +31,7 @@ import {
 import { DebuggerTargetAccess } from '../probe/targetAccess';
 import { validateReservedMemory } from './launchValidation';
 import type { DebugTarget, TargetOutput } from '../target/debugTarget';
+import { interruptSamplerShare } from '../sampling/interruptSampler';
 import type { CustomRequestHandlers } from './customRequests';
 
 type InjectionRequestName = (typeof CustomRequests)['inject' | 'injectedResults' | 'removeInjections' | 'planInjection'];
@@ -238,6 +239,9 @@ export class InjectionRequests {
       ...(memoryMap ? { memoryMap } : {}),
     });
     if ('ok' in reserved) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, reserved.reason);
+    // The interrupt sampler owns the top of a large reservation (adapter/sampling/interruptSampler.ts).
+    const samplerShare = interruptSamplerShare(reserved);
+    if (samplerShare) reserved.size -= samplerShare.size;
     const { support, counterUnitsPerInstruction } = injection.support(this.counters(), config.facts);
     this.service = new InjectionService({
       access,

@@ -189,6 +189,7 @@ describe('PC sampling: choosing a sampler', () => {
         ['qemu-plugin', false],
         ['qemu-monitor', true],
         ['openocd-pcsr', false],
+        ['target-interrupt', false],
         ['gdb-halting', true],
       ],
     );
@@ -196,12 +197,15 @@ describe('PC sampling: choosing a sampler', () => {
     assert.match(list.samplers[0]!.accuracy, /^exact/);
     assert.match(list.samplers[1]!.accuracy, /biased by host time.*function-level error/);
     assert.match(list.samplers[2]!.needs!, /Cortex-M target .*OpenOCD/);
-    assert.match(list.samplers[3]!.accuracy, /function-level error/);
+    // hotloop reserves 4 KiB, all the injector's: the interrupt sampler says what it needs.
+    assert.match(list.samplers[3]!.needs!, /Goldfish RTC.*reserved RAM is 4096 bytes; give at least 32 KiB/);
+    assert.match(list.samplers[4]!.accuracy, /function-level error/);
     await assert.rejects(h.dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-plugin' }), (err: Error) => {
       assert.match(err.message, /qemu-plugin.*not available/);
       assert.match(err.message, /instructionCounts/);
       assert.match(err.message, /qemu-monitor \(.*\): available/);
       assert.match(err.message, /openocd-pcsr \(.*\): needs a Cortex-M target/);
+      assert.match(err.message, /target-interrupt \(.*\): needs .*reserved RAM/);
       assert.match(err.message, /gdb-halting/);
       return true;
     });

@@ -1,3 +1,4 @@
+import { cortexMInterruptSampler } from './interruptSamplerM';
 import { CycleLensError, ErrorCode } from '../../errors';
 import { DWT_CYCCNT, SYSTICK_CVR } from '../../probe/injection/types';
 import type { CounterUnitInfo } from '../../probe/counters';
@@ -92,6 +93,7 @@ export const cortexMPlugin: ArchPlugin = {
     monitorPc: /\bR15=([0-9a-f]{8})\b/,
     // ARMv7-M C1.8.8 / ARMv8-M: DWT_PCSR, optional on ARMv6-M; reads 0xFFFFFFFF while halted or asleep.
     pcSampleRegister: 0xe000101c,
+    interruptSampler: cortexMInterruptSampler,
   },
   // ARMv7-M B3.1 default memory map: the Code region (0x00000000-0x1FFFFFFF) is where parts put
   // their flash. Without a map that says otherwise, treat it as flash.

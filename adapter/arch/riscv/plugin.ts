@@ -1,6 +1,7 @@
 import { MINSTRET } from '../../probe/injection/types';
 import type { ArchPlugin } from '../archPlugin';
 import { qemuHpmEvents, RiscvCounters } from './counters';
+import { rv32InterruptSampler } from './interruptSamplerRv32';
 import { riscvCoreRegisters } from './registers';
 import { Rv32Codec } from './rvDecoder';
 import { Rv32Relocator } from './rvRelocator';
@@ -39,7 +40,8 @@ export const riscvPlugin: ArchPlugin = {
     debianPackage: 'qemu-system-misc',
     defaultMachine: 'virt',
     // picolibc's `--oslib=semihost` (without it its `ebreak` sequence traps into the debugger); no BIOS.
-    args: ['-bios', 'none', '-semihosting-config', 'enable=on,target=native'],
+    // The RTC on the virtual clock: the interrupt sampler's alarms then fire after exact instruction counts.
+    args: ['-bios', 'none', '-semihosting-config', 'enable=on,target=native', '-rtc', 'clock=vm'],
     machines: {
       // virt: DRAM at 0x80000000 (128 MiB default). Its counters count instructions themselves.
       virt: { memoryMap: [{ start: 0x80000000, size: 128 * MiB, kind: 'ram', name: 'DRAM' }] },
@@ -51,6 +53,6 @@ export const riscvPlugin: ArchPlugin = {
   defaultGdb: 'gdb-multiarch',
   lldb: { unsupported: 'LLDB 14 has no RISC-V support: use `"debugger": "gdb"` in the launch configuration.' },
   // QEMU 7.2 prints ` pc       80000e40` in `info registers`.
-  sampling: { monitorPc: /(?:^|\n)\s*pc\s+([0-9a-f]{8,16})\b/i },
+  sampling: { monitorPc: /(?:^|\n)\s*pc\s+([0-9a-f]{8,16})\b/i, interruptSampler: rv32InterruptSampler },
   defaultMemoryKind: () => undefined,
 };

@@ -44,6 +44,11 @@ export interface JournalFile {
   reserved: { start: number; size: number };
   /** RV32: tp before the injector took it (hex), restored when the last measurement goes. */
   threadPointer?: string;
+  /**
+   * Registers changed by the interrupt sampler (mtvec, mscratch, mie): hex of the original and of
+   * what was written. A launch restores one only while it still holds what was written.
+   */
+  registers?: Record<string, { original: string; patched: string }>;
   patches: JournalPatch[];
 }
 
@@ -77,9 +82,9 @@ export function ownerIsAlive(owner: JournalOwner | undefined): boolean {
   return owner.startTime === undefined || start === undefined || start === owner.startTime;
 }
 
-/** This process's journal for `elf` in `dir`. */
-export function journalPath(dir: string, elf: ElfImage): string {
-  return join(dir, `${elfHash(elf)}.${process.pid}.json`);
+/** This process's journal for `elf` in `dir`; `tag` names a second journal of the same process (the interrupt sampler's). */
+export function journalPath(dir: string, elf: ElfImage, tag?: string): string {
+  return join(dir, `${elfHash(elf)}.${process.pid}${tag ? `.${tag}` : ''}.json`);
 }
 
 /** Every journal for `elf` in `dir`: this process's, other sessions', and one from before journals were per process. */
@@ -91,7 +96,7 @@ export function journalFiles(dir: string, elf: ElfImage): string[] {
   } catch {
     return [];
   }
-  const own = new RegExp(`^${hash}(\\.\\d+)?\\.json$`);
+  const own = new RegExp(`^${hash}(\\.\\d+)?(\\.[a-z]+)?\\.json$`);
   return names
     .filter((n) => own.test(n))
     .sort()
@@ -105,12 +110,22 @@ export class PatchJournal {
     private readonly dir: string,
     private readonly elf: ElfImage,
     reserved: { start: number; size: number },
+    private readonly tag?: string,
   ) {
     this.data = { schema: JOURNAL_SCHEMA, elf: elf.path, elfHash: elfHash(elf), updated: '', owner: thisOwner, reserved, patches: [] };
   }
 
   get path(): string {
-    return journalPath(this.dir, this.elf);
+    return journalPath(this.dir, this.elf, this.tag);
+  }
+
+  setRegisters(registers: Record<string, { original: bigint; patched: bigint }> | undefined): void {
+    if (registers === undefined) delete this.data.registers;
+    else
+      this.data.registers = Object.fromEntries(
+        Object.entries(registers).map(([k, v]) => [k, { original: v.original.toString(16), patched: v.patched.toString(16) }]),
+      );
+    this.flush();
   }
 
   get patches(): readonly JournalPatch[] {
@@ -138,11 +153,12 @@ export class PatchJournal {
   clear(): void {
     this.data.patches = [];
     delete this.data.threadPointer;
+    delete this.data.registers;
     rmSync(this.path, { force: true });
   }
 
   private flush(): void {
-    if (this.data.patches.length === 0 && this.data.threadPointer === undefined) {
+    if (this.data.patches.length === 0 && this.data.threadPointer === undefined && this.data.registers === undefined) {
       rmSync(this.path, { force: true });
       return;
     }
@@ -169,6 +185,8 @@ export interface RestoreReport {
   /** Original bytes that differ from the ELF's own (the ELF changed?): reported, not written. */
   mismatches: number[];
   threadPointerRestored: boolean;
+  /** Registers the interrupt sampler had changed, put back. */
+  registersRestored: string[];
   /** Journals that could not be read: moved aside (kept for inspection), the launch goes on. */
   damaged: Array<{ path: string; movedTo: string; problem: string }>;
   /** Journals of sessions still running (another window or CLI): theirs, left alone. */
@@ -182,6 +200,21 @@ export function journalProblem(data: unknown): string | undefined {
   if (d.schema !== JOURNAL_SCHEMA) return `its schema is ${JSON.stringify(d.schema) ?? 'missing'}, not "${JOURNAL_SCHEMA}"`;
   if (d.threadPointer !== undefined && (typeof d.threadPointer !== 'string' || !/^[0-9a-f]{1,16}$/i.test(d.threadPointer)))
     return 'threadPointer is not a hex number';
+  if (d.registers !== undefined) {
+    if (typeof d.registers !== 'object' || d.registers === null || Array.isArray(d.registers)) return 'registers is not an object';
+    for (const [name, v] of Object.entries(d.registers as Record<string, unknown>)) {
+      const r = v as Record<string, unknown> | null;
+      if (
+        typeof r !== 'object' ||
+        r === null ||
+        typeof r.original !== 'string' ||
+        typeof r.patched !== 'string' ||
+        !/^[0-9a-f]{1,16}$/i.test(r.original) ||
+        !/^[0-9a-f]{1,16}$/i.test(r.patched)
+      )
+        return `registers.${name} does not hold hex original and patched values`;
+    }
+  }
   if (!Array.isArray(d.patches)) return 'patches is not a list';
   for (const [i, raw] of d.patches.entries()) {
     const p = raw as Partial<Record<keyof JournalPatch, unknown>> | null;
@@ -242,6 +275,7 @@ export async function restoreFromJournal(access: TargetAccess, elf: ElfImage, di
     conflicts: [],
     mismatches: [],
     threadPointerRestored: false,
+    registersRestored: [],
     damaged: [],
     liveElsewhere: [],
   };
@@ -291,6 +325,11 @@ async function restoreOne(access: TargetAccess, elf: ElfImage, path: string, dat
     await access.writeRegister('tp', BigInt(`0x${data.threadPointer}`));
     report.threadPointerRestored = true;
   }
+  for (const [name, v] of Object.entries(data.registers ?? {})) {
+    if ((await access.readRegister(name)) !== BigInt(`0x${v.patched}`)) continue;
+    await access.writeRegister(name, BigInt(`0x${v.original}`));
+    report.registersRestored.push(name);
+  }
   if (report.conflicts.length + report.mismatches.length === keptBefore) rmSync(path, { force: true });
 }
 
@@ -322,6 +361,7 @@ export function describeRestore(report: RestoreReport, elf: ElfImage): { text: s
       parts.push(
         `restored the original bytes at ${report.restored.length} address(es): ${where(report.restored, elf)}${report.threadPointerRestored ? ', and the tp register' : ''}`,
       );
+    if (report.registersRestored.length) parts.push(`restored the register(s) ${report.registersRestored.join(', ')} the interrupt sampler had changed`);
     if (report.alreadyOriginal.length)
       parts.push(`found ${report.alreadyOriginal.length} address(es) already original (the program was reloaded since): ${where(report.alreadyOriginal, elf)}`);
     if (report.conflicts.length)
