@@ -122,7 +122,7 @@ export function derivationNote(
   if (found.overfull.size > 0) {
     const names = [...found.overfull].slice(0, 5).join(', ');
     parts.push(
-      `Where callees' shares exceed a function's measured inclusive value (runs differ slightly: interrupts land elsewhere in a patched program), its own value is 0 and its stacks add up to the callees' shares: ${names}${found.overfull.size > 5 ? ` and ${found.overfull.size - 5} more` : ''}.`,
+      `Where callees' shares exceed a function's measured inclusive value (a shared callee's split between its callers is an estimate where call counts are unknown, and runs may differ slightly where interrupts land elsewhere in a patched program), its own value is 0 and its stacks add up to the callees' shares: ${names}${found.overfull.size > 5 ? ` and ${found.overfull.size - 5} more` : ''}.`,
     );
   }
   if (found.recursive) parts.push('Recursive calls are cut at the first repeat.');

@@ -60,11 +60,21 @@ export function checkCallgrindAndPprof(x: ExportedFiles, fig: StackFigures): voi
   // The derived tree keeps each measured inclusive value, unless the callees' shares exceed it
   // (runs differ by where interrupts land), which its note then names.
   const shares = calleeShares(model);
+  const overfull: string[] = [];
   for (const f of model.functions) {
     if (!f.inclusive) continue;
     const allocated = (shares.get(f.id) ?? []).reduce((s, k) => s + model.functions[k.callee]!.inclusive!.value * k.fraction, 0);
     if (allocated <= f.inclusive.value) near(fig, fig.on.get(f.name) ?? 0, f.inclusive.value, f.name, 'the derived tree keeps the measured inclusive');
-    else assert.match(fig.note, new RegExp(`stacks add up to the callees' shares: .*${f.name}`));
+    else overfull.push(f.name);
+  }
+  // The note names the first five and counts the rest: every one is named or counted, and no other.
+  const named = /stacks add up to the callees' shares: (.*?)(?: and (\d+) more)?\.(?: |$)/.exec(fig.note);
+  if (overfull.length === 0) assert.ok(!named, `the note names functions whose callees' shares fit: ${fig.note}`);
+  else {
+    assert.ok(named, `the note names none of ${overfull.join(', ')}: ${fig.note}`);
+    const names = named[1]!.split(', ');
+    for (const n of names) assert.ok(overfull.includes(n), `the note names ${n}, whose callees' shares fit in it`);
+    assert.equal(names.length + Number(named[2] ?? 0), overfull.length, `the note accounts for ${overfull.join(', ')}: ${fig.note}`);
   }
   assert.ok(fig.on.size >= 3, 'the model has stacks to compare');
   for (const [name, value] of fig.on) {

@@ -41,6 +41,8 @@ export class GdbBackend extends DebuggerBase implements Debugger {
   private registerNameCache: string[] | undefined;
   /** Hidden run-tos under way: their stops are marked internal and GDB's console chatter is dropped. */
   private hiddenRuns = 0;
+  /** `*stopped` records seen so far. */
+  private stops = 0;
 
   readonly onTrace: Debugger['onTrace'];
 
@@ -185,7 +187,25 @@ export class GdbBackend extends DebuggerBase implements Debugger {
 
   async continue(): Promise<void> {
     this.expectStopped('continue');
-    await this.mi.send('-exec-continue');
+    await this.resume('-exec-continue');
+  }
+
+  /**
+   * Sends a command that resumes the target. GDB answers `^running` before its `*running` record,
+   * which may come in a later read: a request made as soon as this returns (a pause, a breakpoint
+   * set while running) must already see the target running, or it would skip the interrupt it
+   * needs. A stop recorded meanwhile (a breakpoint hit at once) is left as it is.
+   */
+  private async resume(command: string): Promise<void> {
+    const stopsBefore = this.stops;
+    const r = await this.mi.send(command);
+    if (r.resultClass === 'running' && this.stops === stopsBefore && this.state === 'stopped') this.markRunning();
+  }
+
+  private markRunning(): void {
+    if (this.state === 'running') return;
+    this.state = 'running';
+    this.runningEmitter.fire();
   }
 
   /** Interrupts a running target and resolves with the stop it produced. */
@@ -198,17 +218,17 @@ export class GdbBackend extends DebuggerBase implements Debugger {
 
   async stepOver(instruction = false): Promise<void> {
     this.expectStopped('step over');
-    await this.mi.send(instruction ? '-exec-next-instruction' : '-exec-next');
+    await this.resume(instruction ? '-exec-next-instruction' : '-exec-next');
   }
 
   async stepIn(instruction = false): Promise<void> {
     this.expectStopped('step in');
-    await this.mi.send(instruction ? '-exec-step-instruction' : '-exec-step');
+    await this.resume(instruction ? '-exec-step-instruction' : '-exec-step');
   }
 
   async stepOut(): Promise<void> {
     this.expectStopped('step out');
-    await this.mi.send('-exec-finish');
+    await this.resume('-exec-finish');
   }
 
   async runTo(address: bigint, options: RunToOptions): Promise<RunToResult> {
@@ -413,11 +433,11 @@ export class GdbBackend extends DebuggerBase implements Debugger {
   private onAsyncRecord(r: MiAsyncRecord): void {
     if (r.type !== 'exec') return;
     if (r.asyncClass === 'running') {
-      this.state = 'running';
-      this.runningEmitter.fire();
+      this.markRunning();
       return;
     }
     if (r.asyncClass !== 'stopped') return;
+    this.stops++;
     const reason = miOptString(r.results, 'reason') ?? '';
     if (reason.startsWith('exited')) {
       this.state = 'exited';
