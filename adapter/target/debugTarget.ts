@@ -27,6 +27,10 @@ export class DebugTarget {
   /** The client was last told the target is halted (a stop it saw, and no user resume since). */
   private userSeesHalted = false;
   private ended = false;
+  /** What the server's unexpected exit said, when it was not the program's end. */
+  private serverDeath: string | undefined;
+  private serverDied!: () => void;
+  private readonly serverExit = new Promise<void>((resolve) => (this.serverDied = resolve));
   private programExited = false;
   /** Stops the target makes for its own purposes are not reported to the user. */
   private internalStops = 0;
@@ -77,8 +81,10 @@ export class DebugTarget {
       if (this.internalStops === 0) this.userSeesHalted = false;
     });
     debugger_.onExit((e) => this.programEnded(e.exitCode !== undefined ? `with code ${e.exitCode}` : ''));
-    debugger_.onDied((message) => this.end(message));
+    debugger_.onDied((message) => this.end(message, true));
     server.onUnexpectedExit((exit) => {
+      if (!exit.programEnded) this.serverDeath = exit.message;
+      this.serverDied();
       if (exit.programEnded) this.programEnded(`(${exit.message})`);
       else this.end(this.programExited ? undefined : exit.message);
     });
@@ -369,16 +375,30 @@ export class DebugTarget {
     this.end(undefined);
   }
 
-  private end(message: string | undefined): void {
+  /**
+   * Ends the session. When the debugger died, the server may have died first and taken it along
+   * (GDB can even crash on the connection it lost): the two exits arrive in either order, so the
+   * server's, which says what happened, is waited for a moment and named instead.
+   */
+  private end(message: string | undefined, debuggerDied = false): void {
     if (this.ended) return;
     this.ended = true;
     void (async () => {
+      if (debuggerDied) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([this.serverExit, new Promise<void>((resolve) => (timer = setTimeout(resolve, SERVER_EXIT_GRACE_MS)))]);
+        clearTimeout(timer);
+        if (this.serverDeath !== undefined && !this.programExited) message = this.serverDeath;
+      }
       await this.debugger.exit();
       await this.server.stop();
       this.endedEmitter.fire({ message });
     })();
   }
 }
+
+/** How long a debugger's death waits for the server's, which explains it when both die. */
+const SERVER_EXIT_GRACE_MS = 500;
 
 /** A stop an interrupt caused (SIGINT, or SIGTRAP on stubs that report it so), not the program's own. */
 function isInterruptStop(e: StopEvent): boolean {
