@@ -212,8 +212,16 @@ export class GdbBackend extends DebuggerBase implements Debugger {
   async interrupt(timeoutMs = 5_000): Promise<StopEvent | undefined> {
     if (this.state !== 'running') return undefined;
     const stopped = this.waitForStop(timeoutMs);
+    const stopsBefore = this.stops;
     await this.mi.send('-exec-interrupt');
-    return stopped;
+    // An interrupt that reaches GDB as it is still resuming the target can be lost: while no stop
+    // has come, it is asked again, at growing intervals, until the time is up.
+    const deadline = Date.now() + timeoutMs;
+    for (let wait = 250; ; wait *= 2) {
+      const settled = await Promise.race([stopped.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), wait))]);
+      if (settled || this.stops !== stopsBefore || this.state !== 'running' || Date.now() + wait >= deadline) return stopped;
+      await this.mi.send('-exec-interrupt').catch(() => undefined);
+    }
   }
 
   async stepOver(instruction = false): Promise<void> {
