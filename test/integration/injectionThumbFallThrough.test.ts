@@ -51,6 +51,19 @@ const traced = (name: string): OracleSummary['functions'][number] => {
   return f;
 };
 
+/** Each function's calls equal the trace's and its ticks are within its quantisation bound; the program ran through; the code is back. */
+function agreesWithTrace(names: readonly string[], rs: readonly MeasurementResults[], output: string, restored: boolean): void {
+  for (const n of names) {
+    const r = rs.find((x) => x.name === n)!;
+    const o = traced(n);
+    assert.equal(r.calls, o.calls, `${n}: calls`);
+    const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
+    assert.ok(Math.abs(r.compensatedTotal - expected) <= r.passes + 1, `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs the trace's ${expected.toFixed(1)}`);
+  }
+  assert.match(output, /fft peak \d+ error x1000 \d+/);
+  assert.ok(restored, 'the code is as the ELF has it after the measurements are removed');
+}
+
 /**
  * RAM 512 MiB from the code (the program's stack ends 1 MiB above it, its heap is small): every
  * patch goes through a literal, and fsub's 4 bytes hold only a jump through the widened fadd patch.
@@ -149,28 +162,12 @@ describe('code falling through into a measured entry on QEMU Cortex-M4 (fft)', {
       warnings.filter((w) => w.endsWith('fallThroughCounted')),
       [],
     );
-    for (const n of names) {
-      const r = rs.find((x) => x.name === n)!;
-      const o = traced(n);
-      assert.equal(r.calls, o.calls, `${n}: calls`);
-      const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
-      assert.ok(Math.abs(r.compensatedTotal - expected) <= r.passes + 1, `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs the trace's ${expected.toFixed(1)}`);
-    }
-    assert.match(output, /fft peak \d+ error x1000 \d+/);
-    assert.ok(restored, 'the code is as the ELF has it after the measurements are removed');
+    agreesWithTrace(names, rs, output, restored);
   });
 
   it('with cfrcmple not measured, its code is patched to run the copy, and fcmpgt, which calls it, keeps its time', async () => {
     const names = ['__aeabi_cfcmple', '__aeabi_fcmpgt', '__aeabi_fadd'];
     const { rs, output, restored } = await measureFromMainToExit(names);
-    for (const n of names) {
-      const r = rs.find((x) => x.name === n)!;
-      const o = traced(n);
-      assert.equal(r.calls, o.calls, `${n}: calls`);
-      const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
-      assert.ok(Math.abs(r.compensatedTotal - expected) <= r.passes + 1, `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs the trace's ${expected.toFixed(1)}`);
-    }
-    assert.match(output, /fft peak \d+ error x1000 \d+/);
-    assert.ok(restored, 'the code is as the ELF has it after the measurements are removed');
+    agreesWithTrace(names, rs, output, restored);
   });
 });
