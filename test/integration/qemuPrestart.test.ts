@@ -59,6 +59,18 @@ async function teach(args: CycleLensLaunchArgs, cache: string): Promise<void> {
   assert.equal(readdirSync(cache).filter((f) => /^start-[0-9a-f]{32}\.json$/.test(f)).length, 1, 'the launch remembered its command');
 }
 
+/**
+ * A launch of `args` has run (so its command is remembered), and a new adapter with that hint has
+ * started: the QEMU its loader started ahead, found before any request.
+ */
+async function adapterWithQemuAhead(args: CycleLensLaunchArgs, cache: string): Promise<{ second: AdapterHarness; ahead: LiveProcess }> {
+  await teach(args, cache);
+  const second = await adapterFor(args, cache);
+  const ahead = await qemuOf(second);
+  assert.ok(ahead, 'QEMU runs before any request');
+  return { second, ahead };
+}
+
 describe('QEMU started ahead of the launch', () => {
   afterEach(async () => {
     if (h) await h.stop();
@@ -71,12 +83,8 @@ describe('QEMU started ahead of the launch', () => {
   it('a launch of the hinted configuration takes the QEMU and the GDB the loader started before the request', async () => {
     const cache = cacheDir();
     const args = qemuLaunchArgs('cortex-m4', 'singlepass');
-    await teach(args, cache);
-
-    const second = await adapterFor(args, cache);
     // Before any request: the loader started QEMU from the remembered command.
-    const ahead = await qemuOf(second);
-    assert.ok(ahead, 'QEMU runs before the launch request');
+    const { second, ahead } = await adapterWithQemuAhead(args, cache);
     const gdbAhead = processesWithTag(second.tag).filter((p) => /gdb-multiarch/.test(p.cmdline));
     assert.equal(gdbAhead.length, 1, 'the remembered GDB was started with QEMU, before the adapter program');
     const stopped = await second.launchToEntry(args);
@@ -102,13 +110,9 @@ describe('QEMU started ahead of the launch', () => {
   it('a launch that builds another command ends the QEMU started ahead and starts its own', async () => {
     const cache = cacheDir();
     const hinted = qemuLaunchArgs('cortex-m4', 'singlepass');
-    await teach(hinted, cache);
-
+    const { second, ahead } = await adapterWithQemuAhead(hinted, cache);
     // The same hint, but the launch asks for another program: the command differs in `-kernel`.
     const other = qemuLaunchArgs('cortex-m4', 'cyclic');
-    const second = await adapterFor(hinted, cache);
-    const ahead = await qemuOf(second);
-    assert.ok(ahead, 'QEMU runs before the launch request');
     const stopped = await second.launchToEntry(other);
     assert.equal(stopped.body.reason, 'entry');
     assert.match(second.allOutput, /^Starting \S*qemu-system-arm .*cyclic\.elf/m);
@@ -125,11 +129,7 @@ describe('QEMU started ahead of the launch', () => {
     const elf = join(dir, 'singlepass.elf');
     copyFileSync(fixtureElf('cortex-m4', 'singlepass'), elf);
     const args = { ...qemuLaunchArgs('cortex-m4', 'singlepass'), executable: elf };
-    await teach(args, cache);
-
-    const second = await adapterFor(args, cache);
-    const ahead = await qemuOf(second);
-    assert.ok(ahead, 'QEMU runs before the launch request');
+    const { second, ahead } = await adapterWithQemuAhead(args, cache);
     // A build between the adapter's start and the launch: same path, new time.
     const later = new Date(Date.now() + 5_000);
     utimesSync(elf, later, later);
@@ -143,11 +143,7 @@ describe('QEMU started ahead of the launch', () => {
   it('SIGKILL of the adapter just after it started QEMU leaves nothing behind', async () => {
     const cache = cacheDir();
     const args = qemuLaunchArgs('cortex-m4', 'singlepass');
-    await teach(args, cache);
-
-    const second = await adapterFor(args, cache);
-    const ahead = await qemuOf(second);
-    assert.ok(ahead, 'QEMU runs before the launch request');
+    const { second, ahead } = await adapterWithQemuAhead(args, cache);
     const adapter = processesWithTag(second.tag).find((p) => /dist\/adapter\.js/.test(p.cmdline));
     assert.ok(adapter, 'the adapter runs');
     // QEMU shows in /proc as soon as it is exec'd, a moment before the spawn returns to the loader
@@ -164,10 +160,7 @@ describe('QEMU started ahead of the launch', () => {
   it('an adapter that gets no launch ends the QEMU it started when it is told to go', async () => {
     const cache = cacheDir();
     const args = qemuLaunchArgs('cortex-m4', 'singlepass');
-    await teach(args, cache);
-
-    const second = await adapterFor(args, cache);
-    assert.ok(await qemuOf(second), 'QEMU runs before any request');
+    const { second } = await adapterWithQemuAhead(args, cache);
     await second.dc.initializeRequest();
     await finish(second);
   });
