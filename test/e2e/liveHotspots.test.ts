@@ -536,7 +536,7 @@ test(
     const notRun = heat.filter((x) => !counts.has(x.line)).map((x) => x.line);
     assert.deepEqual(notRun, [], 'heat on lines the oracle never runs');
     const tallest = heat.reduce((a, b) => (b.barHeight > a.barHeight ? b : a));
-    const hover = await hoverOnLine(h, tallest.line, /95 % interval/);
+    const hover = await hoverOnLine(h, tallest.line, /95 % interval/, 20_000);
     await h.dismissHover();
     t.diagnostic(`hover on line ${tallest.line}: ${hover.replace(/\s+/g, ' ')}`);
     assert.match(hover, /[\d.]+ % \(95 % interval [\d.]+ % – [\d.]+ %\) · [\d,]+ samples/, 'the hover gives the share, its 95 % interval and the sample count');

@@ -245,25 +245,47 @@ export async function gutterIconLines(h: CodeServerHarness, image: string): Prom
 
 /**
  * Hovers the code of `line` in the active editor (its last token, the end of the line's own text)
- * and returns the text of the hover that appears and matches `contains`.
+ * and returns the text of the hover that appears and matches `contains`. The spot is read again
+ * before each try, and the pointer is checked to be on that line: an editor that is still scrolling
+ * (just revealed) can move the line between the reading and the move, and a hover asked for on
+ * another line never comes. A try with no hover after 3 s leaves and points again, as a hand does.
  */
 export async function hoverOnLine(h: CodeServerHarness, line: number, contains: RegExp, timeoutMs = 10_000): Promise<string> {
-  await h.dismissHover();
-  const at = (await lineTops(h)).find((t) => t.line === line);
-  if (!at) throw new Error(`line ${line} is not rendered`);
-  const spot = await activeEditor(h)
-    .locator('.view-lines .view-line')
-    .evaluateAll((els, y) => {
-      const row = els.find((e) => Math.abs(e.getBoundingClientRect().top - y) < 3);
-      const tokens = row ? Array.from(row.querySelectorAll('span[class^="mtk"]')).filter((t) => (t.textContent ?? '').trim() !== '') : [];
-      const r = tokens[tokens.length - 1]?.getBoundingClientRect();
-      return r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : undefined;
-    }, at.top);
-  if (!spot) throw new Error(`line ${line} has no text to hover`);
-  await h.page.mouse.move(spot.x, spot.y);
   const hover = h.page.locator('.monaco-hover').filter({ hasText: contains }).first();
-  await hover.waitFor({ state: 'visible', timeout: timeoutMs });
-  return (await hover.innerText()).trim();
+  const deadline = Date.now() + timeoutMs;
+  const tries: string[] = [];
+  while (Date.now() < deadline) {
+    await h.dismissHover();
+    const at = (await lineTops(h)).find((t) => t.line === line);
+    if (!at) throw new Error(`line ${line} is not rendered`);
+    const spot = await activeEditor(h)
+      .locator('.view-lines .view-line')
+      .evaluateAll((els, y) => {
+        const row = els.find((e) => Math.abs(e.getBoundingClientRect().top - y) < 3);
+        const tokens = row ? Array.from(row.querySelectorAll('span[class^="mtk"]')).filter((t) => (t.textContent ?? '').trim() !== '') : [];
+        const r = tokens[tokens.length - 1]?.getBoundingClientRect();
+        return r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : undefined;
+      }, at.top);
+    if (!spot) throw new Error(`line ${line} has no text to hover`);
+    await h.page.mouse.move(spot.x, spot.y, { steps: 4 });
+    // The line drawn under the pointer now, by its number in the margin.
+    const under = (await lineTops(h)).find((t) => spot.y >= t.top && spot.y < t.bottom)?.line;
+    if (under !== line) {
+      tries.push(`the pointer landed on line ${under ?? '(none)'}`);
+      continue;
+    }
+    const shown = await hover.waitFor({ state: 'visible', timeout: Math.max(500, Math.min(3000, deadline - Date.now())) }).then(
+      () => true,
+      () => false,
+    );
+    if (shown) return (await hover.innerText()).trim();
+    const others = await h.page
+      .locator('.monaco-hover:visible')
+      .allInnerTexts()
+      .catch(() => []);
+    tries.push(others.length > 0 ? `hovers shown: ${JSON.stringify(others.map((o) => o.replace(/\s+/g, ' ').trim()))}` : 'no hover shown');
+  }
+  throw new Error(`no hover matching ${String(contains)} on line ${line} within ${timeoutMs} ms (${tries.join('; ') || 'no try'})`);
 }
 
 /**
