@@ -31,6 +31,8 @@ import { median, option, printTable } from './support';
 const wantedSamples = Number(option(process.argv, '--samples') ?? 20_000);
 const haltingSamples = Number(option(process.argv, '--halting-samples') ?? 1_000);
 const decorationOnly = process.argv.includes('--decoration-only');
+/** `--detail`: each sampler row also prints its function shares beside the oracle's, largest gaps first. */
+const detail = process.argv.includes('--detail');
 const targets = (decorationOnly ? [] : (['rv32', 'cortex-m4'] as FixtureTarget[])).filter(
   (t) => !option(process.argv, '--target') || option(process.argv, '--target') === t,
 );
@@ -119,6 +121,7 @@ async function measure(
     if (config.sampler) await h.dc.customRequest(CustomRequests.stopSampling);
     const counts = new Map(samples.counts);
     const locations = new Map<number, SampleLocation>(samples.locations);
+    if (detail && config.sampler) printShares(`${target} ${config.name}`, byFunction(counts, locations), truth.functions);
     return {
       roundsPerSecond: ((after.rounds - before.rounds) * 1000) / (after.at - before.at),
       samplesPerSecond: samples.total / seconds,
@@ -129,6 +132,60 @@ async function measure(
   } finally {
     await h.stop();
   }
+}
+
+/** Function shares sampled against the oracle's, in percent, the largest differences first. */
+function printShares(what: string, sampled: ReadonlyMap<string, number>, truth: ReadonlyMap<string, number>): void {
+  const sum = (m: ReadonlyMap<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+  const [ns, nt] = [sum(sampled), sum(truth)];
+  const names = [...new Set([...sampled.keys(), ...truth.keys()])];
+  const rows = names
+    .map((n) => ({ n, s: ((sampled.get(n) ?? 0) / ns) * 100, t: ((truth.get(n) ?? 0) / nt) * 100 }))
+    .sort((a, b) => Math.abs(b.s - b.t) - Math.abs(a.s - a.t))
+    .slice(0, 12);
+  console.error(`${what}: function, sampled % / oracle % (difference)`);
+  for (const r of rows)
+    console.error(
+      `  ${r.n.padEnd(24)} ${r.s.toFixed(2).padStart(6)} / ${r.t.toFixed(2).padStart(6)} (${(r.s - r.t >= 0 ? '+' : '') + (r.s - r.t).toFixed(2)})`,
+    );
+}
+
+/**
+ * The error that ideal sampling would show at `n` samples: `n` independent draws from the oracle's
+ * own distribution, scored like a sampler (median and 95th percentile of 200 trials). A sampler at
+ * this figure has no bias left to find; below it, the goal is tighter than the sample count allows.
+ */
+function samplingFloor(truth: ReadonlyMap<string, number>, n: number): { median: number; p95: number } {
+  const keys = [...truth.keys()];
+  const total = [...truth.values()].reduce((a, b) => a + b, 0);
+  const cumulative: number[] = [];
+  let c = 0;
+  for (const k of keys) cumulative.push((c += truth.get(k)! / total));
+  let seed = 0x2545f491;
+  const random = (): number => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) / 2 ** 32;
+  };
+  const errors: number[] = [];
+  for (let trial = 0; trial < 200; trial++) {
+    const drawn = new Map<string, number>();
+    for (let i = 0; i < n; i++) {
+      const u = random();
+      let lo = 0;
+      let hi = cumulative.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (cumulative[mid]! < u) lo = mid + 1;
+        else hi = mid;
+      }
+      drawn.set(keys[lo]!, (drawn.get(keys[lo]!) ?? 0) + 1);
+    }
+    errors.push(profileError(drawn, truth));
+  }
+  errors.sort((a, b) => a - b);
+  return { median: errors[100]!, p95: errors[190]! };
 }
 
 function decorationUpdate(): { repaintMs: number; changedLevels: number; fullHeatMs: number; profileMs: number; lines: number } {
@@ -231,6 +288,7 @@ async function measurePcsr(fixture: TracedFixture, truth: ReturnType<typeof orac
 
 async function main(): Promise<void> {
   const rows: string[][] = [];
+  const floors: string[] = [];
   const only = option(process.argv, '--only');
   if (!decorationOnly && (!only || only.startsWith('openocd')) && (!option(process.argv, '--target') || option(process.argv, '--target') === 'cortex-m4')) {
     const fixture = await traceFixture(fixtureElf('cortex-m4', 'hotloop'), 3_000_000);
@@ -244,6 +302,11 @@ async function main(): Promise<void> {
   for (const target of only?.startsWith('openocd') ? [] : targets) {
     const oracle = await runOracle({ elf: fixtureElf(target, 'hotloop'), maxInstructions: 3_000_000 });
     const truth = oracleMaps(oracle);
+    const [fn, line] = [samplingFloor(truth.functions, wantedSamples), samplingFloor(truth.lines, wantedSamples)];
+    floors.push(
+      `${target}: ideal random sampling at ${wantedSamples.toLocaleString('en-US')} samples would read e function ${(fn.median * 100).toFixed(2)} % ` +
+        `(95th percentile ${(fn.p95 * 100).toFixed(2)} %), e line ${(line.median * 100).toFixed(2)} % (${(line.p95 * 100).toFixed(2)} %)`,
+    );
     let plain = NaN;
     for (const config of configs) {
       if (only && config.sampler && !config.name.startsWith(only)) continue;
@@ -265,6 +328,7 @@ async function main(): Promise<void> {
     }
   }
   if (rows.length > 0) printTable(['target', 'sampler', 'samples', 'samples/s', 'rounds/s', 'slowdown', 'e function', 'e line'], rows);
+  for (const f of floors) console.log(`statistical floor, ${f}`);
   const d = decorationUpdate();
   console.log(
     `\ndecoration update, 5,000-line file, ${d.lines} decorated lines, 2,000 new samples per repaint: tally + levels + diff ${d.repaintMs.toFixed(2)} ms ` +

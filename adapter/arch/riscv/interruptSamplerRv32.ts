@@ -76,7 +76,7 @@ const S = {
   lfsr: 36,
   taps: 40,
   mask: 44,
-  delayBase: 48,
+  period: 48,
   textBase: 52,
   shift: 56,
   buckets: 60,
@@ -84,6 +84,13 @@ const S = {
   jumpSlot: 68,
   savedCause: 72,
   savedTval: 76,
+  /** The start of the current sampling interval on the RTC's clock (64 bits). */
+  baseLow: 80,
+  baseHigh: 84,
+  offset: 88,
+  nowLow: 92,
+  nowHigh: 96,
+  minGap: 100,
 } as const;
 const CODE_AT = 128;
 /** `jal`'s reach: +/-1 MiB. */
@@ -245,14 +252,45 @@ export function buildRv32Sampler(area: number, fwVector: number): { bytes: Uint8
   a.word(add(T1, T2, ZERO));
   a.label('inside');
   a.words(slli(T1, T1, 2), add(T1, T1, T0), encodeLw(T2, T1, BUCKETS_AT), encodeAddi(T2, T2, 1), encodeSw(T2, T1, BUCKETS_AT));
-  // Next alarm: now + delayBase + (lfsr & mask), a random offset inside the interval.
+  // Next alarm: the next interval starts one period after this one, and the alarm falls at a
+  // random offset (lfsr & mask) inside it, so every interval holds exactly one sample (stratified in
+  // virtual time, never aliased with a loop of the same period). Never sooner than minGap from now:
+  // an alarm due before the firmware resumes would interrupt this handler's own way back.
   a.words(encodeLw(T1, T0, S.lfsr), andi(T2, T1, 1), srli(T1, T1, 1));
   a.branch('beq', T2, ZERO, 'noTap');
   a.words(encodeLw(T2, T0, S.taps), xor(T1, T1, T2));
   a.label('noTap');
-  a.words(encodeSw(T1, T0, S.lfsr), encodeLw(T2, T0, S.mask), and(T1, T1, T2), encodeLw(T2, T0, S.delayBase), add(T1, T1, T2));
-  a.words(encodeLw(T2, T3, Rtc.timeLow), encodeLw(T4, T3, Rtc.timeHigh), add(T1, T1, T2), sltu(T2, T1, T2), add(T4, T4, T2));
-  a.words(encodeSw(T4, T3, Rtc.alarmHigh), encodeSw(T1, T3, Rtc.alarmLow));
+  a.words(encodeSw(T1, T0, S.lfsr), encodeLw(T2, T0, S.mask), and(T1, T1, T2), encodeSw(T1, T0, S.offset));
+  // base += period (64 bits): t2 = low, t1 = high.
+  a.words(encodeLw(T2, T0, S.baseLow), encodeLw(T4, T0, S.period), add(T2, T2, T4), sltu(T4, T2, T4), encodeLw(T1, T0, S.baseHigh), add(T1, T1, T4));
+  a.words(encodeSw(T2, T0, S.baseLow), encodeSw(T1, T0, S.baseHigh));
+  // now (the low word first: reading it latches the high one); t4 = low, t3 = high.
+  a.words(encodeLw(T4, T3, Rtc.timeLow), encodeLw(T3, T3, Rtc.timeHigh), encodeSw(T4, T0, S.nowLow), encodeSw(T3, T0, S.nowHigh));
+  // d = now - base: t3 = high, t4 = low. Base ahead of now (d < 0) or behind by less than one
+  // period is the steady state; further behind (interrupts long masked), the intervals restart at now.
+  a.words(sub(T3, T3, T1), sltu(T1, T4, T2), sub(T3, T3, T1), sub(T4, T4, T2));
+  a.word(encodeAddi(T1, T3, 1));
+  a.branch('beq', T1, ZERO, 'onTime');
+  a.branch('bne', T3, ZERO, 'late');
+  a.word(encodeLw(T1, T0, S.period));
+  a.branch('bltu', T4, T1, 'onTime');
+  a.label('late');
+  a.words(encodeLw(T2, T0, S.nowLow), encodeLw(T1, T0, S.nowHigh), encodeSw(T2, T0, S.baseLow), encodeSw(T1, T0, S.baseHigh));
+  a.label('onTime');
+  // alarm = base + offset.
+  a.words(encodeLw(T2, T0, S.baseLow), encodeLw(T1, T0, S.baseHigh), encodeLw(T4, T0, S.offset), add(T2, T2, T4), sltu(T4, T2, T4), add(T1, T1, T4));
+  // soonest = now + minGap: t4 = high, t3 = low; the later of the two.
+  a.words(encodeLw(T4, T0, S.nowLow), encodeLw(T3, T0, S.minGap), add(T4, T4, T3), sltu(T3, T4, T3), encodeSw(T4, T0, S.nowLow));
+  a.words(encodeLw(T4, T0, S.nowHigh), add(T4, T4, T3), encodeLw(T3, T0, S.nowLow));
+  a.branch('bltu', T1, T4, 'soonest');
+  a.branch('bne', T1, T4, 'alarm');
+  a.branch('bltu', T2, T3, 'soonest');
+  a.j('alarm');
+  a.label('soonest');
+  a.words(add(T1, T4, ZERO), add(T2, T3, ZERO));
+  a.label('alarm');
+  a.word(encodeLui(T3, RTC >>> 12));
+  a.words(encodeSw(T1, T3, Rtc.alarmHigh), encodeSw(T2, T3, Rtc.alarmLow));
   a.word(encodeLw(T2, T0, S.nested));
   a.branch('bne', T2, ZERO, 'inHandler');
   a.words(encodeLw(T4, T0, S.t4), encodeLw(T3, T0, S.t3), encodeLw(T2, T0, S.t2), encodeLw(T1, T0, S.t1), swapT0(), MRET);
@@ -261,13 +299,21 @@ export function buildRv32Sampler(area: number, fwVector: number): { bytes: Uint8
   // `jal x0` written into the jump slot (the handler's code is within +/-1 MiB of the slot).
   a.label('inHandler');
   a.words(encodeLw(T2, T0, S.nestedSamples), encodeAddi(T2, T2, 1), encodeSw(T2, T0, S.nestedSamples));
-  a.words(csrr(T1, CSR.mepc), encodeAddi(T2, T0, S.jumpSlot), sub(T1, T1, T2));
+  // A sample taken on the way back (at `resume` or in the jump slot, once MIE is on again) finds
+  // the slot already aimed at the firmware: rewritten to aim at itself, it would loop for ever.
+  a.word(csrr(T1, CSR.mepc));
+  a.la(T2, 'resume');
+  a.branch('beq', T1, T2, 'slotReady');
+  a.word(encodeAddi(T2, T0, S.jumpSlot));
+  a.branch('beq', T1, T2, 'slotReady');
+  a.word(sub(T1, T1, T2));
   // J-immediate: imm[20|10:1|11|19:12] from the offset in t1.
   a.words(srli(T2, T1, 20), andi(T2, T2, 1), slli(T2, T2, 31));
   a.words(srli(T3, T1, 1), andi(T3, T3, 0x3ff), slli(T3, T3, 21), or(T2, T2, T3));
   a.words(srli(T3, T1, 11), andi(T3, T3, 1), slli(T3, T3, 20), or(T2, T2, T3));
   a.words(srli(T3, T1, 12), andi(T3, T3, 0xff), slli(T3, T3, 12), or(T2, T2, T3));
   a.words(ori(T2, T2, 0x6f), encodeSw(T2, T0, S.jumpSlot), FENCE_I);
+  a.label('slotReady');
   a.la(T2, 'exit');
   a.word(csrw(CSR.mepc, T2));
   a.word(encodeAddi(T2, ZERO, MSTATUS_MPIE));
@@ -275,6 +321,7 @@ export function buildRv32Sampler(area: number, fwVector: number): { bytes: Uint8
   a.words(encodeLw(T2, T0, S.savedCause), csrw(CSR.mcause, T2), encodeLw(T2, T0, S.savedTval), csrw(CSR.mtval, T2));
   a.words(encodeLw(T4, T0, S.t4), encodeLw(T3, T0, S.t3), encodeLw(T2, T0, S.t2), encodeLw(T1, T0, S.t1), swapT0());
   a.word(encodeCsrImmediate('csrrsi', ZERO, CSR.mstatus, MSTATUS_MIE));
+  a.label('resume');
   a.j(area + S.jumpSlot);
 
   // ---- the firmware's mret from a wrapped handler lands here ----------------------------------
@@ -351,10 +398,10 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
     };
   const bucketsAt = area.start + BUCKETS_AT;
   const used = BUCKETS_AT + 4 * (buckets + 1);
-  const half = 2 ** Math.max(4, Math.round(Math.log2(req.meanInterval)));
-  // The offset is uniform in [half/2, half/2 + half): mean `half`, never shorter than the handler.
+  const half = 2 ** Math.max(12, Math.round(Math.log2(req.meanInterval)));
+  // One sample per interval of `half` ns, at an offset uniform in [0, half), and never sooner than
+  // a quarter interval after the last (the handler's way back takes far less).
   const mask = half - 1;
-  const delayBase = half / 2;
   const registers = ['mtvec', 'mscratch', 'mie'];
   const words = [PLIC + 4 * RTC_SOURCE, PLIC_ENABLE_M0, RTC + Rtc.irqEnabled];
   return {
@@ -395,7 +442,8 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
       state.writeUInt32LE(0xace1_5eed, S.lfsr);
       state.writeUInt32LE(LFSR_TAPS, S.taps);
       state.writeUInt32LE(mask, S.mask);
-      state.writeUInt32LE(delayBase, S.delayBase);
+      state.writeUInt32LE(half, S.period);
+      state.writeUInt32LE(half / 4, S.minGap);
       state.writeUInt32LE(req.text.start >>> 0, S.textBase);
       state.writeUInt32LE(shift, S.shift);
       state.writeUInt32LE(buckets, S.buckets);
@@ -405,10 +453,15 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
       const check = await access.readMemory(BigInt(area.start + CODE_AT), code.bytes.length);
       if (!check.equals(Buffer.from(code.bytes))) throw new Error(`the interrupt sampler's handler did not stick at 0x${(area.start + CODE_AT).toString(16)}`);
       for (const w of saved.words) await store(w.address, w.patched);
-      // First alarm one interval from now.
+      // The first interval starts now (the virtual clock stands while the target is halted), its
+      // alarm in the middle.
       const low = await access.readU32(BigInt(RTC + Rtc.timeLow));
       const high = await access.readU32(BigInt(RTC + Rtc.timeHigh));
-      const at = ((BigInt(high) << 32n) | BigInt(low)) + BigInt(half);
+      const base = Buffer.alloc(8);
+      base.writeUInt32LE(low, 0);
+      base.writeUInt32LE(high, 4);
+      await access.writeMemory(BigInt(area.start + S.baseLow), base);
+      const at = ((BigInt(high) << 32n) | BigInt(low)) + BigInt(half / 2);
       await store(RTC + Rtc.alarmHigh, Number(at >> 32n));
       await store(RTC + Rtc.alarmLow, Number(at & 0xffff_ffffn));
       for (const name of ['mscratch', 'mtvec', 'mie']) await access.writeRegister(name, saved.patchedRegisters[name]!);
