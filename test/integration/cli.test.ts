@@ -1,13 +1,12 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadResultSetDocument } from '../../core/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
-import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
-import { fixtureElf, repoRoot } from '../support/paths';
+import { cliWorkspace } from '../support/cliWorkspace';
+import { fixtureElf } from '../support/paths';
 
 /**
  * The `cyclelens` command line runs a call-graph descent end to end — launch configuration,
@@ -15,44 +14,22 @@ import { fixtureElf, repoRoot } from '../support/paths';
  * oracle's exact profile of the same program.
  */
 describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cyclelens-cli-'));
-  const tag = newOwnerTag();
   const elf = fixtureElf('rv32', 'singlepass');
+  const { dir, cli, close } = cliWorkspace(
+    'cyclelens-cli-',
+    [
+      { name: 'QEMU RISC-V 32', executable: elf, server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main', programEnd: 'program_end' },
+      { name: 'RV32 cyclic', executable: fixtureElf('rv32', 'cyclic'), server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main' },
+    ],
+    { comment: 'Comments are allowed, as in VS Code.' },
+  );
   let oracle: OracleSummary;
 
   before(async () => {
-    mkdirSync(join(dir, '.vscode'));
-    writeFileSync(
-      join(dir, '.vscode', 'launch.json'),
-      `{
-  // Comments are allowed, as in VS Code.
-  "version": "0.2.0",
-  "configurations": [
-    { "type": "cyclelens", "request": "launch", "name": "QEMU RISC-V 32", "executable": ${JSON.stringify(elf)},
-      "server": { "type": "qemu", "machine": "virt" }, "stopAtEntry": "main", "programEnd": "program_end" },
-    { "type": "cyclelens", "request": "launch", "name": "RV32 cyclic", "executable": ${JSON.stringify(fixtureElf('rv32', 'cyclic'))},
-      "server": { "type": "qemu", "machine": "virt" }, "stopAtEntry": "main" }
-  ]
-}
-`,
-    );
     oracle = await runOracle({ elf });
   });
 
-  after(async () => {
-    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-    const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], {
-      cwd: dir,
-      encoding: 'utf8',
-      timeout: 300_000,
-      env: { ...process.env, [OWNER_TAG_VAR]: tag },
-    });
-    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-  }
+  after(close);
 
   it('finds every function the oracle puts at ≥ 5%, pruning only functions below it', async () => {
     const out = join(dir, 'descent.json');

@@ -1,16 +1,14 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadResultSetDocument } from '../../core/analysis/resultSet';
 import { EXPORT_FORMATS } from '../../core/export/formats';
 import { profileFromResultSets } from '../../core/profile/fromResultSet';
 import type { Profile } from '../../core/profile/model';
+import { cliWorkspace } from '../support/cliWorkspace';
 import { checkCallgrindAndPprof, checkGprof, checkReadBack, stackFigures, type ExportedFiles, type StackFigures } from '../support/exportChecks';
-import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
-import { fixtureElf, repoRoot, type FixtureTarget } from '../support/paths';
+import { fixtureElf, type FixtureTarget } from '../support/paths';
 
 /**
  * A real call-graph descent through the `cyclelens` command line on both QEMU targets, with
@@ -19,9 +17,20 @@ import { fixtureElf, repoRoot, type FixtureTarget } from '../support/paths';
  */
 for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
   describe(`cyclelens descent --export on QEMU ${target}`, () => {
-    const dir = mkdtempSync(join(tmpdir(), `cyclelens-export-${target}-`));
-    const tag = newOwnerTag();
     const elf = fixtureElf(target, 'singlepass');
+    const { dir, cli, close } = cliWorkspace(
+      `cyclelens-export-${target}-`,
+      [
+        {
+          name: 'fixture',
+          executable: elf,
+          server: { type: 'qemu', machine: target === 'rv32' ? 'virt' : 'mps2-an386' },
+          stopAtEntry: 'main',
+          programEnd: 'program_end',
+        },
+      ],
+      { timeoutMs: 240_000 },
+    );
     const prefix = target === 'rv32' ? 'riscv64-unknown-elf-' : 'arm-none-eabi-';
     const file = (id: string): string => join(dir, 'out', `descent${EXPORT_FORMATS.find((f) => f.id === id)!.extension}`);
     let model: Profile;
@@ -29,56 +38,14 @@ for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
     const exported = (): ExportedFiles => ({ model, file: (id) => file(id) });
 
     before(() => {
-      mkdirSync(join(dir, '.vscode'));
       mkdirSync(join(dir, 'out'));
-      writeFileSync(
-        join(dir, '.vscode', 'launch.json'),
-        JSON.stringify({
-          version: '0.2.0',
-          configurations: [
-            {
-              type: 'cyclelens',
-              request: 'launch',
-              name: 'fixture',
-              executable: elf,
-              server: { type: 'qemu', machine: target === 'rv32' ? 'virt' : 'mps2-an386' },
-              stopAtEntry: 'main',
-              programEnd: 'program_end',
-            },
-          ],
-        }),
-      );
     });
 
-    after(async () => {
-      assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
-      rmSync(dir, { recursive: true, force: true });
-    });
+    after(close);
 
     it('writes every format from one descent', async () => {
       const exports = EXPORT_FORMATS.flatMap((f) => ['--export', `${f.id}:${file(f.id)}`]);
-      const r = spawnSync(
-        process.execPath,
-        [
-          join(repoRoot, 'dist', 'cli.js'),
-          'descent',
-          '--config',
-          '.vscode/launch.json',
-          '--name',
-          'fixture',
-          '--threshold',
-          '5%',
-          '--out',
-          join(dir, 'descent.json'),
-          ...exports,
-        ],
-        {
-          cwd: dir,
-          encoding: 'utf8',
-          timeout: 240_000,
-          env: { ...process.env, [OWNER_TAG_VAR]: tag },
-        },
-      );
+      const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'fixture', '--threshold', '5%', '--out', join(dir, 'descent.json'), ...exports);
       assert.equal(r.status, 0, r.stderr);
       for (const f of EXPORT_FORMATS) assert.match(r.stderr, new RegExp(`${f.label.replace(/[().]/g, '.')} written to `), f.id);
       model = profileFromResultSets(await loadResultSetDocument(join(dir, 'descent.json')), { generator: 'cyclelens-cli' });

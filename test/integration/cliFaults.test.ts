@@ -1,12 +1,12 @@
-import { describe, it, before, after } from 'node:test';
+import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadResultSetDocument } from '../../core/analysis/resultSet';
-import { OWNER_TAG_VAR, newOwnerTag, processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
-import { fixtureElf, repoRoot } from '../support/paths';
+import { cliWorkspace } from '../support/cliWorkspace';
+import { processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import { fixtureElf } from '../support/paths';
 
 /**
  * The command line's output files under real faults: a read-only file system, a parent directory that
@@ -15,8 +15,15 @@ import { fixtureElf, repoRoot } from '../support/paths';
  * the middle (finished runs kept), two CLIs at once on one workspace, a result set with impossible values.
  */
 describe('cyclelens CLI: output places that fail', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cyclelens-cli-faults-'));
-  const tag = newOwnerTag();
+  const { dir, tag, cli, start, close } = cliWorkspace('cyclelens-cli-faults-', [
+    {
+      name: 'RV32',
+      executable: fixtureElf('rv32', 'singlepass'),
+      server: { type: 'qemu', machine: 'virt' },
+      stopAtEntry: 'main',
+      programEnd: 'program_end',
+    },
+  ]);
   const mounts: string[] = [];
 
   /** A real tmpfs of `size` mounted at a new directory; read-only when asked. */
@@ -28,42 +35,10 @@ describe('cyclelens CLI: output places that fail', () => {
     return at;
   }
 
-  before(() => {
-    mkdirSync(join(dir, '.vscode'));
-    writeFileSync(
-      join(dir, '.vscode', 'launch.json'),
-      JSON.stringify({
-        version: '0.2.0',
-        configurations: [
-          {
-            type: 'cyclelens',
-            request: 'launch',
-            name: 'RV32',
-            executable: fixtureElf('rv32', 'singlepass'),
-            server: { type: 'qemu', machine: 'virt' },
-            stopAtEntry: 'main',
-            programEnd: 'program_end',
-          },
-        ],
-      }),
-    );
-  });
-
   after(async () => {
     for (const m of mounts) spawnSync('umount', [m]);
-    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
-    rmSync(dir, { recursive: true, force: true });
+    await close();
   });
-
-  function cli(...args: string[]): { status: number | null; stdout: string; stderr: string } {
-    const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], {
-      cwd: dir,
-      encoding: 'utf8',
-      timeout: 300_000,
-      env: { ...process.env, [OWNER_TAG_VAR]: tag },
-    });
-    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-  }
 
   it('--out on a read-only file system is refused before anything starts', () => {
     const ro = tmpfs('ro', 'ro,size=64k');
@@ -117,30 +92,26 @@ describe('cyclelens CLI: output places that fail', () => {
   it('QEMU killed in the middle of a descent: finished runs are kept, the message names what died, --resume continues', async () => {
     const out = join(dir, 'interrupted.json');
     const args = ['descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '1%', '--slots', '2', '--no-groups', '--out', out];
-    const child = spawn(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
-    child.stdout.resume();
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const run = start(args);
     // Wait for the first run's result set on disk, then kill the emulator for real.
     let qemuPid: number | undefined;
     for (let i = 0; i < 600 && qemuPid === undefined; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      if (!existsSync(out) || child.exitCode !== null) continue;
+      if (!existsSync(out) || run.child.exitCode !== null) continue;
       const saved = await loadResultSetDocument(out).catch(() => undefined);
       if ((saved?.resultSets.length ?? 0) >= 1) qemuPid = processesWithTag(tag).find((p) => /qemu-system-riscv32/.test(p.cmdline))?.pid;
     }
-    assert.ok(qemuPid, `no saved run to interrupt: ${stderr}`);
+    assert.ok(qemuPid, `no saved run to interrupt: ${run.stderr}`);
     process.kill(qemuPid, 'SIGKILL');
-    assert.equal(await exited, 1, stderr);
-    assert.match(stderr, /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/);
+    assert.equal(await run.exited, 1, run.stderr);
+    assert.match(run.stderr, /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/);
     assert.match(
-      stderr,
+      run.stderr,
       /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in interrupted\.json; continue with the same command and --resume interrupted\.json/,
     );
     const partial = await loadResultSetDocument(out);
     assert.ok(partial.resultSets.length >= 1);
-    const savedRuns = Number(/(\d+) finished run\(s\)/.exec(stderr)![1]);
+    const savedRuns = Number(/(\d+) finished run\(s\)/.exec(run.stderr)![1]);
     assert.equal(partial.resultSets.length, savedRuns, 'every finished run is in the file');
 
     const resumed = cli(...args.slice(0, -2), '--resume', out, '--out', join(dir, 'resumed.json'));
@@ -152,44 +123,30 @@ describe('cyclelens CLI: output places that fail', () => {
   });
   it('GDB killed in the middle of a profile: the finished runs are kept and the message names GDB and how it died', async () => {
     const out = join(dir, 'gdb-killed.json');
-    const child = spawn(
-      process.execPath,
-      [join(repoRoot, 'dist', 'cli.js'), 'profile', '--config', '.vscode/launch.json', '--name', 'RV32', '--slots', '1', '--out', out],
-      { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } },
-    );
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
-    child.stdout.resume();
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const run = start(['profile', '--config', '.vscode/launch.json', '--name', 'RV32', '--slots', '1', '--out', out]);
     let gdbPid: number | undefined;
-    for (let i = 0; i < 1200 && gdbPid === undefined && child.exitCode === null; i++) {
+    for (let i = 0; i < 1200 && gdbPid === undefined && run.child.exitCode === null; i++) {
       await new Promise((r) => setTimeout(r, 100));
       const saved = existsSync(out) ? await loadResultSetDocument(out).catch(() => undefined) : undefined;
       if ((saved?.resultSets.length ?? 0) >= 1) gdbPid = processesWithTag(tag).find((p) => /gdb-multiarch/.test(p.cmdline))?.pid;
     }
-    assert.ok(gdbPid, `no saved run to interrupt: ${stderr}`);
+    assert.ok(gdbPid, `no saved run to interrupt: ${run.stderr}`);
     process.kill(gdbPid, 'SIGKILL');
-    assert.equal(await exited, 1, stderr);
-    assert.match(stderr, /the debug session ended in the middle of the analysis: GDB was killed by SIGKILL/);
-    const m = /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in gdb-killed\.json; a descent continues from them with --resume/.exec(stderr);
-    assert.ok(m, stderr);
+    assert.equal(await run.exited, 1, run.stderr);
+    assert.match(run.stderr, /the debug session ended in the middle of the analysis: GDB was killed by SIGKILL/);
+    const m = /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in gdb-killed\.json; a descent continues from them with --resume/.exec(
+      run.stderr,
+    );
+    assert.ok(m, run.stderr);
     assert.equal((await loadResultSetDocument(out)).resultSets.length, Number(m[1]), 'every finished run is in the file');
     assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'QEMU went with GDB');
   });
 
   it('two CLIs at once on one workspace and one ELF: both finish and both result sets are kept', async () => {
-    const run = (out: string): Promise<{ code: number | null; stderr: string }> =>
-      new Promise((resolve) => {
-        const child = spawn(
-          process.execPath,
-          [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '20%', '--out', out],
-          { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } },
-        );
-        let stderr = '';
-        child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
-        child.stdout.resume();
-        child.once('exit', (code) => resolve({ code, stderr }));
-      });
+    const run = (out: string): Promise<{ code: number | null; stderr: string }> => {
+      const twin = start(['descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '20%', '--out', out]);
+      return twin.exited.then((code) => ({ code, stderr: twin.stderr }));
+    };
     const [a, b] = await Promise.all([run(join(dir, 'twin-a.json')), run(join(dir, 'twin-b.json'))]);
     assert.equal(a.code, 0, a.stderr);
     assert.equal(b.code, 0, b.stderr);

@@ -1,16 +1,15 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadResultSetDocument, writeFileAtomic, type ResultSetDocument } from '../../core/analysis/resultSet';
 import { profileFromResultSets } from '../../core/profile/fromResultSet';
 import { functionsByName, type Profile } from '../../core/profile/model';
 import { lensTitle } from '../../lsp/presentation';
+import { cliBundle, cliWorkspace, type CliWorkspace } from '../support/cliWorkspace';
 import { LspTestClient } from '../support/lspClient';
-import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
-import { fixtureElf, fixturesDir, repoRoot } from '../support/paths';
+import { fixtureElf, fixturesDir, repoRoot, type FixtureTarget } from '../support/paths';
 
 /**
  * The profile language server, driven over stdio by real LSP clients (the protocol layer of VS
@@ -60,40 +59,25 @@ function expectedInDsp(doc: ResultSetDocument): Expected[] {
   return out;
 }
 
+/** A workspace whose launch.json runs the singlepass fixture on `target`'s QEMU `machine` as configuration `name`. */
+function lspWorkspace(prefix: string, name: string, target: FixtureTarget, machine: string): CliWorkspace {
+  return cliWorkspace(
+    prefix,
+    [{ name, executable: fixtureElf(target, 'singlepass'), server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }],
+    { leftBehind: 'no language server, QEMU or GDB is left behind' },
+  );
+}
+
 describe('profile language server (stdio and Node IPC), on a saved RV32 descent', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cyclelens-lsp-'));
+  const { dir, env, cli, close } = lspWorkspace('cyclelens-lsp-', 'QEMU RISC-V 32', 'rv32', 'virt');
   const results = join(dir, '.cyclelens', 'results');
-  const tag = newOwnerTag();
-  const env = { ...process.env, [OWNER_TAG_VAR]: tag };
   let doc: ResultSetDocument;
   let model: Profile;
   let expected: Expected[];
 
   before(async () => {
-    mkdirSync(join(dir, '.vscode'));
-    writeFileSync(
-      join(dir, '.vscode', 'launch.json'),
-      JSON.stringify({
-        version: '0.2.0',
-        configurations: [
-          {
-            type: 'cyclelens',
-            request: 'launch',
-            name: 'QEMU RISC-V 32',
-            executable: fixtureElf('rv32', 'singlepass'),
-            server: { type: 'qemu', machine: 'virt' },
-            stopAtEntry: 'main',
-            programEnd: 'program_end',
-          },
-        ],
-      }),
-    );
     const out = join(results, 'descent-1.json');
-    const r = spawnSync(
-      process.execPath,
-      [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'QEMU RISC-V 32', '--threshold', '2%', '--out', out],
-      { cwd: dir, encoding: 'utf8', timeout: 300_000, env },
-    );
+    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'QEMU RISC-V 32', '--threshold', '2%', '--out', out);
     assert.equal(r.status, 0, r.stderr);
     doc = await loadResultSetDocument(out);
     model = profileFromResultSets(doc);
@@ -105,13 +89,10 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
     );
   });
 
-  after(async () => {
-    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'no language server, QEMU or GDB is left behind');
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(close);
 
   it('answers CodeLens, hover and hot diagnostics with the measured figures (vscode-languageserver-protocol client)', async () => {
-    const client = await LspTestClient.start(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'lsp', '--stdio'], dir, env, { hotThreshold: HOT_PERCENT });
+    const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env, { hotThreshold: HOT_PERCENT });
     try {
       const uri = await client.open(DSP);
       const lenses = await client.until(
@@ -206,7 +187,7 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
       `
 local client_id = vim.lsp.start_client({
   name = 'cyclelens',
-  cmd = { ${JSON.stringify(process.execPath)}, ${JSON.stringify(join(repoRoot, 'dist', 'cli.js'))}, 'lsp', '--stdio' },
+  cmd = { ${JSON.stringify(process.execPath)}, ${JSON.stringify(cliBundle)}, 'lsp', '--stdio' },
   root_dir = ${JSON.stringify(dir)},
   init_options = { hotThreshold = ${HOT_PERCENT} },
 })
@@ -251,7 +232,7 @@ vim.cmd('qa!')
   });
 
   it('follows the newest profile as it is saved: a later result set, then a native profile with line costs', async () => {
-    const client = await LspTestClient.start(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'lsp', '--stdio'], dir, env);
+    const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env);
     try {
       const uri = await client.open(DSP);
       const target = expected.reduce((a, b) => (b.share > a.share ? b : a));
@@ -291,45 +272,15 @@ vim.cmd('qa!')
 });
 
 describe('profile language server over stdio, on a saved Cortex-M4 descent (SysTick)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'cyclelens-lsp-m4-'));
-  const tag = newOwnerTag();
-  const env = { ...process.env, [OWNER_TAG_VAR]: tag };
+  const { dir, env, cli, close } = lspWorkspace('cyclelens-lsp-m4-', 'QEMU Cortex-M4', 'cortex-m4', 'mps2-an386');
   let doc: ResultSetDocument;
   let model: Profile;
 
-  before(() => {
-    mkdirSync(join(dir, '.vscode'));
-    writeFileSync(
-      join(dir, '.vscode', 'launch.json'),
-      JSON.stringify({
-        version: '0.2.0',
-        configurations: [
-          {
-            type: 'cyclelens',
-            request: 'launch',
-            name: 'QEMU Cortex-M4',
-            executable: fixtureElf('cortex-m4', 'singlepass'),
-            server: { type: 'qemu', machine: 'mps2-an386' },
-            stopAtEntry: 'main',
-            programEnd: 'program_end',
-          },
-        ],
-      }),
-    );
-  });
-
-  after(async () => {
-    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'no language server, QEMU or GDB is left behind');
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(close);
 
   it('shows SysTick counts as ticks, with the quantisation bound of ±1 tick per call in every lens', { timeout: 300_000 }, async () => {
     const out = join(dir, '.cyclelens', 'results', 'descent.json');
-    const r = spawnSync(
-      process.execPath,
-      [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', 'QEMU Cortex-M4', '--threshold', '5%', '--out', out],
-      { cwd: dir, encoding: 'utf8', timeout: 300_000, env },
-    );
+    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'QEMU Cortex-M4', '--threshold', '5%', '--out', out);
     assert.equal(r.status, 0, r.stderr);
     doc = await loadResultSetDocument(out);
     model = profileFromResultSets(doc);
@@ -337,7 +288,7 @@ describe('profile language server over stdio, on a saved Cortex-M4 descent (SysT
     assert.ok(expected.length >= 2, `the descent measured functions of dsp.c (${expected.map((e) => e.name).join(', ')})`);
     const total = doc.resultSets[0]!.run.totals[doc.resultSets[0]!.run.event]!;
 
-    const client = await LspTestClient.start(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'lsp', '--stdio'], dir, env);
+    const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env);
     try {
       const uri = await client.open(DSP);
       const lenses = await client.until(

@@ -1,14 +1,12 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadResultSetDocument, type ResultSetDocument } from '../../core/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { windowOf } from '../oracle/programWindow';
-import { OWNER_TAG_VAR, newOwnerTag, processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
-import { fixturesDir, repoRoot } from '../support/paths';
+import { cliWorkspace, type RunningCli } from '../support/cliWorkspace';
+import { processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import { fixturesDir } from '../support/paths';
 
 /**
  * `--jobs`: runs of one analysis on several QEMU sessions at once. On RV32 under -icount a run is
@@ -18,37 +16,21 @@ import { fixturesDir, repoRoot } from '../support/paths';
  */
 describe('parallel runs (--jobs) on QEMU RV32 against one job and the oracle', () => {
   const elf = join(fixturesDir, 'build', 'rv32', 'programs', 'json.elf');
-  const dir = mkdtempSync(join(tmpdir(), 'cyclelens-jobs-'));
-  const tag = newOwnerTag();
+  const ws = cliWorkspace('cyclelens-jobs-', [{ name: 'json', executable: elf, server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main' }], {
+    leftBehind: 'no QEMU or GDB of any session is left behind',
+  });
+  const { dir, tag } = ws;
   let oracle: OracleSummary;
 
   before(async () => {
-    mkdirSync(join(dir, '.vscode'));
-    writeFileSync(
-      join(dir, '.vscode', 'launch.json'),
-      JSON.stringify({
-        version: '0.2.0',
-        configurations: [
-          { type: 'cyclelens', request: 'launch', name: 'json', executable: elf, server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main' },
-        ],
-      }),
-    );
     oracle = await runOracle({ elf });
   });
 
-  after(async () => {
-    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'no QEMU or GDB of any session is left behind');
-    rmSync(dir, { recursive: true, force: true });
-  });
+  after(ws.close);
 
   function cli(...args: string[]): { doc: Promise<ResultSetDocument>; stderr: string } {
     const out = join(dir, `${args.join('-').replace(/[^\w-]+/g, '')}.json`);
-    const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args, '--config', '.vscode/launch.json', '--name', 'json', '--out', out], {
-      cwd: dir,
-      encoding: 'utf8',
-      timeout: 300_000,
-      env: { ...process.env, [OWNER_TAG_VAR]: tag },
-    });
+    const r = ws.cli(...args, '--config', '.vscode/launch.json', '--name', 'json', '--out', out);
     assert.equal(r.status, 0, r.stderr);
     return { doc: loadResultSetDocument(out), stderr: r.stderr };
   }
@@ -129,31 +111,27 @@ describe('parallel runs (--jobs) on QEMU RV32 against one job and the oracle', (
    */
   async function interrupted(
     out: string,
-    interrupt: (child: ReturnType<typeof spawn>, qemu: { first: number; second: number }) => void,
+    interrupt: (child: RunningCli['child'], qemu: { first: number; second: number }) => void,
   ): Promise<{ status: number | null; stderr: string }> {
     const args = ['profile', '--slots', '1', '--jobs', '2', '--config', '.vscode/launch.json', '--name', 'json', '--out', out];
-    const child = spawn(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], { cwd: dir, env: { ...process.env, [OWNER_TAG_VAR]: tag } });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (t: string) => (stderr += t));
-    child.stdout.resume();
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    const run = ws.start(args);
     const qemus = (): number[] =>
       processesWithTag(tag)
         .filter((p) => /qemu-system-riscv32/.test(p.cmdline))
         .map((p) => p.pid);
     let first: number | undefined;
     let done = false;
-    for (let i = 0; i < 1200 && !done && child.exitCode === null; i++) {
+    for (let i = 0; i < 1200 && !done && run.child.exitCode === null; i++) {
       await new Promise((r) => setTimeout(r, 50));
       first ??= qemus()[0];
-      if (first === undefined || !/^run \d+ \[worker 2\]/m.test(stderr)) continue;
+      if (first === undefined || !/^run \d+ \[worker 2\]/m.test(run.stderr)) continue;
       const second = qemus().find((p) => p !== first);
       assert.ok(second, 'the second session has its own QEMU');
-      interrupt(child, { first, second });
+      interrupt(run.child, { first, second });
       done = true;
     }
-    assert.ok(done, `the second session ran nothing before the profile ended: ${stderr}`);
-    return { status: await exited, stderr };
+    assert.ok(done, `the second session ran nothing before the profile ended: ${run.stderr}`);
+    return { status: await run.exited, stderr: run.stderr };
   }
 
   it('Ctrl-C with two jobs: both sessions stop after their run in hand, finished runs are written, no QEMU is left', async () => {

@@ -1,16 +1,14 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ElfImage } from '../../adapter/elf';
 import { staticCallGraph } from '../../adapter/probe/callGraph';
 import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, type CallGraphDocument, type ResultSetDocument } from '../../core/analysis/resultSet';
 import { dynamicGraphFromOracle } from '../oracle/dynamicGraph';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
-import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
-import { fixtureElf, repoRoot, type FixtureTarget } from '../support/paths';
+import { cliWorkspace, type CliWorkspace } from '../support/cliWorkspace';
+import { fixtureElf, type FixtureTarget } from '../support/paths';
 
 /**
  * Both QEMU targets, through the `cyclelens` command line (launch configuration, built adapter,
@@ -31,53 +29,16 @@ const TARGETS: Array<{ target: FixtureTarget; machine: string; shareTolerance: n
 const OUTSIDE = new Set(['_start', 'rv_reset', 'Reset_Handler', 'program_end', 'board_exit']);
 
 /** A workspace whose launch.json runs `elf` on QEMU, and the CLI run in it under an owner tag. */
-function cliWorkspace(
-  target: FixtureTarget,
-  machine: string,
-  elf: string,
-): { dir: string; cli(...args: string[]): { status: number | null; stdout: string; stderr: string }; close(): Promise<void> } {
-  const dir = mkdtempSync(join(tmpdir(), `cyclelens-profiling-${target}-`));
-  const tag = newOwnerTag();
-  mkdirSync(join(dir, '.vscode'));
-  writeFileSync(
-    join(dir, '.vscode', 'launch.json'),
-    JSON.stringify({
-      version: '0.2.0',
-      configurations: [
-        {
-          type: 'cyclelens',
-          request: 'launch',
-          name: target,
-          executable: elf,
-          server: { type: 'qemu', machine },
-          stopAtEntry: 'main',
-          programEnd: 'program_end',
-        },
-      ],
-    }),
-  );
-  return {
-    dir,
-    cli(...args) {
-      const r = spawnSync(process.execPath, [join(repoRoot, 'dist', 'cli.js'), ...args], {
-        cwd: dir,
-        encoding: 'utf8',
-        timeout: 300_000,
-        env: { ...process.env, [OWNER_TAG_VAR]: tag },
-      });
-      return { status: r.status, stdout: r.stdout, stderr: r.stderr };
-    },
-    async close() {
-      assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+function profilingWorkspace(target: FixtureTarget, machine: string, elf: string): CliWorkspace {
+  return cliWorkspace(`cyclelens-profiling-${target}-`, [
+    { name: target, executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' },
+  ]);
 }
 
 for (const { target, machine, shareTolerance } of TARGETS) {
   describe(`profiling ${target} on QEMU against the oracle`, () => {
     const elf = fixtureElf(target, 'singlepass');
-    const { dir, cli, close } = cliWorkspace(target, machine, elf);
+    const { dir, cli, close } = profilingWorkspace(target, machine, elf);
     let oracle: OracleSummary;
     /** Oracle share of main's inclusive count, by function. */
     const share = new Map<string, number>();
@@ -165,7 +126,7 @@ for (const { target, machine, shareTolerance } of TARGETS) {
 
   describe(`descent with group measurements on ${target} (firmware, QEMU) against the oracle`, () => {
     const elf = fixtureElf(target, 'firmware');
-    const { dir, cli, close } = cliWorkspace(target, machine, elf);
+    const { dir, cli, close } = profilingWorkspace(target, machine, elf);
     const share = new Map<string, number>();
     let handlers: Set<string>;
 

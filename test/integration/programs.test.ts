@@ -1,15 +1,13 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { QemuServerArgs } from '../../common/launchArgs';
 import { loadResultSetDocument } from '../../core/analysis/resultSet';
 import { profileFromResultSets } from '../../core/profile/fromResultSet';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { windowOf } from '../oracle/programWindow';
-import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
-import { fixturesDir, repoRoot, type FixtureTarget } from '../support/paths';
+import { cliWorkspace } from '../support/cliWorkspace';
+import { fixturesDir, type FixtureTarget } from '../support/paths';
 
 /**
  * Ordinary programs (test/fixtures/programs/: newlib on Cortex-M4, picolibc on RV32, main ending by
@@ -21,7 +19,7 @@ import { fixturesDir, repoRoot, type FixtureTarget } from '../support/paths';
  * return); the oracle window is the same span of the trace. Cortex-M payloads read SysTick, which
  * QEMU ticks once per 40 instructions: shares there carry one tick per call boundary.
  */
-const TARGETS: Array<{ target: FixtureTarget; server: Record<string, unknown>; unit: number; shareTolerance: number }> = [
+const TARGETS: Array<{ target: FixtureTarget; server: QemuServerArgs; unit: number; shareTolerance: number }> = [
   { target: 'rv32', server: { type: 'qemu', machine: 'virt', icount: 0 }, unit: 1, shareTolerance: 0.002 },
   { target: 'cortex-m4', server: { type: 'qemu', machine: 'mps2-an386' }, unit: 40, shareTolerance: 0.01 },
 ];
@@ -43,50 +41,20 @@ for (const { target, server, unit, shareTolerance } of TARGETS) {
   for (const program of PROGRAMS) {
     describe(`${program} on ${target} with the README's launch configuration`, () => {
       const elf = programElf(target, program);
-      const dir = mkdtempSync(join(tmpdir(), `cyclelens-programs-${target}-`));
-      const tag = newOwnerTag();
+      const { dir, cli, close } = cliWorkspace(`cyclelens-programs-${target}-`, [{ name: program, executable: elf, server, stopAtEntry: 'main' }], {
+        timeoutMs: 240_000,
+      });
       let oracle: OracleSummary;
 
       before(async () => {
-        mkdirSync(join(dir, '.vscode'));
-        writeFileSync(
-          join(dir, '.vscode', 'launch.json'),
-          JSON.stringify({
-            version: '0.2.0',
-            configurations: [{ type: 'cyclelens', request: 'launch', name: program, executable: elf, server, stopAtEntry: 'main' }],
-          }),
-        );
         oracle = await runOracle({ elf });
       });
 
-      after(async () => {
-        assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the CLI leaves no QEMU or GDB behind');
-        rmSync(dir, { recursive: true, force: true });
-      });
+      after(close);
 
       it(`descent at ${THRESHOLD * 100} %: a total, every hot function found, shares and calls as the trace has them`, async () => {
         const out = join(dir, 'descent.json');
-        const r = spawnSync(
-          process.execPath,
-          [
-            join(repoRoot, 'dist', 'cli.js'),
-            'descent',
-            '--config',
-            '.vscode/launch.json',
-            '--name',
-            program,
-            '--threshold',
-            `${THRESHOLD * 100}%`,
-            '--out',
-            out,
-          ],
-          {
-            cwd: dir,
-            encoding: 'utf8',
-            timeout: 240_000,
-            env: { ...process.env, [OWNER_TAG_VAR]: tag },
-          },
-        );
+        const r = cli('descent', '--config', '.vscode/launch.json', '--name', program, '--threshold', `${THRESHOLD * 100}%`, '--out', out);
         assert.equal(r.status, 0, r.stderr);
         const runs = /(\d+) runs \(measuring everything: (\d+)\)/.exec(r.stdout);
         assert.ok(runs && Number(runs[1]) <= Number(runs[2]), `the descent takes no more runs than measuring everything: ${runs?.[0]}`);
