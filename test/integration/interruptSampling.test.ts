@@ -24,7 +24,12 @@ import { TARGET_STATE } from '../support/interruptSampling';
  * sampler journal, which goes only once every register and word read back as before (QEMU ends
  * with the session, so the target cannot be read after the disconnect itself).
  */
-const TARGETS: FixtureTarget[] = ['rv32', 'cortex-m4'];
+/** isrload_vectored: RV32 with mtvec in vectored mode, whose wrong slots end the program (status 3). */
+const CASES: { target: FixtureTarget; program: 'isrload' | 'isrload_vectored' }[] = [
+  { target: 'rv32', program: 'isrload' },
+  { target: 'rv32', program: 'isrload_vectored' },
+  { target: 'cortex-m4', program: 'isrload' },
+];
 const WANTED = 20_000;
 const HOT = ['isr_checksum', 'loop_heavy', 'loop_light'];
 
@@ -41,8 +46,8 @@ const RESERVED: Record<FixtureTarget, (image: ElfImage) => { reservedMemory?: { 
   'cortex-m4': () => ({}),
 };
 
-for (const target of TARGETS) {
-  describe(`the interrupt sampler on ${target}`, () => {
+for (const { target, program } of CASES) {
+  describe(`the interrupt sampler on ${target}${program === 'isrload' ? '' : ` (${program})`}`, () => {
     let h: AdapterHarness;
 
     afterEach(async () => {
@@ -51,7 +56,7 @@ for (const target of TARGETS) {
     });
 
     it('samples inside the timer interrupt handler, agrees with the oracle, and leaves the target as it was', async () => {
-      const elf = fixtureElf(target, 'isrload');
+      const elf = fixtureElf(target, program);
       const image = ElfImage.loadSync(elf);
       // The steady state: the timer period is exactly 100,000 instructions (-icount shift=0), so the
       // instructions from 4 M to 8 M hold exactly 40 interrupts, and no start-up code.
@@ -60,11 +65,12 @@ for (const target of TARGETS) {
       h = new AdapterHarness();
       await h.start();
       const samples = new SampleCollector(h);
-      await h.launchToEntry(qemuLaunchArgs(target, 'isrload', RESERVED[target](image)));
+      await h.launchToEntry(qemuLaunchArgs(target, program, RESERVED[target](image)));
       // Once the firmware's own timer runs: its vectors, enables and timer are what must come back.
       await runThenPause(h);
       const state = TARGET_STATE[target];
       const before = await state.read(h);
+      if (program === 'isrload_vectored') assert.equal(Number(before.mtvec) & 3, 1, `mtvec ${before.mtvec} is in vectored mode`);
       const offered = (await h.dc.customRequest(CustomRequests.samplers)).body as SamplersResponse;
       const described = offered.samplers.find((s) => s.id === 'target-interrupt');
       assert.ok(described?.available, JSON.stringify(described));
@@ -115,6 +121,7 @@ for (const target of TARGETS) {
       }
     });
 
+    if (program !== 'isrload') return;
     it('disconnecting while it samples takes it out: its journal is written before anything changes and gone after a verified restore', async () => {
       const elf = fixtureElf(target, 'isrload');
       const image = ElfImage.loadSync(elf);

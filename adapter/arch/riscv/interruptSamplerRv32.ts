@@ -95,7 +95,8 @@ const S = {
 const CODE_AT = 128;
 /** `jal`'s reach: +/-1 MiB. */
 const JAL_REACH = 1 << 20;
-const BUCKETS_AT = 1280;
+/** Below 2048: the bucket update addresses it as a 12-bit load/store offset from the state block. */
+const BUCKETS_AT = 1984;
 /** A maximal-length 32-bit Galois LFSR (taps 32, 22, 2, 1). */
 const LFSR_TAPS = 0x8020_0003;
 
