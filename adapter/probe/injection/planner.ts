@@ -404,12 +404,11 @@ export class InjectionPlanner {
 
   /** Whether an indirect call can reach `fn` (planSupport.ts `takenAddresses`). */
   private addressMayBeTaken(fn: FunctionCode): boolean {
-    if (!this.arch.takenAddressesVisible) return true;
     this.takenAddresses ??= takenAddresses(this.model);
-    return this.takenAddresses.has(fn.start);
+    return typeof this.takenAddresses === 'string' || this.takenAddresses.has(fn.start);
   }
 
-  private takenAddresses: Set<number> | undefined;
+  private takenAddresses: Set<number> | string | undefined;
 
   /** A call site rewritten in place keeps its length; it must not be a branch target's middle. */
   private callSiteConflict(site: CallSite): string | undefined {
