@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { describe, it } from 'node:test';
-import { decodeAll } from '../../adapter/arch/codec';
+import { DecodeError, decodeAll } from '../../adapter/arch/codec';
 import { thumbInjectionArch } from '../../adapter/arch/cortex-m/trampolineThumb';
 import { rv32AddressTaking } from '../../adapter/arch/riscv/rvAddressTaking';
 import { Rv32Codec } from '../../adapter/arch/riscv/rvDecoder';
@@ -15,7 +15,7 @@ import { ProgramModel } from '../../adapter/probe/injection/programModel';
 import type { InjectionArch } from '../../adapter/probe/injection/types';
 import { takenFunctions } from '../oracle/takenAddresses';
 import { assemble, rv32Toolchain } from '../support/gnuTools';
-import { fixturesDir, type FixtureTarget } from '../support/paths';
+import { fixtureElf, fixturesDir, type FixtureTarget } from '../support/paths';
 
 /**
  * Which functions an indirect call may reach (planSupport.ts `takenAddresses`) on the real
@@ -94,10 +94,11 @@ describe('addresses a program takes', { skip }, () => {
     assert.ok(planned > 20 && noted < planned, `${planned} functions planned at their call sites, ${noted} with the note`);
   });
 
-  it('every program of the suite, both targets: no function the tools show taken is missed', () => {
+  it('the suite programs and the firmware fixtures, both targets: no function the tools show taken is missed', () => {
     for (const target of ['rv32', 'cortex-m4'] as const) {
-      for (const program of ['crc32', 'sha256', 'sorting', 'json', 'report', 'statemachine', 'shell']) {
-        const elf = programElf(target, program);
+      const programs = ['crc32', 'sha256', 'sorting', 'json', 'report', 'statemachine', 'shell'].map((p) => programElf(target, p));
+      for (const elf of [...programs, fixtureElf(target, 'firmware'), fixtureElf(target, 'isrload')]) {
+        const program = basename(elf);
         if (!existsSync(elf)) continue;
         const truth = takenFunctions(target, elf);
         const { taken } = found(target, elf);
@@ -176,5 +177,15 @@ describe('RV32 address forms', { skip: haveTools ? false : 'riscv64-unknown-elf 
     assert.ok(set.has(sym.get('anchor')! - 2000), 'addi from gp');
     const blind = formed(source).set;
     assert.ok(typeof blind === 'string' && /addi at 0x[0-9a-f]+ forms an address from gp.*no __global_pointer\$/.test(blind), String(blind));
+  });
+  it('code that could not be decoded may form anything: the finder says so instead of guessing', () => {
+    const p = assemble(rv32Toolchain(), 'addi a0, a0, 1\n.word 0x0000007f\nret', 0x80000000);
+    const codec = new Rv32Codec();
+    const instructions = [codec.decode(p.text, p.base)];
+    const at = p.base + instructions[0]!.length;
+    assert.throws(() => codec.decode(p.text.subarray(at - p.base), at), DecodeError);
+    const fn = { name: 'start', start: p.base, end: p.base + p.text.length, instructions, undecodable: { address: at, reason: 'longer than 32 bits' } };
+    const r = rv32AddressTaking.formed(fn, { symbolAddress: () => undefined, tableTargets: () => undefined });
+    assert.ok(typeof r === 'string' && new RegExp(`start: its code from 0x${at.toString(16)} could not be decoded`).test(r), String(r));
   });
 });

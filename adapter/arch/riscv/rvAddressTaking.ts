@@ -36,6 +36,8 @@ const GLOBAL_POINTER = '__global_pointer$';
 
 function formedAddresses(fn: FunctionCode, program: ProgramFacts): Set<number> | string {
   const insns = fn.instructions;
+  // Code past an instruction that could not be decoded may form any address.
+  if (fn.undecodable) return `${fn.name}: its code from 0x${fn.undecodable.address.toString(16)} could not be decoded (${fn.undecodable.reason})`;
   const formed = new Set<number>();
   if (insns.length === 0) return formed;
   const flow = flowOf(insns);
@@ -154,11 +156,13 @@ function wholeReads(insn: DecodedInstruction): number {
   let uses = rvRegisterEffects(insn).uses;
   if (insn.length === 4) {
     const w = rvWord(insn.bytes);
-    const base = [0x03, 0x07, 0x27, 0x23, 0x2f, 0x67].includes(w & 0x7f);
-    if (base) uses &= ~(1 << ((w >> 15) & 0x1f));
+    const opcode = w & 0x7f;
+    if ([0x03, 0x07, 0x27, 0x23, 0x2f, 0x67].includes(opcode)) uses &= ~(1 << ((w >> 15) & 0x1f));
+    if (opcode === 0x23 || opcode === 0x2f) uses |= 1 << ((w >> 20) & 0x1f); // the data stored, even from the base register
   } else {
     const hw = insn.bytes[0]! | (insn.bytes[1]! << 8);
     if ((hw & 3) === 0) uses &= ~(1 << (8 + ((hw >> 7) & 7))); // C.LW/C.SW/C.FLW ... base rs1'
+    if ((hw & 3) === 0 && hw >> 13 === 6) uses |= 1 << (8 + ((hw >> 2) & 7)); // C.SW data rs2'
     if ((hw & 3) === 2 && hw >> 13 === 4 && ((hw >> 2) & 0x1f) === 0) uses &= ~(1 << ((hw >> 7) & 0x1f)); // C.JR/C.JALR
   }
   if (insn.kind !== 'plain' && insn.kind !== 'condBranch' && insn.kind !== 'system') uses |= ARGUMENTS;
