@@ -69,9 +69,10 @@ export function takenAddresses(model: ProgramModel): Set<number> | string {
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     for (let o = (4 - (s.addr % 4)) % 4; o + 4 <= bytes.length; o += 4) taken.add((view.getUint32(o, true) & clear) >>> 0);
   }
+  const tables = new Map(model.jumpTables.filter((t) => t.resolved).map((t) => [t.branch, t.targets]));
   const facts: ProgramFacts = {
     symbolAddress: (name) => model.elf.symbols.named(name)[0]?.address,
-    tableTargets: (branch) => model.jumpTables.find((t) => t.branch === branch && t.resolved)?.targets,
+    tableTargets: (branch) => tables.get(branch),
   };
   for (const f of model.functions) {
     const formed = taking.formed(f, facts);

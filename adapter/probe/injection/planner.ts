@@ -152,7 +152,7 @@ export class InjectionPlanner {
       warnings.push(
         warning(
           'indirectCallsMissed',
-          `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).`,
+          `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).${typeof this.takenAddresses === 'string' ? ` Whether the program takes its address cannot be told: ${this.takenAddresses}.` : ''}`,
         ),
       );
     const plan: CallSitePlan = { ok: true, kind: 'callSites', function: fn, sites, offer, warnings };
