@@ -178,6 +178,19 @@ describe('RV32 address forms', { skip: haveTools ? false : 'riscv64-unknown-elf 
     const blind = formed(source).set;
     assert.ok(typeof blind === 'string' && /addi at 0x[0-9a-f]+ forms an address from gp.*no __global_pointer\$/.test(blind), String(blind));
   });
+  it('code the walk does not reach from the entry (entered from elsewhere) is walked too', () => {
+    const { set, sym } = formed(`
+        ret
+    side:
+        lui t0, %hi(handler)
+        addi a0, t0, %lo(handler)
+        ret
+    .balign 8
+    .skip 2100
+    handler: ret`);
+    assert.ok(typeof set !== 'string' && set.has(sym.get('handler')!), 'handler formed after the entry returned');
+  });
+
   it('code that could not be decoded may form anything: the finder says so instead of guessing', () => {
     const p = assemble(rv32Toolchain(), 'addi a0, a0, 1\n.word 0x0000007f\nret', 0x80000000);
     const codec = new Rv32Codec();

@@ -47,10 +47,12 @@ function formedAddresses(fn: FunctionCode, program: ProgramFacts): Set<number> |
   const states: Array<State | undefined> = new Array<State | undefined>(insns.length).fill(undefined);
   states[0] = entry;
   // Sweeps in address order until nothing changes: most code runs forwards, so few sweeps do.
+  // Code the walk does not reach from the entry (entered from another function's code, or dead)
+  // is walked too, from a state that knows nothing but gp.
   const dirty = new Uint8Array(insns.length);
   dirty[0] = 1;
-  for (let changed = true; changed;) {
-    changed = false;
+  for (;;) {
+    let changed = false;
     for (let k = 0; k < insns.length; k++) {
       if (!dirty[k]) continue;
       dirty[k] = 0;
@@ -65,6 +67,11 @@ function formedAddresses(fn: FunctionCode, program: ProgramFacts): Set<number> |
         changed = true;
       }
     }
+    if (changed) continue;
+    const unreached = states.findIndex((x) => x === undefined);
+    if (unreached < 0) break;
+    states[unreached] = entry;
+    dirty[unreached] = 1;
   }
   return formed;
 }
