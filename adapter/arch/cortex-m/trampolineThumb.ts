@@ -76,8 +76,12 @@ export function thumbInjectionArch(profile: ThumbProfile = 'armv7e-m'): Injectio
     callSiteRefusal: thumbCallSiteRefusal,
     freeAtEntry: 1 << R12,
     returnAddressRegister: LR,
-    // Literal pools hold every address a function takes (bit 0 set), ADR forms the rest.
-    takenAddressesVisible: true,
+    // Literal pools hold every address a function takes (bit 0 set), ADR forms the rest (a
+    // PC-relative load's literal address comes along: one more word that is no function).
+    addressTaking: {
+      modeBit: true,
+      formed: (fn) => fn.instructions.filter((i) => i.kind === 'plain' && i.target !== undefined).map((i) => i.target!),
+    },
     predicated: (fn) => itPredicatedAddresses(fn.instructions),
     // Code that runs on into a patched entry is relocated into that entry's stub (thumbFallThrough.ts).
     relocatesFallThrough: true,

@@ -6,6 +6,7 @@ import type { InjectionFamilySupport } from '../../probe/injection/injectionServ
 import { MINSTRET } from '../../probe/injection/types';
 import type { TargetAccess } from '../../probe/targetAccess';
 import { gdbIntegerRegisters } from './registers';
+import { rv32AddressTaking } from './rvAddressTaking';
 import { Rv32Codec } from './rvDecoder';
 import { encodeJal, half16, splitHiLo } from './rvEncoder';
 import { Rv32Relocator } from './rvRelocator';
@@ -76,8 +77,8 @@ export function rv32InjectionArch(): InjectionArch {
     freeAtEntry: TEMPORARIES,
     returnAddressRegister: RA,
     threadPointer: TP,
-    // auipc + addi form an address in two instructions, which the decoder does not join.
-    takenAddressesVisible: false,
+    // lui/auipc + addi form an address in two instructions, followed in rvAddressTaking.ts.
+    addressTaking: rv32AddressTaking,
     liveness: {
       effects: rvRegisterEffects,
       callUses: (ARGUMENTS | GLOBALS | mask(SP)) >>> 0,

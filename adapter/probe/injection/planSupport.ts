@@ -1,6 +1,6 @@
 import type { DecodedInstruction } from '../../arch/codec';
 import type { ProgramModel } from './programModel';
-import type { FunctionCode, PatchShape } from './types';
+import type { FunctionCode, PatchShape, ProgramFacts } from './types';
 
 /** Small pure helpers of the planner (planner.ts). */
 
@@ -51,22 +51,33 @@ export function neverReturns(fn: FunctionCode): boolean {
 }
 
 /**
- * Addresses the program takes, for whether an indirect call can reach a function: words in loaded
- * memory (a function pointer in data, a Thumb literal pool: bit 0 set) and addresses formed by an
- * instruction that is not a call or branch (ADR). Only where the family's addresses show up this
- * way (`InjectionArch.takenAddressesVisible`; RISC-V forms them in two instructions).
+ * Addresses the program takes, for whether an indirect call can reach a function: every aligned
+ * word of loaded memory (a function pointer in data, a table of handlers, a Thumb literal pool with
+ * bit 0 set) and every address an instruction forms other than as a call or branch target (the
+ * family's `AddressTaking.formed`: ADR; `auipc` + `addi`). A superset: a word that only looks like
+ * an address costs a note, a missed one a value silently low. A sentence when the family cannot
+ * tell what some code forms: any function may then be reached.
  */
-export function takenAddresses(model: ProgramModel): Set<number> {
+export function takenAddresses(model: ProgramModel): Set<number> | string {
+  const taking = model.arch.addressTaking;
+  const clear = taking.modeBit ? ~1 : ~0;
   const taken = new Set<number>();
   for (const s of model.elf.sections) {
     if ((s.flags & 0x2) === 0 || s.size < 4 || s.type === 8) continue; // SHF_ALLOC; SHT_NOBITS holds no words
     const bytes = model.imageBytes(s.addr, s.size);
     if (!bytes) continue;
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    for (let o = (4 - (s.addr % 4)) % 4; o + 4 <= bytes.length; o += 4) taken.add(view.getUint32(o, true) & ~1);
+    for (let o = (4 - (s.addr % 4)) % 4; o + 4 <= bytes.length; o += 4) taken.add((view.getUint32(o, true) & clear) >>> 0);
   }
+  const tables = new Map(model.jumpTables.filter((t) => t.resolved).map((t) => [t.branch, t.targets]));
+  const facts: ProgramFacts = {
+    symbolAddress: (name) => model.elf.symbols.named(name)[0]?.address,
+    tableTargets: (branch) => tables.get(branch),
+  };
   for (const f of model.functions) {
-    for (const i of f.instructions) if (i.target !== undefined && i.kind === 'plain') taken.add(i.target & ~1);
+    const formed = taking.formed(f, facts);
+    if (typeof formed === 'string') return formed;
+    for (const a of formed) taken.add((a & clear) >>> 0);
   }
   return taken;
 }

@@ -152,7 +152,7 @@ export class InjectionPlanner {
       warnings.push(
         warning(
           'indirectCallsMissed',
-          `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).`,
+          `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).${typeof this.takenAddresses === 'string' ? ` Whether the program takes its address cannot be told: ${this.takenAddresses}.` : ''}`,
         ),
       );
     const plan: CallSitePlan = { ok: true, kind: 'callSites', function: fn, sites, offer, warnings };
@@ -404,12 +404,11 @@ export class InjectionPlanner {
 
   /** Whether an indirect call can reach `fn` (planSupport.ts `takenAddresses`). */
   private addressMayBeTaken(fn: FunctionCode): boolean {
-    if (!this.arch.takenAddressesVisible) return true;
     this.takenAddresses ??= takenAddresses(this.model);
-    return this.takenAddresses.has(fn.start);
+    return typeof this.takenAddresses === 'string' || this.takenAddresses.has(fn.start);
   }
 
-  private takenAddresses: Set<number> | undefined;
+  private takenAddresses: Set<number> | string | undefined;
 
   /** A call site rewritten in place keeps its length; it must not be a branch target's middle. */
   private callSiteConflict(site: CallSite): string | undefined {

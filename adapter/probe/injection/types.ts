@@ -106,13 +106,8 @@ export interface InjectionArch {
    * program names it (RV32 tp = x4: `jalr x0, off(tp)` then reaches the cave from anywhere).
    */
   readonly threadPointer?: number;
-  /**
-   * Whether every address the program takes shows up as a word in loaded memory or is formed by
-   * one non-branch instruction (Thumb literal pools, ADR). False where addresses are built from
-   * two instructions the decoder does not join (RISC-V auipc + addi): any function may then be
-   * reached by an indirect call.
-   */
-  readonly takenAddressesVisible: boolean;
+  /** How the program takes addresses, for whether an indirect call can reach a function. */
+  readonly addressTaking: AddressTaking;
   /** Instructions that execute conditionally without being branches (Thumb IT blocks). */
   predicated?(fn: FunctionCode): Set<number>;
   /** Register effects and calling-convention sets for liveness; absent when patches need no register. */
@@ -143,6 +138,30 @@ export interface InjectionArch {
    */
   readonly relocatesFallThrough?: boolean;
   farBypass?(entry: PatchShape, entryAddress: number, at: number): { entry: PatchShape; bypass: PatchShape } | string;
+}
+
+/**
+ * How a family's code takes a function's address (planSupport.ts `takenAddresses`). Words in
+ * loaded memory (function pointers in data, literal pools, tables) are read the same way for every
+ * family; this says how a code pointer looks there and which addresses the instructions form.
+ */
+export interface AddressTaking {
+  /** Bit 0 of a code pointer marks the instruction set (Thumb interworking) and is no part of the address. */
+  readonly modeBit: boolean;
+  /**
+   * Every address the instructions of `fn` may form other than as the target of a call or branch
+   * (Thumb ADR; RV32 `lui`/`auipc` + `addi`), a superset where unsure; or a sentence saying why they
+   * cannot be told, and then any function may be reached by an indirect call.
+   */
+  formed(fn: FunctionCode, program: ProgramFacts): Iterable<number> | string;
+}
+
+/** What address forming may need to know of the whole program. */
+export interface ProgramFacts {
+  /** A symbol's value (RV32 `__global_pointer$`, which gp holds). */
+  symbolAddress(name: string): number | undefined;
+  /** The resolved targets of the indirect jump at `branch`; undefined when it was not resolved. */
+  tableTargets(branch: number): readonly number[] | undefined;
 }
 
 export interface LivenessModel {
