@@ -33,7 +33,9 @@ for g in $live; do kill -KILL "-$g" 2>/dev/null; done
  *
  * The watchdog is a tiny shell process in its own process group that holds only the read end
  * of a pipe from us. Our death closes the pipe; the watchdog then kills the registered groups.
- * Linux's PR_SET_PDEATHSIG would do this per child, but Node cannot set it before exec.
+ * Linux's PR_SET_PDEATHSIG also ends each direct child (parentDeath.ts), even one killed with us
+ * before it was registered here; the watchdog ends the rest of its group, and guards where there
+ * is no setpriv.
  */
 export class ChildWatchdog {
   private child: ChildProcess | undefined;

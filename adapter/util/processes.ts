@@ -1,8 +1,9 @@
-import { ChildProcess, spawn, SpawnOptions } from 'node:child_process';
+import { ChildProcess, SpawnOptions } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { CycleLensError, ErrorCode } from '../errors';
 import { sharedWatchdog } from './childWatchdog';
+import { spawnDyingWithParent } from './parentDeath';
 
 /** Resolves an executable name against PATH, or returns undefined. */
 export function findExecutable(name: string): string | undefined {
@@ -55,7 +56,8 @@ export class OwnedProcess {
 
   static spawn(name: string, command: string, args: string[], options: SpawnOptions = {}): OwnedProcess {
     // detached: own process group, so kill() reaches grandchildren (a shell wrapper, OpenOCD's helpers).
-    const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...options });
+    // The kernel kills the child if we die before the watchdog knows it (parentDeath.ts).
+    const child = spawnDyingWithParent(command, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...options });
     const owned = new OwnedProcess(name, child);
     ownedProcesses.add(owned);
     // Registered before anything can await: SIGKILL may come at any moment.
