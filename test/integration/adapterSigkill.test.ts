@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { AdapterHarness, qemuLaunchArgs } from '../support/dap';
 import { killTagged, newOwnerTag, OWNER_TAG_VAR, processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
-import { adapterBundle, fixtureElf, repoRoot } from '../support/paths';
+import { adapterBundle, fixtureElf, fixturesDir, repoRoot } from '../support/paths';
 import { hintedEnv, newCacheDir, teachStartPlan } from '../support/startAhead';
 
 /**
@@ -16,9 +16,11 @@ import { hintedEnv, newCacheDir, teachStartPlan } from '../support/startAhead';
  * adapter/util/parentDeath.ts) and the watchdog (adapter/util/childWatchdog.ts). The moments that
  * matter most are between a child's fork and the return of `spawn`, before the watchdog knows the
  * child: a killer thread watches the adapter's children in /proc and kills the adapter as soon as
- * the child it waits for is forked. Real adapter bundle, QEMU, GDB, OpenOCD and LLDB.
+ * the child it waits for is forked. The CLI, SIGKILLed as it starts its adapters, leaves none of
+ * them behind either. Real adapter bundle, CLI, QEMU, GDB, OpenOCD and LLDB.
  */
 const cache = newCacheDir();
+const workspace = newCacheDir();
 const hinted = qemuLaunchArgs('cortex-m4', 'singlepass');
 const tags: string[] = [];
 /** A survivor is gone within this bound (the watchdog's grace is 0.7 s); a condition polled, not a time measured. */
@@ -105,7 +107,7 @@ async function assertNothingLeft(tag: string, moment: string): Promise<void> {
   assert.deepEqual(
     left.map((p) => p.cmdline),
     [],
-    `SIGKILL of the adapter ${moment}: its children must not outlive it`,
+    `SIGKILL of ${moment}: nothing it started may outlive it`,
   );
 }
 
@@ -121,7 +123,7 @@ async function killHintedAtFork(n: number, what: string): Promise<void> {
     const { child, tag } = spawnAdapter(hintedEnv(hinted, cache));
     const report = await arm(child.pid!);
     seen.push(report.seen.length);
-    await assertNothingLeft(tag, `as its loader forked ${what} (${report.seen.length} children seen)`);
+    await assertNothingLeft(tag, `the adapter as its loader forked ${what} (${report.seen.length} children seen)`);
     if (report.killed) return;
   }
   assert.fail(`the adapter was never killed as its loader forked ${what} (its child #${n}); children seen at each kill: ${seen.join(', ')}`);
@@ -145,7 +147,7 @@ async function killAtLaunchFork(args: CycleLensLaunchArgs, n: number, what: stri
     h.dc.launch(args).catch(() => undefined);
     const report = await killing;
     seen.push(report.seen.length);
-    await assertNothingLeft(h.tag, `as the launch forked ${what} (${report.seen.length} new children seen)`);
+    await assertNothingLeft(h.tag, `the adapter as the launch forked ${what} (${report.seen.length} new children seen)`);
     if (report.killed) return;
   }
   assert.fail(`the adapter was never killed as the launch forked ${what} (its child #${n}); new children seen at each kill: ${seen.join(', ')}`);
@@ -159,14 +161,17 @@ describe('an adapter SIGKILLed at any moment leaves no process behind', () => {
   afterEach(() => {
     for (const tag of tags.splice(0)) killTagged(tag);
   });
-  after(() => rmSync(cache, { recursive: true, force: true }));
+  after(() => {
+    rmSync(cache, { recursive: true, force: true });
+    rmSync(workspace, { recursive: true, force: true });
+  });
 
   it('killed 0, 5, 10, 20, 40 and 80 ms after its spawn, while its loader starts QEMU and GDB', async () => {
     for (const ms of [0, 5, 10, 20, 40, 80]) {
       const { child, tag } = spawnAdapter(hintedEnv(hinted, cache));
       if (ms > 0) await new Promise((r) => setTimeout(r, ms));
       child.kill('SIGKILL');
-      await assertNothingLeft(tag, `${ms} ms after its spawn`);
+      await assertNothingLeft(tag, `the adapter ${ms} ms after its spawn`);
     }
   });
 
@@ -185,7 +190,7 @@ describe('an adapter SIGKILLed at any moment leaves no process behind', () => {
     const adapter = processesWithTag(h.tag).find((p) => /dist\/adapter\.js/.test(p.cmdline));
     assert.ok(adapter, 'the adapter runs');
     process.kill(adapter.pid, 'SIGKILL');
-    await assertNothingLeft(h.tag, 'after initialize');
+    await assertNothingLeft(h.tag, 'the adapter after initialize');
   });
 
   it('killed right after the launch answered, with the session on its QEMU and GDB', async () => {
@@ -196,7 +201,7 @@ describe('an adapter SIGKILLed at any moment leaves no process behind', () => {
     const adapter = processesWithTag(h.tag).find((p) => /dist\/adapter\.js/.test(p.cmdline));
     assert.ok(adapter, 'the adapter runs');
     process.kill(adapter.pid, 'SIGKILL');
-    await assertNothingLeft(h.tag, 'after the launch');
+    await assertNothingLeft(h.tag, 'the adapter after the launch');
   });
 
   it('killed as a launch forks its own QEMU (no start hint), OpenOCD, or the LLDB bridge', async () => {
@@ -210,5 +215,51 @@ describe('an adapter SIGKILLed at any moment leaves no process behind', () => {
     await killAtLaunchFork(onOpenOcd, 1, 'OpenOCD');
     // With LLDB the launch starts QEMU, then the bridge (Python with LLDB's module).
     await killAtLaunchFork(qemuLaunchArgs('cortex-m4', 'singlepass', { debugger: 'lldb' }), 2, 'the LLDB bridge');
+  });
+
+  // The CLI's adapters are not killed with it: an adapter whose client vanishes (its stdin closed)
+  // ends its session itself, putting the target back as it was, and then its children.
+  it('the CLI killed as it forks its first adapter and its parallel worker leaves no adapter, QEMU or GDB', async () => {
+    mkdirSync(join(workspace, '.vscode'), { recursive: true });
+    const elf = join(fixturesDir, 'build', 'rv32', 'programs', 'json.elf');
+    const configuration = {
+      type: 'cyclelens',
+      request: 'launch',
+      name: 'json',
+      executable: elf,
+      server: { type: 'qemu', machine: 'virt' },
+      stopAtEntry: 'main',
+    };
+    writeFileSync(join(workspace, '.vscode', 'launch.json'), JSON.stringify({ version: '0.2.0', configurations: [configuration] }));
+    for (const [n, what] of [
+      [1, 'its first adapter'],
+      [2, 'the adapter of its second job'],
+    ] as const) {
+      const tag = newOwnerTag();
+      tags.push(tag);
+      const arm = await killAtFork(n);
+      const argv = [
+        join(repoRoot, 'dist', 'cli.js'),
+        'profile',
+        '--slots',
+        '1',
+        '--jobs',
+        '2',
+        '--config',
+        '.vscode/launch.json',
+        '--name',
+        'json',
+        '--out',
+        join(workspace, 'out.json'),
+      ];
+      const cli = spawn(process.execPath, argv, {
+        cwd: workspace,
+        stdio: ['ignore', 'ignore', 'ignore'],
+        env: { ...process.env, CYCLELENS_CODE_CACHE: cache, [OWNER_TAG_VAR]: tag },
+      });
+      const report = await arm(cli.pid!);
+      await assertNothingLeft(tag, `the CLI as it forked ${what}`);
+      assert.ok(report.seen.length >= n, `the CLI forked ${what}`);
+    }
   });
 });
