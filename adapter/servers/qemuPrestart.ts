@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { QemuCommand } from '../startPlan';
 import { sharedWatchdog } from '../util/childWatchdog';
-import { spawnDyingWithParent } from '../util/parentDeath';
+import { spawnGuarded } from '../util/guardedSpawn';
 
 /**
  * QEMU started ahead of the launch. QEMU takes 50-60 ms to open its gdbserver port, the longest
@@ -19,8 +19,8 @@ import { spawnDyingWithParent } from '../util/parentDeath';
  * command halted (`-S`) on a port and in a directory of its own. The launch takes the
  * process only when the command it builds now is the same template (and the ELF named by `-kernel`
  * has not changed since); any other launch, or none within UNUSED_MS, ends it. The process dies
- * with the adapter (util/parentDeath.ts) and is registered with the child watchdog, started before
- * it, as soon as its spawn returns.
+ * with the adapter: it is registered with the child watchdog, started before it, and covered until
+ * then (util/guardedSpawn.ts).
  *
  * This module runs in both bundles (the loader and the adapter program): its state is kept on the
  * global object so that the adapter finds what the loader started.
@@ -106,18 +106,14 @@ function startQemu(command: QemuCommand, port: number): void {
   watchdog.start();
   const dir = mkdtempSync(join(tmpdir(), 'cyclelens-qemu-'));
   const kernel = kernelStamp(command.argv);
-  const child = spawnDyingWithParent(command.binary, instantiate(command.argv, port, dir), {
-    cwd: command.cwd,
-    stdio: ['pipe', 'pipe', 'pipe'],
-    detached: true,
-  });
+  const argv = instantiate(command.argv, port, dir);
+  const child = spawnGuarded(command.binary, argv, { cwd: command.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true }, watchdog);
   child.once('error', () => undefined);
   const pid = child.pid;
   if (pid === undefined) {
     rmSync(dir, { recursive: true, force: true });
     return;
   }
-  watchdog.watch(pid);
   const timer = setTimeout(() => void discardPrestartedQemu(), UNUSED_MS);
   timer.unref();
   const entry: Prestarted = { command, child, port, dir, kernel, timer };

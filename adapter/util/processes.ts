@@ -3,7 +3,7 @@ import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { CycleLensError, ErrorCode } from '../errors';
 import { sharedWatchdog } from './childWatchdog';
-import { spawnDyingWithParent } from './parentDeath';
+import { spawnGuarded } from './guardedSpawn';
 
 /** Resolves an executable name against PATH, or returns undefined. */
 export function findExecutable(name: string): string | undefined {
@@ -56,12 +56,16 @@ export class OwnedProcess {
 
   static spawn(name: string, command: string, args: string[], options: SpawnOptions = {}): OwnedProcess {
     // detached: own process group, so kill() reaches grandchildren (a shell wrapper, OpenOCD's helpers).
-    // The kernel kills the child if we die before the watchdog knows it (parentDeath.ts).
-    const child = spawnDyingWithParent(command, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...options });
+    // Registered with the watchdog at once, and covered by guardedSpawn.ts until then: SIGKILL may
+    // come at any moment.
+    const child = spawnGuarded(
+      command,
+      args,
+      { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...options },
+      options.detached !== false ? watchdog : undefined,
+    );
     const owned = new OwnedProcess(name, child);
     ownedProcesses.add(owned);
-    // Registered before anything can await: SIGKILL may come at any moment.
-    if (child.pid !== undefined && options.detached !== false) watchdog.watch(child.pid);
     child.once('error', () => ownedProcesses.delete(owned));
     return owned;
   }
