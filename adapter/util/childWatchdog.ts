@@ -33,8 +33,8 @@ for g in $live; do kill -KILL "-$g" 2>/dev/null; done
  *
  * The watchdog is a tiny shell process in its own process group that holds only the read end
  * of a pipe from us. Our death closes the pipe; the watchdog then kills the registered groups.
- * A child is registered only once its spawn returns: guardedSpawn.ts covers the moment before (the
- * kernel's PR_SET_PDEATHSIG, or a gate the child waits at until it is registered here).
+ * A child is registered only once its spawn returns: guardedSpawn.ts has it wait at a gate, running
+ * nothing, until its registration is in our pipe.
  */
 export class ChildWatchdog {
   private child: ChildProcess | undefined;
@@ -88,7 +88,16 @@ export class ChildWatchdog {
   private send(line: string, written?: () => void): void {
     const child = this.ensureStarted();
     if (!child?.stdin || child.stdin.destroyed) return written?.();
-    child.stdin.write(line, () => written?.());
+    let told = false;
+    const tell = (): void => {
+      if (told) return;
+      told = true;
+      written?.();
+    };
+    child.stdin.write(line, tell);
+    // Nothing left in the stream's buffer: the line is in the pipe already (the callback comes a
+    // turn later, after whatever the caller does next, such as the loader compiling the adapter).
+    if (child.stdin.writableLength === 0) tell();
   }
 
   private ensureStarted(): ChildProcess | undefined {

@@ -41,6 +41,15 @@ async function qemuOf(harness: AdapterHarness, ms = 5000): Promise<LiveProcess |
   }
 }
 
+/**
+ * The adapter's GDBs. GDB forks at its start (to run `iconv -l`), and for a moment the fork is a
+ * copy of GDB: a process whose parent is a GDB is not counted.
+ */
+function gdbsOf(harness: AdapterHarness): LiveProcess[] {
+  const gdbs = processesWithTag(harness.tag).filter((p) => /gdb-multiarch/.test(p.cmdline));
+  return gdbs.filter((p) => !gdbs.some((parent) => parent.pid === p.ppid));
+}
+
 async function finish(harness: AdapterHarness): Promise<void> {
   await finishSession(harness);
   h = undefined;
@@ -72,15 +81,13 @@ describe('QEMU started ahead of the launch', () => {
     const args = qemuLaunchArgs('cortex-m4', 'singlepass');
     // Before any request: the loader started QEMU from the remembered command.
     const { second, ahead } = await adapterWithQemuAhead(args, cache);
-    const gdbAhead = processesWithTag(second.tag).filter((p) => /gdb-multiarch/.test(p.cmdline));
+    const gdbAhead = gdbsOf(second);
     assert.equal(gdbAhead.length, 1, 'the remembered GDB was started with QEMU, before the adapter program');
     const stopped = await second.launchToEntry(args);
     assert.equal(stopped.body.reason, 'entry');
     assert.equal((await second.topFrame()).name, 'main');
     assert.deepEqual(
-      processesWithTag(second.tag)
-        .filter((p) => /gdb-multiarch/.test(p.cmdline))
-        .map((p) => p.pid),
+      gdbsOf(second).map((p) => p.pid),
       [gdbAhead[0]!.pid],
       'the session runs on the GDB started ahead, and no other',
     );

@@ -10,14 +10,12 @@ import { findExecutable } from '../../adapter/util/processes';
 
 /**
  * adapter/util/guardedSpawn.ts with real processes: a parent spawns `sleep` through it and is then
- * SIGKILLed, which runs none of its exit hooks. With setpriv the kernel ends the child, with no
- * watchdog at all; without setpriv (a PATH without it) the child waits at the gate until the
- * watchdog has it, and runs nothing if the parent dies first.
+ * SIGKILLed, which runs none of its exit hooks. The child waits at the gate until the watchdog has
+ * it, and runs nothing if the parent dies first.
  */
 const modules = join(__dirname, '..', '..', 'adapter', 'util');
 const sleep = findExecutable('sleep');
-const noSetpriv = mkdtempSync(join(tmpdir(), 'cyclelens-guard-test-'));
-const hasSetpriv = process.platform === 'linux' && findExecutable('setpriv') !== undefined;
+const scratch = mkdtempSync(join(tmpdir(), 'cyclelens-guard-test-'));
 
 /** Alive and not a zombie (an orphan's zombie lingers until a reaper collects it). */
 function alive(pid: number): boolean {
@@ -41,14 +39,14 @@ async function until(cond: () => boolean, ms = 10_000): Promise<boolean> {
  * A Node parent that spawns `sleep 60` through spawnGuarded with `watchdog` (a JavaScript expression)
  * and prints the child's pid; resolves with both pids.
  */
-async function parentSpawningSleep(watchdog: string, path = process.env.PATH): Promise<{ parent: ReturnType<typeof spawn>; child: number }> {
+async function parentSpawningSleep(watchdog: string): Promise<{ parent: ReturnType<typeof spawn>; child: number }> {
   const program = `
     const { spawnGuarded } = require(${JSON.stringify(join(modules, 'guardedSpawn.js'))});
     const { ChildWatchdog } = require(${JSON.stringify(join(modules, 'childWatchdog.js'))});
     const child = spawnGuarded(${JSON.stringify(sleep)}, ['60'], { detached: true, stdio: 'ignore' }, ${watchdog});
     console.log(child.pid);
     setInterval(() => {}, 1000);`;
-  const parent = spawn(process.execPath, ['-e', program], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, PATH: path } });
+  const parent = spawn(process.execPath, ['-e', program], { stdio: ['ignore', 'pipe', 'inherit'] });
   const line = await new Promise<string>((resolve) => createInterface({ input: parent.stdout! }).once('line', resolve));
   return { parent, child: Number(line) };
 }
@@ -64,22 +62,10 @@ function killGroup(pid: number): void {
 }
 
 describe('spawning a child that dies with the adapter', { skip: process.platform !== 'linux' || !sleep }, () => {
-  after(() => rmSync(noSetpriv, { recursive: true, force: true }));
+  after(() => rmSync(scratch, { recursive: true, force: true }));
 
-  it('with setpriv: the kernel kills the child with its parent, no watchdog needed', { skip: !hasSetpriv }, async () => {
-    const { parent, child } = await parentSpawningSleep('undefined');
-    try {
-      assert.ok(await until(() => cmdline(child) === sleep), 'the child becomes the command, with the pid spawn returned');
-      parent.kill('SIGKILL');
-      assert.ok(await until(() => !alive(child)), 'the child dies with its parent');
-    } finally {
-      parent.kill('SIGKILL');
-      killGroup(child);
-    }
-  });
-
-  it('without setpriv: the command runs once the watchdog has it, without the gate’s pipe, and the watchdog ends it', async () => {
-    const { parent, child } = await parentSpawningSleep('new ChildWatchdog()', noSetpriv);
+  it('the command runs once the watchdog has it, without the gate’s pipe, and the watchdog ends it with its parent', async () => {
+    const { parent, child } = await parentSpawningSleep('new ChildWatchdog()');
     try {
       assert.ok(await until(() => cmdline(child) === sleep), 'the gate opens once the child is registered');
       assert.ok(!readdirSync(`/proc/${child}/fd`).includes('3'), 'the gate’s pipe (fd 3) is closed before the command runs');
@@ -91,9 +77,9 @@ describe('spawning a child that dies with the adapter', { skip: process.platform
     }
   });
 
-  it('without setpriv: a parent that dies before the registration leaves a gate that runs nothing', async () => {
+  it('a parent that dies before the registration leaves a gate that runs nothing', async () => {
     // A watchdog that never confirms the registration: the gate stays shut until the parent dies.
-    const { parent, child } = await parentSpawningSleep('{ ready: () => true, watch: () => undefined }', noSetpriv);
+    const { parent, child } = await parentSpawningSleep('{ ready: () => true, watch: () => undefined }');
     try {
       assert.ok(alive(child), 'the gate waits');
       assert.notEqual(cmdline(child), sleep, 'nothing runs before the registration');
@@ -106,7 +92,7 @@ describe('spawning a child that dies with the adapter', { skip: process.platform
   });
 
   it('a command that is not there fails as spawn reports it', async () => {
-    const child = spawnGuarded(join(noSetpriv, 'no-such-program'), [], { stdio: 'ignore' }, undefined);
+    const child = spawnGuarded(join(scratch, 'no-such-program'), [], { stdio: 'ignore' }, undefined);
     const err = await new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve));
     assert.equal(err.code, 'ENOENT');
   });
