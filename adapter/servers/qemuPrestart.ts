@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { QemuCommand } from '../startPlan';
 import { sharedWatchdog } from '../util/childWatchdog';
+import { spawnGuarded } from '../util/guardedSpawn';
 
 /**
  * QEMU started ahead of the launch. QEMU takes 50-60 ms to open its gdbserver port, the longest
@@ -17,8 +18,9 @@ import { sharedWatchdog } from '../util/childWatchdog';
  * port and the run directory left open; the next adapter spawned with the same hint starts that
  * command halted (`-S`) on a port and in a directory of its own. The launch takes the
  * process only when the command it builds now is the same template (and the ELF named by `-kernel`
- * has not changed since); any other launch, or none within UNUSED_MS, ends it. The process is
- * registered with the child watchdog, started before it, from its spawn on.
+ * has not changed since); any other launch, or none within UNUSED_MS, ends it. The process dies
+ * with the adapter: it is registered with the child watchdog, started before it, and covered until
+ * then (util/guardedSpawn.ts).
  *
  * This module runs in both bundles (the loader and the adapter program): its state is kept on the
  * global object so that the adapter finds what the loader started.
@@ -104,14 +106,14 @@ function startQemu(command: QemuCommand, port: number): void {
   watchdog.start();
   const dir = mkdtempSync(join(tmpdir(), 'cyclelens-qemu-'));
   const kernel = kernelStamp(command.argv);
-  const child = spawn(command.binary, instantiate(command.argv, port, dir), { cwd: command.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  const argv = instantiate(command.argv, port, dir);
+  const child = spawnGuarded(command.binary, argv, { cwd: command.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true }, watchdog);
   child.once('error', () => undefined);
   const pid = child.pid;
   if (pid === undefined) {
     rmSync(dir, { recursive: true, force: true });
     return;
   }
-  watchdog.watch(pid);
   const timer = setTimeout(() => void discardPrestartedQemu(), UNUSED_MS);
   timer.unref();
   const entry: Prestarted = { command, child, port, dir, kernel, timer };

@@ -33,18 +33,22 @@ for g in $live; do kill -KILL "-$g" 2>/dev/null; done
  *
  * The watchdog is a tiny shell process in its own process group that holds only the read end
  * of a pipe from us. Our death closes the pipe; the watchdog then kills the registered groups.
- * Linux's PR_SET_PDEATHSIG would do this per child, but Node cannot set it before exec.
+ * A child is registered only once its spawn returns: guardedSpawn.ts has it wait at a gate, running
+ * nothing, until its registration is in our pipe.
  */
 export class ChildWatchdog {
   private child: ChildProcess | undefined;
   private failed = false;
   private readonly watched = new Set<number>();
 
-  /** Registers a child's process group (its pid: children are spawned detached). */
-  watch(pgid: number): void {
-    if (this.watched.has(pgid)) return;
+  /**
+   * Registers a child's process group (its pid: children are spawned detached). `registered` is
+   * called once the registration is in the watchdog's pipe (or there is no watchdog to tell).
+   */
+  watch(pgid: number, registered?: () => void): void {
+    if (this.watched.has(pgid)) return registered?.();
     this.watched.add(pgid);
-    this.send(`+${pgid}\n`);
+    this.send(`+${pgid}\n`, registered);
   }
 
   /**
@@ -71,15 +75,29 @@ export class ChildWatchdog {
     this.ensureStarted();
   }
 
+  /** Starts the watchdog if need be; whether one runs. */
+  ready(): boolean {
+    return this.ensureStarted() !== undefined;
+  }
+
   /** The watchdog's pid, for tests. */
   get pid(): number | undefined {
     return this.child?.pid;
   }
 
-  private send(line: string): void {
+  private send(line: string, written?: () => void): void {
     const child = this.ensureStarted();
-    if (!child?.stdin || child.stdin.destroyed) return;
-    child.stdin.write(line);
+    if (!child?.stdin || child.stdin.destroyed) return written?.();
+    let told = false;
+    const tell = (): void => {
+      if (told) return;
+      told = true;
+      written?.();
+    };
+    child.stdin.write(line, tell);
+    // Nothing left in the stream's buffer: the line is in the pipe already (the callback comes a
+    // turn later, after whatever the caller does next, such as the loader compiling the adapter).
+    if (child.stdin.writableLength === 0) tell();
   }
 
   private ensureStarted(): ChildProcess | undefined {

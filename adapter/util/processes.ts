@@ -1,8 +1,9 @@
-import { ChildProcess, spawn, SpawnOptions } from 'node:child_process';
+import { ChildProcess, SpawnOptions } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { CycleLensError, ErrorCode } from '../errors';
 import { sharedWatchdog } from './childWatchdog';
+import { spawnGuarded } from './guardedSpawn';
 
 /** Resolves an executable name against PATH, or returns undefined. */
 export function findExecutable(name: string): string | undefined {
@@ -55,11 +56,16 @@ export class OwnedProcess {
 
   static spawn(name: string, command: string, args: string[], options: SpawnOptions = {}): OwnedProcess {
     // detached: own process group, so kill() reaches grandchildren (a shell wrapper, OpenOCD's helpers).
-    const child = spawn(command, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...options });
+    // Registered with the watchdog at once, and covered by guardedSpawn.ts until then: SIGKILL may
+    // come at any moment.
+    const child = spawnGuarded(
+      command,
+      args,
+      { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...options },
+      options.detached !== false ? watchdog : undefined,
+    );
     const owned = new OwnedProcess(name, child);
     ownedProcesses.add(owned);
-    // Registered before anything can await: SIGKILL may come at any moment.
-    if (child.pid !== undefined && options.detached !== false) watchdog.watch(child.pid);
     child.once('error', () => ownedProcesses.delete(owned));
     return owned;
   }

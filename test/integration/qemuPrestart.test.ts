@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, readdirSync, rmSync, utimesSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, rmSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, afterEach, describe, it } from 'node:test';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
-import { adapterStartEnv } from '../../common/startHint';
 import { AdapterHarness, qemuLaunchArgs } from '../support/dap';
 import { fixtureElf } from '../support/paths';
 import { processesWithTag, waitForNoTaggedProcesses, type LiveProcess } from '../support/ownedProcesses';
+import { finishSession, hintedEnv, newCacheDir, teachStartPlan } from '../support/startAhead';
 
 /**
  * QEMU started ahead of the launch (adapter/servers/qemuPrestart.ts), through the real built adapter
@@ -20,14 +19,14 @@ const caches: string[] = [];
 let h: AdapterHarness | undefined;
 
 function cacheDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'cyclelens-prestart-test-'));
+  const dir = newCacheDir();
   caches.push(dir);
   return dir;
 }
 
 /** An adapter spawned with the hint of `hinted` and its own cache directory. */
 async function adapterFor(hinted: CycleLensLaunchArgs, cache: string): Promise<AdapterHarness> {
-  h = new AdapterHarness(undefined, { ...adapterStartEnv(hinted as unknown as Record<string, unknown>), CYCLELENS_CODE_CACHE: cache });
+  h = new AdapterHarness(undefined, hintedEnv(hinted, cache));
   await h.start();
   return h;
 }
@@ -42,21 +41,18 @@ async function qemuOf(harness: AdapterHarness, ms = 5000): Promise<LiveProcess |
   }
 }
 
-async function finish(harness: AdapterHarness): Promise<void> {
-  await harness.dc.disconnectRequest({ terminateDebuggee: true });
-  const left = await harness.stop();
-  h = undefined;
-  assert.deepEqual(left, [], 'no process outlives the session');
+/**
+ * The adapter's GDBs. GDB forks at its start (to run `iconv -l`), and for a moment the fork is a
+ * copy of GDB: a process whose parent is a GDB is not counted.
+ */
+function gdbsOf(harness: AdapterHarness): LiveProcess[] {
+  const gdbs = processesWithTag(harness.tag).filter((p) => /gdb-multiarch/.test(p.cmdline));
+  return gdbs.filter((p) => !gdbs.some((parent) => parent.pid === p.ppid));
 }
 
-/** One session that remembers the command for `args` under its hint in `cache`. */
-async function teach(args: CycleLensLaunchArgs, cache: string): Promise<void> {
-  const first = await adapterFor(args, cache);
-  const stopped = await first.launchToEntry(args);
-  assert.equal(stopped.body.reason, 'entry');
-  assert.match(first.allOutput, /^Starting \S*qemu-system-arm /m, 'with nothing remembered, the launch starts QEMU itself');
-  await finish(first);
-  assert.equal(readdirSync(cache).filter((f) => /^start-[0-9a-f]{32}\.json$/.test(f)).length, 1, 'the launch remembered its command');
+async function finish(harness: AdapterHarness): Promise<void> {
+  await finishSession(harness);
+  h = undefined;
 }
 
 /**
@@ -64,7 +60,7 @@ async function teach(args: CycleLensLaunchArgs, cache: string): Promise<void> {
  * started: the QEMU its loader started ahead, found before any request.
  */
 async function adapterWithQemuAhead(args: CycleLensLaunchArgs, cache: string): Promise<{ second: AdapterHarness; ahead: LiveProcess }> {
-  await teach(args, cache);
+  await teachStartPlan(args, cache);
   const second = await adapterFor(args, cache);
   const ahead = await qemuOf(second);
   assert.ok(ahead, 'QEMU runs before any request');
@@ -85,15 +81,13 @@ describe('QEMU started ahead of the launch', () => {
     const args = qemuLaunchArgs('cortex-m4', 'singlepass');
     // Before any request: the loader started QEMU from the remembered command.
     const { second, ahead } = await adapterWithQemuAhead(args, cache);
-    const gdbAhead = processesWithTag(second.tag).filter((p) => /gdb-multiarch/.test(p.cmdline));
+    const gdbAhead = gdbsOf(second);
     assert.equal(gdbAhead.length, 1, 'the remembered GDB was started with QEMU, before the adapter program');
     const stopped = await second.launchToEntry(args);
     assert.equal(stopped.body.reason, 'entry');
     assert.equal((await second.topFrame()).name, 'main');
     assert.deepEqual(
-      processesWithTag(second.tag)
-        .filter((p) => /gdb-multiarch/.test(p.cmdline))
-        .map((p) => p.pid),
+      gdbsOf(second).map((p) => p.pid),
       [gdbAhead[0]!.pid],
       'the session runs on the GDB started ahead, and no other',
     );

@@ -14,6 +14,8 @@ export function newOwnerTag(): string {
 
 export interface LiveProcess {
   pid: number;
+  /** Its parent's pid (1, or a subreaper, once its parent died). */
+  ppid: number;
   cmdline: string;
 }
 
@@ -27,9 +29,9 @@ export function processesWithTag(tag: string): LiveProcess[] {
       const env = readFileSync(`/proc/${name}/environ`, 'latin1').split('\0');
       if (!env.includes(needle)) continue;
       const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
-      const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+      const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       if (state === 'Z') continue;
-      found.push({ pid: Number(name), cmdline: readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0/g, ' ').trim() });
+      found.push({ pid: Number(name), ppid: Number(ppid), cmdline: readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0/g, ' ').trim() });
     } catch {
       // exited while we looked, or not ours to read
     }
