@@ -1,6 +1,6 @@
 import { fallsThrough, signExtend, type DecodedInstruction } from '../codec';
 import type { AddressTaking, FunctionCode, ProgramFacts } from '../../probe/injection/types';
-import { immI, rvWord } from './rvDecoder';
+import { immI, rvWord, wordFields } from './rvDecoder';
 import { ARGUMENTS, Reg, rvRegisterEffects } from './trampolineRv32Isa';
 
 /**
@@ -223,10 +223,7 @@ type Operation =
 function operation(insn: DecodedInstruction): Operation | undefined {
   if (insn.length === 4) {
     const w = rvWord(insn.bytes);
-    const rd = (w >> 7) & 0x1f;
-    const rs1 = (w >> 15) & 0x1f;
-    const rs2 = (w >> 20) & 0x1f;
-    const funct3 = (w >> 12) & 7;
+    const { rd, rs1, rs2, funct3 } = wordFields(w);
     switch (w & 0x7f) {
       case 0x37: // LUI
         return { kind: 'const', rd, value: PARTIAL + ((w & 0xfffff000) >>> 0) };

@@ -95,6 +95,11 @@ export class Rv32Codec implements InstructionCodec {
 }
 
 /** The 32-bit word of a 4-byte instruction. */
+/** The register and funct3 fields of a 32-bit instruction word (R/I/S/B layouts share them). */
+export function wordFields(w: number): { rd: number; rs1: number; rs2: number; funct3: number } {
+  return { rd: (w >> 7) & 0x1f, rs1: (w >> 15) & 0x1f, rs2: (w >> 20) & 0x1f, funct3: (w >> 12) & 7 };
+}
+
 export function rvWord(bytes: Uint8Array): number {
   return u32(bytes[0]! | (bytes[1]! << 8) | (bytes[2]! << 16) | (bytes[3]! << 24));
 }

@@ -1,5 +1,5 @@
 import { concatBytes, fitsSigned, type DecodedInstruction } from '../codec';
-import { immI, rvWord } from './rvDecoder';
+import { immI, rvWord, wordFields } from './rvDecoder';
 import {
   encodeAddi,
   encodeAuipc,
@@ -90,10 +90,7 @@ export function rvRegisterEffects(insn: DecodedInstruction): RegisterEffects {
 }
 
 function wordEffects(w: number): RegisterEffects {
-  const rd = (w >> 7) & 0x1f;
-  const rs1 = (w >> 15) & 0x1f;
-  const rs2 = (w >> 20) & 0x1f;
-  const funct3 = (w >> 12) & 7;
+  const { rd, rs1, rs2, funct3 } = wordFields(w);
   switch (w & 0x7f) {
     case 0x37: // LUI
     case 0x17: // AUIPC
