@@ -86,9 +86,14 @@ export class SamplingService {
     if (!sampler) return { totalSamples: this.total, elapsedMs: 0 };
     clearInterval(this.timer);
     this.timer = undefined;
-    await sampler.stop();
-    await this.flush(true);
-    this.sampler = undefined;
+    // The final event goes out even when the sampler could not stop cleanly (its error still
+    // reaches the caller): the client learns that sampling ended either way.
+    try {
+      await sampler.stop();
+    } finally {
+      await this.flush(true);
+      this.sampler = undefined;
+    }
     return { totalSamples: this.total, elapsedMs: Math.round(performance.now() - this.startedAt) };
   }
 
