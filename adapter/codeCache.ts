@@ -21,6 +21,8 @@ export interface CodeCacheResult {
   file: string | undefined;
   /** Writes the cache from the code compiled so far (atomically); a no-op once accepted. Never throws. */
   save(): void;
+  /** What the bundle exports. */
+  exports: unknown;
 }
 
 /** Where caches live: `$CYCLELENS_CODE_CACHE`, else the user's cache directory; `off` turns the cache off. */
@@ -81,6 +83,7 @@ export function runWithCodeCache(bundle: string, cacheDir: string | undefined, h
   return {
     status,
     file,
+    exports: mod.exports,
     save(): void {
       if (!file || status === 'accepted') return;
       const partial = `${file}.${process.pid}.partial`;

@@ -5,9 +5,10 @@ import { installExitHooks } from './util/processes';
 
 /**
  * The CycleLens debug adapter: a standalone Node program speaking DAP over stdio, or over TCP with
- * `--server=PORT` (one session per connection) for debugging the adapter itself.
+ * `--server=PORT` (one session per connection) for debugging the adapter itself. The loader
+ * (loader.ts, dist/adapter.js) calls it once it has started what the launch will need.
  */
-function main(argv: string[]): void {
+export function main(argv: string[]): void {
   installExitHooks();
   const serverArg = argv.find((a) => a.startsWith('--server='));
   if (serverArg) {
@@ -30,4 +31,5 @@ function main(argv: string[]): void {
   session.start(process.stdin, process.stdout);
 }
 
-main(process.argv.slice(2));
+// Run directly (`node dist/adapterMain.js`), it starts at once.
+if (require.main === module) main(process.argv.slice(2));

@@ -3,12 +3,16 @@
  * by a raw GDB/MI client (bench/support/rawMi.ts), on the same QEMU Cortex-M4 fixture, in one run,
  * sessions interleaved (adapter first on even repetitions, floor first on odd ones) so that load
  * on the machine falls on both alike. Prints each row's medians and the ratio adapter / floor.
- * The adapter is spawned exactly as the extension's DebugAdapterDescriptorFactory spawns it (Node
- * running dist/adapter.js, with the start hint of its launch configuration in the environment), so
- * every session after the first of a configuration finds its GDB and QEMU started by the loader.
+ * The adapter is started exactly as the extension's DebugAdapterDescriptorFactory starts it for a
+ * session after the first: a spare (core/dap/adapterSpare.ts), loaded and waiting before the session
+ * asks for it, handed the start hint of its launch configuration, so that it starts the GDB and QEMU
+ * the last launch of that configuration ran. The launch row is timed from the handover. A second
+ * launch row times the first session of a window, which has no spare: the adapter spawned for it,
+ * with the hint in its environment, timed from the spawn.
  *   npm run bench -- adapterVsMi [--reps N]
  */
 import { adapterStartEnv } from '../common/startHint';
+import type { CycleLensLaunchArgs } from '../common/launchArgs';
 import { AdapterHarness, fixtureSource, qemuLaunchArgs } from '../test/support/dap';
 import { markerLine } from '../test/support/markers';
 import { fixtureElf } from '../test/support/paths';
@@ -24,10 +28,10 @@ const memoryBase = 0x20000000;
 const disassemblies = 20;
 const instructions = 200;
 
-type Row = 'launch' | 'next' | 'inspect' | 'memory' | 'disassembly' | 'disconnect';
+type Row = 'launch' | 'firstLaunch' | 'next' | 'inspect' | 'memory' | 'disassembly' | 'disconnect';
 type Samples = Record<Row, number[]>;
-const rows: Row[] = ['launch', 'next', 'inspect', 'memory', 'disassembly', 'disconnect'];
-const newSamples = (): Samples => ({ launch: [], next: [], inspect: [], memory: [], disassembly: [], disconnect: [] });
+const rows: Row[] = ['launch', 'firstLaunch', 'next', 'inspect', 'memory', 'disassembly', 'disconnect'];
+const newSamples = (): Samples => ({ launch: [], firstLaunch: [], next: [], inspect: [], memory: [], disassembly: [], disconnect: [] });
 
 const elf = fixtureElf('cortex-m4', 'singlepass');
 const dsp = fixtureSource('dsp.c');
@@ -58,8 +62,9 @@ function counting(counts: Counts | undefined, row: Row, sent: () => number, ops:
 /** Memory rows hold seconds per read; they are turned into throughput when printed. */
 async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
   const args = qemuLaunchArgs('cortex-m4', 'singlepass', counts ? { trace: true } : {});
-  // Spawned as the extension's DebugAdapterDescriptorFactory spawns it: with the start hint of its launch.
-  const h = new AdapterHarness(undefined, adapterStartEnv({ ...args }));
+  // Started as the extension's DebugAdapterDescriptorFactory starts a session's adapter when it has
+  // a spare: loaded ahead, untimed, then handed the session's start hint.
+  const h = new AdapterHarness(undefined, {}, true);
   await h.start();
   let sentSoFar = 0;
   if (counts) h.dc.on('output', (e: { body: { output: string } }) => (sentSoFar += e.body.output.split('\n').filter((l) => l.startsWith('-> ')).length));
@@ -67,7 +72,10 @@ async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
   let left: Awaited<ReturnType<typeof h.stop>> = [];
   try {
     const dc = h.dc;
-    await op('launch', 1)(s.launch, () => h.launchToEntry(args));
+    await op('launch', 1)(s.launch, () => {
+      h.handOver(args);
+      return h.launchToEntry(args);
+    });
     await dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [{ line: regionLine }] });
     await Promise.all([dc.continueRequest({ threadId: 1 }), dc.waitForEvent('stopped')]);
     await dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
@@ -109,6 +117,23 @@ async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
     });
   } finally {
     // A throw here would hide the error that ended the session: the leak is reported after it.
+    left = await h.stop();
+  }
+  if (left.length > 0) throw new Error(`the adapter left ${left.length} process(es) behind`);
+}
+
+/** The first session of a window: no spare yet, the adapter spawned for it with the hint in its environment. */
+async function firstLaunch(s: Samples): Promise<void> {
+  const args: CycleLensLaunchArgs = qemuLaunchArgs('cortex-m4', 'singlepass');
+  const h = new AdapterHarness(undefined, adapterStartEnv({ ...args }));
+  let left: Awaited<ReturnType<typeof h.stop>> = [];
+  try {
+    await timed(s.firstLaunch, async () => {
+      await h.start();
+      await h.launchToEntry(args);
+    });
+    await h.dc.disconnectRequest({ terminateDebuggee: true });
+  } finally {
     left = await h.stop();
   }
   if (left.length > 0) throw new Error(`the adapter left ${left.length} process(es) behind`);
@@ -167,9 +192,11 @@ async function main(): Promise<void> {
   for (let rep = 0; rep < reps; rep++) {
     if (rep % 2 === 0) {
       await adapterSession(adapter);
+      await firstLaunch(adapter);
       await floorSession(floor);
     } else {
       await floorSession(floor);
+      await firstLaunch(adapter);
       await adapterSession(adapter);
     }
     process.stderr.write(`repetition ${rep + 1} of ${reps} done\n`);
@@ -177,7 +204,8 @@ async function main(): Promise<void> {
   await adapterSession(newSamples(), commandCounts.adapter);
   await floorSession(newSamples(), commandCounts.floor);
   const labels: Record<Row, string> = {
-    launch: 'launch → stopped at main',
+    launch: 'launch → stopped at main (adapter started ahead)',
+    firstLaunch: 'launch → stopped at main (adapter spawned for it)',
     next: `next → stopped + top frame (${steps} per session)`,
     inspect: `stack + scopes + locals (${inspections} per session)`,
     memory: `readMemory 64 KiB (${memoryReads} per session)`,
@@ -186,7 +214,8 @@ async function main(): Promise<void> {
   };
   const table = rows.map((row) => {
     const a = median(adapter[row]);
-    const f = median(floor[row]);
+    // Both launch rows end where the floor's launch does.
+    const f = median(floor[row === 'firstLaunch' ? 'launch' : row]);
     if (row === 'memory') {
       const kib = (ms: number): string => `${(memoryBytes / 1024 / (ms / 1000)).toFixed(0)} KiB/s`;
       return [labels[row], kib(a), kib(f), `${(f / a).toFixed(2)} (throughput, adapter / floor)`];
@@ -201,7 +230,7 @@ async function main(): Promise<void> {
   const perOp = (n: number | undefined): string => (n === undefined ? '-' : n.toFixed(n % 1 === 0 ? 0 : 2));
   printTable(
     ['row', 'adapter', 'floor (raw MI)'],
-    rows.map((row) => [labels[row], perOp(commandCounts.adapter[row]), perOp(commandCounts.floor[row])]),
+    rows.filter((row) => row !== 'firstLaunch').map((row) => [labels[row], perOp(commandCounts.adapter[row]), perOp(commandCounts.floor[row])]),
   );
 }
 

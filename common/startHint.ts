@@ -36,3 +36,18 @@ export function startHintKey(configuration: Record<string, unknown>): string {
 export function adapterStartEnv(configuration: Record<string, unknown>): Record<string, string> {
   return { [START_HINT_VAR]: startHintKey(configuration) };
 }
+
+/**
+ * The argument of an adapter spawned as a spare (core/dap/adapterSpare.ts): it loads, writes `ready`
+ * on its control pipe (file descriptor CONTROL_FD), and waits there for one line of JSON,
+ * `{"hint": KEY}`, before it starts anything or reads DAP. Handed its session, it drops the argument
+ * from its process title, so that `ps` tells an idle spare from an adapter serving a session.
+ */
+export const SPARE_ARG = '--spare';
+/** The spare's control pipe: the first descriptor after stdin, stdout and stderr. */
+export const CONTROL_FD = 3;
+/** What a spare is told when it is handed a session. */
+export interface SpareHandover {
+  /** The start hint (startHintKey) of the launch it will serve. */
+  hint?: string;
+}

@@ -18,9 +18,9 @@ const sourceFiles: vscode.DocumentSelector = [{ language: 'c' }, { language: 'cp
 
 /** Composition root: builds the services and registers them, nothing more. */
 export function activate(context: vscode.ExtensionContext): void {
-  registerDebugging(context);
   // One log for what the user may want to read later: profiling runs, measurement notes.
   const log = vscode.window.createOutputChannel('CycleLens', { log: true });
+  registerDebugging(context, log);
   const tracker = new SessionTracker();
   const store = new MeasurementStore();
   const counters = new CountersView(tracker);

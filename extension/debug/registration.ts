@@ -1,28 +1,59 @@
 import * as vscode from 'vscode';
-import { adapterStartEnv } from '../../common/startHint';
+import { startHintKey } from '../../common/startHint';
+import { SpareKeeper } from '../../core/dap/adapterSpare';
+import { ChildDebugAdapter } from './childAdapter';
 import { CycleLensConfigurationProvider } from './configurationProvider';
 
 import { DEBUG_TYPE } from './sessionTracker';
 
-/** The adapter is a separate Node program (dist/adapter.js) started by VS Code over stdio. */
-class AdapterFactory implements vscode.DebugAdapterDescriptorFactory {
-  constructor(private readonly extensionUri: vscode.Uri) {}
+/** The next spare is spawned this long after a session took one, so that it does not slow that launch. */
+const SPARE_REFILL_MS = 3_000;
+/** A spare nobody used for this long is ended: an idle window keeps no adapter. */
+const SPARE_IDLE_MS = 10 * 60_000;
+
+/**
+ * The adapter is a separate Node program (dist/adapter.js). Each session gets its own process: one
+ * started ahead (core/dap/adapterSpare.ts) when there is one, so that a restart does not wait for
+ * Node and the adapter to load, else one spawned for it, told the session's start hint either way.
+ */
+class AdapterFactory implements vscode.DebugAdapterDescriptorFactory, vscode.Disposable {
+  private readonly spares: SpareKeeper;
+
+  constructor(
+    extensionUri: vscode.Uri,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    const adapterPath = vscode.Uri.joinPath(extensionUri, 'dist', 'adapter.js').fsPath;
+    this.spares = new SpareKeeper({
+      adapterPath,
+      refillAfterMs: SPARE_REFILL_MS,
+      idleMs: SPARE_IDLE_MS,
+      wanted: () => vscode.workspace.getConfiguration('cyclelens').get<boolean>('debugAdapterStartedAhead', true),
+    });
+  }
 
   createDebugAdapterDescriptor(session: vscode.DebugSession): vscode.DebugAdapterDescriptor {
-    const adapter = vscode.Uri.joinPath(this.extensionUri, 'dist', 'adapter.js').fsPath;
-    const port = vscode.workspace.getConfiguration('cyclelens').get<number>('debugAdapterPort');
+    const settings = vscode.workspace.getConfiguration('cyclelens');
+    const port = settings.get<number>('debugAdapterPort');
     // A fixed port lets a developer run the adapter under a debugger (`--server=PORT`).
     if (port) return new vscode.DebugAdapterServer(port);
-    // The start hint lets the adapter start this launch's QEMU while it is still loading (common/startHint.ts).
-    return new vscode.DebugAdapterExecutable(process.execPath, [adapter], { env: adapterStartEnv(session.configuration) });
+    const { child, fromSpare } = this.spares.take(startHintKey(session.configuration));
+    this.log.debug(`debug session "${session.name}": adapter pid ${child.pid ?? '?'}${fromSpare ? ', started ahead' : ''}`);
+    return new vscode.DebugAdapterInlineImplementation(new ChildDebugAdapter(child, this.log));
+  }
+
+  dispose(): void {
+    this.spares.dispose();
   }
 }
 
-export function registerDebugging(context: vscode.ExtensionContext): void {
+export function registerDebugging(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): void {
   const provider = new CycleLensConfigurationProvider();
+  const factory = new AdapterFactory(context.extensionUri, log);
   context.subscriptions.push(
+    factory,
     vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, provider),
     vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, provider, vscode.DebugConfigurationProviderTriggerKind.Dynamic),
-    vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, new AdapterFactory(context.extensionUri)),
+    vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, factory),
   );
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServerHarness, type TreeRow } from '../support/codeServerHarness';
+import { CodeServerHarness, type TreeRow, sessionProcesses } from '../support/codeServerHarness';
 import { markerLine } from '../support/markers';
 import { stopAndExpectNothingLeft } from '../support/codeServerUi';
 
@@ -13,7 +13,6 @@ import { stopAndExpectNothingLeft } from '../support/codeServerUi';
 const dark = 'Default Dark Modern';
 const light = 'Default Light Modern';
 const view = 'Counters';
-const sessionProcesses = /qemu-system-|gdb-multiarch|dist\/adapter\.js/;
 /** A one-line C step in main of singlepass.c retires tens to hundreds of instructions, never this many. */
 const plausibleStepInstructions = 10_000;
 

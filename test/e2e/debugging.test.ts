@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServerHarness, poll } from '../support/codeServerHarness';
+import { CodeServerHarness, poll, sessionProcesses, spareAdapters } from '../support/codeServerHarness';
 import { markerLine } from '../support/markers';
 
 // Debugging the demo firmware in the packaged CycleLens, in code-server, as a person does it: a
@@ -13,7 +13,6 @@ const dark = 'Default Dark Modern';
 const light = 'Default Light Modern';
 const rv32 = 'QEMU RISC-V 32';
 /** What a session leaves behind if it leaks: the emulator, the debugger, the adapter itself. */
-const sessionProcesses = /qemu-system-|gdb-multiarch|dist\/adapter\.js/;
 
 let harness: CodeServerHarness | undefined;
 let dspLine = 0;
@@ -225,4 +224,7 @@ test('no QEMU, GDB or adapter process of the session is left', { timeout: 30_000
   const h = harness!;
   const left = await h.waitForNoServerProcesses(sessionProcesses, 10_000);
   assert.deepEqual(left, [], 'processes of the ended session are still running');
+  // What stays is at most the one adapter loaded ahead for the window's next session.
+  const spares = await h.serverProcesses(spareAdapters);
+  assert.ok(spares.length <= 1, `more than one spare adapter waits: ${spares.map((p) => `${p.pid} ${p.command}`).join('; ')}`);
 });

@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
-import { CodeServerHarness, poll, type TreeRow } from '../support/codeServerHarness';
+import { CodeServerHarness, poll, type TreeRow, sessionProcesses } from '../support/codeServerHarness';
 import { activeEditor, functionLine, functionLines, hoverOnLine, revealLine, statusBarText, stopAndExpectNothingLeft } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
 import type { FixtureTarget } from '../support/paths';
@@ -22,7 +22,6 @@ const light = 'Default Light Modern';
 const toggleCommand = 'CycleLens: Toggle Live Hotspots';
 const view = 'Hotspots';
 /** What a session leaves behind if it leaks: the emulator, the debugger, the adapter. */
-const sessionProcesses = /qemu-system-|gdb-multiarch|dist\/adapter\.js/;
 /** The oracle's window: 45 rounds of the loop on RV32, 50 on Cortex-M4, start-up included. */
 const oracleInstructions = 3_000_000;
 /**

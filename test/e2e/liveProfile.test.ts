@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import type { FrameLocator } from 'playwright-core';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
-import { CodeServerHarness, poll } from '../support/codeServerHarness';
+import { CodeServerHarness, poll, sessionProcesses } from '../support/codeServerHarness';
 import { notifications, statusBarText, stopAndExpectNothingLeft } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
 
@@ -18,7 +18,6 @@ import { markerLine } from '../support/markers';
 
 const dark = 'Default Dark Modern';
 const configuration = 'QEMU RISC-V 32';
-const sessionProcesses = /qemu-system-|gdb-multiarch|dist\/adapter\.js/;
 /** The oracle's window: 45 rounds of the hot loop, start-up included (liveHotspots.test.ts). */
 const oracleInstructions = 3_000_000;
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServerHarness, poll } from '../support/codeServerHarness';
+import { CodeServerHarness, poll, sessionProcesses } from '../support/codeServerHarness';
 import {
   afterLineText,
   allDecorationTexts,
@@ -102,7 +102,7 @@ test('one Stop (Shift+F5) ends the session', { timeout: 60_000 }, async (t) => {
   stop = { presses: 1, endedByFirst: first.ended, between: '' };
   if (!first.ended) {
     // What a person sees while the first press has not ended the session.
-    const procs = await h.serverProcesses(/qemu-system-|gdb-multiarch|dist\/adapter\.js/);
+    const procs = await h.serverProcesses(sessionProcesses);
     stop.between = `call stack ${JSON.stringify(await h.callStack())} (${await h.callStackState()}); inline "${await afterLineText(h, regionStart)}"; processes: ${procs.map((p) => p.command.split(' ')[0]!.split('/').pop()).join(', ') || 'none'}`;
     await h.screenshot('sessionEnd-after-first-stop');
     t.diagnostic(`10 s after the first Shift+F5: ${stop.between}`);

@@ -22,6 +22,15 @@ const chromiumArgs = [
   '--no-first-run',
   '--disable-quic',
 ];
+/**
+ * What a debug session runs: QEMU, GDB and its adapter. A spare adapter (core/dap/adapterSpare.ts),
+ * loaded and waiting for the window's next session, is not one of them until it is handed a
+ * session, when its title drops `--spare` (common/startHint.ts).
+ */
+export const sessionProcesses = /qemu-system-|gdb-multiarch|dist\/adapter\.js(?! --spare)/;
+/** An idle spare adapter. */
+export const spareAdapters = /dist\/adapter\.js --spare/;
+
 export const chromiumPath = process.env.CYCLELENS_CHROMIUM ?? '/usr/bin/chromium';
 
 export interface HarnessOptions {

@@ -6,6 +6,9 @@ import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { adapterBundle, fixtureElf, fixturesDir, FixtureTarget } from './paths';
 import { OWNER_TAG_VAR, newOwnerTag, killTagged, waitForNoTaggedProcesses, LiveProcess } from './ownedProcesses';
 import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { startHintKey } from '../../common/startHint';
+import { SpareAdapter } from '../../core/dap/adapterSpare';
 
 /** QEMU launch arguments for a fixture program on one of the two no-hardware targets. */
 export function qemuLaunchArgs(target: FixtureTarget, program = 'singlepass', extra: Partial<CycleLensLaunchArgs> = {}): CycleLensLaunchArgs {
@@ -28,8 +31,19 @@ export class AdapterHarness {
   readonly dc: DebugClient;
   readonly output: string[] = [];
 
-  /** `adapter`: another build of the adapter (e.g. the one inside the packaged .vsix); `env`: its environment on top of this one's. */
-  constructor(adapter = adapterBundle, env: Record<string, string | undefined> = {}) {
+  private spare: SpareAdapter | undefined;
+
+  /**
+   * `adapter`: another build of the adapter (e.g. the one inside the packaged .vsix); `env`: its
+   * environment on top of this one's; `startedAhead`: spawned as the extension's spares are
+   * (core/dap/adapterSpare.ts), so that `start` leaves it loaded and waiting and `handOver` gives it
+   * its session.
+   */
+  constructor(
+    private readonly adapter = adapterBundle,
+    private readonly env: Record<string, string | undefined> = {},
+    private readonly startedAhead = false,
+  ) {
     this.dc = new DebugClient(process.execPath, adapter, 'cyclelens', {
       env: { ...process.env, ...env, [OWNER_TAG_VAR]: this.tag },
     });
@@ -38,7 +52,25 @@ export class AdapterHarness {
   }
 
   async start(): Promise<void> {
-    await this.dc.start();
+    if (!this.startedAhead) return this.dc.start();
+    this.spare = SpareAdapter.spawn({ adapterPath: this.adapter, env: { ...process.env, ...this.env, [OWNER_TAG_VAR]: this.tag } });
+    if (!(await this.spare.ready)) throw new Error(`the spare adapter ended before it was ready (exit code ${this.spare.child.exitCode})`);
+  }
+
+  /** The spare's process (a harness `startedAhead`, after `start`). */
+  get spareProcess(): ChildProcess | undefined {
+    return this.spare?.child;
+  }
+
+  /** Gives the spare its session, told the start hint of `args` as the extension tells it, and connects the client. */
+  handOver(args: CycleLensLaunchArgs): void {
+    if (!this.spare) throw new Error('handOver needs a harness started ahead');
+    const child = this.spare.handOver(startHintKey({ ...args }));
+    // DebugClient reads and writes the streams of the process it spawns; this one it did not spawn,
+    // so it is given the streams, and the process to end in stop().
+    const client = this.dc as unknown as { connect(readable: NodeJS.ReadableStream, writable: NodeJS.WritableStream): void; _adapterProcess: ChildProcess };
+    client.connect(child.stdout!, child.stdin!);
+    client._adapterProcess = child;
   }
 
   /** launch → configurationDone → the first stop (at `main` by default). */
@@ -69,6 +101,7 @@ export class AdapterHarness {
 
   /** Stops the adapter and returns any process it left behind (then kills them). */
   async stop(): Promise<LiveProcess[]> {
+    this.spare?.discard();
     try {
       await this.dc.stop();
     } catch {
