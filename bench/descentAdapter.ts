@@ -1,11 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { staticCallGraph } from '../adapter/probe/callGraph';
 import { ElfImage } from '../adapter/elf';
 import { CALL_GRAPH_SCHEMA, loadResultSetDocument, type CallGraphDocument } from '../core/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
+import { writeLaunchJson } from '../test/support/cliWorkspace';
 import { repoRoot, type FixtureTarget } from '../test/support/paths';
 import { dynamicGraphFromOracle } from '../test/oracle/dynamicGraph';
 import { fixturePrograms, option, printTable } from './support';
@@ -123,23 +124,7 @@ async function main(argv: string[]): Promise<void> {
     const machine = MACHINES[target];
     const dir = mkdtempSync(join(tmpdir(), 'cyclelens-bench-descent-'));
     try {
-      mkdirSync(join(dir, '.vscode'));
-      writeFileSync(
-        join(dir, '.vscode', 'launch.json'),
-        JSON.stringify({
-          configurations: [
-            {
-              type: 'cyclelens',
-              request: 'launch',
-              name: 'bench',
-              executable: elf,
-              server: { type: 'qemu', machine },
-              stopAtEntry: 'main',
-              programEnd: 'program_end',
-            },
-          ],
-        }),
-      );
+      writeLaunchJson(dir, [{ name: 'bench', executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }]);
       const oracle = await runOracle({ elf });
       let callGraph: string | undefined;
       if (argv.includes('--grouped')) {

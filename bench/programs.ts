@@ -1,10 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { CycleLensLaunchArgs } from '../common/launchArgs';
 import { loadResultSetDocument, type ResultSetDocument } from '../core/analysis/resultSet';
 import { runOracle, type OracleSummary } from '../test/oracle/oracle';
 import { windowOf } from '../test/oracle/programWindow';
+import { writeLaunchJson } from '../test/support/cliWorkspace';
 import { fixturesDir, repoRoot, type FixtureTarget } from '../test/support/paths';
 import { option, printTable } from './support';
 
@@ -26,7 +28,7 @@ import { option, printTable } from './support';
  * equal values (they must, exactly, on RV32).
  */
 
-const SERVERS: Record<FixtureTarget, Record<string, unknown>> = {
+const SERVERS: Record<FixtureTarget, NonNullable<CycleLensLaunchArgs['server']>> = {
   rv32: { type: 'qemu', machine: 'virt', icount: 0 },
   'cortex-m4': { type: 'qemu', machine: 'mps2-an386' },
 };
@@ -181,13 +183,7 @@ async function main(argv: string[]): Promise<void> {
       const label = `${target}/${program}`;
       const dir = mkdtempSync(join(tmpdir(), 'cyclelens-bench-programs-'));
       try {
-        mkdirSync(join(dir, '.vscode'));
-        writeFileSync(
-          join(dir, '.vscode', 'launch.json'),
-          JSON.stringify({
-            configurations: [{ type: 'cyclelens', request: 'launch', name: 'bench', executable: elf, server: SERVERS[target], stopAtEntry: 'main' }],
-          }),
-        );
+        writeLaunchJson(dir, [{ name: 'bench', executable: elf, server: SERVERS[target], stopAtEntry: 'main' }]);
         if (argv.includes('--jobs-wall')) {
           await jobsRows(dir, label, jobs);
           continue;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -11,6 +11,7 @@ import { CodeServerHarness, poll } from '../support/codeServerHarness';
 import { chooseMenuItem, notifications, stopAndExpectNothingLeft } from '../support/codeServerUi';
 import { checkCallgrindAndPprof, checkGprof, checkReadBack, stackFigures } from '../support/exportChecks';
 import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import { writeLaunchJson } from '../support/cliWorkspace';
 import { fixtureElf, repoRoot, type FixtureTarget } from '../support/paths';
 
 // "CycleLens: Export Profile…" in the packaged extension, in code-server: a result set from a real
@@ -33,24 +34,15 @@ const models = new Map<FixtureTarget, Profile>();
 /** One real descent through the command line, its result set written to `out`. */
 function descend(target: (typeof TARGETS)[number], out: string): Promise<void> {
   const dir = join(descentDir, target.id);
-  mkdirSync(join(dir, '.vscode'), { recursive: true });
-  writeFileSync(
-    join(dir, '.vscode', 'launch.json'),
-    JSON.stringify({
-      version: '0.2.0',
-      configurations: [
-        {
-          type: 'cyclelens',
-          request: 'launch',
-          name: target.name,
-          executable: fixtureElf(target.id, 'singlepass'),
-          server: { type: 'qemu', machine: target.machine },
-          stopAtEntry: 'main',
-          programEnd: 'program_end',
-        },
-      ],
-    }),
-  );
+  writeLaunchJson(dir, [
+    {
+      name: target.name,
+      executable: fixtureElf(target.id, 'singlepass'),
+      server: { type: 'qemu', machine: target.machine },
+      stopAtEntry: 'main',
+      programEnd: 'program_end',
+    },
+  ]);
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
