@@ -12,7 +12,6 @@ import { markerLine } from '../support/markers';
 const dark = 'Default Dark Modern';
 const light = 'Default Light Modern';
 const rv32 = 'QEMU RISC-V 32';
-/** What a session leaves behind if it leaks: the emulator, the debugger, the adapter itself. */
 
 let harness: CodeServerHarness | undefined;
 let dspLine = 0;
@@ -227,4 +226,43 @@ test('no QEMU, GDB or adapter process of the session is left', { timeout: 30_000
   // What stays is at most the one adapter loaded ahead for the window's next session.
   const spares = await h.serverProcesses(spareAdapters);
   assert.ok(spares.length <= 1, `more than one spare adapter waits: ${spares.map((p) => `${p.pid} ${p.command}`).join('; ')}`);
+});
+
+test('a restart runs on the adapter loaded ahead for it, and stops at main', { timeout: 120_000 }, async (t) => {
+  const h = harness!;
+  // A few seconds after a session starts, the window loads one adapter for its next session.
+  const spares = await poll(
+    () => h.serverProcesses(spareAdapters),
+    (p) => p.length === 1,
+    30_000,
+  );
+  assert.equal(spares.length, 1, 'one adapter waits, loaded ahead of the next session');
+  const spare = spares[0]!;
+  const started = Date.now();
+  await h.startDebugging(rv32);
+  await h.waitForTopFrame('main', mainLine, 60_000);
+  t.diagnostic(`start button to stopped at main, on the adapter loaded ahead: ${Date.now() - started} ms`);
+  const serving = (await h.serverProcesses(sessionProcesses)).find((p) => p.pid === spare.pid);
+  assert.ok(serving, `the session runs on the spare (pid ${spare.pid}), which no longer calls itself one`);
+  assert.match(serving.command, /dist\/adapter\.js$/);
+});
+
+test('the adapter killed in a session: the session ends, the Debug Console says why, nothing is left', { timeout: 90_000 }, async () => {
+  const h = harness!;
+  const adapter = (await h.serverProcesses(sessionProcesses)).find((p) => /dist\/adapter\.js$/.test(p.command));
+  assert.ok(adapter, 'the session has its adapter');
+  process.kill(adapter.pid, 'SIGKILL');
+  await h.debugToolbar().waitFor({ state: 'hidden', timeout: 30_000 });
+  await h.runCommand('Debug Console: Focus on Debug Console View');
+  const consoleText = await poll(
+    () => h.page.locator('.repl .monaco-list-row').allInnerTexts(),
+    (rows) => rows.some((r) => /The CycleLens debug adapter was ended by SIGKILL/.test(r)),
+    15_000,
+  );
+  assert.ok(
+    consoleText.some((r) => /The CycleLens debug adapter was ended by SIGKILL/.test(r)),
+    `the Debug Console names the end of the adapter; it shows: ${JSON.stringify(consoleText.slice(-5))}`,
+  );
+  const left = await h.waitForNoServerProcesses(sessionProcesses, 15_000);
+  assert.deepEqual(left, [], 'QEMU and GDB end with the killed adapter');
 });
