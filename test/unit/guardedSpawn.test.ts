@@ -51,6 +51,17 @@ async function parentSpawningSleep(watchdog: string): Promise<{ parent: ReturnTy
   return { parent, child: Number(line) };
 }
 
+/** Runs `check` on such a parent and its child, then kills both whatever happened. */
+async function withParentSpawningSleep(watchdog: string, check: (parent: ReturnType<typeof spawn>, child: number) => Promise<void>): Promise<void> {
+  const { parent, child } = await parentSpawningSleep(watchdog);
+  try {
+    await check(parent, child);
+  } finally {
+    parent.kill('SIGKILL');
+    killGroup(child);
+  }
+}
+
 const cmdline = (pid: number): string => (existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')[0]! : '');
 
 function killGroup(pid: number): void {
@@ -65,30 +76,22 @@ describe('spawning a child that dies with the adapter', { skip: process.platform
   after(() => rmSync(scratch, { recursive: true, force: true }));
 
   it('the command runs once the watchdog has it, without the gate’s pipe, and the watchdog ends it with its parent', async () => {
-    const { parent, child } = await parentSpawningSleep('new ChildWatchdog()');
-    try {
+    await withParentSpawningSleep('new ChildWatchdog()', async (parent, child) => {
       assert.ok(await until(() => cmdline(child) === sleep), 'the gate opens once the child is registered');
       assert.ok(!readdirSync(`/proc/${child}/fd`).includes('3'), 'the gate’s pipe (fd 3) is closed before the command runs');
       parent.kill('SIGKILL');
       assert.ok(await until(() => !alive(child)), 'the watchdog ends the child');
-    } finally {
-      parent.kill('SIGKILL');
-      killGroup(child);
-    }
+    });
   });
 
   it('a parent that dies before the registration leaves a gate that runs nothing', async () => {
     // A watchdog that never confirms the registration: the gate stays shut until the parent dies.
-    const { parent, child } = await parentSpawningSleep('{ ready: () => true, watch: () => undefined }');
-    try {
+    await withParentSpawningSleep('{ ready: () => true, watch: () => undefined }', async (parent, child) => {
       assert.ok(alive(child), 'the gate waits');
       assert.notEqual(cmdline(child), sleep, 'nothing runs before the registration');
       parent.kill('SIGKILL');
       assert.ok(await until(() => !alive(child)), 'the gate exits with its parent');
-    } finally {
-      parent.kill('SIGKILL');
-      killGroup(child);
-    }
+    });
   });
 
   it('a command that is not there fails as spawn reports it', async () => {
