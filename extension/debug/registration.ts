@@ -28,7 +28,8 @@ class AdapterFactory implements vscode.DebugAdapterDescriptorFactory, vscode.Dis
       adapterPath,
       refillAfterMs: SPARE_REFILL_MS,
       idleMs: SPARE_IDLE_MS,
-      wanted: () => vscode.workspace.getConfiguration('cyclelens').get<boolean>('debugAdapterStartedAhead', true),
+      // The control pipe is a descriptor beyond stdio, as POSIX passes it; Windows is not tried.
+      wanted: () => process.platform !== 'win32' && vscode.workspace.getConfiguration('cyclelens').get<boolean>('debugAdapterStartedAhead', true),
     });
   }
 
