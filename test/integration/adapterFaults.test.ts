@@ -119,9 +119,11 @@ describe('debug adapter faults', () => {
     await h.dc.continueRequest({ threadId: 1 });
     await new Promise((r) => setTimeout(r, 200));
     // Breakpoints can be changed while running: the adapter halts and resumes invisibly.
+    // Waited for before asking: the stop can come before the request's answer does.
+    const hitting = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
     const bp = await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'idle_point' }] });
     assert.equal(bp.body.breakpoints[0]?.verified, true);
-    const hit = (await h.dc.waitForEvent('stopped')) as DebugProtocol.StoppedEvent;
+    const hit = await hitting;
     assert.equal(hit.body.reason, 'function breakpoint');
     await h.dc.setFunctionBreakpointsRequest({ breakpoints: [] });
     await h.dc.continueRequest({ threadId: 1 });
