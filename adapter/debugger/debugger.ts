@@ -6,6 +6,7 @@ import type {
   ExitEvent,
   FileScopeVariable,
   Frame,
+  ImageBytes,
   MemoryRegion,
   RegisterValue,
   StopEvent,
@@ -73,6 +74,12 @@ export interface Debugger {
   connectRemote(address: string, timeoutMs?: number): Promise<Frame | undefined>;
   /** Writes the program's loadable sections to the target (boards; QEMU loads the ELF itself). */
   download(): Promise<void>;
+  /**
+   * The target holds the program as its file has it (QEMU loaded it, or a download just ran). A
+   * debugger may answer reads of the read-only sections (`readOnly`) from the file from now on, as
+   * long as no write makes the target differ.
+   */
+  imageLoaded(readOnly: readonly ImageBytes[]): Promise<void>;
   detach(): Promise<void>;
   /** A command in the debugger's own language, from the user (initCommands, `>` in the Debug Console). */
   command(text: string, timeoutMs?: number): Promise<string>;

@@ -55,3 +55,12 @@ export abstract class DebuggerBase {
 export function mayWriteMemory(expression: string): boolean {
   return /(^|[^=!<>])=(?!=)|\+\+|--|[A-Za-z_]\w*\s*\(/.test(expression);
 }
+
+/**
+ * `$name = value` with nothing else that writes: a register or a convenience variable is set, not
+ * memory (the Registers view sets registers this way).
+ */
+export function writesOnlyRegisters(expression: string): boolean {
+  const m = /^\s*\$\w+\s*=(?!=)(.*)$/s.exec(expression);
+  return m !== null && !mayWriteMemory(m[1]!);
+}

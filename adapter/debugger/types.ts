@@ -122,3 +122,9 @@ export interface MemoryBlock {
   address: bigint;
   data: Buffer;
 }
+
+/** Bytes the program's file places at `address` in the target (a read-only section's contents). */
+export interface ImageBytes {
+  readonly address: number;
+  readonly bytes: Uint8Array;
+}

@@ -4,7 +4,7 @@ import { CycleLensError, ErrorCode } from '../errors';
 import { TruncatedData } from './byteCursor';
 import { decodeLinePrograms } from './dwarfLine';
 import { unitsByLineOffset } from './dwarfUnits';
-import { CoreFamily, ElfFile, ElfHeader, Segment, SectionHeader, PF_X } from './elfFile';
+import { CoreFamily, ElfFile, ElfHeader, Segment, SectionHeader, PF_X, SHF_ALLOC, SHF_WRITE, SHT_NOBITS } from './elfFile';
 import { corrupt, debugInfoCorrupt } from './errors';
 import { LineRange, LineTable } from './lineTable';
 import { ElfSymbol, SymbolTable } from './symbols';
@@ -14,6 +14,12 @@ import { ElfSymbol, SymbolTable } from './symbols';
  * source-line table. Parsing is eager for the structure (cheap, and a bad file should fail at
  * launch) and lazy for symbols and DWARF.
  */
+/** Bytes the file places at `address` in the target. */
+export interface ReadOnlyContents {
+  readonly address: number;
+  readonly bytes: Uint8Array;
+}
+
 export class ElfImage {
   readonly file: ElfFile;
   private symbolTable: SymbolTable | undefined;
@@ -77,6 +83,21 @@ export class ElfImage {
   /** Loadable segments with execute permission: the code, wherever it runs. */
   get codeSegments(): Segment[] {
     return this.file.loadSegments.filter((p) => (p.flags & PF_X) !== 0 && p.memSize > 0);
+  }
+
+  /**
+   * The contents of the allocated sections without SHF_WRITE (code, constants, vector tables): what
+   * a debugger that trusts read-only sections answers from the file. Undefined when one of them has
+   * no contents in the file (a read-only NOLOAD section): a debugger would answer zeros there.
+   */
+  readOnlyContents(): ReadOnlyContents[] | undefined {
+    const out: ReadOnlyContents[] = [];
+    for (const s of this.file.sections) {
+      if ((s.flags & SHF_ALLOC) === 0 || (s.flags & SHF_WRITE) !== 0 || s.size === 0) continue;
+      if (s.type === SHT_NOBITS) return undefined;
+      out.push({ address: s.addr, bytes: this.file.sectionData(s) });
+    }
+    return out;
   }
 
   /** True when `address` lies inside an allocated code section. */

@@ -168,7 +168,6 @@ export class CycleLensDebugSession extends DebugSession {
     }
     this.target = target;
     this.variables = new VariableStore(() => target.debugger, config.family);
-    if (config.trace) target.debugger.onTrace((line) => this.output({ category: 'console', text: `${line}\n` }));
     target.onOutput((o) => this.output(o));
     target.onStop((e) => this.reportStop(e));
     target.onMovedWhileHalted(() => void this.invalidateStopState().then(() => this.sendEvent(new InvalidatedEvent(['stacks', 'variables']))));

@@ -113,6 +113,8 @@ export class DebugTarget {
     }).then(async (d) => {
       started = d;
       early = d.onOutput((o) => log(o));
+      // Traced from here on, so the trace shows how the launch connected and prepared the target.
+      if (config.trace) d.onTrace((line) => log({ category: 'console', text: `${line}\n` }));
       await d.loadProgram(config.executable);
       return d;
     });
@@ -148,16 +150,23 @@ export class DebugTarget {
         `The debugger could not connect to the ${server.kind} gdbserver at ${server.gdbAddress}: ${errorMessage(err)}`,
       );
     }
-    if (mode === 'launch') await DebugTarget.prepareLaunch(config, server, gdb);
+    const imagePlaced = mode === 'launch' && (await DebugTarget.prepareLaunch(config, server, gdb));
     for (const c of config.postConnectCommands) await gdb.command(c);
+    // Only an image put there by this launch is known to match the file: a target attached to, or
+    // not loaded, may run another build, or keep patches of a session that was killed.
+    const readOnly = imagePlaced ? config.image.readOnlyContents() : undefined;
+    if (readOnly) await gdb.imageLoaded(readOnly);
   }
 
-  private static async prepareLaunch(config: ValidatedLaunch, server: GdbServer, gdb: Debugger): Promise<void> {
+  /** Resolves true when the target now holds the program as its file has it. */
+  private static async prepareLaunch(config: ValidatedLaunch, server: GdbServer, gdb: Debugger): Promise<boolean> {
     // QEMU loads the ELF itself (-kernel) and starts at reset; real boards need reset and load.
-    if (server.kind === 'qemu') return;
+    if (server.kind === 'qemu') return true;
     if (server.resetCommand) await gdb.monitor(server.resetCommand);
     const load = 'load' in config.server ? config.server.load : undefined;
-    if (load ?? server.kind === 'openocd') await gdb.download();
+    if (!(load ?? server.kind === 'openocd')) return false;
+    await gdb.download();
+    return true;
   }
 
   get isEnded(): boolean {

@@ -1,29 +1,30 @@
-import { CycleLensError, ErrorCode } from '../../errors';
+import { CycleLensError, ErrorCode, errorMessage } from '../../errors';
 import { OwnedProcess, requireExecutable } from '../../util/processes';
 import type { Debugger, ExecutionState, RunToOptions, RunToResult } from '../debugger';
 import { codeCacheDir } from '../../codeCache';
 import { rememberStart } from '../../startPlan';
 import { GDB_ARGS, takePrestartedGdb } from './gdbPrestart';
 import { parseGdbMemoryMap } from './memoryMap';
-import { DebuggerBase, mayWriteMemory } from '../debuggerBase';
+import { ReadonlyTrust } from './readonlyTrust';
+import { gdbLocation, mapStopReason, parseBreakpoint, parseFrame, parseInstruction, parseUnsigned, parseVarObject } from './miRecords';
+import { DebuggerBase, mayWriteMemory, writesOnlyRegisters } from '../debuggerBase';
 import { runToWithTemporaryBreakpoint } from '../runTo';
 import type {
   BreakpointInfo,
-  BreakpointLocation,
   MemoryRegion,
   WatchpointRequest,
   BreakpointRequest,
   DisassembledInstruction,
   FileScopeVariable,
   Frame,
+  ImageBytes,
   RegisterValue,
   StopEvent,
-  StopReason,
   Thread,
   VarObject,
 } from '../types';
 import { MiCommandResult, MiConnection, describeExit } from './miConnection';
-import type { MiAsyncRecord, MiTuple } from './mi/types';
+import type { MiAsyncRecord } from './mi/types';
 import { isTuple, miInt, miList, miOptInt, miOptString, miOptTuple, miQuote, miString, miStringList, miTuple, miTupleList } from './mi/values';
 
 export interface GdbStartOptions {
@@ -43,6 +44,12 @@ export class GdbBackend extends DebuggerBase implements Debugger {
   private hiddenRuns = 0;
   /** `*stopped` records seen so far. */
   private stops = 0;
+  /** Whether the target still holds the program's read-only sections as the file has them. */
+  private readonlyTrust: ReadonlyTrust | undefined;
+  /** What GDB was last told about `trust-readonly-sections` (its default is off). */
+  private trustingReadonly = false;
+  /** A command of the user's set `trust-readonly-sections`: the adapter leaves it alone. */
+  private userOwnsTrust = false;
 
   readonly onTrace: Debugger['onTrace'];
 
@@ -141,31 +148,73 @@ export class GdbBackend extends DebuggerBase implements Debugger {
   async download(): Promise<void> {
     this.memoryWriteEmitter.fire();
     await this.mi.send('-target-download', 120_000);
+    this.readonlyTrust?.noteReload();
+    await this.syncReadonlyTrust();
+  }
+
+  async imageLoaded(readOnly: readonly ImageBytes[]): Promise<void> {
+    if (this.userOwnsTrust) return;
+    this.readonlyTrust = new ReadonlyTrust(readOnly);
+    await this.syncReadonlyTrust();
+  }
+
+  /**
+   * Tells GDB when the trust in read-only sections changed. The command is queued at once, so it is
+   * ordered against the commands sent around it: turned off before a write that ends it, on after a
+   * write that restores it.
+   */
+  private syncReadonlyTrust(): Promise<unknown> {
+    const wanted = this.readonlyTrust?.holds ?? false;
+    if (wanted === this.trustingReadonly) return Promise.resolve();
+    this.trustingReadonly = wanted;
+    return this.gdbSet('trust-readonly-sections', wanted ? 'on' : 'off');
+  }
+
+  /** Before a command that may write memory at an address nobody can tell. */
+  private unplacedWrite(): Promise<unknown> {
+    this.memoryWriteEmitter.fire();
+    this.readonlyTrust?.noteUnplacedWrite();
+    return this.syncReadonlyTrust();
   }
 
   async detach(): Promise<void> {
     await this.mi.send('-target-detach', 5_000);
   }
 
-  /** A GDB CLI command, with its console output. */
+  /** A GDB CLI command from the user, with its console output: it may write anything. */
   async command(command: string, timeoutMs?: number): Promise<string> {
-    this.memoryWriteEmitter.fire();
-    const r = await this.mi.send(`-interpreter-exec console ${miQuote(command)}`, timeoutMs);
+    const trustOff = this.unplacedWrite();
+    // A program that rewrites its own code needs the setting off: a user who names it owns it.
+    if (/\btrust-readonly-sections\b/.test(command)) {
+      this.userOwnsTrust = true;
+      this.readonlyTrust = undefined;
+    }
+    const [, r] = await Promise.all([trustOff, this.mi.send(`-interpreter-exec console ${miQuote(command)}`, timeoutMs)]);
     return r.console;
   }
 
-  /** `monitor CMD`: passed through to the gdbserver (QEMU's HMP, OpenOCD's command line …). */
+  /** A CLI command of the adapter's own, which writes no memory. */
+  private async cli(command: string, timeoutMs?: number): Promise<string> {
+    return (await this.mi.send(`-interpreter-exec console ${miQuote(command)}`, timeoutMs)).console;
+  }
+
+  /**
+   * `monitor CMD`: passed through to the gdbserver (QEMU's HMP, OpenOCD's command line …). The
+   * adapter's own monitor commands reset the core or read and write its registers, never the
+   * program's read-only sections; the user's reach here through `command`.
+   */
   monitor(command: string, timeoutMs?: number): Promise<string> {
-    return this.command(`monitor ${command}`, timeoutMs);
+    this.memoryWriteEmitter.fire();
+    return this.cli(`monitor ${command}`, timeoutMs);
   }
 
   async flushCaches(): Promise<void> {
     // GDB caches registers; after a reset behind its back they are stale.
-    await this.command('maintenance flush register-cache');
+    await this.cli('maintenance flush register-cache');
   }
 
   async memoryRegions(): Promise<MemoryRegion[]> {
-    return parseGdbMemoryMap(await this.command('info mem'));
+    return parseGdbMemoryMap(await this.cli('info mem'));
   }
 
   async setBreakpointsAlwaysInserted(on: boolean): Promise<void> {
@@ -337,8 +386,19 @@ export class GdbBackend extends DebuggerBase implements Debugger {
 
   async createVariable(expression: string, threadId?: number, frameLevel?: number): Promise<VarObject> {
     const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
-    const r = await this.mi.send(`-var-create ${ctx}- * ${miQuote(expression)}`);
+    // GDB evaluates the expression to create the object: `x = 5` typed in the Debug Console writes.
+    const [, r] = await Promise.all([this.beforeExpression(expression), this.mi.send(`-var-create ${ctx}- * ${miQuote(expression)}`)]);
     return parseVarObject(r.results, expression);
+  }
+
+  /** Before GDB evaluates an expression that may write memory (an assignment, a call). */
+  private beforeExpression(expression: string): Promise<unknown> {
+    if (!mayWriteMemory(expression)) return Promise.resolve();
+    if (writesOnlyRegisters(expression)) {
+      this.memoryWriteEmitter.fire();
+      return Promise.resolve();
+    }
+    return this.unplacedWrite();
   }
 
   async variableChildren(name: string): Promise<VarObject[]> {
@@ -348,8 +408,24 @@ export class GdbBackend extends DebuggerBase implements Debugger {
 
   async assignVariable(name: string, value: string): Promise<string> {
     this.memoryWriteEmitter.fire();
+    if (this.readonlyTrust?.holds && (await this.mayAssignReadonly(name))) await this.unplacedWrite();
     const r = await this.mi.send(`-var-assign ${miQuote(name)} ${miQuote(value)}`);
     return miString(r.results, 'value');
+  }
+
+  /** True unless the variable object is known to live outside the read-only sections. */
+  private async mayAssignReadonly(name: string): Promise<boolean> {
+    try {
+      const path = miString((await this.mi.send(`-var-info-path-expression ${miQuote(name)}`)).results, 'path_expr');
+      const [address, size] = await Promise.all([
+        this.mi.send(`-data-evaluate-expression ${miQuote(`(unsigned long long)&(${path})`)}`),
+        this.mi.send(`-data-evaluate-expression ${miQuote(`sizeof(${path})`)}`),
+      ]);
+      return this.readonlyTrust!.overlaps(Number(BigInt(miString(address.results, 'value'))), Number(miString(size.results, 'value')));
+    } catch (err) {
+      // A variable in a register has no address; anything else that fails leaves it unknown.
+      return !/not located in memory/i.test(errorMessage(err));
+    }
   }
 
   async deleteVariable(name: string): Promise<void> {
@@ -358,8 +434,7 @@ export class GdbBackend extends DebuggerBase implements Debugger {
 
   async evaluate(expression: string, threadId?: number, frameLevel?: number): Promise<string> {
     const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
-    if (mayWriteMemory(expression)) this.memoryWriteEmitter.fire();
-    const r = await this.mi.send(`-data-evaluate-expression ${ctx}${miQuote(expression)}`);
+    const [, r] = await Promise.all([this.beforeExpression(expression), this.mi.send(`-data-evaluate-expression ${ctx}${miQuote(expression)}`)]);
     return miString(r.results, 'value');
   }
 
@@ -416,7 +491,13 @@ export class GdbBackend extends DebuggerBase implements Debugger {
   async writeMemory(address: bigint, data: Uint8Array): Promise<void> {
     if (data.length === 0) return;
     this.memoryWriteEmitter.fire();
-    await this.mi.send(`-data-write-memory-bytes 0x${address.toString(16)} ${Buffer.from(data).toString('hex')}`);
+    this.readonlyTrust?.noteWrite(Number(address), data);
+    // Trust that this write ends is turned off before it; trust it restores, on after it.
+    const holds = this.readonlyTrust?.holds ?? false;
+    const trustOff = holds ? undefined : this.syncReadonlyTrust();
+    const written = this.mi.send(`-data-write-memory-bytes 0x${address.toString(16)} ${Buffer.from(data).toString('hex')}`);
+    const trustOn = holds ? this.syncReadonlyTrust() : undefined;
+    await Promise.all([trustOff, written, trustOn]);
   }
 
   /** `-data-disassemble` mode 5: opcodes and source lines. */
@@ -470,97 +551,6 @@ export class GdbBackend extends DebuggerBase implements Debugger {
     this.resolveStopWaiters(event);
     this.stopEmitter.fire(event);
   }
-}
-
-function mapStopReason(reason: string, signal: string | undefined): StopReason {
-  switch (reason) {
-    case 'breakpoint-hit':
-      return 'breakpoint';
-    case 'end-stepping-range':
-    case 'location-reached':
-      return 'step';
-    case 'function-finished':
-      return 'function-finished';
-    case 'watchpoint-trigger':
-    case 'read-watchpoint-trigger':
-    case 'access-watchpoint-trigger':
-      return 'watchpoint';
-    case 'signal-received':
-      // QEMU and OpenOCD report an interrupt as SIGINT (or SIGTRAP on some stubs): a pause.
-      return signal === 'SIGINT' || signal === 'SIGTRAP' || signal === '0' ? 'pause' : 'exception';
-    case '':
-      return 'pause';
-    default:
-      return 'unknown';
-  }
-}
-
-/** A location in GDB's linespec: `file:line`, `function`, `*function` (its first instruction), `*0xADDR`. */
-export function gdbLocation(loc: BreakpointLocation): string {
-  if (loc.kind === 'line') return `${loc.path}:${loc.line}`;
-  if (loc.kind === 'address') return `*0x${loc.address.toString(16)}`;
-  return loc.atEntry ? `*${loc.name}` : loc.name;
-}
-
-export function parseFrame(t: MiTuple): Frame {
-  return {
-    level: miOptInt(t, 'level') ?? 0,
-    address: parseUnsigned(miString(t, 'addr')),
-    func: miOptString(t, 'func'),
-    file: miOptString(t, 'file'),
-    fullname: miOptString(t, 'fullname'),
-    line: miOptInt(t, 'line'),
-  };
-}
-
-function parseBreakpoint(t: MiTuple): BreakpointInfo {
-  const addr = miOptString(t, 'addr');
-  const pending = miOptString(t, 'pending');
-  // A breakpoint with several locations (an inlined function) lists them; the first one is shown.
-  const first = miList(t, 'locations').find(isTuple);
-  const file = miOptString(t, 'fullname') ?? (first ? miOptString(first, 'fullname') : undefined);
-  const line = miOptInt(t, 'line') ?? (first ? miOptInt(first, 'line') : undefined);
-  const firstAddr = first ? miOptString(first, 'addr') : undefined;
-  const concreteAddr = addr && /^0x/i.test(addr) ? addr : firstAddr && /^0x/i.test(firstAddr) ? firstAddr : undefined;
-  return {
-    id: miInt(t, 'number'),
-    verified: pending === undefined && concreteAddr !== undefined,
-    file,
-    line,
-    address: concreteAddr ? BigInt(concreteAddr) : undefined,
-    pending: pending !== undefined,
-  };
-}
-
-function parseVarObject(t: MiTuple, expression: string): VarObject {
-  return {
-    name: miString(t, 'name'),
-    expression,
-    value: miOptString(t, 'value') ?? '',
-    type: miOptString(t, 'type') ?? '',
-    numChildren: miOptInt(t, 'numchild') ?? 0,
-    dynamic: miOptString(t, 'dynamic') === '1',
-  };
-}
-
-function parseInstruction(t: MiTuple, file: string | undefined, line: number | undefined): DisassembledInstruction {
-  return {
-    address: parseUnsigned(miString(t, 'address')),
-    opcodes: miOptString(t, 'opcodes') ?? '',
-    instruction: miOptString(t, 'inst') ?? '',
-    functionName: miOptString(t, 'func-name'),
-    offset: miOptInt(t, 'offset'),
-    file,
-    line,
-  };
-}
-
-/** GDB prints registers and addresses as hex (`0x…`), sometimes decimal or negative. */
-export function parseUnsigned(text: string): bigint {
-  const m = /^\s*(-?)(0x[0-9a-f]+|\d+)/i.exec(text);
-  if (!m) throw new CycleLensError(ErrorCode.CommandFailed, `Expected a number from GDB, got '${text}'.`);
-  const v = BigInt(m[2]!);
-  return m[1] === '-' ? (1n << 64n) - v : v;
 }
 
 function delay(ms: number): Promise<void> {

@@ -241,6 +241,9 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
     );
   }
 
+  /** LLDB keeps its own memory cache per stop; it is not told to trust the file. */
+  async imageLoaded(): Promise<void> {}
+
   async detach(): Promise<void> {
     await this.call('detach', {}, 5_000);
   }
