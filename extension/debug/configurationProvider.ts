@@ -9,6 +9,12 @@ type CycleLensConfiguration = vscode.DebugConfiguration & Partial<CycleLensLaunc
  * the workspace. Validation proper happens in the adapter, so the CLI and VS Code agree.
  */
 export class CycleLensConfigurationProvider implements vscode.DebugConfigurationProvider {
+  /**
+   * `sessionComing` is called when a configuration is accepted: a session follows, once VS Code has
+   * substituted variables and run the preLaunchTask (a firmware build, often seconds).
+   */
+  constructor(private readonly sessionComing: () => void = () => undefined) {}
+
   async provideDebugConfigurations(folder: vscode.WorkspaceFolder | undefined): Promise<vscode.DebugConfiguration[]> {
     const elfs = folder ? await vscode.workspace.findFiles(new vscode.RelativePattern(folder, '**/*.elf'), '**/node_modules/**', 20) : [];
     const executable = elfs[0] ? `\${workspaceFolder}/${vscode.workspace.asRelativePath(elfs[0], false)}` : '${workspaceFolder}/build/firmware.elf';
@@ -35,6 +41,7 @@ export class CycleLensConfigurationProvider implements vscode.DebugConfiguration
     }
     config.cwd ??= folder?.uri.fsPath;
     config.server ??= { type: 'qemu' };
+    this.sessionComing();
     return config;
   }
 }

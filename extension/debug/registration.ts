@@ -15,6 +15,7 @@ const SPARE_IDLE_MS = 10 * 60_000;
  * The adapter is a separate Node program (dist/adapter.js). Each session gets its own process: one
  * started ahead (core/dap/adapterSpare.ts) when there is one, so that a restart does not wait for
  * Node and the adapter to load, else one spawned for it, told the session's start hint either way.
+ * The first session of a window starts its spare as its configuration is resolved.
  */
 class AdapterFactory implements vscode.DebugAdapterDescriptorFactory, vscode.Disposable {
   private readonly spares: SpareKeeper;
@@ -33,10 +34,21 @@ class AdapterFactory implements vscode.DebugAdapterDescriptorFactory, vscode.Dis
     });
   }
 
+  /**
+   * A session is on its way: its adapter starts loading now, while VS Code runs the preLaunchTask,
+   * so that the first session of a window need not wait for it either.
+   */
+  sessionComing(): void {
+    if (!this.fixedPort()) this.spares.prepare();
+  }
+
+  /** A fixed port lets a developer run the adapter under a debugger (`--server=PORT`). */
+  private fixedPort(): number | undefined {
+    return vscode.workspace.getConfiguration('cyclelens').get<number>('debugAdapterPort') || undefined;
+  }
+
   createDebugAdapterDescriptor(session: vscode.DebugSession): vscode.DebugAdapterDescriptor {
-    const settings = vscode.workspace.getConfiguration('cyclelens');
-    const port = settings.get<number>('debugAdapterPort');
-    // A fixed port lets a developer run the adapter under a debugger (`--server=PORT`).
+    const port = this.fixedPort();
     if (port) return new vscode.DebugAdapterServer(port);
     const { child, fromSpare } = this.spares.take(startHintKey(session.configuration));
     this.log.debug(`debug session "${session.name}": adapter pid ${child.pid ?? '?'}${fromSpare ? ', started ahead' : ''}`);
@@ -49,8 +61,8 @@ class AdapterFactory implements vscode.DebugAdapterDescriptorFactory, vscode.Dis
 }
 
 export function registerDebugging(context: vscode.ExtensionContext, log: vscode.LogOutputChannel): void {
-  const provider = new CycleLensConfigurationProvider();
   const factory = new AdapterFactory(context.extensionUri, log);
+  const provider = new CycleLensConfigurationProvider(() => factory.sessionComing());
   context.subscriptions.push(
     factory,
     vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, provider),

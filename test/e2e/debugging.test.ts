@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { START_HINT_VAR } from '../../common/startHint';
 import { CodeServerHarness, poll, sessionProcesses, spareAdapters } from '../support/codeServerHarness';
 import { markerLine } from '../support/markers';
 
@@ -58,6 +60,15 @@ test('the demo as `npm start` writes it: a breakpoint clicked in src/dsp.c binds
   try {
     await h.waitForTopFrame('main', mainLine, 60_000);
     t.diagnostic(`start button to stopped at main: ${Date.now() - started} ms`);
+    // The window's first session: its adapter began loading as the configuration was resolved and
+    // was handed the start hint on its pipe. One spawned for the session has it in its environment.
+    const adapter = (await h.serverProcesses(sessionProcesses)).find((p) => /dist\/adapter\.js$/.test(p.command));
+    assert.ok(adapter, 'the session has its adapter');
+    const environment = readFileSync(`/proc/${adapter.pid}/environ`, 'latin1').split('\0');
+    assert.ok(
+      !environment.some((v) => v.startsWith(`${START_HINT_VAR}=`)),
+      'the first session of the window runs on an adapter started ahead, as its configuration was resolved',
+    );
     const row = h.viewPane('Breakpoints').locator('.monaco-list-row', { hasText: 'dsp.c' }).first();
     // Breakpoints are bound while the session starts, before the stop at main: give it a moment more.
     const unverified = await poll(
