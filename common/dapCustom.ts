@@ -340,6 +340,12 @@ export interface SamplesEventBody {
    * tell (`openocd-pcsr`) send it.
    */
   asleepOrHalted?: number;
+  /**
+   * Reads since the previous event that found a Cortex-M core completing an exception return: QEMU
+   * holds the EXC_RETURN token in the PC then, which is no code address. Not in `delta`, not in
+   * `totalSamples`; sent only when there were some (`qemu-monitor` on Cortex-M).
+   */
+  inExceptionReturn?: number;
   /** Set on the last event of a run (sampling stopped, session ending). */
   final?: boolean;
 }
@@ -353,6 +359,8 @@ export interface SamplingSnapshotResponse {
   totalSamples: number;
   /** Reads that found the core asleep or halted, since the start (see SamplesEventBody). */
   asleepOrHalted?: number;
+  /** Reads that found the core completing an exception return, since the start (see SamplesEventBody). */
+  inExceptionReturn?: number;
   elapsedMs: number;
 }
 

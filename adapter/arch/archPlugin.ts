@@ -130,6 +130,12 @@ export interface ArchSampling {
   /** Where the PC is in QEMU's HMP `info registers` text; undefined without a QEMU target. */
   readonly monitorPc?: RegExp;
   /**
+   * Whether a PC the monitor reads is a return token rather than an instruction address: on
+   * Cortex-M, QEMU holds an EXC_RETURN or FNC_RETURN value in R15 while it completes the return
+   * from an exception. Such reads are counted apart, never as code; undefined where the family has none.
+   */
+  readonly isReturnToken?: (pc: number) => boolean;
+  /**
    * The address of a register the debug port reads while the core runs, holding a recently
    * executed PC (Cortex-M DWT_PCSR); undefined where the family has none.
    */

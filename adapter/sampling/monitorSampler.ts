@@ -1,5 +1,5 @@
 import type { TargetFamily } from '../../common/launchArgs';
-import { pcFromMonitorRegisters } from '../arch/monitorRegisters';
+import { sampleFromMonitorRegisters } from '../arch/monitorRegisters';
 import { errorMessage } from '../errors';
 import { HmpMonitor } from './hmpMonitor';
 import { AddressCounter, PcSampler, RandomOffsetSchedule, SamplerIdentity, waitUntil } from './sampler';
@@ -35,6 +35,7 @@ export class MonitorSampler implements PcSampler {
   private monitor: HmpMonitor | undefined;
   private loop: Promise<void> | undefined;
   private running = false;
+  private inExceptionReturn = 0;
 
   constructor(private readonly options: MonitorSamplerOptions) {
     this.identity = {
@@ -69,9 +70,11 @@ export class MonitorSampler implements PcSampler {
         this.running = false;
         break;
       }
-      const pc = pcFromMonitorRegisters(this.options.family, text);
+      const sample = sampleFromMonitorRegisters(this.options.family, text);
       // A reply that arrives after a halt describes the halted core, not the running program.
-      if (pc !== undefined && this.options.isRunning()) this.counter.add(pc);
+      if (sample === undefined || !this.options.isRunning()) continue;
+      if (sample === 'return-token') this.inExceptionReturn++;
+      else this.counter.add(sample.pc);
     }
   }
 
@@ -84,6 +87,12 @@ export class MonitorSampler implements PcSampler {
 
   async drain(): Promise<Map<number, number>> {
     return this.counter.drain();
+  }
+
+  drainInExceptionReturn(): number {
+    const n = this.inExceptionReturn;
+    this.inExceptionReturn = 0;
+    return n;
   }
 
   async hold(): Promise<void> {}

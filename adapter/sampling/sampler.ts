@@ -20,6 +20,11 @@ export interface PcSampler {
    */
   drainAsleepOrHalted?(): number;
   /**
+   * Reads since the previous drain that found the core completing an exception return (a Cortex-M
+   * PC holding an EXC_RETURN token, which QEMU's monitor shows), for samplers that can see one.
+   */
+  drainInExceptionReturn?(): number;
+  /**
    * Resolves once no sample is being taken, and takes none until `resume`: a halting sampler must
    * not resume a target the user is about to pause.
    */

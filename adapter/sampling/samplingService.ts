@@ -41,6 +41,8 @@ export class SamplingService {
   private total = 0;
   /** Undefined unless the sampler can tell reads that found the core asleep or halted. */
   private asleepOrHalted: number | undefined;
+  /** Reads that found the core completing an exception return (never code, never in `total`). */
+  private inExceptionReturn = 0;
   private startedAt = 0;
   private lastFlushAt = 0;
   private seq = 0;
@@ -73,6 +75,7 @@ export class SamplingService {
     this.located.clear();
     this.total = 0;
     this.asleepOrHalted = sampler.drainAsleepOrHalted ? 0 : undefined;
+    this.inExceptionReturn = 0;
     this.seq = 0;
     this.startedAt = this.lastFlushAt = performance.now();
     const interval = Math.max(50, args.eventIntervalMs ?? DEFAULT_EVENT_INTERVAL_MS);
@@ -119,6 +122,7 @@ export class SamplingService {
       locations: [...this.located.values()],
       totalSamples: this.total,
       ...(this.asleepOrHalted !== undefined ? { asleepOrHalted: this.asleepOrHalted } : {}),
+      ...(this.inExceptionReturn > 0 ? { inExceptionReturn: this.inExceptionReturn } : {}),
       elapsedMs: this.sampler ? Math.round(performance.now() - this.startedAt) : 0,
     };
   }
@@ -134,6 +138,8 @@ export class SamplingService {
     const delta = await sampler.drain();
     const asleep = sampler.drainAsleepOrHalted?.();
     if (asleep !== undefined) this.asleepOrHalted = (this.asleepOrHalted ?? 0) + asleep;
+    const returning = sampler.drainInExceptionReturn?.() ?? 0;
+    this.inExceptionReturn += returning;
     const image = this.image!;
     const pairs: AddressCounts = [];
     const locations: SampleLocation[] = [];
@@ -161,6 +167,7 @@ export class SamplingService {
       totalSamples: this.total,
       samplesPerSecond: Math.round(added / seconds),
       ...(asleep !== undefined ? { asleepOrHalted: asleep } : {}),
+      ...(returning > 0 ? { inExceptionReturn: returning } : {}),
       ...(final ? { final: true } : {}),
     });
   }

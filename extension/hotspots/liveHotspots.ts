@@ -28,6 +28,8 @@ export interface LiveRun {
   total: number;
   /** Reads that found the core asleep or halted (DWT_PCSR's 0xFFFFFFFF), for samplers that tell; never in `total`. */
   asleepOrHalted: number | undefined;
+  /** Reads that found the core completing an exception return (an EXC_RETURN token, no code address); never in `total`. */
+  inExceptionReturn: number;
   running: boolean;
   profile: Profile | undefined;
   /** Local file path (source map applied) → the path as the compiler wrote it, for the files with heat. */
@@ -137,6 +139,7 @@ export class LiveHotspots implements vscode.Disposable {
       samplesPerSecond: 0,
       total: 0,
       asleepOrHalted: undefined,
+      inExceptionReturn: 0,
       running: true,
       profile: undefined,
       heatPaths: new Map(),
@@ -162,6 +165,7 @@ export class LiveHotspots implements vscode.Disposable {
     run.samplesPerSecond = body.samplesPerSecond;
     run.total = body.totalSamples;
     if (body.asleepOrHalted !== undefined) run.asleepOrHalted = (run.asleepOrHalted ?? 0) + body.asleepOrHalted;
+    run.inExceptionReturn += body.inExceptionReturn ?? 0;
     if (body.final) run.running = false;
     this.scheduleUpdate();
   }
@@ -269,7 +273,11 @@ export class LiveHotspots implements vscode.Disposable {
       run.asleepOrHalted !== undefined
         ? ` Reads that found the core asleep or halted (PCSR 0xFFFFFFFF) are counted apart, never as code: ${formatNumber(run.asleepOrHalted)} so far.`
         : '';
-    this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}.${asleepNote} Click to turn off.`;
+    const returnNote =
+      run.inExceptionReturn > 0
+        ? ` Reads that found the core returning from an exception (the PC held an EXC_RETURN token) are counted apart, never as code: ${formatNumber(run.inExceptionReturn)} so far.`
+        : '';
+    this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}.${asleepNote}${returnNote} Click to turn off.`;
     this.status.show();
   }
 

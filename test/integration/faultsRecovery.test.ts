@@ -1,6 +1,6 @@
 import { afterEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,11 +9,10 @@ import type { DebugProtocol } from '@vscode/debugprotocol';
 import { CustomRequests, type InjectResponse } from '../../common/dapCustom';
 import { ElfImage } from '../../adapter/elf';
 import { elfHash } from '../../adapter/probe/injection/journal';
-import { freePort } from '../../adapter/util/ports';
-import { waitForTcp } from '../../adapter/servers/readiness';
 import { AdapterHarness, qemuLaunchArgs } from '../support/dap';
 import { fixtureElf } from '../support/paths';
-import { OWNER_TAG_VAR, killTagged, newOwnerTag, processesWithTag, waitForNoTaggedProcesses, type LiveProcess } from '../support/ownedProcesses';
+import { killTagged, processesWithTag, waitForNoTaggedProcesses, type LiveProcess } from '../support/ownedProcesses';
+import { QemuBoard } from '../support/qemuBoard';
 
 /**
  * Faults that take a whole process away (the adapter itself, or the channel it depends on) and
@@ -137,37 +136,11 @@ describe('faults: nothing lost, nothing left behind', () => {
     const ws = workspace();
     const elfPath = fixtureElf('rv32', 'cyclic');
     const image = ElfImage.loadSync(elfPath);
-    const port = await freePort();
     // The board: a QEMU the sessions do not own (a remote gdbserver), so it runs on, patched, when GDB dies.
-    // Its own tag: stopping the first session's harness must not take the board with it.
-    const boardTag = newOwnerTag();
-    const board = spawn(
-      'qemu-system-riscv32',
-      [
-        '-M',
-        'virt',
-        '-bios',
-        'none',
-        '-icount',
-        'shift=0,sleep=off',
-        '-kernel',
-        elfPath,
-        '-display',
-        'none',
-        '-serial',
-        'null',
-        '-monitor',
-        'none',
-        '-gdb',
-        `tcp:127.0.0.1:${port}`,
-        '-S',
-      ],
-      { stdio: 'ignore', env: { ...process.env, [OWNER_TAG_VAR]: boardTag } },
-    );
+    const board = await QemuBoard.start('rv32', elfPath);
     try {
-      await waitForTcp('127.0.0.1', port, Date.now() + 10_000, () => (board.exitCode !== null ? 'exited' : undefined));
       h = new AdapterHarness();
-      const remote = { executable: elfPath, server: { type: 'remote' as const, address: `127.0.0.1:${port}` }, cwd: ws };
+      const remote = { executable: elfPath, server: { type: 'remote' as const, address: board.address }, cwd: ws };
       await h.start();
       await h.launchToEntry({ ...remote, stopAtEntry: 'main' });
       const r = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'process_packet' }, { function: 'frame_seed' }] }))
@@ -203,8 +176,7 @@ describe('faults: nothing lost, nothing left behind', () => {
       }
       assert.deepEqual(journals(ws), [], 'journal removed once everything was put back');
     } finally {
-      board.kill('SIGKILL');
-      assert.deepEqual(await waitForNoTaggedProcesses(boardTag), []);
+      assert.deepEqual(await board.stop(), []);
     }
   });
 

@@ -1,14 +1,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import type { InjectResponse } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { ElfImage } from '../../adapter/elf';
 import { AdapterHarness, qemuLaunchArgs } from '../support/dap';
 import { fixtureElf } from '../support/paths';
-import { freePort } from '../../adapter/util/ports';
-import { waitForTcp } from '../../adapter/servers/readiness';
-import { OWNER_TAG_VAR, newOwnerTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import { QemuBoard } from '../support/qemuBoard';
 
 /**
  * GDB answers reads of the program's read-only sections from the ELF only while the target holds
@@ -135,35 +132,12 @@ describe('read-only sections when the user sets the trust', () => {
 describe('read-only sections on a target the launch did not load (remote gdbserver, load off)', () => {
   it('are always read from the target', async () => {
     const elf = fixtureElf('cortex-m4', 'singlepass');
-    const port = await freePort();
     // A board the session does not own and does not load: it may run another build.
-    const boardTag = newOwnerTag();
-    const board = spawn(
-      'qemu-system-arm',
-      [
-        '-M',
-        'mps2-an386',
-        '-icount',
-        'shift=0,sleep=off',
-        '-kernel',
-        elf,
-        '-display',
-        'none',
-        '-serial',
-        'null',
-        '-monitor',
-        'none',
-        '-gdb',
-        `tcp:127.0.0.1:${port}`,
-        '-S',
-      ],
-      { stdio: 'ignore', env: { ...process.env, [OWNER_TAG_VAR]: boardTag } },
-    );
+    const board = await QemuBoard.start('cortex-m4', elf);
     const h = new AdapterHarness();
     try {
-      await waitForTcp('127.0.0.1', port, Date.now() + 10_000, () => (board.exitCode !== null ? 'exited' : undefined));
       await h.start();
-      await h.launchToEntry({ executable: elf, server: { type: 'remote', address: `127.0.0.1:${port}` }, stopAtEntry: 'main', trace: true });
+      await h.launchToEntry({ executable: elf, server: { type: 'remote', address: board.address }, stopAtEntry: 'main', trace: true });
       await Promise.all([h.dc.nextRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
       assert.ok(
         sentCommands(h).some((l) => l.includes('-exec-next')),
@@ -172,8 +146,7 @@ describe('read-only sections on a target the launch did not load (remote gdbserv
       assert.deepEqual(trustChanges(h), []);
     } finally {
       assert.deepEqual(await h.stop(), []);
-      board.kill('SIGKILL');
-      assert.deepEqual(await waitForNoTaggedProcesses(boardTag), []);
+      assert.deepEqual(await board.stop(), []);
     }
   });
 });

@@ -1,4 +1,4 @@
-import { describe, it, before, afterEach } from 'node:test';
+import { describe, it, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { SamplersResponse, StartSamplingResponse, StopSamplingResponse } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
@@ -110,15 +110,33 @@ for (const target of TARGETS) {
         // Host time is what the monitor samples, not guest instructions: TCG runs some code faster
         // per instruction than other code, so shares carry a bias beyond the statistical bound that
         // moves with the host's load (function-level e measured 9-46 %; docs/benchmarks.md has the
-        // figures, bench/sampling.ts measures them). A bound on e would be a bound on host timing, so
-        // the check is the ranking, which load does not upset: the oracle's four heaviest functions
-        // are among the six most sampled.
-        const topSampled = [...sampled]
+        // figures, bench/sampling.ts measures them). A bound on e would be a bound on host timing.
+        // Every sample is an instruction of code the program runs, whatever the mode. On Cortex-M,
+        // QEMU holds the EXC_RETURN token in R15 while it completes a return from the timer
+        // handler (read 28-105 times in 3,300): those reads are counted apart, never as code.
+        console.log(`#   read during an exception return: ${samples.inExceptionReturn}`);
+        if (target === 'rv32') assert.equal(samples.inExceptionReturn, 0);
+        const strays = [...samples.counts].filter(([a]) => !truth.has(samples.locations.get(a)?.function ?? '')).map(([a, n]) => `0x${a.toString(16)} ×${n}`);
+        assert.deepEqual(strays, [], 'samples outside the functions the oracle saw run');
+        const topSampled = [...sampled].sort((a, b) => b[1] - a[1]).map(([n]) => n);
+        const heaviest = [...truth]
           .sort((a, b) => b[1] - a[1])
-          .slice(0, 6)
+          .slice(0, 4)
           .map(([n]) => n);
-        for (const [name] of [...truth].sort((a, b) => b[1] - a[1]).slice(0, 4))
-          assert.ok(topSampled.includes(name), `${name} not among ${topSampled.join(', ')}`);
+        if (singlestep) {
+          // An exact PC: the ranking, which load does not upset: the oracle's four heaviest
+          // functions are among the six most sampled.
+          for (const name of heaviest) assert.ok(topSampled.slice(0, 6).includes(name), `${name} not among ${topSampled.slice(0, 6).join(', ')}`);
+        } else {
+          // The start of the running chain of translation blocks: a short callee's time moves to the
+          // caller whose block began the chain (RV32 crc16_step, 19.7 % of the instructions, read
+          // 7-15 % while crc16_block, 3.5 %, read 4-10 %), so ranks below the first move. The
+          // heaviest function stays among the two most sampled, and each of the four heaviest is
+          // sampled.
+          assert.ok(topSampled.slice(0, 2).includes(heaviest[0]!), `${heaviest[0]} not among ${topSampled.slice(0, 2).join(', ')}`);
+          for (const name of heaviest)
+            assert.ok((sampled.get(name) ?? 0) >= samples.total * 0.01, `${name}: ${sampled.get(name) ?? 0} of ${samples.total} samples`);
+        }
         assert.ok(samples.events.every((ev) => ev.sampler === 'qemu-monitor'));
         for (const [name, count] of [...truth].sort((a, b) => b[1] - a[1]).slice(0, 8)) {
           const k = sampled.get(name) ?? 0;
@@ -179,6 +197,8 @@ describe('PC sampling: choosing a sampler', () => {
     h = new AdapterHarness();
     await h.start();
   });
+  // Also when the test is filtered out: the adapter started above must not keep the run alive.
+  after(async () => assert.deepEqual(await h.stop(), []));
 
   it('names every sampler and what it needs when the one asked for is not available', async () => {
     await h.launchToEntry(qemuLaunchArgs('rv32', 'hotloop'));
@@ -209,6 +229,5 @@ describe('PC sampling: choosing a sampler', () => {
       assert.match(err.message, /gdb-halting/);
       return true;
     });
-    assert.deepEqual(await h.stop(), []);
   });
 });

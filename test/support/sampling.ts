@@ -9,6 +9,8 @@ export class SampleCollector {
   readonly locations = new Map<number, SampleLocation>();
   readonly events: SamplesEventBody[] = [];
   total = 0;
+  /** Reads the adapter counted apart because the core was completing an exception return. */
+  inExceptionReturn = 0;
   private waiters: Array<{ until: (c: SampleCollector) => boolean; resolve: () => void }> = [];
 
   constructor(h: AdapterHarness) {
@@ -20,6 +22,7 @@ export class SampleCollector {
         this.total += n;
       }
       for (const loc of body.locations) this.locations.set(loc.address, loc);
+      this.inExceptionReturn += body.inExceptionReturn ?? 0;
       this.waiters = this.waiters.filter((w) => {
         if (!w.until(this)) return true;
         w.resolve();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { SampleLocation } from '../../common/dapCustom';
-import { pcFromMonitorRegisters } from '../../adapter/arch/monitorRegisters';
+import { pcFromMonitorRegisters, sampleFromMonitorRegisters } from '../../adapter/arch/monitorRegisters';
 import { stripEcho } from '../../adapter/sampling/hmpMonitor';
 import { parseInstructionCounts } from '../../adapter/sampling/pluginSampler';
 import { RandomOffsetSchedule } from '../../adapter/sampling/sampler';
@@ -154,6 +154,18 @@ describe('QEMU monitor replies', () => {
     assert.equal(pcFromMonitorRegisters('cortex-m', arm), 0x4b2);
     assert.equal(pcFromMonitorRegisters('riscv', 'unknown command\n'), undefined);
     assert.equal(pcFromMonitorRegisters('arc', rv), undefined);
+  });
+
+  it('tells an Arm core completing an exception return (an EXC_RETURN token in R15) from code', () => {
+    const arm = (pc: string) => `R12=00000000 R13=200047b8 R14=fffffff9 R15=${pc}\r\nXPSR=2100000f -C- T handler\r\n`;
+    assert.deepEqual(sampleFromMonitorRegisters('cortex-m', arm('000004b2')), { pc: 0x4b2 });
+    assert.equal(sampleFromMonitorRegisters('cortex-m', arm('fffffff8')), 'return-token');
+    assert.equal(sampleFromMonitorRegisters('cortex-m', arm('ffffffbc')), 'return-token');
+    assert.equal(sampleFromMonitorRegisters('cortex-m', arm('fefffffe')), 'return-token', 'FNC_RETURN (ARMv8-M)');
+    assert.deepEqual(sampleFromMonitorRegisters('cortex-m', arm('fefffffc')), { pc: 0xfefffffc });
+    // RISC-V has no return tokens: any address is code.
+    assert.deepEqual(sampleFromMonitorRegisters('riscv', 'pc       fffffff8\r\n'), { pc: 0xfffffff8 });
+    assert.equal(sampleFromMonitorRegisters('riscv', 'unknown command\n'), undefined);
   });
 });
 

@@ -91,6 +91,10 @@ export const cortexMPlugin: ArchPlugin = {
   // QEMU 7.2 prints `R15=000004b2` in `info registers` (M-profile PCs carry no Thumb bit there).
   sampling: {
     monitorPc: /\bR15=([0-9a-f]{8})\b/,
+    // ARMv7-M B1.5.8 / ARMv8-M: a branch to 0xFEFFFFFE or above (EXC_RETURN 0xFFxxxxxx, FNC_RETURN
+    // 0xFEFFFFFF) returns from an exception or a secure call; the region is execute-never, so no
+    // instruction lives there. QEMU keeps the token in R15 (bit 0 clear) until the return is done.
+    isReturnToken: (pc) => pc >= 0xfefffffe,
     // ARMv7-M C1.8.8 / ARMv8-M: DWT_PCSR, optional on ARMv6-M; reads 0xFFFFFFFF while halted or asleep.
     pcSampleRegister: 0xe000101c,
     interruptSampler: cortexMInterruptSampler,
