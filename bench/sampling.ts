@@ -122,6 +122,7 @@ async function measure(
     const counts = new Map(samples.counts);
     const locations = new Map<number, SampleLocation>(samples.locations);
     if (detail && config.sampler) printShares(`${target} ${config.name}`, byFunction(counts, locations), truth.functions);
+    if (samples.inExceptionReturn > 0) console.log(`${target} ${config.name}: ${samples.inExceptionReturn} reads during an exception return, counted apart`);
     return {
       roundsPerSecond: ((after.rounds - before.rounds) * 1000) / (after.at - before.at),
       samplesPerSecond: samples.total / seconds,
