@@ -267,7 +267,7 @@ async function measurePcsr(fixture: TracedFixture, truth: ReturnType<typeof orac
         counts.set(a, (counts.get(a) ?? 0) + n);
         total += n;
       }
-      asleep += sampler.drainAsleepOrHalted();
+      asleep += sampler.drainCountedApart().asleepOrHalted!;
     }
     const seconds = (performance.now() - t0) / 1000;
     await sampler.stop();

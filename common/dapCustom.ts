@@ -350,6 +350,18 @@ export interface SamplesEventBody {
   final?: boolean;
 }
 
+/** The reasons a sampler counts a read apart from code, never in `delta` or `totalSamples` (see SamplesEventBody). */
+export const COUNTED_APART = ['asleepOrHalted', 'inExceptionReturn'] as const;
+export type CountedApart = Pick<SamplesEventBody, (typeof COUNTED_APART)[number]>;
+
+/** Adds `more` into `into`, reason by reason: a reason only `more` has is added as it is. */
+export function addCountedApart(into: CountedApart, more: CountedApart): void {
+  for (const key of COUNTED_APART) {
+    const n = more[key];
+    if (n !== undefined) into[key] = (into[key] ?? 0) + n;
+  }
+}
+
 /** `cyclelens/samplingSnapshot`: the cumulative counts so far (for clients that poll). */
 export interface SamplingSnapshotResponse {
   sampler: SamplerId | undefined;

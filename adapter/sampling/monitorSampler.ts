@@ -1,5 +1,6 @@
 import type { TargetFamily } from '../../common/launchArgs';
-import { sampleFromMonitorRegisters } from '../arch/monitorRegisters';
+import type { CountedApart } from '../../common/dapCustom';
+import { monitorSampleReader } from '../arch/monitorRegisters';
 import { errorMessage } from '../errors';
 import { HmpMonitor } from './hmpMonitor';
 import { AddressCounter, PcSampler, RandomOffsetSchedule, SamplerIdentity, waitUntil } from './sampler';
@@ -36,8 +37,10 @@ export class MonitorSampler implements PcSampler {
   private loop: Promise<void> | undefined;
   private running = false;
   private inExceptionReturn = 0;
+  private readonly read: ReturnType<typeof monitorSampleReader>;
 
   constructor(private readonly options: MonitorSamplerOptions) {
+    this.read = monitorSampleReader(options.family);
     this.identity = {
       id: 'qemu-monitor',
       label: options.singlestep ? 'QEMU monitor (exact PC, -singlestep)' : 'QEMU monitor (translation-block start)',
@@ -70,7 +73,7 @@ export class MonitorSampler implements PcSampler {
         this.running = false;
         break;
       }
-      const sample = sampleFromMonitorRegisters(this.options.family, text);
+      const sample = this.read(text);
       // A reply that arrives after a halt describes the halted core, not the running program.
       if (sample === undefined || !this.options.isRunning()) continue;
       if (sample === 'return-token') this.inExceptionReturn++;
@@ -89,10 +92,10 @@ export class MonitorSampler implements PcSampler {
     return this.counter.drain();
   }
 
-  drainInExceptionReturn(): number {
+  drainCountedApart(): CountedApart {
     const n = this.inExceptionReturn;
     this.inExceptionReturn = 0;
-    return n;
+    return n > 0 ? { inExceptionReturn: n } : {};
   }
 
   async hold(): Promise<void> {}

@@ -1,3 +1,4 @@
+import type { CountedApart } from '../../common/dapCustom';
 import { CycleLensError, ErrorCode, errorMessage } from '../errors';
 import { TclRpcClient } from '../servers/tclRpc';
 import { DEMCR, hex, parseBurstReply, planBurst, tallyBurst, TRCENA } from './pcsrBurst';
@@ -142,10 +143,10 @@ export class PcsrSampler implements PcSampler {
     return this.counter.drain();
   }
 
-  drainAsleepOrHalted(): number {
+  drainCountedApart(): CountedApart {
     const n = this.asleepOrHalted;
     this.asleepOrHalted = 0;
-    return n;
+    return { asleepOrHalted: n };
   }
 
   async hold(): Promise<void> {}

@@ -1,4 +1,4 @@
-import type { SampleAttributionKind, SamplerDescription, SamplerId } from '../../common/dapCustom';
+import type { CountedApart, SampleAttributionKind, SamplerDescription, SamplerId } from '../../common/dapCustom';
 
 /** What a sampler is, as shown to the user (availability is decided per target by the catalog). */
 export type SamplerIdentity = Omit<SamplerDescription, 'available' | 'needs' | 'accuracy'> & { id: SamplerId; attribution: SampleAttributionKind };
@@ -15,15 +15,13 @@ export interface PcSampler {
   /** Counts since the previous drain, taken out of the sampler. */
   drain(): Promise<Map<number, number>>;
   /**
-   * Reads since the previous drain that found the core asleep or halted (no code address), for
-   * samplers whose reads say so (DWT_PCSR's 0xFFFFFFFF).
+   * Reads since the previous drain that found no code address, by reason, taken out of the sampler:
+   * the core asleep or halted (DWT_PCSR's 0xFFFFFFFF; a sampler that can tell always gives this
+   * count, 0 included), or completing an exception return (a Cortex-M PC holding an EXC_RETURN
+   * token, as QEMU's monitor shows it; given when there were some). Samplers whose reads are always
+   * code have none.
    */
-  drainAsleepOrHalted?(): number;
-  /**
-   * Reads since the previous drain that found the core completing an exception return (a Cortex-M
-   * PC holding an EXC_RETURN token, which QEMU's monitor shows), for samplers that can see one.
-   */
-  drainInExceptionReturn?(): number;
+  drainCountedApart?(): CountedApart;
   /**
    * Resolves once no sample is being taken, and takes none until `resume`: a halting sampler must
    * not resume a target the user is about to pause.

@@ -1,11 +1,13 @@
-import type {
-  AddressCounts,
-  SampleLocation,
-  SamplerDescription,
-  SamplesEventBody,
-  SamplingSnapshotResponse,
-  StartSamplingArguments,
-  StopSamplingResponse,
+import {
+  addCountedApart,
+  type AddressCounts,
+  type CountedApart,
+  type SampleLocation,
+  type SamplerDescription,
+  type SamplesEventBody,
+  type SamplingSnapshotResponse,
+  type StartSamplingArguments,
+  type StopSamplingResponse,
 } from '../../common/dapCustom';
 import { CycleLensError, ErrorCode, errorMessage } from '../errors';
 import type { ElfImage } from '../elf';
@@ -39,10 +41,8 @@ export class SamplingService {
   private readonly cumulative = new Map<number, number>();
   private readonly located = new Map<number, SampleLocation>();
   private total = 0;
-  /** Undefined unless the sampler can tell reads that found the core asleep or halted. */
-  private asleepOrHalted: number | undefined;
-  /** Reads that found the core completing an exception return (never code, never in `total`). */
-  private inExceptionReturn = 0;
+  /** Reads counted apart from code since the start, by reason (only the reasons the sampler gives). */
+  private apart: CountedApart = {};
   private startedAt = 0;
   private lastFlushAt = 0;
   private seq = 0;
@@ -74,8 +74,9 @@ export class SamplingService {
     this.cumulative.clear();
     this.located.clear();
     this.total = 0;
-    this.asleepOrHalted = sampler.drainAsleepOrHalted ? 0 : undefined;
-    this.inExceptionReturn = 0;
+    // Nothing can have been read yet (the first read waits on I/O): this only gives the reasons the
+    // sampler always reports, at 0.
+    this.apart = sampler.drainCountedApart?.() ?? {};
     this.seq = 0;
     this.startedAt = this.lastFlushAt = performance.now();
     const interval = Math.max(50, args.eventIntervalMs ?? DEFAULT_EVENT_INTERVAL_MS);
@@ -121,8 +122,7 @@ export class SamplingService {
       counts: [...this.cumulative],
       locations: [...this.located.values()],
       totalSamples: this.total,
-      ...(this.asleepOrHalted !== undefined ? { asleepOrHalted: this.asleepOrHalted } : {}),
-      ...(this.inExceptionReturn > 0 ? { inExceptionReturn: this.inExceptionReturn } : {}),
+      ...this.apart,
       elapsedMs: this.sampler ? Math.round(performance.now() - this.startedAt) : 0,
     };
   }
@@ -136,10 +136,8 @@ export class SamplingService {
     const sampler = this.sampler;
     if (!sampler) return;
     const delta = await sampler.drain();
-    const asleep = sampler.drainAsleepOrHalted?.();
-    if (asleep !== undefined) this.asleepOrHalted = (this.asleepOrHalted ?? 0) + asleep;
-    const returning = sampler.drainInExceptionReturn?.() ?? 0;
-    this.inExceptionReturn += returning;
+    const apart = sampler.drainCountedApart?.() ?? {};
+    addCountedApart(this.apart, apart);
     const image = this.image!;
     const pairs: AddressCounts = [];
     const locations: SampleLocation[] = [];
@@ -166,8 +164,7 @@ export class SamplingService {
       locations,
       totalSamples: this.total,
       samplesPerSecond: Math.round(added / seconds),
-      ...(asleep !== undefined ? { asleepOrHalted: asleep } : {}),
-      ...(returning > 0 ? { inExceptionReturn: returning } : {}),
+      ...apart,
       ...(final ? { final: true } : {}),
     });
   }

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
-import type { SampleLocation, SamplerDescription, SamplerId, SamplesEventBody } from '../../common/dapCustom';
-import { CustomEvents, CustomRequests } from '../../common/dapCustom';
+import type { CountedApart, SampleLocation, SamplerDescription, SamplerId, SamplesEventBody } from '../../common/dapCustom';
+import { addCountedApart, COUNTED_APART, CustomEvents, CustomRequests } from '../../common/dapCustom';
 import { customEventBody, customRequest } from '../../common/dapCustomClient';
 import { profileFromSamples } from '../../core/profile/fromSamples';
 import { LineHeatIndex, type LineHeat, remapSourcePath } from '../../core/profile/lineHeat';
@@ -16,6 +16,12 @@ const MIN_UPDATE_INTERVAL_MS = 250;
 const MIN_PROFILE_INTERVAL_MS = 1_000;
 
 /** One sampling run of one debug session, as the overlay sees it. */
+/** What each kind of read counted apart found, as the status tooltip says it. */
+const APART_REASONS: Record<keyof CountedApart, string> = {
+  asleepOrHalted: 'asleep or halted (PCSR 0xFFFFFFFF)',
+  inExceptionReturn: 'returning from an exception (the PC held an EXC_RETURN token)',
+};
+
 export interface LiveRun {
   session: vscode.DebugSession;
   sampler: SamplerDescription | undefined;
@@ -26,10 +32,8 @@ export interface LiveRun {
   profileBuiltAt: number;
   samplesPerSecond: number;
   total: number;
-  /** Reads that found the core asleep or halted (DWT_PCSR's 0xFFFFFFFF), for samplers that tell; never in `total`. */
-  asleepOrHalted: number | undefined;
-  /** Reads that found the core completing an exception return (an EXC_RETURN token, no code address); never in `total`. */
-  inExceptionReturn: number;
+  /** Reads counted apart from code, by reason (asleep or halted, in an exception return); never in `total`. */
+  apart: CountedApart;
   running: boolean;
   profile: Profile | undefined;
   /** Local file path (source map applied) → the path as the compiler wrote it, for the files with heat. */
@@ -138,8 +142,7 @@ export class LiveHotspots implements vscode.Disposable {
       profileBuiltAt: 0,
       samplesPerSecond: 0,
       total: 0,
-      asleepOrHalted: undefined,
-      inExceptionReturn: 0,
+      apart: {},
       running: true,
       profile: undefined,
       heatPaths: new Map(),
@@ -164,8 +167,7 @@ export class LiveHotspots implements vscode.Disposable {
     if (body.delta.length > 0) run.window.add(Date.now(), body.delta);
     run.samplesPerSecond = body.samplesPerSecond;
     run.total = body.totalSamples;
-    if (body.asleepOrHalted !== undefined) run.asleepOrHalted = (run.asleepOrHalted ?? 0) + body.asleepOrHalted;
-    run.inExceptionReturn += body.inExceptionReturn ?? 0;
+    addCountedApart(run.apart, body);
     if (body.final) run.running = false;
     this.scheduleUpdate();
   }
@@ -267,17 +269,13 @@ export class LiveHotspots implements vscode.Disposable {
 
   private showStatus(run: LiveRun): void {
     const unit = run.profile ? unitLabel(run.profile.unit) : 'samples';
-    const asleep = run.asleepOrHalted ? ` · ${formatNumber(run.asleepOrHalted)} core asleep or halted` : '';
+    const asleep = run.apart.asleepOrHalted ? ` · ${formatNumber(run.apart.asleepOrHalted)} core asleep or halted` : '';
     this.status.text = `$(flame) ${run.samplerId} · ${formatNumber(run.samplesPerSecond)}/s · ${formatNumber(run.total)} ${unit}${asleep}${run.running ? '' : ' (stopped)'}`;
-    const asleepNote =
-      run.asleepOrHalted !== undefined
-        ? ` Reads that found the core asleep or halted (PCSR 0xFFFFFFFF) are counted apart, never as code: ${formatNumber(run.asleepOrHalted)} so far.`
-        : '';
-    const returnNote =
-      run.inExceptionReturn > 0
-        ? ` Reads that found the core returning from an exception (the PC held an EXC_RETURN token) are counted apart, never as code: ${formatNumber(run.inExceptionReturn)} so far.`
-        : '';
-    this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}.${asleepNote}${returnNote} Click to turn off.`;
+    // A reason the sampler reports at all is noted, at 0 too.
+    const apartNotes = COUNTED_APART.filter((key) => run.apart[key] !== undefined)
+      .map((key) => ` Reads that found the core ${APART_REASONS[key]} are counted apart, never as code: ${formatNumber(run.apart[key]!)} so far.`)
+      .join('');
+    this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}.${apartNotes} Click to turn off.`;
     this.status.show();
   }
 

@@ -37,7 +37,7 @@ async function sampleUntil(sampler: PcsrSampler, done: (r: Run) => boolean, time
   const started = performance.now();
   const collect = async (): Promise<void> => {
     for (const [a, n] of await sampler.drain()) run.counts.set(a, (run.counts.get(a) ?? 0) + n);
-    run.asleepOrHalted += sampler.drainAsleepOrHalted();
+    run.asleepOrHalted += sampler.drainCountedApart().asleepOrHalted!;
   };
   while (!done(run)) {
     if (performance.now() - started > timeoutMs) throw new Error(`timed out: ${total(run.counts)} code samples, ${run.asleepOrHalted} asleep or halted`);

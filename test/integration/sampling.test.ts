@@ -119,10 +119,8 @@ for (const target of TARGETS) {
         const strays = [...samples.counts].filter(([a]) => !truth.has(samples.locations.get(a)?.function ?? '')).map(([a, n]) => `0x${a.toString(16)} ×${n}`);
         assert.deepEqual(strays, [], 'samples outside the functions the oracle saw run');
         const topSampled = [...sampled].sort((a, b) => b[1] - a[1]).map(([n]) => n);
-        const heaviest = [...truth]
-          .sort((a, b) => b[1] - a[1])
-          .slice(0, 4)
-          .map(([n]) => n);
+        const byWeight = [...truth].sort((a, b) => b[1] - a[1]);
+        const heaviest = byWeight.slice(0, 4).map(([n]) => n);
         if (singlestep) {
           // An exact PC: the ranking, which load does not upset: the oracle's four heaviest
           // functions are among the six most sampled.
@@ -138,7 +136,7 @@ for (const target of TARGETS) {
             assert.ok((sampled.get(name) ?? 0) >= samples.total * 0.01, `${name}: ${sampled.get(name) ?? 0} of ${samples.total} samples`);
         }
         assert.ok(samples.events.every((ev) => ev.sampler === 'qemu-monitor'));
-        for (const [name, count] of [...truth].sort((a, b) => b[1] - a[1]).slice(0, 8)) {
+        for (const [name, count] of byWeight.slice(0, 8)) {
           const k = sampled.get(name) ?? 0;
           const ci = wilsonInterval(k, samples.total, 3.29);
           console.log(

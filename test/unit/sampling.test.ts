@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { SampleLocation } from '../../common/dapCustom';
-import { pcFromMonitorRegisters, sampleFromMonitorRegisters } from '../../adapter/arch/monitorRegisters';
+import { monitorSampleReader, pcFromMonitorRegisters } from '../../adapter/arch/monitorRegisters';
 import { stripEcho } from '../../adapter/sampling/hmpMonitor';
 import { parseInstructionCounts } from '../../adapter/sampling/pluginSampler';
 import { RandomOffsetSchedule } from '../../adapter/sampling/sampler';
@@ -157,15 +157,17 @@ describe('QEMU monitor replies', () => {
   });
 
   it('tells an Arm core completing an exception return (an EXC_RETURN token in R15) from code', () => {
+    const armSample = monitorSampleReader('cortex-m');
+    const rvSample = monitorSampleReader('riscv');
     const arm = (pc: string) => `R12=00000000 R13=200047b8 R14=fffffff9 R15=${pc}\r\nXPSR=2100000f -C- T handler\r\n`;
-    assert.deepEqual(sampleFromMonitorRegisters('cortex-m', arm('000004b2')), { pc: 0x4b2 });
-    assert.equal(sampleFromMonitorRegisters('cortex-m', arm('fffffff8')), 'return-token');
-    assert.equal(sampleFromMonitorRegisters('cortex-m', arm('ffffffbc')), 'return-token');
-    assert.equal(sampleFromMonitorRegisters('cortex-m', arm('fefffffe')), 'return-token', 'FNC_RETURN (ARMv8-M)');
-    assert.deepEqual(sampleFromMonitorRegisters('cortex-m', arm('fefffffc')), { pc: 0xfefffffc });
+    assert.deepEqual(armSample(arm('000004b2')), { pc: 0x4b2 });
+    assert.equal(armSample(arm('fffffff8')), 'return-token');
+    assert.equal(armSample(arm('ffffffbc')), 'return-token');
+    assert.equal(armSample(arm('fefffffe')), 'return-token', 'FNC_RETURN (ARMv8-M)');
+    assert.deepEqual(armSample(arm('fefffffc')), { pc: 0xfefffffc });
     // RISC-V has no return tokens: any address is code.
-    assert.deepEqual(sampleFromMonitorRegisters('riscv', 'pc       fffffff8\r\n'), { pc: 0xfffffff8 });
-    assert.equal(sampleFromMonitorRegisters('riscv', 'unknown command\n'), undefined);
+    assert.deepEqual(rvSample('pc       fffffff8\r\n'), { pc: 0xfffffff8 });
+    assert.equal(rvSample('unknown command\n'), undefined);
   });
 });
 
