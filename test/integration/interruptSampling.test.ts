@@ -124,7 +124,7 @@ for (const { target, program } of CASES) {
           assert.ok(now.equals(Buffer.from(image.file.readMemory(s.addr, s.size)!)), `${s.name} holds the ELF's bytes`);
         }
       } catch (err) {
-        printTraceTail(h);
+        h.printTraceTail(TRACE_LINES_ON_FAILURE);
         throw err;
       }
     });
@@ -156,17 +156,11 @@ for (const { target, program } of CASES) {
         assert.deepEqual(samplerJournals(), [], 'the journal goes once every register and word read back as before');
         assert.doesNotMatch(h.output.join(''), /could not restore/i);
       } catch (err) {
-        printTraceTail(h);
+        h.printTraceTail(TRACE_LINES_ON_FAILURE);
         throw err;
       }
     });
   });
-}
-
-/** What the adapter and GDB said last, to tell a stuck step or a lost stop from a wrong count. */
-function printTraceTail(h: AdapterHarness): void {
-  const trace = h.allOutput.trimEnd().split('\n').slice(-TRACE_LINES_ON_FAILURE);
-  console.log(`# the adapter's last ${trace.length} lines before the failure:\n${trace.map((l) => `#   ${l}`).join('\n')}`);
 }
 
 /** Lets the program run into its main loop (its timer started) and halts it there, at a breakpoint. */

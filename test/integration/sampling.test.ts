@@ -150,41 +150,47 @@ for (const target of TARGETS) {
       h = new AdapterHarness();
       await h.start();
       const samples = new SampleCollector(h);
-      await h.launchToEntry(qemuLaunchArgs(target, 'hotloop'));
-      await h.dc.continueRequest({ threadId: 1 });
-      const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'gdb-halting', rateHz: 100, eventIntervalMs: 100 }))
-        .body as StartSamplingResponse;
-      assert.equal(started.sampler.halting, true);
-      assert.equal(started.sampler.attribution, 'halting');
-      await samples.waitFor((c) => c.total >= 40, 60_000, '40 halting samples');
+      // Traced: a stop that never comes is told apart (GDB's last words) from one that came late.
+      await h.launchToEntry(qemuLaunchArgs(target, 'hotloop', { trace: true }));
+      try {
+        await h.dc.continueRequest({ threadId: 1 });
+        const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'gdb-halting', rateHz: 100, eventIntervalMs: 100 }))
+          .body as StartSamplingResponse;
+        assert.equal(started.sampler.halting, true);
+        assert.equal(started.sampler.attribution, 'halting');
+        await samples.waitFor((c) => c.total >= 40, 60_000, '40 halting samples');
 
-      const paused = h.dc.waitForEvent('stopped');
-      await h.dc.pauseRequest({ threadId: 1 });
-      assert.equal((await paused).body.reason, 'pause');
-      const atPause = samples.total;
-      const seqAtPause = samples.events.length;
-      await samples.waitFor((c) => c.events.length >= seqAtPause + 4, 10_000, 'events while paused');
-      assert.ok(samples.total <= atPause + 1, `counted ${samples.total - atPause} samples while paused`);
+        const paused = h.dc.waitForEvent('stopped');
+        await h.dc.pauseRequest({ threadId: 1 });
+        assert.equal((await paused).body.reason, 'pause');
+        const atPause = samples.total;
+        const seqAtPause = samples.events.length;
+        await samples.waitFor((c) => c.events.length >= seqAtPause + 4, 10_000, 'events while paused');
+        assert.ok(samples.total <= atPause + 1, `counted ${samples.total - atPause} samples while paused`);
 
-      const stepped = h.dc.waitForEvent('stopped');
-      await h.dc.nextRequest({ threadId: 1 });
-      assert.equal((await stepped).body.reason, 'step');
+        const stepped = h.dc.waitForEvent('stopped');
+        await h.dc.nextRequest({ threadId: 1 });
+        assert.equal((await stepped).body.reason, 'step');
 
-      const source = fixtureSource('hotloop.c');
-      const line = markerLine(source, '#HOT_ROUND');
-      await h.dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [{ line }] });
-      const hit = h.dc.waitForEvent('stopped');
-      await h.dc.continueRequest({ threadId: 1 });
-      assert.equal((await hit).body.reason, 'breakpoint');
-      assert.equal((await h.topFrame()).line, line);
-      await h.dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [] });
+        const source = fixtureSource('hotloop.c');
+        const line = markerLine(source, '#HOT_ROUND');
+        await h.dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [{ line }] });
+        const hit = h.dc.waitForEvent('stopped');
+        await h.dc.continueRequest({ threadId: 1 });
+        assert.equal((await hit).body.reason, 'breakpoint');
+        assert.equal((await h.topFrame()).line, line);
+        await h.dc.setBreakpointsRequest({ source: { path: source }, breakpoints: [] });
 
-      const resumedFrom = samples.total;
-      await h.dc.continueRequest({ threadId: 1 });
-      await samples.waitFor((c) => c.total >= resumedFrom + 20, 60_000, 'samples after resuming');
-      // Every sample lies in the program's code.
-      for (const address of samples.counts.keys())
-        assert.ok(samples.locations.get(address)?.function !== undefined, `0x${address.toString(16)} outside every function`);
+        const resumedFrom = samples.total;
+        await h.dc.continueRequest({ threadId: 1 });
+        await samples.waitFor((c) => c.total >= resumedFrom + 20, 60_000, 'samples after resuming');
+        // Every sample lies in the program's code.
+        for (const address of samples.counts.keys())
+          assert.ok(samples.locations.get(address)?.function !== undefined, `0x${address.toString(16)} outside every function`);
+      } catch (err) {
+        h.printTraceTail();
+        throw err;
+      }
     });
   });
 }

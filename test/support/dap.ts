@@ -115,4 +115,13 @@ export class AdapterHarness {
   get allOutput(): string {
     return this.output.join('');
   }
+
+  /**
+   * Prints the adapter's last `lines` lines of output (with `trace: true`, its MI commands and
+   * replies): what it and GDB said last, to tell a stuck step or a lost stop from a wrong count.
+   */
+  printTraceTail(lines = 150): void {
+    const trace = this.allOutput.trimEnd().split('\n').slice(-lines);
+    console.log(`# the adapter's last ${trace.length} lines before the failure:\n${trace.map((l) => `#   ${l}`).join('\n')}`);
+  }
 }
