@@ -109,6 +109,8 @@ export interface Relocated {
   fallsThrough: boolean;
   /** Caveats worth a log line (a dropped prefetch hint, a link register that now points into the trampoline). */
   notes: string[];
+  /** With `evenExits`: the jumps emitted for conditional branches leaving the code, in instructions. */
+  exitJumps?: number;
 }
 
 export type Relocation = Relocated | Refusal;
@@ -124,6 +126,12 @@ export interface RelocationOptions {
    * r0-r12). Only used where no register-free rewrite exists (RISC-V far jumps).
    */
   scratch?: number;
+  /**
+   * Every conditional branch leaves through a jump of its own (`B<!c> over; <jump>; over:`), even
+   * where a direct branch would reach: the path it takes then runs one jump, as the path that falls
+   * through runs the stub's jump back, and a stub's cost does not depend on the branch (Thumb).
+   */
+  evenExits?: boolean;
 }
 
 export interface InstructionRelocator {

@@ -54,14 +54,17 @@ export interface RelocatedRun {
   program: number;
   falls: boolean;
   notes: string[];
+  /** With `evenExits`: instructions of the jumps conditional branches leave by (each path runs one). */
+  exitJumps: number;
 }
 
 /** Relocates the parts one after the other at `at`; each but the last must fall through. */
-export function relocateParts(relocator: ThumbRelocator, codec: ThumbCodec, parts: readonly RelocationPart[], at: number): RelocatedRun {
+export function relocateParts(relocator: ThumbRelocator, codec: ThumbCodec, parts: readonly RelocationPart[], at: number, evenExits = false): RelocatedRun {
   const chunks: Uint8Array[] = [];
   const notes: string[] = [];
   let pc = at;
   let program = 0;
+  let exitJumps = 0;
   let falls = true;
   for (const [k, part] of parts.entries()) {
     const next = parts[k + 1]?.insns[0]?.address;
@@ -69,7 +72,7 @@ export function relocateParts(relocator: ThumbRelocator, codec: ThumbCodec, part
     const moved = next !== undefined ? withoutJumpTo(live, next) : live;
     program += live.length;
     if (moved.length === 0) continue;
-    const r = relocator.relocate(moved, pc, { patched: part.patched });
+    const r = relocator.relocate(moved, pc, { patched: part.patched, ...(evenExits ? { evenExits } : {}) });
     if (!r.ok) throw new InjectionRefusedError(refusal('unrelocatable', `Cannot move ${r.reason}.`, r.address));
     if (!r.fallsThrough && next !== undefined)
       throw new InjectionRefusedError(refusal('unrelocatable', `The code before 0x${next.toString(16)} leaves before it reaches it.`, moved.at(-1)!.address));
@@ -77,6 +80,7 @@ export function relocateParts(relocator: ThumbRelocator, codec: ThumbCodec, part
     notes.push(...r.notes);
     pc += r.bytes.length;
     falls = r.fallsThrough;
+    exitJumps += r.exitJumps ?? 0;
   }
   const bytes = new Uint8Array(pc - at);
   let o = 0;
@@ -84,7 +88,7 @@ export function relocateParts(relocator: ThumbRelocator, codec: ThumbCodec, part
     bytes.set(c, o);
     o += c.length;
   }
-  return { bytes, count: decodeAllCode(codec, bytes, at), program, falls, notes };
+  return { bytes, count: decodeAllCode(codec, bytes, at), program, falls, notes, exitJumps };
 }
 
 /** The parts an entry stub relocates: its displaced code, then the next entry's when it diverts. */

@@ -103,6 +103,7 @@ export class ThumbRelocator implements InstructionRelocator {
   relocate(instructions: readonly DecodedInstruction[], newAddress: number, options?: RelocationOptions): Relocation {
     const e = new Emitter(newAddress);
     const notes: string[] = [];
+    const exits = { jumps: 0 };
     let falls = true;
     for (let i = 0; i < instructions.length; i++) {
       const insn = instructions[i]!;
@@ -124,15 +125,21 @@ export class ThumbRelocator implements InstructionRelocator {
         falls = true; // the last member is conditional
         continue;
       }
-      const r = this.relocateOne(insn, e, options, notes);
+      const r = this.relocateOne(insn, e, options, notes, exits);
       if (r) return r;
       falls = kindFallsThrough(insn.kind);
     }
-    return { ok: true, bytes: e.bytes(), fallsThrough: falls, notes };
+    return { ok: true, bytes: e.bytes(), fallsThrough: falls, notes, ...(options?.evenExits ? { exitJumps: exits.jumps } : {}) };
   }
 
   /** Emits one instruction's rewrite; returns a refusal, or undefined when done. */
-  private relocateOne(insn: DecodedInstruction, e: Emitter, options: RelocationOptions | undefined, notes: string[]): Relocation | undefined {
+  private relocateOne(
+    insn: DecodedInstruction,
+    e: Emitter,
+    options: RelocationOptions | undefined,
+    notes: string[],
+    exits: { jumps: number },
+  ): Relocation | undefined {
     const hw1 = insn.bytes[0]! | (insn.bytes[1]! << 8);
     const hw2 = insn.length === 4 ? insn.bytes[2]! | (insn.bytes[3]! << 8) : 0;
     const target = insn.target;
@@ -155,8 +162,9 @@ export class ThumbRelocator implements InstructionRelocator {
           else if (insn.kind === 'call') {
             this.callTo(e, target);
             notes.push(`${insn.mnemonic} at 0x${insn.address.toString(16)}: LR now points into the trampoline`);
-          } else if (insn.mnemonic === 'cbz' || insn.mnemonic === 'cbnz') this.cbzTo(e, insn.mnemonic === 'cbnz', hw1 & 7, target);
-          else this.condBranchTo(e, insn.length === 2 ? (hw1 >> 8) & 0xf : (hw1 >> 6) & 0xf, target);
+          } else if (insn.mnemonic === 'cbz' || insn.mnemonic === 'cbnz')
+            exits.jumps += this.cbzTo(e, insn.mnemonic === 'cbnz', hw1 & 7, target, options?.evenExits);
+          else exits.jumps += this.condBranchTo(e, insn.length === 2 ? (hw1 >> 8) & 0xf : (hw1 >> 6) & 0xf, target, options?.evenExits);
           return undefined;
         }
         default:
@@ -250,17 +258,18 @@ export class ThumbRelocator implements InstructionRelocator {
   }
 
   /** Unconditional jump to an absolute address, whatever the distance. */
-  private jumpTo(e: Emitter, target: number): void {
+  /** Emits a jump to `target`; returns the instructions it runs. */
+  private jumpTo(e: Emitter, target: number): number {
     const off = target - (e.at + 4);
-    if (fitsSigned(off, 12)) return e.emit(encodeBNarrow(e.at, target));
-    if (this.f.wideBranch && fitsSigned(off, 25)) return e.emit(encodeBWide(e.at, target));
+    if (fitsSigned(off, 12)) return (e.emit(encodeBNarrow(e.at, target)), 1);
+    if (this.f.wideBranch && fitsSigned(off, 25)) return (e.emit(encodeBWide(e.at, target)), 1);
     if (this.f.thumb2) {
       // LDR.W PC, [PC, #k]; .word target|1 (the literal must be word aligned: LDR to PC needs it).
       const at = e.at;
       e.emit(encodeLdrLiteralWide(PC, at, align4(at + 4)));
       e.padToWord();
       e.emit(word((target | 1) >>> 0));
-      return;
+      return 1;
     }
     // ARMv6-M: PUSH {r0, r1}; LDR r0, =target|1; STR r0, [SP, #4]; POP {r0, pc}.
     e.emit(encodePush([0, 1]));
@@ -270,6 +279,7 @@ export class ThumbRelocator implements InstructionRelocator {
     e.emit(encodePop([0, PC]));
     e.padToWord();
     e.emit(word((target | 1) >>> 0));
+    return 4;
   }
 
   /** PC = the word at `literal` (LDR PC, =...): PUSH {r0, r1}; r0 = [literal]; STR r0, [SP, #4]; POP {r0, pc}. */
@@ -289,25 +299,29 @@ export class ThumbRelocator implements InstructionRelocator {
     e.emit(encodeBlx(LR));
   }
 
-  private condBranchTo(e: Emitter, cond: number, target: number): void {
+  /** Returns the instructions of the jump it added (0 for a direct branch). */
+  private condBranchTo(e: Emitter, cond: number, target: number, evenExits = false): number {
     const off = target - (e.at + 4);
-    if (fitsSigned(off, 9)) return e.emit(encodeBCondNarrow(cond, e.at, target));
-    if (this.f.thumb2 && fitsSigned(off, 21)) return e.emit(encodeBCondWide(cond, e.at, target));
+    if (!evenExits && fitsSigned(off, 9)) return (e.emit(encodeBCondNarrow(cond, e.at, target)), 0);
+    if (!evenExits && this.f.thumb2 && fitsSigned(off, 21)) return (e.emit(encodeBCondWide(cond, e.at, target)), 0);
     // B<!c> over; <jump to target>; over:
     const jump = new Emitter(e.at + 2);
-    this.jumpTo(jump, target);
+    const n = this.jumpTo(jump, target);
     e.emit(encodeBCondNarrow(cond ^ 1, e.at, jump.at));
     e.emit(jump.bytes());
+    return n;
   }
 
-  private cbzTo(e: Emitter, nonZero: boolean, rn: ThumbRegister, target: number): void {
+  /** Returns the instructions of the jump it added (0 for a direct branch). */
+  private cbzTo(e: Emitter, nonZero: boolean, rn: ThumbRegister, target: number, evenExits = false): number {
     const off = target - (e.at + 4);
-    if (off >= 0 && off <= 126) return e.emit(encodeCbz(nonZero, rn, e.at, target));
+    if (!evenExits && off >= 0 && off <= 126) return (e.emit(encodeCbz(nonZero, rn, e.at, target)), 0);
     // CB<!Z> Rn, over; <jump to target>; over:
     const jump = new Emitter(e.at + 2);
-    this.jumpTo(jump, target);
+    const n = this.jumpTo(jump, target);
     e.emit(encodeCbz(!nonZero, rn, e.at, jump.at));
     e.emit(jump.bytes());
+    return n;
   }
 
   /** Rd = value, flags untouched: MOVW/MOVT where the profile has them, else an inline literal. */

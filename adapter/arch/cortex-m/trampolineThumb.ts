@@ -299,10 +299,17 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     // Displaced code that resumes at an entry it falls through into runs that entry's displaced
     // instructions too, and resumes past its patch (thumbFallThrough.ts).
     let program = 0;
+    // Displaced code that can leave by a conditional branch and also falls through to the jump
+    // back: each branch leaves by a jump of its own, so every path runs one jump (that one or the
+    // jump back) and the stub costs the same whichever way the branch goes (`if (n < 2) return`
+    // at a function's entry, taken by every leaf of a recursion).
+    let exitJumps = 0;
     if (site) {
-      const x = relocateParts(this.relocator, this.codec, entryParts(site), a.pc);
+      const even = relocateParts(this.relocator, this.codec, entryParts(site), a.pc, true);
+      const x = even.falls ? even : relocateParts(this.relocator, this.codec, entryParts(site), a.pc);
       a.code(x.bytes, x.count);
-      r = { count: x.count, extra: x.count - x.program, falls: x.falls, notes: x.notes };
+      exitJumps = x.falls ? x.exitJumps : 0;
+      r = { count: x.count, extra: x.count - x.program - exitJumps, falls: x.falls, notes: x.notes };
       program = x.program;
     }
     if (r.falls) this.jumpTo(a, site?.divertResume ?? resume, 'resume');
@@ -323,7 +330,7 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     const P = runtime.paths;
     // The patch jump is payload; a rewritten call replaces the program's own call one for one.
     const patch = site ? 1 : 0;
-    const stubPath = patch + a.between('S', 'S_end') - program;
+    const stubPath = patch + a.between('S', 'S_end') - program - exitJumps;
     const costs: PathCosts = {
       entryOuter: stubPath + P.CE_outer!,
       entryNested: stubPath - 3 + P.CE_nested!, // skips the counter address load, the read and the store
