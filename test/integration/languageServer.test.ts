@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { loadResultSetDocument, writeFileAtomic, type ResultSetDocument } from '../../core/analysis/resultSet';
 import { profileFromResultSets } from '../../core/profile/fromResultSet';
 import { functionsByName, type Profile } from '../../core/profile/model';
+import { formatNumber } from '../../core/profile/units';
 import { lensTitle } from '../../lsp/presentation';
 import { cliBundle, cliWorkspace, type CliWorkspace } from '../support/cliWorkspace';
 import { LspTestClient } from '../support/lspClient';
@@ -309,11 +310,13 @@ describe('profile language server over stdio, on a saved Cortex-M4 descent (SysT
         );
         const hover = await client.hover(uri, e.line);
         const text = typeof hover?.contents === 'object' && 'value' in hover.contents ? hover.contents.value : '';
-        // A bound clipped at zero ticks shows both sides (−value/+N).
-        const counted = `inclusive: ${e.inclusive.toLocaleString('en-US')} SysTick ticks`;
+        // A bound clipped at zero ticks shows both sides (−value/+N). A count keeps two decimals
+        // below 100 and none above (core/profile/units.ts): ticks less the payload's compensation
+        // are fractional.
+        const counted = `inclusive: ${formatNumber(e.inclusive)} SysTick ticks`;
         const calls = e.calls.toLocaleString('en-US');
         assert.ok(
-          text.includes(`${counted} ±${calls} ticks`) || text.includes(`${counted} −${e.inclusive.toLocaleString('en-US')}/+${calls} ticks`),
+          text.includes(`${counted} ±${calls} ticks`) || text.includes(`${counted} −${formatNumber(e.inclusive)}/+${calls} ticks`),
           `${e.name}'s hover gives its count in ticks with its bound: ${text}`,
         );
         assert.match(text, /Error bound: (±|−[\d,]+\/\+)[\d,]+ ticks \(counter quantisation\)/);
