@@ -233,6 +233,66 @@ export interface DynamicCallGraphResponse extends CallGraphResponse {
   elapsedMs: number;
 }
 
+/**
+ * How often the program's code runs, from one free run of the session's image in a QEMU of its
+ * own with the counting plugin: no debugger and no halt, from reset until the program ends QEMU
+ * (semihosting exit, a test device). QEMU servers only; `counted: false` says why none was made.
+ * Under -icount the run executes what every profiling run executes, and more (the startup before
+ * the window, the exit after it), so each count bounds the window's from above: descent prunes
+ * with it (core/analysis/countBounds.ts).
+ */
+export interface ExecutionCountsArguments {
+  /** Give up when the program has not ended by then (default 20 s). */
+  timeoutMs?: number;
+}
+
+export interface ExecutedFunction {
+  name: string;
+  /** Instructions executed at the function's addresses (where it is the innermost symbol). */
+  instructions: number;
+  /**
+   * Instructions executed anywhere in its address range, where other functions' symbols lie inside
+   * it and that is more (libgcc's `__riscv_restore_10` inside `__riscv_restore_12`).
+   */
+  inRange?: number;
+  /** Executions of its first instruction: at least its calls. */
+  entries: number;
+}
+
+export type ExecutionCountsResponse =
+  | { counted: false; reason: string; elapsedMs: number }
+  | {
+      counted: true;
+      /** The call graph's functions whose code ran (one absent never ran). */
+      functions: ExecutedFunction[];
+      /**
+       * The call graph's direct edges that ran, with how often their call instructions executed
+       * (a conditional tail-call branch counts when it executed, taken or not).
+       */
+      calls: { caller: string; callee: string; kind: CallGraphEdge['kind']; count: number }[];
+      /** Instructions executed outside every function of the call graph (veneers, unnamed code). */
+      outside: number;
+      /** Every instruction the run executed. */
+      total: number;
+      /** The function at the program's entry point (the reset handler, `_start`), when it has one. */
+      entry?: string;
+      /** Functions that end in an exception return (RISC-V `mret`): entered asynchronously. */
+      handlers: string[];
+      /** Functions the disassembly could not follow to their end: whom they call is not known. */
+      incomplete: string[];
+      /** Functions whose code may run on into the next function's without a branch (RV32 millicode). */
+      fallThrough: { caller: string; callee: string }[];
+      /**
+       * Instructions per unit of each event injected measurements count, where the target fixes
+       * it (`instructions`: 1; SysTick `ticks` on QEMU: 2^-shift x 40 at 25 MHz). A quantised
+       * unit is read whole at both ends of every activation.
+       */
+      units: Record<string, { instructionsPerUnit: number; quantised: boolean }>;
+      /** How the counts were made, for the result's provenance. */
+      method: string;
+      elapsedMs: number;
+    };
+
 /** Restarts the program from reset and runs it to `until` (default: the end of a single-pass program). */
 export interface RunArguments {
   until?: CodeLocation;
@@ -400,6 +460,7 @@ export interface CustomRequestMap {
   'cyclelens/callGraph': { arguments: undefined; response: CallGraphResponse };
   'cyclelens/run': { arguments: RunArguments; response: RunResponse };
   'cyclelens/dynamicCallGraph': { arguments: DynamicCallGraphArguments; response: DynamicCallGraphResponse };
+  'cyclelens/executionCounts': { arguments: ExecutionCountsArguments; response: ExecutionCountsResponse };
   'cyclelens/samplers': { arguments: undefined; response: SamplersResponse };
   'cyclelens/startSampling': { arguments: StartSamplingArguments; response: StartSamplingResponse };
   'cyclelens/stopSampling': { arguments: undefined; response: StopSamplingResponse };
@@ -436,6 +497,7 @@ export const CustomRequests = {
   callGraph: 'cyclelens/callGraph',
   run: 'cyclelens/run',
   dynamicCallGraph: 'cyclelens/dynamicCallGraph',
+  executionCounts: 'cyclelens/executionCounts',
   samplers: 'cyclelens/samplers',
   startSampling: 'cyclelens/startSampling',
   stopSampling: 'cyclelens/stopSampling',

@@ -6,6 +6,7 @@ import type { InjectionArch } from '../probe/injection/types';
 import type { TargetAccess } from '../probe/targetAccess';
 import type { InterruptSamplerArch } from '../sampling/interruptTypes';
 import type { TargetFacts } from '../target/targetFacts';
+import type { ElfImage } from '../elf';
 import type { InstructionCodec, InstructionRelocator } from './codec';
 import type { FamilyTraits } from './traits';
 
@@ -30,7 +31,17 @@ export interface ArchPlugin {
   /** Injected measurements: trampolines, payloads and the planner's ISA knowledge; a reason when there are none. */
   readonly injection: ArchInjection | { unsupported: string };
   /** The static disassembly the call graph reads (the injection planner's own); a reason when there is none. */
-  readonly callGraph: { disassembly(): InjectionArch } | { unsupported: string };
+  readonly callGraph:
+    | {
+        disassembly(): InjectionArch;
+        /**
+         * Entry addresses of the code the core enters asynchronously (exception and interrupt
+         * handlers) that the image names, where the family has a table of them (Cortex-M's vector
+         * table). `isFunctionEntry` says whether an address starts a function.
+         */
+        handlerEntries?(image: ElfImage, isFunctionEntry: (address: number) => boolean): number[];
+      }
+    | { unsupported: string };
   /** Running the family's firmware on QEMU; a reason when QEMU has no such target. */
   readonly qemu: ArchQemu | { unsupported: string };
   /** The GDB that debugs this family when the launch names none. */

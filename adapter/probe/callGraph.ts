@@ -39,7 +39,17 @@ export interface StaticCallGraph extends CallGraphResponse {
   incomplete: IncompleteFunction[];
   /** Branches that land inside another function rather than at its entry. */
   crossJumps: CrossJump[];
+  /**
+   * Functions whose code may run on into another's without a branch: into the next one where the
+   * last instruction does not end the flow, and into a symbol that starts inside its range (libgcc's
+   * RV32 millicode: `__riscv_restore_10` lies inside `__riscv_restore_12`). Not edges: nothing
+   * calls there.
+   */
+  fallThrough: { caller: string; callee: string }[];
 }
+
+/** A last instruction after which execution cannot go on to the next address. */
+const ENDS_FLOW = new Set(['branch', 'return', 'indirectBranch', 'exceptionReturn', 'tableBranch']);
 
 /** The static disassembly for the families that have one (Cortex-M Thumb-2, RV32IMC). */
 export function programModelFor(elf: ElfImage): ProgramModel {
@@ -120,6 +130,17 @@ export function buildCallGraph(elf: ElfImage, program: DisassembledProgram): Sta
     }
   }
 
+  const fallThrough: StaticCallGraph['fallThrough'] = [];
+  for (let i = 0; i < fns.length; i++) {
+    const fn = fns[i]!;
+    // A symbol that starts inside this one's range (an inner entry point) is run into from it.
+    for (let j = i + 1; j < fns.length && fns[j]!.start < fn.end; j++)
+      if (fns[j]!.start > fn.start) fallThrough.push({ caller: names.get(fn)!, callee: names.get(fns[j]!)! });
+    const next = byStart.get(fn.end);
+    const last = fn.instructions.at(-1);
+    if (next && next !== fn && !fn.undecodable && last && !ENDS_FLOW.has(last.kind)) fallThrough.push({ caller: names.get(fn)!, callee: names.get(next)! });
+  }
+
   const functions: CallGraphFunction[] = fns.map((f) => ({ name: names.get(f)!, address: f.start, size: f.end - f.start, ...sourceOf(elf, f) }));
   const sortedEdges = [...edges.values()]
     .map((e) => ({ ...e, sites: e.sites.sort((a, b) => a - b) }))
@@ -130,6 +151,7 @@ export function buildCallGraph(elf: ElfImage, program: DisassembledProgram): Sta
     indirectCallers: fns.map((f) => names.get(f)!).filter((n) => indirect.has(n)),
     incomplete,
     crossJumps,
+    fallThrough,
   };
 }
 

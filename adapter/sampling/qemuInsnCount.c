@@ -59,8 +59,10 @@ static char *out_path;
 static char *tmp_path;
 static unsigned period_ms = 200;
 static pthread_t writer;
-static volatile bool stopping;
+static bool stopping; /* guarded by wake_lock */
 static pthread_mutex_t write_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t wake_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
 
 static struct slot *slot_for(uint64_t vaddr)
 {
@@ -108,14 +110,28 @@ static void write_snapshot(void)
     pthread_mutex_unlock(&write_lock);
 }
 
+/* Waits one period, or less when QEMU exits: the exit never waits for a period to end. */
 static void *writer_main(void *arg)
 {
     (void)arg;
-    struct timespec pause = { (time_t)(period_ms / 1000u), (long)(period_ms % 1000u) * 1000000L };
+    pthread_mutex_lock(&wake_lock);
     while (!stopping) {
-        nanosleep(&pause, NULL);
-        if (!stopping) write_snapshot();
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += (time_t)(period_ms / 1000u);
+        until.tv_nsec += (long)(period_ms % 1000u) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (!stopping && pthread_cond_timedwait(&wake, &wake_lock, &until) == 0) {
+        }
+        if (stopping) break;
+        pthread_mutex_unlock(&wake_lock);
+        write_snapshot();
+        pthread_mutex_lock(&wake_lock);
     }
+    pthread_mutex_unlock(&wake_lock);
     return NULL;
 }
 
@@ -123,7 +139,10 @@ static void at_exit(qemu_plugin_id_t id, void *userdata)
 {
     (void)id;
     (void)userdata;
+    pthread_mutex_lock(&wake_lock);
     stopping = true;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&wake_lock);
     pthread_join(writer, NULL);
     write_snapshot();
 }

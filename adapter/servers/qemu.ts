@@ -14,6 +14,7 @@ import { codeCacheDir } from '../codeCache';
 import { FileFollower } from './fileFollower';
 import { rememberStart, type QemuCommand } from '../startPlan';
 import { DIR_SLOT, instantiate, PORT_SLOT, takePrestartedQemu } from './qemuPrestart';
+import { runCountingQemu, type CountingRunResult } from './qemuCounting';
 import { OutputTail, waitForTcp } from './readiness';
 import type { GdbServer, ServerContext, ServerExit } from './strategy';
 
@@ -32,6 +33,7 @@ export class QemuServer implements GdbServer {
     return /^system_reset\s*$/.test(command) ? 'halts' : undefined;
   }
   private proc: OwnedProcess | undefined;
+  private context: ServerContext | undefined;
   private port = 0;
   private stopping = false;
   private runDir: string | undefined;
@@ -67,18 +69,9 @@ export class QemuServer implements GdbServer {
 
   /** The full command line, for logs and tests. */
   commandLine(ctx: ServerContext, port: number | string, monitorSocket: string): { binary: string; argv: string[] } {
-    // The family's QEMU target (docs/design.md, "Truth: the oracle"): binary, machine, semihosting.
-    const defaults = archPlugin(ctx.family).qemu;
-    if (isUnsupported(defaults)) throw new CycleLensError(ErrorCode.UnsupportedArchitecture, defaults.unsupported);
+    const { binary, machine, tail } = this.guest(ctx);
     const argv = [
-      '-M',
-      this.args.machine ?? defaults.defaultMachine,
-      ...(this.args.cpu ? ['-cpu', this.args.cpu] : []),
-      ...defaults.args,
-      // sleep=off: virtual time never follows the host clock (a wfi would otherwise make runs differ).
-      ...(this.args.icount === null ? [] : ['-icount', `shift=${this.args.icount ?? 0},sleep=off`]),
-      '-kernel',
-      ctx.executable,
+      ...machine,
       '-display',
       'none',
       // A file, not stdio: see FileFollower for why the guest's UART must never wait on a pipe.
@@ -92,12 +85,70 @@ export class QemuServer implements GdbServer {
       // QEMU 7.2 has no `-accel tcg,one-insn-per-tb=on` yet: `-singlestep` is its spelling.
       ...(this.args.singlestep ? ['-singlestep'] : []),
       ...(this.args.instructionCounts ? ['-plugin', `${qemuPluginPath()},out=${join(dirname(monitorSocket), 'insn-counts.txt')},period_ms=100`] : []),
-      ...(this.args.args ?? []),
+      ...tail,
     ];
-    return { binary: this.args.path ?? defaults.binary, argv };
+    return { binary, argv };
+  }
+
+  /**
+   * The same guest run free, without a debugger, with the counting plugin writing `countsFile` at
+   * exit: the machine, semihosting, icount and image of the session's own command line, so that
+   * under -icount it executes exactly what the session's runs execute (executionCounts.ts).
+   */
+  countingCommandLine(ctx: ServerContext, countsFile: string): { binary: string; argv: string[] } {
+    const { binary, machine, tail } = this.guest(ctx);
+    return {
+      binary,
+      argv: [
+        ...machine,
+        '-display',
+        'none',
+        '-serial',
+        'null',
+        '-monitor',
+        'none',
+        '-plugin',
+        `${qemuPluginPath()},out=${countsFile},period_ms=60000`,
+        ...tail,
+      ],
+    };
+  }
+
+  /** What both command lines share: the family's QEMU target (docs/design.md, "Truth: the oracle"), the image, the user's own arguments. */
+  private guest(ctx: ServerContext): { binary: string; machine: string[]; tail: string[] } {
+    const defaults = archPlugin(ctx.family).qemu;
+    if (isUnsupported(defaults)) throw new CycleLensError(ErrorCode.UnsupportedArchitecture, defaults.unsupported);
+    const machine = [
+      '-M',
+      this.args.machine ?? defaults.defaultMachine,
+      ...(this.args.cpu ? ['-cpu', this.args.cpu] : []),
+      ...defaults.args,
+      // sleep=off: virtual time never follows the host clock (a wfi would otherwise make runs differ).
+      ...(this.args.icount === null ? [] : ['-icount', `shift=${this.args.icount ?? 0},sleep=off`]),
+      '-kernel',
+      ctx.executable,
+    ];
+    return { binary: this.args.path ?? defaults.binary, machine, tail: [...(this.args.args ?? [])] };
+  }
+
+  /**
+   * Runs the session's guest once more in a QEMU of its own, free and without a debugger, and
+   * returns how often each instruction ran (runCountingQemu). The session's QEMU is not touched.
+   */
+  async countInstructions(timeoutMs: number, signal?: AbortSignal): Promise<CountingRunResult> {
+    const ctx = this.context;
+    if (!ctx) return { counted: false, reason: 'QEMU has not been started', elapsedMs: 0 };
+    return await runCountingQemu({
+      binary: this.countingCommandLine(ctx, '').binary,
+      argv: (file) => this.countingCommandLine(ctx, file).argv,
+      cwd: ctx.cwd,
+      timeoutMs,
+      ...(signal ? { signal } : {}),
+    });
   }
 
   async start(ctx: ServerContext): Promise<void> {
+    this.context = ctx;
     // Built as a template (port and run directory left open): the QEMU started ahead of this launch
     // by the loader is taken when it runs this very command (qemuPrestart.ts).
     const template = this.commandLine(ctx, PORT_SLOT, join(DIR_SLOT, 'monitor.sock'));

@@ -1,3 +1,4 @@
+import type { CountingRunResult } from './qemuCounting';
 import type { ServerArgs, TargetFamily } from '../../common/launchArgs';
 
 /** What a server needs to know about the debug target to start. */
@@ -41,4 +42,9 @@ export interface GdbServer {
   resetKind(command: string): 'halts' | 'runs' | undefined;
   /** Stops the server and everything it started; idempotent. */
   stop(): Promise<void>;
+  /**
+   * An emulator only: runs the session's program once more on an instance of its own, free, and
+   * counts how often each instruction ran (adapter/servers/qemuCounting.ts).
+   */
+  countInstructions?(timeoutMs: number, signal?: AbortSignal): Promise<CountingRunResult>;
 }

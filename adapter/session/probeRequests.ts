@@ -6,6 +6,7 @@ import { toWire } from '../probe/counterService';
 import { programModelFor, staticCallGraph, StaticCallGraph } from '../probe/callGraph';
 import { findProgramEnd, noProgramEndMessage, type ProgramEnd } from '../probe/programEnd';
 import { dynamicCallGraphRequest } from '../probe/dynamicCallGraph';
+import { asynchronousHandlers, executionCountsRequest } from '../probe/executionCounts';
 import { BreakpointMeasurement } from '../probe/rangeMeasurement';
 import { breakpointLocation, describeBreakpointLocation } from '../debugger/locations';
 import type { StopPoint } from '../probe/injection';
@@ -13,7 +14,7 @@ import type { DebugTarget } from '../target/debugTarget';
 import type { CustomRequestHandlers } from './customRequests';
 
 type ProbeRequestName = (typeof CustomRequests)[
-  'events' | 'counters' | 'configure' | 'read' | 'reset' | 'measureTo' | 'measureRange' | 'callGraph' | 'run' | 'dynamicCallGraph'];
+  'events' | 'counters' | 'configure' | 'read' | 'reset' | 'measureTo' | 'measureRange' | 'callGraph' | 'run' | 'dynamicCallGraph' | 'executionCounts'];
 
 /**
  * The custom `cyclelens/*` requests: counters and measurements. Translation only; the counter
@@ -45,6 +46,20 @@ export class ProbeRequests {
       [CustomRequests.callGraph]: async () => this.callGraph(),
       [CustomRequests.run]: (a) => this.run(a),
       [CustomRequests.dynamicCallGraph]: (a) => dynamicCallGraphRequest(this.target(), this.callGraph(), a),
+      [CustomRequests.executionCounts]: (a) => {
+        const target = this.target();
+        const server = target.server;
+        return executionCountsRequest(
+          {
+            facts: target.config.facts,
+            countInstructions: server.countInstructions?.bind(server),
+            graph: this.callGraph(),
+            entryAddress: target.config.image.header.entry,
+            handlers: () => asynchronousHandlers(target.config.family, target.config.image, this.callGraph().functions),
+          },
+          a,
+        );
+      },
     };
   }
 

@@ -1,5 +1,6 @@
 import type { CallGraphResponse } from '../../common/dapCustom';
 import type { GraphIndexOptions } from './callGraphIndex';
+import type { ExecutionCounts } from './countBounds';
 import type { MetricDefinition, MetricsEngine } from './metrics';
 import { groupRawValues, rawValues, wholeRunValues, type FunctionOutcome, type ResultSet, type Scenario } from './resultSet';
 
@@ -29,6 +30,12 @@ export interface BatchMeasurer {
    * exceeds `slots`. Throws an AbortError when aborted.
    */
   measure(batch: readonly string[], signal?: AbortSignal, groups?: readonly (readonly string[])[]): Promise<ResultSet>;
+  /**
+   * How often the program's code runs, from one run that counts every instruction (QEMU only),
+   * for bounds that prune before anything is measured (CountBounds). Undefined where none can be
+   * made; the measurer says why in its log.
+   */
+  executionCounts?(signal?: AbortSignal): Promise<ExecutionCounts | undefined>;
 }
 
 export interface MeasurerPlan {
@@ -52,6 +59,8 @@ export interface AnalysisResult {
   cancelled: boolean;
   /** Things the user should know: bounds exceeded, functions the measurer returned nothing for. */
   warnings: string[];
+  /** Descent: the counting run whose instruction counts bounded the functions, when there was one. */
+  counted?: { method: string; ran: number; functions: number };
 }
 
 export interface DescentProgress {

@@ -11,6 +11,7 @@ import {
   type CommonOptions,
 } from './analysisRun';
 import { CallGraphIndex } from './callGraphIndex';
+import { CountBounds } from './countBounds';
 import { callCountEstimates, computeBounds } from './descentBounds';
 import { GroupPlanner } from './groupPlanner';
 import { MeasurerPool, type BatchJob } from './measurerPool';
@@ -100,7 +101,16 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
   if (!options.metric.monotone) throw new DescentError(`metric '${options.metric.id}' is not monotone and cannot drive pruning`);
   if (!(options.threshold >= 0)) throw new DescentError(`the threshold must be a number >= 0 (got ${options.threshold})`);
   const slots = checkSlots(pool);
-  const index = new CallGraphIndex(graph, indexOptions(options));
+  // One counting run, where the measurer can make one (QEMU): functions whose code never ran are
+  // pruned at once, the others bounded by what their closure executed, and indirect calls reach
+  // only the functions the counts say were entered that way (CountBounds).
+  const counted = await pool.executionCounts(options.signal);
+  const counts = counted ? new CountBounds(graph, counted) : undefined;
+  const roots = new Set(options.roots ?? []);
+  const index = new CallGraphIndex(counts ? counts.withFallThrough(graph) : graph, {
+    ...indexOptions(options),
+    ...(counts && !options.indirectTargets ? { indirectTargets: counts.targets.filter((t) => !roots.has(t)) } : {}),
+  });
   const ledger = new Ledger(options.engine, options.metric, index.reachable, spanningSet(graph, options.spanning));
   for (const rs of options.previous ?? []) ledger.add(rs, undefined);
   const firstRun = ledger.resultSets.length;
@@ -112,7 +122,18 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
   let cancelled = false;
   const queueOrder =
     (options.order ?? 'weight') === 'weight' ? [...index.bfsOrder].sort((a, b) => index.reachableBytes(b) - index.reachableBytes(a)) : index.bfsOrder;
-  const estimates = callCountEstimates(graph, index, ledger.spanning);
+  let countsInMetric: { rs: ResultSet; bounds: ReadonlyMap<string, number> } | undefined;
+  const givenBounds = (): ReadonlyMap<string, number> | undefined => {
+    if (!counts) return undefined;
+    const rs = ledger.resultSets.find((r) => r.run.totals[r.run.event] !== undefined);
+    if (!rs) return counts.zeros();
+    if (countsInMetric?.rs !== rs) countsInMetric = { rs, bounds: counts.inMetric(options.engine, options.metric, rs) ?? counts.zeros() };
+    return countsInMetric.bounds;
+  };
+  // The counting run's call counts are exact for direct calls: they order the work where it ran.
+  const estimates = counts
+    ? callCountEstimates(counts.withCallCounts(graph), index, ledger.spanning, counts.own())
+    : callCountEstimates(graph, index, ledger.spanning);
   const wantGroups = (options.groups ?? true) && pool.groups === true;
   if (options.groups === true && pool.groups !== true) ledger.warnings.push('the measurer cannot measure groups: every function was measured alone');
   const plan = await pool.plan(
@@ -132,7 +153,7 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
       : undefined;
 
   for (;;) {
-    const U = computeBounds(index, ledger, residual);
+    const U = computeBounds(index, ledger, residual, givenBounds());
     const open = (f: string): boolean => !ledger.isKnown(f) && !ledger.refused.has(f) && !(U.get(f)! < threshold);
     const decided = (f: string): boolean => !open(f);
     const ready = (f: string): boolean => {
@@ -173,7 +194,12 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
       for (const f of batch) {
         const m = ledger.measured.get(f);
         const b = U.get(f)!;
-        if (m && m.value > b * (1 + 1e-9) + 1e-12) {
+        const fromCounts = givenBounds()?.get(f);
+        if (m && fromCounts !== undefined && m.value > fromCounts * (1 + 1e-9) + 1e-12) {
+          ledger.warnings.push(
+            `'${f}' measured ${m.value} above the bound its instruction counts give (${fromCounts}): the counting run executed less than this one (does the program's path depend on time?); pruning by counts may have missed functions`,
+          );
+        } else if (m && m.value > b * (1 + 1e-9) + 1e-12) {
           ledger.warnings.push(
             `'${f}' measured ${m.value} above its bound ${b}: the static call graph misses one of its callers (an indirect call, or code the disassembly could not follow); pruning near it may have missed functions`,
           );
@@ -193,7 +219,7 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     }
   }
 
-  const U = computeBounds(index, ledger, residual);
+  const U = computeBounds(index, ledger, residual, givenBounds());
   const outcomes = graph.functions.map((fn): FunctionOutcome => {
     const name = fn.name;
     const depth = index.depth.get(name);
@@ -213,6 +239,7 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
       };
     const reason = ledger.refused.get(name);
     if (reason !== undefined) return { name, status: 'unmeasurable', bound, reason, depth };
+    if (counts && !counts.ran(name) && bound === 0) return { name, status: 'pruned', bound, depth, reason: 'its code never ran in the counting run' };
     return { name, status: bound < threshold ? 'pruned' : 'pending', bound, depth };
   });
   return {
@@ -227,6 +254,7 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     outcomes,
     cancelled,
     warnings: ledger.warnings,
+    ...(counted && counts ? { counted: { method: counted.method, ran: counts.ranCount, functions: graph.functions.length } } : {}),
   };
 }
 
@@ -248,6 +276,7 @@ export function analysisRecord(result: AnalysisResult, graph?: CallGraphResponse
     cancelled: result.cancelled,
     outcomes: result.outcomes,
     ...(graph ? { callGraph: graph } : {}),
+    ...(result.counted ? { counted: result.counted } : {}),
   };
 }
 

@@ -6,10 +6,18 @@ import type { Ledger } from './analysisRun';
 // in descent.ts, "The bound" and its refinements) and the prior estimates from a dynamic call
 // graph's counts, which order the work but never bound anything.
 
-/** Upper bounds of every reachable function from the current ledger. */
-export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: boolean): Map<string, number> {
+/**
+ * Upper bounds of every reachable function from the current ledger; `given` holds bounds known
+ * otherwise (CountBounds, from instruction counts), each taken where it is lower and carried to the
+ * callees like any other.
+ */
+export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: boolean, given?: ReadonlyMap<string, number>): Map<string, number> {
   const whole = ledger.whole ?? Number.POSITIVE_INFINITY;
-  const U = new Map<string, number>();
+  const bounds = new Map<string, number>();
+  const U = {
+    get: (f: string): number | undefined => bounds.get(f),
+    set: (f: string, v: number): void => void bounds.set(f, Math.min(v, given?.get(f) ?? Number.POSITIVE_INFINITY)),
+  };
   // A caller counts with a value that bounds from above; a sibling is subtracted with a value the
   // truth is not below: on a quantising counter its lower end, otherwise its measured value (one
   // that may be low subtracts too little, which keeps the bound).
@@ -81,7 +89,7 @@ export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: b
       U.set(f, Math.min(bound, direct, groupBound(f)));
     }
   }
-  return U;
+  return bounds;
 }
 
 function onlyCaller(index: CallGraphIndex, s: string): string | undefined {
@@ -91,15 +99,17 @@ function onlyCaller(index: CallGraphIndex, s: string): string | undefined {
 
 /**
  * Prior estimates of each function's share of the run from a dynamic call graph's counts: its own
- * code once per call (the size stands in for the path taken), plus its callees' estimates in
- * proportion to the calls it made to them, relative to the heaviest root. Only the order of
- * measurement and the packing of groups use them, never a bound: a poor estimate costs runs, it
- * cannot lose a function. Undefined when the graph has no counts.
+ * code once per call (the size stands in for the path taken; `own`, where a counting run gave it,
+ * is the instructions it executed itself), plus its callees' estimates in proportion to the calls
+ * it made to them, relative to the heaviest root. Only the order of measurement and the packing of
+ * groups use them, never a bound: a poor estimate costs runs, it cannot lose a function. Undefined
+ * when the graph has no counts.
  */
 export function callCountEstimates(
   graph: CallGraphResponse & { interrupts?: readonly CallGraphEdge[] },
   index: CallGraphIndex,
   spanning: ReadonlySet<string> = new Set(),
+  own?: ReadonlyMap<string, number>,
 ): Map<string, number> | undefined {
   const counted = graph.edges.filter((e) => e.count !== undefined);
   const handlerEntries = graph.interrupts ?? [];
@@ -115,7 +125,7 @@ export function callCountEstimates(
   for (const id of [...index.componentOrder].reverse()) {
     for (const f of index.components[id]!) {
       const entered = calls.get(f) ?? 0;
-      let v = Math.max(entered, index.isRoot(f) || spanning.has(f) ? 1 : 0) * (size.get(f) ?? 0);
+      let v = own ? (own.get(f) ?? 0) : Math.max(entered, index.isRoot(f) || spanning.has(f) ? 1 : 0) * (size.get(f) ?? 0);
       for (const c of index.callees(f)) {
         if (index.component(c) === id) continue;
         const n = along.get(`${f}\u0000${c}`) ?? 0;

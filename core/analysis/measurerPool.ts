@@ -1,4 +1,5 @@
 import { isAbort, type BatchMeasurer, type MeasurerPlan } from './analysisRun';
+import type { ExecutionCounts } from './countBounds';
 import type { ResultSet } from './resultSet';
 
 /**
@@ -60,6 +61,11 @@ export class MeasurerPool {
 
   plan(functions: readonly string[], signal?: AbortSignal): Promise<MeasurerPlan> | undefined {
     return this.primary.plan?.(functions, signal);
+  }
+
+  /** The primary's instruction counts (one run, whichever measurer makes it: the program is the same). */
+  executionCounts(signal?: AbortSignal): Promise<ExecutionCounts | undefined> | undefined {
+    return this.primary.executionCounts?.(signal);
   }
 
   /** How many batches may run at once: the jobs asked for, less workers that could not start. */

@@ -23,6 +23,8 @@ export interface ReportHeader {
   /** `program`, `method` of the first result set. */
   program?: string;
   method?: string;
+  /** Descent: the counting run that bounded the functions (AnalysisResult.counted). */
+  counted?: { method: string; ran: number; functions: number };
 }
 
 export interface ReportOptions {
@@ -46,6 +48,8 @@ export function textReport(header: ReportHeader, rows: readonly ProfileRow[], en
   if (header.slots !== undefined) facts.push(`${header.slots} per run`);
   facts.push(`roots ${header.roots.join(', ')}`);
   out.push(facts.join('; '));
+  if (header.counted)
+    out.push(`bounded by instruction counts (${header.counted.method}): ${header.counted.ran} of ${header.counted.functions} functions ran, the others are 0`);
   if (header.cancelled) out.push('CANCELLED: the analysis stopped before every function was decided; pending rows are open.');
   for (const w of header.warnings) out.push(`warning: ${w}`);
   out.push('');

@@ -118,10 +118,13 @@ export interface AnalysisRecord {
   metric: string;
   threshold?: number;
   roots: string[];
+  /** Every run of the program the analysis took: its result sets, the runs that only formed the total, the counting run. */
   runs: number;
   cancelled: boolean;
   outcomes: FunctionOutcome[];
   callGraph?: CallGraphResponse;
+  /** Descent: the counting run whose instruction counts bounded the functions (one of `runs`, with no result set). */
+  counted?: { method: string; ran: number; functions: number };
 }
 
 export interface ResultSetDocument {
@@ -470,6 +473,11 @@ function readCallGraph(r: Reader): CallGraphResponse {
 function readAnalysis(r: Reader, resultSets: number): AnalysisRecord {
   const threshold = r.optional('threshold', (x) => x.number());
   const callGraph = r.optional('callGraph', readCallGraph);
+  const counted = r.optional('counted', (x) => ({
+    method: x.field('method').string(),
+    ran: x.field('ran').count(),
+    functions: x.field('functions').count(),
+  }));
   const outcomes = r.field('outcomes').array(readOutcome);
   outcomes.forEach((o, i) => {
     if (o.resultSet !== undefined && o.resultSet >= resultSets) {
@@ -485,6 +493,7 @@ function readAnalysis(r: Reader, resultSets: number): AnalysisRecord {
     cancelled: r.field('cancelled').boolean(),
     outcomes,
     ...(callGraph ? { callGraph } : {}),
+    ...(counted ? { counted } : {}),
   };
 }
 

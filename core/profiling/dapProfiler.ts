@@ -12,6 +12,7 @@ import type {
 } from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { customRequest, type CustomArgumentList, type CustomRequestPeer } from '../../common/dapCustomClient';
+import type { ExecutionCounts } from '../analysis/countBounds';
 import type { BatchMeasurer, MeasurerPlan } from '../analysis/descent';
 import { newResultSetId, type FunctionMeasurement, type GroupMeasurement, type RefusedFunction, type ResultSet } from '../analysis/resultSet';
 
@@ -115,10 +116,14 @@ export class DapProfiler implements BatchMeasurer {
   readonly slots: number;
   /** Baseline runs taken (single-pass: one, before the first batch). */
   baselineRuns = 0;
+  /** Counting runs taken (executionCounts): one at most. */
+  countingRuns = 0;
   private atSafeStop = false;
   private widths: Map<string, number> | undefined;
   private graph: CallGraphResponse | undefined;
   private baseline: Baseline | undefined;
+  /** The function at whose entry every single-pass run ends, once known. */
+  private endsAt: string | undefined;
   private baselineFormed!: (b: Baseline) => void;
   private readonly baselineKnown = new Promise<Baseline>((resolve) => (this.baselineFormed = resolve));
 
@@ -151,6 +156,33 @@ export class DapProfiler implements BatchMeasurer {
       groupable: new Set(r.functions.filter((f) => f.entry && !f.solo).map((f) => f.name)),
       unmeasurable: new Map(r.functions.filter((f) => !f.entry && !(callSites && f.callSites)).map((f) => [f.name, f.reason ?? 'its entry cannot be patched'])),
     };
+  }
+
+  /**
+   * How often the program's code runs, from one free run that counts every instruction
+   * (`cyclelens/executionCounts`; QEMU only). Single-pass programs only: a cyclic program's window
+   * is not a run from reset. Undefined, with the reason in the log, where none could be made.
+   */
+  async executionCounts(signal?: AbortSignal): Promise<ExecutionCounts | undefined> {
+    if (this.options.mode.kind !== 'single-pass') return undefined;
+    checkAbort(signal);
+    let r: CustomResponse<typeof Req.executionCounts>;
+    try {
+      r = await this.request(Req.executionCounts, {});
+    } catch (err) {
+      checkAbort(signal);
+      this.options.log?.(`no instruction counts: ${message(err)}; descent bounds functions by their callers alone`);
+      return undefined;
+    }
+    checkAbort(signal);
+    if (!r.counted) {
+      this.options.log?.(`no instruction counts: ${r.reason}; descent bounds functions by their callers alone`);
+      if (r.elapsedMs > 0) this.countingRuns++;
+      return undefined;
+    }
+    this.countingRuns++;
+    this.options.log?.(`instruction counts: ${r.total} instructions, ${r.functions.length} functions ran (${(r.elapsedMs / 1000).toFixed(1)} s; ${r.method})`);
+    return r;
   }
 
   /** The run's total (single-pass), once the first run formed it; an AbortError when `signal` aborts first. */
@@ -209,7 +241,9 @@ export class DapProfiler implements BatchMeasurer {
       );
     }
     checkAbort(signal);
-    await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
+    const start = await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
+    const until = mode.end ?? start.programEnd;
+    if (until && 'function' in until) this.endsAt = until.function;
     const baseline = this.baseline;
     return this.withInjected(batch, groups, async () => {
       await this.runTo({ ...(mode.end ? { until: mode.end } : {}) }, mode.end ? describe(mode.end) : 'the end of the program');
@@ -232,6 +266,7 @@ export class DapProfiler implements BatchMeasurer {
   ): Promise<ResultSet | undefined> {
     const start = await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
     const until = endAt ?? start.programEnd;
+    if (until && 'function' in until) this.endsAt = until.function;
     if (!until) return undefined;
     if (!endAt && start.endFoundBy) this.options.log?.(`the program ends ${start.endFoundBy}`);
     const window = await this.injectWindow(from, until);
@@ -304,6 +339,7 @@ export class DapProfiler implements BatchMeasurer {
     const unreliable = doubtful.map((e) => `${e}: ${after.get(e)!.reason ?? before.get(e)?.reason ?? 'marked unreliable'}`).join('; ');
     this.options.log?.(`the counters read at ${from} and at the end cannot make a total (${unreliable}); measuring the whole window by injection instead`);
     const until = endAt ?? reply.until;
+    if (until && 'function' in until) this.endsAt = until.function;
     if (!until)
       throw new ProfilingError(
         'the adapter did not say where the program ends, so the run has no total: set `programEnd` in the launch configuration (for example "programEnd": "exit")',
@@ -397,8 +433,20 @@ export class DapProfiler implements BatchMeasurer {
 
   /** Injects the batch and the groups, runs the window, collects the results, and always removes the injections. */
   private async withInjected(batch: readonly string[], groups: readonly (readonly string[])[], window: () => Promise<Window>): Promise<ResultSet> {
+    // The function at whose entry every run stops never finishes inside the window (and its entry
+    // patch would sit on the window's own end): it is refused, not measured.
+    const ending = this.options.mode.kind === 'single-pass' ? this.endsAt : undefined;
+    const why = `every run ends at its entry (the end of the program), so none of it runs inside the window`;
+    const refusedHere: RefusedFunction[] = [
+      ...batch.filter((f) => f === ending).map((name) => ({ name, reason: why })),
+      ...groups
+        .filter((g) => ending !== undefined && g.includes(ending))
+        .map((g) => ({ name: g.join(' + '), reason: why, members: [...g], blockedBy: ending! })),
+    ];
+    const measuredBatch = batch.filter((f) => f !== ending);
+    const measuredGroups = groups.filter((g) => ending === undefined || !g.includes(ending));
     const injected = await this.request(Req.inject, {
-      targets: [...batch.map((name) => ({ function: name })), ...groups.map((g) => ({ group: [...g] }))],
+      targets: [...measuredBatch.map((name) => ({ function: name })), ...measuredGroups.map((g) => ({ group: [...g] }))],
       payload: this.options.payload ?? 'software',
       callSitesIfTooShort: this.options.callSitesIfTooShort ?? true,
     });
@@ -406,7 +454,7 @@ export class DapProfiler implements BatchMeasurer {
     try {
       const w = await window();
       const results = ids.length > 0 ? (await this.request(Req.injectedResults)).results : [];
-      return this.resultSet(batch, injected, results, w);
+      return this.resultSet(batch, injected, results, w, refusedHere);
     } finally {
       if (ids.length > 0) {
         await this.request(Req.removeInjections, { ids }).catch((err: unknown) =>
@@ -416,19 +464,28 @@ export class DapProfiler implements BatchMeasurer {
     }
   }
 
-  private resultSet(batch: readonly string[], injected: InjectResponse, results: readonly InjectedResult[], w: Window): ResultSet {
+  private resultSet(
+    batch: readonly string[],
+    injected: InjectResponse,
+    results: readonly InjectedResult[],
+    w: Window,
+    refusedHere: readonly RefusedFunction[] = [],
+  ): ResultSet {
     const measurements: FunctionMeasurement[] = [];
     const groups: GroupMeasurement[] = [];
-    const refused: RefusedFunction[] = injected.refused.map((r) => {
-      if ('group' in r.target)
-        return {
-          name: r.target.name ?? r.target.group.join(' + '),
-          reason: r.reason,
-          members: [...r.target.group],
-          ...(r.member !== undefined ? { blockedBy: r.member } : {}),
-        };
-      return { name: 'function' in r.target ? r.target.function : describe(r.target.start), reason: r.reason };
-    });
+    const refused: RefusedFunction[] = [...refusedHere];
+    refused.push(
+      ...injected.refused.map((r) => {
+        if ('group' in r.target)
+          return {
+            name: r.target.name ?? r.target.group.join(' + '),
+            reason: r.reason,
+            members: [...r.target.group],
+            ...(r.member !== undefined ? { blockedBy: r.member } : {}),
+          };
+        return { name: 'function' in r.target ? r.target.function : describe(r.target.start), reason: r.reason };
+      }),
+    );
     const byId = new Map(results.map((r) => [r.id, r]));
     const counter = injected.injected[0]?.counter;
     const event = counter !== undefined ? eventOfCounter(counter) : (Object.keys(w.totals)[0] ?? 'cycles');

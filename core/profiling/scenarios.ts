@@ -122,8 +122,9 @@ export async function runScenario(
       : await runFullProfile(graph, pool, { ...common, metric });
   }
   const rows = profileRows(result, graph, engine);
-  // The analysis counts every run of the program, the ones that only formed a total included.
-  const runs = result.runs + profilers.reduce((n, p) => n + p.baselineRuns, 0);
+  // The analysis counts every run of the program, the ones that only formed a total or counted
+  // instructions included.
+  const runs = result.runs + profilers.reduce((n, p) => n + p.baselineRuns + p.countingRuns, 0);
   const first = result.resultSets[0];
   const report = textReport(
     {
@@ -137,6 +138,7 @@ export async function runScenario(
       cancelled: result.cancelled,
       warnings: result.warnings,
       ...(first ? { program: first.program.executable, method: first.run.method } : {}),
+      ...(result.counted ? { counted: result.counted } : {}),
     },
     rows,
     engine,

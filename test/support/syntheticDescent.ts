@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { CallGraphResponse } from '../../common/dapCustom';
 import { CallGraphIndex } from '../../core/analysis/callGraphIndex';
+import type { ExecutionCounts } from '../../core/analysis/countBounds';
 import { runDescent, type AnalysisResult, type BatchMeasurer, type DescentOptions } from '../../core/analysis/descent';
 import { MetricsEngine } from '../../core/analysis/metrics';
 import type { FunctionOutcome, ResultSet } from '../../core/analysis/resultSet';
@@ -32,6 +33,12 @@ export function graphOf(spec: Spec, indirectCallers: string[] = []): CallGraphRe
 export class FakeMeasurer implements BatchMeasurer {
   readonly batches: string[][] = [];
   onMeasure?: (batch: readonly string[]) => void;
+  /** What `executionCounts` answers: a counting run's counts, or none (the default). */
+  counts: ExecutionCounts | undefined;
+
+  async executionCounts(): Promise<ExecutionCounts | undefined> {
+    return this.counts;
+  }
 
   constructor(
     readonly slots: number,
@@ -86,6 +93,8 @@ export function randomProgram(seed: number): {
   values: Record<string, number>;
   total: number;
   roots: string[];
+  /** What a counting run of the program gives (the adapter's `cyclelens/executionCounts`). */
+  executed: ExecutionCounts;
 } {
   let s = seed;
   const rnd = (): number => {
@@ -124,5 +133,21 @@ export function randomProgram(seed: number): {
     functions: graph.functions.map((f, i) => ({ ...f, size: 2 * own[i]! })),
     edges: graph.edges.map((e) => ({ ...e, count: along.get(`${e.caller}>${e.callee}`) ?? 0 })),
   };
-  return { graph, counted, values, total, roots: [...index.roots] };
+  const executed: ExecutionCounts = {
+    counted: true,
+    functions: names.map((name, i) => ({ name, instructions: calls.get(name)! * own[i]!, entries: calls.get(name)! })).filter((f) => f.instructions > 0),
+    calls: graph.edges
+      .filter((e) => e.caller !== e.callee)
+      .map((e) => ({ caller: e.caller, callee: e.callee, kind: e.kind, count: along.get(`${e.caller}>${e.callee}`) ?? 0 }))
+      .filter((c) => c.count > 0),
+    outside: 0,
+    total,
+    handlers: [],
+    incomplete: [],
+    fallThrough: [],
+    units: { instructions: { instructionsPerUnit: 1, quantised: false } },
+    method: 'synthetic, exact',
+    elapsedMs: 0,
+  };
+  return { graph, counted, values, total, roots: [...index.roots], executed };
 }

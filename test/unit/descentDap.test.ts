@@ -278,6 +278,30 @@ describe('DAP profiler, single-pass', () => {
     assert.equal(t.requests.filter((r) => r.command === 'cyclelens/run').length, 4);
   });
 
+  it('refuses the function every run ends at, alone or in a group: it never runs inside the window', async () => {
+    const t = new SimulatedTarget();
+    t.reportsEnd = true;
+    const p = new DapProfiler(t, { slots: 3, mode: { kind: 'single-pass' }, executable: '/fw/app.elf' });
+    const rs = await p.measure(['step', 'done'], undefined, [['log', 'done']]);
+    const injects = t.requests.filter((r) => r.command === 'cyclelens/inject').map((r) => (r.args as InjectArguments).targets);
+    assert.deepEqual(injects.at(-1), [{ function: 'step' }], 'neither done nor the group holding it is patched');
+    const refused = rs.refused.filter((r) => /every run ends at its entry/.test(r.reason));
+    assert.deepEqual(
+      refused.map((r) => [r.name, r.members, r.blockedBy]),
+      [
+        ['done', undefined, undefined],
+        ['log + done', ['log', 'done'], 'done'],
+      ],
+    );
+    assert.ok(rs.measurements.some((m) => m.name === 'step'));
+    const later = await p.measure(['done', 'log']);
+    assert.deepEqual(
+      later.refused.map((r) => r.name),
+      ['done'],
+      'a later run refuses it too',
+    );
+  });
+
   it('measures the total by an injected window when the counters read at halts are unreliable', async () => {
     const t = new SimulatedTarget();
     t.unreliableAtEnd = true;

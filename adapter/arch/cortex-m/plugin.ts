@@ -3,6 +3,7 @@ import { CycleLensError, ErrorCode } from '../../errors';
 import { DWT_CYCCNT, SYSTICK_CVR } from '../../probe/injection/types';
 import type { CounterUnitInfo } from '../../probe/counters';
 import type { TargetFacts } from '../../target/targetFacts';
+import { vectorTableHandlers } from './vectorTable';
 import type { ArchPlugin } from '../archPlugin';
 import { DwtCounters } from './dwt';
 import { PmuCounters } from './pmu';
@@ -64,7 +65,7 @@ export const cortexMPlugin: ArchPlugin = {
       return { support: thumbInjectionSupport(SYSTICK_CVR) };
     },
   },
-  callGraph: { disassembly: () => thumbInjectionArch() },
+  callGraph: { disassembly: () => thumbInjectionArch(), handlerEntries: vectorTableHandlers },
   qemu: {
     binary: 'qemu-system-arm',
     debianPackage: 'qemu-system-arm',
