@@ -131,6 +131,8 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     return countsInMetric.bounds;
   };
   // The counting run's call counts are exact for direct calls: they order the work where it ran.
+  // More open work than one run measures: the other sessions start now, while the first run goes.
+  if (counts && pool.capacity > 1 && index.bfsOrder.filter((f) => !ledger.isKnown(f) && counts.ran(f)).length > slots) pool.warm();
   const estimates = counts
     ? callCountEstimates(counts.withCallCounts(graph), index, ledger.spanning, counts.own())
     : callCountEstimates(graph, index, ledger.spanning);

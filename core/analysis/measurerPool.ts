@@ -73,6 +73,15 @@ export class MeasurerPool {
     return Math.max(1, this.options.jobs - this.failedStarts);
   }
 
+  /**
+   * Starts the extra workers now rather than when a call first has work for them: for an analysis
+   * that knows early that it has more than one run's work (a descent whose counting run left more
+   * open functions than one run measures), so they are ready by its first steps.
+   */
+  warm(): void {
+    for (let index = 1; index < this.options.jobs; index++) void this.worker(index);
+  }
+
   /** Workers started so far (the primary included), for the run count and for closing. */
   get started(): number {
     return this.workers.length;

@@ -237,6 +237,35 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
     await runFullProfile(p.graph, pool, { engine, metric: share });
     assert.equal(starts, 0, 'one batch holds every function: no extra worker');
   });
+
+  it('a descent whose counting run leaves more than one run of work starts its workers at once, and one with less none', async () => {
+    const p = randomProgram(5);
+    const started = (slots: number): Promise<{ starts: number[]; beforeFirstRun: number }> => {
+      const starts: number[] = [];
+      let beforeFirstRun = -1;
+      const primary = new FakeMeasurer(slots, p.values, p.total);
+      primary.counts = p.executed;
+      primary.onMeasure = () => {
+        if (beforeFirstRun < 0) beforeFirstRun = starts.length;
+      };
+      const pool = new MeasurerPool(primary, {
+        jobs: 3,
+        startWorker: (i) => {
+          starts.push(i);
+          const w = new FakeMeasurer(slots, p.values, p.total);
+          return Promise.resolve(w);
+        },
+      });
+      return runDescent(p.counted, pool, { engine, metric: share, threshold: 0.01, roots: p.roots }).then(() => ({ starts, beforeFirstRun }));
+    };
+    const ran = p.executed.functions.length;
+    const busy = await started(1);
+    assert.ok(ran > 1, `${ran} functions ran`);
+    assert.deepEqual(busy.starts.slice(0, 2), [1, 2], 'both extra workers are started');
+    assert.equal(busy.beforeFirstRun, 2, 'before the first run');
+    const idle = await started(1000);
+    assert.deepEqual(idle.starts, [], 'one run holds every open function: no extra worker');
+  });
 });
 
 describe('how many jobs', () => {
