@@ -133,21 +133,28 @@ export function randomProgram(seed: number): {
     functions: graph.functions.map((f, i) => ({ ...f, size: 2 * own[i]! })),
     edges: graph.edges.map((e) => ({ ...e, count: along.get(`${e.caller}>${e.callee}`) ?? 0 })),
   };
-  const executed: ExecutionCounts = {
-    counted: true,
+  const executed = executionCounts({
     functions: names.map((name, i) => ({ name, instructions: calls.get(name)! * own[i]!, entries: calls.get(name)! })).filter((f) => f.instructions > 0),
     calls: graph.edges
       .filter((e) => e.caller !== e.callee)
       .map((e) => ({ caller: e.caller, callee: e.callee, kind: e.kind, count: along.get(`${e.caller}>${e.callee}`) ?? 0 }))
       .filter((c) => c.count > 0),
-    outside: 0,
     total,
+    method: 'synthetic, exact',
+  });
+  return { graph, counted, values, total, roots: [...index.roots], executed };
+}
+
+/** A counting run's answer with what a program without handlers, lost code or units but instructions has. */
+export function executionCounts(parts: Pick<ExecutionCounts, 'functions' | 'calls' | 'total' | 'method'> & Partial<ExecutionCounts>): ExecutionCounts {
+  return {
+    counted: true,
+    outside: 0,
     handlers: [],
     incomplete: [],
     fallThrough: [],
     units: { instructions: { instructionsPerUnit: 1, quantised: false } },
-    method: 'synthetic, exact',
     elapsedMs: 0,
+    ...parts,
   };
-  return { graph, counted, values, total, roots: [...index.roots], executed };
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CountBounds, type ExecutionCounts } from '../../core/analysis/countBounds';
 import type { ResultSet } from '../../core/analysis/resultSet';
-import { FakeMeasurer, descend, engine, graphOf, outcome, randomProgram, share } from '../support/syntheticDescent';
+import { FakeMeasurer, descend, engine, executionCounts, graphOf, outcome, randomProgram, share } from '../support/syntheticDescent';
 
 // Bounds from a counting run (core/analysis/countBounds.ts): worked by hand on a small program, then
 // checked against exact values on random ones, alone and driving descent.
@@ -15,20 +15,13 @@ function countsOf(
 ): ExecutionCounts {
   const { entries = {}, ...rest } = extra;
   const total = Object.values(self).reduce((a, b) => a + b, 0) + (rest.outside ?? 0);
-  return {
-    counted: true,
+  return executionCounts({
     functions: Object.entries(self).map(([name, instructions]) => ({ name, instructions, entries: entries[name] ?? 1 })),
     calls: calls.map(([caller, callee, count]) => ({ caller, callee, kind: 'call' as const, count })),
-    outside: 0,
     total,
-    handlers: [],
-    incomplete: [],
-    fallThrough: [],
-    units: { instructions: { instructionsPerUnit: 1, quantised: false } },
     method: 'by hand',
-    elapsedMs: 0,
     ...rest,
-  };
+  });
 }
 
 function runWithTotal(event: string, total: number): ResultSet {
