@@ -7,11 +7,13 @@ import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
 const messages = {
-  vscode: (room) => `${room}/ must run without VS Code (docs/design.md, "Rooms"): move the code that needs the editor to extension/.`,
+  vscode: (room) =>
+    `${room}/ must run without VS Code (docs/design.md, "Rooms"): move the code that needs the editor to extension/.`,
   adapterFromShared: (room) =>
     `${room}/ is shared by the CLI, the editor and the language server and depends on neither the adapter nor the extension; declare the contract in common/ (an 'import type' is allowed).`,
   extensionFromAdapter: 'The adapter may not depend on the extension; share a contract in common/ instead.',
-  adapterRuntime: (room) => `${room}/ talks to the adapter over DAP: import its contracts with 'import type', never its runtime code.`,
+  adapterRuntime: (room) =>
+    `${room}/ talks to the adapter over DAP: import its contracts with 'import type', never its runtime code.`,
   concreteDebugger:
     'Only adapter/debugger/factory.ts picks a concrete debugger: depend on the Debugger interface (adapter/debugger/debugger.ts) and start one with startDebugger().',
   backendInTests:
@@ -28,10 +30,17 @@ const noVscode = (room) => ({ name: 'vscode', message: messages.vscode(room) });
 const noConcreteDebugger = { regex: concreteDebuggerPath, message: messages.concreteDebugger };
 
 /** One `no-restricted-imports` setting; a later block replaces an earlier one for the same file, so each names everything that applies. */
-const restrict = ({ paths = [], patterns = [] }) => ({ '@typescript-eslint/no-restricted-imports': ['error', { paths, patterns }] });
+const restrict = ({ paths = [], patterns = [] }) => ({
+  '@typescript-eslint/no-restricted-imports': ['error', { paths, patterns }],
+});
 
 // The loader starts the GDB of a remembered launch before the adapter program loads (adapter/startPlan.ts).
-const debuggerFolders = ['adapter/debugger/gdb*/**', 'adapter/debugger/lldb*/**', 'adapter/debugger/factory.ts', 'adapter/loader.ts'];
+const debuggerFolders = [
+  'adapter/debugger/gdb*/**',
+  'adapter/debugger/lldb*/**',
+  'adapter/debugger/factory.ts',
+  'adapter/loader.ts',
+];
 
 /** ESLint's own rules for mistakes that compile: these also run on the build and test scripts (.mjs). */
 const coreRules = {
@@ -79,12 +88,19 @@ export default defineConfig(
         // node:test's describe() and it() return promises the runner itself awaits.
         {
           allowForKnownSafeCalls: [
-            { from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'] },
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['describe', 'it', 'test', 'suite', 'before', 'after', 'beforeEach', 'afterEach'],
+            },
           ],
         },
       ],
       // An async function where a void callback is expected: its rejection goes nowhere.
-      '@typescript-eslint/no-misused-promises': ['error', { checksVoidReturn: { arguments: false, attributes: false } }],
+      '@typescript-eslint/no-misused-promises': [
+        'error',
+        { checksVoidReturn: { arguments: false, attributes: false } },
+      ],
       '@typescript-eslint/await-thenable': 'error',
       // `return promise` inside try skips the catch, and the finally runs before the promise settles.
       '@typescript-eslint/return-await': ['error', 'error-handling-correctness-only'],
@@ -102,11 +118,17 @@ export default defineConfig(
   {
     files: ['adapter/**/*.ts'],
     ignores: debuggerFolders,
-    rules: restrict({ paths: [noVscode('adapter')], patterns: [{ regex: extensionPath, message: messages.extensionFromAdapter }, noConcreteDebugger] }),
+    rules: restrict({
+      paths: [noVscode('adapter')],
+      patterns: [{ regex: extensionPath, message: messages.extensionFromAdapter }, noConcreteDebugger],
+    }),
   },
   {
     files: debuggerFolders,
-    rules: restrict({ paths: [noVscode('adapter')], patterns: [{ regex: extensionPath, message: messages.extensionFromAdapter }] }),
+    rules: restrict({
+      paths: [noVscode('adapter')],
+      patterns: [{ regex: extensionPath, message: messages.extensionFromAdapter }],
+    }),
   },
   ...['core', 'lsp'].map((room) => ({
     files: [`${room}/**/*.ts`],
@@ -123,12 +145,20 @@ export default defineConfig(
     files: ['webview/**/*.ts'],
     rules: restrict({
       paths: [noVscode('webview')],
-      patterns: [{ regex: adapterPath, allowTypeImports: true, message: messages.adapterRuntime('webview') }, noConcreteDebugger],
+      patterns: [
+        { regex: adapterPath, allowTypeImports: true, message: messages.adapterRuntime('webview') },
+        noConcreteDebugger,
+      ],
     }),
   },
   {
     files: ['extension/**/*.ts'],
-    rules: restrict({ patterns: [{ regex: adapterPath, allowTypeImports: true, message: messages.adapterRuntime('extension') }, noConcreteDebugger] }),
+    rules: restrict({
+      patterns: [
+        { regex: adapterPath, allowTypeImports: true, message: messages.adapterRuntime('extension') },
+        noConcreteDebugger,
+      ],
+    }),
   },
   ...['common', 'cli'].map((room) => ({
     files: [`${room}/**/*.ts`],
@@ -136,6 +166,10 @@ export default defineConfig(
   })),
   {
     files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts'],
-    rules: restrict({ patterns: [{ regex: '(^|/)debugger/(gdb[^/]*/gdbBackend|lldb[^/]*/lldbDebugger)$', message: messages.backendInTests }] }),
+    rules: restrict({
+      patterns: [
+        { regex: '(^|/)debugger/(gdb[^/]*/gdbBackend|lldb[^/]*/lldbDebugger)$', message: messages.backendInTests },
+      ],
+    }),
   },
 );

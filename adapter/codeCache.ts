@@ -73,7 +73,13 @@ export function runWithCodeCache(bundle: string, cacheDir: string | undefined, h
     }
   }
   const script = new Script(Module.wrap(source), { filename: bundle, ...(cached ? { cachedData: cached } : {}) });
-  const status: CodeCacheResult['status'] = !file ? 'off' : !cached ? 'absent' : script.cachedDataRejected ? 'rejected' : 'accepted';
+  const status: CodeCacheResult['status'] = !file
+    ? 'off'
+    : !cached
+      ? 'absent'
+      : script.cachedDataRejected
+        ? 'rejected'
+        : 'accepted';
   const mod = new Module(bundle, host);
   mod.filename = bundle;
   mod.paths = (Module as unknown as { _nodeModulePaths(dir: string): string[] })._nodeModulePaths(dirname(bundle));

@@ -36,7 +36,8 @@ function run(loaded: CodeCacheResult): void {
   // Saved when the code its launch ran is compiled and worth keeping; later starts read it. The
   // timer never holds the adapter open.
   const SAVE_AFTER_MS = 3_000;
-  if (loaded.status === 'absent' || loaded.status === 'rejected') setTimeout(() => loaded.save(), SAVE_AFTER_MS).unref();
+  if (loaded.status === 'absent' || loaded.status === 'rejected')
+    setTimeout(() => loaded.save(), SAVE_AFTER_MS).unref();
 }
 
 if (process.argv.includes(SPARE_ARG)) {

@@ -21,7 +21,9 @@ export function main(argv: string[]): void {
       // so the memory it is measured at is what sessions left alive, not garbage not yet collected.
       const collect = (globalThis as { gc?: () => void }).gc;
       if (collect) socket.on('close', () => setTimeout(collect, 100));
-    }).listen(port, '127.0.0.1', () => process.stderr.write(`CycleLens debug adapter listening on 127.0.0.1:${port}\n`));
+    }).listen(port, '127.0.0.1', () =>
+      process.stderr.write(`CycleLens debug adapter listening on 127.0.0.1:${port}\n`),
+    );
     return;
   }
   // One session per process: its debugger starts now, while the client sends initialize and launch.

@@ -49,7 +49,8 @@ export function savedStartPlan(env: NodeJS.ProcessEnv, cacheDir: string | undefi
     const plan: StartPlan = {};
     if (typeof raw.gdb === 'string') plan.gdb = raw.gdb;
     const q = raw.qemu;
-    if (q && typeof q.binary === 'string' && typeof q.cwd === 'string' && strings(q.argv)) plan.qemu = { binary: q.binary, argv: q.argv, cwd: q.cwd };
+    if (q && typeof q.binary === 'string' && typeof q.cwd === 'string' && strings(q.argv))
+      plan.qemu = { binary: q.binary, argv: q.argv, cwd: q.cwd };
     return plan;
   } catch {
     return undefined;

@@ -26,7 +26,10 @@ async function steppingAndMemory(target: FixtureTarget): Promise<{ stepMs: numbe
   await h.start();
   await h.launchToEntry(qemuLaunchArgs(target));
   const dsp = fixtureSource('dsp.c');
-  await h.dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [{ line: markerLine(dsp, '#REGION_START') }] });
+  await h.dc.setBreakpointsRequest({
+    source: { path: dsp },
+    breakpoints: [{ line: markerLine(dsp, '#REGION_START') }],
+  });
   await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
   await h.dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
   // A step as VS Code does it: the request, the stop, then the top of the stack.
@@ -43,7 +46,10 @@ async function steppingAndMemory(target: FixtureTarget): Promise<{ stepMs: numbe
   const total = 256 * 1024;
   const t0 = performance.now();
   for (let off = 0; off < total; off += chunk) {
-    const r = await h.dc.customRequest('readMemory', { memoryReference: `0x${(base + BigInt(off)).toString(16)}`, count: chunk });
+    const r = await h.dc.customRequest('readMemory', {
+      memoryReference: `0x${(base + BigInt(off)).toString(16)}`,
+      count: chunk,
+    });
     if (Buffer.from(r.body.data, 'base64').length !== chunk) throw new Error('short read');
   }
   const seconds = (performance.now() - t0) / 1000;
@@ -57,9 +63,22 @@ async function main(): Promise<void> {
     const launches: number[] = [];
     for (let i = 0; i < runs; i++) launches.push(await launchTime(target));
     const { stepMs, bytesPerSecond } = await steppingAndMemory(target);
-    rows.push([target, `${median(launches).toFixed(0)} ms`, `${stepMs.toFixed(1)} ms`, `${(bytesPerSecond / 1024).toFixed(0)} KiB/s`]);
+    rows.push([
+      target,
+      `${median(launches).toFixed(0)} ms`,
+      `${stepMs.toFixed(1)} ms`,
+      `${(bytesPerSecond / 1024).toFixed(0)} KiB/s`,
+    ]);
   }
-  printTable(['target', `launch → stopped at main (median of ${runs})`, 'step over + stack (median of 30)', 'readMemory, 4 KiB requests'], rows);
+  printTable(
+    [
+      'target',
+      `launch → stopped at main (median of ${runs})`,
+      'step over + stack (median of 30)',
+      'readMemory, 4 KiB requests',
+    ],
+    rows,
+  );
 }
 
 void main();

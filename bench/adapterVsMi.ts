@@ -31,7 +31,15 @@ const instructions = 200;
 type Row = 'launch' | 'firstLaunch' | 'next' | 'inspect' | 'memory' | 'disassembly' | 'disconnect';
 type Samples = Record<Row, number[]>;
 const rows: Row[] = ['launch', 'firstLaunch', 'next', 'inspect', 'memory', 'disassembly', 'disconnect'];
-const newSamples = (): Samples => ({ launch: [], firstLaunch: [], next: [], inspect: [], memory: [], disassembly: [], disconnect: [] });
+const newSamples = (): Samples => ({
+  launch: [],
+  firstLaunch: [],
+  next: [],
+  inspect: [],
+  memory: [],
+  disassembly: [],
+  disconnect: [],
+});
 
 const elf = fixtureElf('cortex-m4', 'singlepass');
 const dsp = fixtureSource('dsp.c');
@@ -67,7 +75,12 @@ async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
   const h = new AdapterHarness(undefined, {}, true);
   await h.start();
   let sentSoFar = 0;
-  if (counts) h.dc.on('output', (e: { body: { output: string } }) => (sentSoFar += e.body.output.split('\n').filter((l) => l.startsWith('-> ')).length));
+  if (counts)
+    h.dc.on(
+      'output',
+      (e: { body: { output: string } }) =>
+        (sentSoFar += e.body.output.split('\n').filter((l) => l.startsWith('-> ')).length),
+    );
   const op = (row: Row, ops: number): ReturnType<typeof counting> => counting(counts, row, () => sentSoFar, ops);
   let left: Awaited<ReturnType<typeof h.stop>> = [];
   try {
@@ -93,20 +106,29 @@ async function adapterSession(s: Samples, counts?: Counts): Promise<void> {
       await op('inspect', inspections)(s.inspect, async () => {
         const top = (await dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 20 })).body.stackFrames[0]!;
         const scopes = (await dc.scopesRequest({ frameId: top.id })).body.scopes;
-        const locals = (await dc.variablesRequest({ variablesReference: scopes[0]!.variablesReference })).body.variables;
+        const locals = (await dc.variablesRequest({ variablesReference: scopes[0]!.variablesReference })).body
+          .variables;
         if (locals.length === 0) throw new Error('no locals at the step');
       });
     }
     for (let i = 0; i < memoryReads; i++) {
       await op('memory', memoryReads)(s.memory, async () => {
-        const r = await dc.customRequest('readMemory', { memoryReference: `0x${memoryBase.toString(16)}`, count: memoryBytes });
+        const r = await dc.customRequest('readMemory', {
+          memoryReference: `0x${memoryBase.toString(16)}`,
+          count: memoryBytes,
+        });
         if (Buffer.from(r.body.data, 'base64').length !== memoryBytes) throw new Error('short read');
       });
     }
-    const pc = (await dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 1 })).body.stackFrames[0]!.instructionPointerReference!;
+    const pc = (await dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 1 })).body.stackFrames[0]!
+      .instructionPointerReference!;
     for (let i = 0; i < disassemblies; i++) {
       await op('disassembly', disassemblies)(s.disassembly, async () => {
-        const r = await dc.customRequest('disassemble', { memoryReference: pc, instructionOffset: 0, instructionCount: instructions });
+        const r = await dc.customRequest('disassemble', {
+          memoryReference: pc,
+          instructionOffset: 0,
+          instructionCount: instructions,
+        });
         if (r.body.instructions.length !== instructions) throw new Error('short disassembly');
       });
     }
@@ -181,7 +203,9 @@ async function floorSession(s: Samples, counts?: Counts, trustReadonly = false):
     for (let i = 0; i < disassemblies; i++) {
       await op('disassembly', disassemblies)(s.disassembly, async () => {
         // Thumb-2 instructions are at most 4 bytes: this range holds at least 200 of them.
-        const r = await c.send(`-data-disassemble -s 0x${pc.toString(16)} -e 0x${(pc + BigInt(instructions * 4)).toString(16)} -- 5`);
+        const r = await c.send(
+          `-data-disassemble -s 0x${pc.toString(16)} -e 0x${(pc + BigInt(instructions * 4)).toString(16)} -- 5`,
+        );
         if (r.split('address=').length - 1 < instructions) throw new Error('short disassembly');
       });
     }
@@ -230,10 +254,14 @@ async function main(): Promise<void> {
     return [labels[row], `${a.toFixed(2)} ms`, `${f.toFixed(2)} ms`, `${(a / f).toFixed(2)}`];
   });
   console.log(`QEMU mps2-an386 (Cortex-M4), singlepass fixture; medians over ${reps} sessions of each, interleaved.`);
-  console.log('Floor: a raw GDB/MI client doing the same work with no parsing or state. Ratio: adapter time / floor time (lower is better);');
+  console.log(
+    'Floor: a raw GDB/MI client doing the same work with no parsing or state. Ratio: adapter time / floor time (lower is better);',
+  );
   console.log('for readMemory, adapter throughput / floor throughput (higher is better).\n');
   printTable(['row', 'adapter', 'floor (raw MI)', 'ratio'], table);
-  console.log('\nThe adapter sets `trust-readonly-sections on` when the launch put the image in the target (docs/design.md):');
+  console.log(
+    '\nThe adapter sets `trust-readonly-sections on` when the launch put the image in the target (docs/design.md):',
+  );
   console.log('GDB then reads code for its frame analysis from the ELF. The same raw client with that setting:\n');
   printTable(
     ['row', 'adapter', 'floor, trusting read-only sections', 'ratio'],
@@ -243,11 +271,15 @@ async function main(): Promise<void> {
       return [labels[row], `${a.toFixed(2)} ms`, `${f.toFixed(2)} ms`, `${(a / f).toFixed(2)}`];
     }),
   );
-  console.log('\nGDB/MI commands per operation (one untimed session of each; the adapter counted from its MI trace):\n');
+  console.log(
+    '\nGDB/MI commands per operation (one untimed session of each; the adapter counted from its MI trace):\n',
+  );
   const perOp = (n: number | undefined): string => (n === undefined ? '-' : n.toFixed(n % 1 === 0 ? 0 : 2));
   printTable(
     ['row', 'adapter', 'floor (raw MI)'],
-    rows.filter((row) => row !== 'firstLaunch').map((row) => [labels[row], perOp(commandCounts.adapter[row]), perOp(commandCounts.floor[row])]),
+    rows
+      .filter((row) => row !== 'firstLaunch')
+      .map((row) => [labels[row], perOp(commandCounts.adapter[row]), perOp(commandCounts.floor[row])]),
   );
 }
 

@@ -19,7 +19,11 @@ async function benchTarget(target: FixtureTarget): Promise<string[]> {
   const { events } = (await h.dc.customRequest(CustomRequests.events)).body as EventsResponse;
   // Every fixed-function event the target has, one slot each.
   const units = ((await h.dc.customRequest(CustomRequests.counters)).body as CountersResponse).units;
-  const fixed = [...new Set(units.filter((u) => u.present).flatMap((u) => u.slots.map((s) => s.fixedEvent).filter((e): e is string => !!e)))];
+  const fixed = [
+    ...new Set(
+      units.filter((u) => u.present).flatMap((u) => u.slots.map((s) => s.fixedEvent).filter((e): e is string => !!e)),
+    ),
+  ];
   const wanted = fixed.length > 0 ? fixed : [events[0]!.id];
   await h.dc.customRequest(CustomRequests.configure, { events: wanted });
   const times: number[] = [];

@@ -49,16 +49,26 @@ class OracleMeasurer implements BatchMeasurer {
     private readonly index?: CallGraphIndex,
   ) {
     this.groups = index !== undefined;
-    this.byName = new Map(oracle.functions.map((f) => [f.name, { inclusive: f.inclusive, calls: f.calls + f.interrupts + f.traps }]));
-    for (const f of oracle.functions) for (const alias of f.aliases) if (!this.byName.has(alias)) this.byName.set(alias, this.byName.get(f.name)!);
+    this.byName = new Map(
+      oracle.functions.map((f) => [f.name, { inclusive: f.inclusive, calls: f.calls + f.interrupts + f.traps }]),
+    );
+    for (const f of oracle.functions)
+      for (const alias of f.aliases) if (!this.byName.has(alias)) this.byName.set(alias, this.byName.get(f.name)!);
   }
 
-  async measure(batch: readonly string[], _signal?: AbortSignal, groups: readonly (readonly string[])[] = []): Promise<ResultSet> {
+  async measure(
+    batch: readonly string[],
+    _signal?: AbortSignal,
+    groups: readonly (readonly string[])[] = [],
+  ): Promise<ResultSet> {
     this.runs++;
     if (batch.length + groups.length > this.slots)
       throw new Error(`asked for ${batch.length + groups.length} measurements in one run with ${this.slots} slots`);
     const nested = groups.find((g) => g.some((a, i) => g.some((b, j) => j > i && this.index!.related(a, b))));
-    if (nested) throw new Error(`the group ${nested.join(' + ')} has a caller and its callee: the oracle's sum would count the callee twice`);
+    if (nested)
+      throw new Error(
+        `the group ${nested.join(' + ')} has a caller and its callee: the oracle's sum would count the callee twice`,
+      );
     return {
       id: `oracle-${this.runs}`,
       createdAt: new Date().toISOString(),
@@ -128,14 +138,25 @@ async function benchProgram(label: string, graph: CallGraphResponse, oracle: Ora
   const dynamicIndex = new CallGraphIndex(dynamic, { roots: dynamicRoots });
   const rows: Row[] = [];
   for (const threshold of THRESHOLDS) {
-    const truth = new Set(oracle.functions.filter((f) => window.reachable.has(f.name) && f.inclusive / total >= threshold).map((f) => f.name));
+    const truth = new Set(
+      oracle.functions
+        .filter((f) => window.reachable.has(f.name) && f.inclusive / total >= threshold)
+        .map((f) => f.name),
+    );
     for (const k of SLOTS) {
       const score = async (
         g: CallGraphResponse,
         measurer: OracleMeasurer,
         options: { lookahead?: boolean; siblingResidual?: boolean; order?: 'weight' | 'call-site' },
       ): Promise<Score> => {
-        const r = await runDescent(g, measurer, { engine, metric, threshold, roots: g === dynamic ? dynamicRoots : roots, spanning: [START], ...options });
+        const r = await runDescent(g, measurer, {
+          engine,
+          metric,
+          threshold,
+          roots: g === dynamic ? dynamicRoots : roots,
+          spanning: [START],
+          ...options,
+        });
         if (r.warnings.length > 0) console.error(`${label}: ${r.warnings.join('; ')}`);
         const measured = r.outcomes.filter((o) => o.status === 'measured');
         const found = new Set(measured.filter((o) => (o.value ?? 0) >= threshold).map((o) => o.name));
@@ -143,11 +164,29 @@ async function benchProgram(label: string, graph: CallGraphResponse, oracle: Ora
         const missed = [...truth].filter((f) => !found.has(f));
         if (missed.length > 0) console.error(`${label} k=${k} ${threshold * 100}%: MISSED ${missed.join(', ')}`);
         const groups = (r.groupBatches ?? []).reduce((n, b) => n + b.length, 0);
-        return { runs: r.runs, measured: measured.length, groups, recall: truth.size ? hits / truth.size : 1, precision: found.size ? hits / found.size : 1 };
+        return {
+          runs: r.runs,
+          measured: measured.length,
+          groups,
+          recall: truth.size ? hits / truth.size : 1,
+          precision: found.size ? hits / found.size : 1,
+        };
       };
-      const best = await score(graph, new OracleMeasurer(k, oracle), { lookahead: true, siblingResidual: true, order: 'weight' });
-      const bfs = await score(graph, new OracleMeasurer(k, oracle), { lookahead: true, siblingResidual: true, order: 'call-site' });
-      const basic = await score(graph, new OracleMeasurer(k, oracle), { lookahead: false, siblingResidual: false, order: 'call-site' });
+      const best = await score(graph, new OracleMeasurer(k, oracle), {
+        lookahead: true,
+        siblingResidual: true,
+        order: 'weight',
+      });
+      const bfs = await score(graph, new OracleMeasurer(k, oracle), {
+        lookahead: true,
+        siblingResidual: true,
+        order: 'call-site',
+      });
+      const basic = await score(graph, new OracleMeasurer(k, oracle), {
+        lookahead: false,
+        siblingResidual: false,
+        order: 'call-site',
+      });
       const grouped = await score(dynamic, new OracleMeasurer(k, oracle, dynamicIndex), {});
       rows.push({
         program: label,
@@ -177,18 +216,36 @@ async function main(argv: string[]): Promise<void> {
     const graph = staticCallGraph(ElfImage.loadSync(elf));
     const oracle = await runOracle({ elf, ...(program === 'cyclic' ? { maxInstructions: CYCLIC_BOUND } : {}) });
     if (!oracle.totals.consistent) throw new Error(`${target}/${program}: the oracle's totals are inconsistent`);
-    rows.push(...(await benchProgram(`${target}/${program}${program === 'cyclic' ? ` (first ${CYCLIC_BOUND / 1e6} M instr.)` : ''}`, graph, oracle)));
+    rows.push(
+      ...(await benchProgram(
+        `${target}/${program}${program === 'cyclic' ? ` (first ${CYCLIC_BOUND / 1e6} M instr.)` : ''}`,
+        graph,
+        oracle,
+      )),
+    );
   }
   const pct = (v: number): string => `${(v * 100).toFixed(0)}%`;
-  console.log('\nCall-graph descent with the ORACLE as a perfect measurer (exact inclusive instruction counts from the QEMU trace).');
-  console.log(`Every run starts in ${START} (it spans the window; interrupt handlers are roots too). F functions, k slots per run, naive = ceil(F/k) runs.`);
-  console.log('hot: functions at or above the threshold; any method must measure each, so ceil(hot/k) runs is a floor.');
+  console.log(
+    '\nCall-graph descent with the ORACLE as a perfect measurer (exact inclusive instruction counts from the QEMU trace).',
+  );
+  console.log(
+    `Every run starts in ${START} (it spans the window; interrupt handlers are roots too). F functions, k slots per run, naive = ceil(F/k) runs.`,
+  );
+  console.log(
+    'hot: functions at or above the threshold; any method must measure each, so ceil(hot/k) runs is a floor.',
+  );
   console.log(
     'runs: descent over the static call graph, one function per slot (callers decided first, heaviest static reach first, lookahead, sibling residual);',
   );
-  console.log('bfs: the same in breadth-first call-site order; basic: breadth-first, bound rule only (no lookahead, no residual).');
-  console.log('grouped: descent with group measurements (one slot counts the union of several functions) over the dynamic call graph;');
-  console.log('  its runs include the one run that records the dynamic graph. tests: single + group measurements taken.');
+  console.log(
+    'bfs: the same in breadth-first call-site order; basic: breadth-first, bound rule only (no lookahead, no residual).',
+  );
+  console.log(
+    'grouped: descent with group measurements (one slot counts the union of several functions) over the dynamic call graph;',
+  );
+  console.log(
+    '  its runs include the one run that records the dynamic graph. tests: single + group measurements taken.',
+  );
   console.log('recall/precision: of each; "other recall": the lowest recall of the bfs and basic variants.\n');
   printTable(
     [
@@ -240,7 +297,10 @@ async function main(argv: string[]): Promise<void> {
   console.log(`\nrecall 100% everywhere: ${recall ? 'yes' : 'NO'}`);
   const fifth = rows
     .filter((r) => r.threshold === 0.05)
-    .map((r) => `${r.program} k=${r.k}: ${(r.runs / r.naive).toFixed(2)} / grouped ${(r.grouped.runs / r.naive).toFixed(2)}`);
+    .map(
+      (r) =>
+        `${r.program} k=${r.k}: ${(r.runs / r.naive).toFixed(2)} / grouped ${(r.grouped.runs / r.naive).toFixed(2)}`,
+    );
   console.log(`runs/naive at 5%: ${fifth.join('; ')}`);
   if (!recall) process.exitCode = 1;
 }

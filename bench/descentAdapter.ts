@@ -51,7 +51,14 @@ interface Row {
   wall: string;
 }
 
-async function scoreOne(dir: string, label: string, oracle: OracleSummary, k: number, threshold: number, callGraph: string | undefined): Promise<Row> {
+async function scoreOne(
+  dir: string,
+  label: string,
+  oracle: OracleSummary,
+  k: number,
+  threshold: number,
+  callGraph: string | undefined,
+): Promise<Row> {
   const out = join(dir, `d-${k}-${threshold}.json`);
   const started = process.hrtime.bigint();
   const extra = callGraph ? ['--call-graph', callGraph] : [];
@@ -87,13 +94,20 @@ async function scoreOne(dir: string, label: string, oracle: OracleSummary, k: nu
   const main = oracle.functions.find((f) => f.name === 'main')!.inclusive;
   const inGraph = new Set(outcomes.map((o) => o.name));
   const scored = (name: string): boolean => inGraph.has(name) && !OUTSIDE.has(name);
-  const truth = new Set(oracle.functions.filter((f) => scored(f.name) && f.inclusive / main >= threshold).map((f) => f.name));
+  const truth = new Set(
+    oracle.functions.filter((f) => scored(f.name) && f.inclusive / main >= threshold).map((f) => f.name),
+  );
   const byName = new Map(outcomes.map((o) => [o.name, o]));
   const found = [...truth].filter((n) => {
     const o = byName.get(n);
-    return o !== undefined && ((o.status === 'measured' && !o.spansWindow) || (o.status === 'unmeasurable' && (o.bound ?? 0) >= threshold));
+    return (
+      o !== undefined &&
+      ((o.status === 'measured' && !o.spansWindow) || (o.status === 'unmeasurable' && (o.bound ?? 0) >= threshold))
+    );
   });
-  const reported = outcomes.filter((o) => scored(o.name) && o.status === 'measured' && (o.value ?? 0) >= threshold).map((o) => o.name);
+  const reported = outcomes
+    .filter((o) => scored(o.name) && o.status === 'measured' && (o.value ?? 0) >= threshold)
+    .map((o) => o.name);
   const correct = reported.filter((n) => truth.has(n));
   const missed = [...truth].filter((n) => !found.includes(n));
   if (missed.length) console.error(`${label} k=${k} ${threshold * 100}%: MISSED ${missed.join(', ')}`);
@@ -124,11 +138,23 @@ async function main(argv: string[]): Promise<void> {
     const machine = MACHINES[target];
     const dir = mkdtempSync(join(tmpdir(), 'cyclelens-bench-descent-'));
     try {
-      writeLaunchJson(dir, [{ name: 'bench', executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }]);
+      writeLaunchJson(dir, [
+        {
+          name: 'bench',
+          executable: elf,
+          server: { type: 'qemu', machine },
+          stopAtEntry: 'main',
+          programEnd: 'program_end',
+        },
+      ]);
       const oracle = await runOracle({ elf });
       let callGraph: string | undefined;
       if (argv.includes('--grouped')) {
-        const { interrupts, ...graph } = dynamicGraphFromOracle(staticCallGraph(ElfImage.loadSync(elf)), oracle, 'main');
+        const { interrupts, ...graph } = dynamicGraphFromOracle(
+          staticCallGraph(ElfImage.loadSync(elf)),
+          oracle,
+          'main',
+        );
         const doc: CallGraphDocument = {
           schema: CALL_GRAPH_SCHEMA,
           program: elf,
@@ -143,8 +169,17 @@ async function main(argv: string[]): Promise<void> {
       for (const threshold of THRESHOLDS) {
         for (const k of SLOTS) {
           if (only('--slots') && Number(only('--slots')) !== k) continue;
-          const row = await scoreOne(dir, `${target}/${program}${callGraph ? ' grouped' : ''}`, oracle, k, threshold, callGraph);
-          console.error(`${row.program} k=${row.k} ${row.threshold}: ${row.runs} runs (naive ${row.naive}), recall ${row.recall}, ${row.wall}`);
+          const row = await scoreOne(
+            dir,
+            `${target}/${program}${callGraph ? ' grouped' : ''}`,
+            oracle,
+            k,
+            threshold,
+            callGraph,
+          );
+          console.error(
+            `${row.program} k=${row.k} ${row.threshold}: ${row.runs} runs (naive ${row.naive}), recall ${row.recall}, ${row.wall}`,
+          );
           rows.push(row);
         }
       }

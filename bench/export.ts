@@ -2,7 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CallGraphResponse } from '../common/dapCustom';
-import { resultSetDocument, saveResultSetDocument, type FunctionOutcome, type ResultSet } from '../core/analysis/resultSet';
+import {
+  resultSetDocument,
+  saveResultSetDocument,
+  type FunctionOutcome,
+  type ResultSet,
+} from '../core/analysis/resultSet';
 import { EXPORT_FORMATS } from '../core/export/formats';
 import { loadAnyProfile } from '../core/profile/json';
 import { emptyProfile, type Profile } from '../core/profile/model';
@@ -35,7 +40,8 @@ export function syntheticProfile(count: number): Profile {
   const callersOf: { caller: number; calls: number }[][] = Array.from({ length: count }, () => []);
   for (let i = 1; i < count; i++) {
     callersOf[i]!.push({ caller: Math.floor((i - 1) / 4), calls: 1 + Math.floor(rnd() * 20) });
-    if (i % 10 === 0 && i > 20) callersOf[i]!.push({ caller: Math.floor(rnd() * (i - 1)), calls: 1 + Math.floor(rnd() * 20) });
+    if (i % 10 === 0 && i > 20)
+      callersOf[i]!.push({ caller: Math.floor(rnd() * (i - 1)), calls: 1 + Math.floor(rnd() * 20) });
   }
   const inclusive = [...self];
   // Callees have larger ids than their callers: one backwards pass forms consistent inclusive values.
@@ -78,26 +84,59 @@ function hundredRuns(): ReturnType<typeof resultSetDocument> {
   }));
   const edges = functions
     .slice(1)
-    .map((f, k) => ({ caller: `fn_${Math.floor(k / 4)}`, callee: f.name, kind: 'call' as const, sites: [0x8000_0000 + 64 * Math.floor(k / 4) + 4], count: 3 }));
+    .map((f, k) => ({
+      caller: `fn_${Math.floor(k / 4)}`,
+      callee: f.name,
+      kind: 'call' as const,
+      sites: [0x8000_0000 + 64 * Math.floor(k / 4) + 4],
+      count: 3,
+    }));
   const graph: CallGraphResponse = { functions, edges, indirectCallers: [] };
   const sets: ResultSet[] = [];
   const outcomes: FunctionOutcome[] = [{ name: 'fn_0', status: 'measured', spansWindow: true, bound: 1 }];
   for (let r = 0; r < 100; r++) {
     const measurements = Array.from({ length: 8 }, (_, k) => {
       const i = 1 + r * 8 + k;
-      return { name: `fn_${i}`, inclusive: { cycles: Math.round(1_000_000 / (1 + i)) }, calls: 3, min: 10, max: 900, mean: 300 };
+      return {
+        name: `fn_${i}`,
+        inclusive: { cycles: Math.round(1_000_000 / (1 + i)) },
+        calls: 3,
+        min: 10,
+        max: 900,
+        mean: 300,
+      };
     }).filter((m) => Number(m.name.slice(3)) < 800);
     sets.push({
       id: `rs-${r}`,
       createdAt: '2026-01-01T00:00:00.000Z',
       program: { executable: '/fw/synthetic.elf', family: 'riscv' },
-      run: { kind: 'single-pass', event: 'cycles', totals: { cycles: 2_000_000 }, method: 'software injection, mcycle' },
+      run: {
+        kind: 'single-pass',
+        event: 'cycles',
+        totals: { cycles: 2_000_000 },
+        method: 'software injection, mcycle',
+      },
       measurements,
       refused: [],
     });
-    for (const m of measurements) outcomes.push({ name: m.name, status: 'measured', value: (m.inclusive.cycles ?? 0) / 2_000_000, bound: 1, resultSet: r });
+    for (const m of measurements)
+      outcomes.push({
+        name: m.name,
+        status: 'measured',
+        value: (m.inclusive.cycles ?? 0) / 2_000_000,
+        bound: 1,
+        resultSet: r,
+      });
   }
-  return resultSetDocument(sets, { scenario: 'full-profile', metric: 'share', roots: ['fn_0'], runs: 101, cancelled: false, outcomes, callGraph: graph });
+  return resultSetDocument(sets, {
+    scenario: 'full-profile',
+    metric: 'share',
+    roots: ['fn_0'],
+    runs: 101,
+    cancelled: false,
+    outcomes,
+    callGraph: graph,
+  });
 }
 
 async function main(): Promise<void> {
@@ -120,7 +159,12 @@ async function main(): Promise<void> {
       cpu.push((spent.user + spent.system) / 1000);
       bytes = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
     }
-    rows.push([format.id, `${median(times).toFixed(0)} ms`, `${median(cpu).toFixed(0)} ms`, `${(bytes / 1024).toFixed(0)} KiB`]);
+    rows.push([
+      format.id,
+      `${median(times).toFixed(0)} ms`,
+      `${median(cpu).toFixed(0)} ms`,
+      `${(bytes / 1024).toFixed(0)} KiB`,
+    ]);
   }
   // CPU time as well as elapsed: on a shared machine the elapsed time follows the other processes.
   printTable(['format', `export of ${count} functions (median of 3)`, 'CPU time', 'size'], rows);

@@ -25,7 +25,11 @@ import type { Debugger } from '../adapter/debugger/debugger';
 import { parseLocationSpec } from '../adapter/debugger/locations';
 import { ElfImage } from '../adapter/elf';
 import { debuggerTargetRunner } from '../adapter/probe/debuggerRunner';
-import { InjectionService, type InjectionFamilySupport, type MeasurementResults } from '../adapter/probe/injection/injectionService';
+import {
+  InjectionService,
+  type InjectionFamilySupport,
+  type MeasurementResults,
+} from '../adapter/probe/injection/injectionService';
 import { qemuMemoryMap } from '../adapter/target/targetFacts';
 import { InjectionPlanner } from '../adapter/probe/injection/planner';
 import { ProgramModel } from '../adapter/probe/injection/programModel';
@@ -211,7 +215,14 @@ async function benchTarget(t: TargetSetup): Promise<void> {
     for (const r of refused) refusedWhy.set(`${r.name} (${r.why})`, (refusedWhy.get(`${r.name} (${r.why})`) ?? 0) + 1);
     total += plans.length;
     ok += entry + sites;
-    rows.push([program, String(plans.length), String(entry), String(sites), String(refused.length), pct((entry + sites) / plans.length)]);
+    rows.push([
+      program,
+      String(plans.length),
+      String(entry),
+      String(sites),
+      String(refused.length),
+      pct((entry + sites) / plans.length),
+    ]);
   }
   rows.push(['all', String(total), '', '', String(total - ok), pct(ok / total)]);
   printTable(['program', 'functions', 'entry patch', 'call sites', 'refused', 'instrumentable'], rows);
@@ -231,7 +242,18 @@ async function benchTarget(t: TargetSetup): Promise<void> {
     const o = oracle.functions.find((f) => f.name === p.name);
     if (!withInterrupts && (interruptOnly(p.name) || (o && o.calls === 0))) return false;
     return (
-      o && o.calls > 0 && !['main', 'rv_reset', '_start', 'Reset_Handler', 'board_exit', 'board_init', 'board_timer_start', 'board_irq_enable'].includes(p.name)
+      o &&
+      o.calls > 0 &&
+      ![
+        'main',
+        'rv_reset',
+        '_start',
+        'Reset_Handler',
+        'board_exit',
+        'board_init',
+        'board_timer_start',
+        'board_irq_enable',
+      ].includes(p.name)
     );
   });
   const results: MeasurementResults[] = [];
@@ -246,7 +268,9 @@ async function benchTarget(t: TargetSetup): Promise<void> {
   const big: Array<{ raw: number; comp: number }> = [];
   const all: Array<{ raw: number; comp: number }> = [];
   for (const r of results.sort(
-    (a, b) => (oracle.functions.find((f) => f.name === b.name)?.inclusive ?? 0) - (oracle.functions.find((f) => f.name === a.name)?.inclusive ?? 0),
+    (a, b) =>
+      (oracle.functions.find((f) => f.name === b.name)?.inclusive ?? 0) -
+      (oracle.functions.find((f) => f.name === a.name)?.inclusive ?? 0),
   )) {
     const o = oracle.functions.find((f) => f.name === r.name)!;
     const truth = withInterrupts ? o.inclusive : o.inclusiveExcludingInterrupts;
@@ -272,7 +296,21 @@ async function benchTarget(t: TargetSetup): Promise<void> {
     ]);
   }
   console.log('');
-  printTable(['function', 'how', 'calls (measured/oracle)', 'instr/call', 'oracle', 'raw', 'e raw', 'compensated', 'e compensated', 'counted/call'], table);
+  printTable(
+    [
+      'function',
+      'how',
+      'calls (measured/oracle)',
+      'instr/call',
+      'oracle',
+      'raw',
+      'e raw',
+      'compensated',
+      'e compensated',
+      'counted/call',
+    ],
+    table,
+  );
   const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
   const countedValues = [...counted.values()];
   console.log('');
@@ -284,10 +322,22 @@ async function benchTarget(t: TargetSetup): Promise<void> {
         'counted payload instructions per call (min / median / max)',
         `${Math.min(...countedValues)} / ${median(countedValues)} / ${Math.max(...countedValues)}`,
       ],
-      ['calibration: measured / stated per call (instructions)', `${cal.measured.toFixed(2)} / ${cal.stated.toFixed(2)}`],
-      ['all functions: mean |e| raw / compensated', `${pct(mean(all.map((x) => x.raw)))} / ${pct(mean(all.map((x) => x.comp)))}`],
-      ['>= 200 instr/call: mean |e| raw / compensated', `${pct(mean(big.map((x) => x.raw)))} / ${pct(mean(big.map((x) => x.comp)))}`],
-      ['>= 200 instr/call: worst |e| raw / compensated', `${pct(Math.max(...big.map((x) => x.raw)))} / ${pct(Math.max(...big.map((x) => x.comp)))}`],
+      [
+        'calibration: measured / stated per call (instructions)',
+        `${cal.measured.toFixed(2)} / ${cal.stated.toFixed(2)}`,
+      ],
+      [
+        'all functions: mean |e| raw / compensated',
+        `${pct(mean(all.map((x) => x.raw)))} / ${pct(mean(all.map((x) => x.comp)))}`,
+      ],
+      [
+        '>= 200 instr/call: mean |e| raw / compensated',
+        `${pct(mean(big.map((x) => x.raw)))} / ${pct(mean(big.map((x) => x.comp)))}`,
+      ],
+      [
+        '>= 200 instr/call: worst |e| raw / compensated',
+        `${pct(Math.max(...big.map((x) => x.raw)))} / ${pct(Math.max(...big.map((x) => x.comp)))}`,
+      ],
     ],
   );
 }

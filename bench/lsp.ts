@@ -73,14 +73,20 @@ async function main(): Promise<void> {
       self: { value: 20_000 + i * 31 },
       calls: 100 + i,
     });
-    for (let l = first + 4; l <= first + 8; l++) lines.push({ path: file, line: l, function: i, self: { value: 4_000 + l } });
+    for (let l = first + 4; l <= first + 8; l++)
+      lines.push({ path: file, line: l, function: i, self: { value: 4_000 + l } });
   }
   profile.functions = functions;
   profile.lines = lines;
   writeFileSync(join(root, '.cyclelens', 'profiles', 'bench.cyclelens-profile.json'), JSON.stringify(profile));
 
   const start = async (): Promise<LspTestClient> => {
-    const c = await LspTestClient.start(process.execPath, [join(repoRoot, 'dist', 'cli.js'), 'lsp', '--stdio'], root, process.env);
+    const c = await LspTestClient.start(
+      process.execPath,
+      [join(repoRoot, 'dist', 'cli.js'), 'lsp', '--stdio'],
+      root,
+      process.env,
+    );
     // The profile is read once at start; the first request is timed after that, as an editor opening a file later.
     await c.until(
       () => c.log,
@@ -123,9 +129,12 @@ async function main(): Promise<void> {
       hintCount = r.value?.length ?? 0;
     }
     const hovers: number[] = [];
-    for (let i = 0; i < REPEATS; i++) hovers.push((await time(() => client.hover(uri, ((i * 37) % FUNCTIONS) * LINES_PER_FUNCTION + 1))).ms);
+    for (let i = 0; i < REPEATS; i++)
+      hovers.push((await time(() => client.hover(uri, ((i * 37) % FUNCTIONS) * LINES_PER_FUNCTION + 1))).ms);
     const ms = (v: number): string => `${v.toFixed(2)} ms`;
-    console.log(`${text.split('\n').length - 1} lines, ${FUNCTIONS} profiled functions, ${lines.length} line costs; median of ${REPEATS} unless said`);
+    console.log(
+      `${text.split('\n').length - 1} lines, ${FUNCTIONS} profiled functions, ${lines.length} line costs; median of ${REPEATS} unless said`,
+    );
     printTable(
       ['request', 'response time', 'answer'],
       [

@@ -33,7 +33,19 @@ const SERVERS: Record<FixtureTarget, NonNullable<CycleLensLaunchArgs['server']>>
   'cortex-m4': { type: 'qemu', machine: 'mps2-an386' },
 };
 const INSTRUCTIONS_PER_UNIT: Record<FixtureTarget, number> = { rv32: 1, 'cortex-m4': 40 };
-const PROGRAMS = ['crc32', 'sha256', 'sorting', 'matmul', 'fft', 'json', 'softfloat', 'report', 'statemachine', 'aes', 'shell'];
+const PROGRAMS = [
+  'crc32',
+  'sha256',
+  'sorting',
+  'matmul',
+  'fft',
+  'json',
+  'softfloat',
+  'report',
+  'statemachine',
+  'aes',
+  'shell',
+];
 /** Functions per run (`--slots N` narrows it, e.g. to give --jobs-wall more runs to share out). */
 const SLOTS = Number(option(process.argv.slice(2), '--slots') ?? 8);
 
@@ -50,7 +62,18 @@ async function cli(dir: string, args: string[]): Promise<Run | string> {
   const started = process.hrtime.bigint();
   const r = spawnSync(
     process.execPath,
-    [join(repoRoot, 'dist', 'cli.js'), ...args, '--config', '.vscode/launch.json', '--name', 'bench', '--slots', String(SLOTS), '--out', out],
+    [
+      join(repoRoot, 'dist', 'cli.js'),
+      ...args,
+      '--config',
+      '.vscode/launch.json',
+      '--name',
+      'bench',
+      '--slots',
+      String(SLOTS),
+      '--out',
+      out,
+    ],
     { cwd: dir, encoding: 'utf8', timeout: 1_200_000 },
   );
   const wall = Number(process.hrtime.bigint() - started) / 1e9;
@@ -63,7 +86,13 @@ function shareOf(oracle: OracleSummary, name: string, total: number): number {
   return (oracle.functions.find((f) => f.name === name || f.aliases.includes(name))?.inclusive ?? 0) / total;
 }
 
-function profileRow(label: string, oracle: OracleSummary, window: ReturnType<typeof windowOf>, unit: number, run: Run): string[] {
+function profileRow(
+  label: string,
+  oracle: OracleSummary,
+  window: ReturnType<typeof windowOf>,
+  unit: number,
+  run: Run,
+): string[] {
   const rs = run.doc.resultSets;
   const event = rs[0]!.run.event;
   const total = rs[0]!.run.totals[event];
@@ -102,7 +131,13 @@ function profileRow(label: string, oracle: OracleSummary, window: ReturnType<typ
   ];
 }
 
-function descentRow(label: string, threshold: number, oracle: OracleSummary, window: ReturnType<typeof windowOf>, run: Run): string[] {
+function descentRow(
+  label: string,
+  threshold: number,
+  oracle: OracleSummary,
+  window: ReturnType<typeof windowOf>,
+  run: Run,
+): string[] {
   const outcomes = run.doc.analysis!.outcomes;
   const byName = new Map(outcomes.map((o) => [o.name, o]));
   const truth = [...window.inside].filter((n) => byName.has(n) && shareOf(oracle, n, window.total) >= threshold);
@@ -110,7 +145,9 @@ function descentRow(label: string, threshold: number, oracle: OracleSummary, win
     const o = byName.get(n)!;
     return (o.status === 'measured' && !o.spansWindow) || (o.status === 'unmeasurable' && (o.bound ?? 0) >= threshold);
   });
-  const reported = outcomes.filter((o) => window.inside.has(o.name) && o.status === 'measured' && (o.value ?? 0) >= threshold).map((o) => o.name);
+  const reported = outcomes
+    .filter((o) => window.inside.has(o.name) && o.status === 'measured' && (o.value ?? 0) >= threshold)
+    .map((o) => o.name);
   const correct = reported.filter((n) => truth.includes(n));
   // A bound below the truth would let descent prune a function that is above the threshold.
   const unsafe = outcomes.filter(
@@ -120,7 +157,10 @@ function descentRow(label: string, threshold: number, oracle: OracleSummary, win
       o.bound !== undefined &&
       o.bound < shareOf(oracle, o.name, window.total) - 1e-9,
   );
-  for (const u of unsafe) console.error(`${label} ${threshold * 100}%: UNSAFE bound ${u.name}: ${u.bound} < trace ${shareOf(oracle, u.name, window.total)}`);
+  for (const u of unsafe)
+    console.error(
+      `${label} ${threshold * 100}%: UNSAFE bound ${u.name}: ${u.bound} < trace ${shareOf(oracle, u.name, window.total)}`,
+    );
   return [
     label,
     `${threshold * 100}%`,
@@ -134,7 +174,11 @@ function descentRow(label: string, threshold: number, oracle: OracleSummary, win
 
 /** Every measured function's value and calls, for comparing two analyses of one program. */
 function valuesOf(doc: ResultSetDocument): Map<string, string> {
-  return new Map(doc.resultSets.flatMap((rs) => rs.measurements.map((m) => [m.name, `${m.inclusive[rs.run.event]}/${m.calls}`] as const)));
+  return new Map(
+    doc.resultSets.flatMap((rs) =>
+      rs.measurements.map((m) => [m.name, `${m.inclusive[rs.run.event]}/${m.calls}`] as const),
+    ),
+  );
 }
 
 /** The same analysis at --jobs 1 and --jobs 2: wall times, runs, and whether the values agree. */
@@ -193,13 +237,19 @@ async function main(argv: string[]): Promise<void> {
         const window = windowOf(oracle, callsExit ? 'exit' : undefined);
         const profile = await cli(dir, ['profile']);
         profiles.push(
-          typeof profile === 'string' ? [label, profile, '', '', '', '', '', ''] : profileRow(label, oracle, window, INSTRUCTIONS_PER_UNIT[target], profile),
+          typeof profile === 'string'
+            ? [label, profile, '', '', '', '', '', '']
+            : profileRow(label, oracle, window, INSTRUCTIONS_PER_UNIT[target], profile),
         );
         console.error(profiles.at(-1)!.join('  '));
         // --profile-only: the reach of a full profile alone (functions measured), without descents.
         for (const threshold of argv.includes('--profile-only') ? [] : [0.05, 0.01]) {
           const d = await cli(dir, ['descent', '--threshold', `${threshold * 100}%`]);
-          descents.push(typeof d === 'string' ? [label, `${threshold * 100}%`, d, '', '', '', ''] : descentRow(label, threshold, oracle, window, d));
+          descents.push(
+            typeof d === 'string'
+              ? [label, `${threshold * 100}%`, d, '', '', '', '']
+              : descentRow(label, threshold, oracle, window, d),
+          );
           console.error(descents.at(-1)!.join('  '));
         }
       } finally {
@@ -213,7 +263,19 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   console.log('Full profile (8 slots):');
-  printTable(['program', 'total vs trace', 'e mean (pp)', 'e worst (pp)', 'functions measured', 'calls exact', 'runs/naive', 'wall'], profiles);
+  printTable(
+    [
+      'program',
+      'total vs trace',
+      'e mean (pp)',
+      'e worst (pp)',
+      'functions measured',
+      'calls exact',
+      'runs/naive',
+      'wall',
+    ],
+    profiles,
+  );
   console.log('\nDescent (8 slots):');
   printTable(['program', 'threshold', 'runs/naive', 'recall', 'precision', 'unsafe bounds', 'wall'], descents);
 }

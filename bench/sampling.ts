@@ -51,8 +51,18 @@ const configs: Config[] = [
   { name: 'none (plain QEMU)', server: {}, samples: 0 },
   { name: 'qemu-monitor (TB start)', sampler: 'qemu-monitor', server: {}, samples: wantedSamples },
   { name: 'qemu-monitor -singlestep', sampler: 'qemu-monitor', server: { singlestep: true }, samples: wantedSamples },
-  { name: 'qemu-monitor nochain', sampler: 'qemu-monitor', server: { args: ['-d', 'nochain'] }, samples: wantedSamples },
-  { name: 'qemu-monitor -singlestep nochain', sampler: 'qemu-monitor', server: { singlestep: true, args: ['-d', 'nochain'] }, samples: wantedSamples },
+  {
+    name: 'qemu-monitor nochain',
+    sampler: 'qemu-monitor',
+    server: { args: ['-d', 'nochain'] },
+    samples: wantedSamples,
+  },
+  {
+    name: 'qemu-monitor -singlestep nochain',
+    sampler: 'qemu-monitor',
+    server: { singlestep: true, args: ['-d', 'nochain'] },
+    samples: wantedSamples,
+  },
   { name: 'qemu-plugin (exact)', sampler: 'qemu-plugin', server: { instructionCounts: true }, samples: 0 },
   { name: 'gdb-halting 400/s', sampler: 'gdb-halting', server: {}, rateHz: 400, samples: haltingSamples },
   {
@@ -67,7 +77,10 @@ const configs: Config[] = [
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** hotloop's round counter, read at a pause (two halts per reading: negligible over seconds). */
-async function rounds(h: AdapterHarness, startWhileHalted?: () => Promise<unknown>): Promise<{ rounds: number; at: number }> {
+async function rounds(
+  h: AdapterHarness,
+  startWhileHalted?: () => Promise<unknown>,
+): Promise<{ rounds: number; at: number }> {
   const stopped = h.dc.waitForEvent('stopped');
   await h.dc.pauseRequest({ threadId: 1 });
   await stopped;
@@ -87,7 +100,10 @@ function oracleMaps(oracle: OracleSummary): { functions: Map<string, number>; li
     withLine += l.count;
   }
   if (oracle.totals.instructions > withLine) lines.set('[no line]', oracle.totals.instructions - withLine);
-  return { functions: new Map(oracle.functions.filter((f) => f.exclusive > 0).map((f) => [f.name, f.exclusive])), lines };
+  return {
+    functions: new Map(oracle.functions.filter((f) => f.exclusive > 0).map((f) => [f.name, f.exclusive])),
+    lines,
+  };
 }
 
 async function measure(
@@ -108,21 +124,30 @@ async function measure(
     await h.dc.continueRequest({ threadId: 1 });
     await sleep(1_000);
     const samples = new SampleCollector(h);
-    const start = () => h.dc.customRequest(CustomRequests.startSampling, { sampler: config.sampler, ...(config.rateHz ? { rateHz: config.rateHz } : {}) });
+    const start = () =>
+      h.dc.customRequest(CustomRequests.startSampling, {
+        sampler: config.sampler,
+        ...(config.rateHz ? { rateHz: config.rateHz } : {}),
+      });
     // The interrupt sampler goes in while the target is halted for the round count (installing it
     // on a running target right after a continue races GDB's report that the target runs).
     const before = await rounds(h, config.reserved ? start : undefined);
     if (config.sampler && !config.reserved) await start();
     const t0 = performance.now();
-    if (config.samples > 0) await samples.waitFor((c) => c.total >= config.samples, 600_000, `${config.samples} samples`);
+    if (config.samples > 0)
+      await samples.waitFor((c) => c.total >= config.samples, 600_000, `${config.samples} samples`);
     else await sleep(4_000);
     const seconds = (performance.now() - t0) / 1000;
     const after = await rounds(h);
     if (config.sampler) await h.dc.customRequest(CustomRequests.stopSampling);
     const counts = new Map(samples.counts);
     const locations = new Map<number, SampleLocation>(samples.locations);
-    if (detail && config.sampler) printShares(`${target} ${config.name}`, byFunction(counts, locations), truth.functions);
-    if (samples.inExceptionReturn > 0) console.log(`${target} ${config.name}: ${samples.inExceptionReturn} reads during an exception return, counted apart`);
+    if (detail && config.sampler)
+      printShares(`${target} ${config.name}`, byFunction(counts, locations), truth.functions);
+    if (samples.inExceptionReturn > 0)
+      console.log(
+        `${target} ${config.name}: ${samples.inExceptionReturn} reads during an exception return, counted apart`,
+      );
     return {
       roundsPerSecond: ((after.rounds - before.rounds) * 1000) / (after.at - before.at),
       samplesPerSecond: samples.total / seconds,
@@ -189,7 +214,13 @@ function samplingFloor(truth: ReadonlyMap<string, number>, n: number): { median:
   return { median: errors[100]!, p95: errors[190]! };
 }
 
-function decorationUpdate(): { repaintMs: number; changedLevels: number; fullHeatMs: number; profileMs: number; lines: number } {
+function decorationUpdate(): {
+  repaintMs: number;
+  changedLevels: number;
+  fullHeatMs: number;
+  profileMs: number;
+  lines: number;
+} {
   // 5,000 lines, each with 1-3 sampled addresses, in one file. A throttled repaint sums the window's
   // counts per line (tally), buckets the file's lines by level, and diffs against what the editor
   // shows (only changed levels go to VS Code); between repaints a batch of 2,000 new samples
@@ -245,17 +276,35 @@ function decorationUpdate(): { repaintMs: number; changedLevels: number; fullHea
     });
     profileTimes.push(performance.now() - t2);
   }
-  return { repaintMs: median(repaintTimes), changedLevels: changed / 30, fullHeatMs: median(heatTimes), profileMs: median(profileTimes), lines };
+  return {
+    repaintMs: median(repaintTimes),
+    changedLevels: changed / 30,
+    fullHeatMs: median(heatTimes),
+    profileMs: median(profileTimes),
+    lines,
+  };
 }
 
 /** One PCSR run through the double: reads until `samples` code samples, then e against the oracle. */
-async function measurePcsr(fixture: TracedFixture, truth: ReturnType<typeof oracleMaps>, sleepShare: number, samples: number): Promise<string[]> {
+async function measurePcsr(
+  fixture: TracedFixture,
+  truth: ReturnType<typeof oracleMaps>,
+  sleepShare: number,
+  samples: number,
+): Promise<string[]> {
   // Sleep windows of 25 µs, as many as give the asked share of the time line.
   const every = sleepShare > 0 ? Math.round((25_000 * (1 - sleepShare)) / sleepShare) : Infinity;
-  const core = new PcsrCoreModel(fixture.trace, Number.isFinite(every) ? periodicSleep(fixture.trace.length, every, 25_000) : []);
+  const core = new PcsrCoreModel(
+    fixture.trace,
+    Number.isFinite(every) ? periodicSleep(fixture.trace.length, every, 25_000) : [],
+  );
   const double = await OpenOcdTclDouble.start(core);
   try {
-    const sampler = new PcsrSampler({ tclPort: double.port, isRunning: () => true, log: (t) => process.stderr.write(t) });
+    const sampler = new PcsrSampler({
+      tclPort: double.port,
+      isRunning: () => true,
+      log: (t) => process.stderr.write(t),
+    });
     const counts = new Map<number, number>();
     let total = 0;
     let asleep = 0;
@@ -271,7 +320,9 @@ async function measurePcsr(fixture: TracedFixture, truth: ReturnType<typeof orac
     }
     const seconds = (performance.now() - t0) / 1000;
     await sampler.stop();
-    const locations = new Map<number, SampleLocation>([...counts.keys()].map((a) => [a, resolveSampleLocation(fixture.image, a)]));
+    const locations = new Map<number, SampleLocation>(
+      [...counts.keys()].map((a) => [a, resolveSampleLocation(fixture.image, a)]),
+    );
     return [
       'cortex-m4',
       `openocd-pcsr via Tcl double, ${Math.round(core.sleepShare * 100)} % asleep`,
@@ -291,7 +342,11 @@ async function main(): Promise<void> {
   const rows: string[][] = [];
   const floors: string[] = [];
   const only = option(process.argv, '--only');
-  if (!decorationOnly && (!only || only.startsWith('openocd')) && (!option(process.argv, '--target') || option(process.argv, '--target') === 'cortex-m4')) {
+  if (
+    !decorationOnly &&
+    (!only || only.startsWith('openocd')) &&
+    (!option(process.argv, '--target') || option(process.argv, '--target') === 'cortex-m4')
+  ) {
     const fixture = await traceFixture(fixtureElf('cortex-m4', 'hotloop'), 3_000_000);
     const truth = oracleMaps(fixture.oracle);
     for (const share of [0, 0.2]) {
@@ -328,7 +383,8 @@ async function main(): Promise<void> {
       console.error(`row: ${row.join(' | ')}`);
     }
   }
-  if (rows.length > 0) printTable(['target', 'sampler', 'samples', 'samples/s', 'rounds/s', 'slowdown', 'e function', 'e line'], rows);
+  if (rows.length > 0)
+    printTable(['target', 'sampler', 'samples', 'samples/s', 'rounds/s', 'slowdown', 'e function', 'e line'], rows);
   for (const f of floors) console.log(`statistical floor, ${f}`);
   const d = decorationUpdate();
   console.log(

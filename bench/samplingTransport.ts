@@ -24,7 +24,9 @@ import { fixtureElf } from '../test/support/paths';
 import { option, printTable } from './support';
 
 const seconds = Number(option(process.argv, '--seconds') ?? 4);
-const targets = (['rv32', 'cortex-m4'] as FixtureTarget[]).filter((t) => !option(process.argv, '--target') || option(process.argv, '--target') === t);
+const targets = (['rv32', 'cortex-m4'] as FixtureTarget[]).filter(
+  (t) => !option(process.argv, '--target') || option(process.argv, '--target') === t,
+);
 
 /** CPU time (ms) of QEMU's main thread (the one whose tid is the pid: the monitors run there). */
 function mainThreadCpuMs(pid: number): number {
@@ -145,8 +147,22 @@ async function main(): Promise<void> {
       qmp.close();
     });
   }
-  printTable(['target', 'transport', 'reads/s', 'QEMU µs/read', 'client µs/read', 'CPU-bound reads/s', 'distinct PCs', 'e function'], rows);
-  console.log(`\nload average at start: ${load.toFixed(1)} on ${cpus().length} cores (reads/s is wall time and follows the load; the µs columns are CPU time)`);
+  printTable(
+    [
+      'target',
+      'transport',
+      'reads/s',
+      'QEMU µs/read',
+      'client µs/read',
+      'CPU-bound reads/s',
+      'distinct PCs',
+      'e function',
+    ],
+    rows,
+  );
+  console.log(
+    `\nload average at start: ${load.toFixed(1)} on ${cpus().length} cores (reads/s is wall time and follows the load; the µs columns are CPU time)`,
+  );
 }
 
 void main().then(

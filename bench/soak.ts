@@ -11,7 +11,12 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
-import { CustomRequests, type InjectResponse, type SamplingSnapshotResponse, type StopSamplingResponse } from '../common/dapCustom';
+import {
+  CustomRequests,
+  type InjectResponse,
+  type SamplingSnapshotResponse,
+  type StopSamplingResponse,
+} from '../common/dapCustom';
 import { freePort } from '../adapter/util/ports';
 import { waitForTcp } from '../adapter/servers/readiness';
 import { qemuLaunchArgs } from '../test/support/dap';
@@ -34,13 +39,19 @@ async function cycle(port: number): Promise<void> {
   dc.defaultTimeout = 30_000;
   await dc.start(port);
   try {
-    await Promise.all([dc.configurationSequence(), dc.launch(qemuLaunchArgs('rv32', 'singlepass', { programEnd: 'program_end' })), dc.waitForEvent('stopped')]);
-    const r = (await dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] })).body as InjectResponse;
+    await Promise.all([
+      dc.configurationSequence(),
+      dc.launch(qemuLaunchArgs('rv32', 'singlepass', { programEnd: 'program_end' })),
+      dc.waitForEvent('stopped'),
+    ]);
+    const r = (await dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] }))
+      .body as InjectResponse;
     if (r.injected.length !== 1) throw new Error(`inject refused: ${JSON.stringify(r.refused)}`);
     await dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
     await Promise.all([dc.continueRequest({ threadId: 1 }), dc.waitForEvent('stopped')]);
     const res = (await dc.customRequest(CustomRequests.injectedResults)).body as { results: Array<{ calls: number }> };
-    if (!(res.results[0]?.calls && res.results[0].calls > 0)) throw new Error(`no calls counted: ${JSON.stringify(res)}`);
+    if (!(res.results[0]?.calls && res.results[0].calls > 0))
+      throw new Error(`no calls counted: ${JSON.stringify(res)}`);
     await dc.disconnectRequest({ terminateDebuggee: true });
   } finally {
     await dc.stop().catch(() => undefined);
@@ -56,7 +67,11 @@ async function samplingSession(port: number, seconds: number, sample: () => void
   dc.defaultTimeout = 30_000;
   await dc.start(port);
   try {
-    await Promise.all([dc.configurationSequence(), dc.launch(qemuLaunchArgs('rv32', 'hotloop')), dc.waitForEvent('stopped')]);
+    await Promise.all([
+      dc.configurationSequence(),
+      dc.launch(qemuLaunchArgs('rv32', 'hotloop')),
+      dc.waitForEvent('stopped'),
+    ]);
     let stops = 0;
     dc.on('stopped', () => stops++);
     await dc.continueRequest({ threadId: 1 });
@@ -65,7 +80,8 @@ async function samplingSession(port: number, seconds: number, sample: () => void
     for (let t = 0; t < seconds; t += 30) {
       await new Promise((r) => setTimeout(r, Math.min(30, seconds - t) * 1000));
       const snap = (await dc.customRequest(CustomRequests.samplingSnapshot)).body as SamplingSnapshotResponse;
-      if (!snap.running || snap.totalSamples <= last) throw new Error(`sampling stalled at ${snap.totalSamples} samples (running: ${snap.running})`);
+      if (!snap.running || snap.totalSamples <= last)
+        throw new Error(`sampling stalled at ${snap.totalSamples} samples (running: ${snap.running})`);
       last = snap.totalSamples;
       sample();
     }
@@ -85,7 +101,9 @@ async function main(): Promise<void> {
     stdio: 'ignore',
     env: { ...process.env, [OWNER_TAG_VAR]: tag },
   });
-  await waitForTcp('127.0.0.1', port, Date.now() + 10_000, () => (adapter.exitCode !== null ? 'adapter exited' : undefined));
+  await waitForTcp('127.0.0.1', port, Date.now() + 10_000, () =>
+    adapter.exitCode !== null ? 'adapter exited' : undefined,
+  );
   const pid = adapter.pid!;
   const failures: string[] = [];
   let leaked = 0;
@@ -148,8 +166,13 @@ async function main(): Promise<void> {
   for (const f of failures.slice(0, 20)) console.log(`  ${f}`);
   console.log(`QEMU/GDB processes left behind: ${leaked}`);
   console.log('cycle  adapter RSS (MiB)  open fds');
-  for (const s of samples) console.log(`${String(s.cycle).padStart(5)}  ${(s.rss / 1024).toFixed(1).padStart(17)}  ${String(s.fds).padStart(8)}`);
-  console.log(`RSS growth from cycle ${ref.cycle} to ${last.cycle}: ${(((last.rss - ref.rss) / ref.rss) * 100).toFixed(1)} %; fds ${ref.fds} -> ${last.fds}`);
+  for (const s of samples)
+    console.log(
+      `${String(s.cycle).padStart(5)}  ${(s.rss / 1024).toFixed(1).padStart(17)}  ${String(s.fds).padStart(8)}`,
+    );
+  console.log(
+    `RSS growth from cycle ${ref.cycle} to ${last.cycle}: ${(((last.rss - ref.rss) / ref.rss) * 100).toFixed(1)} %; fds ${ref.fds} -> ${last.fds}`,
+  );
   if (samplingSessions > 0) {
     const mib = (k: number): string => (k / 1024).toFixed(1);
     console.log(

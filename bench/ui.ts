@@ -38,7 +38,13 @@ const only = option(process.argv, '--only');
 const part = (name: 'activation' | 'steps' | 'descent'): boolean => only === undefined || only === name;
 
 /** The profiler's own requests: the last response to one of them is where a descent ends. */
-const descentRequests = new Set(['cyclelens/run', 'cyclelens/inject', 'cyclelens/injectedResults', 'cyclelens/removeInjections', 'cyclelens/callGraph']);
+const descentRequests = new Set([
+  'cyclelens/run',
+  'cyclelens/inject',
+  'cyclelens/injectedResults',
+  'cyclelens/removeInjections',
+  'cyclelens/callGraph',
+]);
 
 /**
  * A DAP server that VS Code connects to: each connection gets its own adapter process over stdio
@@ -57,7 +63,10 @@ class TimingAdapterProxy {
 
   async listen(): Promise<number> {
     this.server = createServer((socket) => {
-      const adapter = spawn(process.execPath, [this.adapterPath()], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, [OWNER_TAG_VAR]: this.tag } });
+      const adapter = spawn(process.execPath, [this.adapterPath()], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+        env: { ...process.env, [OWNER_TAG_VAR]: this.tag },
+      });
       this.adapters.add(adapter);
       let pending: Buffer = Buffer.alloc(0);
       adapter.stdout!.on('data', (chunk: Buffer) => {
@@ -90,7 +99,8 @@ class TimingAdapterProxy {
         command?: string;
       };
       if (message.type === 'event' && message.event === 'stopped') this.stoppedAt.push(Date.now());
-      if (message.type === 'response' && message.command) this.responses.push({ command: message.command, at: Date.now() });
+      if (message.type === 'response' && message.command)
+        this.responses.push({ command: message.command, at: Date.now() });
       buffer = buffer.subarray(headerEnd + 4 + length);
     }
   }
@@ -133,7 +143,12 @@ async function reloadWindow(h: CodeServerHarness): Promise<void> {
   await h.waitForWorkbench();
 }
 
-async function activationRun(h: CodeServerHarness, extensionId: string, displayName: string, first: boolean): Promise<ActivationRun> {
+async function activationRun(
+  h: CodeServerHarness,
+  extensionId: string,
+  displayName: string,
+  first: boolean,
+): Promise<ActivationRun> {
   if (!first) await reloadWindow(h);
   const activations = count(h, new RegExp(`_doActivateExtension ${extensionId.replace(/\./g, '\\.')}\\b`));
   const page = h.page;
@@ -177,7 +192,8 @@ async function installWatcher(h: CodeServerHarness): Promise<void> {
       const found = Array.from(rows).find(row);
       return found?.textContent ?? '';
     };
-    const minstret = () => text('Counters', (r) => (r.querySelector('.label-name')?.textContent ?? '').trim() === 'minstret');
+    const minstret = () =>
+      text('Counters', (r) => (r.querySelector('.label-name')?.textContent ?? '').trim() === 'minstret');
     const top = () => text('Call Stack', () => true);
     let lastCounters = minstret();
     let lastStack = top();
@@ -216,8 +232,13 @@ async function stepTimings(h: CodeServerHarness, proxy: TimingAdapterProxy): Pro
     await h.page.keyboard.press('F10');
     const deadline = Date.now() + 30_000;
     let times = await pageTimes(h);
-    while (proxy.stoppedAt.length === before.stopped || times.counters.length === before.counters.length || times.stack.length === before.stack.length) {
-      if (Date.now() > deadline) throw new Error(`step ${i + 1}: no stopped event, CALL STACK change and Counters change within 30 s`);
+    while (
+      proxy.stoppedAt.length === before.stopped ||
+      times.counters.length === before.counters.length ||
+      times.stack.length === before.stack.length
+    ) {
+      if (Date.now() > deadline)
+        throw new Error(`step ${i + 1}: no stopped event, CALL STACK change and Counters change within 30 s`);
       await new Promise((r) => setTimeout(r, 20));
       times = await pageTimes(h);
     }
@@ -265,7 +286,12 @@ async function installDescentWatcher(h: CodeServerHarness): Promise<void> {
       if (w.__clDescent.report === undefined && report()) w.__clDescent.report = now;
     };
     check();
-    new MutationObserver(check).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+    new MutationObserver(check).observe(document.body, {
+      subtree: true,
+      childList: true,
+      characterData: true,
+      attributes: true,
+    });
   });
 }
 
@@ -284,7 +310,13 @@ async function descentTiming(
   }
 }
 
-async function timeDescent(h: CodeServerHarness, proxy: TimingAdapterProxy, fir: { first: number }, mainLine: number, first: boolean): Promise<DescentTiming> {
+async function timeDescent(
+  h: CodeServerHarness,
+  proxy: TimingAdapterProxy,
+  fir: { first: number },
+  mainLine: number,
+  first: boolean,
+): Promise<DescentTiming> {
   if (!first) await reloadWindow(h);
   await h.startDebugging(rv32);
   await h.waitForTopFrame('main', mainLine, 60_000);
@@ -299,11 +331,16 @@ async function timeDescent(h: CodeServerHarness, proxy: TimingAdapterProxy, fir:
   await revealLine(h, fir.first);
   // (Focus Second Editor Group is not in the palette: a click on that group's tab focuses it.)
   await h.page.locator('.editor-group-container').nth(1).locator('.tab.active').click();
-  await h.page.locator('.editor-group-container.active .tab.active', { hasText: 'runtime.c' }).waitFor({ state: 'visible', timeout: 10_000 });
+  await h.page
+    .locator('.editor-group-container.active .tab.active', { hasText: 'runtime.c' })
+    .waitFor({ state: 'visible', timeout: 10_000 });
   await h.runCommand('Notifications: Clear All Notifications');
   await installDescentWatcher(h);
-  const seen = await h.page.evaluate(() => (window as unknown as { __clDescent: { lens?: number; report?: number } }).__clDescent);
-  if (seen.lens !== undefined || seen.report !== undefined) throw new Error('results of an earlier descent are on screen before this one started');
+  const seen = await h.page.evaluate(
+    () => (window as unknown as { __clDescent: { lens?: number; report?: number } }).__clDescent,
+  );
+  if (seen.lens !== undefined || seen.report !== undefined)
+    throw new Error('results of an earlier descent are on screen before this one started');
 
   await h.runCommand('CycleLens: Where Do My Cycles Go? (Call-Graph Descent)…');
   const responsesBefore = proxy.responses.length;
@@ -316,7 +353,9 @@ async function timeDescent(h: CodeServerHarness, proxy: TimingAdapterProxy, fir:
     if (Date.now() > deadline) {
       const lenses = await h.page.locator('.monaco-editor .contentWidgets .codelens-decoration').allInnerTexts();
       const tabs = await h.page.locator('.tab .label-name').allInnerTexts();
-      console.error(`tabs: ${JSON.stringify(tabs)}; CodeLens: ${JSON.stringify(lenses)}; screenshot ${await h.screenshot('bench-ui-descent-timeout')}`);
+      console.error(
+        `tabs: ${JSON.stringify(tabs)}; CodeLens: ${JSON.stringify(lenses)}; screenshot ${await h.screenshot('bench-ui-descent-timeout')}`,
+      );
       throw new Error(
         `the descent's results were not all shown within 180 s (CodeLens at ${times.lens}, report at ${times.report}; ${ended ?? 'no end notification'})`,
       );
@@ -324,7 +363,9 @@ async function timeDescent(h: CodeServerHarness, proxy: TimingAdapterProxy, fir:
     ended ??= (await notifications(h)).find((n) => /CycleLens descent (finished|failed)/.test(n));
     if (ended && /failed/.test(ended)) throw new Error(`the descent failed: ${ended}`);
     await new Promise((r) => setTimeout(r, 100));
-    times = await h.page.evaluate(() => (window as unknown as { __clDescent: { lens?: number; report?: number } }).__clDescent);
+    times = await h.page.evaluate(
+      () => (window as unknown as { __clDescent: { lens?: number; report?: number } }).__clDescent,
+    );
   }
   const shown = Math.max(times.lens, times.report);
   const own = proxy.responses.slice(responsesBefore).filter((r) => descentRequests.has(r.command));
@@ -358,7 +399,11 @@ async function main(): Promise<void> {
     // installed from the .vsix.
     proxy = new TimingAdapterProxy(() => join(harness!.extensionsDir, `${id}-${version}`, 'dist', 'adapter.js'));
     const port = await proxy.listen();
-    harness = await CodeServerHarness.start({ name: 'bench-ui', requireFirmware: true, settings: { 'cyclelens.debugAdapterPort': port } });
+    harness = await CodeServerHarness.start({
+      name: 'bench-ui',
+      requireFirmware: true,
+      settings: { 'cyclelens.debugAdapterPort': port },
+    });
     harness.buildFirmwareInWorkspace(['rv32']);
 
     const rows: string[][] = [];
@@ -369,7 +414,10 @@ async function main(): Promise<void> {
       await harness.runCommand('View: Close All Editors');
       what.push(`${runs} activations (window reloads)`);
       rows.push(
-        ['click on "Counters" (Open View) → view shows its first row, extension not yet active', spread(activation.map((a) => a.viewMs))],
+        [
+          'click on "Counters" (Open View) → view shows its first row, extension not yet active',
+          spread(activation.map((a) => a.viewMs)),
+        ],
         ['"Activation" in Developer: Show Running Extensions', spread(activation.map((a) => a.reportedMs))],
       );
     }
@@ -394,10 +442,16 @@ async function main(): Promise<void> {
       }
       what.push(`${descentCount} descents at 5% on QEMU RISC-V 32, each in a reloaded window`);
       rows.push(
-        ["Enter in the threshold box → adapter answers the descent's last request", spread(descents.map((d) => d.descentMs))],
+        [
+          "Enter in the threshold box → adapter answers the descent's last request",
+          spread(descents.map((d) => d.descentMs)),
+        ],
         ['descent\'s last response → "$(flame)" CodeLens shown in dsp.c', spread(descents.map((d) => d.endToLensMs))],
         ["descent's last response → report shown in its editor", spread(descents.map((d) => d.endToReportMs))],
-        ["descent's last response → both shown (the editor shows the results)", spread(descents.map((d) => d.endToResultsMs))],
+        [
+          "descent's last response → both shown (the editor shows the results)",
+          spread(descents.map((d) => d.endToResultsMs)),
+        ],
       );
     }
 
@@ -406,7 +460,8 @@ async function main(): Promise<void> {
   } finally {
     if (harness) {
       const { survivors } = await harness.stop();
-      if (survivors.length > 0) console.error(`code-server left ${survivors.length} process(es): ${survivors.join(', ')}`);
+      if (survivors.length > 0)
+        console.error(`code-server left ${survivors.length} process(es): ${survivors.join(', ')}`);
     }
     await proxy?.close();
   }

@@ -46,7 +46,10 @@ async function cpuSession(panel: PanelPage): Promise<CDPSession> {
 }
 
 /** Runs `measure` (a wall time in ms) and adds the CPU milliseconds spent meanwhile. */
-async function withCpu<T extends object>(panel: PanelPage, measure: () => Promise<T>): Promise<T & { cpu: number; processCpu: number }> {
+async function withCpu<T extends object>(
+  panel: PanelPage,
+  measure: () => Promise<T>,
+): Promise<T & { cpu: number; processCpu: number }> {
   const before = await cpuNow(panel);
   const result = await measure();
   const after = await cpuNow(panel);
@@ -123,7 +126,8 @@ async function sourceRun(): Promise<{ first: number; all: number; cpu: number }>
           await new Promise((r) => requestAnimationFrame(r));
           // The line is in the frame being made: its paint is done when a task after it runs.
           if (document.querySelector('ol.source li.line.heat-10')) break;
-          if (performance.now() - (window as unknown as { __t0: number }).__t0 > 30_000) throw new Error('the source view did not paint the hottest line');
+          if (performance.now() - (window as unknown as { __t0: number }).__t0 > 30_000)
+            throw new Error('the source view did not paint the hottest line');
         }
         await new Promise((r) => setTimeout(r, 0));
         return performance.now() - (window as unknown as { __t0: number }).__t0;
@@ -143,7 +147,13 @@ async function sourceRun(): Promise<{ first: number; all: number; cpu: number }>
   }
 }
 
-async function flameRun(): Promise<{ paint: number; cpu: number; zoomMedian: number; zoomWorst: number; frames: number }> {
+async function flameRun(): Promise<{
+  paint: number;
+  cpu: number;
+  zoomMedian: number;
+  zoomWorst: number;
+  frames: number;
+}> {
   const panel = await PanelPage.open();
   try {
     const count = 20_000;
@@ -159,7 +169,8 @@ async function flameRun(): Promise<{ paint: number; cpu: number; zoomMedian: num
         arrive({ type: 'profile', profile: p, title: 'bench' });
         await w.cyclelensPanel.flame.drawn;
         await new Promise((r) => setTimeout(r, 0));
-        if (w.cyclelensPanel.flame.rects.length !== n + 1) throw new Error(`the flame graph has ${w.cyclelensPanel.flame.rects.length} frames, not ${n + 1}`);
+        if (w.cyclelensPanel.flame.rects.length !== n + 1)
+          throw new Error(`the flame graph has ${w.cyclelensPanel.flame.rects.length} frames, not ${n + 1}`);
         return performance.now() - t0;
       }, count),
     }));
@@ -175,7 +186,13 @@ async function flameRun(): Promise<{ paint: number; cpu: number; zoomMedian: num
       }
       return times.sort((a, b) => a - b);
     }, count);
-    return { paint: paint.ms, cpu: paint.cpu, zoomMedian: zooms[zooms.length >> 1]!, zoomWorst: zooms[zooms.length - 1]!, frames: count + 1 };
+    return {
+      paint: paint.ms,
+      cpu: paint.cpu,
+      zoomMedian: zooms[zooms.length >> 1]!,
+      zoomWorst: zooms[zooms.length - 1]!,
+      frames: count + 1,
+    };
   } finally {
     await panel.close();
   }
@@ -193,7 +210,9 @@ async function tableRun(): Promise<{ ms: number; cpu: number }> {
       times.push(
         await withCpu(panel, async () => ({
           ms: await panel.page.evaluate(async (title) => {
-            const button = Array.from(document.querySelectorAll('table.grid button.sort')).find((b) => b.textContent?.startsWith(title)) as HTMLButtonElement;
+            const button = Array.from(document.querySelectorAll('table.grid button.sort')).find((b) =>
+              b.textContent?.startsWith(title),
+            ) as HTMLButtonElement;
             const t0 = performance.now();
             button.click();
             // The frame that shows the sorted rows, and its paint.
@@ -216,10 +235,14 @@ async function main(): Promise<void> {
   const table: Array<{ ms: number; cpu: number }> = [];
   for (let i = 0; i < runs; i++) {
     // Each run's figures as they come: a slow machine still leaves a record.
-    if (part('graph')) (graph.push(await graphRun()), console.error(`run ${i + 1} graph: ${JSON.stringify(graph.at(-1))}`));
-    if (part('source')) (source.push(await sourceRun()), console.error(`run ${i + 1} source: ${JSON.stringify(source.at(-1))}`));
-    if (part('flame')) (flame.push(await flameRun()), console.error(`run ${i + 1} flame: ${JSON.stringify(flame.at(-1))}`));
-    if (part('table')) (table.push(await tableRun()), console.error(`run ${i + 1} table: ${JSON.stringify(table.at(-1))}`));
+    if (part('graph'))
+      (graph.push(await graphRun()), console.error(`run ${i + 1} graph: ${JSON.stringify(graph.at(-1))}`));
+    if (part('source'))
+      (source.push(await sourceRun()), console.error(`run ${i + 1} source: ${JSON.stringify(source.at(-1))}`));
+    if (part('flame'))
+      (flame.push(await flameRun()), console.error(`run ${i + 1} flame: ${JSON.stringify(flame.at(-1))}`));
+    if (part('table'))
+      (table.push(await tableRun()), console.error(`run ${i + 1} table: ${JSON.stringify(table.at(-1))}`));
   }
   const ms = (values: number[]): string => (values.length ? `${median(values).toFixed(1)} ms` : 'not run');
   printTable(
@@ -237,12 +260,27 @@ async function main(): Promise<void> {
         `${ms(graph.map((g) => g.warm.cpu))} (renderer ${ms(graph.map((g) => g.warm.processCpu))})`,
         '< 1 s',
       ],
-      ['annotated source, 2,000 lines × 3 instructions: first paint (hottest line)', ms(source.map((s) => s.first)), ms(source.map((s) => s.cpu)), '< 200 ms'],
+      [
+        'annotated source, 2,000 lines × 3 instructions: first paint (hottest line)',
+        ms(source.map((s) => s.first)),
+        ms(source.map((s) => s.cpu)),
+        '< 200 ms',
+      ],
       ['annotated source, 2,000 lines × 3 instructions: all lines in', ms(source.map((s) => s.all)), '', ''],
-      ['flame graph, 20,000 frames: first paint', ms(flame.map((f) => f.paint)), ms(flame.map((f) => f.cpu)), '< 200 ms'],
+      [
+        'flame graph, 20,000 frames: first paint',
+        ms(flame.map((f) => f.paint)),
+        ms(flame.map((f) => f.cpu)),
+        '< 200 ms',
+      ],
       ['flame graph zoom frame (median of 50)', ms(flame.map((f) => f.zoomMedian)), '', '< 16 ms'],
       ['flame graph zoom frame (worst of 50)', ms(flame.map((f) => f.zoomWorst)), '', '< 16 ms'],
-      ['table, 20,000 rows: sort + redraw (median of 10)', ms(table.map((t) => t.ms)), ms(table.map((t) => t.cpu)), '< 100 ms'],
+      [
+        'table, 20,000 rows: sort + redraw (median of 10)',
+        ms(table.map((t) => t.ms)),
+        ms(table.map((t) => t.cpu)),
+        '< 100 ms',
+      ],
     ],
   );
 }

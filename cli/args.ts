@@ -96,7 +96,11 @@ export interface ExportCommand {
 }
 
 export type ParsedArgs =
-  { kind: 'help' } | { kind: 'run'; command: CliCommand } | { kind: 'lsp' } | { kind: 'export'; command: ExportCommand } | { kind: 'error'; message: string };
+  | { kind: 'help' }
+  | { kind: 'run'; command: CliCommand }
+  | { kind: 'lsp' }
+  | { kind: 'export'; command: ExportCommand }
+  | { kind: 'error'; message: string };
 
 function parseExportCommand(rest: readonly string[]): ParsedArgs {
   let input: string | undefined;
@@ -122,20 +126,30 @@ function parseExportCommand(rest: readonly string[]): ParsedArgs {
   if (!input)
     return {
       kind: 'error',
-      message: 'export needs the result-set or profile file to read, e.g. cyclelens export .cyclelens/results/descent.json --format pprof -o profile.pb.gz',
+      message:
+        'export needs the result-set or profile file to read, e.g. cyclelens export .cyclelens/results/descent.json --format pprof -o profile.pb.gz',
     };
   if (!format) return { kind: 'error', message: `export needs --format (one of ${formatIds()})` };
   const f = exportFormat(format);
   if (!f) return { kind: 'error', message: `--format ${format}: unknown format; use one of ${formatIds()}` };
-  if (!output) return { kind: 'error', message: `export needs -o FILE (where to write the ${f.label} file, e.g. profile${f.extension})` };
+  if (!output)
+    return {
+      kind: 'error',
+      message: `export needs -o FILE (where to write the ${f.label} file, e.g. profile${f.extension})`,
+    };
   return { kind: 'export', command: { command: 'export', input, target: { format: f, path: output } } };
 }
 
 /** `cyclelens lsp --stdio`: the transport is named, as LSP clients expect to pass it. */
 function parseLspArgs(rest: readonly string[]): ParsedArgs {
   const unknown = rest.filter((a) => a !== '--stdio');
-  if (unknown.length > 0) return { kind: 'error', message: `lsp: unexpected argument '${unknown[0]}': the language server takes --stdio only` };
-  if (!rest.includes('--stdio')) return { kind: 'error', message: 'lsp needs --stdio: the server talks LSP on stdin and stdout' };
+  if (unknown.length > 0)
+    return {
+      kind: 'error',
+      message: `lsp: unexpected argument '${unknown[0]}': the language server takes --stdio only`,
+    };
+  if (!rest.includes('--stdio'))
+    return { kind: 'error', message: 'lsp needs --stdio: the server talks LSP on stdin and stdout' };
   return { kind: 'lsp' };
 }
 
@@ -213,10 +227,12 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
       flags.add(arg);
       continue;
     }
-    if (!withValue.has(arg)) return { kind: 'error', message: arg.startsWith('-') ? `unknown option ${arg}` : `unexpected argument '${arg}'` };
+    if (!withValue.has(arg))
+      return { kind: 'error', message: arg.startsWith('-') ? `unknown option ${arg}` : `unexpected argument '${arg}'` };
     if (value === undefined) {
       value = rest[++i];
-      if (value === undefined || (value.startsWith('--') && withValue.has(value))) return { kind: 'error', message: `${arg} needs a value` };
+      if (value === undefined || (value.startsWith('--') && withValue.has(value)))
+        return { kind: 'error', message: `${arg} needs a value` };
     }
     const list = values.get(arg) ?? [];
     list.push(value);
@@ -227,7 +243,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     return list ? list[list.length - 1] : undefined;
   };
   for (const [flag, list] of values)
-    if (list.length > 1 && flag !== '--root' && flag !== '--export') return { kind: 'error', message: `${flag} is given ${list.length} times` };
+    if (list.length > 1 && flag !== '--root' && flag !== '--export')
+      return { kind: 'error', message: `${flag} is given ${list.length} times` };
 
   const config = one('--config');
   if (!config) return { kind: 'error', message: '--config is required (the launch.json that holds the configuration)' };
@@ -236,7 +253,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   const thresholdText = one('--threshold');
   if (thresholdText !== undefined && command === 'profile')
     return { kind: 'error', message: '--threshold applies to descent only; profile measures every function' };
-  const threshold = thresholdText !== undefined ? parseThreshold(thresholdText) : ({ kind: 'share', value: 0.01 } as const);
+  const threshold =
+    thresholdText !== undefined ? parseThreshold(thresholdText) : ({ kind: 'share', value: 0.01 } as const);
   if (typeof threshold === 'string') return { kind: 'error', message: threshold };
   const slots = one('--slots') !== undefined ? positiveInteger('--slots', one('--slots')!) : 4;
   if (typeof slots === 'string') return { kind: 'error', message: slots };
@@ -247,7 +265,8 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   const timeout = one('--timeout') !== undefined ? positiveInteger('--timeout', one('--timeout')!) : 120;
   if (typeof timeout === 'string') return { kind: 'error', message: timeout };
   const jobs = one('--jobs') !== undefined ? positiveInteger('--jobs', one('--jobs')!) : undefined;
-  if (typeof jobs === 'string') return { kind: 'error', message: `${jobs} (runs at once; leave --jobs out for the number of cores)` };
+  if (typeof jobs === 'string')
+    return { kind: 'error', message: `${jobs} (runs at once; leave --jobs out for the number of cores)` };
   const cyclicText = one('--cyclic');
   let cyclic: CodeLocation | undefined;
   if (cyclicText !== undefined) {
@@ -257,19 +276,23 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
   } else if (values.has('--dwell') || values.has('--rounds')) {
     return { kind: 'error', message: '--dwell and --rounds apply to cyclic programs only: add --cyclic SAFE_STOP' };
   }
-  if (values.has('--rounds') && command !== 'profile') return { kind: 'error', message: '--rounds applies to profile only' };
+  if (values.has('--rounds') && command !== 'profile')
+    return { kind: 'error', message: '--rounds applies to profile only' };
   const out = one('--out');
   const dot = one('--dot');
   const resume = one('--resume');
-  if (resume !== undefined && command !== 'descent') return { kind: 'error', message: '--resume applies to descent only' };
+  if (resume !== undefined && command !== 'descent')
+    return { kind: 'error', message: '--resume applies to descent only' };
   const adapter = one('--adapter');
   const callGraph = one('--call-graph');
   if (callGraph !== undefined && command !== 'descent')
     return { kind: 'error', message: '--call-graph applies to descent only (call-graph writes the file with --out)' };
-  if (flags.has('--no-groups') && command !== 'descent') return { kind: 'error', message: '--no-groups applies to descent only' };
+  if (flags.has('--no-groups') && command !== 'descent')
+    return { kind: 'error', message: '--no-groups applies to descent only' };
   if ((flags.has('--dynamic') || values.has('--max-calls')) && command !== 'call-graph')
     return { kind: 'error', message: '--dynamic and --max-calls apply to call-graph only' };
-  if (values.has('--max-calls') && !flags.has('--dynamic')) return { kind: 'error', message: '--max-calls applies to a dynamic call graph: add --dynamic' };
+  if (values.has('--max-calls') && !flags.has('--dynamic'))
+    return { kind: 'error', message: '--max-calls applies to a dynamic call graph: add --dynamic' };
   const maxCalls = one('--max-calls') !== undefined ? positiveInteger('--max-calls', one('--max-calls')!) : 200_000;
   if (typeof maxCalls === 'string') return { kind: 'error', message: maxCalls };
   const exports: ExportTarget[] = [];
@@ -279,10 +302,15 @@ export function parseArgs(argv: readonly string[]): ParsedArgs {
     exports.push(target);
   }
   if (exports.length > 0 && command === 'call-graph')
-    return { kind: 'error', message: '--export applies to descent and profile (call-graph writes the graph with --out)' };
+    return {
+      kind: 'error',
+      message: '--export applies to descent and profile (call-graph writes the graph with --out)',
+    };
   if (command === 'call-graph') {
     if (out === undefined) return { kind: 'error', message: 'call-graph needs --out FILE (where to save the graph)' };
-    const other = ['--threshold', '--slots', '--root', '--cyclic', '--dot', '--resume', '--jobs'].find((f) => values.has(f));
+    const other = ['--threshold', '--slots', '--root', '--cyclic', '--dot', '--resume', '--jobs'].find((f) =>
+      values.has(f),
+    );
     if (other) return { kind: 'error', message: `${other} does not apply to call-graph` };
   }
   return {

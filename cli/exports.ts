@@ -25,7 +25,9 @@ export async function checkExportTargets(targets: readonly ExportTarget[]): Prom
 export async function writeExports(profile: Profile, targets: readonly ExportTarget[], io: Io): Promise<void> {
   for (const t of targets) {
     const bytes = await writeExport(profile, t);
-    io.err(`cyclelens: ${t.format.label} written to ${t.path} (${bytes.toLocaleString('en-US')} bytes; opens in ${t.format.opensIn})\n`);
+    io.err(
+      `cyclelens: ${t.format.label} written to ${t.path} (${bytes.toLocaleString('en-US')} bytes; opens in ${t.format.opensIn})\n`,
+    );
   }
 }
 

@@ -71,7 +71,11 @@ export interface LaunchConfiguration {
 }
 
 /** Substitutes VS Code's variables in every string of `value`. */
-export function substituteVariables(value: unknown, vars: { workspaceFolder: string; env?: NodeJS.ProcessEnv }, where = 'the configuration'): unknown {
+export function substituteVariables(
+  value: unknown,
+  vars: { workspaceFolder: string; env?: NodeJS.ProcessEnv },
+  where = 'the configuration',
+): unknown {
   if (typeof value === 'string') {
     return value.replace(/\$\{([^}]+)\}/g, (_all, name: string) => {
       if (name === 'workspaceFolder' || name === 'workspaceRoot') return vars.workspaceFolder;
@@ -93,7 +97,12 @@ export function substituteVariables(value: unknown, vars: { workspaceFolder: str
   return value;
 }
 
-export function selectConfiguration(text: string, file: string, name: string, env?: NodeJS.ProcessEnv): LaunchConfiguration {
+export function selectConfiguration(
+  text: string,
+  file: string,
+  name: string,
+  env?: NodeJS.ProcessEnv,
+): LaunchConfiguration {
   let json: unknown;
   try {
     json = JSON.parse(stripJsonComments(text));
@@ -101,8 +110,12 @@ export function selectConfiguration(text: string, file: string, name: string, en
     throw new LaunchConfigError(`${file} is not valid JSON (with comments): ${(err as Error).message}`);
   }
   const configs = (json as { configurations?: unknown } | null)?.configurations;
-  if (!Array.isArray(configs)) throw new LaunchConfigError(`${file} has no "configurations" array: is it a VS Code launch.json?`);
-  const named = configs.filter((c): c is Record<string, unknown> => typeof c === 'object' && c !== null && (c as Record<string, unknown>).name === name);
+  if (!Array.isArray(configs))
+    throw new LaunchConfigError(`${file} has no "configurations" array: is it a VS Code launch.json?`);
+  const named = configs.filter(
+    (c): c is Record<string, unknown> =>
+      typeof c === 'object' && c !== null && (c as Record<string, unknown>).name === name,
+  );
   const ours = configs
     .filter((c) => (c as Record<string, unknown> | null)?.type === 'cyclelens')
     .map((c) => `"${String((c as Record<string, unknown>).name)}"`);
@@ -111,15 +124,25 @@ export function selectConfiguration(text: string, file: string, name: string, en
       `${file} has no configuration named "${name}"${ours.length ? `; CycleLens configurations there: ${ours.join(', ')}` : ' and no configuration of type "cyclelens"'}`,
     );
   }
-  if (named.length > 1) throw new LaunchConfigError(`${file} has ${named.length} configurations named "${name}": rename one`);
+  if (named.length > 1)
+    throw new LaunchConfigError(`${file} has ${named.length} configurations named "${name}": rename one`);
   const config = named[0]!;
-  if (config.type !== 'cyclelens') throw new LaunchConfigError(`configuration "${name}" in ${file} is of type "${String(config.type)}", not "cyclelens"`);
+  if (config.type !== 'cyclelens')
+    throw new LaunchConfigError(
+      `configuration "${name}" in ${file} is of type "${String(config.type)}", not "cyclelens"`,
+    );
   const request = config.request === 'attach' ? 'attach' : 'launch';
   if (config.request !== undefined && config.request !== 'launch' && config.request !== 'attach') {
-    throw new LaunchConfigError(`configuration "${name}" has request "${String(config.request)}": use "launch" or "attach"`);
+    throw new LaunchConfigError(
+      `configuration "${name}" has request "${String(config.request)}": use "launch" or "attach"`,
+    );
   }
   const workspaceFolder = dirname(dirname(resolve(file)));
-  const args = substituteVariables(config, { workspaceFolder, ...(env ? { env } : {}) }, `configuration "${name}"`) as Record<string, unknown>;
+  const args = substituteVariables(
+    config,
+    { workspaceFolder, ...(env ? { env } : {}) },
+    `configuration "${name}"`,
+  ) as Record<string, unknown>;
   // What VS Code would do: relative paths resolve against the workspace folder.
   if (args.cwd === undefined) args.cwd = workspaceFolder;
   if (typeof args.executable !== 'string' || args.executable === '')
@@ -135,7 +158,9 @@ export async function loadLaunchConfiguration(file: string, name: string): Promi
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     throw new LaunchConfigError(
-      code === 'ENOENT' ? `${file} does not exist: pass --config with the path of your launch.json` : `${file} cannot be read: ${(err as Error).message}`,
+      code === 'ENOENT'
+        ? `${file} does not exist: pass --config with the path of your launch.json`
+        : `${file} cannot be read: ${(err as Error).message}`,
     );
   }
   return selectConfiguration(text, file, name);

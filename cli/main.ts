@@ -119,12 +119,27 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
     // The profiler drives the program from a stop in the start function, whatever the configuration says.
     launch.args.stopAtEntry = cmd.start;
     const adapterPath = cmd.adapter ?? defaultAdapterPath();
-    if (!existsSync(adapterPath)) throw new Error(`the debug adapter ${adapterPath} does not exist: build CycleLens (npm run build) or pass --adapter`);
+    if (!existsSync(adapterPath))
+      throw new Error(
+        `the debug adapter ${adapterPath} does not exist: build CycleLens (npm run build) or pass --adapter`,
+      );
     io.err(`cyclelens: starting ${cmd.name} (${String(launch.args.executable)})\n`);
-    session = await AdapterSession.start({ adapterPath, launch, timeoutMs: cmd.timeoutMs, log: (l) => io.err(`${l}\n`) });
-    if (cmd.command === 'call-graph') return await saveCallGraph(session, cmd.out!, String(launch.args.executable), cmd.dynamic, cmd.timeoutMs, io);
-    const savedGraph = cmd.callGraph ? { document: await loadCallGraphDocument(cmd.callGraph), file: cmd.callGraph } : undefined;
-    if (savedGraph?.document.ended !== undefined && savedGraph.document.ended !== 'programEnd' && savedGraph.document.ended !== 'exited') {
+    session = await AdapterSession.start({
+      adapterPath,
+      launch,
+      timeoutMs: cmd.timeoutMs,
+      log: (l) => io.err(`${l}\n`),
+    });
+    if (cmd.command === 'call-graph')
+      return await saveCallGraph(session, cmd.out!, String(launch.args.executable), cmd.dynamic, cmd.timeoutMs, io);
+    const savedGraph = cmd.callGraph
+      ? { document: await loadCallGraphDocument(cmd.callGraph), file: cmd.callGraph }
+      : undefined;
+    if (
+      savedGraph?.document.ended !== undefined &&
+      savedGraph.document.ended !== 'programEnd' &&
+      savedGraph.document.ended !== 'exited'
+    ) {
       io.err(
         `cyclelens: note: ${cmd.callGraph} saw part of the run only (${savedGraph.document.ended}); its counts still order the measurements, the bounds never depend on them\n`,
       );
@@ -148,14 +163,20 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       new DapProfiler(s.client, {
         ...(totalFrom ? { totalFrom } : {}),
         slots: cmd.slots,
-        mode: cmd.cyclic ? { kind: 'cyclic', safeStop: cmd.cyclic, dwell: cmd.dwell } : { kind: 'single-pass', start: cmd.start },
+        mode: cmd.cyclic
+          ? { kind: 'cyclic', safeStop: cmd.cyclic, dwell: cmd.dwell }
+          : { kind: 'single-pass', start: cmd.start },
         executable: String(launch.args.executable),
         timeoutMs: cmd.timeoutMs,
         log,
         onResultSet: (rs) => (saves = saves.then(() => savePartial(rs))),
       });
     const profiler = profilerFor(session, (l) => io.err(`${l}\n`));
-    const decision = decideJobs(cmd.jobs, { request: launch.request, server: launch.args.server as JobsTarget['server'], cyclic: cmd.cyclic !== undefined });
+    const decision = decideJobs(cmd.jobs, {
+      request: launch.request,
+      server: launch.args.server as JobsTarget['server'],
+      cyclic: cmd.cyclic !== undefined,
+    });
     if (decision.note) io.err(`cyclelens: ${decision.note}\n`);
     const workers: ScenarioWorkers | undefined =
       decision.jobs > 1
@@ -173,14 +194,18 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
             },
           }
         : undefined;
-    const outcome = await runScenario({ ...cmd, command: cmd.command, ...(savedGraph ? { savedGraph } : {}) }, profiler, {
-      signal: controller.signal,
-      onProgress: (line) => io.err(`${line}\n`),
-      previous,
-      title: `${cmd.name}: ${cmd.command === 'descent' ? 'descent' : 'profile'}`,
-      generator: 'cyclelens-cli',
-      ...(workers ? { workers } : {}),
-    });
+    const outcome = await runScenario(
+      { ...cmd, command: cmd.command, ...(savedGraph ? { savedGraph } : {}) },
+      profiler,
+      {
+        signal: controller.signal,
+        onProgress: (line) => io.err(`${line}\n`),
+        previous,
+        title: `${cmd.name}: ${cmd.command === 'descent' ? 'descent' : 'profile'}`,
+        generator: 'cyclelens-cli',
+        ...(workers ? { workers } : {}),
+      },
+    );
     const result = outcome.result;
     io.out(outcome.report);
     // Each output is written even when another fails: a full disk for the JSON still leaves the DOT.
@@ -260,15 +285,31 @@ async function saveCallGraph(
     io.err('cyclelens: recording the calls of one run (one halt per call: this takes a while)\n');
     const args: DynamicCallGraphArguments = { maxHits: dynamic.maxCalls, timeoutMs };
     // The recording may take the whole --timeout: the request waits that long, and then some.
-    const patient = { customRequest: (command: string, a?: unknown) => session.client.request(command, a, timeoutMs + 30_000) };
+    const patient = {
+      customRequest: (command: string, a?: unknown) => session.client.request(command, a, timeoutMs + 30_000),
+    };
     const r = await customRequest(patient, CustomRequests.dynamicCallGraph, args);
     const { hits, ended, interrupts, elapsedMs, ...graph } = r;
     io.err(`cyclelens: ${hits} calls in ${(elapsedMs / 1000).toFixed(1)} s, recording ended: ${ended}\n`);
     if (ended !== 'programEnd' && ended !== 'exited')
-      io.err(`cyclelens: note: the recording did not see the whole run (${ended}); raise --max-calls or --timeout for complete counts\n`);
-    doc = { schema: CALL_GRAPH_SCHEMA, program: executable, kind: 'dynamic', graph: plainGraph(graph), interrupts, ended };
+      io.err(
+        `cyclelens: note: the recording did not see the whole run (${ended}); raise --max-calls or --timeout for complete counts\n`,
+      );
+    doc = {
+      schema: CALL_GRAPH_SCHEMA,
+      program: executable,
+      kind: 'dynamic',
+      graph: plainGraph(graph),
+      interrupts,
+      ended,
+    };
   } else {
-    doc = { schema: CALL_GRAPH_SCHEMA, program: executable, kind: 'static', graph: plainGraph(await customRequest(session.client, CustomRequests.callGraph)) };
+    doc = {
+      schema: CALL_GRAPH_SCHEMA,
+      program: executable,
+      kind: 'static',
+      graph: plainGraph(await customRequest(session.client, CustomRequests.callGraph)),
+    };
   }
   await writeFileAtomic(out, `${JSON.stringify(doc, null, 1)}\n`);
   io.err(`cyclelens: ${doc.kind} call graph of ${doc.graph.functions.length} functions written to ${out}\n`);
@@ -288,7 +329,10 @@ async function unlinkQuietly(path: string): Promise<void> {
 async function earlierResults(path: string, executable: string): Promise<ResultSet[]> {
   const doc = await loadResultSetDocument(path);
   const other = doc.resultSets.find((rs) => rs.program.executable !== executable);
-  if (other) throw new Error(`${path} holds results of ${other.program.executable}, not of ${executable}: ratios of different programs do not mix`);
+  if (other)
+    throw new Error(
+      `${path} holds results of ${other.program.executable}, not of ${executable}: ratios of different programs do not mix`,
+    );
   return doc.resultSets;
 }
 

@@ -13,17 +13,24 @@ export async function checkOutputWritable(path: string, option: string): Promise
   try {
     await mkdir(dir, { recursive: true });
   } catch (err) {
-    throw new Error(`${option} ${path}: its directory ${dir} does not exist and cannot be created (${fileErrorWords(err)}). Choose a place you can write to.`);
+    throw new Error(
+      `${option} ${path}: its directory ${dir} does not exist and cannot be created (${fileErrorWords(err)}). Choose a place you can write to.`,
+    );
   }
   const refused = await probeWrite(resolve(path));
-  if (refused) throw new Error(`${option} ${path}: nothing can be written in ${dir} (${refused}). Choose a place you can write to; no run has started.`);
+  if (refused)
+    throw new Error(
+      `${option} ${path}: nothing can be written in ${dir} (${refused}). Choose a place you can write to; no run has started.`,
+    );
 }
 
 /**
  * Writes every output, each on its own: one that fails (a disk that filled up during the run) does
  * not keep the others from being written. Returns the failures, each naming its file.
  */
-export async function writeOutputs(writes: Array<{ what: string; path: string; write: () => Promise<void> }>): Promise<string[]> {
+export async function writeOutputs(
+  writes: Array<{ what: string; path: string; write: () => Promise<void> }>,
+): Promise<string[]> {
   const failures: string[] = [];
   for (const w of writes) {
     try {

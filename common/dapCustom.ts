@@ -115,7 +115,13 @@ export interface InjectedMeasurementInfo {
  * - `memoryPinned`: trampoline memory stays reserved until the session ends (a call was moved into it).
  */
 export type InjectionWarningCode =
-  'callSitesMissed' | 'indirectCallsMissed' | 'pathsUnknown' | 'jumpTableUnresolved' | 'memoryPinned' | 'bodyEntryMissed' | 'fallThroughCounted';
+  | 'callSitesMissed'
+  | 'indirectCallsMissed'
+  | 'pathsUnknown'
+  | 'jumpTableUnresolved'
+  | 'memoryPinned'
+  | 'bodyEntryMissed'
+  | 'fallThroughCounted';
 
 export interface InjectionWarning {
   code: InjectionWarningCode;
@@ -326,7 +332,8 @@ export interface RunResponse {
 export type SamplerId = 'qemu-monitor' | 'qemu-plugin' | 'openocd-pcsr' | 'target-interrupt' | 'gdb-halting';
 
 /** What a sample's PC means (docs/design.md, "Sampling semantics"). Mirrors core/profile's SampleAttribution. */
-export type SampleAttributionKind = 'time-proportional' | 'next-committing' | 'translation-block-start' | 'recently-executed' | 'halting' | 'exact-count';
+export type SampleAttributionKind =
+  'time-proportional' | 'next-committing' | 'translation-block-start' | 'recently-executed' | 'halting' | 'exact-count';
 
 export interface SamplerDescription {
   id: SamplerId;

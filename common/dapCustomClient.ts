@@ -17,7 +17,11 @@ export type CustomArgumentList<K extends CustomRequestName> = [CustomArguments<K
     : [args: CustomArguments<K>];
 
 /** Sends `name` with its arguments; resolves with the response body the contract declares for it. */
-export async function customRequest<K extends CustomRequestName>(peer: CustomRequestPeer, name: K, ...args: CustomArgumentList<K>): Promise<CustomResponse<K>> {
+export async function customRequest<K extends CustomRequestName>(
+  peer: CustomRequestPeer,
+  name: K,
+  ...args: CustomArgumentList<K>
+): Promise<CustomResponse<K>> {
   const body = await peer.customRequest(name, args[0]);
   // The one place the wire's untyped body meets the contract: the adapter's dispatcher is typed by
   // the same map, so the body has the declared shape.
@@ -25,7 +29,10 @@ export async function customRequest<K extends CustomRequestName>(peer: CustomReq
 }
 
 /** The body of a custom event when it is the event `name`, typed by `CustomEventMap`; otherwise undefined. */
-export function customEventBody<K extends CustomEventName>(event: { event: string; body?: unknown }, name: K): CustomEventMap[K] | undefined {
+export function customEventBody<K extends CustomEventName>(
+  event: { event: string; body?: unknown },
+  name: K,
+): CustomEventMap[K] | undefined {
   // Typed by the same map the adapter sends its events with (adapter/session/customRequests.ts).
   return event.event === name ? (event.body as CustomEventMap[K]) : undefined;
 }

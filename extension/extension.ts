@@ -14,7 +14,12 @@ import { liveProfileSource, registerLiveHotspots } from './hotspots/registration
 import { CountersView } from './views/countersView';
 import { MeasurementsView } from './views/measurementsView';
 
-const sourceFiles: vscode.DocumentSelector = [{ language: 'c' }, { language: 'cpp' }, { language: 'arm' }, { language: 'asm' }];
+const sourceFiles: vscode.DocumentSelector = [
+  { language: 'c' },
+  { language: 'cpp' },
+  { language: 'arm' },
+  { language: 'asm' },
+];
 
 /** Composition root: builds the services and registers them, nothing more. */
 export function activate(context: vscode.ExtensionContext): void {

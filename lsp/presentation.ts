@@ -1,5 +1,21 @@
-import { inclusiveShare, selfShare, type Measure, type Profile, type ProfileFunction, type ProfileLine } from '../core/profile/model';
-import { boundKindLabel, converted, formatBound, formatMeasure, formatNumber, provenanceLabel, unitLabel, unitShort } from '../core/profile/units';
+import {
+  inclusiveShare,
+  selfShare,
+  type Measure,
+  type Profile,
+  type ProfileFunction,
+  type ProfileLine,
+} from '../core/profile/model';
+import {
+  boundKindLabel,
+  converted,
+  formatBound,
+  formatMeasure,
+  formatNumber,
+  provenanceLabel,
+  unitLabel,
+  unitShort,
+} from '../core/profile/units';
 
 /**
  * What the profile language server writes: CodeLens titles, hovers, line hints and diagnostics, as
@@ -77,7 +93,9 @@ export function functionHover(p: Profile, f: ProfileFunction): string {
   const total = p.total?.value;
   const row = (label: string, m: Measure | undefined, share: number | undefined): void => {
     if (!m) return;
-    out.push(`- ${label}: ${formatMeasure(m, p.unit)}${share !== undefined ? ` (${shareText(share)} of the window)` : ''}${conversion(m.value, p)}`);
+    out.push(
+      `- ${label}: ${formatMeasure(m, p.unit)}${share !== undefined ? ` (${shareText(share)} of the window)` : ''}${conversion(m.value, p)}`,
+    );
   };
   row('inclusive', f.inclusive, inclusiveShare(p, f));
   row('self', f.self, selfShare(p, f));
@@ -92,12 +110,17 @@ export function functionHover(p: Profile, f: ProfileFunction): string {
     out.push(`- per call: ${each.join(', ')} ${unitLabel(p.unit)}`);
   }
   if (f.status === 'pruned' && f.boundShare !== undefined)
-    out.push(`- at most ${shareText(f.boundShare)} of the window: the sum of its callers' values bounds it below the threshold`);
+    out.push(
+      `- at most ${shareText(f.boundShare)} of the window: the sum of its callers' values bounds it below the threshold`,
+    );
   if (f.reason) out.push(`- note: ${escapeMarkdown(f.reason)}`);
   out.push('');
   out.push(`Unit: ${unitLabel(p.unit)}. Provenance: ${escapeMarkdown(provenanceLabel(p.provenance))}.`);
   const bound = f.inclusive?.bound ?? f.self?.bound;
-  if (bound) out.push(`Error bound: ${formatBound((f.inclusive?.bound ? f.inclusive : f.self)!, p.unit)} (${boundKindLabel(bound)}).`);
+  if (bound)
+    out.push(
+      `Error bound: ${formatBound((f.inclusive?.bound ? f.inclusive : f.self)!, p.unit)} (${boundKindLabel(bound)}).`,
+    );
   else out.push('Error bound: none known for this value.');
   if (total !== undefined && p.total) out.push(`Window: ${formatMeasure(p.total, p.unit)}${windowText(p)}.`);
   const run = f.run !== undefined ? p.runs[f.run] : undefined;

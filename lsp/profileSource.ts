@@ -33,7 +33,10 @@ export async function loadProfileFile(file: string): Promise<Profile> {
 
 /** Whether a parsed JSON value claims to be a profile or a result set (call graphs and others do not). */
 function claimsProfile(schema: unknown): boolean {
-  return typeof schema === 'string' && (schema === PROFILE_SCHEMA || schema === RESULT_SET_SCHEMA || /^cyclelens-(resultset|profile)\//.test(schema));
+  return (
+    typeof schema === 'string' &&
+    (schema === PROFILE_SCHEMA || schema === RESULT_SET_SCHEMA || /^cyclelens-(resultset|profile)\//.test(schema))
+  );
 }
 
 /** The newest readable profile of a workspace, or of `explicit` when one is configured. */
@@ -45,7 +48,10 @@ export async function newestProfile(root: string, explicit?: string): Promise<Pr
     try {
       dated.push({ file, mtimeMs: (await stat(file)).mtimeMs });
     } catch (err) {
-      if (explicit !== undefined) problems.push(`${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}): check the "profile" setting.`);
+      if (explicit !== undefined)
+        problems.push(
+          `${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}): check the "profile" setting.`,
+        );
     }
   }
   dated.sort((a, b) => b.mtimeMs - a.mtimeMs || (a.file < b.file ? 1 : -1));

@@ -50,11 +50,20 @@ export function startProfileServer(connection: Connection): void {
    */
   const placements = new Map<string, Placement>();
 
-  const effective = (): Required<Pick<ProfileServerSettings, 'hotThreshold' | 'sourceMap' | 'codicons'>> & ProfileServerSettings => {
+  const effective = (): Required<Pick<ProfileServerSettings, 'hotThreshold' | 'sourceMap' | 'codicons'>> &
+    ProfileServerSettings => {
     // The editor's settings override the initial ones field by field; source maps join.
     const merged = { ...initial, ...settings, sourceMap: { ...initial.sourceMap, ...settings.sourceMap } };
-    const threshold = typeof merged.hotThreshold === 'number' && Number.isFinite(merged.hotThreshold) ? merged.hotThreshold : DEFAULT_HOT_THRESHOLD;
-    return { ...merged, hotThreshold: threshold, sourceMap: expandSourceMap(merged.sourceMap, root), codicons: merged.codicons === true };
+    const threshold =
+      typeof merged.hotThreshold === 'number' && Number.isFinite(merged.hotThreshold)
+        ? merged.hotThreshold
+        : DEFAULT_HOT_THRESHOLD;
+    return {
+      ...merged,
+      hotThreshold: threshold,
+      sourceMap: expandSourceMap(merged.sourceMap, root),
+      codicons: merged.codicons === true,
+    };
   };
 
   const placedIn = (doc: TextDocument): Placement | undefined => {
@@ -73,7 +82,11 @@ export function startProfileServer(connection: Connection): void {
     const diagnostics: Diagnostic[] = [];
     for (const { fn, line } of placed) {
       const title = titles.get(fn);
-      if (title) lenses.push({ range: { start: { line, character: 0 }, end: { line, character: 0 } }, command: { title, command: '' } });
+      if (title)
+        lenses.push({
+          range: { start: { line, character: 0 }, end: { line, character: 0 } },
+          command: { title, command: '' },
+        });
       const message = hotMessages.get(fn);
       if (message)
         diagnostics.push({
@@ -128,7 +141,9 @@ export function startProfileServer(connection: Connection): void {
     loaded = next;
     rebuildIndex();
     connection.console.info(
-      loaded ? `CycleLens profile: ${loaded.file} (${loaded.profile.functions.length} functions)` : `CycleLens: no profile in ${root}/.cyclelens yet`,
+      loaded
+        ? `CycleLens profile: ${loaded.file} (${loaded.profile.functions.length} functions)`
+        : `CycleLens: no profile in ${root}/.cyclelens yet`,
     );
     refreshAll();
   };
@@ -159,7 +174,10 @@ export function startProfileServer(connection: Connection): void {
         void connection.client
           .register(DidChangeWatchedFilesNotification.type, { watchers: [{ globPattern: '**/.cyclelens/**/*.json' }] })
           .catch(() => undefined);
-      if (listensConfig) void connection.client.register(DidChangeConfigurationNotification.type, { section: 'cyclelens' }).catch(() => undefined);
+      if (listensConfig)
+        void connection.client
+          .register(DidChangeConfigurationNotification.type, { section: 'cyclelens' })
+          .catch(() => undefined);
       await pullSettings();
       // The editor's file events cover most editors; fs.watch covers the others (and files written by the CLI).
       watcher = new ProfileWatcher(root, () => void reload());
@@ -257,11 +275,16 @@ export function readSettings(value: unknown): ProfileServerSettings {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
   const v = value as Record<string, unknown>;
   const out: ProfileServerSettings = {};
-  if (typeof v.hotThreshold === 'number' && Number.isFinite(v.hotThreshold) && v.hotThreshold >= 0) out.hotThreshold = v.hotThreshold;
+  if (typeof v.hotThreshold === 'number' && Number.isFinite(v.hotThreshold) && v.hotThreshold >= 0)
+    out.hotThreshold = v.hotThreshold;
   if (typeof v.codicons === 'boolean') out.codicons = v.codicons;
   if (typeof v.profile === 'string' && v.profile !== '') out.profile = v.profile;
   if (typeof v.sourceMap === 'object' && v.sourceMap !== null && !Array.isArray(v.sourceMap)) {
-    out.sourceMap = Object.fromEntries(Object.entries(v.sourceMap as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string'));
+    out.sourceMap = Object.fromEntries(
+      Object.entries(v.sourceMap as Record<string, unknown>).filter(
+        (e): e is [string, string] => typeof e[1] === 'string',
+      ),
+    );
   }
   return out;
 }

@@ -28,7 +28,8 @@ export function mapSourcePath(path: string, map: SourceMap, root: string): strin
     const atBoundary = path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}\\`);
     if (atBoundary && (best === undefined || prefix.length > best.length)) best = prefix;
   }
-  const mapped = best !== undefined ? `${map[best] ?? map[`${best}/`] ?? map[`${best}\\`]}${path.slice(best.length)}` : path;
+  const mapped =
+    best !== undefined ? `${map[best] ?? map[`${best}/`] ?? map[`${best}\\`]}${path.slice(best.length)}` : path;
   return comparable(isAbsolute(mapped) ? mapped : resolve(root, mapped));
 }
 

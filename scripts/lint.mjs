@@ -16,19 +16,30 @@ export function runLint() {
   for (const p of problems) console.error(p);
   console.log(problems.length === 0 ? '[lint] boundaries hold' : `[lint] ${problems.length} boundary violation(s)`);
   // Type-aware rules build one TypeScript program of the whole repository: a single process.
-  const eslint = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--max-warnings=0', '.'], {
-    cwd: repoRoot,
-    stdio: 'inherit',
-  });
-  const prettier = spawnSync(process.execPath, [join(repoRoot, 'node_modules', 'prettier', 'bin', 'prettier.cjs'), '--check', '--log-level=warn', '.'], {
-    cwd: repoRoot,
-    stdio: 'inherit',
-  });
-  if (prettier.status !== 0 && !prettier.error) console.error('[lint] files above are not formatted: run `npm run format`');
+  const eslint = spawnSync(
+    process.execPath,
+    [join(repoRoot, 'node_modules', 'eslint', 'bin', 'eslint.js'), '--max-warnings=0', '.'],
+    {
+      cwd: repoRoot,
+      stdio: 'inherit',
+    },
+  );
+  const prettier = spawnSync(
+    process.execPath,
+    [join(repoRoot, 'node_modules', 'prettier', 'bin', 'prettier.cjs'), '--check', '--log-level=warn', '.'],
+    {
+      cwd: repoRoot,
+      stdio: 'inherit',
+    },
+  );
+  if (prettier.status !== 0 && !prettier.error)
+    console.error('[lint] files above are not formatted: run `npm run format`');
   const ok = problems.length === 0 && eslint.status === 0 && prettier.status === 0;
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
-  if (eslint.error) console.error(`[lint] ESLint did not run: ${eslint.error.message}. Install the dev dependencies (npm ci).`);
-  if (prettier.error) console.error(`[lint] Prettier did not run: ${prettier.error.message}. Install the dev dependencies (npm ci).`);
+  if (eslint.error)
+    console.error(`[lint] ESLint did not run: ${eslint.error.message}. Install the dev dependencies (npm ci).`);
+  if (prettier.error)
+    console.error(`[lint] Prettier did not run: ${prettier.error.message}. Install the dev dependencies (npm ci).`);
   console.log(ok ? `[lint] clean (${seconds} s)` : `[lint] failed (${seconds} s): see the problems above`);
   return ok;
 }

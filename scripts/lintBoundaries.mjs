@@ -9,7 +9,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const importRe = /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|require\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm;
+const importRe =
+  /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|require\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm;
 
 function* tsFiles(dir) {
   let entries;
@@ -37,14 +38,18 @@ const concreteDebugger = /(^|\/)debugger\/(gdb|lldb)[^/]*(\/|$)/;
  */
 function mayImportConcreteDebugger(rel) {
   const p = rel.split(sep).join('/');
-  return /^adapter\/debugger\/(gdb|lldb)[^/]*\//.test(p) || p === 'adapter/debugger/factory.ts' || p === 'adapter/loader.ts';
+  return (
+    /^adapter\/debugger\/(gdb|lldb)[^/]*\//.test(p) || p === 'adapter/debugger/factory.ts' || p === 'adapter/loader.ts'
+  );
 }
 
 /** The core families; a comparison with one of these names outside adapter/arch/ is a per-family branch. */
 const familyNames = ['cortex-m', 'riscv', 'arc'];
 const familyName = `'(?:${familyNames.join('|')})'|"(?:${familyNames.join('|')})"`;
 // `family === 'riscv'`, `elf.family !== "arc"`, `'cortex-m' === config.family` (any identifier ending in family/Family).
-const familyComparison = new RegExp(`\\b\\w*[fF]amily\\s*[!=]==?\\s*(?:${familyName})|(?:${familyName})\\s*[!=]==?\\s*[\\w.]*[fF]amily\\b`);
+const familyComparison = new RegExp(
+  `\\b\\w*[fF]amily\\s*[!=]==?\\s*(?:${familyName})|(?:${familyName})\\s*[!=]==?\\s*[\\w.]*[fF]amily\\b`,
+);
 const familySwitch = /\bswitch\s*\(\s*[\w.]*[fF]amily\s*\)/;
 const familyCase = new RegExp(`^\\s*case\\s+(?:${familyName})\\s*:`);
 
@@ -70,7 +75,8 @@ export function familyBranches(rel, text) {
     const code = line.replace(/\/\/.*$/, '');
     if (familySwitch.test(code)) switchDepth = depth;
     if (familyComparison.test(code)) problems.push(`${rel}:${i + 1}: compares a family name (${code.trim()}): ${fix}.`);
-    else if (switchDepth >= 0 && familyCase.test(code)) problems.push(`${rel}:${i + 1}: switches on the family (${code.trim()}): ${fix}.`);
+    else if (switchDepth >= 0 && familyCase.test(code))
+      problems.push(`${rel}:${i + 1}: switches on the family (${code.trim()}): ${fix}.`);
     for (const ch of code) {
       if (ch === '{') depth++;
       else if (ch === '}') {
@@ -95,23 +101,37 @@ export function checkBoundaries(root) {
         if (!spec) continue;
         const noVscode = vscodeFree.some((r) => rel.startsWith(r + sep));
         if (noVscode && spec === 'vscode') {
-          problems.push(`${rel}: imports 'vscode', but ${rel.split(sep)[0]}/ must run without VS Code (docs/design.md, "Rooms").`);
+          problems.push(
+            `${rel}: imports 'vscode', but ${rel.split(sep)[0]}/ must run without VS Code (docs/design.md, "Rooms").`,
+          );
         }
-        if ((rel.startsWith('core' + sep) || rel.startsWith('lsp' + sep)) && /(^|\/)(adapter|extension)\//.test(spec) && !isType) {
+        if (
+          (rel.startsWith('core' + sep) || rel.startsWith('lsp' + sep)) &&
+          /(^|\/)(adapter|extension)\//.test(spec) &&
+          !isType
+        ) {
           problems.push(
             `${rel}: imports '${spec}': ${rel.split(sep)[0]}/ is shared by the CLI, the editor and the language server and depends on neither the adapter nor the extension; declare the contract in common/.`,
           );
         }
         if (rel.startsWith('adapter' + sep) && /(^|\/)extension\//.test(spec)) {
-          problems.push(`${rel}: imports '${spec}': the adapter may not depend on the extension; share a contract in common/ instead.`);
+          problems.push(
+            `${rel}: imports '${spec}': the adapter may not depend on the extension; share a contract in common/ instead.`,
+          );
         }
         if (concreteDebugger.test(spec) && !mayImportConcreteDebugger(rel)) {
           problems.push(
             `${rel}: imports the concrete debugger '${spec}': depend on the Debugger interface (adapter/debugger/debugger.ts); only adapter/debugger/factory.ts picks an implementation.`,
           );
         }
-        if ((rel.startsWith('extension' + sep) || rel.startsWith('webview' + sep)) && /(^|\/)adapter\//.test(spec) && !isType) {
-          problems.push(`${rel}: imports adapter runtime code '${spec}': talk to the adapter over DAP; import contracts from common/ with 'import type'.`);
+        if (
+          (rel.startsWith('extension' + sep) || rel.startsWith('webview' + sep)) &&
+          /(^|\/)adapter\//.test(spec) &&
+          !isType
+        ) {
+          problems.push(
+            `${rel}: imports adapter runtime code '${spec}': talk to the adapter over DAP; import contracts from common/ with 'import type'.`,
+          );
         }
       }
     }

@@ -50,7 +50,9 @@ async function main() {
   const port = parsePort();
   const theme = option('theme') ?? process.env.CYCLELENS_THEME ?? 'Default Dark Modern';
   if (!(await portIsFree(port))) {
-    throw new Error(`${host}:${port} is in use: stop what listens there or pick another port (npm start -- --port ${port + 1})`);
+    throw new Error(
+      `${host}:${port} is in use: stop what listens there or pick another port (npm start -- --port ${port + 1})`,
+    );
   }
 
   if (!process.argv.includes('--no-setup')) {
@@ -60,12 +62,17 @@ async function main() {
   }
   const givenVsix = option('vsix');
   if (givenVsix !== undefined && !existsSync(givenVsix))
-    throw new Error(`--vsix ${givenVsix} does not exist: give a packaged CycleLens (.vsix) or leave the option out to build one`);
+    throw new Error(
+      `--vsix ${givenVsix} does not exist: give a packaged CycleLens (.vsix) or leave the option out to build one`,
+    );
   step(givenVsix ? `using the packaged extension ${givenVsix}` : 'building and packaging the extension');
   const vsix = givenVsix ? resolve(givenVsix) : packageExtension();
   const givenState = option('state');
   step('building the demo firmware in the demo workspace');
-  const { dir: workspace } = createDemoWorkspace({ build: true, ...(givenState ? { dir: resolve(givenState, 'workspace') } : {}) });
+  const { dir: workspace } = createDemoWorkspace({
+    build: true,
+    ...(givenState ? { dir: resolve(givenState, 'workspace') } : {}),
+  });
   step('code-server');
   ensureCodeServer();
   const stateDir = givenState ? resolve(givenState) : join(repoRoot, '.cache', 'demo');
@@ -104,7 +111,8 @@ async function main() {
   watchLaunchers((who) => void shutdown(`${who} ended`, 0));
   watchCodeServerWindDown(server.pid, () => void shutdown('code-server is stopping (it got a signal)', 0));
   const exit = await server.exited;
-  if (!stopping) await shutdown(`code-server exited on its own (${exit.code ?? exit.signal}); see ${server.logFile}`, 1);
+  if (!stopping)
+    await shutdown(`code-server exited on its own (${exit.code ?? exit.signal}); see ${server.logFile}`, 1);
 }
 
 /** The parent pid of `pid` (Linux /proc), or undefined. */
@@ -137,7 +145,8 @@ function watchLaunchers(onGone) {
     }
   };
   const timer = setInterval(() => {
-    if (process.ppid !== parent || !alive(parent)) onGone(underNpm ? 'the npm process (or the shell it ran this in)' : 'the process that started this');
+    if (process.ppid !== parent || !alive(parent))
+      onGone(underNpm ? 'the npm process (or the shell it ran this in)' : 'the process that started this');
     else if (grandparent !== undefined && grandparent > 1 && !alive(grandparent)) onGone('the npm process');
     else return;
     clearInterval(timer);

@@ -7,7 +7,14 @@ import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { readdirSync, statSync, mkdirSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { repoRoot } from './lib/root.mjs';
-import { ensureArcTools, ensureDebianPackages, arcToolPackages, debianPackages, fixLldbPythonModule, uiPackages } from './lib/system.mjs';
+import {
+  ensureArcTools,
+  ensureDebianPackages,
+  arcToolPackages,
+  debianPackages,
+  fixLldbPythonModule,
+  uiPackages,
+} from './lib/system.mjs';
 import { ensureNpmDependencies } from './lib/npmDeps.mjs';
 import { runLint } from './lint.mjs';
 
@@ -62,7 +69,10 @@ mkdirSync(outputDir, { recursive: true });
  * installed; elsewhere its file is left out, so it is neither a pass nor a skip in the counts.
  */
 function hasDesktopVsCode() {
-  return Boolean(process.env.VSCODE_EXECUTABLE) || spawnSync('sh', ['-c', 'command -v code'], { stdio: 'ignore' }).status === 0;
+  return (
+    Boolean(process.env.VSCODE_EXECUTABLE) ||
+    spawnSync('sh', ['-c', 'command -v code'], { stdio: 'ignore' }).status === 0
+  );
 }
 
 /**
@@ -114,7 +124,9 @@ function runTier(tier) {
     ...(grep ? ['--test-name-pattern', grep] : []),
     ...files,
   ];
-  console.log(`\n=== ${tier}: ${files.length} file(s): ${files.map((f) => relative(join(repoRoot, 'out', 'test'), f)).join(' ')}`);
+  console.log(
+    `\n=== ${tier}: ${files.length} file(s): ${files.map((f) => relative(join(repoRoot, 'out', 'test'), f)).join(' ')}`,
+  );
   return new Promise((resolvePromise) => {
     const child = spawn(process.execPath, args, {
       stdio: 'inherit',
@@ -146,8 +158,10 @@ if (lint && selected.includes('unit')) {
 const results = [];
 for (const tier of selected) results.push(await runTier(tier));
 console.log('\n=== summary');
-if (lintClean !== undefined) console.log(`lint: ${lintClean ? 'clean' : 'FAILED (see the === lint section): npm run lint'}`);
-for (const r of results) console.log(`${r.tier}: ${r.pass} passed, ${r.fail} failed${r.skipped ? `, ${r.skipped} skipped` : ''}`);
+if (lintClean !== undefined)
+  console.log(`lint: ${lintClean ? 'clean' : 'FAILED (see the === lint section): npm run lint'}`);
+for (const r of results)
+  console.log(`${r.tier}: ${r.pass} passed, ${r.fail} failed${r.skipped ? `, ${r.skipped} skipped` : ''}`);
 for (const r of results) {
   for (const f of r.failures) console.log(`  ✖ ${r.tier}: ${f.name}\n      ${f.location}\n      ${f.error}`);
 }

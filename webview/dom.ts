@@ -3,7 +3,11 @@
  * (function names, paths, source text) reaches the page only as `textContent` or attribute values,
  * never parsed as markup; there is no innerHTML anywhere in webview/.
  */
-export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): HTMLElementTagNameMap[K] {
+export function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  text?: string,
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   if (text !== undefined) e.textContent = text;
@@ -12,7 +16,11 @@ export function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<
 
 const SVG = 'http://www.w3.org/2000/svg';
 
-export function svgEl<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, text?: string): SVGElementTagNameMap[K] {
+export function svgEl<K extends keyof SVGElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  text?: string,
+): SVGElementTagNameMap[K] {
   const e = document.createElementNS(SVG, tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   if (text !== undefined) e.textContent = text;
@@ -31,7 +39,15 @@ export function rovingFocus(items: readonly HTMLElement[], current: HTMLElement,
   const i = items.indexOf(current);
   if (i < 0) return undefined;
   const next =
-    key === 'ArrowDown' ? items[i + 1] : key === 'ArrowUp' ? items[i - 1] : key === 'Home' ? items[0] : key === 'End' ? items[items.length - 1] : undefined;
+    key === 'ArrowDown'
+      ? items[i + 1]
+      : key === 'ArrowUp'
+        ? items[i - 1]
+        : key === 'Home'
+          ? items[0]
+          : key === 'End'
+            ? items[items.length - 1]
+            : undefined;
   if (!next) return undefined;
   current.setAttribute('tabindex', '-1');
   next.setAttribute('tabindex', '0');

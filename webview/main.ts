@@ -66,7 +66,11 @@ class ProfilePanel implements PanelContext {
     header.append(this.title, this.live);
     const tablist = el('div', { role: 'tablist', class: 'tabs', 'aria-label': 'Profile views' });
     for (const t of TABS) {
-      const b = el('button', { type: 'button', role: 'tab', id: `tab-${t.tab}`, 'aria-controls': `panel-${t.tab}` }, t.title);
+      const b = el(
+        'button',
+        { type: 'button', role: 'tab', id: `tab-${t.tab}`, 'aria-controls': `panel-${t.tab}` },
+        t.title,
+      );
       b.addEventListener('click', () => this.showTab(t.tab));
       b.addEventListener('keydown', (e) => this.tabKey(e, t.tab));
       tablist.append(b);
@@ -87,7 +91,9 @@ class ProfilePanel implements PanelContext {
   }
 
   private selectedId(): number | undefined {
-    return this.state.selected !== undefined ? this.profile?.functions.find((f) => f.name === this.state.selected)?.id : undefined;
+    return this.state.selected !== undefined
+      ? this.profile?.functions.find((f) => f.name === this.state.selected)?.id
+      : undefined;
   }
 
   select(fn: number | undefined, open: boolean): void {
@@ -134,7 +140,12 @@ class ProfilePanel implements PanelContext {
 
   private tabKey(e: KeyboardEvent, tab: PanelTab): void {
     const i = TABS.findIndex((t) => t.tab === tab);
-    const next = e.key === 'ArrowRight' ? TABS[(i + 1) % TABS.length] : e.key === 'ArrowLeft' ? TABS[(i + TABS.length - 1) % TABS.length] : undefined;
+    const next =
+      e.key === 'ArrowRight'
+        ? TABS[(i + 1) % TABS.length]
+        : e.key === 'ArrowLeft'
+          ? TABS[(i + TABS.length - 1) % TABS.length]
+          : undefined;
     if (!next) return;
     this.showTab(next.tab);
     this.tabButtons.get(next.tab)!.focus();
@@ -225,7 +236,10 @@ async function main(): Promise<void> {
   const root = document.getElementById('app');
   const workerUrl = document.querySelector('meta[name="cyclelens-layout-worker"]')?.getAttribute('content');
   if (!root || !workerUrl) {
-    host.postMessage({ type: 'problem', message: 'The profile panel page is incomplete (no #app or worker address): rebuild CycleLens.' });
+    host.postMessage({
+      type: 'problem',
+      message: 'The profile panel page is incomplete (no #app or worker address): rebuild CycleLens.',
+    });
     return;
   }
   // Set once per page load: a test tells a redraw in place from a reloaded page by it.

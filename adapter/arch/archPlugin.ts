@@ -109,7 +109,10 @@ export interface ArchInjection {
    * counters discovery found and the target facts. Throws a user-facing error when no counter fits
    * (the message names the fix).
    */
-  support(counters: readonly CounterUnitInfo[], facts: TargetFacts): { support: InjectionFamilySupport; counterUnitsPerInstruction?: number };
+  support(
+    counters: readonly CounterUnitInfo[],
+    facts: TargetFacts,
+  ): { support: InjectionFamilySupport; counterUnitsPerInstruction?: number };
 }
 
 /** How QEMU runs this family. */

@@ -189,10 +189,21 @@ export function landsInsidePatch(target: number, options: RelocationOptions | un
 }
 
 export function refuse(insn: DecodedInstruction, code: RefusalCode, why: string): Refusal {
-  return { ok: false, code, address: insn.address, reason: `${insn.mnemonic} at 0x${insn.address.toString(16)}: ${why}` };
+  return {
+    ok: false,
+    code,
+    address: insn.address,
+    reason: `${insn.mnemonic} at 0x${insn.address.toString(16)}: ${why}`,
+  };
 }
 
 /** Whether control can reach the next instruction after `insn`. */
 export function fallsThrough(kind: InstructionKind): boolean {
-  return !(kind === 'branch' || kind === 'indirectBranch' || kind === 'return' || kind === 'tableBranch' || kind === 'exceptionReturn');
+  return !(
+    kind === 'branch' ||
+    kind === 'indirectBranch' ||
+    kind === 'return' ||
+    kind === 'tableBranch' ||
+    kind === 'exceptionReturn'
+  );
 }

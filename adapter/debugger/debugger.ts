@@ -118,7 +118,10 @@ export interface Debugger {
   stackDepth(threadId: number, maxDepth?: number): Promise<number>;
   stackFrames(threadId: number, low: number, high: number): Promise<Frame[]>;
   /** Locals and arguments of a frame, with the values of the simple ones (scalars, pointers, enums). */
-  frameVariables(threadId: number, frameLevel: number): Promise<Array<{ name: string; type: string; value: string | undefined }>>;
+  frameVariables(
+    threadId: number,
+    frameLevel: number,
+  ): Promise<Array<{ name: string; type: string; value: string | undefined }>>;
   fileScopeVariables(): Promise<FileScopeVariable[]>;
   createVariable(expression: string, threadId?: number, frameLevel?: number): Promise<VarObject>;
   variableChildren(name: string): Promise<VarObject[]>;

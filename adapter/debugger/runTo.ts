@@ -6,7 +6,11 @@ import type { Debugger, RunToResult } from './debugger';
  * run that times out is interrupted, and arriving is what counts (a user breakpoint at the same
  * address may be the one the debugger names).
  */
-export async function runToWithTemporaryBreakpoint(debug: Debugger, address: bigint, timeoutMs: number): Promise<RunToResult> {
+export async function runToWithTemporaryBreakpoint(
+  debug: Debugger,
+  address: bigint,
+  timeoutMs: number,
+): Promise<RunToResult> {
   const bp = await debug.insertBreakpoint({ location: { kind: 'address', address }, temporary: true });
   let stop;
   try {
@@ -15,7 +19,8 @@ export async function runToWithTemporaryBreakpoint(debug: Debugger, address: big
     stop = await stopped;
     if (!stop && debug.isRunning) await debug.interrupt();
   } finally {
-    if (debug.executionState === 'stopped' && !stop?.breakpointIds.includes(bp.id)) await debug.deleteBreakpoints([bp.id]).catch(() => undefined);
+    if (debug.executionState === 'stopped' && !stop?.breakpointIds.includes(bp.id))
+      await debug.deleteBreakpoints([bp.id]).catch(() => undefined);
   }
   const reached = stop !== undefined && (stop.breakpointIds.includes(bp.id) || stop.frame?.address === address);
   return { reached, stop };

@@ -1,6 +1,7 @@
 /** Debugger-neutral types the session and the probe services use; debuggers (adapter/debugger/*) produce them. */
 
-export type StopReason = 'breakpoint' | 'step' | 'function-finished' | 'pause' | 'signal' | 'exception' | 'watchpoint' | 'entry' | 'unknown';
+export type StopReason =
+  'breakpoint' | 'step' | 'function-finished' | 'pause' | 'signal' | 'exception' | 'watchpoint' | 'entry' | 'unknown';
 
 export interface StopEvent {
   reason: StopReason;
@@ -53,7 +54,9 @@ export interface BreakpointInfo {
  * readable) unless `atEntry`, which stops at its first instruction (where an injected patch sits).
  */
 export type BreakpointLocation =
-  { kind: 'line'; path: string; line: number } | { kind: 'function'; name: string; atEntry?: boolean } | { kind: 'address'; address: bigint };
+  | { kind: 'line'; path: string; line: number }
+  | { kind: 'function'; name: string; atEntry?: boolean }
+  | { kind: 'address'; address: bigint };
 
 export interface BreakpointRequest {
   location: BreakpointLocation;

@@ -26,7 +26,8 @@ export class ByteCursor {
     start = 0,
     readonly end = bytes.length,
   ) {
-    if (start < 0 || end > bytes.length || start > end) throw new TruncatedData(start, Math.max(0, end - start), bytes.length);
+    if (start < 0 || end > bytes.length || start > end)
+      throw new TruncatedData(start, Math.max(0, end - start), bytes.length);
     this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.pos = start;
   }
@@ -102,7 +103,8 @@ export class ByteCursor {
       scale *= 128;
       if (scale > 2 ** 56) throw new RangeError(`LEB128 value at offset 0x${(this.pos - 1).toString(16)} is too long`);
     }
-    if (result > Number.MAX_SAFE_INTEGER) throw new RangeError(`LEB128 value at offset 0x${this.pos.toString(16)} is too large`);
+    if (result > Number.MAX_SAFE_INTEGER)
+      throw new RangeError(`LEB128 value at offset 0x${this.pos.toString(16)} is too large`);
     return result;
   }
 

@@ -64,17 +64,28 @@ export function decodeLinePrograms(sections: LineSections, units: ReadonlyMap<nu
     const { length, offsetSize } = readUnitLength(c);
     const end = c.pos + length;
     if (end > sections.line.length) {
-      throw new RangeError(`the line program at 0x${offset.toString(16)} claims ${length} bytes, past the end of the section`);
+      throw new RangeError(
+        `the line program at 0x${offset.toString(16)} claims ${length} bytes, past the end of the section`,
+      );
     }
-    programs.push(decodeProgram(new ByteCursor(sections.line, c.pos, end), offset, offsetSize, sections, units.get(offset)));
+    programs.push(
+      decodeProgram(new ByteCursor(sections.line, c.pos, end), offset, offsetSize, sections, units.get(offset)),
+    );
     c.pos = end;
   }
   return programs;
 }
 
-function decodeProgram(c: ByteCursor, offset: number, offsetSize: number, sections: LineSections, unit: UnitInfo | undefined): LineProgram {
+function decodeProgram(
+  c: ByteCursor,
+  offset: number,
+  offsetSize: number,
+  sections: LineSections,
+  unit: UnitInfo | undefined,
+): LineProgram {
   const version = c.u16();
-  if (version < 2 || version > 5) throw new RangeError(`the line program at 0x${offset.toString(16)} has unsupported version ${version}`);
+  if (version < 2 || version > 5)
+    throw new RangeError(`the line program at 0x${offset.toString(16)} has unsupported version ${version}`);
   let addressSize = 4;
   if (version >= 5) {
     addressSize = c.u8();
@@ -82,7 +93,8 @@ function decodeProgram(c: ByteCursor, offset: number, offsetSize: number, sectio
   }
   const headerLength = c.uN(offsetSize);
   const programStart = c.pos + headerLength;
-  if (programStart > c.end) throw new RangeError(`the line program header at 0x${offset.toString(16)} is longer than its unit`);
+  if (programStart > c.end)
+    throw new RangeError(`the line program header at 0x${offset.toString(16)} is longer than its unit`);
   const minInstLength = c.u8();
   const maxOpsPerInst = version >= 4 ? c.u8() : 1;
   const defaultIsStmt = c.u8() !== 0;
@@ -90,7 +102,8 @@ function decodeProgram(c: ByteCursor, offset: number, offsetSize: number, sectio
   const lineRange = c.u8();
   const opcodeBase = c.u8();
   if (lineRange === 0) throw new RangeError(`the line program at 0x${offset.toString(16)} has line_range 0`);
-  if (maxOpsPerInst === 0) throw new RangeError(`the line program at 0x${offset.toString(16)} has maximum_operations_per_instruction 0`);
+  if (maxOpsPerInst === 0)
+    throw new RangeError(`the line program at 0x${offset.toString(16)} has maximum_operations_per_instruction 0`);
   const standardLengths: number[] = [0];
   for (let i = 1; i < opcodeBase; i++) standardLengths.push(c.u8());
 
@@ -172,7 +185,10 @@ function decodeProgram(c: ByteCursor, offset: number, offsetSize: number, sectio
         const length = c.uleb();
         if (length === 0) break;
         const end = c.pos + length;
-        if (end > c.end) throw new RangeError(`extended opcode at 0x${(c.pos - 1).toString(16)} runs past the end of its line program`);
+        if (end > c.end)
+          throw new RangeError(
+            `extended opcode at 0x${(c.pos - 1).toString(16)} runs past the end of its line program`,
+          );
         const sub = c.u8();
         switch (sub) {
           case DW_LNE_end_sequence:
@@ -253,7 +269,8 @@ function readEntryTable(c: ByteCursor, ctx: FormContext): Entry[] {
   const count = c.uleb();
   // Every real entry takes at least one byte (a path is required): a count beyond the bytes
   // left is corruption, and trusting it would loop (and allocate) for as long as it says.
-  if (count > c.remaining) throw new RangeError(`a directory/file table claims ${count} entries in ${c.remaining} bytes`);
+  if (count > c.remaining)
+    throw new RangeError(`a directory/file table claims ${count} entries in ${c.remaining} bytes`);
   const entries: Entry[] = [];
   for (let i = 0; i < count; i++) {
     const entry: Entry = { path: '', dir: 0 };

@@ -48,10 +48,12 @@ export function unitsByLineOffset(sections: DebugSections): Map<number, UnitInfo
     const unitStart = c.pos;
     const { length, offsetSize } = readUnitLength(c);
     const unitEnd = c.pos + length;
-    if (unitEnd > info.length) throw new RangeError(`unit at 0x${unitStart.toString(16)} runs past the end of the section`);
+    if (unitEnd > info.length)
+      throw new RangeError(`unit at 0x${unitStart.toString(16)} runs past the end of the section`);
     const u = new ByteCursor(info, c.pos, unitEnd);
     const version = u.u16();
-    if (version < 2 || version > 5) throw new RangeError(`unit at 0x${unitStart.toString(16)} has unsupported DWARF version ${version}`);
+    if (version < 2 || version > 5)
+      throw new RangeError(`unit at 0x${unitStart.toString(16)} has unsupported DWARF version ${version}`);
     let addressSize: number;
     let abbrevOffset: number;
     if (version >= 5) {
@@ -73,7 +75,13 @@ export function unitsByLineOffset(sections: DebugSections): Map<number, UnitInfo
     const code = u.uleb();
     const specs = table.get(code);
     if (code === 0 || !specs) continue;
-    const ctx: FormContext = { offsetSize, addressSize, version, debugStr: sections.str, debugLineStr: sections.lineStr };
+    const ctx: FormContext = {
+      offsetSize,
+      addressSize,
+      version,
+      debugStr: sections.str,
+      debugLineStr: sections.lineStr,
+    };
     const unit: UnitInfo = {};
     let stmtList: number | undefined;
     for (const spec of specs) {

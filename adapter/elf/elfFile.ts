@@ -120,7 +120,8 @@ export class ElfFile {
 
     let section0: RawSection | undefined;
     if (shoff !== 0) {
-      if (shentsize < 40) throw notAnElf(fileName, `has a bad section header size (e_shentsize ${shentsize}, expected 40)`, RELINK_HINT);
+      if (shentsize < 40)
+        throw notAnElf(fileName, `has a bad section header size (e_shentsize ${shentsize}, expected 40)`, RELINK_HINT);
       section0 = readSectionHeader(bytes, fileName, shoff, 0);
       // Extended numbering (gABI): the real counts live in section 0 when they overflow 16 bits.
       if (shnum === 0) shnum = section0.size;
@@ -135,9 +136,13 @@ export class ElfFile {
       );
     }
     const raw: RawSection[] = [];
-    for (let i = 0; i < (shoff === 0 ? 0 : shnum); i++) raw.push(i === 0 && section0 ? section0 : readSectionHeader(bytes, fileName, shoff + i * shentsize, i));
+    for (let i = 0; i < (shoff === 0 ? 0 : shnum); i++)
+      raw.push(i === 0 && section0 ? section0 : readSectionHeader(bytes, fileName, shoff + i * shentsize, i));
     const names = shstrndx < raw.length ? raw[shstrndx]! : undefined;
-    const nameTable = names && names.type !== SHT_NOBITS ? this.sliceChecked(names.offset, names.size, 'the section name table') : undefined;
+    const nameTable =
+      names && names.type !== SHT_NOBITS
+        ? this.sliceChecked(names.offset, names.size, 'the section name table')
+        : undefined;
     const sections: SectionHeader[] = raw.map(({ nameOffset, ...s }) => {
       let name = '';
       if (nameTable && s.index !== 0) {
@@ -153,9 +158,14 @@ export class ElfFile {
     this.sections = sections;
 
     if (phoff !== 0 && phnum > 0) {
-      if (phentsize < 32) throw notAnElf(fileName, `has a bad program header size (e_phentsize ${phentsize}, expected 32)`, RELINK_HINT);
+      if (phentsize < 32)
+        throw notAnElf(fileName, `has a bad program header size (e_phentsize ${phentsize}, expected 32)`, RELINK_HINT);
       if (phoff + phnum * phentsize > bytes.length) {
-        throw notAnElf(fileName, `is truncated: its program headers run past the end of the file (${bytes.length} bytes)`, RELINK_HINT);
+        throw notAnElf(
+          fileName,
+          `is truncated: its program headers run past the end of the file (${bytes.length} bytes)`,
+          RELINK_HINT,
+        );
       }
     }
     const segments: Segment[] = [];
@@ -192,7 +202,9 @@ export class ElfFile {
 
   /** Allocated sections holding instructions, by address. */
   get codeSections(): readonly SectionHeader[] {
-    this.code ??= this.sections.filter((s) => (s.flags & SHF_ALLOC) !== 0 && (s.flags & SHF_EXECINSTR) !== 0 && s.size > 0).sort((a, b) => a.addr - b.addr);
+    this.code ??= this.sections
+      .filter((s) => (s.flags & SHF_ALLOC) !== 0 && (s.flags & SHF_EXECINSTR) !== 0 && s.size > 0)
+      .sort((a, b) => a.addr - b.addr);
     return this.code;
   }
 
@@ -275,10 +287,18 @@ function readHeader(bytes: Uint8Array, file: string): ElfHeader {
     throw unsupportedArchitecture(file, `is built for e_machine ${machine}${name ? ` (${name})` : ''}`);
   }
   if (type === ET_REL) {
-    throw notAnElf(file, 'is a relocatable object (.o), not a linked program', 'point `executable` at the linked .elf that the build produced');
+    throw notAnElf(
+      file,
+      'is a relocatable object (.o), not a linked program',
+      'point `executable` at the linked .elf that the build produced',
+    );
   }
   if (type !== ET_EXEC && type !== ET_DYN) {
-    throw notAnElf(file, `is an ELF file of type ${type}, not an executable`, 'point `executable` at the linked .elf that the build produced');
+    throw notAnElf(
+      file,
+      `is an ELF file of type ${type}, not an executable`,
+      'point `executable` at the linked .elf that the build produced',
+    );
   }
   // Arm entry points carry the Thumb bit (bit 0); the instruction itself is at the even address.
   const entryIsThumb = machine === EM_ARM && (rawEntry & 1) === 1;

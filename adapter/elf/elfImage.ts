@@ -4,7 +4,17 @@ import { CycleLensError, ErrorCode } from '../errors';
 import { TruncatedData } from './byteCursor';
 import { decodeLinePrograms } from './dwarfLine';
 import { unitsByLineOffset } from './dwarfUnits';
-import { CoreFamily, ElfFile, ElfHeader, Segment, SectionHeader, PF_X, SHF_ALLOC, SHF_WRITE, SHT_NOBITS } from './elfFile';
+import {
+  CoreFamily,
+  ElfFile,
+  ElfHeader,
+  Segment,
+  SectionHeader,
+  PF_X,
+  SHF_ALLOC,
+  SHF_WRITE,
+  SHT_NOBITS,
+} from './elfFile';
 import { corrupt, debugInfoCorrupt } from './errors';
 import { LineRange, LineTable } from './lineTable';
 import { ElfSymbol, SymbolTable } from './symbols';
@@ -180,7 +190,10 @@ function readError(path: string, err: unknown): CycleLensError {
     );
   }
   if (code === 'EISDIR') {
-    return new CycleLensError(ErrorCode.ExecutableNotFound, `${path} is a directory: point \`executable\` at the linked .elf file inside it`);
+    return new CycleLensError(
+      ErrorCode.ExecutableNotFound,
+      `${path} is a directory: point \`executable\` at the linked .elf file inside it`,
+    );
   }
   return new CycleLensError(
     ErrorCode.ExecutableNotFound,

@@ -9,18 +9,25 @@ export function notAnElf(file: string, what: string, hint: string): CycleLensErr
   return new CycleLensError(ErrorCode.NotAnElf, `${file} ${what}: ${hint}`);
 }
 
-export const RELINK_HINT = 'point `executable` at the linked .elf that the build produced (not the .bin/.hex), and rebuild it if it was cut short';
+export const RELINK_HINT =
+  'point `executable` at the linked .elf that the build produced (not the .bin/.hex), and rebuild it if it was cut short';
 
 /** Wraps a low-level read failure inside `structure` into the user-facing error. */
 export function corrupt(file: string, structure: string, err: unknown): CycleLensError {
   if (err instanceof CycleLensError) return err;
-  const detail = err instanceof TruncatedData ? `is truncated (${err.message})` : `is corrupt (${err instanceof Error ? err.message : String(err)})`;
+  const detail =
+    err instanceof TruncatedData
+      ? `is truncated (${err.message})`
+      : `is corrupt (${err instanceof Error ? err.message : String(err)})`;
   return new CycleLensError(ErrorCode.NotAnElf, `${file}: ${structure} ${detail}: ${RELINK_HINT}`);
 }
 
 export function debugInfoCorrupt(file: string, section: string, err: unknown): CycleLensError {
   if (err instanceof CycleLensError) return err;
-  const detail = err instanceof TruncatedData ? `is truncated (${err.message})` : `is corrupt (${err instanceof Error ? err.message : String(err)})`;
+  const detail =
+    err instanceof TruncatedData
+      ? `is truncated (${err.message})`
+      : `is corrupt (${err instanceof Error ? err.message : String(err)})`;
   return new CycleLensError(
     ErrorCode.NotAnElf,
     `${file}: the debug information in ${section} ${detail}: rebuild the program with -g (a current GCC or Clang), or check that no tool stripped or rewrote it`,

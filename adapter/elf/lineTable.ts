@@ -159,7 +159,9 @@ export class LineTable {
     if (rows.length === 0) return undefined;
     rows.sort((a, b) => a.address - b.address);
     const file = (this.rowFor(start) ?? rows[0]!).file;
-    const lines = [...new Set(rows.filter((r) => r.file === file && r.line > 0).map((r) => r.line))].sort((a, b) => a - b);
+    const lines = [...new Set(rows.filter((r) => r.file === file && r.line > 0).map((r) => r.line))].sort(
+      (a, b) => a - b,
+    );
     if (lines.length === 0) return undefined;
     return { file, firstLine: lines[0]!, lastLine: lines[lines.length - 1]!, lines };
   }

@@ -79,9 +79,14 @@ export class SymbolTable {
       maxEnd = Math.max(maxEnd, f.address + f.size);
       this.prefixMaxEnd[i] = maxEnd;
     });
-    this.objects = symbols.filter((s) => s.kind === 'object' && s.sectionIndex !== SHN_UNDEF).sort((a, b) => a.address - b.address);
+    this.objects = symbols
+      .filter((s) => s.kind === 'object' && s.sectionIndex !== SHN_UNDEF)
+      .sort((a, b) => a.address - b.address);
     this.codeLabels = symbols
-      .filter((s) => (s.kind === 'function' || s.kind === 'label') && executableSections.has(s.sectionIndex) && isRealName(s.name))
+      .filter(
+        (s) =>
+          (s.kind === 'function' || s.kind === 'label') && executableSections.has(s.sectionIndex) && isRealName(s.name),
+      )
       .sort((a, b) => a.address - b.address || rank(a) - rank(b));
   }
 

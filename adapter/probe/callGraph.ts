@@ -138,10 +138,16 @@ export function buildCallGraph(elf: ElfImage, program: DisassembledProgram): Sta
       if (fns[j]!.start > fn.start) fallThrough.push({ caller: names.get(fn)!, callee: names.get(fns[j]!)! });
     const next = byStart.get(fn.end);
     const last = fn.instructions.at(-1);
-    if (next && next !== fn && !fn.undecodable && last && !ENDS_FLOW.has(last.kind)) fallThrough.push({ caller: names.get(fn)!, callee: names.get(next)! });
+    if (next && next !== fn && !fn.undecodable && last && !ENDS_FLOW.has(last.kind))
+      fallThrough.push({ caller: names.get(fn)!, callee: names.get(next)! });
   }
 
-  const functions: CallGraphFunction[] = fns.map((f) => ({ name: names.get(f)!, address: f.start, size: f.end - f.start, ...sourceOf(elf, f) }));
+  const functions: CallGraphFunction[] = fns.map((f) => ({
+    name: names.get(f)!,
+    address: f.start,
+    size: f.end - f.start,
+    ...sourceOf(elf, f),
+  }));
   const sortedEdges = [...edges.values()]
     .map((e) => ({ ...e, sites: e.sites.sort((a, b) => a - b) }))
     .sort((a, b) => a.sites[0]! - b.sites[0]! || a.callee.localeCompare(b.callee));
@@ -189,5 +195,7 @@ function sourceOf(elf: ElfImage, fn: FunctionCode): { path?: string; line?: numb
 function switchInside(tables: readonly JumpTableInfo[] | undefined, branch: number, fn: FunctionCode): boolean {
   const t = tables?.find((x) => x.branch === branch);
   if (t === undefined) return false;
-  return t.resolved ? t.targets.length > 0 && t.targets.every((a) => a >= fn.start && a < fn.end) : t.switchShaped === true;
+  return t.resolved
+    ? t.targets.length > 0 && t.targets.every((a) => a >= fn.start && a < fn.end)
+    : t.switchShaped === true;
 }

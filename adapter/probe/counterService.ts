@@ -32,7 +32,11 @@ export class CounterService {
   }
 
   capabilities(): CounterUnitInfo[] {
-    return this.units.map((u, i) => ({ ...u.info(), events: u.events(), ...(this.infos[i]?.note && !u.info().note ? { note: this.infos[i]!.note } : {}) }));
+    return this.units.map((u, i) => ({
+      ...u.info(),
+      events: u.events(),
+      ...(this.infos[i]?.note && !u.info().note ? { note: this.infos[i]!.note } : {}),
+    }));
   }
 
   events(): Array<CounterEvent & { unit: string }> {
@@ -47,10 +51,16 @@ export class CounterService {
       const slot = info.slots.find((s) => s.index === a.slot);
       if (!slot) {
         const valid = info.slots.map((s) => `${s.index} (${s.name})`).join(', ') || 'none';
-        throw new CycleLensError(ErrorCode.CounterUnavailable, `${a.unit} has no counter slot ${a.slot}. Its slots: ${valid}.`);
+        throw new CycleLensError(
+          ErrorCode.CounterUnavailable,
+          `${a.unit} has no counter slot ${a.slot}. Its slots: ${valid}.`,
+        );
       }
       if (slot.fixedEvent && slot.fixedEvent !== a.event) {
-        throw new CycleLensError(ErrorCode.CounterUnavailable, `${slot.name} always counts '${slot.fixedEvent}'; choose a programmable slot for '${a.event}'.`);
+        throw new CycleLensError(
+          ErrorCode.CounterUnavailable,
+          `${slot.name} always counts '${slot.fixedEvent}'; choose a programmable slot for '${a.event}'.`,
+        );
       }
       if (!slotCanCount(unit, slot, a.event)) {
         throw new CycleLensError(
@@ -146,7 +156,10 @@ export class CounterService {
         `This target has no counter unit '${name}'. It has: ${this.units.map((x) => x.unit).join(', ') || 'none'}.`,
       );
     if (!u.info().present)
-      throw new CycleLensError(ErrorCode.CounterUnavailable, `${name} is not available on this target: ${u.info().note ?? 'not present'}.`);
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `${name} is not available on this target: ${u.info().note ?? 'not present'}.`,
+      );
     return u;
   }
 }
@@ -158,7 +171,14 @@ function slotCanCount(unit: CounterUnit, slot: CounterSlotInfo, eventId: string)
 }
 
 export function toWire(r: CounterReading): CounterValue {
-  return { unit: r.unit, slot: r.slot, event: r.event, value: r.value.toString(), reliable: r.reliable, ...(r.note ? { note: r.note } : {}) };
+  return {
+    unit: r.unit,
+    slot: r.slot,
+    event: r.event,
+    value: r.value.toString(),
+    reliable: r.reliable,
+    ...(r.note ? { note: r.note } : {}),
+  };
 }
 
 /** end − start per slot; a slot unreliable at either end is unreliable. */
@@ -167,6 +187,13 @@ export function difference(start: CounterReading[], end: CounterReading[]): Coun
     const s = start.find((x) => x.unit === e.unit && x.slot === e.slot);
     const reliable = e.reliable && (s?.reliable ?? false);
     const note = [s?.note, e.note].filter(Boolean).join('; ') || (s ? undefined : 'not counting at the start');
-    return { unit: e.unit, slot: e.slot, event: e.event, value: (e.value - (s?.value ?? 0n)).toString(), reliable, ...(note ? { note } : {}) };
+    return {
+      unit: e.unit,
+      slot: e.slot,
+      event: e.event,
+      value: (e.value - (s?.value ?? 0n)).toString(),
+      reliable,
+      ...(note ? { note } : {}),
+    };
   });
 }

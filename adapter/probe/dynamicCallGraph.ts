@@ -1,4 +1,9 @@
-import type { CallGraphEdge, CallGraphResponse, DynamicCallGraphArguments, DynamicCallGraphResponse } from '../../common/dapCustom';
+import type {
+  CallGraphEdge,
+  CallGraphResponse,
+  DynamicCallGraphArguments,
+  DynamicCallGraphResponse,
+} from '../../common/dapCustom';
 import type { TargetFamily } from '../../common/launchArgs';
 import type { Debugger } from '../debugger/debugger';
 import type { ElfImage } from '../elf';
@@ -46,7 +51,10 @@ export async function dynamicCallGraphRequest(
   staticGraph: CallGraphResponse,
   a: DynamicCallGraphArguments,
 ): Promise<DynamicCallGraphResponse> {
-  const result = await buildDynamicCallGraph(target, staticGraph, { ...a, handlers: exceptionHandlers(target.config.image) });
+  const result = await buildDynamicCallGraph(target, staticGraph, {
+    ...a,
+    handlers: exceptionHandlers(target.config.image),
+  });
   await target.announceCurrentStop('call graph recorded');
   return result;
 }
@@ -108,15 +116,21 @@ export async function buildDynamicCallGraph(
         if (f.address === pc) continue;
         // The end gets a stop breakpoint, not an entry count.
         const isEnd = f.name === programEnd;
-        const bp = await gdb.insertBreakpoint({ location: { kind: 'address', address: BigInt(f.address) }, temporary: isEnd });
+        const bp = await gdb.insertBreakpoint({
+          location: { kind: 'address', address: BigInt(f.address) },
+          temporary: isEnd,
+        });
         inserted.push(bp.id);
         if (isEnd) endId = bp.id;
         else calleeOf.set(bp.id, f.name);
       }
 
       const functionAt = (address: number): string =>
-        staticGraph.functions.find((f) => address >= f.address && address < f.address + f.size)?.name ?? `0x${address.toString(16)}`;
-      const tails = new Set(staticGraph.edges.filter((e) => e.kind === 'tail').map((e) => `${e.caller}\u0000${e.callee}`));
+        staticGraph.functions.find((f) => address >= f.address && address < f.address + f.size)?.name ??
+        `0x${address.toString(16)}`;
+      const tails = new Set(
+        staticGraph.edges.filter((e) => e.kind === 'tail').map((e) => `${e.caller}\u0000${e.callee}`),
+      );
       // A tail call leaves ra/lr and sp as the tail caller found them, so frame 1 of the tail
       // callee is its tail caller's caller. The last function entered with the same return address
       // is the tail caller when the static graph has that tail edge (a direct call site calls one
@@ -152,14 +166,19 @@ export async function buildDynamicCallGraph(
           // An interrupt entry, not a call: counted apart, so no call edge grows by it. Where the
           // unwinder does not reach the interrupted PC (RISC-V: mepc), the family names its register.
           const interruptedPc = archPlugin(target.config.family).abi.interruptedPcRegister;
-          const interrupted = interruptedPc !== undefined ? functionAt(Number(await gdb.readRegister(interruptedPc))) : (frame1?.func ?? '??');
+          const interrupted =
+            interruptedPc !== undefined
+              ? functionAt(Number(await gdb.readRegister(interruptedPc)))
+              : (frame1?.func ?? '??');
           interrupts.add(interrupted, callee);
           continue;
         }
         const returnAddress = frame1 ? Number(frame1.address) : -1;
         const previous = lastEnteredWith.get(returnAddress);
         const caller =
-          previous !== undefined && tails.has(`${previous}\u0000${callee}`) ? previous : (frame1?.func ?? (frame1 ? functionAt(returnAddress) : '??'));
+          previous !== undefined && tails.has(`${previous}\u0000${callee}`)
+            ? previous
+            : (frame1?.func ?? (frame1 ? functionAt(returnAddress) : '??'));
         lastEnteredWith.set(returnAddress, callee);
         calls.add(caller, callee);
         hits++;
@@ -170,7 +189,13 @@ export async function buildDynamicCallGraph(
       await gdb.deleteBreakpoints(endId === undefined ? inserted.filter((id) => calleeOf.has(id)) : inserted);
       await gdb.setBreakpointsAlwaysInserted(false);
     }
-    return { ...merge(staticGraph, calls), hits, ended, interrupts: edgesOf(interrupts), elapsedMs: Date.now() - started };
+    return {
+      ...merge(staticGraph, calls),
+      hits,
+      ended,
+      interrupts: edgesOf(interrupts),
+      elapsedMs: Date.now() - started,
+    };
   });
 }
 
@@ -188,7 +213,12 @@ function merge(staticGraph: CallGraphResponse, calls: EdgeCounts): CallGraphResp
     return count === undefined ? { ...e, sites: [...e.sites] } : { ...e, sites: [...e.sites], count };
   });
   for (const e of calls.entries()) {
-    if (!known.has(`${e.caller}\u0000${e.callee}`)) edges.push({ caller: e.caller, callee: e.callee, kind: 'call', sites: [], count: e.count });
+    if (!known.has(`${e.caller}\u0000${e.callee}`))
+      edges.push({ caller: e.caller, callee: e.callee, kind: 'call', sites: [], count: e.count });
   }
-  return { functions: staticGraph.functions.map((f) => ({ ...f })), edges, indirectCallers: [...staticGraph.indirectCallers] };
+  return {
+    functions: staticGraph.functions.map((f) => ({ ...f })),
+    edges,
+    indirectCallers: [...staticGraph.indirectCallers],
+  };
 }

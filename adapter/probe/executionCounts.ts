@@ -1,4 +1,9 @@
-import type { CallGraphFunction, ExecutedFunction, ExecutionCountsArguments, ExecutionCountsResponse } from '../../common/dapCustom';
+import type {
+  CallGraphFunction,
+  ExecutedFunction,
+  ExecutionCountsArguments,
+  ExecutionCountsResponse,
+} from '../../common/dapCustom';
 import type { TargetFamily } from '../../common/launchArgs';
 import { isUnsupported } from '../arch/archPlugin';
 import { archPlugin } from '../arch/registry';
@@ -30,25 +35,43 @@ export interface CountingSession {
   handlers(): string[];
 }
 
-export async function executionCountsRequest(session: CountingSession, a: ExecutionCountsArguments): Promise<ExecutionCountsResponse> {
+export async function executionCountsRequest(
+  session: CountingSession,
+  a: ExecutionCountsArguments,
+): Promise<ExecutionCountsResponse> {
   const refuse = (reason: string): ExecutionCountsResponse => ({ counted: false, reason, elapsedMs: 0 });
-  if (!session.countInstructions) return refuse('instruction counts need a QEMU server: only QEMU runs the counting plugin');
+  if (!session.countInstructions)
+    return refuse('instruction counts need a QEMU server: only QEMU runs the counting plugin');
   const shift = session.facts.qemu?.icountShift;
   // Without -icount, interrupts follow the host clock, so a run without the debugger need not
   // execute what a measured run executes, and its counts would bound nothing.
-  if (shift === undefined) return refuse('QEMU runs without -icount ("icount": null), so a run without the debugger need not repeat a measured run');
+  if (shift === undefined)
+    return refuse(
+      'QEMU runs without -icount ("icount": null), so a run without the debugger need not repeat a measured run',
+    );
   const run = await session.countInstructions(a.timeoutMs ?? DEFAULT_COUNTING_TIMEOUT_MS);
   if (!run.counted) return { counted: false, reason: run.reason, elapsedMs: run.elapsedMs };
   if (run.snapshot.dropped > 0)
-    return { counted: false, reason: `the counting plugin's table was full (${run.snapshot.dropped} instructions not counted)`, elapsedMs: run.elapsedMs };
+    return {
+      counted: false,
+      reason: `the counting plugin's table was full (${run.snapshot.dropped} instructions not counted)`,
+      elapsedMs: run.elapsedMs,
+    };
   const attributed = attributeCounts(session.graph.functions, run.snapshot);
-  const entry = session.graph.functions.find((f) => session.entryAddress >= f.address && session.entryAddress < f.address + f.size)?.name;
+  const entry = session.graph.functions.find(
+    (f) => session.entryAddress >= f.address && session.entryAddress < f.address + f.size,
+  )?.name;
   const ticks = session.facts.coreClockTicksPerInstruction;
   return {
     counted: true,
     functions: attributed.functions,
     calls: session.graph.edges
-      .map((e) => ({ caller: e.caller, callee: e.callee, kind: e.kind, count: e.sites.reduce((n, site) => n + (run.snapshot.counts.get(site) ?? 0), 0) }))
+      .map((e) => ({
+        caller: e.caller,
+        callee: e.callee,
+        kind: e.kind,
+        count: e.sites.reduce((n, site) => n + (run.snapshot.counts.get(site) ?? 0), 0),
+      }))
       .filter((e) => e.count > 0),
     outside: attributed.outside,
     total: attributed.total,
@@ -119,7 +142,9 @@ export function attributeCounts(
     const e = byName.get(f.name);
     if (!e) continue;
     e.entries = snapshot.counts.get(f.address) ?? 0;
-    const inRange = prefix[lastAtOrBefore(addresses, (a) => a, f.address + f.size - 1) + 1]! - prefix[lastAtOrBefore(addresses, (a) => a, f.address - 1) + 1]!;
+    const inRange =
+      prefix[lastAtOrBefore(addresses, (a) => a, f.address + f.size - 1) + 1]! -
+      prefix[lastAtOrBefore(addresses, (a) => a, f.address - 1) + 1]!;
     if (inRange > e.instructions) e.inRange = inRange;
   }
   return { functions: [...byName.values()].sort((x, y) => y.instructions - x.instructions), outside, total };
@@ -129,7 +154,11 @@ export function attributeCounts(
  * The functions the core enters asynchronously: the ones that end in an exception return (RISC-V
  * `mret`) and the ones the family's table of handlers names (Cortex-M's vector table).
  */
-export function asynchronousHandlers(family: TargetFamily, image: ElfImage, functions: readonly CallGraphFunction[]): string[] {
+export function asynchronousHandlers(
+  family: TargetFamily,
+  image: ElfImage,
+  functions: readonly CallGraphFunction[],
+): string[] {
   const names = new Set(exceptionHandlers(image));
   const callGraph = archPlugin(family).callGraph;
   if (!isUnsupported(callGraph) && callGraph.handlerEntries) {

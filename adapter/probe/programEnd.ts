@@ -27,7 +27,10 @@ export function findProgramEnd(program: DisassembledProgram, start = 'main'): Pr
   if (last?.kind === 'call' && last.target !== undefined) {
     const callee = byStart.get(last.target);
     if (callee && callee !== main) {
-      return { location: { function: callee.name }, how: `${start}'s last instruction calls ${callee.name}, which does not return` };
+      return {
+        location: { function: callee.name },
+        how: `${start}'s last instruction calls ${callee.name}, which does not return`,
+      };
     }
   }
   const sites = program.functions.flatMap((f) =>
@@ -37,7 +40,10 @@ export function findProgramEnd(program: DisassembledProgram, start = 'main'): Pr
     const { f, i } = sites[0]!;
     const after = i.address + i.length;
     if (f.instructions.some((x) => x.address === after)) {
-      return { location: { address: `0x${after.toString(16)}` }, how: `where ${start} returns to ${f.name} (0x${after.toString(16)})` };
+      return {
+        location: { address: `0x${after.toString(16)}` },
+        how: `where ${start} returns to ${f.name} (0x${after.toString(16)})`,
+      };
     }
   }
   return undefined;

@@ -58,7 +58,8 @@ export class BreakpointMeasurement {
     timeoutMs = 120_000,
     onProgress?: (done: number) => void,
   ): Promise<MeasurementResponse> {
-    if (!Number.isInteger(passes) || passes < 1) throw new CycleLensError(ErrorCode.InvalidRequest, `passes must be a whole number ≥ 1 (got ${passes}).`);
+    if (!Number.isInteger(passes) || passes < 1)
+      throw new CycleLensError(ErrorCode.InvalidRequest, `passes must be a whole number ≥ 1 (got ${passes}).`);
     const gdb = this.host.debugger;
     this.expectHalted();
     return this.host.internally(async () => {
@@ -119,7 +120,9 @@ export class BreakpointMeasurement {
   }
 
   private endReason(timeoutMs: number): string {
-    return this.host.debugger.executionState === 'exited' ? 'The program ended' : `No stop within ${Math.round(timeoutMs / 1000)} s`;
+    return this.host.debugger.executionState === 'exited'
+      ? 'The program ended'
+      : `No stop within ${Math.round(timeoutMs / 1000)} s`;
   }
 
   private expectHalted(): void {

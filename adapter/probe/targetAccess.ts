@@ -53,7 +53,8 @@ export class DebuggerTargetAccess implements TargetAccess {
   }
 
   async monitor(command: string): Promise<string> {
-    if (this.debug.isRunning) throw new CycleLensError(ErrorCode.NotStopped, 'The target must be halted to reach its counters.');
+    if (this.debug.isRunning)
+      throw new CycleLensError(ErrorCode.NotStopped, 'The target must be halted to reach its counters.');
     return this.debug.monitor(command);
   }
 }

@@ -26,7 +26,13 @@ const HALTING_MAX_HZ = 400;
 const INTERRUPT_DEFAULT_HZ = 100_000;
 
 const identities: Record<SamplerId, SamplerIdentity> = {
-  'qemu-plugin': { id: 'qemu-plugin', label: 'QEMU instruction counts (exact)', attribution: 'exact-count', halting: false, unit: 'instructions' },
+  'qemu-plugin': {
+    id: 'qemu-plugin',
+    label: 'QEMU instruction counts (exact)',
+    attribution: 'exact-count',
+    halting: false,
+    unit: 'instructions',
+  },
   'qemu-monitor': {
     id: 'qemu-monitor',
     label: 'QEMU monitor (translation-block start)',
@@ -36,7 +42,13 @@ const identities: Record<SamplerId, SamplerIdentity> = {
   },
   'openocd-pcsr': PCSR_IDENTITY,
   'target-interrupt': INTERRUPT_IDENTITY,
-  'gdb-halting': { id: 'gdb-halting', label: 'GDB halting (interrupt, read PC, continue)', attribution: 'halting', halting: true, unit: 'samples' },
+  'gdb-halting': {
+    id: 'gdb-halting',
+    label: 'GDB halting (interrupt, read PC, continue)',
+    attribution: 'halting',
+    halting: true,
+    unit: 'samples',
+  },
 };
 
 /**
@@ -49,10 +61,12 @@ const accuracy = {
   'qemu-plugin': 'exact: every executed instruction counted, equal to the oracle instruction for instruction',
   'qemu-monitor':
     'biased by host time per instruction: function-level error 9-28 %, line-level 17-53 % against exact counts; use qemu-plugin ("instructionCounts": true) for exact shares',
-  'qemu-monitor-singlestep': 'exact PC, but in host time: function-level error 8-13 %, line-level 10-18 % against exact counts, at a 16-52x slowdown',
+  'qemu-monitor-singlestep':
+    'exact PC, but in host time: function-level error 8-13 %, line-level 10-18 % against exact counts, at a 16-52x slowdown',
   'openocd-pcsr':
     "not measured on a real core (no board runs here): against a double of OpenOCD's Tcl RPC serving PCSR values from an exact instruction trace, function-level error 0.8-1.3 % and line-level 2.8-3.1 % after 20,000 samples, 0.4 % and 1.0 % after 200,000 (sampling noise); on silicon a value is a recently executed instruction, whose lag behind the one holding the core is not measured",
-  'gdb-halting': 'function-level error 17-18 %, line-level 32-35 % against exact counts, halting the target for every sample',
+  'gdb-halting':
+    'function-level error 17-18 %, line-level 32-35 % against exact counts, halting the target for every sample',
   'target-interrupt':
     'samples in virtual time at a random offset inside each interval, so shares follow instruction counts within the sampling noise (checked against the oracle on both QEMU targets); PCs are counted per bucket of 2^shift bytes',
 };
@@ -78,7 +92,8 @@ export function interruptPlan(
   rateHz = INTERRUPT_DEFAULT_HZ,
 ): { plan: InterruptSamplerPlan; area: { start: number; size: number } } | { needs: string } {
   const arch = archPlugin(target.config.family).sampling.interruptSampler;
-  const generic = 'a core family with an interrupt sampler (RV32 on QEMU `virt`, Cortex-M on QEMU `mps2-an386`) and at least 32 KiB of reserved RAM';
+  const generic =
+    'a core family with an interrupt sampler (RV32 on QEMU `virt`, Cortex-M on QEMU `mps2-an386`) and at least 32 KiB of reserved RAM';
   if (!arch) return { needs: generic };
   const { image, facts } = target.config;
   if (!image) return { needs: arch.needs };
@@ -114,17 +129,27 @@ export function describeSamplers(target: SamplerTargetFacts): SamplerDescription
     const base = { ...identities[id], accuracy: accuracy[id] };
     switch (id) {
       case 'qemu-plugin':
-        if (!qemu) return { ...base, available: false, needs: 'a QEMU server (`"server": { "type": "qemu", "instructionCounts": true }`)' };
+        if (!qemu)
+          return {
+            ...base,
+            available: false,
+            needs: 'a QEMU server (`"server": { "type": "qemu", "instructionCounts": true }`)',
+          };
         if (!qemu.instructionCountsFile)
           return {
             ...base,
             available: false,
-            needs: '`"instructionCounts": true` in the launch configuration\'s `server` (QEMU then loads the counting plugin)',
+            needs:
+              '`"instructionCounts": true` in the launch configuration\'s `server` (QEMU then loads the counting plugin)',
           };
         return { ...base, available: true };
       case 'qemu-monitor':
         if (!qemu?.monitorSocket)
-          return { ...base, available: false, needs: 'a QEMU server (`"server": { "type": "qemu" }`): it reads the PC through QEMU\'s monitor' };
+          return {
+            ...base,
+            available: false,
+            needs: 'a QEMU server (`"server": { "type": "qemu" }`): it reads the PC through QEMU\'s monitor',
+          };
         return qemu.singlestep
           ? {
               ...base,
@@ -158,7 +183,9 @@ export function describeSamplers(target: SamplerTargetFacts): SamplerDescription
 /** The error when the sampler asked for (or any) cannot run here: every sampler, and what each needs. */
 export function unavailableSampler(all: readonly SamplerDescription[], asked: SamplerId | undefined): CycleLensError {
   const list = all.map((s) => `${s.id} (${s.label}): ${s.available ? 'available' : `needs ${s.needs}`}`).join('; ');
-  const what = asked ? `The sampler \`${asked}\` is not available on this target.` : 'No sampler is available on this target.';
+  const what = asked
+    ? `The sampler \`${asked}\` is not available on this target.`
+    : 'No sampler is available on this target.';
   return new CycleLensError(ErrorCode.Unsupported, `${what} Samplers: ${list}.`);
 }
 
@@ -195,7 +222,12 @@ export function createSampler(
         ...(args.rateHz ? { rateHz: args.rateHz } : {}),
       });
     case 'openocd-pcsr':
-      return new PcsrSampler({ tclPort: openOcdOf(target)!.ports.tcl, isRunning, log, ...(args.rateHz ? { rateHz: args.rateHz } : {}) });
+      return new PcsrSampler({
+        tclPort: openOcdOf(target)!.ports.tcl,
+        isRunning,
+        log,
+        ...(args.rateHz ? { rateHz: args.rateHz } : {}),
+      });
     case 'target-interrupt': {
       const planned = interruptPlan(target, args.rateHz);
       if ('needs' in planned) throw unavailableSampler(all, args.sampler);

@@ -38,7 +38,10 @@ export class HmpMonitor {
   }
 
   /** Connects to `path` (a unix socket) or `host:port`, and waits for the first prompt. */
-  static async connect(address: { path: string } | { host: string; port: number }, timeoutMs = 5_000): Promise<HmpMonitor> {
+  static async connect(
+    address: { path: string } | { host: string; port: number },
+    timeoutMs = 5_000,
+  ): Promise<HmpMonitor> {
     const socket = 'path' in address ? createConnection(address.path) : createConnection(address.port, address.host);
     // Every command is one small write followed by a wait for the reply: Nagle would hold each
     // write back for the previous reply's ACK (TCP monitors only; a unix socket ignores it).
@@ -64,7 +67,10 @@ export class HmpMonitor {
       // A reply that never came would shift every later one onto the wrong command: the
       // connection is given up instead.
       const timer = setTimeout(() => {
-        this.failure ??= new CycleLensError(ErrorCode.ServerTimeout, `QEMU's monitor stopped answering (nothing within ${timeoutMs} ms).`);
+        this.failure ??= new CycleLensError(
+          ErrorCode.ServerTimeout,
+          `QEMU's monitor stopped answering (nothing within ${timeoutMs} ms).`,
+        );
         for (const w of this.waiters.splice(0)) if (w !== waiter) w('');
         resolve(undefined);
       }, timeoutMs);
@@ -81,7 +87,11 @@ export class HmpMonitor {
     // The connection may have failed while the reply was awaited.
     const failed = this.currentFailure();
     if (failed) throw failed;
-    if (text === undefined) throw new CycleLensError(ErrorCode.ServerTimeout, `QEMU's monitor did not answer \`${line}\` within ${timeoutMs} ms.`);
+    if (text === undefined)
+      throw new CycleLensError(
+        ErrorCode.ServerTimeout,
+        `QEMU's monitor did not answer \`${line}\` within ${timeoutMs} ms.`,
+      );
     return stripEcho(text);
   }
 

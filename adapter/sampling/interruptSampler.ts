@@ -17,7 +17,10 @@ const SAMPLER_AT_MOST = 64 * 1024;
  * least 32 KiB (at most 64 KiB), nothing of a smaller one. The injector is given the rest
  * (adapter/session/injectionRequests.ts), so both can run at once.
  */
-export function interruptSamplerShare(reserved: { start: number; size: number }): { start: number; size: number } | undefined {
+export function interruptSamplerShare(reserved: {
+  start: number;
+  size: number;
+}): { start: number; size: number } | undefined {
   if (reserved.size < SHARED_FROM) return undefined;
   const size = Math.min(Math.floor(reserved.size / 2), SAMPLER_AT_MOST) & ~15;
   return { start: reserved.start + reserved.size - size, size };
@@ -81,10 +84,20 @@ export class InterruptSampler implements PcSampler {
       const saved = await plan.capture(access);
       const journal = new PatchJournal(this.o.journal.dir, this.o.journal.elf, this.o.area, 'sampler');
       journal.setRegisters(
-        Object.fromEntries(Object.entries(saved.registers).map(([name, original]) => [name, { original, patched: saved.patchedRegisters[name]! }])),
+        Object.fromEntries(
+          Object.entries(saved.registers).map(([name, original]) => [
+            name,
+            { original, patched: saved.patchedRegisters[name]! },
+          ]),
+        ),
       );
       journal.add(
-        saved.words.map((w) => ({ measurement: SAMPLER_JOURNAL_ID, address: w.address, original: hexWord(w.original), patched: hexWord(w.patched) })),
+        saved.words.map((w) => ({
+          measurement: SAMPLER_JOURNAL_ID,
+          address: w.address,
+          original: hexWord(w.original),
+          patched: hexWord(w.patched),
+        })),
       );
       this.journal = journal;
       try {
@@ -122,7 +135,8 @@ export class InterruptSampler implements PcSampler {
       this.final = await this.readHalted();
       this.restoreProblems = await this.o.plan.uninstall(this.o.access, saved, this.o.stepInstruction);
     });
-    if (this.restoreProblems.length) this.o.log(`The interrupt sampler could not restore everything: ${this.restoreProblems.join('; ')}.\n`);
+    if (this.restoreProblems.length)
+      this.o.log(`The interrupt sampler could not restore everything: ${this.restoreProblems.join('; ')}.\n`);
     else this.journal?.clear();
   }
 
@@ -158,7 +172,9 @@ export class InterruptSampler implements PcSampler {
       try {
         return await this.readMonitor(this.monitor);
       } catch (err) {
-        this.o.log(`Reading the buckets through QEMU's monitor failed (${errorMessage(err)}); reading them with the target halted from now on.\n`);
+        this.o.log(
+          `Reading the buckets through QEMU's monitor failed (${errorMessage(err)}); reading them with the target halted from now on.\n`,
+        );
         this.monitor.close();
         this.monitor = undefined;
       }

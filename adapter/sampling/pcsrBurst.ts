@@ -38,9 +38,15 @@ export interface BurstPlan {
  */
 export function planBurst(reads: number, maxSpacers: number, random: () => number = Math.random): BurstPlan {
   if (!Number.isInteger(reads) || reads < 1)
-    throw new CycleLensError(ErrorCode.InvalidRequest, `A PCSR burst needs a positive whole number of reads (got ${reads}).`);
+    throw new CycleLensError(
+      ErrorCode.InvalidRequest,
+      `A PCSR burst needs a positive whole number of reads (got ${reads}).`,
+    );
   if (!Number.isInteger(maxSpacers) || maxSpacers < 0)
-    throw new CycleLensError(ErrorCode.InvalidRequest, `PCSR spacer reads must be a whole number of 0 or more (got ${maxSpacers}).`);
+    throw new CycleLensError(
+      ErrorCode.InvalidRequest,
+      `PCSR spacer reads must be a whole number of 0 or more (got ${maxSpacers}).`,
+    );
   const pcsr = `read_memory ${hex(DWT_PCSR)} 32 1`;
   const spacer = `read_memory ${hex(DWT_CTRL)} 32 1; `;
   const spacers: number[] = [];

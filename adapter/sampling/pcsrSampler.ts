@@ -93,7 +93,9 @@ export class PcsrSampler implements PcSampler {
     const random = this.options.random ?? Math.random;
     const maxSpacers = this.options.maxSpacers ?? DEFAULT_MAX_SPACERS;
     // Each burst starts at a random point of its interval; the spacers randomise inside it.
-    const schedule = this.options.rateHz ? new RandomOffsetSchedule((1000 * this.burstSize) / this.options.rateHz, performance.now(), random) : undefined;
+    const schedule = this.options.rateHz
+      ? new RandomOffsetSchedule((1000 * this.burstSize) / this.options.rateHz, performance.now(), random)
+      : undefined;
     let failed = 0;
     while (this.running) {
       if (schedule) await waitUntil(schedule.next());

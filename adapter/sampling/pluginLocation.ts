@@ -23,7 +23,11 @@ export interface PluginSearch {
 }
 
 function defaultSearch(): PluginSearch {
-  return { from: __dirname, cacheDir: join(process.env['CYCLELENS_CACHE'] ?? join(homedir(), '.cache', 'cyclelens'), 'qemu-plugin'), compiler: 'gcc' };
+  return {
+    from: __dirname,
+    cacheDir: join(process.env['CYCLELENS_CACHE'] ?? join(homedir(), '.cache', 'cyclelens'), 'qemu-plugin'),
+    compiler: 'gcc',
+  };
 }
 
 /** The first of `relative` found in `from` or one of its parents (the package or checkout root is a few levels up). */
@@ -55,7 +59,11 @@ export function qemuPluginPath(search: PluginSearch = defaultSearch()): string {
     join('.cache', 'qemu-plugin', SO),
   ]);
   if (prebuilt) return prebuilt;
-  const source = findUp(search.from, [join('dist', 'qemu-plugin', SOURCE), join('qemu-plugin', SOURCE), join('adapter', 'sampling', SOURCE)]);
+  const source = findUp(search.from, [
+    join('dist', 'qemu-plugin', SOURCE),
+    join('qemu-plugin', SOURCE),
+    join('adapter', 'sampling', SOURCE),
+  ]);
   if (!source) {
     throw new CycleLensError(
       ErrorCode.ProgramNotFound,
@@ -74,7 +82,9 @@ export function buildPluginFromSource(source: string, search: Pick<PluginSearch,
   const tmp = `${target}.${process.pid}.tmp`;
   try {
     // The flags of scripts/lib/qemuPlugin.mjs: only the plugin's entry points are exported.
-    execFileSync(search.compiler, ['-shared', '-fPIC', '-O2', '-fvisibility=hidden', '-pthread', '-o', tmp, source], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(search.compiler, ['-shared', '-fPIC', '-O2', '-fvisibility=hidden', '-pthread', '-o', tmp, source], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
   } catch (err) {
     const e = err as NodeJS.ErrnoException & { stderr?: Buffer };
     if (e.code === 'ENOENT') {

@@ -26,7 +26,10 @@ export function parseInstructionCounts(text: string): InstructionCountSnapshot {
     const address = Number.parseInt(line.slice(0, space), 16);
     const count = Number(line.slice(space + 1));
     if (space < 0 || !Number.isFinite(address) || !Number.isInteger(count))
-      throw new CycleLensError(ErrorCode.CommandFailed, `Malformed instruction-count line ${i + 1}: ${JSON.stringify(line.slice(0, 40))}.`);
+      throw new CycleLensError(
+        ErrorCode.CommandFailed,
+        `Malformed instruction-count line ${i + 1}: ${JSON.stringify(line.slice(0, 40))}.`,
+      );
     counts.set(address, count);
   }
   return { counts, dropped: Number(header[2]) };

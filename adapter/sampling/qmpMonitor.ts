@@ -87,7 +87,10 @@ export class QmpMonitor {
       if (reply.kind === 'event') continue;
       const p = this.pending.shift();
       if (!p) continue;
-      if (reply.kind === 'error') p.reject(new CycleLensError(ErrorCode.CommandFailed, `QEMU's QMP monitor refused the command: ${reply.message}`));
+      if (reply.kind === 'error')
+        p.reject(
+          new CycleLensError(ErrorCode.CommandFailed, `QEMU's QMP monitor refused the command: ${reply.message}`),
+        );
       else p.resolve(reply.value);
     }
   }
@@ -108,7 +111,8 @@ export function parseReply(line: string): Reply {
 
 function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms)))]).finally(() =>
-    clearTimeout(timer),
-  );
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }

@@ -1,7 +1,10 @@
 import type { CountedApart, SampleAttributionKind, SamplerDescription, SamplerId } from '../../common/dapCustom';
 
 /** What a sampler is, as shown to the user (availability is decided per target by the catalog). */
-export type SamplerIdentity = Omit<SamplerDescription, 'available' | 'needs' | 'accuracy'> & { id: SamplerId; attribution: SampleAttributionKind };
+export type SamplerIdentity = Omit<SamplerDescription, 'available' | 'needs' | 'accuracy'> & {
+  id: SamplerId;
+  attribution: SampleAttributionKind;
+};
 
 /**
  * One way of finding where the target spends its time. A sampler counts per address; the sampling

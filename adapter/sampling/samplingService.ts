@@ -65,7 +65,12 @@ export class SamplingService {
   }
 
   async start(args: StartSamplingArguments): Promise<SamplerDescription> {
-    if (this.sampler) throw new CycleLensError(ErrorCode.InvalidRequest, `Sampling is already running (${this.sampler.identity.id}). Stop it first.`, false);
+    if (this.sampler)
+      throw new CycleLensError(
+        ErrorCode.InvalidRequest,
+        `Sampling is already running (${this.sampler.identity.id}). Stop it first.`,
+        false,
+      );
     const target = this.target();
     const sampler = createSampler(target, args, this.log, this.freeRunning);
     await sampler.start();
@@ -128,7 +133,9 @@ export class SamplingService {
   }
 
   private flush(final: boolean): Promise<void> {
-    this.flushing = this.flushing.then(() => this.flushNow(final)).catch((err: unknown) => this.log(`Could not read the samples: ${errorMessage(err)}\n`));
+    this.flushing = this.flushing
+      .then(() => this.flushNow(final))
+      .catch((err: unknown) => this.log(`Could not read the samples: ${errorMessage(err)}\n`));
     return this.flushing;
   }
 

@@ -67,7 +67,9 @@ export class FileFollower {
       return; // not created yet, or already removed
     }
     for (;;) {
-      const { bytesRead } = await this.handle.read(this.buffer, 0, this.buffer.length, this.offset).catch(() => ({ bytesRead: 0 }));
+      const { bytesRead } = await this.handle
+        .read(this.buffer, 0, this.buffer.length, this.offset)
+        .catch(() => ({ bytesRead: 0 }));
       if (bytesRead === 0) return;
       this.offset += bytesRead;
       const text = this.decoder.write(this.buffer.subarray(0, bytesRead));

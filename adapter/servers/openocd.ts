@@ -79,7 +79,10 @@ export class OpenOcdServer implements GdbServer {
   /** The Tcl RPC connection, once start() has resolved. */
   get tcl(): TclRpcClient {
     if (!this.tclClient?.isOpen) {
-      throw new CycleLensError(ErrorCode.NotRunning, "OpenOCD's Tcl RPC connection is not open: OpenOCD has not started or has stopped.");
+      throw new CycleLensError(
+        ErrorCode.NotRunning,
+        "OpenOCD's Tcl RPC connection is not open: OpenOCD has not started or has stopped.",
+      );
     }
     return this.tclClient;
   }
@@ -96,7 +99,11 @@ export class OpenOcdServer implements GdbServer {
     const argv = openOcdArgv(this.args, searchDirs, this.chosenPorts);
     ctx.log(`Starting ${exe} ${argv.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ')}\n`);
 
-    const proc = OwnedProcess.spawn('openocd', exe, argv, { cwd: ctx.cwd, env: this.options.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = OwnedProcess.spawn('openocd', exe, argv, {
+      cwd: ctx.cwd,
+      env: this.options.env ?? process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.proc = proc;
     const lines = new Emitter<string>();
     for (const stream of [proc.child.stdout, proc.child.stderr]) {
@@ -110,7 +117,10 @@ export class OpenOcdServer implements GdbServer {
     void proc.exited.then(({ code, signal }) => {
       if (!this.ready || this.stopping) return;
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-      this.exitEmitter.fire({ message: `OpenOCD ${how} while the session was running.${this.outputQuote()}`, programEnded: false });
+      this.exitEmitter.fire({
+        message: `OpenOCD ${how} while the session was running.${this.outputQuote()}`,
+        programEnded: false,
+      });
     });
 
     try {
@@ -203,11 +213,16 @@ export class OpenOcdServer implements GdbServer {
               ? 'Choose another port, or stop the program using it.'
               : 'Another program took it after CycleLens picked it; start the session again.';
           return settle(
-            new CycleLensError(ErrorCode.PortInUse, `OpenOCD could not listen on port ${bind[2]} (its ${service} port): it is already in use. ${hint}`),
+            new CycleLensError(
+              ErrorCode.PortInUse,
+              `OpenOCD could not listen on port ${bind[2]} (its ${service} port): it is already in use. ${hint}`,
+            ),
           );
         }
       });
-      proc.child.once('error', (err) => settle(new CycleLensError(ErrorCode.ServerFailedToStart, `OpenOCD could not be started: ${err.message}`)));
+      proc.child.once('error', (err) =>
+        settle(new CycleLensError(ErrorCode.ServerFailedToStart, `OpenOCD could not be started: ${err.message}`)),
+      );
       void proc.exited.then(async ({ code, signal }) => {
         // The exit can be reported before the last lines are read from the pipes (a loaded host):
         // they are quoted once both streams have ended.

@@ -84,7 +84,9 @@ export class QemuServer implements GdbServer {
       '-S',
       // QEMU 7.2 has no `-accel tcg,one-insn-per-tb=on` yet: `-singlestep` is its spelling.
       ...(this.args.singlestep ? ['-singlestep'] : []),
-      ...(this.args.instructionCounts ? ['-plugin', `${qemuPluginPath()},out=${join(dirname(monitorSocket), 'insn-counts.txt')},period_ms=100`] : []),
+      ...(this.args.instructionCounts
+        ? ['-plugin', `${qemuPluginPath()},out=${join(dirname(monitorSocket), 'insn-counts.txt')},period_ms=100`]
+        : []),
       ...tail,
     ];
     return { binary, argv };
@@ -164,7 +166,11 @@ export class QemuServer implements GdbServer {
     const ahead = takePrestartedQemu(command);
     if (ahead) {
       try {
-        await this.run(ctx, command, { port: ahead.port, dir: ahead.dir, proc: OwnedProcess.adopt('qemu', ahead.child) });
+        await this.run(ctx, command, {
+          port: ahead.port,
+          dir: ahead.dir,
+          proc: OwnedProcess.adopt('qemu', ahead.child),
+        });
         return;
       } catch {
         // It did not come up (its port was taken meanwhile, say): start one as if it had not been there.
@@ -176,7 +182,11 @@ export class QemuServer implements GdbServer {
     await this.run(ctx, command, undefined);
   }
 
-  private async run(ctx: ServerContext, command: QemuCommand, ahead: { port: number; dir: string; proc: OwnedProcess } | undefined): Promise<void> {
+  private async run(
+    ctx: ServerContext,
+    command: QemuCommand,
+    ahead: { port: number; dir: string; proc: OwnedProcess } | undefined,
+  ): Promise<void> {
     this.port = ahead?.port ?? (await freePort());
     this.runDir = ahead?.dir ?? mkdtempSync(join(tmpdir(), 'cyclelens-qemu-'));
     const argv = instantiate(command.argv, this.port, this.runDir);
@@ -215,7 +225,12 @@ export class QemuServer implements GdbServer {
       });
     });
     try {
-      await waitForTcp('127.0.0.1', this.port, Date.now() + 10_000, () => spawnError ?? (proc.hasExited ? 'exited' : undefined));
+      await waitForTcp(
+        '127.0.0.1',
+        this.port,
+        Date.now() + 10_000,
+        () => spawnError ?? (proc.hasExited ? 'exited' : undefined),
+      );
     } catch (err) {
       await this.stop();
       const output = this.tail.text;
@@ -225,7 +240,10 @@ export class QemuServer implements GdbServer {
           `QEMU could not listen for GDB on port ${this.port}: it is already in use. Try again; CycleLens picks a free port each time.`,
         );
       }
-      const why = err instanceof Error && err.message === 'timeout' ? 'did not open its GDB port within 10 s' : 'exited before GDB could connect';
+      const why =
+        err instanceof Error && err.message === 'timeout'
+          ? 'did not open its GDB port within 10 s'
+          : 'exited before GDB could connect';
       throw new CycleLensError(
         ErrorCode.ServerFailedToStart,
         `QEMU ${why}.${output ? ` It printed:\n${output}` : ''}\nCheck \`server.machine\` (${argv[1]}) and that the executable is built for it.`,

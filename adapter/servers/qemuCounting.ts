@@ -12,7 +12,8 @@ import { OutputTail } from './readiness';
  */
 
 export type CountingRunResult =
-  { counted: true; snapshot: InstructionCountSnapshot; exitCode: number | null; elapsedMs: number } | { counted: false; reason: string; elapsedMs: number };
+  | { counted: true; snapshot: InstructionCountSnapshot; exitCode: number | null; elapsedMs: number }
+  | { counted: false; reason: string; elapsedMs: number };
 
 export interface CountingRunOptions {
   binary: string;
@@ -30,7 +31,10 @@ export async function runCountingQemu(options: CountingRunOptions): Promise<Coun
   const file = join(dir, 'insn-counts.txt');
   // stdin closed: a program that reads its console through semihosting sees the end of input,
   // as in a session (nobody types into it there either).
-  const proc = OwnedProcess.spawn('qemu (counting run)', exe, options.argv(file), { cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = OwnedProcess.spawn('qemu (counting run)', exe, options.argv(file), {
+    cwd: options.cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const tail = new OutputTail(6);
   // Drained, never left to fill: a program printing through semihosting would stop on a full pipe.
   proc.child.stdout?.on('data', () => undefined);
@@ -41,7 +45,9 @@ export async function runCountingQemu(options: CountingRunOptions): Promise<Coun
   try {
     const outcome = await Promise.race([
       proc.exited.then((e) => ({ kind: 'exited' as const, ...e })),
-      new Promise<{ kind: 'timeout' }>((resolve) => (timer = setTimeout(() => resolve({ kind: 'timeout' }), options.timeoutMs))),
+      new Promise<{ kind: 'timeout' }>(
+        (resolve) => (timer = setTimeout(() => resolve({ kind: 'timeout' }), options.timeoutMs)),
+      ),
       new Promise<{ kind: 'aborted' }>((resolve) => {
         onAbort = () => resolve({ kind: 'aborted' });
         if (options.signal?.aborted) onAbort();
@@ -67,7 +73,12 @@ export async function runCountingQemu(options: CountingRunOptions): Promise<Coun
         reason: `QEMU exited with code ${outcome.code} without writing the counts${tail.text ? `; it printed: ${tail.text}` : ''}`,
         elapsedMs: elapsed(),
       };
-    return { counted: true, snapshot: parseInstructionCounts(readFileSync(file, 'utf8')), exitCode: outcome.code, elapsedMs: elapsed() };
+    return {
+      counted: true,
+      snapshot: parseInstructionCounts(readFileSync(file, 'utf8')),
+      exitCode: outcome.code,
+      elapsedMs: elapsed(),
+    };
   } finally {
     clearTimeout(timer);
     if (onAbort) options.signal?.removeEventListener('abort', onAbort);

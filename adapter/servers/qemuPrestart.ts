@@ -65,7 +65,12 @@ function kernelStamp(argv: string[]): string | undefined {
 }
 
 function sameCommand(a: QemuCommand, b: QemuCommand): boolean {
-  return a.binary === b.binary && a.cwd === b.cwd && a.argv.length === b.argv.length && a.argv.every((x, i) => x === b.argv[i]);
+  return (
+    a.binary === b.binary &&
+    a.cwd === b.cwd &&
+    a.argv.length === b.argv.length &&
+    a.argv.every((x, i) => x === b.argv[i])
+  );
 }
 
 /**
@@ -107,7 +112,12 @@ function startQemu(command: QemuCommand, port: number): void {
   const dir = mkdtempSync(join(tmpdir(), 'cyclelens-qemu-'));
   const kernel = kernelStamp(command.argv);
   const argv = instantiate(command.argv, port, dir);
-  const child = spawnGuarded(command.binary, argv, { cwd: command.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true }, watchdog);
+  const child = spawnGuarded(
+    command.binary,
+    argv,
+    { cwd: command.cwd, stdio: ['pipe', 'pipe', 'pipe'], detached: true },
+    watchdog,
+  );
   child.once('error', () => undefined);
   const pid = child.pid;
   if (pid === undefined) {
@@ -142,7 +152,9 @@ function signal(child: ChildProcess, sig: NodeJS.Signals): void {
 }
 
 /** The prestarted QEMU, its port and run directory, when `command` is what it runs; another one is ended. */
-export function takePrestartedQemu(command: QemuCommand): { child: ChildProcess; port: number; dir: string } | undefined {
+export function takePrestartedQemu(
+  command: QemuCommand,
+): { child: ChildProcess; port: number; dir: string } | undefined {
   const p = state[SLOT];
   if (!p) return undefined;
   const running = p.child.exitCode === null && p.child.signalCode === null;

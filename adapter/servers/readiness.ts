@@ -1,7 +1,12 @@
 import { connect } from 'node:net';
 
 /** Resolves once a TCP connection to host:port succeeds; polls until `deadline` (ms since epoch). */
-export async function waitForTcp(host: string, port: number, deadline: number, abort: () => string | undefined): Promise<void> {
+export async function waitForTcp(
+  host: string,
+  port: number,
+  deadline: number,
+  abort: () => string | undefined,
+): Promise<void> {
   // A server usually opens its port within tens of milliseconds of starting: poll every few
   // milliseconds for the first second (a refused connect on the loopback costs microseconds),
   // then every 50 ms for slow starters.
@@ -46,7 +51,8 @@ export class OutputTail {
 }
 
 /** What a gdbserver handshake probe found at an address. */
-export type RspProbeResult = { kind: 'gdbserver' } | { kind: 'silent' } | { kind: 'other'; said: string } | { kind: 'closed' };
+export type RspProbeResult =
+  { kind: 'gdbserver' } | { kind: 'silent' } | { kind: 'other'; said: string } | { kind: 'closed' };
 
 /**
  * Asks whatever listens at host:port one harmless GDB remote protocol question (`qSupported`, which
@@ -70,7 +76,10 @@ export function probeGdbServer(host: string, port: number, timeoutMs: number): P
       socket.destroy();
       resolve(r);
     };
-    const timer = setTimeout(() => finish(received ? { kind: 'other', said: received } : { kind: 'silent' }), timeoutMs);
+    const timer = setTimeout(
+      () => finish(received ? { kind: 'other', said: received } : { kind: 'silent' }),
+      timeoutMs,
+    );
     socket.setNoDelay(true);
     socket.once('connect', () => socket.write(packet));
     socket.on('data', (data: Buffer) => {

@@ -25,7 +25,10 @@ export class RemoteServer implements GdbServer {
   async start(_ctx: ServerContext): Promise<void> {
     const m = /^(.*):(\d+)$/.exec(this.args.address);
     if (!m) {
-      throw new CycleLensError(ErrorCode.InvalidLaunchArgs, `server.address '${this.args.address}' is not host:port. Write it like "localhost:3333".`);
+      throw new CycleLensError(
+        ErrorCode.InvalidLaunchArgs,
+        `server.address '${this.args.address}' is not host:port. Write it like "localhost:3333".`,
+      );
     }
     const host = m[1] || '127.0.0.1';
     try {
@@ -37,7 +40,8 @@ export class RemoteServer implements GdbServer {
       );
     }
     const probe = await probeGdbServer(host, Number(m[2]), HANDSHAKE_TIMEOUT_MS);
-    const hint = 'Check `server.address`: it must be the GDB port of the server (OpenOCD: 3333, not its telnet 4444 or Tcl 6666; J-Link: 2331; pyOCD: 3333).';
+    const hint =
+      'Check `server.address`: it must be the GDB port of the server (OpenOCD: 3333, not its telnet 4444 or Tcl 6666; J-Link: 2331; pyOCD: 3333).';
     if (probe.kind === 'silent') {
       throw new CycleLensError(
         ErrorCode.ConnectFailed,

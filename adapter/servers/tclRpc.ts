@@ -112,10 +112,18 @@ const DEFINE_REPLY_PROC = `proc ${REPLY_PROC} {text} {return -code -600 $text}`;
 const REPLY_HEADER = /^#(\d+) (-?\d+) (\d+) (\d+) /;
 const MAX_HEADER = 64;
 
-function replyHeader(frame: Buffer): { length: number; id: number; code: number; resultBytes: number; logBytes: number } | undefined {
+function replyHeader(
+  frame: Buffer,
+): { length: number; id: number; code: number; resultBytes: number; logBytes: number } | undefined {
   const m = REPLY_HEADER.exec(frame.subarray(0, MAX_HEADER).toString('latin1'));
   if (!m) return undefined;
-  return { length: m[0].length, id: Number(m[1]), code: Number(m[2]), resultBytes: Number(m[3]), logBytes: Number(m[4]) };
+  return {
+    length: m[0].length,
+    id: Number(m[1]),
+    code: Number(m[2]),
+    resultBytes: Number(m[3]),
+    logBytes: Number(m[4]),
+  };
 }
 
 /**
@@ -347,7 +355,10 @@ export class TclRpcClient {
   async targetState(): Promise<TargetState> {
     const state = (await this.command('[target current] curstate')).trim();
     if (!TARGET_STATES.includes(state)) {
-      throw new CycleLensError(ErrorCode.TclError, `OpenOCD reported target state '${state}', which CycleLens does not know.`);
+      throw new CycleLensError(
+        ErrorCode.TclError,
+        `OpenOCD reported target state '${state}', which CycleLens does not know.`,
+      );
     }
     return state as TargetState;
   }
@@ -363,7 +374,9 @@ export class TclRpcClient {
   /** Target events arrive through onNotification from now on. */
   async enableNotifications(): Promise<void> {
     // 0.12 names it tcl_notifications; later releases add `tcl notifications` and deprecate the former.
-    await this.command('if {[info commands tcl_notifications] ne ""} {tcl_notifications on} else {tcl notifications on}');
+    await this.command(
+      'if {[info commands tcl_notifications] ne ""} {tcl_notifications on} else {tcl notifications on}',
+    );
   }
 
   /** Asks OpenOCD to exit and waits (up to `timeoutMs`) for it to drop the connection. Never throws. */
@@ -397,7 +410,9 @@ export class TclRpcClient {
       );
       this.pump();
     }, next.timeoutMs);
-    this.socket.write(Buffer.concat([Buffer.from(wrapCommand(next.id, next.script), 'utf8'), Buffer.of(TCL_TERMINATOR)]));
+    this.socket.write(
+      Buffer.concat([Buffer.from(wrapCommand(next.id, next.script), 'utf8'), Buffer.of(TCL_TERMINATOR)]),
+    );
   }
 
   private onFrame(frame: TclFrame): void {
@@ -420,7 +435,9 @@ export class TclRpcClient {
     } else if (isSuccessCode(frame.code)) {
       pending.resolve(frame.result);
     } else {
-      pending.reject(new TclCommandError(pending.script, frame.code, failureMessage(frame.code, frame.result, frame.log)));
+      pending.reject(
+        new TclCommandError(pending.script, frame.code, failureMessage(frame.code, frame.result, frame.log)),
+      );
     }
     this.pump();
   }
@@ -434,7 +451,9 @@ export class TclRpcClient {
     this.inFlight = undefined;
     for (const p of pending) {
       clearTimeout(p.timer);
-      p.reject(new CycleLensError(ErrorCode.TclConnectionLost, `${why} Request not answered: \`${shorten(p.script)}\`.`));
+      p.reject(
+        new CycleLensError(ErrorCode.TclConnectionLost, `${why} Request not answered: \`${shorten(p.script)}\`.`),
+      );
     }
     this.closeEmitter.fire(this.lost);
   }
@@ -460,11 +479,13 @@ function openSocket(host: string, port: number, timeoutMs: number): Promise<Sock
 }
 
 function checkAddress(address: number): void {
-  if (!Number.isSafeInteger(address) || address < 0) throw invalid(`address must be a non-negative integer (got ${address})`);
+  if (!Number.isSafeInteger(address) || address < 0)
+    throw invalid(`address must be a non-negative integer (got ${address})`);
 }
 
 function checkWidth(width: number): void {
-  if (width !== 8 && width !== 16 && width !== 32) throw invalid(`memory access width must be 8, 16 or 32 bits (got ${width})`);
+  if (width !== 8 && width !== 16 && width !== 32)
+    throw invalid(`memory access width must be 8, 16 or 32 bits (got ${width})`);
 }
 
 function invalid(what: string): CycleLensError {

@@ -12,7 +12,10 @@ export function hitConditionToIgnoreCount(hit: string | undefined): number | und
   if (hit === undefined || hit.trim() === '') return undefined;
   const m = /^\s*(==|>=|>)?\s*(\d+)\s*$/.exec(hit);
   if (!m) {
-    throw new CycleLensError(ErrorCode.InvalidRequest, `Hit condition '${hit}' is not supported: use a number N (stop from the N-th hit), ">=N" or ">N".`);
+    throw new CycleLensError(
+      ErrorCode.InvalidRequest,
+      `Hit condition '${hit}' is not supported: use a number N (stop from the N-th hit), ">=N" or ">N".`,
+    );
   }
   const n = Number(m[2]);
   return m[1] === '>' ? n : Math.max(0, n - 1);

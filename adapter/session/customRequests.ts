@@ -1,5 +1,11 @@
 import { Event } from '@vscode/debugadapter';
-import type { CustomArguments, CustomEventMap, CustomEventName, CustomRequestName, CustomResponse } from '../../common/dapCustom';
+import type {
+  CustomArguments,
+  CustomEventMap,
+  CustomEventName,
+  CustomRequestName,
+  CustomResponse,
+} from '../../common/dapCustom';
 import type { SamplingService } from '../sampling/samplingService';
 import type { InjectionRequests } from './injectionRequests';
 import type { ProbeRequests } from './probeRequests';
@@ -15,10 +21,16 @@ export type CustomRequestHandler<K extends CustomRequestName> = (
 ) => Promise<CustomResponse<K>>;
 
 /** Handlers for the requests `K`: a missing one, one more, or a wrong shape does not compile. */
-export type CustomRequestHandlers<K extends CustomRequestName = CustomRequestName> = { [P in K]: CustomRequestHandler<P> };
+export type CustomRequestHandlers<K extends CustomRequestName = CustomRequestName> = {
+  [P in K]: CustomRequestHandler<P>;
+};
 
 /** Every custom request the adapter answers, by wire name: exactly the names of the contract. */
-export function customRequestHandlers(probe: ProbeRequests, injection: InjectionRequests, sampling: SamplingService): CustomRequestHandlers {
+export function customRequestHandlers(
+  probe: ProbeRequests,
+  injection: InjectionRequests,
+  sampling: SamplingService,
+): CustomRequestHandlers {
   return { ...probe.handlers(), ...injection.handlers(), ...samplingHandlers(sampling) };
 }
 

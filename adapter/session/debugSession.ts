@@ -1,4 +1,13 @@
-import { DebugSession, InitializedEvent, InvalidatedEvent, OutputEvent, Response, StoppedEvent, TerminatedEvent, Thread } from '@vscode/debugadapter';
+import {
+  DebugSession,
+  InitializedEvent,
+  InvalidatedEvent,
+  OutputEvent,
+  Response,
+  StoppedEvent,
+  TerminatedEvent,
+  Thread,
+} from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { CustomEvents } from '../../common/dapCustom';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
@@ -44,7 +53,8 @@ export class CycleLensDebugSession extends DebugSession {
   private readonly probe = new ProbeRequests(
     () => this.requireTarget(),
     () => this.requireCounters(),
-    (passesDone, passesWanted) => this.sendEvent(customEvent(CustomEvents.measurementProgress, { passesDone, passesWanted })),
+    (passesDone, passesWanted) =>
+      this.sendEvent(customEvent(CustomEvents.measurementProgress, { passesDone, passesWanted })),
     (address) => this.injection.stopPointFor(address),
   );
   /** The user's last resume was a continue (not a step) and no stop came since: halting samples may be taken. */
@@ -89,15 +99,18 @@ export class CycleLensDebugSession extends DebugSession {
     setVariable: (a: DebugProtocol.SetVariableArguments) => this.setVariable(a),
     evaluate: (a: DebugProtocol.EvaluateArguments) => this.evaluate(a),
     continue: () => this.resume(() => this.activeDebugger().continue(), true),
-    next: (a: DebugProtocol.NextArguments) => this.resume(() => this.activeDebugger().stepOver(a.granularity === 'instruction')),
-    stepIn: (a: DebugProtocol.StepInArguments) => this.resume(() => this.activeDebugger().stepIn(a.granularity === 'instruction')),
+    next: (a: DebugProtocol.NextArguments) =>
+      this.resume(() => this.activeDebugger().stepOver(a.granularity === 'instruction')),
+    stepIn: (a: DebugProtocol.StepInArguments) =>
+      this.resume(() => this.activeDebugger().stepIn(a.granularity === 'instruction')),
     stepOut: () => this.resume(() => this.activeDebugger().stepOut()),
     pause: () => this.pause(),
     readMemory: (a: DebugProtocol.ReadMemoryArguments) => this.readMemory(a),
     writeMemory: (a: DebugProtocol.WriteMemoryArguments) => this.writeMemory(a),
     disassemble: (a: DebugProtocol.DisassembleArguments) => this.disassemble(a),
     restart: () => this.restart(),
-    disconnect: (a: DebugProtocol.DisconnectArguments) => this.disconnect(a.terminateDebuggee ?? this.target?.mode !== 'attach'),
+    disconnect: (a: DebugProtocol.DisconnectArguments) =>
+      this.disconnect(a.terminateDebuggee ?? this.target?.mode !== 'attach'),
     terminate: async () => {
       await this.disconnect(true);
       // DAP: after `terminate` the adapter reports the end; VS Code then disconnects.
@@ -149,7 +162,11 @@ export class CycleLensDebugSession extends DebugSession {
           const userFacing = err instanceof CycleLensError ? err.userFacing : false;
           // The DAP library substitutes `{_name}` only (other braces pass as written, so JSON examples such as
           // `{ "start": … }` stay readable); with no variables given, `{_…}` would throw inside it.
-          this.sendErrorResponse(response, { id: code, format: errorMessage(err).replace(/\{(_[^}]*)\}/g, '($1)'), showUser: userFacing });
+          this.sendErrorResponse(response, {
+            id: code,
+            format: errorMessage(err).replace(/\{(_[^}]*)\}/g, '($1)'),
+            showUser: userFacing,
+          });
         },
       );
   }
@@ -170,7 +187,9 @@ export class CycleLensDebugSession extends DebugSession {
     this.variables = new VariableStore(() => target.debugger, config.family);
     target.onOutput((o) => this.output(o));
     target.onStop((e) => this.reportStop(e));
-    target.onMovedWhileHalted(() => void this.invalidateStopState().then(() => this.sendEvent(new InvalidatedEvent(['stacks', 'variables']))));
+    target.onMovedWhileHalted(
+      () => void this.invalidateStopState().then(() => this.sendEvent(new InvalidatedEvent(['stacks', 'variables']))),
+    );
     target.debugger.onRunning(() => void this.invalidateStopState());
     // Disassembly stays valid while the target runs only where the program cannot write its code.
     const readOnlyCode = config.image.loadSegments
@@ -226,7 +245,11 @@ export class CycleLensDebugSession extends DebugSession {
   private async disconnect(terminate: boolean): Promise<void> {
     const target = this.target;
     const counters = this.counters;
-    await this.sampling.stop().catch((err: unknown) => this.output({ category: 'important', text: `Could not stop sampling cleanly: ${errorMessage(err)}\n` }));
+    await this.sampling
+      .stop()
+      .catch((err: unknown) =>
+        this.output({ category: 'important', text: `Could not stop sampling cleanly: ${errorMessage(err)}\n` }),
+      );
     // Patched code is restored before anything else (the journal is cleared with it), and a target
     // that lives on (attach, real boards) gets its counter registers back as they were.
     if (target && !target.isEnded) {
@@ -258,10 +281,14 @@ export class CycleLensDebugSession extends DebugSession {
 
   // ---- breakpoints -----------------------------------------------------------------------------
 
-  private setBreakpoints(a: DebugProtocol.SetBreakpointsArguments): Promise<DebugProtocol.SetBreakpointsResponse['body']> {
+  private setBreakpoints(
+    a: DebugProtocol.SetBreakpointsArguments,
+  ): Promise<DebugProtocol.SetBreakpointsResponse['body']> {
     const path = a.source.path;
     if (!path) throw new CycleLensError(ErrorCode.InvalidRequest, 'Breakpoints need a source file on disk.');
-    return this.halted(async () => ({ breakpoints: await this.breakpoints.setSourceBreakpoints(path, a.breakpoints ?? []) }));
+    return this.halted(async () => ({
+      breakpoints: await this.breakpoints.setSourceBreakpoints(path, a.breakpoints ?? []),
+    }));
   }
 
   /** Breakpoints and memory need a halted target in all-stop mode: halt briefly if it runs. */
@@ -288,7 +315,11 @@ export class CycleLensDebugSession extends DebugSession {
     try {
       if (!gdb.isRunning) return;
       const stop = await gdb.interrupt();
-      if (!stop) throw new CycleLensError(ErrorCode.NotStopped, 'The target did not halt within 5 s. Check the connection to the target.');
+      if (!stop)
+        throw new CycleLensError(
+          ErrorCode.NotStopped,
+          'The target did not halt within 5 s. Check the connection to the target.',
+        );
     } finally {
       this.sampling.resume();
     }
@@ -315,7 +346,11 @@ export class CycleLensDebugSession extends DebugSession {
     if (e.preserveFocus) stopped.body.preserveFocusHint = true;
     const threadId = e.threadId ?? 1;
     const gdb = this.target?.debugger;
-    if (gdb) this.stackPrefetch = { threadId, frames: gdb.stackFrames(threadId, 0, PREFETCH_FRAMES - 1).catch(() => undefined) };
+    if (gdb)
+      this.stackPrefetch = {
+        threadId,
+        frames: gdb.stackFrames(threadId, 0, PREFETCH_FRAMES - 1).catch(() => undefined),
+      };
     this.sendEvent(stopped);
   }
 
@@ -340,8 +375,11 @@ export class CycleLensDebugSession extends DebugSession {
     const low = a.startFrame ?? 0;
     const high = low + (a.levels && a.levels > 0 ? a.levels : 1000) - 1;
     const prefetch = this.stackPrefetch;
-    const prefetched = prefetch && prefetch.threadId === a.threadId && high < PREFETCH_FRAMES ? await prefetch.frames : undefined;
-    const frames = prefetched ? prefetched.filter((f) => f.level >= low && f.level <= high) : await gdb.stackFrames(a.threadId, low, high);
+    const prefetched =
+      prefetch && prefetch.threadId === a.threadId && high < PREFETCH_FRAMES ? await prefetch.frames : undefined;
+    const frames = prefetched
+      ? prefetched.filter((f) => f.level >= low && f.level <= high)
+      : await gdb.stackFrames(a.threadId, low, high);
     // A page that is not full ends the stack, so its size is known without asking GDB to walk it all.
     const depth =
       prefetched && prefetched.length < PREFETCH_FRAMES
@@ -391,8 +429,10 @@ export class CycleLensDebugSession extends DebugSession {
     const expr = a.expression.trim();
     if (a.context === 'repl') {
       // `monitor …` goes to the gdbserver; `> cmd` runs a GDB command.
-      if (/^monitor\s/.test(expr)) return { result: (await this.monitorFromConsole(expr.slice(8).trim())).trimEnd(), variablesReference: 0 };
-      if (expr.startsWith('>')) return { result: (await gdb.command(expr.slice(1).trim())).trimEnd(), variablesReference: 0 };
+      if (/^monitor\s/.test(expr))
+        return { result: (await this.monitorFromConsole(expr.slice(8).trim())).trimEnd(), variablesReference: 0 };
+      if (expr.startsWith('>'))
+        return { result: (await gdb.command(expr.slice(1).trim())).trimEnd(), variablesReference: 0 };
     }
     this.expectHalted('evaluate expressions');
     const frame = a.frameId !== undefined ? this.frame(a.frameId) : undefined;
@@ -462,8 +502,15 @@ export class CycleLensDebugSession extends DebugSession {
     const target = this.requireTarget();
     return this.halted(async () => {
       const base = (await this.resolveAddress(a.memoryReference)) + BigInt(a.offset ?? 0);
-      const read = (start: bigint, end: bigint) => this.disassemblyCache.read(start, end, () => target.debugger.disassemble(start, end));
-      const instructions = await disassemble(read, familyTraits(target.config.family), base, a.instructionOffset ?? 0, a.instructionCount);
+      const read = (start: bigint, end: bigint) =>
+        this.disassemblyCache.read(start, end, () => target.debugger.disassemble(start, end));
+      const instructions = await disassemble(
+        read,
+        familyTraits(target.config.family),
+        base,
+        a.instructionOffset ?? 0,
+        a.instructionCount,
+      );
       return { instructions };
     });
   }
@@ -476,7 +523,10 @@ export class CycleLensDebugSession extends DebugSession {
 
   private requireTarget(): DebugTarget {
     if (!this.target || this.target.isEnded) {
-      throw new CycleLensError(ErrorCode.NotRunning, this.configurationDone ? 'The debug session has ended.' : 'No target is connected yet.');
+      throw new CycleLensError(
+        ErrorCode.NotRunning,
+        this.configurationDone ? 'The debug session has ended.' : 'No target is connected yet.',
+      );
     }
     return this.target;
   }
@@ -497,11 +547,17 @@ export class CycleLensDebugSession extends DebugSession {
 
   private frame(frameId: number): { threadId: number; level: number; path?: string } {
     const f = this.frames.get(frameId);
-    if (!f) throw new CycleLensError(ErrorCode.InvalidRequest, 'That stack frame is no longer valid: the target has run since.', false);
+    if (!f)
+      throw new CycleLensError(
+        ErrorCode.InvalidRequest,
+        'That stack frame is no longer valid: the target has run since.',
+        false,
+      );
     return f;
   }
 
   private expectHalted(what: string): void {
-    if (this.activeDebugger().isRunning) throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
+    if (this.activeDebugger().isRunning)
+      throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
   }
 }

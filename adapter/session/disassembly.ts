@@ -25,7 +25,8 @@ export async function disassemble(
   }
   const skip = Math.max(0, instructionOffset);
   const wantAfter = count - Math.min(count, wantBefore) + skip;
-  const after = wantAfter > 0 ? (await readRange(read, base, base + BigInt(wantAfter) * maxLen)).slice(skip, wantAfter) : [];
+  const after =
+    wantAfter > 0 ? (await readRange(read, base, base + BigInt(wantAfter) * maxLen)).slice(skip, wantAfter) : [];
 
   const out: DebugProtocol.DisassembledInstruction[] = [];
   const toDap = dapConverter();

@@ -34,7 +34,8 @@ import type { DebugTarget, TargetOutput } from '../target/debugTarget';
 import { interruptSamplerShare } from '../sampling/interruptSampler';
 import type { CustomRequestHandlers } from './customRequests';
 
-type InjectionRequestName = (typeof CustomRequests)['inject' | 'injectedResults' | 'removeInjections' | 'planInjection'];
+type InjectionRequestName = (typeof CustomRequests)[
+  'inject' | 'injectedResults' | 'removeInjections' | 'planInjection'];
 
 /** Directory of patch journals: a crashed session's patches are restored from here at the next launch. */
 export function journalDir(cwd: string): string {
@@ -69,7 +70,10 @@ export class InjectionRequests {
   /** Which functions an entry patch can measure (nothing is written): groups take only those. */
   private async planEntries(a: PlanInjectionArguments): Promise<PlanInjectionResponse> {
     if (!Array.isArray(a?.functions))
-      throw new CycleLensError(ErrorCode.InvalidLaunchArgs, 'planInjection needs `functions`: the names of the functions to plan');
+      throw new CycleLensError(
+        ErrorCode.InvalidLaunchArgs,
+        'planInjection needs `functions`: the names of the functions to plan',
+      );
     const target = this.target();
     const service = this.service ?? (await target.withHalted(() => this.serviceFor(target)));
     return {
@@ -103,7 +107,11 @@ export class InjectionRequests {
     const target = this.target();
     // A family without injected measurements never left a journal.
     if (isUnsupported(archPlugin(target.config.family).injection)) return;
-    const report = await restoreFromJournal(new DebuggerTargetAccess(target.debugger), target.config.image, journalDir(target.config.cwd));
+    const report = await restoreFromJournal(
+      new DebuggerTargetAccess(target.debugger),
+      target.config.image,
+      journalDir(target.config.cwd),
+    );
     const message = describeRestore(report, target.config.image);
     if (message) this.log({ category: message.important ? 'important' : 'console', text: message.text });
   }
@@ -136,12 +144,18 @@ export class InjectionRequests {
       };
       for (const t of [...a.targets].sort((x, y) => diverts(x) - diverts(y))) {
         try {
-          const options = { ...(a.payload ? { payload: a.payload } : {}), callSitesIfTooShort: a.callSitesIfTooShort ?? true };
+          const options = {
+            ...(a.payload ? { payload: a.payload } : {}),
+            callSitesIfTooShort: a.callSitesIfTooShort ?? true,
+          };
           let info: MeasurementInfo;
           let source: InjectedMeasurementInfo['source'];
           let region: InjectedMeasurementInfo['region'];
           if ('group' in t) {
-            info = await service.measureGroup(t.group, { ...(a.payload ? { payload: a.payload } : {}), ...(t.name !== undefined ? { name: t.name } : {}) });
+            info = await service.measureGroup(t.group, {
+              ...(a.payload ? { payload: a.payload } : {}),
+              ...(t.name !== undefined ? { name: t.name } : {}),
+            });
             source = this.sourceOf(t.group[0]);
           } else if ('function' in t) {
             info = await service.measureFunction(t.function, options);
@@ -150,7 +164,10 @@ export class InjectionRequests {
             const [start, end] = [this.address(t.start), this.address(t.end)];
             info = await service.measureRegion(start, end);
             region = regionFields(this.target().config.image.functionContaining(start)?.name, start, end);
-            source = 'path' in t.start ? { path: t.start.path, line: t.start.line, ...('path' in t.end ? { endLine: t.end.line } : {}) } : undefined;
+            source =
+              'path' in t.start
+                ? { path: t.start.path, line: t.start.line, ...('path' in t.end ? { endLine: t.end.line } : {}) }
+                : undefined;
           }
           this.sources.set(info.id, source);
           injected.push(toWireInfo(info, source, region, service.instructionsPerCounterUnit));
@@ -160,7 +177,8 @@ export class InjectionRequests {
           refused.push({ target: t, reason: errorMessage(err), ...(member !== undefined ? { member } : {}) });
         }
       }
-      if (injected.length > 0 && this.counterAtFirstInjection === undefined) this.counterAtFirstInjection = await this.counterNow(service);
+      if (injected.length > 0 && this.counterAtFirstInjection === undefined)
+        this.counterAtFirstInjection = await this.counterNow(service);
       return { injected, refused };
     });
   }
@@ -171,7 +189,10 @@ export class InjectionRequests {
     return this.target().withHalted(async () => {
       const results = (await service.read()).map(toWireResult);
       const now = await this.counterNow(service);
-      const elapsed = now !== undefined && this.counterAtFirstInjection !== undefined ? Number(now - this.counterAtFirstInjection) : undefined;
+      const elapsed =
+        now !== undefined && this.counterAtFirstInjection !== undefined
+          ? Number(now - this.counterAtFirstInjection)
+          : undefined;
       return { results, ...(elapsed !== undefined ? { elapsed } : {}) };
     });
   }
@@ -210,7 +231,8 @@ export class InjectionRequests {
     if ('address' in loc) return Number(loc.address);
     if ('function' in loc) {
       const fn = image.functionNamed(loc.function);
-      if (!fn) throw new CycleLensError(ErrorCode.InvalidRequest, `${loc.function} is not a function of ${image.path}.`);
+      if (!fn)
+        throw new CycleLensError(ErrorCode.InvalidRequest, `${loc.function} is not a function of ${image.path}.`);
       return fn.address;
     }
     const addresses = image.lineTable.addressesForLine(loc.path, loc.line);
@@ -233,7 +255,8 @@ export class InjectionRequests {
     if (isUnsupported(injection)) throw new CycleLensError(ErrorCode.Unsupported, injection.unsupported);
     const memoryMap = server.type === 'qemu' ? config.facts.memoryMap : await this.debuggerMemoryMap(target);
     // OpenOCD and remote stubs tell their memory map only once connected: check the launch's range now.
-    if (config.reservedMemory && memoryMap && server.type !== 'qemu') validateReservedMemory(config.reservedMemory, config.image, memoryMap);
+    if (config.reservedMemory && memoryMap && server.type !== 'qemu')
+      validateReservedMemory(config.reservedMemory, config.image, memoryMap);
     const reserved = resolveReservedMemory(config.image, {
       ...(config.reservedMemory ? { launch: config.reservedMemory } : {}),
       ...(memoryMap ? { memoryMap } : {}),
@@ -255,7 +278,9 @@ export class InjectionRequests {
       // A counter that is not an instruction counter (SysTick) advances at the ratio the target facts fix.
       ...(counterUnitsPerInstruction !== undefined ? { counterUnitsPerInstruction } : {}),
       // Calibration runs to its stubs through the one hidden run-to: its stops are never the user's.
-      runner: { runTo: async (address, timeoutMs) => (await target.runTo(BigInt(address), { hidden: true, timeoutMs })).reached },
+      runner: {
+        runTo: async (address, timeoutMs) => (await target.runTo(BigInt(address), { hidden: true, timeoutMs })).reached,
+      },
       log: (line) => this.log({ category: 'console', text: line }),
     });
     return this.service;
@@ -272,7 +297,11 @@ export class InjectionRequests {
 }
 
 /** A region's function and ends as the extension reads them: never parsed back out of its name. */
-function regionFields(fn: string | undefined, start: number, end: number): NonNullable<InjectedMeasurementInfo['region']> {
+function regionFields(
+  fn: string | undefined,
+  start: number,
+  end: number,
+): NonNullable<InjectedMeasurementInfo['region']> {
   const hex = (n: number): string => `0x${n.toString(16)}`;
   return { ...(fn !== undefined ? { function: fn } : {}), start: hex(start), end: hex(end) };
 }

@@ -69,7 +69,9 @@ export function validateServer(raw: unknown, cwd: string): ServerArgs {
     case 'openocd': {
       const configFiles = optionalStrings(s['configFiles'], 'server.configFiles');
       if (configFiles.length === 0)
-        invalid('`server.configFiles` is empty: list your interface and target files, e.g. ["interface/stlink.cfg", "target/stm32f4x.cfg"].');
+        invalid(
+          '`server.configFiles` is empty: list your interface and target files, e.g. ["interface/stlink.cfg", "target/stm32f4x.cfg"].',
+        );
       for (const key of ['gdbPort', 'tclPort', 'telnetPort'] as const) {
         const v = s[key];
         if (v !== undefined && !(Number.isInteger(v) && (v as number) > 0 && (v as number) < 65536))
@@ -79,12 +81,15 @@ export function validateServer(raw: unknown, cwd: string): ServerArgs {
         ...(s as object),
         type: 'openocd',
         configFiles,
-        searchDirs: optionalStrings(s['searchDirs'], 'server.searchDirs').map((d) => (isAbsolute(d) ? d : resolve(cwd, d))),
+        searchDirs: optionalStrings(s['searchDirs'], 'server.searchDirs').map((d) =>
+          isAbsolute(d) ? d : resolve(cwd, d),
+        ),
         commands: optionalStrings(s['commands'], 'server.commands'),
       };
     }
     case 'remote': {
-      if (typeof s['address'] !== 'string' || !/^[^:]*:\d+$/.test(s['address'])) invalid('`server.address` must be "host:port", e.g. "localhost:3333".');
+      if (typeof s['address'] !== 'string' || !/^[^:]*:\d+$/.test(s['address']))
+        invalid('`server.address` must be "host:port", e.g. "localhost:3333".');
       return { ...(s as object), type: 'remote', address: s['address'] as string };
     }
     default:
@@ -93,7 +98,10 @@ export function validateServer(raw: unknown, cwd: string): ServerArgs {
 }
 
 /** Checks a launch/attach request's arguments and fills in defaults. Throws a user-facing error. */
-export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<string, unknown>, workspaceDir = process.cwd()): ValidatedLaunch {
+export function validateLaunchArgs(
+  raw: Partial<CycleLensLaunchArgs> & Record<string, unknown>,
+  workspaceDir = process.cwd(),
+): ValidatedLaunch {
   const cwd = typeof raw.cwd === 'string' ? raw.cwd : workspaceDir;
   if (typeof raw.executable !== 'string' || raw.executable.trim() === '') {
     invalid('`executable` is missing. Set it to your firmware ELF, e.g. "${workspaceFolder}/build/firmware.elf".');
@@ -106,21 +114,30 @@ export function validateLaunchArgs(raw: Partial<CycleLensLaunchArgs> & Record<st
     );
   }
   if (!statSync(executable).isFile()) {
-    throw new CycleLensError(ErrorCode.NotAnElf, `${executable} is not a file. Point \`executable\` at the linked .elf.`);
+    throw new CycleLensError(
+      ErrorCode.NotAnElf,
+      `${executable} is not a file. Point \`executable\` at the linked .elf.`,
+    );
   }
   const image = ElfImage.loadSync(executable);
   const detected = image.family;
   if (raw.family !== undefined && !isTargetFamily(raw.family)) {
-    invalid(`\`family\` must be ${archFamilies.map((f) => `"${f}"`).join(', ')} (or leave it out to read it from the ELF).`);
+    invalid(
+      `\`family\` must be ${archFamilies.map((f) => `"${f}"`).join(', ')} (or leave it out to read it from the ELF).`,
+    );
   }
   if (raw.family !== undefined && raw.family !== detected) {
-    invalid(`\`family\` is "${raw.family}" but ${executable} is built for ${detected}. Remove \`family\` or fix \`executable\`.`);
+    invalid(
+      `\`family\` is "${raw.family}" but ${executable} is built for ${detected}. Remove \`family\` or fix \`executable\`.`,
+    );
   }
   const stop = raw.stopAtEntry;
-  if (stop !== undefined && typeof stop !== 'boolean' && typeof stop !== 'string') invalid('`stopAtEntry` must be true, false or a function name.');
+  if (stop !== undefined && typeof stop !== 'boolean' && typeof stop !== 'string')
+    invalid('`stopAtEntry` must be true, false or a function name.');
   if (raw.gdbPath !== undefined && typeof raw.gdbPath !== 'string') invalid('`gdbPath` must be a string.');
   if (raw.lldbPython !== undefined && typeof raw.lldbPython !== 'string') invalid('`lldbPython` must be a string.');
-  if (raw.debugger !== undefined && raw.debugger !== 'gdb' && raw.debugger !== 'lldb') invalid('`debugger` must be "gdb" or "lldb" (or leave it out for GDB).');
+  if (raw.debugger !== undefined && raw.debugger !== 'gdb' && raw.debugger !== 'lldb')
+    invalid('`debugger` must be "gdb" or "lldb" (or leave it out for GDB).');
   if (!image.section('.symtab')) {
     throw new CycleLensError(
       ErrorCode.NotAnElf,
@@ -189,13 +206,16 @@ export function validateReservedMemory(
   const r = raw as Record<string, unknown>;
   const start = typeof r.start === 'string' && /^(0x[0-9a-f]+|\d+)$/i.test(r.start.trim()) ? Number(r.start) : r.start;
   if (typeof start !== 'number' || !Number.isInteger(start) || start < 0 || start > 0xffff_ffff)
-    invalid(`\`reservedMemory.start\` must be a 32-bit address such as "0x20070000" (got ${JSON.stringify(r.start)}). ${shape}`);
+    invalid(
+      `\`reservedMemory.start\` must be a 32-bit address such as "0x20070000" (got ${JSON.stringify(r.start)}). ${shape}`,
+    );
   const size = r.size;
   if (typeof size !== 'number' || !Number.isInteger(size) || size <= 0)
     invalid(`\`reservedMemory.size\` must be a positive number of bytes (got ${JSON.stringify(size)}). ${shape}`);
   const s = start as number;
   const n = size as number;
-  if (s + n > 0x1_0000_0000) invalid(`\`reservedMemory\` (${hex32(s)}, ${n} bytes) runs past the end of the 32-bit address space. ${shape}`);
+  if (s + n > 0x1_0000_0000)
+    invalid(`\`reservedMemory\` (${hex32(s)}, ${n} bytes) runs past the end of the 32-bit address space. ${shape}`);
   if (map && !map.some((x) => x.kind === 'ram' && s >= x.start && s + n <= x.start + x.size)) {
     invalid(
       `\`reservedMemory\` (${hex32(s)}-${hex32(s + n - 1)}) is not inside the target's RAM.${allowed} Reserve RAM the program never uses, e.g. ${example}.`,

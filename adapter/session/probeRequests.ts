@@ -1,4 +1,10 @@
-import type { ConfigureArguments, CountersResponse, MeasurementResponse, RunArguments, RunResponse } from '../../common/dapCustom';
+import type {
+  ConfigureArguments,
+  CountersResponse,
+  MeasurementResponse,
+  RunArguments,
+  RunResponse,
+} from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import { CycleLensError, ErrorCode } from '../errors';
 import type { CounterService } from '../probe/counterService';
@@ -14,7 +20,17 @@ import type { DebugTarget } from '../target/debugTarget';
 import type { CustomRequestHandlers } from './customRequests';
 
 type ProbeRequestName = (typeof CustomRequests)[
-  'events' | 'counters' | 'configure' | 'read' | 'reset' | 'measureTo' | 'measureRange' | 'callGraph' | 'run' | 'dynamicCallGraph' | 'executionCounts'];
+  | 'events'
+  | 'counters'
+  | 'configure'
+  | 'read'
+  | 'reset'
+  | 'measureTo'
+  | 'measureRange'
+  | 'callGraph'
+  | 'run'
+  | 'dynamicCallGraph'
+  | 'executionCounts'];
 
 /**
  * The custom `cyclelens/*` requests: counters and measurements. Translation only; the counter
@@ -42,7 +58,9 @@ export class ProbeRequests {
         }),
       [CustomRequests.measureTo]: (a) => this.measure((m) => m.measureTo(a.to, a.timeoutMs)),
       [CustomRequests.measureRange]: (a) =>
-        this.measure((m) => m.measureRange(a.start, a.end, a.passes, a.timeoutMs, (done) => this.onProgress(done, a.passes))),
+        this.measure((m) =>
+          m.measureRange(a.start, a.end, a.passes, a.timeoutMs, (done) => this.onProgress(done, a.passes)),
+        ),
       [CustomRequests.callGraph]: async () => this.callGraph(),
       [CustomRequests.run]: (a) => this.run(a),
       [CustomRequests.dynamicCallGraph]: (a) => dynamicCallGraphRequest(this.target(), this.callGraph(), a),
@@ -93,7 +111,8 @@ export class ProbeRequests {
    */
   private async run(a: RunArguments): Promise<RunResponse> {
     const target = this.target();
-    const until = a.until ?? (target.config.programEnd ? { function: target.config.programEnd } : this.automaticEnd()?.location);
+    const until =
+      a.until ?? (target.config.programEnd ? { function: target.config.programEnd } : this.automaticEnd()?.location);
     if (!until) throw new CycleLensError(ErrorCode.InvalidLaunchArgs, noProgramEndMessage(target.config.image.path));
     const debug = target.debugger;
     const result = await target.internally(async (): Promise<RunResponse> => {
@@ -103,12 +122,18 @@ export class ProbeRequests {
       const address = await this.addressOf(until);
       // Patched code runs in its trampoline: the stop is taken where it comes back, after the payload.
       const point: StopPoint = this.stopPointFor(Number(address));
-      if (!point.ok) throw new CycleLensError(ErrorCode.InvalidRequest, `Cannot run to ${describeLocation(until)}: ${point.reason}`);
+      if (!point.ok)
+        throw new CycleLensError(ErrorCode.InvalidRequest, `Cannot run to ${describeLocation(until)}: ${point.reason}`);
       const timeoutMs = a.timeoutMs ?? 120_000;
       const { reached, stop } = await target.runTo(BigInt(point.address), { hidden: true, timeoutMs });
       if (!stop) {
         const ended = debug.executionState === 'exited';
-        return { reached: false, detail: ended ? 'The program ended before it got there.' : `It did not get there within ${Math.round(timeoutMs / 1000)} s.` };
+        return {
+          reached: false,
+          detail: ended
+            ? 'The program ended before it got there.'
+            : `It did not get there within ${Math.round(timeoutMs / 1000)} s.`,
+        };
       }
       return reached
         ? { reached }
@@ -118,7 +143,10 @@ export class ProbeRequests {
           };
     });
     // The user's editor stays where it is: a profiling scenario makes many such stops.
-    await target.announceCurrentStop(result.reached ? `profiling run at ${describeLocation(until)}` : 'profiling run stopped early', { preserveFocus: true });
+    await target.announceCurrentStop(
+      result.reached ? `profiling run at ${describeLocation(until)}` : 'profiling run stopped early',
+      { preserveFocus: true },
+    );
     const found = !target.config.programEnd ? this.automaticEnd() : undefined;
     const programEnd = target.config.programEnd ? { function: target.config.programEnd } : found?.location;
     return { ...result, until, ...(found ? { endFoundBy: found.how } : {}), ...(programEnd ? { programEnd } : {}) };
@@ -131,14 +159,18 @@ export class ProbeRequests {
     const bp = await debug.insertBreakpoint({ location: breakpointLocation(until, { atEntry: true }) });
     await debug.deleteBreakpoints([bp.id]);
     if (bp.address === undefined)
-      throw new CycleLensError(ErrorCode.InvalidRequest, `Cannot run to ${describeLocation(until)}: the program has no code there.`);
+      throw new CycleLensError(
+        ErrorCode.InvalidRequest,
+        `Cannot run to ${describeLocation(until)}: the program has no code there.`,
+      );
     return bp.address;
   }
 
   private async configure(a: ConfigureArguments): Promise<CountersResponse> {
     const service = this.counters();
     const assignments = a.assignments ?? (a.events ? service.planEvents(a.events) : undefined);
-    if (!assignments) throw new CycleLensError(ErrorCode.InvalidRequest, 'cyclelens/configure needs `events` or `assignments`.');
+    if (!assignments)
+      throw new CycleLensError(ErrorCode.InvalidRequest, 'cyclelens/configure needs `events` or `assignments`.');
     // Configured counters count from now on: a user configures, then steps and watches them move.
     await this.halted(async () => {
       await service.configure(assignments);
@@ -164,7 +196,9 @@ export class ProbeRequests {
       }
       await service.configure(service.planEvents([fixed[0]!]));
     }
-    const result = await run(new BreakpointMeasurement({ debugger: target.debugger, internally: (fn) => target.internally(fn) }, service));
+    const result = await run(
+      new BreakpointMeasurement({ debugger: target.debugger, internally: (fn) => target.internally(fn) }, service),
+    );
     await target.announceCurrentStop('measurement finished');
     return result;
   }

@@ -41,15 +41,32 @@ export class VariableStore {
    */
   scopes(threadId: number, level: number, path?: string): DebugProtocol.Scope[] {
     return [
-      { name: 'Locals', presentationHint: 'locals', variablesReference: this.add({ kind: 'locals', threadId, level }), expensive: false },
+      {
+        name: 'Locals',
+        presentationHint: 'locals',
+        variablesReference: this.add({ kind: 'locals', threadId, level }),
+        expensive: false,
+      },
       {
         name: 'Registers',
         presentationHint: 'registers',
         variablesReference: this.add({ kind: 'registers', threadId, level, group: 'core' }),
         expensive: false,
       },
-      { name: 'Globals', variablesReference: this.add({ kind: 'fileScope', threadId, level, statics: false, path }), expensive: true },
-      ...(path ? [{ name: 'Statics', variablesReference: this.add({ kind: 'fileScope', threadId, level, statics: true, path }), expensive: true }] : []),
+      {
+        name: 'Globals',
+        variablesReference: this.add({ kind: 'fileScope', threadId, level, statics: false, path }),
+        expensive: true,
+      },
+      ...(path
+        ? [
+            {
+              name: 'Statics',
+              variablesReference: this.add({ kind: 'fileScope', threadId, level, statics: true, path }),
+              expensive: true,
+            },
+          ]
+        : []),
     ];
   }
 
@@ -81,7 +98,11 @@ export class VariableStore {
   }
 
   /** Evaluates an expression as a variable object, so structs and arrays can be expanded. */
-  async evaluate(expression: string, threadId: number | undefined, level: number | undefined): Promise<DebugProtocol.Variable> {
+  async evaluate(
+    expression: string,
+    threadId: number | undefined,
+    level: number | undefined,
+  ): Promise<DebugProtocol.Variable> {
     const v = await this.gdb().createVariable(expression, threadId, level);
     this.varobjs.push(v.name);
     return this.toVariable(v, expression, expression);
@@ -147,7 +168,10 @@ export class VariableStore {
     });
   }
 
-  private async fileScopeVariables(ref: number, c: Extract<Container, { kind: 'fileScope' }>): Promise<DebugProtocol.Variable[]> {
+  private async fileScopeVariables(
+    ref: number,
+    c: Extract<Container, { kind: 'fileScope' }>,
+  ): Promise<DebugProtocol.Variable[]> {
     const gdb = this.gdb();
     this.fileScope ??= gdb.fileScopeVariables().catch((err: unknown) => {
       this.fileScope = undefined;
@@ -165,20 +189,33 @@ export class VariableStore {
         this.childNames.set(`${ref}:${v.name}`, obj.name);
         out.push(this.toVariable(obj, v.name, expression));
       } catch (err) {
-        out.push({ name: v.name, value: `<${err instanceof Error ? err.message : String(err)}>`, variablesReference: 0 });
+        out.push({
+          name: v.name,
+          value: `<${err instanceof Error ? err.message : String(err)}>`,
+          variablesReference: 0,
+        });
       }
     }
     if (wanted.length > MAX_FILE_SCOPE_VARIABLES) {
-      out.push({ name: '…', value: `${wanted.length - MAX_FILE_SCOPE_VARIABLES} more; add them to Watch by name`, variablesReference: 0 });
+      out.push({
+        name: '…',
+        value: `${wanted.length - MAX_FILE_SCOPE_VARIABLES} more; add them to Watch by name`,
+        variablesReference: 0,
+      });
     }
     return out;
   }
 
-  private async children(ref: number, parent: Extract<Container, { kind: 'varobj' }>): Promise<DebugProtocol.Variable[]> {
+  private async children(
+    ref: number,
+    parent: Extract<Container, { kind: 'varobj' }>,
+  ): Promise<DebugProtocol.Variable[]> {
     const kids = await this.gdb().variableChildren(parent.name);
     return kids.map((k) => {
       const display = parent.isArray ? `[${k.expression}]` : k.expression;
-      const evaluateName = parent.isArray ? `${parent.evaluateName}[${k.expression}]` : `(${parent.evaluateName}).${k.expression}`;
+      const evaluateName = parent.isArray
+        ? `${parent.evaluateName}[${k.expression}]`
+        : `(${parent.evaluateName}).${k.expression}`;
       this.childNames.set(`${ref}:${display}`, k.name);
       return this.toVariable(k, display, evaluateName);
     });
@@ -218,7 +255,11 @@ export class VariableStore {
       variablesReference: 0,
     }));
     if (group === 'core' && names.some((n) => n !== '' && !core.has(n))) {
-      out.push({ name: 'System registers', value: '', variablesReference: this.add({ kind: 'registers', threadId, level, group: 'other' }) });
+      out.push({
+        name: 'System registers',
+        value: '',
+        variablesReference: this.add({ kind: 'registers', threadId, level, group: 'other' }),
+      });
     }
     return out;
   }
@@ -229,7 +270,10 @@ export class VariableStore {
  * has one definition), or the statics of one source file, matched by absolute path, else by the
  * file name the compiler recorded. Sorted by name.
  */
-export function fileScopeSelection(all: readonly FileScopeVariable[], which: 'globals' | { staticsOf: string | undefined }): FileScopeVariable[] {
+export function fileScopeSelection(
+  all: readonly FileScopeVariable[],
+  which: 'globals' | { staticsOf: string | undefined },
+): FileScopeVariable[] {
   let picked: FileScopeVariable[];
   if (which === 'globals') {
     const seen = new Set<string>();
@@ -237,7 +281,9 @@ export function fileScopeSelection(all: readonly FileScopeVariable[], which: 'gl
   } else {
     const path = which.staticsOf;
     if (!path) return [];
-    picked = all.filter((v) => v.isStatic && (v.fullname === path || (v.fullname === undefined && path.endsWith(`/${v.file}`))));
+    picked = all.filter(
+      (v) => v.isStatic && (v.fullname === path || (v.fullname === undefined && path.endsWith(`/${v.file}`))),
+    );
   }
   return picked.sort((a, b) => a.name.localeCompare(b.name));
 }

@@ -134,7 +134,13 @@ export class DebugTarget {
   }
 
   /** With the program's symbols loaded: the debugger's own commands, then the connection. */
-  private static async connect(config: ValidatedLaunch, mode: LaunchMode, server: GdbServer, gdb: Debugger, log: (o: TargetOutput) => void): Promise<void> {
+  private static async connect(
+    config: ValidatedLaunch,
+    mode: LaunchMode,
+    server: GdbServer,
+    gdb: Debugger,
+    log: (o: TargetOutput) => void,
+  ): Promise<void> {
     if (!config.image.hasDebugInfo) {
       log({
         category: 'important',
@@ -178,7 +184,10 @@ export class DebugTarget {
     const entry = this.config.stopAtEntry;
     if (entry !== undefined) {
       try {
-        const bp = await this.debugger.insertBreakpoint({ location: { kind: 'function', name: entry }, temporary: true });
+        const bp = await this.debugger.insertBreakpoint({
+          location: { kind: 'function', name: entry },
+          temporary: true,
+        });
         this.entryBreakpointId = bp.id;
       } catch (err) {
         this.outputEmitter.fire({
@@ -186,7 +195,13 @@ export class DebugTarget {
           text: `Cannot stop at '${entry}': ${errorMessage(err)}. Stopped at reset instead; set \`stopAtEntry\` to an existing function.\n`,
         });
         const frame = (await this.debugger.stackFrames(1, 0, 0).catch(() => []))[0];
-        this.showStop({ reason: 'entry', threadId: 1, allStopped: true, breakpointIds: [], ...(frame ? { frame } : {}) });
+        this.showStop({
+          reason: 'entry',
+          threadId: 1,
+          allStopped: true,
+          breakpointIds: [],
+          ...(frame ? { frame } : {}),
+        });
         return;
       }
     }
@@ -274,7 +289,10 @@ export class DebugTarget {
       const stopped = this.debugger.waitForStop(5_000);
       await this.debugger.stepIn(true);
       if (!(await stopped))
-        throw new CycleLensError(ErrorCode.NotStopped, 'A single instruction step did not complete: the target may be stuck. Restart the session.');
+        throw new CycleLensError(
+          ErrorCode.NotStopped,
+          'A single instruction step did not complete: the target may be stuck. Restart the session.',
+        );
     });
   }
 
@@ -395,7 +413,10 @@ export class DebugTarget {
     void (async () => {
       if (debuggerDied) {
         let timer: NodeJS.Timeout | undefined;
-        await Promise.race([this.serverExit, new Promise<void>((resolve) => (timer = setTimeout(resolve, SERVER_EXIT_GRACE_MS)))]);
+        await Promise.race([
+          this.serverExit,
+          new Promise<void>((resolve) => (timer = setTimeout(resolve, SERVER_EXIT_GRACE_MS))),
+        ]);
         clearTimeout(timer);
         if (this.serverDeath !== undefined && !this.programExited) message = this.serverDeath;
       }

@@ -85,13 +85,18 @@ export function qemuMemoryMap(machine: string): readonly MemoryRegion[] | undefi
   return knownQemuMachines().get(machine)?.memoryMap;
 }
 
-function clockRatio(machineName: string, machine: QemuMachine | undefined, icountShift: number | undefined): TargetFacts['coreClockTicksPerInstruction'] {
+function clockRatio(
+  machineName: string,
+  machine: QemuMachine | undefined,
+  icountShift: number | undefined,
+): TargetFacts['coreClockTicksPerInstruction'] {
   if (!machine)
     return {
       fixed: false,
       reason: `the core clock of QEMU machine ${machineName} is not known to CycleLens (known: ${[...knownQemuMachines().keys()].join(', ')})`,
     };
-  if (machine.coreClockHz === undefined) return { fixed: false, reason: `QEMU machine ${machineName} has no core-clock counter` };
+  if (machine.coreClockHz === undefined)
+    return { fixed: false, reason: `QEMU machine ${machineName} has no core-clock counter` };
   if (icountShift === undefined) {
     return {
       fixed: false,

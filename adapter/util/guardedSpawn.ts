@@ -80,13 +80,21 @@ function standardStreams(stdio: SpawnOptions['stdio']): Stream[] {
  * Spawned directly, registered once spawned, when there is no watchdog or no /bin/sh, and when the
  * command cannot be found (so that its `error` event is the usual one).
  */
-export function spawnGuarded(command: string, args: string[], options: SpawnOptions, watchdog: ChildWatchdog | undefined): ChildProcess {
+export function spawnGuarded(
+  command: string,
+  args: string[],
+  options: SpawnOptions,
+  watchdog: ChildWatchdog | undefined,
+): ChildProcess {
   if (!watchdog?.ready() || !hasShell() || !runnable(command, options.cwd)) {
     const child = spawn(command, args, options);
     if (child.pid !== undefined) watchdog?.watch(child.pid);
     return child;
   }
-  const child = spawn(SHELL, ['-c', gate, 'cyclelens-child', command, ...args], { ...options, stdio: [...standardStreams(options.stdio), 'pipe'] });
+  const child = spawn(SHELL, ['-c', gate, 'cyclelens-child', command, ...args], {
+    ...options,
+    stdio: [...standardStreams(options.stdio), 'pipe'],
+  });
   const go = child.stdio[3] as Writable | null;
   go?.on('error', () => undefined);
   if (child.pid !== undefined) watchdog.watch(child.pid, () => go?.end('\n'));

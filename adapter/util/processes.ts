@@ -7,7 +7,10 @@ import { spawnGuarded } from './guardedSpawn';
 
 /** Resolves an executable name against PATH, or returns undefined. */
 export function findExecutable(name: string): string | undefined {
-  const candidates = isAbsolute(name) || name.includes('/') ? [name] : (process.env.PATH ?? '').split(delimiter).map((d) => join(d, name));
+  const candidates =
+    isAbsolute(name) || name.includes('/')
+      ? [name]
+      : (process.env.PATH ?? '').split(delimiter).map((d) => join(d, name));
   for (const c of candidates) {
     try {
       accessSync(c, constants.X_OK);

@@ -2,7 +2,14 @@ import type { CallGraphResponse } from '../../common/dapCustom';
 import type { GraphIndexOptions } from './callGraphIndex';
 import type { ExecutionCounts } from './countBounds';
 import type { MetricDefinition, MetricsEngine } from './metrics';
-import { groupRawValues, rawValues, wholeRunValues, type FunctionOutcome, type ResultSet, type Scenario } from './resultSet';
+import {
+  groupRawValues,
+  rawValues,
+  wholeRunValues,
+  type FunctionOutcome,
+  type ResultSet,
+  type Scenario,
+} from './resultSet';
 
 /**
  * What every analysis scenario (descent, the full profile, the round robin) shares: the measurer it
@@ -169,7 +176,9 @@ export class Ledger {
     if (whole !== undefined) this.whole = Math.max(this.whole ?? 0, whole);
     this.addGroups(rs, index, askedGroups);
     // An earlier result set answers for what it measured and what it refused.
-    const names = asked ?? [...rs.measurements, ...rs.refused.filter((r) => !r.members)].map((m) => m.name).filter((n) => this.known.has(n));
+    const names =
+      asked ??
+      [...rs.measurements, ...rs.refused.filter((r) => !r.members)].map((m) => m.name).filter((n) => this.known.has(n));
     for (const name of names) {
       const refusal = rs.refused.find((r) => r.name === name);
       const raw = rawValues(rs, name);
@@ -179,11 +188,19 @@ export class Ledger {
           const m = rs.measurements.find((x) => x.name === name);
           const incomplete = m?.incomplete;
           const spread = this.spread(rs, raw, m?.calls ?? 0);
-          this.measured.set(name, { value, ...spread, resultSet: index, ...(incomplete !== undefined ? { incomplete } : {}) });
+          this.measured.set(name, {
+            value,
+            ...spread,
+            resultSet: index,
+            ...(incomplete !== undefined ? { incomplete } : {}),
+          });
           this.refused.delete(name);
           continue;
         }
-        this.refuse(name, `it was measured, but '${this.metric.id}' cannot be formed from what was counted (${Object.keys(raw).join(', ')})`);
+        this.refuse(
+          name,
+          `it was measured, but '${this.metric.id}' cannot be formed from what was counted (${Object.keys(raw).join(', ')})`,
+        );
       } else if (refusal) {
         this.refuse(name, refusal.reason);
       } else if (asked) {
@@ -201,7 +218,8 @@ export class Ledger {
       const value = this.engine.value(this.metric.id, groupRawValues(rs, g));
       // A value that may be low bounds nothing.
       if (value === undefined || g.incomplete !== undefined) {
-        for (const m of g.members) this.groupRefused.set(m, g.incomplete ?? `'${this.metric.id}' cannot be formed for the group ${g.name}`);
+        for (const m of g.members)
+          this.groupRefused.set(m, g.incomplete ?? `'${this.metric.id}' cannot be formed for the group ${g.name}`);
         continue;
       }
       const upper = this.spread(rs, groupRawValues(rs, g), g.calls).upper;
@@ -216,8 +234,11 @@ export class Ledger {
     }
     for (const members of asked) {
       if (answered.has(groupKey(members))) continue;
-      for (const m of members) this.groupRefused.set(m, 'the measurer returned neither a result nor a reason for its group');
-      this.warnings.push(`run ${index + 1}: no result and no reason for the group ${members.join(' + ')}; its members are measured alone`);
+      for (const m of members)
+        this.groupRefused.set(m, 'the measurer returned neither a result nor a reason for its group');
+      this.warnings.push(
+        `run ${index + 1}: no result and no reason for the group ${members.join(' + ')}; its members are measured alone`,
+      );
     }
   }
 
@@ -229,7 +250,12 @@ export class Ledger {
   private spread(rs: ResultSet, raw: Record<string, number>, calls: number): { upper?: number; lower?: number } {
     if (rs.run.event !== 'ticks') return {};
     const moved = (sign: number): Record<string, number> =>
-      Object.fromEntries(Object.entries(raw).map(([k, v]) => [k, k.startsWith('inclusive:') ? Math.max(0, v + sign * (Math.max(1, calls) + 1)) : v]));
+      Object.fromEntries(
+        Object.entries(raw).map(([k, v]) => [
+          k,
+          k.startsWith('inclusive:') ? Math.max(0, v + sign * (Math.max(1, calls) + 1)) : v,
+        ]),
+      );
     const upper = this.engine.value(this.metric.id, moved(1));
     const lower = this.engine.value(this.metric.id, moved(-1));
     return { ...(upper !== undefined ? { upper } : {}), ...(lower !== undefined ? { lower } : {}) };
@@ -263,7 +289,8 @@ export async function measureBatch(
 ): Promise<boolean> {
   try {
     throwIfAborted(signal);
-    const rs = groups.length > 0 ? await measurer.measure(batch, signal, groups) : await measurer.measure(batch, signal);
+    const rs =
+      groups.length > 0 ? await measurer.measure(batch, signal, groups) : await measurer.measure(batch, signal);
     ledger.add(rs, batch, groups);
     return true;
   } catch (err) {
@@ -274,14 +301,22 @@ export async function measureBatch(
 
 export function spanningSet(graph: CallGraphResponse, spanning: readonly string[] | undefined): Set<string> {
   const names = new Set(graph.functions.map((f) => f.name));
-  for (const s of spanning ?? []) if (!names.has(s)) throw new DescentError(`'${s}' is not a function of the program's call graph`);
+  for (const s of spanning ?? [])
+    if (!names.has(s)) throw new DescentError(`'${s}' is not a function of the program's call graph`);
   return new Set(spanning ?? []);
 }
 
 export function spanningOutcome(name: string, ledger: Ledger, depth: number | undefined): FunctionOutcome {
   const whole = ledger.whole;
   return whole !== undefined
-    ? { name, status: 'measured', value: whole, bound: whole, spansWindow: true, ...(depth !== undefined ? { depth } : {}) }
+    ? {
+        name,
+        status: 'measured',
+        value: whole,
+        bound: whole,
+        spansWindow: true,
+        ...(depth !== undefined ? { depth } : {}),
+      }
     : { name, status: 'pending', spansWindow: true, ...(depth !== undefined ? { depth } : {}) };
 }
 
@@ -292,5 +327,8 @@ export function checkSlots(measurer: { readonly slots: number }): number {
 }
 
 export function indexOptions(o: CommonOptions): GraphIndexOptions {
-  return { ...(o.roots ? { roots: o.roots } : {}), ...(o.indirectTargets ? { indirectTargets: o.indirectTargets } : {}) };
+  return {
+    ...(o.roots ? { roots: o.roots } : {}),
+    ...(o.indirectTargets ? { indirectTargets: o.indirectTargets } : {}),
+  };
 }

@@ -66,8 +66,11 @@ export class CallGraphIndex {
     const roots = options.roots ? [...options.roots] : uncalled;
     for (const r of roots)
       if (!known.has(r))
-        throw new GraphError(`'${r}' is not a function of the program's call graph: check the name (static functions may be listed as name@0xADDRESS)`);
-    if (roots.length === 0) throw new GraphError('the call graph has no function that nobody calls: name a root function');
+        throw new GraphError(
+          `'${r}' is not a function of the program's call graph: check the name (static functions may be listed as name@0xADDRESS)`,
+        );
+    if (roots.length === 0)
+      throw new GraphError('the call graph has no function that nobody calls: name a root function');
     this.roots = roots;
 
     if (graph.indirectCallers.length > 0) {
@@ -184,7 +187,10 @@ export class CallGraphIndex {
 }
 
 /** Tarjan's algorithm, iterative (call chains of thousands of functions must not overflow the stack). */
-function stronglyConnected(nodes: readonly string[], next: (n: string) => readonly string[]): { components: string[][]; sccOf: Map<string, number> } {
+function stronglyConnected(
+  nodes: readonly string[],
+  next: (n: string) => readonly string[],
+): { components: string[][]; sccOf: Map<string, number> } {
   const index = new Map<string, number>();
   const low = new Map<string, number>();
   const onStack = new Set<string>();

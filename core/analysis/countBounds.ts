@@ -55,7 +55,12 @@ export class CountBounds {
     graph: CallGraphResponse,
     readonly counts: ExecutionCounts,
   ) {
-    for (const f of counts.functions) this.executed.set(f.name, { instructions: f.instructions, inRange: f.inRange ?? f.instructions, entries: f.entries });
+    for (const f of counts.functions)
+      this.executed.set(f.name, {
+        instructions: f.instructions,
+        inRange: f.inRange ?? f.instructions,
+        entries: f.entries,
+      });
     const callees = new Map<string, Set<string>>();
     // Code that runs on into the next function's carries on the activation, as a tail call would.
     for (const e of [...graph.edges, ...counts.fallThrough]) {
@@ -67,7 +72,9 @@ export class CountBounds {
     // An indirect call reaches only functions entered more often than their direct calls say.
     const direct = new Map<string, number>();
     for (const c of counts.calls) direct.set(c.callee, (direct.get(c.callee) ?? 0) + c.count);
-    this.targets = counts.functions.filter((f) => f.entries !== (direct.get(f.name) ?? 0) + (f.name === counts.entry ? 1 : 0)).map((f) => f.name);
+    this.targets = counts.functions
+      .filter((f) => f.entries !== (direct.get(f.name) ?? 0) + (f.name === counts.entry ? 1 : 0))
+      .map((f) => f.name);
     for (const caller of graph.indirectCallers) {
       let set = callees.get(caller);
       if (!set) callees.set(caller, (set = new Set()));
@@ -96,7 +103,10 @@ export class CountBounds {
     this.asynchronous = handlers.length > 0 ? Math.min(whole, 2 * closureCount(handlers)) : 0;
     for (const f of graph.functions) {
       const name = f.name;
-      this.bound.set(name, this.ran(name) ? Math.min(whole, closureCount([name]) + counts.outside + this.asynchronous) : 0);
+      this.bound.set(
+        name,
+        this.ran(name) ? Math.min(whole, closureCount([name]) + counts.outside + this.asynchronous) : 0,
+      );
     }
   }
 
@@ -166,12 +176,15 @@ export class CountBounds {
   withFallThrough(graph: CallGraphResponse): CallGraphResponse {
     const known = new Set(graph.edges.map((e) => `${e.caller}\u0000${e.callee}`));
     const extra = this.counts.fallThrough.filter((f) => !known.has(`${f.caller}\u0000${f.callee}`));
-    return extra.length === 0 ? graph : { ...graph, edges: [...graph.edges, ...extra.map((f) => ({ ...f, kind: 'tail' as const, sites: [] }))] };
+    return extra.length === 0
+      ? graph
+      : { ...graph, edges: [...graph.edges, ...extra.map((f) => ({ ...f, kind: 'tail' as const, sites: [] }))] };
   }
 
   /** The call graph with the counting run's call counts on its direct edges (0 on those that never ran). */
   withCallCounts(graph: CallGraphResponse): CallGraphResponse {
-    const key = (e: { caller: string; callee: string; kind: string }): string => `${e.caller}\u0000${e.callee}\u0000${e.kind}`;
+    const key = (e: { caller: string; callee: string; kind: string }): string =>
+      `${e.caller}\u0000${e.callee}\u0000${e.kind}`;
     const counted = new Map(this.counts.calls.map((c) => [key(c), c.count]));
     return { ...graph, edges: graph.edges.map((e) => ({ ...e, count: counted.get(key(e)) ?? 0 })) };
   }

@@ -96,10 +96,16 @@ export interface DescentOptions extends CommonOptions {
   packing?: number;
 }
 
-export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasurer | MeasurerPool, options: DescentOptions): Promise<AnalysisResult> {
+export async function runDescent(
+  graph: CallGraphResponse,
+  measurer: BatchMeasurer | MeasurerPool,
+  options: DescentOptions,
+): Promise<AnalysisResult> {
   const pool = MeasurerPool.of(measurer);
-  if (!options.metric.monotone) throw new DescentError(`metric '${options.metric.id}' is not monotone and cannot drive pruning`);
-  if (!(options.threshold >= 0)) throw new DescentError(`the threshold must be a number >= 0 (got ${options.threshold})`);
+  if (!options.metric.monotone)
+    throw new DescentError(`metric '${options.metric.id}' is not monotone and cannot drive pruning`);
+  if (!(options.threshold >= 0))
+    throw new DescentError(`the threshold must be a number >= 0 (got ${options.threshold})`);
   const slots = checkSlots(pool);
   // One counting run, where the measurer can make one (QEMU): functions whose code never ran are
   // pruned at once, the others bounded by what their closure executed, and indirect calls reach
@@ -121,23 +127,28 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
   const groupBatches: string[][][] = [];
   let cancelled = false;
   const queueOrder =
-    (options.order ?? 'weight') === 'weight' ? [...index.bfsOrder].sort((a, b) => index.reachableBytes(b) - index.reachableBytes(a)) : index.bfsOrder;
+    (options.order ?? 'weight') === 'weight'
+      ? [...index.bfsOrder].sort((a, b) => index.reachableBytes(b) - index.reachableBytes(a))
+      : index.bfsOrder;
   let countsInMetric: { rs: ResultSet; bounds: ReadonlyMap<string, number> } | undefined;
   const givenBounds = (): ReadonlyMap<string, number> | undefined => {
     if (!counts) return undefined;
     const rs = ledger.resultSets.find((r) => r.run.totals[r.run.event] !== undefined);
     if (!rs) return counts.zeros();
-    if (countsInMetric?.rs !== rs) countsInMetric = { rs, bounds: counts.inMetric(options.engine, options.metric, rs) ?? counts.zeros() };
+    if (countsInMetric?.rs !== rs)
+      countsInMetric = { rs, bounds: counts.inMetric(options.engine, options.metric, rs) ?? counts.zeros() };
     return countsInMetric.bounds;
   };
   // The counting run's call counts are exact for direct calls: they order the work where it ran.
   // More open work than one run measures: the other sessions start now, while the first run goes.
-  if (counts && pool.capacity > 1 && index.bfsOrder.filter((f) => !ledger.isKnown(f) && counts.ran(f)).length > slots) pool.warm();
+  if (counts && pool.capacity > 1 && index.bfsOrder.filter((f) => !ledger.isKnown(f) && counts.ran(f)).length > slots)
+    pool.warm();
   const estimates = counts
     ? callCountEstimates(counts.withCallCounts(graph), index, ledger.spanning, counts.own())
     : callCountEstimates(graph, index, ledger.spanning);
   const wantGroups = (options.groups ?? true) && pool.groups === true;
-  if (options.groups === true && pool.groups !== true) ledger.warnings.push('the measurer cannot measure groups: every function was measured alone');
+  if (options.groups === true && pool.groups !== true)
+    ledger.warnings.push('the measurer cannot measure groups: every function was measured alone');
   const plan = await pool.plan(
     index.bfsOrder.filter((f) => !ledger.isKnown(f)),
     options.signal,
@@ -175,7 +186,10 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
       if (left.length === 0) break;
       let batch: string[];
       let groups: string[][] = [];
-      if (packer && (estimates !== undefined || batches.length + step.length + 1 + Math.ceil(candidates.length / slots) <= naive)) {
+      if (
+        packer &&
+        (estimates !== undefined || batches.length + step.length + 1 + Math.ceil(candidates.length / slots) <= naive)
+      ) {
         ({ batch, groups } = packer.plan(left, U, ready, ledger));
       } else {
         const first = left.filter(ready);
@@ -186,7 +200,9 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
       for (const f of [...batch, ...groups.flat()]) planned.add(f);
     }
     if (step.length === 0)
-      throw new DescentError('no function is ready to measure although some are undecided (internal error: the call graph order is inconsistent)');
+      throw new DescentError(
+        'no function is ready to measure although some are undecided (internal error: the call graph order is inconsistent)',
+      );
     const finished = await pool.run(step, options.signal, (job, rs, worker) => {
       const { batch, groups } = step[job]!;
       ledger.add(rs, batch, groups);
@@ -241,7 +257,8 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
       };
     const reason = ledger.refused.get(name);
     if (reason !== undefined) return { name, status: 'unmeasurable', bound, reason, depth };
-    if (counts && !counts.ran(name) && bound === 0) return { name, status: 'pruned', bound, depth, reason: 'its code never ran in the counting run' };
+    if (counts && !counts.ran(name) && bound === 0)
+      return { name, status: 'pruned', bound, depth, reason: 'its code never ran in the counting run' };
     return { name, status: bound < threshold ? 'pruned' : 'pending', bound, depth };
   });
   return {
@@ -256,7 +273,9 @@ export async function runDescent(graph: CallGraphResponse, measurer: BatchMeasur
     outcomes,
     cancelled,
     warnings: ledger.warnings,
-    ...(counted && counts ? { counted: { method: counted.method, ran: counts.ranCount, functions: graph.functions.length } } : {}),
+    ...(counted && counts
+      ? { counted: { method: counted.method, ran: counts.ranCount, functions: graph.functions.length } }
+      : {}),
   };
 }
 
@@ -290,7 +309,8 @@ export function analysisRecord(result: AnalysisResult, graph?: CallGraphResponse
  */
 export function rootsForStart(graph: CallGraphResponse, start: string): string[] {
   const index = new CallGraphIndex(graph);
-  if (!graph.functions.some((f) => f.name === start)) throw new DescentError(`the program has no function '${start}' to start from`);
+  if (!graph.functions.some((f) => f.name === start))
+    throw new DescentError(`the program has no function '${start}' to start from`);
   const reachesStart = new Set<string>([start]);
   // Walk callers upward from start.
   const queue = [start];

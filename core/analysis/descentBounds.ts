@@ -11,7 +11,12 @@ import type { Ledger } from './analysisRun';
  * otherwise (CountBounds, from instruction counts), each taken where it is lower and carried to the
  * callees like any other.
  */
-export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: boolean, given?: ReadonlyMap<string, number>): Map<string, number> {
+export function computeBounds(
+  index: CallGraphIndex,
+  ledger: Ledger,
+  residual: boolean,
+  given?: ReadonlyMap<string, number>,
+): Map<string, number> {
   const whole = ledger.whole ?? Number.POSITIVE_INFINITY;
   const bounds = new Map<string, number>();
   const U = {
@@ -22,7 +27,8 @@ export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: b
   // truth is not below: on a quantising counter its lower end, otherwise its measured value (one
   // that may be low subtracts too little, which keeps the bound).
   const known = (p: string): number => ledger.upperValue(p) ?? U.get(p) ?? whole;
-  const privateOf = (p: string): string[] => index.callees(p).filter((s) => !index.isRoot(s) && index.reachable.has(s) && onlyCaller(index, s) === p);
+  const privateOf = (p: string): string[] =>
+    index.callees(p).filter((s) => !index.isRoot(s) && index.reachable.has(s) && onlyCaller(index, s) === p);
   const eligible = (p: string): boolean => residual && !index.inCycle(p) && index.rootsReaching(p) === 1;
   const contribution = (p: string, excluded: (s: string) => boolean): number => {
     let v = known(p);
@@ -39,7 +45,9 @@ export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: b
     let sum = 0;
     const used = new Set<string>();
     for (const g of ledger.groups) {
-      const together = callers.filter((p) => !used.has(p) && ledger.upperValue(p) === undefined && g.members.includes(p));
+      const together = callers.filter(
+        (p) => !used.has(p) && ledger.upperValue(p) === undefined && g.members.includes(p),
+      );
       if (together.length < 2) continue;
       const apart = together.reduce((acc, p) => acc + part(p), 0);
       const upper = g.upper ?? g.value;
@@ -66,14 +74,18 @@ export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: b
         U.set(f, whole);
         continue;
       }
-      const fromCallers = index.isRoot(f) ? whole : sumOverCallers(index.callers(f), (p) => contribution(p, (s) => s === f));
+      const fromCallers = index.isRoot(f)
+        ? whole
+        : sumOverCallers(index.callers(f), (p) => contribution(p, (s) => s === f));
       U.set(f, Math.min(whole, fromCallers, groupBound(f)));
       continue;
     }
     const inS = new Set(members);
     const external = new Set<string>();
     for (const m of members) for (const p of index.callers(m)) if (!inS.has(p)) external.add(p);
-    const outside = members.some((m) => index.isRoot(m)) ? whole : sumOverCallers([...external], (p) => contribution(p, (s) => inS.has(s)));
+    const outside = members.some((m) => index.isRoot(m))
+      ? whole
+      : sumOverCallers([...external], (p) => contribution(p, (s) => inS.has(s)));
     const bound = Math.min(whole, outside);
     for (const f of members) {
       if (ledger.spanning.has(f)) {
@@ -85,7 +97,8 @@ export function computeBounds(index: CallGraphIndex, ledger: Ledger, residual: b
         continue;
       }
       let direct = 0;
-      for (const p of index.callers(f)) direct += inS.has(p) ? (ledger.upperValue(p) ?? bound) : contribution(p, (s) => s === f);
+      for (const p of index.callers(f))
+        direct += inS.has(p) ? (ledger.upperValue(p) ?? bound) : contribution(p, (s) => s === f);
       U.set(f, Math.min(bound, direct, groupBound(f)));
     }
   }
@@ -118,14 +131,17 @@ export function callCountEstimates(
   const along = new Map<string, number>();
   for (const e of [...counted, ...handlerEntries]) calls.set(e.callee, (calls.get(e.callee) ?? 0) + (e.count ?? 0));
   for (const e of counted)
-    if (e.caller !== e.callee) along.set(`${e.caller}\u0000${e.callee}`, (along.get(`${e.caller}\u0000${e.callee}`) ?? 0) + (e.count ?? 0));
+    if (e.caller !== e.callee)
+      along.set(`${e.caller}\u0000${e.callee}`, (along.get(`${e.caller}\u0000${e.callee}`) ?? 0) + (e.count ?? 0));
   const size = new Map(graph.functions.map((f) => [f.name, f.size]));
   const raw = new Map<string, number>();
   // Callees first: the condensation's reverse topological order.
   for (const id of [...index.componentOrder].reverse()) {
     for (const f of index.components[id]!) {
       const entered = calls.get(f) ?? 0;
-      let v = own ? (own.get(f) ?? 0) : Math.max(entered, index.isRoot(f) || spanning.has(f) ? 1 : 0) * (size.get(f) ?? 0);
+      let v = own
+        ? (own.get(f) ?? 0)
+        : Math.max(entered, index.isRoot(f) || spanning.has(f) ? 1 : 0) * (size.get(f) ?? 0);
       for (const c of index.callees(f)) {
         if (index.component(c) === id) continue;
         const n = along.get(`${f}\u0000${c}`) ?? 0;

@@ -19,7 +19,8 @@ export interface DotOptions {
 export function callGraphDot(graph: CallGraphResponse, rows: readonly ProfileRow[], options: DotOptions = {}): string {
   const byName = new Map(rows.map((r) => [r.name, r]));
   const format = options.metricFormat ?? 'percent';
-  const bound = (r: ProfileRow): string => (r.bound === undefined || !Number.isFinite(r.bound) ? '?' : formatMetric(format, r.bound));
+  const bound = (r: ProfileRow): string =>
+    r.bound === undefined || !Number.isFinite(r.bound) ? '?' : formatMetric(format, r.bound);
   const drawn = new Set(
     graph.functions
       .map((f) => f.name)
@@ -42,7 +43,8 @@ export function callGraphDot(graph: CallGraphResponse, rows: readonly ProfileRow
     const attrs: string[] = [];
     switch (r.status) {
       case 'measured':
-        if (r.inclusive !== undefined) lines.push(`${Math.round(r.inclusive).toLocaleString('en-US')} ${r.event ?? ''}`.trim());
+        if (r.inclusive !== undefined)
+          lines.push(`${Math.round(r.inclusive).toLocaleString('en-US')} ${r.event ?? ''}`.trim());
         if (r.share !== undefined) lines.push(formatMetric('percent', r.share));
         attrs.push(`fillcolor=${quote(heat(r.share ?? 0))}`);
         if ((r.share ?? 0) > 0.6) attrs.push('fontcolor="#ffffff"');
@@ -65,7 +67,9 @@ export function callGraphDot(graph: CallGraphResponse, rows: readonly ProfileRow
         break;
     }
     const tooltip = r.source ? `${r.source.path}${r.source.line ? `:${r.source.line}` : ''}` : name;
-    out.push(`  ${ids.get(name)} [label=${quote(lines.join('\n'))}, tooltip=${quote(tooltip)}${attrs.length ? `, ${attrs.join(', ')}` : ''}];`);
+    out.push(
+      `  ${ids.get(name)} [label=${quote(lines.join('\n'))}, tooltip=${quote(tooltip)}${attrs.length ? `, ${attrs.join(', ')}` : ''}];`,
+    );
   }
   for (const e of graph.edges) {
     const a = ids.get(e.caller);

@@ -43,7 +43,11 @@ export interface FullProfileOptions extends CommonOptions {
  * The exact full profile: every function measured, in batches of `slots`, ceil(F / k) runs. The
  * batches are independent: a pool runs several at once, and they reach the ledger in plan order.
  */
-export async function runFullProfile(graph: CallGraphResponse, measurer: BatchMeasurer | MeasurerPool, options: FullProfileOptions): Promise<AnalysisResult> {
+export async function runFullProfile(
+  graph: CallGraphResponse,
+  measurer: BatchMeasurer | MeasurerPool,
+  options: FullProfileOptions,
+): Promise<AnalysisResult> {
   const pool = MeasurerPool.of(measurer);
   const slots = checkSlots(pool);
   const index = new CallGraphIndex(graph, indexOptions(options));
@@ -62,7 +66,12 @@ export async function runFullProfile(graph: CallGraphResponse, measurer: BatchMe
       ledger.add(rs, batch);
       batches.push(batch);
       done += batch.length;
-      options.onProgress?.({ run: batches.length, batch, open: order.length - done, ...(parallel ? { worker: worker + 1 } : {}) });
+      options.onProgress?.({
+        run: batches.length,
+        batch,
+        open: order.length - done,
+        ...(parallel ? { worker: worker + 1 } : {}),
+      });
     },
   ));
   const outcomes = graph.functions.map((fn): FunctionOutcome => {
@@ -93,14 +102,22 @@ export interface RoundRobinOptions extends CommonOptions {
  * is its own result set, so a function's value is the mean of its per-window values, each formed
  * inside its window.
  */
-export async function runRoundRobin(graph: CallGraphResponse, measurer: BatchMeasurer, options: RoundRobinOptions): Promise<AnalysisResult> {
+export async function runRoundRobin(
+  graph: CallGraphResponse,
+  measurer: BatchMeasurer,
+  options: RoundRobinOptions,
+): Promise<AnalysisResult> {
   const slots = checkSlots(measurer);
-  if (options.rounds === undefined && !options.signal) throw new DescentError('a round robin without a number of rounds needs an AbortSignal to end it');
+  if (options.rounds === undefined && !options.signal)
+    throw new DescentError('a round robin without a number of rounds needs an AbortSignal to end it');
   const index = new CallGraphIndex(graph, indexOptions(options));
   const spanning = spanningSet(graph, options.spanning);
-  const order = (options.functions ? [...options.functions] : allFunctionsInOrder(graph, index)).filter((f) => !spanning.has(f));
+  const order = (options.functions ? [...options.functions] : allFunctionsInOrder(graph, index)).filter(
+    (f) => !spanning.has(f),
+  );
   const known = new Set(graph.functions.map((f) => f.name));
-  for (const f of order) if (!known.has(f)) throw new DescentError(`'${f}' is not a function of the program's call graph`);
+  for (const f of order)
+    if (!known.has(f)) throw new DescentError(`'${f}' is not a function of the program's call graph`);
   const ledger = new Ledger(options.engine, options.metric, new Set(order), spanning, false);
   const values = new Map<string, number[]>();
   const last = new Map<string, number>();
@@ -135,7 +152,14 @@ export async function runRoundRobin(graph: CallGraphResponse, measurer: BatchMea
     if (!inOrder.has(name)) return { name, status: 'unreached', ...at };
     const list = values.get(name);
     if (list && list.length > 0) {
-      return { name, status: 'measured', value: list.reduce((s, v) => s + v, 0) / list.length, windows: list.length, resultSet: last.get(name)!, ...at };
+      return {
+        name,
+        status: 'measured',
+        value: list.reduce((s, v) => s + v, 0) / list.length,
+        windows: list.length,
+        resultSet: last.get(name)!,
+        ...at,
+      };
     }
     const reason = ledger.refused.get(name);
     if (reason !== undefined) return { name, status: 'unmeasurable', reason, ...at };

@@ -40,7 +40,12 @@ export class GroupPlanner {
     return Math.min(U.get(f)!, Math.max(this.floor.get(f) ?? 0, prior));
   }
 
-  plan(candidates: readonly string[], U: ReadonlyMap<string, number>, ready: (f: string) => boolean, ledger: Ledger): { batch: string[]; groups: string[][] } {
+  plan(
+    candidates: readonly string[],
+    U: ReadonlyMap<string, number>,
+    ready: (f: string) => boolean,
+    ledger: Ledger,
+  ): { batch: string[]; groups: string[][] } {
     const guess = new Map(candidates.map((f) => [f, this.guess(f, U)]));
     const order = [...candidates].sort((a, b) => Number(ready(b)) - Number(ready(a)) || guess.get(b)! - guess.get(a)!);
     // With room for fewer than two patches per slot, groups would hold a member or two each: every
@@ -86,14 +91,18 @@ export class GroupPlanner {
     const first = singles.filter(due);
     // Blind groups (no call counts) get half the slots at least: idle group slots split the packs.
     const least = this.slots > 1 ? (this.prior.size > 0 ? 1 : Math.ceil(this.slots / 2)) : 0;
-    const groupSlots = packs.length > 0 ? Math.max(Math.min(least, this.prior.size > 0 ? packs.length : least), this.slots - first.length) : 0;
+    const groupSlots =
+      packs.length > 0
+        ? Math.max(Math.min(least, this.prior.size > 0 ? packs.length : least), this.slots - first.length)
+        : 0;
     const batch = first.slice(0, this.slots - groupSlots);
     const chosen = packs.slice(0, this.slots - batch.length);
     // Idle slots split the groups with the largest estimates: fewer members, less to redo.
     for (;;) {
       if (batch.length + chosen.length >= this.slots) break;
       let widest = -1;
-      for (let i = 0; i < chosen.length; i++) if (chosen[i]!.members.length > 1 && (widest < 0 || chosen[i]!.sum > chosen[widest]!.sum)) widest = i;
+      for (let i = 0; i < chosen.length; i++)
+        if (chosen[i]!.members.length > 1 && (widest < 0 || chosen[i]!.sum > chosen[widest]!.sum)) widest = i;
       if (widest < 0) break;
       const members = [...chosen[widest]!.members].sort((a, b) => guess.get(b)! - guess.get(a)!);
       const halves = [
@@ -137,7 +146,9 @@ export class GroupPlanner {
         // among cold ones, so it is halved (each member takes its share of two groups' room), not
         // spread evenly, which would measure every member alone.
         const part =
-          sum > 0 ? g.value / g.members.length : (Math.max(2, Math.ceil(Math.sqrt(g.members.length))) * this.packing * this.threshold) / g.members.length;
+          sum > 0
+            ? g.value / g.members.length
+            : (Math.max(2, Math.ceil(Math.sqrt(g.members.length))) * this.packing * this.threshold) / g.members.length;
         this.floor.set(m, Math.max(this.floor.get(m) ?? 0, part));
         if (g.members.length === 2) this.hotPair.add(m);
       }

@@ -59,7 +59,12 @@ export class MeasurementStore {
   private nextId = 1;
   private readonly listeners = new Set<() => void>();
 
-  add(kind: MeasurementKind, label: string, anchor: SourceAnchor | undefined, response: MeasurementResponse): MeasurementRecord {
+  add(
+    kind: MeasurementKind,
+    label: string,
+    anchor: SourceAnchor | undefined,
+    response: MeasurementResponse,
+  ): MeasurementRecord {
     const record: MeasurementRecord = {
       id: this.nextId++,
       kind,

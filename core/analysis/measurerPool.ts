@@ -41,8 +41,10 @@ export class MeasurerPool {
     readonly primary: BatchMeasurer,
     private readonly options: PoolOptions = { jobs: 1 },
   ) {
-    if (!Number.isInteger(options.jobs) || options.jobs < 1) throw new PoolError(`the number of jobs must be a whole number >= 1 (got ${options.jobs})`);
-    if (options.jobs > 1 && !options.startWorker) throw new PoolError(`${options.jobs} jobs need a way to start the extra workers`);
+    if (!Number.isInteger(options.jobs) || options.jobs < 1)
+      throw new PoolError(`the number of jobs must be a whole number >= 1 (got ${options.jobs})`);
+    if (options.jobs > 1 && !options.startWorker)
+      throw new PoolError(`${options.jobs} jobs need a way to start the extra workers`);
     this.workers = [Promise.resolve(primary)];
   }
 
@@ -94,7 +96,11 @@ export class MeasurerPool {
    * order, the others not at all. A worker that throws stops the others (they finish the run in
    * hand) and, once all have stopped, the error is thrown.
    */
-  async run(jobs: readonly BatchJob[], signal: AbortSignal | undefined, deliver: (job: number, rs: ResultSet, worker: number) => void): Promise<boolean> {
+  async run(
+    jobs: readonly BatchJob[],
+    signal: AbortSignal | undefined,
+    deliver: (job: number, rs: ResultSet, worker: number) => void,
+  ): Promise<boolean> {
     if (jobs.length === 0) return !signal?.aborted;
     const stop = new AbortController();
     const onAbort = (): void => stop.abort();
@@ -128,7 +134,9 @@ export class MeasurerPool {
         let rs: ResultSet;
         try {
           rs =
-            job.groups && job.groups.length > 0 ? await measurer.measure(job.batch, stop.signal, job.groups) : await measurer.measure(job.batch, stop.signal);
+            job.groups && job.groups.length > 0
+              ? await measurer.measure(job.batch, stop.signal, job.groups)
+              : await measurer.measure(job.batch, stop.signal);
         } catch (err) {
           if (isAbort(err) || stop.signal.aborted) return;
           // Which session failed, when there are several.
@@ -182,14 +190,17 @@ export class MeasurerPool {
     while (this.workers.length <= index) {
       const i = this.workers.length;
       const started = this.options.startWorker!(i).then((m) => {
-        if (m.slots !== this.primary.slots) throw new PoolError(`it offers ${m.slots} slots, the first worker ${this.primary.slots}`);
+        if (m.slots !== this.primary.slots)
+          throw new PoolError(`it offers ${m.slots} slots, the first worker ${this.primary.slots}`);
         return m;
       });
       this.workers.push(
         started.catch((err: unknown) => {
           this.failedStarts++;
           this.workers[i] = undefined;
-          this.options.log?.(`worker ${i + 1} could not start (${err instanceof Error ? err.message : String(err)}); the analysis goes on with the others`);
+          this.options.log?.(
+            `worker ${i + 1} could not start (${err instanceof Error ? err.message : String(err)}); the analysis goes on with the others`,
+          );
           return undefined;
         }),
       );

@@ -71,10 +71,25 @@ export const RAW_VALUES: readonly RawValueSpec[] = [
   // `event`: whatever the run's measurements counted (RunInfo.event), for metrics that do not care which.
   { key: inclusiveKey('event'), scope: 'function', label: "inclusive count of the run's event", monotone: true },
   { key: totalKey('event'), scope: 'run', label: "run total of the run's event", monotone: false },
-  { key: calleesKey('event'), scope: 'function', label: "the run's event counted in the measured callees", monotone: false },
+  {
+    key: calleesKey('event'),
+    scope: 'function',
+    label: "the run's event counted in the measured callees",
+    monotone: false,
+  },
   { key: calleesKey('cycles'), scope: 'function', label: 'inclusive cycles of the measured callees', monotone: false },
-  { key: calleesKey('instructions'), scope: 'function', label: 'inclusive instructions of the measured callees', monotone: false },
-  { key: calleesKey('ticks'), scope: 'function', label: 'inclusive SysTick ticks of the measured callees', monotone: false },
+  {
+    key: calleesKey('instructions'),
+    scope: 'function',
+    label: 'inclusive instructions of the measured callees',
+    monotone: false,
+  },
+  {
+    key: calleesKey('ticks'),
+    scope: 'function',
+    label: 'inclusive SysTick ticks of the measured callees',
+    monotone: false,
+  },
   { key: CALLS, scope: 'function', label: 'calls', monotone: false },
 ];
 
@@ -105,7 +120,11 @@ export class MetricDefinitionError extends Error {
 
 const ratio = (a: number, b: number): number | undefined => (b === 0 ? undefined : a / b);
 
-const SHORT: Record<'cycles' | 'instructions' | 'ticks', string> = { cycles: 'cyc', instructions: 'instr', ticks: 'tick' };
+const SHORT: Record<'cycles' | 'instructions' | 'ticks', string> = {
+  cycles: 'cyc',
+  instructions: 'instr',
+  ticks: 'tick',
+};
 
 function perEvent(v: 'cycles' | 'instructions' | 'ticks'): MetricDefinition[] {
   return [
@@ -297,7 +316,10 @@ export class MetricsEngine {
   private readonly raw: ReadonlyMap<string, RawValueSpec>;
   private readonly plans = new Map<string, readonly MetricDefinition[]>();
 
-  constructor(definitions: readonly MetricDefinition[] = STANDARD_METRICS, rawValues: readonly RawValueSpec[] = RAW_VALUES) {
+  constructor(
+    definitions: readonly MetricDefinition[] = STANDARD_METRICS,
+    rawValues: readonly RawValueSpec[] = RAW_VALUES,
+  ) {
     this.raw = new Map(rawValues.map((r) => [r.key, r]));
     const byId = new Map<string, MetricDefinition>();
     for (const d of definitions) {
@@ -310,7 +332,8 @@ export class MetricsEngine {
     const visit = (id: string, path: string[]): void => {
       const s = state.get(id);
       if (s === 'done') return;
-      if (s === 'visiting') throw new MetricDefinitionError(`metrics depend on each other in a cycle: ${[...path, id].join(' -> ')}`);
+      if (s === 'visiting')
+        throw new MetricDefinitionError(`metrics depend on each other in a cycle: ${[...path, id].join(' -> ')}`);
       state.set(id, 'visiting');
       const d = byId.get(id)!;
       const closure = new Set<string>();
@@ -416,12 +439,18 @@ export class MetricsEngine {
       const raw = this.raw.get(input);
       if (raw) {
         if (raw.scope === 'run') continue;
-        if (!raw.monotone) throw new MetricDefinitionError(`metric '${d.id}' is declared monotone but reads '${input}' (${raw.label}), which is not`);
+        if (!raw.monotone)
+          throw new MetricDefinitionError(
+            `metric '${d.id}' is declared monotone but reads '${input}' (${raw.label}), which is not`,
+          );
         functionInputs++;
         continue;
       }
       const m = byId.get(input)!;
-      if (!m.monotone) throw new MetricDefinitionError(`metric '${d.id}' is declared monotone but reads metric '${input}', which is not`);
+      if (!m.monotone)
+        throw new MetricDefinitionError(
+          `metric '${d.id}' is declared monotone but reads metric '${input}', which is not`,
+        );
       functionInputs++;
     }
     if (functionInputs !== 1)
@@ -435,7 +464,10 @@ export class MetricsEngine {
  * Raw values from counter events (`cycles`, `dwt.lsu`, `pmu.0x0001` …) by the semantic names of
  * EVENT_SOURCES, as raw keys of one scope (`inclusive:cycles`, `total:cycles` …).
  */
-export function rawFromEvents(values: Readonly<Record<string, number>>, scope: 'inclusive' | 'total' | 'callees'): Record<string, number> {
+export function rawFromEvents(
+  values: Readonly<Record<string, number>>,
+  scope: 'inclusive' | 'total' | 'callees',
+): Record<string, number> {
   const out: Record<string, number> = {};
   for (const [semantic, events] of Object.entries(EVENT_SOURCES)) {
     const event = events.find((e) => values[e] !== undefined);

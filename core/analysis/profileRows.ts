@@ -42,9 +42,19 @@ export interface AnalysisView {
   resultSets: readonly ResultSet[];
 }
 
-const STATUS_ORDER: Record<FunctionStatus, number> = { measured: 0, unmeasurable: 1, pruned: 2, pending: 3, unreached: 4 };
+const STATUS_ORDER: Record<FunctionStatus, number> = {
+  measured: 0,
+  unmeasurable: 1,
+  pruned: 2,
+  pending: 3,
+  unreached: 4,
+};
 
-export function profileRows(view: AnalysisView, graph: CallGraphResponse | undefined, engine: MetricsEngine): ProfileRow[] {
+export function profileRows(
+  view: AnalysisView,
+  graph: CallGraphResponse | undefined,
+  engine: MetricsEngine,
+): ProfileRow[] {
   const byName = new Map(view.outcomes.map((o) => [o.name, o]));
   const structure = graph ? graphStructure(graph) : undefined;
   const rows = view.outcomes.map((o): ProfileRow => {
@@ -92,7 +102,10 @@ export function profileRows(view: AnalysisView, graph: CallGraphResponse | undef
     return row;
   });
   return rows.sort(
-    (a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status] || (b.value ?? b.bound ?? -1) - (a.value ?? a.bound ?? -1) || a.name.localeCompare(b.name),
+    (a, b) =>
+      STATUS_ORDER[a.status] - STATUS_ORDER[b.status] ||
+      (b.value ?? b.bound ?? -1) - (a.value ?? a.bound ?? -1) ||
+      a.name.localeCompare(b.name),
   );
 }
 

@@ -36,26 +36,46 @@ export interface ReportOptions {
 
 const SHOWN = /^(inclusive|share|exclusive)(\.(instructions|cycles))?$/;
 
-export function textReport(header: ReportHeader, rows: readonly ProfileRow[], engine: MetricsEngine, options: ReportOptions = {}): string {
+export function textReport(
+  header: ReportHeader,
+  rows: readonly ProfileRow[],
+  engine: MetricsEngine,
+  options: ReportOptions = {},
+): string {
   const metricDef = engine.definition(header.metric);
   const fmtMetric = (v: number): string => (metricDef ? formatMetric(metricDef.format, v) : String(v));
   const out: string[] = [];
-  const title = { descent: 'Call-graph descent', 'full-profile': 'Exact full profile', 'round-robin': 'Cyclic round robin' }[header.scenario];
-  out.push(`${title}${header.program ? ` of ${basename(header.program)}` : ''}${header.method ? ` (${header.method})` : ''}`);
+  const title = {
+    descent: 'Call-graph descent',
+    'full-profile': 'Exact full profile',
+    'round-robin': 'Cyclic round robin',
+  }[header.scenario];
+  out.push(
+    `${title}${header.program ? ` of ${basename(header.program)}` : ''}${header.method ? ` (${header.method})` : ''}`,
+  );
   const facts = [`metric ${header.metric}${metricDef ? ` (${metricDef.label})` : ''}`];
   if (header.threshold !== undefined) facts.push(`threshold ${fmtMetric(header.threshold)}`);
-  facts.push(`${header.runs} run${header.runs === 1 ? '' : 's'}${header.naiveRuns !== undefined ? ` (measuring everything: ${header.naiveRuns})` : ''}`);
+  facts.push(
+    `${header.runs} run${header.runs === 1 ? '' : 's'}${header.naiveRuns !== undefined ? ` (measuring everything: ${header.naiveRuns})` : ''}`,
+  );
   if (header.slots !== undefined) facts.push(`${header.slots} per run`);
   facts.push(`roots ${header.roots.join(', ')}`);
   out.push(facts.join('; '));
   if (header.counted)
-    out.push(`bounded by instruction counts (${header.counted.method}): ${header.counted.ran} of ${header.counted.functions} functions ran, the others are 0`);
-  if (header.cancelled) out.push('CANCELLED: the analysis stopped before every function was decided; pending rows are open.');
+    out.push(
+      `bounded by instruction counts (${header.counted.method}): ${header.counted.ran} of ${header.counted.functions} functions ran, the others are 0`,
+    );
+  if (header.cancelled)
+    out.push('CANCELLED: the analysis stopped before every function was decided; pending rows are open.');
   for (const w of header.warnings) out.push(`warning: ${w}`);
   out.push('');
 
   const visible = rows.filter((r) => !(options.hideUnreached ?? true) || r.status !== 'unreached');
-  const extra = options.compact ? [] : engine.metrics.filter((m) => !SHOWN.test(m.id) && m.id !== header.metric && visible.some((r) => r.metrics.has(m.id)));
+  const extra = options.compact
+    ? []
+    : engine.metrics.filter(
+        (m) => !SHOWN.test(m.id) && m.id !== header.metric && visible.some((r) => r.metrics.has(m.id)),
+      );
   const showValue = !SHOWN.test(header.metric);
   const headings = [
     'function',

@@ -147,17 +147,32 @@ export function measurementOf(rs: ResultSet, name: string): FunctionMeasurement 
 export function rawValues(rs: ResultSet, name: string, extra: RawValues = {}): Record<string, number> | undefined {
   const m = measurementOf(rs, name);
   if (!m) return undefined;
-  return { ...rawFromEvents(m.inclusive, 'inclusive'), ...rawFromEvents(rs.run.totals, 'total'), ...runEvent(m.inclusive, rs), [CALLS]: m.calls, ...extra };
+  return {
+    ...rawFromEvents(m.inclusive, 'inclusive'),
+    ...rawFromEvents(rs.run.totals, 'total'),
+    ...runEvent(m.inclusive, rs),
+    [CALLS]: m.calls,
+    ...extra,
+  };
 }
 
 /** The raw values of a group measurement, with the totals of the same run. */
 export function groupRawValues(rs: ResultSet, g: GroupMeasurement): Record<string, number> {
-  return { ...rawFromEvents(g.inclusive, 'inclusive'), ...rawFromEvents(rs.run.totals, 'total'), ...runEvent(g.inclusive, rs), [CALLS]: g.calls };
+  return {
+    ...rawFromEvents(g.inclusive, 'inclusive'),
+    ...rawFromEvents(rs.run.totals, 'total'),
+    ...runEvent(g.inclusive, rs),
+    [CALLS]: g.calls,
+  };
 }
 
 /** The whole run as if it were one function: what a root's bound is. */
 export function wholeRunValues(rs: ResultSet): Record<string, number> {
-  return { ...rawFromEvents(rs.run.totals, 'inclusive'), ...rawFromEvents(rs.run.totals, 'total'), ...runEvent(rs.run.totals, rs) };
+  return {
+    ...rawFromEvents(rs.run.totals, 'inclusive'),
+    ...rawFromEvents(rs.run.totals, 'total'),
+    ...runEvent(rs.run.totals, rs),
+  };
 }
 
 /** The `event` raw values: the counts of the event the run measured (`inclusive:event`, `total:event`). */
@@ -279,7 +294,9 @@ function checkInclusive(m: Reader, inclusive: Record<string, number>, totals: Re
     if (total === undefined || value <= total * INCLUSIVE_SLACK + INCLUSIVE_FLOOR) continue;
     m.field('inclusive')
       .field(event)
-      .fail(`is ${value}, far more than the whole run's total of ${total} (run.totals.${event}): a function cannot count more than the run it is part of`);
+      .fail(
+        `is ${value}, far more than the whole run's total of ${total} (run.totals.${event}): a function cannot count more than the run it is part of`,
+      );
   }
 }
 
@@ -308,7 +325,11 @@ function readResultSet(r: Reader): ResultSet {
     },
     measurements: r.field('measurements').array((m) => {
       const calls = m.field('calls').count();
-      const out: FunctionMeasurement = { name: m.field('name').string(), inclusive: m.field('inclusive').compensatedRecord(calls), calls };
+      const out: FunctionMeasurement = {
+        name: m.field('name').string(),
+        inclusive: m.field('inclusive').compensatedRecord(calls),
+        calls,
+      };
       checkInclusive(m, out.inclusive, totals);
       const passes = m.optional('passes', (x) => x.count());
       const untracked = m.optional('untracked', (x) => x.count());
@@ -428,7 +449,10 @@ async function readDocument(path: string, missing: string): Promise<string> {
     return await readFile(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new ResultSetError('io', code === 'ENOENT' ? `${path} does not exist: ${missing}.` : `${path} cannot be read (${(err as Error).message}).`);
+    throw new ResultSetError(
+      'io',
+      code === 'ENOENT' ? `${path} does not exist: ${missing}.` : `${path} cannot be read (${(err as Error).message}).`,
+    );
   }
 }
 
@@ -438,7 +462,10 @@ export async function loadCallGraphDocument(path: string): Promise<CallGraphDocu
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new ResultSetError('notJson', `${path} is not valid JSON (${err instanceof Error ? err.message : String(err)}): record the call graph again.`);
+    throw new ResultSetError(
+      'notJson',
+      `${path} is not valid JSON (${err instanceof Error ? err.message : String(err)}): record the call graph again.`,
+    );
   }
   return parseCallGraphDocument(json, path);
 }
@@ -481,7 +508,9 @@ function readAnalysis(r: Reader, resultSets: number): AnalysisRecord {
   const outcomes = r.field('outcomes').array(readOutcome);
   outcomes.forEach((o, i) => {
     if (o.resultSet !== undefined && o.resultSet >= resultSets) {
-      r.field('outcomes').fail(`[${i}].resultSet points at result set ${o.resultSet}, but the file holds ${resultSets}`);
+      r.field('outcomes').fail(
+        `[${i}].resultSet points at result set ${o.resultSet}, but the file holds ${resultSets}`,
+      );
     }
   });
   return {
@@ -507,12 +536,18 @@ export function parseResultSetDocument(json: Json, file = 'the result set'): Res
     );
   }
   if (!top.has('schema') || typeof (json as Record<string, Json>).schema !== 'string') {
-    throw new ResultSetError('notResultSet', `${file} is not a CycleLens result set: it has no "schema" field (expected "${RESULT_SET_SCHEMA}").`);
+    throw new ResultSetError(
+      'notResultSet',
+      `${file} is not a CycleLens result set: it has no "schema" field (expected "${RESULT_SET_SCHEMA}").`,
+    );
   }
   const schema = (json as Record<string, Json>).schema as string;
   const m = /^(.+)\/(\d+)$/.exec(schema);
   if (!m || m[1] !== SCHEMA_NAME) {
-    throw new ResultSetError('notResultSet', `${file} is not a CycleLens result set: its schema is "${schema}", expected "${RESULT_SET_SCHEMA}".`);
+    throw new ResultSetError(
+      'notResultSet',
+      `${file} is not a CycleLens result set: its schema is "${schema}", expected "${RESULT_SET_SCHEMA}".`,
+    );
   }
   const version = Number(m[2]);
   if (version !== SCHEMA_VERSION) {
@@ -520,7 +555,10 @@ export function parseResultSetDocument(json: Json, file = 'the result set'): Res
       version > SCHEMA_VERSION
         ? 'it was written by a newer CycleLens: update CycleLens to read it'
         : 'it was written by an older CycleLens whose format this version no longer reads: measure again';
-    throw new ResultSetError('version', `${file} has result-set format version ${version}, this CycleLens reads version ${SCHEMA_VERSION}: ${advice}.`);
+    throw new ResultSetError(
+      'version',
+      `${file} has result-set format version ${version}, this CycleLens reads version ${SCHEMA_VERSION}: ${advice}.`,
+    );
   }
   const resultSets = top.field('resultSets').array(readResultSet);
   const analysis = top.optional('analysis', (r) => readAnalysis(r, resultSets.length));
@@ -549,7 +587,11 @@ export async function loadResultSetDocument(path: string): Promise<ResultSetDocu
   return parseResultSetText(await readDocument(path, 'check the path, or run the analysis to create it'), path);
 }
 
-export function resultSetDocument(resultSets: ResultSet[], analysis?: AnalysisRecord, generator = 'cyclelens'): ResultSetDocument {
+export function resultSetDocument(
+  resultSets: ResultSet[],
+  analysis?: AnalysisRecord,
+  generator = 'cyclelens',
+): ResultSetDocument {
   return { schema: RESULT_SET_SCHEMA, generator, resultSets, ...(analysis ? { analysis } : {}) };
 }
 
@@ -566,7 +608,11 @@ export interface AtomicWriteHooks {
  * then renamed over the target (rename(2) replaces atomically). On any failure the temporary file
  * is removed and the target is untouched.
  */
-export async function writeFileAtomic(path: string, text: string | Uint8Array, hooks: AtomicWriteHooks = {}): Promise<void> {
+export async function writeFileAtomic(
+  path: string,
+  text: string | Uint8Array,
+  hooks: AtomicWriteHooks = {},
+): Promise<void> {
   const temporary = join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   let renamed = false;
   await mkdir(dirname(path), { recursive: true });
@@ -586,7 +632,11 @@ export async function writeFileAtomic(path: string, text: string | Uint8Array, h
   }
 }
 
-export async function saveResultSetDocument(path: string, doc: ResultSetDocument, hooks?: AtomicWriteHooks): Promise<void> {
+export async function saveResultSetDocument(
+  path: string,
+  doc: ResultSetDocument,
+  hooks?: AtomicWriteHooks,
+): Promise<void> {
   // Serialise first: a value JSON cannot hold fails here, before any file is touched.
   const text = `${JSON.stringify(doc, null, 1)}\n`;
   parseResultSetText(text, path);

@@ -38,7 +38,9 @@ export function withCallCounts(
   }
   const counts = new Map<string, number>();
   const key = (caller: string, callee: string): string => `${caller}\u0000${callee}`;
-  for (const e of saved.graph.edges) if (e.count !== undefined) counts.set(key(e.caller, e.callee), (counts.get(key(e.caller, e.callee)) ?? 0) + e.count);
+  for (const e of saved.graph.edges)
+    if (e.count !== undefined)
+      counts.set(key(e.caller, e.callee), (counts.get(key(e.caller, e.callee)) ?? 0) + e.count);
   const edges = current.edges.map((e) => {
     const count = counts.get(key(e.caller, e.callee));
     counts.delete(key(e.caller, e.callee));
@@ -62,7 +64,9 @@ export function workspaceCallGraphPath(folder: string): string {
  * The workspace's saved call graph for a descent run from the editor: none when there is no file,
  * the document when it reads, or the reason it cannot be used (the descent then runs without it).
  */
-export async function workspaceCallGraph(folder: string): Promise<{ document: CallGraphDocument; file: string } | { problem: string } | undefined> {
+export async function workspaceCallGraph(
+  folder: string,
+): Promise<{ document: CallGraphDocument; file: string } | { problem: string } | undefined> {
   const file = workspaceCallGraphPath(folder);
   if (!existsSync(file)) return undefined;
   try {

@@ -30,7 +30,16 @@ export function distribution(values: readonly number[], bins = 10): Distribution
   const mid = Math.floor(count / 2);
   const median = count % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
   const variance = sorted.reduce((s, v) => s + (v - mean) ** 2, 0) / count;
-  return { count, min: sorted[0]!, max: sorted[count - 1]!, mean, median, stddev: Math.sqrt(variance), total, histogram: histogram(sorted, bins) };
+  return {
+    count,
+    min: sorted[0]!,
+    max: sorted[count - 1]!,
+    mean,
+    median,
+    stddev: Math.sqrt(variance),
+    total,
+    histogram: histogram(sorted, bins),
+  };
 }
 
 function histogram(sorted: number[], bins: number): HistogramBin[] {
@@ -39,7 +48,11 @@ function histogram(sorted: number[], bins: number): HistogramBin[] {
   if (min === max) return [{ from: min, to: max, count: sorted.length }];
   const n = Math.min(bins, sorted.length);
   const width = (max - min) / n;
-  const out: HistogramBin[] = Array.from({ length: n }, (_, i) => ({ from: min + i * width, to: i === n - 1 ? max : min + (i + 1) * width, count: 0 }));
+  const out: HistogramBin[] = Array.from({ length: n }, (_, i) => ({
+    from: min + i * width,
+    to: i === n - 1 ? max : min + (i + 1) * width,
+    count: 0,
+  }));
   for (const v of sorted) out[Math.min(n - 1, Math.floor((v - min) / width))]!.count++;
   return out;
 }

@@ -50,11 +50,15 @@ export class AdapterSession {
       this.stderr = (this.stderr + d).slice(-8192);
     });
     this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    child.once('exit', (code, signal) => client.close(new DapProtocolError(`the debug adapter exited (${signal ?? `code ${code}`})${this.stderrTail()}`)));
+    child.once('exit', (code, signal) =>
+      client.close(new DapProtocolError(`the debug adapter exited (${signal ?? `code ${code}`})${this.stderrTail()}`)),
+    );
     client.on('output', (e: DapEvent) => {
       const body = e.body as { category?: string; output?: string } | undefined;
-      if (body?.output && (body.category === 'important' || body.category === 'stderr')) this.log(body.output.trimEnd());
-      if (body?.output && body.category === 'important') this.important = [...this.important, body.output.trimEnd()].slice(-3);
+      if (body?.output && (body.category === 'important' || body.category === 'stderr'))
+        this.log(body.output.trimEnd());
+      if (body?.output && body.category === 'important')
+        this.important = [...this.important, body.output.trimEnd()].slice(-3);
     });
     this.ended = new Promise((resolve) =>
       client.on('terminated', () => {
@@ -73,7 +77,9 @@ export class AdapterSession {
     const child = spawn(process.execPath, [o.adapterPath], { stdio: ['pipe', 'pipe', 'pipe'], env });
     const spawned = new Promise<void>((resolve, reject) => {
       child.once('spawn', () => resolve());
-      child.once('error', (err) => reject(new AdapterError(`cannot start the debug adapter ${o.adapterPath}: ${err.message}`)));
+      child.once('error', (err) =>
+        reject(new AdapterError(`cannot start the debug adapter ${o.adapterPath}: ${err.message}`)),
+      );
     });
     await spawned;
     const client = new DapClient(child.stdout!, child.stdin!, 60_000);

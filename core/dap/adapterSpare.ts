@@ -26,7 +26,10 @@ function adapterEnv(o: AdapterProcessOptions, extra: Record<string, string>): No
 
 /** An adapter for a session now, with the session's start hint in its environment. */
 export function spawnAdapter(o: AdapterProcessOptions, hint: string | undefined): ChildProcess {
-  return spawn(process.execPath, [o.adapterPath], { stdio: ['pipe', 'pipe', 'pipe'], env: adapterEnv(o, hint ? { [START_HINT_VAR]: hint } : {}) });
+  return spawn(process.execPath, [o.adapterPath], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: adapterEnv(o, hint ? { [START_HINT_VAR]: hint } : {}),
+  });
 }
 
 /** How long a discarded spare may take to end by itself before it is killed. */
@@ -60,7 +63,10 @@ export class SpareAdapter {
   }
 
   static spawn(o: AdapterProcessOptions): SpareAdapter {
-    const child = spawn(process.execPath, [o.adapterPath, SPARE_ARG], { stdio: ['pipe', 'pipe', 'pipe', 'pipe'], env: adapterEnv(o, {}) });
+    const child = spawn(process.execPath, [o.adapterPath, SPARE_ARG], {
+      stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
+      env: adapterEnv(o, {}),
+    });
     return new SpareAdapter(child);
   }
 
@@ -121,7 +127,9 @@ export class SpareKeeper {
     const spare = this.spare;
     this.spare = undefined;
     clearTimeout(this.idle);
-    const taken = spare?.usable ? { child: spare.handOver(hint), fromSpare: true } : { child: spawnAdapter(this.o, hint), fromSpare: false };
+    const taken = spare?.usable
+      ? { child: spare.handOver(hint), fromSpare: true }
+      : { child: spawnAdapter(this.o, hint), fromSpare: false };
     spare?.discard();
     this.scheduleRefill();
     return taken;

@@ -46,7 +46,8 @@ export class DapFramer {
     for (;;) {
       const end = this.buffer.indexOf(HEADER_END);
       if (end < 0) {
-        if (this.buffer.length > 8192) throw new DapProtocolError('no end of a DAP header in 8 KiB: the adapter is not speaking DAP on this stream');
+        if (this.buffer.length > 8192)
+          throw new DapProtocolError('no end of a DAP header in 8 KiB: the adapter is not speaking DAP on this stream');
         return out;
       }
       const header = this.buffer.subarray(0, end).toString('ascii');
@@ -55,8 +56,10 @@ export class DapFramer {
         const m = /^content-length:\s*(\d+)\s*$/i.exec(line);
         if (m) length = Number(m[1]);
       }
-      if (length === undefined) throw new DapProtocolError(`DAP header without Content-Length: ${JSON.stringify(header.slice(0, 200))}`);
-      if (length > MAX_MESSAGE) throw new DapProtocolError(`DAP message of ${length} bytes announced: the stream is corrupt`);
+      if (length === undefined)
+        throw new DapProtocolError(`DAP header without Content-Length: ${JSON.stringify(header.slice(0, 200))}`);
+      if (length > MAX_MESSAGE)
+        throw new DapProtocolError(`DAP message of ${length} bytes announced: the stream is corrupt`);
       const start = end + HEADER_END.length;
       if (this.buffer.length < start + length) return out;
       const body = this.buffer.subarray(start, start + length).toString('utf8');
@@ -65,7 +68,9 @@ export class DapFramer {
       try {
         msg = JSON.parse(body);
       } catch (err) {
-        throw new DapProtocolError(`a DAP message is not JSON (${(err as Error).message}): ${JSON.stringify(body.slice(0, 200))}`);
+        throw new DapProtocolError(
+          `a DAP message is not JSON (${(err as Error).message}): ${JSON.stringify(body.slice(0, 200))}`,
+        );
       }
       if (typeof msg !== 'object' || msg === null || typeof (msg as DapMessage).type !== 'string')
         throw new DapProtocolError(`a DAP message has no type: ${JSON.stringify(body.slice(0, 200))}`);
@@ -126,7 +131,9 @@ export class DapClient {
             }, timeoutMs)
           : undefined;
       this.pending.set(seq, { command, resolve: resolve as (b: unknown) => void, reject, timer });
-      this.output.write(encodeDapMessage({ seq, type: 'request', command, ...(args !== undefined ? { arguments: args } : {}) }));
+      this.output.write(
+        encodeDapMessage({ seq, type: 'request', command, ...(args !== undefined ? { arguments: args } : {}) }),
+      );
     });
   }
 

@@ -43,11 +43,15 @@ export function callgrindText(p: Profile): string {
   ];
   // The same notes as the stack formats (the split is theirs), formed from the totals: this format
   // lists no stacks, so none are derived for it.
-  const notes = [...(p.notes ?? []), ...(p.stacks.length === 0 ? [derivationNote(shares, { ...totals, truncated: false })] : [])];
+  const notes = [
+    ...(p.notes ?? []),
+    ...(p.stacks.length === 0 ? [derivationNote(shares, { ...totals, truncated: false })] : []),
+  ];
   for (const note of notes) lines.push(`# ${oneLine(note)}`);
   lines.push(`event: ${event} : ${oneLine(unitLabel(p.unit))}`, `events: ${event}`);
   // Without a window total, the roots' inclusive values add up to the whole.
-  const total = p.total?.value ?? p.functions.reduce((s, f) => s + (f.inclusive && !byCallee.has(f.id) ? f.inclusive.value : 0), 0);
+  const total =
+    p.total?.value ?? p.functions.reduce((s, f) => s + (f.inclusive && !byCallee.has(f.id) ? f.inclusive.value : 0), 0);
   lines.push(`summary: ${Math.round(total)}`, '');
 
   const linesOf = new Map<number, { line: number; value: number }[]>();
@@ -83,7 +87,11 @@ export function callgrindText(p: Profile): string {
       // cfl= every time, even for the caller's own file: callgrind_annotate shortens fl= names relative
       // to its working directory but not an inherited call file, and would see two functions.
       lines.push(`cfl=${files[k.callee]}`);
-      lines.push(`cfn=${names[k.callee]}`, `calls=${calls} ${callee.location?.line ?? 0}`, `${at} ${splitOf.get(f.id * count + k.callee) ?? 0}`);
+      lines.push(
+        `cfn=${names[k.callee]}`,
+        `calls=${calls} ${callee.location?.line ?? 0}`,
+        `${at} ${splitOf.get(f.id * count + k.callee) ?? 0}`,
+      );
     }
     lines.push('');
   }

@@ -19,7 +19,12 @@ interface CpuNode {
 
 export function cpuProfileJson(p: Profile): string {
   const tree = profileStacks(p);
-  const root: CpuNode = { id: 1, callFrame: { functionName: '(root)', scriptId: '0', url: '', lineNumber: -1, columnNumber: -1 }, hitCount: 0, children: [] };
+  const root: CpuNode = {
+    id: 1,
+    callFrame: { functionName: '(root)', scriptId: '0', url: '', lineNumber: -1, columnNumber: -1 },
+    hitCount: 0,
+    children: [],
+  };
   const nodes: CpuNode[] = [root];
   const index = new Map<string, CpuNode>();
   const selfOf = new Map<number, number>();

@@ -31,7 +31,16 @@ export const FUNCTION_COLUMNS = [
   'provenance',
   'note',
 ] as const;
-export const LINE_COLUMNS = ['file', 'line', 'function', 'self', 'self_low', 'self_high', 'unit', 'provenance'] as const;
+export const LINE_COLUMNS = [
+  'file',
+  'line',
+  'function',
+  'self',
+  'self_low',
+  'self_high',
+  'unit',
+  'provenance',
+] as const;
 
 export function functionsCsv(p: Profile): string {
   const unit = unitLabel(p.unit);
@@ -65,7 +74,14 @@ export function linesCsv(p: Profile): string {
   const provenance = provenanceLabel(p.provenance);
   const rows: string[][] = [[...LINE_COLUMNS]];
   for (const l of p.lines)
-    rows.push([l.path, String(l.line), l.function !== undefined ? (p.functions[l.function]?.name ?? '') : '', ...measure(l.self), unit, provenance]);
+    rows.push([
+      l.path,
+      String(l.line),
+      l.function !== undefined ? (p.functions[l.function]?.name ?? '') : '',
+      ...measure(l.self),
+      unit,
+      provenance,
+    ]);
   return table(rows);
 }
 

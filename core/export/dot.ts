@@ -40,7 +40,9 @@ function nodeAttributes(p: Profile, f: ProfileFunction): string[] {
   const share = inclusiveShare(p, f);
   if (f.inclusive) {
     const bound = formatBound(f.inclusive, p.unit);
-    label.push(`${formatNumber(f.inclusive.value)} ${unitShort(p.unit)}${bound ? ` ${bound}` : ''}${share !== undefined ? ` (${formatShare(share)})` : ''}`);
+    label.push(
+      `${formatNumber(f.inclusive.value)} ${unitShort(p.unit)}${bound ? ` ${bound}` : ''}${share !== undefined ? ` (${formatShare(share)})` : ''}`,
+    );
   }
   if (f.self) {
     const s = selfShare(p, f);
@@ -57,7 +59,9 @@ function nodeAttributes(p: Profile, f: ProfileFunction): string[] {
     attrs.push(`fillcolor=${quote(heat(share ?? 0))}`);
     if ((share ?? 0) > 0.6) attrs.push('fontcolor="#ffffff"');
   }
-  const tooltip = [f.location ? `${f.location.path}:${f.location.line}` : f.name, f.reason ?? f.selfNote ?? ''].filter(Boolean).join('\n');
+  const tooltip = [f.location ? `${f.location.path}:${f.location.line}` : f.name, f.reason ?? f.selfNote ?? '']
+    .filter(Boolean)
+    .join('\n');
   return [`label=${quote(label.join('\n'))}`, `tooltip=${quote(tooltip)}`, ...attrs];
 }
 

@@ -23,11 +23,24 @@ export interface ExportFormat {
   write(p: Profile): string | Uint8Array;
 }
 
-export type ExportFormatId = 'callgrind' | 'pprof' | 'speedscope' | 'folded' | 'cpuprofile' | 'gmon' | 'csv' | 'csv-lines' | 'dot' | 'json';
+export type ExportFormatId =
+  'callgrind' | 'pprof' | 'speedscope' | 'folded' | 'cpuprofile' | 'gmon' | 'csv' | 'csv-lines' | 'dot' | 'json';
 
 export const EXPORT_FORMATS: readonly ExportFormat[] = [
-  { id: 'callgrind', label: 'Callgrind', extension: '.callgrind', opensIn: 'KCachegrind, QCachegrind, callgrind_annotate', write: callgrindText },
-  { id: 'pprof', label: 'pprof', extension: '.pb.gz', opensIn: 'go tool pprof, pprof web UI, Grafana Pyroscope', write: pprofBytes },
+  {
+    id: 'callgrind',
+    label: 'Callgrind',
+    extension: '.callgrind',
+    opensIn: 'KCachegrind, QCachegrind, callgrind_annotate',
+    write: callgrindText,
+  },
+  {
+    id: 'pprof',
+    label: 'pprof',
+    extension: '.pb.gz',
+    opensIn: 'go tool pprof, pprof web UI, Grafana Pyroscope',
+    write: pprofBytes,
+  },
   {
     id: 'speedscope',
     label: 'speedscope',
@@ -35,7 +48,13 @@ export const EXPORT_FORMATS: readonly ExportFormat[] = [
     opensIn: 'speedscope (speedscope.app or the speedscope command)',
     write: speedscopeJson,
   },
-  { id: 'folded', label: 'Folded stacks', extension: '.folded', opensIn: 'flamegraph.pl, inferno, speedscope, CycleLens flame graph', write: foldedStacks },
+  {
+    id: 'folded',
+    label: 'Folded stacks',
+    extension: '.folded',
+    opensIn: 'flamegraph.pl, inferno, speedscope, CycleLens flame graph',
+    write: foldedStacks,
+  },
   {
     id: 'cpuprofile',
     label: 'Chrome CPU profile',
@@ -50,9 +69,27 @@ export const EXPORT_FORMATS: readonly ExportFormat[] = [
     opensIn: 'gprof of the target toolchain (arm-none-eabi-gprof, riscv64-unknown-elf-gprof) with the ELF',
     write: (p) => gmonBytes(p),
   },
-  { id: 'csv', label: 'CSV, per function', extension: '.functions.csv', opensIn: 'spreadsheets, pandas', write: functionsCsv },
-  { id: 'csv-lines', label: 'CSV, per source line', extension: '.lines.csv', opensIn: 'spreadsheets, pandas', write: linesCsv },
-  { id: 'dot', label: 'Annotated call graph (DOT)', extension: '.dot', opensIn: 'Graphviz (dot -Tsvg), xdot', write: profileDot },
+  {
+    id: 'csv',
+    label: 'CSV, per function',
+    extension: '.functions.csv',
+    opensIn: 'spreadsheets, pandas',
+    write: functionsCsv,
+  },
+  {
+    id: 'csv-lines',
+    label: 'CSV, per source line',
+    extension: '.lines.csv',
+    opensIn: 'spreadsheets, pandas',
+    write: linesCsv,
+  },
+  {
+    id: 'dot',
+    label: 'Annotated call graph (DOT)',
+    extension: '.dot',
+    opensIn: 'Graphviz (dot -Tsvg), xdot',
+    write: profileDot,
+  },
   {
     id: 'json',
     label: 'CycleLens profile (JSON)',

@@ -44,12 +44,17 @@ export function gmonBytes(p: Profile, options: GmonOptions = {}): Uint8Array {
   chunks.push(header);
   const located = p.functions.filter((f) => f.address !== undefined);
   if (located.length === 0 && p.functions.length > 0)
-    throw new GmonWriteError('gmon.out needs function addresses, and this profile has none: export a profile measured on an ELF with symbols.');
+    throw new GmonWriteError(
+      'gmon.out needs function addresses, and this profile has none: export a profile measured on an ELF with symbols.',
+    );
   const [dimension, abbreviation] = dimensionOf(p);
   const shares = calleeShares(p);
   let records = 0;
   for (const f of located) {
-    const allocated = (shares.get(f.id) ?? []).reduce((s, k) => s + (p.functions[k.callee]!.inclusive?.value ?? 0) * k.fraction, 0);
+    const allocated = (shares.get(f.id) ?? []).reduce(
+      (s, k) => s + (p.functions[k.callee]!.inclusive?.value ?? 0) * k.fraction,
+      0,
+    );
     let self = Math.round(f.inclusive || f.self ? selfValue(f, allocated) : 0);
     if (self <= 0) continue;
     // Thumb entry points have bit 0 set; code starts at the even address (ARMv7-M ARM A5.1.2).
@@ -129,7 +134,9 @@ function arcsOf(p: Profile): { from: number; self: number; count: number }[] {
     const outside = list.filter((x) => x.calls === undefined && x.caller.id !== calleeId);
     const unknown = outside.length > 0 ? outside : list.filter((x) => x.calls === undefined);
     const rest =
-      unknown.length > 0 && callee.calls !== undefined ? roundKeepingSum(unknown.map(() => Math.max(0, callee.calls! - known) / unknown.length)) : [];
+      unknown.length > 0 && callee.calls !== undefined
+        ? roundKeepingSum(unknown.map(() => Math.max(0, callee.calls! - known) / unknown.length))
+        : [];
     let u = 0;
     for (const x of list) {
       const count = x.calls ?? (unknown.includes(x) ? rest[u++] : 0) ?? 0;

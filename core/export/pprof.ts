@@ -1,5 +1,14 @@
 import { gzipSync } from 'node:zlib';
-import { Function as PprofFunction, Line, Location, Mapping, Profile as PprofProfile, Sample, StringTable, ValueType } from 'pprof-format';
+import {
+  Function as PprofFunction,
+  Line,
+  Location,
+  Mapping,
+  Profile as PprofProfile,
+  Sample,
+  StringTable,
+  ValueType,
+} from 'pprof-format';
 import { notesWith, profileStacks } from '../profile/callTree';
 import type { Profile } from '../profile/model';
 import { unitLabel } from '../profile/units';
@@ -51,12 +60,20 @@ export function pprofBytes(p: Profile): Uint8Array {
       }),
   );
   const locations = p.functions.map(
-    (f) => new Location({ id: f.id + 1, mappingId: 1, address: f.address ?? 0, line: [new Line({ functionId: f.id + 1, line: f.location?.line ?? 0 })] }),
+    (f) =>
+      new Location({
+        id: f.id + 1,
+        mappingId: 1,
+        address: f.address ?? 0,
+        line: [new Line({ functionId: f.id + 1, line: f.location?.line ?? 0 })],
+      }),
   );
   const samples: Sample[] = [];
   used.forEach((s, i) => {
     if (values[i] === 0 && calls[i] === 0) return;
-    samples.push(new Sample({ locationId: [...s.frames].reverse().map((id) => id + 1), value: [calls[i]!, values[i]!] }));
+    samples.push(
+      new Sample({ locationId: [...s.frames].reverse().map((id) => id + 1), value: [calls[i]!, values[i]!] }),
+    );
   });
   const valueType = new ValueType({ type: strings.dedup(unitId(p.unit)), unit: strings.dedup('count') });
   const comments = [`unit: ${unitLabel(p.unit)}`, ...notesWith(p, tree)].map((c) => strings.dedup(c));

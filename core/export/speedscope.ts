@@ -24,7 +24,10 @@ interface TrieNode {
 
 export function speedscopeJson(p: Profile): string {
   const tree = profileStacks(p);
-  const frames: Frame[] = p.functions.map((f) => ({ name: f.name, ...(f.location ? { file: f.location.path, line: f.location.line } : {}) }));
+  const frames: Frame[] = p.functions.map((f) => ({
+    name: f.name,
+    ...(f.location ? { file: f.location.path, line: f.location.line } : {}),
+  }));
   const used = tree.stacks.filter((s) => s.value > 0 && s.frames.length > 0);
   const total = used.reduce((s, x) => s + x.value, 0);
   const unitName = unitLabel(p.unit);

@@ -15,7 +15,8 @@ export interface ExportTarget {
 /** `pprof:out/profile.pb.gz` → a target, or a message that says what to write instead. */
 export function parseExportSpec(spec: string): ExportTarget | string {
   const colon = spec.indexOf(':');
-  if (colon <= 0 || colon === spec.length - 1) return `--export ${spec}: write FORMAT:PATH, e.g. pprof:profile.pb.gz (formats: ${formatIds()})`;
+  if (colon <= 0 || colon === spec.length - 1)
+    return `--export ${spec}: write FORMAT:PATH, e.g. pprof:profile.pb.gz (formats: ${formatIds()})`;
   const id = spec.slice(0, colon);
   const format = exportFormat(id);
   if (!format) return `--export ${spec}: unknown format '${id}': use one of ${formatIds()}`;
@@ -37,15 +38,18 @@ export async function unwritableReason(path: string): Promise<string | undefined
     return `${path} cannot be written: the folder ${folder} does not exist; create it or choose another path`;
   }
   const refused = await probeWrite(full);
-  if (refused) return `${path} cannot be written: nothing can be written in ${folder} (${refused}); choose a folder you can write to`;
+  if (refused)
+    return `${path} cannot be written: nothing can be written in ${folder} (${refused}); choose a folder you can write to`;
   try {
     const s = await stat(full);
-    if (s.isDirectory()) return `${path} is a folder: give a file name, e.g. ${path.replace(/[\\/]+$/, '')}/profile${EXPORT_FORMATS[0]!.extension}`;
+    if (s.isDirectory())
+      return `${path} is a folder: give a file name, e.g. ${path.replace(/[\\/]+$/, '')}/profile${EXPORT_FORMATS[0]!.extension}`;
     await access(full, constants.W_OK).catch(() => {
       throw new Error('read-only');
     });
   } catch (err) {
-    if ((err as Error).message === 'read-only') return `${path} exists and is read-only: make it writable or choose another path`;
+    if ((err as Error).message === 'read-only')
+      return `${path} exists and is read-only: make it writable or choose another path`;
   }
   return undefined;
 }

@@ -19,7 +19,8 @@ export interface CallgrindImportOptions {
 export function importCallgrind(text: string, options: CallgrindImportOptions = {}): Profile {
   const file = options.file ?? 'the callgrind file';
   const fix = 'Give a file written by valgrind --tool=callgrind or by CycleLens.';
-  if (text.length > MAX_IMPORT_BYTES) throw new ProfileError('unsupported', `${file} is larger than ${MAX_IMPORT_BYTES} bytes.`);
+  if (text.length > MAX_IMPORT_BYTES)
+    throw new ProfileError('unsupported', `${file} is larger than ${MAX_IMPORT_BYTES} bytes.`);
   let events: string[] | undefined;
   let positions = ['line'];
   let cmd = file;
@@ -60,7 +61,11 @@ export function importCallgrind(text: string, options: CallgrindImportOptions = 
         case 'events':
           events = value.split(/\s+/).filter(Boolean);
           eventIndex = options.event ? events.indexOf(options.event) : 0;
-          if (eventIndex < 0) throw new ProfileError('unsupported', `${file} has no event "${options.event}" (it records ${events.join(', ')}).`);
+          if (eventIndex < 0)
+            throw new ProfileError(
+              'unsupported',
+              `${file} has no event "${options.event}" (it records ${events.join(', ')}).`,
+            );
           break;
         case 'positions':
           positions = value.split(/\s+/).filter(Boolean);
@@ -99,14 +104,20 @@ export function importCallgrind(text: string, options: CallgrindImportOptions = 
       continue;
     }
     if (!/^[+\-*\d]|^0x/.test(raw))
-      malformed(file, where, `"${raw.length > 60 ? `${raw.slice(0, 60)}…` : raw}" is neither a specification nor a cost line`, fix);
+      malformed(
+        file,
+        where,
+        `"${raw.length > 60 ? `${raw.slice(0, 60)}…` : raw}" is neither a specification nor a cost line`,
+        fix,
+      );
     if (fnName === undefined) malformed(file, where, 'a cost line comes before any fn=', fix);
     const fields = raw.split(/\s+/);
     const pos = fields.slice(0, positions.length).map((t, k) => position(t, last[k] ?? 0, file, where));
     last = pos;
     const costText = fields[positions.length + eventIndex];
     const cost = costText === undefined ? 0 : Number(costText.startsWith('0x') ? parseInt(costText, 16) : costText);
-    if (!Number.isFinite(cost) || cost < 0 || cost > MAX_COUNT) malformed(file, where, `the cost "${costText}" is not a count`, fix);
+    if (!Number.isFinite(cost) || cost < 0 || cost > MAX_COUNT)
+      malformed(file, where, `the cost "${costText}" is not a count`, fix);
     if (pendingCalls !== undefined) {
       if (cfnName === undefined) malformed(file, where, 'calls= without a cfn= before it', fix);
       const key = `${fnName}\u0000${cfnName}`;
@@ -126,7 +137,10 @@ export function importCallgrind(text: string, options: CallgrindImportOptions = 
   }
   if (!events) malformed(file, '', 'has no "events:" line', fix);
   const event = events[eventIndex] ?? events[0]!;
-  const b = new ProfileBuilder('callgrind import', cmd, unitOfEvent(/^ir$/i.test(event) ? 'instructions' : event), { kind: 'exact', counter: event });
+  const b = new ProfileBuilder('callgrind import', cmd, unitOfEvent(/^ir$/i.test(event) ? 'instructions' : event), {
+    kind: 'exact',
+    counter: event,
+  });
   const p = b.profile;
   const touch = (name: string) => {
     const f = b.fn(name);
@@ -167,7 +181,12 @@ function position(token: string, previous: number, file: string, where: string):
   if (token === '*') return previous;
   const rel = /^([+-])(\d+|0x[0-9a-f]+)$/i.exec(token);
   const value = (t: string): number => (t.toLowerCase().startsWith('0x') ? parseInt(t, 16) : Number(t));
-  const n = rel ? previous + (rel[1] === '+' ? 1 : -1) * value(rel[2]!) : /^(\d+|0x[0-9a-f]+)$/i.test(token) ? value(token) : NaN;
-  if (!Number.isFinite(n) || n < 0 || n > MAX_COUNT) malformed(file, where, `the position "${token}" is not a position`, fix);
+  const n = rel
+    ? previous + (rel[1] === '+' ? 1 : -1) * value(rel[2]!)
+    : /^(\d+|0x[0-9a-f]+)$/i.test(token)
+      ? value(token)
+      : NaN;
+  if (!Number.isFinite(n) || n < 0 || n > MAX_COUNT)
+    malformed(file, where, `the position "${token}" is not a position`, fix);
   return n;
 }

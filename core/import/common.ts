@@ -15,7 +15,13 @@ export class ProfileBuilder {
   private readonly ids = new Map<string, number>();
 
   constructor(generator: string, executable: string, unit: Unit, provenance: Profile['provenance']) {
-    this.profile = emptyProfile({ generator, program: { executable }, unit, provenance, analysis: { scenario: 'import' } });
+    this.profile = emptyProfile({
+      generator,
+      program: { executable },
+      unit,
+      provenance,
+      analysis: { scenario: 'import' },
+    });
   }
 
   fn(name: string): ProfileFunction {

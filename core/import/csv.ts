@@ -28,11 +28,17 @@ export function importCsv(functionsText: string, options: { file?: string; lines
       return n;
     };
     const measure = (v: number | undefined, low: number | undefined, high: number | undefined): Measure | undefined =>
-      v === undefined ? undefined : { value: v, ...(low !== undefined && high !== undefined ? { bound: { low, high, kind: 'quantisation' as const } } : {}) };
+      v === undefined
+        ? undefined
+        : {
+            value: v,
+            ...(low !== undefined && high !== undefined ? { bound: { low, high, kind: 'quantisation' as const } } : {}),
+          };
     if (!cell('function')) malformed(file, where, 'has no function name', 'Fill in the function column.');
     const f = b.fn(cell('function'));
     const status = cell('status') as FunctionStatus;
-    if (!statuses.includes(status)) malformed(file, where, `status "${status}" is not one of ${statuses.join(', ')}`, 'Correct the cell.');
+    if (!statuses.includes(status))
+      malformed(file, where, `status "${status}" is not one of ${statuses.join(', ')}`, 'Correct the cell.');
     f.status = status;
     const line = num('line', MAX_LINE);
     if (cell('file') && line !== undefined) f.location = { path: cell('file'), line };
@@ -53,10 +59,27 @@ export function importCsv(functionsText: string, options: { file?: string; lines
     lineRows.forEach((r, i) => {
       const value = Number(r[lineCol('self')]);
       const line = Number(r[lineCol('line')]);
-      if (!Number.isFinite(value) || value < 0 || value > MAX_COUNT || !Number.isInteger(line) || line < 0 || line > MAX_LINE)
-        malformed(file, `lines row ${i + 2}`, 'line or self is not a number in range', 'Correct the cell or export again.');
+      if (
+        !Number.isFinite(value) ||
+        value < 0 ||
+        value > MAX_COUNT ||
+        !Number.isInteger(line) ||
+        line < 0 ||
+        line > MAX_LINE
+      )
+        malformed(
+          file,
+          `lines row ${i + 2}`,
+          'line or self is not a number in range',
+          'Correct the cell or export again.',
+        );
       const fn = r[lineCol('function')];
-      b.profile.lines.push({ path: r[lineCol('file')] ?? '', line, ...(fn ? { function: b.fn(fn).id } : {}), self: { value } });
+      b.profile.lines.push({
+        path: r[lineCol('file')] ?? '',
+        line,
+        ...(fn ? { function: b.fn(fn).id } : {}),
+        self: { value },
+      });
     });
   }
   return b.profile;
@@ -65,7 +88,11 @@ export function importCsv(functionsText: string, options: { file?: string; lines
 function columnsOf<T extends string>(header: string[], wanted: readonly T[], file: string): (name: T) => number {
   const index = new Map(header.map((h, i) => [h.trim(), i]));
   const missing = wanted.filter((w) => !index.has(w));
-  if (missing.length) throw new ProfileError('malformed', `${file} lacks the column(s) ${missing.join(', ')}: give a CSV that CycleLens exported.`);
+  if (missing.length)
+    throw new ProfileError(
+      'malformed',
+      `${file} lacks the column(s) ${missing.join(', ')}: give a CSV that CycleLens exported.`,
+    );
   return (name) => index.get(name)!;
 }
 
@@ -77,7 +104,8 @@ function unitOfLabel(label: string): Unit {
 
 /** RFC 4180: fields separated by commas, optionally quoted with doubled quotes; CRLF or LF rows. */
 export function parseCsv(text: string, file = 'the CSV file'): string[][] {
-  if (text.length > MAX_IMPORT_BYTES) throw new ProfileError('unsupported', `${file} is larger than ${MAX_IMPORT_BYTES} bytes.`);
+  if (text.length > MAX_IMPORT_BYTES)
+    throw new ProfileError('unsupported', `${file} is larger than ${MAX_IMPORT_BYTES} bytes.`);
   const rows: string[][] = [];
   let row: string[] = [];
   let field = '';

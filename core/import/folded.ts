@@ -17,7 +17,8 @@ export interface FoldedImportOptions {
 
 export function importFolded(text: string, options: FoldedImportOptions = {}): Profile {
   const file = options.file ?? 'the folded stacks';
-  if (text.length > MAX_IMPORT_BYTES) throw new ProfileError('unsupported', `${file} is larger than ${MAX_IMPORT_BYTES} bytes: split it.`);
+  if (text.length > MAX_IMPORT_BYTES)
+    throw new ProfileError('unsupported', `${file} is larger than ${MAX_IMPORT_BYTES} bytes: split it.`);
   const unit = options.unit ?? { kind: 'samples' };
   const b = new ProfileBuilder('folded stacks import', options.executable ?? file, unit, {
     kind: 'sampled',
@@ -41,11 +42,27 @@ export function importFolded(text: string, options: FoldedImportOptions = {}): P
       );
     const value = Number(m[2]);
     if (!Number.isFinite(value) || value > MAX_COUNT)
-      malformed(file, `line ${index + 1}`, `the count ${m[2]} is out of range`, 'Counts must be whole numbers below 2^53.');
+      malformed(
+        file,
+        `line ${index + 1}`,
+        `the count ${m[2]} is out of range`,
+        'Counts must be whole numbers below 2^53.',
+      );
     const names = m[1]!.split(';');
     if (names.some((n) => n.length === 0))
-      malformed(file, `line ${index + 1}`, 'holds an empty frame name (";;" or a leading/trailing ";")', 'Remove the empty frame.');
-    if (names.length > 10_000) malformed(file, `line ${index + 1}`, `a stack of ${names.length} frames is deeper than 10,000`, 'Truncate the stack.');
+      malformed(
+        file,
+        `line ${index + 1}`,
+        'holds an empty frame name (";;" or a leading/trailing ";")',
+        'Remove the empty frame.',
+      );
+    if (names.length > 10_000)
+      malformed(
+        file,
+        `line ${index + 1}`,
+        `a stack of ${names.length} frames is deeper than 10,000`,
+        'Truncate the stack.',
+      );
     const frames = names.map((n) => b.fn(n).id);
     p.stacks.push({ frames, value });
     total += value;
@@ -59,6 +76,8 @@ export function importFolded(text: string, options: FoldedImportOptions = {}): P
   });
   for (const f of p.functions) f.self ??= { value: 0 };
   p.total = { value: total };
-  p.runs = [{ role: 'sampling', method: `folded stacks from ${file}`, total, measured: p.functions.map((f) => f.name) }];
+  p.runs = [
+    { role: 'sampling', method: `folded stacks from ${file}`, total, measured: p.functions.map((f) => f.name) },
+  ];
   return p;
 }

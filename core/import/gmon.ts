@@ -30,16 +30,21 @@ export interface GmonImportOptions {
 
 export function importGmon(bytes: Uint8Array, options: GmonImportOptions = {}): Profile {
   const file = options.file ?? 'the gmon.out file';
-  const fix = 'Give a gmon.out written by a gprof-instrumented program or by CycleLens, for a target of this address width.';
-  if (bytes.length > MAX_IMPORT_BYTES) throw new ProfileError('unsupported', `${file} is larger than ${MAX_IMPORT_BYTES} bytes.`);
+  const fix =
+    'Give a gmon.out written by a gprof-instrumented program or by CycleLens, for a target of this address width.';
+  if (bytes.length > MAX_IMPORT_BYTES)
+    throw new ProfileError('unsupported', `${file} is larger than ${MAX_IMPORT_BYTES} bytes.`);
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const ab = options.addressBytes ?? 4;
   const le = options.littleEndian ?? true;
-  if (buf.length < 20 || buf.toString('latin1', 0, 4) !== GMON_MAGIC) malformed(file, '', 'does not start with the "gmon" magic', fix);
+  if (buf.length < 20 || buf.toString('latin1', 0, 4) !== GMON_MAGIC)
+    malformed(file, '', 'does not start with the "gmon" magic', fix);
   const version = le ? buf.readUInt32LE(4) : buf.readUInt32BE(4);
-  if (version !== 1) throw new ProfileError('version', `${file} is gmon.out version ${version}; this CycleLens reads version 1.`);
+  if (version !== 1)
+    throw new ProfileError('version', `${file} is gmon.out version ${version}; this CycleLens reads version 1.`);
   const u32 = (at: number): number => (le ? buf.readUInt32LE(at) : buf.readUInt32BE(at));
-  const addr = (at: number): number => (ab === 4 ? u32(at) : Number(le ? buf.readBigUInt64LE(at) : buf.readBigUInt64BE(at)));
+  const addr = (at: number): number =>
+    ab === 4 ? u32(at) : Number(le ? buf.readBigUInt64LE(at) : buf.readBigUInt64BE(at));
   const need = (at: number, n: number, what: string): void => {
     if (at + n > buf.length) malformed(file, `at byte ${at}`, `the file ends inside ${what}`, fix);
   };
@@ -83,11 +88,18 @@ export function importGmon(bytes: Uint8Array, options: GmonImportOptions = {}): 
     options.executable ?? file,
     unit,
     unit.kind === 'samples'
-      ? { kind: 'sampled', sampler: `gprof histogram${rate ? ` at ${rate} Hz` : ''}`, halting: false, attribution: 'time-proportional' }
+      ? {
+          kind: 'sampled',
+          sampler: `gprof histogram${rate ? ` at ${rate} Hz` : ''}`,
+          halting: false,
+          attribution: 'time-proportional',
+        }
       : { kind: 'exact', counter: dimension || 'gmon.out' },
   );
   const p = b.profile;
-  const symbols = [...(options.symbols ?? [])].filter((s) => Number.isFinite(s.address)).sort((x, y) => x.address - y.address);
+  const symbols = [...(options.symbols ?? [])]
+    .filter((s) => Number.isFinite(s.address))
+    .sort((x, y) => x.address - y.address);
   const nameAt = (pc: number): { name: string; address: number } => {
     const even = pc;
     let lo = 0;
@@ -102,7 +114,8 @@ export function importGmon(bytes: Uint8Array, options: GmonImportOptions = {}): 
         lo = mid + 1;
       } else hi = mid - 1;
     }
-    if (found && (found.size === undefined || even < evenAddress(found.address) + Math.max(found.size, 1))) return { name: found.name, address: found.address };
+    if (found && (found.size === undefined || even < evenAddress(found.address) + Math.max(found.size, 1)))
+      return { name: found.name, address: found.address };
     return { name: `0x${pc.toString(16)}`, address: pc };
   };
   for (const bin of bins) {
@@ -123,7 +136,14 @@ export function importGmon(bytes: Uint8Array, options: GmonImportOptions = {}): 
   propagateInclusive(p);
   const total = p.functions.reduce((s, f) => s + (f.self?.value ?? 0), 0);
   p.total = { value: total };
-  p.runs = [{ role: unit.kind === 'samples' ? 'sampling' : 'batch', method: `gmon.out from ${file}`, total, measured: p.functions.map((f) => f.name) }];
+  p.runs = [
+    {
+      role: unit.kind === 'samples' ? 'sampling' : 'batch',
+      method: `gmon.out from ${file}`,
+      total,
+      measured: p.functions.map((f) => f.name),
+    },
+  ];
   p.notes = [
     'Inclusive values are formed as gprof forms them: each callee passes its inclusive value to its callers in proportion to the calls along each arc.',
   ];

@@ -33,7 +33,8 @@ export abstract class JsonWalker {
   }
 
   object(): Record<string, unknown> {
-    if (typeof this.value !== 'object' || this.value === null || Array.isArray(this.value)) this.fail(`must be an object (found ${this.describe()})`);
+    if (typeof this.value !== 'object' || this.value === null || Array.isArray(this.value))
+      this.fail(`must be an object (found ${this.describe()})`);
     return this.value as Record<string, unknown>;
   }
 
@@ -61,7 +62,8 @@ export abstract class JsonWalker {
 
   /** A finite number within ±limit. */
   number(limit = Number.POSITIVE_INFINITY): number {
-    if (typeof this.value !== 'number' || !Number.isFinite(this.value)) this.fail(`must be a finite number (found ${this.describe()})`);
+    if (typeof this.value !== 'number' || !Number.isFinite(this.value))
+      this.fail(`must be a finite number (found ${this.describe()})`);
     if (Math.abs(this.value) > limit) this.fail(`is ${this.value}, beyond the plausible range ±${limit}`);
     return this.value;
   }
@@ -73,7 +75,8 @@ export abstract class JsonWalker {
 
   oneOf<T extends string>(values: readonly T[]): T {
     const s = this.string();
-    if (!(values as readonly string[]).includes(s)) this.fail(`must be one of ${values.map((v) => `"${v}"`).join(', ')} (found "${s}")`);
+    if (!(values as readonly string[]).includes(s))
+      this.fail(`must be one of ${values.map((v) => `"${v}"`).join(', ')} (found "${s}")`);
     return s as T;
   }
 
@@ -88,7 +91,8 @@ export abstract class JsonWalker {
     const o = this.object();
     const out: Record<string, number> = {};
     for (const key of Object.keys(o)) {
-      if (key === '__proto__' || key === 'constructor' || key === 'prototype') this.fail(`has a forbidden key "${key}"`);
+      if (key === '__proto__' || key === 'constructor' || key === 'prototype')
+        this.fail(`has a forbidden key "${key}"`);
       out[key] = this.at(this.memberPath(key), o[key]).number(limit);
     }
     return out;

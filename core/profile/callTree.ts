@@ -96,7 +96,9 @@ export function profileStacks(p: Profile, options: CallTreeOptions = {}): CallTr
   };
   for (const r of roots) visit(r, 1);
   // A cycle of measured functions that nothing outside calls has no root: enter it at its largest.
-  const unreached = fns.filter((f) => f.inclusive !== undefined && !reached[f.id]).sort((a, b) => (b.inclusive?.value ?? 0) - (a.inclusive?.value ?? 0));
+  const unreached = fns
+    .filter((f) => f.inclusive !== undefined && !reached[f.id])
+    .sort((a, b) => (b.inclusive?.value ?? 0) - (a.inclusive?.value ?? 0));
   for (const f of unreached) if (!reached[f.id]) visit(f.id, 1);
   return { stacks, derived: true, note: derivationNote(children, { overfull, ...flags, maxStacks, maxDepth }) };
 }
@@ -106,7 +108,13 @@ const NO_SHARES: readonly CalleeShare[] = [];
 /** What a reader of derived stacks (or of a format drawn from the same split) must know about them. */
 export function derivationNote(
   children: Map<number, CalleeShare[]>,
-  found: { overfull: ReadonlySet<string>; recursive: boolean; truncated: boolean; maxStacks?: number; maxDepth?: number },
+  found: {
+    overfull: ReadonlySet<string>;
+    recursive: boolean;
+    truncated: boolean;
+    maxStacks?: number;
+    maxDepth?: number;
+  },
 ): string {
   const parts = [
     "Call stacks derived from per-function inclusive totals and the call graph (the source recorded no stacks); a frame's own value is its inclusive minus its callees' shares.",
@@ -126,7 +134,8 @@ export function derivationNote(
     );
   }
   if (found.recursive) parts.push('Recursive calls are cut at the first repeat.');
-  if (found.truncated) parts.push(`Paths beyond ${found.maxStacks} stacks or ${found.maxDepth} frames are folded into their last frame.`);
+  if (found.truncated)
+    parts.push(`Paths beyond ${found.maxStacks} stacks or ${found.maxDepth} frames are folded into their last frame.`);
   return parts.join(' ');
 }
 
@@ -172,7 +181,12 @@ export function calleeShares(p: Profile): Map<number, CalleeShare[]> {
     for (const c of list) {
       let kids = out.get(c.caller);
       if (!kids) out.set(c.caller, (kids = []));
-      const share: CalleeShare = { callee, fraction: counted ? (c.calls ?? 0) / sum : 1 / list.length, counted, callers: list.length };
+      const share: CalleeShare = {
+        callee,
+        fraction: counted ? (c.calls ?? 0) / sum : 1 / list.length,
+        counted,
+        callers: list.length,
+      };
       if (c.calls !== undefined) share.calls = c.calls;
       kids.push(share);
     }

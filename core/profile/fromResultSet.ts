@@ -2,7 +2,16 @@ import type { CallGraphResponse } from '../../common/dapCustom';
 import { MetricsEngine } from '../analysis/metrics';
 import { profileRows, type ProfileRow } from '../analysis/profileRows';
 import { measurementOf, type ResultSet, type ResultSetDocument } from '../analysis/resultSet';
-import { emptyProfile, type ErrorBound, type Measure, type Profile, type ProfileFunction, type ProfileRun, type Provenance, type Unit } from './model';
+import {
+  emptyProfile,
+  type ErrorBound,
+  type Measure,
+  type Profile,
+  type ProfileFunction,
+  type ProfileRun,
+  type Provenance,
+  type Unit,
+} from './model';
 import { unitOfEvent } from './units';
 
 /**
@@ -48,7 +57,11 @@ export function profileFromResultSets(doc: ResultSetDocument, options: ResultSet
   }
   const graph = analysis?.callGraph;
   const rows = analysis
-    ? profileRows({ metric: analysis.metric, outcomes: analysis.outcomes, resultSets: sets }, graph, new MetricsEngine())
+    ? profileRows(
+        { metric: analysis.metric, outcomes: analysis.outcomes, resultSets: sets },
+        graph,
+        new MetricsEngine(),
+      )
     : measuredOnly(sets);
   const baselineRuns = profile.runs.filter((r) => r.role === 'baseline').length;
   profile.functions = rows.map((row, id) => functionOf(row, id, sets, graph, unit, referenceTotal, baselineRuns));
@@ -57,7 +70,8 @@ export function profileFromResultSets(doc: ResultSetDocument, options: ResultSet
 }
 
 function provenanceOf(rs: ResultSet | undefined, event: string): Provenance {
-  const counter = /\(([^)]+)\)\s*$/.exec(rs?.run.method ?? '')?.[1] ?? /,\s*([\w.]+)\s*$/.exec(rs?.run.method ?? '')?.[1] ?? event;
+  const counter =
+    /\(([^)]+)\)\s*$/.exec(rs?.run.method ?? '')?.[1] ?? /,\s*([\w.]+)\s*$/.exec(rs?.run.method ?? '')?.[1] ?? event;
   if (rs?.run.kind === 'oracle') return { kind: 'oracle', source: rs.run.method };
   return { kind: 'injected', payload: 'accumulated', counter };
 }
@@ -125,13 +139,15 @@ function functionOf(
   if (row.resultSet !== undefined) f.run = baselineRuns + row.resultSet;
   const runTotal = rs?.run.totals[rs.run.event];
   // A value of another run enters through its share of that run.
-  const scale = rs && runTotal && referenceTotal !== undefined && runTotal !== referenceTotal ? referenceTotal / runTotal : 1;
+  const scale =
+    rs && runTotal && referenceTotal !== undefined && runTotal !== referenceTotal ? referenceTotal / runTotal : 1;
   // A count is never below zero. A compensated value can dip under it (the payload's fixed cost taken
   // from a coarser counter) and so can a self value formed from measurements of different runs: such
   // a value is zero, within its bound.
   if (row.inclusive !== undefined) f.inclusive = counted(row.inclusive * scale, unit, row.calls ?? 1);
   if (row.exclusive !== undefined) f.self = counted(row.exclusive * scale, unit, row.calls ?? 1);
-  else if (f.inclusive) f.selfNote = 'not formed: a callee is unmeasured, shared with other callers, or reached by an indirect call';
+  else if (f.inclusive)
+    f.selfNote = 'not formed: a callee is unmeasured, shared with other callers, or reached by an indirect call';
   const m = rs ? measurementOf(rs, row.name) : undefined;
   if (m) {
     if (m.min !== undefined) f.min = Math.max(0, m.min * scale);

@@ -48,13 +48,19 @@ export async function loadProfile(path: string): Promise<Profile> {
  */
 export async function loadAnyProfile(path: string, options: ResultSetProfileOptions = {}): Promise<Profile> {
   const json = parseJson(await readText(path), path);
-  const schema = typeof json === 'object' && json !== null && !Array.isArray(json) ? (json as Record<string, unknown>)['schema'] : undefined;
+  const schema =
+    typeof json === 'object' && json !== null && !Array.isArray(json)
+      ? (json as Record<string, unknown>)['schema']
+      : undefined;
   if (typeof schema === 'string' && schema.startsWith('cyclelens-resultset/')) {
     try {
       return profileFromResultSets(parseResultSetDocument(json, path), options);
     } catch (err) {
       if (err instanceof ResultSetError)
-        throw new ProfileError(err.kind === 'notJson' ? 'notJson' : err.kind === 'version' ? 'version' : 'malformed', err.message);
+        throw new ProfileError(
+          err.kind === 'notJson' ? 'notJson' : err.kind === 'version' ? 'version' : 'malformed',
+          err.message,
+        );
       throw err;
     }
   }
@@ -72,7 +78,9 @@ async function readText(path: string): Promise<string> {
     const code = (err as NodeJS.ErrnoException).code;
     throw new ProfileError(
       'io',
-      code === 'ENOENT' ? `${path} does not exist: check the path, or run an analysis to create it.` : `${path} cannot be read (${(err as Error).message}).`,
+      code === 'ENOENT'
+        ? `${path} does not exist: check the path, or run an analysis to create it.`
+        : `${path} cannot be read (${(err as Error).message}).`,
     );
   }
 }
@@ -101,14 +109,29 @@ const ATTRIBUTIONS: readonly SampleAttribution[] = [
 
 export function parseProfileDocument(json: unknown, file = 'the profile'): Profile {
   const top = new JsonReader(file, '', json);
-  if (typeof json !== 'object' || json === null || Array.isArray(json) || typeof (json as Record<string, unknown>)['schema'] !== 'string') {
-    throw new ProfileError('notProfile', `${file} is not a CycleLens profile: expected an object with "schema": "${PROFILE_SCHEMA}".`);
+  if (
+    typeof json !== 'object' ||
+    json === null ||
+    Array.isArray(json) ||
+    typeof (json as Record<string, unknown>)['schema'] !== 'string'
+  ) {
+    throw new ProfileError(
+      'notProfile',
+      `${file} is not a CycleLens profile: expected an object with "schema": "${PROFILE_SCHEMA}".`,
+    );
   }
   const schema = top.field('schema').string();
   const m = /^cyclelens-profile\/(\d+)$/.exec(schema);
-  if (!m) throw new ProfileError('notProfile', `${file} is not a CycleLens profile: its schema is "${schema}", expected "${PROFILE_SCHEMA}".`);
+  if (!m)
+    throw new ProfileError(
+      'notProfile',
+      `${file} is not a CycleLens profile: its schema is "${schema}", expected "${PROFILE_SCHEMA}".`,
+    );
   if (Number(m[1]) !== 1)
-    throw new ProfileError('version', `${file} has profile format version ${m[1]}, this CycleLens reads version 1: update CycleLens to read it.`);
+    throw new ProfileError(
+      'version',
+      `${file} has profile format version ${m[1]}, this CycleLens reads version 1: update CycleLens to read it.`,
+    );
 
   const functions = top.field('functions').array(readFunction);
   const count = functions.length;
@@ -118,7 +141,8 @@ export function parseProfileDocument(json: unknown, file = 'the profile'): Profi
   };
   const runs = top.field('runs').array(readRun);
   functions.forEach((f, i) => {
-    if (f.run !== undefined && f.run >= runs.length) top.field('functions').fail(`[${i}].run is ${f.run}, but the profile lists ${runs.length} runs`);
+    if (f.run !== undefined && f.run >= runs.length)
+      top.field('functions').fail(`[${i}].run is ${f.run}, but the profile lists ${runs.length} runs`);
   });
   const edges = top.field('edges').array((r): ProfileEdge => {
     const calls = r.optional('calls', (x) => x.amount());
@@ -140,9 +164,15 @@ export function parseProfileDocument(json: unknown, file = 'the profile'): Profi
   });
   const addresses = top.field('addresses').array((r) => {
     const fn = r.optional('function', fnRef);
-    return { address: r.field('address').integer(0, MAX_ADDRESS), ...(fn !== undefined ? { function: fn } : {}), self: readMeasure(r.field('self')) };
+    return {
+      address: r.field('address').integer(0, MAX_ADDRESS),
+      ...(fn !== undefined ? { function: fn } : {}),
+      self: readMeasure(r.field('self')),
+    };
   });
-  const stacks = top.field('stacks').array((r) => ({ frames: r.field('frames').array(fnRef, 10_000), value: r.field('value').amount() }));
+  const stacks = top
+    .field('stacks')
+    .array((r) => ({ frames: r.field('frames').array(fnRef, 10_000), value: r.field('value').amount() }));
   const total = top.optional('total', readMeasure);
   const analysis = top.optional('analysis', readAnalysis);
   const notes = top.optional('notes', (r) => r.array((x) => x.string(), 1000));
@@ -173,7 +203,10 @@ function readProgram(r: JsonReader): Profile['program'] {
 export function readUnit(r: JsonReader): Unit {
   const kind = r.field('kind').oneOf(UNIT_KINDS);
   const event = r.optional('event', (x) => x.string(128));
-  const perTick = r.optional('perTick', (x) => ({ count: positive(x.field('count')), kind: x.field('kind').oneOf(['cycles', 'instructions'] as const) }));
+  const perTick = r.optional('perTick', (x) => ({
+    count: positive(x.field('count')),
+    kind: x.field('kind').oneOf(['cycles', 'instructions'] as const),
+  }));
   if (perTick && kind !== 'ticks') r.field('perTick').fail(`applies to ticks only (the unit is ${kind})`);
   return { kind, ...(event !== undefined ? { event } : {}), ...(perTick ? { perTick } : {}) };
 }
@@ -199,7 +232,12 @@ function readProvenance(r: JsonReader): Provenance {
       };
     }
     case 'sampled':
-      return { kind, sampler: r.field('sampler').string(), halting: r.field('halting').boolean(), attribution: r.field('attribution').oneOf(ATTRIBUTIONS) };
+      return {
+        kind,
+        sampler: r.field('sampler').string(),
+        halting: r.field('halting').boolean(),
+        attribution: r.field('attribution').oneOf(ATTRIBUTIONS),
+      };
     case 'oracle':
       return { kind, source: r.field('source').string() };
   }
@@ -227,7 +265,11 @@ function readFunction(r: JsonReader, index: number): ProfileFunction {
   const location = r.optional('location', (x) => {
     // A location is a real source line (DWARF's line 0, code with no line, has no location).
     const endLine = x.optional('endLine', (y) => y.integer(1, MAX_LINE));
-    return { path: x.field('path').string(), line: x.field('line').integer(1, MAX_LINE), ...(endLine !== undefined ? { endLine } : {}) };
+    return {
+      path: x.field('path').string(),
+      line: x.field('line').integer(1, MAX_LINE),
+      ...(endLine !== undefined ? { endLine } : {}),
+    };
   });
   if (location) f.location = location;
   const inclusive = r.optional('inclusive', readMeasure);
@@ -273,7 +315,9 @@ function readAnalysis(r: JsonReader): ProfileAnalysis {
   const roots = r.optional('roots', (x) => x.array((y) => y.string()));
   const cancelled = r.optional('cancelled', (x) => x.boolean());
   return {
-    scenario: r.field('scenario').oneOf(['descent', 'full-profile', 'round-robin', 'sampling', 'oracle', 'import'] as const),
+    scenario: r
+      .field('scenario')
+      .oneOf(['descent', 'full-profile', 'round-robin', 'sampling', 'oracle', 'import'] as const),
     ...(metric !== undefined ? { metric } : {}),
     ...(threshold !== undefined ? { threshold } : {}),
     ...(roots ? { roots } : {}),

@@ -61,7 +61,10 @@ export function remapSourcePath(path: string, sourceMap: Readonly<Record<string,
   let best: string | undefined;
   for (const from of Object.keys(sourceMap)) {
     const prefix = from.replace(/[\\/]+$/, '');
-    if ((path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}\\`)) && (best === undefined || prefix.length > best.length))
+    if (
+      (path === prefix || path.startsWith(`${prefix}/`) || path.startsWith(`${prefix}\\`)) &&
+      (best === undefined || prefix.length > best.length)
+    )
       best = from;
   }
   if (best === undefined) return path;
@@ -92,7 +95,11 @@ export class LineHeatIndex {
     let slot = this.slotByKey.get(key);
     if (slot === undefined) {
       slot = this.slots.length;
-      this.slots.push({ path: loc.path, line: loc.line, ...(loc.function !== undefined ? { function: loc.function } : {}) });
+      this.slots.push({
+        path: loc.path,
+        line: loc.line,
+        ...(loc.function !== undefined ? { function: loc.function } : {}),
+      });
       this.slotByKey.set(key, slot);
       let list = this.slotsByPath.get(loc.path);
       if (!list) this.slotsByPath.set(loc.path, (list = []));
@@ -135,7 +142,9 @@ export class LineHeatIndex {
       if (slot >= known) continue;
       const count = this.sums[slot]!;
       if (count <= 0) continue;
-      levels[Math.min(HEAT_LEVELS - 1, Math.floor(Math.sqrt(count / peak) * HEAT_LEVELS))]!.push(this.slots[slot]!.line);
+      levels[Math.min(HEAT_LEVELS - 1, Math.floor(Math.sqrt(count / peak) * HEAT_LEVELS))]!.push(
+        this.slots[slot]!.line,
+      );
     }
     for (const l of levels) l.sort((a, b) => a - b);
     return levels;
@@ -195,7 +204,10 @@ export class LineHeatIndex {
  * Levels whose line lists differ between two repaints (all of them when there was none before):
  * a repaint hands VS Code only those, so a steady profile costs no decoration calls at all.
  */
-export function changedLevels(previous: readonly (readonly number[])[] | undefined, next: readonly (readonly number[])[]): number[] {
+export function changedLevels(
+  previous: readonly (readonly number[])[] | undefined,
+  next: readonly (readonly number[])[],
+): number[] {
   const out: number[] = [];
   for (let level = 0; level < next.length; level++) {
     const a = previous?.[level];

@@ -31,13 +31,19 @@ export type Provenance =
   /** A counter read by the debugger at two halts (nothing in the target changed). */
   | { kind: 'exact'; counter: string }
   /** Counted by injected code: gated (a slot started/stopped) or accumulated (deltas summed in RAM). */
-  | { kind: 'injected'; payload: 'gated' | 'accumulated'; counter: string; /** Counts removed per call for the payload itself. */ compensation?: number }
+  | {
+      kind: 'injected';
+      payload: 'gated' | 'accumulated';
+      counter: string;
+      /** Counts removed per call for the payload itself. */ compensation?: number;
+    }
   /** PC samples; `attribution` says what a sample's PC means (docs/design.md, "Sampling semantics"). */
   | { kind: 'sampled'; sampler: string; halting: boolean; attribution: SampleAttribution }
   /** The exact instruction trace (QEMU `-d exec,nochain -singlestep`, or the counting plugin). */
   | { kind: 'oracle'; source: string };
 
-export type SampleAttribution = 'time-proportional' | 'next-committing' | 'translation-block-start' | 'recently-executed' | 'halting' | 'exact-count';
+export type SampleAttribution =
+  'time-proportional' | 'next-committing' | 'translation-block-start' | 'recently-executed' | 'halting' | 'exact-count';
 
 /** An interval the true value lies in, and why. */
 export interface ErrorBound {
@@ -175,7 +181,9 @@ export interface Profile {
 }
 
 /** An empty profile to fill (builders and importers start here). */
-export function emptyProfile(init: Pick<Profile, 'generator' | 'program' | 'unit' | 'provenance'> & Partial<Profile>): Profile {
+export function emptyProfile(
+  init: Pick<Profile, 'generator' | 'program' | 'unit' | 'provenance'> & Partial<Profile>,
+): Profile {
   return {
     schema: PROFILE_SCHEMA,
     createdAt: new Date().toISOString(),

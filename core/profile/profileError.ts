@@ -69,7 +69,8 @@ export class JsonReader extends JsonWalker {
 
   integer(min: number, max: number): number {
     const n = this.number(Math.max(Math.abs(min), Math.abs(max), MAX_COUNT));
-    if (!Number.isInteger(n) || n < min || n > max) this.fail(`must be a whole number from ${min} to ${max} (found ${n})`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      this.fail(`must be a whole number from ${min} to ${max} (found ${n})`);
     return n;
   }
 

@@ -62,7 +62,8 @@ export function unitShort(u: Unit): string {
  * because older result sets filed SysTick counts under `cycles`.
  */
 export function unitOfEvent(event: string, method = '', perTick?: Unit['perTick']): Unit {
-  if (/systick/i.test(method) || event === 'ticks' || /systick/i.test(event)) return { kind: 'ticks', ...(perTick ? { perTick } : {}) };
+  if (/systick/i.test(method) || event === 'ticks' || /systick/i.test(event))
+    return { kind: 'ticks', ...(perTick ? { perTick } : {}) };
   if (event === 'instructions' || /instret|iall/i.test(event)) return { kind: 'instructions' };
   if (event === 'cycles' || /cycle|crun/i.test(event)) return { kind: 'cycles' };
   if (event === 'samples') return { kind: 'samples' };

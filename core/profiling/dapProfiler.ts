@@ -14,7 +14,13 @@ import { CustomRequests } from '../../common/dapCustom';
 import { customRequest, type CustomArgumentList, type CustomRequestPeer } from '../../common/dapCustomClient';
 import type { ExecutionCounts } from '../analysis/countBounds';
 import type { BatchMeasurer, MeasurerPlan } from '../analysis/descent';
-import { newResultSetId, type FunctionMeasurement, type GroupMeasurement, type RefusedFunction, type ResultSet } from '../analysis/resultSet';
+import {
+  newResultSetId,
+  type FunctionMeasurement,
+  type GroupMeasurement,
+  type RefusedFunction,
+  type ResultSet,
+} from '../analysis/resultSet';
 
 /**
  * A BatchMeasurer that drives a CycleLens debug session over its custom DAP requests. It needs
@@ -131,7 +137,8 @@ export class DapProfiler implements BatchMeasurer {
     private readonly dap: DapRequester,
     private readonly options: DapProfilerOptions,
   ) {
-    if (!Number.isInteger(options.slots) || options.slots < 1) throw new ProfilingError(`slots must be a whole number >= 1 (got ${options.slots})`);
+    if (!Number.isInteger(options.slots) || options.slots < 1)
+      throw new ProfilingError(`slots must be a whole number >= 1 (got ${options.slots})`);
     if (options.mode.kind === 'cyclic' && !(Number.isInteger(options.mode.dwell) && options.mode.dwell >= 1)) {
       throw new ProfilingError(`the dwell must be a whole number of passes >= 1 (got ${options.mode.dwell})`);
     }
@@ -154,7 +161,11 @@ export class DapProfiler implements BatchMeasurer {
     const callSites = this.options.callSitesIfTooShort ?? true;
     return {
       groupable: new Set(r.functions.filter((f) => f.entry && !f.solo).map((f) => f.name)),
-      unmeasurable: new Map(r.functions.filter((f) => !f.entry && !(callSites && f.callSites)).map((f) => [f.name, f.reason ?? 'its entry cannot be patched'])),
+      unmeasurable: new Map(
+        r.functions
+          .filter((f) => !f.entry && !(callSites && f.callSites))
+          .map((f) => [f.name, f.reason ?? 'its entry cannot be patched']),
+      ),
     };
   }
 
@@ -181,7 +192,9 @@ export class DapProfiler implements BatchMeasurer {
       return undefined;
     }
     this.countingRuns++;
-    this.options.log?.(`instruction counts: ${r.total} instructions, ${r.functions.length} functions ran (${(r.elapsedMs / 1000).toFixed(1)} s; ${r.method})`);
+    this.options.log?.(
+      `instruction counts: ${r.total} instructions, ${r.functions.length} functions ran (${(r.elapsedMs / 1000).toFixed(1)} s; ${r.method})`,
+    );
     return r;
   }
 
@@ -201,7 +214,11 @@ export class DapProfiler implements BatchMeasurer {
     }
   }
 
-  async measure(batch: readonly string[], signal?: AbortSignal, groups: readonly (readonly string[])[] = []): Promise<ResultSet> {
+  async measure(
+    batch: readonly string[],
+    signal?: AbortSignal,
+    groups: readonly (readonly string[])[] = [],
+  ): Promise<ResultSet> {
     const rs =
       this.options.mode.kind === 'single-pass'
         ? await this.measureSinglePass(batch, groups, this.options.mode, signal)
@@ -246,7 +263,10 @@ export class DapProfiler implements BatchMeasurer {
     if (until && 'function' in until) this.endsAt = until.function;
     const baseline = this.baseline;
     return this.withInjected(batch, groups, async () => {
-      await this.runTo({ ...(mode.end ? { until: mode.end } : {}) }, mode.end ? describe(mode.end) : 'the end of the program');
+      await this.runTo(
+        { ...(mode.end ? { until: mode.end } : {}) },
+        mode.end ? describe(mode.end) : 'the end of the program',
+      );
       return { totals: { ...baseline.totals }, from, to: end, subtractPayload: false, method: baseline.method };
     });
   }
@@ -280,10 +300,19 @@ export class DapProfiler implements BatchMeasurer {
           throw new ProfilingError(
             `${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`,
           );
-        this.baseline = { totals: { [eventOfCounter(r.counter)]: value }, method: `total from ${window.what} injected with the first batch (${r.counter})` };
+        this.baseline = {
+          totals: { [eventOfCounter(r.counter)]: value },
+          method: `total from ${window.what} injected with the first batch (${r.counter})`,
+        };
         this.baselineFormed(this.baseline);
         this.options.log?.(`total ${from} -> ${end}: ${value} ${eventOfCounter(r.counter)} (${this.baseline.method})`);
-        return { totals: { ...this.baseline.totals }, from, to: end, subtractPayload: false, method: this.baseline.method };
+        return {
+          totals: { ...this.baseline.totals },
+          from,
+          to: end,
+          subtractPayload: false,
+          method: this.baseline.method,
+        };
       });
     } finally {
       await this.request(Req.removeInjections, { ids: [window.id] }).catch((err: unknown) =>
@@ -297,7 +326,10 @@ export class DapProfiler implements BatchMeasurer {
    * the entry of the function it calls (main's last `bl exit` has no room for a patch), or main
    * itself from entry to return (see windowEnds). Undefined when none can be.
    */
-  private async injectWindow(from: string, until: CodeLocation): Promise<{ id: number; what: string; region: boolean } | undefined> {
+  private async injectWindow(
+    from: string,
+    until: CodeLocation,
+  ): Promise<{ id: number; what: string; region: boolean } | undefined> {
     const attempts: Array<{ target: InjectArguments['targets'][number]; what: string }> = [
       ...(await this.windowEnds(from, until)).map((close) => ({
         target: { start: { function: from }, end: close },
@@ -306,7 +338,11 @@ export class DapProfiler implements BatchMeasurer {
       { target: { function: from }, what: `${from} from its entry to its return` },
     ];
     for (const attempt of attempts) {
-      const injected = await this.request(Req.inject, { targets: [attempt.target], payload: 'software', callSitesIfTooShort: false });
+      const injected = await this.request(Req.inject, {
+        targets: [attempt.target],
+        payload: 'software',
+        callSitesIfTooShort: false,
+      });
       const info = injected.injected[0];
       if (info) return { id: info.id, what: attempt.what, region: 'start' in attempt.target };
       this.options.log?.(`${attempt.what} cannot be injected (${injected.refused[0]?.reason ?? 'no reason given'})`);
@@ -329,15 +365,22 @@ export class DapProfiler implements BatchMeasurer {
   ): Promise<{ totals: Record<string, number>; method: string }> {
     if (!atStart) await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
     const before = await this.readAll();
-    const reply = await this.runTo({ ...(endAt ? { until: endAt } : {}) }, endAt ? describe(endAt) : 'the end of the program');
+    const reply = await this.runTo(
+      { ...(endAt ? { until: endAt } : {}) },
+      endAt ? describe(endAt) : 'the end of the program',
+    );
     const after = await this.readAll();
     this.baselineRuns++;
     const doubtful = [...after.keys()].filter((e) => !after.get(e)!.reliable || before.get(e)?.reliable === false);
     const totals = this.window(before, after);
     for (const e of doubtful) delete totals[e];
     if (doubtful.length === 0) return { totals, method: 'total from a run without injections' };
-    const unreliable = doubtful.map((e) => `${e}: ${after.get(e)!.reason ?? before.get(e)?.reason ?? 'marked unreliable'}`).join('; ');
-    this.options.log?.(`the counters read at ${from} and at the end cannot make a total (${unreliable}); measuring the whole window by injection instead`);
+    const unreliable = doubtful
+      .map((e) => `${e}: ${after.get(e)!.reason ?? before.get(e)?.reason ?? 'marked unreliable'}`)
+      .join('; ');
+    this.options.log?.(
+      `the counters read at ${from} and at the end cannot make a total (${unreliable}); measuring the whole window by injection instead`,
+    );
     const until = endAt ?? reply.until;
     if (until && 'function' in until) this.endsAt = until.function;
     if (!until)
@@ -360,7 +403,10 @@ export class DapProfiler implements BatchMeasurer {
               `Start the run at a function that runs once, or set \`programEnd\` to a function ${from} calls once (for example "programEnd": "exit").`,
           );
         }
-        return { totals: { ...totals, [eventOfCounter(r.counter)]: value }, method: `total from ${window.what} injected in a run of its own (${r.counter})` };
+        return {
+          totals: { ...totals, [eventOfCounter(r.counter)]: value },
+          method: `total from ${window.what} injected in a run of its own (${r.counter})`,
+        };
       } finally {
         await this.request(Req.removeInjections, { ids: [window.id] }).catch((err: unknown) =>
           this.options.log?.(`could not remove the window measurement: ${message(err)}`),
@@ -387,7 +433,9 @@ export class DapProfiler implements BatchMeasurer {
       const inside = fn !== undefined && at !== undefined && at >= fn.address && at < fn.address + fn.size;
       return inside ? [until] : [];
     }
-    const sites = this.graph.edges.filter((e) => e.caller === from && e.callee === until.function && e.kind === 'call').flatMap((e) => e.sites);
+    const sites = this.graph.edges
+      .filter((e) => e.caller === from && e.callee === until.function && e.kind === 'call')
+      .flatMap((e) => e.sites);
     if (sites.length === 0) return [];
     if (sites.length !== 1) {
       throw new ProfilingError(
@@ -432,7 +480,11 @@ export class DapProfiler implements BatchMeasurer {
   }
 
   /** Injects the batch and the groups, runs the window, collects the results, and always removes the injections. */
-  private async withInjected(batch: readonly string[], groups: readonly (readonly string[])[], window: () => Promise<Window>): Promise<ResultSet> {
+  private async withInjected(
+    batch: readonly string[],
+    groups: readonly (readonly string[])[],
+    window: () => Promise<Window>,
+  ): Promise<ResultSet> {
     // The function at whose entry every run stops never finishes inside the window (and its entry
     // patch would sit on the window's own end): it is refused, not measured.
     const ending = this.options.mode.kind === 'single-pass' ? this.endsAt : undefined;
@@ -446,7 +498,10 @@ export class DapProfiler implements BatchMeasurer {
     const measuredBatch = batch.filter((f) => f !== ending);
     const measuredGroups = groups.filter((g) => ending === undefined || !g.includes(ending));
     const injected = await this.request(Req.inject, {
-      targets: [...measuredBatch.map((name) => ({ function: name })), ...measuredGroups.map((g) => ({ group: [...g] }))],
+      targets: [
+        ...measuredBatch.map((name) => ({ function: name })),
+        ...measuredGroups.map((g) => ({ group: [...g] })),
+      ],
       payload: this.options.payload ?? 'software',
       callSitesIfTooShort: this.options.callSitesIfTooShort ?? true,
     });
@@ -493,11 +548,20 @@ export class DapProfiler implements BatchMeasurer {
     for (const info of injected.injected) {
       const r = byId.get(info.id);
       if (!r) {
-        refused.push({ name: info.name, reason: 'the adapter injected it but returned no result for it', ...(info.members ? { members: info.members } : {}) });
+        refused.push({
+          name: info.name,
+          reason: 'the adapter injected it but returned no result for it',
+          ...(info.members ? { members: info.members } : {}),
+        });
         continue;
       }
       if (info.kind === 'group' && info.members) {
-        const g: GroupMeasurement = { name: info.name, members: info.members, inclusive: { [eventOfCounter(r.counter)]: r.compensatedTotal }, calls: r.calls };
+        const g: GroupMeasurement = {
+          name: info.name,
+          members: info.members,
+          inclusive: { [eventOfCounter(r.counter)]: r.compensatedTotal },
+          calls: r.calls,
+        };
         if (r.untracked > 0) g.incomplete = `${r.untracked} entries could not be tracked`;
         groups.push(g);
         payloadCounts += r.total - r.compensatedTotal;
@@ -518,7 +582,9 @@ export class DapProfiler implements BatchMeasurer {
         ...(r.untracked > 0 ? [`${r.untracked} entries could not be tracked`] : []),
         // Measured at call sites: calls through sites it could not rewrite are not counted.
         ...(info.kind === 'call-sites'
-          ? info.warnings.filter((w) => w.code === 'callSitesMissed' || w.code === 'indirectCallsMissed').map((w) => w.message)
+          ? info.warnings
+              .filter((w) => w.code === 'callSitesMissed' || w.code === 'indirectCallsMissed')
+              .map((w) => w.message)
           : []),
       ];
       if (gaps.length > 0) {
@@ -529,7 +595,8 @@ export class DapProfiler implements BatchMeasurer {
       payloadCounts += r.total - r.compensatedTotal;
     }
     const answered = new Set([...measurements.map((m) => m.name), ...refused.map((r) => r.name)]);
-    for (const name of batch) if (!answered.has(name)) refused.push({ name, reason: 'the adapter neither injected nor refused it' });
+    for (const name of batch)
+      if (!answered.has(name)) refused.push({ name, reason: 'the adapter neither injected nor refused it' });
     const totals = { ...w.totals };
     if (w.subtractPayload && totals[event] !== undefined) totals[event] = Math.max(0, totals[event]! - payloadCounts);
     return {
@@ -551,7 +618,10 @@ export class DapProfiler implements BatchMeasurer {
   }
 
   private async runTo(args: RunArguments, what: string): Promise<RunResponse> {
-    const r = await this.request(Req.run, { ...args, ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}) });
+    const r = await this.request(Req.run, {
+      ...args,
+      ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}),
+    });
     if (!r.reached) throw new ProfilingError(`the program did not reach ${what}${r.detail ? `: ${r.detail}` : ''}`);
     return r;
   }
@@ -564,7 +634,11 @@ export class DapProfiler implements BatchMeasurer {
     for (const u of caps.units) for (const s of u.slots) widths.set(`${u.unit}:${s.index}`, s.width);
     const counting = caps.units.some((u) => u.present && u.slots.some((s) => s.event !== undefined));
     const fixed = [
-      ...new Set(caps.units.filter((u) => u.present).flatMap((u) => u.slots.map((s) => s.fixedEvent).filter((e): e is string => e !== undefined))),
+      ...new Set(
+        caps.units
+          .filter((u) => u.present)
+          .flatMap((u) => u.slots.map((s) => s.fixedEvent).filter((e): e is string => e !== undefined)),
+      ),
     ];
     if (!counting && fixed.length > 0) await this.request(Req.configure, { events: fixed });
     this.widths = widths;
@@ -579,7 +653,12 @@ export class DapProfiler implements BatchMeasurer {
       // SysTick's counter-unit event is its clock; what the payloads read of it are ticks.
       const event = v.unit === 'SysTick' && v.event !== undefined ? 'ticks' : v.event;
       if (event === undefined || out.has(event)) continue;
-      out.set(event, { value: Number(v.value), width: this.widths?.get(`${v.unit}:${v.slot}`), reliable: v.reliable, ...(v.note ? { reason: v.note } : {}) });
+      out.set(event, {
+        value: Number(v.value),
+        width: this.widths?.get(`${v.unit}:${v.slot}`),
+        reliable: v.reliable,
+        ...(v.note ? { reason: v.note } : {}),
+      });
     }
     return out;
   }
@@ -592,13 +671,20 @@ export class DapProfiler implements BatchMeasurer {
       if (!b) continue;
       if (a.value >= b.value) out[event] = a.value - b.value;
       else if (a.width !== undefined && a.width < 53) out[event] = a.value + 2 ** a.width - b.value;
-      else this.options.log?.(`the '${event}' counter went backwards (${b.value} -> ${a.value}); the window has no ${event} total`);
+      else
+        this.options.log?.(
+          `the '${event}' counter went backwards (${b.value} -> ${a.value}); the window has no ${event} total`,
+        );
     }
-    if (Object.keys(out).length === 0) this.options.log?.('no counter was read across the window: the run has no total, so no share can be formed');
+    if (Object.keys(out).length === 0)
+      this.options.log?.('no counter was read across the window: the run has no total, so no share can be formed');
     return out;
   }
 
-  private async request<K extends CustomRequestName>(name: K, ...args: CustomArgumentList<K>): Promise<CustomResponse<K>> {
+  private async request<K extends CustomRequestName>(
+    name: K,
+    ...args: CustomArgumentList<K>
+  ): Promise<CustomResponse<K>> {
     try {
       return await customRequest(this.dap, name, ...args);
     } catch (err) {

@@ -22,7 +22,8 @@ export interface InterruptedAnalysis {
 
 export function interruptedAnalysisLines(i: InterruptedAnalysis): string[] {
   const lines = [i.error];
-  if (i.sessionEnded || i.endReason) lines.push(`the debug session ended in the middle of the analysis: ${i.endReason ?? 'the adapter gave no reason'}`);
+  if (i.sessionEnded || i.endReason)
+    lines.push(`the debug session ended in the middle of the analysis: ${i.endReason ?? 'the adapter gave no reason'}`);
   if (i.savedIn && i.savedRuns > 0) {
     const resume =
       i.command !== 'descent'
@@ -30,7 +31,9 @@ export function interruptedAnalysisLines(i: InterruptedAnalysis): string[] {
         : i.resumeHint === 'same-command'
           ? `continue with the same command and --resume ${i.savedIn}`
           : `a descent on the command line continues from them: cyclelens descent … --resume ${i.savedIn}`;
-    lines.push(`${i.savedRuns} finished run(s) (${i.resultSets} result set(s) in all) are saved in ${i.savedIn}; ${resume}`);
+    lines.push(
+      `${i.savedRuns} finished run(s) (${i.resultSets} result set(s) in all) are saved in ${i.savedIn}; ${resume}`,
+    );
   }
   return lines;
 }

@@ -29,16 +29,23 @@ export interface JobsTarget {
 export function decideJobs(requested: number | undefined, target: JobsTarget, batches?: number): JobsDecision {
   const asked = requested !== undefined && requested > 0 ? requested : availableParallelism();
   const explicit = requested !== undefined && requested > 1;
-  const one = (why: string): JobsDecision => ({ jobs: 1, ...(explicit ? { note: `${requested} jobs asked for, running 1: ${why}` } : {}) });
+  const one = (why: string): JobsDecision => ({
+    jobs: 1,
+    ...(explicit ? { note: `${requested} jobs asked for, running 1: ${why}` } : {}),
+  });
   if (asked <= 1) return { jobs: 1 };
-  if (target.cyclic) return one('a cyclic program is measured in windows of one run, which cannot be split over sessions');
-  if (target.request !== 'launch') return one('an attached session is one running target; parallel runs need launched QEMU sessions');
+  if (target.cyclic)
+    return one('a cyclic program is measured in windows of one run, which cannot be split over sessions');
+  if (target.request !== 'launch')
+    return one('an attached session is one running target; parallel runs need launched QEMU sessions');
   const server = target.server?.type;
   if (server !== 'qemu')
     return one(
       `the server is ${server ?? 'not given'}, one real target; parallel runs need a QEMU target, where every run is deterministic and a second instance is cheap`,
     );
   if (target.server?.icount === null)
-    return one('QEMU runs without icount ("icount": null), so runs follow the host clock and differ; parallel runs need icount');
+    return one(
+      'QEMU runs without icount ("icount": null), so runs follow the host clock and differ; parallel runs need icount',
+    );
   return { jobs: batches !== undefined ? Math.max(1, Math.min(asked, batches)) : asked };
 }

@@ -1,10 +1,23 @@
 import type { CallGraphResponse, CodeLocation } from '../../common/dapCustom';
-import { MeasurerPool, analysisRecord, rootsForStart, runDescent, runFullProfile, runRoundRobin, type AnalysisResult } from '../analysis/descent';
+import {
+  MeasurerPool,
+  analysisRecord,
+  rootsForStart,
+  runDescent,
+  runFullProfile,
+  runRoundRobin,
+  type AnalysisResult,
+} from '../analysis/descent';
 import { callGraphDot } from '../analysis/dot';
 import { MetricsEngine } from '../analysis/metrics';
 import { profileRows, type ProfileRow } from '../analysis/profileRows';
 import { textReport } from '../analysis/report';
-import { resultSetDocument, type CallGraphDocument, type ResultSet, type ResultSetDocument } from '../analysis/resultSet';
+import {
+  resultSetDocument,
+  type CallGraphDocument,
+  type ResultSet,
+  type ResultSetDocument,
+} from '../analysis/resultSet';
 import { SavedGraphError, withCallCounts } from '../analysis/savedGraph';
 import type { DapProfiler } from './dapProfiler';
 
@@ -79,7 +92,8 @@ export async function runScenario(
   // Every session's profiler, for the runs that only formed a total (each session forms its own).
   const profilers: DapProfiler[] = [profiler];
   const workers = options.workers;
-  const jobs = req.cyclic || !workers ? 1 : Math.max(1, Math.min(workers.jobs, Math.ceil(graph.functions.length / req.slots)));
+  const jobs =
+    req.cyclic || !workers ? 1 : Math.max(1, Math.min(workers.jobs, Math.ceil(graph.functions.length / req.slots)));
   const pool = new MeasurerPool(profiler, {
     jobs,
     ...(workers
@@ -144,6 +158,9 @@ export async function runScenario(
     engine,
   );
   const document = resultSetDocument(result.resultSets, analysisRecord({ ...result, runs }, graph), options.generator);
-  const dot = callGraphDot(graph, rows, { title: options.title, metricFormat: result.metric === 'inclusive' ? 'count' : 'percent' });
+  const dot = callGraphDot(graph, rows, {
+    title: options.title,
+    metricFormat: result.metric === 'inclusive' ? 'count' : 'percent',
+  });
   return { result, rows, report, document, dot };
 }

@@ -9,11 +9,18 @@ import type { CountersView } from '../views/countersView';
 import { counterPickItems } from './counterPicks';
 
 /** Commands that configure counters and take measurements between two points. */
-export function registerCounterCommands(tracker: SessionTracker, counters: CountersView, store: MeasurementStore): vscode.Disposable[] {
+export function registerCounterCommands(
+  tracker: SessionTracker,
+  counters: CountersView,
+  store: MeasurementStore,
+): vscode.Disposable[] {
   const withSession = async (action: (session: vscode.DebugSession) => Promise<void>): Promise<void> => {
     const session = tracker.active;
     if (!session) {
-      const choice = await vscode.window.showErrorMessage("No CycleLens debug session is active. Start one to use the target's counters.", 'Start Debugging');
+      const choice = await vscode.window.showErrorMessage(
+        "No CycleLens debug session is active. Start one to use the target's counters.",
+        'Start Debugging',
+      );
       if (choice) await vscode.commands.executeCommand('workbench.action.debug.start');
       return;
     }
@@ -27,9 +34,14 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
   return [
     vscode.commands.registerCommand('cyclelens.configureCounters', () =>
       withSession(async (session) => {
-        const [{ events }, { units }] = await Promise.all([customRequest(session, CustomRequests.events), customRequest(session, CustomRequests.counters)]);
+        const [{ events }, { units }] = await Promise.all([
+          customRequest(session, CustomRequests.events),
+          customRequest(session, CustomRequests.counters),
+        ]);
         if (events.length === 0) {
-          void vscode.window.showWarningMessage(`This target has no usable counters. ${units.map((u) => `${u.unit}: ${u.note ?? 'absent'}`).join(' ')}`);
+          void vscode.window.showWarningMessage(
+            `This target has no usable counters. ${units.map((u) => `${u.unit}: ${u.note ?? 'absent'}`).join(' ')}`,
+          );
           return;
         }
         const picked = await vscode.window.showQuickPick(counterPickItems(events, units), {
@@ -56,14 +68,17 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
         if (!editor) throw new Error('Place the cursor on the line to measure to.');
         const line = editor.selection.active.line + 1;
         const to: CodeLocation = { path: editor.document.uri.fsPath, line };
-        const r = await runWithProgress(`Measuring to line ${line}…`, () => customRequest(session, CustomRequests.measureTo, { to }));
+        const r = await runWithProgress(`Measuring to line ${line}…`, () =>
+          customRequest(session, CustomRequests.measureTo, { to }),
+        );
         record(store, 'to-cursor', `to ${basename(to.path)}:${line}`, { path: to.path, line }, r);
       }),
     ),
     vscode.commands.registerCommand('cyclelens.measureSelection', () =>
       withSession(async (session) => {
         const editor = vscode.window.activeTextEditor;
-        if (!editor || editor.selection.isSingleLine) throw new Error('Select the lines of the region: from its first line to the line where it ends.');
+        if (!editor || editor.selection.isSingleLine)
+          throw new Error('Select the lines of the region: from its first line to the line where it ends.');
         const path = editor.document.uri.fsPath;
         const startLine = editor.selection.start.line + 1;
         const endLine = editor.selection.end.line + 1;
@@ -75,16 +90,32 @@ export function registerCounterCommands(tracker: SessionTracker, counters: Count
         if (!answer) return;
         const passes = Number(answer);
         const r = await runWithProgress(`Measuring lines ${startLine}–${endLine} over ${passes} passes…`, () =>
-          customRequest(session, CustomRequests.measureRange, { start: { path, line: startLine }, end: { path, line: endLine }, passes }),
+          customRequest(session, CustomRequests.measureRange, {
+            start: { path, line: startLine },
+            end: { path, line: endLine },
+            passes,
+          }),
         );
-        record(store, 'breakpoint-range', `${basename(path)}:${startLine}–${endLine}`, { path, line: startLine, endLine }, r);
+        record(
+          store,
+          'breakpoint-range',
+          `${basename(path)}:${startLine}–${endLine}`,
+          { path, line: startLine, endLine },
+          r,
+        );
       }),
     ),
     vscode.commands.registerCommand('cyclelens.clearMeasurements', () => store.clear()),
   ];
 }
 
-function record(store: MeasurementStore, kind: MeasurementKind, label: string, anchor: SourceAnchor, r: MeasurementResponse): void {
+function record(
+  store: MeasurementStore,
+  kind: MeasurementKind,
+  label: string,
+  anchor: SourceAnchor,
+  r: MeasurementResponse,
+): void {
   const rec = store.add(kind, label, anchor, r);
   const first = rec.series[0]?.distribution;
   const summary = first

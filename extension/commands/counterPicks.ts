@@ -37,11 +37,17 @@ function registerList(names: string[]): string {
  * mcycle's and minstret's events again) is folded into the fixed counter's item: picking either
  * counts the same thing, and the fixed counter leaves the programmable ones free.
  */
-export function counterPickItems(events: readonly OfferedEvent[], units: readonly CounterUnitInfo[]): CounterPickItem[] {
+export function counterPickItems(
+  events: readonly OfferedEvent[],
+  units: readonly CounterUnitInfo[],
+): CounterPickItem[] {
   const present = units.filter((u) => u.present);
-  const fixedRegisters = (id: string): string[] => present.flatMap((u) => u.slots.filter((s) => s.fixedEvent === id).map((s) => s.name));
+  const fixedRegisters = (id: string): string[] =>
+    present.flatMap((u) => u.slots.filter((s) => s.fixedEvent === id).map((s) => s.name));
   const programmable = (unit: string): string[] =>
-    present.filter((u) => u.unit === unit).flatMap((u) => u.slots.filter((s) => s.fixedEvent === undefined).map((s) => s.name));
+    present
+      .filter((u) => u.unit === unit)
+      .flatMap((u) => u.slots.filter((s) => s.fixedEvent === undefined).map((s) => s.name));
 
   const byId = new Map<string, { event: OfferedEvent; units: string[] }>();
   for (const e of events) {
@@ -56,15 +62,28 @@ export function counterPickItems(events: readonly OfferedEvent[], units: readonl
   const aliases = new Map<string, string[]>();
   const items: CounterPickItem[] = [];
   for (const g of byId.values()) {
-    const same = fixedRegisters(g.event.id).length === 0 ? fixed.find((f) => baseName(f.event.name) === baseName(g.event.name)) : undefined;
+    const same =
+      fixedRegisters(g.event.id).length === 0
+        ? fixed.find((f) => baseName(f.event.name) === baseName(g.event.name))
+        : undefined;
     if (same) {
       const also = aliases.get(same.event.id) ?? [];
       also.push(`${g.event.name} on ${registerList(g.units.flatMap(programmable)) || 'a programmable counter'}`);
       aliases.set(same.event.id, also);
       continue;
     }
-    const registers = [...new Set([...fixedRegisters(g.event.id), ...(fixedRegisters(g.event.id).length > 0 ? [] : g.units.flatMap(programmable))])];
-    items.push({ label: g.event.name, description: registerList(registers), detail: g.event.description, id: g.event.id });
+    const registers = [
+      ...new Set([
+        ...fixedRegisters(g.event.id),
+        ...(fixedRegisters(g.event.id).length > 0 ? [] : g.units.flatMap(programmable)),
+      ]),
+    ];
+    items.push({
+      label: g.event.name,
+      description: registerList(registers),
+      detail: g.event.description,
+      id: g.event.id,
+    });
   }
   for (const item of items) {
     const also = aliases.get(item.id);

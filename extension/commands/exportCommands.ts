@@ -12,7 +12,11 @@ import { loadAnyProfile } from '../../core/profile/json';
  * dialog. Afterwards Open (VS Code opens `.cpuprofile` in its built-in profile viewer) or Reveal.
  */
 export function registerExportCommands(output: vscode.LogOutputChannel): vscode.Disposable[] {
-  return [vscode.commands.registerCommand('cyclelens.exportProfile', (resource?: vscode.Uri) => exportProfile(resource, output))];
+  return [
+    vscode.commands.registerCommand('cyclelens.exportProfile', (resource?: vscode.Uri) =>
+      exportProfile(resource, output),
+    ),
+  ];
 }
 
 async function exportProfile(resource: vscode.Uri | undefined, output: vscode.LogOutputChannel): Promise<void> {
@@ -29,8 +33,10 @@ async function exportProfile(resource: vscode.Uri | undefined, output: vscode.Lo
     saveLabel: 'Export',
   });
   if (!target) return;
-  const failed = (why: string): void => void vscode.window.showErrorMessage(`CycleLens could not export ${basename(source)}: ${why}`);
-  if (target.scheme !== 'file') return failed(`${target.toString()} is not a local file: choose a path on this machine's disk`);
+  const failed = (why: string): void =>
+    void vscode.window.showErrorMessage(`CycleLens could not export ${basename(source)}: ${why}`);
+  if (target.scheme !== 'file')
+    return failed(`${target.toString()} is not a local file: choose a path on this machine's disk`);
   // Checked before the profile is loaded and converted, so the message names the destination and its fix.
   const refused = await unwritableReason(target.fsPath);
   if (refused) return failed(refused);
@@ -45,7 +51,9 @@ async function exportProfile(resource: vscode.Uri | undefined, output: vscode.Lo
   try {
     bytes = await writeExport(profile, { format, path: target.fsPath });
   } catch (err) {
-    return failed(`${target.fsPath} could not be written (${fileErrorWords(err)}): choose another folder, or free space on its disk`);
+    return failed(
+      `${target.fsPath} could not be written (${fileErrorWords(err)}): choose another folder, or free space on its disk`,
+    );
   }
   output.info(`exported ${source} as ${format.label} to ${target.fsPath} (${bytes} bytes)`);
   const choice = await vscode.window.showInformationMessage(
@@ -57,13 +65,25 @@ async function exportProfile(resource: vscode.Uri | undefined, output: vscode.Lo
   // The OS file manager is on the user's machine only when the extension host is too (not in a
   // browser or a remote window): elsewhere the file is revealed in the Explorer.
   else if (choice === 'Reveal')
-    await vscode.commands.executeCommand(vscode.env.remoteName || vscode.env.uiKind === vscode.UIKind.Web ? 'revealInExplorer' : 'revealFileInOS', target);
+    await vscode.commands.executeCommand(
+      vscode.env.remoteName || vscode.env.uiKind === vscode.UIKind.Web ? 'revealInExplorer' : 'revealFileInOS',
+      target,
+    );
 }
 
 async function pickFormat(): Promise<ExportFormat | undefined> {
-  const items = EXPORT_FORMATS.map((format) => ({ label: format.label, description: format.extension, detail: `Opens in ${format.opensIn}`, format }));
+  const items = EXPORT_FORMATS.map((format) => ({
+    label: format.label,
+    description: format.extension,
+    detail: `Opens in ${format.opensIn}`,
+    format,
+  }));
   return (
-    await vscode.window.showQuickPick(items, { title: 'Export Profile: format', placeHolder: 'Which tool should open the profile?', matchOnDetail: true })
+    await vscode.window.showQuickPick(items, {
+      title: 'Export Profile: format',
+      placeHolder: 'Which tool should open the profile?',
+      matchOnDetail: true,
+    })
   )?.format;
 }
 
@@ -80,8 +100,13 @@ async function pickSource(): Promise<string | undefined> {
   }
   saved.sort((a, b) => b.mtime - a.mtime);
   const browse = { label: '$(folder-opened) Browse…', description: 'a result set or profile file elsewhere', path: '' };
-  const items = [...saved.map((s) => ({ label: basename(s.path), description: new Date(s.mtime).toLocaleString(), path: s.path })), browse];
-  const picked = saved.length ? await vscode.window.showQuickPick(items, { title: 'Export Profile: which result set?' }) : browse;
+  const items = [
+    ...saved.map((s) => ({ label: basename(s.path), description: new Date(s.mtime).toLocaleString(), path: s.path })),
+    browse,
+  ];
+  const picked = saved.length
+    ? await vscode.window.showQuickPick(items, { title: 'Export Profile: which result set?' })
+    : browse;
   if (!picked) return undefined;
   if (picked.path) return picked.path;
   const chosen = await vscode.window.showOpenDialog({

@@ -43,14 +43,17 @@ export function registerInjectionCommands(injected: InjectedMeasurements): vscod
     vscode.commands.registerCommand(
       'cyclelens.measureFunction',
       guarded(async (name?: string) => {
-        const fn = name ?? (await vscode.window.showInputBox({ title: 'Function to measure', placeHolder: 'e.g. fir_filter' }));
+        const fn =
+          name ?? (await vscode.window.showInputBox({ title: 'Function to measure', placeHolder: 'e.g. fir_filter' }));
         if (fn) await injected.measureFunction(fn);
       }),
     ),
     // From a CodeLens the argument is the id; from the Measurements view, the tree node.
     vscode.commands.registerCommand(
       'cyclelens.removeInjected',
-      guarded(async (arg: number | { info: { id: number } }) => injected.remove(typeof arg === 'number' ? arg : arg.info.id)),
+      guarded(async (arg: number | { info: { id: number } }) =>
+        injected.remove(typeof arg === 'number' ? arg : arg.info.id),
+      ),
     ),
     vscode.commands.registerCommand(
       'cyclelens.removeAllInjected',

@@ -1,7 +1,13 @@
 import * as vscode from 'vscode';
 import { unlink } from 'node:fs/promises';
 import { basename, join, relative } from 'node:path';
-import { loadResultSetDocument, resultSetDocument, saveResultSetDocument, writeFileAtomic, type ResultSet } from '../../core/analysis/resultSet';
+import {
+  loadResultSetDocument,
+  resultSetDocument,
+  saveResultSetDocument,
+  writeFileAtomic,
+  type ResultSet,
+} from '../../core/analysis/resultSet';
 import { AdapterSession } from '../../core/dap/adapterSession';
 import { DapProfiler, type DapProfilerOptions } from '../../core/profiling/dapProfiler';
 import { interruptedAnalysisLines } from '../../core/profiling/interruption';
@@ -18,11 +24,17 @@ import type { SessionTracker } from '../debug/sessionTracker';
  * of cores) on a QEMU target, independent runs also go to headless sessions of the same resolved
  * configuration (the adapter as a child process, as the CLI runs it), closed when the analysis ends.
  */
-export function registerProfilingCommands(tracker: SessionTracker, output: vscode.LogOutputChannel, extensionUri: vscode.Uri): vscode.Disposable[] {
+export function registerProfilingCommands(
+  tracker: SessionTracker,
+  output: vscode.LogOutputChannel,
+  extensionUri: vscode.Uri,
+): vscode.Disposable[] {
   const run = async (command: ScenarioRequest['command']): Promise<void> => {
     const session = tracker.active;
     if (!session) {
-      void vscode.window.showErrorMessage('Start a CycleLens debug session first: profiling runs the program on its target.');
+      void vscode.window.showErrorMessage(
+        'Start a CycleLens debug session first: profiling runs the program on its target.',
+      );
       return;
     }
     const config = session.configuration;
@@ -67,7 +79,9 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
       } catch (err) {
         // A full disk must not end the analysis: the findings still reach the report.
         if (partialSaved || finished.length === 1)
-          output.warn(`the finished runs could not be saved to ${partialFile} (${err instanceof Error ? err.message : String(err)}); the analysis goes on`);
+          output.warn(
+            `the finished runs could not be saved to ${partialFile} (${err instanceof Error ? err.message : String(err)}); the analysis goes on`,
+          );
         partialSaved = false;
       }
     };
@@ -95,10 +109,13 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
             onResultSet: (rs) => (saves = saves.then(() => savePartial(rs))),
           };
           const profiler = new DapProfiler(session, profilerOptions);
-          const decision = decideJobs(vscode.workspace.getConfiguration('cyclelens').get<number>('profiling.jobs') ?? 0, {
-            request: config.request === 'attach' ? 'attach' : 'launch',
-            server: config['server'] as JobsTarget['server'],
-          });
+          const decision = decideJobs(
+            vscode.workspace.getConfiguration('cyclelens').get<number>('profiling.jobs') ?? 0,
+            {
+              request: config.request === 'attach' ? 'attach' : 'launch',
+              server: config['server'] as JobsTarget['server'],
+            },
+          );
           if (decision.note) output.info(decision.note);
           const adapterPath = vscode.Uri.joinPath(extensionUri, 'dist', 'adapter.js').fsPath;
           const workers: ScenarioWorkers | undefined =
@@ -110,7 +127,14 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
                     const starting = AdapterSession.start({
                       adapterPath,
                       // Relative paths of the configuration resolve where the user's session resolves them.
-                      launch: { request: 'launch', args: { ...config, stopAtEntry: start, ...(config['cwd'] === undefined && folder ? { cwd: folder } : {}) } },
+                      launch: {
+                        request: 'launch',
+                        args: {
+                          ...config,
+                          stopAtEntry: start,
+                          ...(config['cwd'] === undefined && folder ? { cwd: folder } : {}),
+                        },
+                      },
                       timeoutMs: 120_000,
                       log,
                       client: { id: 'cyclelens-vscode', name: 'CycleLens parallel runs' },
@@ -168,9 +192,13 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
       const summary = `${outcome.document.analysis?.runs ?? outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
       const openGraph = 'Open Call Graph';
       void vscode.window
-        .showInformationMessage(`CycleLens ${command === 'descent' ? 'descent' : 'profile'} finished: ${summary}.`, ...(resultFile ? [openGraph] : []))
+        .showInformationMessage(
+          `CycleLens ${command === 'descent' ? 'descent' : 'profile'} finished: ${summary}.`,
+          ...(resultFile ? [openGraph] : []),
+        )
         .then((choice) => {
-          if (choice === openGraph && resultFile) void vscode.commands.executeCommand('cyclelens.showCallGraph', vscode.Uri.file(resultFile));
+          if (choice === openGraph && resultFile)
+            void vscode.commands.executeCommand('cyclelens.showCallGraph', vscode.Uri.file(resultFile));
         });
     } catch (err) {
       // The same facts as the command line prints: what died, and where the finished runs are.
@@ -186,7 +214,9 @@ export function registerProfilingCommands(tracker: SessionTracker, output: vscod
         resumeHint: 'command-line',
       });
       for (const line of lines) output.error(line);
-      void vscode.window.showErrorMessage(`CycleLens ${command} failed: ${lines.join('\n')}`, 'Show Log').then((c) => c && output.show());
+      void vscode.window
+        .showErrorMessage(`CycleLens ${command} failed: ${lines.join('\n')}`, 'Show Log')
+        .then((c) => c && output.show());
     }
   };
 

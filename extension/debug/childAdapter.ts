@@ -77,7 +77,12 @@ export class ChildDebugAdapter implements vscode.DebugAdapter {
     const tail = this.stderr.trim();
     const output = `The CycleLens debug adapter ${how}.${tail ? `\n${tail}` : ''}\n`;
     this.log.error(output.trimEnd());
-    this.sent.fire({ seq: this.seq++, type: 'event', event: 'output', body: { category: 'stderr', output } } as vscode.DebugProtocolMessage);
+    this.sent.fire({
+      seq: this.seq++,
+      type: 'event',
+      event: 'output',
+      body: { category: 'stderr', output },
+    } as vscode.DebugProtocolMessage);
     this.sent.fire({ seq: this.seq++, type: 'event', event: 'terminated', body: {} } as vscode.DebugProtocolMessage);
   }
 }

@@ -16,19 +16,43 @@ export class CycleLensConfigurationProvider implements vscode.DebugConfiguration
   constructor(private readonly sessionComing: () => void = () => undefined) {}
 
   async provideDebugConfigurations(folder: vscode.WorkspaceFolder | undefined): Promise<vscode.DebugConfiguration[]> {
-    const elfs = folder ? await vscode.workspace.findFiles(new vscode.RelativePattern(folder, '**/*.elf'), '**/node_modules/**', 20) : [];
-    const executable = elfs[0] ? `\${workspaceFolder}/${vscode.workspace.asRelativePath(elfs[0], false)}` : '${workspaceFolder}/build/firmware.elf';
+    const elfs = folder
+      ? await vscode.workspace.findFiles(new vscode.RelativePattern(folder, '**/*.elf'), '**/node_modules/**', 20)
+      : [];
+    const executable = elfs[0]
+      ? `\${workspaceFolder}/${vscode.workspace.asRelativePath(elfs[0], false)}`
+      : '${workspaceFolder}/build/firmware.elf';
     return [
-      { type: 'cyclelens', request: 'launch', name: 'QEMU Cortex-M4', executable, server: { type: 'qemu', machine: 'mps2-an386' }, stopAtEntry: 'main' },
-      { type: 'cyclelens', request: 'launch', name: 'QEMU RISC-V 32', executable, server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main' },
+      {
+        type: 'cyclelens',
+        request: 'launch',
+        name: 'QEMU Cortex-M4',
+        executable,
+        server: { type: 'qemu', machine: 'mps2-an386' },
+        stopAtEntry: 'main',
+      },
+      {
+        type: 'cyclelens',
+        request: 'launch',
+        name: 'QEMU RISC-V 32',
+        executable,
+        server: { type: 'qemu', machine: 'virt' },
+        stopAtEntry: 'main',
+      },
     ];
   }
 
-  resolveDebugConfiguration(folder: vscode.WorkspaceFolder | undefined, config: CycleLensConfiguration): vscode.ProviderResult<vscode.DebugConfiguration> {
+  resolveDebugConfiguration(
+    folder: vscode.WorkspaceFolder | undefined,
+    config: CycleLensConfiguration,
+  ): vscode.ProviderResult<vscode.DebugConfiguration> {
     // F5 with no launch.json: offer to create one rather than guessing a target.
     if (!config.type && !config.request && !config.name) {
       void vscode.window
-        .showErrorMessage('CycleLens needs a launch configuration that names the firmware ELF and how to reach the target.', 'Open launch.json')
+        .showErrorMessage(
+          'CycleLens needs a launch configuration that names the firmware ELF and how to reach the target.',
+          'Open launch.json',
+        )
         .then((choice) => choice && vscode.commands.executeCommand('workbench.action.debug.configure'));
       return undefined;
     }

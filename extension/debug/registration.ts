@@ -30,7 +30,9 @@ class AdapterFactory implements vscode.DebugAdapterDescriptorFactory, vscode.Dis
       refillAfterMs: SPARE_REFILL_MS,
       idleMs: SPARE_IDLE_MS,
       // The control pipe is a descriptor beyond stdio, as POSIX passes it; Windows is not tried.
-      wanted: () => process.platform !== 'win32' && vscode.workspace.getConfiguration('cyclelens').get<boolean>('debugAdapterStartedAhead', true),
+      wanted: () =>
+        process.platform !== 'win32' &&
+        vscode.workspace.getConfiguration('cyclelens').get<boolean>('debugAdapterStartedAhead', true),
     });
   }
 
@@ -51,7 +53,9 @@ class AdapterFactory implements vscode.DebugAdapterDescriptorFactory, vscode.Dis
     const port = this.fixedPort();
     if (port) return new vscode.DebugAdapterServer(port);
     const { child, fromSpare } = this.spares.take(startHintKey(session.configuration));
-    this.log.debug(`debug session "${session.name}": adapter pid ${child.pid ?? '?'}${fromSpare ? ', started ahead' : ''}`);
+    this.log.debug(
+      `debug session "${session.name}": adapter pid ${child.pid ?? '?'}${fromSpare ? ', started ahead' : ''}`,
+    );
     return new vscode.DebugAdapterInlineImplementation(new ChildDebugAdapter(child, this.log));
   }
 
@@ -66,7 +70,11 @@ export function registerDebugging(context: vscode.ExtensionContext, log: vscode.
   context.subscriptions.push(
     factory,
     vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, provider),
-    vscode.debug.registerDebugConfigurationProvider(DEBUG_TYPE, provider, vscode.DebugConfigurationProviderTriggerKind.Dynamic),
+    vscode.debug.registerDebugConfigurationProvider(
+      DEBUG_TYPE,
+      provider,
+      vscode.DebugConfigurationProviderTriggerKind.Dynamic,
+    ),
     vscode.debug.registerDebugAdapterDescriptorFactory(DEBUG_TYPE, factory),
   );
 }

@@ -1,5 +1,10 @@
 import * as vscode from 'vscode';
-import type { CallGraphFunction, InjectedMeasurementInfo, InjectedResult, InjectionTarget } from '../../common/dapCustom';
+import type {
+  CallGraphFunction,
+  InjectedMeasurementInfo,
+  InjectedResult,
+  InjectionTarget,
+} from '../../common/dapCustom';
 import { CustomEvents, CustomRequests } from '../../common/dapCustom';
 import { customRequest } from '../../common/dapCustomClient';
 import { distribution, formatCount, histogramBars } from '../../core/analysis/statistics';
@@ -101,7 +106,8 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     if (!start || start.uri.toString() !== uri.toString()) {
       throw new Error('Choose "Measure Region from Here" on the first line of the region first (in the same file).');
     }
-    if (line <= start.line) throw new Error(`The region's end (line ${line}) must come after its start (line ${start.line}).`);
+    if (line <= start.line)
+      throw new Error(`The region's end (line ${line}) must come after its start (line ${start.line}).`);
     this.setPendingStart(undefined);
     await this.inject([{ start: { path: uri.fsPath, line: start.line }, end: { path: uri.fsPath, line } }]);
   }
@@ -151,7 +157,8 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
         // Every warning is logged (under the adapter's own name for the measurement) and shown in
         // the hover; only one that changes what the figures mean interrupts the user.
         this.log.warn(`${info.name}: ${w.message}`);
-        if (warningNeedsAttention(w)) void vscode.window.showWarningMessage(`CycleLens: ${measurementLabel(info)}: ${w.message}`);
+        if (warningNeedsAttention(w))
+          void vscode.window.showWarningMessage(`CycleLens: ${measurementLabel(info)}: ${w.message}`);
       }
     }
   }
@@ -186,7 +193,9 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   }
 
   provideHover(document: vscode.TextDocument, position: vscode.Position): vscode.Hover | undefined {
-    const l = [...this.live.values()].find((x) => x.info.source?.path === document.uri.fsPath && x.info.source.line - 1 === position.line);
+    const l = [...this.live.values()].find(
+      (x) => x.info.source?.path === document.uri.fsPath && x.info.source.line - 1 === position.line,
+    );
     if (!l) return undefined;
     const md = new vscode.MarkdownString();
     const label = measurementLabel(l.info);
@@ -201,7 +210,9 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
       return new vscode.Hover(md);
     }
     md.appendMarkdown(`calls ${r.calls} · passes ${r.passes}${r.untracked ? ` · untracked ${r.untracked}` : ''}\n\n`);
-    md.appendMarkdown(`total ${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)}, payload ${formatCount(r.overheadPerPass)}/pass removed)\n\n`);
+    md.appendMarkdown(
+      `total ${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)}, payload ${formatCount(r.overheadPerPass)}/pass removed)\n\n`,
+    );
     if (r.mean !== null) {
       md.appendMarkdown(
         `per pass as counted: mean ${formatCount(r.mean)}, min ${formatCount(r.min ?? 0)}, max ${formatCount(r.max ?? 0)}; without the payload: mean ${formatCount(r.meanCompensated ?? 0)}\n\n`,
@@ -224,8 +235,12 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
         if (!src || src.path !== path) continue;
         const line = editor.document.lineAt(Math.min(src.line - 1, editor.document.lineCount - 1));
         starts.push({ range: line.range });
-        if (src.endLine !== undefined) ends.push({ range: editor.document.lineAt(Math.min(src.endLine - 1, editor.document.lineCount - 1)).range });
-        texts.push({ range: new vscode.Range(line.range.end, line.range.end), renderOptions: { after: { contentText: summary(l.result, this.totalOfRun) } } });
+        if (src.endLine !== undefined)
+          ends.push({ range: editor.document.lineAt(Math.min(src.endLine - 1, editor.document.lineCount - 1)).range });
+        texts.push({
+          range: new vscode.Range(line.range.end, line.range.end),
+          renderOptions: { after: { contentText: summary(l.result, this.totalOfRun) } },
+        });
       }
       editor.setDecorations(this.startMarker, starts);
       editor.setDecorations(this.endMarker, ends);
@@ -269,14 +284,17 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     this.pendingStart = start;
     this.pendingHint?.dispose();
     this.pendingHint = start
-      ? vscode.window.setStatusBarMessage(`CycleLens: region starts at line ${start.line}; choose "Measure Region to Here" on its last line.`)
+      ? vscode.window.setStatusBarMessage(
+          `CycleLens: region starts at line ${start.line}; choose "Measure Region to Here" on its last line.`,
+        )
       : undefined;
     this.decorate();
   }
 
   private requireSession(): vscode.DebugSession {
     const session = this.tracker.active;
-    if (!session) throw new Error('Start a CycleLens debug session first: measurements are injected into the running target.');
+    if (!session)
+      throw new Error('Start a CycleLens debug session first: measurements are injected into the running target.');
     return session;
   }
 

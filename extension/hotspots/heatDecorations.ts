@@ -48,7 +48,8 @@ export class HeatDecorations implements vscode.Disposable {
     const changed = changedLevels(this.shown.get(editor), levels);
     for (const level of changed) {
       const ranges: vscode.Range[] = [];
-      for (const line of levels[level]!) if (line >= 1 && line <= lastLine) ranges.push(new vscode.Range(line - 1, 0, line - 1, 0));
+      for (const line of levels[level]!)
+        if (line >= 1 && line <= lastLine) ranges.push(new vscode.Range(line - 1, 0, line - 1, 0));
       editor.setDecorations(this.types[level]!, ranges);
     }
     this.shown.set(editor, levels);

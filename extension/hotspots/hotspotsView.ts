@@ -75,7 +75,10 @@ export class HotspotsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
       item.command = {
         command: 'vscode.open',
         title: 'Open',
-        arguments: [vscode.Uri.file(node.path), { selection: new vscode.Range(node.line - 1, 0, node.line - 1, 0) } satisfies vscode.TextDocumentShowOptions],
+        arguments: [
+          vscode.Uri.file(node.path),
+          { selection: new vscode.Range(node.line - 1, 0, node.line - 1, 0) } satisfies vscode.TextDocumentShowOptions,
+        ],
       };
     }
     return item;

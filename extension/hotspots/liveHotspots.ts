@@ -1,5 +1,11 @@
 import * as vscode from 'vscode';
-import type { CountedApart, SampleLocation, SamplerDescription, SamplerId, SamplesEventBody } from '../../common/dapCustom';
+import type {
+  CountedApart,
+  SampleLocation,
+  SamplerDescription,
+  SamplerId,
+  SamplesEventBody,
+} from '../../common/dapCustom';
 import { addCountedApart, COUNTED_APART, CustomEvents, CustomRequests } from '../../common/dapCustom';
 import { customEventBody, customRequest } from '../../common/dapCustomClient';
 import { profileFromSamples } from '../../core/profile/fromSamples';
@@ -92,7 +98,10 @@ export class LiveHotspots implements vscode.Disposable {
       }),
       vscode.window.onDidChangeVisibleTextEditors(() => this.scheduleUpdate()),
       // One hover provider instead of a hover text per decorated line: computed for the one line asked.
-      vscode.languages.registerHoverProvider({ scheme: 'file' }, { provideHover: (doc, pos) => this.provideHover(doc, pos) }),
+      vscode.languages.registerHoverProvider(
+        { scheme: 'file' },
+        { provideHover: (doc, pos) => this.provideHover(doc, pos) },
+      ),
       vscode.workspace.onDidChangeConfiguration((e) => {
         if (e.affectsConfiguration('cyclelens.hotspots.windowSeconds') && this.run) {
           this.run.window.setWindow(windowSetting(), Date.now());
@@ -260,7 +269,10 @@ export class LiveHotspots implements vscode.Disposable {
 
   private hover(run: LiveRun, l: LineHeat): vscode.MarkdownString {
     const unit = run.profile ? unitLabel(run.profile.unit) : 'samples';
-    const ci = l.low !== undefined && l.high !== undefined ? ` (95 % interval ${formatShare(l.low)} – ${formatShare(l.high)})` : ' (exact)';
+    const ci =
+      l.low !== undefined && l.high !== undefined
+        ? ` (95 % interval ${formatShare(l.low)} – ${formatShare(l.high)})`
+        : ' (exact)';
     const what = run.sampler ? `${run.sampler.label}: ${run.sampler.attribution}` : run.samplerId;
     return new vscode.MarkdownString(
       `**${formatShare(l.share)}**${ci} · ${formatNumber(l.count)} ${unit}${l.function ? ` · \`${l.function}\`` : ''}\n\n${what}`,
@@ -273,7 +285,10 @@ export class LiveHotspots implements vscode.Disposable {
     this.status.text = `$(flame) ${run.samplerId} · ${formatNumber(run.samplesPerSecond)}/s · ${formatNumber(run.total)} ${unit}${asleep}${run.running ? '' : ' (stopped)'}`;
     // A reason the sampler reports at all is noted, at 0 too.
     const apartNotes = COUNTED_APART.filter((key) => run.apart[key] !== undefined)
-      .map((key) => ` Reads that found the core ${APART_REASONS[key]} are counted apart, never as code: ${formatNumber(run.apart[key]!)} so far.`)
+      .map(
+        (key) =>
+          ` Reads that found the core ${APART_REASONS[key]} are counted apart, never as code: ${formatNumber(run.apart[key]!)} so far.`,
+      )
       .join('');
     this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}.${apartNotes} Click to turn off.`;
     this.status.show();

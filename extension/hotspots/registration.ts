@@ -35,18 +35,23 @@ export function liveProfileSource(live: LiveHotspots): LiveProfileSource {
 export function registerLiveHotspots(live: LiveHotspots): vscode.Disposable[] {
   const view = new HotspotsView(live);
   // "Show Live Profile" joins the debug toolbar while the overlay samples.
-  const sampling = (): void => void vscode.commands.executeCommand('setContext', 'cyclelens.liveSampling', live.current?.running === true);
+  const sampling = (): void =>
+    void vscode.commands.executeCommand('setContext', 'cyclelens.liveSampling', live.current?.running === true);
   const start = async (sampler?: SamplerId): Promise<void> => {
     const session = activeSession();
     if (!session) {
       void vscode.window.showWarningMessage('Live hotspots need a running CycleLens debug session: start one first.');
       return;
     }
-    const configured = vscode.workspace.getConfiguration('cyclelens').get<SamplerId | 'auto'>('hotspots.sampler', 'auto');
+    const configured = vscode.workspace
+      .getConfiguration('cyclelens')
+      .get<SamplerId | 'auto'>('hotspots.sampler', 'auto');
     try {
       await live.start(session, sampler ?? (configured === 'auto' ? undefined : configured));
     } catch (err) {
-      void vscode.window.showErrorMessage(`Could not start live hotspots: ${err instanceof Error ? err.message : String(err)}`);
+      void vscode.window.showErrorMessage(
+        `Could not start live hotspots: ${err instanceof Error ? err.message : String(err)}`,
+      );
     }
   };
   return [

@@ -27,7 +27,8 @@ export function panelCsp(r: Pick<PanelPageResources, 'cspSource' | 'nonce'>): st
   ].join('; ');
 }
 
-const attribute = (s: string): string => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const attribute = (s: string): string =>
+  s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
 export function panelHtml(r: PanelPageResources): string {
   return `<!DOCTYPE html>

@@ -54,6 +54,7 @@ export function restorablePanel(state: unknown): { file: string; tab: PanelTab }
 /** The result set a descent's or profile's text report belongs to: `.cyclelens/results/X.txt` → `X.json`. */
 export function resultSetOfReport(path: string): string | undefined {
   const parts = path.split(/[\\/]/);
-  if (parts.length < 3 || parts.at(-2) !== 'results' || parts.at(-3) !== '.cyclelens' || !path.endsWith('.txt')) return undefined;
+  if (parts.length < 3 || parts.at(-2) !== 'results' || parts.at(-3) !== '.cyclelens' || !path.endsWith('.txt'))
+    return undefined;
   return `${path.slice(0, -'.txt'.length)}.json`;
 }

@@ -96,11 +96,16 @@ class ProfileWebview implements vscode.Disposable {
       case 'openLocation': {
         const uri = await sourceUri(message.path);
         if (!uri) {
-          void vscode.window.showWarningMessage(`${message.path} is not on this machine or in the workspace: open the folder the firmware was built from.`);
+          void vscode.window.showWarningMessage(
+            `${message.path} is not on this machine or in the workspace: open the folder the firmware was built from.`,
+          );
           return;
         }
         const line = Math.max(0, message.line - 1);
-        await vscode.window.showTextDocument(uri, { viewColumn: vscode.ViewColumn.One, selection: new vscode.Range(line, 0, line, 0) });
+        await vscode.window.showTextDocument(uri, {
+          viewColumn: vscode.ViewColumn.One,
+          selection: new vscode.Range(line, 0, line, 0),
+        });
         return;
       }
       case 'selectFunction':
@@ -116,9 +121,17 @@ class ProfileWebview implements vscode.Disposable {
           return;
         }
         try {
-          this.post({ type: 'source', path: message.path, text: (await vscode.workspace.openTextDocument(uri)).getText() });
+          this.post({
+            type: 'source',
+            path: message.path,
+            text: (await vscode.workspace.openTextDocument(uri)).getText(),
+          });
         } catch (err) {
-          this.post({ type: 'source', path: message.path, problem: `${message.path} could not be read: ${err instanceof Error ? err.message : String(err)}` });
+          this.post({
+            type: 'source',
+            path: message.path,
+            problem: `${message.path} could not be read: ${err instanceof Error ? err.message : String(err)}`,
+          });
         }
         return;
       }
@@ -127,7 +140,9 @@ class ProfileWebview implements vscode.Disposable {
         return;
       default: {
         const unknown: never = message;
-        void vscode.window.showErrorMessage(`CycleLens profile panel sent an unknown message: ${JSON.stringify(unknown)}`);
+        void vscode.window.showErrorMessage(
+          `CycleLens profile panel sent an unknown message: ${JSON.stringify(unknown)}`,
+        );
       }
     }
   }
@@ -197,7 +212,9 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   }
 
   private newMain(profile: Profile, title: string, tab: PanelTab, file: string | undefined): ProfileWebview {
-    const panel = vscode.window.createWebviewPanel(ProfilePanels.viewType, title, vscode.ViewColumn.Beside, { enableScripts: true });
+    const panel = vscode.window.createWebviewPanel(ProfilePanels.viewType, title, vscode.ViewColumn.Beside, {
+      enableScripts: true,
+    });
     return new ProfileWebview(panel, this.extensionUri, profile, title, tab, file, () => this.mainClosed(panel));
   }
 
@@ -252,7 +269,9 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
       const { profile, title } = await loadProfileFile(saved.file);
       panel.title = title;
       if (this.main) this.main.panel.dispose();
-      this.main = new ProfileWebview(panel, this.extensionUri, profile, title, saved.tab, saved.file, () => this.mainClosed(panel));
+      this.main = new ProfileWebview(panel, this.extensionUri, profile, title, saved.tab, saved.file, () =>
+        this.mainClosed(panel),
+      );
     } catch (err) {
       showProblemPage(panel, err instanceof Error ? err.message : String(err));
     }
@@ -265,7 +284,9 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   async resolveCustomEditor(document: ProfileDocument, panel: vscode.WebviewPanel): Promise<void> {
     try {
       const { profile, title } = await loadProfileFile(document.uri.fsPath);
-      const view = new ProfileWebview(panel, this.extensionUri, profile, title, undefined, undefined, () => this.editors.delete(view));
+      const view = new ProfileWebview(panel, this.extensionUri, profile, title, undefined, undefined, () =>
+        this.editors.delete(view),
+      );
       this.editors.add(view);
     } catch (err) {
       showProblemPage(panel, err instanceof Error ? err.message : String(err));
@@ -303,14 +324,20 @@ export function registerProfilePanels(context: vscode.ExtensionContext, live: Li
       if (!target) {
         const files = await savedResultSets();
         if (files.length === 0) {
-          void vscode.window.showInformationMessage('No saved result set in this workspace: run "Where Do My Cycles Go?" or "Exact Full Profile" first.');
+          void vscode.window.showInformationMessage(
+            'No saved result set in this workspace: run "Where Do My Cycles Go?" or "Exact Full Profile" first.',
+          );
           return;
         }
         const picked =
           files.length === 1
             ? { uri: files[0]! }
             : await vscode.window.showQuickPick(
-                files.map((uri, i) => ({ label: basename(uri.fsPath), description: i === 0 ? 'latest' : vscode.workspace.asRelativePath(uri), uri })),
+                files.map((uri, i) => ({
+                  label: basename(uri.fsPath),
+                  description: i === 0 ? 'latest' : vscode.workspace.asRelativePath(uri),
+                  uri,
+                })),
                 { title: 'Show which result set?' },
               );
         if (!picked) return;
@@ -327,9 +354,14 @@ export function registerProfilePanels(context: vscode.ExtensionContext, live: Li
       webviewOptions: { retainContextWhenHidden: false },
       supportsMultipleEditorsPerDocument: true,
     }),
-    vscode.window.registerWebviewPanelSerializer(ProfilePanels.viewType, { deserializeWebviewPanel: (panel, state: unknown) => panels.restore(panel, state) }),
+    vscode.window.registerWebviewPanelSerializer(ProfilePanels.viewType, {
+      deserializeWebviewPanel: (panel, state: unknown) => panels.restore(panel, state),
+    }),
     // "Open Call Graph" inside a descent's or profile's saved text report, above its first line.
-    vscode.languages.registerCodeLensProvider({ scheme: 'file', pattern: '**/.cyclelens/results/*.txt' }, new ReportLenses()),
+    vscode.languages.registerCodeLensProvider(
+      { scheme: 'file', pattern: '**/.cyclelens/results/*.txt' },
+      new ReportLenses(),
+    ),
   ];
 }
 

@@ -6,7 +6,10 @@ import { eventName } from '../commands/counterPicks';
 import { formatCount } from '../../core/analysis/statistics';
 import type { SessionTracker } from '../debug/sessionTracker';
 
-type Node = { kind: 'unit'; unit: CounterUnitInfo } | { kind: 'slot'; unit: CounterUnitInfo; slot: CounterSlotInfo } | { kind: 'message'; text: string };
+type Node =
+  | { kind: 'unit'; unit: CounterUnitInfo }
+  | { kind: 'slot'; unit: CounterUnitInfo; slot: CounterSlotInfo }
+  | { kind: 'message'; text: string };
 
 /**
  * The Counters view: every counter unit the target has (or why it has none), its slots, what each
@@ -44,7 +47,8 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     try {
       this.units = (await customRequest(session, CustomRequests.counters)).units;
       // The catalogue changes only with the session (a stop never changes it).
-      if (!readValues || this.events.length === 0) this.events = (await customRequest(session, CustomRequests.events)).events;
+      if (!readValues || this.events.length === 0)
+        this.events = (await customRequest(session, CustomRequests.events)).events;
       if (readValues && this.units.some((u) => u.slots.some((s) => s.event))) {
         const fresh = (await customRequest(session, CustomRequests.read)).values;
         for (const v of fresh) {
@@ -68,7 +72,8 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
 
   getChildren(node?: Node): Node[] {
     if (!node) {
-      if (!this.tracker.active) return [{ kind: 'message', text: 'Start a CycleLens debug session to see its counters.' }];
+      if (!this.tracker.active)
+        return [{ kind: 'message', text: 'Start a CycleLens debug session to see its counters.' }];
       if (this.units.length === 0) return [{ kind: 'message', text: 'This target reported no counter units.' }];
       return this.units.map((unit) => ({ kind: 'unit', unit }));
     }
@@ -81,8 +86,13 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
       case 'message':
         return new vscode.TreeItem(node.text);
       case 'unit': {
-        const item = new vscode.TreeItem(node.unit.unit, node.unit.present ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-        item.description = node.unit.present ? `${node.unit.slots.length} slot${node.unit.slots.length === 1 ? '' : 's'}` : 'not available';
+        const item = new vscode.TreeItem(
+          node.unit.unit,
+          node.unit.present ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None,
+        );
+        item.description = node.unit.present
+          ? `${node.unit.slots.length} slot${node.unit.slots.length === 1 ? '' : 's'}`
+          : 'not available';
         item.tooltip = node.unit.note ?? `${node.unit.unit}: resolution ${node.unit.resolution}`;
         item.iconPath = new vscode.ThemeIcon(node.unit.present ? 'pulse' : 'circle-slash');
         item.contextValue = node.unit.present ? 'counterUnit' : 'counterUnitAbsent';
@@ -95,7 +105,10 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
         const item = new vscode.TreeItem(node.slot.name);
         const id = node.slot.event ?? node.slot.fixedEvent;
         const event = id === undefined ? undefined : eventName(id, this.events);
-        const shown = value && node.slot.event ? `${formatCount(Number(value.value))}${delta ? ` (+${formatCount(Number(delta))})` : ''}` : '';
+        const shown =
+          value && node.slot.event
+            ? `${formatCount(Number(value.value))}${delta ? ` (+${formatCount(Number(delta))})` : ''}`
+            : '';
         item.description = [event ?? 'unassigned', shown].filter(Boolean).join(' · ');
         item.tooltip = new vscode.MarkdownString(
           [
@@ -107,7 +120,9 @@ export class CountersView implements vscode.TreeDataProvider<Node>, vscode.Dispo
             .filter(Boolean)
             .join('\n\n'),
         );
-        item.iconPath = new vscode.ThemeIcon(value && !value.reliable ? 'warning' : node.slot.event ? 'dashboard' : 'circle-outline');
+        item.iconPath = new vscode.ThemeIcon(
+          value && !value.reliable ? 'warning' : node.slot.event ? 'dashboard' : 'circle-outline',
+        );
         item.contextValue = 'counterSlot';
         return item;
       }

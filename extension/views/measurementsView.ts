@@ -26,7 +26,10 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
     private readonly store: MeasurementStore,
     private readonly injected: InjectedSource,
   ) {
-    this.subscriptions = [store.onDidChange(() => this.changed.fire(undefined)), injected.onDidChangeResults(() => this.changed.fire(undefined))];
+    this.subscriptions = [
+      store.onDidChange(() => this.changed.fire(undefined)),
+      injected.onDidChangeResults(() => this.changed.fire(undefined)),
+    ];
   }
 
   getChildren(node?: Node): Node[] {
@@ -42,14 +45,19 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
       return [
         { kind: 'stat', label: 'calls', value: String(r.calls) },
         { kind: 'stat', label: 'passes', value: String(r.passes) },
-        { kind: 'stat', label: `total (${r.counter})`, value: `${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)})` },
+        {
+          kind: 'stat',
+          label: `total (${r.counter})`,
+          value: `${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)})`,
+        },
         { kind: 'stat', label: 'mean per pass', value: formatCount(r.meanCompensated ?? 0) },
         { kind: 'stat', label: 'min … max', value: `${formatCount(r.min ?? 0)} … ${formatCount(r.max ?? 0)}` },
         { kind: 'stat', label: 'payload per pass', value: formatCount(r.overheadPerPass) },
         ...(r.untracked ? [{ kind: 'stat' as const, label: 'untracked entries', value: String(r.untracked) }] : []),
       ];
     }
-    if (node.kind === 'record') return node.record.series.map((series) => ({ kind: 'series', record: node.record, series }));
+    if (node.kind === 'record')
+      return node.record.series.map((series) => ({ kind: 'series', record: node.record, series }));
     if (node.kind === 'series') {
       const d = node.series.distribution;
       if (!d) return [{ kind: 'stat', label: 'passes', value: '0' }];
@@ -61,7 +69,9 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
         { kind: 'stat', label: 'max', value: formatCount(d.max) },
         { kind: 'stat', label: 'std dev', value: formatCount(d.stddev) },
         { kind: 'stat', label: 'total', value: formatCount(d.total) },
-        ...(node.series.unreliablePasses ? [{ kind: 'stat' as const, label: 'unreliable passes', value: String(node.series.unreliablePasses) }] : []),
+        ...(node.series.unreliablePasses
+          ? [{ kind: 'stat' as const, label: 'unreliable passes', value: String(node.series.unreliablePasses) }]
+          : []),
       ];
     }
     return [];
@@ -77,7 +87,9 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
           : `${node.info.kind} · ${node.info.payload} · injected`;
         const d = r ? distribution(r.lastPasses) : undefined;
         const tooltip = new vscode.MarkdownString(
-          d ? ['Last passes:', '```', ...histogramBars(d), '```'].join('\n') : 'Injected: counting at full speed; results are read at each stop.',
+          d
+            ? ['Last passes:', '```', ...histogramBars(d), '```'].join('\n')
+            : 'Injected: counting at full speed; results are read at each stop.',
         );
         // The adapter's warnings are information here; those that change the figures were also notified.
         for (const w of node.info.warnings) tooltip.appendMarkdown('\n\n').appendText(w.message);
@@ -89,7 +101,10 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
           item.command = {
             title: 'Go to source',
             command: 'vscode.open',
-            arguments: [vscode.Uri.file(node.info.source.path), { selection: new vscode.Range(node.info.source.line - 1, 0, node.info.source.line - 1, 0) }],
+            arguments: [
+              vscode.Uri.file(node.info.source.path),
+              { selection: new vscode.Range(node.info.source.line - 1, 0, node.info.source.line - 1, 0) },
+            ],
           };
         }
         return item;
@@ -109,7 +124,10 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
           item.command = {
             title: 'Go to region',
             command: 'vscode.open',
-            arguments: [vscode.Uri.file(r.anchor.path), { selection: new vscode.Range(r.anchor.line - 1, 0, r.anchor.line - 1, 0) }],
+            arguments: [
+              vscode.Uri.file(r.anchor.path),
+              { selection: new vscode.Range(r.anchor.line - 1, 0, r.anchor.line - 1, 0) },
+            ],
           };
         }
         return item;

@@ -6,7 +6,14 @@ import { existsSync, mkdirSync, openSync, closeSync, readFileSync, readdirSync, 
 import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
-import { CODE_SERVER_TAG_VAR, codeServerEntry, codeServerEnv, codeServerPrefix, codeServerVersion, ensureCodeServer } from './codeServerInstall.mjs';
+import {
+  CODE_SERVER_TAG_VAR,
+  codeServerEntry,
+  codeServerEnv,
+  codeServerPrefix,
+  codeServerVersion,
+  ensureCodeServer,
+} from './codeServerInstall.mjs';
 
 export { CODE_SERVER_TAG_VAR, codeServerEntry, codeServerPrefix, codeServerVersion, ensureCodeServer };
 
@@ -265,12 +272,16 @@ export async function startCodeServer({
   for (;;) {
     if (exited !== null) {
       await stop();
-      throw new Error(`code-server exited (${exited.code ?? exited.signal}) before serving; log ${logFile}:\n${tail(logFile)}`);
+      throw new Error(
+        `code-server exited (${exited.code ?? exited.signal}) before serving; log ${logFile}:\n${tail(logFile)}`,
+      );
     }
     if ((await httpStatus(`${base}healthz`)) === 200) break;
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`code-server did not answer on ${base} within ${timeoutMs / 1000} s; log ${logFile}:\n${tail(logFile)}`);
+      throw new Error(
+        `code-server did not answer on ${base} within ${timeoutMs / 1000} s; log ${logFile}:\n${tail(logFile)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 200));
   }

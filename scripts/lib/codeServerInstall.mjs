@@ -8,7 +8,16 @@
 //
 //   node scripts/lib/codeServerInstall.mjs [--force]     install (or check) code-server, print timings
 import { spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { repoRoot } from './root.mjs';
@@ -37,7 +46,14 @@ export function codeServerEnv(stateDir, tag, extra = {}) {
 }
 
 /** Native modules of VS Code's server that must be compiled against this Node's ABI. */
-const vscodeNativeModules = ['kerberos', '@parcel/watcher', '@vscode/deviceid', '@vscode/spdlog', 'native-watchdog', 'node-pty'];
+const vscodeNativeModules = [
+  'kerberos',
+  '@parcel/watcher',
+  '@vscode/deviceid',
+  '@vscode/spdlog',
+  'native-watchdog',
+  'node-pty',
+];
 
 // ---------------------------------------------------------------------------------------------
 // Installation
@@ -52,7 +68,8 @@ function run(command, args, cwd, extraEnv = {}) {
   };
   const result = spawnSync(command, args, { cwd, env, stdio: 'inherit' });
   if (result.error) throw new Error(`${command} could not start: ${result.error.message}`);
-  if (result.status !== 0) throw new Error(`${command} ${args.join(' ')} exited with ${result.status ?? result.signal}`);
+  if (result.status !== 0)
+    throw new Error(`${command} ${args.join(' ')} exited with ${result.status ?? result.signal}`);
 }
 
 /** Loads `modules` in a fresh Node started in `cwd`; returns the error text, or '' when all load. */
@@ -98,18 +115,29 @@ function installSteps() {
       name: `npm install code-server@${codeServerVersion} (without its install scripts)`,
       cwd: codeServerPrefix,
       command: `npm install --ignore-scripts code-server@${codeServerVersion}`,
-      check: () => (installedVersion() === codeServerVersion && existsSync(codeServerEntry) ? '' : 'code-server is not installed'),
+      check: () =>
+        installedVersion() === codeServerVersion && existsSync(codeServerEntry) ? '' : 'code-server is not installed',
       run: () => {
         // Our own package.json stops npm from walking up and installing into CycleLens's node_modules.
-        writeFileSync(join(codeServerPrefix, 'package.json'), `${JSON.stringify({ name: 'cyclelens-code-server', private: true }, null, 2)}\n`);
-        run('npm', ['install', '--ignore-scripts', '--no-package-lock', `code-server@${codeServerVersion}`], codeServerPrefix);
+        writeFileSync(
+          join(codeServerPrefix, 'package.json'),
+          `${JSON.stringify({ name: 'cyclelens-code-server', private: true }, null, 2)}\n`,
+        );
+        run(
+          'npm',
+          ['install', '--ignore-scripts', '--no-package-lock', `code-server@${codeServerVersion}`],
+          codeServerPrefix,
+        );
       },
     },
     {
       name: "install VS Code server's own dependencies",
       cwd: vscodeDir,
       command: 'npm install --omit=dev --ignore-scripts',
-      check: () => (existsSync(join(vscodeDir, 'node_modules', '.package-lock.json')) ? '' : 'lib/vscode/node_modules is incomplete'),
+      check: () =>
+        existsSync(join(vscodeDir, 'node_modules', '.package-lock.json'))
+          ? ''
+          : 'lib/vscode/node_modules is incomplete',
       run: () => run('npm', ['install', '--omit=dev', '--ignore-scripts'], vscodeDir),
     },
     {
@@ -123,7 +151,10 @@ function installSteps() {
       name: "link Debian's ripgrep for VS Code's search",
       cwd: vscodeDir,
       command: `ln -sf /usr/bin/rg ${ripgrepLink}`,
-      check: () => (isSymlinkTo(ripgrepLink, '/usr/bin/rg') && existsSync('/usr/bin/rg') ? '' : 'rg is not linked (is Debian package ripgrep installed?)'),
+      check: () =>
+        isSymlinkTo(ripgrepLink, '/usr/bin/rg') && existsSync('/usr/bin/rg')
+          ? ''
+          : 'rg is not linked (is Debian package ripgrep installed?)',
       run: () => {
         if (!existsSync('/usr/bin/rg')) throw new Error('/usr/bin/rg is missing: apt-get install ripgrep');
         mkdirSync(dirname(ripgrepLink), { recursive: true });
@@ -148,7 +179,8 @@ function installSteps() {
       name: 'link the remote CLI scripts',
       cwd: join(vscodeDir, 'bin'),
       command: 'ln -s code-linux.sh remote-cli/code-server && ln -s browser-linux.sh helpers/browser.sh',
-      check: () => (cliLinks.every(([link, target]) => isSymlinkTo(link, target)) ? '' : 'remote CLI scripts are not linked'),
+      check: () =>
+        cliLinks.every(([link, target]) => isSymlinkTo(link, target)) ? '' : 'remote CLI scripts are not linked',
       run: () => {
         for (const [link, target] of cliLinks) {
           rmSync(link, { force: true });
@@ -160,7 +192,10 @@ function installSteps() {
       name: "install the built-in extensions' dependencies",
       cwd: extensionsDir,
       command: 'npm install --omit=dev --ignore-scripts',
-      check: () => (existsSync(join(extensionsDir, 'node_modules', '.package-lock.json')) ? '' : 'lib/vscode/extensions/node_modules is incomplete'),
+      check: () =>
+        existsSync(join(extensionsDir, 'node_modules', '.package-lock.json'))
+          ? ''
+          : 'lib/vscode/extensions/node_modules is incomplete',
       run: () => run('npm', ['install', '--omit=dev', '--ignore-scripts'], extensionsDir),
     },
     {
@@ -169,7 +204,8 @@ function installSteps() {
       cwd: codeServerPrefix,
       command: 'npm_config_build_from_source=true npm rebuild argon2',
       check: () => loadError(codeServerPrefix, ['argon2']),
-      run: () => run('npm', ['rebuild', 'argon2'], codeServerPrefix, { npm_config_build_from_source: 'true', ...rebuildEnv }),
+      run: () =>
+        run('npm', ['rebuild', 'argon2'], codeServerPrefix, { npm_config_build_from_source: 'true', ...rebuildEnv }),
     },
     {
       name: 'check that code-server starts',
@@ -204,7 +240,8 @@ function versionProblem() {
 
 /** The stamp is for this version and this Node ABI, and code-server still answers `--version`. */
 function stampMatches(stamp) {
-  if (stamp === undefined || stamp.version !== codeServerVersion || stamp.nodeModules !== process.versions.modules) return false;
+  if (stamp === undefined || stamp.version !== codeServerVersion || stamp.nodeModules !== process.versions.modules)
+    return false;
   return versionProblem() === '';
 }
 
@@ -255,15 +292,19 @@ function withInstallLock(fn) {
  * command and how to retry. Returns where it is and whether this call installed it.
  */
 export function ensureCodeServer({ force = false } = {}) {
-  if (!force && stampMatches(readStamp())) return { entry: codeServerEntry, version: codeServerVersion, installed: false, seconds: 0 };
+  if (!force && stampMatches(readStamp()))
+    return { entry: codeServerEntry, version: codeServerVersion, installed: false, seconds: 0 };
   return withInstallLock(() => {
-    if (!force && stampMatches(readStamp())) return { entry: codeServerEntry, version: codeServerVersion, installed: false, seconds: 0 };
+    if (!force && stampMatches(readStamp()))
+      return { entry: codeServerEntry, version: codeServerVersion, installed: false, seconds: 0 };
     mkdirSync(codeServerPrefix, { recursive: true });
     rmSync(stampFile, { force: true });
     const started = Date.now();
     const steps = installSteps();
     const timings = [];
-    console.log(`[code-server] installing ${codeServerVersion} into ${codeServerPrefix} (a first install takes one to a few minutes)`);
+    console.log(
+      `[code-server] installing ${codeServerVersion} into ${codeServerPrefix} (a first install takes one to a few minutes)`,
+    );
     for (const [i, step] of steps.entries()) {
       const label = `step ${i + 1}/${steps.length}: ${step.name}`;
       const t0 = Date.now();

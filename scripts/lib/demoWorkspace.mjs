@@ -61,8 +61,15 @@ function copyElfs(builtDir, toDir) {
  * `allowMissingFirmware`, the ELFs that launch.json names must exist (the e2e tests that only look
  * at the UI allow them to be missing).
  */
-export function createDemoWorkspace({ dir = demoWorkspaceDir, program = 'singlepass', server = {}, build = false, allowMissingFirmware = false } = {}) {
-  if (!existsSync(fixturesDir)) throw new Error(`${fixturesDir} is missing: no fixture firmware to put in the demo workspace`);
+export function createDemoWorkspace({
+  dir = demoWorkspaceDir,
+  program = 'singlepass',
+  server = {},
+  build = false,
+  allowMissingFirmware = false,
+} = {}) {
+  if (!existsSync(fixturesDir))
+    throw new Error(`${fixturesDir} is missing: no fixture firmware to put in the demo workspace`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   const builtDir = join(fixturesDir, 'build');
@@ -78,9 +85,13 @@ export function createDemoWorkspace({ dir = demoWorkspaceDir, program = 'singlep
     copyElfs(builtDir, join(dir, 'build'));
   }
 
-  const missing = demoConfigurations.map((c) => join('build', c.target, `${program}.elf`)).filter((elf) => !existsSync(join(dir, elf)));
+  const missing = demoConfigurations
+    .map((c) => join('build', c.target, `${program}.elf`))
+    .filter((elf) => !existsSync(join(dir, elf)));
   if (missing.length > 0 && !allowMissingFirmware) {
-    throw new Error(`the demo firmware is not built (${missing.join(', ')} missing): run \`make -C test/fixtures -j2\``);
+    throw new Error(
+      `the demo firmware is not built (${missing.join(', ')} missing): run \`make -C test/fixtures -j2\``,
+    );
   }
   mkdirSync(join(dir, '.vscode'), { recursive: true });
   writeFileSync(join(dir, '.vscode', 'launch.json'), `${JSON.stringify(demoLaunchJson(program, server), null, 2)}\n`);

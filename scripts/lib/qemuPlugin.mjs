@@ -16,7 +16,11 @@ export function buildQemuPlugin(root) {
   mkdirSync(join(root, '.cache', 'qemu-plugin'), { recursive: true });
   const tmp = `${target}.${process.pid}.tmp`;
   // -fvisibility=hidden: only qemu_plugin_install and qemu_plugin_version are exported (QEMU's advice).
-  execFileSync('gcc', ['-shared', '-fPIC', '-O2', '-Wall', '-Wextra', '-Werror', '-fvisibility=hidden', '-pthread', '-o', tmp, source], { stdio: 'inherit' });
+  execFileSync(
+    'gcc',
+    ['-shared', '-fPIC', '-O2', '-Wall', '-Wextra', '-Werror', '-fvisibility=hidden', '-pthread', '-o', tmp, source],
+    { stdio: 'inherit' },
+  );
   renameSync(tmp, target);
   return target;
 }
@@ -32,6 +36,9 @@ export function stageQemuPlugin(root) {
   const dir = join(root, 'dist', 'qemu-plugin', `${process.platform}-${process.arch}`);
   mkdirSync(dir, { recursive: true });
   copyFileSync(built, join(dir, 'qemuInsnCount.so'));
-  copyFileSync(join(root, 'adapter', 'sampling', 'qemuInsnCount.c'), join(root, 'dist', 'qemu-plugin', 'qemuInsnCount.c'));
+  copyFileSync(
+    join(root, 'adapter', 'sampling', 'qemuInsnCount.c'),
+    join(root, 'dist', 'qemu-plugin', 'qemuInsnCount.c'),
+  );
   return join(dir, 'qemuInsnCount.so');
 }

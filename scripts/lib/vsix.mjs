@@ -13,7 +13,17 @@ export const defaultVsixPath = join(repoRoot, '.cache', 'vsix', 'cyclelens.vsix'
 const vsceBin = join(repoRoot, 'node_modules', '@vscode', 'vsce', 'vsce');
 
 /** What ends up in the package; a change to any of these makes a cached .vsix stale. */
-const packageInputs = ['dist', 'media', 'package.json', 'README.md', 'LICENSE', 'LICENSE.md', 'LICENSE.txt', 'CHANGELOG.md', '.vscodeignore'];
+const packageInputs = [
+  'dist',
+  'media',
+  'package.json',
+  'README.md',
+  'LICENSE',
+  'LICENSE.md',
+  'LICENSE.txt',
+  'CHANGELOG.md',
+  '.vscodeignore',
+];
 
 function newestMtime(path) {
   if (!existsSync(path)) return 0;
@@ -40,7 +50,8 @@ function readManifest() {
 function vsceFlags(manifest) {
   const flags = ['--no-dependencies'];
   if (!manifest.repository) flags.push('--allow-missing-repository');
-  if (!['LICENSE', 'LICENSE.md', 'LICENSE.txt'].some((f) => existsSync(join(repoRoot, f)))) flags.push('--skip-license');
+  if (!['LICENSE', 'LICENSE.md', 'LICENSE.txt'].some((f) => existsSync(join(repoRoot, f))))
+    flags.push('--skip-license');
   return flags;
 }
 
@@ -53,16 +64,21 @@ export function packageExtension({ out = defaultVsixPath, typecheck = false } = 
   try {
     execFileSync(process.execPath, buildArgs, { cwd: repoRoot, stdio: 'inherit' });
   } catch {
-    throw new Error(`the production build failed (its messages are above); retry with: node scripts/build.mjs ${buildArgs.slice(1).join(' ')}`);
+    throw new Error(
+      `the production build failed (its messages are above); retry with: node scripts/build.mjs ${buildArgs.slice(1).join(' ')}`,
+    );
   }
   const manifest = readManifest();
   const main = manifest.main ? join(repoRoot, manifest.main) : undefined;
   if (main && !existsSync(main) && !existsSync(`${main}.js`)) {
-    throw new Error(`package.json "main" is ${manifest.main}, which the build did not produce: does extension/extension.ts exist?`);
+    throw new Error(
+      `package.json "main" is ${manifest.main}, which the build did not produce: does extension/extension.ts exist?`,
+    );
   }
   // The extension starts these as programs of their own (the debug adapter, the profile language server).
   for (const program of ['dist/adapter.js', 'dist/lsp.js']) {
-    if (!existsSync(join(repoRoot, program))) throw new Error(`the build did not produce ${program}, which the extension starts: check scripts/build.mjs`);
+    if (!existsSync(join(repoRoot, program)))
+      throw new Error(`the build did not produce ${program}, which the extension starts: check scripts/build.mjs`);
   }
   // The repository README shows screenshots by relative path; a package has no repository to
   // resolve them against, so the packaged README is the same text without the image lines.
@@ -82,7 +98,9 @@ export function packageExtension({ out = defaultVsixPath, typecheck = false } = 
   try {
     execFileSync(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit'] });
   } catch {
-    throw new Error(`vsce could not package CycleLens (its message is above); retry with: node ${relative(repoRoot, vsceBin)} ${args.slice(1).join(' ')}`);
+    throw new Error(
+      `vsce could not package CycleLens (its message is above); retry with: node ${relative(repoRoot, vsceBin)} ${args.slice(1).join(' ')}`,
+    );
   }
   writeFileSync(`${out}.stamp`, inputsFingerprint());
   return out;
@@ -108,7 +126,10 @@ export function extensionId() {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const at = process.argv.indexOf('--out');
   try {
-    const out = packageExtension({ typecheck: process.argv.includes('--typecheck'), ...(at > 0 ? { out: process.argv[at + 1] } : {}) });
+    const out = packageExtension({
+      typecheck: process.argv.includes('--typecheck'),
+      ...(at > 0 ? { out: process.argv[at + 1] } : {}),
+    });
     console.log(`[vsix] ${relative(process.cwd(), out)}`);
   } catch (e) {
     console.error(e instanceof Error ? e.message : e);

@@ -150,7 +150,8 @@ export class ArcCpuModel {
 
   private execute(raised: Map<string, bigint>): void {
     const kind = this.kindAt(this.pc);
-    for (const [name, n] of Object.entries(ArcCpuModel.conditionsOf(kind))) raised.set(name, (raised.get(name) ?? 0n) + BigInt(n));
+    for (const [name, n] of Object.entries(ArcCpuModel.conditionsOf(kind)))
+      raised.set(name, (raised.get(name) ?? 0n) + BigInt(n));
     if (kind === 'branch') {
       this.core[0] = (this.core[0]! + 1) >>> 0;
       this.bta = this.program.loopStart;

@@ -53,7 +53,9 @@ export class ArcGdbStub {
     this.pct = new ArcPctModel(options.build);
     this.cpu = new ArcCpuModel(this.pct, {
       ...(options.program ? { program: options.program } : {}),
-      ...(options.maxInstructionsPerResume !== undefined ? { maxInstructionsPerResume: options.maxInstructionsPerResume } : {}),
+      ...(options.maxInstructionsPerResume !== undefined
+        ? { maxInstructionsPerResume: options.maxInstructionsPerResume }
+        : {}),
     });
     this.exposePctRegisters = options.exposePctRegisters ?? true;
     this.monitorNumberFormat = options.monitorNumberFormat ?? 'hex';
@@ -118,7 +120,9 @@ export class ArcGdbStub {
             this.received.push(text);
             this.log(`-> ${text.slice(0, 200)}`);
             if (!noAck) socket.write('+');
-            const reply = this.handle(text, event.payload, (out) => send(`O${Buffer.from(out, 'latin1').toString('hex')}`));
+            const reply = this.handle(text, event.payload, (out) =>
+              send(`O${Buffer.from(out, 'latin1').toString('hex')}`),
+            );
             if (reply.kind === 'reply') send(reply.payload);
             if (text === 'QStartNoAckMode') noAck = true;
             if (reply.kind === 'close' || reply.closeAfter) socket.end();
@@ -138,9 +142,11 @@ export class ArcGdbStub {
   ): { kind: 'reply'; payload: Buffer | string; closeAfter?: boolean } | { kind: 'close' } {
     const reply = (payload: Buffer | string, closeAfter = false) => ({ kind: 'reply' as const, payload, closeAfter });
     try {
-      if (text.startsWith('qSupported')) return reply(`PacketSize=${PACKET_SIZE.toString(16)};qXfer:features:read+;QStartNoAckMode+;vContSupported+`);
+      if (text.startsWith('qSupported'))
+        return reply(`PacketSize=${PACKET_SIZE.toString(16)};qXfer:features:read+;QStartNoAckMode+;vContSupported+`);
       if (text === 'QStartNoAckMode') return reply('OK');
-      if (text.startsWith('qXfer:features:read:')) return reply(this.readFeatures(text.slice('qXfer:features:read:'.length)));
+      if (text.startsWith('qXfer:features:read:'))
+        return reply(this.readFeatures(text.slice('qXfer:features:read:'.length)));
       if (text === '?') return reply(this.stopReply(this.lastSignal));
       if (text === 'qAttached' || text.startsWith('qAttached:')) return reply('1');
       if (text === 'qC') return reply('QC1');
@@ -228,7 +234,9 @@ export class ArcGdbStub {
     }
     const result = this.cpu.resume(mode);
     this.lastSignal = result.reason === 'budget' ? SIGINT : SIGTRAP;
-    this.log(`   resume ${mode}: ${result.instructions} instructions, stop (${result.reason}) at 0x${this.cpu.pc.toString(16)}`);
+    this.log(
+      `   resume ${mode}: ${result.instructions} instructions, stop (${result.reason}) at 0x${this.cpu.pc.toString(16)}`,
+    );
     return this.stopReply(this.lastSignal);
   }
 

@@ -151,10 +151,13 @@ export class ArcPctModel {
     this.build = { ...DEFAULT_BUILD, ...build };
     const b = this.build;
     if (b.present) {
-      if (!Number.isInteger(b.counters) || b.counters < 1 || b.counters > 255) throw new Error(`counters must be 1..255, not ${b.counters}`);
-      if (b.conditions.length < 1 || b.conditions.length > 0xffff) throw new Error('conditions must list 1..65535 names');
+      if (!Number.isInteger(b.counters) || b.counters < 1 || b.counters > 255)
+        throw new Error(`counters must be 1..255, not ${b.counters}`);
+      if (b.conditions.length < 1 || b.conditions.length > 0xffff)
+        throw new Error('conditions must list 1..65535 names');
       for (const name of b.conditions) {
-        if (!/^[\x21-\x7e]{1,8}$/.test(name)) throw new Error(`condition name '${name}' must be 1..8 printable ASCII characters`);
+        if (!/^[\x21-\x7e]{1,8}$/.test(name))
+          throw new Error(`condition name '${name}' must be 1..8 printable ASCII characters`);
       }
       if ((b.version & 0xff) === 0) throw new Error('a present PCT needs a non-zero version');
     }
@@ -188,7 +191,13 @@ export class ArcPctModel {
     }
     switch (aux) {
       case PCT_AUX.PCT_BUILD:
-        return ((b.version & 0xff) | (this.sizeField << 8) | ((b.interrupts ? 1 : 0) << 10) | ((b.counters & 0xff) << 16)) >>> 0;
+        return (
+          ((b.version & 0xff) |
+            (this.sizeField << 8) |
+            ((b.interrupts ? 1 : 0) << 10) |
+            ((b.counters & 0xff) << 16)) >>>
+          0
+        );
       case PCT_AUX.CC_BUILD:
         return ((b.ccVersion & 0xff) | (b.conditions.length << 16)) >>> 0;
       case PCT_AUX.CC_INDEX:
@@ -277,7 +286,8 @@ export class ArcPctModel {
   count(increments: ReadonlyMap<string, bigint> | Readonly<Record<string, bigint | number>>, kernelMode = true): void {
     if (!this.build.present || (this.control & CONTROL_ENABLE) === 0) return;
     const get = (name: string): bigint => {
-      const v = increments instanceof Map ? increments.get(name) : (increments as Record<string, bigint | number>)[name];
+      const v =
+        increments instanceof Map ? increments.get(name) : (increments as Record<string, bigint | number>)[name];
       return v === undefined ? 0n : BigInt(v);
     };
     for (let n = 0; n < this.build.counters; n++) {

@@ -123,7 +123,11 @@ export class MiniTcl {
       }
       const words: string[] = [];
       for (;;) {
-        while (pos < src.length && (src[pos] === ' ' || src[pos] === '\t' || (src[pos] === '\\' && src[pos + 1] === '\n'))) pos += src[pos] === '\\' ? 2 : 1;
+        while (
+          pos < src.length &&
+          (src[pos] === ' ' || src[pos] === '\t' || (src[pos] === '\\' && src[pos + 1] === '\n'))
+        )
+          pos += src[pos] === '\\' ? 2 : 1;
         if (pos >= src.length || src[pos] === '\n' || src[pos] === ';' || (nested && src[pos] === ']')) break;
         const word = this.word(src, pos, nested);
         words.push(word.text);
@@ -141,7 +145,8 @@ export class MiniTcl {
         if (c === '\\') i++;
         else if (c === '{') depth++;
         else if (c === '}' && --depth === 0) {
-          if (i + 1 < src.length && !/[\s;]/.test(src[i + 1]!) && !(nested && src[i + 1] === ']')) throw tclError('extra characters after close-brace');
+          if (i + 1 < src.length && !/[\s;]/.test(src[i + 1]!) && !(nested && src[i + 1] === ']'))
+            throw tclError('extra characters after close-brace');
           return { text: src.slice(pos + 1, i), end: i + 1 };
         }
       }
@@ -188,7 +193,8 @@ export class MiniTcl {
       return { text: this.getVar(src.slice(pos + 2, close)), end: close + 1 };
     }
     let end = pos + 1;
-    while (end < src.length && (VAR_CHAR.test(src[end]!) || (src[end] === ':' && src[end + 1] === ':'))) end += src[end] === ':' ? 2 : 1;
+    while (end < src.length && (VAR_CHAR.test(src[end]!) || (src[end] === ':' && src[end + 1] === ':')))
+      end += src[end] === ':' ? 2 : 1;
     if (end === pos + 1) return { text: '$', end };
     return { text: this.getVar(src.slice(pos + 1, end)), end };
   }
@@ -296,7 +302,8 @@ export class MiniTcl {
     for (;;) {
       const cond = a[i];
       let body = a[i + 1];
-      if (cond === undefined || body === undefined) throw tclError('wrong # args: should be "if cond ?then? body ?elseif cond body ...? ?else body?"');
+      if (cond === undefined || body === undefined)
+        throw tclError('wrong # args: should be "if cond ?then? body ?elseif cond body ...? ?else body?"');
       let next = i + 2;
       if (body === 'then') {
         body = a[i + 2]!;

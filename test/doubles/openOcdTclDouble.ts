@@ -88,7 +88,8 @@ export class OpenOcdTclDouble {
 export function openOcdInterpreter(core: PcsrCoreModel): MiniTcl {
   const interp = new MiniTcl();
   interp.define('read_memory', (a) => {
-    if (a.length < 4 || a.length > 5) throw tclError('wrong # args: should be "read_memory address width count [\'phys\']"');
+    if (a.length < 4 || a.length > 5)
+      throw tclError('wrong # args: should be "read_memory address width count [\'phys\']"');
     const [address, width, count] = [number(a[1]!, 'address'), number(a[2]!, 'width'), number(a[3]!, 'count')];
     checkWidth(width);
     const words: string[] = [];
@@ -103,7 +104,8 @@ export function openOcdInterpreter(core: PcsrCoreModel): MiniTcl {
     return words.join(' ');
   });
   interp.define('write_memory', (a) => {
-    if (a.length < 4 || a.length > 5) throw tclError('wrong # args: should be "write_memory address width data [\'phys\']"');
+    if (a.length < 4 || a.length > 5)
+      throw tclError('wrong # args: should be "write_memory address width data [\'phys\']"');
     const [address, width] = [number(a[1]!, 'address'), number(a[2]!, 'width')];
     checkWidth(width);
     parseList(a[3]!).forEach((word, i) => {

@@ -9,7 +9,12 @@
  *    so the decoder accepts it; the encoder never produces it.
  */
 
-export type RspEvent = { type: 'packet'; payload: Buffer } | { type: 'bad-checksum'; raw: string } | { type: 'ack' } | { type: 'nack' } | { type: 'interrupt' };
+export type RspEvent =
+  | { type: 'packet'; payload: Buffer }
+  | { type: 'bad-checksum'; raw: string }
+  | { type: 'ack' }
+  | { type: 'nack' }
+  | { type: 'interrupt' };
 
 function checksum(bytes: Buffer): number {
   let sum = 0;

@@ -31,7 +31,12 @@ const steps: StepReading[] = [];
 
 before(
   async () => {
-    harness = await CodeServerHarness.start({ name: 'counters', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
+    harness = await CodeServerHarness.start({
+      name: 'counters',
+      requireFirmware: true,
+      theme: dark,
+      viewport: { width: 1440, height: 900 },
+    });
     // Sources and ELFs from one build, as in a user's project (see debugging.test.ts for the demo's own ELFs).
     harness.buildFirmwareInWorkspace(['rv32', 'cortex-m4']);
     mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
@@ -70,57 +75,61 @@ async function topFrame(h: CodeServerHarness): Promise<string> {
   return top ? `${top.name}:${top.line}` : '(none)';
 }
 
-test('RV32: Configure Counters in the Counters view assigns "instructions retired" to minstret', { timeout: 120_000 }, async (t) => {
-  const h = harness!;
-  await h.showRunAndDebug();
-  await h.setSidebarWidth(420);
-  // Room for the Counters view: the stack stays in sight, the other debug views fold.
-  for (const other of ['Variables', 'Watch', 'Breakpoints']) await h.setViewExpanded(other, false);
-  const started = Date.now();
-  await h.startDebugging('QEMU RISC-V 32');
-  await h.waitForTopFrame('main', mainLine, 60_000);
-  t.diagnostic(`start button to stopped at main: ${Date.now() - started} ms`);
-  await h.openView(view);
+test(
+  'RV32: Configure Counters in the Counters view assigns "instructions retired" to minstret',
+  { timeout: 120_000 },
+  async (t) => {
+    const h = harness!;
+    await h.showRunAndDebug();
+    await h.setSidebarWidth(420);
+    // Room for the Counters view: the stack stays in sight, the other debug views fold.
+    for (const other of ['Variables', 'Watch', 'Breakpoints']) await h.setViewExpanded(other, false);
+    const started = Date.now();
+    await h.startDebugging('QEMU RISC-V 32');
+    await h.waitForTopFrame('main', mainLine, 60_000);
+    t.diagnostic(`start button to stopped at main: ${Date.now() - started} ms`);
+    await h.openView(view);
 
-  const unit = await h.waitForTreeRow(view, 'RISC-V counters', /slot/);
-  await tallCounters(h);
-  const rows = await h.treeRows(view);
-  t.diagnostic(`Counters: ${rows.map((r) => `${r.label} [${r.description}]`).join('; ')}`);
-  assert.equal(unit.level, 1);
-  for (const slot of ['mcycle', 'minstret', 'mhpmcounter3']) {
-    assert.ok(
-      rows.some((r) => r.label === slot && r.level === 2),
-      `the RISC-V unit lists the slot ${slot}`,
+    const unit = await h.waitForTreeRow(view, 'RISC-V counters', /slot/);
+    await tallCounters(h);
+    const rows = await h.treeRows(view);
+    t.diagnostic(`Counters: ${rows.map((r) => `${r.label} [${r.description}]`).join('; ')}`);
+    assert.equal(unit.level, 1);
+    for (const slot of ['mcycle', 'minstret', 'mhpmcounter3']) {
+      assert.ok(
+        rows.some((r) => r.label === slot && r.level === 2),
+        `the RISC-V unit lists the slot ${slot}`,
+      );
+    }
+
+    await h.clickViewAction(view, 'Configure Counters…');
+    const offered = await h.quickPickItems();
+    t.diagnostic(`Configure Counters offers: ${offered.map((o) => `${o.label} (${o.description})`).join('; ')}`);
+    assert.deepEqual(
+      offered.filter((o) => o.label === 'instructions retired').map((o) => o.description),
+      ['minstret'],
+      'the quick pick offers "instructions retired" once, counted on minstret',
     );
-  }
+    assert.deepEqual(
+      offered.filter((o) => o.label === 'cycles').map((o) => o.description),
+      ['mcycle'],
+      'and "cycles" once, counted on mcycle',
+    );
+    // QEMU's mhpmevent selectors 1 and 2 count what mcycle and minstret count: not events of their own.
+    assert.deepEqual(
+      offered.filter((o) => /QEMU/.test(o.label)),
+      [],
+      'no "(QEMU)" duplicate of a fixed counter\'s event is offered',
+    );
+    await h.pickMany(['instructions retired']);
 
-  await h.clickViewAction(view, 'Configure Counters…');
-  const offered = await h.quickPickItems();
-  t.diagnostic(`Configure Counters offers: ${offered.map((o) => `${o.label} (${o.description})`).join('; ')}`);
-  assert.deepEqual(
-    offered.filter((o) => o.label === 'instructions retired').map((o) => o.description),
-    ['minstret'],
-    'the quick pick offers "instructions retired" once, counted on minstret',
-  );
-  assert.deepEqual(
-    offered.filter((o) => o.label === 'cycles').map((o) => o.description),
-    ['mcycle'],
-    'and "cycles" once, counted on mcycle',
-  );
-  // QEMU's mhpmevent selectors 1 and 2 count what mcycle and minstret count: not events of their own.
-  assert.deepEqual(
-    offered.filter((o) => /QEMU/.test(o.label)),
-    [],
-    'no "(QEMU)" duplicate of a fixed counter\'s event is offered',
-  );
-  await h.pickMany(['instructions retired']);
-
-  // The view names the event as the quick pick does: "instructions retired", on the minstret row.
-  const row = await h.waitForTreeRow(view, 'minstret', /^instructions retired · \S/);
-  t.diagnostic(`minstret after configuring: ${row.description}`);
-  assert.ok(Number.isFinite(minstretReading(row.description).value), `minstret shows a count ("${row.description}")`);
-  await h.screenshot('counters-configured');
-});
+    // The view names the event as the quick pick does: "instructions retired", on the minstret row.
+    const row = await h.waitForTreeRow(view, 'minstret', /^instructions retired · \S/);
+    t.diagnostic(`minstret after configuring: ${row.description}`);
+    assert.ok(Number.isFinite(minstretReading(row.description).value), `minstret shows a count ("${row.description}")`);
+    await h.screenshot('counters-configured');
+  },
+);
 
 test('RV32: each step over (F10) changes the instruction count minstret shows', { timeout: 120_000 }, async (t) => {
   const h = harness!;
@@ -169,8 +178,12 @@ test('RV32: the Counters view never shows an implausible step count as trusted',
       .filter((l) => l.includes('⚠'))
       .join(' ');
     if (change !== undefined && change > plausibleStepInstructions) {
-      if (s.icon !== 'warning') problems.push(`step ${i + 1} (${s.from} → ${s.to}) shows +${change} instructions as a trusted count ("${s.description}")`);
-      else if (!/virtual clock/.test(note)) problems.push(`step ${i + 1} is marked, but the note does not say why: ${note || '(none)'}`);
+      if (s.icon !== 'warning')
+        problems.push(
+          `step ${i + 1} (${s.from} → ${s.to}) shows +${change} instructions as a trusted count ("${s.description}")`,
+        );
+      else if (!/virtual clock/.test(note))
+        problems.push(`step ${i + 1} is marked, but the note does not say why: ${note || '(none)'}`);
     } else if (change !== undefined) {
       plausible++;
     }

@@ -21,7 +21,12 @@ let mainLine = 0;
 
 before(
   async () => {
-    harness = await CodeServerHarness.start({ name: 'debugging', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
+    harness = await CodeServerHarness.start({
+      name: 'debugging',
+      requireFirmware: true,
+      theme: dark,
+      viewport: { width: 1440, height: 900 },
+    });
     dspLine = markerLine(join(harness.workspace, 'src', 'dsp.c'), '#BP_LOCALS');
     mainLine = markerLine(join(harness.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST');
   },
@@ -48,13 +53,18 @@ async function breakpointAtLocals(h: CodeServerHarness): Promise<void> {
   if ((await h.breakpointLines()).includes(dspLine)) return;
   await h.clickGutter(dspLine);
   const deadline = Date.now() + 5000;
-  while (!(await h.breakpointLines()).includes(dspLine) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  while (!(await h.breakpointLines()).includes(dspLine) && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 100));
 }
 
 test('the demo as `npm start` writes it: a breakpoint clicked in src/dsp.c binds', { timeout: 90_000 }, async (t) => {
   const h = harness!;
   await breakpointAtLocals(h);
-  assert.deepEqual(await h.breakpointLines(), [dspLine], `a click in the gutter puts a breakpoint glyph on line ${dspLine} (#BP_LOCALS)`);
+  assert.deepEqual(
+    await h.breakpointLines(),
+    [dspLine],
+    `a click in the gutter puts a breakpoint glyph on line ${dspLine} (#BP_LOCALS)`,
+  );
   const started = Date.now();
   await h.startDebugging(rv32);
   try {
@@ -93,79 +103,83 @@ test('the demo as `npm start` writes it: a breakpoint clicked in src/dsp.c binds
   }
 });
 
-test('with firmware built from the workspace: stops at main, then at the #BP_LOCALS breakpoint', { timeout: 120_000 }, async (t) => {
-  const h = harness!;
-  // As in a user's project, the ELF's debug information names the sources VS Code has open.
-  h.buildFirmwareInWorkspace(['rv32']);
-  await breakpointAtLocals(h);
-  await h.showRunAndDebug();
-  await h.setSidebarWidth(420);
-  await h.setViewExpanded('Watch', false);
+test(
+  'with firmware built from the workspace: stops at main, then at the #BP_LOCALS breakpoint',
+  { timeout: 120_000 },
+  async (t) => {
+    const h = harness!;
+    // As in a user's project, the ELF's debug information names the sources VS Code has open.
+    h.buildFirmwareInWorkspace(['rv32']);
+    await breakpointAtLocals(h);
+    await h.showRunAndDebug();
+    await h.setSidebarWidth(420);
+    await h.setViewExpanded('Watch', false);
 
-  const started = Date.now();
-  await h.startDebugging(rv32);
-  await h.waitForTopFrame('main', mainLine, 60_000);
-  t.diagnostic(`start button to stopped at main: ${Date.now() - started} ms`);
-  assert.equal(
-    await poll(
-      () => h.callStackState(),
-      (s) => s !== '',
-    ),
-    'Paused on entry',
-  );
-  assert.equal(
-    await poll(
-      () => h.activeTab(),
-      (f) => f === 'singlepass.c',
-    ),
-    'singlepass.c',
-    "the editor shows the entry point's file",
-  );
-  assert.deepEqual(
-    await poll(
-      () => h.stoppedLines(),
-      (l) => l.length > 0,
-    ),
-    [mainLine],
-    "the editor highlights main's first line (#MAIN_FIRST)",
-  );
-
-  await h.page.keyboard.press('F5');
-  await h.waitForTopFrame('summarise_window', dspLine);
-  assert.equal(
-    await poll(
-      () => h.callStackState(),
-      (s) => s === 'Paused on breakpoint',
-    ),
-    'Paused on breakpoint',
-  );
-  assert.equal(
-    await poll(
-      () => h.activeTab(),
-      (f) => f === 'dsp.c',
-    ),
-    'dsp.c',
-    "the editor switches to the breakpoint's file",
-  );
-  assert.deepEqual(
-    await poll(
-      () => h.stoppedLines(),
-      (l) => l.includes(dspLine),
-    ),
-    [dspLine],
-    `the editor highlights the stopped line ${dspLine} (#BP_LOCALS)`,
-  );
-  assert.ok(
-    (
+    const started = Date.now();
+    await h.startDebugging(rv32);
+    await h.waitForTopFrame('main', mainLine, 60_000);
+    t.diagnostic(`start button to stopped at main: ${Date.now() - started} ms`);
+    assert.equal(
       await poll(
-        () => h.breakpointLines(),
+        () => h.callStackState(),
+        (s) => s !== '',
+      ),
+      'Paused on entry',
+    );
+    assert.equal(
+      await poll(
+        () => h.activeTab(),
+        (f) => f === 'singlepass.c',
+      ),
+      'singlepass.c',
+      "the editor shows the entry point's file",
+    );
+    assert.deepEqual(
+      await poll(
+        () => h.stoppedLines(),
+        (l) => l.length > 0,
+      ),
+      [mainLine],
+      "the editor highlights main's first line (#MAIN_FIRST)",
+    );
+
+    await h.page.keyboard.press('F5');
+    await h.waitForTopFrame('summarise_window', dspLine);
+    assert.equal(
+      await poll(
+        () => h.callStackState(),
+        (s) => s === 'Paused on breakpoint',
+      ),
+      'Paused on breakpoint',
+    );
+    assert.equal(
+      await poll(
+        () => h.activeTab(),
+        (f) => f === 'dsp.c',
+      ),
+      'dsp.c',
+      "the editor switches to the breakpoint's file",
+    );
+    assert.deepEqual(
+      await poll(
+        () => h.stoppedLines(),
         (l) => l.includes(dspLine),
-      )
-    ).includes(dspLine),
-    'the breakpoint glyph stays on the stopped line',
-  );
-  await h.screenshot('debugging-stopped-at-breakpoint');
-});
+      ),
+      [dspLine],
+      `the editor highlights the stopped line ${dspLine} (#BP_LOCALS)`,
+    );
+    assert.ok(
+      (
+        await poll(
+          () => h.breakpointLines(),
+          (l) => l.includes(dspLine),
+        )
+      ).includes(dspLine),
+      'the breakpoint glyph stays on the stopped line',
+    );
+    await h.screenshot('debugging-stopped-at-breakpoint');
+  },
+);
 
 test('the CALL STACK shows summarise_window above main', { timeout: 30_000 }, async (t) => {
   const h = harness!;
@@ -191,7 +205,10 @@ test('VARIABLES shows the locals st and hist; st expands to its fields', { timeo
   const fields = await h.expandVariable('st');
   t.diagnostic(`st: ${fields.map((f) => `${f.name} = ${f.value}`).join(', ')}`);
   const names = fields.map((f) => f.name);
-  assert.ok(names.includes('mean') && names.includes('variance'), `st expands to mean and variance (${names.join(', ')})`);
+  assert.ok(
+    names.includes('mean') && names.includes('variance'),
+    `st expands to mean and variance (${names.join(', ')})`,
+  );
   // By #BP_LOCALS window_moments() has filled them: real numbers, not placeholders.
   for (const field of fields.filter((f) => f.name === 'mean' || f.name === 'variance')) {
     assert.match(field.value, /^-?\d+$/, `st.${field.name} shows a number, not "${field.value}"`);
@@ -236,7 +253,10 @@ test('no QEMU, GDB or adapter process of the session is left', { timeout: 30_000
   assert.deepEqual(left, [], 'processes of the ended session are still running');
   // What stays is at most the one adapter loaded ahead for the window's next session.
   const spares = await h.serverProcesses(spareAdapters);
-  assert.ok(spares.length <= 1, `more than one spare adapter waits: ${spares.map((p) => `${p.pid} ${p.command}`).join('; ')}`);
+  assert.ok(
+    spares.length <= 1,
+    `more than one spare adapter waits: ${spares.map((p) => `${p.pid} ${p.command}`).join('; ')}`,
+  );
 });
 
 test('a restart runs on the adapter loaded ahead for it, and stops at main', { timeout: 120_000 }, async (t) => {
@@ -258,22 +278,26 @@ test('a restart runs on the adapter loaded ahead for it, and stops at main', { t
   assert.match(serving.command, /dist\/adapter\.js$/);
 });
 
-test('the adapter killed in a session: the session ends, the Debug Console says why, nothing is left', { timeout: 90_000 }, async () => {
-  const h = harness!;
-  const adapter = (await h.serverProcesses(sessionProcesses)).find((p) => /dist\/adapter\.js$/.test(p.command));
-  assert.ok(adapter, 'the session has its adapter');
-  process.kill(adapter.pid, 'SIGKILL');
-  await h.debugToolbar().waitFor({ state: 'hidden', timeout: 30_000 });
-  await h.runCommand('Debug Console: Focus on Debug Console View');
-  const consoleText = await poll(
-    () => h.page.locator('.repl .monaco-list-row').allInnerTexts(),
-    (rows) => rows.some((r) => /The CycleLens debug adapter was ended by SIGKILL/.test(r)),
-    15_000,
-  );
-  assert.ok(
-    consoleText.some((r) => /The CycleLens debug adapter was ended by SIGKILL/.test(r)),
-    `the Debug Console names the end of the adapter; it shows: ${JSON.stringify(consoleText.slice(-5))}`,
-  );
-  const left = await h.waitForNoServerProcesses(sessionProcesses, 15_000);
-  assert.deepEqual(left, [], 'QEMU and GDB end with the killed adapter');
-});
+test(
+  'the adapter killed in a session: the session ends, the Debug Console says why, nothing is left',
+  { timeout: 90_000 },
+  async () => {
+    const h = harness!;
+    const adapter = (await h.serverProcesses(sessionProcesses)).find((p) => /dist\/adapter\.js$/.test(p.command));
+    assert.ok(adapter, 'the session has its adapter');
+    process.kill(adapter.pid, 'SIGKILL');
+    await h.debugToolbar().waitFor({ state: 'hidden', timeout: 30_000 });
+    await h.runCommand('Debug Console: Focus on Debug Console View');
+    const consoleText = await poll(
+      () => h.page.locator('.repl .monaco-list-row').allInnerTexts(),
+      (rows) => rows.some((r) => /The CycleLens debug adapter was ended by SIGKILL/.test(r)),
+      15_000,
+    );
+    assert.ok(
+      consoleText.some((r) => /The CycleLens debug adapter was ended by SIGKILL/.test(r)),
+      `the Debug Console names the end of the adapter; it shows: ${JSON.stringify(consoleText.slice(-5))}`,
+    );
+    const left = await h.waitForNoServerProcesses(sessionProcesses, 15_000);
+    assert.deepEqual(left, [], 'QEMU and GDB end with the killed adapter');
+  },
+);

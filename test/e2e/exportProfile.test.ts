@@ -46,7 +46,18 @@ function descend(target: (typeof TARGETS)[number], out: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [join(repoRoot, 'dist', 'cli.js'), 'descent', '--config', '.vscode/launch.json', '--name', target.name, '--threshold', '5%', '--out', out],
+      [
+        join(repoRoot, 'dist', 'cli.js'),
+        'descent',
+        '--config',
+        '.vscode/launch.json',
+        '--name',
+        target.name,
+        '--threshold',
+        '5%',
+        '--out',
+        out,
+      ],
       {
         cwd: dir,
         env: { ...process.env, [OWNER_TAG_VAR]: tag },
@@ -106,10 +117,16 @@ async function pickItem(h: CodeServerHarness, label: string): Promise<void> {
   const widget = quickInput(h);
   await visibleRows(h).first().waitFor({ state: 'visible', timeout: 15_000 });
   const row = visibleRows(h)
-    .filter({ has: h.page.locator('.label-name', { hasText: new RegExp(`^\\s*${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`) }) })
+    .filter({
+      has: h.page.locator('.label-name', {
+        hasText: new RegExp(`^\\s*${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\s*$`),
+      }),
+    })
     .first();
   await row.waitFor({ state: 'visible', timeout: 15_000 }).catch(async () => {
-    assert.fail(`the quick pick offers ${JSON.stringify(await widget.locator('.monaco-list-row .label-name').allInnerTexts())}, not "${label}"`);
+    assert.fail(
+      `the quick pick offers ${JSON.stringify(await widget.locator('.monaco-list-row .label-name').allInnerTexts())}, not "${label}"`,
+    );
   });
   await row.click();
 }
@@ -120,7 +137,9 @@ async function assertFormatItems(h: CodeServerHarness): Promise<void> {
     .first()
     .waitFor({ state: 'visible', timeout: 15_000 })
     .catch(async (err: unknown) => {
-      throw new Error(`the format pick did not show (screenshot ${await h.screenshot('export-no-format-pick')}): ${String(err)}`);
+      throw new Error(
+        `the format pick did not show (screenshot ${await h.screenshot('export-no-format-pick')}): ${String(err)}`,
+      );
     });
   const rows = await poll(
     () => visibleRows(h).evaluateAll((els) => els.map((e) => (e as HTMLElement).innerText.replace(/\s+/g, ' ').trim())),
@@ -179,18 +198,36 @@ async function answerSaveDialog(h: CodeServerHarness, path: string): Promise<str
 }
 
 /** Picks `format`, answers the save dialog with a file in `folder`, and checks the default offered and the notification. */
-async function exportAs(h: CodeServerHarness, target: FixtureTarget, format: ExportFormat, folder: string, afterwards?: 'Open' | 'Reveal'): Promise<string> {
+async function exportAs(
+  h: CodeServerHarness,
+  target: FixtureTarget,
+  format: ExportFormat,
+  folder: string,
+  afterwards?: 'Open' | 'Reveal',
+): Promise<string> {
   await assertFormatItems(h);
   await pickItem(h, format.label);
   const name = `descent-${target}${format.extension}`;
   const path = join(folder, name);
   const offered = await answerSaveDialog(h, path);
   // The default: the result set's name with the format's ending, in the workspace folder.
-  assert.equal(offered.replace(/^~(?=\/)/, process.env.HOME ?? '~'), join(h.workspace, name), `the save dialog offers ${join(h.workspace, name)}`);
-  const toast = h.page.locator('.notifications-toasts .notification-toast', { hasText: `Exported ${format.label} to ${name}` });
-  await toast.waitFor({ timeout: 60_000 }).catch(async () => assert.fail(`no notification for ${name}: ${(await notifications(h)).join(' || ')}`));
-  assert.match(await toast.innerText(), new RegExp(`opens in ${format.opensIn.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
-  for (const action of ['Open', 'Reveal']) assert.ok(await toast.getByRole('button', { name: action }).isVisible(), `the notification offers ${action}`);
+  assert.equal(
+    offered.replace(/^~(?=\/)/, process.env.HOME ?? '~'),
+    join(h.workspace, name),
+    `the save dialog offers ${join(h.workspace, name)}`,
+  );
+  const toast = h.page.locator('.notifications-toasts .notification-toast', {
+    hasText: `Exported ${format.label} to ${name}`,
+  });
+  await toast
+    .waitFor({ timeout: 60_000 })
+    .catch(async () => assert.fail(`no notification for ${name}: ${(await notifications(h)).join(' || ')}`));
+  assert.match(
+    await toast.innerText(),
+    new RegExp(`opens in ${format.opensIn.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+  );
+  for (const action of ['Open', 'Reveal'])
+    assert.ok(await toast.getByRole('button', { name: action }).isVisible(), `the notification offers ${action}`);
   if (afterwards) {
     await toast.getByRole('button', { name: afterwards }).click();
   } else {
@@ -205,7 +242,11 @@ async function exportAs(h: CodeServerHarness, target: FixtureTarget, format: Exp
 /** Every export of the target's result set, read by its consumer and compared with the profile model. */
 async function checkExports(target: (typeof TARGETS)[number], folder: string): Promise<void> {
   const model = models.get(target.id)!;
-  const files = { model, file: (id: ExportFormatId) => join(folder, `descent-${target.id}${EXPORT_FORMATS.find((f) => f.id === id)!.extension}`) };
+  const files = {
+    model,
+    file: (id: ExportFormatId) =>
+      join(folder, `descent-${target.id}${EXPORT_FORMATS.find((f) => f.id === id)!.extension}`),
+  };
   const fig = stackFigures(model);
   checkCallgrindAndPprof(files, fig);
   checkGprof(files, fig, fixtureElf(target.id, 'singlepass'), target.toolPrefix);
@@ -213,47 +254,66 @@ async function checkExports(target: (typeof TARGETS)[number], folder: string): P
 }
 
 for (const target of TARGETS) {
-  test(`${target.id}: Export Profile… from the Command Palette writes every format, each read by its consumer`, { timeout: 300_000 }, async () => {
-    const h = harness!;
-    const folder = join(h.workspace, 'exports', `palette-${target.id}`);
-    mkdirSync(folder, { recursive: true });
-    for (const format of EXPORT_FORMATS) {
-      await h.runCommand(COMMAND);
-      await pickItem(h, `descent-${target.id}.json`);
-      const afterwards = target.id === 'rv32' ? ({ csv: 'Open', folded: 'Reveal' } as const)[format.id as 'csv' | 'folded'] : undefined;
-      const path = await exportAs(h, target.id, format, folder, afterwards);
-      if (afterwards === 'Open') {
-        // Open shows the file in an editor.
-        await h.page.locator('.editor-group-container.active .tab.active', { hasText: `descent-${target.id}${format.extension}` }).waitFor({ timeout: 15_000 });
-      } else if (afterwards === 'Reveal') {
-        // In a browser the file manager is the Explorer: the file is selected there.
-        await h.page
-          .locator('.explorer-folders-view .monaco-list-row.selected', { hasText: `descent-${target.id}${format.extension}` })
-          .waitFor({ timeout: 15_000 });
+  test(
+    `${target.id}: Export Profile… from the Command Palette writes every format, each read by its consumer`,
+    { timeout: 300_000 },
+    async () => {
+      const h = harness!;
+      const folder = join(h.workspace, 'exports', `palette-${target.id}`);
+      mkdirSync(folder, { recursive: true });
+      for (const format of EXPORT_FORMATS) {
+        await h.runCommand(COMMAND);
+        await pickItem(h, `descent-${target.id}.json`);
+        const afterwards =
+          target.id === 'rv32'
+            ? ({ csv: 'Open', folded: 'Reveal' } as const)[format.id as 'csv' | 'folded']
+            : undefined;
+        const path = await exportAs(h, target.id, format, folder, afterwards);
+        if (afterwards === 'Open') {
+          // Open shows the file in an editor.
+          await h.page
+            .locator('.editor-group-container.active .tab.active', {
+              hasText: `descent-${target.id}${format.extension}`,
+            })
+            .waitFor({ timeout: 15_000 });
+        } else if (afterwards === 'Reveal') {
+          // In a browser the file manager is the Explorer: the file is selected there.
+          await h.page
+            .locator('.explorer-folders-view .monaco-list-row.selected', {
+              hasText: `descent-${target.id}${format.extension}`,
+            })
+            .waitFor({ timeout: 15_000 });
+        }
+        assert.ok(readFileSync(path).length > 0);
       }
-      assert.ok(readFileSync(path).length > 0);
-    }
-    await checkExports(target, folder);
-  });
+      await checkExports(target, folder);
+    },
+  );
 
-  test(`${target.id}: Export Profile… from the saved result set's context menu in the Explorer writes the same files`, { timeout: 300_000 }, async () => {
-    const h = harness!;
-    const folder = join(h.workspace, 'exports', `context-${target.id}`);
-    mkdirSync(folder, { recursive: true });
-    for (const format of EXPORT_FORMATS) {
-      await rightClickResultSet(h, `descent-${target.id}.json`);
-      await chooseMenuItem(h, 'Export Profile…', `the Explorer's context menu of descent-${target.id}.json`);
-      await exportAs(h, target.id, format, folder);
-    }
-    await checkExports(target, folder);
-    for (const format of EXPORT_FORMATS) {
-      const name = `descent-${target.id}${format.extension}`;
-      assert.ok(
-        readFileSync(join(folder, name)).equals(readFileSync(join(h.workspace, 'exports', `palette-${target.id}`, name))),
-        `${name} is the same from both places`,
-      );
-    }
-  });
+  test(
+    `${target.id}: Export Profile… from the saved result set's context menu in the Explorer writes the same files`,
+    { timeout: 300_000 },
+    async () => {
+      const h = harness!;
+      const folder = join(h.workspace, 'exports', `context-${target.id}`);
+      mkdirSync(folder, { recursive: true });
+      for (const format of EXPORT_FORMATS) {
+        await rightClickResultSet(h, `descent-${target.id}.json`);
+        await chooseMenuItem(h, 'Export Profile…', `the Explorer's context menu of descent-${target.id}.json`);
+        await exportAs(h, target.id, format, folder);
+      }
+      await checkExports(target, folder);
+      for (const format of EXPORT_FORMATS) {
+        const name = `descent-${target.id}${format.extension}`;
+        assert.ok(
+          readFileSync(join(folder, name)).equals(
+            readFileSync(join(h.workspace, 'exports', `palette-${target.id}`, name)),
+          ),
+          `${name} is the same from both places`,
+        );
+      }
+    },
+  );
 }
 
 test('an unwritable destination is refused with the file named and the fix', { timeout: 120_000 }, async () => {
@@ -264,8 +324,12 @@ test('an unwritable destination is refused with the file named and the fix', { t
   // /sys is mounted read-only: nothing can be created there, not even by root.
   const path = `/sys/descent-rv32${EXPORT_FORMATS[0]!.extension}`;
   await answerSaveDialog(h, path);
-  const toast = h.page.locator('.notifications-toasts .notification-toast', { hasText: 'CycleLens could not export descent-rv32.json' });
-  await toast.waitFor({ timeout: 30_000 }).catch(async () => assert.fail(`no error notification: ${(await notifications(h)).join(' || ')}`));
+  const toast = h.page.locator('.notifications-toasts .notification-toast', {
+    hasText: 'CycleLens could not export descent-rv32.json',
+  });
+  await toast
+    .waitFor({ timeout: 30_000 })
+    .catch(async () => assert.fail(`no error notification: ${(await notifications(h)).join(' || ')}`));
   const text = (await toast.innerText()).replace(/\s+/g, ' ');
   assert.match(text, new RegExp(`${path.replace(/\./g, '\\.')} cannot be written: .*choose a folder you can write to`));
   assert.ok(!existsSync(path));
@@ -275,7 +339,10 @@ test('an unwritable destination is refused with the file named and the fix', { t
 /** Opens the Explorer on `.cyclelens/results/` and right-clicks the result set `name`. */
 async function rightClickResultSet(h: CodeServerHarness, name: string): Promise<void> {
   const rows = h.page.locator('.explorer-folders-view .monaco-list-row');
-  const row = (label: string) => rows.filter({ has: h.page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/\./g, '\\.')}$`) }) }).first();
+  const row = (label: string) =>
+    rows
+      .filter({ has: h.page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/\./g, '\\.')}$`) }) })
+      .first();
   if (
     !(await row(name)
       .isVisible()

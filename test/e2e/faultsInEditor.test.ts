@@ -83,7 +83,9 @@ test(
       .locator('.notifications-toasts .notification-toast', { hasText: progressTitle })
       .waitFor({ state: 'hidden', timeout: 10_000 })
       .catch(() => undefined);
-    const progressLeft = await h.page.locator('.notifications-toasts .notification-toast', { hasText: progressTitle }).count();
+    const progressLeft = await h.page
+      .locator('.notifications-toasts .notification-toast', { hasText: progressTitle })
+      .count();
     await h.screenshot('faultsInEditor-qemu-killed');
     t.diagnostic(`notifications: ${seen.join(' || ')}`);
     if (!ended) {
@@ -99,7 +101,10 @@ test(
       ended = centre.find((n) => failed.test(n) || /descent finished/.test(n));
     }
 
-    assert.ok(ended, `the descent did not end within 60 s of the kill (toasts: ${JSON.stringify(seen)}; nothing in the notification centre either)`);
+    assert.ok(
+      ended,
+      `the descent did not end within 60 s of the kill (toasts: ${JSON.stringify(seen)}; nothing in the notification centre either)`,
+    );
     assert.match(ended, failed, 'the descent reports a failure, not a result');
     assert.equal(progressLeft, 0, 'the progress notification is gone');
     assert.match(
@@ -116,7 +121,14 @@ test(
     // The file it names holds exactly the runs it counts, at least those seen before the kill.
     const doc = await loadResultSetDocument(join(h.workspace, saved[3]!));
     assert.equal(doc.resultSets.length, Number(saved[1]), 'every finished run is in the file');
-    assert.ok(doc.resultSets.length >= runsBefore, `${doc.resultSets.length} result sets kept, ${runsBefore} were saved before the kill`);
-    for (const rs of doc.resultSets) assert.ok(rs.measurements.length > 0 || Object.keys(rs.run.totals).length > 0, `result set ${rs.id} has readings`);
+    assert.ok(
+      doc.resultSets.length >= runsBefore,
+      `${doc.resultSets.length} result sets kept, ${runsBefore} were saved before the kill`,
+    );
+    for (const rs of doc.resultSets)
+      assert.ok(
+        rs.measurements.length > 0 || Object.keys(rs.run.totals).length > 0,
+        `result set ${rs.id} has readings`,
+      );
   },
 );

@@ -4,7 +4,15 @@ import { basename, join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { CodeServerHarness, poll, type TreeRow, sessionProcesses } from '../support/codeServerHarness';
-import { activeEditor, functionLine, functionLines, hoverOnLine, revealLine, statusBarText, stopAndExpectNothingLeft } from '../support/codeServerUi';
+import {
+  activeEditor,
+  functionLine,
+  functionLines,
+  hoverOnLine,
+  revealLine,
+  statusBarText,
+  stopAndExpectNothingLeft,
+} from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
 import type { FixtureTarget } from '../support/paths';
 
@@ -59,7 +67,13 @@ before(
     mainLine = markerLine(join(harness.workspace, 'src', 'hotloop.c'), '#MAIN_FIRST');
     // The ELFs the sessions run, built in the workspace (their DWARF names the workspace's sources).
     for (const { target } of targets) {
-      oracles.set(target, await runOracle({ elf: join(harness.workspace, 'build', target, 'hotloop.elf'), maxInstructions: oracleInstructions }));
+      oracles.set(
+        target,
+        await runOracle({
+          elf: join(harness.workspace, 'build', target, 'hotloop.elf'),
+          maxInstructions: oracleInstructions,
+        }),
+      );
     }
   },
   { timeout: 15 * 60_000 },
@@ -98,7 +112,8 @@ function definingFile(workspace: string, fn: string): string {
         return false;
       }
     });
-  if (files.length !== 1) throw new Error(`${fn} is defined in ${files.length} files of ${src} (${files.join(', ')}), expected one`);
+  if (files.length !== 1)
+    throw new Error(`${fn} is defined in ${files.length} files of ${src} (${files.join(', ')}), expected one`);
   return files[0]!;
 }
 
@@ -135,7 +150,8 @@ async function heatLines(h: CodeServerHarness): Promise<HeatLine[]> {
     for (const e of Array.from(editor.querySelectorAll('.view-overlays .cdr'))) {
       if (!/\bced-/.test(e.className)) continue;
       const colour = getComputedStyle(e).backgroundColor;
-      if (colour && colour !== 'transparent' && colour !== 'rgba(0, 0, 0, 0)') backgrounds.push({ line: lineAt(e.getBoundingClientRect().top), colour });
+      if (colour && colour !== 'transparent' && colour !== 'rgba(0, 0, 0, 0)')
+        backgrounds.push({ line: lineAt(e.getBoundingClientRect().top), colour });
     }
     return { bars, backgrounds };
   });
@@ -156,7 +172,12 @@ async function heatLines(h: CodeServerHarness): Promise<HeatLine[]> {
     const rect = /<rect\b[^>]*>/.exec(bar.svg)?.[0] ?? '';
     const height = /\bheight="([\d.]+)"/.exec(rect);
     const fill = /\bfill="(#[0-9a-f]{6})"/i.exec(rect);
-    out.set(bar.line, { line: bar.line, barHeight: height ? Number(height[1]) : NaN, barColour: fill ? rgb(fill[1]!) : '', background: '' });
+    out.set(bar.line, {
+      line: bar.line,
+      barHeight: height ? Number(height[1]) : NaN,
+      barColour: fill ? rgb(fill[1]!) : '',
+      background: '',
+    });
   }
   for (const bg of drawn.backgrounds) {
     if (bg.line === undefined) continue;
@@ -168,7 +189,9 @@ async function heatLines(h: CodeServerHarness): Promise<HeatLine[]> {
 }
 
 /** The overlay's status-bar item: "qemu-plugin · 116,827,980/s · 467,546,424 instructions". */
-function statusItem(text: string): { sampler: string; perSecond: number; count: number; unit: string; stopped: boolean } | undefined {
+function statusItem(
+  text: string,
+): { sampler: string; perSecond: number; count: number; unit: string; stopped: boolean } | undefined {
   const m = /\b([a-z]+(?:-[a-z]+)+) · ([\d,.]+)\/s · ([\d,]+) (instructions|samples)( \(stopped\))?/.exec(text);
   if (!m) return undefined;
   const n = (s: string) => Number(s.replace(/,/g, ''));
@@ -192,7 +215,8 @@ function functionRows(rows: TreeRow[]): { name: string; share: number; descripti
 
 /** Shows the Hotspots view with room for its rows (the debug views above it collapsed). */
 async function showHotspots(h: CodeServerHarness): Promise<void> {
-  for (const other of ['Variables', 'Watch', 'Breakpoints', 'Counters', 'Measurements']) await h.setViewExpanded(other, false).catch(() => undefined);
+  for (const other of ['Variables', 'Watch', 'Breakpoints', 'Counters', 'Measurements'])
+    await h.setViewExpanded(other, false).catch(() => undefined);
   await h.setViewExpanded(view, true);
   const box = await h.viewPane(view).boundingBox();
   if (box && box.height < 320) await h.growView(view, 320 - box.height).catch(() => undefined);
@@ -200,7 +224,9 @@ async function showHotspots(h: CodeServerHarness): Promise<void> {
 
 /** The line numbers the active editor renders now. */
 async function renderedLines(h: CodeServerHarness): Promise<number[]> {
-  return (await activeEditor(h).locator('.margin-view-overlays .line-numbers').allTextContents()).map((s) => Number(s.trim())).filter((n) => n > 0);
+  return (await activeEditor(h).locator('.margin-view-overlays .line-numbers').allTextContents())
+    .map((s) => Number(s.trim()))
+    .filter((n) => n > 0);
 }
 
 /** Hides the panel (Debug Console, Terminal) if it is shown; starting a session opens it again. */
@@ -217,7 +243,8 @@ async function cursorLine(h: CodeServerHarness): Promise<number | undefined> {
   return m ? Number(m[1]) : undefined;
 }
 
-const rowText = (rows: TreeRow[]) => rows.map((r) => `${'  '.repeat(Math.max(0, r.level - 1))}${r.label} — ${r.description}`).join(' | ');
+const rowText = (rows: TreeRow[]) =>
+  rows.map((r) => `${'  '.repeat(Math.max(0, r.level - 1))}${r.label} — ${r.description}`).join(' | ');
 
 // ---- the scenario, per target ---------------------------------------------------------------------
 
@@ -225,82 +252,105 @@ for (const { target, configuration } of targets) {
   /** Shared by the steps of this target: the heat of the hot function's file after the click. */
   const seen = { file: '', fn: '', heat: [] as HeatLine[], revealedLine: 0, rendered: [] as number[] };
 
-  test(`${target}: Toggle Live Hotspots on the running hot loop shows the sampler, its rate and a growing count`, { timeout: 240_000 }, async (t) => {
-    const h = harness!;
-    await h.showRunAndDebug();
-    await h.setSidebarWidth(440);
-    await h.startDebugging(configuration);
-    await h.waitForTopFrame('main', mainLine, 90_000);
-    // The editor gets the window's height (the Debug Console the session opened would take half).
-    await hidePanel(h);
-    await h.page.keyboard.press('F5');
-    await poll(
-      () => h.callStackState(),
-      (s) => !/Paused/.test(s),
-      15_000,
-    );
-
-    await h.runCommand(toggleCommand);
-    // The previous target's ended session may still show its last picture ("(stopped)") until this
-    // run's first counts arrive.
-    const first = statusItem(
+  test(
+    `${target}: Toggle Live Hotspots on the running hot loop shows the sampler, its rate and a growing count`,
+    { timeout: 240_000 },
+    async (t) => {
+      const h = harness!;
+      await h.showRunAndDebug();
+      await h.setSidebarWidth(440);
+      await h.startDebugging(configuration);
+      await h.waitForTopFrame('main', mainLine, 90_000);
+      // The editor gets the window's height (the Debug Console the session opened would take half).
+      await hidePanel(h);
+      await h.page.keyboard.press('F5');
       await poll(
-        () => statusBarText(h),
-        (s) => statusItem(s) !== undefined && !statusItem(s)!.stopped && statusItem(s)!.count > 0,
-        60_000,
-      ),
-    );
-    t.diagnostic(`status bar: ${JSON.stringify(first)}`);
-    assert.ok(first && !first.stopped, `the status bar shows the overlay's item of a running sampler (it shows "${await statusBarText(h)}")`);
-    assert.equal(first.sampler, 'qemu-plugin', 'with "instructionCounts": true the overlay picks the exact sampler');
-    assert.equal(first.unit, 'instructions', 'exact counts are labelled as instructions, not samples');
-    const later = statusItem(
-      await poll(
-        () => statusBarText(h),
-        (s) => (statusItem(s)?.count ?? 0) > first.count,
-        30_000,
-      ),
-    );
-    t.diagnostic(`status bar later: ${JSON.stringify(later)}`);
-    assert.ok(later && later.count > first.count, `the count grows while the target runs (${first.count}, then ${later?.count})`);
-    assert.ok(later.perSecond > 0, 'the status bar shows a rate above zero');
-  });
-
-  test(`${target}: the Hotspots view lists the oracle's hottest functions first, with their exact shares`, { timeout: 120_000 }, async (t) => {
-    const h = harness!;
-    const truth = oracleFunctions(oracles.get(target)!);
-    await showHotspots(h);
-    // The profile behind the view is rebuilt once a second; a few seconds of counts make the window long.
-    const rows = await poll(
-      () => h.treeRows(view),
-      (r) => {
-        const fns = functionRows(r);
-        return fns.length >= 4 && fns.slice(0, 4).every((f, i) => f.name === truth[i]!.name && Math.abs(f.share - truth[i]!.share) <= shareTolerance);
-      },
-      60_000,
-    );
-    const shown = functionRows(rows);
-    t.diagnostic(`Hotspots: ${rowText(rows)}`);
-    t.diagnostic(
-      `oracle: ${truth
-        .slice(0, 6)
-        .map((f) => `${f.name} ${f.share.toFixed(2)} %`)
-        .join(', ')}`,
-    );
-    assert.ok(shown.length > 0, `the Hotspots view lists functions (${rowText(rows)})`);
-    assert.equal(shown[0]!.name, truth[0]!.name, `the view lists ${shown[0]!.name} first; the oracle's hottest function is ${truth[0]!.name}`);
-    assert.deepEqual(
-      shown.slice(0, 4).map((f) => f.name),
-      truth.slice(0, 4).map((f) => f.name),
-      "the four hottest functions in the oracle's order",
-    );
-    for (let i = 0; i < 4; i++) {
-      assert.ok(
-        Math.abs(shown[i]!.share - truth[i]!.share) <= shareTolerance,
-        `${shown[i]!.name}: the view shows "${shown[i]!.description}", the oracle ${truth[i]!.share.toFixed(2)} % (tolerance ${shareTolerance} point)`,
+        () => h.callStackState(),
+        (s) => !/Paused/.test(s),
+        15_000,
       );
-    }
-  });
+
+      await h.runCommand(toggleCommand);
+      // The previous target's ended session may still show its last picture ("(stopped)") until this
+      // run's first counts arrive.
+      const first = statusItem(
+        await poll(
+          () => statusBarText(h),
+          (s) => statusItem(s) !== undefined && !statusItem(s)!.stopped && statusItem(s)!.count > 0,
+          60_000,
+        ),
+      );
+      t.diagnostic(`status bar: ${JSON.stringify(first)}`);
+      assert.ok(
+        first && !first.stopped,
+        `the status bar shows the overlay's item of a running sampler (it shows "${await statusBarText(h)}")`,
+      );
+      assert.equal(first.sampler, 'qemu-plugin', 'with "instructionCounts": true the overlay picks the exact sampler');
+      assert.equal(first.unit, 'instructions', 'exact counts are labelled as instructions, not samples');
+      const later = statusItem(
+        await poll(
+          () => statusBarText(h),
+          (s) => (statusItem(s)?.count ?? 0) > first.count,
+          30_000,
+        ),
+      );
+      t.diagnostic(`status bar later: ${JSON.stringify(later)}`);
+      assert.ok(
+        later && later.count > first.count,
+        `the count grows while the target runs (${first.count}, then ${later?.count})`,
+      );
+      assert.ok(later.perSecond > 0, 'the status bar shows a rate above zero');
+    },
+  );
+
+  test(
+    `${target}: the Hotspots view lists the oracle's hottest functions first, with their exact shares`,
+    { timeout: 120_000 },
+    async (t) => {
+      const h = harness!;
+      const truth = oracleFunctions(oracles.get(target)!);
+      await showHotspots(h);
+      // The profile behind the view is rebuilt once a second; a few seconds of counts make the window long.
+      const rows = await poll(
+        () => h.treeRows(view),
+        (r) => {
+          const fns = functionRows(r);
+          return (
+            fns.length >= 4 &&
+            fns
+              .slice(0, 4)
+              .every((f, i) => f.name === truth[i]!.name && Math.abs(f.share - truth[i]!.share) <= shareTolerance)
+          );
+        },
+        60_000,
+      );
+      const shown = functionRows(rows);
+      t.diagnostic(`Hotspots: ${rowText(rows)}`);
+      t.diagnostic(
+        `oracle: ${truth
+          .slice(0, 6)
+          .map((f) => `${f.name} ${f.share.toFixed(2)} %`)
+          .join(', ')}`,
+      );
+      assert.ok(shown.length > 0, `the Hotspots view lists functions (${rowText(rows)})`);
+      assert.equal(
+        shown[0]!.name,
+        truth[0]!.name,
+        `the view lists ${shown[0]!.name} first; the oracle's hottest function is ${truth[0]!.name}`,
+      );
+      assert.deepEqual(
+        shown.slice(0, 4).map((f) => f.name),
+        truth.slice(0, 4).map((f) => f.name),
+        "the four hottest functions in the oracle's order",
+      );
+      for (let i = 0; i < 4; i++) {
+        assert.ok(
+          Math.abs(shown[i]!.share - truth[i]!.share) <= shareTolerance,
+          `${shown[i]!.name}: the view shows "${shown[i]!.description}", the oracle ${truth[i]!.share.toFixed(2)} % (tolerance ${shareTolerance} point)`,
+        );
+      }
+    },
+  );
 
   test(
     `${target}: a click on the top function opens its source, where the hot loop's lines carry heat as the oracle counts them`,
@@ -313,13 +363,17 @@ for (const { target, configuration } of targets) {
       const fnLines = functionLines(join(h.workspace, 'src', file), top);
       await showHotspots(h);
       await h.clickPastHovers(h.treeItem(view, top));
-      await h.page.locator('.editor-group-container.active .tab.active', { hasText: file }).waitFor({ state: 'visible', timeout: 15_000 });
+      await h.page
+        .locator('.editor-group-container.active .tab.active', { hasText: file })
+        .waitFor({ state: 'visible', timeout: 15_000 });
       const at = await poll(
         () => cursorLine(h),
         (l) => l !== undefined && l >= fnLines.first && l <= fnLines.last,
         10_000,
       );
-      t.diagnostic(`the click opened ${await h.activeTab()} at line ${at}; ${top} spans lines ${fnLines.first}–${fnLines.last}`);
+      t.diagnostic(
+        `the click opened ${await h.activeTab()} at line ${at}; ${top} spans lines ${fnLines.first}–${fnLines.last}`,
+      );
       assert.equal(await h.activeTab(), file, `a click on ${top} opens ${file}`);
       assert.ok(
         at !== undefined && at >= fnLines.first && at <= fnLines.last,
@@ -367,7 +421,11 @@ for (const { target, configuration } of targets) {
         }
       }
       const hottest = byCount[0]!;
-      assert.equal(hottest.barHeight, Math.max(...heat.map((x) => x.barHeight)), `the oracle's hottest line here (${hottest.line}) has the tallest bar`);
+      assert.equal(
+        hottest.barHeight,
+        Math.max(...heat.map((x) => x.barHeight)),
+        `the oracle's hottest line here (${hottest.line}) has the tallest bar`,
+      );
       Object.assign(seen, { file, fn: top, heat, revealedLine: hotLine, rendered: shownLines });
 
       if (target === 'rv32') {
@@ -384,96 +442,110 @@ for (const { target, configuration } of targets) {
     },
   );
 
-  test(`${target}: pausing keeps the overlay; toggling it off removes the heat, the item and the view's rows`, { timeout: 180_000 }, async (t) => {
-    const h = harness!;
-    assert.ok(seen.file, 'the previous step found no heat to keep');
-    await h.clickPastHovers(h.debugToolbar().locator('.codicon-debug-pause'));
-    const state = await poll(
-      () => h.callStackState(),
-      (s) => /Paused/.test(s),
-      30_000,
-    );
-    t.diagnostic(`after Pause: "${state}"`);
-    assert.match(state, /Paused/, "the debug toolbar's Pause pauses the target");
-    // The stop may open another file: go back to the hot function's.
-    await h.openFile(`src/${seen.file}`);
-    await revealLine(h, seen.revealedLine);
-    const kept = await poll(
-      () => heatLines(h),
-      (hl) => hl.length > 0,
-      10_000,
-    );
-    // Compared on the lines rendered both times (the reveal may scroll a little differently).
-    const now = await renderedLines(h);
-    const keptLines = kept.map((x) => x.line).filter((l) => seen.rendered.includes(l));
-    const seenLines = seen.heat.map((x) => x.line).filter((l) => now.includes(l));
-    t.diagnostic(`heat while paused: ${kept.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
-    assert.ok(seenLines.length > 0, 'no line with heat before the pause is rendered now');
-    assert.deepEqual(keptLines, seenLines, `the heat of ${seen.file} stays on the same lines while paused`);
-    const paused = statusItem(await statusBarText(h));
-    assert.ok(paused, 'the status-bar item stays while paused');
-    const rows = await h.treeRows(view);
-    assert.equal(functionRows(rows)[0]?.name, seen.fn, `the Hotspots view keeps ${seen.fn} first while paused (${rowText(rows)})`);
+  test(
+    `${target}: pausing keeps the overlay; toggling it off removes the heat, the item and the view's rows`,
+    { timeout: 180_000 },
+    async (t) => {
+      const h = harness!;
+      assert.ok(seen.file, 'the previous step found no heat to keep');
+      await h.clickPastHovers(h.debugToolbar().locator('.codicon-debug-pause'));
+      const state = await poll(
+        () => h.callStackState(),
+        (s) => /Paused/.test(s),
+        30_000,
+      );
+      t.diagnostic(`after Pause: "${state}"`);
+      assert.match(state, /Paused/, "the debug toolbar's Pause pauses the target");
+      // The stop may open another file: go back to the hot function's.
+      await h.openFile(`src/${seen.file}`);
+      await revealLine(h, seen.revealedLine);
+      const kept = await poll(
+        () => heatLines(h),
+        (hl) => hl.length > 0,
+        10_000,
+      );
+      // Compared on the lines rendered both times (the reveal may scroll a little differently).
+      const now = await renderedLines(h);
+      const keptLines = kept.map((x) => x.line).filter((l) => seen.rendered.includes(l));
+      const seenLines = seen.heat.map((x) => x.line).filter((l) => now.includes(l));
+      t.diagnostic(`heat while paused: ${kept.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
+      assert.ok(seenLines.length > 0, 'no line with heat before the pause is rendered now');
+      assert.deepEqual(keptLines, seenLines, `the heat of ${seen.file} stays on the same lines while paused`);
+      const paused = statusItem(await statusBarText(h));
+      assert.ok(paused, 'the status-bar item stays while paused');
+      const rows = await h.treeRows(view);
+      assert.equal(
+        functionRows(rows)[0]?.name,
+        seen.fn,
+        `the Hotspots view keeps ${seen.fn} first while paused (${rowText(rows)})`,
+      );
 
-    await h.runCommand(toggleCommand);
-    const gone = await poll(
-      () => heatLines(h),
-      (hl) => hl.length === 0,
-      15_000,
-    );
-    const status = await poll(
-      () => statusBarText(h),
-      (s) => statusItem(s) === undefined,
-      10_000,
-    );
-    const after = await poll(
-      () => h.treeRows(view),
-      (r) => functionRows(r).length === 0,
-      10_000,
-    );
-    await h.screenshot(`live-hotspots-${target}-off`);
-    assert.deepEqual(
-      gone.map((x) => x.line),
-      [],
-      'toggling the overlay off removes every heat mark',
-    );
-    assert.equal(statusItem(status), undefined, `the status-bar item goes ("${status}")`);
-    assert.deepEqual(functionRows(after), [], `the Hotspots view is emptied (${rowText(after)})`);
-  });
-
-  test(`${target}: ending the session while sampling leaves no QEMU, GDB or adapter behind`, { timeout: 180_000 }, async (t) => {
-    const h = harness!;
-    await h.runCommand(toggleCommand);
-    await h.page.keyboard.press('F5');
-    const running = statusItem(
-      await poll(
-        () => statusBarText(h),
-        (s) => (statusItem(s)?.count ?? 0) > 0,
-        60_000,
-      ),
-    );
-    assert.ok(running && !running.stopped, 'sampling runs again after toggling on and continuing');
-    const { presses, ended } = await h.stopDebugging({ maxPresses: 3 });
-    t.diagnostic(`stopped after ${presses} Shift+F5 press(es)`);
-    assert.ok(ended, 'the session ends');
-    const left = await h.waitForNoServerProcesses(sessionProcesses, 15_000);
-    const final = statusItem(
-      await poll(
-        () => statusBarText(h),
-        (s) => statusItem(s)?.stopped === true,
+      await h.runCommand(toggleCommand);
+      const gone = await poll(
+        () => heatLines(h),
+        (hl) => hl.length === 0,
         15_000,
-      ),
-    );
-    t.diagnostic(`status bar after the session: ${JSON.stringify(final)}`);
-    assert.deepEqual(left, [], 'the session left processes running');
-    // The last picture stays (status "(stopped)"); the next session's toggle must start afresh.
-    assert.ok(final?.stopped, 'the status-bar item says sampling stopped with the session');
-  });
+      );
+      const status = await poll(
+        () => statusBarText(h),
+        (s) => statusItem(s) === undefined,
+        10_000,
+      );
+      const after = await poll(
+        () => h.treeRows(view),
+        (r) => functionRows(r).length === 0,
+        10_000,
+      );
+      await h.screenshot(`live-hotspots-${target}-off`);
+      assert.deepEqual(
+        gone.map((x) => x.line),
+        [],
+        'toggling the overlay off removes every heat mark',
+      );
+      assert.equal(statusItem(status), undefined, `the status-bar item goes ("${status}")`);
+      assert.deepEqual(functionRows(after), [], `the Hotspots view is emptied (${rowText(after)})`);
+    },
+  );
+
+  test(
+    `${target}: ending the session while sampling leaves no QEMU, GDB or adapter behind`,
+    { timeout: 180_000 },
+    async (t) => {
+      const h = harness!;
+      await h.runCommand(toggleCommand);
+      await h.page.keyboard.press('F5');
+      const running = statusItem(
+        await poll(
+          () => statusBarText(h),
+          (s) => (statusItem(s)?.count ?? 0) > 0,
+          60_000,
+        ),
+      );
+      assert.ok(running && !running.stopped, 'sampling runs again after toggling on and continuing');
+      const { presses, ended } = await h.stopDebugging({ maxPresses: 3 });
+      t.diagnostic(`stopped after ${presses} Shift+F5 press(es)`);
+      assert.ok(ended, 'the session ends');
+      const left = await h.waitForNoServerProcesses(sessionProcesses, 15_000);
+      const final = statusItem(
+        await poll(
+          () => statusBarText(h),
+          (s) => statusItem(s)?.stopped === true,
+          15_000,
+        ),
+      );
+      t.diagnostic(`status bar after the session: ${JSON.stringify(final)}`);
+      assert.deepEqual(left, [], 'the session left processes running');
+      // The last picture stays (status "(stopped)"); the next session's toggle must start afresh.
+      assert.ok(final?.stopped, 'the status-bar item says sampling stopped with the session');
+    },
+  );
 }
 
 /** The line of `fn` in `file` on which the oracle counts the most instructions. */
 function hottestLine(oracle: OracleSummary, file: string, fn: { first: number; last: number }): number {
-  return [...oracleLineCounts(oracle, file)].filter(([l]) => l >= fn.first && l <= fn.last).sort((a, b) => b[1] - a[1])[0]![0];
+  return [...oracleLineCounts(oracle, file)]
+    .filter(([l]) => l >= fn.first && l <= fn.last)
+    .sort((a, b) => b[1] - a[1])[0]![0];
 }
 
 test(
@@ -508,7 +580,10 @@ test(
       ),
     );
     t.diagnostic(`status bar: ${JSON.stringify(first)}`);
-    assert.ok(first && first.sampler === 'qemu-monitor' && !first.stopped, `the status bar shows the monitor sampler running ("${await statusBarText(h)}")`);
+    assert.ok(
+      first && first.sampler === 'qemu-monitor' && !first.stopped,
+      `the status bar shows the monitor sampler running ("${await statusBarText(h)}")`,
+    );
     assert.equal(first.unit, 'samples', 'PC reads are labelled as samples');
     const later = statusItem(
       await poll(
@@ -531,19 +606,30 @@ test(
       60_000,
     );
     t.diagnostic(`monitor heat in ${file}: ${heat.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
-    assert.ok(heat.length >= 3, `the monitor's samples put heat on vm_run's lines (${JSON.stringify(heat.map((x) => x.line))})`);
+    assert.ok(
+      heat.length >= 3,
+      `the monitor's samples put heat on vm_run's lines (${JSON.stringify(heat.map((x) => x.line))})`,
+    );
     const notRun = heat.filter((x) => !counts.has(x.line)).map((x) => x.line);
     assert.deepEqual(notRun, [], 'heat on lines the oracle never runs');
     const tallest = heat.reduce((a, b) => (b.barHeight > a.barHeight ? b : a));
     const hover = await hoverOnLine(h, tallest.line, /95 % interval/, 20_000);
     await h.dismissHover();
     t.diagnostic(`hover on line ${tallest.line}: ${hover.replace(/\s+/g, ' ')}`);
-    assert.match(hover, /[\d.]+ % \(95 % interval [\d.]+ % – [\d.]+ %\) · [\d,]+ samples/, 'the hover gives the share, its 95 % interval and the sample count');
+    assert.match(
+      hover,
+      /[\d.]+ % \(95 % interval [\d.]+ % – [\d.]+ %\) · [\d,]+ samples/,
+      'the hover gives the share, its 95 % interval and the sample count',
+    );
     assert.match(hover, /QEMU monitor/, 'the hover names the sampler');
 
     const { ended } = await h.stopDebugging({ maxPresses: 3 });
     assert.ok(ended, 'the session ends');
-    assert.deepEqual(await h.waitForNoServerProcesses(sessionProcesses, 15_000), [], 'the session left processes running');
+    assert.deepEqual(
+      await h.waitForNoServerProcesses(sessionProcesses, 15_000),
+      [],
+      'the session left processes running',
+    );
   },
 );
 

@@ -36,7 +36,10 @@ before(
       server: { instructionCounts: true },
     });
     mainLine = markerLine(join(harness.workspace, 'src', 'hotloop.c'), '#MAIN_FIRST');
-    oracle = await runOracle({ elf: join(harness.workspace, 'build', 'rv32', 'hotloop.elf'), maxInstructions: oracleInstructions });
+    oracle = await runOracle({
+      elf: join(harness.workspace, 'build', 'rv32', 'hotloop.elf'),
+      maxInstructions: oracleInstructions,
+    });
   },
   { timeout: 15 * 60_000 },
 );
@@ -74,7 +77,11 @@ test('Show Live Profile without sampling says to start live hotspots', { timeout
     15_000,
   );
   const text = toast.find((t) => /No live sampling is running/.test(t)) ?? '';
-  assert.match(text, /No live sampling is running/, `a notification says why there is nothing to show (${toast.join(' || ')})`);
+  assert.match(
+    text,
+    /No live sampling is running/,
+    `a notification says why there is nothing to show (${toast.join(' || ')})`,
+  );
   assert.match(text, /CycleLens: Toggle Live Hotspots/, 'and names the command that starts sampling');
   assert.equal(await h.page.locator('iframe.webview.ready').count(), 0, 'no panel opened');
   await h.page.keyboard.press('Escape');
@@ -153,23 +160,35 @@ test(
       (p) => p.count > last.count,
       30_000,
     );
-    assert.equal(await page.locator('th[aria-sort="descending"] button').textContent(), 'Self (insn) ▼', 'an update keeps the sort');
+    assert.equal(
+      await page.locator('th[aria-sort="descending"] button').textContent(),
+      'Self (insn) ▼',
+      'an update keeps the sort',
+    );
     assert.equal(sorted.load, first.load, 'the page still has not loaded again');
     await h.screenshot('live-profile-panel');
   },
 );
 
-test('when the session ends the panel keeps the last picture and says it is no longer live', { timeout: 120_000 }, async () => {
-  const h = harness!;
-  const page = webview(h);
-  const before = await panelNow(page);
-  const { ended } = await h.stopDebugging({ maxPresses: 3 });
-  assert.ok(ended, 'the session ends');
-  await page.locator('.header .live', { hasText: 'no longer live' }).waitFor({ timeout: 30_000 });
-  const after = await panelNow(page);
-  assert.match(after.note, /^Sampling stopped/, `the banner says sampling stopped ("${after.note}")`);
-  assert.ok(after.count >= before.count, `the last picture's count stays (${before.count}, then ${after.count})`);
-  assert.equal(after.load, before.load, 'the page was not reloaded');
-  assert.ok((await page.locator('table.grid tbody tr').count()) > 1, 'the last picture stays drawn');
-  assert.deepEqual(await h.waitForNoServerProcesses(sessionProcesses, 15_000), [], 'the session left processes running');
-});
+test(
+  'when the session ends the panel keeps the last picture and says it is no longer live',
+  { timeout: 120_000 },
+  async () => {
+    const h = harness!;
+    const page = webview(h);
+    const before = await panelNow(page);
+    const { ended } = await h.stopDebugging({ maxPresses: 3 });
+    assert.ok(ended, 'the session ends');
+    await page.locator('.header .live', { hasText: 'no longer live' }).waitFor({ timeout: 30_000 });
+    const after = await panelNow(page);
+    assert.match(after.note, /^Sampling stopped/, `the banner says sampling stopped ("${after.note}")`);
+    assert.ok(after.count >= before.count, `the last picture's count stays (${before.count}, then ${after.count})`);
+    assert.equal(after.load, before.load, 'the page was not reloaded');
+    assert.ok((await page.locator('table.grid tbody tr').count()) > 1, 'the last picture stays drawn');
+    assert.deepEqual(
+      await h.waitForNoServerProcesses(sessionProcesses, 15_000),
+      [],
+      'the session left processes running',
+    );
+  },
+);

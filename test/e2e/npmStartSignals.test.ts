@@ -98,11 +98,15 @@ async function startDemo(name: string): Promise<Demo> {
   const port = await codeServer.freePort();
   // Its own process group, as from a terminal: the signal goes to one process only, and the test can
   // still end the whole group if a case fails.
-  const npm = spawn('npm', ['start', '--', '--no-setup', '--port', String(port), '--vsix', vsixPath, '--state', stateDir], {
-    cwd: repoRoot,
-    detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const npm = spawn(
+    'npm',
+    ['start', '--', '--no-setup', '--port', String(port), '--vsix', vsixPath, '--state', stateDir],
+    {
+      cwd: repoRoot,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let text = '';
   npm.stdout!.setEncoding('utf8').on('data', (d: string) => (text += d));
   npm.stderr!.setEncoding('utf8').on('data', (d: string) => (text += d));
@@ -118,8 +122,13 @@ async function startDemo(name: string): Promise<Demo> {
   const tree = processTree(npm.pid!);
   const shell = tree.find((p) => /^(\/bin\/)?sh -c /.test(p.command));
   const startScript = tree.find((p) => /scripts\/start\.mjs/.test(p.command) && !/^(\/bin\/)?sh /.test(p.command));
-  const server = tree.find((p) => /code-server\/out\/node\/entry\.js/.test(p.command) && statOf(p.pid)?.ppid === startScript?.pid);
-  assert.ok(startScript && server, `the chain npm → start.mjs → code-server is not there: ${tree.map(short).join(', ')}`);
+  const server = tree.find(
+    (p) => /code-server\/out\/node\/entry\.js/.test(p.command) && statOf(p.pid)?.ppid === startScript?.pid,
+  );
+  assert.ok(
+    startScript && server,
+    `the chain npm → start.mjs → code-server is not there: ${tree.map(short).join(', ')}`,
+  );
   const tag = readFileSync(`/proc/${server.pid}/environ`, 'latin1')
     .split('\0')
     .find((v) => v.startsWith(`${codeServer.CODE_SERVER_TAG_VAR}=`))
@@ -179,7 +188,12 @@ after(async () => {
 });
 
 for (const victim of ['npm', 'shell', 'startScript', 'codeServer'] as const) {
-  const label = { npm: 'the npm process', shell: 'the shell npm runs the script in', startScript: 'scripts/start.mjs', codeServer: 'code-server' }[victim];
+  const label = {
+    npm: 'the npm process',
+    shell: 'the shell npm runs the script in',
+    startScript: 'scripts/start.mjs',
+    codeServer: 'code-server',
+  }[victim];
   test(
     `SIGTERM to ${label} of \`npm start\`, with a debug session on QEMU: every process under npm is gone within 2 s`,
     { timeout: 20 * 60_000 },
@@ -194,9 +208,15 @@ for (const victim of ['npm', 'shell', 'startScript', 'codeServer'] as const) {
       // Everything code-server started carries its tag, including any process that left the tree.
       for (const pid of codeServer.taggedProcesses(demo.tag)) {
         const s = statOf(pid);
-        if (s && !before.some((p) => p.pid === pid)) before.push({ pid, startTime: s.startTime, command: commandOf(pid) });
+        if (s && !before.some((p) => p.pid === pid))
+          before.push({ pid, startTime: s.startTime, command: commandOf(pid) });
       }
-      for (const what of [/qemu-system-riscv32/, /gdb-multiarch/, /dist\/adapter\.js/, /extensionHost|bootstrap-fork/]) {
+      for (const what of [
+        /qemu-system-riscv32/,
+        /gdb-multiarch/,
+        /dist\/adapter\.js/,
+        /extensionHost|bootstrap-fork/,
+      ]) {
         assert.ok(
           before.some((p) => what.test(p.command)),
           `no ${what.source} process runs before the signal: ${before.map(short).join(', ')}`,

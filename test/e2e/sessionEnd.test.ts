@@ -42,7 +42,12 @@ let marked = 0;
 
 before(
   async () => {
-    harness = await CodeServerHarness.start({ name: 'sessionEnd', requireFirmware: true, theme: dark, viewport: { width: 1440, height: 900 } });
+    harness = await CodeServerHarness.start({
+      name: 'sessionEnd',
+      requireFirmware: true,
+      theme: dark,
+      viewport: { width: 1440, height: 900 },
+    });
     workspaceElf = join(harness.workspace, 'build', 'rv32');
     const dsp = join(harness.workspace, 'src', 'dsp.c');
     regionStart = markerLine(dsp, '#REGION_START');
@@ -86,7 +91,9 @@ test('a region of dsp.c is measured and its result read at program_end', { timeo
   const rows = await showMeasurements(h, (r) => r.some((row) => /\bcalls\b/.test(row.description)));
   await h.dismissHover();
   await h.screenshot('sessionEnd-before-stop');
-  t.diagnostic(`#REGION_START shows "${inline}"; Measurements: ${rows.map((r) => `${r.label} — ${r.description}`).join(' | ')}`);
+  t.diagnostic(
+    `#REGION_START shows "${inline}"; Measurements: ${rows.map((r) => `${r.label} — ${r.description}`).join(' | ')}`,
+  );
   // The state the stop must clear: this test only sets it up.
   assert.match(inline, /\d+\s+(calls|passes)\b/, "the region's result is drawn on #REGION_START");
   assert.deepEqual(await gutterIconLines(h, 'region-start'), [regionStart], 'the region-start marker is drawn');
@@ -114,39 +121,55 @@ test('one Stop (Shift+F5) ends the session', { timeout: 60_000 }, async (t) => {
   assert.ok(stop.endedByFirst, `the debug toolbar is still shown 10 s after Shift+F5; meanwhile: ${stop.between}`);
 });
 
-test("after the stop, dsp.c shows neither the result text nor the region's gutter markers", { timeout: 60_000 }, async (t) => {
-  const h = harness!;
-  assert.equal(await h.debugToolbar().isVisible(), false, `the session did not end (Shift+F5 pressed ${stop.presses} times)`);
-  await h.openFile('src/dsp.c');
-  await revealLine(h, regionStart);
-  const texts = await poll(
-    () => allDecorationTexts(h),
-    (d) => !d.some((x) => resultText.test(x)),
-    5000,
-  );
-  const markers = {
-    start: await gutterIconLines(h, 'region-start'),
-    end: await gutterIconLines(h, 'region-end'),
-    pending: await gutterIconLines(h, 'region-pending'),
-  };
-  const lenses = await codeLenses(h);
-  const status = (await h.page.locator('.part.statusbar').innerText()).replace(/\s+/g, ' ');
-  await h.screenshot('sessionEnd-after-stop');
-  t.diagnostic(`status bar ${Math.round((Date.now() - marked) / 1000)} s after the region was completed: "${status}"`);
-  t.diagnostic(`decoration texts: ${JSON.stringify(texts)}; markers: ${JSON.stringify(markers)}; CodeLens: ${JSON.stringify(lenses)}`);
-  assert.deepEqual(
-    texts.filter((x) => resultText.test(x)),
-    [],
-    'no result text is drawn in the editor',
-  );
-  assert.deepEqual(markers, { start: [], end: [], pending: [] }, 'no region marker is left in the gutter');
-  assert.deepEqual(
-    lenses.filter((l) => l.text.startsWith('$(pulse)')),
-    [],
-    'no measured-function CodeLens is left',
-  );
-  assert.doesNotMatch(status, /region starts at line/, 'the hint for a pending region start is not left in the status bar');
-});
+test(
+  "after the stop, dsp.c shows neither the result text nor the region's gutter markers",
+  { timeout: 60_000 },
+  async (t) => {
+    const h = harness!;
+    assert.equal(
+      await h.debugToolbar().isVisible(),
+      false,
+      `the session did not end (Shift+F5 pressed ${stop.presses} times)`,
+    );
+    await h.openFile('src/dsp.c');
+    await revealLine(h, regionStart);
+    const texts = await poll(
+      () => allDecorationTexts(h),
+      (d) => !d.some((x) => resultText.test(x)),
+      5000,
+    );
+    const markers = {
+      start: await gutterIconLines(h, 'region-start'),
+      end: await gutterIconLines(h, 'region-end'),
+      pending: await gutterIconLines(h, 'region-pending'),
+    };
+    const lenses = await codeLenses(h);
+    const status = (await h.page.locator('.part.statusbar').innerText()).replace(/\s+/g, ' ');
+    await h.screenshot('sessionEnd-after-stop');
+    t.diagnostic(
+      `status bar ${Math.round((Date.now() - marked) / 1000)} s after the region was completed: "${status}"`,
+    );
+    t.diagnostic(
+      `decoration texts: ${JSON.stringify(texts)}; markers: ${JSON.stringify(markers)}; CodeLens: ${JSON.stringify(lenses)}`,
+    );
+    assert.deepEqual(
+      texts.filter((x) => resultText.test(x)),
+      [],
+      'no result text is drawn in the editor',
+    );
+    assert.deepEqual(markers, { start: [], end: [], pending: [] }, 'no region marker is left in the gutter');
+    assert.deepEqual(
+      lenses.filter((l) => l.text.startsWith('$(pulse)')),
+      [],
+      'no measured-function CodeLens is left',
+    );
+    assert.doesNotMatch(
+      status,
+      /region starts at line/,
+      'the hint for a pending region start is not left in the status bar',
+    );
+  },
+);
 
 test('after the stop, the Measurements view no longer lists the injected region', { timeout: 30_000 }, async (t) => {
   const h = harness!;

@@ -3,7 +3,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { CodeServerHarness } from '../support/codeServerHarness';
-import { importScriptsLib, type CodeServerLib, type DemoWorkspaceLib, type VsixLib } from '../support/codeServerScripts';
+import {
+  importScriptsLib,
+  type CodeServerLib,
+  type DemoWorkspaceLib,
+  type VsixLib,
+} from '../support/codeServerScripts';
 import { repoRoot } from '../support/paths';
 
 // The packaged CycleLens in a real VS Code (code-server 4.100 in Debian's Chromium), on the demo
@@ -62,10 +67,14 @@ test('CycleLens activates from Run and Debug and shows as running', { timeout: 9
     .map((v) => v.name);
   for (const view of views) await h.openView(view);
   const debuggerLabel = manifest.contributes?.debuggers?.find((d) => d.type === 'cyclelens')?.label;
-  const dynamic = (manifest.activationEvents ?? []).some((e) => e === 'onDebugDynamicConfigurations' || e === 'onDebugDynamicConfigurations:cyclelens');
+  const dynamic = (manifest.activationEvents ?? []).some(
+    (e) => e === 'onDebugDynamicConfigurations' || e === 'onDebugDynamicConfigurations:cyclelens',
+  );
   if (dynamic && debuggerLabel) await h.selectDebugConfiguration(`${debuggerLabel}...`);
   if (views.length === 0 && !(dynamic && debuggerLabel)) {
-    assert.fail('package.json gives no way to activate CycleLens from the UI without a debug session (no views, no onDebugDynamicConfigurations)');
+    assert.fail(
+      'package.json gives no way to activate CycleLens from the UI without a debug session (no views, no onDebugDynamicConfigurations)',
+    );
   }
   // The extension host log names the event that activated it.
   t.diagnostic(await h.waitForActivation(id));

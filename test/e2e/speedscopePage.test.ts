@@ -40,7 +40,9 @@ describe('speedscope export in speedscope’s page', () => {
           '.wasm': 'application/wasm',
           '.png': 'image/png',
         };
-        res.writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' }).end(readFileSync(file));
+        res
+          .writeHead(200, { 'content-type': types[extname(file)] ?? 'application/octet-stream' })
+          .end(readFileSync(file));
       } catch {
         res.writeHead(404).end();
       }

@@ -26,7 +26,9 @@ function main(argv: string[]): number {
       console.log(`ok       ${p.name}: ${details.numRuns} inputs in ${ms} ms`);
     }
   }
-  console.log(`fuzz: ${executions} executions in ${((Date.now() - started) / 1000).toFixed(1)} s, ${findings} finding(s)`);
+  console.log(
+    `fuzz: ${executions} executions in ${((Date.now() - started) / 1000).toFixed(1)} s, ${findings} finding(s)`,
+  );
   return findings > 0 ? 1 : 0;
 }
 

@@ -1,7 +1,13 @@
 import fc from 'fast-check';
 import { parseMiLine } from '../../adapter/debugger/gdb/mi/parser';
 import { journalProblem } from '../../adapter/probe/injection/journal';
-import { ResultSetError, parseCallGraphDocument, parseResultSetText, resultSetDocument, type ResultSet } from '../../core/analysis/resultSet';
+import {
+  ResultSetError,
+  parseCallGraphDocument,
+  parseResultSetText,
+  resultSetDocument,
+  type ResultSet,
+} from '../../core/analysis/resultSet';
 
 /**
  * Properties of the parsers that take outside input: GDB's MI stream (GDB's stdout also carries the
@@ -52,7 +58,9 @@ function cQuote(text: string): string {
 const knownTypes = new Set(['prompt', 'result', 'exec', 'status', 'notify', 'console', 'target', 'log', 'unparsed']);
 
 /** Deep-nested values built from MI pieces: catches recursion without a depth guard. */
-const nestedMi = fc.integer({ min: 1, max: 3000 }).map((depth) => `^done,a=${'{b='.repeat(depth)}"x"${'}'.repeat(depth)}`);
+const nestedMi = fc
+  .integer({ min: 1, max: 3000 })
+  .map((depth) => `^done,a=${'{b='.repeat(depth)}"x"${'}'.repeat(depth)}`);
 
 export interface FuzzProperty {
   name: string;
@@ -91,8 +99,16 @@ function mutate(path: Array<string | number>, replacement: unknown): string {
   return JSON.stringify(doc);
 }
 
-const strangeNumbers = fc.oneof(fc.double(), fc.constantFrom(1e300, -1, -0, 2 ** 64, 2 ** 53 + 1, 0.5, Number.MAX_VALUE), fc.integer());
-const anyJson = fc.oneof(fc.jsonValue({ maxDepth: 4 }), strangeNumbers, fc.constantFrom({ __proto__: { polluted: true } }, '__proto__', null));
+const strangeNumbers = fc.oneof(
+  fc.double(),
+  fc.constantFrom(1e300, -1, -0, 2 ** 64, 2 ** 53 + 1, 0.5, Number.MAX_VALUE),
+  fc.integer(),
+);
+const anyJson = fc.oneof(
+  fc.jsonValue({ maxDepth: 4 }),
+  strangeNumbers,
+  fc.constantFrom({ __proto__: { polluted: true } }, '__proto__', null),
+);
 
 /** Only ResultSetError may come out of the loader. */
 function loaderAccepts(text: string): boolean {
@@ -107,8 +123,9 @@ function loaderAccepts(text: string): boolean {
 export const parserProperties: FuzzProperty[] = [
   prop(
     'MI: any text parses to a known record, never throws',
-    fc.property(fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'binary', maxLength: 200 }), miLike, nestedMi), (line) =>
-      knownTypes.has(parseMiLine(line).type),
+    fc.property(
+      fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'binary', maxLength: 200 }), miLike, nestedMi),
+      (line) => knownTypes.has(parseMiLine(line).type),
     ),
   ),
   prop(
@@ -120,10 +137,15 @@ export const parserProperties: FuzzProperty[] = [
   ),
   prop(
     'MI: a result record keeps its token and class whatever its results hold',
-    fc.property(fc.nat({ max: 1_000_000 }), fc.constantFrom('done', 'error', 'running'), fc.string({ maxLength: 60 }), (token, cls, text) => {
-      const r = parseMiLine(`${token}^${cls},msg=${cQuote(text)}`);
-      return r.type === 'result' && r.token === token && r.resultClass === cls;
-    }),
+    fc.property(
+      fc.nat({ max: 1_000_000 }),
+      fc.constantFrom('done', 'error', 'running'),
+      fc.string({ maxLength: 60 }),
+      (token, cls, text) => {
+        const r = parseMiLine(`${token}^${cls},msg=${cQuote(text)}`);
+        return r.type === 'result' && r.token === token && r.resultClass === cls;
+      },
+    ),
   ),
   prop(
     'result sets: arbitrary text only ever fails with ResultSetError',
@@ -155,7 +177,9 @@ export const parserProperties: FuzzProperty[] = [
         anyJson,
         fc.record({
           schema: fc.constant('cyclelens-patch-journal/1'),
-          patches: fc.array(fc.record({ address: strangeNumbers, original: fc.string(), patched: fc.string() }, { requiredKeys: [] })),
+          patches: fc.array(
+            fc.record({ address: strangeNumbers, original: fc.string(), patched: fc.string() }, { requiredKeys: [] }),
+          ),
         }),
       ),
       (value) => {

@@ -1,7 +1,12 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DebugProtocol } from '@vscode/debugprotocol';
-import type { CallGraphResponse, InjectResponse, InjectedResult, InjectedResultsResponse } from '../../common/dapCustom';
+import type {
+  CallGraphResponse,
+  InjectResponse,
+  InjectedResult,
+  InjectedResultsResponse,
+} from '../../common/dapCustom';
 import { CustomRequests } from '../../common/dapCustom';
 import type { DebuggerKind } from '../../common/launchArgs';
 import { rootsForStart, runDescent } from '../../core/analysis/descent';
@@ -61,7 +66,9 @@ for (const { target, debugger: debuggerKind } of LEGS) {
     });
 
     it('launches and stops at main', async () => {
-      const stopped = await h.launchToEntry(qemuLaunchArgs(target, 'singlepass', { debugger: debuggerKind, programEnd: 'program_end' }));
+      const stopped = await h.launchToEntry(
+        qemuLaunchArgs(target, 'singlepass', { debugger: debuggerKind, programEnd: 'program_end' }),
+      );
       assert.equal(stopped.body.reason, 'entry');
       const top = await h.topFrame(stopped.body.threadId);
       assert.equal(top.name, 'main');
@@ -69,7 +76,11 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       // GDB places a breakpoint on main after the prologue: the first line of the body. LLDB 14's
       // prologue analysis of this Thumb code stops earlier, on main's opening line.
       if (debuggerKind === 'gdb') assert.equal(top.line, markerLine(singlepass, '#MAIN_FIRST'));
-      else assert.ok(top.line > 0 && top.line < markerLine(singlepass, '#MAIN_FIRST'), `main's opening line, got ${top.line}`);
+      else
+        assert.ok(
+          top.line > 0 && top.line < markerLine(singlepass, '#MAIN_FIRST'),
+          `main's opening line, got ${top.line}`,
+        );
     });
 
     it('stops at a source breakpoint found by marker', async () => {
@@ -77,7 +88,10 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       const set = await h.dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [{ line }] });
       assert.equal(set.body.breakpoints[0]?.verified, true);
       assert.equal(set.body.breakpoints[0]?.line, line);
-      await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.assertStoppedLocation('breakpoint', { path: dsp, line })]);
+      await Promise.all([
+        h.dc.continueRequest({ threadId: 1 }),
+        h.dc.assertStoppedLocation('breakpoint', { path: dsp, line }),
+      ]);
     });
 
     it('shows the call stack down from main', async () => {
@@ -100,7 +114,8 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       assert.ok(st && st.variablesReference > 0, `struct 'st' not expandable: ${JSON.stringify(locals)}`);
       assert.ok(hist && hist.variablesReference > 0, `array 'hist' not expandable`);
       const fields = (await h.variablesOf(st.variablesReference)).map((v) => v.name);
-      for (const f of ['mean', 'variance', 'spread']) assert.ok(fields.includes(f), `field ${f} missing: ${fields.join(',')}`);
+      for (const f of ['mean', 'variance', 'spread'])
+        assert.ok(fields.includes(f), `field ${f} missing: ${fields.join(',')}`);
       const elements = await h.variablesOf(hist.variablesReference);
       assert.equal(elements[0]?.name, '[0]');
       assert.match(elements[0]!.value, /^\d+$/);
@@ -110,7 +125,10 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       const scopes = await h.dc.scopesRequest({ frameId });
       const globals = scopes.body.scopes.find((s) => s.name === 'Globals');
       const statics = scopes.body.scopes.find((s) => s.name === 'Statics');
-      assert.ok(globals?.expensive && statics?.expensive, `Globals and Statics are listed only when expanded: ${JSON.stringify(scopes.body.scopes)}`);
+      assert.ok(
+        globals?.expensive && statics?.expensive,
+        `Globals and Statics are listed only when expanded: ${JSON.stringify(scopes.body.scopes)}`,
+      );
       // runtime.c defines the global; the stop is in dsp.c, whose one file-scope object is a static.
       const g = await h.variablesOf(globals.variablesReference);
       const checksum = g.find((v) => v.name === 'g_final_checksum');
@@ -156,8 +174,15 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       const before = Buffer.from(read.body.data, 'base64');
       assert.equal(before.length, 16);
       const pattern = Buffer.from([0xde, 0xad, 0xbe, 0xef]);
-      await h.dc.customRequest('writeMemory', { memoryReference: `0x${address.toString(16)}`, offset: 4, data: pattern.toString('base64') });
-      const again = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 16 })).body.data, 'base64');
+      await h.dc.customRequest('writeMemory', {
+        memoryReference: `0x${address.toString(16)}`,
+        offset: 4,
+        data: pattern.toString('base64'),
+      });
+      const again = Buffer.from(
+        (await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 16 })).body.data,
+        'base64',
+      );
       assert.deepEqual(again.subarray(4, 8), pattern);
       assert.deepEqual(again.subarray(0, 4), before.subarray(0, 4));
       assert.deepEqual(again.subarray(8), before.subarray(8));
@@ -189,8 +214,8 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       const pc = (await h.topFrame()).instructionPointerReference!;
       const disassembleAtPc = async (): Promise<string> =>
         (
-          (await h.dc.customRequest('disassemble', { memoryReference: pc, instructionOffset: 0, instructionCount: 4 })).body
-            .instructions as DebugProtocol.DisassembledInstruction[]
+          (await h.dc.customRequest('disassemble', { memoryReference: pc, instructionOffset: 0, instructionCount: 4 }))
+            .body.instructions as DebugProtocol.DisassembledInstruction[]
         )[0]!.instruction;
       const original = await disassembleAtPc();
       assert.notEqual(original, 'nop');
@@ -222,7 +247,10 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       const pcBefore = BigInt(top.instructionPointerReference!);
       await Promise.all([h.dc.nextRequest({ threadId: 1, granularity: 'instruction' }), h.dc.waitForEvent('stopped')]);
       const pcAfter = BigInt((await h.topFrame()).instructionPointerReference!);
-      assert.ok(pcAfter - pcBefore === 2n || pcAfter - pcBefore === 4n || pcAfter !== pcBefore, 'instruction step must move the pc');
+      assert.ok(
+        pcAfter - pcBefore === 2n || pcAfter - pcBefore === 4n || pcAfter !== pcBefore,
+        'instruction step must move the pc',
+      );
     });
 
     it('passes monitor commands to the gdbserver', async () => {
@@ -236,7 +264,11 @@ for (const { target, debugger: debuggerKind } of LEGS) {
       const { units } = await h.custom(CustomRequests.counters);
       assert.ok(units.find((u) => u.unit === unit)?.present, JSON.stringify(units));
       const configured = await h.custom(CustomRequests.configure, { events: [event] });
-      assert.equal(configured.units.find((u) => u.unit === unit)?.slots.find((s) => s.event === event)?.running, true, JSON.stringify(configured.units));
+      assert.equal(
+        configured.units.find((u) => u.unit === unit)?.slots.find((s) => s.event === event)?.running,
+        true,
+        JSON.stringify(configured.units),
+      );
       const r = await h.custom(CustomRequests.measureTo, { to: { function: 'program_end' } });
       assert.equal(r.passes.length, 1, r.incomplete);
       assert.equal(r.stoppedAt?.function, 'program_end');
@@ -254,7 +286,8 @@ for (const { target, debugger: debuggerKind } of LEGS) {
     it('injects a measurement and counts its calls without halting', async () => {
       await h.dc.setBreakpointsRequest({ source: { path: dsp }, breakpoints: [] });
       await h.dc.customRequest(CustomRequests.run, { restart: true, until: { function: 'main' } });
-      const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] })).body as InjectResponse;
+      const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] }))
+        .body as InjectResponse;
       assert.equal(injected.injected.length, 1, JSON.stringify(injected.refused));
       await h.dc.customRequest(CustomRequests.run, {});
       const results = (await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse;
@@ -267,7 +300,11 @@ for (const { target, debugger: debuggerKind } of LEGS) {
     it('runs a descent below main', async () => {
       const profiler = new DapProfiler(
         { customRequest: async (command, args) => (await h.dc.customRequest(command, args)).body as unknown },
-        { slots: 4, mode: { kind: 'single-pass', end: { function: 'program_end' } }, executable: qemuLaunchArgs(target).executable },
+        {
+          slots: 4,
+          mode: { kind: 'single-pass', end: { function: 'program_end' } },
+          executable: qemuLaunchArgs(target).executable,
+        },
       );
       const graph: CallGraphResponse = await profiler.callGraph();
       const engine = new MetricsEngine();
@@ -278,7 +315,9 @@ for (const { target, debugger: debuggerKind } of LEGS) {
         roots: rootsForStart(graph, 'main'),
         spanning: ['main'],
       });
-      const below = result.outcomes.filter((o) => o.status === 'measured' && o.name !== 'main' && (o.value ?? 0) > 0).map((o) => o.name);
+      const below = result.outcomes
+        .filter((o) => o.status === 'measured' && o.name !== 'main' && (o.value ?? 0) > 0)
+        .map((o) => o.name);
       assert.ok(below.includes('process_packet'), `measured: ${below.join(', ')}`);
       measured.descent = { runs: result.runs, outcomes: result.outcomes };
       measuredBy.set(legName(target, debuggerKind), measured);
@@ -287,7 +326,10 @@ for (const { target, debugger: debuggerKind } of LEGS) {
     if (debuggerKind !== 'gdb')
       it('measures exactly what GDB measured on the same target', () => {
         const gdb = measuredBy.get(legName(target, 'gdb'));
-        assert.ok(gdb, `the GDB leg on ${target} recorded no measurements (it failed or was left out): run this file with both legs`);
+        assert.ok(
+          gdb,
+          `the GDB leg on ${target} recorded no measurements (it failed or was left out): run this file with both legs`,
+        );
         assert.deepEqual(measured, gdb);
       });
 
@@ -306,7 +348,10 @@ describe('LLDB where it cannot go', () => {
     await h.start();
     try {
       await assert.rejects(
-        Promise.all([h.dc.configurationSequence(), h.dc.launch(qemuLaunchArgs('rv32', 'singlepass', { debugger: 'lldb' }))]),
+        Promise.all([
+          h.dc.configurationSequence(),
+          h.dc.launch(qemuLaunchArgs('rv32', 'singlepass', { debugger: 'lldb' })),
+        ]),
         /LLDB 14 has no RISC-V support: use `"debugger": "gdb"`/,
       );
     } finally {

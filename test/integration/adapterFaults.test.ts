@@ -45,11 +45,17 @@ describe('debug adapter faults', () => {
   it('executable that is not an ELF', async () => {
     const bin = join(scratch, 'firmware.bin');
     writeFileSync(bin, Buffer.alloc(256, 0x55));
-    await launchFails(qemuLaunchArgs('rv32', 'singlepass', { executable: bin }), /is not an ELF file \(bad magic\): point `executable` at the linked \.elf/);
+    await launchFails(
+      qemuLaunchArgs('rv32', 'singlepass', { executable: bin }),
+      /is not an ELF file \(bad magic\): point `executable` at the linked \.elf/,
+    );
   });
 
   it('debugger not found', () =>
-    launchFails(qemuLaunchArgs('rv32', 'singlepass', { gdbPath: 'no-such-gdb' }), /The debugger 'no-such-gdb' was not found\. Install it .*gdbPath/));
+    launchFails(
+      qemuLaunchArgs('rv32', 'singlepass', { gdbPath: 'no-such-gdb' }),
+      /The debugger 'no-such-gdb' was not found\. Install it .*gdbPath/,
+    ));
 
   it('server executable not found', () =>
     launchFails(
@@ -82,7 +88,10 @@ describe('debug adapter faults', () => {
     const top = await h.topFrame();
     assert.equal(top.name, 'main');
     assert.equal(top.source, undefined);
-    assert.match(h.allOutput, /has no debug information: source lines, locals and stepping by line are unavailable\. Build with -g/);
+    assert.match(
+      h.allOutput,
+      /has no debug information: source lines, locals and stepping by line are unavailable\. Build with -g/,
+    );
     await h.dc.disconnectRequest({ terminateDebuggee: true });
   });
 
@@ -114,7 +123,10 @@ describe('debug adapter faults', () => {
     await h.launchToEntry(qemuLaunchArgs('rv32', 'cyclic'));
     await h.dc.continueRequest({ threadId: 1 });
     await new Promise((r) => setTimeout(r, 300));
-    const [, stopped] = await Promise.all([h.dc.pauseRequest({ threadId: 1 }), h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>]);
+    const [, stopped] = await Promise.all([
+      h.dc.pauseRequest({ threadId: 1 }),
+      h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>,
+    ]);
     assert.equal(stopped.body.reason, 'pause');
     await h.dc.continueRequest({ threadId: 1 });
     await new Promise((r) => setTimeout(r, 200));

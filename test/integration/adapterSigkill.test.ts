@@ -6,7 +6,13 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import { Worker } from 'node:worker_threads';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { AdapterHarness, qemuLaunchArgs } from '../support/dap';
-import { killTagged, newOwnerTag, OWNER_TAG_VAR, processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import {
+  killTagged,
+  newOwnerTag,
+  OWNER_TAG_VAR,
+  processesWithTag,
+  waitForNoTaggedProcesses,
+} from '../support/ownedProcesses';
 import { adapterBundle, fixtureElf, fixturesDir, repoRoot } from '../support/paths';
 import { hintedEnv, newCacheDir, teachStartPlan } from '../support/startAhead';
 
@@ -69,7 +75,11 @@ interface KillReport {
  * A killer thread, running once this resolves: `arm(pid)` makes it kill `pid` as soon as `pid` has
  * `count` children not in `known` (or after `ms`), and resolves with what it saw.
  */
-async function killAtFork(count: number, known: number[] = [], ms = 20_000): Promise<(pid: number) => Promise<KillReport>> {
+async function killAtFork(
+  count: number,
+  known: number[] = [],
+  ms = 20_000,
+): Promise<(pid: number) => Promise<KillReport>> {
   const shared = new SharedArrayBuffer(4);
   const worker = new Worker(killerProgram, { eval: true, workerData: { shared, known, count, ms } });
   const report = new Promise<KillReport>((resolve, reject) => {
@@ -96,7 +106,10 @@ function childrenOf(pid: number): number[] {
 function spawnAdapter(env: Record<string, string>): { child: ChildProcess; tag: string } {
   const tag = newOwnerTag();
   tags.push(tag);
-  const child = spawn(process.execPath, [adapterBundle], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env, [OWNER_TAG_VAR]: tag } });
+  const child = spawn(process.execPath, [adapterBundle], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, ...env, [OWNER_TAG_VAR]: tag },
+  });
   child.stdout?.resume();
   child.stderr?.resume();
   return { child, tag };
@@ -126,7 +139,9 @@ async function killHintedAtFork(n: number, what: string): Promise<void> {
     await assertNothingLeft(tag, `the adapter as its loader forked ${what} (${report.seen.length} children seen)`);
     if (report.killed) return;
   }
-  assert.fail(`the adapter was never killed as its loader forked ${what} (its child #${n}); children seen at each kill: ${seen.join(', ')}`);
+  assert.fail(
+    `the adapter was never killed as its loader forked ${what} (its child #${n}); children seen at each kill: ${seen.join(', ')}`,
+  );
 }
 
 /** An adapter with a launch in flight, killed as the launch forks its `n`-th process (tried a few times, as above). */
@@ -141,21 +156,30 @@ async function killAtLaunchFork(args: CycleLensLaunchArgs, n: number, what: stri
     assert.ok(adapter, 'the adapter runs');
     // GDB starts with the adapter, before any launch: the launch's own processes come after it.
     const ready = Date.now() + SURVIVOR_BOUND_MS;
-    while (!processesWithTag(h.tag).some((p) => /gdb-multiarch/.test(p.cmdline)) && Date.now() < ready) await new Promise((r) => setTimeout(r, 10));
+    while (!processesWithTag(h.tag).some((p) => /gdb-multiarch/.test(p.cmdline)) && Date.now() < ready)
+      await new Promise((r) => setTimeout(r, 10));
     const arm = await killAtFork(n, childrenOf(adapter.pid));
     const killing = arm(adapter.pid);
     h.dc.launch(args).catch(() => undefined);
     const report = await killing;
     seen.push(report.seen.length);
-    await assertNothingLeft(h.tag, `the adapter as the launch forked ${what} (${report.seen.length} new children seen)`);
+    await assertNothingLeft(
+      h.tag,
+      `the adapter as the launch forked ${what} (${report.seen.length} new children seen)`,
+    );
     if (report.killed) return;
   }
-  assert.fail(`the adapter was never killed as the launch forked ${what} (its child #${n}); new children seen at each kill: ${seen.join(', ')}`);
+  assert.fail(
+    `the adapter was never killed as the launch forked ${what} (its child #${n}); new children seen at each kill: ${seen.join(', ')}`,
+  );
 }
 
 describe('an adapter SIGKILLed at any moment leaves no process behind', () => {
   before(async () => {
-    assert.ok(existsSync(`/proc/${process.pid}/task/${process.pid}/children`), 'this test reads /proc/PID/task/PID/children (Linux, CONFIG_PROC_CHILDREN)');
+    assert.ok(
+      existsSync(`/proc/${process.pid}/task/${process.pid}/children`),
+      'this test reads /proc/PID/task/PID/children (Linux, CONFIG_PROC_CHILDREN)',
+    );
     await teachStartPlan(hinted, cache);
   });
   afterEach(() => {
@@ -230,7 +254,10 @@ describe('an adapter SIGKILLed at any moment leaves no process behind', () => {
       server: { type: 'qemu', machine: 'virt' },
       stopAtEntry: 'main',
     };
-    writeFileSync(join(workspace, '.vscode', 'launch.json'), JSON.stringify({ version: '0.2.0', configurations: [configuration] }));
+    writeFileSync(
+      join(workspace, '.vscode', 'launch.json'),
+      JSON.stringify({ version: '0.2.0', configurations: [configuration] }),
+    );
     for (const [n, what] of [
       [1, 'its first adapter'],
       [2, 'the adapter of its second job'],

@@ -6,7 +6,14 @@ import { after, afterEach, describe, it } from 'node:test';
 import { CONTROL_FD, SPARE_ARG, startHintKey } from '../../common/startHint';
 import { SpareAdapter, SpareKeeper } from '../../core/dap/adapterSpare';
 import { AdapterHarness, qemuLaunchArgs } from '../support/dap';
-import { killTagged, newOwnerTag, OWNER_TAG_VAR, processesWithTag, waitForNoTaggedProcesses, type LiveProcess } from '../support/ownedProcesses';
+import {
+  killTagged,
+  newOwnerTag,
+  OWNER_TAG_VAR,
+  processesWithTag,
+  waitForNoTaggedProcesses,
+  type LiveProcess,
+} from '../support/ownedProcesses';
 import { adapterBundle, repoRoot } from '../support/paths';
 import { finishSession, newCacheDir, teachStartPlan } from '../support/startAhead';
 
@@ -80,9 +87,16 @@ describe('debug adapters started ahead of their session', () => {
     const stopped = await h.launchToEntry(args);
     assert.equal(stopped.body.reason, 'entry');
     assert.equal((await h.topFrame()).name, 'main');
-    assert.match(h.allOutput, /^Started ahead of the launch: \S*qemu-system-arm /m, 'the hint handed over found the remembered QEMU command');
+    assert.match(
+      h.allOutput,
+      /^Started ahead of the launch: \S*qemu-system-arm /m,
+      'the hint handed over found the remembered QEMU command',
+    );
     const serving = processesWithTag(h.tag).find((p) => p.pid === h.spareProcess!.pid);
-    assert.ok(serving && !/--spare/.test(serving.cmdline), `handed a session, its title no longer says spare: ${serving?.cmdline}`);
+    assert.ok(
+      serving && !/--spare/.test(serving.cmdline),
+      `handed a session, its title no longer says spare: ${serving?.cmdline}`,
+    );
     await finishSession(h);
   });
 
@@ -138,8 +152,13 @@ describe('debug adapters started ahead of their session', () => {
       const spare = SpareAdapter.spawn({ adapterPath: ${JSON.stringify(adapterBundle)} });
       spare.ready.then((ok) => process.stdout.write((ok ? spare.child.pid : 0) + '\\n'));
       setInterval(() => undefined, 1000);`;
-    const keeper = spawn(process.execPath, ['-e', keeperProgram], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, [OWNER_TAG_VAR]: tag } });
-    const sparePid = await new Promise<number>((resolve) => keeper.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))));
+    const keeper = spawn(process.execPath, ['-e', keeperProgram], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, [OWNER_TAG_VAR]: tag },
+    });
+    const sparePid = await new Promise<number>((resolve) =>
+      keeper.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))),
+    );
     assert.ok(sparePid > 0, 'the keeper had a spare ready');
     keeper.kill('SIGKILL');
     assert.ok(await gone(sparePid), 'the spare ended with its keeper');
@@ -167,7 +186,13 @@ describe('debug adapters started ahead of their session', () => {
     tags.push(tag);
     const env = { ...process.env, CYCLELENS_CODE_CACHE: cacheDir(), [OWNER_TAG_VAR]: tag };
     let wanted = true;
-    const keeper = new SpareKeeper({ adapterPath: adapterBundle, env, refillAfterMs: 100, idleMs: 60_000, wanted: () => wanted });
+    const keeper = new SpareKeeper({
+      adapterPath: adapterBundle,
+      env,
+      refillAfterMs: 100,
+      idleMs: 60_000,
+      wanted: () => wanted,
+    });
     const adapters = (): LiveProcess[] => processesWithTag(tag).filter((p) => /dist\/adapter\.js/.test(p.cmdline));
     const until = async (what: string, ok: () => boolean): Promise<void> => {
       const deadline = Date.now() + GONE_BOUND_MS;
@@ -191,7 +216,9 @@ describe('debug adapters started ahead of their session', () => {
         child.stdin!.end();
         assert.ok(await gone(child.pid!), 'a session adapter whose stdin closed ends');
       }
-      await until('another spare follows the second session', () => adapters().some((p) => p.cmdline.endsWith(SPARE_ARG)));
+      await until('another spare follows the second session', () =>
+        adapters().some((p) => p.cmdline.endsWith(SPARE_ARG)),
+      );
       wanted = false;
       assert.equal(keeper.prepare(), undefined, 'no spare when spares are not wanted');
       await until('a spare no longer wanted ends', () => adapters().length === 0);

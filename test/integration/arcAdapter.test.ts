@@ -29,13 +29,21 @@ describe('ARC PCT through the debug adapter (gdbserver test double)', () => {
     assert.ok(built, 'ARC binutils are needed to assemble the test program (scripts/buildArcBinutils.sh)');
     elf = built;
     // A build with 4 counters of 48 bits and the conditions in a shuffled order: the product must enumerate.
-    stub = new ArcGdbStub({ build: { counters: 4, width: 48 }, program: { loopStart: elf.textBase, loopEnd: elf.symbols.get('loop_end')! } });
+    stub = new ArcGdbStub({
+      build: { counters: 4, width: 48 },
+      program: { loopStart: elf.textBase, loopEnd: elf.symbols.get('loop_end')! },
+    });
     stub.cpu.writeMemory(elf.textBase, elf.text);
     const port = await stub.listen(0);
     await h.start();
     const caps = h.dc.waitForEvent(CustomEvents.capabilities);
     const mid = elf.symbols.get('mid')!;
-    await h.launchToEntry({ executable: elf.path, gdbPath, server: { type: 'remote', address: `127.0.0.1:${port}` }, stopAtEntry: `*0x${mid.toString(16)}` });
+    await h.launchToEntry({
+      executable: elf.path,
+      gdbPath,
+      server: { type: 'remote', address: `127.0.0.1:${port}` },
+      stopAtEntry: `*0x${mid.toString(16)}`,
+    });
     capabilities = (await caps).body as CapabilitiesEventBody;
   });
 
@@ -53,7 +61,8 @@ describe('ARC PCT through the debug adapter (gdbserver test double)', () => {
     assert.equal(pct.slots.length, 4);
     assert.ok(pct.slots.every((s) => s.width === 48));
     const ids = (pct.events ?? []).map((e) => e.id);
-    for (const id of ['arc.crun', 'arc.iall', 'arc.ijmp', 'arc.imemrdc']) assert.ok(ids.includes(id), `missing ${id} in ${ids.join(',')}`);
+    for (const id of ['arc.crun', 'arc.iall', 'arc.ijmp', 'arc.imemrdc'])
+      assert.ok(ids.includes(id), `missing ${id} in ${ids.join(',')}`);
   });
 
   it('counts cycles and instructions over one loop iteration exactly as the modelled hardware', async () => {
@@ -85,7 +94,9 @@ describe('ARC PCT through the debug adapter (gdbserver test double)', () => {
 
   it('refuses more events than the build has counters', async () => {
     await assert.rejects(
-      h.dc.customRequest(CustomRequests.configure, { events: ['arc.crun', 'arc.iall', 'arc.ijmp', 'arc.imemrdc', 'arc.imemwrc'] }),
+      h.dc.customRequest(CustomRequests.configure, {
+        events: ['arc.crun', 'arc.iall', 'arc.ijmp', 'arc.imemrdc', 'arc.imemwrc'],
+      }),
       /no free counter slot is left for 'arc\.imemwrc'/,
     );
   });

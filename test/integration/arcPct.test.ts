@@ -14,7 +14,13 @@ import { ArcGdbStub, ArcGdbStubOptions } from '../doubles/arcGdbStub';
 import { ArcCpuModel, DEFAULT_PROGRAM } from '../doubles/arcCpuModel';
 import { PCT_REGISTER_NAMES, shuffledConditions } from '../doubles/arcPctModel';
 import { buildTinyArcElf, ensureArcGdb, TinyArcElf } from '../support/arcTools';
-import { OWNER_TAG_VAR, killTagged, newOwnerTag, processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import {
+  OWNER_TAG_VAR,
+  killTagged,
+  newOwnerTag,
+  processesWithTag,
+  waitForNoTaggedProcesses,
+} from '../support/ownedProcesses';
 
 /**
  * ArcPctUnit through the real debugger: a real arc-elf32-gdb (built from Debian's gdb source by
@@ -69,7 +75,13 @@ async function connect(options: ArcGdbStubOptions, withElf = true): Promise<Sess
     await stub.close();
     throw err;
   }
-  return { stub, gdb, target: new DebuggerTargetAccess(gdb), mid: program.loopStart + 8 * 4, loopStart: program.loopStart };
+  return {
+    stub,
+    gdb,
+    target: new DebuggerTargetAccess(gdb),
+    mid: program.loopStart + 8 * 4,
+    loopStart: program.loopStart,
+  };
 }
 
 async function disconnect(s: Session): Promise<void> {
@@ -95,7 +107,8 @@ function value(readings: CounterReading[], slot: number): bigint {
 /** What the double's model says slots 0..8 of the loop raise: 8 instructions from loop_start to mid, no branch. */
 function expectedFirstLeg(): { crun: bigint; iall: bigint } {
   let crun = 0n;
-  for (let k = 0; k < 8; k++) crun += BigInt(ArcCpuModel.conditionsOf(k % 4 === 1 ? 'load' : k % 4 === 2 ? 'store' : 'alu').crun ?? 0);
+  for (let k = 0; k < 8; k++)
+    crun += BigInt(ArcCpuModel.conditionsOf(k % 4 === 1 ? 'load' : k % 4 === 2 ? 'store' : 'alu').crun ?? 0);
   return { crun, iall: 8n };
 }
 
@@ -104,7 +117,8 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
     const s = await connect({ build: { counters: 2, width: 32 } }, false);
     try {
       const names = await s.gdb.registerNames();
-      for (const r of ['r0', 'gp', 'fp', 'sp', 'blink', 'lp_count', 'pcl', 'pc', 'status32', 'bta']) assert.ok(names.includes(r), `missing ${r}`);
+      for (const r of ['r0', 'gp', 'fp', 'sp', 'blink', 'lp_count', 'pcl', 'pc', 'status32', 'bta'])
+        assert.ok(names.includes(r), `missing ${r}`);
       for (const [n] of PCT_REGISTER_NAMES) assert.ok(names.includes(n), `missing ${n}`);
       assert.match(await s.gdb.command('show architecture'), /"ARCv2"/);
       assert.ok(
@@ -138,13 +152,18 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
     },
     {
       title: 'through `monitor arc jtag`, decimal output (OpenOCD 0.12), no ELF loaded',
-      options: { build: { counters: 4, width: 32 as const }, exposePctRegisters: false, monitorNumberFormat: 'decimal' as const },
+      options: {
+        build: { counters: 4, width: 32 as const },
+        exposePctRegisters: false,
+        monitorNumberFormat: 'decimal' as const,
+      },
       withElf: false,
     },
   ]) {
     it(`counts crun and iall exactly, ${title}`, async (t) => {
       const s = await connect(options, withElf ?? true);
-      if (!tinyElf && withElf !== false) t.diagnostic('arc-elf32 binutils are not built (scripts/buildArcBinutils.sh): GDB runs without an ELF');
+      if (!tinyElf && withElf !== false)
+        t.diagnostic('arc-elf32 binutils are not built (scripts/buildArcBinutils.sh): GDB runs without an ELF');
       try {
         const access = await createArcAuxAccess(s.target);
         if (options.exposePctRegisters === false) assert.ok(access instanceof MonitorAuxAccess, access.via);
@@ -206,7 +225,10 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
             s.stub.received.some((p) => p.startsWith('qRcmd,')),
             'the monitor path was used',
           );
-          assert.ok(!s.stub.received.some((p) => /^[pP]([0-9a-f]+)/.test(p) && parseInt(p.slice(1), 16) >= 39), 'no PCT register packets');
+          assert.ok(
+            !s.stub.received.some((p) => /^[pP]([0-9a-f]+)/.test(p) && parseInt(p.slice(1), 16) >= 39),
+            'no PCT register packets',
+          );
         } else {
           assert.ok(!s.stub.received.some((p) => p.startsWith('qRcmd,')), 'no monitor commands');
         }
@@ -237,9 +259,13 @@ describe('ARC PCT through arc-elf32-gdb and the gdbserver double', () => {
 
   it('runs standalone from its CLI and answers a real GDB', async () => {
     const main = join(__dirname, '..', 'doubles', 'arcGdbStubMain.js');
-    const child = spawn(process.execPath, [main, '--port', '0', '--counters', '8', '--width', '48', '--no-pct-registers'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [main, '--port', '0', '--counters', '8', '--width', '48', '--no-pct-registers'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     try {
       const port = await new Promise<number>((resolve, reject) => {
         let text = '';

@@ -13,7 +13,11 @@ import { fixtureElf } from '../support/paths';
 
 const TARGETS: readonly ToolTarget[] = ['cortex-m4', 'rv32'];
 const built = TARGETS.flatMap((target) =>
-  (['singlepass', 'cyclic_limited'] as const).map((program) => ({ target, program, path: fixtureElf(target, program) })),
+  (['singlepass', 'cyclic_limited'] as const).map((program) => ({
+    target,
+    program,
+    path: fixtureElf(target, program),
+  })),
 );
 
 const tag = newOwnerTag();
@@ -45,7 +49,9 @@ describe('static call graph against the oracle', () => {
         assert.ok(!graph.edges.some((e) => e.callee === fn.name), `${fn.name} is entered by interrupts only`);
       }
       // Every executed function is in the static graph (the reset ROM aside).
-      for (const fn of oracle.functions) if (fn.name !== '[outside program]') assert.ok(names.has(fn.name), `${fn.name} ran but is not a graph function`);
+      for (const fn of oracle.functions)
+        if (fn.name !== '[outside program]')
+          assert.ok(names.has(fn.name), `${fn.name} ran but is not a graph function`);
     });
   }
 });

@@ -18,8 +18,19 @@ describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
   const { dir, cli, close } = cliWorkspace(
     'cyclelens-cli-',
     [
-      { name: 'QEMU RISC-V 32', executable: elf, server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main', programEnd: 'program_end' },
-      { name: 'RV32 cyclic', executable: fixtureElf('rv32', 'cyclic'), server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main' },
+      {
+        name: 'QEMU RISC-V 32',
+        executable: elf,
+        server: { type: 'qemu', machine: 'virt' },
+        stopAtEntry: 'main',
+        programEnd: 'program_end',
+      },
+      {
+        name: 'RV32 cyclic',
+        executable: fixtureElf('rv32', 'cyclic'),
+        server: { type: 'qemu', machine: 'virt' },
+        stopAtEntry: 'main',
+      },
     ],
     { comment: 'Comments are allowed, as in VS Code.' },
   );
@@ -34,7 +45,20 @@ describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
   it('finds every function the oracle puts at ≥ 5%, pruning only functions below it', async () => {
     const out = join(dir, 'descent.json');
     const dot = join(dir, 'graph.dot');
-    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'QEMU RISC-V 32', '--threshold', '5%', '--no-lookahead', '--out', out, '--dot', dot);
+    const r = cli(
+      'descent',
+      '--config',
+      '.vscode/launch.json',
+      '--name',
+      'QEMU RISC-V 32',
+      '--threshold',
+      '5%',
+      '--no-lookahead',
+      '--out',
+      out,
+      '--dot',
+      dot,
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /Call-graph descent of singlepass\.elf/);
     const doc = await loadResultSetDocument(out);
@@ -46,17 +70,24 @@ describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
     const reachable = new Set<string>(['main', ...oracle.functions.filter((f) => f.interrupts > 0).map((f) => f.name)]);
     for (let grew = true; grew;) {
       grew = false;
-      for (const e of oracle.edges) if (reachable.has(e.caller) && !reachable.has(e.callee)) grew = reachable.add(e.callee).size > 0;
+      for (const e of oracle.edges)
+        if (reachable.has(e.caller) && !reachable.has(e.callee)) grew = reachable.add(e.callee).size > 0;
     }
     const inWindow = (name: string): boolean => reachable.has(name);
-    const hot = oracle.functions.filter((f) => f.inclusive >= 0.05 * window && f.name !== 'main' && inWindow(f.name)).map((f) => f.name);
+    const hot = oracle.functions
+      .filter((f) => f.inclusive >= 0.05 * window && f.name !== 'main' && inWindow(f.name))
+      .map((f) => f.name);
     assert.ok(hot.length >= 5);
     for (const name of hot) assert.ok(measured.has(name), `${name} is ≥ 5% in the oracle but was not measured`);
     const pruned = outcomes.filter((o) => o.status === 'pruned');
     assert.ok(pruned.length > 0 && measured.size < outcomes.length, `measured ${measured.size} of ${outcomes.length}`);
     for (const p of pruned) {
       const o = oracle.functions.find((f) => f.name === p.name);
-      if (o) assert.ok(o.inclusive < 0.05 * window, `${p.name} was pruned but the oracle puts it at ${o.inclusive} of ${window}`);
+      if (o)
+        assert.ok(
+          o.inclusive < 0.05 * window,
+          `${p.name} was pruned but the oracle puts it at ${o.inclusive} of ${window}`,
+        );
     }
     // The annotated call graph is valid Graphviz.
     const svg = spawnSync('dot', ['-Tsvg', dot], { encoding: 'utf8' });
@@ -67,7 +98,17 @@ describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
 
   it('exact full profile: every call counted, inclusive counts off only by interrupts landing elsewhere', async () => {
     const out = join(dir, 'profile.json');
-    const r = cli('profile', '--config', '.vscode/launch.json', '--name', 'QEMU RISC-V 32', '--slots', '8', '--out', out);
+    const r = cli(
+      'profile',
+      '--config',
+      '.vscode/launch.json',
+      '--name',
+      'QEMU RISC-V 32',
+      '--slots',
+      '8',
+      '--out',
+      out,
+    );
     assert.equal(r.status, 0, r.stderr);
     const doc = await loadResultSetDocument(out);
     const measured = doc.resultSets.flatMap((s) => s.measurements);
@@ -84,7 +125,10 @@ describe('cyclelens CLI: descent on QEMU RV32 against the oracle', () => {
       if (!o || ['_start', 'rv_reset', 'program_end', 'board_exit'].includes(m.name)) continue;
       assert.equal(m.calls, o.calls, `${m.name}: calls`);
       const value = m.inclusive['instructions'] ?? NaN;
-      assert.ok(Math.abs(value - o.inclusive) <= interruptWork, `${m.name}: measured ${value}, oracle ${o.inclusive}, interrupt work ${interruptWork}`);
+      assert.ok(
+        Math.abs(value - o.inclusive) <= interruptWork,
+        `${m.name}: measured ${value}, oracle ${o.inclusive}, interrupt work ${interruptWork}`,
+      );
       compared++;
     }
     assert.ok(compared >= 30, `only ${compared} functions compared`);

@@ -7,7 +7,14 @@ import { EXPORT_FORMATS } from '../../core/export/formats';
 import { profileFromResultSets } from '../../core/profile/fromResultSet';
 import type { Profile } from '../../core/profile/model';
 import { cliWorkspace } from '../support/cliWorkspace';
-import { checkCallgrindAndPprof, checkGprof, checkReadBack, stackFigures, type ExportedFiles, type StackFigures } from '../support/exportChecks';
+import {
+  checkCallgrindAndPprof,
+  checkGprof,
+  checkReadBack,
+  stackFigures,
+  type ExportedFiles,
+  type StackFigures,
+} from '../support/exportChecks';
 import { fixtureElf, type FixtureTarget } from '../support/paths';
 
 /**
@@ -32,7 +39,8 @@ for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
       { timeoutMs: 240_000 },
     );
     const prefix = target === 'rv32' ? 'riscv64-unknown-elf-' : 'arm-none-eabi-';
-    const file = (id: string): string => join(dir, 'out', `descent${EXPORT_FORMATS.find((f) => f.id === id)!.extension}`);
+    const file = (id: string): string =>
+      join(dir, 'out', `descent${EXPORT_FORMATS.find((f) => f.id === id)!.extension}`);
     let model: Profile;
     let fig: StackFigures;
     const exported = (): ExportedFiles => ({ model, file: (id) => file(id) });
@@ -45,10 +53,24 @@ for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
 
     it('writes every format from one descent', async () => {
       const exports = EXPORT_FORMATS.flatMap((f) => ['--export', `${f.id}:${file(f.id)}`]);
-      const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'fixture', '--threshold', '5%', '--out', join(dir, 'descent.json'), ...exports);
+      const r = cli(
+        'descent',
+        '--config',
+        '.vscode/launch.json',
+        '--name',
+        'fixture',
+        '--threshold',
+        '5%',
+        '--out',
+        join(dir, 'descent.json'),
+        ...exports,
+      );
       assert.equal(r.status, 0, r.stderr);
-      for (const f of EXPORT_FORMATS) assert.match(r.stderr, new RegExp(`${f.label.replace(/[().]/g, '.')} written to `), f.id);
-      model = profileFromResultSets(await loadResultSetDocument(join(dir, 'descent.json')), { generator: 'cyclelens-cli' });
+      for (const f of EXPORT_FORMATS)
+        assert.match(r.stderr, new RegExp(`${f.label.replace(/[().]/g, '.')} written to `), f.id);
+      model = profileFromResultSets(await loadResultSetDocument(join(dir, 'descent.json')), {
+        generator: 'cyclelens-cli',
+      });
       assert.ok(model.functions.filter((f) => f.inclusive).length >= 5, 'the descent measured functions');
       fig = stackFigures(model);
     });

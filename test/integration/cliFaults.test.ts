@@ -81,9 +81,26 @@ describe('cyclelens CLI: output places that fail', () => {
     spawnSync('dd', ['if=/dev/zero', `of=${join(full, 'filler')}`, 'bs=4k'], { encoding: 'utf8' });
     const out = join(full, 'p.json');
     const dot = join(dir, 'kept.dot');
-    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '20%', '--out', out, '--dot', dot);
+    const r = cli(
+      'descent',
+      '--config',
+      '.vscode/launch.json',
+      '--name',
+      'RV32',
+      '--threshold',
+      '20%',
+      '--out',
+      out,
+      '--dot',
+      dot,
+    );
     assert.equal(r.status, 1, r.stderr);
-    assert.match(r.stderr, new RegExp(`The result sets could not be written to ${out} \\(no space left on the device\\); the report above holds the findings`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `The result sets could not be written to ${out} \\(no space left on the device\\); the report above holds the findings`,
+      ),
+    );
     assert.match(readFileSync(dot, 'utf8'), /^digraph /);
     assert.match(r.stdout, /descent/i, 'the report was printed');
     assert.equal(processesWithTag(tag).filter((p) => /qemu|gdb/.test(p.cmdline)).length, 0);
@@ -91,7 +108,20 @@ describe('cyclelens CLI: output places that fail', () => {
 
   it('QEMU killed in the middle of a descent: finished runs are kept, the message names what died, --resume continues', async () => {
     const out = join(dir, 'interrupted.json');
-    const args = ['descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '1%', '--slots', '2', '--no-groups', '--out', out];
+    const args = [
+      'descent',
+      '--config',
+      '.vscode/launch.json',
+      '--name',
+      'RV32',
+      '--threshold',
+      '1%',
+      '--slots',
+      '2',
+      '--no-groups',
+      '--out',
+      out,
+    ];
     const run = start(args);
     // Wait for the first run's result set on disk, then kill the emulator for real.
     let qemuPid: number | undefined;
@@ -99,12 +129,16 @@ describe('cyclelens CLI: output places that fail', () => {
       await new Promise((r) => setTimeout(r, 100));
       if (!existsSync(out) || run.child.exitCode !== null) continue;
       const saved = await loadResultSetDocument(out).catch(() => undefined);
-      if ((saved?.resultSets.length ?? 0) >= 1) qemuPid = processesWithTag(tag).find((p) => /qemu-system-riscv32/.test(p.cmdline))?.pid;
+      if ((saved?.resultSets.length ?? 0) >= 1)
+        qemuPid = processesWithTag(tag).find((p) => /qemu-system-riscv32/.test(p.cmdline))?.pid;
     }
     assert.ok(qemuPid, `no saved run to interrupt: ${run.stderr}`);
     process.kill(qemuPid, 'SIGKILL');
     assert.equal(await run.exited, 1, run.stderr);
-    assert.match(run.stderr, /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/);
+    assert.match(
+      run.stderr,
+      /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/,
+    );
     assert.match(
       run.stderr,
       /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in interrupted\.json; continue with the same command and --resume interrupted\.json/,
@@ -118,7 +152,8 @@ describe('cyclelens CLI: output places that fail', () => {
     assert.equal(resumed.status, 0, resumed.stderr);
     const final = await loadResultSetDocument(join(dir, 'resumed.json'));
     const ids = new Set(final.resultSets.map((r) => r.id));
-    for (const rs of partial.resultSets) assert.ok(ids.has(rs.id), `result set ${rs.id} of the interrupted run is kept`);
+    for (const rs of partial.resultSets)
+      assert.ok(ids.has(rs.id), `result set ${rs.id} of the interrupted run is kept`);
     assert.ok(final.analysis && !final.analysis.cancelled, 'the resumed descent finished');
   });
   it('GDB killed in the middle of a profile: the finished runs are kept and the message names GDB and how it died', async () => {
@@ -128,23 +163,39 @@ describe('cyclelens CLI: output places that fail', () => {
     for (let i = 0; i < 1200 && gdbPid === undefined && run.child.exitCode === null; i++) {
       await new Promise((r) => setTimeout(r, 100));
       const saved = existsSync(out) ? await loadResultSetDocument(out).catch(() => undefined) : undefined;
-      if ((saved?.resultSets.length ?? 0) >= 1) gdbPid = processesWithTag(tag).find((p) => /gdb-multiarch/.test(p.cmdline))?.pid;
+      if ((saved?.resultSets.length ?? 0) >= 1)
+        gdbPid = processesWithTag(tag).find((p) => /gdb-multiarch/.test(p.cmdline))?.pid;
     }
     assert.ok(gdbPid, `no saved run to interrupt: ${run.stderr}`);
     process.kill(gdbPid, 'SIGKILL');
     assert.equal(await run.exited, 1, run.stderr);
     assert.match(run.stderr, /the debug session ended in the middle of the analysis: GDB was killed by SIGKILL/);
-    const m = /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in gdb-killed\.json; a descent continues from them with --resume/.exec(
-      run.stderr,
-    );
+    const m =
+      /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in gdb-killed\.json; a descent continues from them with --resume/.exec(
+        run.stderr,
+      );
     assert.ok(m, run.stderr);
-    assert.equal((await loadResultSetDocument(out)).resultSets.length, Number(m[1]), 'every finished run is in the file');
+    assert.equal(
+      (await loadResultSetDocument(out)).resultSets.length,
+      Number(m[1]),
+      'every finished run is in the file',
+    );
     assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'QEMU went with GDB');
   });
 
   it('two CLIs at once on one workspace and one ELF: both finish and both result sets are kept', async () => {
     const run = (out: string): Promise<{ code: number | null; stderr: string }> => {
-      const twin = start(['descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--threshold', '20%', '--out', out]);
+      const twin = start([
+        'descent',
+        '--config',
+        '.vscode/launch.json',
+        '--name',
+        'RV32',
+        '--threshold',
+        '20%',
+        '--out',
+        out,
+      ]);
       return twin.exited.then((code) => ({ code, stderr: twin.stderr }));
     };
     const [a, b] = await Promise.all([run(join(dir, 'twin-a.json')), run(join(dir, 'twin-b.json'))]);
@@ -169,7 +220,12 @@ describe('cyclelens CLI: output places that fail', () => {
             id: 'rs-1',
             createdAt: '2026-01-01T00:00:00.000Z',
             program: { executable: '/fw/fw.elf' },
-            run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1e300 }, method: 'software injection, minstret' },
+            run: {
+              kind: 'single-pass',
+              event: 'instructions',
+              totals: { instructions: 1e300 },
+              method: 'software injection, minstret',
+            },
             measurements: [{ name: 'main', inclusive: { instructions: 600 }, calls: 1 }],
             refused: [],
           },
@@ -178,7 +234,10 @@ describe('cyclelens CLI: output places that fail', () => {
     );
     const r = cli('export', bad, '--format', 'folded', '-o', join(dir, 'impossible.folded'));
     assert.equal(r.status, 1, r.stderr);
-    assert.match(r.stderr, /impossible\.json: resultSets\[0\]\.run\.totals\.instructions is impossibly large \(1e\+300/);
+    assert.match(
+      r.stderr,
+      /impossible\.json: resultSets\[0\]\.run\.totals\.instructions is impossibly large \(1e\+300/,
+    );
     assert.ok(!existsSync(join(dir, 'impossible.folded')), 'nothing was exported from it');
     const resumed = cli('descent', '--config', '.vscode/launch.json', '--name', 'RV32', '--resume', bad);
     assert.equal(resumed.status, 1, resumed.stderr);

@@ -48,13 +48,20 @@ describe('counters on QEMU RV32 (minstret) against the oracle', () => {
   });
 
   it('rejects an unknown event and a slot that does not exist, saying what to do', async () => {
-    await assert.rejects(h.custom(CustomRequests.configure, { events: ['dcache-miss'] }), /Unknown event 'dcache-miss'\. This target counts: .*instructions/);
     await assert.rejects(
-      h.custom(CustomRequests.configure, { assignments: [{ unit: 'RISC-V counters', slot: 1, event: 'instructions' }] }),
+      h.custom(CustomRequests.configure, { events: ['dcache-miss'] }),
+      /Unknown event 'dcache-miss'\. This target counts: .*instructions/,
+    );
+    await assert.rejects(
+      h.custom(CustomRequests.configure, {
+        assignments: [{ unit: 'RISC-V counters', slot: 1, event: 'instructions' }],
+      }),
       /has no counter slot 1\. Its slots: 0 \(mcycle\), 2 \(minstret\)/,
     );
     await assert.rejects(
-      h.custom(CustomRequests.configure, { assignments: [{ unit: 'RISC-V counters', slot: 0, event: 'instructions' }] }),
+      h.custom(CustomRequests.configure, {
+        assignments: [{ unit: 'RISC-V counters', slot: 0, event: 'instructions' }],
+      }),
       /mcycle always counts 'cycles'/,
     );
   });
@@ -67,7 +74,11 @@ describe('counters on QEMU RV32 (minstret) against the oracle', () => {
     const r = await h.custom(CustomRequests.measureTo, { to: { address: hex(timerStart) } });
     assert.equal(r.passes.length, 1, r.incomplete);
     assert.equal(Number(r.stoppedAt?.address), timerStart);
-    const oracle = await runOracle({ elf, regions: [{ name: 'to-timer', start: entryPc, end: timerStart }], maxInstructions: 20_000 });
+    const oracle = await runOracle({
+      elf,
+      regions: [{ name: 'to-timer', start: entryPc, end: timerStart }],
+      maxInstructions: 20_000,
+    });
     const expected = oracle.regions[0]!.passes[0]!;
     const byEvent = new Map(r.passes[0]!.values.map((v) => [v.event, Number(v.value)]));
     assert.equal(byEvent.get('instructions'), expected, 'minstret between the two stops');
@@ -101,9 +112,17 @@ describe('counters on QEMU RV32 (minstret) against the oracle', () => {
       await again.launchToEntry(qemuLaunchArgs('rv32'));
       await again.custom(CustomRequests.configure, { events: ['instructions'] });
       const passes = 20;
-      const r = await again.custom(CustomRequests.measureRange, { start: { address: hex(loopHead) }, end: { address: hex(loopHead) }, passes });
+      const r = await again.custom(CustomRequests.measureRange, {
+        start: { address: hex(loopHead) },
+        end: { address: hex(loopHead) },
+        passes,
+      });
       assert.equal(r.passes.length, passes, r.incomplete);
-      const oracle = await runOracle({ elf, regions: [{ name: 'putstr', start: loopHead, end: loopHead }], maxInstructions: 20_000 });
+      const oracle = await runOracle({
+        elf,
+        regions: [{ name: 'putstr', start: loopHead, end: loopHead }],
+        maxInstructions: 20_000,
+      });
       const expected = oracle.regions[0]!.passes.slice(0, passes);
       assert.deepEqual(
         r.passes.map((p) => Number(p.values.find((v) => v.event === 'instructions')!.value)),
@@ -137,7 +156,10 @@ describe('counters on QEMU Cortex-M4 (no DWT; SysTick)', () => {
   });
 
   it('refuses more events than the target has slots', async () => {
-    await assert.rejects(h.custom(CustomRequests.configure, { events: ['cycles', 'cycles'] }), /no free counter slot is left for 'cycles'.*several runs/);
+    await assert.rejects(
+      h.custom(CustomRequests.configure, { events: ['cycles', 'cycles'] }),
+      /no free counter slot is left for 'cycles'.*several runs/,
+    );
     await assert.rejects(
       h.custom(CustomRequests.configure, { assignments: [{ unit: 'DWT', slot: 0, event: 'cycles' }] }),
       /DWT is not available on this target: DWT reads as zero/,

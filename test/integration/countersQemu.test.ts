@@ -64,7 +64,20 @@ async function traceRun(binary: string, argv: string[], dir: string): Promise<st
   const qemu = OwnedProcess.spawn(
     'qemu-trace',
     binary,
-    [...argv, '-display', 'none', '-serial', 'null', '-monitor', 'none', '-singlestep', '-d', 'exec,nochain', '-D', log],
+    [
+      ...argv,
+      '-display',
+      'none',
+      '-serial',
+      'null',
+      '-monitor',
+      'none',
+      '-singlestep',
+      '-d',
+      'exec,nochain',
+      '-D',
+      log,
+    ],
     { cwd: repoRoot },
   );
   const timer = setTimeout(() => void qemu.kill(), 120_000);
@@ -114,7 +127,11 @@ async function regionsFromTrace(log: string, bps: Breakpoints): Promise<Regions>
   assert.equal(main.length, 1);
   assert.equal(timerStart.length, 1);
   assert.equal(round.length, 20, '#ROUND runs once per round');
-  return { resetToMain: main[0]!, mainToTimerStart: timerStart[0]! - main[0]!, rounds: round.slice(1).map((h, i) => h - round[i]!) };
+  return {
+    resetToMain: main[0]!,
+    mainToTimerStart: timerStart[0]! - main[0]!,
+    rounds: round.slice(1).map((h, i) => h - round[i]!),
+  };
 }
 
 async function continueTo(gdb: Debugger, bp: BreakpointInfo): Promise<void> {
@@ -196,9 +213,12 @@ describe('counters on QEMU rv32 (virt)', () => {
   let bps: Breakpoints;
   let regions: Regions;
 
-  tracedQemu({ fixture: 'rv32', family: 'riscv', system: 'qemu-system-riscv32', machine: ['-M', 'virt', '-bios', 'none'] }, (target) => {
-    ({ gdb, access, bps, regions } = target);
-  });
+  tracedQemu(
+    { fixture: 'rv32', family: 'riscv', system: 'qemu-system-riscv32', machine: ['-M', 'virt', '-bios', 'none'] },
+    (target) => {
+      ({ gdb, access, bps, regions } = target);
+    },
+  );
 
   it('gdbstub names the CSRs mcycle/mcycleh, minstret/minstreth, mhpmcounter3..18(h), mhpmevent3..31, mcountinhibit', async () => {
     const names = new Set(await gdb.registerNames());
@@ -281,7 +301,10 @@ describe('counters on QEMU rv32 (virt)', () => {
     const before = valueOf(await unit.read(), 2);
     await continueTo(gdb, bps.round);
     const perRound = valueOf(await unit.read(), 2) - before;
-    assert.ok(perRound > BigInt(regions.rounds[0]!), `minstret ${perRound} vs ${regions.rounds[0]} instructions in the round`);
+    assert.ok(
+      perRound > BigInt(regions.rounds[0]!),
+      `minstret ${perRound} vs ${regions.rounds[0]} instructions in the round`,
+    );
     const beforeStep = valueOf(await unit.read(), 2);
     const stepped = gdb.waitForStop(10_000);
     await gdb.stepIn(true);
@@ -327,7 +350,12 @@ describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
   let sysTick: SysTickCounters;
 
   tracedQemu(
-    { fixture: 'cortex-m4', family: 'cortex-m', system: 'qemu-system-arm', machine: ['-M', 'mps2-an386', '-semihosting-config', 'enable=on,target=native'] },
+    {
+      fixture: 'cortex-m4',
+      family: 'cortex-m',
+      system: 'qemu-system-arm',
+      machine: ['-M', 'mps2-an386', '-semihosting-config', 'enable=on,target=native'],
+    },
     (target) => {
       ({ gdb, access, bps, regions } = target);
     },
@@ -424,7 +452,19 @@ describe('QEMU mps3-an547 (Cortex-M55): the Armv8.1-M PMU', () => {
     qemu = OwnedProcess.spawn(
       'qemu',
       'qemu-system-arm',
-      ['-M', 'mps3-an547', '-display', 'none', '-serial', 'null', '-monitor', 'none', '-S', '-gdb', `tcp:127.0.0.1:${port}`],
+      [
+        '-M',
+        'mps3-an547',
+        '-display',
+        'none',
+        '-serial',
+        'null',
+        '-monitor',
+        'none',
+        '-S',
+        '-gdb',
+        `tcp:127.0.0.1:${port}`,
+      ],
       { cwd: repoRoot },
     );
     gdb = await startGdb(repoRoot, 'cortex-m');

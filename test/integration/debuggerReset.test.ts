@@ -50,7 +50,13 @@ for (const kind of ['gdb', 'lldb'] as DebuggerKind[]) {
       process.env[OWNER_TAG_VAR] = tag;
       const elf = fixtureElf('cortex-m4', 'singlepass');
       await qemu.start({ executable: elf, family: 'cortex-m', cwd: repoRoot, log: () => undefined });
-      debug = await startDebugger({ kind, family: 'cortex-m', gdbPath: 'gdb-multiarch', lldbPython: 'python3', cwd: repoRoot });
+      debug = await startDebugger({
+        kind,
+        family: 'cortex-m',
+        gdbPath: 'gdb-multiarch',
+        lldbPython: 'python3',
+        cwd: repoRoot,
+      });
       await debug.loadProgram(elf);
       await debug.connectRemote(qemu.gdbAddress);
       access = new DebuggerTargetAccess(debug);

@@ -44,8 +44,10 @@ async function oracleWindow(): Promise<Map<string, number>> {
   ]);
   const counts = new Map<string, number>();
   for (const e of before1.edges) counts.set(`${e.caller}->${e.callee}`, e.calls);
-  for (const e of before0.edges) counts.set(`${e.caller}->${e.callee}`, (counts.get(`${e.caller}->${e.callee}`) ?? 0) - e.calls);
-  for (const [k, v] of counts) if (v === 0 || k.startsWith(`${HANDLER}->`) || k.endsWith(`->${HANDLER}`)) counts.delete(k);
+  for (const e of before0.edges)
+    counts.set(`${e.caller}->${e.callee}`, (counts.get(`${e.caller}->${e.callee}`) ?? 0) - e.calls);
+  for (const [k, v] of counts)
+    if (v === 0 || k.startsWith(`${HANDLER}->`) || k.endsWith(`->${HANDLER}`)) counts.delete(k);
   return counts;
 }
 
@@ -78,11 +80,15 @@ describe('dynamic call graph through the adapter (QEMU RV32)', () => {
     const top = await h.topFrame();
     assert.equal(top.name, 'main');
     assert.equal(top.line, roundLine);
-    console.log(`dynamic call graph: ${graph.hits} calls in ${seconds.toFixed(1)} s (${((seconds * 1000) / graph.hits).toFixed(2)} s per 1000 calls)`);
+    console.log(
+      `dynamic call graph: ${graph.hits} calls in ${seconds.toFixed(1)} s (${((seconds * 1000) / graph.hits).toFixed(2)} s per 1000 calls)`,
+    );
   });
 
   it('counts every observed edge as the oracle does', () => {
-    const observed = new Map(graph.edges.filter((e) => e.count !== undefined).map((e) => [`${e.caller}->${e.callee}`, e.count!]));
+    const observed = new Map(
+      graph.edges.filter((e) => e.count !== undefined).map((e) => [`${e.caller}->${e.callee}`, e.count!]),
+    );
     assert.ok(observed.get('main->process_packet') === 1 && observed.size > 20, JSON.stringify([...observed]));
     assert.deepEqual(new Map([...observed].sort()), new Map([...oracle].sort()));
     assert.equal(
@@ -97,7 +103,10 @@ describe('dynamic call graph through the adapter (QEMU RV32)', () => {
   it('keeps every static edge', () => {
     for (const s of staticGraph.edges) {
       assert.ok(
-        graph.edges.some((e) => e.caller === s.caller && e.callee === s.callee && e.kind === s.kind && e.sites.join() === s.sites.join()),
+        graph.edges.some(
+          (e) =>
+            e.caller === s.caller && e.callee === s.callee && e.kind === s.kind && e.sites.join() === s.sites.join(),
+        ),
         `${s.caller}->${s.callee}`,
       );
     }

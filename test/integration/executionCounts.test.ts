@@ -50,7 +50,8 @@ for (const target of ['rv32', 'cortex-m4'] as const) {
       assert.ok(r.counted);
       const traced = new Map(oracle.edges.map((e) => [`${e.caller}->${e.callee}`, e.calls]));
       const counted = new Map<string, number>();
-      for (const c of r.calls) counted.set(`${c.caller}->${c.callee}`, (counted.get(`${c.caller}->${c.callee}`) ?? 0) + c.count);
+      for (const c of r.calls)
+        counted.set(`${c.caller}->${c.callee}`, (counted.get(`${c.caller}->${c.callee}`) ?? 0) + c.count);
       // A direct call or tail-call instruction executed is a call in the trace, as the trace counts
       // a tail call for its caller (a conditional one not taken, or Thumb's conditional `bl` in an IT
       // block, would count more: singlepass has none).
@@ -60,7 +61,10 @@ for (const target of ['rv32', 'cortex-m4'] as const) {
       assert.ok(r.handlers.includes(HANDLERS[target]), `handlers: ${r.handlers.join(', ')}`);
       const handler = r.functions.find((f) => f.name === HANDLERS[target]);
       const entered = oracle.functions.find((f) => f.name === HANDLERS[target]);
-      assert.ok(handler && entered && handler.entries === entered.interrupts && handler.entries > 0, `${HANDLERS[target]} entered ${handler?.entries} times`);
+      assert.ok(
+        handler && entered && handler.entries === entered.interrupts && handler.entries > 0,
+        `${HANDLERS[target]} entered ${handler?.entries} times`,
+      );
       assert.ok(r.units['instructions']?.instructionsPerUnit === 1);
       if (target === 'cortex-m4') assert.deepEqual(r.units['ticks'], { instructionsPerUnit: 40, quantised: true });
     });

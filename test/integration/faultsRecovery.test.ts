@@ -26,7 +26,8 @@ function workspace(): string {
   mkdirSync(dir);
   return dir;
 }
-const journals = (ws: string): string[] => (existsSync(join(ws, '.cyclelens', 'journal')) ? readdirSync(join(ws, '.cyclelens', 'journal')).sort() : []);
+const journals = (ws: string): string[] =>
+  existsSync(join(ws, '.cyclelens', 'journal')) ? readdirSync(join(ws, '.cyclelens', 'journal')).sort() : [];
 
 describe('faults: nothing lost, nothing left behind', () => {
   let h: AdapterHarness | undefined;
@@ -109,11 +110,16 @@ describe('faults: nothing lost, nothing left behind', () => {
       await Promise.all([first.start(), second.start()]);
       await Promise.all([first.launchToEntry(args), second.launchToEntry(args)]);
       const inject = async (a: AdapterHarness, fn: string): Promise<void> => {
-        const r = (await a.dc.customRequest(CustomRequests.inject, { targets: [{ function: fn }] })).body as InjectResponse;
+        const r = (await a.dc.customRequest(CustomRequests.inject, { targets: [{ function: fn }] }))
+          .body as InjectResponse;
         assert.equal(r.injected.length, 1, JSON.stringify(r.refused));
       };
       await Promise.all([inject(first, 'fir_filter'), inject(second, 'quicksort')]);
-      assert.equal(journals(ws).filter((n) => n.endsWith('.json')).length, 2, `one journal per session: ${journals(ws).join(', ')}`);
+      assert.equal(
+        journals(ws).filter((n) => n.endsWith('.json')).length,
+        2,
+        `one journal per session: ${journals(ws).join(', ')}`,
+      );
       await stop(first);
       const left = journals(ws);
       assert.equal(left.length, 1, `the second session's journal stays: ${left.join(', ')}`);
@@ -122,7 +128,9 @@ describe('faults: nothing lost, nothing left behind', () => {
       await second.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
       await second.dc.continueRequest({ threadId: 1 });
       await end;
-      const results = (await second.dc.customRequest(CustomRequests.injectedResults)).body as { results: Array<{ name: string; calls: number }> };
+      const results = (await second.dc.customRequest(CustomRequests.injectedResults)).body as {
+        results: Array<{ name: string; calls: number }>;
+      };
       assert.ok((results.results.find((r) => r.name === 'quicksort')?.calls ?? 0) > 0, JSON.stringify(results));
       await stop(second);
       assert.deepEqual(journals(ws), [], 'nothing patched, no journal');
@@ -143,8 +151,11 @@ describe('faults: nothing lost, nothing left behind', () => {
       const remote = { executable: elfPath, server: { type: 'remote' as const, address: board.address }, cwd: ws };
       await h.start();
       await h.launchToEntry({ ...remote, stopAtEntry: 'main' });
-      const r = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'process_packet' }, { function: 'frame_seed' }] }))
-        .body as InjectResponse;
+      const r = (
+        await h.dc.customRequest(CustomRequests.inject, {
+          targets: [{ function: 'process_packet' }, { function: 'frame_seed' }],
+        })
+      ).body as InjectResponse;
       assert.equal(r.injected.length, 2, JSON.stringify(r.refused));
       await h.dc.continueRequest({ threadId: 1 });
       const gdb = find(processesWithTag(h.tag), /gdb-multiarch/);
@@ -159,7 +170,9 @@ describe('faults: nothing lost, nothing left behind', () => {
       await h.start();
       // The board is halted wherever the connection caught it (an exit stub may be pending), so the
       // program is not run further: the restore happens during launch, with the target halted.
-      const restored = new Promise<void>((resolve) => h!.dc.on('output', () => /CycleLens found patches/.test(h!.allOutput) && resolve()));
+      const restored = new Promise<void>((resolve) =>
+        h!.dc.on('output', () => /CycleLens found patches/.test(h!.allOutput) && resolve()),
+      );
       await Promise.all([h.dc.launch({ ...remote, stopAtEntry: false }), restored]);
       const addr = (name: string): string => `0x${image.functionNamed(name)!.address.toString(16)}`;
       assert.match(
@@ -171,7 +184,10 @@ describe('faults: nothing lost, nothing left behind', () => {
       );
       for (const name of ['process_packet', 'frame_seed']) {
         const fn = image.functionNamed(name)!;
-        const now: Buffer = Buffer.from((await h!.dc.customRequest('readMemory', { memoryReference: addr(name), count: 8 })).body.data, 'base64');
+        const now: Buffer = Buffer.from(
+          (await h!.dc.customRequest('readMemory', { memoryReference: addr(name), count: 8 })).body.data,
+          'base64',
+        );
         assert.deepEqual(now, Buffer.from(image.file.readMemory(fn.address, 8)!), `${name} holds the ELF's bytes`);
       }
       assert.deepEqual(journals(ws), [], 'journal removed once everything was put back');
@@ -196,7 +212,9 @@ describe('faults: nothing lost, nothing left behind', () => {
   it('reservedMemory: null names the field, the allowed RAM and an example', () =>
     launchFails(
       qemuLaunchArgs('rv32', 'singlepass', { reservedMemory: null as never }),
-      new RegExp(`\`reservedMemory\` must be an object .* e\\.g\\. ${example}\\. RAM on this target: ${virtRam}\\. Got null`),
+      new RegExp(
+        `\`reservedMemory\` must be an object .* e\\.g\\. ${example}\\. RAM on this target: ${virtRam}\\. Got null`,
+      ),
     ));
 
   it('reservedMemory outside RAM (0xfffff000) is refused at launch with the RAM ranges', () =>

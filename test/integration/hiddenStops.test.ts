@@ -43,7 +43,9 @@ for (const { target, debugger: debuggerKind } of LEGS) {
 
     before(async () => {
       await h.start();
-      await h.launchToEntry(qemuLaunchArgs(target, 'singlepass', { debugger: debuggerKind, programEnd: 'program_end' }));
+      await h.launchToEntry(
+        qemuLaunchArgs(target, 'singlepass', { debugger: debuggerKind, programEnd: 'program_end' }),
+      );
       // From here on the client asks for nothing that stops the target where it can see it.
       outputBefore = h.output.length;
       h.dc.on('stopped', (e: DebugProtocol.StoppedEvent) => stopped.push(e));
@@ -52,7 +54,8 @@ for (const { target, debugger: debuggerKind } of LEGS) {
     after(async () => assert.deepEqual(await h.stop(), []));
 
     it('injects a measurement (its calibration runs the core) without a stop the client sees', async () => {
-      const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] })).body as InjectResponse;
+      const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] }))
+        .body as InjectResponse;
       assert.equal(injected.injected.length, 1, JSON.stringify(injected.refused));
       await h.dc.customRequest(CustomRequests.removeInjections, { ids: injected.injected.map((i) => i.id) });
       assert.deepEqual(
@@ -64,7 +67,11 @@ for (const { target, debugger: debuggerKind } of LEGS) {
     it('runs a descent without a stop or debugger chatter reaching the client', async () => {
       const profiler = new DapProfiler(
         { customRequest: async (command, args) => (await h.dc.customRequest(command, args)).body as unknown },
-        { slots: 4, mode: { kind: 'single-pass', end: { function: 'program_end' } }, executable: qemuLaunchArgs(target).executable },
+        {
+          slots: 4,
+          mode: { kind: 'single-pass', end: { function: 'program_end' } },
+          executable: qemuLaunchArgs(target).executable,
+        },
       );
       const graph: CallGraphResponse = await profiler.callGraph();
       const engine = new MetricsEngine();

@@ -217,7 +217,15 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
     const s = await session();
     try {
       await s.runTo('main');
-      const names = ['packet_validate', 'seal_report', 'crc16_block', 'crc16_step', 'quicksort', 'partition', 'swap_s16'];
+      const names = [
+        'packet_validate',
+        'seal_report',
+        'crc16_block',
+        'crc16_step',
+        'quicksort',
+        'partition',
+        'swap_s16',
+      ];
       for (const n of names) await s.svc.measureFunction(n);
       await maskTimer(s);
       await s.runTo('board_exit');
@@ -225,7 +233,11 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
       for (const n of names) {
         const r = result(rs, n);
         assert.equal(r.calls, fn(n).calls, `${n} calls`);
-        assert.equal(r.compensatedTotal, fn(n).inclusiveExcludingInterrupts, `${n}: raw ${r.total}, nested payloads ${r.nested}`);
+        assert.equal(
+          r.compensatedTotal,
+          fn(n).inclusiveExcludingInterrupts,
+          `${n}: raw ${r.total}, nested payloads ${r.nested}`,
+        );
       }
       assert.ok(result(rs, 'packet_validate').nested > 0);
     } finally {
@@ -263,7 +275,8 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
       if (tick.calls - perTick.length <= tick.last.compensated.length) {
         assert.equal(
           tick.compensatedTotal,
-          perTick.slice(0, Math.min(tick.calls, perTick.length)).reduce((a, b) => a + b, 0) + (tick.calls > perTick.length ? beyond : 0),
+          perTick.slice(0, Math.min(tick.calls, perTick.length)).reduce((a, b) => a + b, 0) +
+            (tick.calls > perTick.length ? beyond : 0),
         );
       }
       const isr = rs.find((r) => r.kind === 'region')!;
@@ -324,7 +337,10 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
       await s.runTo('main');
       const info = await s.svc.measureFunction('quicksort', { payload: 'hardware' });
       assert.equal(info.payload, 'hardware');
-      await assert.rejects(s.svc.measureFunction('vm_run', { payload: 'hardware' }), /already gates another measurement/);
+      await assert.rejects(
+        s.svc.measureFunction('vm_run', { payload: 'hardware' }),
+        /already gates another measurement/,
+      );
       await maskTimer(s);
       await s.runTo('board_exit');
       const r = result(await s.svc.read(), 'quicksort');
@@ -379,7 +395,10 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
           assert.ok(report.threadPointerRestored);
           assert.equal(existsSync(path), false);
           for (const p of info.patches) {
-            assert.deepEqual(await s2.access.readMemory(BigInt(p.address), p.length), Buffer.from(s2.elf.file.readMemory(p.address, p.length)!));
+            assert.deepEqual(
+              await s2.access.readMemory(BigInt(p.address), p.length),
+              Buffer.from(s2.elf.file.readMemory(p.address, p.length)!),
+            );
           }
           // Patched again, and now QEMU itself is killed; the next launch loads the image afresh.
           await s2.svc.measureFunction('fir_filter');

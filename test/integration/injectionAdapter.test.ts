@@ -29,7 +29,10 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
   let injected: InjectResponse;
   let results: InjectedResultsResponse;
   const codeAt = async (address: number): Promise<Buffer> =>
-    Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 8 })).body.data, 'base64');
+    Buffer.from(
+      (await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 8 })).body.data,
+      'base64',
+    );
   const fnBytes = (name: string): Buffer => {
     const f = image.functionNamed(name)!;
     return Buffer.from(image.file.readMemory(f.address, 8)!);
@@ -40,7 +43,10 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     await h.start();
     await h.launchToEntry(qemuLaunchArgs('rv32', 'singlepass', { programEnd: 'program_end' }));
     const singlepass = fixtureSource('singlepass.c');
-    await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [{ line: markerLine(singlepass, '#ROUND') }] });
+    await h.dc.setBreakpointsRequest({
+      source: { path: singlepass },
+      breakpoints: [{ line: markerLine(singlepass, '#ROUND') }],
+    });
     await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
     await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [] });
     await h.dc.evaluateRequest({ expression: '> set var $mie = 0', context: 'repl' });
@@ -60,7 +66,10 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
         { function: 'fir_filter' },
         { function: 'quicksort' },
         { function: 'process_packet' },
-        { start: { path: dsp, line: markerLine(dsp, '#REGION_START') }, end: { path: dsp, line: markerLine(dsp, '#REGION_END') } },
+        {
+          start: { path: dsp, line: markerLine(dsp, '#REGION_START') },
+          end: { path: dsp, line: markerLine(dsp, '#REGION_END') },
+        },
         { function: 'no_such_function' },
       ],
     });
@@ -70,8 +79,13 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     assert.match(injected.refused[0]!.reason, /no_such_function/);
     assert.equal(injected.injected[0]!.source?.path, dsp);
     // The region carries its function and ends as fields (the editor never parses its name).
-    const firstAddress = (marker: string): string => `0x${image.lineTable.addressesForLine(dsp, markerLine(dsp, marker))[0]!.toString(16)}`;
-    assert.deepEqual(injected.injected[3]!.region, { function: 'fir_filter', start: firstAddress('#REGION_START'), end: firstAddress('#REGION_END') });
+    const firstAddress = (marker: string): string =>
+      `0x${image.lineTable.addressesForLine(dsp, markerLine(dsp, marker))[0]!.toString(16)}`;
+    assert.deepEqual(injected.injected[3]!.region, {
+      function: 'fir_filter',
+      start: firstAddress('#REGION_START'),
+      end: firstAddress('#REGION_END'),
+    });
     assert.equal(injected.injected[0]!.region, undefined, 'a function measurement has no region fields');
     // Warnings come with their codes: the region's start moves a call into its trampoline.
     assert.deepEqual(
@@ -81,7 +95,12 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     );
     // The entry of a measured function no longer holds the program's own bytes.
     const now = Buffer.from(
-      (await h.dc.customRequest('readMemory', { memoryReference: `0x${image.functionNamed('fir_filter')!.address.toString(16)}`, count: 8 })).body.data,
+      (
+        await h.dc.customRequest('readMemory', {
+          memoryReference: `0x${image.functionNamed('fir_filter')!.address.toString(16)}`,
+          count: 8,
+        })
+      ).body.data,
       'base64',
     );
     assert.notDeepEqual(now, fnBytes('fir_filter'));
@@ -99,7 +118,11 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
       assert.equal(r.calls, o.calls, `${name}: calls`);
       // minstret is exact under -icount: with the payload's own counted instructions removed, the
       // total is the oracle's inclusive count, instruction for instruction.
-      assert.equal(r.compensatedTotal, o.inclusiveExcludingInterrupts, `${name}: raw ${r.total}, payload ${r.overheadPerPass}/pass`);
+      assert.equal(
+        r.compensatedTotal,
+        o.inclusiveExcludingInterrupts,
+        `${name}: raw ${r.total}, payload ${r.overheadPerPass}/pass`,
+      );
       assert.ok(r.total > r.compensatedTotal, 'the raw total includes the payload');
     }
     const region = results.results.find((x) => x.id === injected.injected[3]!.id)!;
@@ -111,12 +134,17 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     await h.custom(CustomRequests.removeInjections, {});
     for (const name of ['fir_filter', 'quicksort', 'process_packet']) {
       const addr = image.functionNamed(name)!.address;
-      const now = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${addr.toString(16)}`, count: 8 })).body.data, 'base64');
+      const now = Buffer.from(
+        (await h.dc.customRequest('readMemory', { memoryReference: `0x${addr.toString(16)}`, count: 8 })).body.data,
+        'base64',
+      );
       assert.deepEqual(now, fnBytes(name), `${name} restored`);
     }
     assert.equal(
       existsSync(`${process.cwd()}/.cyclelens/journal`)
-        ? (await import('node:fs')).readdirSync(`${process.cwd()}/.cyclelens/journal`).filter((f) => f.endsWith('.json')).length
+        ? (await import('node:fs'))
+            .readdirSync(`${process.cwd()}/.cyclelens/journal`)
+            .filter((f) => f.endsWith('.json')).length
         : 0,
       0,
     );
@@ -138,7 +166,11 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     const r = await h.custom(CustomRequests.run, { restart: true, until: { function: 'packet_validate' } });
     const e = await invalidated;
     // A restart removes every measurement first: the stop is on the original entry again.
-    assert.deepEqual(r, { reached: true, until: { function: 'packet_validate' }, programEnd: { function: 'program_end' } });
+    assert.deepEqual(r, {
+      reached: true,
+      until: { function: 'packet_validate' },
+      programEnd: { function: 'program_end' },
+    });
     assert.ok(e.body.areas?.includes('stacks'), JSON.stringify(e.body));
     const entry = image.functionNamed('packet_validate')!.address;
     const frame = (await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!;
@@ -149,7 +181,10 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     const r2 = await h.custom(CustomRequests.run, { until: { function: 'packet_validate' } });
     assert.equal(r2.reached, true);
     const pc = Number((await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!.instructionPointerReference);
-    assert.ok(pc > entry && pc < entry + 16, `stopped at 0x${pc.toString(16)}, just past the patched entry 0x${entry.toString(16)}`);
+    assert.ok(
+      pc > entry && pc < entry + 16,
+      `stopped at 0x${pc.toString(16)}, just past the patched entry 0x${entry.toString(16)}`,
+    );
     const calls = (await h.custom(CustomRequests.injectedResults)).results.find((x) => x.id === id)!;
     assert.equal(calls.calls, 1, 'the entry payload ran before the stop');
     h.dc.removeListener('output', listen);

@@ -125,7 +125,8 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
       const c = await s.svc.calibrate(2000);
       assert.equal(c.passes, 2000);
       // (2 function instructions + the stated counted payload) / 40 per pass, within a tick in total.
-      const expectedTicks = ((c.functionInstructions + c.statedOverhead * INSTRUCTIONS_PER_TICK) / INSTRUCTIONS_PER_TICK) * c.passes;
+      const expectedTicks =
+        ((c.functionInstructions + c.statedOverhead * INSTRUCTIONS_PER_TICK) / INSTRUCTIONS_PER_TICK) * c.passes;
       assert.ok(Math.abs(c.perPassRaw * c.passes - expectedTicks) <= c.passes * 0.05 + 2, JSON.stringify(c));
     } finally {
       await s.close();
@@ -192,7 +193,11 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
       const rs = await s.svc.read();
       const ticks = await s.access.readU32(BigInt(s.elf.symbols.objectNamed('g_ticks')!.address));
       assert.ok(ticks >= 10, `${ticks} timer interrupts`);
-      assert.match(await s.uart(), /checksum=0xe420b5dd/, 'every exception return went through the exit stub and the program ran on unchanged');
+      assert.match(
+        await s.uart(),
+        /checksum=0xe420b5dd/,
+        'every exception return went through the exit stub and the program ran on unchanged',
+      );
       for (const n of ['TIMER0_IRQHandler', 'app_timer_tick']) {
         const r = result(rs, n);
         assert.equal(r.untracked, 0, `${n}: no entry left untracked`);
@@ -210,7 +215,10 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
         );
       }
       const handler = result(rs, 'TIMER0_IRQHandler');
-      assert.ok(handler.compensatedTotal >= result(rs, 'app_timer_tick').compensatedTotal - handler.passes, 'the handler includes the function it tail-calls');
+      assert.ok(
+        handler.compensatedTotal >= result(rs, 'app_timer_tick').compensatedTotal - handler.passes,
+        'the handler includes the function it tail-calls',
+      );
     } finally {
       await s.close();
     }

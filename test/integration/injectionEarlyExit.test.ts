@@ -38,7 +38,8 @@ describe('an entry patch over an early return (QEMU Cortex-M4, SysTick)', () => 
   });
   after(async () => assert.deepEqual(await h.stop(), []));
 
-  const truth = (name: string): number => oracle.functions.find((f) => f.name === name || f.aliases.includes(name))!.inclusive;
+  const truth = (name: string): number =>
+    oracle.functions.find((f) => f.name === name || f.aliases.includes(name))!.inclusive;
 
   it('leaves the measurements around it exact: main within a tick of the trace', () => {
     assert.equal(sort.calls, 1199, 'every call, 600 of them leaves that return at once');

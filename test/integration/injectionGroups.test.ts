@@ -43,7 +43,10 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
     let injected: InjectResponse;
     let ticksAtInjection: number;
     const ticks = async (): Promise<number> =>
-      Number((await h.dc.evaluateRequest({ expression: 'g_ticks', frameId: (await h.topFrame()).id, context: 'watch' })).body.result);
+      Number(
+        (await h.dc.evaluateRequest({ expression: 'g_ticks', frameId: (await h.topFrame()).id, context: 'watch' })).body
+          .result,
+      );
     const o = (name: string): OracleSummary['functions'][number] => {
       const f = oracle.functions.find((x) => x.name === name);
       assert.ok(f, `${name} in the oracle`);
@@ -51,9 +54,13 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
     };
     const entryBytes = async (name: string): Promise<Buffer> => {
       const address = image.functionNamed(name)!.address;
-      return Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 8 })).body.data, 'base64');
+      return Buffer.from(
+        (await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 8 })).body.data,
+        'base64',
+      );
     };
-    const original = (name: string): Buffer => Buffer.from(image.file.readMemory(image.functionNamed(name)!.address, 8)!);
+    const original = (name: string): Buffer =>
+      Buffer.from(image.file.readMemory(image.functionNamed(name)!.address, 8)!);
     /** Both ends of every pass are read in whole counter units: one unit per pass at most, exact on minstret. */
     const assertTotal = (r: InjectedResult, instructions: number, what: string): void => {
       const expected = instructions / instructionsPerUnit;
@@ -74,7 +81,10 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
       await h.dc.evaluateRequest({ expression: `> set var ${periodRegister} = ${QUIET_PERIOD_US}`, context: 'repl' });
       await h.dc.setFunctionBreakpointsRequest({ breakpoints: [] });
       const singlepass = fixtureSource('singlepass.c');
-      await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [{ line: markerLine(singlepass, '#ROUND') }] });
+      await h.dc.setBreakpointsRequest({
+        source: { path: singlepass },
+        breakpoints: [{ line: markerLine(singlepass, '#ROUND') }],
+      });
       await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
       await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [] });
       // RV32 as in injectionAdapter.test.ts: the timer masked outright (mie = 0) from here on.
@@ -104,7 +114,8 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
         /^Group member no_such_function cannot be entry-patched, so nothing of the group was injected: There is no function named 'no_such_function'/,
       );
       assert.deepEqual(await entryBytes('vm_run'), original('vm_run'), 'the refused group left vm_run alone');
-      for (const name of [...DISJOINT, ...NESTED]) assert.notDeepEqual(await entryBytes(name), original(name), `${name} patched`);
+      for (const name of [...DISJOINT, ...NESTED])
+        assert.notDeepEqual(await entryBytes(name), original(name), `${name} patched`);
     });
 
     it("counts the union of the members' activations to the program end, matching the oracle", async () => {
@@ -112,15 +123,24 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
       await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
       await h.dc.continueRequest({ threadId: 1 });
       await stopped;
-      const results = ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results;
+      const results = ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse)
+        .results;
       assert.equal(results.length, 2, 'one result per group');
       const disjoint = results.find((r) => r.id === injected.injected[0]!.id)!;
       const nested = results.find((r) => r.id === injected.injected[1]!.id)!;
 
       // (a) Never one inside the other: the sum of both, pass for pass.
-      assert.equal(disjoint.calls, o('fir_filter').calls + o('crc16_step').calls, 'calls: every entry through either patch');
+      assert.equal(
+        disjoint.calls,
+        o('fir_filter').calls + o('crc16_step').calls,
+        'calls: every entry through either patch',
+      );
       assert.equal(disjoint.passes, disjoint.calls, 'every call is an outermost pass');
-      assertTotal(disjoint, o('fir_filter').inclusiveExcludingInterrupts + o('crc16_step').inclusiveExcludingInterrupts, 'fir_filter + crc16_step');
+      assertTotal(
+        disjoint,
+        o('fir_filter').inclusiveExcludingInterrupts + o('crc16_step').inclusiveExcludingInterrupts,
+        'fir_filter + crc16_step',
+      );
 
       // (b) partition only inside quicksort: the union is quicksort's own inclusive count.
       assert.deepEqual(
@@ -128,7 +148,11 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
         ['quicksort'],
         'partition is only called from quicksort',
       );
-      assert.equal(nested.calls, o('quicksort').calls + o('partition').calls, 'calls: every entry through either patch');
+      assert.equal(
+        nested.calls,
+        o('quicksort').calls + o('partition').calls,
+        'calls: every entry through either patch',
+      );
       assert.ok(nested.passes < o('quicksort').calls, `recursion and partition count once: ${nested.passes} passes`);
       assertTotal(nested, o('quicksort').inclusiveExcludingInterrupts, 'quicksort + partition');
       for (const r of [disjoint, nested]) assert.equal(r.untracked, 0);
@@ -140,8 +164,12 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
 
     it("removal restores every member's bytes, and the program ends with its usual checksum", async () => {
       await h.dc.customRequest(CustomRequests.removeInjections, { ids: injected.injected.map((i) => i.id) });
-      for (const name of [...DISJOINT, ...NESTED]) assert.deepEqual(await entryBytes(name), original(name), `${name} restored`);
-      assert.equal(((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results.length, 0);
+      for (const name of [...DISJOINT, ...NESTED])
+        assert.deepEqual(await entryBytes(name), original(name), `${name} restored`);
+      assert.equal(
+        ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results.length,
+        0,
+      );
       await h.dc.setFunctionBreakpointsRequest({ breakpoints: [] });
       await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('terminated')]);
       assert.match(h.allOutput, /checksum=0xe420b5dd/, 'the program computed what it always computes');

@@ -60,7 +60,10 @@ describe(`injected measurement on QEMU Cortex-M4 under -icount shift=${SHIFT}`, 
     const injection = archPlugin('cortex-m').injection;
     assert.ok(!isUnsupported(injection));
     // QEMU's DWT reads as zero: discovery reports it absent, so the payloads read SysTick.
-    const { support, counterUnitsPerInstruction } = injection.support([{ unit: 'DWT', present: false, slots: [], resolution: 1 }], facts);
+    const { support, counterUnitsPerInstruction } = injection.support(
+      [{ unit: 'DWT', present: false, slots: [], resolution: 1 }],
+      facts,
+    );
     assert.equal(counterUnitsPerInstruction, 2 ** SHIFT / 40);
     const instructionsPerTick = 1 / counterUnitsPerInstruction!;
 
@@ -154,18 +157,25 @@ describe(
         await h.dc.evaluateRequest({ expression: '> set var $r0 = 170000000', context: 'repl' });
         await h.dc.setFunctionBreakpointsRequest({ breakpoints: [] });
         const singlepass = fixtureSource('singlepass.c');
-        await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [{ line: markerLine(singlepass, '#ROUND') }] });
+        await h.dc.setBreakpointsRequest({
+          source: { path: singlepass },
+          breakpoints: [{ line: markerLine(singlepass, '#ROUND') }],
+        });
         await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
         await h.dc.setBreakpointsRequest({ source: { path: singlepass }, breakpoints: [] });
         const names = ['fir_filter', 'vm_run'];
-        const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: names.map((n) => ({ function: n })) })).body as InjectResponse;
+        const injected = (
+          await h.dc.customRequest(CustomRequests.inject, { targets: names.map((n) => ({ function: n })) })
+        ).body as InjectResponse;
         assert.equal(injected.injected.length, 2, JSON.stringify(injected.refused));
-        for (const i of injected.injected) assert.equal(i.instructionsPerUnit, 40 / 2 ** SHIFT, `${i.name}: instructions per SysTick tick`);
+        for (const i of injected.injected)
+          assert.equal(i.instructionsPerUnit, 40 / 2 ** SHIFT, `${i.name}: instructions per SysTick tick`);
         const stopped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
         await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*program_end' }] });
         await h.dc.continueRequest({ threadId: 1 });
         await stopped;
-        const results = ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse).results;
+        const results = ((await h.dc.customRequest(CustomRequests.injectedResults)).body as InjectedResultsResponse)
+          .results;
         for (const i of injected.injected) {
           const r = results.find((x) => x.id === i.id)!;
           const o = oracle.functions.find((f) => f.name === i.name)!;
@@ -174,7 +184,9 @@ describe(
             Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
             `${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`,
           );
-          console.log(`adapter, shift ${SHIFT} ${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)}`);
+          console.log(
+            `adapter, shift ${SHIFT} ${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)}`,
+          );
         }
       } finally {
         assert.deepEqual(await h.stop(), []);

@@ -68,7 +68,10 @@ function keptCallInMain(): { call: number; after: number; kept: number[] } {
  * prove nothing); right after the return they are read back. Then the program's output at exit.
  * Both runs get the same values, so their outputs stay comparable.
  */
-async function observe(s: Rv32InjectionSession, site: { call: number; after: number; kept: number[] }): Promise<{ after: bigint[]; output: string }> {
+async function observe(
+  s: Rv32InjectionSession,
+  site: { call: number; after: number; kept: number[] },
+): Promise<{ after: bigint[]; output: string }> {
   await s.runTo(`*0x${site.call.toString(16)}`);
   for (const r of site.kept) await s.access.writeRegister(ABI[r]!, marker(r));
   await s.runTo(`*0x${site.after.toString(16)}`);
@@ -93,7 +96,11 @@ describe('RV32 functions whose callers keep registers across the call (-fipa-ra)
       await plain.close();
     }
     assert.match(reference.output, RESULT, 'the unpatched program printed its result');
-    assert.deepEqual(reference.after, site.kept.map(marker), `unpatched, __adddf3 leaves ${site.kept.map((r) => ABI[r]).join(', ')} alone`);
+    assert.deepEqual(
+      reference.after,
+      site.kept.map(marker),
+      `unpatched, __adddf3 leaves ${site.kept.map((r) => ABI[r]).join(', ')} alone`,
+    );
 
     const s = await session();
     try {
@@ -101,8 +108,16 @@ describe('RV32 functions whose callers keep registers across the call (-fipa-ra)
       for (const n of MEASURED) await s.svc.measureFunction(n);
       const patched = await observe(s, site);
       // The stubs overwrite t0 with mstatus at entry and exit: only the save gives it back.
-      assert.deepEqual(patched.after, site.kept.map(marker), `measured, ${site.kept.map((r) => ABI[r]).join(', ')} survive main's call of __adddf3`);
-      assert.equal(patched.output.match(RESULT)?.[0], reference.output.match(RESULT)?.[0], 'the program printed what it prints unpatched');
+      assert.deepEqual(
+        patched.after,
+        site.kept.map(marker),
+        `measured, ${site.kept.map((r) => ABI[r]).join(', ')} survive main's call of __adddf3`,
+      );
+      assert.equal(
+        patched.output.match(RESULT)?.[0],
+        reference.output.match(RESULT)?.[0],
+        'the program printed what it prints unpatched',
+      );
       const rs = await s.svc.read();
       for (const n of MEASURED) {
         const r = rs.find((x) => x.name === n);
@@ -110,7 +125,11 @@ describe('RV32 functions whose callers keep registers across the call (-fipa-ra)
         assert.ok(r && o, `${n} measured and traced`);
         assert.equal(r.calls, o.calls, `${n}: calls`);
         assert.equal(r.open, 0, `${n}: no pass left open`);
-        assert.equal(r.compensatedTotal, o.inclusive, `${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`);
+        assert.equal(
+          r.compensatedTotal,
+          o.inclusive,
+          `${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`,
+        );
       }
     } finally {
       await s.close();

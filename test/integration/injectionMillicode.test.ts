@@ -116,7 +116,11 @@ describe('RV32 -msave-restore millicode', { skip, timeout: 900_000 }, () => {
         assert.equal(r.calls, o.calls, `${run} run, ${n}: calls`);
         assert.equal(r.open, 0, `${run} run, ${n}: no pass left open`);
         assert.equal(r.untracked, 0, `${run} run, ${n}: every entry tracked`);
-        assert.equal(r.compensatedTotal, o.inclusive, `${run} run, ${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`);
+        assert.equal(
+          r.compensatedTotal,
+          o.inclusive,
+          `${run} run, ${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`,
+        );
       }
     }
   });

@@ -52,13 +52,21 @@ const traced = (name: string): OracleSummary['functions'][number] => {
 };
 
 /** Each function's calls equal the trace's and its ticks are within its quantisation bound; the program ran through; the code is back. */
-function agreesWithTrace(names: readonly string[], rs: readonly MeasurementResults[], output: string, restored: boolean): void {
+function agreesWithTrace(
+  names: readonly string[],
+  rs: readonly MeasurementResults[],
+  output: string,
+  restored: boolean,
+): void {
   for (const n of names) {
     const r = rs.find((x) => x.name === n)!;
     const o = traced(n);
     assert.equal(r.calls, o.calls, `${n}: calls`);
     const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
-    assert.ok(Math.abs(r.compensatedTotal - expected) <= r.passes + 1, `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs the trace's ${expected.toFixed(1)}`);
+    assert.ok(
+      Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
+      `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs the trace's ${expected.toFixed(1)}`,
+    );
   }
   assert.match(output, /fft peak \d+ error x1000 \d+/);
   assert.ok(restored, 'the code is as the ELF has it after the measurements are removed');

@@ -42,8 +42,12 @@ const HOT = ['isr_checksum', 'loop_heavy', 'loop_light'];
  */
 const RESERVED: Record<FixtureTarget, (image: ElfImage) => { reservedMemory?: { start: string; size: number } }> = {
   rv32: (image) => {
-    const codeEnd = Math.max(...image.loadSegments.filter((p) => p.paddr < 0x8010_0000).map((p) => p.paddr + p.fileSize));
-    return { reservedMemory: { start: `0x${(Math.ceil(codeEnd / 0x1000) * 0x1000 + 0x1000).toString(16)}`, size: 0x10000 } };
+    const codeEnd = Math.max(
+      ...image.loadSegments.filter((p) => p.paddr < 0x8010_0000).map((p) => p.paddr + p.fileSize),
+    );
+    return {
+      reservedMemory: { start: `0x${(Math.ceil(codeEnd / 0x1000) * 0x1000 + 0x1000).toString(16)}`, size: 0x10000 },
+    };
   },
   'cortex-m4': () => ({}),
 };
@@ -73,14 +77,16 @@ for (const { target, program } of CASES) {
         await runThenPause(h);
         const state = TARGET_STATE[target];
         const before = await state.read(h);
-        if (program === 'isrload_vectored') assert.equal(Number(before.mtvec) & 3, 1, `mtvec ${before.mtvec} is in vectored mode`);
+        if (program === 'isrload_vectored')
+          assert.equal(Number(before.mtvec) & 3, 1, `mtvec ${before.mtvec} is in vectored mode`);
         const offered = (await h.dc.customRequest(CustomRequests.samplers)).body as SamplersResponse;
         const described = offered.samplers.find((s) => s.id === 'target-interrupt');
         assert.ok(described?.available, JSON.stringify(described));
         assert.equal(described.halting, false);
         assert.ok(described.semantics && /interrupt/.test(described.semantics), described.semantics);
         // Started while halted at main (the handler goes in with the target halted either way).
-        const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'target-interrupt' })).body as StartSamplingResponse;
+        const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'target-interrupt' }))
+          .body as StartSamplingResponse;
         assert.equal(started.sampler.id, 'target-interrupt');
         let stops = 0;
         h.dc.on('stopped', () => stops++);
@@ -107,7 +113,10 @@ for (const { target, program } of CASES) {
           console.log(
             `#   ${name}: oracle ${(share * 100).toFixed(2)} %, sampled ${((k / samples.total) * 100).toFixed(2)} % [${(ci.low * 100).toFixed(2)}, ${(ci.high * 100).toFixed(2)}]`,
           );
-          assert.ok(share >= ci.low && share <= ci.high, `${name}: oracle share ${share} outside [${ci.low}, ${ci.high}]`);
+          assert.ok(
+            share >= ci.low && share <= ci.high,
+            `${name}: oracle share ${share} outside [${ci.low}, ${ci.high}]`,
+          );
         }
         // The handler's function is a real part of the profile, not noise.
         assert.ok((sampled.get('isr_checksum') ?? 0) / samples.total > 0.1, 'isr_checksum sampled');
@@ -116,11 +125,18 @@ for (const { target, program } of CASES) {
         // Halted at a breakpoint rather than by a pause sent right after the stop's hidden resume.
         // Waited for before asking: the breakpoint can be hit, and its stop reported, before the
         // request's answer arrives (the adapter halts, inserts it and resumes inside the request).
-        await Promise.all([h.dc.waitForEvent('stopped'), h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'loop_light' }] })]);
+        await Promise.all([
+          h.dc.waitForEvent('stopped'),
+          h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'loop_light' }] }),
+        ]);
         assert.deepEqual(await state.read(h), before);
         console.log(`#   restored: ${JSON.stringify(before)}`);
         for (const s of image.sections.filter((x) => (x.flags & 0x4) !== 0 && x.size > 0)) {
-          const now = Buffer.from((await h.dc.customRequest('readMemory', { memoryReference: `0x${s.addr.toString(16)}`, count: s.size })).body.data, 'base64');
+          const now = Buffer.from(
+            (await h.dc.customRequest('readMemory', { memoryReference: `0x${s.addr.toString(16)}`, count: s.size }))
+              .body.data,
+            'base64',
+          );
           assert.ok(now.equals(Buffer.from(image.file.readMemory(s.addr, s.size)!)), `${s.name} holds the ELF's bytes`);
         }
       } catch (err) {
@@ -135,7 +151,8 @@ for (const { target, program } of CASES) {
       const image = ElfImage.loadSync(elf);
       const ws = mkdtempSync(join(tmpdir(), 'cyclelens-isr-'));
       const journal = join(ws, '.cyclelens', 'journal');
-      const samplerJournals = (): string[] => (existsSync(journal) ? readdirSync(journal).filter((n) => n.endsWith('.sampler.json')) : []);
+      const samplerJournals = (): string[] =>
+        existsSync(journal) ? readdirSync(journal).filter((n) => n.endsWith('.sampler.json')) : [];
       h = new AdapterHarness();
       await h.start();
       const samples = new SampleCollector(h);
@@ -144,7 +161,10 @@ for (const { target, program } of CASES) {
       await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'target-interrupt' });
       const files = samplerJournals();
       assert.equal(files.length, 1, 'one sampler journal while sampling');
-      const saved = JSON.parse(readFileSync(join(journal, files[0]!), 'utf8')) as { registers?: Record<string, unknown>; patches: unknown[] };
+      const saved = JSON.parse(readFileSync(join(journal, files[0]!), 'utf8')) as {
+        registers?: Record<string, unknown>;
+        patches: unknown[];
+      };
       // Device words as patches on both targets; RV32 also journals its CSRs (mtvec, mscratch, mie).
       assert.ok(saved.patches.length > 0, JSON.stringify(saved));
       if (target === 'rv32') assert.deepEqual(Object.keys(saved.registers ?? {}).sort(), ['mie', 'mscratch', 'mtvec']);

@@ -55,7 +55,13 @@ function expectedInDsp(doc: ResultSetDocument): Expected[] {
     const rs = doc.resultSets[o.resultSet]!;
     const m = rs.measurements.find((x) => x.name === o.name)!;
     const inclusive = m.inclusive[rs.run.event]!;
-    out.push({ name: o.name, line: definitionLineOf(DSP, o.name), share: inclusive / rs.run.totals[rs.run.event]!, calls: m.calls, inclusive });
+    out.push({
+      name: o.name,
+      line: definitionLineOf(DSP, o.name),
+      share: inclusive / rs.run.totals[rs.run.event]!,
+      calls: m.calls,
+      inclusive,
+    });
   }
   return out;
 }
@@ -64,7 +70,15 @@ function expectedInDsp(doc: ResultSetDocument): Expected[] {
 function lspWorkspace(prefix: string, name: string, target: FixtureTarget, machine: string): CliWorkspace {
   return cliWorkspace(
     prefix,
-    [{ name, executable: fixtureElf(target, 'singlepass'), server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' }],
+    [
+      {
+        name,
+        executable: fixtureElf(target, 'singlepass'),
+        server: { type: 'qemu', machine },
+        stopAtEntry: 'main',
+        programEnd: 'program_end',
+      },
+    ],
     { leftBehind: 'no language server, QEMU or GDB is left behind' },
   );
 }
@@ -78,12 +92,25 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
 
   before(async () => {
     const out = join(results, 'descent-1.json');
-    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'QEMU RISC-V 32', '--threshold', '2%', '--out', out);
+    const r = cli(
+      'descent',
+      '--config',
+      '.vscode/launch.json',
+      '--name',
+      'QEMU RISC-V 32',
+      '--threshold',
+      '2%',
+      '--out',
+      out,
+    );
     assert.equal(r.status, 0, r.stderr);
     doc = await loadResultSetDocument(out);
     model = profileFromResultSets(doc);
     expected = expectedInDsp(doc);
-    assert.ok(expected.length >= 3, `the descent measured functions of dsp.c (${expected.map((e) => e.name).join(', ')})`);
+    assert.ok(
+      expected.length >= 3,
+      `the descent measured functions of dsp.c (${expected.map((e) => e.name).join(', ')})`,
+    );
     assert.ok(
       expected.some((e) => e.share * 100 >= HOT_PERCENT) && expected.some((e) => e.share * 100 < HOT_PERCENT),
       'dsp.c has functions on both sides of the hot threshold',
@@ -93,7 +120,9 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
   after(close);
 
   it('answers CodeLens, hover and hot diagnostics with the measured figures (vscode-languageserver-protocol client)', async () => {
-    const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env, { hotThreshold: HOT_PERCENT });
+    const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env, {
+      hotThreshold: HOT_PERCENT,
+    });
     try {
       const uri = await client.open(DSP);
       const lenses = await client.until(
@@ -102,18 +131,39 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
       );
       for (const e of expected) {
         const onLine = lenses.filter((l) => l.range.start.line === e.line).map((l) => l.command?.title ?? '');
-        assert.equal(onLine.length, 1, `one CodeLens on ${e.name}'s definition line ${e.line + 1} (lenses: ${JSON.stringify(lenses)})`);
+        assert.equal(
+          onLine.length,
+          1,
+          `one CodeLens on ${e.name}'s definition line ${e.line + 1} (lenses: ${JSON.stringify(lenses)})`,
+        );
         const title = onLine[0]!;
-        assert.ok(title.startsWith(`${percentText(e.share)} incl`), `${e.name}: "${title}" starts with its share ${percentText(e.share)}`);
-        assert.match(title, new RegExp(`· ${e.calls.toLocaleString('en-US')} calls?\\b`), `${e.name}: "${title}" shows its ${e.calls} calls`);
-        assert.equal(title, lensTitle(model, functionsByName(model).get(e.name)!), `${e.name}: the lens is the model's`);
+        assert.ok(
+          title.startsWith(`${percentText(e.share)} incl`),
+          `${e.name}: "${title}" starts with its share ${percentText(e.share)}`,
+        );
+        assert.match(
+          title,
+          new RegExp(`· ${e.calls.toLocaleString('en-US')} calls?\\b`),
+          `${e.name}: "${title}" shows its ${e.calls} calls`,
+        );
+        assert.equal(
+          title,
+          lensTitle(model, functionsByName(model).get(e.name)!),
+          `${e.name}: the lens is the model's`,
+        );
         assert.doesNotMatch(title, /\$\(/, 'no codicons for a client that did not ask for them');
 
         const hover = await client.hover(uri, e.line);
         const text = typeof hover?.contents === 'object' && 'value' in hover.contents ? hover.contents.value : '';
-        assert.match(text, new RegExp(e.name.replace(/_/g, '\\\\_')), `the hover of line ${e.line + 1} names ${e.name}`);
+        assert.match(
+          text,
+          new RegExp(e.name.replace(/_/g, '\\\\_')),
+          `the hover of line ${e.line + 1} names ${e.name}`,
+        );
         assert.ok(
-          text.includes(`inclusive: ${e.inclusive.toLocaleString('en-US')} instructions (${percentText(e.share)} of the window)`),
+          text.includes(
+            `inclusive: ${e.inclusive.toLocaleString('en-US')} instructions (${percentText(e.share)} of the window)`,
+          ),
           `${e.name}'s hover gives its inclusive count in instructions: ${text}`,
         );
         assert.ok(text.includes(`calls: ${e.calls.toLocaleString('en-US')}`), `${e.name}'s hover gives its calls`);
@@ -126,7 +176,10 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
         if (fn?.path !== DSP) continue;
         const line = definitionLineOf(DSP, o.name);
         assert.ok(
-          lenses.some((l) => l.range.start.line === line && l.command?.title === `pruned: ≤ ${percentText(o.bound!)} (callers' bound)`),
+          lenses.some(
+            (l) =>
+              l.range.start.line === line && l.command?.title === `pruned: ≤ ${percentText(o.bound!)} (callers' bound)`,
+          ),
           `${o.name} shows "pruned: ≤ ${percentText(o.bound!)}" (lenses: ${JSON.stringify(lenses.filter((l) => l.range.start.line === line))})`,
         );
       }
@@ -163,7 +216,10 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
   });
 
   it("serves the same lenses from dist/lsp.js over Node IPC, the transport the extension's language client uses", async () => {
-    const client = await LspTestClient.startIpc(join(repoRoot, 'dist', 'lsp.js'), dir, env, { hotThreshold: HOT_PERCENT, codicons: true });
+    const client = await LspTestClient.startIpc(join(repoRoot, 'dist', 'lsp.js'), dir, env, {
+      hotThreshold: HOT_PERCENT,
+      codicons: true,
+    });
     try {
       const uri = await client.open(DSP);
       const lenses = await client.until(
@@ -172,7 +228,11 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
       );
       for (const e of expected) {
         const title = lenses.find((l) => l.range.start.line === e.line)?.command?.title;
-        assert.equal(title, `$(flame) ${lensTitle(model, functionsByName(model).get(e.name)!)}`, `${e.name}: VS Code's lens carries the flame codicon`);
+        assert.equal(
+          title,
+          `$(flame) ${lensTitle(model, functionsByName(model).get(e.name)!)}`,
+          `${e.name}: VS Code's lens carries the flame codicon`,
+        );
       }
     } finally {
       assert.equal(await client.stop(), 0);
@@ -223,7 +283,11 @@ vim.cmd('qa!')
     };
     for (const e of expected) {
       const title = answers.lenses.find((l) => l.range.start.line === e.line)?.command.title;
-      assert.equal(title, lensTitle(model, functionsByName(model).get(e.name)!), `Neovim receives ${e.name}'s lens on line ${e.line + 1}`);
+      assert.equal(
+        title,
+        lensTitle(model, functionsByName(model).get(e.name)!),
+        `Neovim receives ${e.name}'s lens on line ${e.line + 1}`,
+      );
       assert.ok(title!.startsWith(`${percentText(e.share)} incl`));
     }
     assert.ok(
@@ -237,14 +301,22 @@ vim.cmd('qa!')
     try {
       const uri = await client.open(DSP);
       const target = expected.reduce((a, b) => (b.share > a.share ? b : a));
-      const titleOf = async (): Promise<string | undefined> => (await client.codeLenses(uri)).find((l) => l.range.start.line === target.line)?.command?.title;
-      assert.match((await client.until(titleOf, (t) => t !== undefined)) ?? '', new RegExp(`${target.calls.toLocaleString('en-US')} calls`));
+      const titleOf = async (): Promise<string | undefined> =>
+        (await client.codeLenses(uri)).find((l) => l.range.start.line === target.line)?.command?.title;
+      assert.match(
+        (await client.until(titleOf, (t) => t !== undefined)) ?? '',
+        new RegExp(`${target.calls.toLocaleString('en-US')} calls`),
+      );
 
       // A later descent: same measurements, the target's call count changed so its lens must change.
       const later = structuredClone(doc);
       for (const rs of later.resultSets) for (const m of rs.measurements) if (m.name === target.name) m.calls = 4321;
       await writeFileAtomic(join(results, 'descent-2.json'), JSON.stringify(later));
-      assert.match((await client.until(titleOf, (t) => t?.includes('4,321 calls') === true)) ?? '', /· 4,321 calls/, 'the lens follows the newer result set');
+      assert.match(
+        (await client.until(titleOf, (t) => t?.includes('4,321 calls') === true)) ?? '',
+        /· 4,321 calls/,
+        'the lens follows the newer result set',
+      );
 
       // A native profile (cyclelens-profile/1) with a per-line table is newer still.
       const profile = profileFromResultSets(doc);
@@ -253,13 +325,26 @@ vim.cmd('qa!')
       const costLine = target.line + 3;
       profile.lines = [{ path: DSP, line: costLine + 1, function: fn.id, self: { value: 1234 } }];
       mkdirSync(join(dir, '.cyclelens', 'profiles'), { recursive: true });
-      await writeFileAtomic(join(dir, '.cyclelens', 'profiles', 'later.cyclelens-profile.json'), JSON.stringify(profile));
-      assert.match((await client.until(titleOf, (t) => t?.includes('999 calls') === true)) ?? '', /· 999 calls/, 'the lens follows the native profile');
+      await writeFileAtomic(
+        join(dir, '.cyclelens', 'profiles', 'later.cyclelens-profile.json'),
+        JSON.stringify(profile),
+      );
+      assert.match(
+        (await client.until(titleOf, (t) => t?.includes('999 calls') === true)) ?? '',
+        /· 999 calls/,
+        'the lens follows the native profile',
+      );
       const hints = (await client.inlayHints(uri, 0, 400)) ?? [];
       const lineText = readFileSync(DSP, 'utf8').split('\n')[costLine]!;
       assert.deepEqual(
         hints.map((h) => ({ line: h.position.line, character: h.position.character, label: h.label })),
-        [{ line: costLine, character: lineText.length, label: `1,234 insn · ${percentText(1234 / profile.total!.value)}` }],
+        [
+          {
+            line: costLine,
+            character: lineText.length,
+            label: `1,234 insn · ${percentText(1234 / profile.total!.value)}`,
+          },
+        ],
         'one inlay hint, at the end of the line the profile costs',
       );
       assert.ok(
@@ -279,51 +364,69 @@ describe('profile language server over stdio, on a saved Cortex-M4 descent (SysT
 
   after(close);
 
-  it('shows SysTick counts as ticks, with the quantisation bound of ±1 tick per call in every lens', { timeout: 300_000 }, async () => {
-    const out = join(dir, '.cyclelens', 'results', 'descent.json');
-    const r = cli('descent', '--config', '.vscode/launch.json', '--name', 'QEMU Cortex-M4', '--threshold', '5%', '--out', out);
-    assert.equal(r.status, 0, r.stderr);
-    doc = await loadResultSetDocument(out);
-    model = profileFromResultSets(doc);
-    const expected = expectedInDsp(doc);
-    assert.ok(expected.length >= 2, `the descent measured functions of dsp.c (${expected.map((e) => e.name).join(', ')})`);
-    const total = doc.resultSets[0]!.run.totals[doc.resultSets[0]!.run.event]!;
-
-    const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env);
-    try {
-      const uri = await client.open(DSP);
-      const lenses = await client.until(
-        () => client.codeLenses(uri),
-        (ls) => ls.length > 0,
+  it(
+    'shows SysTick counts as ticks, with the quantisation bound of ±1 tick per call in every lens',
+    { timeout: 300_000 },
+    async () => {
+      const out = join(dir, '.cyclelens', 'results', 'descent.json');
+      const r = cli(
+        'descent',
+        '--config',
+        '.vscode/launch.json',
+        '--name',
+        'QEMU Cortex-M4',
+        '--threshold',
+        '5%',
+        '--out',
+        out,
       );
-      for (const e of expected) {
-        const title = lenses.find((l) => l.range.start.line === e.line)?.command?.title ?? '';
-        assert.ok(title.startsWith(`${percentText(e.share)} incl`), `${e.name}: "${title}" starts with its share`);
-        assert.equal(title, lensTitle(model, functionsByName(model).get(e.name)!));
-        // Each call's delta is off by less than a tick either way: N calls, ±N ticks, as a share of the window.
-        const bound = /· ±(\d+(?:\.\d+)?) %$/.exec(title);
-        assert.ok(bound, `${e.name}: "${title}" ends with its error bound`);
-        const expectedBound = (e.calls / total) * 100;
-        assert.ok(
-          Math.abs(Number(bound[1]) - expectedBound) <= 0.05 * expectedBound + 0.001,
-          `${e.name}: ±${bound[1]} % is ${e.calls} ticks of ${total} (${expectedBound.toFixed(4)} %)`,
+      assert.equal(r.status, 0, r.stderr);
+      doc = await loadResultSetDocument(out);
+      model = profileFromResultSets(doc);
+      const expected = expectedInDsp(doc);
+      assert.ok(
+        expected.length >= 2,
+        `the descent measured functions of dsp.c (${expected.map((e) => e.name).join(', ')})`,
+      );
+      const total = doc.resultSets[0]!.run.totals[doc.resultSets[0]!.run.event]!;
+
+      const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env);
+      try {
+        const uri = await client.open(DSP);
+        const lenses = await client.until(
+          () => client.codeLenses(uri),
+          (ls) => ls.length > 0,
         );
-        const hover = await client.hover(uri, e.line);
-        const text = typeof hover?.contents === 'object' && 'value' in hover.contents ? hover.contents.value : '';
-        // A bound clipped at zero ticks shows both sides (−value/+N). A count keeps two decimals
-        // below 100 and none above (core/profile/units.ts): ticks less the payload's compensation
-        // are fractional.
-        const counted = `inclusive: ${formatNumber(e.inclusive)} SysTick ticks`;
-        const calls = e.calls.toLocaleString('en-US');
-        assert.ok(
-          text.includes(`${counted} ±${calls} ticks`) || text.includes(`${counted} −${formatNumber(e.inclusive)}/+${calls} ticks`),
-          `${e.name}'s hover gives its count in ticks with its bound: ${text}`,
-        );
-        assert.match(text, /Error bound: (±|−[\d,]+\/\+)[\d,]+ ticks \(counter quantisation\)/);
-        assert.doesNotMatch(text, /cycles/, 'SysTick ticks are never called cycles');
+        for (const e of expected) {
+          const title = lenses.find((l) => l.range.start.line === e.line)?.command?.title ?? '';
+          assert.ok(title.startsWith(`${percentText(e.share)} incl`), `${e.name}: "${title}" starts with its share`);
+          assert.equal(title, lensTitle(model, functionsByName(model).get(e.name)!));
+          // Each call's delta is off by less than a tick either way: N calls, ±N ticks, as a share of the window.
+          const bound = /· ±(\d+(?:\.\d+)?) %$/.exec(title);
+          assert.ok(bound, `${e.name}: "${title}" ends with its error bound`);
+          const expectedBound = (e.calls / total) * 100;
+          assert.ok(
+            Math.abs(Number(bound[1]) - expectedBound) <= 0.05 * expectedBound + 0.001,
+            `${e.name}: ±${bound[1]} % is ${e.calls} ticks of ${total} (${expectedBound.toFixed(4)} %)`,
+          );
+          const hover = await client.hover(uri, e.line);
+          const text = typeof hover?.contents === 'object' && 'value' in hover.contents ? hover.contents.value : '';
+          // A bound clipped at zero ticks shows both sides (−value/+N). A count keeps two decimals
+          // below 100 and none above (core/profile/units.ts): ticks less the payload's compensation
+          // are fractional.
+          const counted = `inclusive: ${formatNumber(e.inclusive)} SysTick ticks`;
+          const calls = e.calls.toLocaleString('en-US');
+          assert.ok(
+            text.includes(`${counted} ±${calls} ticks`) ||
+              text.includes(`${counted} −${formatNumber(e.inclusive)}/+${calls} ticks`),
+            `${e.name}'s hover gives its count in ticks with its bound: ${text}`,
+          );
+          assert.match(text, /Error bound: (±|−[\d,]+\/\+)[\d,]+ ticks \(counter quantisation\)/);
+          assert.doesNotMatch(text, /cycles/, 'SysTick ticks are never called cycles');
+        }
+      } finally {
+        assert.equal(await client.stop(), 0);
       }
-    } finally {
-      assert.equal(await client.stop(), 0);
-    }
-  });
+    },
+  );
 });

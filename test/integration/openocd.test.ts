@@ -7,7 +7,13 @@ import { CycleLensError, ErrorCode } from '../../adapter/errors';
 import { OpenOcdOptions, OpenOcdServer } from '../../adapter/servers/openocd';
 import type { ServerExit } from '../../adapter/servers/strategy';
 import { TclCommandError } from '../../adapter/servers/tclRpc';
-import { killTagged, newOwnerTag, OWNER_TAG_VAR, processesWithTag, waitForNoTaggedProcesses } from '../support/ownedProcesses';
+import {
+  killTagged,
+  newOwnerTag,
+  OWNER_TAG_VAR,
+  processesWithTag,
+  waitForNoTaggedProcesses,
+} from '../support/ownedProcesses';
 import { repoRoot } from '../support/paths';
 
 /**
@@ -26,7 +32,10 @@ interface Started {
 }
 
 function openocd(server: Partial<OpenOcdServerArgs> = {}, extra: OpenOcdOptions = {}): OpenOcdServer {
-  return new OpenOcdServer({ type: 'openocd', configFiles: ['dummy-riscv.cfg'], searchDirs: [configDir], ...server }, { ...options, ...extra });
+  return new OpenOcdServer(
+    { type: 'openocd', configFiles: ['dummy-riscv.cfg'], searchDirs: [configDir], ...server },
+    { ...options, ...extra },
+  );
 }
 
 async function start(server: OpenOcdServer): Promise<Started> {
@@ -94,11 +103,28 @@ describe('OpenOcdServer with the dummy adapter', () => {
         assert.equal(err.openOcdMessage, 'Target not examined yet');
         return true;
       });
-      await assert.rejects(tcl.readMemory(0x20000000, 32, 4), failsWith(ErrorCode.TclError, /read_memory: failed to read memory\nTarget not examined yet/));
-      await assert.rejects(tcl.writeMemory(0x20000000, 32, [1, 2]), failsWith(ErrorCode.TclError, /write_memory: failed to write memory/));
+      await assert.rejects(
+        tcl.readMemory(0x20000000, 32, 4),
+        failsWith(ErrorCode.TclError, /read_memory: failed to read memory\nTarget not examined yet/),
+      );
+      await assert.rejects(
+        tcl.writeMemory(0x20000000, 32, [1, 2]),
+        failsWith(ErrorCode.TclError, /write_memory: failed to write memory/),
+      );
 
       // Quoting round-trips through OpenOCD's Jim, and results are binary-safe (0x1a, NUL included).
-      for (const s of ['', 'a b', '{', '}x{', '$x [y] "z";', 'back\\slash\\', 'tab\tnew\nline', 'é', 'ctrl-z \x1a here', 'nul\x00byte']) {
+      for (const s of [
+        '',
+        'a b',
+        '{',
+        '}x{',
+        '$x [y] "z";',
+        'back\\slash\\',
+        'tab\tnew\nline',
+        'é',
+        'ctrl-z \x1a here',
+        'nul\x00byte',
+      ]) {
         assert.equal(await tcl.call('set', '::cyclelens_test', s), s, JSON.stringify(s));
       }
 
@@ -143,7 +169,9 @@ describe('OpenOcdServer with the dummy adapter', () => {
       start(openocd({ configFiles: ['dummy-riscv.cfg', 'target/does-not-exist.cfg'] })),
       failsWith(
         ErrorCode.InvalidLaunchArgs,
-        new RegExp(`'target/does-not-exist.cfg' was not found\\. Looked in: ${repoRoot}, ${configDir}, .*share/openocd/scripts`),
+        new RegExp(
+          `'target/does-not-exist.cfg' was not found\\. Looked in: ${repoRoot}, ${configDir}, .*share/openocd/scripts`,
+        ),
       ),
     );
     assert.deepEqual(processesWithTag(tag), []);
@@ -152,7 +180,10 @@ describe('OpenOcdServer with the dummy adapter', () => {
   test('a missing executable says how to install it', limit, async () => {
     await assert.rejects(
       start(openocd({ path: '/nonexistent/openocd' })),
-      failsWith(ErrorCode.ProgramNotFound, /'\/nonexistent\/openocd' was not found.*apt-get install openocd.*server\.path/),
+      failsWith(
+        ErrorCode.ProgramNotFound,
+        /'\/nonexistent\/openocd' was not found.*apt-get install openocd.*server\.path/,
+      ),
     );
   });
 

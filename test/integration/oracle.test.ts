@@ -32,7 +32,10 @@ after(async () => {
 });
 
 /** What the log says, read independently of the oracle's parser (line by line, with a regex). */
-async function scanLog(path: string, firstOf: number): Promise<{ lines: number; traces: number; withdrawals: number; before: number }> {
+async function scanLog(
+  path: string,
+  firstOf: number,
+): Promise<{ lines: number; traces: number; withdrawals: number; before: number }> {
   let lines = 0;
   let traces = 0;
   let withdrawals = 0;
@@ -68,7 +71,12 @@ function uartValue(s: OracleSummary, key: string): number {
   return parseInt(m[1]!, 16);
 }
 
-function checkCommon(s: OracleSummary, scan: { lines: number; traces: number; withdrawals: number }, img: ElfImage, target: ToolTarget): void {
+function checkCommon(
+  s: OracleSummary,
+  scan: { lines: number; traces: number; withdrawals: number },
+  img: ElfImage,
+  target: ToolTarget,
+): void {
   assert.equal(s.qemu?.exitCode, 0, `QEMU ended cleanly: ${s.qemu?.stderr}`);
   assert.equal(s.trace.lines, scan.lines, 'every log line was read');
   assert.equal(s.totals.instructions, scan.traces - scan.withdrawals, 'instructions = Trace lines - withdrawn ones');
@@ -93,7 +101,11 @@ function checkCommon(s: OracleSummary, scan: { lines: number; traces: number; wi
 describe('oracle on the singlepass fixture under QEMU', () => {
   for (const target of TARGETS) {
     const elf = fixtureElf(target, 'singlepass');
-    const skip = !existsSync(elf) ? 'fixture not built (make -C test/fixtures)' : !hasTool(QEMU[target]) ? `${QEMU[target]} not installed` : false;
+    const skip = !existsSync(elf)
+      ? 'fixture not built (make -C test/fixtures)'
+      : !hasTool(QEMU[target])
+        ? `${QEMU[target]} not installed`
+        : false;
 
     it(`${target}: totals, call counts, interrupts and regions hold`, { skip, timeout: 240_000 }, async (t) => {
       const img = ElfImage.loadSync(elf);
@@ -119,10 +131,16 @@ describe('oracle on the singlepass fixture under QEMU', () => {
       // main never returns (it ends the run through board_exit), so it is on the stack from its
       // first instruction to the last instruction of the run.
       assert.ok(scan.before > 0);
-      assert.equal(profile(s, 'main').inclusive, s.totals.instructions - scan.before, 'main inclusive = total - start-up');
+      assert.equal(
+        profile(s, 'main').inclusive,
+        s.totals.instructions - scan.before,
+        'main inclusive = total - start-up',
+      );
       assert.equal(profile(s, 'main').calls, 1);
 
-      const rounds = Number(/#define SINGLEPASS_ROUNDS (\d+)u/.exec(readFileSync(join(fixturesDir, 'src', 'singlepass.c'), 'utf8'))![1]);
+      const rounds = Number(
+        /#define SINGLEPASS_ROUNDS (\d+)u/.exec(readFileSync(join(fixturesDir, 'src', 'singlepass.c'), 'utf8'))![1],
+      );
       assert.equal(profile(s, 'process_packet').calls, rounds, 'process_packet runs once per round');
       assert.equal(profile(s, 'fir_filter').calls, rounds);
       assert.equal(profile(s, 'program_end').calls, 1);
@@ -146,45 +164,64 @@ describe('oracle on the singlepass fixture under QEMU', () => {
       assert.equal(fir.count, 128 * rounds, 'one region pass per sample of every fir_filter call');
       assert.equal(fir.unmatchedEnds, 0);
       assert.ok(fir.passesExcludingInterrupts.every((p, i) => p > 0 && p <= fir.passes[i]!));
-      assert.ok(s.lines.length > 50 && s.totals.withoutLine === 0, 'every instruction of the program maps to a source line');
+      assert.ok(
+        s.lines.length > 50 && s.totals.withoutLine === 0,
+        'every instruction of the program maps to a source line',
+      );
     });
   }
 });
 
 describe('oracle on the sample program under QEMU', () => {
   for (const target of TARGETS) {
-    const skip = !canBuildSamples(target) ? 'no cross compiler' : !hasTool(QEMU[target]) ? `${QEMU[target]} not installed` : false;
+    const skip = !canBuildSamples(target)
+      ? 'no cross compiler'
+      : !hasTool(QEMU[target])
+        ? `${QEMU[target]} not installed`
+        : false;
 
-    it(`${target}: call counts of the source, interrupts, and exact repetition`, { skip, timeout: 120_000 }, async () => {
-      const [sample] = buildSamples([target], [{ name: 'o2', flags: ['-O2', '-g'], runnable: true }]);
-      const img = ElfImage.loadSync(sample!.elf);
-      const log = join(scratch, `${target}-sample.log`);
-      const s = await runOracle({ elf: sample!.elf, target, keepLog: log });
-      checkCommon(s, await scanLog(log, img.functionNamed('main')!.address), img, target);
-      assert.equal(profile(s, 'leaf').calls, SAMPLE_FACTS.leafCalls);
-      assert.equal(profile(s, 'tail_caller').calls, SAMPLE_FACTS.tailCallerCalls);
-      assert.equal(profile(s, 'dispatch').calls, SAMPLE_FACTS.dispatchCalls);
-      assert.ok(s.edges.some((e) => e.caller === 'tail_caller' && e.callee === 'leaf' && e.calls === SAMPLE_FACTS.tailCallerCalls));
-      assert.ok(s.edges.some((e) => e.caller === 'fib' && e.callee === 'fib'));
-      const handler = profile(s, SAMPLE_HANDLER[target]);
-      assert.ok(handler.interrupts >= SAMPLE_FACTS.minTicks);
-      assert.equal(profile(s, 'tick_work').calls, handler.interrupts);
+    it(
+      `${target}: call counts of the source, interrupts, and exact repetition`,
+      { skip, timeout: 120_000 },
+      async () => {
+        const [sample] = buildSamples([target], [{ name: 'o2', flags: ['-O2', '-g'], runnable: true }]);
+        const img = ElfImage.loadSync(sample!.elf);
+        const log = join(scratch, `${target}-sample.log`);
+        const s = await runOracle({ elf: sample!.elf, target, keepLog: log });
+        checkCommon(s, await scanLog(log, img.functionNamed('main')!.address), img, target);
+        assert.equal(profile(s, 'leaf').calls, SAMPLE_FACTS.leafCalls);
+        assert.equal(profile(s, 'tail_caller').calls, SAMPLE_FACTS.tailCallerCalls);
+        assert.equal(profile(s, 'dispatch').calls, SAMPLE_FACTS.dispatchCalls);
+        assert.ok(
+          s.edges.some(
+            (e) => e.caller === 'tail_caller' && e.callee === 'leaf' && e.calls === SAMPLE_FACTS.tailCallerCalls,
+          ),
+        );
+        assert.ok(s.edges.some((e) => e.caller === 'fib' && e.callee === 'fib'));
+        const handler = profile(s, SAMPLE_HANDLER[target]);
+        assert.ok(handler.interrupts >= SAMPLE_FACTS.minTicks);
+        assert.equal(profile(s, 'tick_work').calls, handler.interrupts);
 
-      if (target === 'rv32') {
-        // minstret counts retired instructions exactly under -icount (docs/design.md, "Truth: the oracle"): read by the
-        // program just before exit, it must equal the instructions the trace holds before the
-        // reading instruction, plus that instruction itself. Withdrawn trace lines must not count.
-        const read = img.symbols.named('sample_minstret_read')[0]!;
-        const before = (await scanLog(log, read.address)).before;
-        assert.equal(uartValue(s, 'minstret'), before + 1, 'minstret = trace instructions up to and including its csrr');
-        assert.ok(s.trace.withdrawn > 0, 'the run had withdrawn trace lines, so the check means something');
-      }
+        if (target === 'rv32') {
+          // minstret counts retired instructions exactly under -icount (docs/design.md, "Truth: the oracle"): read by the
+          // program just before exit, it must equal the instructions the trace holds before the
+          // reading instruction, plus that instruction itself. Withdrawn trace lines must not count.
+          const read = img.symbols.named('sample_minstret_read')[0]!;
+          const before = (await scanLog(log, read.address)).before;
+          assert.equal(
+            uartValue(s, 'minstret'),
+            before + 1,
+            'minstret = trace instructions up to and including its csrr',
+          );
+          assert.ok(s.trace.withdrawn > 0, 'the run had withdrawn trace lines, so the check means something');
+        }
 
-      // -icount shift=0,sleep=off: the same program gives the same reference, instruction for instruction.
-      const again = await runOracle({ elf: sample!.elf, target });
-      assert.deepEqual(again.addresses, s.addresses);
-      assert.deepEqual(again.functions, s.functions);
-    });
+        // -icount shift=0,sleep=off: the same program gives the same reference, instruction for instruction.
+        const again = await runOracle({ elf: sample!.elf, target });
+        assert.deepEqual(again.addresses, s.addresses);
+        assert.deepEqual(again.functions, s.functions);
+      },
+    );
   }
 });
 
@@ -205,7 +242,10 @@ describe('oracle bounds on a program that never ends', () => {
   });
 
   it('kills QEMU at the timeout and says how to bound the run', { skip, timeout: 60_000 }, async () => {
-    await assert.rejects(runOracle({ elf, target, timeoutMs: 1500 }), /did not finish within 1.5 s.*--max-instructions/);
+    await assert.rejects(
+      runOracle({ elf, target, timeoutMs: 1500 }),
+      /did not finish within 1.5 s.*--max-instructions/,
+    );
     assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'no QEMU left running');
   });
 });

@@ -53,20 +53,33 @@ describe('a live profile redrawn in place', () => {
     const loaded = await pageLoad(panel);
     assert.ok(loaded, 'the page marks its load');
     assert.equal(await page.locator('.header .live').textContent(), 'live');
-    assert.match((await page.locator('.live-note').textContent()) ?? '', new RegExp(`^${first.total!.value.toLocaleString('en-US')} instructions so far`));
+    assert.match(
+      (await page.locator('.live-note').textContent()) ?? '',
+      new RegExp(`^${first.total!.value.toLocaleString('en-US')} instructions so far`),
+    );
 
     // The call graph: a search, a selection, and a zoom of the user's own.
     await page.getByLabel('Find a function').fill('fn_1');
     await page.locator('g.node[data-fn="7"]').click();
     await page.locator('svg.graph').hover();
     await page.mouse.wheel(0, -400);
-    await page.waitForFunction(() => /scale\((?!1\))/.test(document.querySelector('svg.graph > g')?.getAttribute('transform') ?? ''));
+    await page.waitForFunction(() =>
+      /scale\((?!1\))/.test(document.querySelector('svg.graph > g')?.getAttribute('transform') ?? ''),
+    );
     const zoomed = await page.locator('svg.graph > g').getAttribute('transform');
     await panel.send({ type: 'profile', profile: later(first, 2), title: 'Live profile: synthetic.elf', live });
     await panel.graphDrawn();
-    assert.equal(await page.locator('svg.graph > g').getAttribute('transform'), zoomed, 'the call graph keeps its zoom and pan');
+    assert.equal(
+      await page.locator('svg.graph > g').getAttribute('transform'),
+      zoomed,
+      'the call graph keeps its zoom and pan',
+    );
     assert.equal(await page.getByLabel('Find a function').inputValue(), 'fn_1');
-    assert.deepEqual(await page.locator('g.node.selected .name').allTextContents(), ['fn_7'], 'the selection stays on fn_7');
+    assert.deepEqual(
+      await page.locator('g.node.selected .name').allTextContents(),
+      ['fn_7'],
+      'the selection stays on fn_7',
+    );
     assert.ok((await page.locator('g.node.match').count()) > 1, 'the search still highlights');
 
     // The flame graph zoomed into a frame two levels down, by the keyboard.
@@ -95,13 +108,19 @@ describe('a live profile redrawn in place', () => {
     await page.locator('.live-note', { hasText: (first.total!.value * 4).toLocaleString('en-US') }).waitFor();
     assert.equal(await page.locator('th[aria-sort="descending"]').textContent(), 'Self (insn) ▼', 'the sort stays');
     assert.equal(await page.getByLabel('Filter rows').inputValue(), 'fn_');
-    const selfs = (await page.locator('table.grid tbody tr td:nth-child(2)').allTextContents()).map((t) => Number(t.replace(/,/g, '')));
+    const selfs = (await page.locator('table.grid tbody tr td:nth-child(2)').allTextContents()).map((t) =>
+      Number(t.replace(/,/g, '')),
+    );
     assert.deepEqual(
       selfs,
       [...selfs].sort((a, b) => b - a),
       'the new counts, sorted as the user asked',
     );
-    assert.equal(selfs[0], Math.max(...first.functions.filter((f) => f.name.startsWith('fn_')).map((f) => f.self!.value)) * 4, 'the rows carry the new counts');
+    assert.equal(
+      selfs[0],
+      Math.max(...first.functions.filter((f) => f.name.startsWith('fn_')).map((f) => f.self!.value)) * 4,
+      'the rows carry the new counts',
+    );
     assert.equal(await page.getByRole('tab', { name: 'Table' }).getAttribute('aria-selected'), 'true', 'the tab stays');
 
     const state = await page.evaluate(() => (window as unknown as PanelInternals).cyclelensPanel.state);
@@ -117,13 +136,26 @@ describe('a live profile redrawn in place', () => {
   it('says when sampling stopped and keeps the last picture', async () => {
     const page = panel.page;
     const loaded = await pageLoad(panel);
-    await panel.send({ type: 'profile', profile: later(first, 4), title: 'Live profile: synthetic.elf', live: { ...live, running: false } });
+    await panel.send({
+      type: 'profile',
+      profile: later(first, 4),
+      title: 'Live profile: synthetic.elf',
+      live: { ...live, running: false },
+    });
     await page.locator('.header .live', { hasText: 'no longer live' }).waitFor();
-    assert.match((await page.locator('.live-note').textContent()) ?? '', /^Sampling stopped .*: the last [\d,]+ instructions · QEMU monitor: /);
+    assert.match(
+      (await page.locator('.live-note').textContent()) ?? '',
+      /^Sampling stopped .*: the last [\d,]+ instructions · QEMU monitor: /,
+    );
     assert.ok((await page.locator('table.grid tbody tr').count()) > 1, 'the rows stay');
     assert.equal(await pageLoad(panel), loaded);
     // A saved file afterwards is a profile of its own: no banner, drawn from the top.
-    await panel.send({ type: 'profile', profile: first, title: 'descent.json', file: '/ws/.cyclelens/results/descent.json' });
+    await panel.send({
+      type: 'profile',
+      profile: first,
+      title: 'descent.json',
+      file: '/ws/.cyclelens/results/descent.json',
+    });
     await page.locator('.header .live').waitFor({ state: 'hidden' });
     assert.equal(await page.locator('.live-note').isHidden(), true);
   });
@@ -151,14 +183,28 @@ describe('a live profile redrawn in place', () => {
     };
     await panel.send({ type: 'profile', profile: later(program, 2), title: 'Live profile: synthetic.elf', live });
     await line(300)
-      .locator('li.instruction .value', { hasText: `${2 * Number(before.instruction!.split(' ')[0]!.replace(/,/g, ''))}` })
+      .locator('li.instruction .value', {
+        hasText: `${2 * Number(before.instruction!.split(' ')[0]!.replace(/,/g, ''))}`,
+      })
       .first()
       .waitFor();
     const value = (text: string | null): number => Number(text!.split(' ')[0]!.replace(/,/g, ''));
-    assert.equal(value(await line(250).locator('.value').textContent()), 2 * value(before.value), 'the line shows its new count');
+    assert.equal(
+      value(await line(250).locator('.value').textContent()),
+      2 * value(before.value),
+      'the line shows its new count',
+    );
     assert.equal(await scroller.evaluate((e) => e.scrollTop), before.scroll, 'the scroll stays');
-    assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('data-line')), '250', 'the focused line stays focused');
-    assert.equal(await line(300).locator('button.expand').getAttribute('aria-expanded'), 'true', 'the expanded line stays expanded');
+    assert.equal(
+      await page.evaluate(() => document.activeElement?.getAttribute('data-line')),
+      '250',
+      'the focused line stays focused',
+    );
+    assert.equal(
+      await line(300).locator('button.expand').getAttribute('aria-expanded'),
+      'true',
+      'the expanded line stays expanded',
+    );
     assert.equal(await page.locator('ol.source > li.line').count(), 400);
     assert.equal(await pageLoad(panel), loaded);
     assert.deepEqual(panel.errors, []);

@@ -16,9 +16,13 @@ import { fixturesDir } from '../support/paths';
  */
 describe('parallel runs (--jobs) on QEMU RV32 against one job and the oracle', () => {
   const elf = join(fixturesDir, 'build', 'rv32', 'programs', 'json.elf');
-  const ws = cliWorkspace('cyclelens-jobs-', [{ name: 'json', executable: elf, server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main' }], {
-    leftBehind: 'no QEMU or GDB of any session is left behind',
-  });
+  const ws = cliWorkspace(
+    'cyclelens-jobs-',
+    [{ name: 'json', executable: elf, server: { type: 'qemu', machine: 'virt' }, stopAtEntry: 'main' }],
+    {
+      leftBehind: 'no QEMU or GDB of any session is left behind',
+    },
+  );
   const { dir, tag } = ws;
   let oracle: OracleSummary;
 
@@ -38,7 +42,8 @@ describe('parallel runs (--jobs) on QEMU RV32 against one job and the oracle', (
   /** Per function: its inclusive count and calls, from the run that measured it. */
   function measured(doc: ResultSetDocument): Map<string, { value: number; calls: number }> {
     const out = new Map<string, { value: number; calls: number }>();
-    for (const rs of doc.resultSets) for (const m of rs.measurements) out.set(m.name, { value: m.inclusive[rs.run.event]!, calls: m.calls });
+    for (const rs of doc.resultSets)
+      for (const m of rs.measurements) out.set(m.name, { value: m.inclusive[rs.run.event]!, calls: m.calls });
     return out;
   }
 
@@ -53,7 +58,10 @@ describe('parallel runs (--jobs) on QEMU RV32 against one job and the oracle', (
       if (!window.inside.has(name)) continue;
       const o = oracle.functions.find((f) => f.name === name || f.aliases.includes(name))!;
       assert.equal(m.calls, o.calls, `${name}: calls`);
-      assert.ok(Math.abs(m.value / total - o.inclusive / window.total) <= 0.002, `${name}: ${m.value} of ${total} vs the trace's ${o.inclusive}`);
+      assert.ok(
+        Math.abs(m.value / total - o.inclusive / window.total) <= 0.002,
+        `${name}: ${m.value} of ${total} vs the trace's ${o.inclusive}`,
+      );
       compared++;
     }
     return compared;
@@ -118,7 +126,19 @@ describe('parallel runs (--jobs) on QEMU RV32 against one job and the oracle', (
     out: string,
     interrupt: (child: RunningCli['child'], qemu: { first: number; second: number }) => void,
   ): Promise<{ status: number | null; stderr: string }> {
-    const args = ['profile', '--slots', '1', '--jobs', '2', '--config', '.vscode/launch.json', '--name', 'json', '--out', out];
+    const args = [
+      'profile',
+      '--slots',
+      '1',
+      '--jobs',
+      '2',
+      '--config',
+      '.vscode/launch.json',
+      '--name',
+      'json',
+      '--out',
+      out,
+    ];
     const run = ws.start(args);
     const qemus = (): number[] =>
       processesWithTag(tag)
@@ -157,7 +177,11 @@ describe('parallel runs (--jobs) on QEMU RV32 against one job and the oracle', (
     assert.match(r.stderr, /QEMU was killed by SIGKILL/);
     const m = /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in worker-killed\.json/.exec(r.stderr);
     assert.ok(m, r.stderr);
-    assert.equal((await loadResultSetDocument(out)).resultSets.length, Number(m[1]), 'every finished run is in the file');
+    assert.equal(
+      (await loadResultSetDocument(out)).resultSets.length,
+      Number(m[1]),
+      'every finished run is in the file',
+    );
     assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the first session is closed too');
   });
 });

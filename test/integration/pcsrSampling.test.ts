@@ -40,7 +40,8 @@ async function sampleUntil(sampler: PcsrSampler, done: (r: Run) => boolean, time
     run.asleepOrHalted += sampler.drainCountedApart().asleepOrHalted!;
   };
   while (!done(run)) {
-    if (performance.now() - started > timeoutMs) throw new Error(`timed out: ${total(run.counts)} code samples, ${run.asleepOrHalted} asleep or halted`);
+    if (performance.now() - started > timeoutMs)
+      throw new Error(`timed out: ${total(run.counts)} code samples, ${run.asleepOrHalted} asleep or halted`);
     await new Promise((r) => setTimeout(r, 50));
     await collect();
   }
@@ -70,44 +71,51 @@ describe('DWT_PCSR sampler against the OpenOCD Tcl RPC double (exact trace of th
     double = undefined;
   });
 
-  test('function shares match the oracle within 4 sigma; sleep reads are counted apart and never as code; nothing halts', { timeout: 300_000 }, async () => {
-    const core = new PcsrCoreModel(fixture.trace, periodicSleep(fixture.trace.length, SLEEP_EVERY, SLEEP_NS));
-    double = await OpenOcdTclDouble.start(core);
-    let log = '';
-    const sampler = new PcsrSampler({ tclPort: double.port, isRunning: () => true, log: (t) => (log += t) });
-    assert.equal(sampler.identity.halting, false);
-    assert.equal(sampler.identity.attribution, 'recently-executed');
-    await sampler.start();
-    assert.ok((core.demcr & TRCENA) !== 0, 'TRCENA set before sampling');
-    const run = await sampleUntil(sampler, (r) => total(r.counts) >= SAMPLES, 240_000);
-    assert.equal(log, '');
+  test(
+    'function shares match the oracle within 4 sigma; sleep reads are counted apart and never as code; nothing halts',
+    { timeout: 300_000 },
+    async () => {
+      const core = new PcsrCoreModel(fixture.trace, periodicSleep(fixture.trace.length, SLEEP_EVERY, SLEEP_NS));
+      double = await OpenOcdTclDouble.start(core);
+      let log = '';
+      const sampler = new PcsrSampler({ tclPort: double.port, isRunning: () => true, log: (t) => (log += t) });
+      assert.equal(sampler.identity.halting, false);
+      assert.equal(sampler.identity.attribution, 'recently-executed');
+      await sampler.start();
+      assert.ok((core.demcr & TRCENA) !== 0, 'TRCENA set before sampling');
+      const run = await sampleUntil(sampler, (r) => total(r.counts) >= SAMPLES, 240_000);
+      assert.equal(log, '');
 
-    // Every 0xFFFFFFFF the double served is counted apart, every other value as code.
-    assert.equal(run.counts.has(0xffffffff), false, '0xFFFFFFFF counted as an address');
-    assert.equal(run.asleepOrHalted, core.served.asleep);
-    assert.equal(total(run.counts), core.served.code);
-    assert.equal(core.served.traceDisabled, 0, 'a PCSR read before TRCENA was set');
-    // The asleep share is the time line's, within the binomial bound.
-    const reads = core.served.code + core.served.asleep;
-    const p = core.sleepShare;
-    assert.ok(
-      Math.abs(run.asleepOrHalted - reads * p) <= 4 * Math.sqrt(reads * p * (1 - p)) + 1,
-      `${run.asleepOrHalted} of ${reads} asleep, expected share ${p}`,
-    );
+      // Every 0xFFFFFFFF the double served is counted apart, every other value as code.
+      assert.equal(run.counts.has(0xffffffff), false, '0xFFFFFFFF counted as an address');
+      assert.equal(run.asleepOrHalted, core.served.asleep);
+      assert.equal(total(run.counts), core.served.code);
+      assert.equal(core.served.traceDisabled, 0, 'a PCSR read before TRCENA was set');
+      // The asleep share is the time line's, within the binomial bound.
+      const reads = core.served.code + core.served.asleep;
+      const p = core.sleepShare;
+      assert.ok(
+        Math.abs(run.asleepOrHalted - reads * p) <= 4 * Math.sqrt(reads * p * (1 - p)) + 1,
+        `${run.asleepOrHalted} of ${reads} asleep, expected share ${p}`,
+      );
 
-    const sampled = countsByFunction(fixture.image, run.counts);
-    assert.deepEqual(outsideBinomialBound(sampled, fixture.functionCounts), []);
-    const e = profileError(sampled, fixture.functionCounts);
-    console.log(
-      `# PCSR through the double: ${total(run.counts)} code samples, ${run.asleepOrHalted} asleep (${((run.asleepOrHalted / reads) * 100).toFixed(1)} %), ${Math.round((reads / run.elapsedMs) * 1000)} reads/s, function-level e = ${(e * 100).toFixed(2)} %`,
-    );
+      const sampled = countsByFunction(fixture.image, run.counts);
+      assert.deepEqual(outsideBinomialBound(sampled, fixture.functionCounts), []);
+      const e = profileError(sampled, fixture.functionCounts);
+      console.log(
+        `# PCSR through the double: ${total(run.counts)} code samples, ${run.asleepOrHalted} asleep (${((run.asleepOrHalted / reads) * 100).toFixed(1)} %), ${Math.round((reads / run.elapsedMs) * 1000)} reads/s, function-level e = ${(e * 100).toFixed(2)} %`,
+      );
 
-    // Only memory reads and writes reached OpenOCD: no halt, no resume, no reset.
-    const commands = new Set(double.received.flatMap((line) => [...line.matchAll(/(?:^|[[;{]\s*)([a-z_]+)/g)].map((m) => m[1]!)));
-    for (const intrusive of ['halt', 'resume', 'reset', 'step']) assert.equal(commands.has(intrusive), false, `${intrusive} sent`);
-    // TRCENA was clear before, so the sampler cleared it again.
-    assert.equal(core.demcr & TRCENA, 0);
-  });
+      // Only memory reads and writes reached OpenOCD: no halt, no resume, no reset.
+      const commands = new Set(
+        double.received.flatMap((line) => [...line.matchAll(/(?:^|[[;{]\s*)([a-z_]+)/g)].map((m) => m[1]!)),
+      );
+      for (const intrusive of ['halt', 'resume', 'reset', 'step'])
+        assert.equal(commands.has(intrusive), false, `${intrusive} sent`);
+      // TRCENA was clear before, so the sampler cleared it again.
+      assert.equal(core.demcr & TRCENA, 0);
+    },
+  );
 
   test('the same comparison fails if 0xFFFFFFFF were counted as code', () => {
     // The check above can fail: the same samples with the sleep reads taken as an address.
@@ -127,34 +135,38 @@ describe('DWT_PCSR sampler against the OpenOCD Tcl RPC double (exact trace of th
     );
   });
 
-  test('a halted core reads 0xFFFFFFFF: counted as asleep or halted, never as code, until it resumes', { timeout: 120_000 }, async () => {
-    const core = new PcsrCoreModel(fixture.trace);
-    core.demcr = TRCENA;
-    double = await OpenOcdTclDouble.start(core);
-    // The session's own connection halts the core behind the sampler's back.
-    const session = await TclRpcClient.connect(double.port);
-    try {
-      await session.halt();
-      let log = '';
-      const sampler = new PcsrSampler({ tclPort: double.port, isRunning: () => true, log: (t) => (log += t) });
-      await sampler.start();
-      const halted = await sampleUntil(sampler, (r) => r.asleepOrHalted >= 2_000, 60_000);
-      assert.equal(total(halted.counts), 0, 'a halted core counted as code');
-      assert.equal(halted.asleepOrHalted, core.served.halted);
-      assert.equal(log, '');
-      // Set by someone else, TRCENA stays set when the sampler stops.
-      assert.ok((core.demcr & TRCENA) !== 0);
+  test(
+    'a halted core reads 0xFFFFFFFF: counted as asleep or halted, never as code, until it resumes',
+    { timeout: 120_000 },
+    async () => {
+      const core = new PcsrCoreModel(fixture.trace);
+      core.demcr = TRCENA;
+      double = await OpenOcdTclDouble.start(core);
+      // The session's own connection halts the core behind the sampler's back.
+      const session = await TclRpcClient.connect(double.port);
+      try {
+        await session.halt();
+        let log = '';
+        const sampler = new PcsrSampler({ tclPort: double.port, isRunning: () => true, log: (t) => (log += t) });
+        await sampler.start();
+        const halted = await sampleUntil(sampler, (r) => r.asleepOrHalted >= 2_000, 60_000);
+        assert.equal(total(halted.counts), 0, 'a halted core counted as code');
+        assert.equal(halted.asleepOrHalted, core.served.halted);
+        assert.equal(log, '');
+        // Set by someone else, TRCENA stays set when the sampler stops.
+        assert.ok((core.demcr & TRCENA) !== 0);
 
-      await session.resume();
-      const resumed = new PcsrSampler({ tclPort: double.port, isRunning: () => true, log: (t) => (log += t) });
-      await resumed.start();
-      const running = await sampleUntil(resumed, (r) => total(r.counts) >= 2_000, 60_000);
-      assert.equal(running.asleepOrHalted, 0);
-      assert.ok([...running.counts.keys()].every((a) => a !== 0xffffffff));
-    } finally {
-      await session.close();
-    }
-  });
+        await session.resume();
+        const resumed = new PcsrSampler({ tclPort: double.port, isRunning: () => true, log: (t) => (log += t) });
+        await resumed.start();
+        const running = await sampleUntil(resumed, (r) => total(r.counts) >= 2_000, 60_000);
+        assert.equal(running.asleepOrHalted, 0);
+        assert.ok([...running.counts.keys()].every((a) => a !== 0xffffffff));
+      } finally {
+        await session.close();
+      }
+    },
+  );
 
   test('while the session says the target is halted, no burst is sent', { timeout: 30_000 }, async () => {
     const core = new PcsrCoreModel(fixture.trace);
@@ -193,21 +205,28 @@ describe('DWT_PCSR sampler against a real OpenOCD 0.12 (dummy adapter; memory ac
   const tag = newOwnerTag();
   after(() => killTagged(tag));
 
-  test("the burst script runs in OpenOCD's Jim: one list element per PCSR read, 0xFFFFFFFF counted apart", { timeout: 60_000 }, async () => {
-    const server = new OpenOcdServer(
-      { type: 'openocd', configFiles: ['dummy-riscv.cfg'], searchDirs: [join(repoRoot, 'test', 'integration', 'openocd')] },
-      { env: { ...process.env, [OWNER_TAG_VAR]: tag } },
-    );
-    await server.start({ executable: '', family: 'riscv', cwd: repoRoot, log: () => undefined });
-    try {
-      // A core cycling through three PCs and one asleep read, DEMCR kept in a variable. OpenOCD
-      // shares one interpreter between Tcl connections, so the sampler's connection sees these.
-      await server.tcl.command(
-        [
-          'rename read_memory cyclelens_dummy_read_memory',
-          'rename write_memory cyclelens_dummy_write_memory',
-          'set ::demcr 0; set ::pcsr_i 0; set ::pcsr_reads 0; set ::ctrl_reads 0',
-          `proc read_memory {address width count} {
+  test(
+    "the burst script runs in OpenOCD's Jim: one list element per PCSR read, 0xFFFFFFFF counted apart",
+    { timeout: 60_000 },
+    async () => {
+      const server = new OpenOcdServer(
+        {
+          type: 'openocd',
+          configFiles: ['dummy-riscv.cfg'],
+          searchDirs: [join(repoRoot, 'test', 'integration', 'openocd')],
+        },
+        { env: { ...process.env, [OWNER_TAG_VAR]: tag } },
+      );
+      await server.start({ executable: '', family: 'riscv', cwd: repoRoot, log: () => undefined });
+      try {
+        // A core cycling through three PCs and one asleep read, DEMCR kept in a variable. OpenOCD
+        // shares one interpreter between Tcl connections, so the sampler's connection sees these.
+        await server.tcl.command(
+          [
+            'rename read_memory cyclelens_dummy_read_memory',
+            'rename write_memory cyclelens_dummy_write_memory',
+            'set ::demcr 0; set ::pcsr_i 0; set ::pcsr_reads 0; set ::ctrl_reads 0',
+            `proc read_memory {address width count} {
              if {$address == ${DEMCR}} {return [format 0x%x $::demcr]}
              if {$address == 0xe0001000} {incr ::ctrl_reads; return 0x40000000}
              if {$address == 0xe000101c && $count == 1} {
@@ -218,31 +237,33 @@ describe('DWT_PCSR sampler against a real OpenOCD 0.12 (dummy adapter; memory ac
              }
              error "read_memory: failed to read memory"
            }`,
-          `proc write_memory {address width data} {
+            `proc write_memory {address width data} {
              if {$address == ${DEMCR}} {set ::demcr [lindex $data 0]; return}
              error "write_memory: failed to write memory"
            }`,
-          'list',
-        ].join('\n'),
-      );
-      let log = '';
-      const sampler = new PcsrSampler({ tclPort: server.ports.tcl, isRunning: () => true, log: (t) => (log += t) });
-      await sampler.start();
-      assert.equal((Number(await server.tcl.command('set ::demcr')) & TRCENA) !== 0, true);
-      const run = await sampleUntil(sampler, (r) => total(r.counts) >= 3_000, 45_000);
-      assert.equal(log, '');
-      const reads = Number(await server.tcl.command('set ::pcsr_reads'));
-      assert.equal(total(run.counts) + run.asleepOrHalted, reads, 'every PCSR read reached the sampler once');
-      assert.deepEqual([...run.counts.keys()].sort(), [0x100, 0x102, 0x104]);
-      // Reads cycle through four values, so each value's count is within one of a quarter.
-      for (const n of [...run.counts.values(), run.asleepOrHalted]) assert.ok(Math.abs(n - reads / 4) <= 1, `${n} of ${reads}`);
-      // Spacers ran: some DWT_CTRL reads, fewer than PCSR reads (at most one per read).
-      const spacers = Number(await server.tcl.command('set ::ctrl_reads'));
-      assert.ok(spacers > 0 && spacers < reads, `${spacers} spacer reads for ${reads} PCSR reads`);
-      assert.equal(Number(await server.tcl.command('set ::demcr')) & TRCENA, 0, 'TRCENA cleared again at stop');
-    } finally {
-      await server.stop();
-    }
-    assert.deepEqual(await waitForNoTaggedProcesses(tag), []);
-  });
+            'list',
+          ].join('\n'),
+        );
+        let log = '';
+        const sampler = new PcsrSampler({ tclPort: server.ports.tcl, isRunning: () => true, log: (t) => (log += t) });
+        await sampler.start();
+        assert.equal((Number(await server.tcl.command('set ::demcr')) & TRCENA) !== 0, true);
+        const run = await sampleUntil(sampler, (r) => total(r.counts) >= 3_000, 45_000);
+        assert.equal(log, '');
+        const reads = Number(await server.tcl.command('set ::pcsr_reads'));
+        assert.equal(total(run.counts) + run.asleepOrHalted, reads, 'every PCSR read reached the sampler once');
+        assert.deepEqual([...run.counts.keys()].sort(), [0x100, 0x102, 0x104]);
+        // Reads cycle through four values, so each value's count is within one of a quarter.
+        for (const n of [...run.counts.values(), run.asleepOrHalted])
+          assert.ok(Math.abs(n - reads / 4) <= 1, `${n} of ${reads}`);
+        // Spacers ran: some DWT_CTRL reads, fewer than PCSR reads (at most one per read).
+        const spacers = Number(await server.tcl.command('set ::ctrl_reads'));
+        assert.ok(spacers > 0 && spacers < reads, `${spacers} spacer reads for ${reads} PCSR reads`);
+        assert.equal(Number(await server.tcl.command('set ::demcr')) & TRCENA, 0, 'TRCENA cleared again at stop');
+      } finally {
+        await server.stop();
+      }
+      assert.deepEqual(await waitForNoTaggedProcesses(tag), []);
+    },
+  );
 });

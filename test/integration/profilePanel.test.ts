@@ -34,13 +34,22 @@ describe('profile panel in Chromium', () => {
   it('renders function names holding markup as text, and no script of theirs runs', async () => {
     const page = panel.page;
     // Every tab draws the names once.
-    for (const tab of ['Flame Graph', 'Source', 'Table', 'Call Graph']) await page.getByRole('tab', { name: tab }).click();
-    await panel.send({ type: 'source', path: profile.functions[0]!.location!.path, text: `${syntheticSource(30)}\n<img src=x onerror="window.__xss=1">` });
+    for (const tab of ['Flame Graph', 'Source', 'Table', 'Call Graph'])
+      await page.getByRole('tab', { name: tab }).click();
+    await panel.send({
+      type: 'source',
+      path: profile.functions[0]!.location!.path,
+      text: `${syntheticSource(30)}\n<img src=x onerror="window.__xss=1">`,
+    });
     await page.getByRole('tab', { name: 'Source' }).click();
     await page.locator('ol.source li.line').first().waitFor();
     const xss = await page.evaluate(() => (window as unknown as { __xss?: number }).__xss);
     assert.equal(xss, undefined, 'a script from the profile ran');
-    assert.equal(await page.locator('#app img, #app script, #app svg svg').count(), 0, 'markup from the profile became elements');
+    assert.equal(
+      await page.locator('#app img, #app script, #app svg svg').count(),
+      0,
+      'markup from the profile became elements',
+    );
     const nodeNames = await page.locator('g.node .name').allTextContents();
     for (const p of payloads) assert.ok(nodeNames.includes(p), `the call graph shows ${p} as text`);
     await page.getByRole('tab', { name: 'Table' }).click();
@@ -59,8 +68,11 @@ describe('profile panel in Chromium', () => {
     // Graphviz ranks a tree top-down: every callee sits below its caller.
     const ys = await page
       .locator('g.node')
-      .evaluateAll((gs) => gs.map((g) => Number(/translate\([^,]+,([^)]+)\)/.exec(g.getAttribute('transform') ?? '')?.[1])));
-    for (const e of profile.edges) assert.ok(ys[e.callee]! > ys[e.caller]!, `callee ${e.callee} below caller ${e.caller}`);
+      .evaluateAll((gs) =>
+        gs.map((g) => Number(/translate\([^,]+,([^)]+)\)/.exec(g.getAttribute('transform') ?? '')?.[1])),
+      );
+    for (const e of profile.edges)
+      assert.ok(ys[e.callee]! > ys[e.caller]!, `callee ${e.callee} below caller ${e.caller}`);
     assert.ok((await page.locator('g.node.status-pruned').count()) > 0, 'pruned functions are marked');
     const status = await page.locator('g.node.status-pruned tspan.status').first().textContent();
     assert.match(status ?? '', /^pruned: callers bound it ≤ \d+\.\d %$/);
@@ -125,14 +137,20 @@ describe('profile panel in Chromium', () => {
     assert.equal(await row.locator('li.instruction').count(), 3);
     assert.match((await row.locator('li.instruction code').first().textContent()) ?? '', /^addi a0, a0, \d+$/);
     await lines.nth(4).locator('.line-row').click();
-    assert.deepEqual((await panel.posted()).filter((m) => m.type === 'openLocation').at(-1), { type: 'openLocation', path: hottest.path, line: 5 });
+    assert.deepEqual((await panel.posted()).filter((m) => m.type === 'openLocation').at(-1), {
+      type: 'openLocation',
+      path: hottest.path,
+      line: 5,
+    });
   });
 
   it('sorts and filters the table, and moves between rows with the keyboard', async () => {
     const page = panel.page;
     await page.getByRole('tab', { name: 'Table' }).click();
     await page.getByRole('button', { name: /^Self/ }).click();
-    const selfs = (await page.locator('table.grid tbody tr td:nth-child(2)').allTextContents()).map((t) => Number(t.replace(/,/g, '')));
+    const selfs = (await page.locator('table.grid tbody tr td:nth-child(2)').allTextContents()).map((t) =>
+      Number(t.replace(/,/g, '')),
+    );
     assert.deepEqual(
       selfs,
       [...selfs].sort((a, b) => b - a),
@@ -144,7 +162,10 @@ describe('profile panel in Chromium', () => {
     const first = page.locator('table.grid tbody tr').first();
     await first.focus();
     await page.keyboard.press('ArrowDown');
-    assert.equal(await page.evaluate(() => document.activeElement?.parentElement?.children[1] === document.activeElement), true);
+    assert.equal(
+      await page.evaluate(() => document.activeElement?.parentElement?.children[1] === document.activeElement),
+      true,
+    );
     assert.deepEqual(panel.errors, []);
   });
 });
@@ -156,14 +177,19 @@ describe('profile panel in Chromium', () => {
 describe('profile panel screenshots', () => {
   for (const theme of ['vscode-light', 'vscode-dark'] as const) {
     it(`renders every tab in ${theme}`, async () => {
-      const dirs = [join(testOutputDir, 'panel'), ...(process.env.CYCLELENS_DOCS_SCREENSHOTS ? [join(repoRoot, 'docs', 'screenshots')] : [])];
+      const dirs = [
+        join(testOutputDir, 'panel'),
+        ...(process.env.CYCLELENS_DOCS_SCREENSHOTS ? [join(repoRoot, 'docs', 'screenshots')] : []),
+      ];
       for (const d of dirs) mkdirSync(d, { recursive: true });
       const panel = await PanelPage.open({ theme, viewport: { width: 1280, height: 760 } });
       try {
         const profile = syntheticProfile({
           count: 24,
           sourceLines: 40,
-          name: (i) => ['main', 'process_frame', 'fir_filter', 'crc16', 'uart_write', 'parse_header'][i % 6]! + (i < 6 ? '' : `_${i}`),
+          name: (i) =>
+            ['main', 'process_frame', 'fir_filter', 'crc16', 'uart_write', 'parse_header'][i % 6]! +
+            (i < 6 ? '' : `_${i}`),
         });
         await panel.send({ type: 'profile', profile, title: 'descent-2026-11-25.json' });
         await panel.graphDrawn();

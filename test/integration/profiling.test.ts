@@ -4,7 +4,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ElfImage } from '../../adapter/elf';
 import { staticCallGraph } from '../../adapter/probe/callGraph';
-import { CALL_GRAPH_SCHEMA, loadCallGraphDocument, loadResultSetDocument, type CallGraphDocument, type ResultSetDocument } from '../../core/analysis/resultSet';
+import {
+  CALL_GRAPH_SCHEMA,
+  loadCallGraphDocument,
+  loadResultSetDocument,
+  type CallGraphDocument,
+  type ResultSetDocument,
+} from '../../core/analysis/resultSet';
 import { dynamicGraphFromOracle } from '../oracle/dynamicGraph';
 import { runOracle, type OracleSummary } from '../oracle/oracle';
 import { cliWorkspace, type CliWorkspace } from '../support/cliWorkspace';
@@ -31,7 +37,13 @@ const OUTSIDE = new Set(['_start', 'rv_reset', 'Reset_Handler', 'program_end', '
 /** A workspace whose launch.json runs `elf` on QEMU, and the CLI run in it under an owner tag. */
 function profilingWorkspace(target: FixtureTarget, machine: string, elf: string): CliWorkspace {
   return cliWorkspace(`cyclelens-profiling-${target}-`, [
-    { name: target, executable: elf, server: { type: 'qemu', machine }, stopAtEntry: 'main', programEnd: 'program_end' },
+    {
+      name: target,
+      executable: elf,
+      server: { type: 'qemu', machine },
+      stopAtEntry: 'main',
+      programEnd: 'program_end',
+    },
   ]);
 }
 
@@ -68,11 +80,21 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       // The total comes from a window injected beside the first batch: QEMU's counters jump while the
       // target is halted with a timer armed, so the counters read at the two halts do not make one,
       // and the window's payload compensation takes the batch's payloads out exactly.
-      assert.match(doc.resultSets[0]!.run.method, /total from the region main -> 0x[0-9a-f]+ injected with the first batch/);
-      assert.equal(doc.analysis!.runs, doc.resultSets.length, 'a full profile takes one run per batch, the total included');
+      assert.match(
+        doc.resultSets[0]!.run.method,
+        /total from the region main -> 0x[0-9a-f]+ injected with the first batch/,
+      );
+      assert.equal(
+        doc.analysis!.runs,
+        doc.resultSets.length,
+        'a full profile takes one run per batch, the total included',
+      );
       const unit = target === 'cortex-m4' ? 40 : 1; // instructions per counter unit
       const mainInstructions = oracle.functions.find((f) => f.name === 'main')!.inclusive;
-      assert.ok(Math.abs(total(doc) * unit - mainInstructions) <= 0.001 * mainInstructions, `total ${total(doc)} x ${unit} vs main ${mainInstructions}`);
+      assert.ok(
+        Math.abs(total(doc) * unit - mainInstructions) <= 0.001 * mainInstructions,
+        `total ${total(doc)} x ${unit} vs main ${mainInstructions}`,
+      );
       let compared = 0;
       for (const m of doc.resultSets.flatMap((s) => s.measurements)) {
         const o = oracle.functions.find((f) => f.name === m.name);
@@ -84,13 +106,19 @@ for (const { target, machine, shareTolerance } of TARGETS) {
           const entries = ticks.calls + ticks.interrupts + ticks.traps;
           if (entries > 0) {
             assert.equal(m.incomplete, undefined, `${m.name}: ${m.incomplete}`);
-            assert.ok(m.calls >= entries && m.calls <= entries + 2, `${m.name}: ${m.calls} entries, the trace has ${entries}`);
+            assert.ok(
+              m.calls >= entries && m.calls <= entries + 2,
+              `${m.name}: ${m.calls} entries, the trace has ${entries}`,
+            );
           }
           continue;
         }
         assert.equal(m.calls, o.calls, `${m.name}: calls`);
         const measured = m.inclusive[doc.resultSets[0]!.run.event]! / total(doc);
-        assert.ok(Math.abs(measured - share.get(m.name)!) <= shareTolerance, `${m.name}: share ${measured} vs oracle ${share.get(m.name)}`);
+        assert.ok(
+          Math.abs(measured - share.get(m.name)!) <= shareTolerance,
+          `${m.name}: share ${measured} vs oracle ${share.get(m.name)}`,
+        );
         compared++;
       }
       assert.ok(compared >= 30, `only ${compared} functions compared`);
@@ -103,7 +131,10 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       const doc = await loadResultSetDocument(out);
       const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
       const hot = [...share]
-        .filter(([name, s]) => s >= 0.01 && name !== 'main' && !name.startsWith('[') && !OUTSIDE.has(name) && !handlers.has(name))
+        .filter(
+          ([name, s]) =>
+            s >= 0.01 && name !== 'main' && !name.startsWith('[') && !OUTSIDE.has(name) && !handlers.has(name),
+        )
         .map(([name]) => name);
       assert.ok(hot.length >= 20, `${hot.length} functions at ≥ 1 %`);
       for (const name of hot) {
@@ -112,13 +143,21 @@ for (const { target, machine, shareTolerance } of TARGETS) {
           o && (o.status === 'measured' || o.status === 'unmeasurable'),
           `${name} is at ${(100 * share.get(name)!).toFixed(2)} % in the oracle but the descent says ${o?.status}`,
         );
-        if (o.status === 'measured') assert.ok(Math.abs(o.value! - share.get(name)!) <= shareTolerance, `${name}: ${o.value} vs ${share.get(name)}`);
+        if (o.status === 'measured')
+          assert.ok(
+            Math.abs(o.value! - share.get(name)!) <= shareTolerance,
+            `${name}: ${o.value} vs ${share.get(name)}`,
+          );
         // Unmeasurable: still shown, with the bound its callers give, which must not hide it.
         else assert.ok(o.bound! >= 0.01, `${name} is unmeasurable with a bound of ${o.bound}`);
       }
       const pruned = [...outcomes.values()].filter((o) => o.status === 'pruned');
       assert.ok(pruned.length > 0, 'something was pruned');
-      for (const p of pruned) assert.ok((share.get(p.name) ?? 0) < 0.01, `${p.name} was pruned but the oracle puts it at ${share.get(p.name)}`);
+      for (const p of pruned)
+        assert.ok(
+          (share.get(p.name) ?? 0) < 0.01,
+          `${p.name} was pruned but the oracle puts it at ${share.get(p.name)}`,
+        );
       const measured = doc.resultSets.flatMap((s) => s.measurements).length;
       assert.ok(measured < oracle.functions.length, `measured ${measured} of ${oracle.functions.length}`);
     });
@@ -156,15 +195,36 @@ for (const { target, machine, shareTolerance } of TARGETS) {
     const runsOf = (report: string): number => Number(/(\d+) runs \(measuring everything/.exec(report)?.[1] ?? NaN);
 
     it('saves the static call graph for the workspace', async () => {
-      const r = cli('call-graph', '--config', '.vscode/launch.json', '--name', target, '--out', join(dir, 'static.json'));
+      const r = cli(
+        'call-graph',
+        '--config',
+        '.vscode/launch.json',
+        '--name',
+        target,
+        '--out',
+        join(dir, 'static.json'),
+      );
       assert.equal(r.status, 0, r.stderr);
       const doc = await loadCallGraphDocument(join(dir, 'static.json'));
       assert.equal(doc.kind, 'static');
       assert.equal(doc.graph.functions.length, 320);
       // A static graph has no counts: descent refuses it with the command that records one.
-      const d = cli('descent', '--config', '.vscode/launch.json', '--name', target, '--threshold', '5%', '--call-graph', join(dir, 'static.json'));
+      const d = cli(
+        'descent',
+        '--config',
+        '.vscode/launch.json',
+        '--name',
+        target,
+        '--threshold',
+        '5%',
+        '--call-graph',
+        join(dir, 'static.json'),
+      );
       assert.equal(d.status, 1);
-      assert.match(d.stderr, /static call graph: it has no call counts\. Record a dynamic one with `cyclelens call-graph --dynamic/);
+      assert.match(
+        d.stderr,
+        /static call graph: it has no call counts\. Record a dynamic one with `cyclelens call-graph --dynamic/,
+      );
     });
 
     it("descent at 5 %: groups prune cold functions together, every group reads its members' sum, nothing hot is lost, fewer runs than one function per slot", async () => {
@@ -186,7 +246,9 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       );
       assert.equal(r.status, 0, r.stderr);
       const doc = await loadResultSetDocument(out);
-      const groups = doc.resultSets.flatMap((rs) => (rs.groups ?? []).map((g) => ({ g, total: rs.run.totals[rs.run.event]!, event: rs.run.event })));
+      const groups = doc.resultSets.flatMap((rs) =>
+        (rs.groups ?? []).map((g) => ({ g, total: rs.run.totals[rs.run.event]!, event: rs.run.event })),
+      );
       assert.ok(groups.length >= 5, `${groups.length} group measurements`);
       for (const { g, total, event } of groups) {
         // Members never call one another; the union is their sum unless an interrupt handler's
@@ -197,7 +259,10 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       }
       const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
       const hot = [...share]
-        .filter(([name, s]) => s >= 0.05 && outcomes.has(name) && name !== 'main' && !OUTSIDE.has(name) && !handlers.has(name))
+        .filter(
+          ([name, s]) =>
+            s >= 0.05 && outcomes.has(name) && name !== 'main' && !OUTSIDE.has(name) && !handlers.has(name),
+        )
         .map(([name]) => name);
       assert.ok(hot.length >= 12, `${hot.length} functions at ≥ 5 %`);
       for (const name of hot) {
@@ -209,7 +274,11 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       }
       const pruned = [...outcomes.values()].filter((o) => o.status === 'pruned');
       assert.ok(pruned.length > 150, `${pruned.length} pruned`);
-      for (const p of pruned) assert.ok((share.get(p.name) ?? 0) < 0.05, `${p.name} was pruned but the oracle puts it at ${share.get(p.name)}`);
+      for (const p of pruned)
+        assert.ok(
+          (share.get(p.name) ?? 0) < 0.05,
+          `${p.name} was pruned but the oracle puts it at ${share.get(p.name)}`,
+        );
       const plain = cli(
         'descent',
         '--config',
@@ -225,7 +294,10 @@ for (const { target, machine, shareTolerance } of TARGETS) {
         '--no-groups',
       );
       assert.equal(plain.status, 0, plain.stderr);
-      assert.ok(runsOf(r.stdout) < runsOf(plain.stdout), `${runsOf(r.stdout)} runs with groups, ${runsOf(plain.stdout)} without`);
+      assert.ok(
+        runsOf(r.stdout) < runsOf(plain.stdout),
+        `${runsOf(r.stdout)} runs with groups, ${runsOf(plain.stdout)} without`,
+      );
     });
   });
 }

@@ -59,7 +59,10 @@ async function finish(harness: AdapterHarness): Promise<void> {
  * A launch of `args` has run (so its command is remembered), and a new adapter with that hint has
  * started: the QEMU its loader started ahead, found before any request.
  */
-async function adapterWithQemuAhead(args: CycleLensLaunchArgs, cache: string): Promise<{ second: AdapterHarness; ahead: LiveProcess }> {
+async function adapterWithQemuAhead(
+  args: CycleLensLaunchArgs,
+  cache: string,
+): Promise<{ second: AdapterHarness; ahead: LiveProcess }> {
   await teachStartPlan(args, cache);
   const second = await adapterFor(args, cache);
   const ahead = await qemuOf(second);
@@ -113,7 +116,11 @@ describe('QEMU started ahead of the launch', () => {
     assert.doesNotMatch(second.allOutput, /Started ahead of the launch/);
     // Ended before the launch answered (a zombie not yet reaped does not count: see processesWithTag).
     assert.ok(!processesWithTag(second.tag).some((p) => p.pid === ahead.pid), 'the QEMU started ahead is ended');
-    assert.equal(processesWithTag(second.tag).filter((p) => /qemu-system-arm/.test(p.cmdline)).length, 1, 'one QEMU: the launch’s own');
+    assert.equal(
+      processesWithTag(second.tag).filter((p) => /qemu-system-arm/.test(p.cmdline)).length,
+      1,
+      'one QEMU: the launch’s own',
+    );
     await finish(second);
   });
 

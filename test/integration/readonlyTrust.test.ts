@@ -79,7 +79,8 @@ describe('read-only sections read from the file while the target matches it (QEM
   });
 
   it('is off while an injected measurement patches the code, and on again after it is removed', async () => {
-    const r = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] })).body as InjectResponse;
+    const r = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] }))
+      .body as InjectResponse;
     assert.equal(r.injected.length, 1, JSON.stringify(r.refused));
     const fn = image.functionNamed('fir_filter')!;
     const file = Buffer.from(image.file.readMemory(fn.address, 8)!);
@@ -116,7 +117,9 @@ describe('read-only sections when the user sets the trust', () => {
     const h = new AdapterHarness();
     try {
       await h.start();
-      await h.launchToEntry(qemuLaunchArgs('cortex-m4', 'singlepass', { trace: true, initCommands: ['set trust-readonly-sections off'] }));
+      await h.launchToEntry(
+        qemuLaunchArgs('cortex-m4', 'singlepass', { trace: true, initCommands: ['set trust-readonly-sections off'] }),
+      );
       await Promise.all([h.dc.nextRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
       assert.ok(
         sentCommands(h).some((l) => l.includes('set trust-readonly-sections off')),
@@ -137,7 +140,12 @@ describe('read-only sections on a target the launch did not load (remote gdbserv
     const h = new AdapterHarness();
     try {
       await h.start();
-      await h.launchToEntry({ executable: elf, server: { type: 'remote', address: board.address }, stopAtEntry: 'main', trace: true });
+      await h.launchToEntry({
+        executable: elf,
+        server: { type: 'remote', address: board.address },
+        stopAtEntry: 'main',
+        trace: true,
+      });
       await Promise.all([h.dc.nextRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
       assert.ok(
         sentCommands(h).some((l) => l.includes('-exec-next')),

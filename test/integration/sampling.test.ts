@@ -21,7 +21,8 @@ import { byFunction, byLine, SampleCollector } from '../support/sampling';
 const TARGETS: FixtureTarget[] = ['rv32', 'cortex-m4'];
 
 function oracleMap(oracle: OracleSummary, kind: 'functions' | 'lines'): Map<string, number> {
-  if (kind === 'functions') return new Map(oracle.functions.filter((f) => f.exclusive > 0).map((f) => [f.name, f.exclusive]));
+  if (kind === 'functions')
+    return new Map(oracle.functions.filter((f) => f.exclusive > 0).map((f) => [f.name, f.exclusive]));
   const out = new Map<string, number>();
   let withLine = 0;
   for (const l of oracle.lines) {
@@ -57,7 +58,8 @@ for (const target of TARGETS) {
         }),
       );
       // Started while QEMU still waits at reset: nothing has run, so the counts cover the whole program.
-      const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-plugin' })).body as StartSamplingResponse;
+      const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-plugin' }))
+        .body as StartSamplingResponse;
       assert.equal(started.sampler.attribution, 'exact-count');
       assert.equal(started.sampler.halting, false);
       await h.dc.configurationDoneRequest();
@@ -66,13 +68,18 @@ for (const target of TARGETS) {
       const expected = new Map(oracle.addresses.map((a) => [a.address, a.count]));
       const differ = [...new Set([...expected.keys(), ...samples.counts.keys()])]
         .filter((a) => expected.get(a) !== samples.counts.get(a))
-        .map((a) => `0x${a.toString(16)} ${samples.locations.get(a)?.function ?? '?'}: counted ${samples.counts.get(a) ?? 0}, traced ${expected.get(a) ?? 0}`);
+        .map(
+          (a) =>
+            `0x${a.toString(16)} ${samples.locations.get(a)?.function ?? '?'}: counted ${samples.counts.get(a) ?? 0}, traced ${expected.get(a) ?? 0}`,
+        );
       assert.deepEqual(differ, []);
       assert.equal(samples.total, oracle.totals.instructions);
       // Function and line attribution is the adapter's (ELF symbols, DWARF lines): it may differ
       // from the oracle's only on the reset code no sized symbol covers, which the oracle gives to
       // the nearest label.
-      const unsized = [...samples.counts].filter(([a]) => samples.locations.get(a)?.function === undefined).reduce((s, [, n]) => s + n, 0);
+      const unsized = [...samples.counts]
+        .filter(([a]) => samples.locations.get(a)?.function === undefined)
+        .reduce((s, [, n]) => s + n, 0);
       assert.ok(unsized <= 100, `${unsized} instructions outside sized functions`);
       const e = profileError(byFunction(samples.counts, samples.locations), oracleMap(oracle, 'functions'));
       assert.ok(e * samples.total <= unsized + 1e-6, `function-level e = ${e}`);
@@ -86,11 +93,16 @@ for (const target of TARGETS) {
         h = new AdapterHarness();
         await h.start();
         const samples = new SampleCollector(h);
-        await h.launchToEntry(qemuLaunchArgs(target, 'hotloop', { server: { type: 'qemu', machine: target === 'rv32' ? 'virt' : 'mps2-an386', singlestep } }));
+        await h.launchToEntry(
+          qemuLaunchArgs(target, 'hotloop', {
+            server: { type: 'qemu', machine: target === 'rv32' ? 'virt' : 'mps2-an386', singlestep },
+          }),
+        );
         await h.dc.continueRequest({ threadId: 1 });
         let stops = 0;
         h.dc.on('stopped', () => stops++);
-        const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-monitor' })).body as StartSamplingResponse;
+        const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-monitor' }))
+          .body as StartSamplingResponse;
         assert.equal(started.sampler.attribution, singlestep ? 'time-proportional' : 'translation-block-start');
         assert.equal(started.sampler.halting, false);
         const wanted = 3_000;
@@ -99,7 +111,10 @@ for (const target of TARGETS) {
         assert.ok(stopped.totalSamples >= wanted);
         assert.equal(stops, 0, 'the target never stopped');
         // Samples reach the client in batches, one event per flush interval (250 ms), never one per sample.
-        assert.ok(samples.events.length <= stopped.elapsedMs / 250 + 3, `${samples.events.length} events in ${stopped.elapsedMs} ms`);
+        assert.ok(
+          samples.events.length <= stopped.elapsedMs / 250 + 3,
+          `${samples.events.length} events in ${stopped.elapsedMs} ms`,
+        );
         const sampled = byFunction(samples.counts, samples.locations);
         const truth = oracleMap(oracle, 'functions');
         const oracleTotal = [...truth.values()].reduce((a, b) => a + b, 0);
@@ -116,7 +131,9 @@ for (const target of TARGETS) {
         // handler (read 28-105 times in 3,300): those reads are counted apart, never as code.
         console.log(`#   read during an exception return: ${samples.inExceptionReturn}`);
         if (target === 'rv32') assert.equal(samples.inExceptionReturn, 0);
-        const strays = [...samples.counts].filter(([a]) => !truth.has(samples.locations.get(a)?.function ?? '')).map(([a, n]) => `0x${a.toString(16)} ×${n}`);
+        const strays = [...samples.counts]
+          .filter(([a]) => !truth.has(samples.locations.get(a)?.function ?? ''))
+          .map(([a, n]) => `0x${a.toString(16)} ×${n}`);
         assert.deepEqual(strays, [], 'samples outside the functions the oracle saw run');
         const topSampled = [...sampled].sort((a, b) => b[1] - a[1]).map(([n]) => n);
         const byWeight = [...truth].sort((a, b) => b[1] - a[1]);
@@ -124,16 +141,23 @@ for (const target of TARGETS) {
         if (singlestep) {
           // An exact PC: the ranking, which load does not upset: the oracle's four heaviest
           // functions are among the six most sampled.
-          for (const name of heaviest) assert.ok(topSampled.slice(0, 6).includes(name), `${name} not among ${topSampled.slice(0, 6).join(', ')}`);
+          for (const name of heaviest)
+            assert.ok(topSampled.slice(0, 6).includes(name), `${name} not among ${topSampled.slice(0, 6).join(', ')}`);
         } else {
           // The start of the running chain of translation blocks: a short callee's time moves to the
           // caller whose block began the chain (RV32 crc16_step, 19.7 % of the instructions, read
           // 7-15 % while crc16_block, 3.5 %, read 4-10 %), so ranks below the first move. The
           // heaviest function stays among the two most sampled, and each of the four heaviest is
           // sampled.
-          assert.ok(topSampled.slice(0, 2).includes(heaviest[0]!), `${heaviest[0]} not among ${topSampled.slice(0, 2).join(', ')}`);
+          assert.ok(
+            topSampled.slice(0, 2).includes(heaviest[0]!),
+            `${heaviest[0]} not among ${topSampled.slice(0, 2).join(', ')}`,
+          );
           for (const name of heaviest)
-            assert.ok((sampled.get(name) ?? 0) >= samples.total * 0.01, `${name}: ${sampled.get(name) ?? 0} of ${samples.total} samples`);
+            assert.ok(
+              (sampled.get(name) ?? 0) >= samples.total * 0.01,
+              `${name}: ${sampled.get(name) ?? 0} of ${samples.total} samples`,
+            );
         }
         assert.ok(samples.events.every((ev) => ev.sampler === 'qemu-monitor'));
         for (const [name, count] of byWeight.slice(0, 8)) {
@@ -154,8 +178,13 @@ for (const target of TARGETS) {
       await h.launchToEntry(qemuLaunchArgs(target, 'hotloop', { trace: true }));
       try {
         await h.dc.continueRequest({ threadId: 1 });
-        const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'gdb-halting', rateHz: 100, eventIntervalMs: 100 }))
-          .body as StartSamplingResponse;
+        const started = (
+          await h.dc.customRequest(CustomRequests.startSampling, {
+            sampler: 'gdb-halting',
+            rateHz: 100,
+            eventIntervalMs: 100,
+          })
+        ).body as StartSamplingResponse;
         assert.equal(started.sampler.halting, true);
         assert.equal(started.sampler.attribution, 'halting');
         await samples.waitFor((c) => c.total >= 40, 60_000, '40 halting samples');
@@ -186,7 +215,10 @@ for (const target of TARGETS) {
         await samples.waitFor((c) => c.total >= resumedFrom + 20, 60_000, 'samples after resuming');
         // Every sample lies in the program's code.
         for (const address of samples.counts.keys())
-          assert.ok(samples.locations.get(address)?.function !== undefined, `0x${address.toString(16)} outside every function`);
+          assert.ok(
+            samples.locations.get(address)?.function !== undefined,
+            `0x${address.toString(16)} outside every function`,
+          );
       } catch (err) {
         h.printTraceTail();
         throw err;

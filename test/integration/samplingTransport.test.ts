@@ -75,7 +75,10 @@ for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
         assert.ok(pcFromMonitorRegisters(family, regs2) !== undefined, regs2.slice(0, 200));
         assert.equal((status2 as { running: boolean }).running, false);
         // Halted, the PC no longer moves: two reads agree.
-        assert.equal(pcFromMonitorRegisters(family, await qmp.human('info registers')), pcFromMonitorRegisters(family, regs2));
+        assert.equal(
+          pcFromMonitorRegisters(family, await qmp.human('info registers')),
+          pcFromMonitorRegisters(family, regs2),
+        );
         assert.equal(qmp.inFlight, 0);
         await assert.rejects(qmp.execute('no-such-command'), /CommandNotFound/);
       });
@@ -100,9 +103,15 @@ for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
         // the odd read in code no sized symbol covers (vector-table stubs, start-up assembly).
         const isReturnToken = archPlugin(family).sampling.isReturnToken ?? ((): boolean => false);
         const code = pcs.filter((pc) => !isReturnToken(pc));
-        assert.ok(code.length >= pcs.length / 2, `${pcs.length - code.length} of ${pcs.length} reads were exception returns`);
+        assert.ok(
+          code.length >= pcs.length / 2,
+          `${pcs.length - code.length} of ${pcs.length} reads were exception returns`,
+        );
         const outside = code.filter((pc) => image.functionContaining(pc) === undefined);
-        assert.ok(outside.length <= code.length / 20, `outside every function: ${outside.map((pc) => `0x${pc.toString(16)}`).join(', ')}`);
+        assert.ok(
+          outside.length <= code.length / 20,
+          `outside every function: ${outside.map((pc) => `0x${pc.toString(16)}`).join(', ')}`,
+        );
         // The guest ran between reads: a hot loop of many blocks gives many different PCs.
         assert.ok(new Set(pcs).size >= 5, `${new Set(pcs).size} distinct PCs`);
       });

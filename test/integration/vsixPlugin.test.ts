@@ -25,7 +25,10 @@ describe('the exact sampler in the packaged extension', () => {
     const { vsix } = await importScriptsLib();
     const file = vsix.ensureVsix();
     const entries = execFileSync('unzip', ['-Z1', file], { encoding: 'utf8' }).split('\n');
-    assert.ok(entries.includes(`extension/dist/qemu-plugin/${platformDir}/qemuInsnCount.so`), entries.filter((e) => e.includes('dist/')).join(', '));
+    assert.ok(
+      entries.includes(`extension/dist/qemu-plugin/${platformDir}/qemuInsnCount.so`),
+      entries.filter((e) => e.includes('dist/')).join(', '),
+    );
     assert.ok(entries.includes('extension/dist/qemu-plugin/qemuInsnCount.c'));
     execFileSync('unzip', ['-q', file, '-d', unpacked]);
   });
@@ -40,8 +43,14 @@ describe('the exact sampler in the packaged extension', () => {
       await h.start();
       const samples = new SampleCollector(h);
       const terminated = h.dc.waitForEvent('terminated', 60_000);
-      await h.dc.launch(qemuLaunchArgs('rv32', 'singlepass', { stopAtEntry: false, server: { type: 'qemu', machine: 'virt', instructionCounts: true } }));
-      const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-plugin' })).body as StartSamplingResponse;
+      await h.dc.launch(
+        qemuLaunchArgs('rv32', 'singlepass', {
+          stopAtEntry: false,
+          server: { type: 'qemu', machine: 'virt', instructionCounts: true },
+        }),
+      );
+      const started = (await h.dc.customRequest(CustomRequests.startSampling, { sampler: 'qemu-plugin' }))
+        .body as StartSamplingResponse;
       assert.equal(started.sampler.attribution, 'exact-count');
       await h.dc.configurationDoneRequest();
       await terminated;
@@ -50,7 +59,10 @@ describe('the exact sampler in the packaged extension', () => {
         .join('')
         .split('\n')
         .find((l) => l.includes('-plugin'));
-      assert.ok(command?.includes(join(unpacked, 'extension', 'dist', 'qemu-plugin', platformDir, 'qemuInsnCount.so')), command);
+      assert.ok(
+        command?.includes(join(unpacked, 'extension', 'dist', 'qemu-plugin', platformDir, 'qemuInsnCount.so')),
+        command,
+      );
       assert.equal(samples.total, oracle.totals.instructions);
     } finally {
       assert.deepEqual(await h.stop(), [], 'processes left behind');

@@ -89,7 +89,9 @@ async function main(): Promise<void> {
   process.stdout.write(formatTopTable(summary, opts.top) + '\n');
   if (opts.out) process.stdout.write(`summary: ${opts.out}\n`);
   if (summary.qemu && summary.qemu.exitCode !== 0 && !summary.qemu.stoppedAtLimit) {
-    process.stderr.write(`warning: QEMU exited with status ${summary.qemu.exitCode} (signal ${summary.qemu.signal ?? 'none'})\n`);
+    process.stderr.write(
+      `warning: QEMU exited with status ${summary.qemu.exitCode} (signal ${summary.qemu.signal ?? 'none'})\n`,
+    );
   }
   if (!summary.totals.consistent) process.exitCode = 1;
 }

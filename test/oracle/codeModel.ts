@@ -63,7 +63,11 @@ export class CodeModel {
   private readonly entryOf: Float64Array;
   private readonly sortedFunctions: number[];
 
-  constructor(instructions: readonly CodeInstruction[], functions: readonly CodeFunction[], handlerEntries: Iterable<number> = []) {
+  constructor(
+    instructions: readonly CodeInstruction[],
+    functions: readonly CodeFunction[],
+    handlerEntries: Iterable<number> = [],
+  ) {
     this.functions = functions.map((f) => ({ ...f }));
     this.outsideId = this.functions.length;
     this.functions.push({ name: OUTSIDE, start: 0, end: 0 });
@@ -83,7 +87,8 @@ export class CodeModel {
     this.fallNext = new Float64Array(capacity);
     this.handlerEntry = new Uint8Array(capacity);
     this.count = 0;
-    for (const insn of sorted) this.append(insn.address, insn.size, insn.kind, insn.target ?? -1, this.functionIdOf(insn.address));
+    for (const insn of sorted)
+      this.append(insn.address, insn.size, insn.kind, insn.target ?? -1, this.functionIdOf(insn.address));
     this.buildClusters(sorted);
     for (const h of handlerEntries) {
       const i = this.indexOf(h);
@@ -96,7 +101,12 @@ export class CodeModel {
     const img = ElfImage.loadSync(elfPath);
     const arch: Architecture = target === 'rv32' ? 'riscv' : 'arm';
     const disassembled = parseObjdump(disassemble(target, elfPath)).filter((d) => img.isCode(d.address));
-    const instructions: CodeInstruction[] = disassembled.map((d) => ({ address: d.address, size: d.size, kind: classify(arch, d), target: d.target }));
+    const instructions: CodeInstruction[] = disassembled.map((d) => ({
+      address: d.address,
+      size: d.size,
+      kind: classify(arch, d),
+      target: d.target,
+    }));
 
     // Owner of each instruction: the sized function symbol that covers it, else the nearest
     // code label before it (assembly without .type/.size), else nothing.
@@ -208,7 +218,8 @@ export class CodeModel {
   private buildClusters(sorted: readonly CodeInstruction[]): void {
     let start = 0;
     for (let i = 1; i <= sorted.length; i++) {
-      if (i < sorted.length && sorted[i]!.address - (sorted[i - 1]!.address + sorted[i - 1]!.size) < CLUSTER_GAP) continue;
+      if (i < sorted.length && sorted[i]!.address - (sorted[i - 1]!.address + sorted[i - 1]!.size) < CLUSTER_GAP)
+        continue;
       if (i > start) {
         const base = sorted[start]!.address & ~1;
         const last = sorted[i - 1]!;

@@ -27,13 +27,25 @@ export const Flow = {
 } as const;
 export type FlowKind = (typeof Flow)[keyof typeof Flow];
 
-export const FLOW_NAMES: readonly string[] = ['plain', 'branch', 'jump', 'call', 'indirect-call', 'return', 'exception-return', 'trap', 'unknown'];
+export const FLOW_NAMES: readonly string[] = [
+  'plain',
+  'branch',
+  'jump',
+  'call',
+  'indirect-call',
+  'return',
+  'exception-return',
+  'trap',
+  'unknown',
+];
 
 export type Architecture = 'arm' | 'riscv';
 
 export function classify(arch: Architecture, insn: DisassembledInstruction): FlowKind {
   if (insn.isData) return Flow.Unknown;
-  return arch === 'arm' ? classifyThumb(insn.mnemonic, insn.operands, insn.target) : classifyRiscv(insn.mnemonic, insn.operands, insn.target);
+  return arch === 'arm'
+    ? classifyThumb(insn.mnemonic, insn.operands, insn.target)
+    : classifyRiscv(insn.mnemonic, insn.operands, insn.target);
 }
 
 const COND = '(?:eq|ne|cs|hs|cc|lo|mi|pl|vs|vc|hi|ls|ge|lt|gt|le|al)?';

@@ -15,12 +15,14 @@ export function dynamicGraphFromOracle(
 ): CallGraphResponse & { interrupts: CallGraphResponse['edges'] } {
   const names = new Set(graph.functions.map((f) => f.name));
   const toGraph = new Map<string, string>();
-  for (const f of oracle.functions) for (const n of [f.name, ...f.aliases]) if (names.has(n) && !toGraph.has(f.name)) toGraph.set(f.name, n);
+  for (const f of oracle.functions)
+    for (const n of [f.name, ...f.aliases]) if (names.has(n) && !toGraph.has(f.name)) toGraph.set(f.name, n);
   const counts = new Map<string, number>();
   for (const e of oracle.edges) {
     const caller = toGraph.get(e.caller);
     const callee = toGraph.get(e.callee);
-    if (caller && callee) counts.set(`${caller}\u0000${callee}`, (counts.get(`${caller}\u0000${callee}`) ?? 0) + e.calls);
+    if (caller && callee)
+      counts.set(`${caller}\u0000${callee}`, (counts.get(`${caller}\u0000${callee}`) ?? 0) + e.calls);
   }
   const edges = graph.edges.map((e) => {
     const key = `${e.caller}\u0000${e.callee}`;
@@ -34,6 +36,12 @@ export function dynamicGraphFromOracle(
   }
   const interrupts = oracle.functions
     .filter((f) => f.interrupts + f.traps > 0 && toGraph.has(f.name))
-    .map((f) => ({ caller: windowRoot, callee: toGraph.get(f.name)!, kind: 'call' as const, sites: [], count: f.interrupts + f.traps }));
+    .map((f) => ({
+      caller: windowRoot,
+      callee: toGraph.get(f.name)!,
+      kind: 'call' as const,
+      sites: [],
+      count: f.interrupts + f.traps,
+    }));
   return { ...graph, edges, interrupts };
 }

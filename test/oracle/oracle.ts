@@ -5,7 +5,15 @@ import { ElfImage } from '../../adapter/elf';
 import { ToolTarget, targetOfMachine } from './binutils';
 import { CodeModel } from './codeModel';
 import { QemuRunResult, runQemuTrace } from './qemu';
-import { AnalysisResult, AddressCount, Anomaly, CallEdge, FunctionProfile, RegionSpec, TraceAnalyzer } from './traceAnalyzer';
+import {
+  AnalysisResult,
+  AddressCount,
+  Anomaly,
+  CallEdge,
+  FunctionProfile,
+  RegionSpec,
+  TraceAnalyzer,
+} from './traceAnalyzer';
 import { TraceStats, parseTraceFile } from './traceLog';
 
 export const SUMMARY_SCHEMA = 'cyclelens-oracle/1';
@@ -103,7 +111,13 @@ export async function runOracle(options: OracleOptions): Promise<OracleSummary> 
         tempDir = mkdtempSync(join(tmpdir(), 'cyclelens-oracle-'));
         log = join(tempDir, 'trace.log');
       }
-      qemu = await runQemuTrace({ target, elf, logPath: log, timeoutMs: options.timeoutMs, maxInstructions: options.maxInstructions });
+      qemu = await runQemuTrace({
+        target,
+        elf,
+        logPath: log,
+        timeoutMs: options.timeoutMs,
+        maxInstructions: options.maxInstructions,
+      });
       if (qemu.timedOut) {
         throw new Error(
           `QEMU did not finish within ${(options.timeoutMs ?? 120_000) / 1000} s: the program may not exit; bound the run with --max-instructions`,
@@ -159,7 +173,9 @@ export function summarize(
     if (entry) entry.count += a.count;
     else byLine.set(key, { file: loc.file, line: loc.line, count: a.count });
   }
-  const lines = [...byLine.values()].sort((a, b) => b.count - a.count || a.file.localeCompare(b.file) || a.line - b.line);
+  const lines = [...byLine.values()].sort(
+    (a, b) => b.count - a.count || a.file.localeCompare(b.file) || a.line - b.line,
+  );
   const exclusiveSum = result.functions.reduce((s, f) => s + f.exclusive, 0);
   const rootInclusive = result.functions.find((f) => f.name === result.root)?.inclusive ?? 0;
   return {
@@ -211,7 +227,10 @@ export function resolveLocation(img: ElfImage, spec: string | number, region: st
   const fileLine = /^(.+):(\d+)$/.exec(s);
   if (fileLine) {
     const addresses = img.lineTable.addressesForLine(fileLine[1]!, Number(fileLine[2]));
-    if (addresses.length === 0) throw new Error(`region ${region}: no code for ${s} (is the line a statement, and was the program built with -g?)`);
+    if (addresses.length === 0)
+      throw new Error(
+        `region ${region}: no code for ${s} (is the line a statement, and was the program built with -g?)`,
+      );
     return addresses[0]!;
   }
   const sym = /^([A-Za-z_.$][\w.$]*)(?:\+(0x[0-9a-f]+|\d+))?$/i.exec(s);
@@ -240,7 +259,8 @@ export function formatTopTable(summary: OracleSummary, topN = 15): string {
     ]);
   const header = ['function', 'exclusive', '%', 'inclusive', '%', 'calls', 'irqs'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const fmt = (r: string[]): string => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const fmt = (r: string[]): string =>
+    r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out = [
     `${summary.target} ${summary.elf}`,
     `${t.instructions} instructions (${summary.trace.lines} log lines, ${summary.trace.withdrawn} withdrawn; parsed at ${(summary.trace.linesPerSecond / 1e6).toFixed(1)} M lines/s); root ${t.root}; ${t.consistent ? 'consistent' : 'INCONSISTENT'}`,

@@ -21,10 +21,14 @@ export function windowOf(oracle: OracleSummary, end: string | undefined): { tota
     return seen;
   };
   const fromMain = reach(['main']);
-  const startup = oracle.functions.filter((f) => f.name !== 'main' && !fromMain.has(f.name) && f.inclusive > 0).map((f) => f.name);
+  const startup = oracle.functions
+    .filter((f) => f.name !== 'main' && !fromMain.has(f.name) && f.inclusive > 0)
+    .map((f) => f.name);
   const elsewhere = new Set([
     ...(end ? reach([end]) : []),
-    ...[...reach(startup)].filter((n) => !fromMain.has(n) || oracle.edges.some((e) => e.callee === n && startup.includes(e.caller))),
+    ...[...reach(startup)].filter(
+      (n) => !fromMain.has(n) || oracle.edges.some((e) => e.callee === n && startup.includes(e.caller)),
+    ),
   ]);
   const inside = new Set([...fromMain].filter((n) => n !== 'main' && !elsewhere.has(n)));
   const main = oracle.functions.find((f) => f.name === 'main')!;

@@ -38,8 +38,30 @@ export function qemuCommand(target: ToolTarget, elf: string, logPath: string): s
   const trace = ['-icount', 'shift=0,sleep=off', '-singlestep', '-d', 'exec,nochain', '-D', logPath];
   const common = ['-nographic', '-monitor', 'none'];
   if (target === 'rv32')
-    return ['qemu-system-riscv32', '-M', 'virt', '-bios', 'none', ...common, '-semihosting-config', 'enable=on,target=native', '-kernel', elf, ...trace];
-  return ['qemu-system-arm', '-M', 'mps2-an386', ...common, '-semihosting-config', 'enable=on,target=native', '-kernel', elf, ...trace];
+    return [
+      'qemu-system-riscv32',
+      '-M',
+      'virt',
+      '-bios',
+      'none',
+      ...common,
+      '-semihosting-config',
+      'enable=on,target=native',
+      '-kernel',
+      elf,
+      ...trace,
+    ];
+  return [
+    'qemu-system-arm',
+    '-M',
+    'mps2-an386',
+    ...common,
+    '-semihosting-config',
+    'enable=on,target=native',
+    '-kernel',
+    elf,
+    ...trace,
+  ];
 }
 
 /** Lines of slack over maxInstructions: a few log lines are withdrawals, not instructions. */
@@ -49,7 +71,10 @@ const OUTPUT_CAP = 64 * 1024;
 
 export async function runQemuTrace(options: QemuRunOptions): Promise<QemuRunResult> {
   installExitHooks();
-  const [command, ...args] = [...qemuCommand(options.target, options.elf, options.logPath), ...(options.extraArgs ?? [])];
+  const [command, ...args] = [
+    ...qemuCommand(options.target, options.elf, options.logPath),
+    ...(options.extraArgs ?? []),
+  ];
   const started = Date.now();
   const qemu = OwnedProcess.spawn('qemu', command!, args);
   let uart = '';
@@ -91,7 +116,9 @@ export async function runQemuTrace(options: QemuRunOptions): Promise<QemuRunResu
   if (poll) clearTimeout(poll);
   await watcher?.close();
   if (outcome instanceof Error) {
-    throw new Error(`${command} could not be started (${outcome.message}): install QEMU (Debian: qemu-system-arm, qemu-system-misc)`);
+    throw new Error(
+      `${command} could not be started (${outcome.message}): install QEMU (Debian: qemu-system-arm, qemu-system-misc)`,
+    );
   }
   return {
     command: [command!, ...args],
@@ -122,7 +149,12 @@ class LineWatcher {
     }
     const size = (await stat(this.path)).size;
     while (this.offset < size) {
-      const { bytesRead } = await this.handle.read(this.buf, 0, Math.min(this.buf.length, size - this.offset), this.offset);
+      const { bytesRead } = await this.handle.read(
+        this.buf,
+        0,
+        Math.min(this.buf.length, size - this.offset),
+        this.offset,
+      );
       if (bytesRead === 0) break;
       const fresh = this.buf.subarray(0, bytesRead);
       for (let i = fresh.indexOf(10); i >= 0; i = fresh.indexOf(10, i + 1)) this.lines++;

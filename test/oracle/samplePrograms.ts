@@ -310,7 +310,10 @@ export function canBuildSamples(target: ToolTarget): boolean {
 }
 
 /** Writes the sources and builds every variant for `targets` into a fresh temporary directory. */
-export function buildSamples(targets: readonly ToolTarget[], variants: readonly SampleVariant[] = SAMPLE_VARIANTS): SampleBuild[] {
+export function buildSamples(
+  targets: readonly ToolTarget[],
+  variants: readonly SampleVariant[] = SAMPLE_VARIANTS,
+): SampleBuild[] {
   const root = mkdtempSync(join(tmpdir(), 'cyclelens-samples-'));
   process.once('exit', () => rmSync(root, { recursive: true, force: true }));
   const builds: SampleBuild[] = [];

@@ -21,7 +21,8 @@ export interface TakenFunctions {
 }
 
 /** Calls, jumps and branches: their targets are reached, not taken (RISC-V, `-M no-aliases`; Arm). */
-const CONTROL = /^(jal|jalr|c\.j|c\.jal|c\.jr|c\.jalr|beq|bne|blt|bge|bltu|bgeu|c\.beqz|c\.bnez|b|bl|blx|bx|cbz|cbnz|b\.w|b[a-z]{2}(\.w|\.n)?)$/;
+const CONTROL =
+  /^(jal|jalr|c\.j|c\.jal|c\.jr|c\.jalr|beq|bne|blt|bge|bltu|bgeu|c\.beqz|c\.bnez|b|bl|blx|bx|cbz|cbnz|b\.w|b[a-z]{2}(\.w|\.n)?)$/;
 
 export function takenFunctions(target: ToolTarget, elf: string): TakenFunctions {
   const functions = new Map<number, string[]>();
@@ -45,7 +46,11 @@ export function takenFunctions(target: ToolTarget, elf: string): TakenFunctions 
     if (lui) upperConstants.add((parseInt(lui[1]!, 16) << 12) >>> 0);
     if (CONTROL.test(l.mnemonic)) continue;
     const shown = /\b([0-9a-f]+) <[^>]+>/.exec(l.comment);
-    if (shown) take((parseInt(shown[1]!, 16) & (target === 'cortex-m4' ? ~1 : ~0)) >>> 0, `${l.mnemonic} at 0x${l.address.toString(16)}`);
+    if (shown)
+      take(
+        (parseInt(shown[1]!, 16) & (target === 'cortex-m4' ? ~1 : ~0)) >>> 0,
+        `${l.mnemonic} at 0x${l.address.toString(16)}`,
+      );
   }
 
   const loaded: string[] = [];
@@ -59,7 +64,8 @@ export function takenFunctions(target: ToolTarget, elf: string): TakenFunctions 
     const m = /^ ([0-9a-f]{4,16})((?: [0-9a-f]{2,8}){1,4}) /.exec(line);
     if (!m) continue;
     let at = parseInt(m[1]!, 16);
-    for (const group of m[2]!.trim().split(' ')) for (let i = 0; i < group.length; i += 2) bytes.set(at++, parseInt(group.slice(i, i + 2), 16));
+    for (const group of m[2]!.trim().split(' '))
+      for (let i = 0; i < group.length; i += 2) bytes.set(at++, parseInt(group.slice(i, i + 2), 16));
   }
   instructions.sort((a, b) => a[0] - b[0]);
   const inInstruction = (address: number): boolean => {

@@ -21,7 +21,8 @@ export function fixtureElfs(): TestElf[] {
   for (const target of TARGETS) {
     for (const program of FIXTURE_PROGRAMS) {
       const path = fixtureElf(target, program);
-      if (existsSync(path)) found.push({ name: `fixture ${target}/${program}`, target, path, debug: program !== 'nodebug' });
+      if (existsSync(path))
+        found.push({ name: `fixture ${target}/${program}`, target, path, debug: program !== 'nodebug' });
     }
   }
   return found;
@@ -32,5 +33,11 @@ let samples: SampleBuild[] | undefined;
 /** The sample programs, compiled once per test process for every target with a compiler. */
 export function sampleElfs(): TestElf[] {
   samples ??= buildSamples(TARGETS.filter(canBuildSamples));
-  return samples.map((s) => ({ name: `sample ${s.target}/${s.variant}`, target: s.target, path: s.elf, debug: s.variant !== 'nodebug', sample: s }));
+  return samples.map((s) => ({
+    name: `sample ${s.target}/${s.variant}`,
+    target: s.target,
+    path: s.elf,
+    debug: s.variant !== 'nodebug',
+    sample: s,
+  }));
 }

@@ -1,8 +1,24 @@
 import { CodeModel } from './codeModel';
 import { Flow } from './controlFlow';
-import { AddressCount, AnalysisResult, Anomaly, CallEdge, FunctionProfile, RegionResult, RegionSpec } from './profileTypes';
+import {
+  AddressCount,
+  AnalysisResult,
+  Anomaly,
+  CallEdge,
+  FunctionProfile,
+  RegionResult,
+  RegionSpec,
+} from './profileTypes';
 
-export type { AddressCount, AnalysisResult, Anomaly, CallEdge, FunctionProfile, RegionResult, RegionSpec } from './profileTypes';
+export type {
+  AddressCount,
+  AnalysisResult,
+  Anomaly,
+  CallEdge,
+  FunctionProfile,
+  RegionResult,
+  RegionSpec,
+} from './profileTypes';
 
 const CALL = 0;
 const TAIL = 1;
@@ -92,7 +108,16 @@ export class TraceAnalyzer {
       startTotal: 0,
       startDepth: 0,
       startIrq: 0,
-      result: { name: r.name, start: r.start, end: r.end, passes: [], passesExcludingInterrupts: [], restarts: 0, unmatchedEnds: 0, openAtEnd: false },
+      result: {
+        name: r.name,
+        start: r.start,
+        end: r.end,
+        passes: [],
+        passesExcludingInterrupts: [],
+        restarts: 0,
+        unmatchedEnds: 0,
+        openAtEnd: false,
+      },
     }));
     for (const r of this.regions) {
       for (const a of [r.start, r.end]) {
@@ -317,7 +342,8 @@ export class TraceAnalyzer {
   }
 
   private asyncEntry(idx: number, pc: number, prev: number): void {
-    if (this.model.handlerEntry[idx] !== 1) this.note('exception-at-unknown-handler', pc, prev >= 0 ? this.model.address[prev]! : -1);
+    if (this.model.handlerEntry[idx] !== 1)
+      this.note('exception-at-unknown-handler', pc, prev >= 0 ? this.model.address[prev]! : -1);
     this.exceptionEntry(idx, IRQ);
   }
 

@@ -59,7 +59,15 @@ const REWOUND = Buffer.from('cpu_io_recompile: rewound execution of TB to ');
 const TRACE = Buffer.from('Trace ');
 
 export class TraceLogParser {
-  readonly stats: TraceStats = { lines: 0, instructions: 0, withdrawn: 0, unmatchedWithdrawals: 0, malformed: 0, otherLines: 0, truncated: false };
+  readonly stats: TraceStats = {
+    lines: 0,
+    instructions: 0,
+    withdrawn: 0,
+    unmatchedWithdrawals: 0,
+    malformed: 0,
+    otherLines: 0,
+    truncated: false,
+  };
   private readonly batch: Uint32Array;
   private n = 0;
   /** The last PC parsed is held back until the next line shows it was not withdrawn. */
@@ -134,8 +142,12 @@ export class TraceLogParser {
       this.pending = pc;
       return;
     }
-    if ((first === S && startsWith(buf, start, end, STOPPED)) || (first === C && startsWith(buf, start, end, REWOUND))) {
-      const pc = first === S ? parseBracketed(buf, start + STOPPED.length, end) : parseHex(buf, start + REWOUND.length, end);
+    if (
+      (first === S && startsWith(buf, start, end, STOPPED)) ||
+      (first === C && startsWith(buf, start, end, REWOUND))
+    ) {
+      const pc =
+        first === S ? parseBracketed(buf, start + STOPPED.length, end) : parseHex(buf, start + REWOUND.length, end);
       if (pc >= 0 && pc === this.pending) {
         this.pending = -1;
         this.stats.withdrawn++;

@@ -17,9 +17,15 @@ export const arcGdbPath = join(toolCache, 'arc-gdb', 'bin', 'arc-elf32-gdb');
  */
 export function ensureArcGdb(): string {
   const script = join(repoRoot, 'scripts', 'buildArcGdb.sh');
-  const r = spawnSync('bash', [script], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, env: { ...process.env, CYCLELENS_CACHE: toolCache } });
+  const r = spawnSync('bash', [script], {
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+    env: { ...process.env, CYCLELENS_CACHE: toolCache },
+  });
   if (r.status !== 0 || !existsSync(arcGdbPath)) {
-    throw new Error(`scripts/buildArcGdb.sh failed (${r.status ?? r.signal}):\n${(r.stdout ?? '').slice(-3000)}${(r.stderr ?? '').slice(-3000)}`);
+    throw new Error(
+      `scripts/buildArcGdb.sh failed (${r.status ?? r.signal}):\n${(r.stdout ?? '').slice(-3000)}${(r.stderr ?? '').slice(-3000)}`,
+    );
   }
   return arcGdbPath;
 }

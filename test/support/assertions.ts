@@ -13,7 +13,10 @@ export async function rejectsWith(promise: Promise<unknown>, code: ErrorCode, pa
 }
 
 /** A counter unit's reading of `slot`, asserting that read() returns one. */
-export async function readSlot(unit: Pick<CounterUnit, 'read'>, slot: number): Promise<{ value: bigint; reliable: boolean; note?: string }> {
+export async function readSlot(
+  unit: Pick<CounterUnit, 'read'>,
+  slot: number,
+): Promise<{ value: bigint; reliable: boolean; note?: string }> {
   const r = (await unit.read()).find((x) => x.slot === slot);
   assert.ok(r, `no reading for slot ${slot}`);
   return { value: r.value, reliable: r.reliable, note: r.note };

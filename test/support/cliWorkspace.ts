@@ -23,7 +23,11 @@ export type LaunchEntry = { name: string } & CycleLensLaunchArgs;
 export function writeLaunchJson(dir: string, configurations: LaunchEntry[], comment?: string): string {
   mkdirSync(join(dir, '.vscode'), { recursive: true });
   const file = join(dir, '.vscode', 'launch.json');
-  const json = JSON.stringify({ version: '0.2.0', configurations: configurations.map((c) => ({ type: 'cyclelens', request: 'launch', ...c })) }, undefined, 2);
+  const json = JSON.stringify(
+    { version: '0.2.0', configurations: configurations.map((c) => ({ type: 'cyclelens', request: 'launch', ...c })) },
+    undefined,
+    2,
+  );
   writeFileSync(file, comment === undefined ? `${json}\n` : `${json.replace(/^\{\n/, `{\n  // ${comment}\n`)}\n`);
   return file;
 }
@@ -75,7 +79,11 @@ export interface CliWorkspace {
  * Makes a new directory under the system's temporary one (its name starts with `prefix`) and writes
  * its `.vscode/launch.json` with `configurations` (writeLaunchJson). Call `close` in an `after` hook.
  */
-export function cliWorkspace(prefix: string, configurations: LaunchEntry[], options: CliWorkspaceOptions = {}): CliWorkspace {
+export function cliWorkspace(
+  prefix: string,
+  configurations: LaunchEntry[],
+  options: CliWorkspaceOptions = {},
+): CliWorkspace {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   const tag = newOwnerTag();
   const env = { ...process.env, [OWNER_TAG_VAR]: tag };
@@ -85,7 +93,12 @@ export function cliWorkspace(prefix: string, configurations: LaunchEntry[], opti
     tag,
     env,
     cli(...args) {
-      const r = spawnSync(process.execPath, [cliBundle, ...args], { cwd: dir, encoding: 'utf8', timeout: options.timeoutMs ?? 300_000, env });
+      const r = spawnSync(process.execPath, [cliBundle, ...args], {
+        cwd: dir,
+        encoding: 'utf8',
+        timeout: options.timeoutMs ?? 300_000,
+        env,
+      });
       return { status: r.status, stdout: r.stdout, stderr: r.stderr };
     },
     start(args) {
@@ -103,7 +116,11 @@ export function cliWorkspace(prefix: string, configurations: LaunchEntry[], opti
       };
     },
     async close() {
-      assert.deepEqual(await waitForNoTaggedProcesses(tag), [], options.leftBehind ?? 'the CLI leaves no QEMU or GDB behind');
+      assert.deepEqual(
+        await waitForNoTaggedProcesses(tag),
+        [],
+        options.leftBehind ?? 'the CLI leaves no QEMU or GDB behind',
+      );
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -163,7 +163,13 @@ export class CodeServerHarness extends DebugWorkbench {
       browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs, env });
       const context = await browser.newContext({ viewport: o.viewport ?? { width: 1600, height: 1000 } });
       const page = await context.newPage();
-      const timings: HarnessTimings = { codeServerInstallMs: 0, vsixMs: 0, installExtensionMs: 0, ...o.timings, startupToWorkbenchMs: 0 };
+      const timings: HarnessTimings = {
+        codeServerInstallMs: 0,
+        vsixMs: 0,
+        installExtensionMs: 0,
+        ...o.timings,
+        startupToWorkbenchMs: 0,
+      };
       const harness = new CodeServerHarness(
         page,
         browser,
@@ -199,9 +205,14 @@ export class CodeServerHarness extends DebugWorkbench {
   async waitForWorkbench(timeoutMs = 90_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     await this.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: timeoutMs });
-    await this.page.locator('.part.statusbar').waitFor({ state: 'visible', timeout: Math.max(1000, deadline - Date.now()) });
+    await this.page
+      .locator('.part.statusbar')
+      .waitFor({ state: 'visible', timeout: Math.max(1000, deadline - Date.now()) });
     while (!/Eager extensions activated/i.test(this.extensionHostLog())) {
-      if (Date.now() > deadline) throw new Error(`the extension host did not come up within ${timeoutMs / 1000} s; see ${this.userDataDir}/logs`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `the extension host did not come up within ${timeoutMs / 1000} s; see ${this.userDataDir}/logs`,
+        );
       await sleep(200);
     }
   }
@@ -244,7 +255,9 @@ export class CodeServerHarness extends DebugWorkbench {
   buildFirmwareInWorkspace(targets: string[]): void {
     for (const target of targets) {
       rmSync(join(this.workspace, 'build', target), { recursive: true, force: true });
-      execFileSync('make', ['-C', this.workspace, `TARGET=${target}`, '-j2', '--no-print-directory'], { stdio: 'pipe' });
+      execFileSync('make', ['-C', this.workspace, `TARGET=${target}`, '-j2', '--no-print-directory'], {
+        stdio: 'pipe',
+      });
     }
   }
 

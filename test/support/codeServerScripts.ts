@@ -30,7 +30,12 @@ export interface RunningCodeServer {
 export interface CodeServerLib {
   codeServerVersion: string;
   CODE_SERVER_TAG_VAR: string;
-  ensureCodeServer(options?: { force?: boolean }): { entry: string; version: string; installed: boolean; seconds: number };
+  ensureCodeServer(options?: { force?: boolean }): {
+    entry: string;
+    version: string;
+    installed: boolean;
+    seconds: number;
+  };
   defaultSettings(options?: { theme?: string }): Record<string, unknown>;
   installExtension(vsixPath: string, extensionsDir: string, userDataDir?: string): string;
   listExtensions(extensionsDir: string, userDataDir?: string): string[];
@@ -58,7 +63,13 @@ export interface VsixLib {
 
 export interface DemoWorkspaceLib {
   demoConfigurations: { name: string; target: string; machine: string }[];
-  createDemoWorkspace(options?: { dir?: string; program?: string; server?: Record<string, unknown>; build?: boolean; allowMissingFirmware?: boolean }): {
+  createDemoWorkspace(options?: {
+    dir?: string;
+    program?: string;
+    server?: Record<string, unknown>;
+    build?: boolean;
+    allowMissingFirmware?: boolean;
+  }): {
     dir: string;
     missingFirmware: string[];
   };
@@ -72,7 +83,11 @@ function load<T>(file: string): Promise<T> {
   return importEsm(pathToFileURL(join(repoRoot, 'scripts', 'lib', file)).href) as Promise<T>;
 }
 
-export async function importScriptsLib(): Promise<{ codeServer: CodeServerLib; vsix: VsixLib; demoWorkspace: DemoWorkspaceLib }> {
+export async function importScriptsLib(): Promise<{
+  codeServer: CodeServerLib;
+  vsix: VsixLib;
+  demoWorkspace: DemoWorkspaceLib;
+}> {
   const [codeServer, vsix, demoWorkspace] = await Promise.all([
     load<CodeServerLib>('codeServer.mjs'),
     load<VsixLib>('vsix.mjs'),

@@ -91,10 +91,15 @@ function readDrawnLines(lines: Element[]): { top: number; own: string; decoratio
       for (const pseudo of ['::before', '::after']) {
         const content = getComputedStyle(span, pseudo).content;
         // A CSS string: quoted, with backslash escapes.
-        if (content && content !== 'none' && content !== 'normal') decorations.push(content.replace(/^"|"$/g, '').replace(/\\(.)/g, '$1'));
+        if (content && content !== 'none' && content !== 'normal')
+          decorations.push(content.replace(/^"|"$/g, '').replace(/\\(.)/g, '$1'));
       }
     }
-    return { top: line.getBoundingClientRect().top, own: (line.textContent ?? '').replace(/\u00a0/g, ' '), decorations };
+    return {
+      top: line.getBoundingClientRect().top,
+      own: (line.textContent ?? '').replace(/\u00a0/g, ' '),
+      decorations,
+    };
   });
 }
 
@@ -144,7 +149,9 @@ export async function codeLenses(h: CodeServerHarness): Promise<CodeLensRow[]> {
           // A codicon is drawn as an empty span with class codicon-<name>: put its name back in the text.
           const clone = e.cloneNode(true) as HTMLElement;
           for (const icon of Array.from(clone.querySelectorAll('[class*="codicon-"]'))) {
-            const name = Array.from(icon.classList).find((c) => c.startsWith('codicon-') && c !== 'codicon-modifier-spin');
+            const name = Array.from(icon.classList).find(
+              (c) => c.startsWith('codicon-') && c !== 'codicon-modifier-spin',
+            );
             icon.replaceWith(`$(${name ? name.slice('codicon-'.length) : '?'})`);
           }
           const r = e.getBoundingClientRect();
@@ -159,7 +166,12 @@ export async function codeLenses(h: CodeServerHarness): Promise<CodeLensRow[]> {
 }
 
 /** Waits until the active editor shows a CodeLens above `line` matching `text`; returns it. */
-export async function waitForCodeLens(h: CodeServerHarness, line: number, text: RegExp, timeoutMs = 20_000): Promise<CodeLensRow> {
+export async function waitForCodeLens(
+  h: CodeServerHarness,
+  line: number,
+  text: RegExp,
+  timeoutMs = 20_000,
+): Promise<CodeLensRow> {
   const rows = await poll(
     () => codeLenses(h),
     (ls) => ls.some((l) => l.line === line && text.test(l.text)),
@@ -185,7 +197,12 @@ export async function clickCodeLens(h: CodeServerHarness, line: number, text: Re
     const link = links.nth(i);
     const box = await link.boundingBox();
     const lensBottom = box ? box.y + box.height : -1;
-    if (box && lensBottom <= at.top + 4 && at.top - lensBottom <= at.bottom - at.top && text.test((await link.innerText()).trim())) {
+    if (
+      box &&
+      lensBottom <= at.top + 4 &&
+      at.top - lensBottom <= at.bottom - at.top &&
+      text.test((await link.innerText()).trim())
+    ) {
       await link.click();
       return;
     }
@@ -211,9 +228,13 @@ export async function lineNumberMenu(h: CodeServerHarness, line: number, item: s
 export async function chooseMenuItem(h: CodeServerHarness, item: string, what: string): Promise<void> {
   const menu = h.page.locator('.monaco-menu');
   await menu.first().waitFor({ state: 'visible', timeout: 10_000 });
-  const entry = menu.locator('.action-item .action-label', { hasText: new RegExp(`^\\s*${escapeRegExp(item)}\\s*$`) }).first();
+  const entry = menu
+    .locator('.action-item .action-label', { hasText: new RegExp(`^\\s*${escapeRegExp(item)}\\s*$`) })
+    .first();
   if (!(await entry.isVisible().catch(() => false))) {
-    const offered = (await menu.locator('.action-item .action-label').allInnerTexts()).map((t) => t.trim()).filter((t) => t !== '');
+    const offered = (await menu.locator('.action-item .action-label').allInnerTexts())
+      .map((t) => t.trim())
+      .filter((t) => t !== '');
     await h.page.keyboard.press('Escape');
     throw new Error(`${what} offers ${JSON.stringify(offered)}, not "${item}"`);
   }
@@ -238,8 +259,14 @@ export async function gutterIconLines(h: CodeServerHarness, image: string): Prom
   const tops = await lineTops(h);
   const marks = await activeEditor(h)
     .locator('.cgmr')
-    .evaluateAll((els, img) => els.filter((e) => getComputedStyle(e).backgroundImage.includes(img)).map((e) => e.getBoundingClientRect().top), image);
-  const lines = marks.map((y) => tops.find((t) => Math.abs(t.top - y) < 3)?.line).filter((l): l is number => l !== undefined);
+    .evaluateAll(
+      (els, img) =>
+        els.filter((e) => getComputedStyle(e).backgroundImage.includes(img)).map((e) => e.getBoundingClientRect().top),
+      image,
+    );
+  const lines = marks
+    .map((y) => tops.find((t) => Math.abs(t.top - y) < 3)?.line)
+    .filter((l): l is number => l !== undefined);
   return [...new Set(lines)].sort((a, b) => a - b);
 }
 
@@ -250,7 +277,12 @@ export async function gutterIconLines(h: CodeServerHarness, image: string): Prom
  * (just revealed) can move the line between the reading and the move, and a hover asked for on
  * another line never comes. A try with no hover after 3 s leaves and points again, as a hand does.
  */
-export async function hoverOnLine(h: CodeServerHarness, line: number, contains: RegExp, timeoutMs = 10_000): Promise<string> {
+export async function hoverOnLine(
+  h: CodeServerHarness,
+  line: number,
+  contains: RegExp,
+  timeoutMs = 10_000,
+): Promise<string> {
   const hover = h.page.locator('.monaco-hover').filter({ hasText: contains }).first();
   const deadline = Date.now() + timeoutMs;
   const tries: string[] = [];
@@ -262,7 +294,9 @@ export async function hoverOnLine(h: CodeServerHarness, line: number, contains: 
       .locator('.view-lines .view-line')
       .evaluateAll((els, y) => {
         const row = els.find((e) => Math.abs(e.getBoundingClientRect().top - y) < 3);
-        const tokens = row ? Array.from(row.querySelectorAll('span[class^="mtk"]')).filter((t) => (t.textContent ?? '').trim() !== '') : [];
+        const tokens = row
+          ? Array.from(row.querySelectorAll('span[class^="mtk"]')).filter((t) => (t.textContent ?? '').trim() !== '')
+          : [];
         const r = tokens[tokens.length - 1]?.getBoundingClientRect();
         return r ? { x: r.left + r.width / 2, y: r.top + r.height / 2 } : undefined;
       }, at.top);
@@ -274,25 +308,37 @@ export async function hoverOnLine(h: CodeServerHarness, line: number, contains: 
       tries.push(`the pointer landed on line ${under ?? '(none)'}`);
       continue;
     }
-    const shown = await hover.waitFor({ state: 'visible', timeout: Math.max(500, Math.min(3000, deadline - Date.now())) }).then(
-      () => true,
-      () => false,
-    );
+    const shown = await hover
+      .waitFor({ state: 'visible', timeout: Math.max(500, Math.min(3000, deadline - Date.now())) })
+      .then(
+        () => true,
+        () => false,
+      );
     if (shown) return (await hover.innerText()).trim();
     const others = await h.page
       .locator('.monaco-hover:visible')
       .allInnerTexts()
       .catch(() => []);
-    tries.push(others.length > 0 ? `hovers shown: ${JSON.stringify(others.map((o) => o.replace(/\s+/g, ' ').trim()))}` : 'no hover shown');
+    tries.push(
+      others.length > 0
+        ? `hovers shown: ${JSON.stringify(others.map((o) => o.replace(/\s+/g, ' ').trim()))}`
+        : 'no hover shown',
+    );
   }
-  throw new Error(`no hover matching ${String(contains)} on line ${line} within ${timeoutMs} ms (${tries.join('; ') || 'no try'})`);
+  throw new Error(
+    `no hover matching ${String(contains)} on line ${line} within ${timeoutMs} ms (${tries.join('; ') || 'no try'})`,
+  );
 }
 
 /**
  * Shows the Measurements view with room for its rows (Variables and Watch collapsed, the view
  * expanded and grown), then reads its rows until `done` holds (15 s at most); returns the last reading.
  */
-export async function showMeasurements(h: CodeServerHarness, done: (rows: TreeRow[]) => boolean, timeoutMs = 15_000): Promise<TreeRow[]> {
+export async function showMeasurements(
+  h: CodeServerHarness,
+  done: (rows: TreeRow[]) => boolean,
+  timeoutMs = 15_000,
+): Promise<TreeRow[]> {
   await h.setViewExpanded('Variables', false);
   await h.setViewExpanded('Watch', false);
   await h.setViewExpanded(measurementsView, true);
@@ -306,7 +352,9 @@ export async function showMeasurements(h: CodeServerHarness, done: (rows: TreeRo
 export async function notifications(h: CodeServerHarness): Promise<string[]> {
   return h.page
     .locator('.notifications-toasts .notification-toast')
-    .evaluateAll((els) => els.map((e) => (e as HTMLElement).innerText.replace(/\s+/g, ' ').trim()).filter((t) => t !== ''));
+    .evaluateAll((els) =>
+      els.map((e) => (e as HTMLElement).innerText.replace(/\s+/g, ' ').trim()).filter((t) => t !== ''),
+    );
 }
 
 /** The status bar's text as drawn, whitespace collapsed (messages, items, the debug target). */
@@ -325,7 +373,11 @@ export async function statusBarText(h: CodeServerHarness): Promise<string> {
  * Answers an open input box (showInputBox): checks what it offers, types `value` over it and
  * presses Enter. Returns the title/prompt and the offered value, for the test to assert on.
  */
-export async function answerInputBox(h: CodeServerHarness, value: string, timeoutMs = 15_000): Promise<{ offered: string; prompt: string }> {
+export async function answerInputBox(
+  h: CodeServerHarness,
+  value: string,
+  timeoutMs = 15_000,
+): Promise<{ offered: string; prompt: string }> {
   const widget = h.page.locator('.quick-input-widget');
   const input = widget.locator('input');
   await input.waitFor({ state: 'visible', timeout: timeoutMs });
@@ -377,7 +429,10 @@ export function processesMatching(pattern: RegExp): { pid: number; command: stri
  * Ends a scenario file: stops a debug session still running, then code-server, and asserts that
  * no session process (`processes`: QEMU and GDB by default) and no code-server process is left.
  */
-export async function stopAndExpectNothingLeft(h: CodeServerHarness | undefined, processes = emulatorOrDebugger): Promise<void> {
+export async function stopAndExpectNothingLeft(
+  h: CodeServerHarness | undefined,
+  processes = emulatorOrDebugger,
+): Promise<void> {
   if (!h) return;
   if (
     await h

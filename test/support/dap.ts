@@ -11,7 +11,11 @@ import { startHintKey } from '../../common/startHint';
 import { SpareAdapter } from '../../core/dap/adapterSpare';
 
 /** QEMU launch arguments for a fixture program on one of the two no-hardware targets. */
-export function qemuLaunchArgs(target: FixtureTarget, program = 'singlepass', extra: Partial<CycleLensLaunchArgs> = {}): CycleLensLaunchArgs {
+export function qemuLaunchArgs(
+  target: FixtureTarget,
+  program = 'singlepass',
+  extra: Partial<CycleLensLaunchArgs> = {},
+): CycleLensLaunchArgs {
   return {
     executable: fixtureElf(target, program),
     server: { type: 'qemu', machine: target === 'rv32' ? 'virt' : 'mps2-an386' },
@@ -53,8 +57,12 @@ export class AdapterHarness {
 
   async start(): Promise<void> {
     if (!this.startedAhead) return this.dc.start();
-    this.spare = SpareAdapter.spawn({ adapterPath: this.adapter, env: { ...process.env, ...this.env, [OWNER_TAG_VAR]: this.tag } });
-    if (!(await this.spare.ready)) throw new Error(`the spare adapter ended before it was ready (exit code ${this.spare.child.exitCode})`);
+    this.spare = SpareAdapter.spawn({
+      adapterPath: this.adapter,
+      env: { ...process.env, ...this.env, [OWNER_TAG_VAR]: this.tag },
+    });
+    if (!(await this.spare.ready))
+      throw new Error(`the spare adapter ended before it was ready (exit code ${this.spare.child.exitCode})`);
   }
 
   /** The spare's process (a harness `startedAhead`, after `start`). */
@@ -68,7 +76,10 @@ export class AdapterHarness {
     const child = this.spare.handOver(startHintKey({ ...args }));
     // DebugClient reads and writes the streams of the process it spawns; this one it did not spawn,
     // so it is given the streams, and the process to end in stop().
-    const client = this.dc as unknown as { connect(readable: NodeJS.ReadableStream, writable: NodeJS.WritableStream): void; _adapterProcess: ChildProcess };
+    const client = this.dc as unknown as {
+      connect(readable: NodeJS.ReadableStream, writable: NodeJS.WritableStream): void;
+      _adapterProcess: ChildProcess;
+    };
     client.connect(child.stdout!, child.stdin!);
     client._adapterProcess = child;
   }
@@ -85,7 +96,11 @@ export class AdapterHarness {
 
   /** A custom request through the one typed client (common/dapCustomClient.ts): the response body, as the contract declares it. */
   custom<K extends CustomRequestName>(name: K, ...args: CustomArgumentList<K>): Promise<CustomResponse<K>> {
-    return customRequest({ customRequest: async (command: string, a?: unknown) => (await this.dc.customRequest(command, a)).body }, name, ...args);
+    return customRequest(
+      { customRequest: async (command: string, a?: unknown) => (await this.dc.customRequest(command, a)).body },
+      name,
+      ...args,
+    );
   }
 
   async topFrame(threadId = 1): Promise<DebugProtocol.StackFrame> {
@@ -122,6 +137,8 @@ export class AdapterHarness {
    */
   printTraceTail(lines = 150): void {
     const trace = this.allOutput.trimEnd().split('\n').slice(-lines);
-    console.log(`# the adapter's last ${trace.length} lines before the failure:\n${trace.map((l) => `#   ${l}`).join('\n')}`);
+    console.log(
+      `# the adapter's last ${trace.length} lines before the failure:\n${trace.map((l) => `#   ${l}`).join('\n')}`,
+    );
   }
 }

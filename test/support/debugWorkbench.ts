@@ -104,7 +104,9 @@ export class DebugWorkbench extends WorkbenchDriver {
       const top = frames[0];
       if (top && top.name === name && (line === undefined || top.line === line)) return frames;
       if (Date.now() > deadline) {
-        throw new Error(`the CALL STACK's top frame is not ${name}${line ? `:${line}` : ''} within ${timeoutMs / 1000} s (it shows ${JSON.stringify(frames)})`);
+        throw new Error(
+          `the CALL STACK's top frame is not ${name}${line ? `:${line}` : ''} within ${timeoutMs / 1000} s (it shows ${JSON.stringify(frames)})`,
+        );
       }
       await sleep(100);
     }
@@ -145,7 +147,9 @@ export class DebugWorkbench extends WorkbenchDriver {
       const shown = rows.filter((r) => r.level === level).map((r) => r.name);
       if (names.every((n) => shown.includes(n))) return rows;
       if (Date.now() > deadline)
-        throw new Error(`VARIABLES does not list ${names.join(', ')} within ${timeoutMs / 1000} s (it shows ${shown.join(', ') || 'nothing'})`);
+        throw new Error(
+          `VARIABLES does not list ${names.join(', ')} within ${timeoutMs / 1000} s (it shows ${shown.join(', ') || 'nothing'})`,
+        );
       await sleep(100);
     }
   }
@@ -165,7 +169,9 @@ export class DebugWorkbench extends WorkbenchDriver {
       const rows = await this.variables();
       const at = rows.findIndex((r) => r.level === level && r.name === name);
       const children: VariableRow[] = [];
-      if (at >= 0) for (let i = at + 1; i < rows.length && rows[i]!.level > level; i++) if (rows[i]!.level === level + 1) children.push(rows[i]!);
+      if (at >= 0)
+        for (let i = at + 1; i < rows.length && rows[i]!.level > level; i++)
+          if (rows[i]!.level === level + 1) children.push(rows[i]!);
       if (children.length > 0) return children;
       if (Date.now() > deadline) throw new Error(`${name} in VARIABLES shows no children within ${timeoutMs / 1000} s`);
       await sleep(100);
@@ -176,7 +182,9 @@ export class DebugWorkbench extends WorkbenchDriver {
    * Stop (Shift+F5) and wait for the debug toolbar to go. Returns how many presses it took: more than
    * one means the first did not end the session (`maxPresses` bounds the tries, each `perPressMs`).
    */
-  async stopDebugging(options: { maxPresses?: number; perPressMs?: number } = {}): Promise<{ presses: number; ended: boolean }> {
+  async stopDebugging(
+    options: { maxPresses?: number; perPressMs?: number } = {},
+  ): Promise<{ presses: number; ended: boolean }> {
     const maxPresses = options.maxPresses ?? 2;
     for (let presses = 1; presses <= maxPresses; presses++) {
       await this.page.keyboard.press('Shift+F5');

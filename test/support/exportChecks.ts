@@ -7,7 +7,14 @@ import { importGmon } from '../../core/import/gmon';
 import { calleeShares, profileStacks } from '../../core/profile/callTree';
 import { loadProfile } from '../../core/profile/json';
 import { functionsByName, type Profile } from '../../core/profile/model';
-import { callgrindAnnotate, dotToSvg, elfFunctionSymbols, gprofFlat, pprofTop, speedscopeSchemaErrors } from './profileConsumers';
+import {
+  callgrindAnnotate,
+  dotToSvg,
+  elfFunctionSymbols,
+  gprofFlat,
+  pprofTop,
+  speedscopeSchemaErrors,
+} from './profileConsumers';
 
 /**
  * Every export of one profile, read by its real consumer and compared with the profile model it was
@@ -49,7 +56,10 @@ export function stackFigures(model: Profile): StackFigures {
 
 function near(fig: StackFigures, actual: number | undefined, wanted: number, name: string, what: string): void {
   const allowed = (fig.slack.get(name) ?? 0) + 1;
-  assert.ok(actual !== undefined && Math.abs(actual - wanted) <= allowed, `${name} ${what}: ${actual} vs the model's ${wanted} (±${allowed})`);
+  assert.ok(
+    actual !== undefined && Math.abs(actual - wanted) <= allowed,
+    `${name} ${what}: ${actual} vs the model's ${wanted} (±${allowed})`,
+  );
 }
 
 /** callgrind_annotate's and `go tool pprof -top`'s per-function totals against the model's. */
@@ -66,7 +76,10 @@ export function checkCallgrindAndPprof(x: ExportedFiles, fig: StackFigures): voi
   const excess = new Map<number, number>();
   for (const f of model.functions) {
     if (!f.inclusive) continue;
-    const allocated = (shares.get(f.id) ?? []).reduce((s, k) => s + model.functions[k.callee]!.inclusive!.value * k.fraction, 0);
+    const allocated = (shares.get(f.id) ?? []).reduce(
+      (s, k) => s + model.functions[k.callee]!.inclusive!.value * k.fraction,
+      0,
+    );
     if (allocated > f.inclusive.value) {
       overfull.push(f.name);
       excess.set(f.id, Math.max(0, (fig.on.get(f.name) ?? 0) - f.inclusive.value));
@@ -90,7 +103,8 @@ export function checkCallgrindAndPprof(x: ExportedFiles, fig: StackFigures): voi
     if (carried === 0) near(fig, on, f.inclusive.value, f.name, 'the derived tree keeps the measured inclusive');
     else
       assert.ok(
-        on >= f.inclusive.value - (fig.slack.get(f.name) ?? 0) - 1 && on <= f.inclusive.value + carried + (fig.slack.get(f.name) ?? 0) + 1,
+        on >= f.inclusive.value - (fig.slack.get(f.name) ?? 0) - 1 &&
+          on <= f.inclusive.value + carried + (fig.slack.get(f.name) ?? 0) + 1,
         `${f.name}: the derived tree holds ${on}, its measured inclusive ${f.inclusive.value} and at most the ${carried} its overfull callees carry`,
       );
   }
@@ -101,7 +115,11 @@ export function checkCallgrindAndPprof(x: ExportedFiles, fig: StackFigures): voi
     assert.ok(named, `the note names none of ${overfull.join(', ')}: ${fig.note}`);
     const names = named[1]!.split(', ');
     for (const n of names) assert.ok(overfull.includes(n), `the note names ${n}, whose callees' shares fit in it`);
-    assert.equal(names.length + Number(named[2] ?? 0), overfull.length, `the note accounts for ${overfull.join(', ')}: ${fig.note}`);
+    assert.equal(
+      names.length + Number(named[2] ?? 0),
+      overfull.length,
+      `the note accounts for ${overfull.join(', ')}: ${fig.note}`,
+    );
   }
   assert.ok(fig.on.size >= 3, 'the model has stacks to compare');
   for (const [name, value] of fig.on) {
@@ -129,7 +147,11 @@ export function checkGprof(x: ExportedFiles, fig: StackFigures, elf: string, too
   const byName = functionsByName(model);
   for (const [name, row] of flat) {
     const calls = byName.get(name)?.calls;
-    if (row.calls !== undefined && calls !== undefined && model.edges.some((e) => model.functions[e.callee]!.name === name))
+    if (
+      row.calls !== undefined &&
+      calls !== undefined &&
+      model.edges.some((e) => model.functions[e.callee]!.name === name)
+    )
       assert.equal(row.calls, calls, `${name} calls`);
   }
 }
@@ -140,7 +162,10 @@ export async function checkReadBack(x: ExportedFiles, fig: StackFigures, drawnFu
   assert.deepEqual(speedscopeSchemaErrors(JSON.parse(readFileSync(x.file('speedscope'), 'utf8'))), []);
   const folded = functionsByName(importFolded(readFileSync(x.file('folded'), 'utf8')));
   for (const [name, value] of fig.on) near(fig, folded.get(name)?.inclusive?.value, value, name, 'folded inclusive');
-  const cpu = JSON.parse(readFileSync(x.file('cpuprofile'), 'utf8')) as { nodes: { callFrame: { functionName: string } }[]; samples: number[] };
+  const cpu = JSON.parse(readFileSync(x.file('cpuprofile'), 'utf8')) as {
+    nodes: { callFrame: { functionName: string } }[];
+    samples: number[];
+  };
   for (const name of fig.top.keys())
     assert.ok(
       cpu.nodes.some((n) => n.callFrame.functionName === name),

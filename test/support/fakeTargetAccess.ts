@@ -55,6 +55,8 @@ export class FakeTargetAccess implements TargetAccess {
   }
 
   private unmodelled(call: string): Error {
-    return new Error(`${this.constructor.name} does not model ${call}: the unit under test went beyond what this test models.`);
+    return new Error(
+      `${this.constructor.name} does not model ${call}: the unit under test went beyond what this test models.`,
+    );
   }
 }

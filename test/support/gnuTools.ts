@@ -184,7 +184,11 @@ export interface AssembledProgram {
   lines: ObjdumpLine[];
 }
 
-function readText(tc: GnuToolchain, elf: string, dir: string): { base: number; text: Uint8Array; lines: ObjdumpLine[]; symbols: Map<string, number> } {
+function readText(
+  tc: GnuToolchain,
+  elf: string,
+  dir: string,
+): { base: number; text: Uint8Array; lines: ObjdumpLine[]; symbols: Map<string, number> } {
   const headers = run(`${tc.prefix}objdump`, ['-h', elf], dir);
   const h = /^\s*\d+\s+\.text\s+([0-9a-f]+)\s+([0-9a-f]+)/m.exec(headers);
   if (!h) throw new Error(`no .text section in ${elf}`);
@@ -199,7 +203,10 @@ function readText(tc: GnuToolchain, elf: string, dir: string): { base: number; t
   return {
     base: parseInt(h[2]!, 16),
     text: new Uint8Array(readFileSync(bin)),
-    lines: parseObjdump(run(`${tc.prefix}objdump`, ['-d', '-j', '.text', '--insn-width=16', ...flags, elf], dir), tc.commentChar),
+    lines: parseObjdump(
+      run(`${tc.prefix}objdump`, ['-d', '-j', '.text', '--insn-width=16', ...flags, elf], dir),
+      tc.commentChar,
+    ),
     symbols,
   };
 }
@@ -225,10 +232,25 @@ export function disassembleBytes(tc: GnuToolchain, bytes: Uint8Array, address: n
     writeFileSync(join(dir, 'raw.bin'), bytes);
     run(
       `${tc.prefix}objcopy`,
-      ['-I', 'binary', '-O', tc.rawElf.format, '-B', tc.rawElf.arch, '--rename-section', '.data=.text,alloc,code,contents,load', 'raw.bin', 'raw.o'],
+      [
+        '-I',
+        'binary',
+        '-O',
+        tc.rawElf.format,
+        '-B',
+        tc.rawElf.arch,
+        '--rename-section',
+        '.data=.text,alloc,code,contents,load',
+        'raw.bin',
+        'raw.o',
+      ],
       dir,
     );
-    const out = run(`${tc.prefix}objdump`, ['-d', '--insn-width=16', `--adjust-vma=0x${address.toString(16)}`, ...tc.objdumpFlags, 'raw.o'], dir);
+    const out = run(
+      `${tc.prefix}objdump`,
+      ['-d', '--insn-width=16', `--adjust-vma=0x${address.toString(16)}`, ...tc.objdumpFlags, 'raw.o'],
+      dir,
+    );
     return parseObjdump(out, tc.commentChar);
   });
 }
@@ -238,7 +260,12 @@ export function disassembleBytes(tc: GnuToolchain, bytes: Uint8Array, address: n
  * linked after it (`-lgcc` brings division and soft float: more real code to walk; Debian's RISC-V
  * gcc has no rv32 libgcc).
  */
-export function compileC(tc: GnuToolchain, cSource: string, gccFlags: readonly string[], libs: readonly string[] = []): AssembledProgram {
+export function compileC(
+  tc: GnuToolchain,
+  cSource: string,
+  gccFlags: readonly string[],
+  libs: readonly string[] = [],
+): AssembledProgram {
   if (!tc.gcc) throw new Error(`${tc.name}: no C compiler configured`);
   const gcc = tc.gcc;
   return withTempDir((dir) => {

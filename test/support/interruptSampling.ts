@@ -12,11 +12,16 @@ async function register(h: AdapterHarness, name: string): Promise<string> {
 }
 
 async function word(h: AdapterHarness, address: number): Promise<string> {
-  const body = (await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 4 })).body as { data: string };
+  const body = (await h.dc.customRequest('readMemory', { memoryReference: `0x${address.toString(16)}`, count: 4 }))
+    .body as { data: string };
   return `0x${Buffer.from(body.data, 'base64').readUInt32LE(0).toString(16)}`;
 }
 
-async function readAll(h: AdapterHarness, registers: string[], words: Record<string, number>): Promise<Record<string, string>> {
+async function readAll(
+  h: AdapterHarness,
+  registers: string[],
+  words: Record<string, number>,
+): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const r of registers) out[r] = await register(h, r);
   for (const [name, address] of Object.entries(words)) out[name] = await word(h, address);

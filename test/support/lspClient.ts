@@ -30,15 +30,26 @@ export class LspTestClient {
     private readonly connection: ProtocolConnection,
   ) {
     this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
-    connection.onNotification('textDocument/publishDiagnostics', (p: PublishDiagnosticsParams) => this.diagnostics.set(p.uri, p.diagnostics));
+    connection.onNotification('textDocument/publishDiagnostics', (p: PublishDiagnosticsParams) =>
+      this.diagnostics.set(p.uri, p.diagnostics),
+    );
     connection.onNotification('window/logMessage', (m: { message: string }) => this.logs.push(m.message));
     connection.listen();
   }
 
   /** Starts `command args…` in `root` on stdio and initializes it with `root` as the workspace folder. */
-  static async start(command: string, args: string[], root: string, env: NodeJS.ProcessEnv, initializationOptions: unknown = {}): Promise<LspTestClient> {
+  static async start(
+    command: string,
+    args: string[],
+    root: string,
+    env: NodeJS.ProcessEnv,
+    initializationOptions: unknown = {},
+  ): Promise<LspTestClient> {
     const child = spawn(command, args, { cwd: root, env, stdio: ['pipe', 'pipe', 'pipe'] });
-    const connection = createProtocolConnection(new StreamMessageReader(child.stdout!), new StreamMessageWriter(child.stdin!));
+    const connection = createProtocolConnection(
+      new StreamMessageReader(child.stdout!),
+      new StreamMessageWriter(child.stdin!),
+    );
     return LspTestClient.initialize(child, connection, root, initializationOptions);
   }
 
@@ -46,13 +57,23 @@ export class LspTestClient {
    * Forks a Node module with `--node-ipc`, as VS Code's language client does for
    * `TransportKind.ipc`, and talks to it over the IPC channel.
    */
-  static async startIpc(module: string, root: string, env: NodeJS.ProcessEnv, initializationOptions: unknown = {}): Promise<LspTestClient> {
+  static async startIpc(
+    module: string,
+    root: string,
+    env: NodeJS.ProcessEnv,
+    initializationOptions: unknown = {},
+  ): Promise<LspTestClient> {
     const child = fork(module, ['--node-ipc'], { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
     const connection = createProtocolConnection(new IPCMessageReader(child), new IPCMessageWriter(child));
     return LspTestClient.initialize(child, connection, root, initializationOptions);
   }
 
-  private static async initialize(child: ChildProcess, connection: ProtocolConnection, root: string, initializationOptions: unknown): Promise<LspTestClient> {
+  private static async initialize(
+    child: ChildProcess,
+    connection: ProtocolConnection,
+    root: string,
+    initializationOptions: unknown,
+  ): Promise<LspTestClient> {
     let stderr = '';
     child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
     const client = new LspTestClient(child, connection);
@@ -65,7 +86,9 @@ export class LspTestClient {
         initializationOptions,
       });
     } catch (err) {
-      throw new Error(`the language server did not initialize (${err instanceof Error ? err.message : String(err)}); its stderr: ${stderr}`);
+      throw new Error(
+        `the language server did not initialize (${err instanceof Error ? err.message : String(err)}); its stderr: ${stderr}`,
+      );
     }
     await connection.sendNotification('initialized', {});
     return client;
@@ -77,13 +100,18 @@ export class LspTestClient {
 
   async open(path: string, languageId = 'c'): Promise<string> {
     const uri = pathToFileURL(path).href;
-    await this.connection.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text: readFileSync(path, 'utf8') } });
+    await this.connection.sendNotification('textDocument/didOpen', {
+      textDocument: { uri, languageId, version: 1, text: readFileSync(path, 'utf8') },
+    });
     return uri;
   }
 
   /** Replaces the document's text (a change without a range), as a new version. */
   async replace(uri: string, version: number, text: string): Promise<void> {
-    await this.connection.sendNotification('textDocument/didChange', { textDocument: { uri, version }, contentChanges: [{ text }] });
+    await this.connection.sendNotification('textDocument/didChange', {
+      textDocument: { uri, version },
+      contentChanges: [{ text }],
+    });
   }
 
   /** Pushes settings, as editors do with `workspace/didChangeConfiguration`. */

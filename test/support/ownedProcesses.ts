@@ -31,7 +31,11 @@ export function processesWithTag(tag: string): LiveProcess[] {
       const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
       const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       if (state === 'Z') continue;
-      found.push({ pid: Number(name), ppid: Number(ppid), cmdline: readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0/g, ' ').trim() });
+      found.push({
+        pid: Number(name),
+        ppid: Number(ppid),
+        cmdline: readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0/g, ' ').trim(),
+      });
     } catch {
       // exited while we looked, or not ours to read
     }

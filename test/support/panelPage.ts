@@ -14,7 +14,14 @@ import { repoRoot } from './paths';
  * host builds (extension/panels/panelHtml.ts). VS Code's `acquireVsCodeApi` is provided by an init
  * script that records what the page posts; the host's messages are posted to the window.
  */
-const chromiumArgs = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const chromiumArgs = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 const types: Record<string, string> = { '.js': 'text/javascript', '.css': 'text/css', '.html': 'text/html' };
 export const PANEL_NONCE = 'testnonce0123456789abcdefABCDEF0';
 
@@ -26,7 +33,9 @@ export class PanelPage {
     readonly errors: string[],
   ) {}
 
-  static async open(options: { theme?: 'vscode-light' | 'vscode-dark'; viewport?: { width: number; height: number } } = {}): Promise<PanelPage> {
+  static async open(
+    options: { theme?: 'vscode-light' | 'vscode-dark'; viewport?: { width: number; height: number } } = {},
+  ): Promise<PanelPage> {
     let origin = '';
     const server = createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
@@ -74,7 +83,9 @@ export class PanelPage {
       w['__posted'] = [];
       w['__violations'] = [];
       w['__state'] = undefined;
-      document.addEventListener('securitypolicyviolation', (e) => (w['__violations'] as string[]).push(`${e.violatedDirective}: ${e.blockedURI}`));
+      document.addEventListener('securitypolicyviolation', (e) =>
+        (w['__violations'] as string[]).push(`${e.violatedDirective}: ${e.blockedURI}`),
+      );
       document.addEventListener('DOMContentLoaded', () => {
         document.body.classList.add(themeClass);
         // VS Code sets these on the webview's root; the dark theme's values ("Dark Modern"), so the
@@ -108,7 +119,9 @@ export class PanelPage {
       });
     }, theme);
     await page.goto(`${origin}/panel.html`);
-    await page.waitForFunction(() => (window as unknown as { __posted: Array<{ type: string }> }).__posted.some((m) => m.type === 'ready'));
+    await page.waitForFunction(() =>
+      (window as unknown as { __posted: Array<{ type: string }> }).__posted.some((m) => m.type === 'ready'),
+    );
     return new PanelPage(server, browser, page, errors);
   }
 
@@ -127,7 +140,9 @@ export class PanelPage {
 
   /** Waits until the call graph's latest layout is drawn. */
   async graphDrawn(): Promise<void> {
-    await this.page.evaluate(() => (window as unknown as { cyclelensPanel: { graph: { drawn: Promise<void> } } }).cyclelensPanel.graph.drawn);
+    await this.page.evaluate(
+      () => (window as unknown as { cyclelensPanel: { graph: { drawn: Promise<void> } } }).cyclelensPanel.graph.drawn,
+    );
   }
 
   async close(): Promise<void> {

@@ -70,7 +70,11 @@ export function countsByFunction(image: ElfImage, counts: ReadonlyMap<number, nu
  * expected 4.4, and 14 has a tail of 2e-4, well inside 4 σ, though the approximation put it
  * outside). A function the oracle never saw but the samples did (p = 0) is always outside.
  */
-export function outsideBinomialBound(sampled: ReadonlyMap<string, number>, truth: ReadonlyMap<string, number>, alpha = 3.17e-5): string[] {
+export function outsideBinomialBound(
+  sampled: ReadonlyMap<string, number>,
+  truth: ReadonlyMap<string, number>,
+  alpha = 3.17e-5,
+): string[] {
   const n = [...sampled.values()].reduce((a, b) => a + b, 0);
   const total = [...truth.values()].reduce((a, b) => a + b, 0);
   const out: string[] = [];
@@ -79,7 +83,9 @@ export function outsideBinomialBound(sampled: ReadonlyMap<string, number>, truth
     const p = (truth.get(name) ?? 0) / total;
     const tail = binomialTail(n, p, k);
     if (tail < alpha)
-      out.push(`${name}: sampled ${k} of ${n}, oracle share ${(p * 100).toFixed(3)} % (expected ${(n * p).toFixed(1)}, tail ${tail.toExponential(1)})`);
+      out.push(
+        `${name}: sampled ${k} of ${n}, oracle share ${(p * 100).toFixed(3)} % (expected ${(n * p).toFixed(1)}, tail ${tail.toExponential(1)})`,
+      );
   }
   return out;
 }

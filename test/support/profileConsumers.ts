@@ -19,7 +19,11 @@ function run(cmd: string, args: string[]): string {
 const number = (t: string): number => Number(t.replace(/,/g, ''));
 
 /** callgrind_annotate's per-function self (default) and inclusive (--inclusive=yes) totals. */
-export function callgrindAnnotate(file: string): { self: Map<string, number>; inclusive: Map<string, number>; total: number } {
+export function callgrindAnnotate(file: string): {
+  self: Map<string, number>;
+  inclusive: Map<string, number>;
+  total: number;
+} {
   const parse = (text: string): Map<string, number> => {
     const out = new Map<string, number>();
     for (const line of text.split('\n')) {
@@ -32,7 +36,11 @@ export function callgrindAnnotate(file: string): { self: Map<string, number>; in
   };
   const selfText = run('callgrind_annotate', ['--auto=no', '--threshold=100', file]);
   const total = number(/^\s*([\d,]+)\s+\(100\.0%\)\s+PROGRAM TOTALS/m.exec(selfText)?.[1] ?? 'NaN');
-  return { self: parse(selfText), inclusive: parse(run('callgrind_annotate', ['--auto=no', '--threshold=100', '--inclusive=yes', file])), total };
+  return {
+    self: parse(selfText),
+    inclusive: parse(run('callgrind_annotate', ['--auto=no', '--threshold=100', '--inclusive=yes', file])),
+    total,
+  };
 }
 
 /** `go tool pprof -top`: flat and cum per function, every node shown. */
@@ -55,7 +63,9 @@ export function pprofTraces(file: string): string {
 
 /** speedscope's own JSON schema (shipped in the npm package), checked with ajv. */
 export function speedscopeSchemaErrors(json: unknown): string[] {
-  const schema = JSON.parse(readFileSync(join(repoRoot, 'node_modules', 'speedscope', 'dist', 'release', 'file-format-schema.json'), 'utf8')) as object;
+  const schema = JSON.parse(
+    readFileSync(join(repoRoot, 'node_modules', 'speedscope', 'dist', 'release', 'file-format-schema.json'), 'utf8'),
+  ) as object;
   const ajv = new Ajv({ allErrors: true, strict: false });
   const validate = ajv.compile(schema);
   return validate(json) ? [] : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message ?? ''}`);

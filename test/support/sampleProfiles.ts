@@ -19,7 +19,10 @@ export const expected = {
 
 export type SampleName = keyof typeof expected.inclusive;
 
-export function sampleProfile(addresses: Partial<Record<SampleName, { address: number; size: number }>> = {}, executable = '/fw/singlepass.elf'): Profile {
+export function sampleProfile(
+  addresses: Partial<Record<SampleName, { address: number; size: number }>> = {},
+  executable = '/fw/singlepass.elf',
+): Profile {
   const p = emptyProfile({
     generator: 'test',
     program: { executable, family: 'riscv' },
@@ -37,7 +40,12 @@ export function sampleProfile(addresses: Partial<Record<SampleName, { address: n
     ...(self !== undefined ? { self: { value: self } } : {}),
     ...(calls !== undefined ? { calls } : {}),
   });
-  p.functions = [fn(0, 'main', 1), fn(1, 'histogram_fill', 1), fn(2, 'fir_filter', 50, 5_000), fn(3, 'crc16_block', 4, 100)];
+  p.functions = [
+    fn(0, 'main', 1),
+    fn(1, 'histogram_fill', 1),
+    fn(2, 'fir_filter', 50, 5_000),
+    fn(3, 'crc16_block', 4, 100),
+  ];
   p.total = { value: 10_000 };
   p.edges = [
     { caller: 0, callee: 1, kind: 'call', calls: 1 },
@@ -49,12 +57,21 @@ export function sampleProfile(addresses: Partial<Record<SampleName, { address: n
     { path: '/fw/fir_filter.c', line: 20, function: 2, self: { value: 3_000 } },
     { path: '/fw/fir_filter.c', line: 21, function: 2, self: { value: 2_000 } },
   ];
-  p.runs = [{ role: 'batch', method: 'software injection, minstret', total: 10_000, measured: ['main', 'histogram_fill', 'fir_filter', 'crc16_block'] }];
+  p.runs = [
+    {
+      role: 'batch',
+      method: 'software injection, minstret',
+      total: 10_000,
+      measured: ['main', 'histogram_fill', 'fir_filter', 'crc16_block'],
+    },
+  ];
   return p;
 }
 
 /** The sample functions' addresses and sizes, from an ELF's symbols (fails on a missing one). */
-export function sampleAddresses(symbols: readonly { name: string; address: number; size: number }[]): Record<SampleName, { address: number; size: number }> {
+export function sampleAddresses(
+  symbols: readonly { name: string; address: number; size: number }[],
+): Record<SampleName, { address: number; size: number }> {
   const out: Partial<Record<SampleName, { address: number; size: number }>> = {};
   for (const n of Object.keys(expected.inclusive) as SampleName[]) {
     const s = symbols.find((x) => x.name === n);

@@ -35,7 +35,10 @@ export class SampleCollector {
   waitFor(until: (c: SampleCollector) => boolean, timeoutMs: number, what: string): Promise<void> {
     if (until(this)) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what} (${this.total} samples so far)`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what} (${this.total} samples so far)`)),
+        timeoutMs,
+      );
       this.waiters.push({ until, resolve: () => (clearTimeout(timer), resolve()) });
     });
   }
@@ -46,7 +49,10 @@ export class SampleCollector {
 }
 
 /** Self counts per function name from per-address counts and their locations. */
-export function byFunction(counts: ReadonlyMap<number, number>, locations: ReadonlyMap<number, SampleLocation>): Map<string, number> {
+export function byFunction(
+  counts: ReadonlyMap<number, number>,
+  locations: ReadonlyMap<number, SampleLocation>,
+): Map<string, number> {
   const out = new Map<string, number>();
   for (const [address, n] of counts) {
     const name = locations.get(address)?.function ?? '[outside program]';
@@ -56,7 +62,10 @@ export function byFunction(counts: ReadonlyMap<number, number>, locations: Reado
 }
 
 /** Counts per `basename:line` (the oracle's paths are absolute, DWARF's as the compiler wrote them). */
-export function byLine(counts: ReadonlyMap<number, number>, locations: ReadonlyMap<number, SampleLocation>): Map<string, number> {
+export function byLine(
+  counts: ReadonlyMap<number, number>,
+  locations: ReadonlyMap<number, SampleLocation>,
+): Map<string, number> {
   const out = new Map<string, number>();
   for (const [address, n] of counts) {
     const loc = locations.get(address);

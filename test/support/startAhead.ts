@@ -36,11 +36,19 @@ export async function teachStartPlan(args: CycleLensLaunchArgs, cache: string): 
   try {
     const stopped = await first.launchToEntry(args);
     assert.equal(stopped.body.reason, 'entry');
-    assert.match(first.allOutput, /^Starting \S*qemu-system-\S+ /m, 'with nothing remembered, the launch starts QEMU itself');
+    assert.match(
+      first.allOutput,
+      /^Starting \S*qemu-system-\S+ /m,
+      'with nothing remembered, the launch starts QEMU itself',
+    );
   } catch (err) {
     await first.stop();
     throw err;
   }
   await finishSession(first);
-  assert.equal(readdirSync(cache).filter((f) => /^start-[0-9a-f]{32}\.json$/.test(f)).length, 1, 'the launch remembered its command');
+  assert.equal(
+    readdirSync(cache).filter((f) => /^start-[0-9a-f]{32}\.json$/.test(f)).length,
+    1,
+    'the launch remembered its command',
+  );
 }

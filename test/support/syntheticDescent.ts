@@ -25,7 +25,9 @@ export function graphOf(spec: Spec, indirectCallers: string[] = []): CallGraphRe
   let site = 0x1000;
   return {
     functions: names.map((name, i) => ({ name, address: 0x100 * (i + 1), size: 16 })),
-    edges: Object.entries(spec).flatMap(([caller, callees]) => callees.map((callee) => ({ caller, callee, kind: 'call' as const, sites: [site++] }))),
+    edges: Object.entries(spec).flatMap(([caller, callees]) =>
+      callees.map((callee) => ({ caller, callee, kind: 'call' as const, sites: [site++] })),
+    ),
     indirectCallers,
   };
 }
@@ -55,7 +57,12 @@ export class FakeMeasurer implements BatchMeasurer {
       id: `rs${this.batches.length}`,
       createdAt: '2024-01-01T00:00:00Z',
       program: { executable: 'synthetic.elf' },
-      run: { kind: 'synthetic', event: 'instructions', totals: { instructions: this.total }, method: 'synthetic, exact' },
+      run: {
+        kind: 'synthetic',
+        event: 'instructions',
+        totals: { instructions: this.total },
+        method: 'synthetic, exact',
+      },
       measurements: batch
         .filter((f) => !(f in this.refuse))
         .map((name) => {
@@ -71,7 +78,12 @@ export class FakeMeasurer implements BatchMeasurer {
 export const engine = new MetricsEngine();
 export const share = engine.monotone('share');
 
-export function descend(graph: CallGraphResponse, m: FakeMeasurer, threshold: number, extra: Partial<DescentOptions> = {}): Promise<AnalysisResult> {
+export function descend(
+  graph: CallGraphResponse,
+  m: FakeMeasurer,
+  threshold: number,
+  extra: Partial<DescentOptions> = {},
+): Promise<AnalysisResult> {
   return runDescent(graph, m, { engine, metric: share, threshold, ...extra });
 }
 
@@ -120,24 +132,40 @@ export function randomProgram(seed: number): {
   }
   const own = names.map(() => 1 + Math.floor(rnd() ** 3 * 200));
   const perCall = new Map<string, number>();
-  for (let i = n - 1; i >= 0; i--) perCall.set(names[i]!, own[i]! + perCallEdges.get(names[i]!)!.reduce((acc, [c, k]) => acc + k * perCall.get(c)!, 0));
+  for (let i = n - 1; i >= 0; i--)
+    perCall.set(
+      names[i]!,
+      own[i]! + perCallEdges.get(names[i]!)!.reduce((acc, [c, k]) => acc + k * perCall.get(c)!, 0),
+    );
   const graph = graphOf(spec);
   const index = new CallGraphIndex(graph);
   const calls = new Map<string, number>(names.map((x) => [x, index.roots.includes(x) ? 1 : 0]));
-  for (let i = 0; i < n; i++) for (const [c, k] of perCallEdges.get(names[i]!)!) calls.set(c, calls.get(c)! + calls.get(names[i]!)! * k);
+  for (let i = 0; i < n; i++)
+    for (const [c, k] of perCallEdges.get(names[i]!)!) calls.set(c, calls.get(c)! + calls.get(names[i]!)! * k);
   const values = Object.fromEntries(names.map((x) => [x, calls.get(x)! * perCall.get(x)!]));
   const total = index.roots.reduce((acc, r) => acc + values[r]!, 0);
-  const along = new Map(names.flatMap((caller) => perCallEdges.get(caller)!.map(([c, times]) => [`${caller}>${c}`, times * calls.get(caller)!] as const)));
+  const along = new Map(
+    names.flatMap((caller) =>
+      perCallEdges.get(caller)!.map(([c, times]) => [`${caller}>${c}`, times * calls.get(caller)!] as const),
+    ),
+  );
   const counted: CallGraphResponse = {
     ...graph,
     functions: graph.functions.map((f, i) => ({ ...f, size: 2 * own[i]! })),
     edges: graph.edges.map((e) => ({ ...e, count: along.get(`${e.caller}>${e.callee}`) ?? 0 })),
   };
   const executed = executionCounts({
-    functions: names.map((name, i) => ({ name, instructions: calls.get(name)! * own[i]!, entries: calls.get(name)! })).filter((f) => f.instructions > 0),
+    functions: names
+      .map((name, i) => ({ name, instructions: calls.get(name)! * own[i]!, entries: calls.get(name)! }))
+      .filter((f) => f.instructions > 0),
     calls: graph.edges
       .filter((e) => e.caller !== e.callee)
-      .map((e) => ({ caller: e.caller, callee: e.callee, kind: e.kind, count: along.get(`${e.caller}>${e.callee}`) ?? 0 }))
+      .map((e) => ({
+        caller: e.caller,
+        callee: e.callee,
+        kind: e.kind,
+        count: along.get(`${e.caller}>${e.callee}`) ?? 0,
+      }))
       .filter((c) => c.count > 0),
     total,
     method: 'synthetic, exact',
@@ -146,7 +174,9 @@ export function randomProgram(seed: number): {
 }
 
 /** A counting run's answer with what a program without handlers, lost code or units but instructions has. */
-export function executionCounts(parts: Pick<ExecutionCounts, 'functions' | 'calls' | 'total' | 'method'> & Partial<ExecutionCounts>): ExecutionCounts {
+export function executionCounts(
+  parts: Pick<ExecutionCounts, 'functions' | 'calls' | 'total' | 'method'> & Partial<ExecutionCounts>,
+): ExecutionCounts {
   return {
     counted: true,
     outside: 0,

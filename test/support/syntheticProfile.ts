@@ -47,7 +47,8 @@ export function syntheticProfile(o: SyntheticOptions): Profile {
     ...(i % 11 === 10 ? { boundShare: inclusive[i]! / inclusive[0]! } : {}),
     location: { path, line: i === 0 ? 1 : 10 + i, ...(i === 0 ? { endLine: o.sourceLines ?? 20 } : {}) },
   }));
-  for (let i = 0; i < o.count; i++) for (const c of children[i]!) p.edges.push({ caller: i, callee: c, kind: 'call', calls: 1 + (c % 5) });
+  for (let i = 0; i < o.count; i++)
+    for (const c of children[i]!) p.edges.push({ caller: i, callee: c, kind: 'call', calls: 1 + (c % 5) });
   const lines = o.sourceLines ?? 20;
   const perLine = o.instructionsPerLine ?? 3;
   let address = 0x8000_0000;
@@ -55,7 +56,14 @@ export function syntheticProfile(o: SyntheticOptions): Profile {
     const value = 1 + ((line * 31) % 97);
     p.lines.push({ path, line, function: 0, self: { value: value * perLine } });
     for (let k = 0; k < perLine; k++) {
-      p.addresses.push({ address, function: 0, self: { value }, path, line, instruction: `addi a${k}, a${k}, ${line}` });
+      p.addresses.push({
+        address,
+        function: 0,
+        self: { value },
+        path,
+        line,
+        instruction: `addi a${k}, a${k}, ${line}`,
+      });
       address += 4;
     }
   }

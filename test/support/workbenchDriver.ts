@@ -124,7 +124,9 @@ export class WorkbenchDriver {
     await row.click();
     await this.page.locator('.tab.active', { hasText: name }).waitFor({ state: 'visible', timeout: timeoutMs });
     if (options.textEditor === false) return;
-    await this.page.locator('.editor-group-container.active .monaco-editor .view-lines').waitFor({ state: 'visible', timeout: timeoutMs });
+    await this.page
+      .locator('.editor-group-container.active .monaco-editor .view-lines')
+      .waitFor({ state: 'visible', timeout: timeoutMs });
   }
 
   /** Writes test-output/e2e/<name>.png and returns its path. */
@@ -139,12 +141,17 @@ export class WorkbenchDriver {
    * Clicks the active editor's gutter at 1-based `line`: in the glyph margin (where breakpoints are
    * toggled) by default, or on the line number. The line is revealed first (Go to Line).
    */
-  async clickGutter(line: number, options: { area?: 'glyph' | 'lineNumber'; button?: 'left' | 'right' } = {}): Promise<void> {
+  async clickGutter(
+    line: number,
+    options: { area?: 'glyph' | 'lineNumber'; button?: 'left' | 'right' } = {},
+  ): Promise<void> {
     await this.quickOpen(`:${line}`, 10_000);
     await this.page.keyboard.press('Enter');
     await this.quickInput().waitFor({ state: 'hidden', timeout: 10_000 });
     const editor = this.page.locator('.editor-group-container.active .monaco-editor').first();
-    const number = editor.locator('.margin-view-overlays .line-numbers', { hasText: new RegExp(`^\\s*${line}\\s*$`) }).first();
+    const number = editor
+      .locator('.margin-view-overlays .line-numbers', { hasText: new RegExp(`^\\s*${line}\\s*$`) })
+      .first();
     await number.waitFor({ state: 'visible', timeout: 10_000 });
     const numberBox = await number.boundingBox();
     if (!numberBox) throw new Error(`line ${line} is not rendered in the editor`);
@@ -189,7 +196,9 @@ export class WorkbenchDriver {
 
   /** The pane of a view in a side bar container ("Counters", "Call Stack"), found by its header. */
   viewPane(name: string): Locator {
-    return this.page.locator('.pane').filter({ has: this.page.locator(`:scope > .pane-header[aria-label="${name} Section"]`) });
+    return this.page
+      .locator('.pane')
+      .filter({ has: this.page.locator(`:scope > .pane-header[aria-label="${name} Section"]`) });
   }
 
   /** Expands or collapses a view's pane by clicking its header (a no-op when it already is). */
@@ -218,7 +227,9 @@ export class WorkbenchDriver {
           .catch(() => []);
         const focused = await this.page.evaluate(() => {
           const a = document.activeElement;
-          return a ? `${a.tagName.toLowerCase()}.${Array.from(a.classList).join('.')} "${(a.getAttribute('aria-label') ?? '').slice(0, 60)}"` : 'none';
+          return a
+            ? `${a.tagName.toLowerCase()}.${Array.from(a.classList).join('.')} "${(a.getAttribute('aria-label') ?? '').slice(0, 60)}"`
+            : 'none';
         });
         console.error(
           `[harness] a click was covered (attempt ${attempt}); hovers ${JSON.stringify(covering)}, focus on ${focused}; screenshot ${await this.screenshot(`covered-click-${attempt}`)}`,
@@ -241,7 +252,9 @@ export class WorkbenchDriver {
           .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
           .map((row) => {
             const text = (selector: string) => (row.querySelector(selector)?.textContent ?? '').trim();
-            const icon = Array.from(row.querySelector('.custom-view-tree-node-item-icon')?.classList ?? []).find((c) => c.startsWith('codicon-'));
+            const icon = Array.from(row.querySelector('.custom-view-tree-node-item-icon')?.classList ?? []).find((c) =>
+              c.startsWith('codicon-'),
+            );
             return {
               label: text('.label-name'),
               description: text('.label-description'),
@@ -264,7 +277,12 @@ export class WorkbenchDriver {
   }
 
   /** Waits until `view` has a row labelled `label` whose description matches `description`; returns the row. */
-  async waitForTreeRow(view: string, label: string, description: RegExp | ((d: string) => boolean), timeoutMs = 15_000): Promise<TreeRow> {
+  async waitForTreeRow(
+    view: string,
+    label: string,
+    description: RegExp | ((d: string) => boolean),
+    timeoutMs = 15_000,
+  ): Promise<TreeRow> {
     const matches = typeof description === 'function' ? description : (d: string) => description.test(d);
     const deadline = Date.now() + timeoutMs;
     let last: TreeRow | undefined;
@@ -272,7 +290,9 @@ export class WorkbenchDriver {
       last = (await this.treeRows(view)).find((r) => r.label === label);
       if (last && matches(last.description)) return last;
       if (Date.now() > deadline) {
-        throw new Error(`the ${view} view has no row "${label}" with a matching description within ${timeoutMs / 1000} s (last: ${JSON.stringify(last)})`);
+        throw new Error(
+          `the ${view} view has no row "${label}" with a matching description within ${timeoutMs / 1000} s (last: ${JSON.stringify(last)})`,
+        );
       }
       await sleep(100);
     }
@@ -300,7 +320,9 @@ export class WorkbenchDriver {
       if (active?.closest('.monaco-action-bar, .start-debug-action-item')) active.blur();
     });
     // Toolbar tooltips ("Start Debugging (F5)") live in a context view, not a Monaco hover.
-    const hovers = this.page.locator('.monaco-hover:visible, .workbench-hover:visible, .context-view .hover-contents:visible');
+    const hovers = this.page.locator(
+      '.monaco-hover:visible, .workbench-hover:visible, .context-view .hover-contents:visible',
+    );
     const gone = async (ms: number): Promise<boolean> => {
       const deadline = Date.now() + ms;
       while ((await hovers.count()) > 0 && Date.now() < deadline) await sleep(100);
@@ -345,7 +367,9 @@ export class WorkbenchDriver {
       await row.locator('.quick-input-list-checkbox, input[type=checkbox], .monaco-checkbox').first().click();
     }
     const count = widget.locator('.quick-input-count');
-    await count.filter({ hasText: new RegExp(`^\\s*${labels.length} Selected`) }).waitFor({ state: 'visible', timeout: 5000 });
+    await count
+      .filter({ hasText: new RegExp(`^\\s*${labels.length} Selected`) })
+      .waitFor({ state: 'visible', timeout: 5000 });
     await widget.locator('.monaco-button', { hasText: /^OK$/ }).click();
     await widget.waitFor({ state: 'hidden', timeout: timeoutMs });
   }
@@ -370,7 +394,9 @@ export class WorkbenchDriver {
 
   /** File name on the active editor tab. */
   async activeTab(): Promise<string> {
-    return (await this.page.locator('.editor-group-container.active .tab.active .label-name').first().innerText()).trim();
+    return (
+      await this.page.locator('.editor-group-container.active .tab.active .label-name').first().innerText()
+    ).trim();
   }
 
   /**
@@ -381,9 +407,13 @@ export class WorkbenchDriver {
     const editor = this.activeEditor();
     const numbers = await editor
       .locator('.margin-view-overlays .line-numbers')
-      .evaluateAll((els) => els.map((e) => ({ line: Number((e.textContent ?? '').trim()), y: e.getBoundingClientRect().top })));
+      .evaluateAll((els) =>
+        els.map((e) => ({ line: Number((e.textContent ?? '').trim()), y: e.getBoundingClientRect().top })),
+      );
     const marks = await editor.locator(selector).evaluateAll((els) => els.map((e) => e.getBoundingClientRect().top));
-    const lines = marks.map((y) => numbers.find((n) => Math.abs(n.y - y) < 3)?.line).filter((l): l is number => l !== undefined);
+    const lines = marks
+      .map((y) => numbers.find((n) => Math.abs(n.y - y) < 3)?.line)
+      .filter((l): l is number => l !== undefined);
     return [...new Set(lines)].sort((a, b) => a - b);
   }
 
@@ -409,7 +439,8 @@ export class WorkbenchDriver {
     for (;;) {
       const now = await this.themeClass();
       if (now.split(' ').includes(kind) && (now !== before || before.split(' ').includes(kind))) break;
-      if (Date.now() > deadline) throw new Error(`the workbench did not switch to "${theme}" within ${timeoutMs / 1000} s (classes: ${now})`);
+      if (Date.now() > deadline)
+        throw new Error(`the workbench did not switch to "${theme}" within ${timeoutMs / 1000} s (classes: ${now})`);
       await sleep(100);
     }
     // A theme switch makes VS Code activate extensions, shown as "Activating Extensions..." in the
@@ -462,7 +493,9 @@ export class WorkbenchDriver {
     );
     const sash = sashes.filter((s) => s.visible).sort((a, b) => Math.abs(a.y - header.y) - Math.abs(b.y - header.y))[0];
     if (!sash || Math.abs(sash.y - header.y) > 10) {
-      throw new Error(`no sash above the ${name} view's header at y=${header.y} (nearest at ${sash ? sash.y : 'none'})`);
+      throw new Error(
+        `no sash above the ${name} view's header at y=${header.y} (nearest at ${sash ? sash.y : 'none'})`,
+      );
     }
     await this.page.mouse.move(sash.x, sash.y);
     await this.page.mouse.down();

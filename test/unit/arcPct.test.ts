@@ -1,11 +1,23 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ArcPctUnit, decodeConditionName, decodePctBuild } from '../../adapter/arch/arc/pctCounters';
-import { createArcAuxAccess, MonitorAuxAccess, parseMonitorNumber, PctAux, RegisterAuxAccess } from '../../adapter/arch/arc/auxAccess';
+import {
+  createArcAuxAccess,
+  MonitorAuxAccess,
+  parseMonitorNumber,
+  PctAux,
+  RegisterAuxAccess,
+} from '../../adapter/arch/arc/auxAccess';
 import type { TargetAccess } from '../../adapter/probe/targetAccess';
 import { CycleLensError, ErrorCode } from '../../adapter/errors';
 import { ArcCpuModel } from '../doubles/arcCpuModel';
-import { ArcPctBuild, ArcPctModel, DEFAULT_CONDITIONS, PCT_REGISTER_NAMES, shuffledConditions } from '../doubles/arcPctModel';
+import {
+  ArcPctBuild,
+  ArcPctModel,
+  DEFAULT_CONDITIONS,
+  PCT_REGISTER_NAMES,
+  shuffledConditions,
+} from '../doubles/arcPctModel';
 import { ArcGdbStub } from '../doubles/arcGdbStub';
 import { ModelAuxAccess } from '../doubles/modelAuxAccess';
 
@@ -40,8 +52,20 @@ function isError(code: ErrorCode, pattern: RegExp) {
 
 describe('ARC PCT register decoding', () => {
   it('decodes PCT_BUILD fields: version [7:0], width 32 + (s << 4) from [9:8], interrupt bit 10, counters [23:16]', () => {
-    assert.deepEqual(decodePctBuild(0x0008_0102 | (1 << 10), 0x0011_0001), { version: 2, counters: 8, width: 48, interrupts: true, conditions: 17 });
-    assert.deepEqual(decodePctBuild(0x0002_0003, 0x0004_0000), { version: 3, counters: 2, width: 32, interrupts: false, conditions: 4 });
+    assert.deepEqual(decodePctBuild(0x0008_0102 | (1 << 10), 0x0011_0001), {
+      version: 2,
+      counters: 8,
+      width: 48,
+      interrupts: true,
+      conditions: 17,
+    });
+    assert.deepEqual(decodePctBuild(0x0002_0003, 0x0004_0000), {
+      version: 3,
+      counters: 2,
+      width: 32,
+      interrupts: false,
+      conditions: 4,
+    });
     assert.equal(decodePctBuild(0x0000_0201, 0).width, 64);
   });
 
@@ -101,7 +125,10 @@ describe('ArcPctUnit discovery', () => {
     assert.match(info.note ?? '', /no performance counters.*version 0/);
     assert.deepEqual(info.slots, []);
     assert.deepEqual(unit.events(), []);
-    await assert.rejects(unit.configure(0, 'arc.crun'), isError(ErrorCode.CounterUnavailable, /no performance counters/));
+    await assert.rejects(
+      unit.configure(0, 'arc.crun'),
+      isError(ErrorCode.CounterUnavailable, /no performance counters/),
+    );
   });
 
   it('refuses to work before discover()', async () => {
@@ -111,7 +138,11 @@ describe('ArcPctUnit discovery', () => {
 
   it('passes "target is running" through instead of calling the PCT absent', async () => {
     const running = new CycleLensError(ErrorCode.NotStopped, 'The target must be halted to reach its counters.');
-    const unit = new ArcPctUnit({ via: 'test', read: async () => Promise.reject(running), write: async () => Promise.reject(running) });
+    const unit = new ArcPctUnit({
+      via: 'test',
+      read: async () => Promise.reject(running),
+      write: async () => Promise.reject(running),
+    });
     await assert.rejects(unit.discover(), (err) => err === running);
   });
 
@@ -303,7 +334,10 @@ describe('ArcPctUnit errors and release', () => {
   it('names the available events for an unknown one', async () => {
     const { unit } = rig({ conditions: ['never', 'crun', 'iall', 'dclm'] });
     await unit.discover();
-    await assert.rejects(unit.configure(0, 'arc.l2miss'), isError(ErrorCode.UnknownEvent, /'arc\.l2miss'.*arc\.crun, arc\.iall, arc\.dclm/));
+    await assert.rejects(
+      unit.configure(0, 'arc.l2miss'),
+      isError(ErrorCode.UnknownEvent, /'arc\.l2miss'.*arc\.crun, arc\.iall, arc\.dclm/),
+    );
   });
 
   it('does not offer the "never" condition', async () => {
@@ -315,7 +349,10 @@ describe('ArcPctUnit errors and release', () => {
   it('says how many counters the build has for a slot out of range', async () => {
     const { unit } = rig({ counters: 2 });
     await unit.discover();
-    await assert.rejects(unit.configure(2, 'arc.crun'), isError(ErrorCode.CounterUnavailable, /slot 2 .*2 counters \(slots 0–1\)/));
+    await assert.rejects(
+      unit.configure(2, 'arc.crun'),
+      isError(ErrorCode.CounterUnavailable, /slot 2 .*2 counters \(slots 0–1\)/),
+    );
     await assert.rejects(unit.configure(-1, 'arc.crun'), isError(ErrorCode.CounterUnavailable, /2 counters/));
     await assert.rejects(unit.start([5]), isError(ErrorCode.CounterUnavailable, /2 counters/));
   });
@@ -397,7 +434,11 @@ describe('ARC aux register access', () => {
 
   for (const format of ['hex', 'decimal'] as const) {
     it(`drives ArcPctUnit through monitor commands (${format} output)`, async () => {
-      const stub = new ArcGdbStub({ build: { counters: 2, width: 48 }, exposePctRegisters: false, monitorNumberFormat: format });
+      const stub = new ArcGdbStub({
+        build: { counters: 2, width: 48 },
+        exposePctRegisters: false,
+        monitorNumberFormat: format,
+      });
       const target = fakeTarget(stub, []);
       const access = await createArcAuxAccess(target);
       assert.ok(access instanceof MonitorAuxAccess);

@@ -2,7 +2,13 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, Socket } from 'node:net';
 import { ArcCpuModel } from '../doubles/arcCpuModel';
-import { ArcPctModel, DEFAULT_CONDITIONS, IllegalAuxRegister, PCT_AUX, shuffledConditions } from '../doubles/arcPctModel';
+import {
+  ArcPctModel,
+  DEFAULT_CONDITIONS,
+  IllegalAuxRegister,
+  PCT_AUX,
+  shuffledConditions,
+} from '../doubles/arcPctModel';
 import { ArcGdbStub } from '../doubles/arcGdbStub';
 import { decodePayload, escapeBinary, framePacket, RspDecoder } from '../doubles/rspFraming';
 import { arcTargetXml } from '../doubles/arcTargetXml';
@@ -135,7 +141,8 @@ class RawClient {
   constructor(private readonly socket: Socket) {
     socket.on('data', (chunk: Buffer) => {
       this.raw.push(chunk.toString('latin1'));
-      for (const e of this.decoder.push(chunk)) if (e.type === 'packet') this.packets.push(e.payload.toString('latin1'));
+      for (const e of this.decoder.push(chunk))
+        if (e.type === 'packet') this.packets.push(e.payload.toString('latin1'));
       for (const w of this.waiters.splice(0)) w();
     });
   }
@@ -166,7 +173,10 @@ describe('ARC gdbserver double over TCP', () => {
     const stub = new ArcGdbStub();
     const client = await RawClient.open(await stub.listen());
     try {
-      assert.match(await client.ask('qSupported:multiprocess+;swbreak+;xmlRegisters=arc'), /PacketSize=[0-9a-f]+;qXfer:features:read\+;QStartNoAckMode\+/);
+      assert.match(
+        await client.ask('qSupported:multiprocess+;swbreak+;xmlRegisters=arc'),
+        /PacketSize=[0-9a-f]+;qXfer:features:read\+;QStartNoAckMode\+/,
+      );
       assert.ok(client.raw.join('').startsWith('+'), 'acknowledged before no-ack mode');
       assert.equal(await client.ask('QStartNoAckMode'), 'OK');
       const xml = await client.ask('qXfer:features:read:target.xml:0,3fff');

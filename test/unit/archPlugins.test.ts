@@ -25,7 +25,10 @@ describe('arch plugin registry', () => {
       assert.ok(p.displayName.length > 0);
       assert.ok(p.traits.coreRegisters.has('pc'), 'the PC is a core register');
       assert.ok(p.traits.maxInstructionLength >= p.traits.instructionAlignment);
-      assert.ok(p.traits.coreRegisters.has(p.abi.returnAddressRegister), `return address register ${p.abi.returnAddressRegister} is a core register`);
+      assert.ok(
+        p.traits.coreRegisters.has(p.abi.returnAddressRegister),
+        `return address register ${p.abi.returnAddressRegister} is a core register`,
+      );
       assert.ok(p.abi.returnHooks.length > 0);
       assert.equal(typeof p.codec.decode, 'function');
       assert.equal(typeof p.relocator.relocate, 'function');
@@ -63,7 +66,10 @@ describe('arch plugin registry', () => {
     assert.ok(isUnsupported(archPlugin('arc').qemu));
     assert.ok(isUnsupported(archPlugin('arc').injection));
     const rvLldb = archPlugin('riscv').lldb;
-    assert.ok(isUnsupported(rvLldb) && /use `"debugger": "gdb"`/.test(rvLldb.unsupported), 'LLDB on RISC-V is refused with the fix');
+    assert.ok(
+      isUnsupported(rvLldb) && /use `"debugger": "gdb"`/.test(rvLldb.unsupported),
+      'LLDB on RISC-V is refused with the fix',
+    );
     const cmLldb = archPlugin('cortex-m').lldb;
     assert.ok(!isUnsupported(cmLldb) && cmLldb.triple === 'armv7em-none-eabi');
   });

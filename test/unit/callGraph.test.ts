@@ -23,9 +23,9 @@ const README_TAIL_CALLS: Array<[string, string, ToolTarget[]]> = [
   ['TIMER0_IRQHandler', 'app_timer_tick', ['cortex-m4']],
 ];
 
-const built = TARGETS.flatMap((target) => PROGRAMS.map((program) => ({ target, program, path: fixtureElf(target, program) }))).filter((f) =>
-  existsSync(f.path),
-);
+const built = TARGETS.flatMap((target) =>
+  PROGRAMS.map((program) => ({ target, program, path: fixtureElf(target, program) })),
+).filter((f) => existsSync(f.path));
 
 /** Direct linking calls in `objdump -d`: Thumb `bl`, RISC-V `jal rd,…` with rd != zero and `c.jal`. */
 function objdumpCalls(target: ToolTarget, elf: string): Array<{ site: number; target: number }> {
@@ -50,50 +50,58 @@ function within(graph: StaticCallGraph, address: number): string | undefined {
   return graph.functions.find((f) => address >= f.address && address < f.address + f.size)?.name;
 }
 
-describe('static call graph of the fixtures', { skip: built.length === 0 ? 'fixtures not built (make -C test/fixtures)' : false }, () => {
-  for (const f of built) {
-    const haveObjdump = hasTool(tool(f.target, 'objdump'));
-    it(
-      `${f.target}/${f.program}: every direct call is an edge, and every edge a bl/jal in objdump`,
-      { skip: haveObjdump ? false : `${tool(f.target, 'objdump')} not installed` },
-      () => {
-        const graph = staticCallGraph(ElfImage.loadSync(f.path));
-        assert.deepEqual(graph.incomplete, [], 'every function decodes to its end');
-        const address = new Map(graph.functions.map((fn) => [fn.name, fn.address]));
-        const ours = graph.edges
-          .filter((e) => e.kind === 'call')
-          .flatMap((e) => e.sites.map((site) => `${site.toString(16)} -> ${address.get(e.callee)!.toString(16)}`))
-          .sort();
-        // objdump also decodes data placed in .text (tables, strings): only calls inside functions count.
-        const theirs = objdumpCalls(f.target, f.path)
-          .filter((c) => within(graph, c.site) !== undefined)
-          .map((c) => `${c.site.toString(16)} -> ${c.target.toString(16)}`)
-          .sort();
-        assert.ok(theirs.length > 40, `objdump shows ${theirs.length} calls`);
-        assert.deepEqual(ours, theirs);
-        for (const e of graph.edges)
-          for (const site of e.sites) assert.equal(within(graph, site), e.caller, `site 0x${site.toString(16)} of ${e.caller} -> ${e.callee}`);
-      },
-    );
+describe(
+  'static call graph of the fixtures',
+  { skip: built.length === 0 ? 'fixtures not built (make -C test/fixtures)' : false },
+  () => {
+    for (const f of built) {
+      const haveObjdump = hasTool(tool(f.target, 'objdump'));
+      it(
+        `${f.target}/${f.program}: every direct call is an edge, and every edge a bl/jal in objdump`,
+        { skip: haveObjdump ? false : `${tool(f.target, 'objdump')} not installed` },
+        () => {
+          const graph = staticCallGraph(ElfImage.loadSync(f.path));
+          assert.deepEqual(graph.incomplete, [], 'every function decodes to its end');
+          const address = new Map(graph.functions.map((fn) => [fn.name, fn.address]));
+          const ours = graph.edges
+            .filter((e) => e.kind === 'call')
+            .flatMap((e) => e.sites.map((site) => `${site.toString(16)} -> ${address.get(e.callee)!.toString(16)}`))
+            .sort();
+          // objdump also decodes data placed in .text (tables, strings): only calls inside functions count.
+          const theirs = objdumpCalls(f.target, f.path)
+            .filter((c) => within(graph, c.site) !== undefined)
+            .map((c) => `${c.site.toString(16)} -> ${c.target.toString(16)}`)
+            .sort();
+          assert.ok(theirs.length > 40, `objdump shows ${theirs.length} calls`);
+          assert.deepEqual(ours, theirs);
+          for (const e of graph.edges)
+            for (const site of e.sites)
+              assert.equal(within(graph, site), e.caller, `site 0x${site.toString(16)} of ${e.caller} -> ${e.callee}`);
+        },
+      );
 
-    it(`${f.target}/${f.program}: the tail calls of the fixture README, and source locations`, () => {
-      const graph = staticCallGraph(ElfImage.loadSync(f.path));
-      const tails = new Set(graph.edges.filter((e) => e.kind === 'tail').map((e) => `${e.caller} -> ${e.callee}`));
-      for (const [caller, callee, targets] of README_TAIL_CALLS) {
-        if (!targets.includes(f.target)) continue;
-        assert.ok(tails.has(`${caller} -> ${callee}`), `tail call ${caller} -> ${callee} missing; found ${[...tails].join(', ')}`);
-      }
-      assert.deepEqual(graph.indirectCallers, [], 'the fixtures make no indirect calls');
-      const main = graph.functions.find((fn) => fn.name === 'main')!;
-      if (f.program === 'nodebug') {
-        assert.equal(main.path, undefined, 'no DWARF, no source');
-      } else {
-        assert.match(main.path ?? '', /src\/(singlepass|cyclic|firmware\/fw_main)\.c$/);
-        assert.ok((main.line ?? 0) > 0);
-      }
-    });
-  }
-});
+      it(`${f.target}/${f.program}: the tail calls of the fixture README, and source locations`, () => {
+        const graph = staticCallGraph(ElfImage.loadSync(f.path));
+        const tails = new Set(graph.edges.filter((e) => e.kind === 'tail').map((e) => `${e.caller} -> ${e.callee}`));
+        for (const [caller, callee, targets] of README_TAIL_CALLS) {
+          if (!targets.includes(f.target)) continue;
+          assert.ok(
+            tails.has(`${caller} -> ${callee}`),
+            `tail call ${caller} -> ${callee} missing; found ${[...tails].join(', ')}`,
+          );
+        }
+        assert.deepEqual(graph.indirectCallers, [], 'the fixtures make no indirect calls');
+        const main = graph.functions.find((fn) => fn.name === 'main')!;
+        if (f.program === 'nodebug') {
+          assert.equal(main.path, undefined, 'no DWARF, no source');
+        } else {
+          assert.match(main.path ?? '', /src\/(singlepass|cyclic|firmware\/fw_main)\.c$/);
+          assert.ok((main.line ?? 0) > 0);
+        }
+      });
+    }
+  },
+);
 
 describe('static call graph rules', () => {
   /** A tiny program of hand-made instructions: `call`, `tail`, `jump` (within), `icall`. */
@@ -170,7 +178,14 @@ describe('static call graph rules', () => {
       // vm: a resolved switch whose targets stay inside vm
       { branch: at('vm', 1), function: 'vm', resolved: true, targets: [at('vm', 2), at('vm', 3)] },
       // parse: not resolved, but shaped like a compiler switch (offsets from the table base)
-      { branch: at('parse', 0), function: 'parse', resolved: false, targets: [], reason: 'no bounds check', switchShaped: true },
+      {
+        branch: at('parse', 0),
+        function: 'parse',
+        resolved: false,
+        targets: [],
+        reason: 'no bounds check',
+        switchShaped: true,
+      },
       // dispatch: a table whose entries are other functions' entries
       { branch: at('dispatch', 1), function: 'dispatch', resolved: true, targets: [at('handler', 0)] },
     ];

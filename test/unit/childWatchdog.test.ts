@@ -48,7 +48,9 @@ describe('the child watchdog', { skip: process.platform !== 'linux' }, () => {
       console.log(JSON.stringify({ plain: plain.pid, stubborn: stubborn.pid, forgotten: forgotten.pid, watchdog: w.pid }));
       setInterval(() => {}, 1000);`;
     const parent = spawn(process.execPath, ['-e', parentProgram], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const line = await new Promise<string>((resolve) => createInterface({ input: parent.stdout! }).once('line', resolve));
+    const line = await new Promise<string>((resolve) =>
+      createInterface({ input: parent.stdout! }).once('line', resolve),
+    );
     const pids = JSON.parse(line) as { plain: number; stubborn: number; forgotten: number; watchdog: number };
     try {
       for (const pid of Object.values(pids)) assert.ok(alive(pid), `${pid} runs before the parent dies`);

@@ -56,15 +56,44 @@ describe('cli arguments', () => {
     });
     const g = parseArgs(['descent', '--config', 'l.json', '--name', 'x', '--call-graph', 'calls.json', '--no-groups']);
     assert.ok(g.kind === 'run' && g.command.callGraph === 'calls.json' && g.command.groups === false);
-    const c = parseArgs(['call-graph', '--config', 'l.json', '--name', 'x', '--dynamic', '--max-calls', '5000', '--out', 'calls.json']);
+    const c = parseArgs([
+      'call-graph',
+      '--config',
+      'l.json',
+      '--name',
+      'x',
+      '--dynamic',
+      '--max-calls',
+      '5000',
+      '--out',
+      'calls.json',
+    ]);
     assert.ok(c.kind === 'run' && c.command.command === 'call-graph' && c.command.out === 'calls.json');
     if (c.kind === 'run') assert.deepEqual(c.command.dynamic, { maxCalls: 5000 });
   });
 
   it('has defaults, and a cyclic profile', () => {
     const d = parseArgs(['descent', '--config', 'l.json', '--name', 'x']);
-    assert.ok(d.kind === 'run' && d.command.slots === 4 && d.command.threshold.value === 0.01 && d.command.lookahead && d.command.cyclic === undefined);
-    const c = parseArgs(['profile', '--config', 'l.json', '--name', 'x', '--cyclic', 'idle_point', '--dwell', '5', '--rounds', '3']);
+    assert.ok(
+      d.kind === 'run' &&
+        d.command.slots === 4 &&
+        d.command.threshold.value === 0.01 &&
+        d.command.lookahead &&
+        d.command.cyclic === undefined,
+    );
+    const c = parseArgs([
+      'profile',
+      '--config',
+      'l.json',
+      '--name',
+      'x',
+      '--cyclic',
+      'idle_point',
+      '--dwell',
+      '5',
+      '--rounds',
+      '3',
+    ]);
     assert.ok(c.kind === 'run');
     if (c.kind === 'run') {
       assert.deepEqual(c.command.cyclic, { function: 'idle_point' });
@@ -100,9 +129,15 @@ describe('cli arguments', () => {
       [['profile', '--config', 'l.json', '--name', 'x', '--threshold', '1%'], /descent only/],
       [['descent', '--config', 'l.json', '--name', 'x', '--dwell', '3'], /cyclic programs only/],
       [['descent', '--config', 'l.json', '--name', 'x', '--no-lookahead=1'], /takes no value/],
-      [['profile', '--config', 'l.json', '--name', 'x', '--call-graph', 'c.json'], /--call-graph applies to descent only/],
+      [
+        ['profile', '--config', 'l.json', '--name', 'x', '--call-graph', 'c.json'],
+        /--call-graph applies to descent only/,
+      ],
       [['call-graph', '--config', 'l.json', '--name', 'x'], /call-graph needs --out FILE/],
-      [['call-graph', '--config', 'l.json', '--name', 'x', '--out', 'c.json', '--slots', '2'], /--slots does not apply to call-graph/],
+      [
+        ['call-graph', '--config', 'l.json', '--name', 'x', '--out', 'c.json', '--slots', '2'],
+        /--slots does not apply to call-graph/,
+      ],
       [['call-graph', '--config', 'l.json', '--name', 'x', '--out', 'c.json', '--max-calls', '10'], /add --dynamic/],
       [['descent', '--config', 'l.json', '--name', 'x', '--dynamic'], /call-graph only/],
     ];
@@ -132,12 +167,17 @@ describe('launch configuration', () => {
   }`;
 
   it('strips comments and trailing commas outside strings', () => {
-    assert.deepEqual(JSON.parse(stripJsonComments('{"a": "x // y", /* c */ "b": [1, 2,], // d\n}')), { a: 'x // y', b: [1, 2] });
+    assert.deepEqual(JSON.parse(stripJsonComments('{"a": "x // y", /* c */ "b": [1, 2,], // d\n}')), {
+      a: 'x // y',
+      b: [1, 2],
+    });
     assert.deepEqual(JSON.parse(stripJsonComments('{"a": "\\"/* not */\\""}')), { a: '"/* not */"' });
   });
 
   it('selects by name and substitutes the workspace folder (the parent of .vscode/)', () => {
-    const c = selectConfiguration(launchJson, '/work/proj/.vscode/launch.json', 'QEMU RISC-V 32', { CL_TEST_EXTRA: '-S' });
+    const c = selectConfiguration(launchJson, '/work/proj/.vscode/launch.json', 'QEMU RISC-V 32', {
+      CL_TEST_EXTRA: '-S',
+    });
     assert.equal(c.workspaceFolder, '/work/proj');
     assert.equal(c.args.executable, '/work/proj/build/fw.elf');
     assert.deepEqual((c.args.server as { args: string[] }).args, ['-d', '// not a comment', '-S']);
@@ -149,13 +189,20 @@ describe('launch configuration', () => {
   it('explains a wrong name, type or file', () => {
     assert.throws(
       () => selectConfiguration(launchJson, 'l.json', 'QEMU ARM'),
-      (e: Error) => e instanceof LaunchConfigError && /no configuration named "QEMU ARM"; CycleLens configurations there: "QEMU RISC-V 32"/.test(e.message),
+      (e: Error) =>
+        e instanceof LaunchConfigError &&
+        /no configuration named "QEMU ARM"; CycleLens configurations there: "QEMU RISC-V 32"/.test(e.message),
     );
     assert.throws(() => selectConfiguration(launchJson, 'l.json', 'Other'), /of type "node", not "cyclelens"/);
     assert.throws(() => selectConfiguration('{ "configurations": [', 'l.json', 'x'), /l.json is not valid JSON/);
     assert.throws(() => selectConfiguration('{}', 'l.json', 'x'), /no "configurations" array/);
     assert.throws(
-      () => selectConfiguration(launchJson.replace('${workspaceFolder}', '${command:pickFile}'), 'l.json', 'QEMU RISC-V 32'),
+      () =>
+        selectConfiguration(
+          launchJson.replace('${workspaceFolder}', '${command:pickFile}'),
+          'l.json',
+          'QEMU RISC-V 32',
+        ),
       /\$\{command:pickFile\}, which the CLI cannot substitute/,
     );
   });
@@ -174,7 +221,11 @@ describe('DAP framing and client', () => {
         [1, 2],
         `cut at ${cut}`,
       );
-      assert.equal((got[0]!.body as { output: string }).output, 'héllo\r\n\r\n', 'Content-Length counts bytes, not characters');
+      assert.equal(
+        (got[0]!.body as { output: string }).output,
+        'héllo\r\n\r\n',
+        'Content-Length counts bytes, not characters',
+      );
     }
     assert.match(a.subarray(0, 24).toString(), /^Content-Length: \d+\r\n\r\n/);
   });
@@ -207,7 +258,16 @@ describe('DAP framing and client', () => {
         [2, 'cyclelens/read', { unit: 'x' }],
       ],
     );
-    adapterOut.write(encodeDapMessage({ seq: 10, type: 'response', request_seq: 2, success: true, command: 'cyclelens/read', body: { values: [] } }));
+    adapterOut.write(
+      encodeDapMessage({
+        seq: 10,
+        type: 'response',
+        request_seq: 2,
+        success: true,
+        command: 'cyclelens/read',
+        body: { values: [] },
+      }),
+    );
     adapterOut.write(
       encodeDapMessage({
         seq: 11,
@@ -320,13 +380,28 @@ describe('cyclelens CLI end to end (stand-in adapter)', () => {
     config,
     JSON.stringify({
       configurations: [
-        { name: 'Fake', type: 'cyclelens', request: 'launch', executable: '${workspaceFolder}/fw.elf', server: { type: 'qemu' } },
-        { name: 'Missing', type: 'cyclelens', request: 'launch', executable: '${workspaceFolder}/missing.elf', server: { type: 'qemu' } },
+        {
+          name: 'Fake',
+          type: 'cyclelens',
+          request: 'launch',
+          executable: '${workspaceFolder}/fw.elf',
+          server: { type: 'qemu' },
+        },
+        {
+          name: 'Missing',
+          type: 'cyclelens',
+          request: 'launch',
+          executable: '${workspaceFolder}/missing.elf',
+          server: { type: 'qemu' },
+        },
       ],
     }),
   );
 
-  async function run(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string; log: string[] }> {
+  async function run(
+    argv: string[],
+    env: Record<string, string> = {},
+  ): Promise<{ code: number; out: string; err: string; log: string[] }> {
     const logFile = join(dir, `adapter-${Math.random().toString(36).slice(2)}.log`);
     writeFileSync(logFile, '');
     const saved = { ...process.env };
@@ -345,16 +420,36 @@ describe('cyclelens CLI end to end (stand-in adapter)', () => {
   it('runs a descent, prints the report, writes result sets and DOT, and disconnects', async () => {
     const out = join(dir, 'results.json');
     const dot = join(dir, 'graph.dot');
-    const r = await run(['descent', '--config', config, '--name', 'Fake', '--threshold', '1%', '--slots', '2', '--out', out, '--dot', dot]);
+    const r = await run([
+      'descent',
+      '--config',
+      config,
+      '--name',
+      'Fake',
+      '--threshold',
+      '1%',
+      '--slots',
+      '2',
+      '--out',
+      out,
+      '--dot',
+      dot,
+    ]);
     assert.equal(r.code, 0, r.err);
-    assert.match(r.out, /Call-graph descent of fw\.elf \(software injection, minstret; total from a run without injections\)/);
+    assert.match(
+      r.out,
+      /Call-graph descent of fw\.elf \(software injection, minstret; total from a run without injections\)/,
+    );
     assert.match(r.out, /^main\s+whole run\s+10,000/m);
     assert.match(r.out, /^work\s+measured\s+9,000/m);
     assert.match(r.out, /^tiny\s+refused/m);
     assert.match(r.out, /tiny: tiny is 2 bytes long/);
     assert.match(r.out, /^leaf\s+measured\s+6,900/m, 'bounded through the refused tiny');
     assert.match(r.out, /^cold\s+measured/m);
-    assert.ok(!r.log.some((l) => l.startsWith('cyclelens/inject ') && l.includes('"main"')), 'main spans the run: never injected');
+    assert.ok(
+      !r.log.some((l) => l.startsWith('cyclelens/inject ') && l.includes('"main"')),
+      'main spans the run: never injected',
+    );
     assert.equal(r.log[r.log.length - 1]!.split(' ')[0], 'disconnect');
     assert.match(
       r.log.find((l) => l.startsWith('launch'))!,
@@ -389,7 +484,11 @@ describe('cyclelens CLI end to end (stand-in adapter)', () => {
     const r = await run(['profile', '--config', config, '--name', 'Fake', '--slots', '3']);
     assert.equal(r.code, 0, r.err);
     assert.match(r.out, /^Exact full profile/);
-    assert.equal(r.log.filter((l) => l.startsWith('cyclelens/inject ')).length, 2, '5 functions (main spans) in batches of 3');
+    assert.equal(
+      r.log.filter((l) => l.startsWith('cyclelens/inject ')).length,
+      2,
+      '5 functions (main spans) in batches of 3',
+    );
   });
 
   it('fails clearly and still disconnects', async () => {

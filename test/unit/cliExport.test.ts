@@ -1,6 +1,15 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -16,13 +25,28 @@ const dir = mkdtempSync(join(tmpdir(), 'cyclelens-cli-export-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 function capture(): CliIo & { stdout: string; stderr: string } {
-  const io = { stdout: '', stderr: '', out: (t: string) => (io.stdout += t), err: (t: string) => (io.stderr += t), onInterrupt: () => () => undefined };
+  const io = {
+    stdout: '',
+    stderr: '',
+    out: (t: string) => (io.stdout += t),
+    err: (t: string) => (io.stderr += t),
+    onInterrupt: () => () => undefined,
+  };
   return io;
 }
 
 describe('cyclelens export and --export', () => {
   it('parses --export FORMAT:PATH (repeatable) and the export command', () => {
-    const r = parseArgs(['descent', '--config', 'l.json', '--name', 'x', '--export', 'pprof:a.pb.gz', '--export=folded:b.folded']);
+    const r = parseArgs([
+      'descent',
+      '--config',
+      'l.json',
+      '--name',
+      'x',
+      '--export',
+      'pprof:a.pb.gz',
+      '--export=folded:b.folded',
+    ]);
     assert.ok(r.kind === 'run');
     if (r.kind === 'run')
       assert.deepEqual(
@@ -34,7 +58,10 @@ describe('cyclelens export and --export', () => {
       );
     const e = parseArgs(['export', 'results.json', '--format', 'callgrind', '-o', 'out.callgrind']);
     assert.ok(
-      e.kind === 'export' && e.command.input === 'results.json' && e.command.target.format.id === 'callgrind' && e.command.target.path === 'out.callgrind',
+      e.kind === 'export' &&
+        e.command.input === 'results.json' &&
+        e.command.target.format.id === 'callgrind' &&
+        e.command.target.path === 'out.callgrind',
     );
   });
 
@@ -44,9 +71,15 @@ describe('cyclelens export and --export', () => {
       assert.equal(r.kind, 'error');
       return r.kind === 'error' ? r.message : '';
     };
-    assert.match(bad(['profile', '--config', 'l', '--name', 'x', '--export', 'flame:x.svg']), /unknown format 'flame': use one of callgrind, pprof/);
+    assert.match(
+      bad(['profile', '--config', 'l', '--name', 'x', '--export', 'flame:x.svg']),
+      /unknown format 'flame': use one of callgrind, pprof/,
+    );
     assert.match(bad(['profile', '--config', 'l', '--name', 'x', '--export', 'pprof']), /write FORMAT:PATH/);
-    assert.match(bad(['call-graph', '--config', 'l', '--name', 'x', '--out', 'g.json', '--export', 'pprof:a']), /--export applies to descent and profile/);
+    assert.match(
+      bad(['call-graph', '--config', 'l', '--name', 'x', '--out', 'g.json', '--export', 'pprof:a']),
+      /--export applies to descent and profile/,
+    );
     assert.match(bad(['export', 'r.json', '-o', 'x']), /export needs --format/);
     assert.match(bad(['export', 'r.json', '--format', 'pprof']), /export needs -o FILE .*profile\.pb\.gz/);
     assert.match(bad(['export', '--format', 'pprof', '-o', 'x']), /needs the result-set or profile file/);
@@ -56,11 +89,22 @@ describe('cyclelens export and --export', () => {
     const io = capture();
     // The launch configuration does not exist either: the destination is reported first, so nothing started.
     const code = await main(
-      ['descent', '--config', join(dir, 'missing-launch.json'), '--name', 'x', '--export', `pprof:${join(dir, 'no-such-folder', 'p.pb.gz')}`],
+      [
+        'descent',
+        '--config',
+        join(dir, 'missing-launch.json'),
+        '--name',
+        'x',
+        '--export',
+        `pprof:${join(dir, 'no-such-folder', 'p.pb.gz')}`,
+      ],
       io,
     );
     assert.equal(code, 1);
-    assert.match(io.stderr, /--export pprof:.*no-such-folder.*p\.pb\.gz: .*the folder .*no-such-folder does not exist; create it or choose another path/);
+    assert.match(
+      io.stderr,
+      /--export pprof:.*no-such-folder.*p\.pb\.gz: .*the folder .*no-such-folder does not exist; create it or choose another path/,
+    );
     assert.doesNotMatch(io.stderr, /starting/);
     const folder = join(dir, 'a-folder');
     mkdirSync(folder);
@@ -76,9 +120,17 @@ describe('cyclelens export and --export', () => {
     else chmodSync(locked, 0o500);
     try {
       const io3 = capture();
-      assert.equal(await main(['profile', '--config', 'l.json', '--name', 'x', '--export', `csv:${join(locked, 'x.csv')}`], io3), 1);
+      assert.equal(
+        await main(['profile', '--config', 'l.json', '--name', 'x', '--export', `csv:${join(locked, 'x.csv')}`], io3),
+        1,
+      );
       const why = asRoot ? 'read-only file system' : 'permission denied';
-      assert.match(io3.stderr, new RegExp(`x\\.csv cannot be written: nothing can be written in .*locked \\(${why}\\); choose a folder you can write to`));
+      assert.match(
+        io3.stderr,
+        new RegExp(
+          `x\\.csv cannot be written: nothing can be written in .*locked \\(${why}\\); choose a folder you can write to`,
+        ),
+      );
       assert.doesNotMatch(io3.stderr, /starting/);
       assert.deepEqual(readdirSync(locked), [], 'the writability probe leaves nothing behind');
     } finally {
@@ -91,7 +143,12 @@ describe('cyclelens export and --export', () => {
       id: 'rs-1',
       createdAt: '2026-01-01T00:00:00.000Z',
       program: { executable: '/fw/fw.elf' },
-      run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1_000 }, method: 'software injection, minstret' },
+      run: {
+        kind: 'single-pass',
+        event: 'instructions',
+        totals: { instructions: 1_000 },
+        method: 'software injection, minstret',
+      },
       measurements: [{ name: 'work', inclusive: { instructions: 600 }, calls: 3 }],
       refused: [],
     };
@@ -117,7 +174,11 @@ describe('cyclelens export and --export', () => {
     const profilePath = join(dir, 'in.profile.json');
     await saveProfile(profilePath, sampleProfile());
     const io = capture();
-    assert.equal(await main(['export', profilePath, '--format', 'folded', '-o', join(out, 'p.folded')], io), 0, io.stderr);
+    assert.equal(
+      await main(['export', profilePath, '--format', 'folded', '-o', join(out, 'p.folded')], io),
+      0,
+      io.stderr,
+    );
     assert.equal(importFolded(readFileSync(join(out, 'p.folded'), 'utf8')).total?.value, 10_000);
     const json = capture();
     assert.equal(await main(['export', profilePath, '--format', 'json', '-o', join(out, 'p.profile.json')], json), 0);
@@ -135,7 +196,10 @@ describe('cyclelens export and --export', () => {
     assert.equal(await main(['export', bad, '--format', 'pprof', '-o', join(dir, 'x.pb.gz')], io), 1);
     assert.match(io.stderr, /bad\.json: resultSets must be an array/);
     const io2 = capture();
-    assert.equal(await main(['export', join(dir, 'none.json'), '--format', 'pprof', '-o', join(dir, 'x.pb.gz')], io2), 1);
+    assert.equal(
+      await main(['export', join(dir, 'none.json'), '--format', 'pprof', '-o', join(dir, 'x.pb.gz')], io2),
+      1,
+    );
     assert.match(io2.stderr, /none\.json does not exist: check the path/);
   });
 });

@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { ArcCodec, arcInstructionLength, arcLoopBodies } from '../../adapter/arch/arc/arcIsaDecoder';
 import * as enc from '../../adapter/arch/arc/arcIsaEncoder';
 import type { DecodedInstruction, InstructionKind } from '../../adapter/arch/codec';
-import { arcToolchain, assemble, disassembleBytes, referencedAddress, type GnuToolchain, type ObjdumpLine } from '../support/gnuTools';
+import {
+  arcToolchain,
+  assemble,
+  disassembleBytes,
+  referencedAddress,
+  type GnuToolchain,
+  type ObjdumpLine,
+} from '../support/gnuTools';
 import { toolCache } from '../support/paths';
 
 const codec = new ArcCodec();
@@ -33,7 +40,8 @@ test('arc: GNU binutils for arc-elf32 assemble and disassemble both cores', (t) 
 });
 
 /** Bytes of a 32-bit word (and limm) as stored: high halfword first. */
-const words = (...ws: number[]): Uint8Array => Uint8Array.from(ws.flatMap((w) => [(w >>> 16) & 0xff, (w >>> 24) & 0xff, w & 0xff, (w >>> 8) & 0xff]));
+const words = (...ws: number[]): Uint8Array =>
+  Uint8Array.from(ws.flatMap((w) => [(w >>> 16) & 0xff, (w >>> 24) & 0xff, w & 0xff, (w >>> 8) & 0xff]));
 const halves = (...hs: number[]): Uint8Array => Uint8Array.from(hs.flatMap((h) => [h & 0xff, h >> 8]));
 
 test('arc: known encodings decode without the toolchain (words read back from GNU objdump)', () => {
@@ -211,12 +219,22 @@ const cases: Case[] = [
   p('ldi_s r0,[5]', 2),
 ];
 
-function assembleCases(tc: GnuToolchain): { lines: Map<number, ObjdumpLine>; sym: (n: string) => number; at: number[]; bytes: (a: number) => Uint8Array } {
+function assembleCases(tc: GnuToolchain): {
+  lines: Map<number, ObjdumpLine>;
+  sym: (n: string) => number;
+  at: number[];
+  bytes: (a: number) => Uint8Array;
+} {
   const body = cases.map((c, i) => `${c.label ? `${c.label}:\n` : ''}c${i}: ${c.asm}`).join('\n');
   // `near` and `lpend` sit within the short forms' reach; `back` is word aligned for BL.
   const prog = assemble(tc, ` .balign 4\nback: nop\n${body}\nfwd: nop\n`, BASE);
   const sym = (n: string): number => prog.symbols.get(n)!;
-  return { lines: new Map(prog.lines.map((l) => [l.address, l])), sym, at: cases.map((_, i) => sym(`c${i}`)), bytes: (a) => prog.text.subarray(a - prog.base) };
+  return {
+    lines: new Map(prog.lines.map((l) => [l.address, l])),
+    sym,
+    at: cases.map((_, i) => sym(`c${i}`)),
+    bytes: (a) => prog.text.subarray(a - prog.base),
+  };
 }
 
 test('arc: every control-flow form, hazard and a spread of ordinary instructions decode as objdump says', () => {
@@ -234,7 +252,8 @@ test('arc: every control-flow form, hazard and a spread of ordinary instructions
     if (c.target) assert.equal(insn.target, sym(c.target), `target of ${what}`);
     const shown = referencedAddress(line);
     // objdump annotates `sub rx, pcl, imm` and `ld.as` with PCL + imm (unscaled, unsigned): not an address.
-    if (shown !== undefined && insn.target !== undefined && !/^(sub|ld\.as)/.test(line.text)) assert.equal(insn.target, shown, `objdump's address for ${what}`);
+    if (shown !== undefined && insn.target !== undefined && !/^(sub|ld\.as)/.test(line.text))
+      assert.equal(insn.target, shown, `objdump's address for ${what}`);
   });
 });
 
@@ -243,7 +262,8 @@ function objdumpKind(line: ObjdumpLine): InstructionKind | undefined {
   const [base = ''] = line.mnemonic.split('.');
   const cc = '(eq|z|ne|nz|p|pl|n|mi|c|cs|lo|nc|cc|hs|v|vs|nv|vc|gt|ge|lt|le|hi|ls|pnz)';
   if (/^b(_s)?$/.test(base)) return 'branch';
-  if (new RegExp(`^b${cc}(_s)?$`).test(base) || /^(br(eq|ne|lt|ge|lo|hs)(_s)?|bbit[01])$/.test(base)) return 'condBranch';
+  if (new RegExp(`^b${cc}(_s)?$`).test(base) || /^(br(eq|ne|lt|ge|lo|hs)(_s)?|bbit[01])$/.test(base))
+    return 'condBranch';
   if (base === 'bl' || base === 'bl_s' || new RegExp(`^bl${cc}$`).test(base)) return 'call';
   if (base === 'bi' || base === 'bih') return 'tableBranch';
   if (/^lp/.test(base)) return 'loop';
@@ -284,12 +304,14 @@ function fuzz(tc: GnuToolchain, seed: number, size: number): { compared: number;
     }
     const k = objdumpKind(line);
     // Condition codes 0x10-0x1F are extension conditions: objdump prints a bare `b`/`bl`, we say conditional.
-    const extensionCondition = insn.length === 4 && insn.bytes[1]! >> 3 <= 1 && (insn.bytes[2]! & 0x10) !== 0 && (insn.bytes[0]! & 1) === 0;
+    const extensionCondition =
+      insn.length === 4 && insn.bytes[1]! >> 3 <= 1 && (insn.bytes[2]! & 0x10) !== 0 && (insn.bytes[0]! & 1) === 0;
     if (k !== undefined && !(extensionCondition && k === 'branch' && insn.kind === 'condBranch')) {
       assert.equal(insn.kind, k, `kind at ${hex(line.address)}: ${line.text}`);
       kinds++;
     }
-    if (/\.d\b/.test(line.mnemonic) && /^(b|j)/.test(line.mnemonic)) assert.equal(insn.delaySlot, true, `delay slot at ${hex(line.address)}: ${line.text}`);
+    if (/\.d\b/.test(line.mnemonic) && /^(b|j)/.test(line.mnemonic))
+      assert.equal(insn.delaySlot, true, `delay slot at ${hex(line.address)}: ${line.text}`);
   }
   return { compared, targets, kinds };
 }
@@ -302,7 +324,11 @@ for (const [name, tc] of [
     let total = { compared: 0, targets: 0, kinds: 0 };
     for (const seed of [0x2545f491, 0x9e3779b9, 0x12345678, 0xdeadbeef]) {
       const r = fuzz(tc!, seed, 16000);
-      total = { compared: total.compared + r.compared, targets: total.targets + r.targets, kinds: total.kinds + r.kinds };
+      total = {
+        compared: total.compared + r.compared,
+        targets: total.targets + r.targets,
+        kinds: total.kinds + r.kinds,
+      };
     }
     t.diagnostic(`${total.compared} instructions, ${total.targets} targets, ${total.kinds} kinds compared`);
     assert.ok(total.compared > 10000 && total.targets > 1000 && total.kinds > 1000);
@@ -321,7 +347,8 @@ test('arc: the GNU assembler testsuite programs decode in step with objdump', (t
     .sort()) {
     const text = readFileSync(join(dir, name), 'utf8');
     // Skip other cores' files and user-defined extension instructions (their encodings are the file's own).
-    if (/\.cpu\s+(?!(em|hs|archs))/i.test(text) || /\.ext(Instruction|CondCode|CoreRegister|AuxRegister)\b/i.test(text)) continue;
+    if (/\.cpu\s+(?!(em|hs|archs))/i.test(text) || /\.ext(Instruction|CondCode|CoreRegister|AuxRegister)\b/i.test(text))
+      continue;
     for (const tc of [em!, hs!]) {
       let prog;
       try {
@@ -335,7 +362,8 @@ test('arc: the GNU assembler testsuite programs decode in step with objdump', (t
           expect = undefined;
           continue;
         }
-        if (expect !== undefined && line.address !== expect) assert.fail(`${name}: out of step at ${hex(line.address)}`);
+        if (expect !== undefined && line.address !== expect)
+          assert.fail(`${name}: out of step at ${hex(line.address)}`);
         const insn = codec.decode(prog.text.subarray(line.address - prog.base), line.address);
         assert.equal(insn.length, line.length, `${name} (${tc.asFlags.join(' ')}): ${hex(line.address)} ${line.text}`);
         expect = line.address + insn.length;
@@ -408,15 +436,35 @@ const branchEncoders: { bytes: () => Uint8Array; from: number; to: number; mnemo
   { bytes: () => enc.encodeB(0x10000, 0x10000 + 0xfffffe), from: 0x10000, to: 0x10000 + 0xfffffe, mnemonic: /^b$/ },
   { bytes: () => enc.encodeB(0x1000002, 0x1000), from: 0x1000002, to: 0x1000, mnemonic: /^b$/ },
   { bytes: () => enc.encodeB(0x10002, 0x10008, true), from: 0x10002, to: 0x10008, mnemonic: /^b\.d$/ },
-  { bytes: () => enc.encodeBcc(1, 0x10000, 0x10000 + 0xffffe), from: 0x10000, to: 0x10000 + 0xffffe, mnemonic: /^beq$/ },
+  {
+    bytes: () => enc.encodeBcc(1, 0x10000, 0x10000 + 0xffffe),
+    from: 0x10000,
+    to: 0x10000 + 0xffffe,
+    mnemonic: /^beq$/,
+  },
   { bytes: () => enc.encodeBcc(0x0b, 0x200002, 0x100002), from: 0x200002, to: 0x100002, mnemonic: /^blt$/ },
   { bytes: () => enc.encodeBl(0x10000, 0x10000 + 0xfffffc), from: 0x10000, to: 0x10000 + 0xfffffc, mnemonic: /^bl$/ },
   { bytes: () => enc.encodeBl(0x10002, 0x8000, true), from: 0x10002, to: 0x8000, mnemonic: /^bl\.d$/ },
   { bytes: () => enc.encodeBlcc(2, 0x10000, 0x10100), from: 0x10000, to: 0x10100, mnemonic: /^blne$/ },
   { bytes: () => enc.encodeBrcc(0, 1, 2, 0x10000, 0x10000 + 254), from: 0x10000, to: 0x10000 + 254, mnemonic: /^breq/ },
-  { bytes: () => enc.encodeBrcc(3, 1, { u6: 63 }, 0x10002, 0x10000 - 256), from: 0x10002, to: 0x10000 - 256, mnemonic: /^brge/ },
-  { bytes: () => enc.encodeBrcc(1, 4, { limm: 0x12345678 }, 0x10000, 0x10010), from: 0x10000, to: 0x10010, mnemonic: /^brne/ },
-  { bytes: () => enc.encodeBrcc(7, 4, { u6: 5 }, 0x10000, 0x10010, true), from: 0x10000, to: 0x10010, mnemonic: /^bbit1\.d/ },
+  {
+    bytes: () => enc.encodeBrcc(3, 1, { u6: 63 }, 0x10002, 0x10000 - 256),
+    from: 0x10002,
+    to: 0x10000 - 256,
+    mnemonic: /^brge/,
+  },
+  {
+    bytes: () => enc.encodeBrcc(1, 4, { limm: 0x12345678 }, 0x10000, 0x10010),
+    from: 0x10000,
+    to: 0x10010,
+    mnemonic: /^brne/,
+  },
+  {
+    bytes: () => enc.encodeBrcc(7, 4, { u6: 5 }, 0x10000, 0x10010, true),
+    from: 0x10000,
+    to: 0x10010,
+    mnemonic: /^bbit1\.d/,
+  },
 ];
 
 test('arc branch encoders: objdump disassembles them to the intended absolute target', () => {

@@ -42,12 +42,20 @@ const brInverse: Record<string, string> = {
   bbit1: 'bbit0',
 };
 
-function interpret(tc: GnuToolchain, bytes: Uint8Array, start: number, condition: string, holds: boolean | undefined): Outcome {
+function interpret(
+  tc: GnuToolchain,
+  bytes: Uint8Array,
+  start: number,
+  condition: string,
+  holds: boolean | undefined,
+): Outcome {
   const end = start + bytes.length;
   const regs = new Map<string, Value>();
   const get = (r: string): Value => (/^-?(0x[0-9a-f]+|\d+)$/.test(r) ? Number(r) >>> 0 : (regs.get(r) ?? r));
   const add = (x: Value, y: Value, sign = 1): Value =>
-    typeof x === 'number' && typeof y === 'number' ? (x + sign * y) >>> 0 : `(${show(x)}${sign > 0 ? '+' : '-'}${show(y)})`;
+    typeof x === 'number' && typeof y === 'number'
+      ? (x + sign * y) >>> 0
+      : `(${show(x)}${sign > 0 ? '+' : '-'}${show(y)})`;
   const calls: Value[] = [];
   const opaque: string[] = [];
   const lines = new Map(disassembleBytes(tc, bytes, start).map((l) => [l.address, l]));
@@ -82,12 +90,22 @@ function interpret(tc: GnuToolchain, bytes: Uint8Array, start: number, condition
       if (taken(base.replace(/_s$/, ''))) transfer = { to: target(), link: false };
     } else if (/^(b|bl|j|jl)(eq|ne|gt|ge|lt|le|hi|ls|nc|c)(_s)?$/.test(base)) {
       const [, kind = '', cc = ''] = /^(bl|b|jl|j)(\w+?)(?:_s)?$/.exec(base)!;
-      if (taken(cc)) transfer = { to: /^j/.test(kind) ? Number(ops[0]) : target(), link: kind === 'bl' || kind === 'jl' };
+      if (taken(cc))
+        transfer = { to: /^j/.test(kind) ? Number(ops[0]) : target(), link: kind === 'bl' || kind === 'jl' };
     } else if (/^(mov|mov_s)$/.test(base)) regs.set(ops[0]!, get(ops[1]!));
-    else if (base === 'add' || base === 'sub') regs.set(ops[0]!, add(get(ops[1]!), get(ops[2]!), base === 'add' ? 1 : -1));
+    else if (base === 'add' || base === 'sub')
+      regs.set(ops[0]!, add(get(ops[1]!), get(ops[2]!), base === 'add' ? 1 : -1));
     else if (/^ld[bhw]?$/.test(base) && /^\[0x[0-9a-f]+\]$/.test(ops[1]!)) {
       const size =
-        base === 'ldb' ? (flags.includes('x') ? 'mem8s' : 'mem8') : base === 'ldh' || base === 'ldw' ? (flags.includes('x') ? 'mem16s' : 'mem16') : 'mem32';
+        base === 'ldb'
+          ? flags.includes('x')
+            ? 'mem8s'
+            : 'mem8'
+          : base === 'ldh' || base === 'ldw'
+            ? flags.includes('x')
+              ? 'mem16s'
+              : 'mem16'
+            : 'mem32';
       regs.set(ops[0]!, `${size}[${hex(Number(ops[1]!.slice(1, -1)))}]`);
     } else opaque.push(line.text.replace(/\s*;.*$/, ''));
 
@@ -118,7 +136,8 @@ function interpret(tc: GnuToolchain, bytes: Uint8Array, start: number, condition
       continue;
     }
     if (transfer) {
-      if (typeof transfer.to !== 'number' || transfer.to < start || transfer.to > end) return finish({ kind: 'jump', to: transfer.to });
+      if (typeof transfer.to !== 'number' || transfer.to < start || transfer.to > end)
+        return finish({ kind: 'jump', to: transfer.to });
       pc = transfer.to;
       continue;
     }
@@ -131,7 +150,10 @@ interface RelocCase {
   asm: string;
   count?: number;
   condition?: string;
-  expect: (sym: (n: string) => number, at: number) => { exit: Outcome['exit']; changed: Record<string, string>; calls?: Value[]; opaque?: string[] };
+  expect: (
+    sym: (n: string) => number,
+    at: number,
+  ) => { exit: Outcome['exit']; changed: Record<string, string>; calls?: Value[]; opaque?: string[] };
 }
 
 const fall = { kind: 'fall' } as const;
@@ -155,16 +177,28 @@ const relocCases: RelocCase[] = [
   { asm: 'bhs_s near', condition: 'nc', expect: (s) => ({ exit: jumpTo(s('near')), changed: {} }) },
   { asm: 'bl back', expect: (s) => ({ exit: fall, changed: { blink: 'link' }, calls: [s('back')] }) },
   { asm: 'bl_s back', expect: (s) => ({ exit: fall, changed: { blink: 'link' }, calls: [s('back')] }) },
-  { asm: 'bleq back', condition: 'eq', expect: (s) => ({ exit: fall, changed: { blink: 'link' }, calls: [s('back')] }) },
+  {
+    asm: 'bleq back',
+    condition: 'eq',
+    expect: (s) => ({ exit: fall, changed: { blink: 'link' }, calls: [s('back')] }),
+  },
   { asm: 'breq r0,r1,near', condition: 'breq', expect: (s) => ({ exit: jumpTo(s('near')), changed: {} }) },
   { asm: 'brne r2,0x1234,near', condition: 'brne', expect: (s) => ({ exit: jumpTo(s('near')), changed: {} }) },
   { asm: 'brlo r3,63,near', condition: 'brlo', expect: (s) => ({ exit: jumpTo(s('near')), changed: {} }) },
   { asm: 'bbit0 r3,3,near', condition: 'bbit0', expect: (s) => ({ exit: jumpTo(s('near')), changed: {} }) },
   { asm: 'breq_s r0,0,near', condition: 'breq', expect: (s) => ({ exit: jumpTo(s('near')), changed: {} }) },
   { asm: 'b.d back\n mov r7,7', count: 2, expect: (s) => ({ exit: jumpTo(s('back')), changed: { r7: hex(7) } }) },
-  { asm: 'bl.d back\n mov r7,7', count: 2, expect: (s) => ({ exit: fall, changed: { r7: hex(7), blink: 'link' }, calls: [s('back')] }) },
+  {
+    asm: 'bl.d back\n mov r7,7',
+    count: 2,
+    expect: (s) => ({ exit: fall, changed: { r7: hex(7), blink: 'link' }, calls: [s('back')] }),
+  },
   // Moves verbatim: the interpreter does not follow BLINK, so it sees the jump as opaque and the slot run.
-  { asm: 'j.d [blink]\n mov r7,7', count: 2, expect: () => ({ exit: fall, changed: { r7: hex(7) }, opaque: ['j.d\t[blink]'] }) },
+  {
+    asm: 'j.d [blink]\n mov r7,7',
+    count: 2,
+    expect: () => ({ exit: fall, changed: { r7: hex(7) }, opaque: ['j.d\t[blink]'] }),
+  },
 ];
 
 test('arc relocation: every PCL-relative form keeps its effect at the new address (objdump + interpreter)', (t) => {
@@ -193,7 +227,10 @@ test('arc relocation: every PCL-relative form keeps its effect at the new addres
         assert.deepEqual(got.exit, holds === false ? fall : want.exit, `${what} (${holds}): exit`);
         const changed = { ...got.changed };
         if (want.changed.blink === 'link' && calls.length > 0) {
-          assert.ok(Number(changed.blink) > dest && Number(changed.blink) <= dest + r.bytes.length, `${what}: BLINK points into the trampoline`);
+          assert.ok(
+            Number(changed.blink) > dest && Number(changed.blink) <= dest + r.bytes.length,
+            `${what}: BLINK points into the trampoline`,
+          );
           changed.blink = 'link';
         }
         const expected = { ...want.changed };

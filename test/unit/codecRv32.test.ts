@@ -263,7 +263,10 @@ test('rv32: random instruction words decode to the lengths, names and targets ob
     try {
       insn = codec.decode(data.subarray(at - base), at);
     } catch {
-      assert.ok(line.isData || /unknown|^\.insn/.test(line.text), `we refuse what objdump decodes at ${hex(at)}: ${line.text}`);
+      assert.ok(
+        line.isData || /unknown|^\.insn/.test(line.text),
+        `we refuse what objdump decodes at ${hex(at)}: ${line.text}`,
+      );
     }
     if (insn && !line.isData) {
       if (!grouped.has(insn.mnemonic)) {
@@ -325,7 +328,10 @@ const encoderCases: { bytes: Uint8Array; asm: string }[] = [
 
 test('rv32 encoders: bytes equal what the GNU assembler produces, and objdump reads them back', () => {
   const src = encoderCases
-    .map((c, i) => `.balign 4\ne${i}:\n${c.bytes.length >= 4 ? `.option push\n.option norvc\n ${c.asm}\n.option pop` : ` ${c.asm}`}`)
+    .map(
+      (c, i) =>
+        `.balign 4\ne${i}:\n${c.bytes.length >= 4 ? `.option push\n.option norvc\n ${c.asm}\n.option pop` : ` ${c.asm}`}`,
+    )
     .join('\n');
   const prog = assemble(tc, src, RAM);
   encoderCases.forEach((c, i) => {

@@ -34,7 +34,8 @@ function interpret(bytes: Uint8Array, start: number, assume: boolean | undefined
   const set = (r: string, v: Value): void => {
     if (r !== 'zero') regs.set(r, v);
   };
-  const add = (a: Value, b: Value): Value => (typeof a === 'number' && typeof b === 'number' ? (a + b) >>> 0 : `(${show(a)}+${show(b)})`);
+  const add = (a: Value, b: Value): Value =>
+    typeof a === 'number' && typeof b === 'number' ? (a + b) >>> 0 : `(${show(a)}+${show(b)})`;
   const calls: Value[] = [];
   const opaque: string[] = [];
   const lines = new Map(disassembleBytes(tc, bytes, start).map((l) => [l.address, l]));
@@ -123,7 +124,10 @@ interface RelocCase {
   /** Instructions in the relocated block (AUIPC pairs are two). */
   count?: number;
   condition?: string;
-  expect: (sym: (n: string) => number, at: number) => { exit: Outcome['exit']; changed: Record<string, string>; calls?: Value[]; opaque?: string[] };
+  expect: (
+    sym: (n: string) => number,
+    at: number,
+  ) => { exit: Outcome['exit']; changed: Record<string, string>; calls?: Value[]; opaque?: string[] };
   /** Needs a scratch register when the target is beyond JAL's reach. */
   scratch?: boolean;
 }
@@ -134,26 +138,71 @@ const jumpTo = (to: Value) => ({ kind: 'jump', to }) as const;
 const relocCases: RelocCase[] = [
   { asm: 'auipc a0, 0x12', expect: (_s, at) => ({ exit: fall, changed: { a0: hex(at + 0x12000) } }) },
   { asm: 'auipc s1, 0xfffff', expect: (_s, at) => ({ exit: fall, changed: { s1: hex(at - 0x1000) } }) },
-  { asm: '1: auipc a0, %pcrel_hi(lit)\n addi a0, a0, %pcrel_lo(1b)', count: 2, expect: (s) => ({ exit: fall, changed: { a0: hex(s('lit')) } }) },
-  { asm: '1: auipc a5, %pcrel_hi(lit)\n lw a5, %pcrel_lo(1b)(a5)', count: 2, expect: (s) => ({ exit: fall, changed: { a5: `mem32[${hex(s('lit'))}]` } }) },
-  { asm: '1: auipc ra, %pcrel_hi(far)\n jalr ra, %pcrel_lo(1b)(ra)', count: 2, expect: (s) => ({ exit: fall, changed: { ra: 'link' }, calls: [s('far')] }) },
-  { asm: '1: auipc t1, %pcrel_hi(far)\n jalr zero, %pcrel_lo(1b)(t1)', count: 2, expect: (s) => ({ exit: jumpTo(s('far')), changed: { t1: 'auipc' } }) },
+  {
+    asm: '1: auipc a0, %pcrel_hi(lit)\n addi a0, a0, %pcrel_lo(1b)',
+    count: 2,
+    expect: (s) => ({ exit: fall, changed: { a0: hex(s('lit')) } }),
+  },
+  {
+    asm: '1: auipc a5, %pcrel_hi(lit)\n lw a5, %pcrel_lo(1b)(a5)',
+    count: 2,
+    expect: (s) => ({ exit: fall, changed: { a5: `mem32[${hex(s('lit'))}]` } }),
+  },
+  {
+    asm: '1: auipc ra, %pcrel_hi(far)\n jalr ra, %pcrel_lo(1b)(ra)',
+    count: 2,
+    expect: (s) => ({ exit: fall, changed: { ra: 'link' }, calls: [s('far')] }),
+  },
+  {
+    asm: '1: auipc t1, %pcrel_hi(far)\n jalr zero, %pcrel_lo(1b)(t1)',
+    count: 2,
+    expect: (s) => ({ exit: jumpTo(s('far')), changed: { t1: 'auipc' } }),
+  },
   {
     asm: '1: auipc a1, %pcrel_hi(lit)\n sw a0, %pcrel_lo(1b)(a1)',
     count: 2,
     // The store moves verbatim: it still adds %pcrel_lo (the low 12 bits of lit - auipc, sign-extended) to a1.
-    expect: (s, at) => ({ exit: fall, changed: { a1: 'auipc' }, opaque: [`sw\ta0,${((s('lit') - at) << 20) >> 20}(a1)`] }),
+    expect: (s, at) => ({
+      exit: fall,
+      changed: { a1: 'auipc' },
+      opaque: [`sw\ta0,${((s('lit') - at) << 20) >> 20}(a1)`],
+    }),
   },
   { asm: 'jal ra, far', expect: (s) => ({ exit: fall, changed: { ra: 'link' }, calls: [s('far')] }) },
   { asm: 'jal t0, back', expect: (s) => ({ exit: fall, changed: { t0: 'link' }, calls: [s('back')] }) },
   { asm: 'c.jal back', expect: (s) => ({ exit: fall, changed: { ra: 'link' }, calls: [s('back')] }) },
   { asm: 'jal zero, far', scratch: true, expect: (s) => ({ exit: jumpTo(s('far')), changed: {} }) },
   { asm: 'c.j back', scratch: true, expect: (s) => ({ exit: jumpTo(s('back')), changed: {} }) },
-  { asm: 'beq a0, a1, back', condition: 'beq', scratch: true, expect: (s) => ({ exit: jumpTo(s('back')), changed: {} }) },
-  { asm: 'bgeu t5, t6, far', condition: 'bgeu', scratch: true, expect: (s) => ({ exit: jumpTo(s('far')), changed: {} }) },
-  { asm: 'blt a2, a3, back', condition: 'blt', scratch: true, expect: (s) => ({ exit: jumpTo(s('back')), changed: {} }) },
-  { asm: 'c.beqz a0, back', condition: 'beq', scratch: true, expect: (s) => ({ exit: jumpTo(s('back')), changed: {} }) },
-  { asm: 'c.bnez s1, back', condition: 'bne', scratch: true, expect: (s) => ({ exit: jumpTo(s('back')), changed: {} }) },
+  {
+    asm: 'beq a0, a1, back',
+    condition: 'beq',
+    scratch: true,
+    expect: (s) => ({ exit: jumpTo(s('back')), changed: {} }),
+  },
+  {
+    asm: 'bgeu t5, t6, far',
+    condition: 'bgeu',
+    scratch: true,
+    expect: (s) => ({ exit: jumpTo(s('far')), changed: {} }),
+  },
+  {
+    asm: 'blt a2, a3, back',
+    condition: 'blt',
+    scratch: true,
+    expect: (s) => ({ exit: jumpTo(s('back')), changed: {} }),
+  },
+  {
+    asm: 'c.beqz a0, back',
+    condition: 'beq',
+    scratch: true,
+    expect: (s) => ({ exit: jumpTo(s('back')), changed: {} }),
+  },
+  {
+    asm: 'c.bnez s1, back',
+    condition: 'bne',
+    scratch: true,
+    expect: (s) => ({ exit: jumpTo(s('back')), changed: {} }),
+  },
 ];
 
 const SCRATCH = 31; // t6
@@ -171,7 +220,11 @@ function decodeN(bytes: Uint8Array, address: number, count: number): DecodedInst
 test('rv32 relocation: every PC-reading form keeps its effect at the new address (objdump + interpreter)', (t) => {
   const body = relocCases.map((c, i) => `r${i}:\n ${c.asm}`).join('\n');
   // `far` stays within a branch's 4 KiB of the cases: gas silently expands an out-of-range Bcc.
-  const prog = assemble(tc, `back: c.nop\n${body}\n c.nop\n .balign 4\nlit: .word 7\n .space 0x800\nfar: c.jr ra\n`, RAM);
+  const prog = assemble(
+    tc,
+    `back: c.nop\n${body}\n c.nop\n .balign 4\nlit: .word 7\n .space 0x800\nfar: c.jr ra\n`,
+    RAM,
+  );
   const sym = (n: string): number => prog.symbols.get(n)!;
   // Near (branches reach), within JAL reach only, and far beyond it (flash-to-RAM distance).
   const destinations = [RAM - 0x200, RAM - 0x80000, 0x20000000, 0x20000002];
@@ -193,7 +246,10 @@ test('rv32 relocation: every PC-reading form keeps its effect at the new address
         if (changed[SCRATCH === 31 ? 't6' : ''] !== undefined) delete changed.t6; // the offered scratch register
         for (const [r2, v] of Object.entries(want.changed)) {
           if (v === 'link') {
-            assert.ok(Number(changed[r2]) > dest && Number(changed[r2]) <= dest + r.bytes.length, `${what}: ${r2} links into the trampoline`);
+            assert.ok(
+              Number(changed[r2]) > dest && Number(changed[r2]) <= dest + r.bytes.length,
+              `${what}: ${r2} links into the trampoline`,
+            );
             changed[r2] = 'link';
           }
           if (v === 'auipc') {
@@ -213,7 +269,11 @@ test('rv32 relocation: every PC-reading form keeps its effect at the new address
 });
 
 test('rv32 relocation: AUIPC + overwriting use is re-derived as a pair (8 bytes, not 12)', () => {
-  const prog = assemble(tc, `1: auipc a0, %pcrel_hi(lit)\n addi a0, a0, %pcrel_lo(1b)\n .balign 4\nlit: .word 1\n`, RAM);
+  const prog = assemble(
+    tc,
+    `1: auipc a0, %pcrel_hi(lit)\n addi a0, a0, %pcrel_lo(1b)\n .balign 4\nlit: .word 1\n`,
+    RAM,
+  );
   const insns = decodeAll(codec, prog.text.subarray(0, 8), RAM);
   const r = new Rv32Relocator().relocate(insns, 0x20000000);
   assert.ok(r.ok);
@@ -225,7 +285,11 @@ test('rv32 relocation: AUIPC + overwriting use is re-derived as a pair (8 bytes,
 });
 
 test('rv32 relocation: position-independent instructions move verbatim', () => {
-  const prog = assemble(tc, `lw a0, 4(sp)\n c.jr ra\n jalr ra, 0(a5)\n csrrsi zero, mcountinhibit, 4\n mret\n c.add a0, a1\n lui a0, 0x12345\n`, RAM);
+  const prog = assemble(
+    tc,
+    `lw a0, 4(sp)\n c.jr ra\n jalr ra, 0(a5)\n csrrsi zero, mcountinhibit, 4\n mret\n c.add a0, a1\n lui a0, 0x12345\n`,
+    RAM,
+  );
   const insns = decodeAll(codec, prog.text, RAM);
   const r = new Rv32Relocator().relocate(insns, 0x20000000);
   assert.ok(r.ok);
@@ -238,7 +302,12 @@ const refusals: { asm: string; code: RefusalCode; patched?: [number, number]; co
   { asm: 'c.j far', code: 'needsScratch' },
   { asm: 'c.nop\n c.j here', code: 'branchIntoPatch', count: 2, patched: [-2, 4] },
   { asm: 'bne a0, a1, here', code: 'branchIntoPatch', patched: [-2, 4] },
-  { asm: '1: auipc ra, %pcrel_hi(here)\n jalr ra, %pcrel_lo(1b)(ra)', code: 'branchIntoPatch', count: 2, patched: [-2, 10] },
+  {
+    asm: '1: auipc ra, %pcrel_hi(here)\n jalr ra, %pcrel_lo(1b)(ra)',
+    code: 'branchIntoPatch',
+    count: 2,
+    patched: [-2, 10],
+  },
 ];
 
 test('rv32 relocation refuses what cannot move, and says why', () => {

@@ -33,7 +33,12 @@ interface Case {
   label?: string;
 }
 
-const p = (asm: string, length?: 2 | 4, mnemonic?: string): Case => ({ asm, kind: 'plain', ...(length ? { length } : {}), ...(mnemonic ? { mnemonic } : {}) });
+const p = (asm: string, length?: 2 | 4, mnemonic?: string): Case => ({
+  asm,
+  kind: 'plain',
+  ...(length ? { length } : {}),
+  ...(mnemonic ? { mnemonic } : {}),
+});
 
 /** Every Thumb-2 relocation hazard of targets.md, and a spread of ordinary 16- and 32-bit instructions. */
 const cases: Case[] = [
@@ -241,7 +246,12 @@ function walkInStep(prog: AssembledProgram, label: string): { instructions: numb
       expectNext = undefined; // a literal pool: objdump resynchronises at the next mapping symbol
       continue;
     }
-    if (expectNext !== undefined) assert.equal(line.address, expectNext, `${label}: decoder and objdump out of step at 0x${line.address.toString(16)}`);
+    if (expectNext !== undefined)
+      assert.equal(
+        line.address,
+        expectNext,
+        `${label}: decoder and objdump out of step at 0x${line.address.toString(16)}`,
+      );
     const insn = codec.decode(bytesAt(prog, line.address), line.address);
     assert.equal(insn.length, line.length, `${label}: length at 0x${line.address.toString(16)} (${line.text})`);
     expectNext = line.address + insn.length;
@@ -268,7 +278,8 @@ function checkClassAgainstObjdump(insn: DecodedInstruction, line: ObjdumpLine, l
   if (m === 'cbz' || m === 'cbnz') assert.equal(insn.kind, 'condBranch', where);
   if (m === 'tbb' || m === 'tbh') assert.equal(insn.kind, 'tableBranch', where);
   if (/^it[te]*$/.test(m)) assert.equal(insn.kind, 'it', where);
-  if (/\bpc\b/.test(line.operands) && !/^(push|stm)/.test(m)) assert.ok(insn.readsPc || /^(pop|ldm|bx|mov|ldr)/.test(m), `${where}: PC operand not flagged`);
+  if (/\bpc\b/.test(line.operands) && !/^(push|stm)/.test(m))
+    assert.ok(insn.readsPc || /^(pop|ldm|bx|mov|ldr)/.test(m), `${where}: PC operand not flagged`);
   if (/\[pc/.test(line.operands)) assert.ok(insn.readsPc, `${where}: PC-relative load not flagged`);
 }
 
@@ -299,10 +310,16 @@ int main(void) {
 `;
 
 const programs: { name: string; flags: string[] }[] = [
-  { name: 'cortex-m4 -O2 hard-float', flags: ['-mcpu=cortex-m4', '-mthumb', '-mfpu=fpv4-sp-d16', '-mfloat-abi=hard', '-O2'] },
+  {
+    name: 'cortex-m4 -O2 hard-float',
+    flags: ['-mcpu=cortex-m4', '-mthumb', '-mfpu=fpv4-sp-d16', '-mfloat-abi=hard', '-O2'],
+  },
   { name: 'cortex-m4 -Os', flags: ['-mcpu=cortex-m4', '-mthumb', '-Os'] },
   { name: 'cortex-m0 -O2 (ARMv6-M)', flags: ['-mcpu=cortex-m0', '-mthumb', '-O2'] },
-  { name: 'cortex-m33 -O2 (ARMv8-M Mainline)', flags: ['-mcpu=cortex-m33', '-mthumb', '-mfloat-abi=hard', '-mfpu=fpv5-sp-d16', '-O2'] },
+  {
+    name: 'cortex-m33 -O2 (ARMv8-M Mainline)',
+    flags: ['-mcpu=cortex-m33', '-mthumb', '-mfloat-abi=hard', '-mfpu=fpv5-sp-d16', '-O2'],
+  },
   { name: 'cortex-m23 -O2 (ARMv8-M Baseline)', flags: ['-mcpu=cortex-m23', '-mthumb', '-O2'] },
   { name: 'cortex-m55 -O3 (Armv8.1-M, MVE)', flags: ['-mcpu=cortex-m55', '-mthumb', '-mfloat-abi=hard', '-O3'] },
 ];
@@ -464,11 +481,36 @@ const branchCases: BranchCase[] = [
   { bytes: () => enc.encodeBWide(0x20000000, 0x20000004), from: 0x20000000, to: 0x20000004, mnemonic: /^b\.w$/ },
   { bytes: () => enc.encodeBl(0x08000100, 0x08123456), from: 0x08000100, to: 0x08123456, mnemonic: /^bl$/ },
   { bytes: () => enc.encodeBl(0x00fffffe, 0x00000002), from: 0x00fffffe, to: 0x00000002, mnemonic: /^bl$/ },
-  { bytes: () => enc.encodeBCondNarrow(enc.Cond.ne, 0x2000, 0x2000 + 4 + 254), from: 0x2000, to: 0x2000 + 4 + 254, mnemonic: /^bne\.n$/ },
-  { bytes: () => enc.encodeBCondNarrow(enc.Cond.lt, 0x2000, 0x2000 + 4 - 256), from: 0x2000, to: 0x2000 + 4 - 256, mnemonic: /^blt\.n$/ },
-  { bytes: () => enc.encodeBCondWide(enc.Cond.eq, 0x2000, 0x2000 + 0xffffe), from: 0x2000, to: 0x2000 + 0xffffe, mnemonic: /^beq\.w$/ },
-  { bytes: () => enc.encodeBCondWide(enc.Cond.hi, 0x200000, 0x200004 - 0x100000), from: 0x200000, to: 0x200004 - 0x100000, mnemonic: /^bhi\.w$/ },
-  { bytes: () => enc.encodeCbz(false, 3, 0x3000, 0x3000 + 4 + 126), from: 0x3000, to: 0x3000 + 4 + 126, mnemonic: /^cbz$/ },
+  {
+    bytes: () => enc.encodeBCondNarrow(enc.Cond.ne, 0x2000, 0x2000 + 4 + 254),
+    from: 0x2000,
+    to: 0x2000 + 4 + 254,
+    mnemonic: /^bne\.n$/,
+  },
+  {
+    bytes: () => enc.encodeBCondNarrow(enc.Cond.lt, 0x2000, 0x2000 + 4 - 256),
+    from: 0x2000,
+    to: 0x2000 + 4 - 256,
+    mnemonic: /^blt\.n$/,
+  },
+  {
+    bytes: () => enc.encodeBCondWide(enc.Cond.eq, 0x2000, 0x2000 + 0xffffe),
+    from: 0x2000,
+    to: 0x2000 + 0xffffe,
+    mnemonic: /^beq\.w$/,
+  },
+  {
+    bytes: () => enc.encodeBCondWide(enc.Cond.hi, 0x200000, 0x200004 - 0x100000),
+    from: 0x200000,
+    to: 0x200004 - 0x100000,
+    mnemonic: /^bhi\.w$/,
+  },
+  {
+    bytes: () => enc.encodeCbz(false, 3, 0x3000, 0x3000 + 4 + 126),
+    from: 0x3000,
+    to: 0x3000 + 4 + 126,
+    mnemonic: /^cbz$/,
+  },
   { bytes: () => enc.encodeCbz(true, 0, 0x3000, 0x3004), from: 0x3000, to: 0x3004, mnemonic: /^cbnz$/ },
 ];
 
@@ -506,14 +548,22 @@ test('thumb branch encoders refuse targets out of reach instead of truncating', 
 });
 
 test('thumb modified immediates: every encodable constant round-trips through the assembler', () => {
-  const values = [0, 0xff, 0x00ab00ab, 0xab00ab00, 0xabababab, 0x80000000, 0x3fc, 0xff000000, 0x00ff0000, 0x1fe, 0x7f80];
+  const values = [
+    0, 0xff, 0x00ab00ab, 0xab00ab00, 0xabababab, 0x80000000, 0x3fc, 0xff000000, 0x00ff0000, 0x1fe, 0x7f80,
+  ];
   for (const v of values) assert.notEqual(enc.thumbModifiedImmediate(v), undefined, `0x${v.toString(16)}`);
-  for (const v of [0x101, 0x12345678, 0x1ff, 0xab00ab01]) assert.equal(enc.thumbModifiedImmediate(v), undefined, `0x${v.toString(16)}`);
+  for (const v of [0x101, 0x12345678, 0x1ff, 0xab00ab01])
+    assert.equal(enc.thumbModifiedImmediate(v), undefined, `0x${v.toString(16)}`);
   const src = values.map((v, i) => `m${i}: add.w r0, r1, #0x${v.toString(16)}`).join('\n');
   const prog = assemble(m4, src);
   values.forEach((v, i) => {
     const at = prog.symbols.get(`m${i}`)! - prog.base;
     // Constants up to 4095 take ADDW (imm12) first; the larger ones must match ADD.W's modified immediate.
-    if (v > 4095) assert.deepEqual([...enc.encodeAddImmediate(0, 1, v)], [...prog.text.subarray(at, at + 4)], `0x${v.toString(16)}`);
+    if (v > 4095)
+      assert.deepEqual(
+        [...enc.encodeAddImmediate(0, 1, v)],
+        [...prog.text.subarray(at, at + 4)],
+        `0x${v.toString(16)}`,
+      );
   });
 });

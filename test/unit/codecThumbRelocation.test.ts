@@ -37,7 +37,16 @@ interface Assume {
   zero?: boolean;
 }
 
-const inverse: Record<string, string> = { eq: 'ne', cs: 'cc', hs: 'lo', mi: 'pl', vs: 'vc', hi: 'ls', ge: 'lt', gt: 'le' };
+const inverse: Record<string, string> = {
+  eq: 'ne',
+  cs: 'cc',
+  hs: 'lo',
+  mi: 'pl',
+  vs: 'vc',
+  hi: 'ls',
+  ge: 'lt',
+  gt: 'le',
+};
 for (const [a, b] of Object.entries(inverse)) inverse[b] = a;
 const aliases: Record<string, string> = { sl: 'r10', fp: 'r11', ip: 'r12', r13: 'sp', r14: 'lr' };
 const reg = (name: string): string => aliases[name.trim()] ?? name.trim();
@@ -75,7 +84,9 @@ function interpret(bytes: Uint8Array, start: number, assume: Assume): Outcome {
   const executed: Outcome['executed'] = [];
   const listing = new Map<number, ObjdumpLine>();
   const lineAt = (pc: number): ObjdumpLine => {
-    if (!listing.has(pc)) for (const l of disassembleBytes(tc, bytes.subarray(pc - start), pc)) if (!listing.has(l.address)) listing.set(l.address, l);
+    if (!listing.has(pc))
+      for (const l of disassembleBytes(tc, bytes.subarray(pc - start), pc))
+        if (!listing.has(l.address)) listing.set(l.address, l);
     const l = listing.get(pc);
     if (!l) throw new Error(`nothing disassembles at ${hex(pc)}`);
     return l;
@@ -91,7 +102,8 @@ function interpret(bytes: Uint8Array, start: number, assume: Assume): Outcome {
     }
     return `${kind}[${show(addr)}]`;
   };
-  const add = (a: Value, b: Value): Value => (typeof a === 'number' && typeof b === 'number' ? (a + b) >>> 0 : `(${show(a)}+${show(b)})`);
+  const add = (a: Value, b: Value): Value =>
+    typeof a === 'number' && typeof b === 'number' ? (a + b) >>> 0 : `(${show(a)}+${show(b)})`;
   const push = (list: string[]): void => {
     const sorted = [...list].sort((a, b) => regOrder(a) - regOrder(b));
     sp -= 4 * sorted.length;
@@ -242,7 +254,10 @@ function interpret(bytes: Uint8Array, start: number, assume: Assume): Outcome {
 interface RelocCase {
   asm: string;
   /** Expected effect, given the assembled program's symbols and the instruction's own address. */
-  expect: (sym: (name: string) => number, at: number) => Omit<Outcome, 'opaque' | 'calls' | 'executed'> & { calls?: number[] };
+  expect: (
+    sym: (name: string) => number,
+    at: number,
+  ) => Omit<Outcome, 'opaque' | 'calls' | 'executed'> & { calls?: number[] };
   /** Run with each assumption (conditional code). */
   assume?: Assume[];
   profiles?: ThumbProfile[];
@@ -254,28 +269,68 @@ const allProfiles: ThumbProfile[] = ['armv7-m', 'armv8-m.base', 'armv6-m'];
 const v7: ThumbProfile[] = ['armv7-m'];
 
 const relocCases: RelocCase[] = [
-  { asm: 'ldr r2, lit', profiles: allProfiles, expect: (s) => ({ exit: fall, changed: { r2: `mem32[${hex(s('lit'))}]` } }) },
+  {
+    asm: 'ldr r2, lit',
+    profiles: allProfiles,
+    expect: (s) => ({ exit: fall, changed: { r2: `mem32[${hex(s('lit'))}]` } }),
+  },
   { asm: 'ldr.w r3, lit', profiles: v7, expect: (s) => ({ exit: fall, changed: { r3: `mem32[${hex(s('lit'))}]` } }) },
-  { asm: 'ldr.w r10, back', profiles: v7, expect: (s) => ({ exit: fall, changed: { r10: `mem32[${hex(s('back'))}]` } }) },
+  {
+    asm: 'ldr.w r10, back',
+    profiles: v7,
+    expect: (s) => ({ exit: fall, changed: { r10: `mem32[${hex(s('back'))}]` } }),
+  },
   { asm: 'ldrb.w r4, lit', profiles: v7, expect: (s) => ({ exit: fall, changed: { r4: `mem8[${hex(s('lit'))}]` } }) },
-  { asm: 'ldrh.w r12, lit', profiles: v7, expect: (s) => ({ exit: fall, changed: { r12: `mem16[${hex(s('lit'))}]` } }) },
-  { asm: 'ldrsb.w r5, back', profiles: v7, expect: (s) => ({ exit: fall, changed: { r5: `mem8s[${hex(s('back'))}]` } }) },
-  { asm: 'ldrsh.w r5, lit', profiles: v7, expect: (s) => ({ exit: fall, changed: { r5: `mem16s[${hex(s('lit'))}]` } }) },
-  { asm: 'ldrd r0, r1, lit', profiles: v7, expect: (s) => ({ exit: fall, changed: { r0: `mem32[${hex(s('lit'))}]`, r1: `mem32[${hex(s('lit') + 4)}]` } }) },
-  { asm: 'ldrd r6, r9, back', profiles: v7, expect: (s) => ({ exit: fall, changed: { r6: `mem32[${hex(s('back'))}]`, r9: `mem32[${hex(s('back') + 4)}]` } }) },
+  {
+    asm: 'ldrh.w r12, lit',
+    profiles: v7,
+    expect: (s) => ({ exit: fall, changed: { r12: `mem16[${hex(s('lit'))}]` } }),
+  },
+  {
+    asm: 'ldrsb.w r5, back',
+    profiles: v7,
+    expect: (s) => ({ exit: fall, changed: { r5: `mem8s[${hex(s('back'))}]` } }),
+  },
+  {
+    asm: 'ldrsh.w r5, lit',
+    profiles: v7,
+    expect: (s) => ({ exit: fall, changed: { r5: `mem16s[${hex(s('lit'))}]` } }),
+  },
+  {
+    asm: 'ldrd r0, r1, lit',
+    profiles: v7,
+    expect: (s) => ({ exit: fall, changed: { r0: `mem32[${hex(s('lit'))}]`, r1: `mem32[${hex(s('lit') + 4)}]` } }),
+  },
+  {
+    asm: 'ldrd r6, r9, back',
+    profiles: v7,
+    expect: (s) => ({ exit: fall, changed: { r6: `mem32[${hex(s('back'))}]`, r9: `mem32[${hex(s('back') + 4)}]` } }),
+  },
   { asm: 'vldr s3, lit', profiles: v7, expect: (s) => ({ exit: fall, changed: { s3: `mem32[${hex(s('lit'))}]` } }) },
   { asm: 'vldr d1, back', profiles: v7, expect: (s) => ({ exit: fall, changed: { d1: `mem64[${hex(s('back'))}]` } }) },
   { asm: 'pld lit', profiles: v7, expect: () => ({ exit: fall, changed: {} }) },
   { asm: 'ldr.w pc, lit', profiles: v7, expect: (s) => ({ exit: jump(`mem32[${hex(s('lit'))}]`), changed: {} }) },
   { asm: 'adr r0, lit', profiles: allProfiles, expect: (s) => ({ exit: fall, changed: { r0: hex(s('lit')) } }) },
   { asm: 'adr.w r11, back', profiles: v7, expect: (s) => ({ exit: fall, changed: { r11: hex(s('back')) } }) },
-  { asm: 'add r3, pc', profiles: allProfiles, expect: (_s, at) => ({ exit: fall, changed: { r3: `(r3+${hex(at + 4)})` } }) },
-  { asm: 'add r0, pc', profiles: allProfiles, expect: (_s, at) => ({ exit: fall, changed: { r0: `(r0+${hex(at + 4)})` } }) },
+  {
+    asm: 'add r3, pc',
+    profiles: allProfiles,
+    expect: (_s, at) => ({ exit: fall, changed: { r3: `(r3+${hex(at + 4)})` } }),
+  },
+  {
+    asm: 'add r0, pc',
+    profiles: allProfiles,
+    expect: (_s, at) => ({ exit: fall, changed: { r0: `(r0+${hex(at + 4)})` } }),
+  },
   { asm: 'mov r7, pc', profiles: allProfiles, expect: (_s, at) => ({ exit: fall, changed: { r7: hex(at + 4) } }) },
   { asm: 'mov r9, pc', profiles: allProfiles, expect: (_s, at) => ({ exit: fall, changed: { r9: hex(at + 4) } }) },
   { asm: 'b back', profiles: allProfiles, expect: (s) => ({ exit: jump(s('back')), changed: {} }) },
   { asm: 'b.w far', profiles: allProfiles, expect: (s) => ({ exit: jump(s('far')), changed: {} }) },
-  { asm: 'bl far', profiles: allProfiles, expect: (s) => ({ exit: fall, changed: { lr: 'inside' }, calls: [s('far')] }) },
+  {
+    asm: 'bl far',
+    profiles: allProfiles,
+    expect: (s) => ({ exit: fall, changed: { lr: 'inside' }, calls: [s('far')] }),
+  },
   {
     asm: 'beq back',
     profiles: allProfiles,
@@ -335,12 +390,19 @@ test('thumb relocation: every relocatable hazard keeps its effect at the new add
         for (const assume of c.assume ?? [{}]) {
           const got = interpret(r.bytes, dest, assume);
           const want = c.expect(sym, at[i]!);
-          const taken = assume.cond ? assume.cond.holds : assume.zero === undefined ? true : c.asm.startsWith('cbz') === assume.zero;
+          const taken = assume.cond
+            ? assume.cond.holds
+            : assume.zero === undefined
+              ? true
+              : c.asm.startsWith('cbz') === assume.zero;
           assert.deepEqual(got.exit, taken ? want.exit : fall, `${what} ${JSON.stringify(assume)}: exit`);
           const changed = { ...got.changed };
           if (want.changed.lr === 'inside') {
             const lr = Number(changed.lr);
-            assert.ok(got.calls.length === 1 && lr === (got.calls[0]!.returnTo | 1), `${what}: LR is the return point inside the trampoline`);
+            assert.ok(
+              got.calls.length === 1 && lr === (got.calls[0]!.returnTo | 1),
+              `${what}: LR is the return point inside the trampoline`,
+            );
             changed.lr = 'inside';
           }
           assert.deepEqual(changed, want.changed, `${what}: registers`);
@@ -364,7 +426,11 @@ test('thumb relocation: every relocatable hazard keeps its effect at the new add
               [],
               `${what}: not ARMv8-M Baseline`,
             );
-          assert.equal(r.fallsThrough, c.asm.startsWith('b ') || c.asm.startsWith('b.w') || c.asm.includes('pc, lit') ? false : true, `${what}: fallsThrough`);
+          assert.equal(
+            r.fallsThrough,
+            c.asm.startsWith('b ') || c.asm.startsWith('b.w') || c.asm.includes('pc, lit') ? false : true,
+            `${what}: fallsThrough`,
+          );
           runs++;
         }
       }
@@ -385,15 +451,24 @@ test('thumb relocation with even exits: a conditional branch leaves by a jump of
         const what = `"${c.asm}" (${profile}) -> ${hex(dest)}`;
         assert.ok(r.ok, `${what}: refused`);
         // One instruction where B.W or LDR.W PC reach (ARMv7-M), like the stub's jump back.
-        if (profile === 'armv7-m') assert.equal(r.exitJumps, 1, `${what}: one jump out, even where a direct branch reaches`);
+        if (profile === 'armv7-m')
+          assert.equal(r.exitJumps, 1, `${what}: one jump out, even where a direct branch reaches`);
         else assert.ok(r.exitJumps! >= 1, `${what}: a jump out, even where a direct branch reaches`);
         for (const assume of c.assume as Assume[]) {
           const got = interpret(r.bytes, dest, assume);
           const taken: boolean = assume.cond ? assume.cond.holds : c.asm.startsWith('cbz') === assume.zero;
-          assert.deepEqual(got.exit, taken ? c.expect(sym, at[i]!).exit : fall, `${what} ${JSON.stringify(assume)}: exit`);
+          assert.deepEqual(
+            got.exit,
+            taken ? c.expect(sym, at[i]!).exit : fall,
+            `${what} ${JSON.stringify(assume)}: exit`,
+          );
           // The branch itself, and the jump on the way out: the path falling through runs the stub's
           // jump back instead, so both cost the branch and one jump.
-          assert.equal(got.executed.length, taken ? 1 + r.exitJumps! : 1, `${what} ${JSON.stringify(assume)}: instructions run`);
+          assert.equal(
+            got.executed.length,
+            taken ? 1 + r.exitJumps! : 1,
+            `${what} ${JSON.stringify(assume)}: instructions run`,
+          );
           checked++;
         }
       }
@@ -478,7 +553,11 @@ test('thumb relocation refuses what cannot move, and says why', () => {
 
 test('thumb relocation refuses Armv8.1-M low-overhead loops', () => {
   const v81 = thumbToolchain('arch:armv8.1-m.main', '');
-  const prog = assemble(v81, `dls lr, r0\nloop: add r1, r1, #1\n le lr, loop\n wls lr, r2, out\n nop\nout: nop\n bf 2, out\n nop\n le loop\n`, FLASH);
+  const prog = assemble(
+    v81,
+    `dls lr, r0\nloop: add r1, r1, #1\n le lr, loop\n wls lr, r2, out\n nop\nout: nop\n bf 2, out\n nop\n le loop\n`,
+    FLASH,
+  );
   const insns: DecodedInstruction[] = decodeAll(codec, prog.text, prog.base);
   const loops = insns.filter((x) => x.kind === 'loop');
   assert.equal(loops.length, 5, insns.map((x) => x.mnemonic).join(' '));

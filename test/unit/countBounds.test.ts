@@ -2,7 +2,16 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CountBounds, type ExecutionCounts } from '../../core/analysis/countBounds';
 import type { ResultSet } from '../../core/analysis/resultSet';
-import { FakeMeasurer, descend, engine, executionCounts, graphOf, outcome, randomProgram, share } from '../support/syntheticDescent';
+import {
+  FakeMeasurer,
+  descend,
+  engine,
+  executionCounts,
+  graphOf,
+  outcome,
+  randomProgram,
+  share,
+} from '../support/syntheticDescent';
 
 // Bounds from a counting run (core/analysis/countBounds.ts): worked by hand on a small program, then
 // checked against exact values on random ones, alone and driving descent.
@@ -16,7 +25,11 @@ function countsOf(
   const { entries = {}, ...rest } = extra;
   const total = Object.values(self).reduce((a, b) => a + b, 0) + (rest.outside ?? 0);
   return executionCounts({
-    functions: Object.entries(self).map(([name, instructions]) => ({ name, instructions, entries: entries[name] ?? 1 })),
+    functions: Object.entries(self).map(([name, instructions]) => ({
+      name,
+      instructions,
+      entries: entries[name] ?? 1,
+    })),
     calls: calls.map(([caller, callee, count]) => ({ caller, callee, kind: 'call' as const, count })),
     total,
     method: 'by hand',
@@ -66,9 +79,16 @@ describe('bounds from instruction counts', () => {
     assert.deepEqual(c.targets, ['cb']);
     assert.equal(c.instructions('disp'), 5 + 7 + 40);
     const withoutEntry = new CountBounds(graph, countsOf(self, calls, { entries }));
-    assert.deepEqual([...withoutEntry.targets].sort(), ['cb', 'main'], 'entered once without a call, main could be a target too');
+    assert.deepEqual(
+      [...withoutEntry.targets].sort(),
+      ['cb', 'main'],
+      'entered once without a call, main could be a target too',
+    );
     const looping = new CountBounds(graph, countsOf(self, calls, { entries: { ...entries, leaf: 6 }, entry: 'main' }));
-    assert.ok(looping.targets.includes('leaf'), 'one entry more than its calls (a loop back to its entry): a possible target');
+    assert.ok(
+      looping.targets.includes('leaf'),
+      'one entry more than its calls (a loop back to its entry): a possible target',
+    );
   });
 
   it('gives the whole run where the disassembly lost a function, and adds twice the handlers', () => {
@@ -76,8 +96,15 @@ describe('bounds from instruction counts', () => {
     assert.equal(lost.instructions('b'), lost.counts.total);
     assert.equal(lost.instructions('main'), lost.counts.total);
     assert.equal(lost.instructions('a'), 120, "a's closure does not hold b");
-    const interrupted = new CountBounds(graph, countsOf(self, calls, { entries, entry: 'main', handlers: ['cb', 'never'] }));
-    assert.equal(interrupted.asynchronous, 80, 'one more invocation of each handler that ran, at most as long as all of them');
+    const interrupted = new CountBounds(
+      graph,
+      countsOf(self, calls, { entries, entry: 'main', handlers: ['cb', 'never'] }),
+    );
+    assert.equal(
+      interrupted.asynchronous,
+      80,
+      'one more invocation of each handler that ran, at most as long as all of them',
+    );
     assert.equal(interrupted.instructions('leaf'), 100 + 80);
   });
 
@@ -94,16 +121,26 @@ describe('bounds from instruction counts', () => {
       }),
     );
     assert.equal(c.instructions('r12'), 2 + 8 + 6);
-    const nested = new CountBounds(g, { ...countsOf({ main: 5, r12: 2, r10: 8 }, []), functions: [{ name: 'r12', instructions: 2, inRange: 10, entries: 1 }] });
+    const nested = new CountBounds(g, {
+      ...countsOf({ main: 5, r12: 2, r10: 8 }, []),
+      functions: [{ name: 'r12', instructions: 2, inRange: 10, entries: 1 }],
+    });
     assert.equal(nested.instructions('r12'), 10, 'what ran anywhere in its range');
   });
 
   it('converts to shares, widening a quantised unit by a unit per entry and the total by one', () => {
-    const c = new CountBounds(graph, countsOf(self, calls, { entries, entry: 'main', units: { ticks: { instructionsPerUnit: 40, quantised: true } } }));
+    const c = new CountBounds(
+      graph,
+      countsOf(self, calls, { entries, entry: 'main', units: { ticks: { instructionsPerUnit: 40, quantised: true } } }),
+    );
     const shares = c.inMetric(engine, share, runWithTotal('ticks', 101))!;
     assert.equal(shares.get('leaf'), (100 / 40 + 5 + 1) / 100);
     assert.equal(shares.get('z'), 0);
-    assert.equal(c.inMetric(engine, share, runWithTotal('cycles', 1000)), undefined, 'no ratio for cycles: no bound but the zeros');
+    assert.equal(
+      c.inMetric(engine, share, runWithTotal('cycles', 1000)),
+      undefined,
+      'no ratio for cycles: no bound but the zeros',
+    );
     const exact = new CountBounds(graph, countsOf(self, calls, { entries, entry: 'main' }));
     assert.equal(exact.inMetric(engine, share, runWithTotal('instructions', 200))!.get('a'), 120 / 200);
   });
@@ -113,7 +150,10 @@ describe('bounds from instruction counts', () => {
       const p = randomProgram(seed);
       const c = new CountBounds(p.graph, p.executed);
       for (const f of p.graph.functions)
-        assert.ok(c.instructions(f.name) >= p.values[f.name]!, `seed ${seed}: ${f.name} ${c.instructions(f.name)} < ${p.values[f.name]}`);
+        assert.ok(
+          c.instructions(f.name) >= p.values[f.name]!,
+          `seed ${seed}: ${f.name} ${c.instructions(f.name)} < ${p.values[f.name]}`,
+        );
     }
   });
 });
@@ -133,14 +173,19 @@ describe('descent with instruction counts', () => {
         for (const f of p.graph.functions) {
           const o = outcome(r, f.name);
           const truth = p.values[f.name]! / p.total;
-          if (truth >= threshold) assert.equal(o.status, 'measured', `seed ${seed}: ${f.name} at ${truth} is ${o.status}`);
-          if (o.bound !== undefined) assert.ok(o.bound >= truth - 1e-12, `seed ${seed}: ${f.name} bound ${o.bound} < ${truth}`);
+          if (truth >= threshold)
+            assert.equal(o.status, 'measured', `seed ${seed}: ${f.name} at ${truth} is ${o.status}`);
+          if (o.bound !== undefined)
+            assert.ok(o.bound >= truth - 1e-12, `seed ${seed}: ${f.name} bound ${o.bound} < ${truth}`);
           if (p.values[f.name] === 0 && o.status !== 'unreached') {
             assert.ok(!counting.batches.flat().includes(f.name), `seed ${seed}: ${f.name} never ran but was measured`);
             assert.equal(o.reason, 'its code never ran in the counting run');
           }
         }
-        assert.ok(r.runs <= without.runs, `seed ${seed} at ${threshold}: ${r.runs} runs with counts, ${without.runs} without`);
+        assert.ok(
+          r.runs <= without.runs,
+          `seed ${seed} at ${threshold}: ${r.runs} runs with counts, ${without.runs} without`,
+        );
         if (r.runs < without.runs) fewer++;
       }
     }

@@ -19,13 +19,32 @@ const rv32Unit: CounterUnitInfo = {
   unit: 'RISC-V counters',
   present: true,
   resolution: 1,
-  slots: [slot(0, 'mcycle', 'cycles'), slot(2, 'minstret', 'instructions'), ...Array.from({ length: 16 }, (_, i) => slot(i + 3, `mhpmcounter${i + 3}`))],
+  slots: [
+    slot(0, 'mcycle', 'cycles'),
+    slot(2, 'minstret', 'instructions'),
+    ...Array.from({ length: 16 }, (_, i) => slot(i + 3, `mhpmcounter${i + 3}`)),
+  ],
 };
 const rv32Events: OfferedEvent[] = [
   { unit: 'RISC-V counters', id: 'cycles', name: 'cycles', description: 'Core clock cycles (mcycle).' },
-  { unit: 'RISC-V counters', id: 'instructions', name: 'instructions retired', description: 'Instructions retired (minstret).' },
-  { unit: 'RISC-V counters', id: 'hpm.1', name: 'cycles (QEMU)', description: 'Core cycles; under -icount equal to instructions. (mhpmevent = 1)' },
-  { unit: 'RISC-V counters', id: 'hpm.2', name: 'instructions retired (QEMU)', description: 'Instructions retired. (mhpmevent = 2)' },
+  {
+    unit: 'RISC-V counters',
+    id: 'instructions',
+    name: 'instructions retired',
+    description: 'Instructions retired (minstret).',
+  },
+  {
+    unit: 'RISC-V counters',
+    id: 'hpm.1',
+    name: 'cycles (QEMU)',
+    description: 'Core cycles; under -icount equal to instructions. (mhpmevent = 1)',
+  },
+  {
+    unit: 'RISC-V counters',
+    id: 'hpm.2',
+    name: 'instructions retired (QEMU)',
+    description: 'Instructions retired. (mhpmevent = 2)',
+  },
 ];
 
 describe('counterPickItems', () => {
@@ -38,11 +57,18 @@ describe('counterPickItems', () => {
         ['instructions retired', 'minstret', 'instructions'],
       ],
     );
-    assert.match(items[1]!.detail, /instructions retired \(QEMU\) on mhpmcounter3 … mhpmcounter18/, 'the folded selector is named in the detail');
+    assert.match(
+      items[1]!.detail,
+      /instructions retired \(QEMU\) on mhpmcounter3 … mhpmcounter18/,
+      'the folded selector is named in the detail',
+    );
   });
 
   it('keeps a programmable event that no fixed counter counts, with its registers', () => {
-    const events: OfferedEvent[] = [...rv32Events, { unit: 'RISC-V counters', id: 'hpm.9', name: 'cache misses', description: 'L1 misses. (mhpmevent = 9)' }];
+    const events: OfferedEvent[] = [
+      ...rv32Events,
+      { unit: 'RISC-V counters', id: 'hpm.9', name: 'cache misses', description: 'L1 misses. (mhpmevent = 9)' },
+    ];
     const miss = counterPickItems(events, [rv32Unit]).find((i) => i.id === 'hpm.9');
     assert.deepEqual(miss && [miss.label, miss.description], ['cache misses', 'mhpmcounter3 … mhpmcounter18']);
   });
@@ -59,7 +85,12 @@ describe('counterPickItems', () => {
   });
 
   it('lists an event offered by two units once, with both registers', () => {
-    const dwt: CounterUnitInfo = { unit: 'DWT', present: true, resolution: 1, slots: [slot(0, 'CYCCNT', 'cycles'), slot(1, 'LSUCNT', 'dwt.lsu')] };
+    const dwt: CounterUnitInfo = {
+      unit: 'DWT',
+      present: true,
+      resolution: 1,
+      slots: [slot(0, 'CYCCNT', 'cycles'), slot(1, 'LSUCNT', 'dwt.lsu')],
+    };
     const pmu: CounterUnitInfo = {
       unit: 'PMU',
       present: true,
@@ -83,7 +114,12 @@ describe('counterPickItems', () => {
   });
 
   it('ignores the slots of a unit the target does not have', () => {
-    const absent: CounterUnitInfo = { unit: 'PMU', present: false, resolution: 1, slots: [slot(31, 'PMU_CCNTR', 'cycles')] };
+    const absent: CounterUnitInfo = {
+      unit: 'PMU',
+      present: false,
+      resolution: 1,
+      slots: [slot(31, 'PMU_CCNTR', 'cycles')],
+    };
     assert.equal(counterPickItems(rv32Events, [rv32Unit, absent])[0]!.description, 'mcycle');
   });
 });

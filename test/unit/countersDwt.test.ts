@@ -258,14 +258,22 @@ describe('DWT: errors name the fix', () => {
   test('a fixed counter refuses another event and says which slot counts it', async () => {
     const unit = new DwtCounters(new DwtModel());
     await unit.discover();
-    await rejectsWith(unit.configure(1, 'cycles'), ErrorCode.UnknownEvent, /slot 1 \(CPICNT\) counts only 'dwt.cpi'.*'cycles' is counted by CYCCNT \(slot 0\)/);
+    await rejectsWith(
+      unit.configure(1, 'cycles'),
+      ErrorCode.UnknownEvent,
+      /slot 1 \(CPICNT\) counts only 'dwt.cpi'.*'cycles' is counted by CYCCNT \(slot 0\)/,
+    );
     await rejectsWith(unit.configure(1, 'l1d-miss'), ErrorCode.UnknownEvent, /counts only 'cycles', 'dwt.cpi'/);
   });
 
   test('out-of-range slots list the slots', async () => {
     const unit = new DwtCounters(new DwtModel({ noPrfCnt: true }));
     await unit.discover();
-    await rejectsWith(unit.configure(4, 'dwt.lsu'), ErrorCode.CounterUnavailable, /DWT slot 4 does not exist.*0 \(CYCCNT\)/);
+    await rejectsWith(
+      unit.configure(4, 'dwt.lsu'),
+      ErrorCode.CounterUnavailable,
+      /DWT slot 4 does not exist.*0 \(CYCCNT\)/,
+    );
     await rejectsWith(unit.start([0]), ErrorCode.CounterUnavailable, /configure it with 'cycles' first/);
   });
 });

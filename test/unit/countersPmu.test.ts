@@ -66,7 +66,8 @@ class PmuModel extends FakeTargetAccess {
     this.evcntr[i] = total % 0x10000;
     if (wraps > 0) {
       this.ovs |= 1 << i;
-      if (i % 2 === 0 && i + 1 < this.n && this.evtyper[i + 1] === CHAIN && this.counting(i + 1)) this.add(i + 1, wraps);
+      if (i % 2 === 0 && i + 1 < this.n && this.evtyper[i + 1] === CHAIN && this.counting(i + 1))
+        this.add(i + 1, wraps);
     }
   }
 
@@ -259,14 +260,34 @@ describe('PMU: errors name the fix', () => {
   test('unknown events, CHAIN, CCNTR, slots out of range, upper halves', async () => {
     const unit = new PmuCounters(new PmuModel(4));
     await unit.discover();
-    await rejectsWith(unit.configure(0, 'l2-miss'), ErrorCode.UnknownEvent, /Unknown PMU event 'l2-miss'.*pmu\.0x0008 INST_RETIRED.*pmu\.0xNNNN/);
+    await rejectsWith(
+      unit.configure(0, 'l2-miss'),
+      ErrorCode.UnknownEvent,
+      /Unknown PMU event 'l2-miss'.*pmu\.0x0008 INST_RETIRED.*pmu\.0xNNNN/,
+    );
     await rejectsWith(unit.configure(0, 'pmu.0x001e'), ErrorCode.UnknownEvent, /CHAIN.*configure an even slot/);
-    await rejectsWith(unit.configure(31, 'instructions'), ErrorCode.UnknownEvent, /slot 31 is CCNTR.*event counter \(slots 0–3\)/);
-    await rejectsWith(unit.configure(4, 'cycles'), ErrorCode.CounterUnavailable, /slot 4 does not exist.*event counters 0–3 and CCNTR as slot 31/);
+    await rejectsWith(
+      unit.configure(31, 'instructions'),
+      ErrorCode.UnknownEvent,
+      /slot 31 is CCNTR.*event counter \(slots 0–3\)/,
+    );
+    await rejectsWith(
+      unit.configure(4, 'cycles'),
+      ErrorCode.CounterUnavailable,
+      /slot 4 does not exist.*event counters 0–3 and CCNTR as slot 31/,
+    );
     await unit.configure(2, 'cycles');
-    await rejectsWith(unit.start([3]), ErrorCode.CounterUnavailable, /slot 3 is the upper half of slot 2.*start slot 2 instead/);
+    await rejectsWith(
+      unit.start([3]),
+      ErrorCode.CounterUnavailable,
+      /slot 3 is the upper half of slot 2.*start slot 2 instead/,
+    );
     const absent = new PmuCounters(new PmuModel(4, true));
     await absent.discover();
-    await rejectsWith(absent.configure(0, 'cycles'), ErrorCode.CounterUnavailable, /PMU is not available: The PMU registers read as zero/);
+    await rejectsWith(
+      absent.configure(0, 'cycles'),
+      ErrorCode.CounterUnavailable,
+      /PMU is not available: The PMU registers read as zero/,
+    );
   });
 });

@@ -58,7 +58,8 @@ class RiscvCsrModel extends FakeTargetAccess {
   }
 
   private parse(name: string): { kind: 'counter' | 'event' | 'inhibit'; index: number; high: boolean } | undefined {
-    if (name === 'mcountinhibit') return this.o.inhibit === false ? undefined : { kind: 'inhibit', index: 0, high: false };
+    if (name === 'mcountinhibit')
+      return this.o.inhibit === false ? undefined : { kind: 'inhibit', index: 0, high: false };
     const m = /^(mcycle|minstret|mhpmcounter(\d+)|mhpmevent(\d+))(h?)$/.exec(name);
     if (!m) return undefined;
     const high = m[4] === 'h';
@@ -338,10 +339,18 @@ describe('RISC-V counters: errors name the fix', () => {
     const m = new RiscvCsrModel({ hpm: { 3: 64 } });
     const unit = new RiscvCounters(m);
     await unit.discover();
-    await rejectsWith(unit.configure(3, 'cache-misses'), ErrorCode.UnknownEvent, /Unknown event 'cache-misses'.*hpm\.<n>/);
+    await rejectsWith(
+      unit.configure(3, 'cache-misses'),
+      ErrorCode.UnknownEvent,
+      /Unknown event 'cache-misses'.*hpm\.<n>/,
+    );
     await rejectsWith(unit.configure(3, 'cycles'), ErrorCode.UnknownEvent, /implementation-defined/);
     await rejectsWith(unit.configure(3, 'hpm.0'), ErrorCode.UnknownEvent, /no event/);
-    await rejectsWith(unit.configure(2, 'cycles'), ErrorCode.UnknownEvent, /minstret \(slot 2\) counts only 'instructions'.*programmable slot \(3–3\)/);
+    await rejectsWith(
+      unit.configure(2, 'cycles'),
+      ErrorCode.UnknownEvent,
+      /minstret \(slot 2\) counts only 'instructions'.*programmable slot \(3–3\)/,
+    );
   });
 
   test('an event the selector does not accept is refused and the old selector kept', async () => {

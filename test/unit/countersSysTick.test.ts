@@ -121,7 +121,8 @@ describe('SysTick: reload arithmetic', () => {
         const flag = (m.csr & (1 << 16)) !== 0;
         const got = sysTickInterval(start, m.cvr, period, flag);
         if (got.exact) assert.equal(got.ticks, n, `start ${start}, ${n} ticks`);
-        else assert.ok(got.ticks <= n && (n - got.ticks) % period === 0, `start ${start}, ${n} ticks: got ${got.ticks}`);
+        else
+          assert.ok(got.ticks <= n && (n - got.ticks) % period === 0, `start ${start}, ${n} ticks: got ${got.ticks}`);
         assert.equal(got.exact, !flag, `exact iff no wrap (start ${start}, ${n} ticks)`);
       }
     }
@@ -135,7 +136,9 @@ describe('SysTick: owned by CycleLens', () => {
     const unit = new SysTickCounters(m);
     const info = await unit.discover();
     assert.equal(info.present, true);
-    assert.deepEqual(info.slots, [{ index: 0, name: 'SYST_CVR', width: 24, fixedEvent: 'cycles', event: undefined, running: false }]);
+    assert.deepEqual(info.slots, [
+      { index: 0, name: 'SYST_CVR', width: 24, fixedEvent: 'cycles', event: undefined, running: false },
+    ]);
     assert.equal(m.rvr, 1234, 'discover put RVR back');
     await unit.configure(0, 'cycles');
     assert.equal(m.rvr, 0xffffff);
@@ -287,7 +290,11 @@ describe('SysTick: errors name the fix', () => {
   test('one slot only, one event only', async () => {
     const unit = new SysTickCounters(new SysTickModel());
     await unit.discover();
-    await rejectsWith(unit.configure(1, 'cycles'), ErrorCode.CounterUnavailable, /one slot, 0; there is no slot 1\. Use slot 0/);
+    await rejectsWith(
+      unit.configure(1, 'cycles'),
+      ErrorCode.CounterUnavailable,
+      /one slot, 0; there is no slot 1\. Use slot 0/,
+    );
     await rejectsWith(unit.configure(0, 'dwt.lsu'), ErrorCode.UnknownEvent, /counts only 'cycles'.*DWT or PMU/);
     await rejectsWith(unit.start([0]), ErrorCode.CounterUnavailable, /configure slot 0 with 'cycles' first/);
   });

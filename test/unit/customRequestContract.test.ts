@@ -62,7 +62,12 @@ function dispatchedRequests(): { names: string[]; where: Map<string, string> } {
     walk(f, (n) => {
       if (!ts.isObjectLiteralExpression(n)) return;
       for (const p of n.properties) {
-        const key = p.name && ts.isComputedPropertyName(p.name) ? wireName(p.name.expression) : p.name && ts.isStringLiteral(p.name) ? p.name.text : undefined;
+        const key =
+          p.name && ts.isComputedPropertyName(p.name)
+            ? wireName(p.name.expression)
+            : p.name && ts.isStringLiteral(p.name)
+              ? p.name.text
+              : undefined;
         if (key?.startsWith('cyclelens/')) where.set(key, relative(repoRoot, f.fileName));
       }
     });
@@ -76,11 +81,23 @@ function sentEvents(): { viaContract: string[]; untyped: string[] } {
   const untyped: string[] = [];
   for (const f of adapterFiles) {
     walk(f, (n) => {
-      if (ts.isCallExpression(n) && ts.isIdentifier(n.expression) && n.expression.text === 'customEvent' && n.arguments[0]) {
-        viaContract.push(wireName(n.arguments[0]) ?? `unresolved ${n.arguments[0].getText()} in ${relative(repoRoot, f.fileName)}`);
+      if (
+        ts.isCallExpression(n) &&
+        ts.isIdentifier(n.expression) &&
+        n.expression.text === 'customEvent' &&
+        n.arguments[0]
+      ) {
+        viaContract.push(
+          wireName(n.arguments[0]) ?? `unresolved ${n.arguments[0].getText()} in ${relative(repoRoot, f.fileName)}`,
+        );
       }
       const typedConstructor = f.fileName.endsWith(join('session', 'customRequests.ts'));
-      if (ts.isNewExpression(n) && ts.isIdentifier(n.expression) && n.expression.text === 'Event' && !typedConstructor) {
+      if (
+        ts.isNewExpression(n) &&
+        ts.isIdentifier(n.expression) &&
+        n.expression.text === 'Event' &&
+        !typedConstructor
+      ) {
         untyped.push(`${relative(repoRoot, f.fileName)}: new Event(${n.arguments?.[0]?.getText() ?? ''})`);
       }
     });
@@ -131,7 +148,9 @@ describe('the custom-request contract and the adapter', () => {
         if (!ts.isCallExpression(n) || !ts.isPropertyAccessExpression(n.expression)) return;
         const method = n.expression.name.text;
         // `x.customRequest(…)` is the untyped door; `client.request(CustomRequests.x, …)` another.
-        const untyped = method === 'customRequest' || (method === 'request' && n.arguments[0] && wireName(n.arguments[0])?.startsWith('cyclelens/'));
+        const untyped =
+          method === 'customRequest' ||
+          (method === 'request' && n.arguments[0] && wireName(n.arguments[0])?.startsWith('cyclelens/'));
         if (untyped) callers.push(`${relative(repoRoot, file.fileName)}: ${n.getText().slice(0, 80)}`);
       });
     }

@@ -15,7 +15,10 @@ import { RecordingDebugSession } from '../doubles/recordingDebugSession';
 describe('customRequest against a VS Code debug session double', () => {
   it('sends the wire name and the arguments as given, and resolves with the body', async () => {
     const body: InjectedResultsResponse = { results: [], elapsed: 42 };
-    const session = new RecordingDebugSession({ [CustomRequests.injectedResults]: body, [CustomRequests.removeInjections]: undefined });
+    const session = new RecordingDebugSession({
+      [CustomRequests.injectedResults]: body,
+      [CustomRequests.removeInjections]: undefined,
+    });
     assert.deepEqual(await customRequest(session, CustomRequests.injectedResults), body);
     const args = { ids: [3, 5] };
     assert.equal(await customRequest(session, CustomRequests.removeInjections, args), undefined);
@@ -54,8 +57,14 @@ describe('customEventBody', () => {
   });
 
   it('gives nothing for another event', () => {
-    assert.equal(customEventBody({ event: CustomEvents.capabilities, body: { family: 'riscv', units: [] } }, CustomEvents.samples), undefined);
-    assert.equal(customEventBody({ event: 'stopped', body: { reason: 'breakpoint' } }, CustomEvents.capabilities), undefined);
+    assert.equal(
+      customEventBody({ event: CustomEvents.capabilities, body: { family: 'riscv', units: [] } }, CustomEvents.samples),
+      undefined,
+    );
+    assert.equal(
+      customEventBody({ event: 'stopped', body: { reason: 'breakpoint' } }, CustomEvents.capabilities),
+      undefined,
+    );
   });
 });
 
@@ -89,6 +98,9 @@ describe('customRequest against the adapter in process', () => {
 
   it("rejects with the adapter's message when the request cannot be served", async () => {
     await assert.rejects(customRequest(client, CustomRequests.counters), /No target is connected yet/);
-    await assert.rejects(customRequest(client, CustomRequests.inject, { targets: [{ function: 'main' }] }), /No target is connected yet/);
+    await assert.rejects(
+      customRequest(client, CustomRequests.inject, { targets: [{ function: 'main' }] }),
+      /No target is connected yet/,
+    );
   });
 });

@@ -1,9 +1,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { CallGraphIndex } from '../../core/analysis/callGraphIndex';
-import { DescentError, rootsForStart, runDescent, runFullProfile, runRoundRobin, type BatchMeasurer } from '../../core/analysis/descent';
+import {
+  DescentError,
+  rootsForStart,
+  runDescent,
+  runFullProfile,
+  runRoundRobin,
+  type BatchMeasurer,
+} from '../../core/analysis/descent';
 import type { MonotoneMetric } from '../../core/analysis/metrics';
-import { FakeMeasurer, descend, engine, graphOf, outcome, share, statuses, randomProgram, type Spec } from '../support/syntheticDescent';
+import {
+  FakeMeasurer,
+  descend,
+  engine,
+  graphOf,
+  outcome,
+  share,
+  statuses,
+  randomProgram,
+  type Spec,
+} from '../support/syntheticDescent';
 
 // Descent on synthetic call graphs (test/support/syntheticDescent.ts): the measurer knows each
 // function's exact inclusive count and the run's total, so every pruning decision below can be
@@ -38,7 +55,10 @@ describe('descent bounds and pruning', () => {
       b1: 'measured',
       c1: 'pruned',
     });
-    const r2 = await descend(graphOf(spec), new FakeMeasurer(1, values, 1000), 0.4, { lookahead: false, siblingResidual: false });
+    const r2 = await descend(graphOf(spec), new FakeMeasurer(1, values, 1000), 0.4, {
+      lookahead: false,
+      siblingResidual: false,
+    });
     assert.equal(outcome(r2, 'b1').status, 'pruned');
     assert.equal(outcome(r2, 'b1').bound, 0.3);
     assert.equal(outcome(r2, 'a2').status, 'measured', 'a2 is bounded by a (60%), so it is measured');
@@ -162,7 +182,9 @@ describe('descent on harder graphs', () => {
         createdAt: '',
         program: { executable: 'x' },
         run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 10 }, method: 'silent' },
-        measurements: batch.filter((b) => b === 'main').map((name) => ({ name, inclusive: { instructions: 10 }, calls: 1 })),
+        measurements: batch
+          .filter((b) => b === 'main')
+          .map((name) => ({ name, inclusive: { instructions: 10 }, calls: 1 })),
         refused: [],
       }),
     };
@@ -208,9 +230,15 @@ describe('descent on harder graphs', () => {
   it('rejects a metric that is not monotone, and bad options', async () => {
     assert.throws(() => engine.monotone('perCall.instructions'), /not monotone/);
     const fake = { ...engine.definition('perCall.instructions')! } as unknown as MonotoneMetric;
-    await assert.rejects(runDescent(graphOf({ main: [] }), new FakeMeasurer(1, {}, 1), { engine, metric: fake, threshold: 0.01 }), DescentError);
+    await assert.rejects(
+      runDescent(graphOf({ main: [] }), new FakeMeasurer(1, {}, 1), { engine, metric: fake, threshold: 0.01 }),
+      DescentError,
+    );
     await assert.rejects(descend(graphOf({ main: [] }), new FakeMeasurer(0, {}, 1), 0.01), /slots/);
-    await assert.rejects(descend(graphOf({ main: [] }), new FakeMeasurer(1, {}, 1), 0.01, { roots: ['nope'] }), /not a function/);
+    await assert.rejects(
+      descend(graphOf({ main: [] }), new FakeMeasurer(1, {}, 1), 0.01, { roots: ['nope'] }),
+      /not a function/,
+    );
   });
 
   it('continues from earlier result sets without measuring their functions again', async () => {
@@ -241,7 +269,11 @@ describe('descent recall on random call graphs', () => {
             [false, true, 'weight'],
             [true, false, 'weight'],
           ] as const) {
-            const r = await descend(p.graph, new FakeMeasurer(slots, p.values, p.total), threshold, { lookahead, siblingResidual, order });
+            const r = await descend(p.graph, new FakeMeasurer(slots, p.values, p.total), threshold, {
+              lookahead,
+              siblingResidual,
+              order,
+            });
             const hot = Object.keys(p.values).filter((f) => p.values[f]! / p.total >= threshold);
             for (const f of hot)
               assert.equal(
@@ -250,7 +282,8 @@ describe('descent recall on random call graphs', () => {
                 `seed ${seed}, threshold ${threshold}, k=${slots}, lookahead ${lookahead}, residual ${siblingResidual}, order ${order}: ${f} missed`,
               );
             for (const o of r.outcomes)
-              if (o.status === 'pruned') assert.ok(p.values[o.name]! / p.total <= o.bound! + 1e-12, `bound of ${o.name} below its value`);
+              if (o.status === 'pruned')
+                assert.ok(p.values[o.name]! / p.total <= o.bound! + 1e-12, `bound of ${o.name} below its value`);
             assert.deepEqual(r.warnings, []);
           }
         }
@@ -270,7 +303,10 @@ describe('exact full profile and cyclic round robin', () => {
     assert.deepEqual(m.batches, [['main', 'isr'], ['a', 'b'], ['c']]);
     assert.ok(r.outcomes.every((o) => o.status === 'measured'));
     // Any metric may be recorded when nothing is pruned, even one the whole run has no value of.
-    const perCall = await runFullProfile(graphOf(spec), new FakeMeasurer(5, values, 100), { engine, metric: engine.definition('perCall.instructions')! });
+    const perCall = await runFullProfile(graphOf(spec), new FakeMeasurer(5, values, 100), {
+      engine,
+      metric: engine.definition('perCall.instructions')!,
+    });
     assert.equal(outcome(perCall, 'a').value, 60);
   });
 
@@ -286,12 +322,21 @@ describe('exact full profile and cyclic round robin', () => {
           createdAt: '',
           program: { executable: 'cyclic.elf' },
           run: { kind: 'cyclic', event: 'cycles', totals: { cycles: total }, method: 'synthetic windows' },
-          measurements: batch.map((name) => ({ name, inclusive: { cycles: (values[name as keyof typeof values] * total) / 100 }, calls: 1 })),
+          measurements: batch.map((name) => ({
+            name,
+            inclusive: { cycles: (values[name as keyof typeof values] * total) / 100 },
+            calls: 1,
+          })),
           refused: [],
         };
       },
     };
-    const r = await runRoundRobin(graphOf(spec), windows, { engine, metric: engine.definition('share')!, rounds: 2, spanning: ['main'] });
+    const r = await runRoundRobin(graphOf(spec), windows, {
+      engine,
+      metric: engine.definition('share')!,
+      rounds: 2,
+      spanning: ['main'],
+    });
     assert.equal(r.runs, 4);
     assert.deepEqual(r.batches, [['isr', 'a', 'b'], ['c'], ['isr', 'a', 'b'], ['c']]);
     assert.equal(outcome(r, 'a').windows, 2);
@@ -305,9 +350,16 @@ describe('exact full profile and cyclic round robin', () => {
     m.onMeasure = () => {
       if (m.batches.length === 5) controller.abort();
     };
-    const r = await runRoundRobin(graphOf(spec), m, { engine, metric: engine.definition('share')!, signal: controller.signal });
+    const r = await runRoundRobin(graphOf(spec), m, {
+      engine,
+      metric: engine.definition('share')!,
+      signal: controller.signal,
+    });
     assert.equal(r.runs, 5);
     assert.equal(r.cancelled, true);
-    await assert.rejects(runRoundRobin(graphOf(spec), m, { engine, metric: engine.definition('share')! }), /AbortSignal/);
+    await assert.rejects(
+      runRoundRobin(graphOf(spec), m, { engine, metric: engine.definition('share')! }),
+      /AbortSignal/,
+    );
   });
 });

@@ -13,7 +13,11 @@ import { DapProfiler, ProfilingError, eventOfCounter, type DapRequester } from '
 // single-pass and the cyclic scenario.
 
 const graph: CallGraphResponse = {
-  functions: ['reset', 'main', 'idle', 'step', 'filter', 'mac', 'log', 'isr', 'done'].map((name, i) => ({ name, address: 0x100 * (i + 1), size: 32 })),
+  functions: ['reset', 'main', 'idle', 'step', 'filter', 'mac', 'log', 'isr', 'done'].map((name, i) => ({
+    name,
+    address: 0x100 * (i + 1),
+    size: 32,
+  })),
   edges: [
     ['reset', 'main'],
     ['main', 'idle'],
@@ -123,7 +127,14 @@ class SimulatedTarget implements DapRequester {
         for (const t of a.targets) {
           if ('start' in t) {
             this.window = { id: this.nextId++, value: 0, closed: false };
-            out.injected.push({ id: this.window.id, name: 'window', kind: 'region', payload: 'software', counter: 'minstret', warnings: [] });
+            out.injected.push({
+              id: this.window.id,
+              name: 'window',
+              kind: 'region',
+              payload: 'software',
+              counter: 'minstret',
+              warnings: [],
+            });
             continue;
           }
           const name = 'function' in t ? t.function : '?';
@@ -133,7 +144,14 @@ class SimulatedTarget implements DapRequester {
           }
           const m = { id: this.nextId++, name, value: 0, calls: 0 };
           this.injected.push(m);
-          out.injected.push({ id: m.id, name, kind: 'function', payload: 'software', counter: 'minstret', warnings: [] });
+          out.injected.push({
+            id: m.id,
+            name,
+            kind: 'function',
+            payload: 'software',
+            counter: 'minstret',
+            warnings: [],
+          });
         }
         return out;
       }
@@ -186,7 +204,9 @@ class SimulatedTarget implements DapRequester {
         const names = (args as { functions: string[] }).functions;
         return {
           functions: names.map((name) =>
-            this.refuse.has(name) ? { name, entry: false, callSites: false, reason: `${name} is a 2-byte return: too short to patch` } : { name, entry: true },
+            this.refuse.has(name)
+              ? { name, entry: false, callSites: false, reason: `${name} is a 2-byte return: too short to patch` }
+              : { name, entry: true },
           ),
         };
       }
@@ -265,10 +285,19 @@ describe('DAP profiler, single-pass', () => {
     t.reportsEnd = true;
     const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass' }, executable: '/fw/app.elf' });
     const rs = await p.measure(['step', 'mac']);
-    assert.equal(t.requests.filter((r) => r.command === 'cyclelens/run').length, 2, 'one restart to main, one run to the end');
+    assert.equal(
+      t.requests.filter((r) => r.command === 'cyclelens/run').length,
+      2,
+      'one restart to main, one run to the end',
+    );
     assert.equal(p.baselineRuns, 0);
-    const injects = t.requests.filter((r) => r.command === 'cyclelens/inject').map((r) => (r.args as InjectArguments).targets);
-    assert.deepEqual(injects, [[{ start: { function: 'main' }, end: { address: '0x1007' } }], [{ function: 'step' }, { function: 'mac' }]]);
+    const injects = t.requests
+      .filter((r) => r.command === 'cyclelens/inject')
+      .map((r) => (r.args as InjectArguments).targets);
+    assert.deepEqual(injects, [
+      [{ start: { function: 'main' }, end: { address: '0x1007' } }],
+      [{ function: 'step' }, { function: 'mac' }],
+    ]);
     // The window without any payload: the same 25,400 instructions as a run without injections.
     assert.deepEqual(rs.run.totals, { instructions: 25_400 });
     assert.match(rs.run.method, /total from the region main -> 0x1007 injected with the first batch/);
@@ -283,7 +312,9 @@ describe('DAP profiler, single-pass', () => {
     t.reportsEnd = true;
     const p = new DapProfiler(t, { slots: 3, mode: { kind: 'single-pass' }, executable: '/fw/app.elf' });
     const rs = await p.measure(['step', 'done'], undefined, [['log', 'done']]);
-    const injects = t.requests.filter((r) => r.command === 'cyclelens/inject').map((r) => (r.args as InjectArguments).targets);
+    const injects = t.requests
+      .filter((r) => r.command === 'cyclelens/inject')
+      .map((r) => (r.args as InjectArguments).targets);
     assert.deepEqual(injects.at(-1), [{ function: 'step' }], 'neither done nor the group holding it is patched');
     const refused = rs.refused.filter((r) => /every run ends at its entry/.test(r.reason));
     assert.deepEqual(
@@ -330,7 +361,9 @@ describe('DAP profiler, single-pass', () => {
         'cyclelens/removeInjections',
       ],
     );
-    assert.deepEqual((t.requests[8]!.args as InjectArguments).targets, [{ start: { function: 'main' }, end: { address: '0x1007' } }]);
+    assert.deepEqual((t.requests[8]!.args as InjectArguments).targets, [
+      { start: { function: 'main' }, end: { address: '0x1007' } },
+    ]);
     assert.deepEqual(t.requests[9]!.args, { until: { function: 'done' } });
     assert.equal(p.baselineRuns, 2);
     // The jumped counters are not used: the total is the window's own count, 20 iterations, 6 double.
@@ -357,9 +390,12 @@ describe('DAP profiler, single-pass', () => {
     const rs = await p.measure(['idle', 'step']);
     assert.deepEqual(rs.refused, [{ name: 'idle', reason: 'idle is a 2-byte return: too short to patch' }]);
     const silent: DapRequester = {
-      customRequest: async (command, args) => (command === 'cyclelens/inject' ? { injected: [], refused: [] } : t.customRequest(command, args)),
+      customRequest: async (command, args) =>
+        command === 'cyclelens/inject' ? { injected: [], refused: [] } : t.customRequest(command, args),
     };
-    const rs2 = await new DapProfiler(silent, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' }).measure(['log']);
+    const rs2 = await new DapProfiler(silent, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' }).measure([
+      'log',
+    ]);
     assert.deepEqual(rs2.refused, [{ name: 'log', reason: 'the adapter neither injected nor refused it' }]);
   });
 
@@ -376,7 +412,8 @@ describe('DAP profiler, single-pass', () => {
     const p = new DapProfiler(failing, { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' });
     await assert.rejects(
       p.measure(['step']),
-      (e: Error) => e instanceof ProfilingError && /cyclelens\/run failed: the target stopped responding/.test(e.message),
+      (e: Error) =>
+        e instanceof ProfilingError && /cyclelens\/run failed: the target stopped responding/.test(e.message),
     );
     assert.deepEqual(
       t.requests.slice(-2).map((r) => r.command),
@@ -395,7 +432,10 @@ describe('DAP profiler, single-pass', () => {
     assert.equal(eventOfCounter('minstret'), 'instructions');
     assert.equal(eventOfCounter('SysTick CVR'), 'ticks', 'SysTick ticks are never labelled cycles');
     assert.equal(eventOfCounter('DWT CYCCNT'), 'cycles');
-    assert.throws(() => new DapProfiler(new SimulatedTarget(), { slots: 0, mode: { kind: 'single-pass' }, executable: 'x' }), /slots/);
+    assert.throws(
+      () => new DapProfiler(new SimulatedTarget(), { slots: 0, mode: { kind: 'single-pass' }, executable: 'x' }),
+      /slots/,
+    );
   });
 
   it('drives a whole descent: main spans the run, the refused idle costs nothing below it', async () => {
@@ -403,7 +443,13 @@ describe('DAP profiler, single-pass', () => {
     const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' });
     const roots = rootsForStart(graph, 'main');
     assert.deepEqual(roots, ['main', 'isr']);
-    const r = await runDescent(graph, p, { engine, metric: engine.monotone('share'), threshold: 0.05, roots, spanning: ['main'] });
+    const r = await runDescent(graph, p, {
+      engine,
+      metric: engine.monotone('share'),
+      threshold: 0.05,
+      roots,
+      spanning: ['main'],
+    });
     const status = Object.fromEntries(r.outcomes.map((o) => [o.name, o.status]));
     assert.deepEqual(status, {
       reset: 'unreached',
@@ -429,7 +475,11 @@ describe('DAP profiler, cyclic', () => {
   it('reconfigures at the safe stop, dwells, and takes each window total from the counter', async () => {
     const t = new SimulatedTarget();
     t.width = 24;
-    const p = new DapProfiler(t, { slots: 2, mode: { kind: 'cyclic', safeStop: { function: 'idle' }, dwell: 3 }, executable: 'x' });
+    const p = new DapProfiler(t, {
+      slots: 2,
+      mode: { kind: 'cyclic', safeStop: { function: 'idle' }, dwell: 3 },
+      executable: 'x',
+    });
     const w1 = await p.measure(['step', 'mac']);
     const commands = t.requests.map((r) => r.command);
     assert.deepEqual(commands, [
@@ -445,7 +495,10 @@ describe('DAP profiler, cyclic', () => {
       'cyclelens/injectedResults',
       'cyclelens/removeInjections',
     ]);
-    assert.ok(!t.requests.some((r) => (r.args as RunArguments | undefined)?.restart), 'a cyclic program is never restarted');
+    assert.ok(
+      !t.requests.some((r) => (r.args as RunArguments | undefined)?.restart),
+      'a cyclic program is never restarted',
+    );
     // Iterations 2, 3, 4 (the first run reached the safe stop): 3000 + 900 for iteration 3, the counter
     // wrapped at 2^24 on the way; the payloads' uncompensated part is left in, the counted part removed.
     const payload = PAYLOAD * (1 + 128) * 4;
@@ -454,12 +507,20 @@ describe('DAP profiler, cyclic', () => {
     assert.equal(w1.run.to, 'idle x3');
     const before = t.requests.length;
     await p.measure(['filter']);
-    assert.equal(t.requests.slice(before).filter((r) => r.command === 'cyclelens/run').length, 3, 'already at the safe stop');
+    assert.equal(
+      t.requests.slice(before).filter((r) => r.command === 'cyclelens/run').length,
+      3,
+      'already at the safe stop',
+    );
   });
 
   it('drives a round robin over windows of different lengths', async () => {
     const t = new SimulatedTarget();
-    const p = new DapProfiler(t, { slots: 3, mode: { kind: 'cyclic', safeStop: { function: 'idle' }, dwell: 3 }, executable: 'x' });
+    const p = new DapProfiler(t, {
+      slots: 3,
+      mode: { kind: 'cyclic', safeStop: { function: 'idle' }, dwell: 3 },
+      executable: 'x',
+    });
     const r = await runRoundRobin(graph, p, {
       engine,
       metric: engine.definition('share')!,
@@ -493,7 +554,12 @@ describe('scenarios with a saved call graph', () => {
     graph: { ...graph, functions: graph.functions.map((f, i) => (i === 0 ? { ...f, address: f.address + 4 } : f)) },
     ended: 'programEnd',
   };
-  const options = (lines: string[]) => ({ signal: new AbortController().signal, onProgress: (l: string) => lines.push(l), title: 't', generator: 'test' });
+  const options = (lines: string[]) => ({
+    signal: new AbortController().signal,
+    onProgress: (l: string) => lines.push(l),
+    title: 't',
+    generator: 'test',
+  });
 
   it('fails on a graph of another build that was asked for, and leaves out one found in the workspace with a note', async () => {
     await assert.rejects(
@@ -519,7 +585,12 @@ describe('scenarios with a saved call graph', () => {
 });
 
 describe('scenarios on several sessions (workers)', () => {
-  const options = (lines: string[]) => ({ signal: new AbortController().signal, onProgress: (l: string) => lines.push(l), title: 't', generator: 'test' });
+  const options = (lines: string[]) => ({
+    signal: new AbortController().signal,
+    onProgress: (l: string) => lines.push(l),
+    title: 't',
+    generator: 'test',
+  });
 
   it('a full profile on three sessions: the values of one, every run counted, the total formed once and shared', async () => {
     const request: ScenarioRequest = {
@@ -531,7 +602,11 @@ describe('scenarios on several sessions (workers)', () => {
       rounds: 1,
       lookahead: true,
     };
-    const alone = await runScenario(request, new DapProfiler(new SimulatedTarget(), { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' }), options([]));
+    const alone = await runScenario(
+      request,
+      new DapProfiler(new SimulatedTarget(), { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' }),
+      options([]),
+    );
     const first = new SimulatedTarget();
     const primary = new DapProfiler(first, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' });
     const extra: SimulatedTarget[] = [];
@@ -543,7 +618,9 @@ describe('scenarios on several sessions (workers)', () => {
         start: (index) => {
           const t = new SimulatedTarget();
           extra[index] = t;
-          return Promise.resolve(new DapProfiler(t, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x', totalFrom: primary }));
+          return Promise.resolve(
+            new DapProfiler(t, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x', totalFrom: primary }),
+          );
         },
       },
     });
@@ -556,7 +633,8 @@ describe('scenarios on several sessions (workers)', () => {
     assert.equal(outcome.document.analysis!.runs, alone.document.analysis!.runs);
     const ran = extra.filter((t) => t && t.requests.some((r) => r.command === 'cyclelens/inject'));
     assert.ok(ran.length >= 1, 'an extra session measured batches');
-    for (const t of ran) assert.ok(!t.requests.some((r) => r.command === 'cyclelens/read'), 'an extra session forms no total of its own');
+    for (const t of ran)
+      assert.ok(!t.requests.some((r) => r.command === 'cyclelens/read'), 'an extra session forms no total of its own');
     assert.ok(
       lines.some((l) => /^run \d+ \[worker [23]\]: /.test(l)),
       lines.join('\n'),

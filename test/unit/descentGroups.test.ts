@@ -4,7 +4,16 @@ import type { CallGraphResponse } from '../../common/dapCustom';
 import { CallGraphIndex } from '../../core/analysis/callGraphIndex';
 import { runDescent, type BatchMeasurer } from '../../core/analysis/descent';
 import type { ResultSet } from '../../core/analysis/resultSet';
-import { FakeMeasurer, descend, engine, graphOf, outcome, share, randomProgram, type Spec } from '../support/syntheticDescent';
+import {
+  FakeMeasurer,
+  descend,
+  engine,
+  graphOf,
+  outcome,
+  share,
+  randomProgram,
+  type Spec,
+} from '../support/syntheticDescent';
 
 // Descent with measurements that may be low (missed entries) and with group measurements, on
 // synthetic call graphs (test/support/syntheticDescent.ts; the rest of descent: descent.test.ts).
@@ -23,7 +32,9 @@ describe('descent with values that may be low', () => {
           name,
           inclusive: { instructions: { main: 1000, cs: 5, other: 100, leaf: 800 }[name]! },
           calls: 1,
-          ...(name === 'cs' ? { incomplete: 'measured at its call sites; a tail call from other could not be rewritten' } : {}),
+          ...(name === 'cs'
+            ? { incomplete: 'measured at its call sites; a tail call from other could not be rewritten' }
+            : {}),
         })),
         refused: [],
       }),
@@ -56,12 +67,21 @@ describe('descent with group measurements', () => {
       super(slots, exact, total);
     }
 
-    override async measure(batch: readonly string[], signal?: AbortSignal, groups: readonly (readonly string[])[] = []): Promise<ResultSet> {
-      assert.ok(batch.length + groups.length <= this.slots, `${batch.length} + ${groups.length} measurements in ${this.slots} slots`);
+    override async measure(
+      batch: readonly string[],
+      signal?: AbortSignal,
+      groups: readonly (readonly string[])[] = [],
+    ): Promise<ResultSet> {
+      assert.ok(
+        batch.length + groups.length <= this.slots,
+        `${batch.length} + ${groups.length} measurements in ${this.slots} slots`,
+      );
       const index = new CallGraphIndex(this.graph);
       for (const g of groups) {
         assert.ok(g.length >= 2, 'a group has at least two members');
-        for (const a of g) for (const b of g) if (a !== b) assert.ok(!index.related(a, b), `${a} and ${b} call one another, yet share a group`);
+        for (const a of g)
+          for (const b of g)
+            if (a !== b) assert.ok(!index.related(a, b), `${a} and ${b} call one another, yet share a group`);
       }
       this.groupBatches.push(groups.map((g) => [...g]));
       const rs = await super.measure(batch, signal);
@@ -69,7 +89,15 @@ describe('descent with group measurements', () => {
       if (this.refuseGroups)
         return {
           ...rs,
-          refused: [...rs.refused, ...groups.map((g) => ({ name: g.join(' + '), reason: 'synthetic refusal', members: [...g], blockedBy: g[0]! }))],
+          refused: [
+            ...rs.refused,
+            ...groups.map((g) => ({
+              name: g.join(' + '),
+              reason: 'synthetic refusal',
+              members: [...g],
+              blockedBy: g[0]!,
+            })),
+          ],
         };
       return {
         ...rs,
@@ -91,7 +119,12 @@ describe('descent with group measurements', () => {
       program: { executable: 'synthetic.elf' },
       run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 1000 }, method: 'synthetic, exact' },
       measurements: Object.entries(alone).map(([name, v]) => ({ name, inclusive: { instructions: v }, calls: 1 })),
-      groups: groups.map(([a, b, v]) => ({ name: `${a} + ${b}`, members: [a, b], inclusive: { instructions: v }, calls: 2 })),
+      groups: groups.map(([a, b, v]) => ({
+        name: `${a} + ${b}`,
+        members: [a, b],
+        inclusive: { instructions: v },
+        calls: 2,
+      })),
       refused: [],
     };
   }
@@ -103,7 +136,18 @@ describe('descent with group measurements', () => {
 
   // main 1000: hot 700 (h1 600), cold callees c1..c6 of main 10..40 each, s called by c1 and c2.
   const spec: Spec = { main: ['hot', 'c1', 'c2', 'c3', 'c4', 'c5', 'c6'], hot: ['h1'], c1: ['s'], c2: ['s'] };
-  const values: Record<string, number> = { main: 1000, hot: 700, h1: 600, c1: 40, c2: 30, c3: 20, c4: 20, c5: 10, c6: 10, s: 25 };
+  const values: Record<string, number> = {
+    main: 1000,
+    hot: 700,
+    h1: 600,
+    c1: 40,
+    c2: 30,
+    c3: 20,
+    c4: 20,
+    c5: 10,
+    c6: 10,
+    s: 25,
+  };
   // Sizes are all 16 bytes: the counts alone make hot, h1 heavy and the c's light.
   const calls: Record<string, number> = { hot: 50, h1: 400, c1: 3, c2: 2, c3: 1, c4: 1, c5: 1, c6: 1, s: 2 };
 
@@ -160,9 +204,13 @@ describe('descent with group measurements', () => {
     const g = counted(graphOf({ main: ['a', 'b', 'big'] }), () => 1);
     const earlier = earlierRun({ main: 1000, a: 120 }, [['a', 'b', 150]]);
     // 15 % - 12 % would be 3 %, but a difference of two measurements carries both their errors.
-    const r = await descend(g, new GroupMeasurer(1, g, { main: 1000, a: 120, b: 30, big: 500 }, 1000), 0.1, { previous: [earlier] });
+    const r = await descend(g, new GroupMeasurer(1, g, { main: 1000, a: 120, b: 30, big: 500 }, 1000), 0.1, {
+      previous: [earlier],
+    });
     assert.equal(outcome(r, 'b').status, 'measured');
-    const r2 = await descend(g, new GroupMeasurer(1, g, { main: 1000, a: 120, b: 30, big: 500 }, 1000), 0.2, { previous: [earlier] });
+    const r2 = await descend(g, new GroupMeasurer(1, g, { main: 1000, a: 120, b: 30, big: 500 }, 1000), 0.2, {
+      previous: [earlier],
+    });
     assert.equal(outcome(r2, 'b').status, 'pruned');
     assert.ok(Math.abs(outcome(r2, 'b').bound! - 0.15) < 1e-12, `bound ${outcome(r2, 'b').bound}`);
   });
@@ -178,7 +226,9 @@ describe('descent with group measurements', () => {
       const laterGroups = m.groupBatches.slice(m.groupBatches.findIndex((b) => b.some((g) => g[0] === f)) + 1).flat();
       assert.ok(!laterGroups.some((g) => g.includes(f)), `${f} blocked a group, yet was grouped again`);
     }
-    const regrouped = asked.some((g, i) => g.slice(1).some((x) => asked.slice(i + 1).some((later) => later.includes(x))));
+    const regrouped = asked.some((g, i) =>
+      g.slice(1).some((x) => asked.slice(i + 1).some((later) => later.includes(x))),
+    );
     assert.ok(regrouped, 'a member that did not block its group was never tried in another one');
     for (const o of r.outcomes) assert.notEqual(o.status, 'pending', `${o.name} left undecided`);
     for (const f of ['hot', 'h1']) assert.equal(outcome(r, f).status, 'measured');
@@ -197,7 +247,8 @@ describe('descent with group measurements', () => {
     for (const c of ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 's']) {
       const o = outcome(r, c);
       assert.ok(o.status === 'pruned' || o.status === 'measured', `${c}: ${o.status}`);
-      if (o.status === 'pruned') assert.ok(values[c]! / 1000 <= o.bound! + 1e-12 && o.bound! < 0.15, `${c}: bound ${o.bound}`);
+      if (o.status === 'pruned')
+        assert.ok(values[c]! / 1000 <= o.bound! + 1e-12 && o.bound! < 0.15, `${c}: bound ${o.bound}`);
     }
     assert.deepEqual(r.warnings, []);
   });
@@ -229,9 +280,18 @@ describe('descent with group measurements', () => {
           const m = new GroupMeasurer(slots, p.graph, p.values, p.total);
           const r = await descend(p.graph, m, threshold);
           const hot = Object.keys(p.values).filter((f) => p.values[f]! / p.total >= threshold);
-          for (const f of hot) assert.equal(outcome(r, f).status, 'measured', `seed ${seed}, threshold ${threshold}, k=${slots}: ${f} missed`);
+          for (const f of hot)
+            assert.equal(
+              outcome(r, f).status,
+              'measured',
+              `seed ${seed}, threshold ${threshold}, k=${slots}: ${f} missed`,
+            );
           for (const o of r.outcomes)
-            if (o.status === 'pruned') assert.ok(p.values[o.name]! / p.total <= o.bound! + 1e-12, `seed ${seed}: bound of ${o.name} below its value`);
+            if (o.status === 'pruned')
+              assert.ok(
+                p.values[o.name]! / p.total <= o.bound! + 1e-12,
+                `seed ${seed}: bound of ${o.name} below its value`,
+              );
           assert.deepEqual(r.warnings, []);
           groupsMeasured += m.groupBatches.flat().length;
           grouped += r.runs;
@@ -251,12 +311,24 @@ describe('descent with group measurements', () => {
           const m = new GroupMeasurer(slots, p.graph, p.values, p.total);
           const r = await descend(p.graph, m, threshold);
           const hot = Object.keys(p.values).filter((f) => p.values[f]! / p.total >= threshold);
-          for (const f of hot) assert.equal(outcome(r, f).status, 'measured', `seed ${seed}, threshold ${threshold}, k=${slots}: ${f} missed`);
+          for (const f of hot)
+            assert.equal(
+              outcome(r, f).status,
+              'measured',
+              `seed ${seed}, threshold ${threshold}, k=${slots}: ${f} missed`,
+            );
           for (const o of r.outcomes)
-            if (o.status === 'pruned') assert.ok(p.values[o.name]! / p.total <= o.bound! + 1e-12, `seed ${seed}: bound of ${o.name} below its value`);
+            if (o.status === 'pruned')
+              assert.ok(
+                p.values[o.name]! / p.total <= o.bound! + 1e-12,
+                `seed ${seed}: bound of ${o.name} below its value`,
+              );
           assert.deepEqual(r.warnings, []);
           const naive = Math.ceil(p.graph.functions.length / slots);
-          assert.ok(r.runs <= naive, `seed ${seed}, threshold ${threshold}, k=${slots}: ${r.runs} runs, measuring everything ${naive}`);
+          assert.ok(
+            r.runs <= naive,
+            `seed ${seed}, threshold ${threshold}, k=${slots}: ${r.runs} runs, measuring everything ${naive}`,
+          );
         }
       }
     }

@@ -11,7 +11,15 @@ function counter(): { calls: number; read: () => Promise<DisassembledInstruction
     read: async (): Promise<DisassembledInstruction[]> => {
       c.calls++;
       return [
-        { address: BigInt(c.calls), opcodes: '', instruction: `read ${c.calls}`, functionName: undefined, offset: undefined, file: undefined, line: undefined },
+        {
+          address: BigInt(c.calls),
+          opcodes: '',
+          instruction: `read ${c.calls}`,
+          functionName: undefined,
+          offset: undefined,
+          file: undefined,
+          line: undefined,
+        },
       ];
     },
   };
@@ -72,8 +80,18 @@ describe('disassembly cache', () => {
   });
 
   it('treats assignments and calls in an expression as possible memory writes, reads as not', () => {
-    for (const e of ['x = 5', '$r0=0x20', 'a[i] += 1', 'p->n++', '--n', 'reset_state()', 'memset (buf, 0, 4)']) assert.equal(mayWriteMemory(e), true, e);
-    for (const e of ['x == 5', 'a != b', 'i <= n', 'i >= n', '(unsigned long)(&buffer)', '*(int *)0x20000000', '$pc', 'st.mean'])
+    for (const e of ['x = 5', '$r0=0x20', 'a[i] += 1', 'p->n++', '--n', 'reset_state()', 'memset (buf, 0, 4)'])
+      assert.equal(mayWriteMemory(e), true, e);
+    for (const e of [
+      'x == 5',
+      'a != b',
+      'i <= n',
+      'i >= n',
+      '(unsigned long)(&buffer)',
+      '*(int *)0x20000000',
+      '$pc',
+      'st.mean',
+    ])
       assert.equal(mayWriteMemory(e), false, e);
   });
 });

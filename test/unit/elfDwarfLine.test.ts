@@ -87,7 +87,11 @@ describe('DWARF .debug_line against GNU objdump and addr2line', () => {
 
       it('maps every instruction address to the file and line addr2line gives', () => {
         const addresses = instructionAddresses(e);
-        const out = run(tool(e.target, 'addr2line'), ['-e', e.path], addresses.map((a) => a.toString(16)).join('\n') + '\n')
+        const out = run(
+          tool(e.target, 'addr2line'),
+          ['-e', e.path],
+          addresses.map((a) => a.toString(16)).join('\n') + '\n',
+        )
           .trimEnd()
           .split('\n');
         assert.equal(out.length, addresses.length);
@@ -111,7 +115,9 @@ describe('DWARF .debug_line against GNU objdump and addr2line', () => {
         const expected = new Map<string, Set<number>>();
         for (const t of theirs) {
           if (t.endSequence || !t.isStmt || !img.isCode(t.address)) continue;
-          const file = table.rows.find((r) => r.address === t.address && basename(r.file) === t.name && samePath(r.file, t.path))!.file;
+          const file = table.rows.find(
+            (r) => r.address === t.address && basename(r.file) === t.name && samePath(r.file, t.path),
+          )!.file;
           const key = `${file}:${t.line}`;
           if (!expected.has(key)) expected.set(key, new Set());
           expected.get(key)!.add(t.address);
@@ -134,49 +140,64 @@ describe('DWARF .debug_line against GNU objdump and addr2line', () => {
 describe('LineTable queries', () => {
   const samples = sampleElfs().filter((s) => s.sample && s.debug);
 
-  it('finds line addresses by a trailing part of the path, and by another checkout of the same tree', { skip: samples.length === 0 }, () => {
-    const s = samples[0]!;
-    const table = ElfImage.loadSync(s.path).lineTable;
-    const helper = join(s.sample!.dir, 'sub', 'helper.c');
-    const line = markerLine(helper, 'helper_acc += s;');
-    const exact = table.addressesForLine(helper, line);
-    assert.ok(exact.length > 0);
-    assert.deepEqual(table.addressesForLine('sub/helper.c', line), exact);
-    assert.deepEqual(table.addressesForLine('helper.c', line), exact);
-    assert.deepEqual(table.addressesForLine('/elsewhere/checkout/sub/helper.c', line), exact);
-    assert.deepEqual(table.addressesForLine('other/helper.c', line), []);
-    assert.deepEqual(table.addressesForLine(helper, 100000), []);
-  });
+  it(
+    'finds line addresses by a trailing part of the path, and by another checkout of the same tree',
+    { skip: samples.length === 0 },
+    () => {
+      const s = samples[0]!;
+      const table = ElfImage.loadSync(s.path).lineTable;
+      const helper = join(s.sample!.dir, 'sub', 'helper.c');
+      const line = markerLine(helper, 'helper_acc += s;');
+      const exact = table.addressesForLine(helper, line);
+      assert.ok(exact.length > 0);
+      assert.deepEqual(table.addressesForLine('sub/helper.c', line), exact);
+      assert.deepEqual(table.addressesForLine('helper.c', line), exact);
+      assert.deepEqual(table.addressesForLine('/elsewhere/checkout/sub/helper.c', line), exact);
+      assert.deepEqual(table.addressesForLine('other/helper.c', line), []);
+      assert.deepEqual(table.addressesForLine(helper, 100000), []);
+    },
+  );
 
-  it('gives each sample function the lines between its signature and closing brace', { skip: samples.length === 0 }, () => {
-    for (const s of samples) {
-      const img = ElfImage.loadSync(s.path);
-      const main = join(s.sample!.dir, 'main.c');
-      const first = markerLine(main, 'int main(void)');
-      const last =
-        first +
-        readFileSync(main, 'utf8')
-          .split('\n')
-          .slice(first - 1)
-          .findIndex((l) => l === '}');
-      const range = img.functionLines('main')!;
-      assert.equal(range.file, main, s.name);
-      assert.ok(range.firstLine >= first && range.lastLine <= last, `${s.name}: ${range.firstLine}-${range.lastLine} within ${first}-${last}`);
-      assert.ok(range.lines.includes(markerLine(main, 's += fib(12);')), s.name);
-      const helper = img.functionLines('helper_sum')!;
-      assert.equal(helper.file, join(s.sample!.dir, 'sub', 'helper.c'));
-      assert.equal(img.functionLines('no_such_function'), undefined);
-    }
-  });
+  it(
+    'gives each sample function the lines between its signature and closing brace',
+    { skip: samples.length === 0 },
+    () => {
+      for (const s of samples) {
+        const img = ElfImage.loadSync(s.path);
+        const main = join(s.sample!.dir, 'main.c');
+        const first = markerLine(main, 'int main(void)');
+        const last =
+          first +
+          readFileSync(main, 'utf8')
+            .split('\n')
+            .slice(first - 1)
+            .findIndex((l) => l === '}');
+        const range = img.functionLines('main')!;
+        assert.equal(range.file, main, s.name);
+        assert.ok(
+          range.firstLine >= first && range.lastLine <= last,
+          `${s.name}: ${range.firstLine}-${range.lastLine} within ${first}-${last}`,
+        );
+        assert.ok(range.lines.includes(markerLine(main, 's += fib(12);')), s.name);
+        const helper = img.functionLines('helper_sum')!;
+        assert.equal(helper.file, join(s.sample!.dir, 'sub', 'helper.c'));
+        assert.equal(img.functionLines('no_such_function'), undefined);
+      }
+    },
+  );
 
-  it('drops sequences of code the linker discarded (--gc-sections) from lookups', { skip: samples.length === 0 }, () => {
-    for (const s of samples.filter((x) => x.sample!.variant === 'o1-dwarf5-gc')) {
-      const img = ElfImage.loadSync(s.path);
-      const unused = markerLine(join(s.sample!.dir, 'main.c'), 'return x * x + 42;');
-      assert.deepEqual(img.lineTable.addressesForLine('main.c', unused), [], s.name);
-      assert.equal(img.functionNamed('unused_fn'), undefined);
-    }
-  });
+  it(
+    'drops sequences of code the linker discarded (--gc-sections) from lookups',
+    { skip: samples.length === 0 },
+    () => {
+      for (const s of samples.filter((x) => x.sample!.variant === 'o1-dwarf5-gc')) {
+        const img = ElfImage.loadSync(s.path);
+        const unused = markerLine(join(s.sample!.dir, 'main.c'), 'return x * x + 42;');
+        assert.deepEqual(img.lineTable.addressesForLine('main.c', unused), [], s.name);
+        assert.equal(img.functionNamed('unused_fn'), undefined);
+      }
+    },
+  );
 });
 
 function markerLine(file: string, text: string): number {
@@ -276,7 +297,17 @@ describe('hand-made line programs (forms and opcodes GCC 12 does not emit)', () 
     // directory table: format (path: line_strp), 2 entries
     h.u8(1).uleb(1).uleb(DW_FORM.line_strp).uleb(2).u64(1).u64(12);
     // file table: path, directory index, MD5, size (data2), a vendor content type (data1)
-    h.u8(5).uleb(1).uleb(DW_FORM.string).uleb(2).uleb(DW_FORM.udata).uleb(5).uleb(DW_FORM.data16).uleb(4).uleb(DW_FORM.data2).uleb(0x2001).uleb(DW_FORM.data1);
+    h.u8(5)
+      .uleb(1)
+      .uleb(DW_FORM.string)
+      .uleb(2)
+      .uleb(DW_FORM.udata)
+      .uleb(5)
+      .uleb(DW_FORM.data16)
+      .uleb(4)
+      .uleb(DW_FORM.data2)
+      .uleb(0x2001)
+      .uleb(DW_FORM.data1);
     h.uleb(3);
     h.str('a.c')
       .uleb(1)
@@ -362,14 +393,23 @@ describe('hand-made line programs (forms and opcodes GCC 12 does not emit)', () 
     h.u8(0).u8(0);
     const bad = new Bytes().u16(3).u32(h.length).bytes(h);
     bad.out[2 + 4 + 3] = 0; // line_range = 0
-    assert.throws(() => decodeLinePrograms({ line: Uint8Array.from(new Bytes().u32(bad.length).bytes(bad).out) }, new Map()), /line_range 0/);
+    assert.throws(
+      () => decodeLinePrograms({ line: Uint8Array.from(new Bytes().u32(bad.length).bytes(bad).out) }, new Map()),
+      /line_range 0/,
+    );
     const ok = new Bytes().u16(3).u32(header(3, 13).u8(0, 0).length).bytes(header(3, 13).u8(0, 0)).bytes(program(13));
     const section = new Bytes().u32(ok.length).bytes(ok).out;
-    assert.throws(() => decodeLinePrograms({ line: Uint8Array.from(section.slice(0, section.length - 5)) }, new Map()), /past the end/);
+    assert.throws(
+      () => decodeLinePrograms({ line: Uint8Array.from(section.slice(0, section.length - 5)) }, new Map()),
+      /past the end/,
+    );
     const lying = Uint8Array.from(section);
     lying[section.length - 2] = 0x7f; // the end_sequence's extended length now runs past the unit
     assert.throws(() => decodeLinePrograms({ line: lying }, new Map()), /runs past the end|needed/);
-    assert.throws(() => decodeLinePrograms({ line: Uint8Array.from([5, 0, 0, 0, 9, 0, 0, 0, 0]) }, new Map()), /unsupported version 9/);
+    assert.throws(
+      () => decodeLinePrograms({ line: Uint8Array.from([5, 0, 0, 0, 9, 0, 0, 0, 0]) }, new Map()),
+      /unsupported version 9/,
+    );
     // A DWARF 5 file table with no entry format and an absurd entry count must not spin.
     const h5 = header(5, 13)
       .u8(0)
@@ -377,6 +417,9 @@ describe('hand-made line programs (forms and opcodes GCC 12 does not emit)', () 
       .u8(0)
       .uleb(2 ** 40);
     const v5 = new Bytes().u16(5).u8(4, 0).u32(h5.length).bytes(h5);
-    assert.throws(() => decodeLinePrograms({ line: Uint8Array.from(new Bytes().u32(v5.length).bytes(v5).out) }, new Map()), /claims 1099511627776 entries/);
+    assert.throws(
+      () => decodeLinePrograms({ line: Uint8Array.from(new Bytes().u32(v5.length).bytes(v5).out) }, new Map()),
+      /claims 1099511627776 entries/,
+    );
   });
 });

@@ -14,9 +14,13 @@ const fixtures = fixtureElfs();
 const elfs: TestElf[] = [...fixtures, ...sampleElfs()];
 
 describe('ElfImage against GNU binutils', () => {
-  it('has fixture firmware to check (make -C test/fixtures)', { skip: fixtures.length === 0 ? 'fixtures not built' : false }, () => {
-    assert.ok(fixtures.some((f) => f.target === 'rv32') && fixtures.some((f) => f.target === 'cortex-m4'));
-  });
+  it(
+    'has fixture firmware to check (make -C test/fixtures)',
+    { skip: fixtures.length === 0 ? 'fixtures not built' : false },
+    () => {
+      assert.ok(fixtures.some((f) => f.target === 'rv32') && fixtures.some((f) => f.target === 'cortex-m4'));
+    },
+  );
 
   for (const e of elfs) {
     describe(e.name, () => {
@@ -34,14 +38,31 @@ describe('ElfImage against GNU binutils', () => {
 
       it('sections equal readelf -S', () => {
         const text = run(tool(e.target, 'readelf'), ['-S', '-W', e.path]);
-        const re = /^\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+([0-9a-f]{8})\s+([0-9a-f]{6,})\s+([0-9a-f]{6,})\s+[0-9a-f]{2}\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+$/gm;
+        const re =
+          /^\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+([0-9a-f]{8})\s+([0-9a-f]{6,})\s+([0-9a-f]{6,})\s+[0-9a-f]{2}\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+$/gm;
         const expected = [...text.matchAll(re)].filter((m) => m[1] !== '0');
         assert.equal(img.sections.length - 1, expected.length);
         for (const m of expected) {
           const s = img.sections[Number(m[1])]!;
           assert.deepEqual(
-            [s.name, s.addr, s.offset, s.size, (s.flags & SHF_WRITE) !== 0, (s.flags & SHF_ALLOC) !== 0, (s.flags & SHF_EXECINSTR) !== 0],
-            [m[2], parseInt(m[4]!, 16), parseInt(m[5]!, 16), parseInt(m[6]!, 16), m[7]!.includes('W'), m[7]!.includes('A'), m[7]!.includes('X')],
+            [
+              s.name,
+              s.addr,
+              s.offset,
+              s.size,
+              (s.flags & SHF_WRITE) !== 0,
+              (s.flags & SHF_ALLOC) !== 0,
+              (s.flags & SHF_EXECINSTR) !== 0,
+            ],
+            [
+              m[2],
+              parseInt(m[4]!, 16),
+              parseInt(m[5]!, 16),
+              parseInt(m[6]!, 16),
+              m[7]!.includes('W'),
+              m[7]!.includes('A'),
+              m[7]!.includes('X'),
+            ],
             `section ${m[2]}`,
           );
           assert.equal(img.section(s.name), s);
@@ -50,7 +71,8 @@ describe('ElfImage against GNU binutils', () => {
 
       it('load segments equal readelf -l', () => {
         const text = run(tool(e.target, 'readelf'), ['-l', '-W', e.path]);
-        const re = /^\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+([RWE ]+?)\s+0x[0-9a-f]+$/gm;
+        const re =
+          /^\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+([RWE ]+?)\s+0x[0-9a-f]+$/gm;
         const expected = [...text.matchAll(re)].map((m) => ({
           offset: parseInt(m[1]!, 16),
           vaddr: parseInt(m[2]!, 16),
@@ -61,7 +83,14 @@ describe('ElfImage against GNU binutils', () => {
         }));
         assert.ok(expected.length > 0);
         assert.deepEqual(
-          img.loadSegments.map(({ offset, vaddr, paddr, fileSize, memSize, flags }) => ({ offset, vaddr, paddr, fileSize, memSize, flags })),
+          img.loadSegments.map(({ offset, vaddr, paddr, fileSize, memSize, flags }) => ({
+            offset,
+            vaddr,
+            paddr,
+            fileSize,
+            memSize,
+            flags,
+          })),
           expected,
         );
       });
@@ -69,11 +98,16 @@ describe('ElfImage against GNU binutils', () => {
       it('function and object symbols equal readelf -s (value with Thumb bit, size, binding)', () => {
         const text = run(tool(e.target, 'readelf'), ['-s', '-W', e.path]);
         const re = /^\s*\d+:\s+([0-9a-f]{8})\s+(\d+)\s+(FUNC|OBJECT)\s+(LOCAL|GLOBAL|WEAK)\s+\S+\s+(\d+)\s+(\S+)$/gm;
-        const key = (name: string, value: number, size: number, kind: string, bind: string): string => `${kind} ${name} ${value.toString(16)} ${size} ${bind}`;
-        const expected = [...text.matchAll(re)].map((m) => key(m[6]!, parseInt(m[1]!, 16), Number(m[2]), m[3]!.toLowerCase(), m[4]!.toLowerCase())).sort();
+        const key = (name: string, value: number, size: number, kind: string, bind: string): string =>
+          `${kind} ${name} ${value.toString(16)} ${size} ${bind}`;
+        const expected = [...text.matchAll(re)]
+          .map((m) => key(m[6]!, parseInt(m[1]!, 16), Number(m[2]), m[3]!.toLowerCase(), m[4]!.toLowerCase()))
+          .sort();
         const ours = img.symbols.symbols
           .filter((s) => (s.kind === 'function' || s.kind === 'object') && s.sectionIndex !== 0)
-          .map((s) => key(s.name, s.address + (s.thumb ? 1 : 0), s.size, s.kind === 'function' ? 'func' : 'object', s.binding))
+          .map((s) =>
+            key(s.name, s.address + (s.thumb ? 1 : 0), s.size, s.kind === 'function' ? 'func' : 'object', s.binding),
+          )
           .sort();
         assert.ok(expected.length > 5);
         assert.deepEqual(ours, expected);
@@ -109,7 +143,10 @@ describe('ElfImage against GNU binutils', () => {
           if (covering.length === 0) {
             assert.equal(found, undefined, `0x${a.toString(16)}`);
           } else {
-            assert.ok(found && covering.includes(found), `0x${a.toString(16)}: got ${found?.name}, expected one of ${covering.map((s) => s.name)}`);
+            assert.ok(
+              found && covering.includes(found),
+              `0x${a.toString(16)}: got ${found?.name}, expected one of ${covering.map((s) => s.name)}`,
+            );
           }
           checked++;
         }
@@ -128,54 +165,78 @@ describe('ElfImage against GNU binutils', () => {
 describe('ElfImage details', () => {
   const sample = sampleElfs().filter((s) => s.sample?.variant === 'o2');
 
-  it('keeps the Thumb bit of Arm functions and of the entry point', { skip: sample.length < 2 ? 'no cross compilers' : false }, () => {
-    const arm = ElfImage.loadSync(sample.find((s) => s.target === 'cortex-m4')!.path);
-    const main = arm.functionNamed('main')!;
-    assert.equal(main.thumb, true);
-    assert.equal(main.address % 2, 0);
-    const rv = ElfImage.loadSync(sample.find((s) => s.target === 'rv32')!.path);
-    assert.equal(rv.functionNamed('main')!.thumb, false);
-    assert.equal(rv.header.entryIsThumb, false);
-  });
+  it(
+    'keeps the Thumb bit of Arm functions and of the entry point',
+    { skip: sample.length < 2 ? 'no cross compilers' : false },
+    () => {
+      const arm = ElfImage.loadSync(sample.find((s) => s.target === 'cortex-m4')!.path);
+      const main = arm.functionNamed('main')!;
+      assert.equal(main.thumb, true);
+      assert.equal(main.address % 2, 0);
+      const rv = ElfImage.loadSync(sample.find((s) => s.target === 'rv32')!.path);
+      assert.equal(rv.functionNamed('main')!.thumb, false);
+      assert.equal(rv.header.entryIsThumb, false);
+    },
+  );
 
-  it('picks the global symbol among weak aliases, and lists the aliases', { skip: sample.length < 2 ? 'no cross compilers' : false }, () => {
-    const arm = ElfImage.loadSync(sample.find((s) => s.target === 'cortex-m4')!.path);
-    const handler = arm.functionNamed('default_handler')!;
-    assert.equal(arm.functionContaining(handler.address)!.name, 'default_handler');
-    assert.deepEqual(
-      arm.symbols
-        .aliasesAt(handler.address)
-        .map((s) => s.name)
-        .sort(),
-      ['HardFault_Handler', 'NMI_Handler', 'default_handler'],
-    );
-    assert.equal(arm.functionNamed('NMI_Handler')!.binding, 'weak');
-  });
+  it(
+    'picks the global symbol among weak aliases, and lists the aliases',
+    { skip: sample.length < 2 ? 'no cross compilers' : false },
+    () => {
+      const arm = ElfImage.loadSync(sample.find((s) => s.target === 'cortex-m4')!.path);
+      const handler = arm.functionNamed('default_handler')!;
+      assert.equal(arm.functionContaining(handler.address)!.name, 'default_handler');
+      assert.deepEqual(
+        arm.symbols
+          .aliasesAt(handler.address)
+          .map((s) => s.name)
+          .sort(),
+        ['HardFault_Handler', 'NMI_Handler', 'default_handler'],
+      );
+      assert.equal(arm.functionNamed('NMI_Handler')!.binding, 'weak');
+    },
+  );
 
-  it('names an unsized assembly label as the owner of the code after it', { skip: sample.length < 2 ? 'no cross compilers' : false }, () => {
-    for (const s of sample) {
-      const img = ElfImage.loadSync(s.path);
-      const start = img.symbols.named('_start')[0]!;
-      assert.equal(start.kind, 'label');
-      assert.equal(img.functionContaining(start.address), undefined);
-      assert.equal(img.symbols.codeLabelAtOrBefore(start.address + 2)?.name, '_start');
-    }
-  });
+  it(
+    'names an unsized assembly label as the owner of the code after it',
+    { skip: sample.length < 2 ? 'no cross compilers' : false },
+    () => {
+      for (const s of sample) {
+        const img = ElfImage.loadSync(s.path);
+        const start = img.symbols.named('_start')[0]!;
+        assert.equal(start.kind, 'label');
+        assert.equal(img.functionContaining(start.address), undefined);
+        assert.equal(img.symbols.codeLabelAtOrBefore(start.address + 2)?.name, '_start');
+      }
+    },
+  );
 
-  it('reports load segments of code copied from flash (paddr differs from vaddr for .data)', { skip: sample.length < 2 ? 'no cross compilers' : false }, () => {
-    const arm = ElfImage.loadSync(sample.find((s) => s.target === 'cortex-m4')!.path);
-    const data = arm.loadSegments.find((p) => p.vaddr === 0x20000000);
-    assert.ok(data && data.paddr !== data.vaddr && (data.flags & PF_X) === 0);
-    assert.ok(arm.codeSegments.every((p) => (p.flags & PF_X) !== 0));
-    assert.equal(arm.isCode(arm.functionNamed('main')!.address), true);
-    assert.equal(arm.isCode(0x20000000), false);
-    // The initialised image: word 1 of the vector table at 0 is the reset entry with its Thumb bit.
-    const word = arm.file.readMemory(4, 4)!;
-    assert.equal(Buffer.from(word).readUInt32LE(0), arm.header.entry | 1);
-    const dataValues = arm.symbols.objectNamed('data_values')!;
-    assert.deepEqual([...arm.file.readMemory(dataValues.address, 8)!], [1, 0, 0, 0, 2, 0, 0, 0], '.data at its run address');
-    assert.equal(arm.file.readMemory(arm.symbols.objectNamed('sample_ticks')!.address, 4), undefined, '.bss has no file contents');
-  });
+  it(
+    'reports load segments of code copied from flash (paddr differs from vaddr for .data)',
+    { skip: sample.length < 2 ? 'no cross compilers' : false },
+    () => {
+      const arm = ElfImage.loadSync(sample.find((s) => s.target === 'cortex-m4')!.path);
+      const data = arm.loadSegments.find((p) => p.vaddr === 0x20000000);
+      assert.ok(data && data.paddr !== data.vaddr && (data.flags & PF_X) === 0);
+      assert.ok(arm.codeSegments.every((p) => (p.flags & PF_X) !== 0));
+      assert.equal(arm.isCode(arm.functionNamed('main')!.address), true);
+      assert.equal(arm.isCode(0x20000000), false);
+      // The initialised image: word 1 of the vector table at 0 is the reset entry with its Thumb bit.
+      const word = arm.file.readMemory(4, 4)!;
+      assert.equal(Buffer.from(word).readUInt32LE(0), arm.header.entry | 1);
+      const dataValues = arm.symbols.objectNamed('data_values')!;
+      assert.deepEqual(
+        [...arm.file.readMemory(dataValues.address, 8)!],
+        [1, 0, 0, 0, 2, 0, 0, 0],
+        '.data at its run address',
+      );
+      assert.equal(
+        arm.file.readMemory(arm.symbols.objectNamed('sample_ticks')!.address, 4),
+        undefined,
+        '.bss has no file contents',
+      );
+    },
+  );
 });
 
 describe('ElfImage errors', () => {
@@ -196,16 +257,21 @@ describe('ElfImage errors', () => {
     );
   };
 
-  it('a .bin, a .hex or a text file is not an ELF file (bad magic) and the message says what to use', { skip: !anElf }, () => {
-    const bin = join(dir, 'fw.bin');
-    const hex = join(dir, 'fw.hex');
-    run(tool(anElf!.target, 'gcc').replace(/gcc$/, 'objcopy'), ['-O', 'binary', anElf!.path, bin]);
-    run(tool(anElf!.target, 'gcc').replace(/gcc$/, 'objcopy'), ['-O', 'ihex', anElf!.path, hex]);
-    for (const f of [bin, hex]) expectError(f, ErrorCode.NotAnElf, /not an ELF file \(bad magic\).*linked \.elf, not the \.bin\/\.hex/);
-    const empty = join(dir, 'empty.elf');
-    writeFileSync(empty, '');
-    expectError(empty, ErrorCode.NotAnElf, /bad magic/);
-  });
+  it(
+    'a .bin, a .hex or a text file is not an ELF file (bad magic) and the message says what to use',
+    { skip: !anElf },
+    () => {
+      const bin = join(dir, 'fw.bin');
+      const hex = join(dir, 'fw.hex');
+      run(tool(anElf!.target, 'gcc').replace(/gcc$/, 'objcopy'), ['-O', 'binary', anElf!.path, bin]);
+      run(tool(anElf!.target, 'gcc').replace(/gcc$/, 'objcopy'), ['-O', 'ihex', anElf!.path, hex]);
+      for (const f of [bin, hex])
+        expectError(f, ErrorCode.NotAnElf, /not an ELF file \(bad magic\).*linked \.elf, not the \.bin\/\.hex/);
+      const empty = join(dir, 'empty.elf');
+      writeFileSync(empty, '');
+      expectError(empty, ErrorCode.NotAnElf, /bad magic/);
+    },
+  );
 
   it('a 64-bit host program is rejected as 64-bit', () => {
     expectError(process.execPath, ErrorCode.UnsupportedArchitecture, /64-bit ELF/);
@@ -216,7 +282,11 @@ describe('ElfImage errors', () => {
     bytes.writeUInt16LE(62, 18);
     const x86 = join(dir, 'x86.elf');
     writeFileSync(x86, bytes);
-    expectError(x86, ErrorCode.UnsupportedArchitecture, /e_machine 62 \(x86-64 \(EM_X86_64\)\).*Cortex-M, RISC-V and ARC/);
+    expectError(
+      x86,
+      ErrorCode.UnsupportedArchitecture,
+      /e_machine 62 \(x86-64 \(EM_X86_64\)\).*Cortex-M, RISC-V and ARC/,
+    );
     for (const [machine, family] of [
       [195, 'arc'],
       [93, 'arc'],
@@ -273,7 +343,8 @@ describe('ElfImage errors', () => {
     for (let n = 0; n < 80; n++) cuts.add(n);
     for (let n = 0; n < whole.length; n += Math.max(1, Math.floor(whole.length / 400))) cuts.add(n);
     const img = ElfImage.fromBytes(whole, 'whole');
-    for (const s of img.sections) for (const d of [-1, 0, 1, 7]) cuts.add(Math.max(0, Math.min(whole.length - 1, s.offset + s.size + d)));
+    for (const s of img.sections)
+      for (const d of [-1, 0, 1, 7]) cuts.add(Math.max(0, Math.min(whole.length - 1, s.offset + s.size + d)));
     let rejected = 0;
     for (const n of cuts) {
       const outcome = exercise(whole.subarray(0, n), `cut-at-${n}.elf`);
@@ -286,7 +357,15 @@ describe('ElfImage errors', () => {
   it('random corruption of headers, symbols and DWARF never crashes or hangs the reader', { skip: !anElf }, () => {
     const whole = readFileSync(anElf!.path);
     const img = ElfImage.fromBytes(whole, 'whole');
-    const targets = ['.symtab', '.strtab', '.debug_line', '.debug_info', '.debug_abbrev', '.debug_line_str', '.shstrtab']
+    const targets = [
+      '.symtab',
+      '.strtab',
+      '.debug_line',
+      '.debug_info',
+      '.debug_abbrev',
+      '.debug_line_str',
+      '.shstrtab',
+    ]
       .map((n) => img.section(n))
       .filter((s) => s !== undefined);
     const shoff = whole.readUInt32LE(32);

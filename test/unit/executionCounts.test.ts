@@ -2,7 +2,12 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ElfImage } from '../../adapter/elf';
 import { staticCallGraph, type StaticCallGraph } from '../../adapter/probe/callGraph';
-import { asynchronousHandlers, attributeCounts, executionCountsRequest, type CountingSession } from '../../adapter/probe/executionCounts';
+import {
+  asynchronousHandlers,
+  attributeCounts,
+  executionCountsRequest,
+  type CountingSession,
+} from '../../adapter/probe/executionCounts';
 import type { CountingRunResult } from '../../adapter/servers/qemuCounting';
 import { computeTargetFacts } from '../../adapter/target/targetFacts';
 import { fixtureElf, fixturesDir } from '../support/paths';
@@ -42,10 +47,22 @@ describe('counts by function', () => {
 });
 
 describe('when there are no counts', () => {
-  const graph: StaticCallGraph = { functions: [], edges: [], indirectCallers: [], incomplete: [], crossJumps: [], fallThrough: [] };
+  const graph: StaticCallGraph = {
+    functions: [],
+    edges: [],
+    indirectCallers: [],
+    incomplete: [],
+    crossJumps: [],
+    fallThrough: [],
+  };
   const session = (over: Partial<CountingSession>): CountingSession => ({
     facts: computeTargetFacts('riscv', { type: 'qemu' }),
-    countInstructions: async (): Promise<CountingRunResult> => ({ counted: true, snapshot: { counts: new Map(), dropped: 0 }, exitCode: 0, elapsedMs: 1 }),
+    countInstructions: async (): Promise<CountingRunResult> => ({
+      counted: true,
+      snapshot: { counts: new Map(), dropped: 0 },
+      exitCode: 0,
+      elapsedMs: 1,
+    }),
     graph,
     entryAddress: 0,
     handlers: () => [],
@@ -59,13 +76,29 @@ describe('when there are no counts', () => {
       return r.counted ? '' : r.reason;
     };
     assert.match(await reason(session({ countInstructions: undefined })), /need a QEMU server/);
-    assert.match(await reason(session({ facts: computeTargetFacts('riscv', { type: 'qemu', icount: null }) })), /without -icount/);
     assert.match(
-      await reason(session({ countInstructions: async () => ({ counted: true, snapshot: { counts: new Map(), dropped: 3 }, exitCode: 0, elapsedMs: 1 }) })),
+      await reason(session({ facts: computeTargetFacts('riscv', { type: 'qemu', icount: null }) })),
+      /without -icount/,
+    );
+    assert.match(
+      await reason(
+        session({
+          countInstructions: async () => ({
+            counted: true,
+            snapshot: { counts: new Map(), dropped: 3 },
+            exitCode: 0,
+            elapsedMs: 1,
+          }),
+        }),
+      ),
       /table was full \(3 instructions not counted\)/,
     );
     assert.match(
-      await reason(session({ countInstructions: async () => ({ counted: false, reason: 'the program did not end', elapsedMs: 9 }) })),
+      await reason(
+        session({
+          countInstructions: async () => ({ counted: false, reason: 'the program did not end', elapsedMs: 9 }),
+        }),
+      ),
       /did not end/,
     );
     const ok = await executionCountsRequest(session({}), {});
@@ -93,6 +126,9 @@ describe('the facts the bounds rest on', () => {
     const runsOn = (a: string, b: string): boolean => g.fallThrough.some((f) => f.caller === a && f.callee === b);
     assert.ok(runsOn('__riscv_restore_12', '__riscv_restore_10'), 'a symbol inside the range of another');
     assert.ok(runsOn('__riscv_restore_10', '__riscv_restore_3'));
-    assert.ok(!g.fallThrough.some((f) => f.caller === 'sha256_transform'), 'a function that ends in a return runs on into nothing');
+    assert.ok(
+      !g.fallThrough.some((f) => f.caller === 'sha256_transform'),
+      'a function that ends in a return runs on into nothing',
+    );
   });
 });

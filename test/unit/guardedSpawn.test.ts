@@ -52,7 +52,10 @@ async function parentSpawningSleep(watchdog: string): Promise<{ parent: ReturnTy
 }
 
 /** Runs `check` on such a parent and its child, then kills both whatever happened. */
-async function withParentSpawningSleep(watchdog: string, check: (parent: ReturnType<typeof spawn>, child: number) => Promise<void>): Promise<void> {
+async function withParentSpawningSleep(
+  watchdog: string,
+  check: (parent: ReturnType<typeof spawn>, child: number) => Promise<void>,
+): Promise<void> {
   const { parent, child } = await parentSpawningSleep(watchdog);
   try {
     await check(parent, child);
@@ -62,7 +65,8 @@ async function withParentSpawningSleep(watchdog: string, check: (parent: ReturnT
   }
 }
 
-const cmdline = (pid: number): string => (existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')[0]! : '');
+const cmdline = (pid: number): string =>
+  existsSync(`/proc/${pid}/cmdline`) ? readFileSync(`/proc/${pid}/cmdline`, 'latin1').split('\0')[0]! : '';
 
 function killGroup(pid: number): void {
   try {
@@ -78,7 +82,10 @@ describe('spawning a child that dies with the adapter', { skip: process.platform
   it('the command runs once the watchdog has it, without the gate’s pipe, and the watchdog ends it with its parent', async () => {
     await withParentSpawningSleep('new ChildWatchdog()', async (parent, child) => {
       assert.ok(await until(() => cmdline(child) === sleep), 'the gate opens once the child is registered');
-      assert.ok(!readdirSync(`/proc/${child}/fd`).includes('3'), 'the gate’s pipe (fd 3) is closed before the command runs');
+      assert.ok(
+        !readdirSync(`/proc/${child}/fd`).includes('3'),
+        'the gate’s pipe (fd 3) is closed before the command runs',
+      );
       parent.kill('SIGKILL');
       assert.ok(await until(() => !alive(child)), 'the watchdog ends the child');
     });

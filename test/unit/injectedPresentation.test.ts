@@ -23,28 +23,47 @@ describe('measurementLabel', () => {
   it("takes the function from the region's fields, never from its name", () => {
     // A name in any other shape (or none the label could parse) changes nothing.
     const renamed = { ...region, name: 'the inner loop' };
-    assert.equal(measurementLabel({ ...renamed, source: { path: '/src/dsp.c', line: 46, endLine: 51 } }), 'fir_filter (dsp.c:46–51)');
+    assert.equal(
+      measurementLabel({ ...renamed, source: { path: '/src/dsp.c', line: 46, endLine: 51 } }),
+      'fir_filter (dsp.c:46–51)',
+    );
     const noField = { name: 'fir_filter 0x80000548..0x80000578', kind: 'region' as const };
-    assert.equal(measurementLabel({ ...noField, source: { path: '/src/dsp.c', line: 46, endLine: 51 } }), 'dsp.c:46–51');
+    assert.equal(
+      measurementLabel({ ...noField, source: { path: '/src/dsp.c', line: 46, endLine: 51 } }),
+      'dsp.c:46–51',
+    );
   });
 
   it('takes the file name from a Windows path too', () => {
-    assert.equal(measurementLabel({ ...region, source: { path: 'C:\\fw\\src\\dsp.c', line: 46, endLine: 51 } }), 'fir_filter (dsp.c:46–51)');
+    assert.equal(
+      measurementLabel({ ...region, source: { path: 'C:\\fw\\src\\dsp.c', line: 46, endLine: 51 } }),
+      'fir_filter (dsp.c:46–51)',
+    );
   });
 
   it('shows one line when the region starts and ends on it, or its end is unknown', () => {
     assert.equal(measurementLabel({ ...region, source: { path: '/src/dsp.c', line: 46 } }), 'fir_filter (dsp.c:46)');
-    assert.equal(measurementLabel({ ...region, source: { path: '/src/dsp.c', line: 46, endLine: 46 } }), 'fir_filter (dsp.c:46)');
+    assert.equal(
+      measurementLabel({ ...region, source: { path: '/src/dsp.c', line: 46, endLine: 46 } }),
+      'fir_filter (dsp.c:46)',
+    );
   });
 
   it('leaves the function out when the adapter knew none', () => {
-    const bare = { name: '0x80000548..0x80000578', kind: 'region' as const, region: { start: '0x80000548', end: '0x80000578' } };
+    const bare = {
+      name: '0x80000548..0x80000578',
+      kind: 'region' as const,
+      region: { start: '0x80000548', end: '0x80000578' },
+    };
     assert.equal(measurementLabel({ ...bare, source: { path: '/src/start.S', line: 3, endLine: 9 } }), 'start.S:3–9');
   });
 
   it("keeps the adapter's name where there is no line information, and for functions", () => {
     assert.equal(measurementLabel(region), region.name);
-    assert.equal(measurementLabel({ name: 'fir_filter', kind: 'function', source: { path: '/src/dsp.c', line: 43 } }), 'fir_filter');
+    assert.equal(
+      measurementLabel({ name: 'fir_filter', kind: 'function', source: { path: '/src/dsp.c', line: 43 } }),
+      'fir_filter',
+    );
     assert.equal(measurementLabel({ name: 'clamp_s16', kind: 'call-sites' }), 'clamp_s16');
   });
 });
@@ -62,7 +81,10 @@ describe('warningNeedsAttention', () => {
   });
 
   it('decides by the code, whatever the message says', () => {
-    const pinned: InjectionWarning = { code: 'memoryPinned', message: 'calls through it are not counted; the paths are unknown' };
+    const pinned: InjectionWarning = {
+      code: 'memoryPinned',
+      message: 'calls through it are not counted; the paths are unknown',
+    };
     assert.equal(warningNeedsAttention(pinned), false);
     const missed: InjectionWarning = { code: 'callSitesMissed', message: 'an ordinary note' };
     assert.equal(warningNeedsAttention(missed), true);

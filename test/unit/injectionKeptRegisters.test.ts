@@ -23,13 +23,23 @@ import { fixturesDir } from '../support/paths';
 const ELF = join(fixturesDir, 'build', 'rv32', 'programs', 'softfloat.elf');
 const skip = existsSync(ELF) ? false : 'rv32 programs not built (make -C test/fixtures)';
 // A cave far from the code (as without reserved memory on virt): the 8-byte auipc patch, far exits.
-const LAYOUT: RuntimeLayout = { ctrl: 0x87f0_0000, shadowSlots: 64, runtime: 0x87f0_0400, dispatchTable: 0x87f0_0800, dispatchCapacity: 8 };
+const LAYOUT: RuntimeLayout = {
+  ctrl: 0x87f0_0000,
+  shadowSlots: 64,
+  runtime: 0x87f0_0400,
+  dispatchTable: 0x87f0_0800,
+  dispatchCapacity: 8,
+};
 const T0 = 5;
 
 function setup(): { planner: InjectionPlanner; model: ProgramModel; generator: Rv32PayloadGenerator } {
   const arch = rv32InjectionArch();
   const model = new ProgramModel(ElfImage.loadSync(ELF), arch);
-  return { planner: new InjectionPlanner(model, arch, { start: 0x87f0_0000, size: 0x10000 }), model, generator: new Rv32PayloadGenerator(MINSTRET) };
+  return {
+    planner: new InjectionPlanner(model, arch, { start: 0x87f0_0000, size: 0x10000 }),
+    model,
+    generator: new Rv32PayloadGenerator(MINSTRET),
+  };
 }
 
 function entryOf(planner: InjectionPlanner, name: string): PatchSite {
@@ -44,9 +54,13 @@ function code(stub: StubImage, at: number): string[] {
   try {
     const bin = join(dir, 'stub.bin');
     writeFileSync(bin, stub.bytes);
-    const r = spawnSync('riscv64-unknown-elf-objdump', ['-D', '-b', 'binary', '-m', 'riscv:rv32', `--adjust-vma=0x${stub.address.toString(16)}`, bin], {
-      encoding: 'utf8',
-    });
+    const r = spawnSync(
+      'riscv64-unknown-elf-objdump',
+      ['-D', '-b', 'binary', '-m', 'riscv:rv32', `--adjust-vma=0x${stub.address.toString(16)}`, bin],
+      {
+        encoding: 'utf8',
+      },
+    );
     assert.equal(r.status, 0, r.stderr);
     const lines = r.stdout
       .split('\n')
@@ -70,19 +84,32 @@ describe('RV32 callers that keep registers across a call (-fipa-ra)', { skip }, 
     assert.ok(((site.keptRegisters ?? 0) & (1 << T0)) !== 0, 'main keeps t0 across __adddf3');
     assert.equal((site.freeRegisters & site.keptRegisters!) >>> 0, 0, 'no kept register is free');
     assert.equal(site.shape.kind, 'rvAuipc');
-    if (site.shape.kind === 'rvAuipc') assert.equal(site.keptRegisters! & (1 << site.shape.scratch), 0, 'the patch goes through a register nobody keeps');
+    if (site.shape.kind === 'rvAuipc')
+      assert.equal(
+        site.keptRegisters! & (1 << site.shape.scratch),
+        0,
+        'the patch goes through a register nobody keeps',
+      );
   });
 
   it('the entry stub stores the kept t-registers before it uses them and loads them before the program runs on', () => {
     const { planner, generator } = setup();
     const site = entryOf(planner, '__adddf3');
     const runtime = generator.buildRuntime(LAYOUT);
-    const stub = generator.buildStubs({ kind: 'function', payload: 'software', record: 0x87f0_1000, at: 0x87f0_2000, entry: site }, runtime, LAYOUT);
+    const stub = generator.buildStubs(
+      { kind: 'function', payload: 'software', record: 0x87f0_1000, at: 0x87f0_2000, entry: site },
+      runtime,
+      LAYOUT,
+    );
     const entry = code(stub, stub.entry).join('\n');
     assert.match(entry, /^add sp,sp,-16\nsw t0,0\(sp\)/, 'the frame, then t0, first');
     assert.match(entry, /csrw mstatus,t0\nlw t0,0\(sp\)/, 't0 given back right after its last use');
     const exit = code(stub, stub.exit!);
-    assert.match(exit[0]!, /^csrr ra,minstret/, 'the exit reads the counter into ra (free there), before storing anything');
+    assert.match(
+      exit[0]!,
+      /^csrr ra,minstret/,
+      'the exit reads the counter into ra (free there), before storing anything',
+    );
     assert.ok(stub.counted.outer > 4 && /giving back x5/.test(stub.counted.explanation), stub.counted.explanation);
   });
 

@@ -26,7 +26,13 @@ const ELF = join(fixturesDir, 'build', 'rv32', 'programs', 'crc32.elf');
 const skip = existsSync(ELF) ? false : 'rv32 programs not built (make -C test/fixtures)';
 // A cave within JAL's reach of the code, as the injector takes it from the gap after the image.
 const CAVE = { start: 0x8008_0000, size: 0x10000 };
-const LAYOUT: RuntimeLayout = { ctrl: 0x8008_0000, shadowSlots: 64, runtime: 0x8008_0400, dispatchTable: 0x8008_0800, dispatchCapacity: 8 };
+const LAYOUT: RuntimeLayout = {
+  ctrl: 0x8008_0000,
+  shadowSlots: 64,
+  runtime: 0x8008_0400,
+  dispatchTable: 0x8008_0800,
+  dispatchCapacity: 8,
+};
 const T0 = 5;
 const ARGUMENTS = 0x3fc00; // a0-a7
 
@@ -50,7 +56,12 @@ function objdump(args: string[]): Array<{ address: number; text: string }> {
 /** The program's instructions from `start` through the first ret. */
 function throughRet(start: number): string[] {
   const out: string[] = [];
-  for (const x of objdump(['-d', `--start-address=0x${start.toString(16)}`, `--stop-address=0x${(start + 0x100).toString(16)}`, ELF])) {
+  for (const x of objdump([
+    '-d',
+    `--start-address=0x${start.toString(16)}`,
+    `--stop-address=0x${(start + 0x100).toString(16)}`,
+    ELF,
+  ])) {
     out.push(x.text);
     if (x.text === 'ret') return out;
   }
@@ -64,7 +75,15 @@ function codeAt(bytes: Uint8Array, address: number, at: number): string[] {
     const bin = join(dir, 'code.bin');
     writeFileSync(bin, bytes);
     const out: string[] = [];
-    for (const x of objdump(['-D', '-b', 'binary', '-m', 'riscv:rv32', `--adjust-vma=0x${address.toString(16)}`, bin])) {
+    for (const x of objdump([
+      '-D',
+      '-b',
+      'binary',
+      '-m',
+      'riscv:rv32',
+      `--adjust-vma=0x${address.toString(16)}`,
+      bin,
+    ])) {
       if (x.address < at) continue;
       out.push(x.text);
       if (/^(j|jr|ret)\b/.test(x.text)) break;
@@ -91,15 +110,35 @@ describe('RV32 -msave-restore millicode plans', { skip }, () => {
     for (const f of saves) {
       const site = planOf(planner, f.name).entry;
       assert.equal(site.link, T0, `${f.name} links through t0`);
-      assert.equal(site.freeRegisters & ((1 << T0) | ARGUMENTS), 0, `${f.name}: neither t0 nor the prologue's arguments are free`);
-      const stub = generator.buildStubs({ kind: 'function', payload: 'software', record: 0x8008_1000, at: 0x8008_2000, entry: site }, runtime, LAYOUT);
+      assert.equal(
+        site.freeRegisters & ((1 << T0) | ARGUMENTS),
+        0,
+        `${f.name}: neither t0 nor the prologue's arguments are free`,
+      );
+      const stub = generator.buildStubs(
+        { kind: 'function', payload: 'software', record: 0x8008_1000, at: 0x8008_2000, entry: site },
+        runtime,
+        LAYOUT,
+      );
       const entry = codeAt(stub.bytes, stub.address, stub.entry).join('\n');
       assert.match(entry, /^add sp,sp,-16\nsw ra,0\(sp\)\nmv ra,t0\n/, `${f.name}: ra kept first, t0 carried in ra`);
-      assert.match(entry, /csrw mstatus,t0\n(lw \S+\n)*(add sp,sp,\d+\n)?mv t0,ra\nlw ra,0\(sp\)\nadd sp,sp,16\n/, `${f.name}: t0 = the exit stub, ra back`);
+      assert.match(
+        entry,
+        /csrw mstatus,t0\n(lw \S+\n)*(add sp,sp,\d+\n)?mv t0,ra\nlw ra,0\(sp\)\nadd sp,sp,16\n/,
+        `${f.name}: t0 = the exit stub, ra back`,
+      );
       assert.doesNotMatch(entry, /\ba[0-7],/, `${f.name}: the entry stub writes no argument register`);
       const exit = codeAt(stub.bytes, stub.address, stub.exit!);
-      assert.equal(exit[0], 'csrr t0,minstret', `${f.name}: the exit reads the counter into t0 (its value was the exit stub)`);
-      assert.deepEqual(exit.slice(1, 3), ['add sp,sp,-48', 'sw ra,44(sp)'], `${f.name}: ra stored before the exit routine runs`);
+      assert.equal(
+        exit[0],
+        'csrr t0,minstret',
+        `${f.name}: the exit reads the counter into t0 (its value was the exit stub)`,
+      );
+      assert.deepEqual(
+        exit.slice(1, 3),
+        ['add sp,sp,-48', 'sw ra,44(sp)'],
+        `${f.name}: ra stored before the exit routine runs`,
+      );
     }
   });
 
@@ -109,9 +148,19 @@ describe('RV32 -msave-restore millicode plans', { skip }, () => {
     for (const f of model.functions.filter((x) => /^__riscv_save_\d+$/.test(x.name))) {
       const p = planOf(planner, f.name);
       // binutils' view: jumps from code before this label into [start, next label).
-      const into = objdump(['-d', `--start-address=0x${(f.start - 0x40).toString(16)}`, `--stop-address=0x${f.start.toString(16)}`, ELF])
+      const into = objdump([
+        '-d',
+        `--start-address=0x${(f.start - 0x40).toString(16)}`,
+        `--stop-address=0x${f.start.toString(16)}`,
+        ELF,
+      ])
         .map((x) => ({ address: x.address, target: /^j ([0-9a-f]+)$/.exec(x.text)?.[1] }))
-        .filter((x) => x.target !== undefined && parseInt(x.target, 16) > f.start && model.functionContaining(parseInt(x.target, 16)) === f);
+        .filter(
+          (x) =>
+            x.target !== undefined &&
+            parseInt(x.target, 16) > f.start &&
+            model.functionContaining(parseInt(x.target, 16)) === f,
+        );
       assert.deepEqual(
         (p.bodyEntries ?? []).map((b) => b.displaced.at(-1)!.address),
         into.map((x) => x.address),
@@ -148,17 +197,35 @@ describe('RV32 -msave-restore millicode plans', { skip }, () => {
         if (load) slot = sp + Number(load[1]);
       }
       assert.equal(p.entry.returnSlot, slot, `${f.name}: ra comes from sp+${slot} at the entry`);
-      const previous = objdump(['-d', `--start-address=0x${(f.start - 2).toString(16)}`, `--stop-address=0x${f.start.toString(16)}`, ELF]).at(-1)?.text;
+      const previous = objdump([
+        '-d',
+        `--start-address=0x${(f.start - 2).toString(16)}`,
+        `--stop-address=0x${f.start.toString(16)}`,
+        ELF,
+      ]).at(-1)?.text;
       const fallsIn = previous !== undefined && !/^(j|jr|ret)\b/.test(previous);
-      assert.equal(p.bypass !== undefined, fallsIn, `${f.name}: diverted exactly when the code before it (${previous}) falls through`);
+      assert.equal(
+        p.bypass !== undefined,
+        fallsIn,
+        `${f.name}: diverted exactly when the code before it (${previous}) falls through`,
+      );
       if (!p.bypass) continue;
       diverted++;
       const original = throughRet(p.bypass.address);
       const copy = codeAt(p.bypass.copy, 0x8008_3000, 0x8008_3000);
-      assert.equal(copy.length + 1, original.length, `${f.name}: the jump into the copy and the copy run as many instructions as the code they replace`);
+      assert.equal(
+        copy.length + 1,
+        original.length,
+        `${f.name}: the jump into the copy and the copy run as many instructions as the code they replace`,
+      );
       assert.equal(copy.at(-1), 'ret');
-      const loaded = (xs: string[]): string[] => xs.map((t) => /^lw (\w+),/.exec(t)?.[1]).filter((r): r is string => r !== undefined);
-      assert.deepEqual(loaded(copy), loaded(original), `${f.name}: the copy loads the same registers in the same order`);
+      const loaded = (xs: string[]): string[] =>
+        xs.map((t) => /^lw (\w+),/.exec(t)?.[1]).filter((r): r is string => r !== undefined);
+      assert.deepEqual(
+        loaded(copy),
+        loaded(original),
+        `${f.name}: the copy loads the same registers in the same order`,
+      );
     }
     assert.ok(diverted > 0, 'some restore entry is reached by falling through');
   });
@@ -173,9 +240,15 @@ describe('RV32 -msave-restore millicode plans', { skip }, () => {
     // (injectionThumbFallThrough.test.ts), and without the family's copy it is a warning.
     assert.ok(planOf(planner, '__adddf3').bypass, 'diverted');
     const bare = { ...arch, relocatesFallThrough: false, farBypass: undefined };
-    const add = planOf(new InjectionPlanner(new ProgramModel(ElfImage.loadSync(elf), bare), bare, { start: 0x2001_0000, size: 0x10000 }), '__adddf3');
+    const add = planOf(
+      new InjectionPlanner(new ProgramModel(ElfImage.loadSync(elf), bare), bare, { start: 0x2001_0000, size: 0x10000 }),
+      '__adddf3',
+    );
     assert.ok(
-      add.warnings.some((w) => w.code === 'fallThroughCounted' && /__aeabi_dsub's code falls through into __adddf3's entry/.test(w.message)),
+      add.warnings.some(
+        (w) =>
+          w.code === 'fallThroughCounted' && /__aeabi_dsub's code falls through into __adddf3's entry/.test(w.message),
+      ),
       JSON.stringify(add.warnings),
     );
     // __gtdf2 ends with a return and an alignment NOP before __ltdf2: nothing runs into __ltdf2.

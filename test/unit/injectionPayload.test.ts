@@ -9,8 +9,20 @@ import type { RuntimeLayout } from '../../adapter/probe/injection/payload';
 import { InjectionPlanner } from '../../adapter/probe/injection/planner';
 import { ProgramModel } from '../../adapter/probe/injection/programModel';
 import { Rec } from '../../adapter/probe/injection/recordLayout';
-import { MINSTRET, SYSTICK_CVR, type CaveReach, type FunctionPlan, type RegionPlan } from '../../adapter/probe/injection/types';
-import { disassembleBytes, rv32Toolchain, thumbToolchain, type GnuToolchain, type ObjdumpLine } from '../support/gnuTools';
+import {
+  MINSTRET,
+  SYSTICK_CVR,
+  type CaveReach,
+  type FunctionPlan,
+  type RegionPlan,
+} from '../../adapter/probe/injection/types';
+import {
+  disassembleBytes,
+  rv32Toolchain,
+  thumbToolchain,
+  type GnuToolchain,
+  type ObjdumpLine,
+} from '../support/gnuTools';
 import { markerLine } from '../support/markers';
 import { fixtureElf, fixturesDir } from '../support/paths';
 
@@ -29,7 +41,8 @@ const rvTc = rv32Toolchain();
 const cmTc = thumbToolchain();
 const hex = (n: number): string => `0x${n.toString(16)}`;
 
-const between = (lines: ObjdumpLine[], from: number, to: number): ObjdumpLine[] => lines.filter((l) => l.address >= from && l.address < to);
+const between = (lines: ObjdumpLine[], from: number, to: number): ObjdumpLine[] =>
+  lines.filter((l) => l.address >= from && l.address < to);
 const addressOf = (text: string): number => parseInt(/([0-9a-f]+)(?: <|$)/.exec(text.trim())![1]!, 16);
 
 describe(
@@ -43,7 +56,14 @@ describe(
     const tp = cave + 2048;
     const reach: CaveReach = { start: cave, size: 4096, threadPointerBase: tp };
     const planner = new InjectionPlanner(model, arch, reach);
-    const layout: RuntimeLayout = { ctrl: cave, shadowSlots: 64, runtime: tp, dispatchTable: cave + 300, dispatchCapacity: 24, threadPointer: tp };
+    const layout: RuntimeLayout = {
+      ctrl: cave,
+      shadowSlots: 64,
+      runtime: tp,
+      dispatchTable: cave + 300,
+      dispatchCapacity: 24,
+      threadPointer: tp,
+    };
     const g = new Rv32PayloadGenerator(MINSTRET);
     const runtime = g.buildRuntime(layout);
     const rt = disassembleBytes(rvTc, runtime.bytes, runtime.address);
@@ -74,7 +94,11 @@ describe(
         cx.some((l) => l.text === 'lw\tra,0(t6)'),
         'pop of the real return address',
       );
-      assert.equal(cx.filter((l) => l.text === 'csrrw\tzero,mstatus,t0').length, 1, 'mstatus restored once, before the return');
+      assert.equal(
+        cx.filter((l) => l.text === 'csrrw\tzero,mstatus,t0').length,
+        1,
+        'mstatus restored once, before the return',
+      );
       const d = between(rt, runtime.labels.D!, runtime.labels.CE!);
       assert.equal(runtime.labels.D, tp, 'the dispatcher sits where tp points (c.jalr tp lands on it)');
       assert.equal(d.at(-1)!.mnemonic, 'ebreak');
@@ -91,10 +115,19 @@ describe(
       assert.equal(runtime.paths.ACC, body.length + 1);
     });
 
-    function functionStub(name: string): { plan: FunctionPlan; lines: ObjdumpLine[]; patch: ObjdumpLine[]; stub: ReturnType<typeof g.buildStubs> } {
+    function functionStub(name: string): {
+      plan: FunctionPlan;
+      lines: ObjdumpLine[];
+      patch: ObjdumpLine[];
+      stub: ReturnType<typeof g.buildStubs>;
+    } {
       const plan = planner.planFunction(name);
       assert.ok(plan.ok, plan.ok ? '' : plan.reason);
-      const stub = g.buildStubs({ kind: 'function', payload: 'software', record, at: stubAt, entry: plan.entry }, runtime, layout);
+      const stub = g.buildStubs(
+        { kind: 'function', payload: 'software', record, at: stubAt, entry: plan.entry },
+        runtime,
+        layout,
+      );
       const patch = disassembleBytes(rvTc, g.encodePatch(plan.entry, stub.entry, layout), plan.entry.address);
       return { plan, stub, patch, lines: disassembleBytes(rvTc, stub.bytes, stub.address) };
     }
@@ -119,7 +152,8 @@ describe(
       assert.ok(entry.indexOf(lui) < entry.findIndex((l) => l.text === 'csrrs\tt3,minstret,zero'));
       assert.ok(entry.indexOf(addi) > entry.findIndex((l) => l.text === 'csrrw\tzero,mstatus,t0'));
       assert.equal(stub.counted.outer, 4, 'the moved AUIPC costs nothing in the window');
-      const value = (parseInt(/,(0x[0-9a-f]+)$/.exec(lui.operands)![1]!, 16) << 12) + Number(/,(-?\d+)$/.exec(addi.operands)![1]);
+      const value =
+        (parseInt(/,(0x[0-9a-f]+)$/.exec(lui.operands)![1]!, 16) << 12) + Number(/,(-?\d+)$/.exec(addi.operands)![1]);
       assert.equal(value >>> 0, auipc.target);
       void plan;
     });
@@ -143,9 +177,18 @@ describe(
       const exitJump = entry.find((l) => l.address === addressOf(beq.operands.split(',')[2]!))!;
       assert.equal(exitJump.mnemonic, 'jalr');
       const luiFor = (reg: string): number =>
-        parseInt(/,(0x[0-9a-f]+)$/.exec(entry.find((l) => l.mnemonic === 'lui' && l.operands.startsWith(`${reg},`))!.operands)![1]!, 16) << 12;
+        parseInt(
+          /,(0x[0-9a-f]+)$/.exec(
+            entry.find((l) => l.mnemonic === 'lui' && l.operands.startsWith(`${reg},`))!.operands,
+          )![1]!,
+          16,
+        ) << 12;
       const reg = /\((t\d)\)$/.exec(exitJump.operands)![1]!;
-      assert.equal((luiFor(reg) + Number(/^zero,(-?\d+)/.exec(exitJump.operands)![1])) >>> 0, beqz.target, 'the exit jump goes to the branch target');
+      assert.equal(
+        (luiFor(reg) + Number(/^zero,(-?\d+)/.exec(exitJump.operands)![1])) >>> 0,
+        beqz.target,
+        'the exit jump goes to the branch target',
+      );
       const back = entry[entry.indexOf(exitJump) - 1]!;
       const backReg = /\((t\d)\)$/.exec(back.operands)![1]!;
       assert.equal(
@@ -162,10 +205,17 @@ describe(
       const end = elf.lineTable.addressesForLine(dsp, markerLine(dsp, '#REGION_END'))[0]!;
       const plan = planner.planRegion(start, end) as RegionPlan;
       assert.ok(plan.ok);
-      const stub = g.buildStubs({ kind: 'region', payload: 'software', record, at: stubAt, start: plan.start, end: plan.end }, runtime, layout);
+      const stub = g.buildStubs(
+        { kind: 'region', payload: 'software', record, at: stubAt, start: plan.start, end: plan.end },
+        runtime,
+        layout,
+      );
       const lines = disassembleBytes(rvTc, stub.bytes, stub.address);
       const rs = between(lines, stub.entry, stub.regionEnd!);
-      assert.ok(!rs.some((l) => /^(sw|lw)$/.test(l.mnemonic) && /\(sp\)$/.test(l.operands)), 'nothing saved at the loop head: temporaries are dead there');
+      assert.ok(
+        !rs.some((l) => /^(sw|lw)$/.test(l.mnemonic) && /\(sp\)$/.test(l.operands)),
+        'nothing saved at the loop head: temporaries are dead there',
+      );
       const re = between(lines, stub.regionEnd!, stub.address + stub.bytes.length);
       assert.equal(re[0]!.text, 'csrrs\tt3,minstret,zero', 'the end reads first (t3 is dead there)');
       assert.equal(stub.counted.outer, 5, 'sw, csrw, jump back, the end patch jump, one csrr');
@@ -184,7 +234,13 @@ describe(
     const model = new ProgramModel(elf, arch);
     const cave = elf.symbols.named('__cyclelens_scratch_start')[0]!.address;
     const planner = new InjectionPlanner(model, arch, { start: cave, size: 4096 });
-    const layout: RuntimeLayout = { ctrl: cave, shadowSlots: 64, runtime: cave + 600, dispatchTable: cave + 300, dispatchCapacity: 24 };
+    const layout: RuntimeLayout = {
+      ctrl: cave,
+      shadowSlots: 64,
+      runtime: cave + 600,
+      dispatchTable: cave + 300,
+      dispatchCapacity: 24,
+    };
     const g = new ThumbPayloadGenerator(SYSTICK_CVR, 1 / 40);
     const runtime = g.buildRuntime(layout);
     const rt = disassembleBytes(cmTc, runtime.bytes, runtime.address);
@@ -224,7 +280,11 @@ describe(
     it('ticks_now: LDR.W pc, [pc] with the stub address | 1 as literal; the stub saves r0-r3 and reads SysTick CVR', () => {
       const plan = planner.planFunction('ticks_now');
       assert.ok(plan.ok);
-      const stub = g.buildStubs({ kind: 'function', payload: 'software', record: cave + 2000, at: cave + 2200, entry: plan.entry }, runtime, layout);
+      const stub = g.buildStubs(
+        { kind: 'function', payload: 'software', record: cave + 2000, at: cave + 2200, entry: plan.entry },
+        runtime,
+        layout,
+      );
       const patchBytes = g.encodePatch(plan.entry, stub.entry);
       const patch = disassembleBytes(cmTc, patchBytes, plan.entry.address);
       assert.equal(patch[0]!.mnemonic, 'ldr.w');
@@ -252,7 +312,11 @@ describe(
       assert.ok(!words.has((plan.entry.resume | 1) >>> 0), 'no jump back after a displaced return');
       assert.ok(entry.some((l) => l.text === 'bx\tlr'));
       const exit = between(lines, stub.exit!, stub.address + stub.bytes.length);
-      assert.match(exit[0]!.text, /^(push(\.w)?|stmdb)\t(sp!, )?\{r2, r3, ip\}$/, 'the exit gives r2, r3, r12 back too');
+      assert.match(
+        exit[0]!.text,
+        /^(push(\.w)?|stmdb)\t(sp!, )?\{r2, r3, ip\}$/,
+        'the exit gives r2, r3, r12 back too',
+      );
       assert.deepEqual(
         exit.slice(1, 3).map((l) => l.mnemonic),
         ['ldr.w', 'ldr.w'],
@@ -264,7 +328,11 @@ describe(
     it('hash_finish: two literal loads move as address loads + LDR, and the stub jumps back through a literal with bit 0 set', () => {
       const plan = planner.planFunction('hash_finish');
       assert.ok(plan.ok, plan.ok ? '' : plan.reason);
-      const stub = g.buildStubs({ kind: 'function', payload: 'software', record: cave + 2000, at: cave + 2200, entry: plan.entry }, runtime, layout);
+      const stub = g.buildStubs(
+        { kind: 'function', payload: 'software', record: cave + 2000, at: cave + 2200, entry: plan.entry },
+        runtime,
+        layout,
+      );
       const lines = disassembleBytes(cmTc, stub.bytes, stub.address);
       const entry = between(lines, stub.entry, stub.exit!);
       const jump = entry.filter((l) => l.mnemonic === 'ldr.w' && /^pc, \[pc/.test(l.operands));

@@ -26,7 +26,13 @@ const ELF = join(fixturesDir, 'build', 'cortex-m4', 'programs', 'fft.elf');
 const skip = existsSync(ELF) ? false : 'cortex-m4 programs not built (make -C test/fixtures)';
 // The injector's RAM on mps2-an386: 512 MiB from the code, so every patch goes through a literal.
 const CAVE = { start: 0x2001_0000, size: 0x10000 };
-const LAYOUT: RuntimeLayout = { ctrl: 0x2001_0000, shadowSlots: 64, runtime: 0x2001_0400, dispatchTable: 0x2001_0800, dispatchCapacity: 8 };
+const LAYOUT: RuntimeLayout = {
+  ctrl: 0x2001_0000,
+  shadowSlots: 64,
+  runtime: 0x2001_0400,
+  dispatchTable: 0x2001_0800,
+  dispatchCapacity: 8,
+};
 const tc = thumbToolchain();
 
 function setup(): { planner: InjectionPlanner; model: ProgramModel } {
@@ -42,7 +48,8 @@ function planOf(planner: InjectionPlanner, name: string): FunctionPlan {
 }
 
 const text = (l: ObjdumpLine): string => `${l.mnemonic} ${l.operands}`.trim();
-const word = (b: Uint8Array, at: number): number => (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
+const word = (b: Uint8Array, at: number): number =>
+  (b[at]! | (b[at + 1]! << 8) | (b[at + 2]! << 16) | (b[at + 3]! << 24)) >>> 0;
 
 describe('Thumb fall-through diversion', { skip }, () => {
   it('fsub runs on into fadd with 4 bytes: a 4-byte LDR.W pc there jumps through a second literal of the widened entry patch', () => {
@@ -88,7 +95,15 @@ describe('Thumb fall-through diversion', { skip }, () => {
     const runtime = g.buildRuntime(LAYOUT);
     const at = 0x2001_1000;
     const stub = g.buildStubs(
-      { kind: 'function', payload: 'software', record: 0x2001_0f00, at, entry: p.entry, bypassCode: p.bypass!.code!, bypassLength: 4 },
+      {
+        kind: 'function',
+        payload: 'software',
+        record: 0x2001_0f00,
+        at,
+        entry: p.entry,
+        bypassCode: p.bypass!.code!,
+        bypassLength: 4,
+      },
       runtime,
       LAYOUT,
     );
@@ -108,7 +123,10 @@ describe('Thumb fall-through diversion', { skip }, () => {
     const program = 1 + p.entry.displaced.length;
     const jump = lines.findIndex((l, k) => k > 10 && /^ldr(\.w)?\s+pc, \[pc/.test(l));
     assert.equal(jump, 10 + program, lines.join('\n'));
-    assert.equal(word(stub.bytes, (dis[jump]!.address & ~3) + 4 + Number(/#(\d+)/.exec(lines[jump]!)?.[1] ?? 0) - at), (p.entry.resume | 1) >>> 0);
+    assert.equal(
+      word(stub.bytes, (dis[jump]!.address & ~3) + 4 + Number(/#(\d+)/.exec(lines[jump]!)?.[1] ?? 0) - at),
+      (p.entry.resume | 1) >>> 0,
+    );
     // What the pass runs beyond the original: the patch's jump, the 10, the jump back.
     const k = Number(/#(\d+)/.exec(lines[6]!)![1]);
     assert.equal(k, 1 + 10 + program + 1 - program);
@@ -120,14 +138,22 @@ describe('Thumb fall-through diversion', { skip }, () => {
     const r = model.functionNamed('__aeabi_cfrcmple')!;
     assert.equal(cmp.bypass!.address, r.start);
     assert.equal(cmp.bypass!.shape.kind, 'thumbLdrPc');
-    assert.equal(cmp.bypass!.code!.at(-1)!.target, cmp.function.start, 'the copied code ends with the jump to the entry');
+    assert.equal(
+      cmp.bypass!.code!.at(-1)!.target,
+      cmp.function.start,
+      'the copied code ends with the jump to the entry',
+    );
     const rev = planOf(planner, '__aeabi_cfrcmple');
     assert.deepEqual(rev.entry.divertCode, cmp.entry.displaced);
     assert.equal(rev.entry.divertResume, cmp.entry.resume);
     // Its stub leaves out the b and runs cfcmple's push, bl (relocated: LR = target, blx) and cmp.
     const g = new ThumbPayloadGenerator(SYSTICK_CVR, 1 / 40);
     const at = 0x2001_1000;
-    const stub = g.buildStubs({ kind: 'function', payload: 'software', record: 0x2001_0f00, at, entry: rev.entry }, g.buildRuntime(LAYOUT), LAYOUT);
+    const stub = g.buildStubs(
+      { kind: 'function', payload: 'software', record: 0x2001_0f00, at, entry: rev.entry },
+      g.buildRuntime(LAYOUT),
+      LAYOUT,
+    );
     const lines = disassembleBytes(tc, stub.bytes, at).map(text);
     const movs = lines.findIndex((l) => /^mov\s+ip, r0/.test(l));
     assert.ok(movs > 0, lines.join('\n'));
@@ -162,19 +188,24 @@ describe('Thumb fall-through diversion', { skip }, () => {
     const tbb = codec.decode(new Uint8Array([0xdf, 0xe8, 0x00, 0xf0]), 0x1000);
     assert.throws(
       () => relocateParts(relocator, codec, [{ insns: [tbb], patched: { start: 0x1000, end: 0x1008 } }], 0x2000_0000),
-      (e: unknown) => e instanceof InjectionRefusedError && e.refusal.code === 'unrelocatable' && /jump table/.test(e.refusal.reason),
+      (e: unknown) =>
+        e instanceof InjectionRefusedError && e.refusal.code === 'unrelocatable' && /jump table/.test(e.refusal.reason),
     );
     // fsub itself, with the RAM out of B.W reach: refused for its true reason, and what makes it fit.
     const fsub = setup().planner.planFunction('__aeabi_fsub');
     assert.ok(!fsub.ok && fsub.code === 'branchIntoPatch', JSON.stringify(fsub));
     assert.match(fsub.reason, /jumps to 0x[0-9a-f]+, inside the 8 bytes/);
-    assert.match(fsub.reason, /Only 4 byte\(s\) of __\w+ run before it falls through into __\w+: with the reserved memory within B\.W's \+\/-16 MiB/);
+    assert.match(
+      fsub.reason,
+      /Only 4 byte\(s\) of __\w+ run before it falls through into __\w+: with the reserved memory within B\.W's \+\/-16 MiB/,
+    );
     // A B.W entry patch holds no literal for a short jump to go through.
     const arch = thumbInjectionArch();
     assert.match(arch.farBypass!({ kind: 'thumbBW', length: 4 }, 0x51c, 0x518) as string, /holds no literal/);
     // __gtdf2 returns and pads before __ltdf2: no bypass, no warning.
     const { planner } = setup();
     const lt = planner.planFunction('__ltdf2');
-    if (lt.ok && lt.kind === 'function') assert.ok(!lt.bypass && !lt.warnings.some((w) => w.code === 'fallThroughCounted'));
+    if (lt.ok && lt.kind === 'function')
+      assert.ok(!lt.bypass && !lt.warnings.some((w) => w.code === 'fallThroughCounted'));
   });
 });

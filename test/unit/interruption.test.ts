@@ -22,10 +22,16 @@ test('an interrupted analysis names the error, what ended the session and where 
     interruptedAnalysisLines({ ...base, resumeHint: 'command-line' })[2]!,
     /saved in out\.json; a descent on the command line continues from them: cyclelens descent … --resume out\.json$/,
   );
-  assert.match(interruptedAnalysisLines({ ...base, command: 'profile', resumeHint: 'same-command' })[2]!, /; a descent continues from them with --resume$/);
+  assert.match(
+    interruptedAnalysisLines({ ...base, command: 'profile', resumeHint: 'same-command' })[2]!,
+    /; a descent continues from them with --resume$/,
+  );
   // Nothing saved, nothing ended: only the error.
   const { endReason: _reason, ...noReason } = base;
-  assert.deepEqual(interruptedAnalysisLines({ ...noReason, sessionEnded: false, savedRuns: 0, resumeHint: 'same-command' }), ['the debug session has ended']);
+  assert.deepEqual(
+    interruptedAnalysisLines({ ...noReason, sessionEnded: false, savedRuns: 0, resumeHint: 'same-command' }),
+    ['the debug session has ended'],
+  );
   assert.equal(
     interruptedAnalysisLines({ ...noReason, savedRuns: 0, resumeHint: 'same-command' })[1],
     'the debug session ended in the middle of the analysis: the adapter gave no reason',

@@ -10,7 +10,12 @@ import ts from 'typescript';
 // does not fit the TypeScript type, or a server kind missing from the `type` enum.
 
 const root = join(__dirname, '..', '..', '..');
-const source = ts.createSourceFile('launchArgs.ts', readFileSync(join(root, 'common', 'launchArgs.ts'), 'utf8'), ts.ScriptTarget.ES2022, true);
+const source = ts.createSourceFile(
+  'launchArgs.ts',
+  readFileSync(join(root, 'common', 'launchArgs.ts'), 'utf8'),
+  ts.ScriptTarget.ES2022,
+  true,
+);
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
   contributes: { debuggers: { type: string; configurationAttributes: Record<string, JsonSchema> }[] };
 };
@@ -35,7 +40,9 @@ interface Field {
 }
 
 function interfaceFields(name: string): Field[] {
-  const decl = source.statements.find((s): s is ts.InterfaceDeclaration => ts.isInterfaceDeclaration(s) && s.name.text === name);
+  const decl = source.statements.find(
+    (s): s is ts.InterfaceDeclaration => ts.isInterfaceDeclaration(s) && s.name.text === name,
+  );
   assert.ok(decl, `common/launchArgs.ts declares interface ${name}`);
   return decl.members.filter(ts.isPropertySignature).map((m) => ({
     name: (m.name as ts.Identifier).text,
@@ -47,7 +54,9 @@ function interfaceFields(name: string): Field[] {
 }
 
 function typeAlias(name: string): ts.TypeNode {
-  const decl = source.statements.find((s): s is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(s) && s.name.text === name);
+  const decl = source.statements.find(
+    (s): s is ts.TypeAliasDeclaration => ts.isTypeAliasDeclaration(s) && s.name.text === name,
+  );
   assert.ok(decl, `common/launchArgs.ts declares type ${name}`);
   return decl.type;
 }
@@ -60,7 +69,8 @@ function jsonTypesOf(node: ts.TypeNode): Set<string> {
   if (ts.isLiteralTypeNode(node)) {
     if (node.literal.kind === ts.SyntaxKind.NullKeyword) return new Set(['null']);
     if (ts.isStringLiteral(node.literal)) return new Set(['string']);
-    if (node.literal.kind === ts.SyntaxKind.TrueKeyword || node.literal.kind === ts.SyntaxKind.FalseKeyword) return new Set(['boolean']);
+    if (node.literal.kind === ts.SyntaxKind.TrueKeyword || node.literal.kind === ts.SyntaxKind.FalseKeyword)
+      return new Set(['boolean']);
     return new Set(['number', 'integer']);
   }
   if (ts.isTypeReferenceNode(node)) {
@@ -98,13 +108,20 @@ function checkObject(fields: readonly Field[], schema: JsonSchema, where: string
   const declared = new Set(fields.map((f) => f.name));
   for (const f of fields) {
     const p = props[f.name];
-    assert.ok(p, `${where}: package.json has no "${f.name}", which common/launchArgs.ts declares; add it to configurationAttributes`);
+    assert.ok(
+      p,
+      `${where}: package.json has no "${f.name}", which common/launchArgs.ts declares; add it to configurationAttributes`,
+    );
     for (const t of schemaTypes(p)) {
-      assert.ok(f.jsonTypes.has(t), `${where}.${f.name}: package.json allows JSON type "${t}", the TypeScript type allows ${[...f.jsonTypes].join('/')}`);
+      assert.ok(
+        f.jsonTypes.has(t),
+        `${where}.${f.name}: package.json allows JSON type "${t}", the TypeScript type allows ${[...f.jsonTypes].join('/')}`,
+      );
     }
     assert.ok(p.description, `${where}.${f.name}: package.json has no description (IntelliSense shows it)`);
     assert.ok(f.documented, `${where}.${f.name}: common/launchArgs.ts has no doc comment`);
-    if (f.literals.length > 0 && p.enum) assert.deepEqual([...p.enum].sort(), [...f.literals].sort(), `${where}.${f.name}: enum values differ`);
+    if (f.literals.length > 0 && p.enum)
+      assert.deepEqual([...p.enum].sort(), [...f.literals].sort(), `${where}.${f.name}: enum values differ`);
     if (requiredHere) {
       const required = (schema.required ?? []).includes(f.name);
       assert.equal(
@@ -115,7 +132,10 @@ function checkObject(fields: readonly Field[], schema: JsonSchema, where: string
     }
   }
   for (const name of Object.keys(props)) {
-    assert.ok(declared.has(name), `${where}: package.json declares "${name}", which common/launchArgs.ts does not: the adapter would ignore it`);
+    assert.ok(
+      declared.has(name),
+      `${where}: package.json declares "${name}", which common/launchArgs.ts does not: the adapter would ignore it`,
+    );
   }
 }
 
@@ -129,7 +149,10 @@ describe('launch configuration contract', () => {
 
     it(`package.json ${request}.server covers every server strategy`, () => {
       const server = debuggerContribution.configurationAttributes[request]!.properties!['server']!;
-      const kinds = ['QemuServerArgs', 'OpenOcdServerArgs', 'RemoteServerArgs'].map((n) => ({ n, fields: interfaceFields(n) }));
+      const kinds = ['QemuServerArgs', 'OpenOcdServerArgs', 'RemoteServerArgs'].map((n) => ({
+        n,
+        fields: interfaceFields(n),
+      }));
       const typeEnum = [...(server.properties?.['type']?.enum ?? [])].sort();
       assert.deepEqual(typeEnum, kinds.flatMap((k) => k.fields.find((f) => f.name === 'type')!.literals).sort());
       // The server object is one JSON schema for all strategies: every strategy's fields appear in it,
@@ -138,7 +161,10 @@ describe('launch configuration contract', () => {
       for (const k of kinds) {
         for (const f of k.fields) {
           const seen = union.get(f.name);
-          union.set(f.name, seen ? { ...seen, literals: [...seen.literals, ...f.literals] } : { ...f, optional: f.name !== 'type' });
+          union.set(
+            f.name,
+            seen ? { ...seen, literals: [...seen.literals, ...f.literals] } : { ...f, optional: f.name !== 'type' },
+          );
         }
       }
       checkObject([...union.values()], server, `${request}.server`, false);

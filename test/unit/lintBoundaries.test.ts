@@ -48,12 +48,19 @@ describe('lint: per-family branches', () => {
     const { code, output } = lint({ 'adapter/session/pick.ts': branching });
     assert.equal(code, 1, output);
     for (const line of [2, 3, 5])
-      assert.match(output, new RegExp(`adapter/session/pick\\.ts:${line}: .*archPlugin\\(family\\) from adapter/arch/registry\\.ts`));
+      assert.match(
+        output,
+        new RegExp(`adapter/session/pick\\.ts:${line}: .*archPlugin\\(family\\) from adapter/arch/registry\\.ts`),
+      );
     assert.match(output, /3 boundary violation/);
   });
 
   test('the same code inside adapter/arch/, and code that compares no family name, pass', () => {
-    const { code, output } = lint({ 'adapter/arch/pick.ts': branching, 'adapter/session/pick.ts': clean, 'core/pick.ts': clean });
+    const { code, output } = lint({
+      'adapter/arch/pick.ts': branching,
+      'adapter/session/pick.ts': clean,
+      'core/pick.ts': clean,
+    });
     assert.equal(code, 0, output);
     assert.match(output, /boundaries hold/);
   });

@@ -1,11 +1,25 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { emptyProfile, type Profile, type ProfileFunction } from '../../core/profile/model';
-import { functionHover, hotMessage, lensTitle, lineHintLabel, lineHover, shareBoundText, shareText } from '../../lsp/presentation';
+import {
+  functionHover,
+  hotMessage,
+  lensTitle,
+  lineHintLabel,
+  lineHover,
+  shareBoundText,
+  shareText,
+} from '../../lsp/presentation';
 
 /** A profile of 10,000 in `unit`, with one function of each kind; every figure can be checked by hand. */
 function profileIn(unit: Profile['unit'], provenance: Profile['provenance']): Profile {
-  const p = emptyProfile({ generator: 'test', program: { executable: '/fw.elf' }, unit, provenance, total: { value: 10_000 } });
+  const p = emptyProfile({
+    generator: 'test',
+    program: { executable: '/fw.elf' },
+    unit,
+    provenance,
+    total: { value: 10_000 },
+  });
   const fns: ProfileFunction[] = [
     {
       id: 0,
@@ -41,7 +55,10 @@ function profileIn(unit: Profile['unit'], provenance: Profile['provenance']): Pr
   return p;
 }
 
-const ticks = profileIn({ kind: 'ticks', perTick: { count: 40, kind: 'instructions' } }, { kind: 'injected', payload: 'accumulated', counter: 'SysTick' });
+const ticks = profileIn(
+  { kind: 'ticks', perTick: { count: 40, kind: 'instructions' } },
+  { kind: 'injected', payload: 'accumulated', counter: 'SysTick' },
+);
 const insns = profileIn({ kind: 'instructions' }, { kind: 'injected', payload: 'accumulated', counter: 'minstret' });
 const fn = (p: Profile, name: string): ProfileFunction => p.functions.find((f) => f.name === name)!;
 
@@ -74,7 +91,10 @@ describe('language server text', () => {
 
   it('keeps SysTick ticks as ticks in the hover, with what a tick stands for', () => {
     const text = functionHover(ticks, fn(ticks, 'work'));
-    assert.match(text, /inclusive: 1,240 SysTick ticks \(×40 instructions\) ±20 ticks \(12\.4 % of the window\) ≈ 49,600 instructions/);
+    assert.match(
+      text,
+      /inclusive: 1,240 SysTick ticks \(×40 instructions\) ±20 ticks \(12\.4 % of the window\) ≈ 49,600 instructions/,
+    );
     assert.match(text, /self: 310 SysTick ticks/);
     assert.match(text, /calls: 1,204/);
     assert.match(text, /Error bound: ±20 ticks \(counter quantisation\)/);
@@ -92,9 +112,15 @@ describe('language server text', () => {
     const line = { path: '/src/work.c', line: 14, function: 0, self: { value: 210 } };
     assert.equal(lineHintLabel(insns, line), '210 insn · 2.1 %');
     assert.match(lineHover(insns, line), /\*\*line 14\*\* in work: 210 instructions \(2\.1 % of the window\)/);
-    assert.equal(hotMessage(insns, fn(insns, 'work'), 5), 'work takes 12.4 % of the window inclusive (3.1 % self): at or above the hot threshold of 5 %.');
+    assert.equal(
+      hotMessage(insns, fn(insns, 'work'), 5),
+      'work takes 12.4 % of the window inclusive (3.1 % self): at or above the hot threshold of 5 %.',
+    );
     assert.equal(hotMessage(insns, fn(insns, 'work'), 12.5), undefined);
-    assert.equal(hotMessage(insns, fn(insns, 'leaf'), 0.4), 'leaf takes 0.40 % of the window inclusive: at or above the hot threshold of 0.4 %.');
+    assert.equal(
+      hotMessage(insns, fn(insns, 'leaf'), 0.4),
+      'leaf takes 0.40 % of the window inclusive: at or above the hot threshold of 0.4 %.',
+    );
     assert.equal(hotMessage(insns, fn(insns, 'cold'), 0), undefined, 'a pruned function is never hot');
   });
 });

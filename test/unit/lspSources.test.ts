@@ -19,7 +19,11 @@ describe('language server: source paths', () => {
     assert.equal(mapSourcePath('/build/src/dsp.c', map, '/ws'), '/home/me/fw/source/dsp.c');
     assert.equal(mapSourcePath('/build/lib/x.c', map, '/ws'), '/home/me/fw/lib/x.c');
     assert.equal(mapSourcePath('/build/src2/y.c', map, '/ws'), '/elsewhere/y.c');
-    assert.equal(mapSourcePath('/buildings/z.c', map, '/ws'), '/buildings/z.c', 'a prefix that ends inside a name does not match');
+    assert.equal(
+      mapSourcePath('/buildings/z.c', map, '/ws'),
+      '/buildings/z.c',
+      'a prefix that ends inside a name does not match',
+    );
     assert.equal(mapSourcePath('src/a.c', {}, '/ws'), '/ws/src/a.c', "relative paths are the workspace's");
     assert.deepEqual(expandSourceMap({ '/b': '${workspaceFolder}/src', '': '/x' }, '/ws'), { '/b': '/ws/src' });
   });
@@ -31,7 +35,11 @@ describe('language server: source paths', () => {
     assert.equal(r.profilePathFor('/home/me/project/main.c'), undefined, 'two main.c: ambiguous');
     assert.equal(r.profilePathFor('/home/me/other.c'), undefined);
     const mapped = new SourcePathResolver(['/ci/a/main.c', '/ci/b/main.c'], { '/ci/a': '/home/me/a' }, '/ws');
-    assert.equal(mapped.profilePathFor('/home/me/a/main.c'), '/ci/a/main.c', 'the source map settles what the base name cannot');
+    assert.equal(
+      mapped.profilePathFor('/home/me/a/main.c'),
+      '/ci/a/main.c',
+      'the source map settles what the base name cannot',
+    );
   });
 });
 
@@ -57,12 +65,21 @@ describe('language server: definition lines', () => {
     assert.equal(definitionLine(doc, 'loop', 10), 9, 'an assembly label');
     assert.equal(definitionLine(doc, 'Klass::run(int)', 11), 11, 'a C++ name is found by its last component');
     assert.equal(definitionLine(doc, 'absent', 7), 7, 'not found: the entry line itself');
-    assert.equal(definitionLine(doc, 'fir_filter', 500), 3, 'an entry line past the end is clamped to the last line, and the search goes up from there');
+    assert.equal(
+      definitionLine(doc, 'fir_filter', 500),
+      3,
+      'an entry line past the end is clamped to the last line, and the search goes up from there',
+    );
     assert.equal(sourceIdentifier('ns::Klass<int>::run(int) const'), 'run');
   });
 
   it('places profiled functions of a document and leaves other files alone', () => {
-    const p = emptyProfile({ generator: 't', program: { executable: 'x' }, unit: { kind: 'cycles' }, provenance: { kind: 'exact', counter: 'mcycle' } });
+    const p = emptyProfile({
+      generator: 't',
+      program: { executable: 'x' },
+      unit: { kind: 'cycles' },
+      provenance: { kind: 'exact', counter: 'mcycle' },
+    });
     p.functions = [
       { id: 0, name: 'fir_filter', status: 'measured', location: { path: '/ci/dsp.c', line: 7 } },
       { id: 1, name: 'other', status: 'measured', location: { path: '/ci/other.c', line: 2 } },
@@ -81,19 +98,35 @@ describe('language server: definition lines', () => {
 
 describe('language server: settings and profile files', () => {
   it('keeps only settings of the expected types', () => {
-    assert.deepEqual(readSettings({ hotThreshold: 2.5, sourceMap: { '/a': '/b', '/c': 3 }, codicons: true, profile: 'p.json', extra: 1 }), {
-      hotThreshold: 2.5,
-      sourceMap: { '/a': '/b' },
-      codicons: true,
-      profile: 'p.json',
-    });
+    assert.deepEqual(
+      readSettings({
+        hotThreshold: 2.5,
+        sourceMap: { '/a': '/b', '/c': 3 },
+        codicons: true,
+        profile: 'p.json',
+        extra: 1,
+      }),
+      {
+        hotThreshold: 2.5,
+        sourceMap: { '/a': '/b' },
+        codicons: true,
+        profile: 'p.json',
+      },
+    );
     assert.deepEqual(readSettings({ hotThreshold: '5%', sourceMap: [], codicons: 'yes' }), {});
     assert.deepEqual(readSettings(null), {});
   });
 
   it('refuses a native profile with a field of the wrong type, naming the field', () => {
-    const good = emptyProfile({ generator: 't', program: { executable: 'x' }, unit: { kind: 'cycles' }, provenance: { kind: 'exact', counter: 'mcycle' } });
-    good.functions = [{ id: 0, name: 'f', status: 'measured', inclusive: { value: 5 }, location: { path: '/a.c', line: 3 } }];
+    const good = emptyProfile({
+      generator: 't',
+      program: { executable: 'x' },
+      unit: { kind: 'cycles' },
+      provenance: { kind: 'exact', counter: 'mcycle' },
+    });
+    good.functions = [
+      { id: 0, name: 'f', status: 'measured', inclusive: { value: 5 }, location: { path: '/a.c', line: 3 } },
+    ];
     assert.equal(parseProfileDocument(JSON.parse(JSON.stringify(good)), 'p.json').functions[0]!.name, 'f');
     const bad = (mutate: (j: Record<string, any>) => void): Record<string, unknown> => {
       const j = JSON.parse(JSON.stringify(good)) as Record<string, any>;
@@ -140,7 +173,12 @@ describe('language server: settings and profile files', () => {
       const results = join(root, '.cyclelens', 'results');
       mkdirSync(results, { recursive: true });
       assert.equal((await newestProfile(root)).loaded, undefined);
-      const run = { kind: 'single-pass' as const, event: 'instructions', totals: { instructions: 100 }, method: 'software injection, minstret' };
+      const run = {
+        kind: 'single-pass' as const,
+        event: 'instructions',
+        totals: { instructions: 100 },
+        method: 'software injection, minstret',
+      };
       const older = resultSetDocument([
         {
           id: 'a',
@@ -176,7 +214,11 @@ describe('language server: settings and profile files', () => {
         found.loaded?.profile.functions.map((f) => f.name),
         ['new'],
       );
-      assert.equal(found.problems.length, 1, 'the broken result set is reported; the call graph and the temporary file are not');
+      assert.equal(
+        found.problems.length,
+        1,
+        'the broken result set is reported; the call graph and the temporary file are not',
+      );
       assert.match(found.problems[0]!, /broken\.json is not valid JSON/);
       const explicit = await newestProfile(root, join(results, 'older.json'));
       assert.deepEqual(
@@ -193,7 +235,10 @@ describe('language server: settings and profile files', () => {
 describe('cyclelens lsp: arguments', () => {
   it('runs the server on stdio, and says what is wrong otherwise', () => {
     assert.deepEqual(parseArgs(['lsp', '--stdio']), { kind: 'lsp' });
-    assert.deepEqual(parseArgs(['lsp']), { kind: 'error', message: 'lsp needs --stdio: the server talks LSP on stdin and stdout' });
+    assert.deepEqual(parseArgs(['lsp']), {
+      kind: 'error',
+      message: 'lsp needs --stdio: the server talks LSP on stdin and stdout',
+    });
     const extra = parseArgs(['lsp', '--stdio', '--socket=4000']);
     assert.ok(extra.kind === 'error' && /unexpected argument '--socket=4000'/.test(extra.message));
   });

@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MeasurerPool, runDescent, runFullProfile, type AnalysisResult, type BatchMeasurer } from '../../core/analysis/descent';
+import {
+  MeasurerPool,
+  runDescent,
+  runFullProfile,
+  type AnalysisResult,
+  type BatchMeasurer,
+} from '../../core/analysis/descent';
 import type { ResultSet } from '../../core/analysis/resultSet';
 import { decideJobs } from '../../core/profiling/parallelJobs';
 import { parseArgs } from '../../cli/args';
@@ -83,7 +89,11 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
       const alone2 = new FakeMeasurer(2, p.values, p.total);
       const pooled2 = new Worker('w1', 2, p.values, p.total);
       const d1 = await runDescent(p.graph, alone2, { engine, metric: share, threshold: 0.05 });
-      const d2 = await runDescent(p.graph, new MeasurerPool(pooled2, { jobs: 1 }), { engine, metric: share, threshold: 0.05 });
+      const d2 = await runDescent(p.graph, new MeasurerPool(pooled2, { jobs: 1 }), {
+        engine,
+        metric: share,
+        threshold: 0.05,
+      });
       assert.deepEqual(pooled2.batches, alone2.batches, `seed ${seed}: descent batches`);
       assert.deepEqual(d2.outcomes, d1.outcomes);
       assert.equal(d2.runs, d1.runs);
@@ -93,11 +103,18 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
   it('a full profile on three workers: the same batches and values, result sets in plan order, runs at once', async () => {
     for (const seed of SEEDS) {
       const p = randomProgram(seed);
-      const sequential = await runFullProfile(p.graph, new FakeMeasurer(2, p.values, p.total), { engine, metric: share });
+      const sequential = await runFullProfile(p.graph, new FakeMeasurer(2, p.values, p.total), {
+        engine,
+        metric: share,
+      });
       const workers = ['w1', 'w2', 'w3'].map((n) => new Worker(n, 2, p.values, p.total));
       Worker.maxInFlight = 0;
       const progress: { run: number; worker?: number }[] = [];
-      const parallel = await runFullProfile(p.graph, poolOf(workers), { engine, metric: share, onProgress: (x) => progress.push(x) });
+      const parallel = await runFullProfile(p.graph, poolOf(workers), {
+        engine,
+        metric: share,
+        onProgress: (x) => progress.push(x),
+      });
       assert.deepEqual(parallel.batches, sequential.batches, `seed ${seed}`);
       assert.deepEqual(
         parallel.resultSets.map((rs) => rs.measurements.map((m) => m.name)),
@@ -133,7 +150,8 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
         const parallel = await runDescent(p.graph, poolOf(workers), { engine, metric: share, threshold });
         const sv = values(sequential);
         const pv = values(parallel);
-        for (const [name, v] of sv) assert.equal(pv.get(name), v, `seed ${seed}: ${name} measured sequentially but not the same in parallel`);
+        for (const [name, v] of sv)
+          assert.equal(pv.get(name), v, `seed ${seed}: ${name} measured sequentially but not the same in parallel`);
         for (const [name, v] of pv) assert.equal(v, p.values[name]! / p.total, `${name}`);
         // Batches within one step are disjoint, and no function is measured twice.
         const all = parallel.batches.flat();
@@ -184,7 +202,10 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
       w.onStart = () => {
         if (Worker.failed) afterFailure++;
       };
-    await assert.rejects(runFullProfile(p.graph, poolOf(workers), { engine, metric: share }), /worker [12]: the session of w[12] ended/);
+    await assert.rejects(
+      runFullProfile(p.graph, poolOf(workers), { engine, metric: share }),
+      /worker [12]: the session of w[12] ended/,
+    );
     assert.equal(afterFailure, 0, `${afterFailure} batches started after a worker died`);
     const measured = workers.flatMap((w) => w.batches).length;
     assert.ok(measured < sequential.batches.length, 'the analysis went on after the failure');
@@ -196,7 +217,10 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
     const log: string[] = [];
     const pool = new MeasurerPool(first, {
       jobs: 3,
-      startWorker: (i) => (i === 1 ? Promise.reject(new Error('QEMU did not start')) : Promise.resolve(new Worker(`w${i + 1}`, 2, p.values, p.total))),
+      startWorker: (i) =>
+        i === 1
+          ? Promise.reject(new Error('QEMU did not start'))
+          : Promise.resolve(new Worker(`w${i + 1}`, 2, p.values, p.total)),
       log: (l) => log.push(l),
     });
     const r = await runFullProfile(p.graph, pool, { engine, metric: share });
@@ -214,13 +238,20 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
       startWorker: (i) => (i === 1 ? Promise.reject(new Error('no QEMU')) : Promise.resolve(workers[i]!)),
     });
     const names = Object.keys(p.values);
-    await pool.run([{ batch: [names[0]!] }, { batch: [names[1]!] }, { batch: [names[2]!] }], undefined, () => undefined);
+    await pool.run(
+      [{ batch: [names[0]!] }, { batch: [names[1]!] }, { batch: [names[2]!] }],
+      undefined,
+      () => undefined,
+    );
     const before = workers[2]!.batches.length;
     const seen: number[] = [];
     // Two batches, two living workers: the first and the third run one each.
     await pool.run([{ batch: [names[3]!] }, { batch: [names[4]!] }], undefined, (_, __, worker) => seen.push(worker));
     assert.equal(workers[1]!.batches.length, 0);
-    assert.ok(workers[2]!.batches.length > before || seen.includes(2), `the third worker got nothing: ${JSON.stringify(seen)}`);
+    assert.ok(
+      workers[2]!.batches.length > before || seen.includes(2),
+      `the third worker got nothing: ${JSON.stringify(seen)}`,
+    );
   });
 
   it('refuses a pool without a way to start its workers, and starts none it has no batch for', async () => {
@@ -256,7 +287,10 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
           return Promise.resolve(w);
         },
       });
-      return runDescent(p.counted, pool, { engine, metric: share, threshold: 0.01, roots: p.roots }).then(() => ({ starts, beforeFirstRun }));
+      return runDescent(p.counted, pool, { engine, metric: share, threshold: 0.01, roots: p.roots }).then(() => ({
+        starts,
+        beforeFirstRun,
+      }));
     };
     const ran = p.executed.functions.length;
     const busy = await started(1);
@@ -284,7 +318,11 @@ describe('how many jobs', () => {
     assert.match(decideJobs(2, { request: 'launch', server: { type: 'qemu', icount: null } }).note!, /icount/);
     assert.match(decideJobs(2, { ...qemu, request: 'attach' }).note!, /attached/);
     assert.match(decideJobs(2, { ...qemu, cyclic: true }).note!, /cyclic/);
-    assert.deepEqual(decideJobs(undefined, { request: 'launch', server: { type: 'openocd' } }), { jobs: 1 }, 'no note when nothing was asked for');
+    assert.deepEqual(
+      decideJobs(undefined, { request: 'launch', server: { type: 'openocd' } }),
+      { jobs: 1 },
+      'no note when nothing was asked for',
+    );
   });
   it('--jobs takes a whole number >= 1, for descent and profile', () => {
     const ok = parseArgs(['profile', '--config', 'l.json', '--name', 'x', '--jobs', '2']);

@@ -20,8 +20,16 @@ const engine = new MetricsEngine();
 
 describe('metrics engine', () => {
   it('computes exactly the metrics whose inputs a result set has', () => {
-    const onlyInstructions = engine.evaluate({ [inclusiveKey('instructions')]: 300, [totalKey('instructions')]: 1200, [CALLS]: 3 });
-    assert.deepEqual([...onlyInstructions.keys()].sort(), ['inclusive.instructions', 'perCall.instructions', 'share.instructions']);
+    const onlyInstructions = engine.evaluate({
+      [inclusiveKey('instructions')]: 300,
+      [totalKey('instructions')]: 1200,
+      [CALLS]: 3,
+    });
+    assert.deepEqual([...onlyInstructions.keys()].sort(), [
+      'inclusive.instructions',
+      'perCall.instructions',
+      'share.instructions',
+    ]);
     assert.equal(onlyInstructions.get('share.instructions'), 0.25);
     assert.equal(onlyInstructions.get('perCall.instructions'), 100);
 
@@ -48,7 +56,12 @@ describe('metrics engine', () => {
   });
 
   it('leaves out a ratio over zero and everything that reads it', () => {
-    const v = engine.evaluate({ [inclusiveKey('cycles')]: 10, [inclusiveKey('instructions')]: 0, [CALLS]: 0, [totalKey('cycles')]: 0 });
+    const v = engine.evaluate({
+      [inclusiveKey('cycles')]: 10,
+      [inclusiveKey('instructions')]: 0,
+      [CALLS]: 0,
+      [totalKey('cycles')]: 0,
+    });
     assert.equal(v.has('cpi'), false);
     assert.equal(v.has('perCall.cycles'), false);
     assert.equal(v.has('share.cycles'), false);
@@ -71,16 +84,22 @@ describe('metrics engine', () => {
   });
 
   it('reports what a metric needs in the end', () => {
-    assert.deepEqual([...engine.requirements('exclusiveShare.cycles')].sort(), [calleesKey('cycles'), inclusiveKey('cycles'), totalKey('cycles')].sort());
+    assert.deepEqual(
+      [...engine.requirements('exclusiveShare.cycles')].sort(),
+      [calleesKey('cycles'), inclusiveKey('cycles'), totalKey('cycles')].sort(),
+    );
   });
 
   it('maps counter events to the values metrics read', () => {
-    assert.deepEqual(rawFromEvents({ cycles: 5, 'dwt.lsu': 2, 'pmu.0x0001': 1, 'arc.icm': 9, 'pmu.0x0014': 40 }, 'inclusive'), {
-      'inclusive:cycles': 5,
-      'inclusive:lsu': 2,
-      'inclusive:icacheMisses': 1,
-      'inclusive:icacheAccesses': 40,
-    });
+    assert.deepEqual(
+      rawFromEvents({ cycles: 5, 'dwt.lsu': 2, 'pmu.0x0001': 1, 'arc.icm': 9, 'pmu.0x0014': 40 }, 'inclusive'),
+      {
+        'inclusive:cycles': 5,
+        'inclusive:lsu': 2,
+        'inclusive:icacheMisses': 1,
+        'inclusive:icacheAccesses': 40,
+      },
+    );
   });
 
   it('formats values by kind', () => {
@@ -93,38 +112,61 @@ describe('metrics engine', () => {
 
 describe('monotone metrics', () => {
   it('hands out only monotone metrics for pruning', () => {
-    for (const id of ['share', 'inclusive', 'share.cycles', 'inclusive.instructions']) assert.equal(engine.monotone(id).monotone, true);
+    for (const id of ['share', 'inclusive', 'share.cycles', 'inclusive.instructions'])
+      assert.equal(engine.monotone(id).monotone, true);
     for (const id of ['perCall.cycles', 'cpi', 'exclusive.instructions', 'icacheMissRate']) {
       assert.throws(
         () => engine.monotone(id),
-        (err: Error) => err instanceof MetricDefinitionError && /not monotone/.test(err.message) && /share/.test(err.message),
+        (err: Error) =>
+          err instanceof MetricDefinitionError && /not monotone/.test(err.message) && /share/.test(err.message),
       );
     }
     assert.throws(() => engine.monotone('nope'), /unknown metric/);
   });
 
-  const base: Omit<MetricDefinition, 'id' | 'inputs' | 'monotone'> = { label: 'x', short: 'x', format: 'count', compute: ([x]) => x };
+  const base: Omit<MetricDefinition, 'id' | 'inputs' | 'monotone'> = {
+    label: 'x',
+    short: 'x',
+    format: 'count',
+    compute: ([x]) => x,
+  };
 
   it('refuses a metric declared monotone that reads calls or callee sums', () => {
     assert.throws(
       () => new MetricsEngine([...STANDARD_METRICS, { ...base, id: 'callsShare', inputs: [CALLS], monotone: true }]),
       /declared monotone but reads 'calls'/,
     );
-    assert.throws(() => new MetricsEngine([...STANDARD_METRICS, { ...base, id: 'x', inputs: ['cpi'], monotone: true }]), /reads metric 'cpi', which is not/);
     assert.throws(
-      () => new MetricsEngine([...STANDARD_METRICS, { ...base, id: 'x', inputs: ['inclusive.cycles', 'inclusive.instructions'], monotone: true }]),
+      () => new MetricsEngine([...STANDARD_METRICS, { ...base, id: 'x', inputs: ['cpi'], monotone: true }]),
+      /reads metric 'cpi', which is not/,
+    );
+    assert.throws(
+      () =>
+        new MetricsEngine([
+          ...STANDARD_METRICS,
+          { ...base, id: 'x', inputs: ['inclusive.cycles', 'inclusive.instructions'], monotone: true },
+        ]),
       /scales exactly one/,
     );
     // Scaling a monotone value by run constants keeps it monotone.
     const ok = new MetricsEngine([
       ...STANDARD_METRICS,
-      { ...base, id: 'perMille', inputs: ['inclusive.cycles', totalKey('cycles')], monotone: true, compute: ([x, t]) => (1000 * x!) / t! },
+      {
+        ...base,
+        id: 'perMille',
+        inputs: ['inclusive.cycles', totalKey('cycles')],
+        monotone: true,
+        compute: ([x, t]) => (1000 * x!) / t!,
+      },
     ]);
     assert.equal(ok.monotone('perMille').id, 'perMille');
   });
 
   it('refuses unknown inputs, cycles and duplicates', () => {
-    assert.throws(() => new MetricsEngine([{ ...base, id: 'a', inputs: ['b'], monotone: false }]), /neither a raw value nor a metric/);
+    assert.throws(
+      () => new MetricsEngine([{ ...base, id: 'a', inputs: ['b'], monotone: false }]),
+      /neither a raw value nor a metric/,
+    );
     assert.throws(
       () =>
         new MetricsEngine([
@@ -146,6 +188,7 @@ describe('monotone metrics', () => {
   it('orders metrics after their inputs', () => {
     const order = engine.metrics.map((m) => m.id);
     for (const m of engine.metrics)
-      for (const input of m.inputs) if (order.includes(input)) assert.ok(order.indexOf(input) < order.indexOf(m.id), `${input} before ${m.id}`);
+      for (const input of m.inputs)
+        if (order.includes(input)) assert.ok(order.indexOf(input) < order.indexOf(m.id), `${input} before ${m.id}`);
   });
 });

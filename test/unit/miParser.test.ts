@@ -1,7 +1,15 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { MiLineSplitter, parseMiLine } from '../../adapter/debugger/gdb/mi/parser';
-import { MiShapeError, miInt, miList, miQuote, miString, miTuple, miTupleList } from '../../adapter/debugger/gdb/mi/values';
+import {
+  MiShapeError,
+  miInt,
+  miList,
+  miQuote,
+  miString,
+  miTuple,
+  miTupleList,
+} from '../../adapter/debugger/gdb/mi/values';
 
 /** Matches a MiShapeError that names `field`. */
 const miShapeErrorFor =
@@ -36,7 +44,12 @@ describe('GDB/MI parser', () => {
       assert.deepEqual(miList(miTuple(stopped.results, 'frame'), 'args'), []);
     }
     const running = parseMiLine('*running,thread-id="all"');
-    assert.deepEqual(running, { type: 'exec', token: undefined, asyncClass: 'running', results: { 'thread-id': 'all' } });
+    assert.deepEqual(running, {
+      type: 'exec',
+      token: undefined,
+      asyncClass: 'running',
+      results: { 'thread-id': 'all' },
+    });
     // GDB's load progress uses a bare tuple, outside the grammar; it must not leak out as text.
     assert.deepEqual(parseMiLine('+download,{section=".text",section-size="1234"}'), {
       type: 'status',

@@ -10,7 +10,18 @@ import { miString, miTupleList } from '../../adapter/debugger/gdb/mi/values';
  * from the format, independently of the parser.
  */
 function gdbQuote(text: string, rawUtf8 = false): string {
-  const named: Record<number, string> = { 10: '\\n', 9: '\\t', 13: '\\r', 34: '\\"', 92: '\\\\', 7: '\\a', 8: '\\b', 12: '\\f', 11: '\\v', 27: '\\e' };
+  const named: Record<number, string> = {
+    10: '\\n',
+    9: '\\t',
+    13: '\\r',
+    34: '\\"',
+    92: '\\\\',
+    7: '\\a',
+    8: '\\b',
+    12: '\\f',
+    11: '\\v',
+    27: '\\e',
+  };
   let out = '"';
   for (const ch of text) {
     const code = ch.codePointAt(0)!;

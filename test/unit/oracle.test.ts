@@ -60,7 +60,11 @@ function traceLine(pc: number): string {
 }
 
 /** Runs a trace through the real log parser (in uneven chunks) and the analyser. */
-function analyze(p: Program, trace: Array<string | number>, regions: Array<{ name: string; start: string; end: string }> = []): AnalysisResult {
+function analyze(
+  p: Program,
+  trace: Array<string | number>,
+  regions: Array<{ name: string; start: string; end: string }> = [],
+): AnalysisResult {
   const specs: RegionSpec[] = regions.map((r) => ({ name: r.name, start: p.pc(r.start), end: p.pc(r.end) }));
   const analyzer = new TraceAnalyzer(p.model, specs);
   const text = trace.map((r) => traceLine(p.pc(r))).join('\n') + '\n';
@@ -68,7 +72,12 @@ function analyze(p: Program, trace: Array<string | number>, regions: Array<{ nam
   return analyzer.result();
 }
 
-function feed(text: string, sink: (pcs: Uint32Array, n: number) => void, maxInstructions?: number, chunk = 7): TraceStats {
+function feed(
+  text: string,
+  sink: (pcs: Uint32Array, n: number) => void,
+  maxInstructions?: number,
+  chunk = 7,
+): TraceStats {
   const parser = new TraceLogParser(sink, maxInstructions, 4);
   const bytes = Buffer.from(text);
   for (let i = 0; i < bytes.length; i += chunk) parser.push(bytes.subarray(i, i + chunk));
@@ -83,7 +92,14 @@ function fn(r: AnalysisResult, name: string): FunctionProfile {
 
 function pick(r: AnalysisResult, name: string): Record<string, number> {
   const f = fn(r, name);
-  return { exclusive: f.exclusive, inclusive: f.inclusive, noIrq: f.inclusiveExcludingInterrupts, calls: f.calls, interrupts: f.interrupts, traps: f.traps };
+  return {
+    exclusive: f.exclusive,
+    inclusive: f.inclusive,
+    noIrq: f.inclusiveExcludingInterrupts,
+    calls: f.calls,
+    interrupts: f.interrupts,
+    traps: f.traps,
+  };
 }
 
 function edges(r: AnalysisResult): string[] {
@@ -106,7 +122,23 @@ describe('oracle call-stack tracking on hand-written traces', () => {
       f: { at: 0x2000, code: ['nop', 'call g', 'ret'] },
       g: { at: 0x3000, code: ['nop', 'ret'] },
     });
-    const r = analyze(p, ['main', 'main+1', 'f', 'f+1', 'g', 'g+1', 'f+2', 'main+2', 'main+3', 'f', 'f+1', 'g', 'g+1', 'f+2', 'main+4']);
+    const r = analyze(p, [
+      'main',
+      'main+1',
+      'f',
+      'f+1',
+      'g',
+      'g+1',
+      'f+2',
+      'main+2',
+      'main+3',
+      'f',
+      'f+1',
+      'g',
+      'g+1',
+      'f+2',
+      'main+4',
+    ]);
     assert.equal(r.total, 15);
     assert.deepEqual(pick(r, 'main'), { exclusive: 5, inclusive: 15, noIrq: 15, calls: 0, interrupts: 0, traps: 0 });
     assert.deepEqual(pick(r, 'f'), { exclusive: 6, inclusive: 10, noIrq: 10, calls: 2, interrupts: 0, traps: 0 });
@@ -284,7 +316,9 @@ describe('oracle call-stack tracking on hand-written traces', () => {
       ['exception-at-unknown-handler', 1],
       ['unmatched-return', 1],
     ]);
-    assert.deepEqual(r.anomalies.find((a) => a.kind === 'unmatched-return')!.examples, [{ at: 2, pc: 0x100c, previous: 0x1004 }]);
+    assert.deepEqual(r.anomalies.find((a) => a.kind === 'unmatched-return')!.examples, [
+      { at: 2, pc: 0x100c, previous: 0x1004 },
+    ]);
     assertConsistent(r);
   });
 });
@@ -333,14 +367,20 @@ describe('oracle regions', () => {
       unmatchedEnds: 0,
       openAtEnd: true,
     });
-    assert.deepEqual([loop!.passes, loop!.passesExcludingInterrupts, loop!.unmatchedEnds, loop!.openAtEnd], [[6, 8], [6, 6], 0, true]);
+    assert.deepEqual(
+      [loop!.passes, loop!.passesExcludingInterrupts, loop!.unmatchedEnds, loop!.openAtEnd],
+      [[6, 8], [6, 6], 0, true],
+    );
     assert.deepEqual([backwards!.passes, backwards!.unmatchedEnds, backwards!.openAtEnd], [[2, 2], 1, false]);
     assert.deepEqual([restarting!.passes, restarting!.restarts, restarting!.openAtEnd], [[2], 1, true]);
     assert.equal(fn(r, 'f').calls, 2);
   });
 
   it('rejects a region endpoint that is not an instruction', () => {
-    assert.throws(() => new TraceAnalyzer(p.model, [{ name: 'bad', start: 0x1002, end: 0x100c }]), /region bad: 0x1002 is not the address of an instruction/);
+    assert.throws(
+      () => new TraceAnalyzer(p.model, [{ name: 'bad', start: 0x1002, end: 0x100c }]),
+      /region bad: 0x1002 is not the address of an instruction/,
+    );
   });
 });
 
@@ -371,7 +411,15 @@ describe('oracle trace log parsing', () => {
   it('takes the PC from the second bracketed field and withdraws blocks QEMU did not run', () => {
     const { pcs, stats } = collect(log);
     assert.deepEqual(pcs, [0x94, 0x96, 0x90, 0x80001234, 0xa0]);
-    assert.deepEqual(stats, { lines: 14, instructions: 5, withdrawn: 2, unmatchedWithdrawals: 1, malformed: 2, otherLines: 2, truncated: false });
+    assert.deepEqual(stats, {
+      lines: 14,
+      instructions: 5,
+      withdrawn: 2,
+      unmatchedWithdrawals: 1,
+      malformed: 2,
+      otherLines: 2,
+      truncated: false,
+    });
   });
 
   it('gives the same result whatever the chunk boundaries', () => {

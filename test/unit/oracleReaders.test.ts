@@ -156,7 +156,10 @@ describe('oracle code model', () => {
       ],
     );
     assert.equal(model.clusters.length, 2);
-    assert.deepEqual([model.indexOf(0x100), model.indexOf(0x102), model.indexOf(0x104), model.indexOf(0x2000_0000)], [0, 1, -1, 2]);
+    assert.deepEqual(
+      [model.indexOf(0x100), model.indexOf(0x102), model.indexOf(0x104), model.indexOf(0x2000_0000)],
+      [0, 1, -1, 2],
+    );
     const stray = model.indexOrAdd(0x2000_0008);
     assert.equal(model.functions[model.fn[stray]!]!.name, 'ram');
     assert.equal(model.functions[model.fn[model.indexOrAdd(0x5000)]!]!.name, OUTSIDE);

@@ -4,7 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { newNonce, panelCsp, panelHtml } from '../../extension/panels/panelHtml';
-import { functionAt, functionRanges, loadProfileFile, restorablePanel, resultSetOfReport } from '../../extension/panels/profileFiles';
+import {
+  functionAt,
+  functionRanges,
+  loadProfileFile,
+  restorablePanel,
+  resultSetOfReport,
+} from '../../extension/panels/profileFiles';
 import { syntheticProfile } from '../support/syntheticProfile';
 
 describe('profile panel page', () => {
@@ -68,11 +74,17 @@ describe('profile files', () => {
 
 describe('panel restored after a window reload', () => {
   it('reopens the file and tab the webview saved, and nothing for a live profile or a foreign state', () => {
-    assert.deepEqual(restorablePanel({ tab: 'flame', file: '/w/.cyclelens/results/descent.json', search: 'fir', depth: 0 }), {
-      file: '/w/.cyclelens/results/descent.json',
-      tab: 'flame',
+    assert.deepEqual(
+      restorablePanel({ tab: 'flame', file: '/w/.cyclelens/results/descent.json', search: 'fir', depth: 0 }),
+      {
+        file: '/w/.cyclelens/results/descent.json',
+        tab: 'flame',
+      },
+    );
+    assert.deepEqual(restorablePanel({ tab: 'nonsense', file: '/w/p.cyclelens-profile.json' }), {
+      file: '/w/p.cyclelens-profile.json',
+      tab: 'graph',
     });
-    assert.deepEqual(restorablePanel({ tab: 'nonsense', file: '/w/p.cyclelens-profile.json' }), { file: '/w/p.cyclelens-profile.json', tab: 'graph' });
     assert.equal(restorablePanel({ tab: 'graph' }), undefined, 'a live profile has no file');
     assert.equal(restorablePanel({ tab: 'graph', file: 42 }), undefined);
     assert.equal(restorablePanel(undefined), undefined);
@@ -80,7 +92,10 @@ describe('panel restored after a window reload', () => {
   });
 
   it('finds the result set a saved report belongs to, for its Open Call Graph lens', () => {
-    assert.equal(resultSetOfReport('/w/.cyclelens/results/descent-2026.txt'), '/w/.cyclelens/results/descent-2026.json');
+    assert.equal(
+      resultSetOfReport('/w/.cyclelens/results/descent-2026.txt'),
+      '/w/.cyclelens/results/descent-2026.json',
+    );
     assert.equal(resultSetOfReport('C:\\w\\.cyclelens\\results\\d.txt'), 'C:\\w\\.cyclelens\\results\\d.json');
     assert.equal(resultSetOfReport('/w/results/descent.txt'), undefined, 'not under .cyclelens');
     assert.equal(resultSetOfReport('/w/.cyclelens/results/descent.json'), undefined);

@@ -21,11 +21,23 @@ import { syntheticProfile } from '../support/syntheticProfile';
 
 // main -> work -> leaf (x50), main -> log (x2), work -> log (x6); total 10,000 instructions.
 function descentProfile(): Profile {
-  const p = emptyProfile({ generator: 't', program: { executable: 'fw.elf' }, unit: { kind: 'instructions' }, provenance: { kind: 'oracle', source: 'test' } });
+  const p = emptyProfile({
+    generator: 't',
+    program: { executable: 'fw.elf' },
+    unit: { kind: 'instructions' },
+    provenance: { kind: 'oracle', source: 'test' },
+  });
   p.total = { value: 10_000 };
   p.analysis = { scenario: 'descent', threshold: 0.05 };
   p.functions = [
-    { id: 0, name: 'main', status: 'measured', inclusive: { value: 10_000 }, self: { value: 1_000 }, location: { path: '/fw/main.c', line: 3 } },
+    {
+      id: 0,
+      name: 'main',
+      status: 'measured',
+      inclusive: { value: 10_000 },
+      self: { value: 1_000 },
+      location: { path: '/fw/main.c', line: 3 },
+    },
     { id: 1, name: 'work', status: 'measured', inclusive: { value: 8_000 }, self: { value: 2_600 }, calls: 1 },
     { id: 2, name: 'leaf', status: 'measured', inclusive: { value: 5_000 }, self: { value: 5_000 }, calls: 50 },
     { id: 3, name: 'log', status: 'pruned', boundShare: 0.02 },
@@ -43,7 +55,12 @@ function descentProfile(): Profile {
 describe('call graph layout', () => {
   it('annotates nodes with values, shares, calls and the descent verdict', () => {
     const m = callGraphModel(descentProfile());
-    assert.deepEqual(m.nodes[2]!.lines, ['incl 50.0 % · 5,000 insn', 'self 50.0 % · 5,000 insn', '50 calls', 'measured · hot']);
+    assert.deepEqual(m.nodes[2]!.lines, [
+      'incl 50.0 % · 5,000 insn',
+      'self 50.0 % · 5,000 insn',
+      '50 calls',
+      'measured · hot',
+    ]);
     assert.equal(m.nodes[3]!.lines.at(-1), 'pruned: callers bound it ≤ 2.0 %');
     assert.equal(m.nodes[3]!.weight, 0.02);
     assert.equal(m.nodes[4]!.lines.at(-1), 'not measurable: too short to patch');
@@ -104,7 +121,9 @@ describe('call graph layout', () => {
     assert.deepEqual([...layout.nodes.keys()].sort(), ['n0', 'n1', 'n2', 'n3', 'n4']);
     assert.equal(layout.edges.length, 4);
     // y grows downwards: a callee is below its caller; sizes are the ones asked for.
-    assert.ok(layout.nodes.get('n2')!.y > layout.nodes.get('n1')!.y && layout.nodes.get('n1')!.y > layout.nodes.get('n0')!.y);
+    assert.ok(
+      layout.nodes.get('n2')!.y > layout.nodes.get('n1')!.y && layout.nodes.get('n1')!.y > layout.nodes.get('n0')!.y,
+    );
     const width = Number(/n0 \[width=([\d.]+)/.exec(dot)![1]) * 72;
     assert.ok(Math.abs(layout.nodes.get('n0')!.width - width) < 1);
     const path = splinePath(layout.edges[0]!.points);
@@ -190,12 +209,22 @@ describe('flame graph layout', () => {
     const p = syntheticProfile({ count: 2_000, fanout: 4 });
     p.stacks = [];
     for (const tree of [callTreeOf(p), callTreeOf(descentProfile())]) {
-      const root = partition<ReturnType<typeof callTreeOf>>().size([1, 1])(hierarchy(tree, (d) => d.children).sum((d) => d.self));
+      const root = partition<ReturnType<typeof callTreeOf>>().size([1, 1])(
+        hierarchy(tree, (d) => d.children).sum((d) => d.self),
+      );
       const expected = new Map<
         ReturnType<typeof callTreeOf>,
         { x0: number; x1: number; value: number; depth: number; parent?: ReturnType<typeof callTreeOf> }
       >();
-      root.each((n) => expected.set(n.data, { x0: n.x0, x1: n.x1, value: n.value ?? 0, depth: n.depth, ...(n.parent ? { parent: n.parent.data } : {}) }));
+      root.each((n) =>
+        expected.set(n.data, {
+          x0: n.x0,
+          x1: n.x1,
+          value: n.value ?? 0,
+          depth: n.depth,
+          ...(n.parent ? { parent: n.parent.data } : {}),
+        }),
+      );
       // Ours comes in pre-order; pair each rect with its tree node by walking the tree the same way.
       const order: Array<ReturnType<typeof callTreeOf>> = [];
       const walk = (n: ReturnType<typeof callTreeOf>): void => {
@@ -207,7 +236,10 @@ describe('flame graph layout', () => {
       assert.equal(rects.length, expected.size);
       rects.forEach((r, i) => {
         const e = expected.get(order[i]!)!;
-        assert.ok(Math.abs(r.x0 - e.x0) < 1e-12 && Math.abs(r.x1 - e.x1) < 1e-12, `rect ${i}: [${r.x0}, ${r.x1}] vs d3 [${e.x0}, ${e.x1}]`);
+        assert.ok(
+          Math.abs(r.x0 - e.x0) < 1e-12 && Math.abs(r.x1 - e.x1) < 1e-12,
+          `rect ${i}: [${r.x0}, ${r.x1}] vs d3 [${e.x0}, ${e.x1}]`,
+        );
         assert.ok(Math.abs(r.value - e.value) <= 1e-9 * Math.max(1, e.value), `rect ${i} value`);
         assert.equal(r.depth, e.depth);
         assert.equal(r.parent < 0 ? undefined : order[r.parent], e.parent);

@@ -35,13 +35,21 @@ describe('live profile in the panel', () => {
     assert.equal(isUpdateOf(undefined, first), false, 'the first profile is no update');
     assert.equal(isUpdateOf(first, next), true, "the next second's picture");
     assert.equal(isUpdateOf(next, { ...next, live: { running: false } }), true, 'the last picture of a stopped run');
-    assert.equal(isUpdateOf(first, { profile: sampled([[0x100, 1]], { executable: '/fw/other.elf' }), live: { running: true } }), false, 'another program');
+    assert.equal(
+      isUpdateOf(first, { profile: sampled([[0x100, 1]], { executable: '/fw/other.elf' }), live: { running: true } }),
+      false,
+      'another program',
+    );
     const saved = { profile: syntheticProfile({ count: 3 }), file: '/ws/.cyclelens/results/a.json' };
     assert.equal(isUpdateOf(first, saved), false, 'a saved file after a live profile');
     assert.equal(isUpdateOf(saved, first), false, 'a live profile after a saved file');
     assert.equal(isUpdateOf(saved, { ...saved }), true, 'the same file again');
     assert.equal(isUpdateOf(saved, { ...saved, file: '/ws/.cyclelens/results/b.json' }), false, 'another file');
-    assert.equal(isUpdateOf({ profile: saved.profile }, { profile: saved.profile }), false, 'profiles without a file are each new');
+    assert.equal(
+      isUpdateOf({ profile: saved.profile }, { profile: saved.profile }),
+      false,
+      'profiles without a file are each new',
+    );
   });
 
   it('says it is live, the count in the sampler’s unit, the sampler and what its PC means', () => {
@@ -53,7 +61,10 @@ describe('live profile in the panel', () => {
     assert.equal(b.badge, 'live');
     assert.equal(b.running, true);
     assert.match(b.text, /^1,234 samples so far/);
-    assert.match(b.text, /QEMU monitor: non-halting PC sampling \(qemu-monitor; a sample's PC is the start of the running translation block\)/);
+    assert.match(
+      b.text,
+      /QEMU monitor: non-halting PC sampling \(qemu-monitor; a sample's PC is the start of the running translation block\)/,
+    );
     assert.doesNotMatch(b.text, /cycle/i, 'samples are never called cycles');
     const exact = liveBanner(sampled([[0x100, 7]], { exact: true }), { running: true });
     assert.match(exact.text, /^7 instructions so far/, 'the counting plugin counts instructions');

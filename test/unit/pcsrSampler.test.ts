@@ -62,14 +62,20 @@ describe('DWT_PCSR bursts: the reply', () => {
       assert.throws(
         () => parseBurstReply(reply, n),
         (e: unknown) =>
-          e instanceof CycleLensError && e.code === ErrorCode.TclError && e.message.includes(`'${reply}'`) && e.message.includes(`list of ${n} 32-bit numbers`),
+          e instanceof CycleLensError &&
+          e.code === ErrorCode.TclError &&
+          e.message.includes(`'${reply}'`) &&
+          e.message.includes(`list of ${n} 32-bit numbers`),
         reply,
       );
     }
   });
 
   test('0xFFFFFFFF (core asleep or halted) is counted apart and never as an address', () => {
-    assert.deepEqual(tallyBurst([0x100, 0xffffffff, 0x102, 0xffffffff]), { addresses: [0x100, 0x102], asleepOrHalted: 2 });
+    assert.deepEqual(tallyBurst([0x100, 0xffffffff, 0x102, 0xffffffff]), {
+      addresses: [0x100, 0x102],
+      asleepOrHalted: 2,
+    });
     assert.deepEqual(tallyBurst([0xfffffffe]), { addresses: [0xfffffffe], asleepOrHalted: 0 });
   });
 });
@@ -125,7 +131,9 @@ describe('the Tcl double answers as a real OpenOCD 0.12 did (answers recorded wi
     ['if {[info commands capture] ne ""} {list yes} else {list no}', 'yes'],
   ];
   for (const [script, answer] of recorded) {
-    test(script, () => assert.equal(openOcdInterpreter(new PcsrCoreModel(new Uint32Array([0]))).evalTop(script).result, answer));
+    test(script, () =>
+      assert.equal(openOcdInterpreter(new PcsrCoreModel(new Uint32Array([0]))).evalTop(script).result, answer),
+    );
   }
 });
 
@@ -164,14 +172,19 @@ describe('the sampler catalog offers openocd-pcsr on a Cortex-M behind OpenOCD o
   const qemu = new QemuServer({ type: 'qemu' });
 
   test('available with OpenOCD and a Cortex-M, non-halting, a recently executed instruction', () => {
-    const pcsr = describeSamplers({ server: openocd, config: { family: 'cortex-m' } }).find((s) => s.id === 'openocd-pcsr');
+    const pcsr = describeSamplers({ server: openocd, config: { family: 'cortex-m' } }).find(
+      (s) => s.id === 'openocd-pcsr',
+    );
     assert.ok(pcsr);
     assert.equal(pcsr.available, true);
     assert.equal(pcsr.halting, false);
     assert.equal(pcsr.attribution, 'recently-executed');
     assert.match(pcsr.accuracy, /double/);
     // Best available there: the QEMU samplers are not, and PCSR comes before halting.
-    assert.equal(describeSamplers({ server: openocd, config: { family: 'cortex-m' } }).find((s) => s.available)?.id, 'openocd-pcsr');
+    assert.equal(
+      describeSamplers({ server: openocd, config: { family: 'cortex-m' } }).find((s) => s.available)?.id,
+      'openocd-pcsr',
+    );
   });
 
   test('elsewhere unavailable, and the error lists it with what it needs', () => {
@@ -184,7 +197,10 @@ describe('the sampler catalog offers openocd-pcsr on a Cortex-M behind OpenOCD o
       assert.equal(pcsr.available, false);
       const err = unavailableSampler(all, 'openocd-pcsr');
       assert.match(err.message, /`openocd-pcsr` is not available/);
-      assert.match(err.message, /openocd-pcsr \(OpenOCD DWT_PCSR \(Cortex-M, non-halting\)\): needs a Cortex-M target .*served by OpenOCD/);
+      assert.match(
+        err.message,
+        /openocd-pcsr \(OpenOCD DWT_PCSR \(Cortex-M, non-halting\)\): needs a Cortex-M target .*served by OpenOCD/,
+      );
       assert.match(err.message, /gdb-halting \(GDB halting \(interrupt, read PC, continue\)\): available/);
     }
   });

@@ -50,10 +50,16 @@ describe('locating the QEMU plugin', () => {
 
   it('says how to install gcc when it is missing, and what gcc said when the source does not compile', () => {
     const { dist, cacheDir } = installedLayout('no-gcc');
-    assert.throws(() => qemuPluginPath({ from: dist, cacheDir, compiler: 'cyclelens-no-such-gcc' }), /gcc, which is not installed.*apt-get install gcc/);
+    assert.throws(
+      () => qemuPluginPath({ from: dist, cacheDir, compiler: 'cyclelens-no-such-gcc' }),
+      /gcc, which is not installed.*apt-get install gcc/,
+    );
     const broken = join(scratch, 'broken.c');
     writeFileSync(broken, 'this is not C;\n');
-    assert.throws(() => buildPluginFromSource(broken, { cacheDir, compiler: 'gcc' }), /gcc could not build .*broken\.c.*error/s);
+    assert.throws(
+      () => buildPluginFromSource(broken, { cacheDir, compiler: 'gcc' }),
+      /gcc could not build .*broken\.c.*error/s,
+    );
   });
 
   it('names the fix when neither the plugin nor its source is there', () => {

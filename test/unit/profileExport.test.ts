@@ -9,7 +9,15 @@ import { importCsv } from '../../core/import/csv';
 import { importFolded } from '../../core/import/folded';
 import { importGmon } from '../../core/import/gmon';
 import { functionsByName, type Profile } from '../../core/profile/model';
-import { callgrindAnnotate, dotToSvg, elfFunctionSymbols, gprofFlat, pprofTop, pprofTraces, speedscopeSchemaErrors } from '../support/profileConsumers';
+import {
+  callgrindAnnotate,
+  dotToSvg,
+  elfFunctionSymbols,
+  gprofFlat,
+  pprofTop,
+  pprofTraces,
+  speedscopeSchemaErrors,
+} from '../support/profileConsumers';
 import { fixtureElf } from '../support/paths';
 import { expected, sampleAddresses, sampleProfile, type SampleName } from '../support/sampleProfiles';
 
@@ -34,7 +42,18 @@ describe('profile exports read by their consumers', () => {
   it('the registry lists every format once, each with an extension and the tools that open it', () => {
     const ids = EXPORT_FORMATS.map((f) => f.id);
     assert.deepEqual([...new Set(ids)], ids);
-    assert.deepEqual(ids.sort(), ['callgrind', 'cpuprofile', 'csv', 'csv-lines', 'dot', 'folded', 'gmon', 'json', 'pprof', 'speedscope']);
+    assert.deepEqual(ids.sort(), [
+      'callgrind',
+      'cpuprofile',
+      'csv',
+      'csv-lines',
+      'dot',
+      'folded',
+      'gmon',
+      'json',
+      'pprof',
+      'speedscope',
+    ]);
     for (const f of EXPORT_FORMATS) assert.ok(f.extension.startsWith('.') && f.opensIn.length > 5, f.id);
   });
 
@@ -88,7 +107,13 @@ describe('profile exports read by their consumers', () => {
 
   it('speedscope: valid against the schema the speedscope package ships; both profiles add up to the total', () => {
     const json = JSON.parse(readFileSync(write('speedscope'), 'utf8')) as {
-      profiles: { type: string; unit: string; weights?: number[]; events?: { type: string; at: number }[]; endValue: number }[];
+      profiles: {
+        type: string;
+        unit: string;
+        weights?: number[];
+        events?: { type: string; at: number }[];
+        endValue: number;
+      }[];
       name: string;
     };
     assert.deepEqual(speedscopeSchemaErrors(json), []);
@@ -100,7 +125,10 @@ describe('profile exports read by their consumers', () => {
       10_000,
     );
     assert.equal(evented?.endValue, 10_000);
-    assert.equal(evented?.events?.filter((e) => e.type === 'O').length, evented?.events?.filter((e) => e.type === 'C').length);
+    assert.equal(
+      evented?.events?.filter((e) => e.type === 'O').length,
+      evented?.events?.filter((e) => e.type === 'C').length,
+    );
     assert.equal(Math.max(...(evented?.events ?? []).map((e) => e.at)), 10_000);
     // A schema check that cannot fail would prove nothing: a broken file is refused.
     assert.notDeepEqual(speedscopeSchemaErrors({ ...json, profiles: [{ type: 'sampled' }] }), []);
@@ -181,7 +209,9 @@ describe('profile exports read by their consumers', () => {
     const p = sampleProfile();
     p.functions[2]!.inclusive = { value: 5_000, bound: { low: 4_990, high: 5_010, kind: 'quantisation' } };
     p.functions[1]!.name = 'odd, "quoted" name';
-    const back = importCsv(exportFormat('csv')!.write(p) as string, { linesText: exportFormat('csv-lines')!.write(p) as string });
+    const back = importCsv(exportFormat('csv')!.write(p) as string, {
+      linesText: exportFormat('csv-lines')!.write(p) as string,
+    });
     assert.deepEqual(
       back.functions.map((f) => [f.name, f.inclusive, f.self?.value, f.calls, f.location, f.status]),
       p.functions.map((f) => [f.name, f.inclusive, f.self?.value, f.calls, f.location, f.status]),

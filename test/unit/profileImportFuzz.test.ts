@@ -30,22 +30,34 @@ function onlyProfileErrors(read: () => unknown): boolean {
 function mutated(valid: string): fc.Arbitrary<string> {
   return fc.oneof(
     fc.nat({ max: valid.length }).map((n) => valid.slice(0, n)),
-    fc.tuple(fc.nat({ max: valid.length }), fc.string({ maxLength: 12 })).map(([at, s]) => valid.slice(0, at) + s + valid.slice(at)),
     fc
-      .tuple(fc.nat({ max: Math.max(0, valid.length - 1) }), fc.constantFrom('0', '-', '9', '"', ';', ' ', '\n', '=', '(', 'e', ',', '{', ']'))
+      .tuple(fc.nat({ max: valid.length }), fc.string({ maxLength: 12 }))
+      .map(([at, s]) => valid.slice(0, at) + s + valid.slice(at)),
+    fc
+      .tuple(
+        fc.nat({ max: Math.max(0, valid.length - 1) }),
+        fc.constantFrom('0', '-', '9', '"', ';', ' ', '\n', '=', '(', 'e', ',', '{', ']'),
+      )
       .map(([at, c]) => valid.slice(0, at) + c + valid.slice(at + 1)),
   );
 }
 
 const sample = sampleProfile(
-  Object.fromEntries(['main', 'histogram_fill', 'fir_filter', 'crc16_block'].map((n, i) => [n, { address: 0x80000000 + 0x100 * i, size: 0x40 }])),
+  Object.fromEntries(
+    ['main', 'histogram_fill', 'fir_filter', 'crc16_block'].map((n, i) => [
+      n,
+      { address: 0x80000000 + 0x100 * i, size: 0x40 },
+    ]),
+  ),
 );
 const text = (id: string): string => exportFormat(id)!.write(sample) as string;
 
 describe('importers never crash on damaged input', () => {
   it('folded stacks', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 200 }), mutated(text('folded'))), (t) => onlyProfileErrors(() => importFolded(t))),
+      fc.property(fc.oneof(fc.string({ maxLength: 200 }), mutated(text('folded'))), (t) =>
+        onlyProfileErrors(() => importFolded(t)),
+      ),
       settings,
     );
   });
@@ -94,7 +106,9 @@ describe('importers never crash on damaged input', () => {
     );
     fc.assert(
       fc.property(bytes, fc.boolean(), (b, wide) =>
-        onlyProfileErrors(() => importGmon(b, { addressBytes: wide ? 8 : 4, symbols: [{ name: 'main', address: 0x80000000, size: 0x40 }] })),
+        onlyProfileErrors(() =>
+          importGmon(b, { addressBytes: wide ? 8 : 4, symbols: [{ name: 'main', address: 0x80000000, size: 0x40 }] }),
+        ),
       ),
       settings,
     );
@@ -102,14 +116,18 @@ describe('importers never crash on damaged input', () => {
 
   it('CSV', () => {
     fc.assert(
-      fc.property(mutated(text('csv')), mutated(text('csv-lines')), (f, l) => onlyProfileErrors(() => importCsv(f, { linesText: l }))),
+      fc.property(mutated(text('csv')), mutated(text('csv-lines')), (f, l) =>
+        onlyProfileErrors(() => importCsv(f, { linesText: l })),
+      ),
       settings,
     );
   });
 
   it('native profile JSON', () => {
     fc.assert(
-      fc.property(fc.oneof(mutated(text('json')), fc.json({ maxDepth: 4 })), (t) => onlyProfileErrors(() => parseProfileText(t))),
+      fc.property(fc.oneof(mutated(text('json')), fc.json({ maxDepth: 4 })), (t) =>
+        onlyProfileErrors(() => parseProfileText(t)),
+      ),
       settings,
     );
   });

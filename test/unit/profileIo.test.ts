@@ -44,10 +44,22 @@ describe('native profile JSON', () => {
       refusal(damaged((j) => (j.functions[1].inclusive.value = 1e300))).message,
       /bad\.profile\.json: \$\.functions\[1\]\.inclusive\.value is 1e\+300, beyond the plausible range/,
     );
-    assert.match(refusal(damaged((j) => (j.functions[0].calls = -3))).message, /\$\.functions\[0\]\.calls must not be negative/);
-    assert.match(refusal(damaged((j) => (j.functions[2].name = 42))).message, /\$\.functions\[2\]\.name must be a string/);
-    assert.match(refusal(damaged((j) => (j.edges[0].callee = 99))).message, /\$\.edges\[0\]\.callee must be a whole number from 0 to 3/);
-    assert.match(refusal(damaged((j) => (j.functions[1].id = 0))).message, /\$\.functions\[1\]\.id is 0, but a function's id is its index/);
+    assert.match(
+      refusal(damaged((j) => (j.functions[0].calls = -3))).message,
+      /\$\.functions\[0\]\.calls must not be negative/,
+    );
+    assert.match(
+      refusal(damaged((j) => (j.functions[2].name = 42))).message,
+      /\$\.functions\[2\]\.name must be a string/,
+    );
+    assert.match(
+      refusal(damaged((j) => (j.edges[0].callee = 99))).message,
+      /\$\.edges\[0\]\.callee must be a whole number from 0 to 3/,
+    );
+    assert.match(
+      refusal(damaged((j) => (j.functions[1].id = 0))).message,
+      /\$\.functions\[1\]\.id is 0, but a function's id is its index/,
+    );
     assert.match(
       refusal(damaged((j) => (j.unit = { kind: 'cycles', perTick: { count: 40, kind: 'cycles' } }))).message,
       /\$\.unit\.perTick applies to ticks only/,
@@ -70,7 +82,12 @@ describe('native profile JSON', () => {
       id: 'rs-1',
       createdAt: '2026-01-01T00:00:00.000Z',
       program: { executable: '/fw/fw.elf' },
-      run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1_000 }, method: 'software injection, minstret' },
+      run: {
+        kind: 'single-pass',
+        event: 'instructions',
+        totals: { instructions: 1_000 },
+        method: 'software injection, minstret',
+      },
       measurements: [{ name: 'work', inclusive: { instructions: 600 }, calls: 3 }],
       refused: [],
     };
@@ -84,8 +101,14 @@ describe('native profile JSON', () => {
     assert.equal((await loadAnyProfile(profilePath)).functions.length, 4);
     const other = join(dir, 'other.json');
     writeFileSync(other, '{"schema": "vega/5"}');
-    await assert.rejects(loadAnyProfile(other), (e: unknown) => e instanceof ProfileError && /neither a CycleLens profile .* nor a result set/.test(e.message));
-    await assert.rejects(loadAnyProfile(join(dir, 'missing.json')), (e: unknown) => e instanceof ProfileError && /does not exist/.test(e.message));
+    await assert.rejects(
+      loadAnyProfile(other),
+      (e: unknown) => e instanceof ProfileError && /neither a CycleLens profile .* nor a result set/.test(e.message),
+    );
+    await assert.rejects(
+      loadAnyProfile(join(dir, 'missing.json')),
+      (e: unknown) => e instanceof ProfileError && /does not exist/.test(e.message),
+    );
   });
 });
 
@@ -118,7 +141,12 @@ describe('call tree derived from totals', () => {
   });
 
   it('cuts recursion at the first repeat and keeps recorded stacks as they are', () => {
-    const p = emptyProfile({ generator: 't', program: { executable: 'x' }, unit: { kind: 'cycles' }, provenance: { kind: 'exact', counter: 'mcycle' } });
+    const p = emptyProfile({
+      generator: 't',
+      program: { executable: 'x' },
+      unit: { kind: 'cycles' },
+      provenance: { kind: 'exact', counter: 'mcycle' },
+    });
     p.functions = [
       { id: 0, name: 'a', status: 'measured', inclusive: { value: 10 } },
       { id: 1, name: 'b', status: 'measured', inclusive: { value: 6 } },
@@ -145,14 +173,20 @@ describe('call tree derived from totals', () => {
       // What each function adds up to in the stacks is what treeInclusive gives callgrind.
       const on = new Map<number, number>();
       for (const s of tree.stacks) for (const id of new Set(s.frames)) on.set(id, (on.get(id) ?? 0) + s.value);
-      for (const [id, v] of treeInclusive(p)) assert.ok(Math.abs((on.get(id) ?? 0) - v) < 1e-6, `${p.functions[id]!.name}: ${on.get(id)} vs ${v}`);
+      for (const [id, v] of treeInclusive(p))
+        assert.ok(Math.abs((on.get(id) ?? 0) - v) < 1e-6, `${p.functions[id]!.name}: ${on.get(id)} vs ${v}`);
     }
   });
 });
 
 /** A caller whose callees' shares exceed its measured inclusive value (runs differ slightly). */
 function overfullProfile(): ReturnType<typeof emptyProfile> {
-  const p = emptyProfile({ generator: 't', program: { executable: 'x' }, unit: { kind: 'cycles' }, provenance: { kind: 'exact', counter: 'mcycle' } });
+  const p = emptyProfile({
+    generator: 't',
+    program: { executable: 'x' },
+    unit: { kind: 'cycles' },
+    provenance: { kind: 'exact', counter: 'mcycle' },
+  });
   p.functions = [
     { id: 0, name: 'main', status: 'measured', inclusive: { value: 100 } },
     { id: 1, name: 'outer', status: 'measured', inclusive: { value: 40 } },

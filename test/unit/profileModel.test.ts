@@ -38,7 +38,9 @@ function descentDocument(event: string, method: string, secondTotal = 10_000) {
     { name: 'work', inclusive: { [event]: 6_000 }, calls: 1, min: 6_000, max: 6_000, mean: 6_000 },
     { name: 'log', inclusive: { [event]: 100 }, calls: 2 },
   ]);
-  const second = run(event, method, secondTotal, [{ name: 'leaf', inclusive: { [event]: secondTotal * 0.5 }, calls: 50 }]);
+  const second = run(event, method, secondTotal, [
+    { name: 'leaf', inclusive: { [event]: secondTotal * 0.5 }, calls: 50 },
+  ]);
   return resultSetDocument([first, second], {
     scenario: 'descent',
     metric: 'share',
@@ -90,7 +92,9 @@ describe('profile model from result sets', () => {
 
   it('labels SysTick counts as ticks with a quantisation bound of one tick per call, never as cycles', () => {
     // Older result sets filed SysTick counts under the event id `cycles`.
-    const p = profileFromResultSets(descentDocument('cycles', 'software injection, SysTick'), { perTick: { count: 40, kind: 'instructions' } });
+    const p = profileFromResultSets(descentDocument('cycles', 'software injection, SysTick'), {
+      perTick: { count: 40, kind: 'instructions' },
+    });
     assert.equal(p.unit.kind, 'ticks');
     assert.equal(unitLabel(p.unit), 'SysTick ticks (×40 instructions)');
     const leaf = functionsByName(p).get('leaf')!;

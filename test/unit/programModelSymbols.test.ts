@@ -47,8 +47,13 @@ describe('the program model on newlib symbols', { skip }, () => {
   it('name@0xADDRESS names the static function that starts there', () => {
     const statics = elf!.symbols.named('__sbprintf').filter((s) => s.kind === 'function');
     assert.equal(statics.length, 2, 'two files define a static __sbprintf');
-    for (const s of statics) assert.equal(model!.functionNamed(`__sbprintf@0x${s.address.toString(16)}`)?.start, s.address);
+    for (const s of statics)
+      assert.equal(model!.functionNamed(`__sbprintf@0x${s.address.toString(16)}`)?.start, s.address);
     assert.equal(model!.functionNamed('__sbprintf@0x4'), undefined, 'an address where no such function starts');
-    assert.equal(model!.functionNamed(`memchr@0x${statics[0]!.address.toString(16)}`), undefined, 'a name that is not the one there');
+    assert.equal(
+      model!.functionNamed(`memchr@0x${statics[0]!.address.toString(16)}`),
+      undefined,
+      'a name that is not the one there',
+    );
   });
 });

@@ -85,7 +85,9 @@ describe('the read-only contents of an ELF, against readelf and objdump', () => 
     it(elf.name, () => {
       const want = new Map<string, { address: number; size: number }>();
       for (const line of run(tool(elf.target, 'readelf'), ['-SW', elf.path]).split('\n')) {
-        const m = /^\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+(\S*)/.exec(line);
+        const m = /^\s*\[\s*\d+\]\s+(\S+)\s+(\S+)\s+([0-9a-f]+)\s+[0-9a-f]+\s+([0-9a-f]+)\s+[0-9a-f]+\s+(\S*)/.exec(
+          line,
+        );
         if (!m || !m[5]!.includes('A') || m[5]!.includes('W') || parseInt(m[4]!, 16) === 0) continue;
         assert.notEqual(m[2], 'NOBITS', `${m[1]} is read-only without contents: the fixture cannot show the contents`);
         want.set(m[1]!, { address: parseInt(m[3]!, 16), size: parseInt(m[4]!, 16) });
@@ -102,7 +104,9 @@ describe('the read-only contents of an ELF, against readelf and objdump', () => 
       const dumped: number[] = [];
       for (const line of run(tool(elf.target, 'objdump'), ['-s', '-j', name, elf.path]).split('\n')) {
         const m = /^ ([0-9a-f]{4,16})((?: [0-9a-f]{2,8}){1,4}) /.exec(line);
-        if (m) for (const group of m[2]!.trim().split(' ')) for (let i = 0; i < group.length; i += 2) dumped.push(parseInt(group.slice(i, i + 2), 16));
+        if (m)
+          for (const group of m[2]!.trim().split(' '))
+            for (let i = 0; i < group.length; i += 2) dumped.push(parseInt(group.slice(i, i + 2), 16));
       }
       const section = got.find((s) => s.address === first.address)!;
       assert.deepEqual([...section.bytes], dumped);

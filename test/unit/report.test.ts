@@ -14,13 +14,15 @@ import { hasTool } from '../oracle/binutils';
 // checked by Graphviz itself.
 
 const graph: CallGraphResponse = {
-  functions: ['main', 'process', 'crc', 'crc_step', 'sort', 'swap', 'log', 'log "quoted"\\name', 'isr'].map((name, i) => ({
-    name,
-    address: 0x100 + 0x40 * i,
-    size: 0x40,
-    path: `/src/${name}.c`,
-    line: 10 + i,
-  })),
+  functions: ['main', 'process', 'crc', 'crc_step', 'sort', 'swap', 'log', 'log "quoted"\\name', 'isr'].map(
+    (name, i) => ({
+      name,
+      address: 0x100 + 0x40 * i,
+      size: 0x40,
+      path: `/src/${name}.c`,
+      line: 10 + i,
+    }),
+  ),
   edges: [
     { caller: 'main', callee: 'process', kind: 'call', sites: [0x104] },
     { caller: 'main', callee: 'log', kind: 'call', sites: [0x108] },
@@ -54,18 +56,33 @@ const measurer = (slots: number, refuse: string[] = []): BatchMeasurer => ({
     id: `rs-${batch.join('-')}`,
     createdAt: '2024-05-01T00:00:00Z',
     program: { executable: '/fw/demo.elf' },
-    run: { kind: 'synthetic', event: 'instructions', totals: { instructions: 10_000, cycles: 14_000 }, method: 'synthetic, exact' },
+    run: {
+      kind: 'synthetic',
+      event: 'instructions',
+      totals: { instructions: 10_000, cycles: 14_000 },
+      method: 'synthetic, exact',
+    },
     measurements: batch
       .filter((f) => !refuse.includes(f))
-      .map((name) => ({ name, inclusive: { instructions: counts[name]!.instructions, cycles: counts[name]!.cycles }, calls: counts[name]!.calls })),
-    refused: batch.filter((f) => refuse.includes(f)).map((name) => ({ name, reason: 'the entry holds an IT block; measure its call sites instead' })),
+      .map((name) => ({
+        name,
+        inclusive: { instructions: counts[name]!.instructions, cycles: counts[name]!.cycles },
+        calls: counts[name]!.calls,
+      })),
+    refused: batch
+      .filter((f) => refuse.includes(f))
+      .map((name) => ({ name, reason: 'the entry holds an IT block; measure its call sites instead' })),
   }),
 });
 
 const engine = new MetricsEngine();
 
 async function descent(refuse: string[] = []): Promise<{ result: AnalysisResult; rows: ProfileRow[] }> {
-  const result = await runDescent(graph, measurer(3, refuse), { engine, metric: engine.monotone('share'), threshold: 0.05 });
+  const result = await runDescent(graph, measurer(3, refuse), {
+    engine,
+    metric: engine.monotone('share'),
+    threshold: 0.05,
+  });
   return { result, rows: profileRows(result, graph, engine) };
 }
 
@@ -131,7 +148,15 @@ describe('text report', () => {
   it('lists refused functions with the reason', async () => {
     const { result, rows } = await descent(['crc']);
     const text = textReport(
-      { scenario: 'descent', metric: result.metric, threshold: 0.05, runs: result.runs, roots: result.roots, cancelled: true, warnings: ['something odd'] },
+      {
+        scenario: 'descent',
+        metric: result.metric,
+        threshold: 0.05,
+        runs: result.runs,
+        roots: result.roots,
+        cancelled: true,
+        warnings: ['something odd'],
+      },
       rows,
       engine,
     );
@@ -154,13 +179,18 @@ describe('DOT call graph', () => {
     assert.ok(new Set(fills).size > 3, 'shares map to different colours');
   });
 
-  it('is accepted by Graphviz dot, which draws every function', { skip: hasTool('dot') ? false : 'graphviz dot not installed' }, async () => {
-    const { rows } = await descent(['crc']);
-    const dot = callGraphDot(graph, rows, { title: 'demo' });
-    const r = spawnSync('dot', ['-Tsvg'], { input: dot, encoding: 'utf8' });
-    assert.equal(r.status, 0, r.stderr);
-    assert.match(r.stdout, /<svg/);
-    for (const name of ['main', 'process', 'crc', 'crc_step', 'sort', 'swap', 'isr']) assert.ok(r.stdout.includes(`>${name}</text>`), `${name} drawn`);
-    assert.ok(r.stdout.includes('log &quot;quoted&quot;\\name'), 'a quoted name survives');
-  });
+  it(
+    'is accepted by Graphviz dot, which draws every function',
+    { skip: hasTool('dot') ? false : 'graphviz dot not installed' },
+    async () => {
+      const { rows } = await descent(['crc']);
+      const dot = callGraphDot(graph, rows, { title: 'demo' });
+      const r = spawnSync('dot', ['-Tsvg'], { input: dot, encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      assert.match(r.stdout, /<svg/);
+      for (const name of ['main', 'process', 'crc', 'crc_step', 'sort', 'swap', 'isr'])
+        assert.ok(r.stdout.includes(`>${name}</text>`), `${name} drawn`);
+      assert.ok(r.stdout.includes('log &quot;quoted&quot;\\name'), 'a quoted name survives');
+    },
+  );
 });

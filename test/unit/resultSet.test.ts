@@ -35,7 +35,17 @@ function sample(id = 'rs-1'): ResultSet {
       to: 'end',
     },
     measurements: [
-      { name: 'vm_run', inclusive: { instructions: 294_620 }, calls: 20, passes: 20, untracked: 0, min: 14_700, max: 14_800, mean: 14_731, rawTotal: 294_700 },
+      {
+        name: 'vm_run',
+        inclusive: { instructions: 294_620 },
+        calls: 20,
+        passes: 20,
+        untracked: 0,
+        min: 14_700,
+        max: 14_800,
+        mean: 14_731,
+        rawTotal: 294_700,
+      },
       { name: 'crc16_step', inclusive: { instructions: 262_183 }, calls: 11_320 },
     ],
     refused: [{ name: 'idle_point', reason: 'too short: a 2-byte return' }],
@@ -91,7 +101,9 @@ describe('result sets', () => {
     assert.throws(
       () => parseResultSetText(newer, 'r.json'),
       (e: Error) =>
-        e instanceof ResultSetError && e.kind === 'version' && /version 2, this CycleLens reads version 1: it was written by a newer CycleLens/.test(e.message),
+        e instanceof ResultSetError &&
+        e.kind === 'version' &&
+        /version 2, this CycleLens reads version 1: it was written by a newer CycleLens/.test(e.message),
     );
     const older = JSON.stringify({ ...doc(), schema: 'cyclelens-resultset/0' });
     assert.throws(() => parseResultSetText(older, 'r.json'), /older CycleLens/);
@@ -100,7 +112,10 @@ describe('result sets', () => {
   it('says clearly when a file is not a result set or not JSON', () => {
     assert.throws(
       () => parseResultSetText('{"schema": "cyclelens-oracle/1"}', 'o.json'),
-      (e: Error) => e instanceof ResultSetError && e.kind === 'notResultSet' && /its schema is "cyclelens-oracle\/1"/.test(e.message),
+      (e: Error) =>
+        e instanceof ResultSetError &&
+        e.kind === 'notResultSet' &&
+        /its schema is "cyclelens-oracle\/1"/.test(e.message),
     );
     assert.throws(() => parseResultSetText('[1, 2]', 'a.json'), /holds an array/);
     assert.throws(() => parseResultSetText('{}', 'e.json'), /no "schema" field/);
@@ -117,8 +132,14 @@ describe('result sets', () => {
       return JSON.stringify(d);
     };
     const cases: Array<[(d: Record<string, any>) => void, RegExp]> = [
-      [(d) => (d.resultSets[1].measurements[0].calls = -1), /resultSets\[1\]\.measurements\[0\]\.calls must be a non-negative integer/],
-      [(d) => (d.resultSets[0].run.totals.instructions = 'many'), /resultSets\[0\]\.run\.totals\.instructions must be a finite number \(found "many"\)/],
+      [
+        (d) => (d.resultSets[1].measurements[0].calls = -1),
+        /resultSets\[1\]\.measurements\[0\]\.calls must be a non-negative integer/,
+      ],
+      [
+        (d) => (d.resultSets[0].run.totals.instructions = 'many'),
+        /resultSets\[0\]\.run\.totals\.instructions must be a finite number \(found "many"\)/,
+      ],
       [(d) => delete d.resultSets[0].run.event, /resultSets\[0\]\.run\.event must be a string/],
       [(d) => (d.resultSets[0].run.kind = 'weekly'), /run\.kind must be one of/],
       [(d) => (d.resultSets = {}), /resultSets must be an array/],
@@ -129,7 +150,11 @@ describe('result sets', () => {
     for (const [mutate, message] of cases) {
       assert.throws(
         () => parseResultSetText(bad(mutate), 'm.json'),
-        (e: Error) => e instanceof ResultSetError && e.kind === 'malformed' && message.test(e.message) && e.message.startsWith('m.json: '),
+        (e: Error) =>
+          e instanceof ResultSetError &&
+          e.kind === 'malformed' &&
+          message.test(e.message) &&
+          e.message.startsWith('m.json: '),
         String(message),
       );
     }
@@ -160,20 +185,33 @@ describe('result sets', () => {
         /resultSets\[0\]\.measurements\[0\]\.inclusive\.instructions is a negative count \(-22\)/,
       ],
       [(d) => (d.resultSets[0].run.totals.cycles = -1), /resultSets\[0\]\.run\.totals\.cycles is a negative count/],
-      [(d) => (d.resultSets[0].measurements[1].calls = 2.5), /resultSets\[0\]\.measurements\[1\]\.calls must be a non-negative integer \(found 2\.5\)/],
-      [(d) => (d.resultSets[0].measurements[1].calls = 1e300), /resultSets\[0\]\.measurements\[1\]\.calls is impossibly large/],
+      [
+        (d) => (d.resultSets[0].measurements[1].calls = 2.5),
+        /resultSets\[0\]\.measurements\[1\]\.calls must be a non-negative integer \(found 2\.5\)/,
+      ],
+      [
+        (d) => (d.resultSets[0].measurements[1].calls = 1e300),
+        /resultSets\[0\]\.measurements\[1\]\.calls is impossibly large/,
+      ],
       [
         (d) => (d.resultSets[0].measurements[0].inclusive.instructions = 1e15),
         /resultSets\[0\]\.measurements\[0\]\.inclusive\.instructions is 1000000000000000, far more than the whole run's total of 1331488 \(run\.totals\.instructions\)/,
       ],
-      [(d) => (d.resultSets[0].measurements[0].min = 20_000), /resultSets\[0\]\.measurements\[0\]\.min \(20000\) is above max \(14800\)/],
+      [
+        (d) => (d.resultSets[0].measurements[0].min = 20_000),
+        /resultSets\[0\]\.measurements\[0\]\.min \(20000\) is above max \(14800\)/,
+      ],
       [(d) => (d.resultSets[0].measurements[0].rawTotal = -1), /measurements\[0\]\.rawTotal is a negative count/],
       [(d) => (d.analysis.runs = 2 ** 60), /analysis\.runs is impossibly large/],
     ];
     for (const [mutate, message] of cases) {
       assert.throws(
         () => parseResultSetText(bad(mutate), 'm.json'),
-        (e: Error) => e instanceof ResultSetError && e.kind === 'malformed' && message.test(e.message) && e.message.startsWith('m.json: '),
+        (e: Error) =>
+          e instanceof ResultSetError &&
+          e.kind === 'malformed' &&
+          message.test(e.message) &&
+          e.message.startsWith('m.json: '),
         `${String(message)}`,
       );
     }
@@ -181,17 +219,31 @@ describe('result sets', () => {
     const undershoot = JSON.parse(JSON.stringify(doc())) as Record<string, any>;
     undershoot.resultSets[0].measurements[0].inclusive.instructions = -0.175;
     undershoot.resultSets[0].measurements[0].min = -0.2;
-    assert.equal(parseResultSetText(JSON.stringify(undershoot), 'm.json').resultSets[0]!.measurements[0]!.inclusive['instructions'], -0.175);
+    assert.equal(
+      parseResultSetText(JSON.stringify(undershoot), 'm.json').resultSets[0]!.measurements[0]!.inclusive[
+        'instructions'
+      ],
+      -0.175,
+    );
     undershoot.resultSets[0].measurements[0].min = -2;
-    assert.throws(() => parseResultSetText(JSON.stringify(undershoot), 'm.json'), /measurements\[0\]\.min is a negative count \(-2\)/);
+    assert.throws(
+      () => parseResultSetText(JSON.stringify(undershoot), 'm.json'),
+      /measurements\[0\]\.min is a negative count \(-2\)/,
+    );
     // The limits are not tighter than real runs: a function may hold nearly all of its run.
     const near = JSON.parse(JSON.stringify(doc())) as Record<string, any>;
     near.resultSets[0].measurements[0].inclusive.instructions = 1_331_488;
-    assert.equal(parseResultSetText(JSON.stringify(near)).resultSets[0]!.measurements[0]!.inclusive.instructions, 1_331_488);
+    assert.equal(
+      parseResultSetText(JSON.stringify(near)).resultSets[0]!.measurements[0]!.inclusive.instructions,
+      1_331_488,
+    );
   });
 
   it('treats files as data: no prototype keys, nothing evaluated', () => {
-    const text = JSON.stringify(doc()).replace('"instructions":1331488', '"__proto__":{"polluted":1},"instructions":1331488');
+    const text = JSON.stringify(doc()).replace(
+      '"instructions":1331488',
+      '"__proto__":{"polluted":1},"instructions":1331488',
+    );
     assert.throws(() => parseResultSetText(text, 'p.json'), /forbidden key "__proto__"/);
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
   });

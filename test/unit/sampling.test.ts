@@ -64,14 +64,21 @@ describe('profile from samples', () => {
     });
     assert.equal(p.total?.value, 100);
     assert.deepEqual(p.unit, { kind: 'samples' });
-    assert.deepEqual(p.provenance, { kind: 'sampled', sampler: 'qemu-monitor', halting: false, attribution: 'translation-block-start' });
+    assert.deepEqual(p.provenance, {
+      kind: 'sampled',
+      sampler: 'qemu-monitor',
+      halting: false,
+      attribution: 'translation-block-start',
+    });
     const hot = p.functions.find((f) => f.name === 'hot')!;
     assert.equal(hot.self?.value, 75);
     assert.equal(hot.status, 'sampled');
     assert.deepEqual(hot.location, { path: '/fw/a.c', line: 10 });
     const ci = wilsonInterval(75, 100);
     assert.equal(hot.self?.bound?.kind, 'confidence95');
-    assert.ok(Math.abs(hot.self!.bound!.low - ci.low * 100) < 1e-9 && Math.abs(hot.self!.bound!.high - ci.high * 100) < 1e-9);
+    assert.ok(
+      Math.abs(hot.self!.bound!.low - ci.low * 100) < 1e-9 && Math.abs(hot.self!.bound!.high - ci.high * 100) < 1e-9,
+    );
     assert.equal(p.functions.find((f) => f.name === UNKNOWN_FUNCTION)?.self?.value, 5);
     // Lines by count, heaviest first; 0x104 and 0x106 are one line.
     assert.deepEqual(
@@ -84,7 +91,10 @@ describe('profile from samples', () => {
     );
     assert.equal(p.addresses.length, 5);
     assert.equal(p.lines[0]!.function, hot.id);
-    assert.match(provenanceLabel(p.provenance), /non-halting PC sampling \(qemu-monitor; a sample's PC is the start of the running translation block\)/);
+    assert.match(
+      provenanceLabel(p.provenance),
+      /non-halting PC sampling \(qemu-monitor; a sample's PC is the start of the running translation block\)/,
+    );
     assert.match(formatMeasure(hot.self!, p.unit), /^75 samples −\d+(\.\d+)?\/\+\d+(\.\d+)? samples$/);
   });
 
@@ -125,7 +135,9 @@ describe('sample window', () => {
   it('a sliding window drops batches older than it and matches a recount', () => {
     fc.assert(
       fc.property(
-        fc.array(fc.array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 9 })), { maxLength: 4 }), { maxLength: 30 }),
+        fc.array(fc.array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 9 })), { maxLength: 4 }), {
+          maxLength: 30,
+        }),
         (batches) => {
           const w = new SampleWindow(1_000);
           batches.forEach((b, i) => w.add(i * 250, b));
@@ -136,7 +148,9 @@ describe('sample window', () => {
           });
           const got = new Map(w.counts());
           return (
-            [...expected].every(([a, n]) => got.get(a) === n) && got.size === expected.size && w.total === [...expected.values()].reduce((s, n) => s + n, 0)
+            [...expected].every(([a, n]) => got.get(a) === n) &&
+            got.size === expected.size &&
+            w.total === [...expected.values()].reduce((s, n) => s + n, 0)
           );
         },
       ),
@@ -249,57 +263,100 @@ describe('line heat index (the repaint path)', () => {
   it('gives the same heat as the profile built from the same counts', async () => {
     const { heatByFile, LineHeatIndex } = await import('../../core/profile/lineHeat');
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 500 })), { minLength: 1, maxLength: 60 }), (pairs) => {
-        const counts = new Map<number, number>();
-        for (const [a, n] of pairs) counts.set(a * 2, (counts.get(a * 2) ?? 0) + n);
-        const locations = new Map<number, SampleLocation>();
-        const index = new LineHeatIndex();
-        for (const a of counts.keys()) {
-          const loc: SampleLocation = a % 10 === 0 ? { address: a } : { address: a, function: `f${a % 3}`, path: `/fw/${a % 2}.c`, line: 1 + (a % 7) };
-          locations.set(a, loc);
-          index.locate(a, loc);
-        }
-        const p = profileFromSamples({ executable: 'x', sampler: 's', attribution: 'halting', halting: true, unit: 'samples', counts, locations });
-        const expected = heatByFile(p);
-        const got = index.heat(counts, true);
-        const norm = (m: Map<string, Array<{ line: number; level: number; count: number; share: number; low?: number; high?: number }>>) =>
-          [...m].map(([f, ls]) => [f, ls.map((l) => [l.line, l.level, l.count, l.share.toFixed(9), l.low?.toFixed(9), l.high?.toFixed(9)]).sort()]).sort();
-        assert.deepEqual(norm(got), norm(expected));
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 40 }), fc.integer({ min: 1, max: 500 })), {
+          minLength: 1,
+          maxLength: 60,
+        }),
+        (pairs) => {
+          const counts = new Map<number, number>();
+          for (const [a, n] of pairs) counts.set(a * 2, (counts.get(a * 2) ?? 0) + n);
+          const locations = new Map<number, SampleLocation>();
+          const index = new LineHeatIndex();
+          for (const a of counts.keys()) {
+            const loc: SampleLocation =
+              a % 10 === 0
+                ? { address: a }
+                : { address: a, function: `f${a % 3}`, path: `/fw/${a % 2}.c`, line: 1 + (a % 7) };
+            locations.set(a, loc);
+            index.locate(a, loc);
+          }
+          const p = profileFromSamples({
+            executable: 'x',
+            sampler: 's',
+            attribution: 'halting',
+            halting: true,
+            unit: 'samples',
+            counts,
+            locations,
+          });
+          const expected = heatByFile(p);
+          const got = index.heat(counts, true);
+          const norm = (
+            m: Map<
+              string,
+              Array<{ line: number; level: number; count: number; share: number; low?: number; high?: number }>
+            >,
+          ) =>
+            [...m]
+              .map(([f, ls]) => [
+                f,
+                ls
+                  .map((l) => [l.line, l.level, l.count, l.share.toFixed(9), l.low?.toFixed(9), l.high?.toFixed(9)])
+                  .sort(),
+              ])
+              .sort();
+          assert.deepEqual(norm(got), norm(expected));
+        },
+      ),
     );
   });
 
   it('the repaint path (tally, levels per file, one line on hover) agrees with the full heat', async () => {
     const { linesByLevel, LineHeatIndex } = await import('../../core/profile/lineHeat');
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 60 }), fc.integer({ min: 1, max: 500 })), { minLength: 1, maxLength: 80 }), (pairs) => {
-        const counts = new Map<number, number>();
-        for (const [a, n] of pairs) counts.set(a * 2, (counts.get(a * 2) ?? 0) + n);
-        const index = new LineHeatIndex();
-        for (const a of counts.keys()) index.locate(a, a % 10 === 0 ? {} : { function: `f${a % 3}`, path: `/fw/${a % 3}.c`, line: 1 + (a % 11) });
-        const full = index.heat(counts, true);
-        index.tally(counts);
-        assert.deepEqual([...index.paths].sort(), [...full.keys()].sort());
-        for (const [path, lines] of full) {
-          assert.deepEqual(
-            index.levels(path),
-            linesByLevel(lines).map((l) => [...l].sort((x, y) => x - y)),
-          );
-          for (const l of lines) assert.deepEqual(index.lineHeat(path, l.line, true), l);
-        }
-        assert.equal(index.lineHeat('/fw/0.c', 999, true), undefined);
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.integer({ min: 0, max: 60 }), fc.integer({ min: 1, max: 500 })), {
+          minLength: 1,
+          maxLength: 80,
+        }),
+        (pairs) => {
+          const counts = new Map<number, number>();
+          for (const [a, n] of pairs) counts.set(a * 2, (counts.get(a * 2) ?? 0) + n);
+          const index = new LineHeatIndex();
+          for (const a of counts.keys())
+            index.locate(a, a % 10 === 0 ? {} : { function: `f${a % 3}`, path: `/fw/${a % 3}.c`, line: 1 + (a % 11) });
+          const full = index.heat(counts, true);
+          index.tally(counts);
+          assert.deepEqual([...index.paths].sort(), [...full.keys()].sort());
+          for (const [path, lines] of full) {
+            assert.deepEqual(
+              index.levels(path),
+              linesByLevel(lines).map((l) => [...l].sort((x, y) => x - y)),
+            );
+            for (const l of lines) assert.deepEqual(index.lineHeat(path, l.line, true), l);
+          }
+          assert.equal(index.lineHeat('/fw/0.c', 999, true), undefined);
+        },
+      ),
     );
   });
 
   it('a repaint hands over exactly the levels whose lines changed', async () => {
     const { changedLevels } = await import('../../core/profile/lineHeat');
-    const levels = fc.array(fc.uniqueArray(fc.integer({ min: 1, max: 30 }), { maxLength: 6 }), { minLength: 8, maxLength: 8 });
+    const levels = fc.array(fc.uniqueArray(fc.integer({ min: 1, max: 30 }), { maxLength: 6 }), {
+      minLength: 8,
+      maxLength: 8,
+    });
     fc.assert(
       fc.property(levels, levels, (before, after) => {
         const changed = new Set(changedLevels(before, after));
         for (let level = 0; level < 8; level++)
-          assert.equal(changed.has(level), JSON.stringify(before[level]) !== JSON.stringify(after[level]), `level ${level}`);
+          assert.equal(
+            changed.has(level),
+            JSON.stringify(before[level]) !== JSON.stringify(after[level]),
+            `level ${level}`,
+          );
         assert.deepEqual(changedLevels(after, after), []);
         assert.deepEqual(changedLevels(undefined, after), [0, 1, 2, 3, 4, 5, 6, 7]);
       }),

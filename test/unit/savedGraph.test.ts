@@ -60,7 +60,10 @@ describe('saved call graphs', () => {
   });
 
   it('refuses a graph of another build, and a static one, saying how to record it again', () => {
-    const moved = { ...program, functions: program.functions.map((f) => (f.name === 'work' ? { ...f, address: 0x144 } : f)) };
+    const moved = {
+      ...program,
+      functions: program.functions.map((f) => (f.name === 'work' ? { ...f, address: 0x144 } : f)),
+    };
     assert.throws(
       () => withCallCounts(moved, dynamic(), 'calls.json'),
       (err: Error) =>
@@ -70,7 +73,10 @@ describe('saved call graphs', () => {
     );
     const fewer = { ...program, functions: program.functions.slice(0, 3) };
     assert.throws(() => withCallCounts(fewer, dynamic(), 'calls.json'), /another build/);
-    assert.throws(() => withCallCounts(program, { ...dynamic(), kind: 'static' }, 'calls.json'), /static call graph: it has no call counts/);
+    assert.throws(
+      () => withCallCounts(program, { ...dynamic(), kind: 'static' }, 'calls.json'),
+      /static call graph: it has no call counts/,
+    );
   });
 
   it('reads only a valid document, as data', () => {
@@ -78,13 +84,21 @@ describe('saved call graphs', () => {
     assert.deepEqual(parseCallGraphDocument(JSON.parse(JSON.stringify(doc)), 'calls.json'), doc);
     assert.throws(
       () => parseCallGraphDocument({ ...doc, schema: 'cyclelens-resultset/1' }, 'calls.json'),
-      (err: Error) => err instanceof ResultSetError && /not a CycleLens call graph: its schema is "cyclelens-resultset\/1"/.test(err.message),
+      (err: Error) =>
+        err instanceof ResultSetError &&
+        /not a CycleLens call graph: its schema is "cyclelens-resultset\/1"/.test(err.message),
     );
-    assert.throws(() => parseCallGraphDocument({ ...doc, kind: 'guessed' }, 'calls.json'), /kind must be one of "static", "dynamic"/);
+    assert.throws(
+      () => parseCallGraphDocument({ ...doc, kind: 'guessed' }, 'calls.json'),
+      /kind must be one of "static", "dynamic"/,
+    );
     assert.throws(
       () =>
         parseCallGraphDocument(
-          { ...doc, graph: { ...doc.graph, edges: [{ caller: 'main', callee: 'work', kind: 'call', sites: [], count: -1 }] } },
+          {
+            ...doc,
+            graph: { ...doc.graph, edges: [{ caller: 'main', callee: 'work', kind: 'call', sites: [], count: -1 }] },
+          },
           'calls.json',
         ),
       /count must be a non-negative integer/,
@@ -98,15 +112,25 @@ describe('result sets with group measurements', () => {
       id: 'rs-1',
       createdAt: '2024-01-01T00:00:00Z',
       program: { executable: 'fw.elf' },
-      run: { kind: 'single-pass', event: 'instructions', totals: { instructions: 1000 }, method: 'software injection, minstret' },
+      run: {
+        kind: 'single-pass',
+        event: 'instructions',
+        totals: { instructions: 1000 },
+        method: 'software injection, minstret',
+      },
       measurements: [],
       groups: [{ name: 'a + b', members: ['a', 'b'], inclusive: { instructions: 40 }, calls: 7 }],
-      refused: [{ name: 'c + d', reason: 'Group member d cannot be entry-patched', members: ['c', 'd'], blockedBy: 'd' }],
+      refused: [
+        { name: 'c + d', reason: 'Group member d cannot be entry-patched', members: ['c', 'd'], blockedBy: 'd' },
+      ],
     };
     const text = JSON.stringify(resultSetDocument([rs]));
     assert.deepEqual(parseResultSetText(text).resultSets[0], rs);
     const empty = JSON.stringify(resultSetDocument([{ ...rs, groups: [{ ...rs.groups![0]!, members: [] }] }]));
-    assert.throws(() => parseResultSetText(empty, 'r.json'), /resultSets\[0\]\.groups\[0\]\.members must name at least one function/);
+    assert.throws(
+      () => parseResultSetText(empty, 'r.json'),
+      /resultSets\[0\]\.groups\[0\]\.members must name at least one function/,
+    );
   });
 });
 

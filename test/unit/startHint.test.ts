@@ -21,7 +21,17 @@ const newDir = (): string => {
 
 const command = {
   binary: '/usr/bin/qemu-system-arm',
-  argv: ['-M', 'mps2-an386', '-kernel', '/x/a.elf', '-serial', `file:${DIR_SLOT}/uart.log`, '-gdb', `tcp:127.0.0.1:${PORT_SLOT}`, '-S'],
+  argv: [
+    '-M',
+    'mps2-an386',
+    '-kernel',
+    '/x/a.elf',
+    '-serial',
+    `file:${DIR_SLOT}/uart.log`,
+    '-gdb',
+    `tcp:127.0.0.1:${PORT_SLOT}`,
+    '-S',
+  ],
   cwd: '/x',
 };
 
@@ -29,12 +39,24 @@ describe('the start hint', () => {
   after(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
   it('is the same for the same configuration in any key order, without VS Code’s own keys', () => {
-    const a = startHintKey({ executable: '/x/a.elf', server: { type: 'qemu', machine: 'mps2-an386' }, __sessionId: 'one' });
-    const b = startHintKey({ server: { machine: 'mps2-an386', type: 'qemu' }, __sessionId: 'two', executable: '/x/a.elf', cwd: undefined });
+    const a = startHintKey({
+      executable: '/x/a.elf',
+      server: { type: 'qemu', machine: 'mps2-an386' },
+      __sessionId: 'one',
+    });
+    const b = startHintKey({
+      server: { machine: 'mps2-an386', type: 'qemu' },
+      __sessionId: 'two',
+      executable: '/x/a.elf',
+      cwd: undefined,
+    });
     assert.equal(a, b);
     assert.match(a, /^[0-9a-f]{32}$/);
     assert.notEqual(a, startHintKey({ executable: '/x/b.elf', server: { type: 'qemu', machine: 'mps2-an386' } }));
-    assert.notEqual(a, startHintKey({ executable: '/x/a.elf', server: { type: 'qemu', machine: 'mps2-an386', icount: 2 } }));
+    assert.notEqual(
+      a,
+      startHintKey({ executable: '/x/a.elf', server: { type: 'qemu', machine: 'mps2-an386', icount: 2 } }),
+    );
     assert.deepEqual(Object.keys(adapterStartEnv({ executable: '/x/a.elf' })), [START_HINT_VAR]);
   });
 
@@ -59,24 +81,36 @@ describe('the start hint', () => {
     rememberStart({ qemu: command }, env, cache);
     assert.deepEqual(savedStartPlan(env, cache), { qemu: command });
     rememberStart({ gdb: '/usr/bin/gdb-multiarch' }, env, cache);
-    assert.deepEqual(savedStartPlan(env, cache), { qemu: command, gdb: '/usr/bin/gdb-multiarch' }, 'the parts are added to each other');
+    assert.deepEqual(
+      savedStartPlan(env, cache),
+      { qemu: command, gdb: '/usr/bin/gdb-multiarch' },
+      'the parts are added to each other',
+    );
     assert.equal(savedStartPlan(adapterStartEnv({ executable: '/x/b.elf' }), cache), undefined);
     assert.equal(savedStartPlan({}, cache), undefined);
     assert.equal(savedStartPlan(env, undefined), undefined);
-    assert.equal(savedStartPlan({ [START_HINT_VAR]: '../../etc/passwd' }, cache), undefined, 'a hint is a key, never a path');
+    assert.equal(
+      savedStartPlan({ [START_HINT_VAR]: '../../etc/passwd' }, cache),
+      undefined,
+      'a hint is a key, never a path',
+    );
     assert.deepEqual(
       readdirSync(cache).filter((f) => f.includes('partial')),
       [],
     );
   });
 
-  it('reads no plan from a directory others may write (it names programs to run)', { skip: process.getuid?.() === undefined }, () => {
-    const cache = newDir();
-    const env = adapterStartEnv({ executable: '/x/a.elf' });
-    rememberStart({ qemu: command }, env, cache);
-    chmodSync(cache, 0o777);
-    assert.equal(savedStartPlan(env, cache), undefined);
-  });
+  it(
+    'reads no plan from a directory others may write (it names programs to run)',
+    { skip: process.getuid?.() === undefined },
+    () => {
+      const cache = newDir();
+      const env = adapterStartEnv({ executable: '/x/a.elf' });
+      rememberStart({ qemu: command }, env, cache);
+      chmodSync(cache, 0o777);
+      assert.equal(savedStartPlan(env, cache), undefined);
+    },
+  );
 
   it('with nothing started ahead, a launch takes nothing', () => {
     assert.equal(takePrestartedQemu(command), undefined);

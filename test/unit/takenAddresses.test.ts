@@ -23,12 +23,22 @@ import { fixtureElf, fixturesDir, type FixtureTarget } from '../support/paths';
  * (test/oracle/takenAddresses.ts): every function whose address the program holds is found, and a
  * function measured at its call sites carries the "indirect calls may also reach" note only then.
  */
-const haveTools = ['riscv64-unknown-elf-objdump', 'arm-none-eabi-objdump'].every((t) => spawnSync(t, ['--version']).status === 0);
-const programElf = (target: FixtureTarget, program: string): string => join(fixturesDir, 'build', target, 'programs', `${program}.elf`);
+const haveTools = ['riscv64-unknown-elf-objdump', 'arm-none-eabi-objdump'].every(
+  (t) => spawnSync(t, ['--version']).status === 0,
+);
+const programElf = (target: FixtureTarget, program: string): string =>
+  join(fixturesDir, 'build', target, 'programs', `${program}.elf`);
 const shell = programElf('rv32', 'shell');
-const skip = !haveTools ? 'GNU binutils for both targets not installed' : !existsSync(shell) ? 'fixtures not built (make -C test/fixtures)' : false;
+const skip = !haveTools
+  ? 'GNU binutils for both targets not installed'
+  : !existsSync(shell)
+    ? 'fixtures not built (make -C test/fixtures)'
+    : false;
 const hex = (n: number): string => `0x${n.toString(16)}`;
-const ARCH: Record<FixtureTarget, () => InjectionArch> = { rv32: () => rv32InjectionArch(), 'cortex-m4': () => thumbInjectionArch() };
+const ARCH: Record<FixtureTarget, () => InjectionArch> = {
+  rv32: () => rv32InjectionArch(),
+  'cortex-m4': () => thumbInjectionArch(),
+};
 
 function found(target: FixtureTarget, elf: string): { model: ProgramModel; taken: Set<number> } {
   const model = new ProgramModel(ElfImage.loadSync(elf), ARCH[target]());
@@ -51,7 +61,10 @@ describe('addresses a program takes', { skip }, () => {
       assert.ok(taken.has(model.functionNamed(h)!.start), `${h} is found taken`);
     }
     for (const [address, where] of truth.taken) {
-      assert.ok(taken.has(address), `${truth.functions.get(address)!.join('/')} at ${hex(address)} is taken (${where.join(', ')}) but not found`);
+      assert.ok(
+        taken.has(address),
+        `${truth.functions.get(address)!.join('/')} at ${hex(address)} is taken (${where.join(', ')}) but not found`,
+      );
     }
     const strcpy = model.functionNamed('strcpy')!;
     assert.ok(!truth.taken.has(strcpy.start), 'the tools show no take of strcpy');
@@ -62,14 +75,22 @@ describe('addresses a program takes', { skip }, () => {
     const truth = takenFunctions('rv32', shell);
     const { model, taken } = found('rv32', shell);
     const extra = model.functions.filter((f) => taken.has(f.start) && !truth.taken.has(f.start));
-    for (const f of extra) assert.ok(truth.upperConstants.has(f.start), `${f.name} at ${hex(f.start)} is found taken, but nothing the tools show takes it`);
+    for (const f of extra)
+      assert.ok(
+        truth.upperConstants.has(f.start),
+        `${f.name} at ${hex(f.start)} is found taken, but nothing the tools show takes it`,
+      );
     assert.ok(extra.length < model.functions.length / 10, `few extras: ${extra.map((f) => f.name).join(', ')}`);
   });
 
   it('RV32 shell: a call-site measurement notes the indirect calls exactly for functions whose address is taken', () => {
     const truth = takenFunctions('rv32', shell);
     const { model } = found('rv32', shell);
-    const planner = new InjectionPlanner(model, rv32InjectionArch(), { start: 0x80300000, size: 4096, threadPointerBase: 0x80300800 });
+    const planner = new InjectionPlanner(model, rv32InjectionArch(), {
+      start: 0x80300000,
+      size: 4096,
+      threadPointerBase: 0x80300800,
+    });
     let planned = 0;
     let noted = 0;
     for (const fn of model.functions) {
@@ -77,8 +98,10 @@ describe('addresses a program takes', { skip }, () => {
       if (!plan.ok) continue;
       planned++;
       const note = plan.warnings.find((w) => w.code === 'indirectCallsMissed');
-      if (truth.taken.has(fn.start)) assert.ok(note, `${fn.name}: taken (${truth.taken.get(fn.start)!.join(', ')}) but no note`);
-      else if (!truth.upperConstants.has(fn.start)) assert.equal(note, undefined, `${fn.name}: nothing takes it, yet ${note?.message}`);
+      if (truth.taken.has(fn.start))
+        assert.ok(note, `${fn.name}: taken (${truth.taken.get(fn.start)!.join(', ')}) but no note`);
+      else if (!truth.upperConstants.has(fn.start))
+        assert.equal(note, undefined, `${fn.name}: nothing takes it, yet ${note?.message}`);
       if (note) {
         assert.match(note.message, new RegExp(`may also reach ${fn.name.replace(/[$.]/g, '\\$&')}`));
         noted++;
@@ -91,19 +114,27 @@ describe('addresses a program takes', { skip }, () => {
       [],
       'strcpy is measured at its call sites without the note',
     );
-    assert.ok(planned > 20 && noted < planned, `${planned} functions planned at their call sites, ${noted} with the note`);
+    assert.ok(
+      planned > 20 && noted < planned,
+      `${planned} functions planned at their call sites, ${noted} with the note`,
+    );
   });
 
   it('the suite programs and the firmware fixtures, both targets: no function the tools show taken is missed', () => {
     for (const target of ['rv32', 'cortex-m4'] as const) {
-      const programs = ['crc32', 'sha256', 'sorting', 'json', 'report', 'statemachine', 'shell'].map((p) => programElf(target, p));
+      const programs = ['crc32', 'sha256', 'sorting', 'json', 'report', 'statemachine', 'shell'].map((p) =>
+        programElf(target, p),
+      );
       for (const elf of [...programs, fixtureElf(target, 'firmware'), fixtureElf(target, 'isrload')]) {
         const program = basename(elf);
         if (!existsSync(elf)) continue;
         const truth = takenFunctions(target, elf);
         const { taken } = found(target, elf);
         for (const [address, where] of truth.taken) {
-          assert.ok(taken.has(address), `${program} on ${target}: ${truth.functions.get(address)!.join('/')} (${where.join(', ')}) not found`);
+          assert.ok(
+            taken.has(address),
+            `${program} on ${target}: ${truth.functions.get(address)!.join('/')} (${where.join(', ')}) not found`,
+          );
         }
       }
     }
@@ -138,7 +169,10 @@ describe('RV32 address forms', { skip: haveTools ? false : 'riscv64-unknown-elf 
     .balign 8
     .skip 2052
     handler: ret`);
-    assert.ok(typeof set !== 'string' && set.has(sym.get('handler')!), `handler formed: ${[...(set as Set<number>)].map(hex)}`);
+    assert.ok(
+      typeof set !== 'string' && set.has(sym.get('handler')!),
+      `handler formed: ${[...(set as Set<number>)].map(hex)}`,
+    );
   });
 
   it('auipc + jalr is a call; an address used only as a load base is read, not taken', () => {
@@ -176,7 +210,10 @@ describe('RV32 address forms', { skip: haveTools ? false : 'riscv64-unknown-elf 
     assert.ok(set.has(sym.get('cb')!), 'auipc + addi + sw');
     assert.ok(set.has(sym.get('anchor')! - 2000), 'addi from gp');
     const blind = formed(source).set;
-    assert.ok(typeof blind === 'string' && /addi at 0x[0-9a-f]+ forms an address from gp.*no __global_pointer\$/.test(blind), String(blind));
+    assert.ok(
+      typeof blind === 'string' && /addi at 0x[0-9a-f]+ forms an address from gp.*no __global_pointer\$/.test(blind),
+      String(blind),
+    );
   });
   it('code the walk does not reach from the entry (entered from elsewhere) is walked too', () => {
     const { set, sym } = formed(`
@@ -197,8 +234,17 @@ describe('RV32 address forms', { skip: haveTools ? false : 'riscv64-unknown-elf 
     const instructions = [codec.decode(p.text, p.base)];
     const at = p.base + instructions[0]!.length;
     assert.throws(() => codec.decode(p.text.subarray(at - p.base), at), DecodeError);
-    const fn = { name: 'start', start: p.base, end: p.base + p.text.length, instructions, undecodable: { address: at, reason: 'longer than 32 bits' } };
+    const fn = {
+      name: 'start',
+      start: p.base,
+      end: p.base + p.text.length,
+      instructions,
+      undecodable: { address: at, reason: 'longer than 32 bits' },
+    };
     const r = rv32AddressTaking.formed(fn, { symbolAddress: () => undefined, tableTargets: () => undefined });
-    assert.ok(typeof r === 'string' && new RegExp(`start: its code from 0x${at.toString(16)} could not be decoded`).test(r), String(r));
+    assert.ok(
+      typeof r === 'string' && new RegExp(`start: its code from 0x${at.toString(16)} could not be decoded`).test(r),
+      String(r),
+    );
   });
 });

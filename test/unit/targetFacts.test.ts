@@ -16,7 +16,9 @@ function injectionOf(family: TargetFamily): ArchInjection {
 const cortexMInjection = injectionOf('cortex-m');
 
 /** What discovery reports on QEMU mps2-an386: a DWT that reads as zero. */
-const qemuDwt: CounterUnitInfo[] = [{ unit: 'DWT', present: false, note: 'DWT reads as zero (QEMU does not model it)', slots: [], resolution: 1 }];
+const qemuDwt: CounterUnitInfo[] = [
+  { unit: 'DWT', present: false, note: 'DWT reads as zero (QEMU does not model it)', slots: [], resolution: 1 },
+];
 
 describe('target facts', () => {
   test('QEMU mps2-an386: SysTick ticks per instruction are 2^S / 40 for every shift the schema accepts (0-10)', () => {

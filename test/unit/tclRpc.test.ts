@@ -101,7 +101,9 @@ describe('tclQuote', () => {
     ];
     for (const s of samples) assert.equal(unquote(tclQuote(s)), s, JSON.stringify(s));
     for (let n = 0; n < 500; n++) {
-      const s = Array.from({ length: 1 + (n % 9) }, (_, i) => '{}[]$\\";\n\t \x1a\x00ab'[(n * 7 + i * 13) % 15]).join('');
+      const s = Array.from({ length: 1 + (n % 9) }, (_, i) => '{}[]$\\";\n\t \x1a\x00ab'[(n * 7 + i * 13) % 15]).join(
+        '',
+      );
       assert.equal(unquote(tclQuote(s)), s, JSON.stringify(s));
     }
   });
@@ -174,7 +176,13 @@ describe('TclFrameDecoder', () => {
 describe('parseFrame', () => {
   test('replies: result and log separated by their byte counts (UTF-8 included)', () => {
     const frame = replyBytes(5, -4, 'é', 'Target not examined yet\n');
-    assert.deepEqual(parseFrame(frame.subarray(0, frame.length - 1)), { kind: 'reply', id: 5, code: -4, result: 'é', log: 'Target not examined yet\n' });
+    assert.deepEqual(parseFrame(frame.subarray(0, frame.length - 1)), {
+      kind: 'reply',
+      id: 5,
+      code: -4,
+      result: 'é',
+      log: 'Target not examined yet\n',
+    });
     assert.deepEqual(parseFrame(Buffer.from('#1 0 0 0 ')), { kind: 'reply', id: 1, code: 0, result: '', log: '' });
   });
 
@@ -197,7 +205,11 @@ describe('parseFrame', () => {
 describe('failureMessage', () => {
   test('result first, then log lines it does not repeat', () => {
     assert.equal(
-      failureMessage(1, 'read_memory: failed to read memory', 'Target not examined yet\nread_memory: failed to read memory\n'),
+      failureMessage(
+        1,
+        'read_memory: failed to read memory',
+        'Target not examined yet\nread_memory: failed to read memory\n',
+      ),
       'read_memory: failed to read memory\nTarget not examined yet',
     );
     assert.equal(failureMessage(-4, '', 'Target not examined yet\n'), 'Target not examined yet');
@@ -257,7 +269,10 @@ class FakeOpenOcd {
   }
 }
 
-async function withFake(run: (fake: FakeOpenOcd, client: TclRpcClient) => Promise<void>, timeoutMs = 2000): Promise<void> {
+async function withFake(
+  run: (fake: FakeOpenOcd, client: TclRpcClient) => Promise<void>,
+  timeoutMs = 2000,
+): Promise<void> {
   const fake = new FakeOpenOcd();
   const port = await fake.listen();
   const client = await TclRpcClient.connect(port, '127.0.0.1', { timeoutMs });
@@ -295,7 +310,9 @@ describe('TclRpcClient', () => {
   test("turns a Tcl error into TclCommandError carrying OpenOCD's message and log", limit, () =>
     withFake(async (fake, client) => {
       fake.handle = (req) =>
-        req.command === 'halt' ? fake.reply(req, -4, '', 'Target not examined yet\n') : fake.reply(req, 1, 'invalid command name "nosuch"');
+        req.command === 'halt'
+          ? fake.reply(req, -4, '', 'Target not examined yet\n')
+          : fake.reply(req, 1, 'invalid command name "nosuch"');
       await assert.rejects(client.command('nosuch'), (err: unknown) => {
         assert.ok(err instanceof TclCommandError);
         assert.equal(err.code, ErrorCode.TclError);
@@ -346,7 +363,10 @@ describe('TclRpcClient', () => {
         }
       };
       const started = Date.now();
-      await assert.rejects(client.command('hang', 100), isCode(ErrorCode.TclTimeout, /did not answer `hang` within 100 ms/));
+      await assert.rejects(
+        client.command('hang', 100),
+        isCode(ErrorCode.TclTimeout, /did not answer `hang` within 100 ms/),
+      );
       assert.ok(Date.now() - started < 1000);
       assert.equal(await client.command('next'), 'r-next');
     }),
@@ -361,7 +381,10 @@ describe('TclRpcClient', () => {
       };
       const inFlight = client.command('die');
       const queued = client.command('queued');
-      await assert.rejects(inFlight, isCode(ErrorCode.TclConnectionLost, /connection to OpenOCD \(127\.0\.0\.1:\d+\) was lost.*`die`/s));
+      await assert.rejects(
+        inFlight,
+        isCode(ErrorCode.TclConnectionLost, /connection to OpenOCD \(127\.0\.0\.1:\d+\) was lost.*`die`/s),
+      );
       await assert.rejects(queued, isCode(ErrorCode.TclConnectionLost, /`queued`/));
       await assert.rejects(client.command('after'), isCode(ErrorCode.TclConnectionLost));
       assert.equal(closes.length, 1);
@@ -436,6 +459,9 @@ describe('TclRpcClient', () => {
     const fake = new FakeOpenOcd();
     const port = await fake.listen();
     await fake.close();
-    await assert.rejects(TclRpcClient.connect(port), isCode(ErrorCode.ConnectFailed, new RegExp(`Tcl RPC port at 127\\.0\\.0\\.1:${port}`)));
+    await assert.rejects(
+      TclRpcClient.connect(port),
+      isCode(ErrorCode.ConnectFailed, new RegExp(`Tcl RPC port at 127\\.0\\.0\\.1:${port}`)),
+    );
   });
 });

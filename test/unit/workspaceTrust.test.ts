@@ -7,7 +7,10 @@ import { repoRoot } from '../support/paths';
 
 describe('Workspace Trust', () => {
   it('a trusted workspace launches', () => {
-    assert.equal(restrictedModeRefusal(true, { executable: 'fw.elf', server: { type: 'qemu' }, gdbPath: '/tmp/evil' }), undefined);
+    assert.equal(
+      restrictedModeRefusal(true, { executable: 'fw.elf', server: { type: 'qemu' }, gdbPath: '/tmp/evil' }),
+      undefined,
+    );
   });
 
   it('Restricted Mode refuses, naming every program the configuration would run and the way out', () => {
@@ -21,7 +24,10 @@ describe('Workspace Trust', () => {
       qemu!,
       /^CycleLens does not start debug sessions in Restricted Mode: .* would run the debugger '\.\/tools\/gdb' \(gdbPath\), '\.\/tools\/qemu' \(server\.path\), 1 GDB command\(s\) from initCommands\/postConnectCommands\. If you trust this folder, choose "Manage Workspace Trust"/,
     );
-    const ocd = restrictedModeRefusal(false, { executable: 'fw.elf', server: { type: 'openocd', configFiles: ['board/evil.cfg'] } });
+    const ocd = restrictedModeRefusal(false, {
+      executable: 'fw.elf',
+      server: { type: 'openocd', configFiles: ['board/evil.cfg'] },
+    });
     assert.match(ocd!, /the debugger \(gdb-multiarch\), OpenOCD with the scripts board\/evil\.cfg\./);
     // A remote gdbserver starts no server here, but GDB still runs: still refused.
     assert.match(
@@ -32,13 +38,16 @@ describe('Workspace Trust', () => {
 
   it('package.json declares limited support and restricts every setting it names', () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
-      capabilities?: { untrustedWorkspaces?: { supported: unknown; restrictedConfigurations?: string[]; description?: string } };
+      capabilities?: {
+        untrustedWorkspaces?: { supported: unknown; restrictedConfigurations?: string[]; description?: string };
+      };
       contributes: { configuration: { properties: Record<string, unknown> } };
     };
     const trust = pkg.capabilities?.untrustedWorkspaces;
     assert.equal(trust?.supported, 'limited');
     assert.match(trust?.description ?? '', /Restricted Mode/);
     assert.ok((trust?.restrictedConfigurations ?? []).includes('cyclelens.debugAdapterPort'));
-    for (const key of trust?.restrictedConfigurations ?? []) assert.ok(key in pkg.contributes.configuration.properties, `${key} is a declared setting`);
+    for (const key of trust?.restrictedConfigurations ?? [])
+      assert.ok(key in pkg.contributes.configuration.properties, `${key} is a declared setting`);
   });
 });

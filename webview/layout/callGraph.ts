@@ -50,8 +50,13 @@ export function callGraphModel(p: Profile): CallGraphModel {
     const selfShare = f.self && total ? f.self.value / total : 0;
     const lines: string[] = [];
     if (f.inclusive)
-      lines.push(`incl ${share !== undefined ? `${formatShare(share)} · ` : ''}${formatNumber(f.inclusive.value)} ${unit}${boundText(f.inclusive, p)}`);
-    if (f.self) lines.push(`self ${total ? `${formatShare(selfShare)} · ` : ''}${formatNumber(f.self.value)} ${unit}${boundText(f.self, p)}`);
+      lines.push(
+        `incl ${share !== undefined ? `${formatShare(share)} · ` : ''}${formatNumber(f.inclusive.value)} ${unit}${boundText(f.inclusive, p)}`,
+      );
+    if (f.self)
+      lines.push(
+        `self ${total ? `${formatShare(selfShare)} · ` : ''}${formatNumber(f.self.value)} ${unit}${boundText(f.self, p)}`,
+      );
     if (f.calls !== undefined) lines.push(`${formatNumber(f.calls)} calls`);
     const hot = f.status !== 'pruned' && share !== undefined && share >= threshold;
     lines.push(statusText(f.status, f.boundShare, f.reason, hot));
@@ -84,7 +89,12 @@ function boundText(m: { value: number; bound?: { low: number; high: number } }, 
 }
 
 /** The descent's verdict on a function, in words. */
-export function statusText(status: FunctionStatus, boundShare: number | undefined, reason: string | undefined, hot: boolean): string {
+export function statusText(
+  status: FunctionStatus,
+  boundShare: number | undefined,
+  reason: string | undefined,
+  hot: boolean,
+): string {
   switch (status) {
     case 'measured':
       return hot ? 'measured · hot' : 'measured';
@@ -154,16 +164,22 @@ export const nodeKey = (id: number): string => `n${id}`;
  * there without drawing it.
  */
 export function visibleGraph(model: CallGraphModel, options: VisibleOptions): VisibleGraph {
-  const inScope = options.focus !== undefined && options.depth > 0 ? neighbourhood(model, options.focus, options.depth) : undefined;
+  const inScope =
+    options.focus !== undefined && options.depth > 0 ? neighbourhood(model, options.focus, options.depth) : undefined;
   const shown = (id: number): boolean =>
-    (inScope === undefined || inScope.has(id)) && (id === options.keep || id === options.focus || model.nodes[id]!.weight >= options.collapseBelow);
+    (inScope === undefined || inScope.has(id)) &&
+    (id === options.keep || id === options.focus || model.nodes[id]!.weight >= options.collapseBelow);
   const nodes = model.nodes.filter((n) => shown(n.id));
   const edges: GraphEdge[] = [];
   const groups = new Map<number, CollapsedGroup>();
   for (const e of model.edges) {
     if (!shown(e.caller)) continue;
     if (shown(e.callee)) {
-      edges.push({ from: nodeKey(e.caller), to: nodeKey(e.callee), ...(e.calls !== undefined ? { calls: e.calls } : {}) });
+      edges.push({
+        from: nodeKey(e.caller),
+        to: nodeKey(e.callee),
+        ...(e.calls !== undefined ? { calls: e.calls } : {}),
+      });
     } else if (inScope === undefined || inScope.has(e.callee)) {
       let g = groups.get(e.caller);
       if (!g) groups.set(e.caller, (g = { key: `c${e.caller}`, caller: e.caller, members: [], maxWeight: 0 }));
@@ -202,8 +218,13 @@ export function layoutDot(graph: VisibleGraph, collapseBelow: number): string {
   // capping their iterations (mclimit, nslimit) made a 2,000-node tree lay out 6.7× faster here,
   // with a few more crossings, and straight edges (splines=line) instead of routed splines took a
   // further third off (3.2 s against 4.8 s on the loaded machine). Small graphs keep dot's full effort.
-  const limits = graph.nodes.length + graph.groups.length > LARGE_GRAPH ? 'mclimit=0.1, nslimit=1, nslimit1=1, splines=line, ' : '';
-  const out = ['digraph G {', `  graph [${limits}rankdir=TB, nodesep=0.25, ranksep=0.45];`, '  node [shape=box, fixedsize=true, label=""];'];
+  const limits =
+    graph.nodes.length + graph.groups.length > LARGE_GRAPH ? 'mclimit=0.1, nslimit=1, nslimit1=1, splines=line, ' : '';
+  const out = [
+    'digraph G {',
+    `  graph [${limits}rankdir=TB, nodesep=0.25, ranksep=0.45];`,
+    '  node [shape=box, fixedsize=true, label=""];',
+  ];
   const inches = (px: number): string => (px / 72).toFixed(3);
   for (const n of graph.nodes) {
     const s = nodeSize([n.name, ...n.lines]);
@@ -298,11 +319,26 @@ export interface Region {
   y1: number;
 }
 
-export function visibleRegion(t: { x: number; y: number; k: number }, width: number, height: number, margin = 0): Region {
-  return { x0: (-t.x - margin) / t.k, y0: (-t.y - margin) / t.k, x1: (width - t.x + margin) / t.k, y1: (height - t.y + margin) / t.k };
+export function visibleRegion(
+  t: { x: number; y: number; k: number },
+  width: number,
+  height: number,
+  margin = 0,
+): Region {
+  return {
+    x0: (-t.x - margin) / t.k,
+    y0: (-t.y - margin) / t.k,
+    x1: (width - t.x + margin) / t.k,
+    y1: (height - t.y + margin) / t.k,
+  };
 }
 
 /** Whether a placed box (centre and size) overlaps `r`. */
 export function boxInRegion(at: { x: number; y: number; width: number; height: number }, r: Region): boolean {
-  return at.x + at.width / 2 >= r.x0 && at.x - at.width / 2 <= r.x1 && at.y + at.height / 2 >= r.y0 && at.y - at.height / 2 <= r.y1;
+  return (
+    at.x + at.width / 2 >= r.x0 &&
+    at.x - at.width / 2 <= r.x1 &&
+    at.y + at.height / 2 >= r.y0 &&
+    at.y - at.height / 2 <= r.y1
+  );
 }

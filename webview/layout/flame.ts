@@ -120,7 +120,8 @@ export function flameRects(tree: CallTreeNode): FlameRect[] {
     const index = rects.length;
     rects.push({ fn: node.fn, name: node.name, value: 0, self: node.self, depth, x0: 0, x1: 0, parent });
     nodes.push(node);
-    for (let c = node.children.length - 1; c >= 0; c--) stack.push({ node: node.children[c]!, depth: depth + 1, parent: index });
+    for (let c = node.children.length - 1; c >= 0; c--)
+      stack.push({ node: node.children[c]!, depth: depth + 1, parent: index });
   }
   // Values: each frame's own cost plus its descendants' (children come after their parent).
   for (let i = rects.length - 1; i >= 0; i--) {

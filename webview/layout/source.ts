@@ -47,7 +47,12 @@ export function annotateSource(p: Profile, fn: number, path: string, text: strin
   }
   const instructions = new Map<number, AnnotatedInstruction[]>();
   for (const a of p.addresses) {
-    if (a.line === undefined || (a.path !== undefined && !samePath(a.path, path)) || (a.function !== undefined && a.function !== fn)) continue;
+    if (
+      a.line === undefined ||
+      (a.path !== undefined && !samePath(a.path, path)) ||
+      (a.function !== undefined && a.function !== fn)
+    )
+      continue;
     if (!instructions.has(a.line)) instructions.set(a.line, []);
     instructions.get(a.line)!.push({ address: a.address, text: a.instruction ?? '', value: a.self.value });
   }

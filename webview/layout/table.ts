@@ -30,7 +30,8 @@ export interface LineRow {
   bound: string;
 }
 
-export type SortKey = 'name' | 'self' | 'inclusive' | 'share' | 'calls' | 'min' | 'max' | 'mean' | 'status' | 'path' | 'line' | 'function';
+export type SortKey =
+  'name' | 'self' | 'inclusive' | 'share' | 'calls' | 'min' | 'max' | 'mean' | 'status' | 'path' | 'line' | 'function';
 
 /**
  * What the Share column is a share of: inclusive time where the profile has it (injected
@@ -51,9 +52,16 @@ export function functionRows(p: Profile): FunctionRow[] {
     const row: FunctionRow = {
       id: f.id,
       name: f.name,
-      bound: [f.inclusive ? formatBound(f.inclusive, p.unit) : '', f.self ? formatBound(f.self, p.unit) : ''].filter(Boolean).join(' / '),
+      bound: [f.inclusive ? formatBound(f.inclusive, p.unit) : '', f.self ? formatBound(f.self, p.unit) : '']
+        .filter(Boolean)
+        .join(' / '),
       provenance,
-      status: statusText(f.status, f.boundShare, f.reason, f.status !== 'pruned' && share !== undefined && share >= threshold),
+      status: statusText(
+        f.status,
+        f.boundShare,
+        f.reason,
+        f.status !== 'pruned' && share !== undefined && share >= threshold,
+      ),
     };
     if (f.self) row.self = f.self.value;
     if (f.inclusive) row.inclusive = f.inclusive.value;

@@ -31,10 +31,25 @@ import type { PanelContext, PanelView } from '../panelContext';
  * neighbourhood, and functions below a share collapse into one box per caller.
  */
 export class CallGraphView implements PanelView {
-  readonly element = el('section', { class: 'view graph-view', role: 'tabpanel', id: 'panel-graph', 'aria-labelledby': 'tab-graph' });
-  private readonly search = el('input', { type: 'search', placeholder: 'find a function …', 'aria-label': 'Find a function' });
+  readonly element = el('section', {
+    class: 'view graph-view',
+    role: 'tabpanel',
+    id: 'panel-graph',
+    'aria-labelledby': 'tab-graph',
+  });
+  private readonly search = el('input', {
+    type: 'search',
+    placeholder: 'find a function …',
+    'aria-label': 'Find a function',
+  });
   private readonly depth = el('select', { 'aria-label': 'Neighbourhood depth' });
-  private readonly collapse = el('input', { type: 'number', min: '0', max: '100', step: '0.5', 'aria-label': 'Collapse below share (%)' });
+  private readonly collapse = el('input', {
+    type: 'number',
+    min: '0',
+    max: '100',
+    step: '0.5',
+    'aria-label': 'Collapse below share (%)',
+  });
   private readonly status = el('p', { class: 'note', 'aria-live': 'polite' });
   private readonly svg = svgEl('svg', { class: 'graph', role: 'group', 'aria-label': 'Call graph' });
   private readonly layer = svgEl('g');
@@ -69,7 +84,12 @@ export class CallGraphView implements PanelView {
     const fit = el('button', { type: 'button' }, 'Fit');
     fit.addEventListener('click', () => this.fit());
     const bar = el('div', { class: 'toolbar' });
-    bar.append(labelled('Find ', this.search), labelled('Show ', this.depth), labelled('Collapse below % ', this.collapse), fit);
+    bar.append(
+      labelled('Find ', this.search),
+      labelled('Show ', this.depth),
+      labelled('Collapse below % ', this.collapse),
+      fit,
+    );
     this.svg.append(this.layer);
     const box = el('div', { class: 'graph-box' });
     box.append(this.svg);
@@ -80,7 +100,8 @@ export class CallGraphView implements PanelView {
       .on('zoom', (e: { transform: ZoomTransform }) => {
         this.transform = e.transform;
         this.layer.setAttribute('transform', e.transform.toString());
-        if (this.textOnDemand && this.textFrame === 0) this.textFrame = requestAnimationFrame(() => this.addVisibleText());
+        if (this.textOnDemand && this.textFrame === 0)
+          this.textFrame = requestAnimationFrame(() => this.addVisibleText());
       });
     // One listener for every node (2,000 nodes were 4,000 listeners to make and drop per draw).
     this.layer.addEventListener('click', (e) => {
@@ -181,7 +202,8 @@ export class CallGraphView implements PanelView {
     this.layout = layout;
     const placedEdges = new Map(layout.edges.map((e) => [`${e.from}>${e.to}`, e]));
     const edges = svgEl('g', { class: 'edges' });
-    for (const e of layout.edges) edges.append(svgEl('path', { d: splinePath(e.points), class: 'edge', 'marker-end': 'url(#arrow)' }));
+    for (const e of layout.edges)
+      edges.append(svgEl('path', { d: splinePath(e.points), class: 'edge', 'marker-end': 'url(#arrow)' }));
     const nodes = svgEl('g', { class: 'nodes' });
     this.nodeElements = new Map();
     this.pendingText = [];
@@ -190,7 +212,10 @@ export class CallGraphView implements PanelView {
       const placed = placedEdges.get(`${e.from}>${e.to}`);
       if (!placed || e.calls === undefined) continue;
       const mid = placed.points[Math.floor(placed.points.length / 2)]!;
-      this.pendingText.push({ at: { x: mid[0], y: mid[1], width: 0, height: 0 }, lines: [`${formatNumber(e.calls)}×`] });
+      this.pendingText.push({
+        at: { x: mid[0], y: mid[1], width: 0, height: 0 },
+        lines: [`${formatNumber(e.calls)}×`],
+      });
     }
     for (const n of visible.nodes) {
       const at = layout.nodes.get(nodeKey(n.id));
@@ -266,13 +291,17 @@ export class CallGraphView implements PanelView {
   private addText(items: readonly PendingText[]): void {
     for (const item of items) {
       if (!item.g) {
-        this.edgeLabels?.append(svgEl('text', { x: String(item.at.x + 4), y: String(item.at.y), class: 'edge-label' }, item.lines[0]));
+        this.edgeLabels?.append(
+          svgEl('text', { x: String(item.at.x + 4), y: String(item.at.y), class: 'edge-label' }, item.lines[0]),
+        );
         continue;
       }
       const text = svgEl('text', { x: '8', y: String(LINE_HEIGHT) });
       item.lines.forEach((line, i) => {
         const cls = !item.status ? '' : i === 0 ? 'name' : i === item.lines.length - 1 ? 'status' : '';
-        text.append(svgEl('tspan', { x: '8', dy: i === 0 ? '0' : String(LINE_HEIGHT), ...(cls ? { class: cls } : {}) }, line));
+        text.append(
+          svgEl('tspan', { x: '8', dy: i === 0 ? '0' : String(LINE_HEIGHT), ...(cls ? { class: cls } : {}) }, line),
+        );
       });
       item.g.append(text);
     }
@@ -293,7 +322,10 @@ export class CallGraphView implements PanelView {
     const h = this.svg.clientHeight;
     if (!l || w === 0 || h === 0) return;
     const k = Math.min(2, 0.95 * Math.min(w / Math.max(1, l.width), h / Math.max(1, l.height)));
-    this.svgSelection.call(this.zoomer.transform, zoomIdentity.translate((w - l.width * k) / 2, (h - l.height * k) / 2).scale(k));
+    this.svgSelection.call(
+      this.zoomer.transform,
+      zoomIdentity.translate((w - l.width * k) / 2, (h - l.height * k) / 2).scale(k),
+    );
     this.fitted = true;
   }
 

@@ -2,7 +2,16 @@ import { scaleLinear } from 'd3-scale';
 import type { Profile } from '../../core/profile/model';
 import { formatNumber, formatShare, unitLabel } from '../../core/profile/units';
 import { el, labelled } from '../dom';
-import { callTreeOf, flameRects, rectAt, rectByPath, rectPath, zoomedRects, type DrawnRect, type FlameRect } from '../layout/flame';
+import {
+  callTreeOf,
+  flameRects,
+  rectAt,
+  rectByPath,
+  rectPath,
+  zoomedRects,
+  type DrawnRect,
+  type FlameRect,
+} from '../layout/flame';
 import { themeColour, type PanelContext, type PanelView } from '../panelContext';
 
 const ROW = 18;
@@ -15,9 +24,22 @@ const HEAT_STEPS = 32;
  * the search highlights matching frames; the keyboard walks frames with the arrows.
  */
 export class FlameView implements PanelView {
-  readonly element = el('section', { class: 'view flame-view', role: 'tabpanel', id: 'panel-flame', 'aria-labelledby': 'tab-flame' });
-  readonly canvas = el('canvas', { tabindex: '0', role: 'img', 'aria-label': 'Flame graph: arrows move between frames, Enter zooms, Escape zooms out' });
-  private readonly search = el('input', { type: 'search', placeholder: 'highlight functions …', 'aria-label': 'Highlight functions' });
+  readonly element = el('section', {
+    class: 'view flame-view',
+    role: 'tabpanel',
+    id: 'panel-flame',
+    'aria-labelledby': 'tab-flame',
+  });
+  readonly canvas = el('canvas', {
+    tabindex: '0',
+    role: 'img',
+    'aria-label': 'Flame graph: arrows move between frames, Enter zooms, Escape zooms out',
+  });
+  private readonly search = el('input', {
+    type: 'search',
+    placeholder: 'highlight functions …',
+    'aria-label': 'Highlight functions',
+  });
   private readonly details = el('p', { class: 'details', 'aria-live': 'polite' });
   private profile: Profile | undefined;
   rects: FlameRect[] = [];
@@ -116,7 +138,11 @@ export class FlameView implements PanelView {
     // A palette of HEAT_STEPS colours, not one interpolated colour string per frame drawn.
     const scale = scaleLinear<string>()
       .domain([0, 0.5, 1])
-      .range([themeColour('--cl-heat-low', '#d7b600'), themeColour('--cl-heat-mid', '#d18616'), themeColour('--cl-heat-high', '#e51400')]);
+      .range([
+        themeColour('--cl-heat-low', '#d7b600'),
+        themeColour('--cl-heat-mid', '#d18616'),
+        themeColour('--cl-heat-high', '#e51400'),
+      ]);
     const palette = Array.from({ length: HEAT_STEPS + 1 }, (_, i) => scale(i / HEAT_STEPS));
     const colour = (share: number): string => palette[Math.round(share * HEAT_STEPS)]!;
     const text = themeColour('--cl-flame-text', '#000000');
@@ -167,7 +193,9 @@ export class FlameView implements PanelView {
     if (e.key === 'ArrowUp') next = r.parent >= 0 ? r.parent : undefined;
     else if (e.key === 'ArrowDown') next = this.rects.findIndex((c) => c.parent === this.cursor);
     else if (e.key === 'ArrowLeft' || e.key === 'ArrowRight') {
-      const siblings = this.rects.map((c, i) => ({ c, i })).filter(({ c }) => c.parent === r.parent && c.depth === r.depth);
+      const siblings = this.rects
+        .map((c, i) => ({ c, i }))
+        .filter(({ c }) => c.parent === r.parent && c.depth === r.depth);
       const at = siblings.findIndex((s) => s.i === this.cursor);
       next = siblings[at + (e.key === 'ArrowRight' ? 1 : -1)]?.i;
     } else if (e.key === 'Enter') {

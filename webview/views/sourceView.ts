@@ -17,7 +17,12 @@ const CHUNK = 150;
  * instructions; the hottest line is scrolled into view, and a click opens the line in the editor.
  */
 export class SourceView implements PanelView {
-  readonly element = el('section', { class: 'view source-view', role: 'tabpanel', id: 'panel-source', 'aria-labelledby': 'tab-source' });
+  readonly element = el('section', {
+    class: 'view source-view',
+    role: 'tabpanel',
+    id: 'panel-source',
+    'aria-labelledby': 'tab-source',
+  });
   private readonly heading = el('h2', { class: 'source-heading' });
   private readonly note = el('p', { class: 'note', 'aria-live': 'polite' });
   private readonly list = el('ol', { class: 'source', 'aria-label': 'Annotated source lines' });
@@ -44,7 +49,8 @@ export class SourceView implements PanelView {
       const line = li ? this.shownLines.get(Number(li.dataset['line'])) : undefined;
       if (!li || !line || !this.profile) return;
       if (target.closest('button.expand')) this.toggle(li, line, this.profile);
-      else if (target.closest('.line-row')) this.ctx.post({ type: 'openLocation', path: this.shownPath, line: line.line });
+      else if (target.closest('.line-row'))
+        this.ctx.post({ type: 'openLocation', path: this.shownPath, line: line.line });
     });
   }
 
@@ -85,7 +91,8 @@ export class SourceView implements PanelView {
     const drawn = this.drawn;
     const f = drawn ? p.functions.find((x) => x.name === drawn.name) : undefined;
     const source = f?.location ? this.ctx.sourceText(f.location.path) : undefined;
-    if (!f?.location || f.location.path !== this.shownPath || source?.text === undefined || this.items.length === 0) return false;
+    if (!f?.location || f.location.path !== this.shownPath || source?.text === undefined || this.items.length === 0)
+      return false;
     const annotated = annotateSource(p, f.id, f.location.path, source.text);
     this.shownLines = new Map(annotated.lines.map((l) => [l.line, l]));
     this.note.textContent = this.noteText(p, f.location.path, annotated);
@@ -207,7 +214,10 @@ export class SourceView implements PanelView {
     li.className = `line heat-${level}`;
     const fill = li.querySelector('.bar > .fill');
     if (fill) fill.className = `fill heat-${level} w${Math.round(line.heat * 10)}`;
-    const value = line.value !== undefined ? `${formatNumber(line.value)}${annotated.total ? ` (${formatShare(line.value / annotated.total)})` : ''}` : '';
+    const value =
+      line.value !== undefined
+        ? `${formatNumber(line.value)}${annotated.total ? ` (${formatShare(line.value / annotated.total)})` : ''}`
+        : '';
     const shown = li.querySelector('.line-row > .value');
     if (shown && shown.textContent !== value) shown.textContent = value;
     li.setAttribute('aria-label', `line ${line.line}${value ? `, ${value} ${unitShort(p.unit)}` : ''}`);
@@ -257,7 +267,8 @@ export class SourceView implements PanelView {
       e.preventDefault();
     } else if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
       const expanded = li.querySelector('ul.instructions') !== null;
-      if (expanded === (e.key === 'ArrowLeft')) (li.querySelector('button.expand') as HTMLButtonElement | null)?.click();
+      if (expanded === (e.key === 'ArrowLeft'))
+        (li.querySelector('button.expand') as HTMLButtonElement | null)?.click();
       e.preventDefault();
     } else if (rovingFocus(this.items, li, e.key)) e.preventDefault();
   }

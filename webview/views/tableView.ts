@@ -1,7 +1,15 @@
 import type { Profile } from '../../core/profile/model';
 import { formatNumber, formatShare, unitShort } from '../../core/profile/units';
 import { el, labelled } from '../dom';
-import { filterRows, functionRows, lineRows, shareBasis, sortRows, type FunctionRow, type LineRow } from '../layout/table';
+import {
+  filterRows,
+  functionRows,
+  lineRows,
+  shareBasis,
+  sortRows,
+  type FunctionRow,
+  type LineRow,
+} from '../layout/table';
 import type { PanelContext, PanelView } from '../panelContext';
 
 interface Column<R> {
@@ -20,8 +28,17 @@ const num = (v: number | undefined): string => (v === undefined ? '' : formatNum
 
 /** The per-function and per-line table: sortable by any column, filterable, keyboard-navigable. */
 export class TableView implements PanelView {
-  readonly element = el('section', { class: 'view table-view', role: 'tabpanel', id: 'panel-table', 'aria-labelledby': 'tab-table' });
-  private readonly filter = el('input', { type: 'search', placeholder: 'filter: name, status:pruned …', 'aria-label': 'Filter rows' });
+  readonly element = el('section', {
+    class: 'view table-view',
+    role: 'tabpanel',
+    id: 'panel-table',
+    'aria-labelledby': 'tab-table',
+  });
+  private readonly filter = el('input', {
+    type: 'search',
+    placeholder: 'filter: name, status:pruned …',
+    'aria-label': 'Filter rows',
+  });
   private readonly which = el('select', { 'aria-label': 'Rows' });
   private readonly table = el('table', { class: 'grid' });
   private readonly note = el('p', { class: 'note', 'aria-live': 'polite' });
@@ -91,7 +108,8 @@ export class TableView implements PanelView {
 
   selectionChanged(fn: number | undefined): void {
     this.selectedFn = fn;
-    for (const tr of this.rowElements) tr.classList.toggle('selected', fn !== undefined && tr.dataset['fn'] === String(fn));
+    for (const tr of this.rowElements)
+      tr.classList.toggle('selected', fn !== undefined && tr.dataset['fn'] === String(fn));
   }
 
   shown(): void {
@@ -101,7 +119,10 @@ export class TableView implements PanelView {
   /** Sorts by `key` (a second click on the same column flips the direction). */
   sortBy(key: string): void {
     const s = this.ctx.state.tableSort;
-    this.ctx.state.tableSort = s.key === key ? { key, descending: !s.descending } : { key, descending: key !== 'name' && key !== 'path' && key !== 'function' };
+    this.ctx.state.tableSort =
+      s.key === key
+        ? { key, descending: !s.descending }
+        : { key, descending: key !== 'name' && key !== 'path' && key !== 'function' };
     this.ctx.saveState();
     this.render();
   }
@@ -114,7 +135,12 @@ export class TableView implements PanelView {
         { key: 'line', title: 'Line', numeric: true, text: (r) => String(r.line) },
         { key: 'function', title: 'Function', numeric: false, text: (r) => r.function },
         { key: 'self', title: `Self (${unit})`, numeric: true, text: (r) => num(r.self) },
-        { key: 'share', title: 'Share', numeric: true, text: (r) => (r.share !== undefined ? formatShare(r.share) : '') },
+        {
+          key: 'share',
+          title: 'Share',
+          numeric: true,
+          text: (r) => (r.share !== undefined ? formatShare(r.share) : ''),
+        },
         { key: 'bound', title: '±', numeric: false, text: (r) => r.bound },
       ] satisfies Column<LineRow>[];
     }
@@ -151,8 +177,16 @@ export class TableView implements PanelView {
     this.shownColumns = columns;
     const hr = el('tr');
     for (const c of columns) {
-      const th = el('th', { scope: 'col', 'aria-sort': c.key === sortKey ? (descending ? 'descending' : 'ascending') : 'none', class: c.numeric ? 'num' : '' });
-      const button = el('button', { type: 'button', class: 'sort' }, c.title + (c.key === sortKey ? (descending ? ' ▼' : ' ▲') : ''));
+      const th = el('th', {
+        scope: 'col',
+        'aria-sort': c.key === sortKey ? (descending ? 'descending' : 'ascending') : 'none',
+        class: c.numeric ? 'num' : '',
+      });
+      const button = el(
+        'button',
+        { type: 'button', class: 'sort' },
+        c.title + (c.key === sortKey ? (descending ? ' ▼' : ' ▲') : ''),
+      );
       button.addEventListener('click', () => this.sortBy(c.key));
       th.append(button);
       hr.append(th);
@@ -187,7 +221,11 @@ export class TableView implements PanelView {
     this.rowElements = [];
     for (let i = first; i < last; i++) {
       const r = this.rows[i]!;
-      const tr = el('tr', { tabindex: i === this.cursor ? '0' : '-1', 'data-index': String(i), 'aria-rowindex': String(i + 2) });
+      const tr = el('tr', {
+        tabindex: i === this.cursor ? '0' : '-1',
+        'data-index': String(i),
+        'aria-rowindex': String(i + 2),
+      });
       if ('id' in r) {
         tr.dataset['fn'] = String(r.id);
         if (r.id === this.selectedFn) tr.classList.add('selected');
@@ -196,7 +234,8 @@ export class TableView implements PanelView {
       this.rowElements.push(tr);
     }
     // No row in the tab order (the cursor's is not drawn): the first drawn one takes it.
-    if (this.rowElements.length > 0 && (this.cursor < first || this.cursor >= last)) this.rowElements[0]!.setAttribute('tabindex', '0');
+    if (this.rowElements.length > 0 && (this.cursor < first || this.cursor >= last))
+      this.rowElements[0]!.setAttribute('tabindex', '0');
     this.body.replaceChildren(...this.rowElements);
     this.above.setAttribute('height', String(first * height));
     this.below.setAttribute('height', String((this.rows.length - last) * height));
@@ -224,7 +263,14 @@ export class TableView implements PanelView {
     }
     const at = Number(tr.dataset['index']);
     const page = Math.max(1, Math.floor((this.scroller.clientHeight || 800) / (this.rowHeight || ROW_HEIGHT)) - 1);
-    const next = { ArrowDown: at + 1, ArrowUp: at - 1, Home: 0, End: this.rows.length - 1, PageDown: at + page, PageUp: at - page }[e.key];
+    const next = {
+      ArrowDown: at + 1,
+      ArrowUp: at - 1,
+      Home: 0,
+      End: this.rows.length - 1,
+      PageDown: at + page,
+      PageUp: at - page,
+    }[e.key];
     if (next === undefined) return;
     e.preventDefault();
     this.moveTo(Math.max(0, Math.min(this.rows.length - 1, next)));

@@ -1,4 +1,11 @@
-import { DecodeError, signExtend, u32, type DecodedInstruction, type InstructionCodec, type InstructionKind } from '../codec';
+import {
+  DecodeError,
+  signExtend,
+  u32,
+  type DecodedInstruction,
+  type InstructionCodec,
+  type InstructionKind,
+} from '../codec';
 
 /**
  * ARCv2 (ARC EM / ARC HS) decoder: length (16/32 bits plus a 32-bit long immediate), control
@@ -25,7 +32,24 @@ export const BLINK_REG = 31;
 export const AUX_LP_START = 0x02;
 export const AUX_LP_END = 0x03;
 
-export const conditionNames = ['', 'eq', 'ne', 'p', 'n', 'c', 'nc', 'v', 'nv', 'gt', 'ge', 'lt', 'le', 'hi', 'ls', 'pnz'] as const;
+export const conditionNames = [
+  '',
+  'eq',
+  'ne',
+  'p',
+  'n',
+  'c',
+  'nc',
+  'v',
+  'nv',
+  'gt',
+  'ge',
+  'lt',
+  'le',
+  'hi',
+  'ls',
+  'pnz',
+] as const;
 const condName = (q: number): string => conditionNames[q] ?? `cc${q}`;
 
 /** The 16-bit halfword at `offset` (little-endian). */
@@ -70,7 +94,14 @@ export const hRegister = (hw: number): number => ((hw >> 5) & 7) | ((hw & 3) << 
 export function bIsSource(f: ArcGeneralFields): boolean {
   if (f.op === 0x2f) return false; // SOP: `op b, c` (b is the destination); ZOP: b is a sub-opcode
   if (f.major !== 4) return true;
-  return !(f.op === 0x0a || f.op === 0x2a || f.op === 0x26 || (f.op >= 0x20 && f.op <= 0x25) || f.op === 0x28 || f.op === 0x29);
+  return !(
+    f.op === 0x0a ||
+    f.op === 0x2a ||
+    f.op === 0x26 ||
+    (f.op >= 0x20 && f.op <= 0x25) ||
+    f.op === 0x28 ||
+    f.op === 0x29
+  );
 }
 
 /**
@@ -132,8 +163,18 @@ export class ArcCodec implements InstructionCodec {
     const length = arcInstructionLength(bytes);
     if (bytes.length < length) throw new DecodeError(address, 'truncated long immediate');
     const pcl = (address & ~3) >>> 0;
-    const f = length === 2 || length === 6 ? decode16(half(bytes, 0), pcl) : decode32(arcWord(bytes), length === 8 ? arcWord(bytes, 4) : undefined, pcl);
-    const insn: DecodedInstruction = { address, length, bytes: bytes.slice(0, length), mnemonic: f.mnemonic, kind: f.kind, readsPc: f.readsPc ?? false };
+    const f =
+      length === 2 || length === 6
+        ? decode16(half(bytes, 0), pcl)
+        : decode32(arcWord(bytes), length === 8 ? arcWord(bytes, 4) : undefined, pcl);
+    const insn: DecodedInstruction = {
+      address,
+      length,
+      bytes: bytes.slice(0, length),
+      mnemonic: f.mnemonic,
+      kind: f.kind,
+      readsPc: f.readsPc ?? false,
+    };
     if (f.target !== undefined) insn.target = u32(f.target);
     if (f.delaySlot) insn.delaySlot = true;
     return insn;
@@ -149,7 +190,8 @@ export const arcOffsets = {
   /** BLcc s21: s[10:2] in bits 26:18 (word aligned). */
   blcc: (w: number): number => signExtend((((w >> 6) & 0x3ff) << 11) | (((w >> 18) & 0x1ff) << 2), 21),
   /** BL s25: as BLcc plus s[24:21] in bits 3:0. */
-  bl: (w: number): number => signExtend(((w & 0xf) << 21) | (((w >> 6) & 0x3ff) << 11) | (((w >> 18) & 0x1ff) << 2), 25),
+  bl: (w: number): number =>
+    signExtend(((w & 0xf) << 21) | (((w >> 6) & 0x3ff) << 11) | (((w >> 18) & 0x1ff) << 2), 25),
   /** BRcc/BBIT s9: s[7:1] in bits 23:17, s[8] in bit 15. */
   brcc: (w: number): number => signExtend((((w >> 15) & 1) << 8) | (((w >> 17) & 0x7f) << 1), 9),
   /** LD/ST s9: s[7:0] in bits 23:16, s[8] in bit 15. */
@@ -166,15 +208,28 @@ function decode32(w: number, limm: number | undefined, pcl: number): Fields {
   const delay = (w & 0x20) !== 0; // N bit of B/BL/BRcc
   switch (f.major) {
     case 0: {
-      if (w & 0x10000) return { mnemonic: 'b', kind: 'branch', readsPc: true, target: pcl + arcOffsets.b(w), delaySlot: delay };
+      if (w & 0x10000)
+        return { mnemonic: 'b', kind: 'branch', readsPc: true, target: pcl + arcOffsets.b(w), delaySlot: delay };
       const q = w & 0x1f;
-      return { mnemonic: `b${condName(q)}`, kind: q === 0 ? 'branch' : 'condBranch', readsPc: true, target: pcl + arcOffsets.bcc(w), delaySlot: delay };
+      return {
+        mnemonic: `b${condName(q)}`,
+        kind: q === 0 ? 'branch' : 'condBranch',
+        readsPc: true,
+        target: pcl + arcOffsets.bcc(w),
+        delaySlot: delay,
+      };
     }
     case 1: {
       if ((w & 0x10000) === 0) {
         const uncond = (w & 0x20000) !== 0;
         const q = uncond ? 0 : w & 0x1f;
-        return { mnemonic: `bl${condName(q)}`, kind: 'call', readsPc: true, target: pcl + (uncond ? arcOffsets.bl(w) : arcOffsets.blcc(w)), delaySlot: delay };
+        return {
+          mnemonic: `bl${condName(q)}`,
+          kind: 'call',
+          readsPc: true,
+          target: pcl + (uncond ? arcOffsets.bl(w) : arcOffsets.blcc(w)),
+          delaySlot: delay,
+        };
       }
       const name = brccNames[w & 7]!;
       return { mnemonic: name, kind: 'condBranch', readsPc: true, target: pcl + arcOffsets.brcc(w), delaySlot: delay };
@@ -187,7 +242,12 @@ function decode32(w: number, limm: number | undefined, pcl: number): Fields {
     }
     case 3: {
       const readsPc = f.b === PCL_REG || ((w & 1) === 0 && f.c === PCL_REG);
-      return { mnemonic: 'st', kind: 'plain', readsPc, ...(f.b === PCL_REG && ((w >> 3) & 3) === 0 ? { target: pcl + arcOffsets.s9(w) } : {}) };
+      return {
+        mnemonic: 'st',
+        kind: 'plain',
+        readsPc,
+        ...(f.b === PCL_REG && ((w >> 3) & 3) === 0 ? { target: pcl + arcOffsets.s9(w) } : {}),
+      };
     }
     default:
       return decodeGeneral(w, f, limm, pcl);
@@ -236,10 +296,20 @@ function decodeGeneral(w: number, f: ArcGeneralFields, limm: number | undefined,
         if (f.b === PCL_REG && !cReg) {
           // ADD/SUB a, pcl, u6|s12 (and b, pcl, ... forms): the `add rx, pcl, @sym@pcl` idiom.
           const imm = f.p === 2 ? arcOffsets.s12(w) : f.c;
-          return { mnemonic: f.op === 0 ? 'add' : 'sub', kind: 'plain', readsPc: true, target: pcl + (f.op === 0 ? imm : -imm) };
+          return {
+            mnemonic: f.op === 0 ? 'add' : 'sub',
+            kind: 'plain',
+            readsPc: true,
+            target: pcl + (f.op === 0 ? imm : -imm),
+          };
         }
         if (f.b === PCL_REG && f.c === LIMM_REG && limm !== undefined) {
-          return { mnemonic: f.op === 0 ? 'add' : 'sub', kind: 'plain', readsPc: true, target: pcl + (f.op === 0 ? limm : -limm) };
+          return {
+            mnemonic: f.op === 0 ? 'add' : 'sub',
+            kind: 'plain',
+            readsPc: true,
+            target: pcl + (f.op === 0 ? limm : -limm),
+          };
         }
         break;
       default:
@@ -297,7 +367,9 @@ function decode16(hw: number, pcl: number): Fields {
       // JLI_S u10 calls through the JLI table (absolute addresses). EI_S u10 executes an instruction
       // from the EI table in place of itself, so whatever that instruction does relative to the PC
       // happens relative to the EI_S: treat it as PC-reading.
-      return hw & 0x400 ? { mnemonic: 'ei_s', kind: 'system', readsPc: true } : { mnemonic: 'jli_s', kind: 'indirectCall' };
+      return hw & 0x400
+        ? { mnemonic: 'ei_s', kind: 'system', readsPc: true }
+        : { mnemonic: 'jli_s', kind: 'indirectCall' };
     case 0x0f:
       return decodeGeneral16(hw);
     case 0x18: {
@@ -311,15 +383,30 @@ function decode16(hw: number, pcl: number): Fields {
     case 0x1a: // LD_S b, [PCL, u10]: u10 = u8 * 4
       return { mnemonic: 'ld_s', kind: 'plain', readsPc: true, target: pcl + ((hw & 0xff) << 2) };
     case 0x1d: // BREQ_S / BRNE_S b, 0, s8
-      return { mnemonic: hw & 0x80 ? 'brne_s' : 'breq_s', kind: 'condBranch', readsPc: true, target: pcl + signExtend((hw & 0x7f) << 1, 8) };
+      return {
+        mnemonic: hw & 0x80 ? 'brne_s' : 'breq_s',
+        kind: 'condBranch',
+        readsPc: true,
+        target: pcl + signExtend((hw & 0x7f) << 1, 8),
+      };
     case 0x1e: {
       const sel = (hw >> 9) & 3;
       if (sel === 3) {
         // Bcc_S s7 with a 3-bit condition in bits 8:6
-        return { mnemonic: bccSNames[(hw >> 6) & 7]!, kind: 'condBranch', readsPc: true, target: pcl + signExtend((hw & 0x3f) << 1, 7) };
+        return {
+          mnemonic: bccSNames[(hw >> 6) & 7]!,
+          kind: 'condBranch',
+          readsPc: true,
+          target: pcl + signExtend((hw & 0x3f) << 1, 7),
+        };
       }
       const target = pcl + signExtend((hw & 0x1ff) << 1, 10);
-      return { mnemonic: ['b_s', 'beq_s', 'bne_s'][sel]!, kind: sel === 0 ? 'branch' : 'condBranch', readsPc: true, target };
+      return {
+        mnemonic: ['b_s', 'beq_s', 'bne_s'][sel]!,
+        kind: sel === 0 ? 'branch' : 'condBranch',
+        readsPc: true,
+        target,
+      };
     }
     case 0x1f: // BL_S s13 (word aligned)
       return { mnemonic: 'bl_s', kind: 'call', readsPc: true, target: pcl + signExtend((hw & 0x7ff) << 2, 13) };
@@ -375,7 +462,9 @@ function decodeGeneral16(hw: number): Fields {
  * instruction of a body (the one ending at `end`) must never be moved: the jump back from a
  * trampoline would land on LP_END itself and the loop would silently stop.
  */
-export function arcLoopBodies(instructions: readonly DecodedInstruction[]): { lp: number; start: number; end: number }[] {
+export function arcLoopBodies(
+  instructions: readonly DecodedInstruction[],
+): { lp: number; start: number; end: number }[] {
   return instructions
     .filter((i) => i.kind === 'loop' && i.mnemonic.startsWith('lp') && i.target !== undefined)
     .map((i) => ({ lp: i.address, start: i.address + i.length, end: i.target! }));

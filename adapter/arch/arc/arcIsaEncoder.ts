@@ -38,7 +38,17 @@ const core = (r: number, what: string): number => {
 
 /** The general format with fields placed; `a` doubles as the s12 high bits / condition. */
 export function generalWord(op: number, p: number, b: number, c: number, a: number, major = 4, flags = false): number {
-  return ((major << 27) | ((b & 7) << 24) | (p << 22) | (op << 16) | (flags ? 0x8000 : 0) | ((b >> 3) << 12) | ((c & 0x3f) << 6) | (a & 0x3f)) >>> 0;
+  return (
+    ((major << 27) |
+      ((b & 7) << 24) |
+      (p << 22) |
+      (op << 16) |
+      (flags ? 0x8000 : 0) |
+      ((b >> 3) << 12) |
+      ((c & 0x3f) << 6) |
+      (a & 0x3f)) >>>
+    0
+  );
 }
 
 const withLimm = (w: number, limm: number): Uint8Array => concatBytes([arcWordBytes(w), arcWordBytes(limm >>> 0)]);
@@ -74,7 +84,8 @@ export function encodeSr(value: ArcRegister | { imm: number }, aux: number): Uin
     return o.limm === undefined ? arcWordBytes(w) : withLimm(w, o.limm);
   }
   // Only one limm per instruction: an immediate value needs the aux number in u6/s12.
-  if (o.limm !== undefined) throw new RangeError(`SR of an immediate: aux register 0x${aux.toString(16)} needs a limm too`);
+  if (o.limm !== undefined)
+    throw new RangeError(`SR of an immediate: aux register 0x${aux.toString(16)} needs a limm too`);
   return withLimm(generalWord(0x2b, o.p, LIMM_REG, o.c, o.a), value.imm);
 }
 
@@ -112,7 +123,9 @@ const pclOffset = (from: number, to: number): number => to - ((from & ~3) >>> 0)
 export function encodeB(from: number, to: number, delay = false): Uint8Array {
   const off = pclOffset(from, to);
   check(off, fitsSigned(off, 25) && off % 2 === 0, `B offset 0x${from.toString(16)} -> 0x${to.toString(16)}`);
-  return arcWordBytes((((off >> 1) & 0x3ff) << 17) | 0x10000 | (((off >> 11) & 0x3ff) << 6) | (delay ? 0x20 : 0) | ((off >> 21) & 0xf));
+  return arcWordBytes(
+    (((off >> 1) & 0x3ff) << 17) | 0x10000 | (((off >> 11) & 0x3ff) << 6) | (delay ? 0x20 : 0) | ((off >> 21) & 0xf),
+  );
 }
 
 /** Bcc s21 (major 0, bit 16 = 0): +/-1 MiB; cond is the 5-bit ARC condition (1 = eq ...). */
@@ -127,7 +140,14 @@ export function encodeBcc(cond: number, from: number, to: number, delay = false)
 export function encodeBl(from: number, to: number, delay = false): Uint8Array {
   const off = pclOffset(from, to);
   check(off, fitsSigned(off, 25) && off % 4 === 0, `BL offset 0x${from.toString(16)} -> 0x${to.toString(16)}`);
-  return arcWordBytes((1 << 27) | (((off >> 2) & 0x1ff) << 18) | 0x20000 | (((off >> 11) & 0x3ff) << 6) | (delay ? 0x20 : 0) | ((off >> 21) & 0xf));
+  return arcWordBytes(
+    (1 << 27) |
+      (((off >> 2) & 0x1ff) << 18) |
+      0x20000 |
+      (((off >> 11) & 0x3ff) << 6) |
+      (delay ? 0x20 : 0) |
+      ((off >> 21) & 0xf),
+  );
 }
 
 /** BLcc s21 (major 1, bits 17:16 = 00): +/-1 MiB, 32-bit aligned targets. */
@@ -135,7 +155,9 @@ export function encodeBlcc(cond: number, from: number, to: number, delay = false
   check(cond, cond >= 0 && cond < 32, 'condition');
   const off = pclOffset(from, to);
   check(off, fitsSigned(off, 21) && off % 4 === 0, `BLcc offset 0x${from.toString(16)} -> 0x${to.toString(16)}`);
-  return arcWordBytes((1 << 27) | (((off >> 2) & 0x1ff) << 18) | (((off >> 11) & 0x3ff) << 6) | (delay ? 0x20 : 0) | cond);
+  return arcWordBytes(
+    (1 << 27) | (((off >> 2) & 0x1ff) << 18) | (((off >> 11) & 0x3ff) << 6) | (delay ? 0x20 : 0) | cond,
+  );
 }
 
 /**
@@ -207,7 +229,13 @@ export type ArcAddressMode = '' | 'aw' | 'ab' | 'as';
 const aaBits: Record<ArcAddressMode, number> = { '': 0, aw: 1, ab: 2, as: 3 };
 
 /** LD<zz><.aa> a, [b, s9] (major 2). With b = 62 the address is a limm: `ld a, [limm]`. */
-export function encodeLd(rd: ArcRegister, base: ArcRegister | { limm: number }, offset = 0, size: ArcSize = 'word', mode: ArcAddressMode = ''): Uint8Array {
+export function encodeLd(
+  rd: ArcRegister,
+  base: ArcRegister | { limm: number },
+  offset = 0,
+  size: ArcSize = 'word',
+  mode: ArcAddressMode = '',
+): Uint8Array {
   check(offset, fitsSigned(offset, 9), 'LD offset');
   const b = typeof base === 'number' ? core(base, 'LD') : LIMM_REG;
   const w =
@@ -224,7 +252,13 @@ export function encodeLd(rd: ArcRegister, base: ArcRegister | { limm: number }, 
 }
 
 /** ST<zz><.aa> c, [b, s9] (major 3). `st.aw r, [sp, -4]` pushes; b = 62 stores to `[limm]`. */
-export function encodeSt(rs: ArcRegister, base: ArcRegister | { limm: number }, offset = 0, size: ArcSize = 'word', mode: ArcAddressMode = ''): Uint8Array {
+export function encodeSt(
+  rs: ArcRegister,
+  base: ArcRegister | { limm: number },
+  offset = 0,
+  size: ArcSize = 'word',
+  mode: ArcAddressMode = '',
+): Uint8Array {
   check(offset, fitsSigned(offset, 9), 'ST offset');
   const b = typeof base === 'number' ? core(base, 'ST') : LIMM_REG;
   const w =

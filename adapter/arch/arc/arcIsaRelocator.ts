@@ -54,7 +54,11 @@ export class ArcRelocator implements InstructionRelocator {
       }
       if (insn.delaySlot) {
         if (!next)
-          return refuse(insn, 'unsplittable', 'its delay-slot instruction lies outside the relocated range; patch before the branch or after its slot');
+          return refuse(
+            insn,
+            'unsplittable',
+            'its delay-slot instruction lies outside the relocated range; patch before the branch or after its slot',
+          );
         if (next.readsPc || next.delaySlot || (next.kind !== 'plain' && next.kind !== 'system')) {
           return refuse(next, 'unsplittable', 'a delay slot must hold a plain, position-independent instruction');
         }
@@ -78,28 +82,48 @@ export class ArcRelocator implements InstructionRelocator {
   private one(insn: DecodedInstruction, at: number, options: RelocationOptions | undefined): Relocation {
     const ok = (bytes: Uint8Array): Relocation => ({ ok: true, bytes, fallsThrough: true, notes: [] });
     if (!insn.readsPc) return ok(insn.bytes);
-    if (insn.kind === 'loop') return refuse(insn, 'loop', 'sets up a zero-overhead loop (LP_START/LP_END are absolute); patch outside the loop');
-    if (insn.kind === 'tableBranch') return refuse(insn, 'tableBranch', 'branches into the table that follows it; patch outside the switch');
+    if (insn.kind === 'loop')
+      return refuse(
+        insn,
+        'loop',
+        'sets up a zero-overhead loop (LP_START/LP_END are absolute); patch outside the loop',
+      );
+    if (insn.kind === 'tableBranch')
+      return refuse(insn, 'tableBranch', 'branches into the table that follows it; patch outside the switch');
     const target = insn.target;
     if ((insn.kind === 'branch' || insn.kind === 'condBranch' || insn.kind === 'call') && target !== undefined) {
-      if (landsInsidePatch(target, options)) return refuse(insn, 'branchIntoPatch', `its target 0x${target.toString(16)} lies inside the patched bytes`);
+      if (landsInsidePatch(target, options))
+        return refuse(insn, 'branchIntoPatch', `its target 0x${target.toString(16)} lies inside the patched bytes`);
       return ok(this.branch(insn, at, target, false));
     }
-    if (insn.mnemonic === 'ei_s') return refuse(insn, 'pcOperand', 'executes an EI-table instruction as if at its own address; patch elsewhere');
+    if (insn.mnemonic === 'ei_s')
+      return refuse(insn, 'pcOperand', 'executes an EI-table instruction as if at its own address; patch elsewhere');
     const rewritten = pclOperandRewrite(insn);
-    return rewritten ? ok(rewritten) : refuse(insn, 'pcOperand', 'reads PCL in a form that is not rewritten; patch elsewhere');
+    return rewritten
+      ? ok(rewritten)
+      : refuse(insn, 'pcOperand', 'reads PCL in a form that is not rewritten; patch elsewhere');
   }
 
   /** A branch and its delay-slot instruction. */
-  private delayed(insn: DecodedInstruction, slot: DecodedInstruction, at: number, options: RelocationOptions | undefined): Relocation {
+  private delayed(
+    insn: DecodedInstruction,
+    slot: DecodedInstruction,
+    at: number,
+    options: RelocationOptions | undefined,
+  ): Relocation {
     const ok = (bytes: Uint8Array): Relocation => ({ ok: true, bytes, fallsThrough: true, notes: [] });
     if (!insn.readsPc) return ok(concatBytes([insn.bytes, slot.bytes])); // J.D [reg], JL.D [reg], J_S.D [blink]
     const target = insn.target!;
-    if (landsInsidePatch(target, options)) return refuse(insn, 'branchIntoPatch', `its target 0x${target.toString(16)} lies inside the patched bytes`);
+    if (landsInsidePatch(target, options))
+      return refuse(insn, 'branchIntoPatch', `its target 0x${target.toString(16)} lies inside the patched bytes`);
     const inRange = this.branch(insn, at, target, true);
     if (inRange.length > 0) return ok(concatBytes([inRange, slot.bytes]));
     if (insn.kind === 'condBranch' || conditionOf(insn) !== 0) {
-      return refuse(insn, 'outOfRange', `a conditional branch with a delay slot cannot reach 0x${target.toString(16)} from 0x${at.toString(16)}`);
+      return refuse(
+        insn,
+        'outOfRange',
+        `a conditional branch with a delay slot cannot reach 0x${target.toString(16)} from 0x${at.toString(16)}`,
+      );
     }
     // Unconditional: the slot instruction ran before the transfer anyway.
     return ok(concatBytes([slot.bytes, this.branch(insn, at + slot.length, target, false)]));
@@ -117,10 +141,12 @@ export class ArcRelocator implements InstructionRelocator {
     const cond = conditionOf(insn);
     const link = insn.kind === 'call';
     if (link) {
-      if (target % 4 === 0 && fitsSigned(fromPcl, cond === 0 ? 25 : 21)) return cond === 0 ? encodeBl(at, target, delay) : encodeBlcc(cond, at, target, delay);
+      if (target % 4 === 0 && fitsSigned(fromPcl, cond === 0 ? 25 : 21))
+        return cond === 0 ? encodeBl(at, target, delay) : encodeBlcc(cond, at, target, delay);
       return keepDelay ? new Uint8Array(0) : encodeJl(target, cond);
     }
-    if (fitsSigned(fromPcl, cond === 0 ? 25 : 21)) return cond === 0 ? encodeB(at, target, delay) : encodeBcc(cond, at, target, delay);
+    if (fitsSigned(fromPcl, cond === 0 ? 25 : 21))
+      return cond === 0 ? encodeB(at, target, delay) : encodeBcc(cond, at, target, delay);
     return keepDelay ? new Uint8Array(0) : encodeJ(target, cond);
   }
 }
@@ -189,7 +215,8 @@ function pclOperandRewrite(insn: DecodedInstruction): Uint8Array | undefined {
   const major = hw >> 11;
   if (insn.length === 2 || insn.length === 6) {
     // LD_S b, [pcl, u10] -> LD b, [limm]
-    if (major === 0x1a && insn.target !== undefined) return encodeLd(compactRegister((hw >> 8) & 7), { limm: insn.target });
+    if (major === 0x1a && insn.target !== undefined)
+      return encodeLd(compactRegister((hw >> 8) & 7), { limm: insn.target });
     return undefined;
   }
   const w = arcWord(insn.bytes);

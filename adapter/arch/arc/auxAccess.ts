@@ -81,7 +81,11 @@ export class MonitorAuxAccess implements AuxRegisterAccess {
   }
 
   async write(aux: number, value: number): Promise<void> {
-    const out = await this.run(`arc jtag set-aux-reg 0x${aux.toString(16)} 0x${(value >>> 0).toString(16)}`, aux, 'write');
+    const out = await this.run(
+      `arc jtag set-aux-reg 0x${aux.toString(16)} 0x${(value >>> 0).toString(16)}`,
+      aux,
+      'write',
+    );
     if (out.trim() !== '') {
       throw new CycleLensError(
         ErrorCode.CounterUnavailable,
@@ -154,7 +158,11 @@ export class RegisterAuxAccess implements AuxRegisterAccess {
   }
 
   private viaFallback(aux: number): AuxRegisterAccess {
-    if (!this.fallback) throw new CycleLensError(ErrorCode.CounterUnavailable, `The target description has no register for ${auxName(aux)}.`);
+    if (!this.fallback)
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `The target description has no register for ${auxName(aux)}.`,
+      );
     return this.fallback;
   }
 }

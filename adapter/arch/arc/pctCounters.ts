@@ -135,7 +135,8 @@ export class ArcPctUnit implements CounterUnit {
     const ccBuild = await this.aux.read(PctAux.CC_BUILD);
     const build = decodePctBuild(pctBuild, ccBuild);
     if (build.counters === 0) return this.absent('PCT_BUILD reports a PCT with 0 counters.');
-    if (build.conditions === 0) return this.absent('The PCT has counters but CC_BUILD reports no countable conditions.');
+    if (build.conditions === 0)
+      return this.absent('The PCT has counters but CC_BUILD reports no countable conditions.');
     this.build = build;
 
     const savedCcIndex = await this.aux.read(PctAux.CC_INDEX);
@@ -191,7 +192,8 @@ export class ArcPctUnit implements CounterUnit {
     this.requireSlot(slot, build);
     const condition = this.lookup(eventId);
     await this.aux.write(PctAux.PCT_INDEX, slot);
-    if (!this.saved.has(slot)) this.saved.set(slot, { config: await this.aux.read(PctAux.PCT_CONFIG), count: await this.snapshot() });
+    if (!this.saved.has(slot))
+      this.saved.set(slot, { config: await this.aux.read(PctAux.PCT_CONFIG), count: await this.snapshot() });
     await this.aux.write(PctAux.PCT_CONFIG, 0);
     await this.aux.write(PctAux.PCT_COUNTL, 0);
     await this.aux.write(PctAux.PCT_COUNTH, 0);
@@ -241,7 +243,13 @@ export class ArcPctUnit implements CounterUnit {
         s.wrapped = true;
       }
       s.lastRaw = raw;
-      const reading: CounterReading = { unit: this.unit, slot: n, event: s.condition.event.id, value: s.extension + raw, reliable: true };
+      const reading: CounterReading = {
+        unit: this.unit,
+        slot: n,
+        event: s.condition.event.id,
+        value: s.extension + raw,
+        reliable: true,
+      };
       // A 48-bit counter needs days at GHz rates to wrap; a 32-bit one wraps in seconds, and two
       // wraps between reads look like one.
       if (s.wrapped && build.width < 48) {
@@ -276,7 +284,10 @@ export class ArcPctUnit implements CounterUnit {
       const control = this.savedControl;
       await attempt(async () => {
         const now = await this.aux.read(PctAux.PCT_CONTROL);
-        await this.aux.write(PctAux.PCT_CONTROL, ((now & ~(CONTROL_ENABLE | CONTROL_CLEAR | CONTROL_SNAPSHOT)) | (control & CONTROL_ENABLE)) >>> 0);
+        await this.aux.write(
+          PctAux.PCT_CONTROL,
+          ((now & ~(CONTROL_ENABLE | CONTROL_CLEAR | CONTROL_SNAPSHOT)) | (control & CONTROL_ENABLE)) >>> 0,
+        );
       });
     }
     if (this.savedIndex !== undefined) {
@@ -287,7 +298,10 @@ export class ArcPctUnit implements CounterUnit {
     this.saved.clear();
     this.savedControl = undefined;
     if (errors.length > 0) {
-      throw new CycleLensError(ErrorCode.CounterUnavailable, `Could not restore the ARC PCT completely: ${errors.map(errorMessage).join('; ')}`);
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `Could not restore the ARC PCT completely: ${errors.map(errorMessage).join('; ')}`,
+      );
     }
   }
 
@@ -308,7 +322,10 @@ export class ArcPctUnit implements CounterUnit {
     const control = await this.aux.read(PctAux.PCT_CONTROL);
     if (this.savedControl === undefined) this.savedControl = control;
     if ((control & CONTROL_ENABLE) === 0) {
-      await this.aux.write(PctAux.PCT_CONTROL, ((control & ~(CONTROL_CLEAR | CONTROL_SNAPSHOT)) | CONTROL_ENABLE) >>> 0);
+      await this.aux.write(
+        PctAux.PCT_CONTROL,
+        ((control & ~(CONTROL_CLEAR | CONTROL_SNAPSHOT)) | CONTROL_ENABLE) >>> 0,
+      );
     }
   }
 
@@ -347,10 +364,16 @@ export class ArcPctUnit implements CounterUnit {
 
   private lookup(eventId: string): Condition {
     const alias = genericAliases[eventId];
-    const found = this.byId.get(eventId) ?? this.byId.get(`arc.${eventId}`) ?? (alias !== undefined ? this.byId.get(`arc.${alias}`) : undefined);
+    const found =
+      this.byId.get(eventId) ??
+      this.byId.get(`arc.${eventId}`) ??
+      (alias !== undefined ? this.byId.get(`arc.${alias}`) : undefined);
     if (found) return found;
     const available = this.conditions.map((c) => c.event.id).join(', ');
-    throw new CycleLensError(ErrorCode.UnknownEvent, `This ARC core cannot count '${eventId}'. Its countable conditions are: ${available}.`);
+    throw new CycleLensError(
+      ErrorCode.UnknownEvent,
+      `This ARC core cannot count '${eventId}'. Its countable conditions are: ${available}.`,
+    );
   }
 
   private configured(slots: number[]): Array<[number, SlotState]> {
@@ -358,7 +381,8 @@ export class ArcPctUnit implements CounterUnit {
     return slots.map((n) => {
       this.requireSlot(n, build);
       const s = this.slots.get(n);
-      if (!s) throw new CycleLensError(ErrorCode.CounterUnavailable, `ARC PCT slot ${n} has no event: configure it first.`);
+      if (!s)
+        throw new CycleLensError(ErrorCode.CounterUnavailable, `ARC PCT slot ${n} has no event: configure it first.`);
       return [n, s];
     });
   }

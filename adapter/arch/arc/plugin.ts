@@ -19,12 +19,21 @@ export const arcPlugin: ArchPlugin = {
   },
   createCounterUnits: (access) => [new ArcPctUnit(new DeferredAuxAccess(access))],
   injection: {
-    unsupported: 'Injected measurements are not available on ARC yet: use breakpoint-bounded measurements (Measure Selected Lines) with the PCT counters.',
+    unsupported:
+      'Injected measurements are not available on ARC yet: use breakpoint-bounded measurements (Measure Selected Lines) with the PCT counters.',
   },
-  callGraph: { unsupported: 'there is no static disassembly for ARC yet, so there is no call graph (Cortex-M and RV32 are supported)' },
-  qemu: { unsupported: 'QEMU has no ARC target. Use `"server": { "type": "remote", "address": "host:port" }` with nSIM\'s or a board\'s gdbserver instead.' },
+  callGraph: {
+    unsupported:
+      'there is no static disassembly for ARC yet, so there is no call graph (Cortex-M and RV32 are supported)',
+  },
+  qemu: {
+    unsupported:
+      'QEMU has no ARC target. Use `"server": { "type": "remote", "address": "host:port" }` with nSIM\'s or a board\'s gdbserver instead.',
+  },
   defaultGdb: 'arc-elf32-gdb',
-  lldb: { unsupported: 'LLDB has no ARC target: use `"debugger": "gdb"` (with arc-elf32-gdb) in the launch configuration.' },
+  lldb: {
+    unsupported: 'LLDB has no ARC target: use `"debugger": "gdb"` (with arc-elf32-gdb) in the launch configuration.',
+  },
   sampling: {},
   defaultMemoryKind: () => undefined,
 };

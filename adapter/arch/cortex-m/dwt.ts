@@ -53,7 +53,11 @@ const counterDefs: readonly DwtCounterDef[] = [
     address: 0xe0001008,
     width: 8,
     enable: 1 << 17,
-    event: { id: 'dwt.cpi', name: 'CPI cycles', description: 'Extra cycles of multi-cycle instructions beyond the first, excluding load/store (DWT_CPICNT).' },
+    event: {
+      id: 'dwt.cpi',
+      name: 'CPI cycles',
+      description: 'Extra cycles of multi-cycle instructions beyond the first, excluding load/store (DWT_CPICNT).',
+    },
   },
   {
     index: 2,
@@ -61,7 +65,11 @@ const counterDefs: readonly DwtCounterDef[] = [
     address: 0xe000100c,
     width: 8,
     enable: 1 << 18,
-    event: { id: 'dwt.exc', name: 'exception overhead cycles', description: 'Cycles spent in exception entry and return (DWT_EXCCNT).' },
+    event: {
+      id: 'dwt.exc',
+      name: 'exception overhead cycles',
+      description: 'Cycles spent in exception entry and return (DWT_EXCCNT).',
+    },
   },
   {
     index: 3,
@@ -77,7 +85,11 @@ const counterDefs: readonly DwtCounterDef[] = [
     address: 0xe0001014,
     width: 8,
     enable: 1 << 20,
-    event: { id: 'dwt.lsu', name: 'load/store cycles', description: 'Extra cycles of load/store instructions beyond the first (DWT_LSUCNT).' },
+    event: {
+      id: 'dwt.lsu',
+      name: 'load/store cycles',
+      description: 'Extra cycles of load/store instructions beyond the first (DWT_LSUCNT).',
+    },
   },
   {
     index: 5,
@@ -85,7 +97,11 @@ const counterDefs: readonly DwtCounterDef[] = [
     address: 0xe0001018,
     width: 8,
     enable: 1 << 21,
-    event: { id: 'dwt.fold', name: 'folded instructions', description: 'Instructions that executed in zero cycles (DWT_FOLDCNT).' },
+    event: {
+      id: 'dwt.fold',
+      name: 'folded instructions',
+      description: 'Instructions that executed in zero cycles (DWT_FOLDCNT).',
+    },
   },
 ];
 
@@ -181,17 +197,26 @@ export class DwtCounters implements CounterUnit {
     }
     this.present = this.slots.size > 0;
     if (!this.present) {
-      this.note = 'This DWT has no cycle or profiling counters (NOCYCCNT/NOPRFCNT, or an ARMv6-M DWT). Use SysTick as the cycle source.';
+      this.note =
+        'This DWT has no cycle or profiling counters (NOCYCCNT/NOPRFCNT, or an ARMv6-M DWT). Use SysTick as the cycle source.';
       await this.trace.restore();
     } else if (!this.slots.has(0)) {
-      this.note = 'No CYCCNT: the 8-bit counters are bounded by SysTick when it runs, else every reading of them is unreliable.';
+      this.note =
+        'No CYCCNT: the 8-bit counters are bounded by SysTick when it runs, else every reading of them is unreliable.';
     }
     return this.info();
   }
 
   info(): CounterUnitInfo {
-    if (!this.discovered) return { unit: unitName, present: false, note: 'Not discovered yet.', slots: [], resolution: 1 };
-    return { unit: unitName, present: this.present, note: this.note, slots: [...this.slots.values()].map((s) => this.slotInfo(s)), resolution: 1 };
+    if (!this.discovered)
+      return { unit: unitName, present: false, note: 'Not discovered yet.', slots: [], resolution: 1 };
+    return {
+      unit: unitName,
+      present: this.present,
+      note: this.note,
+      slots: [...this.slots.values()].map((s) => this.slotInfo(s)),
+      resolution: 1,
+    };
   }
 
   events(): CounterEvent[] {
@@ -207,7 +232,10 @@ export class DwtCounters implements CounterUnit {
         : `The DWT counts only ${this.events()
             .map((e) => `'${e.id}'`)
             .join(', ')}.`;
-      throw new CycleLensError(ErrorCode.UnknownEvent, `DWT slot ${slot} (${s.def.name}) counts only '${s.def.event.id}'. ${where}`);
+      throw new CycleLensError(
+        ErrorCode.UnknownEvent,
+        `DWT slot ${slot} (${s.def.name}) counts only '${s.def.event.id}'. ${where}`,
+      );
     }
     if (s.running) await this.stop([slot]);
     s.configured = true;
@@ -247,7 +275,14 @@ export class DwtCounters implements CounterUnit {
     await this.sample();
     return [...this.slots.values()]
       .filter((s) => s.configured)
-      .map((s) => ({ unit: unitName, slot: s.def.index, event: s.def.event.id, value: s.acc, reliable: s.unreliable === undefined, note: s.unreliable }));
+      .map((s) => ({
+        unit: unitName,
+        slot: s.def.index,
+        event: s.def.event.id,
+        value: s.acc,
+        reliable: s.unreliable === undefined,
+        note: s.unreliable,
+      }));
   }
 
   async release(): Promise<void> {
@@ -282,16 +317,26 @@ export class DwtCounters implements CounterUnit {
   private requireSlot(slot: number): Slot {
     const s = this.slots.get(slot);
     if (s) return s;
-    if (!this.present) throw new CycleLensError(ErrorCode.CounterUnavailable, `The DWT is not available: ${this.note ?? 'run discover() first.'}`);
+    if (!this.present)
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `The DWT is not available: ${this.note ?? 'run discover() first.'}`,
+      );
     const list = [...this.slots.values()].map((o) => `${o.def.index} (${o.def.name})`).join(', ');
-    throw new CycleLensError(ErrorCode.CounterUnavailable, `DWT slot ${slot} does not exist on this core. Its slots are ${list}: use one of those.`);
+    throw new CycleLensError(
+      ErrorCode.CounterUnavailable,
+      `DWT slot ${slot} does not exist on this core. Its slots are ${list}: use one of those.`,
+    );
   }
 
   private configuredSlots(slots: number[], what: string): Slot[] {
     return slots.map((n) => {
       const s = this.requireSlot(n);
       if (!s.configured)
-        throw new CycleLensError(ErrorCode.CounterUnavailable, `Cannot ${what} DWT ${s.def.name} (slot ${n}): configure it with '${s.def.event.id}' first.`);
+        throw new CycleLensError(
+          ErrorCode.CounterUnavailable,
+          `Cannot ${what} DWT ${s.def.name} (slot ${n}): configure it with '${s.def.event.id}' first.`,
+        );
       return s;
     });
   }
@@ -317,7 +362,8 @@ export class DwtCounters implements CounterUnit {
   private async markClock(): Promise<void> {
     const ctrl = await this.trace.read(DWT_CTRL);
     this.cycAtLastSample = this.slots.has(0) && ctrl & CYCCNTENA ? await this.readRaw(counterDefs[0]!) : undefined;
-    this.clockAtLastSample = this.slots.has(0) || !this.options.cycleClock ? undefined : await this.options.cycleClock();
+    this.clockAtLastSample =
+      this.slots.has(0) || !this.options.cycleClock ? undefined : await this.options.cycleClock();
   }
 
   /**

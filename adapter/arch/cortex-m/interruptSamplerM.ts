@@ -1,5 +1,11 @@
 import type { TargetAccess } from '../../probe/targetAccess';
-import type { InterruptSamplerArch, InterruptSamplerPlan, InterruptSamplerRequest, SavedState, SavedWord } from '../../sampling/interruptTypes';
+import type {
+  InterruptSamplerArch,
+  InterruptSamplerPlan,
+  InterruptSamplerRequest,
+  SavedState,
+  SavedWord,
+} from '../../sampling/interruptTypes';
 import { CoreExecutedStore } from './sysTickCoreStore';
 
 /**
@@ -43,10 +49,15 @@ const DEMOTED = 0x80;
 
 function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupported: string } {
   if (req.machine !== 'mps2-an386')
-    return { unsupported: `the Cortex-M interrupt sampler knows QEMU's \`mps2-an386\` (CMSDK timer 1); this target is ${req.machine ?? 'not QEMU'}` };
+    return {
+      unsupported: `the Cortex-M interrupt sampler knows QEMU's \`mps2-an386\` (CMSDK timer 1); this target is ${req.machine ?? 'not QEMU'}`,
+    };
   const { area } = req;
   const room = area.size - BUCKETS_AT - 4;
-  if (room < 64 * 4) return { unsupported: `the reserved RAM left for the interrupt sampler (${area.size} bytes) holds too few buckets` };
+  if (room < 64 * 4)
+    return {
+      unsupported: `the reserved RAM left for the interrupt sampler (${area.size} bytes) holds too few buckets`,
+    };
   let buckets = 1;
   while (buckets * 2 * 4 <= room && buckets < 16384) buckets *= 2;
   const span = req.text.end - req.text.start;
@@ -115,7 +126,8 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
       table.writeUInt32LE((area.start + CODE_AT) | 1, 4 * (16 + TIMER1_IRQ));
       await access.writeMemory(BigInt(vtab), table);
       const check = await access.readMemory(BigInt(area.start + CODE_AT), code.length);
-      if (!check.equals(code)) throw new Error(`the interrupt sampler's handler did not stick at 0x${(area.start + CODE_AT).toString(16)}`);
+      if (!check.equals(code))
+        throw new Error(`the interrupt sampler's handler did not stick at 0x${(area.start + CODE_AT).toString(16)}`);
       await store.store32(TIMER1 + Timer.value, ticks);
       await store.store32(TIMER1 + Timer.intClear, 1);
       for (const w of saved.words) await store.store32(w.address, w.patched);
@@ -131,7 +143,8 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
         if (w.address === NVIC_ISER0) continue; // ICER above: writing ISER's zeros changes nothing
         await store.store32(w.address, w.original);
         const now = await access.readU32(BigInt(w.address));
-        if (now !== w.original) problems.push(`0x${w.address.toString(16)} reads 0x${now.toString(16)}, not 0x${w.original.toString(16)}`);
+        if (now !== w.original)
+          problems.push(`0x${w.address.toString(16)} reads 0x${now.toString(16)}, not 0x${w.original.toString(16)}`);
       }
       const iser = await access.readU32(BigInt(NVIC_ISER0));
       if ((iser & (1 << TIMER1_IRQ)) !== 0) problems.push('IRQ 9 is still enabled');
@@ -141,6 +154,7 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
 }
 
 export const cortexMInterruptSampler: InterruptSamplerArch = {
-  needs: "a Cortex-M target on QEMU's `mps2-an386` (the sampler's timer is CMSDK timer 1, IRQ 9) and at least 32 KiB of reserved RAM",
+  needs:
+    "a Cortex-M target on QEMU's `mps2-an386` (the sampler's timer is CMSDK timer 1, IRQ 9) and at least 32 KiB of reserved RAM",
   plan,
 };

@@ -39,7 +39,10 @@ export const cortexMPlugin: ArchPlugin = {
   },
   createCounterUnits: (access, options) => {
     const coreStore = options.stepInstruction ? new CoreExecutedStore(access, options.stepInstruction) : undefined;
-    const sysTick = new SysTickCounters(access, { coreStore, ...(options.emulator === 'qemu' ? { virtualClock: true } : {}) });
+    const sysTick = new SysTickCounters(access, {
+      coreStore,
+      ...(options.emulator === 'qemu' ? { virtualClock: true } : {}),
+    });
     // Without CYCCNT, the DWT's 8-bit counters are bounded by SysTick while it runs on the processor clock.
     const readsAsZero = (unit: string): boolean => options.readsAsZero?.includes(unit) ?? false;
     const dwt = new DwtCounters(access, { cycleClock: () => sysTick.cycleClock(), readsAsZero: readsAsZero('DWT') });
@@ -53,7 +56,10 @@ export const cortexMPlugin: ArchPlugin = {
       // which needs the ratio the target facts fix (QEMU under -icount).
       const ratio = facts.coreClockTicksPerInstruction;
       if (ratio.fixed)
-        return { support: thumbInjectionSupport(SYSTICK_CVR, { counterUnitsPerInstruction: ratio.value }), counterUnitsPerInstruction: ratio.value };
+        return {
+          support: thumbInjectionSupport(SYSTICK_CVR, { counterUnitsPerInstruction: ratio.value }),
+          counterUnitsPerInstruction: ratio.value,
+        };
       if (facts.emulator === 'qemu') {
         throw new CycleLensError(
           ErrorCode.Unsupported,

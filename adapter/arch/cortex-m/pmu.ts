@@ -144,7 +144,9 @@ export class PmuCounters implements CounterUnit {
     }
     if (type === 0) {
       // A PMU always reports N >= 1 or a cycle counter; QEMU 7.2 (mps3-an547) answers zeros.
-      this.note = trcenaTook ? 'The PMU registers read as zero: this core has no Armv8.1-M PMU.' : 'PMU reads as zero (QEMU does not model it)';
+      this.note = trcenaTook
+        ? 'The PMU registers read as zero: this core has no Armv8.1-M PMU.'
+        : 'PMU reads as zero (QEMU does not model it)';
       await this.trace.restore();
       return this.info();
     }
@@ -155,7 +157,16 @@ export class PmuCounters implements CounterUnit {
     for (let n = 0; n < this.eventCounters; n++) {
       this.slots.set(n, { index: n, name: `EVCNTR${n}`, width, configured: false, running: false, last: 0, acc: 0n });
     }
-    if (type & (1 << 14)) this.slots.set(CYCLE_SLOT, { index: CYCLE_SLOT, name: 'CCNTR', width: 32, configured: false, running: false, last: 0, acc: 0n });
+    if (type & (1 << 14))
+      this.slots.set(CYCLE_SLOT, {
+        index: CYCLE_SLOT,
+        name: 'CCNTR',
+        width: 32,
+        configured: false,
+        running: false,
+        last: 0,
+        acc: 0n,
+      });
     this.present = this.slots.size > 0;
     if (this.originalEnables !== 0) {
       this.note = `The firmware already counts with PMU counters (CNTENSET = 0x${this.originalEnables.toString(16)}): configuring those changes its results.`;
@@ -164,22 +175,38 @@ export class PmuCounters implements CounterUnit {
   }
 
   info(): CounterUnitInfo {
-    if (!this.discovered) return { unit: unitName, present: false, note: 'Not discovered yet.', slots: [], resolution: 1 };
+    if (!this.discovered)
+      return { unit: unitName, present: false, note: 'Not discovered yet.', slots: [], resolution: 1 };
     // Even counters first: a planner that takes free slots in order gets 32-bit chained pairs while
     // there are at most N/2 events, and only then splits pairs.
     const order = (s: Slot): number => (s.index === CYCLE_SLOT ? 64 : s.index % 2 === 0 ? s.index : 32 + s.index);
     const slots = [...this.slots.values()].sort((a, b) => order(a) - order(b));
-    return { unit: unitName, present: this.present, note: this.note, slots: slots.map((s) => this.slotInfo(s)), resolution: 1 };
+    return {
+      unit: unitName,
+      present: this.present,
+      note: this.note,
+      slots: slots.map((s) => this.slotInfo(s)),
+      resolution: 1,
+    };
   }
 
   events(): CounterEvent[] {
     if (!this.present) return [];
     const list: CounterEvent[] = [];
     if (this.slots.has(CYCLE_SLOT))
-      list.push({ id: 'cycles', name: 'cycles', description: 'Processor cycles (PMU_CCNTR, or CPU_CYCLES on an event counter).' });
+      list.push({
+        id: 'cycles',
+        name: 'cycles',
+        description: 'Processor cycles (PMU_CCNTR, or CPU_CYCLES on an event counter).',
+      });
     if (this.eventCounters > 0) {
-      list.push({ id: 'instructions', name: 'instructions retired', description: 'INST_RETIRED (0x0008) on an event counter.' });
-      for (const e of pmuEventCatalogue) list.push({ id: pmuEventId(e.number), name: e.name, description: e.description });
+      list.push({
+        id: 'instructions',
+        name: 'instructions retired',
+        description: 'INST_RETIRED (0x0008) on an event counter.',
+      });
+      for (const e of pmuEventCatalogue)
+        list.push({ id: pmuEventId(e.number), name: e.name, description: e.description });
     }
     return list;
   }
@@ -250,12 +277,22 @@ export class PmuCounters implements CounterUnit {
     await this.sample();
     return [...this.slots.values()]
       .filter((s) => s.configured)
-      .map((s) => ({ unit: unitName, slot: s.index, event: s.event, value: s.acc, reliable: s.unreliable === undefined, note: s.unreliable }));
+      .map((s) => ({
+        unit: unitName,
+        slot: s.index,
+        event: s.event,
+        value: s.acc,
+        reliable: s.unreliable === undefined,
+        note: s.unreliable,
+      }));
   }
 
   async release(): Promise<void> {
     if (this.present) {
-      const ours = [...this.slots.values()].reduce((m, s) => (s.configured || s.chainOf !== undefined ? m | this.bit(s.index) : m), 0);
+      const ours = [...this.slots.values()].reduce(
+        (m, s) => (s.configured || s.chainOf !== undefined ? m | this.bit(s.index) : m),
+        0,
+      );
       const stop = ours & ~this.originalEnables;
       if (stop !== 0) await this.trace.write(CNTENCLR, stop);
       for (const [n, value] of this.originalTypes) await this.trace.write(evtyper(n), value);
@@ -283,7 +320,11 @@ export class PmuCounters implements CounterUnit {
   private slotInfo(s: Slot): CounterSlotInfo {
     // The upper half of a pair has no event of its own; configuring it splits the pair.
     const name =
-      s.chainedWith !== undefined ? `${s.name}+EVCNTR${s.chainedWith}` : s.chainOf !== undefined ? `${s.name} (upper half of EVCNTR${s.chainOf})` : s.name;
+      s.chainedWith !== undefined
+        ? `${s.name}+EVCNTR${s.chainedWith}`
+        : s.chainOf !== undefined
+          ? `${s.name} (upper half of EVCNTR${s.chainOf})`
+          : s.name;
     return {
       index: s.index,
       name,
@@ -297,10 +338,17 @@ export class PmuCounters implements CounterUnit {
   private requireSlot(slot: number): Slot {
     const s = this.slots.get(slot);
     if (s) return s;
-    if (!this.present) throw new CycleLensError(ErrorCode.CounterUnavailable, `The PMU is not available: ${this.note ?? 'run discover() first.'}`);
+    if (!this.present)
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `The PMU is not available: ${this.note ?? 'run discover() first.'}`,
+      );
     const range = this.eventCounters > 0 ? `event counters 0–${this.eventCounters - 1}` : 'no event counters';
     const cyc = this.slots.has(CYCLE_SLOT) ? ' and CCNTR as slot 31' : '';
-    throw new CycleLensError(ErrorCode.CounterUnavailable, `PMU slot ${slot} does not exist: this PMU has ${range}${cyc}. Use one of those.`);
+    throw new CycleLensError(
+      ErrorCode.CounterUnavailable,
+      `PMU slot ${slot} does not exist: this PMU has ${range}${cyc}. Use one of those.`,
+    );
   }
 
   private configuredSlots(slots: number[], what: string): Slot[] {
@@ -311,7 +359,11 @@ export class PmuCounters implements CounterUnit {
           ErrorCode.CounterUnavailable,
           `PMU slot ${n} is the upper half of slot ${s.chainOf} (chained to 32 bits): ${what} slot ${s.chainOf} instead, or configure slot ${n} with its own event.`,
         );
-      if (!s.configured) throw new CycleLensError(ErrorCode.CounterUnavailable, `Cannot ${what} PMU slot ${n}: configure it with an event first.`);
+      if (!s.configured)
+        throw new CycleLensError(
+          ErrorCode.CounterUnavailable,
+          `Cannot ${what} PMU slot ${n}: configure it with an event first.`,
+        );
       return s;
     });
   }
@@ -361,7 +413,10 @@ export class PmuCounters implements CounterUnit {
   }
 
   private enableBits(slots: Slot[]): number {
-    return slots.reduce((m, s) => m | this.bit(s.index) | (s.chainedWith !== undefined ? this.bit(s.chainedWith) : 0), 0) >>> 0;
+    return (
+      slots.reduce((m, s) => m | this.bit(s.index) | (s.chainedWith !== undefined ? this.bit(s.chainedWith) : 0), 0) >>>
+      0
+    );
   }
 
   /**

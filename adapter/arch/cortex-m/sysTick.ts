@@ -81,7 +81,12 @@ export interface SysTickInterval {
  * without setting it, so no period was skipped). A reload from exactly 0 sets no flag, which the
  * modulo arithmetic covers.
  */
-export function sysTickInterval(previous: number, current: number, period: number, countFlag: boolean | undefined): SysTickInterval {
+export function sysTickInterval(
+  previous: number,
+  current: number,
+  period: number,
+  countFlag: boolean | undefined,
+): SysTickInterval {
   const d = (((previous - current) % period) + period) % period;
   if (countFlag === undefined) return { ticks: d, exact: false };
   if (!countFlag) {
@@ -137,7 +142,9 @@ export class SysTickCounters implements CounterUnit {
       this.note =
         `The firmware runs SysTick (reload ${rvr}, ${(csr & CLKSOURCE) !== 0 ? 'processor clock' : 'reference clock'}): CycleLens only reads it. ` +
         `A reading spanning a wrap (more than ${rvr + 1} ticks) is unreliable.` +
-        (polls ? ' The firmware polls COUNTFLAG (TICKINT = 0), so CycleLens does not read it and cannot see wraps: every reading is marked unreliable.' : '');
+        (polls
+          ? ' The firmware polls COUNTFLAG (TICKINT = 0), so CycleLens does not read it and cannot see wraps: every reading is marked unreliable.'
+          : '');
       return this.info();
     }
     // Owned mode needs writes: check that RVR accepts one from the debugger, and put it back. Where
@@ -167,8 +174,15 @@ export class SysTickCounters implements CounterUnit {
   }
 
   info(): CounterUnitInfo {
-    if (!this.discovered) return { unit: unitName, present: false, note: 'Not discovered yet.', slots: [], resolution: 1 };
-    return { unit: unitName, present: this.present, note: this.note, slots: this.present ? [this.slotInfo()] : [], resolution: 1 };
+    if (!this.discovered)
+      return { unit: unitName, present: false, note: 'Not discovered yet.', slots: [], resolution: 1 };
+    return {
+      unit: unitName,
+      present: this.present,
+      note: this.note,
+      slots: this.present ? [this.slotInfo()] : [],
+      resolution: 1,
+    };
   }
 
   events(): CounterEvent[] {
@@ -289,29 +303,51 @@ export class SysTickCounters implements CounterUnit {
   private event(): CounterEvent {
     const processorClock = !this.shared || (this.originalCsr & CLKSOURCE) !== 0;
     return processorClock
-      ? { id: 'cycles', name: 'cycles (SysTick)', description: 'Processor clock cycles counted by SysTick: resolution one tick, 24-bit, wraps tracked.' }
+      ? {
+          id: 'cycles',
+          name: 'cycles (SysTick)',
+          description: 'Processor clock cycles counted by SysTick: resolution one tick, 24-bit, wraps tracked.',
+        }
       : {
           id: 'systick.ref',
           name: 'SysTick reference clock ticks',
-          description: 'Ticks of the implementation-defined SysTick reference clock (the firmware chose CLKSOURCE = 0).',
+          description:
+            'Ticks of the implementation-defined SysTick reference clock (the firmware chose CLKSOURCE = 0).',
         };
   }
 
   private slotInfo(): CounterSlotInfo {
-    return { index: 0, name: 'SYST_CVR', width: 24, fixedEvent: this.event().id, event: this.configured ? this.event().id : undefined, running: this.running };
+    return {
+      index: 0,
+      name: 'SYST_CVR',
+      width: 24,
+      fixedEvent: this.event().id,
+      event: this.configured ? this.event().id : undefined,
+      running: this.running,
+    };
   }
 
   private requireSlot(slot: number): void {
     if (!this.present) {
-      throw new CycleLensError(ErrorCode.CounterUnavailable, `SysTick is not available: ${this.note ?? 'run discover() first.'}`);
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `SysTick is not available: ${this.note ?? 'run discover() first.'}`,
+      );
     }
-    if (slot !== 0) throw new CycleLensError(ErrorCode.CounterUnavailable, `SysTick has one slot, 0; there is no slot ${slot}. Use slot 0.`);
+    if (slot !== 0)
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `SysTick has one slot, 0; there is no slot ${slot}. Use slot 0.`,
+      );
   }
 
   private requireConfigured(slots: number[], what: string): void {
     for (const slot of slots) this.requireSlot(slot);
     if (slots.length > 0 && !this.configured) {
-      throw new CycleLensError(ErrorCode.CounterUnavailable, `Cannot ${what} SysTick: configure slot 0 with '${this.event().id}' first.`);
+      throw new CycleLensError(
+        ErrorCode.CounterUnavailable,
+        `Cannot ${what} SysTick: configure slot 0 with '${this.event().id}' first.`,
+      );
     }
   }
 

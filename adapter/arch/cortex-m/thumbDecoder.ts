@@ -1,4 +1,11 @@
-import { DecodeError, signExtend, u32, type DecodedInstruction, type InstructionCodec, type InstructionKind } from '../codec';
+import {
+  DecodeError,
+  signExtend,
+  u32,
+  type DecodedInstruction,
+  type InstructionCodec,
+  type InstructionKind,
+} from '../codec';
 
 /**
  * Thumb-2 decoder for M-profile cores (ARMv6-M, ARMv7-M/v7E-M, ARMv8-M, Armv8.1-M).
@@ -9,7 +16,23 @@ import { DecodeError, signExtend, u32, type DecodedInstruction, type Instruction
  * chapter A5 "The Thumb Instruction Set Encoding", and A7 for individual encodings.
  */
 
-export const conditionNames = ['eq', 'ne', 'cs', 'cc', 'mi', 'pl', 'vs', 'vc', 'hi', 'ls', 'ge', 'lt', 'gt', 'le', 'al'] as const;
+export const conditionNames = [
+  'eq',
+  'ne',
+  'cs',
+  'cc',
+  'mi',
+  'pl',
+  'vs',
+  'vc',
+  'hi',
+  'ls',
+  'ge',
+  'lt',
+  'gt',
+  'le',
+  'al',
+] as const;
 
 /** A5.1: a first halfword whose bits [15:11] are 0b11101, 0b11110 or 0b11111 starts a 32-bit instruction. */
 export function thumbInstructionLength(firstHalfword: number): 2 | 4 {
@@ -78,10 +101,16 @@ function decode16(hw: number, a: number): Fields {
     if (cond === 0xe) return system('udf'); // A7.7.191 UDF T1 (permanently undefined)
     if (cond === 0xf) return system('svc'); // A7.7.175 SVC T1
     // A7.7.12 B T1: imm32 = SignExtend(imm8:'0', 32).
-    return { mnemonic: `b${conditionNames[cond]}`, kind: 'condBranch', readsPc: true, target: pcOf(a) + signExtend((hw & 0xff) << 1, 9) };
+    return {
+      mnemonic: `b${conditionNames[cond]}`,
+      kind: 'condBranch',
+      readsPc: true,
+      target: pcOf(a) + signExtend((hw & 0xff) << 1, 9),
+    };
   }
   // A7.7.12 B T2: 11100 imm11; imm32 = SignExtend(imm11:'0', 32).
-  if ((hw & 0xf800) === 0xe000) return { mnemonic: 'b', kind: 'branch', readsPc: true, target: pcOf(a) + signExtend((hw & 0x7ff) << 1, 12) };
+  if ((hw & 0xf800) === 0xe000)
+    return { mnemonic: 'b', kind: 'branch', readsPc: true, target: pcOf(a) + signExtend((hw & 0x7ff) << 1, 12) };
   if ((hw & 0xf000) === 0xc000) return plain(hw & 0x0800 ? 'ldmia' : 'stmia'); // A7.7.40 / A7.7.159 T1: low registers only
   if ((hw & 0xf800) === 0xa800) return plain('add'); // A7.7.5 ADD (SP plus immediate) T1
   if (hw >>> 14 === 0) return plain('alu'); // A5.2.1 shift (immediate), add, subtract, move, compare
@@ -263,7 +292,12 @@ function decodeBranchMisc(hw1: number, hw2: number, a: number): Fields {
       const j1 = (hw2 >> 13) & 1;
       const j2 = (hw2 >> 11) & 1;
       const imm = signExtend((s << 20) | (j2 << 19) | (j1 << 18) | ((hw1 & 0x3f) << 12) | ((hw2 & 0x7ff) << 1), 21);
-      return { mnemonic: `b${conditionNames[(hw1 >> 6) & 0xf]}`, kind: 'condBranch', readsPc: true, target: pcOf(a) + imm };
+      return {
+        mnemonic: `b${conditionNames[(hw1 >> 6) & 0xf]}`,
+        kind: 'condBranch',
+        readsPc: true,
+        target: pcOf(a) + imm,
+      };
     }
     if (op1 === 2 && op === 0x7f) return system('udf'); // A7.7.191 UDF T2
     if ((op & 0x7e) === 0x38) return system('msr'); // B5.2.3 MSR

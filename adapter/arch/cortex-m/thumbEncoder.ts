@@ -17,7 +17,22 @@ export const LR = 14;
 export const PC = 15;
 
 /** Condition codes (A7.3). */
-export const Cond = { eq: 0, ne: 1, cs: 2, cc: 3, mi: 4, pl: 5, vs: 6, vc: 7, hi: 8, ls: 9, ge: 10, lt: 11, gt: 12, le: 13 } as const;
+export const Cond = {
+  eq: 0,
+  ne: 1,
+  cs: 2,
+  cc: 3,
+  mi: 4,
+  pl: 5,
+  vs: 6,
+  vc: 7,
+  hi: 8,
+  ls: 9,
+  ge: 10,
+  lt: 11,
+  gt: 12,
+  le: 13,
+} as const;
 
 /** One 16-bit instruction, stored little-endian. */
 export function halfword(hw: number): Uint8Array {
@@ -44,7 +59,9 @@ function branchOffset(from: number, to: number, bits: number, what: string): num
   const offset = to - (from + 4); // A5.1.2: PC reads as the instruction address + 4
   if (offset % 2 !== 0) throw new RangeError(`${what}: target 0x${to.toString(16)} is not halfword aligned`);
   if (!fitsSigned(offset, bits)) {
-    throw new RangeError(`${what}: 0x${to.toString(16)} is out of reach from 0x${from.toString(16)} (offset ${offset}, ${bits}-bit signed)`);
+    throw new RangeError(
+      `${what}: 0x${to.toString(16)} is out of reach from 0x${from.toString(16)} (offset ${offset}, ${bits}-bit signed)`,
+    );
   }
   return offset;
 }
@@ -70,7 +87,10 @@ function branchT4(from: number, to: number, hw2Base: number, what: string): Uint
   const s = (off >> 24) & 1;
   const j1 = ~(((off >> 23) & 1) ^ s) & 1; // I1 = NOT(J1 EOR S)  =>  J1 = NOT(I1 EOR S)
   const j2 = ~(((off >> 22) & 1) ^ s) & 1;
-  return halfwords(0xf000 | (s << 10) | ((off >> 12) & 0x3ff), hw2Base | (j1 << 13) | (j2 << 11) | ((off >> 1) & 0x7ff));
+  return halfwords(
+    0xf000 | (s << 10) | ((off >> 12) & 0x3ff),
+    hw2Base | (j1 << 13) | (j2 << 11) | ((off >> 1) & 0x7ff),
+  );
 }
 
 /** A7.7.12 B T1: conditional, 16-bit, -256..+254. */
@@ -87,11 +107,15 @@ export function encodeBCondWide(cond: number, from: number, to: number): Uint8Ar
   const s = (off >> 20) & 1;
   const j2 = (off >> 19) & 1;
   const j1 = (off >> 18) & 1;
-  return halfwords(0xf000 | (s << 10) | (cond << 6) | ((off >> 12) & 0x3f), 0x8000 | (j1 << 13) | (j2 << 11) | ((off >> 1) & 0x7ff));
+  return halfwords(
+    0xf000 | (s << 10) | (cond << 6) | ((off >> 12) & 0x3f),
+    0x8000 | (j1 << 13) | (j2 << 11) | ((off >> 1) & 0x7ff),
+  );
 }
 
 function checkCond(cond: number): void {
-  if (!Number.isInteger(cond) || cond < 0 || cond > 13) throw new RangeError(`condition ${cond} cannot be encoded in a conditional branch`);
+  if (!Number.isInteger(cond) || cond < 0 || cond > 13)
+    throw new RangeError(`condition ${cond} cannot be encoded in a conditional branch`);
 }
 
 /** A7.7.21 CBZ/CBNZ T1: forward 0..126 bytes, low register. */
@@ -111,7 +135,8 @@ function literalOffset(from: number, literal: number): number {
 export function encodeLdrLiteralNarrow(rt: ThumbRegister, from: number, literal: number): Uint8Array {
   checkRegister(rt, 'LDR (literal) T1', isLow);
   const off = literalOffset(from, literal);
-  if (off < 0 || off > 1020 || off % 4 !== 0) throw new RangeError(`LDR (literal) T1: offset ${off} is not a multiple of 4 in 0..1020`);
+  if (off < 0 || off > 1020 || off % 4 !== 0)
+    throw new RangeError(`LDR (literal) T1: offset ${off} is not a multiple of 4 in 0..1020`);
   return halfword(0x4800 | (rt << 8) | (off >> 2));
 }
 
@@ -135,7 +160,8 @@ export function encodeMovt(rd: ThumbRegister, imm16: number): Uint8Array {
 
 function movImm16(base: number, rd: ThumbRegister, imm16: number, what: string): Uint8Array {
   checkRegister(rd, what, (r) => r >= 0 && r <= 14 && r !== 13);
-  if (!Number.isInteger(imm16) || imm16 < 0 || imm16 > 0xffff) throw new RangeError(`${what}: 0x${imm16.toString(16)} is not a 16-bit value`);
+  if (!Number.isInteger(imm16) || imm16 < 0 || imm16 > 0xffff)
+    throw new RangeError(`${what}: 0x${imm16.toString(16)} is not a 16-bit value`);
   const imm4 = imm16 >> 12;
   const i = (imm16 >> 11) & 1;
   const imm3 = (imm16 >> 8) & 7;
@@ -237,7 +263,13 @@ type LoadStoreSize = 'word' | 'halfword' | 'byte';
  * SP-relative words, otherwise the 32-bit imm12 (positive) or imm8 (negative) forms:
  * A7.7.42/A7.7.158 (word), A7.7.54/A7.7.170 (halfword), A7.7.45/A7.7.161 (byte).
  */
-export function encodeLoadStoreImmediate(load: boolean, size: LoadStoreSize, rt: ThumbRegister, rn: ThumbRegister, offset: number): Uint8Array {
+export function encodeLoadStoreImmediate(
+  load: boolean,
+  size: LoadStoreSize,
+  rt: ThumbRegister,
+  rn: ThumbRegister,
+  offset: number,
+): Uint8Array {
   const what = `${load ? 'LDR' : 'STR'}${size === 'word' ? '' : size === 'halfword' ? 'H' : 'B'} (immediate)`;
   checkRegister(rt, what, (r) => r >= 0 && r <= 14 && !(size !== 'word' && r === SP));
   checkRegister(rn, what, (r) => r >= 0 && r <= 14);
@@ -300,9 +332,13 @@ export function encodeAddImmediate(rd: ThumbRegister, rn: ThumbRegister, imm: nu
   const mag = Math.abs(imm);
   if (!setFlags) {
     if (rd === SP && rn === SP && mag <= 508 && mag % 4 === 0) return halfword((sub ? 0xb080 : 0xb000) | (mag >> 2));
-    if (!sub && rn === SP && isLow(rd) && mag <= 1020 && mag % 4 === 0) return halfword(0xa800 | (rd << 8) | (mag >> 2));
+    if (!sub && rn === SP && isLow(rd) && mag <= 1020 && mag % 4 === 0)
+      return halfword(0xa800 | (rd << 8) | (mag >> 2));
     if (rd !== SP && mag <= 4095) {
-      return halfwords((sub ? 0xf2a0 : 0xf200) | (((mag >> 11) & 1) << 10) | rn, (((mag >> 8) & 7) << 12) | (rd << 8) | (mag & 0xff));
+      return halfwords(
+        (sub ? 0xf2a0 : 0xf200) | (((mag >> 11) & 1) << 10) | rn,
+        (((mag >> 8) & 7) << 12) | (rd << 8) | (mag & 0xff),
+      );
     }
   } else if (isLow(rd) && isLow(rn)) {
     if (mag <= 7) return halfword((sub ? 0x1e00 : 0x1c00) | (mag << 6) | (rn << 3) | rd);

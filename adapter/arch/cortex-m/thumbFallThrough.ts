@@ -4,7 +4,15 @@ import { reachableDisplaced } from '../../probe/injection/planner';
 import { Ctrl } from '../../probe/injection/recordLayout';
 import { withoutJumpTo } from '../../probe/injection/returnHooks';
 import type { PatchSite } from '../../probe/injection/types';
-import { encodeAddImmediate, encodeLdrImmediate, encodeMovt, encodeMovw, encodePop, encodePush, encodeStrImmediate } from './thumbEncoder';
+import {
+  encodeAddImmediate,
+  encodeLdrImmediate,
+  encodeMovt,
+  encodeMovw,
+  encodePop,
+  encodePush,
+  encodeStrImmediate,
+} from './thumbEncoder';
 import type { ThumbCodec } from './thumbDecoder';
 import type { ThumbRelocator } from './thumbRelocator';
 import { R, SYSM_PRIMASK, ThumbAssembler, thCpsidI, thMrs, thMsr } from './trampolineThumbIsa';
@@ -35,7 +43,8 @@ export function decodeAllCode(codec: ThumbCodec, bytes: Uint8Array, at: number):
     n++;
     offset += insn.length;
     // A jump through a literal (LDR.W pc, [pc, #k]) is followed by padding and the literal word.
-    if (insn.kind === 'indirectBranch' && insn.mnemonic === 'ldr' && insn.target !== undefined) offset = insn.target + 4 - at;
+    if (insn.kind === 'indirectBranch' && insn.mnemonic === 'ldr' && insn.target !== undefined)
+      offset = insn.target + 4 - at;
   }
   return n;
 }
@@ -59,7 +68,13 @@ export interface RelocatedRun {
 }
 
 /** Relocates the parts one after the other at `at`; each but the last must fall through. */
-export function relocateParts(relocator: ThumbRelocator, codec: ThumbCodec, parts: readonly RelocationPart[], at: number, evenExits = false): RelocatedRun {
+export function relocateParts(
+  relocator: ThumbRelocator,
+  codec: ThumbCodec,
+  parts: readonly RelocationPart[],
+  at: number,
+  evenExits = false,
+): RelocatedRun {
   const chunks: Uint8Array[] = [];
   const notes: string[] = [];
   let pc = at;
@@ -75,7 +90,13 @@ export function relocateParts(relocator: ThumbRelocator, codec: ThumbCodec, part
     const r = relocator.relocate(moved, pc, { patched: part.patched, ...(evenExits ? { evenExits } : {}) });
     if (!r.ok) throw new InjectionRefusedError(refusal('unrelocatable', `Cannot move ${r.reason}.`, r.address));
     if (!r.fallsThrough && next !== undefined)
-      throw new InjectionRefusedError(refusal('unrelocatable', `The code before 0x${next.toString(16)} leaves before it reaches it.`, moved.at(-1)!.address));
+      throw new InjectionRefusedError(
+        refusal(
+          'unrelocatable',
+          `The code before 0x${next.toString(16)} leaves before it reaches it.`,
+          moved.at(-1)!.address,
+        ),
+      );
     chunks.push(r.bytes);
     notes.push(...r.notes);
     pc += r.bytes.length;
@@ -93,7 +114,10 @@ export function relocateParts(relocator: ThumbRelocator, codec: ThumbCodec, part
 
 /** The parts an entry stub relocates: its displaced code, then the next entry's when it diverts. */
 export function entryParts(site: PatchSite): RelocationPart[] {
-  const own: RelocationPart = { insns: site.displaced, patched: { start: site.address, end: site.address + site.shape.length } };
+  const own: RelocationPart = {
+    insns: site.displaced,
+    patched: { start: site.address, end: site.address + site.shape.length },
+  };
   const next = site.divertCode;
   if (!next?.length) return [own];
   const start = next[0]!.address;

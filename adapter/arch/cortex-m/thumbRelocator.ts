@@ -115,7 +115,11 @@ export class ThumbRelocator implements InstructionRelocator {
         const count = insn.itCount ?? 0;
         const block = instructions.slice(i + 1, i + 1 + count);
         if (block.length < count)
-          return refuse(insn, 'unsplittable', `its IT block runs past the relocated instructions; patch before the IT or after the block`);
+          return refuse(
+            insn,
+            'unsplittable',
+            `its IT block runs past the relocated instructions; patch before the IT or after the block`,
+          );
         // Predication is position independent, so an IT block whose members do not read the PC moves verbatim.
         const pcReader = block.find((m) => m.readsPc);
         if (pcReader) return refuse(pcReader, 'unsplittable', 'reads the PC inside an IT block; patch elsewhere');
@@ -129,7 +133,13 @@ export class ThumbRelocator implements InstructionRelocator {
       if (r) return r;
       falls = kindFallsThrough(insn.kind);
     }
-    return { ok: true, bytes: e.bytes(), fallsThrough: falls, notes, ...(options?.evenExits ? { exitJumps: exits.jumps } : {}) };
+    return {
+      ok: true,
+      bytes: e.bytes(),
+      fallsThrough: falls,
+      notes,
+      ...(options?.evenExits ? { exitJumps: exits.jumps } : {}),
+    };
   }
 
   /** Emits one instruction's rewrite; returns a refusal, or undefined when done. */
@@ -150,21 +160,32 @@ export class ThumbRelocator implements InstructionRelocator {
     try {
       switch (insn.kind) {
         case 'loop':
-          return refuse(insn, 'loop', 'Armv8.1-M low-overhead loop/branch-future instructions hold loop addresses; patch outside the loop');
+          return refuse(
+            insn,
+            'loop',
+            'Armv8.1-M low-overhead loop/branch-future instructions hold loop addresses; patch outside the loop',
+          );
         case 'tableBranch':
           return refuse(insn, 'tableBranch', 'the jump table follows the instruction inline; patch outside the switch');
         case 'branch':
         case 'condBranch':
         case 'call': {
           if (target === undefined) break;
-          if (landsInsidePatch(target, options)) return refuse(insn, 'branchIntoPatch', `its target 0x${target.toString(16)} lies inside the patched bytes`);
+          if (landsInsidePatch(target, options))
+            return refuse(insn, 'branchIntoPatch', `its target 0x${target.toString(16)} lies inside the patched bytes`);
           if (insn.kind === 'branch') this.jumpTo(e, target);
           else if (insn.kind === 'call') {
             this.callTo(e, target);
             notes.push(`${insn.mnemonic} at 0x${insn.address.toString(16)}: LR now points into the trampoline`);
           } else if (insn.mnemonic === 'cbz' || insn.mnemonic === 'cbnz')
             exits.jumps += this.cbzTo(e, insn.mnemonic === 'cbnz', hw1 & 7, target, options?.evenExits);
-          else exits.jumps += this.condBranchTo(e, insn.length === 2 ? (hw1 >> 8) & 0xf : (hw1 >> 6) & 0xf, target, options?.evenExits);
+          else
+            exits.jumps += this.condBranchTo(
+              e,
+              insn.length === 2 ? (hw1 >> 8) & 0xf : (hw1 >> 6) & 0xf,
+              target,
+              options?.evenExits,
+            );
           return undefined;
         }
         default:
@@ -178,7 +199,13 @@ export class ThumbRelocator implements InstructionRelocator {
   }
 
   /** Literal loads, ADR, and ADD/MOV with a PC operand. */
-  private relocatePcReader(insn: DecodedInstruction, hw1: number, hw2: number, e: Emitter, notes: string[]): Relocation | undefined {
+  private relocatePcReader(
+    insn: DecodedInstruction,
+    hw1: number,
+    hw2: number,
+    e: Emitter,
+    notes: string[],
+  ): Relocation | undefined {
     const target = insn.target;
     const m = insn.mnemonic;
     if (insn.length === 2) {
@@ -211,7 +238,11 @@ export class ThumbRelocator implements InstructionRelocator {
         this.loadConstant(e, rd, insn.address + 4);
         return undefined;
       }
-      return refuse(insn, 'pcOperand', 'uses the PC as an operand in a form that is not rewritten (CMP/ADD PC, BX/BLX PC); patch elsewhere');
+      return refuse(
+        insn,
+        'pcOperand',
+        'uses the PC as an operand in a form that is not rewritten (CMP/ADD PC, BX/BLX PC); patch elsewhere',
+      );
     }
     const rn = hw1 & 0xf;
     if (target !== undefined && m === 'adr') {
@@ -240,7 +271,8 @@ export class ThumbRelocator implements InstructionRelocator {
       // A7.7.51 LDRD (literal) -> Rt = address; LDRD Rt, Rt2, [Rt] (A7.7.50 T1, P=1 U=1 W=0).
       const rt = (hw2 >> 12) & 0xf;
       const rt2 = (hw2 >> 8) & 0xf;
-      if (rt === SP || rt === PC || rt2 === SP || rt2 === PC) return refuse(insn, 'pcOperand', 'LDRD into SP/PC is UNPREDICTABLE');
+      if (rt === SP || rt === PC || rt2 === SP || rt2 === PC)
+        return refuse(insn, 'pcOperand', 'LDRD into SP/PC is UNPREDICTABLE');
       this.loadConstant(e, rt, target);
       e.emit(halfwords(0xe9d0 | rt, (rt << 12) | (rt2 << 8)));
       return undefined;

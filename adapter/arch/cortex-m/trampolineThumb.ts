@@ -36,9 +36,24 @@ import {
   thOrrImm,
 } from './trampolineThumbIsa';
 import { ThumbRuntime } from './trampolineThumbRuntime';
-import type { CountedOverhead, PayloadGenerator, RuntimeImage, RuntimeLayout, StubImage, StubRequest } from '../../probe/injection/payload';
+import type {
+  CountedOverhead,
+  PayloadGenerator,
+  RuntimeImage,
+  RuntimeLayout,
+  StubImage,
+  StubRequest,
+} from '../../probe/injection/payload';
 import { Ctrl, Rec, type PathCosts } from '../../probe/injection/recordLayout';
-import type { CallSite, CaveReach, CounterSource, FunctionCode, InjectionArch, PatchShape, PatchSite } from '../../probe/injection/types';
+import type {
+  CallSite,
+  CaveReach,
+  CounterSource,
+  FunctionCode,
+  InjectionArch,
+  PatchShape,
+  PatchSite,
+} from '../../probe/injection/types';
 import { SYSTICK_CVR } from '../../probe/injection/types';
 import { InjectionRefusedError, hex, refusal } from '../../probe/injection/errors';
 import { reachableDisplaced } from '../../probe/injection/planner';
@@ -69,7 +84,12 @@ export function thumbInjectionArch(profile: ThumbProfile = 'armv7e-m'): Injectio
     family: 'cortex-m',
     codec: new ThumbCodec(),
     relocator: new ThumbRelocator(profile),
-    mappingKind: (name) => (name === '$d' || name.startsWith('$d.') ? 'data' : name === '$t' || name.startsWith('$t.') || name === '$a' ? 'code' : undefined),
+    mappingKind: (name) =>
+      name === '$d' || name.startsWith('$d.')
+        ? 'data'
+        : name === '$t' || name.startsWith('$t.') || name === '$a'
+          ? 'code'
+          : undefined,
     resolveTable: (fn: FunctionCode, index: number, read) => resolveThumbTable(fn.instructions, index, read),
     linkRegister: (insn) => (insn.kind === 'call' || insn.kind === 'indirectCall' ? LR : undefined),
     choosePatch: thumbChoosePatch,
@@ -99,14 +119,21 @@ function thumbChoosePatch(site: number, cave: CaveReach): PatchShape {
  * Where fewer than 8 bytes precede an entry that code falls through into: the entry patch gets a
  * second literal word after its own, and a 4-byte `LDR.W pc, [pc, #k]` at `at` jumps through it.
  */
-function thumbFarBypass(entry: PatchShape, entryAddress: number, at: number): { entry: PatchShape; bypass: PatchShape } | string {
+function thumbFarBypass(
+  entry: PatchShape,
+  entryAddress: number,
+  at: number,
+): { entry: PatchShape; bypass: PatchShape } | string {
   if (entry.kind !== 'thumbLdrPc') return `the entry patch is a ${entry.kind}, which holds no literal`;
   const literal = ((entryAddress + 4 + 3) & ~3) + 4;
   const offset = literal - ((at + 4) & ~3);
   if (offset < 0 || offset > 4095) return `a literal at ${hex(literal)} is out of LDR.W's reach from ${hex(at)}`;
   const length = literal + 4 - entryAddress;
   if (length !== 12 && length !== 14) throw new Error(`a widened entry patch of ${length} bytes`);
-  return { entry: { kind: 'thumbLdrPc', length, bypassLiteral: literal }, bypass: { kind: 'thumbLdrPcFar', length: 4, literal } };
+  return {
+    entry: { kind: 'thumbLdrPc', length, bypassLiteral: literal },
+    bypass: { kind: 'thumbLdrPcFar', length: 4, literal },
+  };
 }
 
 function thumbCallSiteRefusal(site: CallSite, cave: CaveReach): string | undefined {
@@ -125,7 +152,25 @@ export function thumbInjectionSupport(
     arch: thumbInjectionArch(options.profile),
     generator: new ThumbPayloadGenerator(counter, options.counterUnitsPerInstruction ?? 1, options.profile),
     // QEMU 7.2's M-profile gdbstub has no PRIMASK: the calibration driver saves and restores it itself.
-    registers: ['r0', 'r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7', 'r8', 'r9', 'r10', 'r11', 'r12', 'sp', 'lr', 'pc', 'xpsr'],
+    registers: [
+      'r0',
+      'r1',
+      'r2',
+      'r3',
+      'r4',
+      'r5',
+      'r6',
+      'r7',
+      'r8',
+      'r9',
+      'r10',
+      'r11',
+      'r12',
+      'sp',
+      'lr',
+      'pc',
+      'xpsr',
+    ],
     codeAddressBit: 1,
     prepareCounter: (access) => prepareCounter(access, counter),
     resumePoints: async (access: TargetAccess) => {
@@ -225,7 +270,8 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     counterUnitsPerInstruction = 1,
     profile: ThumbProfile = 'armv7e-m',
   ) {
-    if (counter.kind !== 'mmio') throw new Error(`Cortex-M payloads read memory-mapped counters; ${counter.name} is a CSR`);
+    if (counter.kind !== 'mmio')
+      throw new Error(`Cortex-M payloads read memory-mapped counters; ${counter.name} is a CSR`);
     this.counterAddress = counter.address;
     this.ratio = fixedPointRatio(counterUnitsPerInstruction);
     this.relocator = new ThumbRelocator(profile);
@@ -246,16 +292,24 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
   buildStubs(req: StubRequest, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
     if (req.payload === 'hardware')
       throw new InjectionRefusedError(
-        refusal('unrelocatable', 'Hardware gating is implemented for RV32 (mcountinhibit); on Cortex-M use software accumulation.'),
+        refusal(
+          'unrelocatable',
+          'Hardware gating is implemented for RV32 (mcountinhibit); on Cortex-M use software accumulation.',
+        ),
       );
     if (req.kind === 'region') return this.regionStubs(req, runtime, layout);
     return this.functionStubs(req, runtime, layout);
   }
 
   /** The displaced instructions for `at`, with the number of instructions they became. */
-  private relocate(site: PatchSite, at: number): { bytes: Uint8Array; count: number; extra: number; falls: boolean; notes: string[] } {
+  private relocate(
+    site: PatchSite,
+    at: number,
+  ): { bytes: Uint8Array; count: number; extra: number; falls: boolean; notes: string[] } {
     const live = reachableDisplaced(site.displaced);
-    const r = this.relocator.relocate(live, at, { patched: { start: site.address, end: site.address + site.shape.length } });
+    const r = this.relocator.relocate(live, at, {
+      patched: { start: site.address, end: site.address + site.shape.length },
+    });
     if (!r.ok) throw new InjectionRefusedError(refusal('unrelocatable', `Cannot move ${r.reason}.`, r.address));
     const count = decodeAllCode(this.codec, r.bytes, at);
     return { bytes: r.bytes, count, extra: count - live.length, falls: r.fallsThrough, notes: r.notes };
@@ -270,7 +324,11 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     a.ldrLiteral(15, name, (target | 1) >>> 0);
   }
 
-  private functionStubs(req: Extract<StubRequest, { kind: 'function' | 'callSite' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
+  private functionStubs(
+    req: Extract<StubRequest, { kind: 'function' | 'callSite' }>,
+    runtime: RuntimeImage,
+    layout: RuntimeLayout,
+  ): StubImage {
     const a = new ThumbAssembler(req.at);
     const site = req.kind === 'function' ? req.entry : undefined;
     const resume = req.kind === 'function' ? req.entry.resume : req.target;
@@ -322,8 +380,15 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     a.b('CX_ext').label('X_end');
     const bypassCode = req.kind === 'function' ? req.bypassCode : undefined;
     if (site && bypassCode)
-      emitBypass(a, this.relocator, this.codec, site, bypassCode, req.kind === 'function' ? (req.bypassLength ?? 4) : 4, layout.ctrl, (b, t, n) =>
-        this.jumpTo(b, t, n),
+      emitBypass(
+        a,
+        this.relocator,
+        this.codec,
+        site,
+        bypassCode,
+        req.kind === 'function' ? (req.bypassLength ?? 4) : 4,
+        layout.ctrl,
+        (b, t, n) => this.jumpTo(b, t, n),
       );
     a.defineExternal('CE_ext', runtime.labels.CE!);
     a.defineExternal('CX_ext', runtime.labels.CX!);
@@ -359,7 +424,11 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
    * Region stubs save r0-r3, r12, LR and the flags (APSR with the GE bits: ARMv7E-M) below SP; in
    * the middle of a function every one of them may be live.
    */
-  private regionStubs(req: Extract<StubRequest, { kind: 'region' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
+  private regionStubs(
+    req: Extract<StubRequest, { kind: 'region' }>,
+    runtime: RuntimeImage,
+    layout: RuntimeLayout,
+  ): StubImage {
     const a = new ThumbAssembler(req.at);
     const saved = [R0, R1, R2, R3, R12, LR];
     // ---- start
@@ -476,7 +545,10 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
     return site.kind === 'call' ? encodeBl(site.address, stub.entry) : encodeBWide(site.address, stub.entry);
   }
 
-  calibrationCode(at: number, calls: number): { bytes: Uint8Array; fn: number; driver: number; done: number; functionInstructions: number } {
+  calibrationCode(
+    at: number,
+    calls: number,
+  ): { bytes: Uint8Array; fn: number; driver: number; done: number; functionInstructions: number } {
     const a = new ThumbAssembler(at);
     // The empty function: a 32-bit NOP the patch displaces, and the return.
     a.label('FN').i(thNopW()).i(encodeBx(LR));
@@ -488,6 +560,12 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
       .bcond(Cond.ne, 'L');
     a.i(thMsr(SYSM_PRIMASK, 5));
     a.label('DONE').i(thBkpt(0));
-    return { bytes: a.bytes(), fn: a.address('FN'), driver: a.address('DRV'), done: a.address('DONE'), functionInstructions: 2 };
+    return {
+      bytes: a.bytes(),
+      fn: a.address('FN'),
+      driver: a.address('DRV'),
+      done: a.address('DONE'),
+      functionInstructions: 2,
+    };
   }
 }

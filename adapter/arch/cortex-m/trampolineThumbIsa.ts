@@ -52,7 +52,8 @@ export function thCmpImmW(rn: ThumbRegister, value: number): Uint8Array {
   return halfwords(0xf1b0 | i | rn, rest | 0x0f00);
 }
 /** A7.7.28 CMP (register) T2: any registers. */
-export const thCmpReg = (rn: ThumbRegister, rm: ThumbRegister): Uint8Array => halfword(0x4500 | ((rn & 8) << 4) | (rm << 3) | (rn & 7));
+export const thCmpReg = (rn: ThumbRegister, rm: ThumbRegister): Uint8Array =>
+  halfword(0x4500 | ((rn & 8) << 4) | (rm << 3) | (rn & 7));
 /** A7.7.75 MOV (immediate) T2: MOV.W Rd, #const, flags untouched (S = 0). */
 export function thMovImmW(rd: ThumbRegister, value: number): Uint8Array {
   const [i, rest] = imm12Fields(modImm(value, 'MOV.W'));
@@ -80,16 +81,19 @@ export const thSubRegW = (rd: ThumbRegister, rn: ThumbRegister, rm: ThumbRegiste
 export const thUbfx = (rd: ThumbRegister, rn: ThumbRegister, lsb: number, width: number): Uint8Array =>
   halfwords(0xf3c0 | rn, (((lsb >> 2) & 7) << 12) | (rd << 8) | ((lsb & 3) << 6) | (width - 1));
 /** A7.7.84 MUL T2: Rd = Rn * Rm (flags untouched). */
-export const thMul = (rd: ThumbRegister, rn: ThumbRegister, rm: ThumbRegister): Uint8Array => halfwords(0xfb00 | rn, 0xf000 | (rd << 8) | rm);
+export const thMul = (rd: ThumbRegister, rn: ThumbRegister, rm: ThumbRegister): Uint8Array =>
+  halfwords(0xfb00 | rn, 0xf000 | (rd << 8) | rm);
 /** A7.7.69 LSR (immediate) T2 (S = 0): Rd = Rm >> n. */
 export const thLsrImm = (rd: ThumbRegister, rm: ThumbRegister, n: number): Uint8Array =>
   halfwords(0xea4f, (((n >> 2) & 7) << 12) | (rd << 8) | ((n & 3) << 6) | 0x10 | rm);
 /** A7.7.38 IT <cond> with one instruction. */
 export const thIt = (cond: number): Uint8Array => halfword(0xbf00 | (cond << 4) | 0x8);
 /** A7.7.42 LDR (immediate) T4 pre-indexed with writeback: LDR Rt, [Rn, #-imm]!. */
-export const thLdrPreDec = (rt: ThumbRegister, rn: ThumbRegister, imm: number): Uint8Array => halfwords(0xf850 | rn, (rt << 12) | 0x0d00 | imm);
+export const thLdrPreDec = (rt: ThumbRegister, rn: ThumbRegister, imm: number): Uint8Array =>
+  halfwords(0xf850 | rn, (rt << 12) | 0x0d00 | imm);
 /** A7.7.158 STR (immediate) T4 post-indexed: STR Rt, [Rn], #+imm. */
-export const thStrPostInc = (rt: ThumbRegister, rn: ThumbRegister, imm: number): Uint8Array => halfwords(0xf840 | rn, (rt << 12) | 0x0b00 | imm);
+export const thStrPostInc = (rt: ThumbRegister, rn: ThumbRegister, imm: number): Uint8Array =>
+  halfwords(0xf840 | rn, (rt << 12) | 0x0b00 | imm);
 
 // ---- assembler -------------------------------------------------------------------------------
 
@@ -232,7 +236,8 @@ export function resolveThumbTable(
   read: (address: number, bytes: 1 | 2 | 4) => number | undefined,
 ): { ok: true; table: number; targets: number[] } | { ok: false; reason: string } {
   const tb = insns[index]!;
-  if (tb.kind !== 'tableBranch' || !tb.readsPc) return { ok: false, reason: `${tb.mnemonic} does not branch through an inline table` };
+  if (tb.kind !== 'tableBranch' || !tb.readsPc)
+    return { ok: false, reason: `${tb.mnemonic} does not branch through an inline table` };
   const hw2 = tb.bytes[2]! | (tb.bytes[3]! << 8);
   const rm = hw2 & 0xf;
   let entries: number | undefined;
@@ -251,7 +256,11 @@ export function resolveThumbTable(
     }
     if (x.kind !== 'plain' && x.kind !== 'condBranch') break;
   }
-  if (entries === undefined) return { ok: false, reason: `no bounds check (cmp r${rm}, #N) precedes ${tb.mnemonic} at 0x${tb.address.toString(16)}` };
+  if (entries === undefined)
+    return {
+      ok: false,
+      reason: `no bounds check (cmp r${rm}, #N) precedes ${tb.mnemonic} at 0x${tb.address.toString(16)}`,
+    };
   const table = tb.address + 4;
   const width = tb.mnemonic === 'tbh' ? 2 : 1;
   const targets: number[] = [];

@@ -56,7 +56,10 @@ export class ThumbRuntime {
   build(layout: RuntimeLayout): RuntimeImage {
     // Twice: the untracked paths add their own length difference, known after the first pass.
     const first = this.assembleRuntime(layout, {});
-    return this.assembleRuntime(layout, { CE_exc: first.paths.CE_exc! - first.paths.CE_nested!, CE_full: first.paths.CE_full! - first.paths.CE_nested! });
+    return this.assembleRuntime(layout, {
+      CE_exc: first.paths.CE_exc! - first.paths.CE_nested!,
+      CE_full: first.paths.CE_full! - first.paths.CE_nested!,
+    });
   }
 
   private assembleRuntime(layout: RuntimeLayout, diffs: Record<string, number>): RuntimeImage {
@@ -66,7 +69,12 @@ export class ThumbRuntime {
     this.commonExit(a, layout, paths);
     this.accumulate(a, layout, paths);
     const bytes = a.bytes();
-    return { address: layout.runtime, bytes, labels: { CE: a.address('CE'), CX: a.address('CX'), ACC: a.address('ACC') }, paths };
+    return {
+      address: layout.runtime,
+      bytes,
+      labels: { CE: a.address('CE'), CX: a.address('CX'), ACC: a.address('ACC') },
+      paths,
+    };
   }
 
   /**
@@ -74,7 +82,12 @@ export class ThumbRuntime {
    * PRIMASK set (old value in r12), r3 = depth before this entry (0: open a pass; non-zero also for
    * untracked entries), r1 = the LR to return with (exit stub, or the entry's own when untracked).
    */
-  private commonEntry(a: ThumbAssembler, layout: RuntimeLayout, paths: Record<string, number>, diffs: Record<string, number>): void {
+  private commonEntry(
+    a: ThumbAssembler,
+    layout: RuntimeLayout,
+    paths: Record<string, number>,
+    diffs: Record<string, number>,
+  ): void {
     a.label('CE')
       .i(encodePush([LR]))
       .i(thMrs(R12, SYSM_PRIMASK))

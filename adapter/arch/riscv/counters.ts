@@ -36,7 +36,12 @@ export interface RiscvHpmEvent {
  * counts. QEMU counts each event on one mhpmcounter only: the first counter programmed with it.
  */
 export const qemuHpmEvents: readonly RiscvHpmEvent[] = [
-  { selector: 1n, name: 'cycles (QEMU)', description: 'Core cycles; under -icount equal to instructions.', alias: 'cycles' },
+  {
+    selector: 1n,
+    name: 'cycles (QEMU)',
+    description: 'Core cycles; under -icount equal to instructions.',
+    alias: 'cycles',
+  },
   { selector: 2n, name: 'instructions retired (QEMU)', description: 'Instructions retired.', alias: 'instructions' },
 ];
 
@@ -144,22 +149,42 @@ export class RiscvCounters implements CounterUnit {
       );
     }
     if (this.slots.size === 0)
-      notes.push('No machine counter CSR is visible to the debugger (mcycle, minstret, mhpmcounterN): check that the gdbserver exposes CSRs.');
-    this.discovered = { unit: unitName, present: this.slots.size > 0, note: notes.length ? notes.join(' ') : undefined, slots: [], resolution: 1 };
+      notes.push(
+        'No machine counter CSR is visible to the debugger (mcycle, minstret, mhpmcounterN): check that the gdbserver exposes CSRs.',
+      );
+    this.discovered = {
+      unit: unitName,
+      present: this.slots.size > 0,
+      note: notes.length ? notes.join(' ') : undefined,
+      slots: [],
+      resolution: 1,
+    };
     return this.info();
   }
 
   info(): CounterUnitInfo {
-    const base = this.discovered ?? { unit: unitName, present: false, note: 'Not discovered yet.', slots: [], resolution: 1 };
+    const base = this.discovered ?? {
+      unit: unitName,
+      present: false,
+      note: 'Not discovered yet.',
+      slots: [],
+      resolution: 1,
+    };
     return { ...base, slots: [...this.slots.values()].map((s) => this.slotInfo(s)) };
   }
 
   events(): CounterEvent[] {
     const list: CounterEvent[] = [];
     if (this.slots.has(0)) list.push({ id: 'cycles', name: 'cycles', description: 'Core clock cycles (mcycle).' });
-    if (this.slots.has(2)) list.push({ id: 'instructions', name: 'instructions retired', description: 'Instructions retired (minstret).' });
+    if (this.slots.has(2))
+      list.push({ id: 'instructions', name: 'instructions retired', description: 'Instructions retired (minstret).' });
     if ([...this.slots.keys()].some((i) => i >= 3)) {
-      for (const e of this.hpmEvents) list.push({ id: `hpm.${e.selector}`, name: e.name, description: `${e.description} (mhpmevent = ${e.selector})` });
+      for (const e of this.hpmEvents)
+        list.push({
+          id: `hpm.${e.selector}`,
+          name: e.name,
+          description: `${e.description} (mhpmevent = ${e.selector})`,
+        });
     }
     return list;
   }
@@ -178,7 +203,10 @@ export class RiscvCounters implements CounterUnit {
     if (s.running) await this.stop([slot]);
     if (s.fixedEvent !== undefined) {
       if (eventId !== s.fixedEvent) {
-        throw new CycleLensError(ErrorCode.UnknownEvent, `${s.name} (slot ${slot}) counts only '${s.fixedEvent}'. ${this.programmableHint(eventId)}`);
+        throw new CycleLensError(
+          ErrorCode.UnknownEvent,
+          `${s.name} (slot ${slot}) counts only '${s.fixedEvent}'. ${this.programmableHint(eventId)}`,
+        );
       }
     } else {
       const selector = this.resolveSelector(s, eventId);
@@ -237,7 +265,8 @@ export class RiscvCounters implements CounterUnit {
       if (!this.canInhibit(s)) continue;
       await this.write64(s.index, v);
       const again = await this.read64(s.index);
-      if (again !== v) s.unreliable = `${s.name} kept counting after mcountinhibit bit ${s.index} was set (${v} → ${again}).`;
+      if (again !== v)
+        s.unreliable = `${s.name} kept counting after mcountinhibit bit ${s.index} was set (${v} → ${again}).`;
     }
   }
 
@@ -252,7 +281,9 @@ export class RiscvCounters implements CounterUnit {
   async read(): Promise<CounterReading[]> {
     const out: CounterReading[] = [];
     const clockJumps =
-      this.options.virtualClock === true && [...this.slots.values()].some((s) => s.configured) && ((await this.access.readRegister('mie')) & MIE_MTIE) !== 0n;
+      this.options.virtualClock === true &&
+      [...this.slots.values()].some((s) => s.configured) &&
+      ((await this.access.readRegister('mie')) & MIE_MTIE) !== 0n;
     for (const s of this.slots.values()) {
       if (!s.configured) continue;
       let raw = s.held;
@@ -289,7 +320,14 @@ export class RiscvCounters implements CounterUnit {
   // ---- helpers ---------------------------------------------------------------------------------
 
   private slotInfo(s: Slot): CounterSlotInfo {
-    return { index: s.index, name: s.name, width: s.width, fixedEvent: s.fixedEvent, event: s.event, running: s.running };
+    return {
+      index: s.index,
+      name: s.name,
+      width: s.width,
+      fixedEvent: s.fixedEvent,
+      event: s.event,
+      running: s.running,
+    };
   }
 
   private describeSlots(): string {
@@ -299,7 +337,11 @@ export class RiscvCounters implements CounterUnit {
     const hpm = list.filter((s) => s.index >= 3).map((s) => s.index);
     const parts = [...fixed];
     if (hpm.length > 0)
-      parts.push(hpm.length === 1 ? `mhpmcounter${hpm[0]} (${hpm[0]})` : `mhpmcounter${hpm[0]}–${hpm[hpm.length - 1]} (${hpm[0]}–${hpm[hpm.length - 1]})`);
+      parts.push(
+        hpm.length === 1
+          ? `mhpmcounter${hpm[0]} (${hpm[0]})`
+          : `mhpmcounter${hpm[0]}–${hpm[hpm.length - 1]} (${hpm[0]}–${hpm[hpm.length - 1]})`,
+      );
     return `This core has ${parts.join(', ')}.`;
   }
 
@@ -318,7 +360,10 @@ export class RiscvCounters implements CounterUnit {
     return slots.map((n) => {
       const s = this.requireSlot(n);
       if (!s.configured)
-        throw new CycleLensError(ErrorCode.CounterUnavailable, `Cannot ${what} ${s.name} (slot ${n}): it has no event yet. Configure it first.`);
+        throw new CycleLensError(
+          ErrorCode.CounterUnavailable,
+          `Cannot ${what} ${s.name} (slot ${n}): it has no event yet. Configure it first.`,
+        );
       return s;
     });
   }
@@ -335,9 +380,15 @@ export class RiscvCounters implements CounterUnit {
     if (m) {
       const selector = BigInt(m[1]!);
       if (selector === 0n)
-        throw new CycleLensError(ErrorCode.UnknownEvent, `hpm.0 is "no event": ${s.name} would never count. Use the event number from the core's manual.`);
+        throw new CycleLensError(
+          ErrorCode.UnknownEvent,
+          `hpm.0 is "no event": ${s.name} would never count. Use the event number from the core's manual.`,
+        );
       if (selector > mask32 && this.split)
-        throw new CycleLensError(ErrorCode.UnknownEvent, `${eventId} does not fit the 32-bit mhpmevent${s.index} of this RV32 core.`);
+        throw new CycleLensError(
+          ErrorCode.UnknownEvent,
+          `${eventId} does not fit the 32-bit mhpmevent${s.index} of this RV32 core.`,
+        );
       return selector;
     }
     const named = this.hpmEvents.find((e) => e.alias === eventId);

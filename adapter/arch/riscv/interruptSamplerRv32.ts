@@ -1,5 +1,10 @@
 import type { TargetAccess } from '../../probe/targetAccess';
-import type { InterruptSamplerArch, InterruptSamplerPlan, InterruptSamplerRequest, SavedState } from '../../sampling/interruptTypes';
+import type {
+  InterruptSamplerArch,
+  InterruptSamplerPlan,
+  InterruptSamplerRequest,
+  SavedState,
+} from '../../sampling/interruptTypes';
 import {
   Csr,
   encodeAddi,
@@ -45,7 +50,15 @@ const PLIC_THRESHOLD_M0 = PLIC + 0x20_0000;
 const RTC = 0x0010_1000;
 const RTC_SOURCE = 11;
 const RTC_PRIORITY = 7;
-const Rtc = { timeLow: 0x00, timeHigh: 0x04, alarmLow: 0x08, alarmHigh: 0x0c, irqEnabled: 0x10, clearAlarm: 0x14, clearInterrupt: 0x1c } as const;
+const Rtc = {
+  timeLow: 0x00,
+  timeHigh: 0x04,
+  alarmLow: 0x08,
+  alarmHigh: 0x0c,
+  irqEnabled: 0x10,
+  clearAlarm: 0x14,
+  clearInterrupt: 0x1c,
+} as const;
 
 const CSR = { ...Csr, mtvec: 0x305, mie: 0x304, mcause: 0x342, mtval: 0x343 } as const;
 const MIE_MEIE = 0x800;
@@ -248,11 +261,24 @@ export function buildRv32Sampler(area: number, fwVector: number): { bytes: Uint8
   a.word(encodeSw(ZERO, T3, Rtc.clearInterrupt));
   a.word(encodeSw(T2, T1, 4));
   // bucket = (mepc - textBase) >> shift, the last one for PCs outside the text.
-  a.words(csrr(T1, CSR.mepc), encodeLw(T2, T0, S.textBase), sub(T1, T1, T2), encodeLw(T2, T0, S.shift), srl(T1, T1, T2), encodeLw(T2, T0, S.buckets));
+  a.words(
+    csrr(T1, CSR.mepc),
+    encodeLw(T2, T0, S.textBase),
+    sub(T1, T1, T2),
+    encodeLw(T2, T0, S.shift),
+    srl(T1, T1, T2),
+    encodeLw(T2, T0, S.buckets),
+  );
   a.branch('bltu', T1, T2, 'inside');
   a.word(add(T1, T2, ZERO));
   a.label('inside');
-  a.words(slli(T1, T1, 2), add(T1, T1, T0), encodeLw(T2, T1, BUCKETS_AT), encodeAddi(T2, T2, 1), encodeSw(T2, T1, BUCKETS_AT));
+  a.words(
+    slli(T1, T1, 2),
+    add(T1, T1, T0),
+    encodeLw(T2, T1, BUCKETS_AT),
+    encodeAddi(T2, T2, 1),
+    encodeSw(T2, T1, BUCKETS_AT),
+  );
   // Next alarm: the next interval starts one period after this one, and the alarm falls at a
   // random offset (lfsr & mask) inside it, so every interval holds exactly one sample (stratified in
   // virtual time, never aliased with a loop of the same period). Never sooner than minGap from now:
@@ -263,10 +289,22 @@ export function buildRv32Sampler(area: number, fwVector: number): { bytes: Uint8
   a.label('noTap');
   a.words(encodeSw(T1, T0, S.lfsr), encodeLw(T2, T0, S.mask), and(T1, T1, T2), encodeSw(T1, T0, S.offset));
   // base += period (64 bits): t2 = low, t1 = high.
-  a.words(encodeLw(T2, T0, S.baseLow), encodeLw(T4, T0, S.period), add(T2, T2, T4), sltu(T4, T2, T4), encodeLw(T1, T0, S.baseHigh), add(T1, T1, T4));
+  a.words(
+    encodeLw(T2, T0, S.baseLow),
+    encodeLw(T4, T0, S.period),
+    add(T2, T2, T4),
+    sltu(T4, T2, T4),
+    encodeLw(T1, T0, S.baseHigh),
+    add(T1, T1, T4),
+  );
   a.words(encodeSw(T2, T0, S.baseLow), encodeSw(T1, T0, S.baseHigh));
   // now (the low word first: reading it latches the high one); t4 = low, t3 = high.
-  a.words(encodeLw(T4, T3, Rtc.timeLow), encodeLw(T3, T3, Rtc.timeHigh), encodeSw(T4, T0, S.nowLow), encodeSw(T3, T0, S.nowHigh));
+  a.words(
+    encodeLw(T4, T3, Rtc.timeLow),
+    encodeLw(T3, T3, Rtc.timeHigh),
+    encodeSw(T4, T0, S.nowLow),
+    encodeSw(T3, T0, S.nowHigh),
+  );
   // d = now - base: t3 = high, t4 = low. Base ahead of now (d < 0) or behind by less than one
   // period is the steady state; further behind (interrupts long masked), the intervals restart at now.
   a.words(sub(T3, T3, T1), sltu(T1, T4, T2), sub(T3, T3, T1), sub(T4, T4, T2));
@@ -276,12 +314,30 @@ export function buildRv32Sampler(area: number, fwVector: number): { bytes: Uint8
   a.word(encodeLw(T1, T0, S.period));
   a.branch('bltu', T4, T1, 'onTime');
   a.label('late');
-  a.words(encodeLw(T2, T0, S.nowLow), encodeLw(T1, T0, S.nowHigh), encodeSw(T2, T0, S.baseLow), encodeSw(T1, T0, S.baseHigh));
+  a.words(
+    encodeLw(T2, T0, S.nowLow),
+    encodeLw(T1, T0, S.nowHigh),
+    encodeSw(T2, T0, S.baseLow),
+    encodeSw(T1, T0, S.baseHigh),
+  );
   a.label('onTime');
   // alarm = base + offset.
-  a.words(encodeLw(T2, T0, S.baseLow), encodeLw(T1, T0, S.baseHigh), encodeLw(T4, T0, S.offset), add(T2, T2, T4), sltu(T4, T2, T4), add(T1, T1, T4));
+  a.words(
+    encodeLw(T2, T0, S.baseLow),
+    encodeLw(T1, T0, S.baseHigh),
+    encodeLw(T4, T0, S.offset),
+    add(T2, T2, T4),
+    sltu(T4, T2, T4),
+    add(T1, T1, T4),
+  );
   // soonest = now + minGap: t4 = high, t3 = low; the later of the two.
-  a.words(encodeLw(T4, T0, S.nowLow), encodeLw(T3, T0, S.minGap), add(T4, T4, T3), sltu(T3, T4, T3), encodeSw(T4, T0, S.nowLow));
+  a.words(
+    encodeLw(T4, T0, S.nowLow),
+    encodeLw(T3, T0, S.minGap),
+    add(T4, T4, T3),
+    sltu(T3, T4, T3),
+    encodeSw(T4, T0, S.nowLow),
+  );
   a.words(encodeLw(T4, T0, S.nowHigh), add(T4, T4, T3), encodeLw(T3, T0, S.nowLow));
   a.branch('bltu', T1, T4, 'soonest');
   a.branch('bne', T1, T4, 'alarm');
@@ -294,7 +350,14 @@ export function buildRv32Sampler(area: number, fwVector: number): { bytes: Uint8
   a.words(encodeSw(T1, T3, Rtc.alarmHigh), encodeSw(T2, T3, Rtc.alarmLow));
   a.word(encodeLw(T2, T0, S.nested));
   a.branch('bne', T2, ZERO, 'inHandler');
-  a.words(encodeLw(T4, T0, S.t4), encodeLw(T3, T0, S.t3), encodeLw(T2, T0, S.t2), encodeLw(T1, T0, S.t1), swapT0(), MRET);
+  a.words(
+    encodeLw(T4, T0, S.t4),
+    encodeLw(T3, T0, S.t3),
+    encodeLw(T2, T0, S.t2),
+    encodeLw(T1, T0, S.t1),
+    swapT0(),
+    MRET,
+  );
 
   // Inside a wrapped firmware handler: mepc must stay at the exit stub, so return through a
   // `jal x0` written into the jump slot (the handler's code is within +/-1 MiB of the slot).
@@ -335,11 +398,17 @@ export function buildRv32Sampler(area: number, fwVector: number): { bytes: Uint8
   a.words(csrr(T1, CSR.mie), and(T1, T1, T2), encodeLw(T2, T0, S.savedMie), or(T1, T1, T2), csrw(CSR.mie, T1));
   a.li(T2, MSTATUS_MPP | MSTATUS_MPIE);
   a.words(csrc(CSR.mstatus, T2), encodeLw(T1, T0, S.savedStatus), and(T1, T1, T2), csrs(CSR.mstatus, T1));
-  a.words(encodeLw(T1, T0, S.savedThreshold), encodeLui(T2, PLIC_THRESHOLD_M0 >>> 12), encodeSw(T1, T2, 0), encodeSw(ZERO, T0, S.nested));
+  a.words(
+    encodeLw(T1, T0, S.savedThreshold),
+    encodeLui(T2, PLIC_THRESHOLD_M0 >>> 12),
+    encodeSw(T1, T2, 0),
+    encodeSw(ZERO, T0, S.nested),
+  );
   a.words(encodeLw(T2, T0, S.t2), encodeLw(T1, T0, S.t1), swapT0(), MRET);
 
   const { bytes, labels } = a.assemble();
-  if (CODE_AT + bytes.length > BUCKETS_AT) throw new Error(`interrupt sampler: ${bytes.length} bytes of code do not fit below the buckets`);
+  if (CODE_AT + bytes.length > BUCKETS_AT)
+    throw new Error(`interrupt sampler: ${bytes.length} bytes of code do not fit below the buckets`);
   return { bytes, entry: labels.get('entry')!, exit: labels.get('exit')! };
 }
 
@@ -352,7 +421,11 @@ const STORE_STUB_AT = BUCKETS_AT - 16;
  * `sw t1, 0(t0); jalr x0, 0(t2)` is stepped twice with t2 = the PC to come back to (a jump back,
  * not a PC write: GDB steps over a breakpoint at the PC only where the target last stopped).
  */
-function coreStore(access: TargetAccess, step: () => Promise<void>, stubAt: number): (address: number, value: number) => Promise<void> {
+function coreStore(
+  access: TargetAccess,
+  step: () => Promise<void>,
+  stubAt: number,
+): (address: number, value: number) => Promise<void> {
   return async (address, value) => {
     const regs = ['t0', 't1', 't2'];
     const saved = new Map<string, bigint>();
@@ -382,10 +455,14 @@ const u32 = (v: number): Buffer => {
 
 function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupported: string } {
   if (req.machine !== 'virt')
-    return { unsupported: `the RV32 interrupt sampler knows QEMU's \`virt\` machine (Goldfish RTC and PLIC); this target is ${req.machine ?? 'not QEMU'}` };
+    return {
+      unsupported: `the RV32 interrupt sampler knows QEMU's \`virt\` machine (Goldfish RTC and PLIC); this target is ${req.machine ?? 'not QEMU'}`,
+    };
   const room = req.area.size - BUCKETS_AT - 4;
   if (room < 64 * 4)
-    return { unsupported: `the reserved RAM left for the interrupt sampler (${req.area.size} bytes) holds too few buckets; reserve at least 8 KiB` };
+    return {
+      unsupported: `the reserved RAM left for the interrupt sampler (${req.area.size} bytes) holds too few buckets; reserve at least 8 KiB`,
+    };
   let buckets = 1;
   while (buckets * 2 * 4 <= room && buckets < 16384) buckets *= 2;
   const span = req.text.end - req.text.start;
@@ -418,7 +495,8 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
       const saved: SavedState = { registers: {}, patchedRegisters: {}, words: [] };
       for (const name of registers) saved.registers[name] = await access.readRegister(name);
       const mtvec = Number(saved.registers.mtvec!);
-      if ((mtvec & 3) > 1) throw new Error(`mtvec holds 0x${mtvec.toString(16)}, a mode the interrupt sampler does not know`);
+      if ((mtvec & 3) > 1)
+        throw new Error(`mtvec holds 0x${mtvec.toString(16)}, a mode the interrupt sampler does not know`);
       if (Math.abs(mtvec - area.start) > JAL_REACH - 4096)
         throw new Error(
           `the firmware's trap vector 0x${mtvec.toString(16)} is more than 1 MiB from the sampler's handler at 0x${area.start.toString(16)}: reserve RAM near it`,
@@ -428,12 +506,18 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
         mscratch: BigInt(area.start),
         mie: saved.registers.mie! | BigInt(MIE_MEIE),
       };
-      saved.words.push({ address: words[0]!, original: await access.readU32(BigInt(words[0]!)), patched: RTC_PRIORITY });
+      saved.words.push({
+        address: words[0]!,
+        original: await access.readU32(BigInt(words[0]!)),
+        patched: RTC_PRIORITY,
+      });
       const enable = await access.readU32(BigInt(words[1]!));
       saved.words.push({ address: words[1]!, original: enable, patched: (enable | (1 << RTC_SOURCE)) >>> 0 });
       saved.words.push({ address: words[2]!, original: await access.readU32(BigInt(words[2]!)), patched: 1 });
       if (saved.words[0]!.original !== 0 || (enable & (1 << RTC_SOURCE)) !== 0 || saved.words[2]!.original !== 0)
-        throw new Error('the program uses the Goldfish RTC interrupt itself (PLIC source 11 is enabled); the interrupt sampler needs it');
+        throw new Error(
+          'the program uses the Goldfish RTC interrupt itself (PLIC source 11 is enabled); the interrupt sampler needs it',
+        );
       return saved;
     },
     async install(access: TargetAccess, saved: SavedState, step: () => Promise<void>): Promise<void> {
@@ -452,7 +536,8 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
       await access.writeMemory(BigInt(area.start + CODE_AT), code.bytes);
       await access.writeMemory(BigInt(bucketsAt), Buffer.alloc(4 * (buckets + 1)));
       const check = await access.readMemory(BigInt(area.start + CODE_AT), code.bytes.length);
-      if (!check.equals(Buffer.from(code.bytes))) throw new Error(`the interrupt sampler's handler did not stick at 0x${(area.start + CODE_AT).toString(16)}`);
+      if (!check.equals(Buffer.from(code.bytes)))
+        throw new Error(`the interrupt sampler's handler did not stick at 0x${(area.start + CODE_AT).toString(16)}`);
       for (const w of saved.words) await store(w.address, w.patched);
       // The first interval starts now (the virtual clock stands while the target is halted), its
       // alarm in the middle.
@@ -483,7 +568,8 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
       for (const w of [...saved.words].reverse()) {
         await store(w.address, w.original);
         const now = await access.readU32(BigInt(w.address));
-        if (now !== w.original) problems.push(`0x${w.address.toString(16)} reads 0x${now.toString(16)}, not 0x${w.original.toString(16)}`);
+        if (now !== w.original)
+          problems.push(`0x${w.address.toString(16)} reads 0x${now.toString(16)}, not 0x${w.original.toString(16)}`);
       }
       // Halted inside a wrapped firmware handler: give it back what the wrap changed (mepc, the
       // previous-mode bits, MIE off as its trap left it, mie, the PLIC threshold).
@@ -507,7 +593,8 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
       await access.writeRegister('mtvec', saved.registers.mtvec!);
       for (const [name, value] of Object.entries(saved.registers)) {
         const now = await access.readRegister(name);
-        if (name !== 'mie' && now !== value) problems.push(`${name} reads 0x${now.toString(16)}, not 0x${value.toString(16)}`);
+        if (name !== 'mie' && now !== value)
+          problems.push(`${name} reads 0x${now.toString(16)}, not 0x${value.toString(16)}`);
       }
       return problems;
     },
@@ -515,6 +602,7 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
 }
 
 export const rv32InterruptSampler: InterruptSamplerArch = {
-  needs: "a RISC-V target on QEMU's `virt` machine (the sampler's timer is its Goldfish RTC, through the PLIC) and at least 8 KiB of reserved RAM",
+  needs:
+    "a RISC-V target on QEMU's `virt` machine (the sampler's timer is its Goldfish RTC, through the PLIC) and at least 8 KiB of reserved RAM",
   plan,
 };

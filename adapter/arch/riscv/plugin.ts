@@ -28,7 +28,9 @@ export const riscvPlugin: ArchPlugin = {
     returnHooks:
       'ra is redirected to the exit stub at entry (any link register a call names: rd of jal/jalr); trap handlers return with mret and are measured through their own entry.',
   },
-  createCounterUnits: (access, options) => [new RiscvCounters(access, options.emulator === 'qemu' ? { hpmEvents: qemuHpmEvents, virtualClock: true } : {})],
+  createCounterUnits: (access, options) => [
+    new RiscvCounters(access, options.emulator === 'qemu' ? { hpmEvents: qemuHpmEvents, virtualClock: true } : {}),
+  ],
   injection: {
     arch: () => rv32InjectionArch(),
     // minstret counts instructions: one unit per payload instruction on every target.

@@ -37,7 +37,8 @@ const GLOBAL_POINTER = '__global_pointer$';
 function formedAddresses(fn: FunctionCode, program: ProgramFacts): Set<number> | string {
   const insns = fn.instructions;
   // Code past an instruction that could not be decoded may form any address.
-  if (fn.undecodable) return `${fn.name}: its code from 0x${fn.undecodable.address.toString(16)} could not be decoded (${fn.undecodable.reason})`;
+  if (fn.undecodable)
+    return `${fn.name}: its code from 0x${fn.undecodable.address.toString(16)} could not be decoded (${fn.undecodable.reason})`;
   const formed = new Set<number>();
   if (insns.length === 0) return formed;
   const flow = flowOf(insns);
@@ -58,7 +59,8 @@ function formedAddresses(fn: FunctionCode, program: ProgramFacts): Set<number> |
       dirty[k] = 0;
       const insn = insns[k]!;
       const out = transfer(insn, states[k]!, formed);
-      if (typeof out === 'string') return `${fn.name}: ${out}${gp === undefined ? ` (no ${GLOBAL_POINTER} in the symbol table)` : ''}`;
+      if (typeof out === 'string')
+        return `${fn.name}: ${out}${gp === undefined ? ` (no ${GLOBAL_POINTER} in the symbol table)` : ''}`;
       for (const s of successors(insn, k, insns, flow, program)) {
         const merged = states[s] === undefined ? out : join(states[s]!, out);
         if (merged === undefined) continue;
@@ -82,7 +84,13 @@ function formedAddresses(fn: FunctionCode, program: ProgramFacts): Set<number> |
  * not fall through, or one a branch targets. Not into the middle of straight-line code, where it
  * would mix its registers into an upper half about to be completed.
  */
-function successors(insn: DecodedInstruction, k: number, insns: readonly DecodedInstruction[], flow: Flow, program: ProgramFacts): readonly number[] {
+function successors(
+  insn: DecodedInstruction,
+  k: number,
+  insns: readonly DecodedInstruction[],
+  flow: Flow,
+  program: ProgramFacts,
+): readonly number[] {
   const out: number[] = [];
   if (fallsThrough(insn.kind) && k + 1 < insns.length) out.push(k + 1);
   if ((insn.kind === 'branch' || insn.kind === 'condBranch') && insn.target !== undefined) {
@@ -113,7 +121,9 @@ function flowOf(insns: readonly DecodedInstruction[]): Flow {
     leaders: () => {
       if (leaders) return leaders;
       const targets = new Set(insns.filter((i) => i.kind === 'branch' || i.kind === 'condBranch').map((i) => i.target));
-      return (leaders = insns.map((_, k) => k).filter((k) => k === 0 || !fallsThrough(insns[k - 1]!.kind) || targets.has(insns[k]!.address)));
+      return (leaders = insns
+        .map((_, k) => k)
+        .filter((k) => k === 0 || !fallsThrough(insns[k - 1]!.kind) || targets.has(insns[k]!.address)));
     },
   };
 }
@@ -176,7 +186,11 @@ function wholeReads(insn: DecodedInstruction): number {
   return uses >>> 0;
 }
 
-function combine(a: Values | undefined, b: Values | undefined, fn: (x: number, y: number) => number): Values | undefined {
+function combine(
+  a: Values | undefined,
+  b: Values | undefined,
+  fn: (x: number, y: number) => number,
+): Values | undefined {
   if (a === undefined || b === undefined) return undefined;
   if (a === 'many' || b === 'many' || a.length * b.length > MAX_VALUES) return 'many';
   const out = new Set<number>();

@@ -1,4 +1,11 @@
-import { DecodeError, signExtend, u32, type DecodedInstruction, type InstructionCodec, type InstructionKind } from '../codec';
+import {
+  DecodeError,
+  signExtend,
+  u32,
+  type DecodedInstruction,
+  type InstructionCodec,
+  type InstructionKind,
+} from '../codec';
 
 /**
  * RV32IMC + Zicsr decoder (plus the A/F/D encodings as far as their length and kind go).
@@ -80,7 +87,8 @@ export class Rv32Codec implements InstructionCodec {
     const length = rvInstructionLength(hw);
     if (length === undefined) throw new DecodeError(address, 'instruction longer than 32 bits');
     if (bytes.length < length) throw new DecodeError(address, 'truncated 32-bit instruction');
-    const f = length === 2 ? decodeCompressed(hw, address) : decode32(u32(hw | (bytes[2]! << 16) | (bytes[3]! << 24)), address);
+    const f =
+      length === 2 ? decodeCompressed(hw, address) : decode32(u32(hw | (bytes[2]! << 16) | (bytes[3]! << 24)), address);
     const insn: DecodedInstruction = {
       address,
       length,
@@ -108,10 +116,16 @@ export function rvWord(bytes: Uint8Array): number {
 export const immI = (w: number): number => w >> 20;
 export const immS = (w: number): number => ((w >> 25) << 5) | ((w >> 7) & 0x1f);
 export const immB = (w: number): number =>
-  signExtend((((w >>> 31) & 1) << 12) | (((w >> 7) & 1) << 11) | (((w >> 25) & 0x3f) << 5) | (((w >> 8) & 0xf) << 1), 13);
+  signExtend(
+    (((w >>> 31) & 1) << 12) | (((w >> 7) & 1) << 11) | (((w >> 25) & 0x3f) << 5) | (((w >> 8) & 0xf) << 1),
+    13,
+  );
 export const immU = (w: number): number => w & 0xfffff000;
 export const immJ = (w: number): number =>
-  signExtend((((w >>> 31) & 1) << 20) | (((w >> 12) & 0xff) << 12) | (((w >> 20) & 1) << 11) | (((w >> 21) & 0x3ff) << 1), 21);
+  signExtend(
+    (((w >>> 31) & 1) << 20) | (((w >> 12) & 0xff) << 12) | (((w >> 20) & 1) << 11) | (((w >> 21) & 0x3ff) << 1),
+    21,
+  );
 
 export function rvFields32(w: number): RvFields {
   return { rd: (w >> 7) & 0x1f, rs1: (w >> 15) & 0x1f, rs2: (w >> 20) & 0x1f, imm: immI(w) };
@@ -246,7 +260,14 @@ export function immCJ(hw: number): number {
 
 /** CB format (C.BEQZ, C.BNEZ): offset[8|4:3] in bits [12:10], offset[7:6|2:1|5] in bits [6:2]. */
 export function immCB(hw: number): number {
-  return signExtend((((hw >> 12) & 1) << 8) | (((hw >> 10) & 3) << 3) | (((hw >> 5) & 3) << 6) | (((hw >> 3) & 3) << 1) | (((hw >> 2) & 1) << 5), 9);
+  return signExtend(
+    (((hw >> 12) & 1) << 8) |
+      (((hw >> 10) & 3) << 3) |
+      (((hw >> 5) & 3) << 6) |
+      (((hw >> 3) & 3) << 1) |
+      (((hw >> 2) & 1) << 5),
+    9,
+  );
 }
 
 /** rs1' of CB-format branches (bits [9:7]). */
@@ -284,7 +305,12 @@ function decodeCompressed(hw: number, a: number): Fields {
       case 5: // C.J: jal x0, offset
         return { mnemonic: 'c.j', kind: 'branch', readsPc: true, target: a + immCJ(hw) };
       default: // C.BEQZ / C.BNEZ: beq/bne rs1', x0, offset
-        return { mnemonic: funct3 === 6 ? 'c.beqz' : 'c.bnez', kind: 'condBranch', readsPc: true, target: a + immCB(hw) };
+        return {
+          mnemonic: funct3 === 6 ? 'c.beqz' : 'c.bnez',
+          kind: 'condBranch',
+          readsPc: true,
+          target: a + immCB(hw),
+        };
     }
   }
   // quadrant 2

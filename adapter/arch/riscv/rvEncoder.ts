@@ -58,41 +58,77 @@ export const encodeLui = (rd: RvRegister, upper: number): Uint8Array => uType(0x
 /** 2.4 AUIPC rd, upper: rd = pc + (upper << 12). */
 export const encodeAuipc = (rd: RvRegister, upper: number): Uint8Array => uType(0x17, rd, upper, 'AUIPC');
 /** 2.4 ADDI rd, rs1, imm12. */
-export const encodeAddi = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array => iType(0x13, 0, rd, rs1, imm, 'ADDI');
+export const encodeAddi = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array =>
+  iType(0x13, 0, rd, rs1, imm, 'ADDI');
 /** 2.6 LW rd, imm(rs1). */
-export const encodeLw = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array => iType(0x03, 2, rd, rs1, imm, 'LW');
+export const encodeLw = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array =>
+  iType(0x03, 2, rd, rs1, imm, 'LW');
 /** 2.5 JALR rd, imm(rs1). */
-export const encodeJalr = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array => iType(0x67, 0, rd, rs1, imm, 'JALR');
+export const encodeJalr = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array =>
+  iType(0x67, 0, rd, rs1, imm, 'JALR');
 
 /** 2.6 SW rs2, imm(rs1). */
 export function encodeSw(rs2: RvRegister, rs1: RvRegister, imm: number): Uint8Array {
   check(imm, fitsSigned(imm, 12), 'SW immediate');
-  return word32((((imm >> 5) & 0x7f) << 25) | (reg(rs2, 'SW') << 20) | (reg(rs1, 'SW') << 15) | (2 << 12) | ((imm & 0x1f) << 7) | 0x23);
+  return word32(
+    (((imm >> 5) & 0x7f) << 25) |
+      (reg(rs2, 'SW') << 20) |
+      (reg(rs1, 'SW') << 15) |
+      (2 << 12) |
+      ((imm & 0x1f) << 7) |
+      0x23,
+  );
 }
 
 /** 2.5 JAL rd, target: +/-1 MiB (J-immediate). */
 export function encodeJal(rd: RvRegister, from: number, to: number): Uint8Array {
   const off = to - from;
   check(off, fitsSigned(off, 21) && off % 2 === 0, `JAL offset from 0x${from.toString(16)} to 0x${to.toString(16)}`);
-  const w = (((off >> 20) & 1) << 31) | (((off >> 1) & 0x3ff) << 21) | (((off >> 11) & 1) << 20) | (((off >> 12) & 0xff) << 12);
+  const w =
+    (((off >> 20) & 1) << 31) | (((off >> 1) & 0x3ff) << 21) | (((off >> 11) & 1) << 20) | (((off >> 12) & 0xff) << 12);
   return word32(w | (reg(rd, 'JAL') << 7) | 0x6f);
 }
 
 export type BranchCondition = 'beq' | 'bne' | 'blt' | 'bge' | 'bltu' | 'bgeu';
 const branchFunct3: Record<BranchCondition, number> = { beq: 0, bne: 1, blt: 4, bge: 5, bltu: 6, bgeu: 7 };
-export const invertBranch: Record<BranchCondition, BranchCondition> = { beq: 'bne', bne: 'beq', blt: 'bge', bge: 'blt', bltu: 'bgeu', bgeu: 'bltu' };
+export const invertBranch: Record<BranchCondition, BranchCondition> = {
+  beq: 'bne',
+  bne: 'beq',
+  blt: 'bge',
+  bge: 'blt',
+  bltu: 'bgeu',
+  bgeu: 'bltu',
+};
 
 /** 2.5 Bcc rs1, rs2, target: +/-4 KiB (B-immediate). */
-export function encodeBranch(cond: BranchCondition, rs1: RvRegister, rs2: RvRegister, from: number, to: number): Uint8Array {
+export function encodeBranch(
+  cond: BranchCondition,
+  rs1: RvRegister,
+  rs2: RvRegister,
+  from: number,
+  to: number,
+): Uint8Array {
   const off = to - from;
-  check(off, fitsSigned(off, 13) && off % 2 === 0, `${cond} offset from 0x${from.toString(16)} to 0x${to.toString(16)}`);
-  const w = (((off >> 12) & 1) << 31) | (((off >> 5) & 0x3f) << 25) | (((off >> 1) & 0xf) << 8) | (((off >> 11) & 1) << 7);
+  check(
+    off,
+    fitsSigned(off, 13) && off % 2 === 0,
+    `${cond} offset from 0x${from.toString(16)} to 0x${to.toString(16)}`,
+  );
+  const w =
+    (((off >> 12) & 1) << 31) | (((off >> 5) & 0x3f) << 25) | (((off >> 1) & 0xf) << 8) | (((off >> 11) & 1) << 7);
   return word32(w | (reg(rs2, cond) << 20) | (reg(rs1, cond) << 15) | (branchFunct3[cond] << 12) | 0x63);
 }
 
 export type CsrOp = 'csrrw' | 'csrrs' | 'csrrc';
 export type CsrImmediateOp = 'csrrwi' | 'csrrsi' | 'csrrci';
-const csrFunct3: Record<CsrOp | CsrImmediateOp, number> = { csrrw: 1, csrrs: 2, csrrc: 3, csrrwi: 5, csrrsi: 6, csrrci: 7 };
+const csrFunct3: Record<CsrOp | CsrImmediateOp, number> = {
+  csrrw: 1,
+  csrrs: 2,
+  csrrc: 3,
+  csrrwi: 5,
+  csrrsi: 6,
+  csrrci: 7,
+};
 
 /** 9.1 CSRRW/CSRRS/CSRRC rd, csr, rs1 (`csrr rd, csr` is csrrs rd, csr, x0; `csrw` is csrrw x0, csr, rs1). */
 export function encodeCsr(op: CsrOp, rd: RvRegister, csr: number, rs1: RvRegister): Uint8Array {
@@ -178,7 +214,12 @@ export function encodeCJalr(rs1: RvRegister): Uint8Array {
 export function encodeCBranchZero(nonZero: boolean, rs1: RvRegister, from: number, to: number): Uint8Array {
   const off = to - from;
   check(off, fitsSigned(off, 9) && off % 2 === 0, 'C.BEQZ/C.BNEZ offset');
-  const bits = (((off >> 8) & 1) << 12) | (((off >> 3) & 3) << 10) | (((off >> 6) & 3) << 5) | (((off >> 1) & 3) << 3) | (((off >> 5) & 1) << 2);
+  const bits =
+    (((off >> 8) & 1) << 12) |
+    (((off >> 3) & 3) << 10) |
+    (((off >> 6) & 3) << 5) |
+    (((off >> 1) & 3) << 3) |
+    (((off >> 5) & 1) << 2);
   return half16((nonZero ? 0xe001 : 0xc001) | bits | (cRegister(rs1, 'C.BEQZ') << 7));
 }
 
@@ -211,7 +252,9 @@ export function encodeCMv(rd: RvRegister, rs2: RvRegister): Uint8Array {
 export function encodeCLwsp(rd: RvRegister, offset: number): Uint8Array {
   check(rd, rd >= 1 && rd <= 31, 'C.LWSP register');
   check(offset, offset >= 0 && offset <= 252 && offset % 4 === 0, 'C.LWSP offset');
-  return half16(0x4002 | (((offset >> 5) & 1) << 12) | (rd << 7) | (((offset >> 2) & 7) << 4) | (((offset >> 6) & 3) << 2));
+  return half16(
+    0x4002 | (((offset >> 5) & 1) << 12) | (rd << 7) | (((offset >> 2) & 7) << 4) | (((offset >> 6) & 3) << 2),
+  );
 }
 
 /** 16.3 C.SWSP rs2, offset(sp): offset[5:2|7:6] at bits [12:7]. */
@@ -224,8 +267,15 @@ export function encodeCSwsp(rs2: RvRegister, offset: number): Uint8Array {
 function cLoadStore(base: number, r: number, rs1: number, offset: number, what: string): Uint8Array {
   check(offset, offset >= 0 && offset <= 124 && offset % 4 === 0, `${what} offset`);
   return half16(
-    base | (((offset >> 3) & 7) << 10) | (cRegister(rs1, what) << 7) | (((offset >> 2) & 1) << 6) | (((offset >> 6) & 1) << 5) | (cRegister(r, what) << 2),
+    base |
+      (((offset >> 3) & 7) << 10) |
+      (cRegister(rs1, what) << 7) |
+      (((offset >> 2) & 1) << 6) |
+      (((offset >> 6) & 1) << 5) |
+      (cRegister(r, what) << 2),
   );
 }
-export const encodeCLw = (rd: RvRegister, rs1: RvRegister, offset: number): Uint8Array => cLoadStore(0x4000, rd, rs1, offset, 'C.LW');
-export const encodeCSw = (rs2: RvRegister, rs1: RvRegister, offset: number): Uint8Array => cLoadStore(0xc000, rs2, rs1, offset, 'C.SW');
+export const encodeCLw = (rd: RvRegister, rs1: RvRegister, offset: number): Uint8Array =>
+  cLoadStore(0x4000, rd, rs1, offset, 'C.LW');
+export const encodeCSw = (rs2: RvRegister, rs1: RvRegister, offset: number): Uint8Array =>
+  cLoadStore(0xc000, rs2, rs1, offset, 'C.SW');

@@ -55,7 +55,10 @@ export class Rv32Relocator implements InstructionRelocator {
       }
       falls = kindFallsThrough(insn.kind);
       if (!insn.readsPc) {
-        if (insn.kind === 'indirectCall') notes.push(`${insn.mnemonic} at 0x${insn.address.toString(16)}: the link register now points into the trampoline`);
+        if (insn.kind === 'indirectCall')
+          notes.push(
+            `${insn.mnemonic} at 0x${insn.address.toString(16)}: the link register now points into the trampoline`,
+          );
         emit(insn.bytes);
         continue;
       }
@@ -69,7 +72,11 @@ export class Rv32Relocator implements InstructionRelocator {
         }
         const pair = next ? fusedPair(rd, target, next, at) : undefined;
         if (pair && next!.mnemonic === 'jalr' && landsInsidePatch(pair.final, options)) {
-          return refuse(next!, 'branchIntoPatch', `its target 0x${(pair.final >>> 0).toString(16)} lies inside the patched bytes`);
+          return refuse(
+            next!,
+            'branchIntoPatch',
+            `its target 0x${(pair.final >>> 0).toString(16)} lies inside the patched bytes`,
+          );
         }
         if (pair) {
           emit(pair.bytes);
@@ -80,7 +87,8 @@ export class Rv32Relocator implements InstructionRelocator {
         emit(encodeLoadImmediate(rd, target));
         continue;
       }
-      if (landsInsidePatch(target, options)) return refuse(insn, 'branchIntoPatch', `its target 0x${target.toString(16)} lies inside the patched bytes`);
+      if (landsInsidePatch(target, options))
+        return refuse(insn, 'branchIntoPatch', `its target 0x${target.toString(16)} lies inside the patched bytes`);
       let code: Uint8Array | string;
       switch (insn.mnemonic) {
         case 'jal':
@@ -88,21 +96,39 @@ export class Rv32Relocator implements InstructionRelocator {
         case 'c.jal': {
           const rd = insn.mnemonic === 'c.j' ? ZERO : insn.mnemonic === 'c.jal' ? RA : (rvWord(insn.bytes) >> 7) & 0x1f;
           code = jumpTo(rd, target, at, options?.scratch);
-          if (rd !== ZERO) notes.push(`${insn.mnemonic} at 0x${insn.address.toString(16)}: the link register now points into the trampoline`);
+          if (rd !== ZERO)
+            notes.push(
+              `${insn.mnemonic} at 0x${insn.address.toString(16)}: the link register now points into the trampoline`,
+            );
           break;
         }
         case 'c.beqz':
         case 'c.bnez': {
           const hw = insn.bytes[0]! | (insn.bytes[1]! << 8);
-          code = branchTo(insn.mnemonic === 'c.beqz' ? 'beq' : 'bne', cbRegister(hw), ZERO, target, at, options?.scratch);
+          code = branchTo(
+            insn.mnemonic === 'c.beqz' ? 'beq' : 'bne',
+            cbRegister(hw),
+            ZERO,
+            target,
+            at,
+            options?.scratch,
+          );
           break;
         }
         default: {
           const w = rvWord(insn.bytes);
-          code = branchTo(insn.mnemonic as BranchCondition, (w >> 15) & 0x1f, (w >> 20) & 0x1f, target, at, options?.scratch);
+          code = branchTo(
+            insn.mnemonic as BranchCondition,
+            (w >> 15) & 0x1f,
+            (w >> 20) & 0x1f,
+            target,
+            at,
+            options?.scratch,
+          );
         }
       }
-      if (typeof code === 'string') return refuse(insn, code === 'needsScratch' ? 'needsScratch' : 'outOfRange', farReason(target, at));
+      if (typeof code === 'string')
+        return refuse(insn, code === 'needsScratch' ? 'needsScratch' : 'outOfRange', farReason(target, at));
       emit(code);
     }
     return { ok: true, bytes: concatBytes(chunks), fallsThrough: falls, notes };
@@ -117,7 +143,12 @@ function farReason(target: number, at: number): string {
  * AUIPC rd + a use that reads rd as its base and writes rd: re-derive both at `at` so the use sees
  * the same final address. Returns undefined when the follower is not such a use.
  */
-function fusedPair(rd: RvRegister, auipcValue: number, use: DecodedInstruction, at: number): { bytes: Uint8Array; final: number } | undefined {
+function fusedPair(
+  rd: RvRegister,
+  auipcValue: number,
+  use: DecodedInstruction,
+  at: number,
+): { bytes: Uint8Array; final: number } | undefined {
   if (use.length !== 4 || !['addi', 'lw', 'jalr'].includes(use.mnemonic)) return undefined;
   const w = rvWord(use.bytes);
   if (((w >> 15) & 0x1f) !== rd || ((w >> 7) & 0x1f) !== rd) return undefined;

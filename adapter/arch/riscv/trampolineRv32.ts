@@ -1,6 +1,21 @@
 import { fitsSigned } from '../codec';
-import type { DispatchEntry, PayloadGenerator, RuntimeImage, RuntimeLayout, StubImage, StubRequest } from '../../probe/injection/payload';
-import type { CallSite, CaveReach, CounterSource, FunctionCode, InjectionArch, PatchShape, PatchSite } from '../../probe/injection/types';
+import type {
+  DispatchEntry,
+  PayloadGenerator,
+  RuntimeImage,
+  RuntimeLayout,
+  StubImage,
+  StubRequest,
+} from '../../probe/injection/payload';
+import type {
+  CallSite,
+  CaveReach,
+  CounterSource,
+  FunctionCode,
+  InjectionArch,
+  PatchShape,
+  PatchSite,
+} from '../../probe/injection/types';
 import { InjectionRefusedError, hex, refusal } from '../../probe/injection/errors';
 import type { InjectionFamilySupport } from '../../probe/injection/injectionService';
 import { MINSTRET } from '../../probe/injection/types';
@@ -56,7 +71,8 @@ export function rv32InjectionArch(): InjectionArch {
     family: 'riscv',
     codec: new Rv32Codec(),
     relocator: new Rv32Relocator(),
-    mappingKind: (name) => (name === '$d' || name.startsWith('$d.') ? 'data' : name.startsWith('$x') ? 'code' : undefined),
+    mappingKind: (name) =>
+      name === '$d' || name.startsWith('$d.') ? 'data' : name.startsWith('$x') ? 'code' : undefined,
     resolveTable: (fn: FunctionCode, index: number, readWord) => {
       const addresses = new Set(fn.instructions.map((i) => i.address));
       const r = resolveRv32JumpTable(
@@ -88,7 +104,21 @@ export function rv32InjectionArch(): InjectionArch {
       all: ALL_REGISTERS,
       reserved: mask(X0, SP, Reg.gp, TP),
       // Temporaries t4-t6, t3, t2-t0 first, then argument registers a7 down to a2.
-      resumeRegisterPreference: [Reg.t4, Reg.t5, Reg.t6, Reg.t3, Reg.t2, Reg.t1, Reg.t0, Reg.a7, Reg.a6, A5, A4, A3, A2],
+      resumeRegisterPreference: [
+        Reg.t4,
+        Reg.t5,
+        Reg.t6,
+        Reg.t3,
+        Reg.t2,
+        Reg.t1,
+        Reg.t0,
+        Reg.a7,
+        Reg.a6,
+        A5,
+        A4,
+        A3,
+        A2,
+      ],
       // Entry: t0-t6; exit: t0-t6 and a2-a5 (ACC's scratch).
       stubClobbers: (TEMPORARIES | mask(A2, A3, A4, A5)) >>> 0,
     },
@@ -130,7 +160,9 @@ function rv32ChoosePatch(site: number, cave: CaveReach, free: number): PatchShap
   if (reachesCave(site, cave, 21)) return { kind: 'rvJal', length: 4 };
   const scratch =
     [Reg.t0, Reg.t1, Reg.t2, Reg.t3, Reg.t4, Reg.t5, Reg.t6].find((r) => (free & (1 << r)) !== 0) ??
-    Array.from({ length: 31 }, (_, k) => k + 1).find((r) => (free & (1 << r)) !== 0 && r !== SP && r !== Reg.gp && r !== TP);
+    Array.from({ length: 31 }, (_, k) => k + 1).find(
+      (r) => (free & (1 << r)) !== 0 && r !== SP && r !== Reg.gp && r !== TP,
+    );
   if (scratch === undefined)
     return `no register is dead at ${hex(site)} for the 8-byte auipc + jalr patch, and the cave at ${hex(cave.start)} is beyond JAL's +/-1 MiB.`;
   return { kind: 'rvAuipc', length: 8, scratch };
@@ -156,7 +188,8 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
   private readonly stubs: Rv32StubBuilder;
 
   constructor(readonly counter: CounterSource) {
-    if (counter.kind !== 'csr') throw new Error(`RV32 payloads read counters with csrr; ${counter.name} is memory mapped`);
+    if (counter.kind !== 'csr')
+      throw new Error(`RV32 payloads read counters with csrr; ${counter.name} is memory mapped`);
     this.runtime = new Rv32Runtime(counter.csr, counter.inhibitBit);
     this.stubs = new Rv32StubBuilder(counter, counter.csr, counter.inhibitBit);
   }
@@ -184,7 +217,10 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
     if (req.payload === 'hardware') {
       if (req.kind !== 'function')
         throw new InjectionRefusedError(
-          refusal('unrelocatable', 'Hardware gating measures whole functions through an entry patch; call-site measurement uses software accumulation.'),
+          refusal(
+            'unrelocatable',
+            'Hardware gating measures whole functions through an entry patch; call-site measurement uses software accumulation.',
+          ),
         );
       return this.stubs.hardwareFunctionStubs(req, runtime, layout);
     }
@@ -229,7 +265,10 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
     return encodeJal(link, site.address, stub.entry);
   }
 
-  calibrationCode(at: number, calls: number): { bytes: Uint8Array; fn: number; driver: number; done: number; functionInstructions: number } {
+  calibrationCode(
+    at: number,
+    calls: number,
+  ): { bytes: Uint8Array; fn: number; driver: number; done: number; functionInstructions: number } {
     const a = new Rv32Assembler(at);
     // The empty function: a 4-byte NOP the patch displaces, and the return.
     a.label('FN')
@@ -244,6 +283,12 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
       .i(rvAddi(Reg.s1, Reg.s1, -1))
       .b('bne', Reg.s1, X0, 'L');
     a.label('DONE').i(rvEbreak());
-    return { bytes: a.bytes(), fn: a.address('FN'), driver: a.address('DRV'), done: a.address('DONE'), functionInstructions: 2 };
+    return {
+      bytes: a.bytes(),
+      fn: a.address('FN'),
+      driver: a.address('DRV'),
+      done: a.address('DONE'),
+      functionInstructions: 2,
+    };
   }
 }

@@ -123,7 +123,10 @@ export class Rv32DisplacedCode {
     let run: DecodedInstruction[] = [];
     const flush = (): void => {
       if (run.length === 0) return;
-      const r = this.relocator.relocate(run, a.pc, { patched: { start: site.address, end: site.address + site.shape.length }, ...this.scratchFor(plan) });
+      const r = this.relocator.relocate(run, a.pc, {
+        patched: { start: site.address, end: site.address + site.shape.length },
+        ...this.scratchFor(plan),
+      });
       if (!r.ok) throw new InjectionRefusedError(refusal('unrelocatable', `Cannot move ${r.reason}.`, r.address));
       const count = decodeAll(this.codec, r.bytes, a.pc).length;
       a.code(r.bytes, count);
@@ -192,7 +195,11 @@ export class Rv32DisplacedCode {
 }
 
 /** A conditional branch's condition and registers (C.BEQZ/C.BNEZ compare rs1' with x0). */
-function branchOperands(insn: DecodedInstruction): { cond: 'beq' | 'bne' | 'blt' | 'bge' | 'bltu' | 'bgeu'; rs1: number; rs2: number } {
+function branchOperands(insn: DecodedInstruction): {
+  cond: 'beq' | 'bne' | 'blt' | 'bge' | 'bltu' | 'bgeu';
+  rs1: number;
+  rs2: number;
+} {
   if (insn.length === 2) {
     const hw = insn.bytes[0]! | (insn.bytes[1]! << 8);
     return { cond: insn.mnemonic === 'c.beqz' ? 'beq' : 'bne', rs1: cbRegister(hw), rs2: X0 };

@@ -64,7 +64,21 @@ export const mask = (...regs: number[]): number => regs.reduce((m, r) => (m | (1
 export const TEMPORARIES = mask(Reg.t0, Reg.t1, Reg.t2, Reg.t3, Reg.t4, Reg.t5, Reg.t6);
 export const ARGUMENTS = mask(Reg.a0, Reg.a1, Reg.a2, Reg.a3, Reg.a4, Reg.a5, Reg.a6, Reg.a7);
 /** s0-s11 and sp are preserved across calls; gp/tp are never written by compiled code after start-up. */
-export const CALLEE_SAVED = mask(Reg.sp, Reg.s0, Reg.s1, Reg.s2, Reg.s3, Reg.s4, Reg.s5, Reg.s6, Reg.s7, Reg.s8, Reg.s9, Reg.s10, Reg.s11);
+export const CALLEE_SAVED = mask(
+  Reg.sp,
+  Reg.s0,
+  Reg.s1,
+  Reg.s2,
+  Reg.s3,
+  Reg.s4,
+  Reg.s5,
+  Reg.s6,
+  Reg.s7,
+  Reg.s8,
+  Reg.s9,
+  Reg.s10,
+  Reg.s11,
+);
 export const GLOBALS = mask(Reg.gp, Reg.tp);
 /** What a callee may clobber (psABI caller-saved): what a call defines as far as liveness goes. */
 export const CALLER_SAVED = (TEMPORARIES | ARGUMENTS | mask(Reg.ra)) >>> 0;
@@ -85,7 +99,8 @@ const cr = (field: number): number => 8 + (field & 7);
 
 /** Integer registers an RV32IMC(+Zicsr, A, F/D) instruction reads and writes; x0 never counts. */
 export function rvRegisterEffects(insn: DecodedInstruction): RegisterEffects {
-  const e = insn.length === 2 ? compressedEffects(insn.bytes[0]! | (insn.bytes[1]! << 8)) : wordEffects(rvWord(insn.bytes));
+  const e =
+    insn.length === 2 ? compressedEffects(insn.bytes[0]! | (insn.bytes[1]! << 8)) : wordEffects(rvWord(insn.bytes));
   return { uses: (e.uses & ~1) >>> 0, defs: (e.defs & ~1) >>> 0 };
 }
 
@@ -209,9 +224,12 @@ export const rvSub = (rd: RvRegister, rs1: RvRegister, rs2: RvRegister): Uint8Ar
 export const rvSltu = (rd: RvRegister, rs1: RvRegister, rs2: RvRegister): Uint8Array => rType(0, rs2, rs1, 3, rd);
 export const rvAnd = (rd: RvRegister, rs1: RvRegister, rs2: RvRegister): Uint8Array => rType(0, rs2, rs1, 7, rd);
 export const rvMul = (rd: RvRegister, rs1: RvRegister, rs2: RvRegister): Uint8Array => rType(1, rs2, rs1, 0, rd);
-export const rvAndi = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array => iType(0x13, 7, rd, rs1, imm, 'ANDI');
-export const rvSlli = (rd: RvRegister, rs1: RvRegister, shamt: number): Uint8Array => iType(0x13, 1, rd, rs1, shamt & 0x1f, 'SLLI');
-export const rvSrli = (rd: RvRegister, rs1: RvRegister, shamt: number): Uint8Array => iType(0x13, 5, rd, rs1, shamt & 0x1f, 'SRLI');
+export const rvAndi = (rd: RvRegister, rs1: RvRegister, imm: number): Uint8Array =>
+  iType(0x13, 7, rd, rs1, imm, 'ANDI');
+export const rvSlli = (rd: RvRegister, rs1: RvRegister, shamt: number): Uint8Array =>
+  iType(0x13, 1, rd, rs1, shamt & 0x1f, 'SLLI');
+export const rvSrli = (rd: RvRegister, rs1: RvRegister, shamt: number): Uint8Array =>
+  iType(0x13, 5, rd, rs1, shamt & 0x1f, 'SRLI');
 // The codec's encoders under the names the payload generators use.
 export const rvAddi = encodeAddi;
 export const rvLw = encodeLw;
@@ -220,9 +238,11 @@ export const rvSw = encodeSw;
 export const rvLui = encodeLui;
 export const rvAuipc = encodeAuipc;
 /** 9.1 CSRRS rd, csr, x0 (`csrr`). */
-export const rvCsrr = (rd: RvRegister, csr: number): Uint8Array => word32(((csr << 20) | (2 << 12) | (rd << 7) | 0x73) >>> 0);
+export const rvCsrr = (rd: RvRegister, csr: number): Uint8Array =>
+  word32(((csr << 20) | (2 << 12) | (rd << 7) | 0x73) >>> 0);
 /** 9.1 CSRRW x0, csr, rs1 (`csrw`). */
-export const rvCsrw = (csr: number, rs1: RvRegister): Uint8Array => word32(((csr << 20) | (rs1 << 15) | (1 << 12) | 0x73) >>> 0);
+export const rvCsrw = (csr: number, rs1: RvRegister): Uint8Array =>
+  word32(((csr << 20) | (rs1 << 15) | (1 << 12) | 0x73) >>> 0);
 /** 9.1 CSRRCI rd, csr, uimm (`csrrci`): reads the old value and clears bits in one instruction. */
 export const rvCsrrci = (rd: RvRegister, csr: number, uimm: number): Uint8Array =>
   word32(((csr << 20) | ((uimm & 0x1f) << 15) | (7 << 12) | (rd << 7) | 0x73) >>> 0);
@@ -408,9 +428,11 @@ export function resolveRv32JumpTable(
     k = defJ.index - 1;
     defJ = lastDef(insns, k, rJ);
   }
-  if (!defJ || (defJ.insn.mnemonic !== 'lw' && defJ.insn.mnemonic !== 'c.lw')) return { ok: false, reason: 'no table load feeds the jump register' };
+  if (!defJ || (defJ.insn.mnemonic !== 'lw' && defJ.insn.mnemonic !== 'c.lw'))
+    return { ok: false, reason: 'no table load feeds the jump register' };
   const loadBase = loadBaseRegister(defJ.insn);
-  if (defJ.insn.mnemonic === 'lw' && immI(rvWord(defJ.insn.bytes)) !== 0) return { ok: false, reason: 'the table load has an offset' };
+  if (defJ.insn.mnemonic === 'lw' && immI(rvWord(defJ.insn.bytes)) !== 0)
+    return { ok: false, reason: 'the table load has an offset' };
   k = defJ.index - 1;
   const defI = lastDef(insns, k, loadBase);
   if (!defI || !isAdd(defI.insn)) return { ok: false, reason: 'the table address is not index plus base' };
@@ -422,7 +444,8 @@ export function resolveRv32JumpTable(
   if (relative && base !== tableBase) return { ok: false, reason: 'the offsets are not relative to the table base' };
   const indexReg = p === loadBase ? p : q;
   const shift = lastDef(insns, defI.index - 1, indexReg);
-  if (!shift || !['slli', 'c.slli'].includes(shift.insn.mnemonic)) return { ok: false, reason: 'the index is not scaled by 4' };
+  if (!shift || !['slli', 'c.slli'].includes(shift.insn.mnemonic))
+    return { ok: false, reason: 'the index is not scaled by 4' };
   const bound = findBound(insns, shift.index - 1, indexReg, consts);
   if (bound === undefined)
     return {
@@ -434,10 +457,18 @@ export function resolveRv32JumpTable(
   for (let e = 0; e < bound; e++) {
     const v = readWord(tableBase + 4 * e);
     if (v === undefined)
-      return { ok: false, reason: `the table at 0x${tableBase.toString(16)} is not in the image`, ...(relative ? { switchShaped: true } : {}) };
+      return {
+        ok: false,
+        reason: `the table at 0x${tableBase.toString(16)} is not in the image`,
+        ...(relative ? { switchShaped: true } : {}),
+      };
     const t = (relative ? tableBase + (v | 0) : v) >>> 0;
     if (!isInstructionInFunction(t))
-      return { ok: false, reason: `entry ${e} (0x${t.toString(16)}) is not an instruction of this function`, ...(relative ? { switchShaped: true } : {}) };
+      return {
+        ok: false,
+        reason: `entry ${e} (0x${t.toString(16)}) is not an instruction of this function`,
+        ...(relative ? { switchShaped: true } : {}),
+      };
     targets.push(t);
   }
   return { ok: true, table: tableBase, entries: bound, targets };
@@ -461,7 +492,11 @@ function loadBaseRegister(insn: DecodedInstruction): number {
   return (rvWord(insn.bytes) >> 15) & 0x1f;
 }
 
-function lastDef(insns: readonly DecodedInstruction[], from: number, reg: number): { insn: DecodedInstruction; index: number } | undefined {
+function lastDef(
+  insns: readonly DecodedInstruction[],
+  from: number,
+  reg: number,
+): { insn: DecodedInstruction; index: number } | undefined {
   for (let k = from; k >= 0 && k > from - 16; k--) {
     const insn = insns[k]!;
     if (insn.kind !== 'plain') return undefined; // stay inside the basic block
@@ -471,7 +506,12 @@ function lastDef(insns: readonly DecodedInstruction[], from: number, reg: number
 }
 
 /** Unsigned upper bound check of `reg` within the few blocks before the dispatch: entries = N + 1. */
-function findBound(insns: readonly DecodedInstruction[], from: number, reg: number, consts: Map<number, number>): number | undefined {
+function findBound(
+  insns: readonly DecodedInstruction[],
+  from: number,
+  reg: number,
+  consts: Map<number, number>,
+): number | undefined {
   for (let k = from; k >= 0 && k > from - 24; k--) {
     const insn = insns[k]!;
     if (insn.kind !== 'condBranch' || insn.length !== 4) continue;

@@ -40,7 +40,12 @@ function stepOf(insn: DecodedInstruction): EpilogueStep | undefined {
     }
     if (q === 1 && f3 === 3 && rd === SP) {
       // C.ADDI16SP: nzimm[9] = 12, [4] = 6, [6] = 5, [8:7] = 4:3, [5] = 2
-      const raw = (((hw >> 12) & 1) << 9) | (((hw >> 6) & 1) << 4) | (((hw >> 5) & 1) << 6) | (((hw >> 3) & 3) << 7) | (((hw >> 2) & 1) << 5);
+      const raw =
+        (((hw >> 12) & 1) << 9) |
+        (((hw >> 6) & 1) << 4) |
+        (((hw >> 5) & 1) << 6) |
+        (((hw >> 3) & 3) << 7) |
+        (((hw >> 2) & 1) << 5);
       return { op: 'sp', imm: (raw << 22) >> 22 };
     }
     if (q === 1 && f3 === 0 && rd === SP) {
@@ -100,7 +105,8 @@ export function rv32FoldedEpilogue(fn: FunctionCode, from: number): Uint8Array |
   if (typeof e === 'string') return e;
   const first = e.steps.findIndex((s) => s.op === 'sp');
   const second = e.steps.findIndex((s, k) => k > first && s.op === 'sp');
-  if (first < 0 || second < 0) return `its code from 0x${from.toString(16)} adjusts sp fewer than twice, so no adjustment can be folded`;
+  if (first < 0 || second < 0)
+    return `its code from 0x${from.toString(16)} adjusts sp fewer than twice, so no adjustment can be folded`;
   const fold = (e.steps[first] as { imm: number }).imm;
   const out: Uint8Array[] = [];
   e.steps.forEach((s, k) => {

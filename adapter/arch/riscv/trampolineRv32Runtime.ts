@@ -25,7 +25,22 @@ import {
 export const MSTATUS = 0x300;
 export const MSTATUS_MIE = 8;
 export const MCOUNTINHIBIT = 0x320;
-const { zero: X0, ra: RA, tp: TP, t0: T0, t1: T1, t2: T2, t3: T3, t4: T4, t5: T5, t6: T6, a2: A2, a3: A3, a4: A4, a5: A5 } = Reg;
+const {
+  zero: X0,
+  ra: RA,
+  tp: TP,
+  t0: T0,
+  t1: T1,
+  t2: T2,
+  t3: T3,
+  t4: T4,
+  t5: T5,
+  t6: T6,
+  a2: A2,
+  a3: A3,
+  a4: A4,
+  a5: A5,
+} = Reg;
 
 /** Base register + offset through which the control block's fields are reached. */
 export interface Base {
@@ -182,7 +197,14 @@ export class Rv32Runtime {
    * real return address and returns there with interrupts restored. `hardware`: the counter is
    * gated (stopped by the exit stub); a nested exit re-bases and restarts it.
    */
-  private commonExit(a: Rv32Assembler, layout: RuntimeLayout, paths: Record<string, number>, hardware: boolean, keeps = false, t0Link = false): void {
+  private commonExit(
+    a: Rv32Assembler,
+    layout: RuntimeLayout,
+    paths: Record<string, number>,
+    hardware: boolean,
+    keeps = false,
+    t0Link = false,
+  ): void {
     // `keeps` (CXK): the exit stub read the counter into ra and reserved a frame; the routine gives
     // back every register it uses, for callers that keep values across the call (trampolineRv32Kept.ts).
     // `t0Link` (CXT): millicode linked through t0; the counter is in t0, ra is kept too, and the
@@ -223,7 +245,10 @@ export class Rv32Runtime {
     a.i(rvJalr(X0, t0Link ? T0 : RA, 0));
     a.label(`${p}_under`).i(rvEbreak()); // an exit with an empty shadow stack: trap rather than jump anywhere
     const head = a.between(p, `${p}_br`) + 1;
-    const tail = a.between(`${p}_pay`, hardware ? `${p}_rb` : `${p}_ret`) + (hardware ? 1 : 0) + a.between(`${p}_ret`, `${p}_under`);
+    const tail =
+      a.between(`${p}_pay`, hardware ? `${p}_rb` : `${p}_ret`) +
+      (hardware ? 1 : 0) +
+      a.between(`${p}_ret`, `${p}_under`);
     paths[`${p}_outer`] = head + a.between(`${p}_br`, `${p}_nested`) - 1 + tail; // + ACC, added by the caller
     paths[`${p}_nested`] = head + 1 + tail + (hardware ? 2 : 0);
   }

@@ -1,4 +1,10 @@
-import type { CountedOverhead, RuntimeImage, RuntimeLayout, StubImage, StubRequest } from '../../probe/injection/payload';
+import type {
+  CountedOverhead,
+  RuntimeImage,
+  RuntimeLayout,
+  StubImage,
+  StubRequest,
+} from '../../probe/injection/payload';
 import { InjectionRefusedError, refusal } from '../../probe/injection/errors';
 import { reachableDisplaced } from '../../probe/injection/planner';
 import { Ctrl, Rec, type PathCosts } from '../../probe/injection/recordLayout';
@@ -9,7 +15,23 @@ import { foldedInstructions, linkEntryRestore, linkEntrySave, linkExitStub } fro
 import { MCOUNTINHIBIT, MSTATUS, MSTATUS_MIE, ctrlBase, loadAddress } from './trampolineRv32Runtime';
 import { Reg, Rv32Assembler, rvAdd, rvAddi, rvCsrr, rvCsrrci, rvCsrrsi, rvCsrw, rvLw, rvSw } from './trampolineRv32Isa';
 
-const { zero: X0, ra: RA, sp: SP, tp: TP, t0: T0, t1: T1, t2: T2, t3: T3, t4: T4, t5: T5, t6: T6, a2: A2, a3: A3, a4: A4, a5: A5 } = Reg;
+const {
+  zero: X0,
+  ra: RA,
+  sp: SP,
+  tp: TP,
+  t0: T0,
+  t1: T1,
+  t2: T2,
+  t3: T3,
+  t4: T4,
+  t5: T5,
+  t6: T6,
+  a2: A2,
+  a3: A3,
+  a4: A4,
+  a5: A5,
+} = Reg;
 
 /**
  * The stubs of one RV32 measurement (docs/design.md, "Measurement semantics"): a function's entry
@@ -25,7 +47,11 @@ export class Rv32StubBuilder {
     private readonly inhibitBit: number,
   ) {}
 
-  softwareFunctionStubs(req: Extract<StubRequest, { kind: 'function' | 'callSite' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
+  softwareFunctionStubs(
+    req: Extract<StubRequest, { kind: 'function' | 'callSite' }>,
+    runtime: RuntimeImage,
+    layout: RuntimeLayout,
+  ): StubImage {
     const a = new Rv32Assembler(req.at);
     const site = req.kind === 'function' ? req.entry : undefined;
     const resume = req.kind === 'function' ? req.entry.resume : req.target;
@@ -94,7 +120,8 @@ export class Rv32StubBuilder {
     a.defineExternal('CX_ext', runtime.labels[cx]!);
     const P = runtime.paths;
     // Payload instructions = instructions run - displaced program instructions (the program's own).
-    const stubPath = a.between('S_d', 'S_end') - (divert ? divert + 1 : site ? reachableDisplaced(site.displaced).length : 0);
+    const stubPath =
+      a.between('S_d', 'S_end') - (divert ? divert + 1 : site ? reachableDisplaced(site.displaced).length : 0);
     const costs: PathCosts = {
       entryOuter: stubPath + P.CE_outer!,
       entryNested: stubPath - 2 + P.CE_nested!, // the nested path skips the csrr and sw
@@ -122,7 +149,11 @@ export class Rv32StubBuilder {
     };
   }
 
-  hardwareFunctionStubs(req: Extract<StubRequest, { kind: 'function' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
+  hardwareFunctionStubs(
+    req: Extract<StubRequest, { kind: 'function' }>,
+    runtime: RuntimeImage,
+    layout: RuntimeLayout,
+  ): StubImage {
     const site = req.entry;
     if (site.link !== undefined || site.returnSlot !== undefined || site.divert || req.bypass)
       throw new InjectionRefusedError(
@@ -219,13 +250,22 @@ export class Rv32StubBuilder {
    */
   regionStubs(req: Extract<StubRequest, { kind: 'region' }>, runtime: RuntimeImage, layout: RuntimeLayout): StubImage {
     if (req.payload === 'hardware')
-      throw new InjectionRefusedError(refusal('unrelocatable', 'Regions use software accumulation; hardware gating measures whole functions.'));
+      throw new InjectionRefusedError(
+        refusal('unrelocatable', 'Regions use software accumulation; hardware gating measures whole functions.'),
+      );
     const a = new Rv32Assembler(req.at);
     const P = runtime.paths;
     const patchInsns = (s: PatchSite): number => (s.shape.kind === 'rvAuipc' ? 2 : 1);
     // ---- start: m = mstatus, b = record, v = value, q = temp, c = control base (when not tp)
     const start = req.start;
-    const startPlan = this.displaced.planExits(req.at, start, start.resume, this.deadCandidates(start), this.fixedExits(start), this.lateExits(start));
+    const startPlan = this.displaced.planExits(
+      req.at,
+      start,
+      start.resume,
+      this.deadCandidates(start),
+      this.fixedExits(start),
+      this.lateExits(start),
+    );
     const busy = new Set(startPlan.regs.values());
     const startRegs = this.pickRegisters([T0, T1, T3, T4, T5], start.freeRegisters, busy);
     const [m, b, v, q, cb] = startRegs.regs as [number, number, number, number, number];
@@ -287,7 +327,14 @@ export class Rv32StubBuilder {
     for (const r of endSaved) a.i(rvLw(r, SP, slot(r)));
     if (t3Live) a.i(rvLw(T3, SP, 0));
     a.i(rvAddi(SP, SP, frame));
-    const endPlan = this.displaced.planExits(a.pc, end, end.resume, this.deadCandidates(end), this.fixedExits(end), this.lateExits(end));
+    const endPlan = this.displaced.planExits(
+      a.pc,
+      end,
+      end.resume,
+      this.deadCandidates(end),
+      this.fixedExits(end),
+      this.lateExits(end),
+    );
     this.displaced.loadExits(a, endPlan);
     const de = this.displaced.emitDisplaced(a, end, endPlan);
     if (de.falls) this.displaced.jumpTo(a, end.resume, endPlan);
@@ -324,7 +371,9 @@ export class Rv32StubBuilder {
   /** Registers dead at a mid-function site that the displaced code leaves alone (t-registers first). */
   private deadCandidates(site: PatchSite): number[] {
     const order = [T4, T5, T6, T2, T3, T1, T0, Reg.a7, Reg.a6, A5, A4, A3, A2];
-    return order.filter((r) => (site.freeRegisters & (1 << r)) !== 0 && !(this.displaced.touched(site.displaced) & (1 << r)));
+    return order.filter(
+      (r) => (site.freeRegisters & (1 << r)) !== 0 && !(this.displaced.touched(site.displaced) & (1 << r)),
+    );
   }
 
   /** The planner's register for the resume point (dead there, not written by the displaced code). */
@@ -337,7 +386,11 @@ export class Rv32StubBuilder {
   }
 
   /** Registers for a stub: dead ones first (no save), then the preferred ones (saved below sp). */
-  private pickRegisters(preferred: number[], free: number, avoid: ReadonlySet<number>): { regs: number[]; saved: number[] } {
+  private pickRegisters(
+    preferred: number[],
+    free: number,
+    avoid: ReadonlySet<number>,
+  ): { regs: number[]; saved: number[] } {
     const usable = (r: number): boolean => r !== X0 && r !== SP && r !== Reg.gp && r !== TP && !avoid.has(r);
     const dead: number[] = [];
     for (let r = 1; r < 32; r++) if ((free & (1 << r)) !== 0 && usable(r)) dead.push(r);

@@ -6,7 +6,15 @@ import { rememberStart } from '../../startPlan';
 import { GDB_ARGS, takePrestartedGdb } from './gdbPrestart';
 import { parseGdbMemoryMap } from './memoryMap';
 import { ReadonlyTrust } from './readonlyTrust';
-import { gdbLocation, mapStopReason, parseBreakpoint, parseFrame, parseInstruction, parseUnsigned, parseVarObject } from './miRecords';
+import {
+  gdbLocation,
+  mapStopReason,
+  parseBreakpoint,
+  parseFrame,
+  parseInstruction,
+  parseUnsigned,
+  parseVarObject,
+} from './miRecords';
 import { DebuggerBase, mayWriteMemory, writesOnlyRegisters } from '../debuggerBase';
 import { runToWithTemporaryBreakpoint } from '../runTo';
 import type {
@@ -25,7 +33,19 @@ import type {
 } from '../types';
 import { MiCommandResult, MiConnection, describeExit } from './miConnection';
 import type { MiAsyncRecord } from './mi/types';
-import { isTuple, miInt, miList, miOptInt, miOptString, miOptTuple, miQuote, miString, miStringList, miTuple, miTupleList } from './mi/values';
+import {
+  isTuple,
+  miInt,
+  miList,
+  miOptInt,
+  miOptString,
+  miOptTuple,
+  miQuote,
+  miString,
+  miStringList,
+  miTuple,
+  miTupleList,
+} from './mi/values';
 
 export interface GdbStartOptions {
   gdbPath: string;
@@ -84,7 +104,9 @@ export class GdbBackend extends DebuggerBase implements Debugger {
     const prestarted = takePrestartedGdb(gdb);
     const proc = prestarted ?? OwnedProcess.spawn('gdb', gdb, GDB_ARGS, { cwd: options.cwd });
     const spawnError = new Promise<never>((_, reject) =>
-      proc.child.once('error', (err) => reject(new CycleLensError(ErrorCode.DebuggerFailed, `Could not start GDB '${gdb}': ${err.message}`))),
+      proc.child.once('error', (err) =>
+        reject(new CycleLensError(ErrorCode.DebuggerFailed, `Could not start GDB '${gdb}': ${err.message}`)),
+      ),
     );
     const backend = new GdbBackend(new MiConnection(proc));
     // A GDB started before the launch runs in the adapter's directory: it moves to the session's.
@@ -189,7 +211,10 @@ export class GdbBackend extends DebuggerBase implements Debugger {
       this.userOwnsTrust = true;
       this.readonlyTrust = undefined;
     }
-    const [, r] = await Promise.all([trustOff, this.mi.send(`-interpreter-exec console ${miQuote(command)}`, timeoutMs)]);
+    const [, r] = await Promise.all([
+      trustOff,
+      this.mi.send(`-interpreter-exec console ${miQuote(command)}`, timeoutMs),
+    ]);
     return r.console;
   }
 
@@ -267,8 +292,12 @@ export class GdbBackend extends DebuggerBase implements Debugger {
     // has come, it is asked again, at growing intervals, until the time is up.
     const deadline = Date.now() + timeoutMs;
     for (let wait = 250; ; wait *= 2) {
-      const settled = await Promise.race([stopped.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), wait))]);
-      if (settled || this.stops !== stopsBefore || this.state !== 'running' || Date.now() + wait >= deadline) return stopped;
+      const settled = await Promise.race([
+        stopped.then(() => true),
+        new Promise<false>((resolve) => setTimeout(() => resolve(false), wait)),
+      ]);
+      if (settled || this.stops !== stopsBefore || this.state !== 'running' || Date.now() + wait >= deadline)
+        return stopped;
       await this.mi.send('-exec-interrupt').catch(() => undefined);
     }
   }
@@ -299,8 +328,10 @@ export class GdbBackend extends DebuggerBase implements Debugger {
   }
 
   private expectStopped(what: string): void {
-    if (this.state === 'running') throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
-    if (this.state === 'exited') throw new CycleLensError(ErrorCode.NotRunning, `Cannot ${what}: the program has ended. Restart the session.`);
+    if (this.state === 'running')
+      throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
+    if (this.state === 'exited')
+      throw new CycleLensError(ErrorCode.NotRunning, `Cannot ${what}: the program has ended. Restart the session.`);
   }
 
   // ---- breakpoints -----------------------------------------------------------------------------
@@ -354,9 +385,16 @@ export class GdbBackend extends DebuggerBase implements Debugger {
    * Locals and arguments of a frame with the values of the simple ones (`--simple-values`: scalars,
    * pointers, enums), in one round trip. Arrays, structs and unions come without a value.
    */
-  async frameVariables(threadId: number, frameLevel: number): Promise<Array<{ name: string; type: string; value: string | undefined }>> {
+  async frameVariables(
+    threadId: number,
+    frameLevel: number,
+  ): Promise<Array<{ name: string; type: string; value: string | undefined }>> {
     const r = await this.mi.send(`-stack-list-variables --thread ${threadId} --frame ${frameLevel} --simple-values`);
-    return miTupleList(r.results, 'variables').map((v) => ({ name: miString(v, 'name'), type: miOptString(v, 'type') ?? '', value: miOptString(v, 'value') }));
+    return miTupleList(r.results, 'variables').map((v) => ({
+      name: miString(v, 'name'),
+      type: miOptString(v, 'type') ?? '',
+      value: miOptString(v, 'value'),
+    }));
   }
 
   /**
@@ -387,7 +425,10 @@ export class GdbBackend extends DebuggerBase implements Debugger {
   async createVariable(expression: string, threadId?: number, frameLevel?: number): Promise<VarObject> {
     const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
     // GDB evaluates the expression to create the object: `x = 5` typed in the Debug Console writes.
-    const [, r] = await Promise.all([this.beforeExpression(expression), this.mi.send(`-var-create ${ctx}- * ${miQuote(expression)}`)]);
+    const [, r] = await Promise.all([
+      this.beforeExpression(expression),
+      this.mi.send(`-var-create ${ctx}- * ${miQuote(expression)}`),
+    ]);
     return parseVarObject(r.results, expression);
   }
 
@@ -421,7 +462,10 @@ export class GdbBackend extends DebuggerBase implements Debugger {
         this.mi.send(`-data-evaluate-expression ${miQuote(`(unsigned long long)&(${path})`)}`),
         this.mi.send(`-data-evaluate-expression ${miQuote(`sizeof(${path})`)}`),
       ]);
-      return this.readonlyTrust!.overlaps(Number(BigInt(miString(address.results, 'value'))), Number(miString(size.results, 'value')));
+      return this.readonlyTrust!.overlaps(
+        Number(BigInt(miString(address.results, 'value'))),
+        Number(miString(size.results, 'value')),
+      );
     } catch (err) {
       // A variable in a register has no address; anything else that fails leaves it unknown.
       return !/not located in memory/i.test(errorMessage(err));
@@ -434,7 +478,10 @@ export class GdbBackend extends DebuggerBase implements Debugger {
 
   async evaluate(expression: string, threadId?: number, frameLevel?: number): Promise<string> {
     const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
-    const [, r] = await Promise.all([this.beforeExpression(expression), this.mi.send(`-data-evaluate-expression ${ctx}${miQuote(expression)}`)]);
+    const [, r] = await Promise.all([
+      this.beforeExpression(expression),
+      this.mi.send(`-data-evaluate-expression ${ctx}${miQuote(expression)}`),
+    ]);
     return miString(r.results, 'value');
   }
 
@@ -449,11 +496,19 @@ export class GdbBackend extends DebuggerBase implements Debugger {
     return this.registerNameCache;
   }
 
-  async registerValues(numbers: number[] | undefined, threadId?: number, frameLevel?: number, format: 'x' | 'N' = 'x'): Promise<RegisterValue[]> {
+  async registerValues(
+    numbers: number[] | undefined,
+    threadId?: number,
+    frameLevel?: number,
+    format: 'x' | 'N' = 'x',
+  ): Promise<RegisterValue[]> {
     const ctx = threadId !== undefined ? `--thread ${threadId} --frame ${frameLevel ?? 0} ` : '';
     const which = numbers ? ` ${numbers.join(' ')}` : '';
     const r = await this.mi.send(`-data-list-register-values ${ctx}${format}${which}`);
-    return miTupleList(r.results, 'register-values').map((v) => ({ number: miInt(v, 'number'), value: miString(v, 'value') }));
+    return miTupleList(r.results, 'register-values').map((v) => ({
+      number: miInt(v, 'number'),
+      value: miString(v, 'value'),
+    }));
   }
 
   /** Reads one register by name as an unsigned integer (e.g. `pc`, `minstret`). */
@@ -484,7 +539,11 @@ export class GdbBackend extends DebuggerBase implements Debugger {
       contents.copy(out, at);
       covered += contents.length;
     }
-    if (covered < count) throw new CycleLensError(ErrorCode.CommandFailed, `Only ${covered} of ${count} bytes at 0x${start.toString(16)} could be read.`);
+    if (covered < count)
+      throw new CycleLensError(
+        ErrorCode.CommandFailed,
+        `Only ${covered} of ${count} bytes at 0x${start.toString(16)} could be read.`,
+      );
     return out;
   }
 
@@ -495,7 +554,9 @@ export class GdbBackend extends DebuggerBase implements Debugger {
     // Trust that this write ends is turned off before it; trust it restores, on after it.
     const holds = this.readonlyTrust?.holds ?? false;
     const trustOff = holds ? undefined : this.syncReadonlyTrust();
-    const written = this.mi.send(`-data-write-memory-bytes 0x${address.toString(16)} ${Buffer.from(data).toString('hex')}`);
+    const written = this.mi.send(
+      `-data-write-memory-bytes 0x${address.toString(16)} ${Buffer.from(data).toString('hex')}`,
+    );
     const trustOn = holds ? this.syncReadonlyTrust() : undefined;
     await Promise.all([trustOff, written, trustOn]);
   }
@@ -532,7 +593,10 @@ export class GdbBackend extends DebuggerBase implements Debugger {
       this.state = 'exited';
       const code = miOptString(r.results, 'exit-code');
       this.resolveStopWaiters(undefined);
-      this.exitEmitter.fire({ exitCode: code !== undefined ? parseInt(code, 8) : undefined, normal: reason !== 'exited-signalled' });
+      this.exitEmitter.fire({
+        exitCode: code !== undefined ? parseInt(code, 8) : undefined,
+        normal: reason !== 'exited-signalled',
+      });
       return;
     }
     this.state = 'stopped';

@@ -13,7 +13,13 @@ export function parseGdbMemoryMap(text: string): MemoryRegion[] {
     const start = parseInt(m[1]!, 16);
     const end = parseInt(m[2]!, 16);
     const attrs = m[3]!.toLowerCase().split(/\s+/);
-    const kind: MemoryKind = attrs.includes('flash') ? 'flash' : attrs.includes('ro') ? 'rom' : attrs.includes('rw') ? 'ram' : 'unknown';
+    const kind: MemoryKind = attrs.includes('flash')
+      ? 'flash'
+      : attrs.includes('ro')
+        ? 'rom'
+        : attrs.includes('rw')
+          ? 'ram'
+          : 'unknown';
     out.push({ start, size: end - start, kind });
   }
   return out;

@@ -1,5 +1,12 @@
 import { CycleLensError, ErrorCode } from '../../errors';
-import type { BreakpointInfo, BreakpointLocation, DisassembledInstruction, Frame, StopReason, VarObject } from '../types';
+import type {
+  BreakpointInfo,
+  BreakpointLocation,
+  DisassembledInstruction,
+  Frame,
+  StopReason,
+  VarObject,
+} from '../types';
 import type { MiTuple } from './mi/types';
 import { isTuple, miInt, miList, miOptInt, miOptString, miString } from './mi/values';
 
@@ -76,7 +83,11 @@ export function parseVarObject(t: MiTuple, expression: string): VarObject {
   };
 }
 
-export function parseInstruction(t: MiTuple, file: string | undefined, line: number | undefined): DisassembledInstruction {
+export function parseInstruction(
+  t: MiTuple,
+  file: string | undefined,
+  line: number | undefined,
+): DisassembledInstruction {
   return {
     address: parseUnsigned(miString(t, 'address')),
     opcodes: miOptString(t, 'opcodes') ?? '',

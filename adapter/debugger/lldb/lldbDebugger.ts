@@ -52,7 +52,14 @@ type BridgeMessage =
   | { event: 'running' }
   | { event: 'output'; category: 'stdout' | 'stderr'; text: string }
   | { event: 'exited'; exitCode: number | null; normal: boolean }
-  | { event: 'stopped'; reason: StopEvent['reason']; threadId: number; breakpointIds: number[]; description?: string; frame: WireFrame };
+  | {
+      event: 'stopped';
+      reason: StopEvent['reason'];
+      threadId: number;
+      breakpointIds: number[];
+      description?: string;
+      frame: WireFrame;
+    };
 
 const toFrame = (f: WireFrame): Frame => ({
   level: f.level,
@@ -73,7 +80,10 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
   readonly kind = 'lldb' as const;
   private state: ExecutionState = 'stopped';
   private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
+  >();
   private hiddenRuns = 0;
   private exited = false;
   private buffer = '';
@@ -111,7 +121,8 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
           continue;
         }
         if ('event' in msg && msg.event === 'ready') readyResolve();
-        else if ('event' in msg && msg.event === 'fatal') readyReject(new CycleLensError(ErrorCode.DebuggerFailed, msg.message));
+        else if ('event' in msg && msg.event === 'fatal')
+          readyReject(new CycleLensError(ErrorCode.DebuggerFailed, msg.message));
         else this.onMessage(msg);
       }
     });
@@ -122,7 +133,12 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
     void proc.exited.then((exit) => {
       this.exited = true;
       this.state = 'exited';
-      readyReject(new CycleLensError(ErrorCode.DebuggerFailed, `The LLDB bridge ended before it was ready (code ${exit.code ?? exit.signal}).`));
+      readyReject(
+        new CycleLensError(
+          ErrorCode.DebuggerFailed,
+          `The LLDB bridge ended before it was ready (code ${exit.code ?? exit.signal}).`,
+        ),
+      );
       for (const [, p] of this.pending) {
         clearTimeout(p.timer);
         p.reject(new CycleLensError(ErrorCode.DebuggerFailed, 'LLDB exited.'));
@@ -143,7 +159,12 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
     const proc = OwnedProcess.spawn('lldb', python, ['-u', '-c', bridgeProgram], { cwd: options.cwd });
     const d = new LldbDebugger(proc, triple);
     try {
-      await Promise.race([d.ready, delay(20_000).then(() => Promise.reject(new CycleLensError(ErrorCode.DebuggerFailed, 'LLDB did not start within 20 s.')))]);
+      await Promise.race([
+        d.ready,
+        delay(20_000).then(() =>
+          Promise.reject(new CycleLensError(ErrorCode.DebuggerFailed, 'LLDB did not start within 20 s.')),
+        ),
+      ]);
     } catch (err) {
       await proc.kill();
       throw err;
@@ -167,7 +188,9 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
-        reject(new CycleLensError(ErrorCode.CommandFailed, `LLDB did not answer '${op}' within ${timeoutMs / 1000} s.`));
+        reject(
+          new CycleLensError(ErrorCode.CommandFailed, `LLDB did not answer '${op}' within ${timeoutMs / 1000} s.`),
+        );
       }, timeoutMs);
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
       this.proc.child.stdin?.write(`${line}\n`);
@@ -218,8 +241,10 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
   }
 
   private expectStopped(what: string): void {
-    if (this.state === 'running') throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
-    if (this.state === 'exited') throw new CycleLensError(ErrorCode.NotRunning, `Cannot ${what}: the program has ended. Restart the session.`);
+    if (this.state === 'running')
+      throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
+    if (this.state === 'exited')
+      throw new CycleLensError(ErrorCode.NotRunning, `Cannot ${what}: the program has ended. Restart the session.`);
   }
 
   // ---- session and target
@@ -326,8 +351,18 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
   // ---- breakpoints
 
   async insertBreakpoint(request: BreakpointRequest): Promise<BreakpointInfo> {
-    const location = request.location.kind === 'address' ? { kind: 'address', address: hex(request.location.address) } : request.location;
-    const info = await this.call<{ id: number; verified: boolean; pending: boolean; address?: string; file?: string; line?: number }>('insertBreakpoint', {
+    const location =
+      request.location.kind === 'address'
+        ? { kind: 'address', address: hex(request.location.address) }
+        : request.location;
+    const info = await this.call<{
+      id: number;
+      verified: boolean;
+      pending: boolean;
+      address?: string;
+      file?: string;
+      line?: number;
+    }>('insertBreakpoint', {
       ...request,
       location,
     });
@@ -364,14 +399,28 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
     return (await this.call<WireFrame[]>('stackFrames', { threadId, low, high })).map(toFrame);
   }
 
-  async frameVariables(threadId: number, frameLevel: number): Promise<Array<{ name: string; type: string; value: string | undefined }>> {
-    const vars = await this.call<Array<{ name: string; type: string; value: string | null }>>('frameVariables', { threadId, level: frameLevel });
+  async frameVariables(
+    threadId: number,
+    frameLevel: number,
+  ): Promise<Array<{ name: string; type: string; value: string | undefined }>> {
+    const vars = await this.call<Array<{ name: string; type: string; value: string | null }>>('frameVariables', {
+      threadId,
+      level: frameLevel,
+    });
     return vars.map((v) => ({ name: v.name, type: v.type, value: v.value ?? undefined }));
   }
 
   async fileScopeVariables(): Promise<FileScopeVariable[]> {
-    const vars = await this.call<Array<{ name: string; file: string; fullname: string; line: number; isStatic: boolean }>>('fileScopeVariables', {}, 60_000);
-    return vars.map((v) => ({ name: v.name, file: v.file, fullname: v.fullname, ...(v.line > 0 ? { line: v.line } : {}), isStatic: v.isStatic }));
+    const vars = await this.call<
+      Array<{ name: string; file: string; fullname: string; line: number; isStatic: boolean }>
+    >('fileScopeVariables', {}, 60_000);
+    return vars.map((v) => ({
+      name: v.name,
+      file: v.file,
+      fullname: v.fullname,
+      ...(v.line > 0 ? { line: v.line } : {}),
+      isStatic: v.isStatic,
+    }));
   }
 
   createVariable(expression: string, threadId?: number, frameLevel?: number): Promise<VarObject> {
@@ -420,7 +469,11 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
 
   async readMemory(address: bigint, count: number): Promise<Buffer> {
     const data = Buffer.from(await this.call<string>('readMemory', { address: hex(address), count }), 'hex');
-    if (data.length < count) throw new CycleLensError(ErrorCode.CommandFailed, `Only ${data.length} of ${count} bytes at ${hex(address)} could be read.`);
+    if (data.length < count)
+      throw new CycleLensError(
+        ErrorCode.CommandFailed,
+        `Only ${data.length} of ${count} bytes at ${hex(address)} could be read.`,
+      );
     return data;
   }
 

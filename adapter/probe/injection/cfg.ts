@@ -17,7 +17,11 @@ export interface FunctionCfg {
   exits: Map<number, ExitKind>;
 }
 
-export function buildCfg(fn: FunctionCode, tables: readonly JumpTableInfo[], predicated: ReadonlySet<number> = new Set()): FunctionCfg {
+export function buildCfg(
+  fn: FunctionCode,
+  tables: readonly JumpTableInfo[],
+  predicated: ReadonlySet<number> = new Set(),
+): FunctionCfg {
   const index = new Map<number, number>();
   fn.instructions.forEach((insn, i) => index.set(insn.address, i));
   const succ: number[][] = [];
@@ -60,7 +64,11 @@ export function buildCfg(fn: FunctionCode, tables: readonly JumpTableInfo[], pre
         next(); // plain, system, it, calls (they return)
     }
     // A predicated instruction (inside an IT block) may not execute: it also falls through.
-    if (predicated.has(insn.address) && insn.kind !== 'condBranch' && !['plain', 'system', 'call', 'indirectCall', 'it'].includes(insn.kind)) {
+    if (
+      predicated.has(insn.address) &&
+      insn.kind !== 'condBranch' &&
+      !['plain', 'system', 'call', 'indirectCall', 'it'].includes(insn.kind)
+    ) {
       const j = index.get(insn.address + insn.length);
       if (j !== undefined && !out.includes(j)) out.push(j);
     }
@@ -207,7 +215,8 @@ export function clobberSets(
       m |= model.effects(insn).defs;
       const target = insn.target;
       if (insn.kind === 'indirectCall') m |= model.callDefs;
-      if (insn.kind === 'indirectBranch' && !tables.some((t) => t.branch === insn.address && t.resolved)) m |= model.callDefs;
+      if (insn.kind === 'indirectBranch' && !tables.some((t) => t.branch === insn.address && t.resolved))
+        m |= model.callDefs;
       if ((insn.kind === 'call' || insn.kind === 'branch' || insn.kind === 'condBranch') && target !== undefined) {
         const callee = functionAt(target);
         if (callee && callee !== fn) out.add(callee.name);

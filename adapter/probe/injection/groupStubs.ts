@@ -55,7 +55,11 @@ function buildMember(
   exitKeeps: number,
 ): StubImage {
   try {
-    return g.buildStubs({ kind: 'function', payload: 'software', record, at: m.at, entry: m.entry, padding, exitKeeps }, runtime, layout);
+    return g.buildStubs(
+      { kind: 'function', payload: 'software', record, at: m.at, entry: m.entry, padding, exitKeeps },
+      runtime,
+      layout,
+    );
   } catch (err) {
     if (err instanceof InjectionRefusedError) throw memberRefusal(m.name, err);
     throw err;
@@ -75,7 +79,10 @@ function padTowardsEqual(stubs: readonly StubImage[], padding: readonly StubPadd
   if (same) return undefined;
   const maxInside = Math.max(...inside);
   const maxOutside = Math.max(...outside);
-  return padding.map((p, i) => ({ inside: p.inside + maxInside - inside[i]!, outside: p.outside + maxOutside - outside[i]! }));
+  return padding.map((p, i) => ({
+    inside: p.inside + maxInside - inside[i]!,
+    outside: p.outside + maxOutside - outside[i]!,
+  }));
 }
 
 function sameCosts(a: StubImage, b: StubImage): boolean {

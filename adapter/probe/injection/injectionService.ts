@@ -10,7 +10,15 @@ import { InjectionPlanner } from './planner';
 import { ProgramModel } from './programModel';
 import { Ctrl, Rec } from './recordLayout';
 import { MeasurementReadout } from './readout';
-import type { Calibration, GroupOptions, InjectionServiceOptions, MeasureOptions, MeasurementInfo, MeasurementResults, StopPoint } from './serviceTypes';
+import type {
+  Calibration,
+  GroupOptions,
+  InjectionServiceOptions,
+  MeasureOptions,
+  MeasurementInfo,
+  MeasurementResults,
+  StopPoint,
+} from './serviceTypes';
 import type { CaveReach, CounterSource, InjectionPlan, InjectionRefusal, PayloadKind } from './types';
 
 export type {
@@ -75,24 +83,50 @@ export class InjectionService {
       dispatchCapacity: DISPATCH_CAPACITY,
     });
     const end = r.start + r.size;
-    const tpFree = o.support.arch.threadPointer !== undefined && o.useThreadPointer !== false && !this.model.referencesRegister(o.support.arch.threadPointer);
+    const tpFree =
+      o.support.arch.threadPointer !== undefined &&
+      o.useThreadPointer !== false &&
+      !this.model.referencesRegister(o.support.arch.threadPointer);
     if (tpFree) {
       // tp in the middle: `jalr x0, off(tp)` and `addi rd, tp, off` reach +/-2 KiB around it.
       const tp = align(r.start + Math.min(2048, Math.floor(r.size / 2)), 4);
       const windowEnd = Math.min(end, tp + 2048);
       if (tp < tableEnd || tp + runtimeSize > windowEnd)
-        throw new CycleLensError(ErrorCode.InvalidRequest, `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`);
-      this.layout = { ctrl: r.start, shadowSlots: slots, runtime: tp, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY, threadPointer: tp };
+        throw new CycleLensError(
+          ErrorCode.InvalidRequest,
+          `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`,
+        );
+      this.layout = {
+        ctrl: r.start,
+        shadowSlots: slots,
+        runtime: tp,
+        dispatchTable: tableAt,
+        dispatchCapacity: DISPATCH_CAPACITY,
+        threadPointer: tp,
+      };
       this.stubRanges = [
         { start: tableEnd, size: tp - tableEnd },
         { start: tp + runtimeSize, size: windowEnd - tp - runtimeSize },
       ];
-      this.cave = { start: Math.max(r.start, tp - 2048), size: windowEnd - Math.max(r.start, tp - 2048), threadPointerBase: tp };
+      this.cave = {
+        start: Math.max(r.start, tp - 2048),
+        size: windowEnd - Math.max(r.start, tp - 2048),
+        threadPointerBase: tp,
+      };
     } else {
       const runtime = align(tableEnd, 4);
       if (runtime + runtimeSize > end)
-        throw new CycleLensError(ErrorCode.InvalidRequest, `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`);
-      this.layout = { ctrl: r.start, shadowSlots: slots, runtime, dispatchTable: tableAt, dispatchCapacity: DISPATCH_CAPACITY };
+        throw new CycleLensError(
+          ErrorCode.InvalidRequest,
+          `The reserved memory at ${hex(r.start)} (${r.size} bytes) is too small for the injector's runtime.`,
+        );
+      this.layout = {
+        ctrl: r.start,
+        shadowSlots: slots,
+        runtime,
+        dispatchTable: tableAt,
+        dispatchCapacity: DISPATCH_CAPACITY,
+      };
       this.stubRanges = [{ start: runtime + runtimeSize, size: end - runtime - runtimeSize }];
       this.cave = { start: r.start, size: r.size };
     }
@@ -185,7 +219,11 @@ export class InjectionService {
   }
 
   private expectHalted(what: string): void {
-    if (!this.o.isHalted()) throw new CycleLensError(ErrorCode.NotStopped, `Pause the target to ${what}: code is only patched while the core is halted.`);
+    if (!this.o.isHalted())
+      throw new CycleLensError(
+        ErrorCode.NotStopped,
+        `Pause the target to ${what}: code is only patched while the core is halted.`,
+      );
   }
 }
 

@@ -66,7 +66,10 @@ function processStartTime(pid: number): string | undefined {
   }
 }
 
-const thisOwner: JournalOwner = { pid: process.pid, ...(processStartTime(process.pid) ? { startTime: processStartTime(process.pid)! } : {}) };
+const thisOwner: JournalOwner = {
+  pid: process.pid,
+  ...(processStartTime(process.pid) ? { startTime: processStartTime(process.pid)! } : {}),
+};
 
 /** Whether the process that wrote a journal still runs (then its session may still need it). */
 export function ownerIsAlive(owner: JournalOwner | undefined): boolean {
@@ -112,7 +115,15 @@ export class PatchJournal {
     reserved: { start: number; size: number },
     private readonly tag?: string,
   ) {
-    this.data = { schema: JOURNAL_SCHEMA, elf: elf.path, elfHash: elfHash(elf), updated: '', owner: thisOwner, reserved, patches: [] };
+    this.data = {
+      schema: JOURNAL_SCHEMA,
+      elf: elf.path,
+      elfHash: elfHash(elf),
+      updated: '',
+      owner: thisOwner,
+      reserved,
+      patches: [],
+    };
   }
 
   get path(): string {
@@ -123,7 +134,10 @@ export class PatchJournal {
     if (registers === undefined) delete this.data.registers;
     else
       this.data.registers = Object.fromEntries(
-        Object.entries(registers).map(([k, v]) => [k, { original: v.original.toString(16), patched: v.patched.toString(16) }]),
+        Object.entries(registers).map(([k, v]) => [
+          k,
+          { original: v.original.toString(16), patched: v.patched.toString(16) },
+        ]),
       );
     this.flush();
   }
@@ -197,11 +211,16 @@ export interface RestoreReport {
 export function journalProblem(data: unknown): string | undefined {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) return 'it is not a JSON object';
   const d = data as Record<string, unknown>;
-  if (d.schema !== JOURNAL_SCHEMA) return `its schema is ${JSON.stringify(d.schema) ?? 'missing'}, not "${JOURNAL_SCHEMA}"`;
-  if (d.threadPointer !== undefined && (typeof d.threadPointer !== 'string' || !/^[0-9a-f]{1,16}$/i.test(d.threadPointer)))
+  if (d.schema !== JOURNAL_SCHEMA)
+    return `its schema is ${JSON.stringify(d.schema) ?? 'missing'}, not "${JOURNAL_SCHEMA}"`;
+  if (
+    d.threadPointer !== undefined &&
+    (typeof d.threadPointer !== 'string' || !/^[0-9a-f]{1,16}$/i.test(d.threadPointer))
+  )
     return 'threadPointer is not a hex number';
   if (d.registers !== undefined) {
-    if (typeof d.registers !== 'object' || d.registers === null || Array.isArray(d.registers)) return 'registers is not an object';
+    if (typeof d.registers !== 'object' || d.registers === null || Array.isArray(d.registers))
+      return 'registers is not an object';
     for (const [name, v] of Object.entries(d.registers as Record<string, unknown>)) {
       const r = v as Record<string, unknown> | null;
       if (
@@ -223,9 +242,11 @@ export function journalProblem(data: unknown): string | undefined {
       return `patches[${i}].address is not a 32-bit address`;
     for (const k of ['original', 'patched'] as const) {
       const v = p[k];
-      if (typeof v !== 'string' || v.length === 0 || v.length % 2 !== 0 || !/^[0-9a-f]*$/i.test(v)) return `patches[${i}].${k} is not a hex byte string`;
+      if (typeof v !== 'string' || v.length === 0 || v.length % 2 !== 0 || !/^[0-9a-f]*$/i.test(v))
+        return `patches[${i}].${k} is not a hex byte string`;
     }
-    if ((p.original as string).length !== (p.patched as string).length) return `patches[${i}] has original and patched bytes of different lengths`;
+    if ((p.original as string).length !== (p.patched as string).length)
+      return `patches[${i}] has original and patched bytes of different lengths`;
   }
   return undefined;
 }
@@ -242,7 +263,9 @@ function readJournal(path: string): { data: JournalFile } | { problem: string } 
   try {
     data = JSON.parse(text);
   } catch (err) {
-    return { problem: `it is not valid JSON (${(err as Error).message}${text.trim() === '' ? '; the file is empty' : ''})` };
+    return {
+      problem: `it is not valid JSON (${(err as Error).message}${text.trim() === '' ? '; the file is empty' : ''})`,
+    };
   }
   const problem = journalProblem(data);
   return problem ? { problem } : { data: data as JournalFile };
@@ -296,7 +319,13 @@ export async function restoreFromJournal(access: TargetAccess, elf: ElfImage, di
   return report;
 }
 
-async function restoreOne(access: TargetAccess, elf: ElfImage, path: string, data: JournalFile, report: RestoreReport): Promise<void> {
+async function restoreOne(
+  access: TargetAccess,
+  elf: ElfImage,
+  path: string,
+  data: JournalFile,
+  report: RestoreReport,
+): Promise<void> {
   const restoredBefore = report.restored.length;
   const keptBefore = report.conflicts.length + report.mismatches.length;
   for (const p of data.patches) {
@@ -318,7 +347,10 @@ async function restoreOne(access: TargetAccess, elf: ElfImage, path: string, dat
     }
     await access.writeMemory(BigInt(p.address), original);
     const check = await access.readMemory(BigInt(p.address), original.length);
-    if (!check.equals(original)) throw new Error(`Restoring ${hex(p.address)} did not stick (reads ${check.toString('hex')}); the memory may be flash.`);
+    if (!check.equals(original))
+      throw new Error(
+        `Restoring ${hex(p.address)} did not stick (reads ${check.toString('hex')}); the memory may be flash.`,
+      );
     report.restored.push(p.address);
   }
   if (data.threadPointer !== undefined && report.restored.length > restoredBefore) {
@@ -347,10 +379,16 @@ function where(addresses: readonly number[], elf: ElfImage): string {
  * The launch message for a restore: what was put back and where, what was left and why, or
  * undefined when no journal was found. Each part is a full sentence; no part is ever empty.
  */
-export function describeRestore(report: RestoreReport, elf: ElfImage): { text: string; important: boolean } | undefined {
+export function describeRestore(
+  report: RestoreReport,
+  elf: ElfImage,
+): { text: string; important: boolean } | undefined {
   const lines: string[] = [];
   for (const d of report.damaged) {
-    const kept = d.movedTo === d.path ? `It could not be moved aside and stays at ${d.path}` : `It was moved aside to ${d.movedTo} for inspection`;
+    const kept =
+      d.movedTo === d.path
+        ? `It could not be moved aside and stays at ${d.path}`
+        : `It was moved aside to ${d.movedTo} for inspection`;
     lines.push(
       `The patch journal ${d.path} is damaged: ${d.problem}. ${kept}; the launch goes on with the program loaded from the ELF. If a previous session left measurements patched into a board's RAM, reset the board.`,
     );
@@ -361,9 +399,12 @@ export function describeRestore(report: RestoreReport, elf: ElfImage): { text: s
       parts.push(
         `restored the original bytes at ${report.restored.length} address(es): ${where(report.restored, elf)}${report.threadPointerRestored ? ', and the tp register' : ''}`,
       );
-    if (report.registersRestored.length) parts.push(`restored the register(s) ${report.registersRestored.join(', ')} the interrupt sampler had changed`);
+    if (report.registersRestored.length)
+      parts.push(`restored the register(s) ${report.registersRestored.join(', ')} the interrupt sampler had changed`);
     if (report.alreadyOriginal.length)
-      parts.push(`found ${report.alreadyOriginal.length} address(es) already original (the program was reloaded since): ${where(report.alreadyOriginal, elf)}`);
+      parts.push(
+        `found ${report.alreadyOriginal.length} address(es) already original (the program was reloaded since): ${where(report.alreadyOriginal, elf)}`,
+      );
     if (report.conflicts.length)
       parts.push(
         `left ${report.conflicts.length} address(es) alone because the target holds unexpected bytes there: ${report.conflicts.map((c) => `${where([c.address], elf)} reads ${c.found}`).join(', ')} (journal kept)`,
@@ -378,5 +419,8 @@ export function describeRestore(report: RestoreReport, elf: ElfImage): { text: s
     );
   }
   if (lines.length === 0) return undefined;
-  return { text: `${lines.join('\n')}\n`, important: report.damaged.length > 0 || report.conflicts.length > 0 || report.mismatches.length > 0 };
+  return {
+    text: `${lines.join('\n')}\n`,
+    important: report.damaged.length > 0 || report.conflicts.length > 0 || report.mismatches.length > 0,
+  };
 }

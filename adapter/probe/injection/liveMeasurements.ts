@@ -94,8 +94,12 @@ export class LiveMeasurements {
     const runtime = g.buildRuntime(this.layout);
     const setup = await this.o.support.prepareCounter?.(this.o.access);
     if (setup) await this.runOnTarget(setup);
-    await this.o.access.writeMemory(BigInt(this.layout.ctrl), initialControl(this.layout.ctrl, this.layout.shadowSlots));
-    if (g.dispatchTable) await this.o.access.writeMemory(BigInt(this.layout.dispatchTable), g.dispatchTable([], this.layout));
+    await this.o.access.writeMemory(
+      BigInt(this.layout.ctrl),
+      initialControl(this.layout.ctrl, this.layout.shadowSlots),
+    );
+    if (g.dispatchTable)
+      await this.o.access.writeMemory(BigInt(this.layout.dispatchTable), g.dispatchTable([], this.layout));
     await this.o.access.writeMemory(BigInt(runtime.address), runtime.bytes);
     if (this.layout.threadPointer !== undefined) {
       const original = await this.o.access.readRegister('tp');
@@ -109,7 +113,11 @@ export class LiveMeasurements {
   /** Runs `code` in the cave with the program's registers saved and restored around it. */
   private async runOnTarget(code: TargetCode): Promise<void> {
     const runner = this.o.runner;
-    if (!runner) throw new CycleLensError(ErrorCode.Unsupported, `${code.what} needs code run on the target, and no run control was given to the injector.`);
+    if (!runner)
+      throw new CycleLensError(
+        ErrorCode.Unsupported,
+        `${code.what} needs code run on the target, and no run control was given to the injector.`,
+      );
     const probe = code.build(0);
     const block = this.allocOrThrow(probe.bytes.length + 16);
     const built = code.build(block.start);
@@ -118,7 +126,8 @@ export class LiveMeasurements {
       await this.o.access.writeMemory(BigInt(block.start), built.bytes);
       for (const r of this.o.support.registers) saved.set(r, await this.o.access.readRegister(r));
       await this.o.access.writeRegister('pc', BigInt((built.entry | this.o.support.codeAddressBit) >>> 0));
-      if (!(await runner.runTo(built.done, 10_000))) throw new CycleLensError(ErrorCode.CommandFailed, `${code.what} did not finish on the target.`);
+      if (!(await runner.runTo(built.done, 10_000)))
+        throw new CycleLensError(ErrorCode.CommandFailed, `${code.what} did not finish on the target.`);
     } finally {
       for (const [r, v] of saved) await this.o.access.writeRegister(r, v);
       this.allocator.release(block);
@@ -154,7 +163,8 @@ export class LiveMeasurements {
    * comes back and the next injection installs the runtime anew.
    */
   targetReset(): void {
-    if (this.measurements.size > 0) throw new CycleLensError(ErrorCode.CommandFailed, 'Remove the injected measurements before the target is reset.');
+    if (this.measurements.size > 0)
+      throw new CycleLensError(ErrorCode.CommandFailed, 'Remove the injected measurements before the target is reset.');
     this.allocator = new CaveAllocator(this.stubRanges);
     this.installed = undefined;
     this.savedThreadPointer = undefined;
@@ -198,7 +208,8 @@ export class LiveMeasurements {
     if (!m.pinned) for (const b of m.blocks) this.allocator.release(b);
     this.patches.forget(id);
     await this.reclaimIfIdle();
-    if (problems.length) throw new CycleLensError(ErrorCode.CommandFailed, `Measurement #${id} was removed, but ${problems.join('; ')}.`);
+    if (problems.length)
+      throw new CycleLensError(ErrorCode.CommandFailed, `Measurement #${id} was removed, but ${problems.join('; ')}.`);
   }
 
   async removeSilently(id: number): Promise<void> {
@@ -230,7 +241,9 @@ export class LiveMeasurements {
             reason: `${hex(a)} is inside the bytes patched by ${who}, so the program never executes it there. Remove that measurement, or stop elsewhere.`,
           };
         // Where the displaced code branches away it never comes back: stop on the jump itself.
-        return p.stopAt !== undefined ? { ok: true, address: p.stopAt, moved: { from: a, measurement: who } } : { ok: true, address };
+        return p.stopAt !== undefined
+          ? { ok: true, address: p.stopAt, moved: { from: a, measurement: who } }
+          : { ok: true, address };
       }
     }
     return { ok: true, address };
@@ -255,7 +268,11 @@ export class LiveMeasurements {
               ),
             );
           throw new InjectionRefusedError(
-            refusal('branchIntoPatch', `${hex(address)} is already patched by measurement #${m.info.id} (${m.info.name}); remove it first.`, address),
+            refusal(
+              'branchIntoPatch',
+              `${hex(address)} is already patched by measurement #${m.info.id} (${m.info.name}); remove it first.`,
+              address,
+            ),
           );
         }
       }
@@ -268,7 +285,10 @@ export class LiveMeasurements {
     const c = this.counter;
     if (c.kind !== 'csr')
       throw new InjectionRefusedError(
-        refusal('unrelocatable', `Hardware gating needs a counter with an inhibit bit; ${c.name} has none. Use software accumulation.`),
+        refusal(
+          'unrelocatable',
+          `Hardware gating needs a counter with an inhibit bit; ${c.name} has none. Use software accumulation.`,
+        ),
       );
     if (this.hardwareSlotInUse)
       throw new InjectionRefusedError(
@@ -297,7 +317,10 @@ export class LiveMeasurements {
     this.hardwareSlotInUse = false;
     const c = this.counter;
     if (c.kind === 'csr')
-      await this.o.access.writeRegister('mcountinhibit', (await this.o.access.readRegister('mcountinhibit')) & ~(1n << BigInt(c.inhibitBit)));
+      await this.o.access.writeRegister(
+        'mcountinhibit',
+        (await this.o.access.readRegister('mcountinhibit')) & ~(1n << BigInt(c.inhibitBit)),
+      );
   }
 
   /** Stops the gated counter and returns the value it holds (the measurement's zero). */

@@ -7,8 +7,23 @@ import { memoryKindAt } from './memoryMap';
 import type { DispatchEntry, RuntimeLayout, StubRequest } from './payload';
 import { type InjectionPlanner, reachableDisplaced } from './planner';
 import { RECORD_SIZE, initialRecord } from './recordLayout';
-import type { GroupOptions, InjectionServiceOptions, MeasureOptions, Measurement, MeasurementInfo } from './serviceTypes';
-import type { BypassSite, CallSite, CaveReach, FunctionPlan, InjectionPlan, InjectionRefusal, PatchSite, PayloadKind } from './types';
+import type {
+  GroupOptions,
+  InjectionServiceOptions,
+  MeasureOptions,
+  Measurement,
+  MeasurementInfo,
+} from './serviceTypes';
+import type {
+  BypassSite,
+  CallSite,
+  CaveReach,
+  FunctionPlan,
+  InjectionPlan,
+  InjectionRefusal,
+  PatchSite,
+  PayloadKind,
+} from './types';
 
 /**
  * The planner-facing part of the injection service: asks InjectionPlanner for a plan, refuses what
@@ -122,7 +137,9 @@ export class MeasurementBuilder {
     const plans = this.planGroup(members);
     const sites = plans.map((p) => p.entry);
     const names = plans.map((p) => p.function.name);
-    const warnings = plans.flatMap((p) => p.warnings.map((w) => ({ ...w, member: p.function.name, message: `${p.function.name}: ${w.message}` })));
+    const warnings = plans.flatMap((p) =>
+      p.warnings.map((w) => ({ ...w, member: p.function.name, message: `${p.function.name}: ${w.message}` })),
+    );
     return this.installMembers(options.name ?? names.join(' + '), names, sites, warnings, 'group');
   }
 
@@ -182,7 +199,10 @@ export class MeasurementBuilder {
       });
       const first = stubs[0]!;
       // Every member's exit stub is the same code on the same record: the record names the first one.
-      await this.o.access.writeMemory(BigInt(recordBlock.start), initialRecord((first.exit! | this.o.support.codeAddressBit) >>> 0, first.costs));
+      await this.o.access.writeMemory(
+        BigInt(recordBlock.start),
+        initialRecord((first.exit! | this.o.support.codeAddressBit) >>> 0, first.costs),
+      );
       for (const [i, st] of stubs.entries()) await this.o.access.writeMemory(BigInt(stubBlocks[i]!.start), st.bytes);
       const patches: Measurement['patches'] = sites.map((st, i) => ({
         address: st.address,
@@ -216,7 +236,10 @@ export class MeasurementBuilder {
 
   /** Every member's entry plan, or the refusal of the first member that has none. */
   private planGroup(members: readonly string[]): FunctionPlan[] {
-    if (members.length === 0) throw new InjectionRefusedError(refusal('notFound', 'The group has no members: name the functions it measures together.'));
+    if (members.length === 0)
+      throw new InjectionRefusedError(
+        refusal('notFound', 'The group has no members: name the functions it measures together.'),
+      );
     const plans: FunctionPlan[] = [];
     const seen = new Map<number, string>();
     for (const member of members) {
@@ -232,7 +255,11 @@ export class MeasurementBuilder {
         throw memberRefusal(
           member,
           new InjectionRefusedError(
-            refusal('alternateLink', `${member} is measured on its own, not in a group: ${why}. Leave it out of the group.`, plan.function.start),
+            refusal(
+              'alternateLink',
+              `${member} is measured on its own, not in a group: ${why}. Leave it out of the group.`,
+              plan.function.start,
+            ),
           ),
         );
       }
@@ -240,7 +267,11 @@ export class MeasurementBuilder {
       if (before !== undefined) {
         const same = before === member ? `${member} is listed twice` : `${member} and ${before} are the same function`;
         throw new InjectionRefusedError(
-          refusal('branchIntoPatch', `${same} in the group; a function's entry can carry one patch. List each function once.`, plan.function.start),
+          refusal(
+            'branchIntoPatch',
+            `${same} in the group; a function's entry can carry one patch. List each function once.`,
+            plan.function.start,
+          ),
         );
       }
       seen.set(plan.function.start, member);
@@ -267,7 +298,9 @@ export class MeasurementBuilder {
     for (const c of callSites ?? []) this.live.checkOverlap(c.address, c.length);
     const ranges = [
       ...sites.map((s) => [s.address, s.address + s.original.length] as [number, number]),
-      ...(bypass && host === undefined ? [[bypass.address, bypass.address + bypass.original.length] as [number, number]] : []),
+      ...(bypass && host === undefined
+        ? [[bypass.address, bypass.address + bypass.original.length] as [number, number]]
+        : []),
       ...(callSites ?? []).map((c) => [c.address, c.address + c.length] as [number, number]),
     ];
     if (checkProgram) {
@@ -314,7 +347,12 @@ export class MeasurementBuilder {
         });
       } else {
         for (const s of sites)
-          patches.push({ address: s.address, original: s.original, patched: g.encodePatch(s, stub.entry, this.layout, stub.bypass), stopAt: stopAfter(s) });
+          patches.push({
+            address: s.address,
+            original: s.original,
+            patched: g.encodePatch(s, stub.entry, this.layout, stub.bypass),
+            stopAt: stopAfter(s),
+          });
       }
       let pendingBypass: Measurement['pendingBypass'];
       if (bypass) {
@@ -326,7 +364,11 @@ export class MeasurementBuilder {
           freeRegisters: 0,
           original: bypass.original,
         };
-        const patch = { address: bypass.address, original: bypass.original, patched: g.encodePatch(at, stub.bypass!, this.layout) };
+        const patch = {
+          address: bypass.address,
+          original: bypass.original,
+          patched: g.encodePatch(at, stub.bypass!, this.layout),
+        };
         if (host === undefined) patches.push(patch);
         else pendingBypass = { host, patch };
       }
@@ -406,7 +448,10 @@ export class MeasurementBuilder {
 
   private async checkResumePoints(ranges: Array<[number, number]>): Promise<void> {
     const pc = (Number(await this.o.access.readRegister('pc')) & ~1) >>> 0;
-    const points = [{ what: 'The program counter', address: pc }, ...((await this.o.support.resumePoints?.(this.o.access)) ?? [])];
+    const points = [
+      { what: 'The program counter', address: pc },
+      ...((await this.o.support.resumePoints?.(this.o.access)) ?? []),
+    ];
     for (const p of points) {
       for (const [s, e] of ranges) {
         if (p.address > s && p.address < e) {
@@ -433,12 +478,17 @@ export class MeasurementBuilder {
 function stopAfter(site: PatchSite): number | undefined {
   if (site.divertCode) return undefined; // it resumes past the next entry's patch, not at `resume`
   const live = reachableDisplaced(site.displaced);
-  return live.length === site.displaced.length && live.every((x) => x.kind === 'plain' || x.kind === 'call' || x.kind === 'it') ? site.resume : undefined;
+  return live.length === site.displaced.length &&
+    live.every((x) => x.kind === 'plain' || x.kind === 'call' || x.kind === 'it')
+    ? site.resume
+    : undefined;
 }
 
 /** A call displaced into a trampoline returns into it: that memory stays reserved for the session. */
 function pinsMemory(sites: readonly PatchSite[], name: string, warnings: InjectionWarning[]): boolean {
-  const pinned = sites.some((st) => [...st.displaced, ...(st.divertCode ?? [])].some((x) => x.kind === 'call' || x.kind === 'indirectCall'));
+  const pinned = sites.some((st) =>
+    [...st.displaced, ...(st.divertCode ?? [])].some((x) => x.kind === 'call' || x.kind === 'indirectCall'),
+  );
   if (pinned)
     warnings.push(
       warning(
@@ -463,9 +513,12 @@ async function forMembers(names: readonly string[], check: (i: number) => Promis
 
 /** Why a function's entry plan cannot join a group (millicode), or undefined. */
 export function soloReason(plan: FunctionPlan): string | undefined {
-  if (plan.entry.divert || plan.entry.divertCode) return 'its entry stub runs a copy of the code after the patch that skips the next entry';
-  if (plan.bypass) return `code of ${plan.bypass.from} falls through into its entry and is diverted by a patch of its own`;
-  if (plan.entry.link !== undefined) return `it is linked through x${plan.entry.link} (millicode), and a group's exit stubs return through the standard link`;
+  if (plan.entry.divert || plan.entry.divertCode)
+    return 'its entry stub runs a copy of the code after the patch that skips the next entry';
+  if (plan.bypass)
+    return `code of ${plan.bypass.from} falls through into its entry and is diverted by a patch of its own`;
+  if (plan.entry.link !== undefined)
+    return `it is linked through x${plan.entry.link} (millicode), and a group's exit stubs return through the standard link`;
   return undefined;
 }
 

@@ -11,7 +11,12 @@ import type { MemoryKind, MemoryRegion } from '../../debugger/types';
 export type { MemoryKind, MemoryRegion };
 
 /** The kind of [address, address + length); 'unknown' when no region covers it. */
-export function memoryKindAt(map: readonly MemoryRegion[] | undefined, address: number, length = 1, family?: TargetFamily): MemoryKind {
+export function memoryKindAt(
+  map: readonly MemoryRegion[] | undefined,
+  address: number,
+  length = 1,
+  family?: TargetFamily,
+): MemoryKind {
   const r = map?.find((x) => address >= x.start && address + length <= x.start + x.size);
   if (r) return r.kind;
   if (!map?.length && family !== undefined) return archPlugin(family).defaultMemoryKind(address) ?? 'unknown';

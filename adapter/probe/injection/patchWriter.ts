@@ -66,13 +66,17 @@ export class PatchWriter {
     const problems: string[] = [];
     for (const p of patches) {
       const now = await this.access.readMemory(BigInt(p.address), p.patched.length);
-      if (!now.equals(Buffer.from(p.patched))) problems.push(`the code at ${hex(p.address)} changed after injection (reads ${now.toString('hex')})`);
+      if (!now.equals(Buffer.from(p.patched)))
+        problems.push(`the code at ${hex(p.address)} changed after injection (reads ${now.toString('hex')})`);
       await this.access.writeMemory(BigInt(p.address), p.original);
       const check = await this.access.readMemory(BigInt(p.address), p.original.length);
       const image = this.model.imageBytes(p.address, p.original.length);
-      if (!check.equals(Buffer.from(p.original))) problems.push(`restoring ${hex(p.address)} did not stick (reads ${check.toString('hex')})`);
+      if (!check.equals(Buffer.from(p.original)))
+        problems.push(`restoring ${hex(p.address)} did not stick (reads ${check.toString('hex')})`);
       else if (image && !check.equals(Buffer.from(image)))
-        problems.push(`${hex(p.address)} now holds ${check.toString('hex')}, but the ELF has ${Buffer.from(image).toString('hex')}`);
+        problems.push(
+          `${hex(p.address)} now holds ${check.toString('hex')}, but the ELF has ${Buffer.from(image).toString('hex')}`,
+        );
     }
     return problems;
   }

@@ -122,5 +122,8 @@ export interface PayloadGenerator {
   /** The dispatch table's bytes (RV32 only). */
   dispatchTable?(entries: readonly DispatchEntry[], layout: RuntimeLayout): Uint8Array;
   /** Calibration: an empty function (and a driver that calls it `calls` times) placed at `at`. */
-  calibrationCode(at: number, calls: number): { bytes: Uint8Array; fn: number; driver: number; done: number; functionInstructions: number };
+  calibrationCode(
+    at: number,
+    calls: number,
+  ): { bytes: Uint8Array; fn: number; driver: number; done: number; functionInstructions: number };
 }

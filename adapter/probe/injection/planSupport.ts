@@ -33,7 +33,12 @@ export function regList(m: number): string {
 /** The displaced instructions that can execute: up to the first that never falls through. */
 export function reachableDisplaced(displaced: readonly DecodedInstruction[]): DecodedInstruction[] {
   const k = displaced.findIndex(
-    (x) => x.kind === 'branch' || x.kind === 'return' || x.kind === 'indirectBranch' || x.kind === 'tableBranch' || x.kind === 'exceptionReturn',
+    (x) =>
+      x.kind === 'branch' ||
+      x.kind === 'return' ||
+      x.kind === 'indirectBranch' ||
+      x.kind === 'tableBranch' ||
+      x.kind === 'exceptionReturn',
   );
   return k < 0 ? [...displaced] : displaced.slice(0, k + 1);
 }
@@ -44,8 +49,10 @@ export function reachableDisplaced(displaced: readonly DecodedInstruction[]): De
  */
 export function neverReturns(fn: FunctionCode): boolean {
   return fn.instructions.every((i) => {
-    if (i.kind === 'return' || i.kind === 'exceptionReturn' || i.kind === 'indirectBranch' || i.kind === 'tableBranch') return false;
-    if ((i.kind === 'branch' || i.kind === 'condBranch') && i.target !== undefined) return i.target >= fn.start && i.target < fn.end;
+    if (i.kind === 'return' || i.kind === 'exceptionReturn' || i.kind === 'indirectBranch' || i.kind === 'tableBranch')
+      return false;
+    if ((i.kind === 'branch' || i.kind === 'condBranch') && i.target !== undefined)
+      return i.target >= fn.start && i.target < fn.end;
     return true;
   });
 }
@@ -67,7 +74,8 @@ export function takenAddresses(model: ProgramModel): Set<number> | string {
     const bytes = model.imageBytes(s.addr, s.size);
     if (!bytes) continue;
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    for (let o = (4 - (s.addr % 4)) % 4; o + 4 <= bytes.length; o += 4) taken.add((view.getUint32(o, true) & clear) >>> 0);
+    for (let o = (4 - (s.addr % 4)) % 4; o + 4 <= bytes.length; o += 4)
+      taken.add((view.getUint32(o, true) & clear) >>> 0);
   }
   const tables = new Map(model.jumpTables.filter((t) => t.resolved).map((t) => [t.branch, t.targets]));
   const facts: ProgramFacts = {

@@ -4,7 +4,15 @@ import { buildCfg, clobberSets, describeExit, liveIn, pathsAvoiding, type Functi
 import { hex, refusal, warning } from './errors';
 import { keptAcrossCalls, type KeptAcrossCalls } from './keptRegisters';
 import { describeShape, neverReturns, reachableDisplaced, regList, takenAddresses } from './planSupport';
-import { divertInto, fallThroughInto, linkOf, planBodyEntries, planBypass, reloadsReturnAddress, shortBeforeEntryHint } from './returnHooks';
+import {
+  divertInto,
+  fallThroughInto,
+  linkOf,
+  planBodyEntries,
+  planBypass,
+  reloadsReturnAddress,
+  shortBeforeEntryHint,
+} from './returnHooks';
 import type { ProgramModel } from './programModel';
 import type {
   CallSite,
@@ -87,7 +95,8 @@ export class InjectionPlanner {
     // A shared epilogue loads the return address it returns through: the stub hooks that stack slot.
     const reload = reloadsReturnAddress(fn, this.arch, this.liveOf(fn)?.[this.cfgOf(fn).index.get(fn.start) ?? -1]);
     const slot = reload ? this.arch.returnSlot?.(fn, fn.start) : undefined;
-    if (reload && (slot === undefined || typeof slot === 'string')) return slot ? { ...reload, reason: `${reload.reason} (${slot})` } : reload;
+    if (reload && (slot === undefined || typeof slot === 'string'))
+      return slot ? { ...reload, reason: `${reload.reason} (${slot})` } : reload;
     // Registers callers keep across the call (-fipa-ra): the stubs give them back, and neither the
     // patch nor the jump back may use one. The millicode link is given back as the return address.
     const kept = ((this.keptOf(fn)?.kept ?? 0) & ~(1 << link)) >>> 0;
@@ -104,7 +113,8 @@ export class InjectionPlanner {
     if ('ok' in site) {
       // The entry alone is in the way (too short, a branch into the patch, an IT block, code that
       // cannot move): the function's direct calls may still be rewritten.
-      const refused = site.code === 'memory' || link !== this.standardLink ? site : { ...site, callSites: this.callSiteOffer(fn) };
+      const refused =
+        site.code === 'memory' || link !== this.standardLink ? site : { ...site, callSites: this.callSiteOffer(fn) };
       return { ...refused, reason: `${refused.reason}${shortBeforeEntryHint(this.model, this.arch, fn, shape)}` };
     }
     if (link !== this.standardLink) site.link = link;
@@ -123,7 +133,15 @@ export class InjectionPlanner {
     const warnings = this.tableWarnings(fn);
     if (diverted && 'message' in diverted) warnings.push(diverted);
     const bodyEntries = link !== this.standardLink ? planBodyEntries(this, fn, link, kept, warnings) : [];
-    return { ok: true, kind: 'function', function: fn, entry: site, ...(bypass ? { bypass } : {}), ...(bodyEntries.length ? { bodyEntries } : {}), warnings };
+    return {
+      ok: true,
+      kind: 'function',
+      function: fn,
+      entry: site,
+      ...(bypass ? { bypass } : {}),
+      ...(bodyEntries.length ? { bodyEntries } : {}),
+      warnings,
+    };
   }
 
   /** The function's direct call sites, when the entry cannot be patched. */
@@ -167,11 +185,16 @@ export class InjectionPlanner {
     // function the start's function calls once, as its last instruction (main's last `bl exit`,
     // whose 4 bytes hold no patch).
     // The window then closes where that call lands, and the path check runs to the call.
-    const callInto = endFn && endFn !== fn && end === endFn.start ? fn.instructions.filter((i) => i.kind === 'call' && i.target === endFn.start) : [];
+    const callInto =
+      endFn && endFn !== fn && end === endFn.start
+        ? fn.instructions.filter((i) => i.kind === 'call' && i.target === endFn.start)
+        : [];
     // Only into a function that does not return (the call is the caller's last instruction, or the
     // callee has no way back), so the window closes once: a call of a function that returns could
     // sit in a loop and close it on every pass.
-    const lastInsn = fn.instructions.filter((i) => i.mnemonic !== 'nop' && !(i.kind === 'branch' && i.target === i.address)).at(-1);
+    const lastInsn = fn.instructions
+      .filter((i) => i.mnemonic !== 'nop' && !(i.kind === 'branch' && i.target === i.address))
+      .at(-1);
     if (callInto.length === 1 && callInto[0] !== lastInsn && !neverReturns(endFn!)) callInto.length = 0;
     if (endFn !== fn && callInto.length !== 1) {
       return refusal(
@@ -182,11 +205,17 @@ export class InjectionPlanner {
     }
     if (endFn && endFn !== fn) return this.planRegionIntoCallee(fn, start, endFn, callInto[0]!.address);
     if (fn.undecodable)
-      return refusal('undecodable', `${fn.name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}).`, fn.undecodable.address);
+      return refusal(
+        'undecodable',
+        `${fn.name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}).`,
+        fn.undecodable.address,
+      );
     for (const a of [start, end]) {
-      if (!this.model.instructionAt(a)) return refusal('notFound', `${hex(a)} is not the start of an instruction of ${fn.name}.`, a);
+      if (!this.model.instructionAt(a))
+        return refusal('notFound', `${hex(a)} is not the start of an instruction of ${fn.name}.`, a);
     }
-    if (start === end) return refusal('regionPaths', `The region's start and end are the same instruction (${hex(start)}).`, start);
+    if (start === end)
+      return refusal('regionPaths', `The region's start and end are the same instruction (${hex(start)}).`, start);
     const cfg = this.cfgOf(fn);
     const live = this.liveOf(fn);
     const freeAt = (address: number): number => {
@@ -203,7 +232,10 @@ export class InjectionPlanner {
       // The register the stub jumps back through: dead at the resume point and not written by the
       // displaced code. One the displaced code reads (a saved ra at a handler's entry) is loaded after it.
       const untouched = this.pickResumeRegister(freeAt(site.resume) & ~this.touchedBy(site.displaced));
-      const late = untouched === undefined ? this.pickResumeRegister(freeAt(site.resume) & ~this.writtenBy(site.displaced)) : undefined;
+      const late =
+        untouched === undefined
+          ? this.pickResumeRegister(freeAt(site.resume) & ~this.writtenBy(site.displaced))
+          : undefined;
       if (untouched !== undefined) site.resumeRegister = untouched;
       else if (late !== undefined) {
         site.resumeRegister = late;
@@ -220,7 +252,11 @@ export class InjectionPlanner {
       );
     }
     if (s.address > e.address && s.address < e.address + e.shape.length) {
-      return refusal('regionPaths', `The start ${hex(start)} lies inside the ${e.shape.length} bytes the end patch at ${hex(end)} overwrites.`, start);
+      return refusal(
+        'regionPaths',
+        `The start ${hex(start)} lies inside the ${e.shape.length} bytes the end patch at ${hex(end)} overwrites.`,
+        start,
+      );
     }
     const warnings = this.tableWarnings(fn);
     const check = pathsAvoiding(cfg, cfg.index.get(start)!, cfg.index.get(end)!);
@@ -250,12 +286,22 @@ export class InjectionPlanner {
    * A region from `start` in `fn` to the entry of `callee`, which `fn` calls once at `callSite`.
    * The start site follows planRegion's rules; the end site is an entry patch of the callee.
    */
-  private planRegionIntoCallee(fn: FunctionCode, start: number, callee: FunctionCode, callSite: number): RegionPlan | InjectionRefusal {
+  private planRegionIntoCallee(
+    fn: FunctionCode,
+    start: number,
+    callee: FunctionCode,
+    callSite: number,
+  ): RegionPlan | InjectionRefusal {
     for (const f of [fn, callee]) {
       if (f.undecodable)
-        return refusal('undecodable', `${f.name} cannot be disassembled at ${hex(f.undecodable.address)} (${f.undecodable.reason}).`, f.undecodable.address);
+        return refusal(
+          'undecodable',
+          `${f.name} cannot be disassembled at ${hex(f.undecodable.address)} (${f.undecodable.reason}).`,
+          f.undecodable.address,
+        );
     }
-    if (!this.model.instructionAt(start)) return refusal('notFound', `${hex(start)} is not the start of an instruction of ${fn.name}.`, start);
+    if (!this.model.instructionAt(start))
+      return refusal('notFound', `${hex(start)} is not the start of an instruction of ${fn.name}.`, start);
     const cfg = this.cfgOf(fn);
     const live = this.liveOf(fn);
     const freeAt = (f: FunctionCode, address: number): number => {
@@ -280,7 +326,11 @@ export class InjectionPlanner {
     }
     const check = pathsAvoiding(cfg, cfg.index.get(start)!, cfg.index.get(callSite)!);
     if (!check.reachesEnd && check.unknown.length === 0)
-      return refusal('regionPaths', `No path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}.`, callSite);
+      return refusal(
+        'regionPaths',
+        `No path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}.`,
+        callSite,
+      );
     if (check.escapes.length > 0) {
       const first = check.escapes[0]!;
       return refusal(
@@ -366,7 +416,10 @@ export class InjectionPlanner {
     const into = this.model.edgesInto(address, address + shape.length);
     if (into.length > 0) {
       const e = into[0]!;
-      const what = e.kind === 'table' ? `the jump table of ${e.mnemonic} at ${hex(e.from)} has an entry` : `${e.mnemonic} at ${hex(e.from)} jumps`;
+      const what =
+        e.kind === 'table'
+          ? `the jump table of ${e.mnemonic} at ${hex(e.from)} has an entry`
+          : `${e.mnemonic} at ${hex(e.from)} jumps`;
       return refusal(
         'branchIntoPatch',
         `${what} to ${hex(e.target)}, inside the ${shape.length} bytes the patch at ${hex(address)} overwrites${into.length > 1 ? ` (${into.length} branches do)` : ''}; execution would land in the middle of the jump.`,
@@ -384,7 +437,15 @@ export class InjectionPlanner {
     });
     if (!trial.ok) return refusal('unrelocatable', `Cannot move ${trial.reason}.`, trial.address);
     const resumeRegister = this.pickResumeRegister(free & ~this.touchedBy(displaced));
-    return { address, shape, displaced, resume: end, freeRegisters: free, original, ...(resumeRegister !== undefined ? { resumeRegister } : {}) };
+    return {
+      address,
+      shape,
+      displaced,
+      resume: end,
+      freeRegisters: free,
+      original,
+      ...(resumeRegister !== undefined ? { resumeRegister } : {}),
+    };
   }
 
   private callSiteOffer(fn: FunctionCode): CallSiteOffer {
@@ -393,7 +454,9 @@ export class InjectionPlanner {
     for (const site of this.model.callSitesOf(fn)) {
       const link = this.linkAt(site.address);
       const why =
-        (link !== this.standardLink ? `it links through x${link} (millicode), and a rewritten call links through x${this.standardLink}` : undefined) ??
+        (link !== this.standardLink
+          ? `it links through x${link} (millicode), and a rewritten call links through x${this.standardLink}`
+          : undefined) ??
         this.arch.callSiteRefusal(site, this.cave) ??
         this.callSiteConflict(site);
       if (why) missed.push({ ...site, refusal: why });
@@ -520,7 +583,9 @@ export class InjectionPlanner {
     const k = this.keptOf(fn);
     const l = this.arch.liveness;
     if (!k || !l || (k.kept & l.stubClobbers) === 0) return undefined;
-    const [reg, at] = [...k.where.entries()].filter(([r]) => (l.stubClobbers & (1 << r)) !== 0).sort((x, y) => x[0] - y[0])[0]!;
+    const [reg, at] = [...k.where.entries()]
+      .filter(([r]) => (l.stubClobbers & (1 << r)) !== 0)
+      .sort((x, y) => x[0] - y[0])[0]!;
     return refusal(
       'noFreeRegister',
       `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the call-site stubs do not give registers back (entry patches do, where one fits). Its instructions count in its callers' inclusive time.`,

@@ -36,7 +36,8 @@ export class ProgramModel {
       const fn = this.decodeFunction(sym.name, sym.address, end, dataIslands);
       this.functions.push(fn);
       this.byStart.set(fn.start, fn);
-      for (const alias of elf.symbols.aliasesAt(sym.address)) if (!this.byName.has(alias.name)) this.byName.set(alias.name, fn);
+      for (const alias of elf.symbols.aliasesAt(sym.address))
+        if (!this.byName.has(alias.name)) this.byName.set(alias.name, fn);
       for (const insn of fn.instructions) this.insnAt.set(insn.address, { insn, fn });
     }
     for (const fn of this.functions) this.indexEdges(fn);
@@ -86,7 +87,8 @@ export class ProgramModel {
       if (this.sortedTargets[mid]! <= start) lo = mid + 1;
       else hi = mid;
     }
-    for (let i = lo; i < this.sortedTargets.length && this.sortedTargets[i]! < end; i++) out.push(...this.edgesByTarget.get(this.sortedTargets[i]!)!);
+    for (let i = lo; i < this.sortedTargets.length && this.sortedTargets[i]! < end; i++)
+      out.push(...this.edgesByTarget.get(this.sortedTargets[i]!)!);
     return out;
   }
 
@@ -101,9 +103,21 @@ export class ProgramModel {
       const from = this.insnAt.get(e.from);
       if (!from) continue;
       if (e.kind === 'call') {
-        out.push({ address: e.from, length: from.insn.length, kind: 'call', caller: from.fn.name, mnemonic: from.insn.mnemonic });
+        out.push({
+          address: e.from,
+          length: from.insn.length,
+          kind: 'call',
+          caller: from.fn.name,
+          mnemonic: from.insn.mnemonic,
+        });
       } else if ((e.kind === 'branch' || e.kind === 'condBranch') && from.fn !== fn) {
-        out.push({ address: e.from, length: from.insn.length, kind: 'tail', caller: from.fn.name, mnemonic: from.insn.mnemonic });
+        out.push({
+          address: e.from,
+          length: from.insn.length,
+          kind: 'tail',
+          caller: from.fn.name,
+          mnemonic: from.insn.mnemonic,
+        });
       }
     }
     return out.sort((a, b) => a.address - b.address);
@@ -130,7 +144,11 @@ export class ProgramModel {
   private readWord = (address: number, bytes: 1 | 2 | 4): number | undefined => {
     const b = this.imageBytes(address, bytes);
     if (!b) return undefined;
-    return bytes === 1 ? b[0]! : bytes === 2 ? b[0]! | (b[1]! << 8) : (b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24)) >>> 0;
+    return bytes === 1
+      ? b[0]!
+      : bytes === 2
+        ? b[0]! | (b[1]! << 8)
+        : (b[0]! | (b[1]! << 8) | (b[2]! << 16) | (b[3]! << 24)) >>> 0;
   };
 
   /** Sorted [start, end) ranges of data inside code sections, from $d ... $t/$x mapping symbols. */
@@ -204,7 +222,14 @@ export class ProgramModel {
       }
       if (insn.kind === 'indirectBranch') {
         const r = this.arch.resolveTable(fn, index, this.readWord);
-        if (r.ok) this.jumpTables.push({ branch: insn.address, function: fn.name, resolved: true, table: r.table, targets: r.targets });
+        if (r.ok)
+          this.jumpTables.push({
+            branch: insn.address,
+            function: fn.name,
+            resolved: true,
+            table: r.table,
+            targets: r.targets,
+          });
         else
           this.jumpTables.push({
             branch: insn.address,
@@ -218,7 +243,13 @@ export class ProgramModel {
     });
     for (const t of this.jumpTables) {
       if (t.function !== fn.name) continue;
-      for (const target of t.targets) this.addEdge({ from: t.branch, target, kind: 'table', mnemonic: this.insnAt.get(t.branch)?.insn.mnemonic ?? 'table' });
+      for (const target of t.targets)
+        this.addEdge({
+          from: t.branch,
+          target,
+          kind: 'table',
+          mnemonic: this.insnAt.get(t.branch)?.insn.mnemonic ?? 'table',
+        });
     }
   }
 

@@ -4,7 +4,13 @@ import { hex } from './errors';
 import type { LiveMeasurements } from './liveMeasurements';
 import type { MeasurementBuilder } from './measurementBuilder';
 import { RECORD_SIZE, decodeRecord } from './recordLayout';
-import type { Calibration, InjectionServiceOptions, Measurement, MeasurementInfo, MeasurementResults } from './serviceTypes';
+import type {
+  Calibration,
+  InjectionServiceOptions,
+  Measurement,
+  MeasurementInfo,
+  MeasurementResults,
+} from './serviceTypes';
 import type { CaveReach, InjectionArch, PatchSite, PayloadKind } from './types';
 
 /** Stack for the calibration driver (the Cortex-M stubs push four registers). */
@@ -51,7 +57,11 @@ export class MeasurementReadout {
     const insns = decodeAllSafe(this.o.support.arch, fnBytes, code.fn);
     const shape = this.o.support.arch.choosePatch(
       code.fn,
-      { start: block.start, size: block.size, ...(this.cave.threadPointerBase !== undefined ? { threadPointerBase: this.cave.threadPointerBase } : {}) },
+      {
+        start: block.start,
+        size: block.size,
+        ...(this.cave.threadPointerBase !== undefined ? { threadPointerBase: this.cave.threadPointerBase } : {}),
+      },
       this.o.support.arch.freeAtEntry,
     );
     if (typeof shape === 'string') throw new CycleLensError(ErrorCode.CommandFailed, shape);
@@ -91,10 +101,14 @@ export class MeasurementReadout {
       const halted = await runner.runTo(code.done, 20_000);
       const pc = Number(await this.o.access.readRegister('pc'));
       if (!halted || pc !== code.done)
-        throw new CycleLensError(ErrorCode.CommandFailed, `The calibration run did not reach its end (pc ${hex(pc)}, expected ${hex(code.done)}).`);
+        throw new CycleLensError(
+          ErrorCode.CommandFailed,
+          `The calibration run did not reach its end (pc ${hex(pc)}, expected ${hex(code.done)}).`,
+        );
       const result = (await this.read(this.live.all())).find((r) => r.id === info!.id)!;
       const perPass = result.passes ? (result.total - result.nested) / result.passes : 0;
-      if (payload === 'hardware') this.calibratedHardwareOverhead = perPass - code.functionInstructions * this.unitsPerInstruction;
+      if (payload === 'hardware')
+        this.calibratedHardwareOverhead = perPass - code.functionInstructions * this.unitsPerInstruction;
       return {
         calls,
         passes: result.passes,

@@ -25,14 +25,23 @@ export interface ReservedMemoryRequest {
  * section of the ELF occupies and that lies below the stack and heap symbols. A refusal says how
  * to reserve memory.
  */
-export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest = {}): ReservedMemory | InjectionRefusal {
+export function resolveReservedMemory(
+  elf: ElfImage,
+  req: ReservedMemoryRequest = {},
+): ReservedMemory | InjectionRefusal {
   const minimum = req.minimumSize ?? MINIMUM_RESERVED;
-  const occupied = elf.sections.filter((s) => (s.flags & 0x2) !== 0 && s.size > 0).map((s) => ({ start: s.addr, end: s.addr + s.size, name: s.name }));
+  const occupied = elf.sections
+    .filter((s) => (s.flags & 0x2) !== 0 && s.size > 0)
+    .map((s) => ({ start: s.addr, end: s.addr + s.size, name: s.name }));
   // Initial data copied at start-up lies at its load address too (picolibc on virt: right after the
   // code), which no section names: a run that restarts the program copies it again.
   for (const p of elf.loadSegments) {
     if (p.paddr !== p.vaddr && p.fileSize > 0)
-      occupied.push({ start: p.paddr, end: p.paddr + p.fileSize, name: `${elf.sections.find((x) => x.addr === p.vaddr)?.name ?? hex(p.vaddr)} load image` });
+      occupied.push({
+        start: p.paddr,
+        end: p.paddr + p.fileSize,
+        name: `${elf.sections.find((x) => x.addr === p.vaddr)?.name ?? hex(p.vaddr)} load image`,
+      });
   }
   const overlap = (start: number, end: number): string | undefined =>
     occupied.find((o) => o.name !== '.cyclelens_scratch' && start < o.end && o.start < end)?.name;
@@ -40,7 +49,10 @@ export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest 
   if (req.launch) {
     const { start, size } = req.launch;
     if (!Number.isInteger(start) || !Number.isInteger(size) || size <= 0) {
-      return refusal('memory', `The reserved memory in the launch configuration (start ${start}, size ${size}) is not a valid address range.`);
+      return refusal(
+        'memory',
+        `The reserved memory in the launch configuration (start ${start}, size ${size}) is not a valid address range.`,
+      );
     }
     const hit = overlap(start, start + size);
     if (hit)
@@ -50,14 +62,22 @@ export function resolveReservedMemory(elf: ElfImage, req: ReservedMemoryRequest 
         start,
       );
     if (size < minimum)
-      return refusal('memory', `The reserved memory from the launch configuration is ${size} bytes; the injector needs at least ${minimum}.`, start);
+      return refusal(
+        'memory',
+        `The reserved memory from the launch configuration is ${size} bytes; the injector needs at least ${minimum}.`,
+        start,
+      );
     return { start, size, source: 'launch' };
   }
 
   const s = elf.symbols.named(START_SYMBOL)[0];
   const e = elf.symbols.named(END_SYMBOL)[0];
   if (s && e) {
-    if (e.address <= s.address) return refusal('memory', `${END_SYMBOL} (${hex(e.address)}) is not above ${START_SYMBOL} (${hex(s.address)}) in ${elf.path}.`);
+    if (e.address <= s.address)
+      return refusal(
+        'memory',
+        `${END_SYMBOL} (${hex(e.address)}) is not above ${START_SYMBOL} (${hex(s.address)}) in ${elf.path}.`,
+      );
     const size = e.address - s.address;
     if (size < minimum)
       return refusal(
@@ -93,12 +113,24 @@ function findGap(
   minimum: number,
   occupied: Array<{ start: number; end: number }>,
 ): { start: number; size: number } | undefined {
-  const markers = ['_estack', '__stack_top', '__StackTop', '_end', 'end', '__heap_start', '__HeapBase', '__end__', '_ebss']
+  const markers = [
+    '_estack',
+    '__stack_top',
+    '__StackTop',
+    '_end',
+    'end',
+    '__heap_start',
+    '__HeapBase',
+    '__end__',
+    '_ebss',
+  ]
     .map((n) => elf.symbols.named(n)[0]?.address)
     .filter((a): a is number => a !== undefined);
   let best: { start: number; size: number } | undefined;
   for (const r of map.filter((x) => x.kind === 'ram')) {
-    const inside = occupied.filter((o) => o.end > r.start && o.start < r.start + r.size).sort((a, b) => a.start - b.start);
+    const inside = occupied
+      .filter((o) => o.end > r.start && o.start < r.start + r.size)
+      .sort((a, b) => a.start - b.start);
     if (inside.length === 0) continue; // a region the program does not use at all may not be wired up
     const top = inside.reduce((m, o) => Math.max(m, o.end), 0);
     // Above the last section a heap or a stack may grow: stop below the lowest marker found there.
@@ -106,11 +138,13 @@ function findGap(
     let at = r.start;
     for (const o of inside) {
       const gapEnd = Math.min(o.start, limit);
-      if (gapEnd - at >= minimum && (!best || gapEnd - at > best.size)) best = { start: align16(at), size: (gapEnd - align16(at)) & ~15 };
+      if (gapEnd - at >= minimum && (!best || gapEnd - at > best.size))
+        best = { start: align16(at), size: (gapEnd - align16(at)) & ~15 };
       at = Math.max(at, o.end);
     }
     if (limit === r.start + r.size && markers.every((m) => m < top)) continue; // nothing says the end of RAM is free
-    if (limit - at >= minimum && (!best || limit - at > best.size)) best = { start: align16(at), size: (limit - align16(at)) & ~15 };
+    if (limit - at >= minimum && (!best || limit - at > best.size))
+      best = { start: align16(at), size: (limit - align16(at)) & ~15 };
   }
   return best;
 }

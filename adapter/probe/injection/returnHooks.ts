@@ -4,7 +4,15 @@ import { hex, refusal, warning } from './errors';
 import { reachableDisplaced } from './planSupport';
 import type { ProgramModel } from './programModel';
 import type { InjectionPlanner } from './planner';
-import type { BypassSite, CaveReach, FunctionCode, InjectionArch, InjectionRefusal, PatchShape, PatchSite } from './types';
+import type {
+  BypassSite,
+  CaveReach,
+  FunctionCode,
+  InjectionArch,
+  InjectionRefusal,
+  PatchShape,
+  PatchSite,
+} from './types';
 
 /**
  * Where a function's return can be hooked when it is not the standard one (docs/design.md,
@@ -57,7 +65,10 @@ export function linkOf(model: ProgramModel, arch: InjectionArch, fn: FunctionCod
  * The instruction of another function's code that ends at `fn`'s entry and falls through into it:
  * a label inside a longer symbol (aliased millicode entries share their code), or undefined.
  */
-export function fallThroughInto(model: ProgramModel, fn: FunctionCode): { insn: DecodedInstruction; from: FunctionCode } | undefined {
+export function fallThroughInto(
+  model: ProgramModel,
+  fn: FunctionCode,
+): { insn: DecodedInstruction; from: FunctionCode } | undefined {
   // The innermost label whose code runs into the entry (the one that owns the instruction before it).
   let best: { insn: DecodedInstruction; from: FunctionCode } | undefined;
   for (const f of model.functions) {
@@ -87,7 +98,13 @@ function reachable(model: ProgramModel, f: FunctionCode, insn: DecodedInstructio
 function fallsThrough(i: DecodedInstruction): boolean {
   // A jump to the next instruction runs on into it like any other (the trace cannot tell them apart).
   if (i.kind === 'branch' && i.target === i.address + i.length) return true;
-  return i.kind !== 'branch' && i.kind !== 'return' && i.kind !== 'indirectBranch' && i.kind !== 'tableBranch' && i.kind !== 'exceptionReturn';
+  return (
+    i.kind !== 'branch' &&
+    i.kind !== 'return' &&
+    i.kind !== 'indirectBranch' &&
+    i.kind !== 'tableBranch' &&
+    i.kind !== 'exceptionReturn'
+  );
 }
 
 /**
@@ -130,7 +147,9 @@ export function planBypass(
       why = blocked;
       break;
     }
-    const copy = arch.foldedEpilogue?.(ft.from, x) ?? (arch.relocatesFallThrough ? relocatedCode(arch, ft.from, fn, x, shape.length, cave) : undefined);
+    const copy =
+      arch.foldedEpilogue?.(ft.from, x) ??
+      (arch.relocatesFallThrough ? relocatedCode(arch, ft.from, fn, x, shape.length, cave) : undefined);
     if (copy === undefined || typeof copy === 'string') {
       why = copy ?? `the ${arch.family} payloads have no copy of such code`;
       break;
@@ -173,17 +192,30 @@ export function divertInto(planner: InjectionPlanner, site: PatchSite, next: Fun
  * When `fn` runs on into the next function's entry within the bytes a long patch needs (libgcc's
  * `__aeabi_fsub`: 4 bytes before `__addsf3`), what lets a short one fit; '' otherwise.
  */
-export function shortBeforeEntryHint(model: ProgramModel, arch: InjectionArch, fn: FunctionCode, shape: PatchShape): string {
+export function shortBeforeEntryHint(
+  model: ProgramModel,
+  arch: InjectionArch,
+  fn: FunctionCode,
+  shape: PatchShape,
+): string {
   const next = model.functions.find((f) => f.start > fn.start && f.start < fn.start + shape.length);
   if (!next || !arch.farBypass || fallThroughInto(model, next)?.from !== fn) return '';
   return ` Only ${next.start - fn.start} byte(s) of ${fn.name} run before it falls through into ${next.name}: with the reserved memory within B.W's +/-16 MiB of the code (the default takes unused code memory after the image), a 4-byte patch fits.`;
 }
 
 /** Why [x, end) of `from` cannot be overwritten (a label or a branch target inside it), or undefined. */
-function blockedAt(model: ProgramModel, arch: InjectionArch, from: FunctionCode, x: number, end: number): string | undefined {
-  if (arch.predicated?.(from).has(x)) return `the instruction at ${hex(x)} is predicated by an IT block, which a patch there would split`;
+function blockedAt(
+  model: ProgramModel,
+  arch: InjectionArch,
+  from: FunctionCode,
+  x: number,
+  end: number,
+): string | undefined {
+  if (arch.predicated?.(from).has(x))
+    return `the instruction at ${hex(x)} is predicated by an IT block, which a patch there would split`;
   const label = model.functions.find((f) => f.start > x && f.start < end);
-  if (label) return `the entry of ${label.name} at ${hex(label.start)} lies inside the bytes a patch at ${hex(x)} would overwrite`;
+  if (label)
+    return `the entry of ${label.name} at ${hex(label.start)} lies inside the bytes a patch at ${hex(x)} would overwrite`;
   const into = model.edgesInto(x, end);
   if (into.length > 0)
     return `${into[0]!.mnemonic} at ${hex(into[0]!.from)} jumps to ${hex(into[0]!.target)}, inside the bytes a patch at ${hex(x)} would overwrite`;
@@ -194,7 +226,14 @@ function blockedAt(model: ProgramModel, arch: InjectionArch, from: FunctionCode,
  * Thumb: the instructions of `from` from `x` up to `fn`'s entry, which the stub relocates ahead of
  * the entry's displaced code, or why they cannot move. A last `b` to the entry is left out.
  */
-function relocatedCode(arch: InjectionArch, from: FunctionCode, fn: FunctionCode, x: number, length: number, cave: CaveReach): DecodedInstruction[] | string {
+function relocatedCode(
+  arch: InjectionArch,
+  from: FunctionCode,
+  fn: FunctionCode,
+  x: number,
+  length: number,
+  cave: CaveReach,
+): DecodedInstruction[] | string {
   const code = from.instructions.filter((i) => i.address >= x && i.address < fn.start);
   let at = x;
   for (const i of code) {
@@ -227,7 +266,8 @@ function farBypass(
   widen: (shape: PatchShape) => PatchSite | InjectionRefusal,
 ): BypassSite | string {
   const x = fn.start - 4;
-  if (!from.instructions.some((i) => i.address === x)) return `no instruction of ${from.name} starts 4 bytes before the entry, where a short jump would go`;
+  if (!from.instructions.some((i) => i.address === x))
+    return `no instruction of ${from.name} starts 4 bytes before the entry, where a short jump would go`;
   const blocked = blockedAt(model, arch, from, x, fn.start);
   if (blocked) return blocked;
   const shapes = arch.farBypass!(entry.shape, fn.start, x);
@@ -256,7 +296,11 @@ function farBypass(
  * the stub must hook the stack slot it is loaded from instead (`InjectionArch.returnSlot`).
  * `liveAtEntry`: the registers live at the function's first instruction.
  */
-export function reloadsReturnAddress(fn: FunctionCode, arch: InjectionArch, liveAtEntry: number | undefined): InjectionRefusal | undefined {
+export function reloadsReturnAddress(
+  fn: FunctionCode,
+  arch: InjectionArch,
+  liveAtEntry: number | undefined,
+): InjectionRefusal | undefined {
   const l = arch.liveness;
   if (!l || liveAtEntry === undefined) return undefined;
   const link = arch.returnAddressRegister;
@@ -276,7 +320,13 @@ export function reloadsReturnAddress(fn: FunctionCode, arch: InjectionArch, live
  * no call (PatchSite.bodyEntry); what is live where it lands is kept across the stub. A jump that
  * cannot be hooked is a warning.
  */
-export function planBodyEntries(planner: InjectionPlanner, fn: FunctionCode, link: number, kept: number, warnings: InjectionWarning[]): PatchSite[] {
+export function planBodyEntries(
+  planner: InjectionPlanner,
+  fn: FunctionCode,
+  link: number,
+  kept: number,
+  warnings: InjectionWarning[],
+): PatchSite[] {
   const { model, arch, cave } = planner;
   const out: PatchSite[] = [];
   const live = planner.liveOf(fn);
@@ -285,10 +335,21 @@ export function planBodyEntries(planner: InjectionPlanner, fn: FunctionCode, lin
   for (const e of model.edgesInto(fn.start, fn.end)) {
     const from = model.functionContaining(e.from);
     const jump = model.instructionAt(e.from);
-    if (!from || !jump || from === fn || e.kind !== 'branch' || model.functionContaining(e.target) !== fn || seen.has(e.from)) continue;
+    if (
+      !from ||
+      !jump ||
+      from === fn ||
+      e.kind !== 'branch' ||
+      model.functionContaining(e.target) !== fn ||
+      seen.has(e.from)
+    )
+      continue;
     seen.add(e.from);
     const k = cfg.index.get(e.target);
-    const keep = (kept | (live && k !== undefined ? live[k]! : 0xffffffff)) & (arch.liveness?.callDefs ?? 0) & ~(1 << arch.returnAddressRegister);
+    const keep =
+      (kept | (live && k !== undefined ? live[k]! : 0xffffffff)) &
+      (arch.liveness?.callDefs ?? 0) &
+      ~(1 << arch.returnAddressRegister);
     let site: PatchSite | InjectionRefusal | undefined;
     for (const x of from.instructions.filter((i) => i.address <= e.from).reverse()) {
       const shape = arch.choosePatch(x.address, cave, 0);

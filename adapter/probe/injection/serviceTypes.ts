@@ -146,7 +146,8 @@ export interface Measurement {
 }
 
 /** Where a stop asked for at some address is taken while measurements are patched in. */
-export type StopPoint = { ok: true; address: number; moved?: { from: number; measurement: string } } | { ok: false; reason: string };
+export type StopPoint =
+  { ok: true; address: number; moved?: { from: number; measurement: string } } | { ok: false; reason: string };
 
 export interface Calibration {
   calls: number;

@@ -11,7 +11,12 @@ export type InjectionFamily = 'riscv' | 'cortex-m';
 /** Where the counter value comes from and how it moves. */
 export type CounterSource =
   /** A RISC-V CSR read with `csrr` (minstret 0xB02, mcycle 0xB00, mhpmcounterN). */
-  | { kind: 'csr'; name: string; csr: number; /** mcountinhibit bit of the counter (for hardware gating). */ inhibitBit: number }
+  | {
+      kind: 'csr';
+      name: string;
+      csr: number;
+      /** mcountinhibit bit of the counter (for hardware gating). */ inhibitBit: number;
+    }
   /**
    * A memory-mapped counter read with one load: DWT_CYCCNT (up, 32 bits) or SysTick CVR (down,
    * 24 bits). `width` < 32 means deltas are taken modulo 2^width.
@@ -22,9 +27,21 @@ export type CounterSource =
 export const MINSTRET: CounterSource = { kind: 'csr', name: 'minstret', csr: 0xb02, inhibitBit: 2 };
 export const MCYCLE: CounterSource = { kind: 'csr', name: 'mcycle', csr: 0xb00, inhibitBit: 0 };
 /** SysTick current value (ARMv7-M B3.3): 24-bit down counter; the service programs RVR = 0xFFFFFF. */
-export const SYSTICK_CVR: CounterSource = { kind: 'mmio', name: 'SysTick CVR', address: 0xe000e018, direction: 'down', width: 24 };
+export const SYSTICK_CVR: CounterSource = {
+  kind: 'mmio',
+  name: 'SysTick CVR',
+  address: 0xe000e018,
+  direction: 'down',
+  width: 24,
+};
 /** DWT cycle counter (ARMv7-M C1.8): absent on QEMU (reads zero). */
-export const DWT_CYCCNT: CounterSource = { kind: 'mmio', name: 'DWT CYCCNT', address: 0xe0001004, direction: 'up', width: 32 };
+export const DWT_CYCCNT: CounterSource = {
+  kind: 'mmio',
+  name: 'DWT CYCCNT',
+  address: 0xe0001004,
+  direction: 'up',
+  width: 32,
+};
 
 /** Payload kinds of docs/design.md, "Measurement semantics". */
 export type PayloadKind = 'software' | 'hardware';

@@ -15,7 +15,8 @@ import { repoRoot } from '../../support/paths';
 /** The desktop VS Code binary (Electron), or the reason there is none. */
 function findDesktopVsCode(): { executable: string } | { missing: string } {
   const fromEnv = process.env.VSCODE_EXECUTABLE;
-  if (fromEnv) return existsSync(fromEnv) ? { executable: fromEnv } : { missing: `VSCODE_EXECUTABLE=${fromEnv} does not exist` };
+  if (fromEnv)
+    return existsSync(fromEnv) ? { executable: fromEnv } : { missing: `VSCODE_EXECUTABLE=${fromEnv} does not exist` };
   const which = spawnSync('sh', ['-c', 'command -v code'], { encoding: 'utf8' });
   const onPath = which.status === 0 ? which.stdout.trim() : '';
   if (!onPath) return { missing: 'no desktop VS Code: `code` is not on PATH and VSCODE_EXECUTABLE is not set' };
@@ -27,7 +28,9 @@ function findDesktopVsCode(): { executable: string } | { missing: string } {
   delete env.ELECTRON_RUN_AS_NODE; // would make the binary a plain Node
   const version = spawnSync(executable, ['--version'], { encoding: 'utf8', timeout: 30_000, env });
   if (version.status !== 0 || !/^\d+\.\d+\.\d+/.test(version.stdout)) {
-    return { missing: `${executable} is not a desktop VS Code (\`--version\` printed ${JSON.stringify(version.stdout.slice(0, 80))})` };
+    return {
+      missing: `${executable} is not a desktop VS Code (\`--version\` printed ${JSON.stringify(version.stdout.slice(0, 80))})`,
+    };
   }
   return { executable };
 }
@@ -49,7 +52,10 @@ else
     const { demoWorkspace } = await importScriptsLib();
     const stateDir = join(e2eOutputDir, 'electron');
     rmSync(stateDir, { recursive: true, force: true });
-    const { dir: workspace } = demoWorkspace.createDemoWorkspace({ dir: join(stateDir, 'workspace'), allowMissingFirmware: true });
+    const { dir: workspace } = demoWorkspace.createDemoWorkspace({
+      dir: join(stateDir, 'workspace'),
+      allowMissingFirmware: true,
+    });
     const exitCode = await runTests({
       vscodeExecutablePath: found.executable,
       extensionDevelopmentPath: repoRoot,

@@ -51,7 +51,8 @@ class LineParser {
 
   private token(): number | undefined {
     const start = this.pos;
-    while (this.pos < this.text.length && this.text.charCodeAt(this.pos) >= 48 && this.text.charCodeAt(this.pos) <= 57) this.pos++;
+    while (this.pos < this.text.length && this.text.charCodeAt(this.pos) >= 48 && this.text.charCodeAt(this.pos) <= 57)
+      this.pos++;
     return this.pos > start ? Number(this.text.slice(start, this.pos)) : undefined;
   }
 
@@ -218,7 +219,18 @@ class LineParser {
   }
 }
 
-const simpleEscapes: Record<string, string> = { n: '\n', t: '\t', r: '\r', '"': '"', '\\': '\\', a: '\x07', b: '\b', f: '\f', v: '\v', e: '\x1b' };
+const simpleEscapes: Record<string, string> = {
+  n: '\n',
+  t: '\t',
+  r: '\r',
+  '"': '"',
+  '\\': '\\',
+  a: '\x07',
+  b: '\b',
+  f: '\f',
+  v: '\v',
+  e: '\x1b',
+};
 
 /** Old GDBs repeat a key inside one tuple (e.g. several `bkpt=`); keep every value, in order. */
 function addResult(into: MiTuple, name: string, value: MiValue): void {

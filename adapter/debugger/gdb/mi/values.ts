@@ -67,7 +67,8 @@ export function miTupleList(t: MiTuple, key: string): MiTuple[] {
 
 export function miStringList(t: MiTuple, key: string): string[] {
   return miList(t, key).map((item, i) => {
-    if (typeof item !== 'string') throw new MiShapeError(`item ${i} of MI list '${key}' is not a string in ${describe(t)}`);
+    if (typeof item !== 'string')
+      throw new MiShapeError(`item ${i} of MI list '${key}' is not a string in ${describe(t)}`);
     return item;
   });
 }

@@ -9,7 +9,10 @@ import { repoRoot } from '../../../support/paths';
  * thrown error fails the run. Checks what the code-server smoke test checks, through the API.
  */
 export async function run(): Promise<void> {
-  const manifest = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { publisher: string; name: string };
+  const manifest = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
+    publisher: string;
+    name: string;
+  };
   const id = `${manifest.publisher}.${manifest.name}`;
   const extension = vscode.extensions.getExtension(id);
   assert.ok(extension, `${id} is not loaded`);
