@@ -36,7 +36,9 @@ export function commitMessageProblems(text) {
     problems.push('The second line must be blank: it separates the subject from the body.');
   }
   if (lines.slice(2).every((l) => l === '')) {
-    problems.push('The body is missing: after a blank line, say why the change is made, its figures and the tests run.');
+    problems.push(
+      'The body is missing: after a blank line, say why the change is made, its figures and the tests run.',
+    );
   }
   return problems;
 }
@@ -49,7 +51,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   }
   const problems = commitMessageProblems(readFileSync(file, 'utf8'));
   if (problems.length > 0) {
-    console.error(`commit message refused (CONTRIBUTING.md, "Commits"):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    console.error(
+      `commit message refused (CONTRIBUTING.md, "Commits"):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
     console.error(`Your message is kept in ${file}; fix it with: git commit -e -F ${file}`);
     process.exit(1);
   }
