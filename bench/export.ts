@@ -82,15 +82,13 @@ function hundredRuns(): ReturnType<typeof resultSetDocument> {
     path: `/fw/src/file${i % 40}.c`,
     line: 10 + i,
   }));
-  const edges = functions
-    .slice(1)
-    .map((f, k) => ({
-      caller: `fn_${Math.floor(k / 4)}`,
-      callee: f.name,
-      kind: 'call' as const,
-      sites: [0x8000_0000 + 64 * Math.floor(k / 4) + 4],
-      count: 3,
-    }));
+  const edges = functions.slice(1).map((f, k) => ({
+    caller: `fn_${Math.floor(k / 4)}`,
+    callee: f.name,
+    kind: 'call' as const,
+    sites: [0x8000_0000 + 64 * Math.floor(k / 4) + 4],
+    count: 3,
+  }));
   const graph: CallGraphResponse = { functions, edges, indirectCallers: [] };
   const sets: ResultSet[] = [];
   const outcomes: FunctionOutcome[] = [{ name: 'fn_0', status: 'measured', spansWindow: true, bound: 1 }];
