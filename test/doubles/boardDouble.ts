@@ -229,12 +229,26 @@ export class BoardDouble {
 
   private accept(socket: Socket): void {
     socket.setNoDelay(true);
-    if (this.gdb) {
+    const current = this.gdb;
+    if (!current) return this.serve(socket);
+    // A client that probes the port and connects again at once (the adapter's readiness check)
+    // may be accepted before the end of its first connection is read: give that end a moment.
+    socket.pause();
+    const timer = setTimeout(() => {
+      current.off('close', retry);
       // OpenOCD's default gdb-max-connections is 1.
       this.log('-- a second GDB connection refused: one is already open');
       socket.destroy();
-      return;
-    }
+    }, 500);
+    const retry = (): void => {
+      clearTimeout(timer);
+      socket.resume();
+      this.accept(socket);
+    };
+    current.once('close', retry);
+  }
+
+  private serve(socket: Socket): void {
     this.gdb = socket;
     const decoder = new RspDecoder();
     let noAck = false;
