@@ -4,6 +4,7 @@ import { FlashModel, type FlashSessionCounts } from './boardFlash';
 import { memoryMapXml } from './boardMemoryMap';
 import { boardMonitor } from './boardMonitor';
 import { binaryData, isResume, packetKind, parseAddressLength, parseBreakpoint } from './boardPackets';
+import { VFlashPackets } from './boardVFlash';
 import { boardLayout, type BoardLayout, type FlashPlacement, type PartProfile } from './boardProfiles';
 import { escapeBinary, fromHex, framePacket, RspDecoder, toHex } from './rspFraming';
 import { RspUpstream } from './rspUpstream';
@@ -72,9 +73,8 @@ const OPENOCD_FEATURES = 'PacketSize=3fff;qXfer:memory-map:read+;qXfer:features:
 /** QEMU 7.2's gdbstub refuses `m` of more than 2048 bytes (MAX_PACKET_LENGTH / 2) and has no `X`. */
 const QEMU_READ_CHUNK = 2048;
 const QEMU_WRITE_CHUNK = 1024;
-/** OpenOCD's gdb_error(): every failure reaches GDB as EFAULT; a failed flash operation as EIO. */
+/** OpenOCD's gdb_error(): a failure reaches GDB as EFAULT (flash packets: boardVFlash.ts). */
 const E_FAULT = 'E0E';
-const E_IO = 'E05';
 
 export class BoardDouble {
   readonly layout: BoardLayout;
@@ -85,7 +85,7 @@ export class BoardDouble {
   private readonly server: Server;
   private gdb: Socket | undefined;
   private counts = freshCounts();
-  private flashImage: Array<{ address: number; data: Buffer }> = [];
+  private readonly vflash: VFlashPackets;
   /** Connections come and go in order: a new GDB is attached only once the last one's leaving is done. */
   private lifecycle: Promise<void> = Promise.resolve();
   private resumeQueued = false;
@@ -105,6 +105,16 @@ export class BoardDouble {
         ? { ...c, breakpoints: o.breakpoints ?? c.breakpoints, watchpoints: o.watchpoints ?? c.watchpoints }
         : { ...c, triggers: o.triggers ?? c.triggers },
     );
+    this.vflash = new VFlashPackets(this.flash, {
+      resetHalt: () => this.resetHalt(),
+      mirror: (address, length) => this.mirror(address, length),
+      wait: (ms) => this.modelledWait(ms),
+      failed: (reason) => {
+        this.refuse('flashError');
+        this.counts.lastFlashError = reason;
+        this.log(`   flash operation failed: ${reason}`);
+      },
+    });
     this.packetDelayMs = options.packetDelayMs ?? 1;
     this.flashTimeScale = options.flashTimeScale ?? 1;
     this.server = createServer((socket) => this.accept(socket));
@@ -346,13 +356,13 @@ export class BoardDouble {
         send(this.memoryMap(text));
         return false;
       case 'vFlashErase':
-        send(await this.flashErase(text));
+        send(await this.vflash.erase(text));
         return false;
       case 'vFlashWrite':
-        send(this.flashWrite(text, raw));
+        send(this.vflash.write(text, raw));
         return false;
       case 'vFlashDone':
-        send(await this.flashDone());
+        send(await this.vflash.done());
         return false;
       case 'm':
         send(await this.readMemory(text));
@@ -489,64 +499,6 @@ export class BoardDouble {
     return reply;
   }
 
-  private async flashErase(text: string): Promise<string> {
-    const m = /^vFlashErase:([0-9a-fA-F]+),([0-9a-fA-F]+)$/.exec(text);
-    if (!m) return 'E01';
-    const address = parseInt(m[1]!, 16);
-    const length = parseInt(m[2]!, 16);
-    await this.resetHalt(); // gdb-flash-erase-start: reset init
-    const r = this.flash.erase(address, length);
-    if (!r.ok) return this.flashFailed(r.reason);
-    await this.mirror(address, length);
-    await this.modelledWait(r.modelledMs);
-    return 'OK';
-  }
-
-  private flashWrite(text: string, raw: Buffer): string {
-    const m = /^vFlashWrite:([0-9a-fA-F]+):/.exec(text);
-    if (!m) return 'E01';
-    // Kept until vFlashDone, as OpenOCD adds each packet to its flash image.
-    this.flashImage.push({ address: parseInt(m[1]!, 16), data: Buffer.from(binaryData(raw, 'vFlashWrite:'.length)) });
-    return 'OK';
-  }
-
-  private async flashDone(): Promise<string> {
-    const image = mergeContiguous(this.flashImage);
-    this.flashImage = [];
-    if (image.length === 0) return 'OK'; // GDB's `flash-erase` writes nothing
-    const reply = await this.programImage(image);
-    // gdb-flash-write-end: reset halt, whether or not the write succeeded (OpenOCD fires it either way).
-    await this.resetHalt();
-    return reply;
-  }
-
-  private async programImage(image: ReadonlyArray<{ address: number; data: Buffer }>): Promise<string> {
-    let ms = 0;
-    try {
-      for (const { address, data } of image) {
-        if (!this.flash.contains(address, data.length)) {
-          this.refuse('flashError');
-          this.counts.lastFlashError = `0x${address.toString(16)}+0x${data.length.toString(16)} is outside the flash`;
-          return 'E.memtype';
-        }
-        const r = this.flash.program(address, data);
-        await this.mirror(address, data.length);
-        if (!r.ok) return this.flashFailed(r.reason);
-        ms += r.modelledMs;
-      }
-      return 'OK';
-    } finally {
-      await this.modelledWait(ms);
-    }
-  }
-
-  private flashFailed(reason: string): string {
-    this.refuse('flashError');
-    this.counts.lastFlashError = reason;
-    this.log(`   flash operation failed: ${reason}`);
-    return E_IO;
-  }
-
   private async modelledWait(ms: number): Promise<void> {
     if (ms > 0 && this.flashTimeScale > 0) await sleep(ms * this.flashTimeScale);
   }
@@ -579,20 +531,6 @@ function freshCounts(): {
   lastFlashError?: string;
 } {
   return { packets: 0, byKind: {}, interrupts: 0, refused: {}, resets: 0 };
-}
-
-/** OpenOCD's flash_write programs contiguous sections of its image as one run (padded at its ends only). */
-function mergeContiguous(
-  parts: ReadonlyArray<{ address: number; data: Buffer }>,
-): Array<{ address: number; data: Buffer }> {
-  const sorted = [...parts].sort((a, b) => a.address - b.address);
-  const out: Array<{ address: number; data: Buffer }> = [];
-  for (const p of sorted) {
-    const last = out[out.length - 1];
-    if (last && last.address + last.data.length === p.address) last.data = Buffer.concat([last.data, p.data]);
-    else out.push({ address: p.address, data: p.data });
-  }
-  return out;
 }
 
 function sleep(ms: number): Promise<void> {
