@@ -17,16 +17,32 @@ export class RawMiClient {
   private readonly qemuExited: Promise<void>;
 
   private constructor(
-    private readonly qemu: ChildProcess,
+    private readonly qemu: ChildProcess | undefined,
     private readonly gdb: ChildProcess,
   ) {
     this.gdbExited = new Promise((r) => gdb.once('exit', () => r()));
-    this.qemuExited = new Promise((r) => qemu.once('exit', () => r()));
+    this.qemuExited = qemu ? new Promise((r) => qemu.once('exit', () => r())) : Promise.resolve();
     gdb.stdout!.setEncoding('utf8');
     gdb.stdout!.on('data', (chunk: string) => this.onData(chunk));
-    qemu.stdout!.resume();
-    qemu.stderr!.resume();
+    qemu?.stdout!.resume();
+    qemu?.stderr!.resume();
     gdb.stderr!.resume();
+  }
+
+  /**
+   * GDB in MI mode with the program's symbols, not yet connected, for a gdbserver someone else runs
+   * (a board's probe server): `-target-select remote ADDRESS` is the caller's first command.
+   */
+  static async forServer(elf: string): Promise<RawMiClient> {
+    const gdb = spawn('gdb-multiarch', ['--interpreter=mi3', '--nx', '--quiet'], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const client = new RawMiClient(undefined, gdb);
+    try {
+      await client.send(`-file-exec-and-symbols ${elf}`);
+    } catch (err) {
+      client.kill();
+      throw err;
+    }
+    return client;
   }
 
   /** Starts QEMU halted (the adapter's command line, less its monitor socket) and GDB in MI mode. */
@@ -101,7 +117,7 @@ export class RawMiClient {
 
   /** As an IDE ends a session: the emulator first (a detached target would run on), then GDB. */
   async disconnect(): Promise<void> {
-    this.qemu.kill('SIGTERM');
+    this.qemu?.kill('SIGTERM');
     await this.qemuExited;
     this.sent++;
     this.gdb.stdin!.write('-gdb-exit\n');
@@ -110,7 +126,7 @@ export class RawMiClient {
 
   /** Leaves nothing behind if a run failed half-way. */
   kill(): void {
-    for (const p of [this.qemu, this.gdb]) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+    for (const p of [this.qemu, this.gdb]) if (p && p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
   }
 
   private onData(chunk: string): void {

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QemuServer } from '../../adapter/servers/qemu';
@@ -25,14 +25,20 @@ export class QemuBoard {
     private readonly runDir: string,
   ) {}
 
-  static async start(target: FixtureTarget, elf: string): Promise<QemuBoard> {
+  /**
+   * `elf` undefined: a board with nothing in it yet (QEMU without `-kernel`), for a probe's server
+   * to program, as the board double does (test/doubles/boardDouble.ts).
+   */
+  static async start(target: FixtureTarget, elf: string | undefined): Promise<QemuBoard> {
     const port = await freePort();
     const runDir = mkdtempSync(join(tmpdir(), 'cyclelens-board-'));
-    const { binary, argv } = new QemuServer({ type: 'qemu' }).commandLine(
-      { executable: elf, family: FAMILY[target], cwd: runDir, log: () => {} },
+    const command = new QemuServer({ type: 'qemu' }).commandLine(
+      { executable: elf ?? '', family: FAMILY[target], cwd: runDir, log: () => {} },
       port,
       join(runDir, 'monitor.sock'),
     );
+    const { binary } = command;
+    const argv = elf === undefined ? withoutImage(command.argv) : command.argv;
     const tag = newOwnerTag();
     const child = spawn(binary, argv, { stdio: 'ignore', env: { ...process.env, [OWNER_TAG_VAR]: tag } });
     const board = new QemuBoard(child, `127.0.0.1:${port}`, tag, runDir);
@@ -45,6 +51,11 @@ export class QemuBoard {
     return board;
   }
 
+  /** What the guest wrote to its UART so far. */
+  uartOutput(): string {
+    return existsSync(join(this.runDir, 'uart.log')) ? readFileSync(join(this.runDir, 'uart.log'), 'latin1') : '';
+  }
+
   /** Kills the board and removes its run directory; resolves with whatever of its own is still running after that (nothing, normally). */
   async stop(): Promise<LiveProcess[]> {
     this.process.kill('SIGKILL');
@@ -52,4 +63,10 @@ export class QemuBoard {
     rmSync(this.runDir, { recursive: true, force: true });
     return left;
   }
+}
+
+/** The command line less its `-kernel FILE`. */
+function withoutImage(argv: readonly string[]): string[] {
+  const at = argv.indexOf('-kernel');
+  return at < 0 ? [...argv] : [...argv.slice(0, at), ...argv.slice(at + 2)];
 }
