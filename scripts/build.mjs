@@ -4,7 +4,7 @@
 //   node scripts/build.mjs [--watch] [--no-typecheck] [--production]
 import * as esbuild from 'esbuild';
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { repoRoot } from './lib/root.mjs';
 import { checkBoundaries } from './lintBoundaries.mjs';
@@ -27,6 +27,9 @@ if (!args.has('--no-typecheck')) {
 
 // The exact sampler's TCG plugin (C, gcc): compiled when out of date, staged in dist/ for the .vsix.
 stageQemuPlugin(repoRoot);
+// The LLDB bridge is a Python program the adapter runs beside its bundle (adapter/debugger/lldb/bridgeLocation.ts).
+mkdirSync(join(repoRoot, 'dist', 'lldb'), { recursive: true });
+copyFileSync(join(repoRoot, 'adapter', 'debugger', 'lldb', 'bridge.py'), join(repoRoot, 'dist', 'lldb', 'bridge.py'));
 
 const node = { platform: 'node', target: 'node20', format: 'cjs', bundle: true, sourcemap: true, minify: production };
 const bundles = [

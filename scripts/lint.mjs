@@ -1,7 +1,8 @@
 // `npm run lint`: the rooms of docs/design.md checked by reading the imports (scripts/lintBoundaries.mjs),
 // then ESLint (eslint.config.mjs: the same rooms as import rules that know `import type`, and the
 // rules that catch real bugs), then the one formatter's check (Prettier, .prettierrc.json; `npm run
-// format` rewrites what it flags). scripts/test.mjs runs it before the unit tier.
+// format` rewrites what it flags), then the syntax of the Python the adapter ships (the LLDB bridge).
+// scripts/test.mjs runs it before the unit tier.
 //   node scripts/lint.mjs
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -9,7 +10,23 @@ import { pathToFileURL } from 'node:url';
 import { checkBoundaries } from './lintBoundaries.mjs';
 import { repoRoot } from './lib/root.mjs';
 
-/** Runs both checks with their output on this process's stdout/stderr; true when both pass. */
+/** The Python files the adapter ships, parsed (not run) by python3: a syntax error fails the lint. */
+const pythonFiles = ['adapter/debugger/lldb/bridge.py'];
+
+function checkPython() {
+  const parse = 'import ast, sys\nfor f in sys.argv[1:]:\n    ast.parse(open(f, encoding="utf-8").read(), f)';
+  const r = spawnSync('python3', ['-c', parse, ...pythonFiles], { cwd: repoRoot, encoding: 'utf8' });
+  if (r.error) {
+    console.error(
+      `[lint] python3 did not run (${r.error.message}): install python3 to check ${pythonFiles.join(', ')}.`,
+    );
+    return false;
+  }
+  if (r.status !== 0) console.error(`[lint] Python syntax:\n${r.stderr}`);
+  return r.status === 0;
+}
+
+/** Runs the checks with their output on this process's stdout/stderr; true when all pass. */
 export function runLint() {
   const started = Date.now();
   const problems = checkBoundaries(repoRoot);
@@ -34,7 +51,8 @@ export function runLint() {
   );
   if (prettier.status !== 0 && !prettier.error)
     console.error('[lint] files above are not formatted: run `npm run format`');
-  const ok = problems.length === 0 && eslint.status === 0 && prettier.status === 0;
+  const python = checkPython();
+  const ok = problems.length === 0 && eslint.status === 0 && prettier.status === 0 && python;
   const seconds = ((Date.now() - started) / 1000).toFixed(1);
   if (eslint.error)
     console.error(`[lint] ESLint did not run: ${eslint.error.message}. Install the dev dependencies (npm ci).`);

@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CycleLensError, ErrorCode } from '../errors';
+import { findUp } from '../util/findUp';
 
 const SO = 'qemuInsnCount.so';
 const SOURCE = 'qemuInsnCount.c';
@@ -28,19 +29,6 @@ function defaultSearch(): PluginSearch {
     cacheDir: join(process.env['CYCLELENS_CACHE'] ?? join(homedir(), '.cache', 'cyclelens'), 'qemu-plugin'),
     compiler: 'gcc',
   };
-}
-
-/** The first of `relative` found in `from` or one of its parents (the package or checkout root is a few levels up). */
-function findUp(from: string, relative: string[]): string | undefined {
-  let dir = from;
-  for (let i = 0; i < 5; i++) {
-    for (const r of relative) {
-      const candidate = join(dir, r);
-      if (existsSync(candidate)) return candidate;
-    }
-    dir = dirname(dir);
-  }
-  return undefined;
 }
 
 /**

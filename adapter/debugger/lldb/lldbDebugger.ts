@@ -20,7 +20,7 @@ import type {
   VarObject,
   WatchpointRequest,
 } from '../types';
-import { bridgeProgram } from './bridgeProgram';
+import { lldbBridgePath } from './bridgeLocation';
 
 export interface LldbStartOptions {
   python: string;
@@ -73,7 +73,7 @@ const toFrame = (f: WireFrame): Frame => ({
 const hex = (n: bigint): string => `0x${n.toString(16)}`;
 
 /**
- * LLDB as the debugger, through its SB API in a Python bridge process (bridgeProgram.ts) that speaks
+ * LLDB as the debugger, through its SB API in a Python bridge process (bridge.py) that speaks
  * JSON lines. The bridge is an OwnedProcess: the child watchdog ends it with the adapter.
  */
 export class LldbDebugger extends DebuggerBase implements Debugger {
@@ -156,7 +156,7 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
       'Python 3 for LLDB',
       "Install LLDB's Python module (Debian: `apt-get install lldb-14 python3-lldb-14`) or set `lldbPython`.",
     );
-    const proc = OwnedProcess.spawn('lldb', python, ['-u', '-c', bridgeProgram], { cwd: options.cwd });
+    const proc = OwnedProcess.spawn('lldb', python, ['-u', lldbBridgePath()], { cwd: options.cwd });
     const d = new LldbDebugger(proc, triple);
     try {
       await Promise.race([

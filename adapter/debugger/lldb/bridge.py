@@ -1,11 +1,10 @@
-/**
- * The LLDB bridge: a small Python 3 program that drives LLDB through its SB API and speaks JSON
- * lines on stdin/stdout. Requests `{"id", "op", …}` get `{"id", "ok", "result"|"error"}`; target
- * events arrive as `{"event": "stopped"|"running"|"exited"|"output", …}` from a listener thread.
- * Run by `python3 -u -c` so the adapter ships no separate file. Numbers that may exceed 2^53
- * (addresses, register values) travel as hex strings.
- */
-export const bridgeProgram = String.raw`
+# The LLDB bridge: a small Python 3 program that drives LLDB through its SB API and speaks JSON
+# lines on stdin/stdout. Requests {"id", "op", ...} get {"id", "ok", "result"|"error"}; target
+# events arrive as {"event": "stopped"|"running"|"exited"|"output", ...} from a listener thread.
+# Numbers that may exceed 2^53 (addresses, register values) travel as hex strings.
+#
+# The adapter runs it as `python3 -u bridge.py` (adapter/debugger/lldb/bridgeLocation.ts finds it:
+# dist/lldb/ in the package, this folder in a checkout). `npm run lint` checks its syntax.
 import glob, json, os, sys, threading
 
 def find_lldb():
@@ -153,7 +152,7 @@ def registers(f):
     return out
 
 def reg_text(r):
-    # LLDB's own text adds the symbol a value points at ("0x652 app.elf\`main + 4"): the number alone.
+    # LLDB's own text adds the symbol a value points at ("0x652 app.elf`main + 4"): the number alone.
     if r.GetByteSize() <= 8:
         return hx(r.GetValueAsUnsigned())
     return r.GetValue() or ''
@@ -417,4 +416,3 @@ for line in sys.stdin:
     except Exception as e:
         send({'id': rid, 'ok': False, 'error': type(e).__name__ + ': ' + str(e)})
 os._exit(0)
-`;
