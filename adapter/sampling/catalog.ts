@@ -11,7 +11,7 @@ import type { ElfImage } from '../elf';
 import { resolveReservedMemory } from '../probe/injection/reservedMemory';
 import type { MemoryRegion } from '../debugger/types';
 import { DebuggerTargetAccess } from '../probe/targetAccess';
-import { journalDir } from '../session/injectionRequests';
+import { journalDir } from '../probe/injection';
 import { INTERRUPT_IDENTITY, InterruptSampler, interruptSamplerShare, textRange } from './interruptSampler';
 import type { InterruptSamplerPlan } from './interruptTypes';
 import { MonitorSampler } from './monitorSampler';

@@ -1,4 +1,3 @@
-import { join } from 'node:path';
 import type {
   CodeLocation,
   InjectArguments,
@@ -22,6 +21,7 @@ import {
   type StopPoint,
   restoreFromJournal,
   describeRestore,
+  journalDir,
   type MeasurementInfo,
   type MeasurementKind,
   type MeasurementResults,
@@ -32,15 +32,10 @@ import { DebuggerTargetAccess } from '../probe/targetAccess';
 import { validateReservedMemory } from './launchValidation';
 import type { DebugTarget, TargetOutput } from '../target/debugTarget';
 import { interruptSamplerShare } from '../sampling/interruptSampler';
-import type { CustomRequestHandlers } from './customRequests';
+import type { CustomRequestHandlers } from './customRequestTypes';
 
 type InjectionRequestName = (typeof CustomRequests)[
   'inject' | 'injectedResults' | 'removeInjections' | 'planInjection'];
-
-/** Directory of patch journals: a crashed session's patches are restored from here at the next launch. */
-export function journalDir(cwd: string): string {
-  return join(cwd, '.cyclelens', 'journal');
-}
 
 /**
  * The `cyclelens/inject*` requests: injected measurements that count with the target's own

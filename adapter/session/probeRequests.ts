@@ -17,7 +17,7 @@ import { BreakpointMeasurement } from '../probe/rangeMeasurement';
 import { breakpointLocation, describeBreakpointLocation } from '../debugger/locations';
 import type { StopPoint } from '../probe/injection';
 import type { DebugTarget } from '../target/debugTarget';
-import type { CustomRequestHandlers } from './customRequests';
+import type { CustomRequestHandlers } from './customRequestTypes';
 
 type ProbeRequestName = (typeof CustomRequests)[
   | 'events'

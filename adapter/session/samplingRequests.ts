@@ -1,6 +1,6 @@
 import { CustomRequests } from '../../common/dapCustom';
 import type { SamplingService } from '../sampling/samplingService';
-import type { CustomRequestHandlers } from './customRequests';
+import type { CustomRequestHandlers } from './customRequestTypes';
 
 type SamplingRequestName = (typeof CustomRequests)['samplers' | 'startSampling' | 'stopSampling' | 'samplingSnapshot'];
 

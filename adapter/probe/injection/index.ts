@@ -22,7 +22,7 @@ export { InjectionPlanner, reachableDisplaced } from './planner';
 export { soloReason } from './measurementBuilder';
 export { ProgramModel } from './programModel';
 export { InjectionRefusedError } from './errors';
-export { restoreFromJournal, describeRestore, journalPath, journalFiles, elfHash } from './journal';
+export { restoreFromJournal, describeRestore, journalDir, journalPath, journalFiles, elfHash } from './journal';
 export type { RestoreReport } from './journal';
 export { resolveReservedMemory, MINIMUM_RESERVED } from './reservedMemory';
 export { memoryKindAt } from './memoryMap';

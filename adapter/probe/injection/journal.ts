@@ -85,6 +85,11 @@ export function ownerIsAlive(owner: JournalOwner | undefined): boolean {
   return owner.startTime === undefined || start === undefined || start === owner.startTime;
 }
 
+/** Directory of patch journals: a crashed session's patches are restored from here at the next launch. */
+export function journalDir(cwd: string): string {
+  return join(cwd, '.cyclelens', 'journal');
+}
+
 /** This process's journal for `elf` in `dir`; `tag` names a second journal of the same process (the interrupt sampler's). */
 export function journalPath(dir: string, elf: ElfImage, tag?: string): string {
   return join(dir, `${elfHash(elf)}.${process.pid}${tag ? `.${tag}` : ''}.json`);
