@@ -3,16 +3,31 @@ import type { InjectionWarning } from '../../../common/dapCustom';
 import { hex, refusal, warning } from './errors';
 import { reachableDisplaced } from './planSupport';
 import type { ProgramModel } from './programModel';
-import type { InjectionPlanner } from './planner';
+import type { FunctionCfg } from './cfg';
 import type {
   BypassSite,
   CaveReach,
   FunctionCode,
+  FunctionPlan,
   InjectionArch,
   InjectionRefusal,
   PatchShape,
   PatchSite,
 } from './types';
+
+/**
+ * What the hooks need of the planner: plan a neighbour, cover a site, and its cached analyses of a
+ * function. InjectionPlanner is one; the hooks name only this, so planner.ts alone imports the other.
+ */
+export interface HookPlanner {
+  readonly model: ProgramModel;
+  readonly arch: InjectionArch;
+  readonly cave: CaveReach;
+  planFunction(target: string | number): FunctionPlan | InjectionRefusal;
+  coverSite(fn: FunctionCode, address: number, shape: PatchShape, free: number): PatchSite | InjectionRefusal;
+  liveOf(fn: FunctionCode): Uint32Array | undefined;
+  cfgOf(fn: FunctionCode): FunctionCfg;
+}
 
 /**
  * Where a function's return can be hooked when it is not the standard one (docs/design.md,
@@ -176,7 +191,7 @@ export function planBypass(
  * be patched, the stub runs the instructions that patch displaces too (PatchSite.divertCode), so
  * those passes never reach it; otherwise they run on into `next` as they are.
  */
-export function divertInto(planner: InjectionPlanner, site: PatchSite, next: FunctionCode): void {
+export function divertInto(planner: HookPlanner, site: PatchSite, next: FunctionCode): void {
   const plan = planner.planFunction(next.start);
   if (!plan.ok || plan.kind !== 'function') return;
   const e = plan.entry;
@@ -321,7 +336,7 @@ export function reloadsReturnAddress(
  * cannot be hooked is a warning.
  */
 export function planBodyEntries(
-  planner: InjectionPlanner,
+  planner: HookPlanner,
   fn: FunctionCode,
   link: number,
   kept: number,
