@@ -133,7 +133,8 @@ async function main(): Promise<void> {
       hovers.push((await time(() => client.hover(uri, ((i * 37) % FUNCTIONS) * LINES_PER_FUNCTION + 1))).ms);
     const ms = (v: number): string => `${v.toFixed(2)} ms`;
     console.log(
-      `${text.split('\n').length - 1} lines, ${FUNCTIONS} profiled functions, ${lines.length} line costs; median of ${REPEATS} unless said`,
+      `${text.split('\n').length - 1} lines, ${FUNCTIONS} profiled functions, ${lines.length} ` +
+        `line costs; median of ${REPEATS} unless said`,
     );
     printTable(
       ['request', 'response time', 'answer'],

@@ -327,7 +327,8 @@ async function measurePcsr(
       'cortex-m4',
       `openocd-pcsr via Tcl double, ${Math.round(core.sleepShare * 100)} % asleep`,
       total.toLocaleString('en-US'),
-      `${Math.round(total / seconds).toLocaleString('en-US')} (${Math.round((total + asleep) / seconds).toLocaleString('en-US')} reads/s)`,
+      `${Math.round(total / seconds).toLocaleString('en-US')} (${Math.round((total + asleep) / seconds).toLocaleString('en-US')} ` +
+        `reads/s)`,
       '-',
       '-',
       `${(profileError(byFunction(counts, locations), truth.functions) * 100).toFixed(2)} %`,
@@ -360,8 +361,10 @@ async function main(): Promise<void> {
     const truth = oracleMaps(oracle);
     const [fn, line] = [samplingFloor(truth.functions, wantedSamples), samplingFloor(truth.lines, wantedSamples)];
     floors.push(
-      `${target}: ideal random sampling at ${wantedSamples.toLocaleString('en-US')} samples would read e function ${(fn.median * 100).toFixed(2)} % ` +
-        `(95th percentile ${(fn.p95 * 100).toFixed(2)} %), e line ${(line.median * 100).toFixed(2)} % (${(line.p95 * 100).toFixed(2)} %)`,
+      `${target}: ideal random sampling at ${wantedSamples.toLocaleString('en-US')} samples would ` +
+        `read e function ${(fn.median * 100).toFixed(2)} % ` +
+        (`(95th percentile ${(fn.p95 * 100).toFixed(2)} %), e line ${(line.median * 100).toFixed(2)} ` +
+          `% (${(line.p95 * 100).toFixed(2)} %)`),
     );
     let plain = NaN;
     for (const config of configs) {
@@ -388,8 +391,11 @@ async function main(): Promise<void> {
   for (const f of floors) console.log(`statistical floor, ${f}`);
   const d = decorationUpdate();
   console.log(
-    `\ndecoration update, 5,000-line file, ${d.lines} decorated lines, 2,000 new samples per repaint: tally + levels + diff ${d.repaintMs.toFixed(2)} ms ` +
-      `(${d.changedLevels.toFixed(1)} of 8 levels handed to VS Code per repaint); every line's heat with intervals ${d.fullHeatMs.toFixed(2)} ms; whole profile (view, ≤ 1/s) ${d.profileMs.toFixed(2)} ms (medians of 30)`,
+    `\ndecoration update, 5,000-line file, ${d.lines} decorated lines, 2,000 new samples per ` +
+      `repaint: tally + levels + diff ${d.repaintMs.toFixed(2)} ms ` +
+      (`(${d.changedLevels.toFixed(1)} of 8 levels handed to VS Code per repaint); every line's ` +
+        `heat with intervals ${d.fullHeatMs.toFixed(2)} ms; whole profile (view, ≤ 1/s) ${d.profileMs.toFixed(2)} ` +
+        `ms (medians of 30)`),
   );
 }
 

@@ -357,7 +357,8 @@ async function timeDescent(
         `tabs: ${JSON.stringify(tabs)}; CodeLens: ${JSON.stringify(lenses)}; screenshot ${await h.screenshot('bench-ui-descent-timeout')}`,
       );
       throw new Error(
-        `the descent's results were not all shown within 180 s (CodeLens at ${times.lens}, report at ${times.report}; ${ended ?? 'no end notification'})`,
+        `the descent's results were not all shown within 180 s (CodeLens at ${times.lens}, report ` +
+          `at ${times.report}; ${ended ?? 'no end notification'})`,
       );
     }
     ended ??= (await notifications(h)).find((n) => /CycleLens descent (finished|failed)/.test(n));
@@ -374,7 +375,8 @@ async function timeDescent(
   const later = own.filter((r) => r.at > shown);
   if (later.length > 0)
     throw new Error(
-      `the results were shown before the descent's last requests (${later.map((r) => r.command).join(', ')}): the end of the descent is not the last response`,
+      `the results were shown before the descent's last requests (${later.map((r) => r.command).join(', ')}): ` +
+        `the end of the descent is not the last response`,
     );
   await h.stopDebugging({ maxPresses: 3 });
   return {

@@ -67,7 +67,8 @@ export function familyBranches(rel, text) {
   if (mayBranchOnFamily(rel)) return [];
   const problems = [];
   const fix =
-    "ask the family's plugin instead (archPlugin(family) from adapter/arch/registry.ts) and put the per-family fact in adapter/arch/<family>/plugin.ts";
+    "ask the family's plugin instead (archPlugin(family) from adapter/arch/registry.ts) and put " +
+    'the per-family fact in adapter/arch/<family>/plugin.ts';
   const lines = text.split('\n');
   let switchDepth = -1;
   let depth = 0;
@@ -111,17 +112,21 @@ export function checkBoundaries(root) {
           !isType
         ) {
           problems.push(
-            `${rel}: imports '${spec}': ${rel.split(sep)[0]}/ is shared by the CLI, the editor and the language server and depends on neither the adapter nor the extension; declare the contract in common/.`,
+            `${rel}: imports '${spec}': ${rel.split(sep)[0]}/ is shared by the CLI, the editor and the ` +
+              `language server and depends on neither the adapter nor the extension; declare the contract ` +
+              `in common/.`,
           );
         }
         if (rel.startsWith('adapter' + sep) && /(^|\/)extension\//.test(spec)) {
           problems.push(
-            `${rel}: imports '${spec}': the adapter may not depend on the extension; share a contract in common/ instead.`,
+            `${rel}: imports '${spec}': the adapter may not depend on the extension; share a contract ` +
+              `in common/ instead.`,
           );
         }
         if (concreteDebugger.test(spec) && !mayImportConcreteDebugger(rel)) {
           problems.push(
-            `${rel}: imports the concrete debugger '${spec}': depend on the Debugger interface (adapter/debugger/debugger.ts); only adapter/debugger/factory.ts picks an implementation.`,
+            `${rel}: imports the concrete debugger '${spec}': depend on the Debugger interface ` +
+              `(adapter/debugger/debugger.ts); only adapter/debugger/factory.ts picks an implementation.`,
           );
         }
         if (
@@ -130,7 +135,8 @@ export function checkBoundaries(root) {
           !isType
         ) {
           problems.push(
-            `${rel}: imports adapter runtime code '${spec}': talk to the adapter over DAP; import contracts from common/ with 'import type'.`,
+            `${rel}: imports adapter runtime code '${spec}': talk to the adapter over DAP; import ` +
+              `contracts from common/ with 'import type'.`,
           );
         }
       }

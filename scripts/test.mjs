@@ -105,7 +105,8 @@ function runTier(tier) {
   if (tier === 'e2e' && !hasDesktopVsCode()) {
     files = files.filter((f) => !f.includes(`${sep}electron${sep}`));
     console.log(
-      '\n*** electron tier NOT RUN: no desktop VS Code (`code` is not on PATH, VSCODE_EXECUTABLE is not set); the code-server tier covers the packaged extension. ***',
+      '\n*** electron tier NOT RUN: no desktop VS Code (`code` is not on PATH, VSCODE_EXECUTABLE ' +
+        'is not set); the code-server tier covers the packaged extension. ***',
     );
   }
   if (files.length === 0) {

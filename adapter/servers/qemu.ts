@@ -237,7 +237,8 @@ export class QemuServer implements GdbServer {
       if (/Address already in use|Failed to find an available port/i.test(output)) {
         throw new CycleLensError(
           ErrorCode.PortInUse,
-          `QEMU could not listen for GDB on port ${this.port}: it is already in use. Try again; CycleLens picks a free port each time.`,
+          `QEMU could not listen for GDB on port ${this.port}: it is already in use. Try again; ` +
+            `CycleLens picks a free port each time.`,
         );
       }
       const why =
@@ -246,7 +247,8 @@ export class QemuServer implements GdbServer {
           : 'exited before GDB could connect';
       throw new CycleLensError(
         ErrorCode.ServerFailedToStart,
-        `QEMU ${why}.${output ? ` It printed:\n${output}` : ''}\nCheck \`server.machine\` (${argv[1]}) and that the executable is built for it.`,
+        `QEMU ${why}.${output ? ` It printed:\n${output}` : ''}\nCheck \`server.machine\` (${argv[1]}) ` +
+          `and that the executable is built for it.`,
       );
     }
   }

@@ -51,7 +51,9 @@ export function computeTargetFacts(family: TargetFamily, server: ServerArgs): Ta
       zeroCounters: [],
       coreClockTicksPerInstruction: {
         fixed: false,
-        reason: `on ${server.type === 'openocd' ? 'a board reached through OpenOCD' : 'a remote target'} the core's cycles per instruction vary with the code and its memory`,
+        reason:
+          `on ${server.type === 'openocd' ? 'a board reached through OpenOCD' : 'a remote target'} ` +
+          `the core's cycles per instruction vary with the code and its memory`,
       },
     };
   }
@@ -101,7 +103,8 @@ function clockRatio(
     return {
       fixed: false,
       reason:
-        'QEMU runs without -icount ("icount": null), so virtual time follows the host and a tick stands for no fixed number of instructions; set "server.icount" to a shift from 0 to 10',
+        'QEMU runs without -icount ("icount": null), so virtual time follows the host and a tick ' +
+        'stands for no fixed number of instructions; set "server.icount" to a shift from 0 to 10',
     };
   }
   return { fixed: true, value: ticksPerInstruction(machine.coreClockHz, icountShift) };

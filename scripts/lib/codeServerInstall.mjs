@@ -303,7 +303,8 @@ export function ensureCodeServer({ force = false } = {}) {
     const steps = installSteps();
     const timings = [];
     console.log(
-      `[code-server] installing ${codeServerVersion} into ${codeServerPrefix} (a first install takes one to a few minutes)`,
+      `[code-server] installing ${codeServerVersion} into ${codeServerPrefix} (a first install ` +
+        `takes one to a few minutes)`,
     );
     for (const [i, step] of steps.entries()) {
       const label = `step ${i + 1}/${steps.length}: ${step.name}`;

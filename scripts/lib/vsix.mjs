@@ -99,7 +99,8 @@ export function packageExtension({ out = defaultVsixPath, typecheck = false } = 
     execFileSync(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit'] });
   } catch {
     throw new Error(
-      `vsce could not package CycleLens (its message is above); retry with: node ${relative(repoRoot, vsceBin)} ${args.slice(1).join(' ')}`,
+      `vsce could not package CycleLens (its message is above); retry with: node ${relative(repoRoot, vsceBin)} ` +
+        `${args.slice(1).join(' ')}`,
     );
   }
   writeFileSync(`${out}.stamp`, inputsFingerprint());

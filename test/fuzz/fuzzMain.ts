@@ -20,7 +20,9 @@ function main(argv: string[]): number {
     if (details.failed) {
       findings++;
       console.log(
-        `FINDING  ${p.name}\n  after ${details.numRuns} inputs; replay with seed ${details.seed} path ${details.counterexamplePath}\n  input: ${fc.stringify(details.counterexample)}\n  error: ${details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)}`,
+        `FINDING  ${p.name}\n  after ${details.numRuns} inputs; replay with seed ${details.seed} ` +
+          `path ${details.counterexamplePath}\n  input: ${fc.stringify(details.counterexample)}\n  ` +
+          `error: ${details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)}`,
       );
     } else {
       console.log(`ok       ${p.name}: ${details.numRuns} inputs in ${ms} ms`);

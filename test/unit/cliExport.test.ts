@@ -128,7 +128,8 @@ describe('cyclelens export and --export', () => {
       assert.match(
         io3.stderr,
         new RegExp(
-          `x\\.csv cannot be written: nothing can be written in .*locked \\(${why}\\); choose a folder you can write to`,
+          `x\\.csv cannot be written: nothing can be written in .*locked \\(${why}\\); choose a ` +
+            `folder you can write to`,
         ),
       );
       assert.doesNotMatch(io3.stderr, /starting/);

@@ -193,7 +193,9 @@ const cases: Case[] = [
 /** Assembles the cases with labels around them: `back` before, `fwd`/`lit` after, `far` 4 KiB away. */
 function assembleCases(): { prog: AssembledProgram; addrs: number[] } {
   const body = cases.map((c, i) => `${c.label ? `${c.label}:\n` : ''}c${i}: ${c.asm}`).join('\n');
-  const src = `back: nop\n nop\n${body}\nfwd: nop\n .align 2\nlit: .word 0x12345678\n .word 0x9abcdef0\n .space 0x1000\nfar: bx lr\n`;
+  const src =
+    `back: nop\n nop\n${body}\nfwd: nop\n .align 2\nlit: .word 0x12345678\n .word 0x9abcdef0\n ` +
+    `.space 0x1000\nfar: bx lr\n`;
   const prog = assemble(m4, src, 0x8000);
   return { prog, addrs: cases.map((_, i) => prog.symbols.get(`c${i}`)!) };
 }

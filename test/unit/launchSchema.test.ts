@@ -110,7 +110,8 @@ function checkObject(fields: readonly Field[], schema: JsonSchema, where: string
     const p = props[f.name];
     assert.ok(
       p,
-      `${where}: package.json has no "${f.name}", which common/launchArgs.ts declares; add it to configurationAttributes`,
+      `${where}: package.json has no "${f.name}", which common/launchArgs.ts declares; add it to ` +
+        `configurationAttributes`,
     );
     for (const t of schemaTypes(p)) {
       assert.ok(

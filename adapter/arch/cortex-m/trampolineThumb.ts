@@ -140,7 +140,10 @@ function thumbCallSiteRefusal(site: CallSite, cave: CaveReach): string | undefin
   if (site.length !== 4 || (site.mnemonic !== 'bl' && site.mnemonic !== 'b'))
     return `${site.mnemonic} (${site.length} bytes) cannot be re-encoded to reach a stub`;
   if (reachesBW(site.address, cave.start) && reachesBW(site.address, cave.start + cave.size)) return undefined;
-  return `${site.mnemonic} reaches +/-16 MiB and the cave at ${hex(cave.start)} is farther (reserve RAM within 16 MiB of the code for call-site stubs)`;
+  return (
+    `${site.mnemonic} reaches +/-16 MiB and the cave at ${hex(cave.start)} is farther (reserve ` +
+    `RAM within 16 MiB of the code for call-site stubs)`
+  );
 }
 
 /** Everything the injection service needs for Cortex-M. */
@@ -198,7 +201,8 @@ async function prepareCounter(access: TargetAccess, counter: CounterSource): Pro
       throw new InjectionRefusedError(
         refusal(
           'memory',
-          `The program runs SysTick with reload ${hex(rvr)}; CycleLens needs it free-running (reload 0xFFFFFF). Use DWT CYCCNT, or let the profiler own SysTick.`,
+          `The program runs SysTick with reload ${hex(rvr)}; CycleLens needs it free-running (reload ` +
+            `0xFFFFFF). Use DWT CYCCNT, or let the profiler own SysTick.`,
         ),
       );
     }
@@ -509,7 +513,9 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
       counted: {
         outer: after + before + 1,
         nested: 0,
-        explanation: `per pass: ${after} instruction(s) after the start's counter load, ${before} before the end's, and one counter load`,
+        explanation:
+          `per pass: ${after} instruction(s) after the start's counter load, ${before} before the ` +
+          `end's, and one counter load`,
       },
       notes: [...rs.notes, ...re.notes],
     };

@@ -155,7 +155,10 @@ function transfer(insn: DecodedInstruction, before: State, formed: Set<number>):
     const a = read(op.rs1);
     const b = op.rs2 === undefined ? [op.imm!] : read(op.rs2);
     if (op.fn === add && (op.rs1 === Reg.gp || op.rs2 === Reg.gp) && (a === undefined || b === undefined)) {
-      return `${insn.mnemonic} at 0x${insn.address.toString(16)} forms an address from gp, whose value is not known there`;
+      return (
+        `${insn.mnemonic} at 0x${insn.address.toString(16)} forms an address from gp, whose value ` +
+        `is not known there`
+      );
     }
     after[op.rd] = combine(a, b, op.fn);
     const v = after[op.rd];

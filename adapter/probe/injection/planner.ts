@@ -56,7 +56,8 @@ export class InjectionPlanner {
     return refusal(
       'notFound',
       inside
-        ? `${hex(target)} is inside ${inside.name} (which starts at ${hex(inside.start)}), not at a function's first instruction.`
+        ? `${hex(target)} is inside ${inside.name} (which starts at ${hex(inside.start)}), not at a ` +
+            `function's first instruction.`
         : `No function starts at ${hex(target)}.`,
       target,
     );
@@ -69,14 +70,17 @@ export class InjectionPlanner {
     if (fn.undecodable)
       return refusal(
         'undecodable',
-        `${name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}), so its code cannot be patched safely.`,
+        `${name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}), ` +
+          `so its code cannot be patched safely.`,
         fn.undecodable.address,
       );
     const mret = fn.instructions.find((i) => i.kind === 'exceptionReturn');
     if (mret) {
       return refusal(
         'exceptionReturn',
-        `${name} is an exception handler: it returns with ${mret.mnemonic} at ${hex(mret.address)}, not through the return address, so its return cannot be redirected. Measure a region inside it instead.`,
+        `${name} is an exception handler: it returns with ${mret.mnemonic} at ${hex(mret.address)}, ` +
+          `not through the return address, so its return cannot be redirected. Measure a region ` +
+          `inside it instead.`,
         mret.address,
       );
     }
@@ -87,7 +91,8 @@ export class InjectionPlanner {
       if (from && e.kind !== 'call' && this.model.functionContaining(e.from) === fn) {
         return refusal(
           'entryLoop',
-          `${from.mnemonic} at ${hex(e.from)} jumps back to ${name}'s first instruction (a loop through the entry), so the entry payload would run again on every iteration.`,
+          `${from.mnemonic} at ${hex(e.from)} jumps back to ${name}'s first instruction (a loop ` +
+            `through the entry), so the entry payload would run again on every iteration.`,
           e.from,
         );
       }
@@ -163,14 +168,16 @@ export class InjectionPlanner {
       warnings.push(
         warning(
           'callSitesMissed',
-          `${offer.missed.length} direct call site(s) of ${fn.name} cannot be rewritten and are not counted: ${offer.missed.map((m) => `${hex(m.address)} in ${m.caller} (${m.refusal})`).join(', ')}.`,
+          `${offer.missed.length} direct call site(s) of ${fn.name} cannot be rewritten and are not ` +
+            `counted: ${offer.missed.map((m) => `${hex(m.address)} in ${m.caller} (${m.refusal})`).join(', ')}.`,
         ),
       );
     if (offer.indirectCalls.length)
       warnings.push(
         warning(
           'indirectCallsMissed',
-          `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).${typeof this.takenAddresses === 'string' ? ` Whether the program takes its address cannot be told: ${this.takenAddresses}.` : ''}`,
+          `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; ` +
+            `they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).${typeof this.takenAddresses === 'string' ? ` Whether the program takes its address cannot be told: ${this.takenAddresses}.` : ''}`,
         ),
       );
     const plan: CallSitePlan = { ok: true, kind: 'callSites', function: fn, sites, offer, warnings };
@@ -247,7 +254,8 @@ export class InjectionPlanner {
     if (e.address > s.address && e.address < s.address + s.shape.length) {
       return refusal(
         'regionPaths',
-        `The end ${hex(end)} lies inside the ${s.shape.length} bytes the start patch at ${hex(start)} overwrites; choose an end further on.`,
+        `The end ${hex(end)} lies inside the ${s.shape.length} bytes the start patch at ${hex(start)} ` +
+          `overwrites; choose an end further on.`,
         end,
       );
     }
@@ -267,7 +275,9 @@ export class InjectionPlanner {
       const first = check.escapes[0]!;
       return refusal(
         'regionPaths',
-        `Not every path from ${hex(start)} reaches the end ${hex(end)}: ${describeExit(first)} without passing it${check.escapes.length > 1 ? ` (and ${check.escapes.length - 1} more way(s) out)` : ''}. A pass would stay open; choose an end every path reaches.`,
+        `Not every path from ${hex(start)} reaches the end ${hex(end)}: ${describeExit(first)} ` +
+          `without passing it${check.escapes.length > 1 ? ` (and ${check.escapes.length - 1} more way(s) out)` : ''}. ` +
+          `A pass would stay open; choose an end every path reaches.`,
         first.insn.address,
       );
     }
@@ -335,7 +345,8 @@ export class InjectionPlanner {
       const first = check.escapes[0]!;
       return refusal(
         'regionPaths',
-        `Not every path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}: ${describeExit(first)} without passing it. A pass would stay open.`,
+        `Not every path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}: ${describeExit(first)} ` +
+          `without passing it. A pass would stay open.`,
         first.insn.address,
       );
     }
@@ -404,7 +415,8 @@ export class InjectionPlanner {
         if (member.address !== address + covered) {
           return refusal(
             'itBlock',
-            `${insn.mnemonic} at ${hex(insn.address)} predicates instructions up to ${hex(member.address)}, past data the patch cannot move; the patch would split the IT block.`,
+            `${insn.mnemonic} at ${hex(insn.address)} predicates instructions up to ${hex(member.address)}, ` +
+              `past data the patch cannot move; the patch would split the IT block.`,
             insn.address,
           );
         }
@@ -422,7 +434,9 @@ export class InjectionPlanner {
           : `${e.mnemonic} at ${hex(e.from)} jumps`;
       return refusal(
         'branchIntoPatch',
-        `${what} to ${hex(e.target)}, inside the ${shape.length} bytes the patch at ${hex(address)} overwrites${into.length > 1 ? ` (${into.length} branches do)` : ''}; execution would land in the middle of the jump.`,
+        `${what} to ${hex(e.target)}, inside the ${shape.length} bytes the patch at ${hex(address)} ` +
+          `overwrites${into.length > 1 ? ` (${into.length} branches do)` : ''}; execution would land ` +
+          `in the middle of the jump.`,
         e.from,
       );
     }
@@ -485,7 +499,8 @@ export class InjectionPlanner {
       .map((t) =>
         warning(
           'jumpTableUnresolved',
-          `The indirect jump at ${hex(t.branch)} in ${fn.name} could not be resolved (${t.reason}); its targets are assumed to lie outside the patched bytes.`,
+          `The indirect jump at ${hex(t.branch)} in ${fn.name} could not be resolved (${t.reason}); ` +
+            `its targets are assumed to lie outside the patched bytes.`,
         ),
       );
   }
@@ -588,7 +603,10 @@ export class InjectionPlanner {
       .sort((x, y) => x[0] - y[0])[0]!;
     return refusal(
       'noFreeRegister',
-      `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the call-site stubs do not give registers back (entry patches do, where one fits). Its instructions count in its callers' inclusive time.`,
+      `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} ` +
+        `to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the ` +
+        `call-site stubs do not give registers back (entry patches do, where one fits). Its ` +
+        `instructions count in its callers' inclusive time.`,
       at.site.address,
     );
   }
