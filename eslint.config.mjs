@@ -34,7 +34,10 @@ const extensionPath = '(^|/)extension(/|$)';
 const noVscode = (room) => ({ name: 'vscode', message: messages.vscode(room) });
 const noConcreteDebugger = { regex: concreteDebuggerPath, message: messages.concreteDebugger };
 
-/** One `no-restricted-imports` setting; a later block replaces an earlier one for the same file, so each names everything that applies. */
+/**
+ * One `no-restricted-imports` setting; a later block replaces an earlier one for the same file, so
+ * each names everything that applies.
+ */
 const restrict = ({ paths = [], patterns = [] }) => ({
   '@typescript-eslint/no-restricted-imports': ['error', { paths, patterns }],
 });

@@ -9,8 +9,14 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const importRe =
-  /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|require\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm;
+const importRe = new RegExp(
+  [
+    /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]/.source,
+    /require\(\s*['"]([^'"]+)['"]\s*\)/.source,
+    /^\s*import\s+['"]([^'"]+)['"]/.source,
+  ].join('|'),
+  'gm',
+);
 
 function* tsFiles(dir) {
   let entries;
@@ -46,7 +52,8 @@ function mayImportConcreteDebugger(rel) {
 /** The core families; a comparison with one of these names outside adapter/arch/ is a per-family branch. */
 const familyNames = ['cortex-m', 'riscv', 'arc'];
 const familyName = `'(?:${familyNames.join('|')})'|"(?:${familyNames.join('|')})"`;
-// `family === 'riscv'`, `elf.family !== "arc"`, `'cortex-m' === config.family` (any identifier ending in family/Family).
+// `family === 'riscv'`, `elf.family !== "arc"`, `'cortex-m' === config.family` (any identifier
+// ending in family/Family).
 const familyComparison = new RegExp(
   `\\b\\w*[fF]amily\\s*[!=]==?\\s*(?:${familyName})|(?:${familyName})\\s*[!=]==?\\s*[\\w.]*[fF]amily\\b`,
 );

@@ -94,7 +94,8 @@ function failedTests(tap) {
       if (field?.[1] === 'error' && !error) error = text.replace(/^['"]|['"]$/g, '');
       if (field?.[1] === 'location' && !location) location = field[2].replace(/^'|'$/g, '');
     }
-    if (error === '1 subtest failed' || /^\d+ subtests failed$/.test(error)) continue; // a suite: its failing test is listed
+    // a suite: its failing test is listed
+    if (error === '1 subtest failed' || /^\d+ subtests failed$/.test(error)) continue;
     failures.push({ name: m[2], error: error.slice(0, 400), location: relative(repoRoot, location) });
   }
   return failures;

@@ -21,7 +21,10 @@ export interface OpenOcdPorts {
 export interface OpenOcdOptions {
   /** Fixed ports; any not given is picked free. */
   ports?: Partial<OpenOcdPorts>;
-  /** How long OpenOCD may take to listen for GDB (examining a target through a slow probe takes seconds). Default 15 s. */
+  /**
+   * How long OpenOCD may take to listen for GDB (examining a target through a slow probe takes
+   * seconds). Default 15 s.
+   */
   readyTimeoutMs?: number;
   /** Environment of the OpenOCD process. Default: the adapter's. */
   env?: NodeJS.ProcessEnv;
@@ -200,12 +203,13 @@ export class OpenOcdServer implements GdbServer {
         const ready = READY.exec(line);
         if (ready && Number(ready[1]) === gdbPort) return settle();
         if (NO_TARGET.test(line)) {
+          const said = line.replace(/^\w+\s*:\s*/, '');
           return settle(
             new CycleLensError(
               ErrorCode.ServerFailedToStart,
               `OpenOCD started but configured no target: check your -f target/… file. ` +
                 `\`server.configFiles\` must include a target configuration that runs \`target create\` ` +
-                `(e.g. target/stm32f4x.cfg), after the interface file. OpenOCD said: "${line.replace(/^\w+\s*:\s*/, '')}".`,
+                `(e.g. target/stm32f4x.cfg), after the interface file. OpenOCD said: "${said}".`,
             ),
           );
         }

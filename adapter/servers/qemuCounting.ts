@@ -72,7 +72,9 @@ export async function runCountingQemu(options: CountingRunOptions): Promise<Coun
     if (!existsSync(file))
       return {
         counted: false,
-        reason: `QEMU exited with code ${outcome.code} without writing the counts${tail.text ? `; it printed: ${tail.text}` : ''}`,
+        reason:
+          `QEMU exited with code ${outcome.code} without writing the counts` +
+          `${tail.text ? `; it printed: ${tail.text}` : ''}`,
         elapsedMs: elapsed(),
       };
     return {

@@ -450,7 +450,8 @@ export class TclRpcClient {
   private onSocketClosed(): void {
     const why = this.closedByUs
       ? `The Tcl RPC connection to OpenOCD (${this.address}) was closed before OpenOCD answered.`
-      : `The Tcl RPC connection to OpenOCD (${this.address}) was lost${this.socketError ? ` (${this.socketError.message})` : ''}. ` +
+      : `The Tcl RPC connection to OpenOCD (${this.address}) was lost` +
+        `${this.socketError ? ` (${this.socketError.message})` : ''}. ` +
         `OpenOCD has probably exited; its last output is in the Debug Console.`;
     this.lost = new CycleLensError(ErrorCode.TclConnectionLost, why);
     const pending = [...(this.inFlight ? [this.inFlight] : []), ...this.queue.splice(0)];

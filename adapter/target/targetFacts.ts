@@ -42,7 +42,10 @@ export function ticksPerInstruction(clockHz: number, icountShift: number): numbe
   return (2 ** icountShift * clockHz) / NS_PER_SECOND;
 }
 
-/** The facts of a target as the launch configuration describes it. Throws when a QEMU launch asks for what cannot work. */
+/**
+ * The facts of a target as the launch configuration describes it. Throws when a QEMU launch asks
+ * for what cannot work.
+ */
 export function computeTargetFacts(family: TargetFamily, server: ServerArgs): TargetFacts {
   const plugin = archPlugin(family);
   if (server.type !== 'qemu') {
@@ -95,7 +98,9 @@ function clockRatio(
   if (!machine)
     return {
       fixed: false,
-      reason: `the core clock of QEMU machine ${machineName} is not known to CycleLens (known: ${[...knownQemuMachines().keys()].join(', ')})`,
+      reason:
+        `the core clock of QEMU machine ${machineName} is not known to CycleLens ` +
+        `(known: ${[...knownQemuMachines().keys()].join(', ')})`,
     };
   if (machine.coreClockHz === undefined)
     return { fixed: false, reason: `QEMU machine ${machineName} has no core-clock counter` };

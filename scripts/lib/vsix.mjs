@@ -65,7 +65,8 @@ export function packageExtension({ out = defaultVsixPath, typecheck = false } = 
     execFileSync(process.execPath, buildArgs, { cwd: repoRoot, stdio: 'inherit' });
   } catch {
     throw new Error(
-      `the production build failed (its messages are above); retry with: node scripts/build.mjs ${buildArgs.slice(1).join(' ')}`,
+      'the production build failed (its messages are above); ' +
+        `retry with: node scripts/build.mjs ${buildArgs.slice(1).join(' ')}`,
     );
   }
   const manifest = readManifest();

@@ -103,7 +103,10 @@ describe('cyclelens export and --export', () => {
     assert.equal(code, 1);
     assert.match(
       io.stderr,
-      /--export pprof:.*no-such-folder.*p\.pb\.gz: .*the folder .*no-such-folder does not exist; create it or choose another path/,
+      new RegExp(
+        /--export pprof:.*no-such-folder.*p\.pb\.gz: .*the folder .*no-such-folder does not exist;/.source +
+          / create it or choose another path/.source,
+      ),
     );
     assert.doesNotMatch(io.stderr, /starting/);
     const folder = join(dir, 'a-folder');

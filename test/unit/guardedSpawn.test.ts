@@ -80,7 +80,9 @@ describe('spawning a child that dies with the adapter', { skip: process.platform
   after(() => rmSync(scratch, { recursive: true, force: true }));
 
   it(
-    'the command runs once the watchdog has it, without the gate’s pipe, and the watchdog ends ' + 'it with its parent',
+    'the command runs once the watchdog has it, ' +
+      'without the gate’s pipe, ' +
+      'and the watchdog ends it with its parent',
     async () => {
       await withParentSpawningSleep('new ChildWatchdog()', async (parent, child) => {
         assert.ok(await until(() => cmdline(child) === sleep), 'the gate opens once the child is registered');

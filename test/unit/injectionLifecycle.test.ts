@@ -120,7 +120,10 @@ describe('reserved memory, memory kinds, records, allocation', () => {
       assert.ok('ok' in none && !none.ok);
       assert.match(
         none.reason,
-        /define __cyclelens_scratch_start and __cyclelens_scratch_end .* or give the reserved memory in the launch configuration/,
+        new RegExp(
+          /define __cyclelens_scratch_start and __cyclelens_scratch_end .* or give/.source +
+            / the reserved memory in the launch configuration/.source,
+        ),
       );
       const gap = resolveReservedMemory(elf, { memoryMap: qemuMemoryMap('virt') }) as ReservedMemory;
       assert.equal(gap.source, 'unused');
@@ -453,7 +456,10 @@ describe(
       const memory = new Map(target.mem);
       await assert.rejects(
         svc.measureGroup(['vm_run', 'crc16_step']),
-        /^.*Group member crc16_step cannot be entry-patched, so nothing of the group was injected: 0x[0-9a-f]+ is already patched by measurement #1 \(crc16_step\)/,
+        new RegExp(
+          /^.*Group member crc16_step cannot be entry-patched, so nothing of the group was injected:/.source +
+            / 0x[0-9a-f]+ is already patched by measurement #1 \(crc16_step\)/.source,
+        ),
       );
       const refused = unpatchable(svc);
       await assert.rejects(
@@ -485,7 +491,10 @@ describe(
       );
       await assert.rejects(
         svc.measureGroup(['vm_run', 'no_such_function']),
-        /Group member no_such_function cannot be entry-patched, so nothing of the group was injected: There is no function named 'no_such_function'/,
+        new RegExp(
+          /Group member no_such_function cannot be entry-patched, so nothing of the group was injected:/.source +
+            / There is no function named 'no_such_function'/.source,
+        ),
       );
       await assert.rejects(svc.measureGroup([]), /The group has no members: name the functions it measures together\./);
       assert.equal(target.log.length, 0, 'nothing written');

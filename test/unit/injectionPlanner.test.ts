@@ -57,11 +57,8 @@ function objdumpBranchesInto(lines: ObjdumpLine[], start: number, end: number): 
 }
 
 function refused(r: unknown): InjectionRefusal {
-  assert.equal(
-    (r as { ok: boolean }).ok,
-    false,
-    `expected a refusal, got a plan: ${JSON.stringify(r, (_k, v) => (v instanceof Uint8Array ? undefined : v)).slice(0, 300)}`,
-  );
+  const plan = JSON.stringify(r, (_k, v) => (v instanceof Uint8Array ? undefined : v)).slice(0, 300);
+  assert.equal((r as { ok: boolean }).ok, false, `expected a refusal, got a plan: ${plan}`);
   return r as InjectionRefusal;
 }
 

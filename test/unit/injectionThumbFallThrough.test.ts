@@ -221,7 +221,10 @@ describe('Thumb fall-through diversion', { skip }, () => {
       assert.match(fsub.reason, /jumps to 0x[0-9a-f]+, inside the 8 bytes/);
       assert.match(
         fsub.reason,
-        /Only 4 byte\(s\) of __\w+ run before it falls through into __\w+: with the reserved memory within B\.W's \+\/-16 MiB/,
+        new RegExp(
+          /Only 4 byte\(s\) of __\w+ run before it falls through into __\w+:/.source +
+            / with the reserved memory within B\.W's \+\/-16 MiB/.source,
+        ),
       );
       // A B.W entry patch holds no literal for a short jump to go through.
       const arch = thumbInjectionArch();

@@ -116,7 +116,8 @@ function checkObject(fields: readonly Field[], schema: JsonSchema, where: string
     for (const t of schemaTypes(p)) {
       assert.ok(
         f.jsonTypes.has(t),
-        `${where}.${f.name}: package.json allows JSON type "${t}", the TypeScript type allows ${[...f.jsonTypes].join('/')}`,
+        `${where}.${f.name}: package.json allows JSON type "${t}", ` +
+          `the TypeScript type allows ${[...f.jsonTypes].join('/')}`,
       );
     }
     assert.ok(p.description, `${where}.${f.name}: package.json has no description (IntelliSense shows it)`);
@@ -128,7 +129,8 @@ function checkObject(fields: readonly Field[], schema: JsonSchema, where: string
       assert.equal(
         required,
         !f.optional,
-        `${where}.${f.name}: ${f.optional ? 'optional' : 'required'} in common/launchArgs.ts but ${required ? 'required' : 'optional'} in package.json`,
+        `${where}.${f.name}: ${f.optional ? 'optional' : 'required'} in common/launchArgs.ts but ` +
+          `${required ? 'required' : 'optional'} in package.json`,
       );
     }
   }

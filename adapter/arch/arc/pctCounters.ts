@@ -361,7 +361,8 @@ export class ArcPctUnit implements CounterUnit {
     if (!Number.isInteger(slot) || slot < 0 || slot >= build.counters) {
       throw new CycleLensError(
         ErrorCode.CounterUnavailable,
-        `ARC PCT slot ${slot} does not exist: this core has ${build.counters} counter${build.counters === 1 ? '' : 's'} ` +
+        `ARC PCT slot ${slot} does not exist: ` +
+          `this core has ${build.counters} counter${build.counters === 1 ? '' : 's'} ` +
           `(slots 0–${build.counters - 1}).`,
       );
     }

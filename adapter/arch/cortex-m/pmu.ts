@@ -127,7 +127,8 @@ export class PmuCounters implements CounterUnit {
     this.slots.clear();
     this.present = false;
     this.note = undefined;
-    // The target facts say the PMU answers zeros (QEMU); a PMU_TYPE of zero confirms it (a PMU has N >= 1 or a cycle counter).
+    // The target facts say the PMU answers zeros (QEMU); a PMU_TYPE of zero confirms it (a PMU has
+    // N >= 1 or a cycle counter).
     if (this.options.readsAsZero && (await this.trace.read(TYPE).catch(() => 0)) === 0) {
       this.note = 'PMU reads as zero (QEMU does not model it)';
       return this.info();
@@ -388,9 +389,11 @@ export class PmuCounters implements CounterUnit {
     }
     const byName = pmuEventCatalogue.find((e) => e.name === eventId.toUpperCase());
     if (byName) return byName.number;
+    const architectural = pmuEventCatalogue.map((e) => `${pmuEventId(e.number)} ${e.name}`).join(', ');
     throw new CycleLensError(
       ErrorCode.UnknownEvent,
-      `Unknown PMU event '${eventId}'. Use 'cycles', 'instructions', an architectural event (${pmuEventCatalogue.map((e) => `${pmuEventId(e.number)} ${e.name}`).join(', ')}), or pmu.0xNNNN with an IMPLEMENTATION DEFINED number from the core's manual.`,
+      `Unknown PMU event '${eventId}'. Use 'cycles', 'instructions', an architectural event (${architectural}), ` +
+        "or pmu.0xNNNN with an IMPLEMENTATION DEFINED number from the core's manual.",
     );
   }
 
@@ -467,10 +470,14 @@ export class PmuCounters implements CounterUnit {
       s.acc += BigInt(interval.count);
       s.last = raw;
       if (!interval.exact) {
+        const remedy =
+          s.chainedWith === undefined && s.index !== CYCLE_SLOT
+            ? 'Configure an even slot with a free odd partner to get a 32-bit counter, or read'
+            : 'Read';
         s.unreliable ??=
           `${s.name}${s.chainedWith !== undefined ? ` (chained, 32-bit)` : ` (${s.width}-bit)`} ` +
           `overflowed since the last read: whole turns of ${this.modulus(s)} may be missing, so the ` +
-          `value is a lower bound. ${s.chainedWith === undefined && s.index !== CYCLE_SLOT ? 'Configure an even slot with a free odd partner to get a 32-bit counter, or read' : 'Read'} more often.`;
+          `value is a lower bound. ${remedy} more often.`;
       }
     }
     if (consumed !== 0) await this.trace.write(OVSCLR, consumed >>> 0);

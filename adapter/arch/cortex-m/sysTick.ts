@@ -21,10 +21,11 @@ import { DebuggerStore, type PeripheralStore } from './sysTickCoreStore';
  *
  * On QEMU mps2-an386 SysTick's processor clock is the 25 MHz board clock in virtual time; with
  * `-icount shift=S` an instruction takes 2^S ns, so SysTick ticks 2^S/40 times per instruction (at
- * shift 0 once per 40 instructions, 25 per 1000, measured; TargetFacts.coreClockTicksPerInstruction). Resolution is one tick. QEMU 7.2 ignores the debugger's writes to SysTick (see
- * sysTickCoreStore.ts), and a continue lets its virtual clock jump to the next timer deadline
- * before a breakpoint stop, so on QEMU a region is timed exactly only when its end is reached by
- * single steps or read by code on the target.
+ * shift 0 once per 40 instructions, 25 per 1000, measured; TargetFacts.coreClockTicksPerInstruction).
+ * Resolution is one tick. QEMU 7.2 ignores the debugger's writes to SysTick (see sysTickCoreStore.ts),
+ * and a continue lets its virtual clock jump to the next timer deadline before a breakpoint stop, so
+ * on QEMU a region is timed exactly only when its end is reached by single steps or read by code on
+ * the target.
  */
 
 const SYST_CSR = 0xe000e010;
@@ -142,8 +143,9 @@ export class SysTickCounters implements CounterUnit {
     this.note = undefined;
     if (this.shared) {
       const polls = (csr & TICKINT) === 0;
+      const clock = (csr & CLKSOURCE) !== 0 ? 'processor clock' : 'reference clock';
       this.note =
-        `The firmware runs SysTick (reload ${rvr}, ${(csr & CLKSOURCE) !== 0 ? 'processor clock' : 'reference clock'}): ` +
+        `The firmware runs SysTick (reload ${rvr}, ${clock}): ` +
         `CycleLens only reads it. ` +
         `A reading spanning a wrap (more than ${rvr + 1} ticks) is unreliable.` +
         (polls
@@ -410,7 +412,8 @@ export class SysTickCounters implements CounterUnit {
           ? 'SysTick wraps cannot be seen (the firmware polls COUNTFLAG, which a read would clear): the ' +
             "value counts each interval modulo the firmware's reload and may be short by whole periods."
           : `SysTick wrapped since the last read, so whole periods of ${period} ticks may be missing: ` +
-            `the value is a lower bound. Measure shorter intervals${this.shared ? " (the firmware's reload sets the limit)" : ` (under ${period} ticks)`}.`;
+            `the value is a lower bound. Measure shorter intervals` +
+            `${this.shared ? " (the firmware's reload sets the limit)" : ` (under ${period} ticks)`}.`;
     }
     if (this.shared || !rewind) this.last = current;
     else await this.rewind();

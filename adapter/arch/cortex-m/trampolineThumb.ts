@@ -407,10 +407,15 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
       exitNested: a.between('X', 'X_end') + P.CX_nested!,
     };
     const leaves = r.falls ? 1 : 0;
+    const paddingNote = padding.inside ? `, ${padding.inside} nop.w padding the group's stubs to one cost` : '';
+    const relocationNote = r.extra ? `, ${r.extra} extra from relocation` : '';
     const counted: CountedOverhead = {
       outer: 3 + padding.inside + leaves + r.extra + 3,
       nested: 0,
-      explanation: `per pass: str of the start value, msr PRIMASK, pop {r0-r3, r12}${padding.inside ? `, ${padding.inside} nop.w padding the group's stubs to one cost` : ''}${leaves ? ', the jump back' : ''}${r.extra ? `, ${r.extra} extra from relocation` : ''}, the exit stub's push {r2, r3, r12} and literal load of the counter address, and one of the two counter loads (${this.counter.name})`,
+      explanation:
+        `per pass: str of the start value, msr PRIMASK, pop {r0-r3, r12}${paddingNote}` +
+        `${leaves ? ', the jump back' : ''}${relocationNote}, the exit stub's push {r2, r3, r12} and literal load ` +
+        `of the counter address, and one of the two counter loads (${this.counter.name})`,
     };
     return {
       address: req.at,

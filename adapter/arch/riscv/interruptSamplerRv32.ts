@@ -476,7 +476,11 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
   const reach = (from: number, to: number): boolean => Math.abs(to - from) < JAL_REACH - 2048;
   if (!reach(area.start, req.text.start) || !reach(area.start + BUCKETS_AT, req.text.end))
     return {
-      unsupported: `its handler at 0x${area.start.toString(16)} must lie within 1 MiB of the code (0x${req.text.start.toString(16)}-0x${req.text.end.toString(16)}): it returns into interrupted handlers and enters the firmware's vectors with \`jal\`, which reaches +/-1 MiB. Reserve RAM near the code (\`reservedMemory\` in the launch configuration, e.g. right after the program's last section)`,
+      unsupported:
+        `its handler at 0x${area.start.toString(16)} must lie within 1 MiB of the code ` +
+        `(0x${req.text.start.toString(16)}-0x${req.text.end.toString(16)}): it returns into interrupted handlers ` +
+        "and enters the firmware's vectors with `jal`, which reaches +/-1 MiB. Reserve RAM near the code " +
+        "(`reservedMemory` in the launch configuration, e.g. right after the program's last section)",
     };
   const bucketsAt = area.start + BUCKETS_AT;
   const used = BUCKETS_AT + 4 * (buckets + 1);

@@ -131,10 +131,20 @@ export class Rv32StubBuilder {
     const leaves = d.falls || d.exits.length > 0 ? 1 : 0;
     // The displaced code of a body entry is the jumping label's, not this function's.
     const foreign = site?.bodyEntry ? reachableDisplaced(site.displaced).length : 0;
+    const givenBack = [frame.describe(), t0Link ? 'ra and t0 (the millicode link, now the exit stub)' : '']
+      .filter(Boolean)
+      .join(' (kept by callers across the call), ');
+    const restoredNote = restored ? `, ${restored} instruction(s) giving back ${givenBack} and the stack` : '';
+    const paddingNote = padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : '';
+    const relocationNote = d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : '';
+    const foreignNote = foreign ? `, ${foreign} instruction(s) of the code that jumps into the body` : '';
     const counted: CountedOverhead = {
       outer: 3 + restored + padding.inside + d.extra + leaves + foreign,
       nested: 0,
-      explanation: `per pass: sw of the start value, csrw mstatus${restored ? `, ${restored} instruction(s) giving back ${[frame.describe(), t0Link ? 'ra and t0 (the millicode link, now the exit stub)' : ''].filter(Boolean).join(' (kept by callers across the call), ')} and the stack` : ''}${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}${foreign ? `, ${foreign} instruction(s) of the code that jumps into the body` : ''}, and one of the two csrr ${this.counter.name}`,
+      explanation:
+        `per pass: sw of the start value, csrw mstatus${restoredNote}${paddingNote}` +
+        `${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${relocationNote}${foreignNote}` +
+        `, and one of the two csrr ${this.counter.name}`,
     };
     return {
       address: req.at,

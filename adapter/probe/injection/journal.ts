@@ -85,7 +85,10 @@ export function ownerIsAlive(owner: JournalOwner | undefined): boolean {
   return owner.startTime === undefined || start === undefined || start === owner.startTime;
 }
 
-/** This process's journal for `elf` in `dir`; `tag` names a second journal of the same process (the interrupt sampler's). */
+/**
+ * This process's journal for `elf` in `dir`; `tag` names a second journal of the same process (the
+ * interrupt sampler's).
+ */
 export function journalPath(dir: string, elf: ElfImage, tag?: string): string {
   return join(dir, `${elfHash(elf)}.${process.pid}${tag ? `.${tag}` : ''}.json`);
 }
@@ -399,7 +402,8 @@ export function describeRestore(
     const parts: string[] = [];
     if (report.restored.length)
       parts.push(
-        `restored the original bytes at ${report.restored.length} address(es): ${where(report.restored, elf)}${report.threadPointerRestored ? ', and the tp register' : ''}`,
+        `restored the original bytes at ${report.restored.length} address(es): ${where(report.restored, elf)}` +
+          `${report.threadPointerRestored ? ', and the tp register' : ''}`,
       );
     if (report.registersRestored.length)
       parts.push(`restored the register(s) ${report.registersRestored.join(', ')} the interrupt sampler had changed`);
@@ -420,9 +424,9 @@ export function describeRestore(
           `were journaled: ${where(report.mismatches, elf)} (journal kept)`,
       );
     if (parts.length === 0) parts.push('found nothing left to restore');
+    const journals = report.journals.map((j) => basename(j)).join(', ');
     lines.push(
-      `CycleLens found patches a previous session left in this program (${report.journals.map((j) => basename(j)).join(', ')}) ` +
-        `and ${parts.join('; ')}.`,
+      `CycleLens found patches a previous session left in this program (${journals}) and ${parts.join('; ')}.`,
     );
   }
   if (lines.length === 0) return undefined;

@@ -429,9 +429,9 @@ export class MeasurementBuilder {
       throw new InjectionRefusedError(
         refusal(
           'branchIntoPatch',
-          `${bypass.from}'s code falls through into ${name}'s entry; measuring ${name} patches ${hex(bypass.address)} ` +
-            `to keep those passes out of its count, and ${err.refusal.reason} Measure ${name} and ${bypass.from} ` +
-            `in different runs.`,
+          `${bypass.from}'s code falls through into ${name}'s entry; ` +
+            `measuring ${name} patches ${hex(bypass.address)} to keep those passes out of its count, ` +
+            `and ${err.refusal.reason} Measure ${name} and ${bypass.from} in different runs.`,
           bypass.address,
         ),
       );
@@ -539,8 +539,12 @@ function withOffer(r: InjectionRefusal): InjectionRefusal {
   const offer = r.callSites;
   if (!offer || offer.usable.length === 0) return r;
   const missed = offer.missed.length + offer.indirectCalls.length;
+  const missing = missed
+    ? ` (missing ${offer.missed.length} site(s) that cannot be rewritten and ` +
+      `${offer.indirectCalls.length} indirect call(s) in the program)`
+    : '';
   return {
     ...r,
-    reason: `${r.reason} It can be measured at its ${offer.usable.length} direct call site(s) instead${missed ? ` (missing ${offer.missed.length} site(s) that cannot be rewritten and ${offer.indirectCalls.length} indirect call(s) in the program)` : ''}.`,
+    reason: `${r.reason} It can be measured at its ${offer.usable.length} direct call site(s) instead${missing}.`,
   };
 }

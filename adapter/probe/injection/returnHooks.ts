@@ -49,7 +49,9 @@ export function linkOf(model: ProgramModel, arch: InjectionArch, fn: FunctionCod
       return refusal(
         'alternateLink',
         `${from.mnemonic} at ${hex(e.from)} calls ${fn.name} with x${l} as its link register (a ` +
-          `millicode convention), and the ${arch.family} stubs hook only x${standard}${arch.alternateLinks ? ' and the millicode link' : ''}. Its instructions count in the inclusive time of the functions that call it.`,
+          `millicode convention), and the ${arch.family} stubs hook only ` +
+          `x${standard}${arch.alternateLinks ? ' and the millicode link' : ''}. ` +
+          'Its instructions count in the inclusive time of the functions that call it.',
         e.from,
       );
     }
