@@ -10,14 +10,19 @@ const messages = {
   vscode: (room) =>
     `${room}/ must run without VS Code (docs/design.md, "Rooms"): move the code that needs the editor to extension/.`,
   adapterFromShared: (room) =>
-    `${room}/ is shared by the CLI, the editor and the language server and depends on neither the adapter nor the extension; declare the contract in common/ (an 'import type' is allowed).`,
+    `${room}/ is shared by the CLI, the editor and the language server and depends on neither ` +
+    `the adapter nor the extension; declare the contract in common/ (an 'import type' is ` +
+    `allowed).`,
   extensionFromAdapter: 'The adapter may not depend on the extension; share a contract in common/ instead.',
   adapterRuntime: (room) =>
     `${room}/ talks to the adapter over DAP: import its contracts with 'import type', never its runtime code.`,
   concreteDebugger:
-    'Only adapter/debugger/factory.ts picks a concrete debugger: depend on the Debugger interface (adapter/debugger/debugger.ts) and start one with startDebugger().',
+    'Only adapter/debugger/factory.ts picks a concrete debugger: depend on the Debugger ' +
+    'interface (adapter/debugger/debugger.ts) and start one with startDebugger().',
   backendInTests:
-    "Tests and benches start a debugger through adapter/debugger/factory.ts (startDebugger({ kind: 'gdb', … })), so they drive what the product drives; unit tests of a debugger's own parsers may import those.",
+    'Tests and benches start a debugger through adapter/debugger/factory.ts (startDebugger({ ' +
+    "kind: 'gdb', … })), so they drive what the product drives; unit tests of a debugger's own " +
+    'parsers may import those.',
 };
 
 /** A path into a concrete debugger's folder (adapter/debugger/gdb…, adapter/debugger/lldb…). */
@@ -29,7 +34,10 @@ const extensionPath = '(^|/)extension(/|$)';
 const noVscode = (room) => ({ name: 'vscode', message: messages.vscode(room) });
 const noConcreteDebugger = { regex: concreteDebuggerPath, message: messages.concreteDebugger };
 
-/** One `no-restricted-imports` setting; a later block replaces an earlier one for the same file, so each names everything that applies. */
+/**
+ * One `no-restricted-imports` setting; a later block replaces an earlier one for the same file, so
+ * each names everything that applies.
+ */
 const restrict = ({ paths = [], patterns = [] }) => ({
   '@typescript-eslint/no-restricted-imports': ['error', { paths, patterns }],
 });

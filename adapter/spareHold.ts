@@ -18,7 +18,8 @@ export function awaitHandover(): Promise<SpareHandover | undefined> {
   } catch (err) {
     return Promise.reject(
       new Error(
-        `started with ${SPARE_ARG}, but descriptor ${CONTROL_FD} is not a control pipe (${(err as Error).message}); start it without ${SPARE_ARG}, or as core/dap/adapterSpare.ts does`,
+        `started with ${SPARE_ARG}, but descriptor ${CONTROL_FD} is not a control pipe (${(err as Error).message}); ` +
+          `start it without ${SPARE_ARG}, or as core/dap/adapterSpare.ts does`,
       ),
     );
   }

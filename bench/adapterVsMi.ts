@@ -255,7 +255,8 @@ async function main(): Promise<void> {
   });
   console.log(`QEMU mps2-an386 (Cortex-M4), singlepass fixture; medians over ${reps} sessions of each, interleaved.`);
   console.log(
-    'Floor: a raw GDB/MI client doing the same work with no parsing or state. Ratio: adapter time / floor time (lower is better);',
+    'Floor: a raw GDB/MI client doing the same work with no parsing or state. Ratio: adapter ' +
+      'time / floor time (lower is better);',
   );
   console.log('for readMemory, adapter throughput / floor throughput (higher is better).\n');
   printTable(['row', 'adapter', 'floor (raw MI)', 'ratio'], table);

@@ -198,9 +198,8 @@ async function calibrate(t: TargetSetup): Promise<{ measured: number; stated: nu
 const pct = (x: number): string => `${(100 * x).toFixed(3)} %`;
 
 async function benchTarget(t: TargetSetup): Promise<void> {
-  console.log(
-    `\n## ${t.target} (${t.instructionsPerUnit === 1 ? 'minstret' : 'SysTick, 40 instructions per tick'})${withInterrupts ? ', timer interrupt on' : ''}\n`,
-  );
+  const counter = t.instructionsPerUnit === 1 ? 'minstret' : 'SysTick, 40 instructions per tick';
+  console.log(`\n## ${t.target} (${counter})${withInterrupts ? ', timer interrupt on' : ''}\n`);
   // ---- instrumentability over every program
   const rows: string[][] = [];
   let total = 0;

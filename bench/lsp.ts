@@ -10,8 +10,9 @@ import { median, printTable } from './support';
 /**
  * Profile language server (docs/design.md, "Tests and benchmarks", goal < 50 ms): the CodeLens response on a
  * 5,000-line C file with 500 profiled functions, measured as an editor sees it (request sent to
- * `cyclelens lsp --stdio`, answer parsed), for a freshly opened file (on five freshly started servers), a repeated request, and the
- * request after each edit (every edit makes a new version, whose definition lines are found again).
+ * `cyclelens lsp --stdio`, answer parsed), for a freshly opened file (on five freshly started servers),
+ * a repeated request, and the request after each edit (every edit makes a new version, whose definition
+ * lines are found again).
  * Inlay hints for the whole file (one per line with a cost) and a hover are timed as well.
  *   npm run bench -- lsp
  */
@@ -133,7 +134,8 @@ async function main(): Promise<void> {
       hovers.push((await time(() => client.hover(uri, ((i * 37) % FUNCTIONS) * LINES_PER_FUNCTION + 1))).ms);
     const ms = (v: number): string => `${v.toFixed(2)} ms`;
     console.log(
-      `${text.split('\n').length - 1} lines, ${FUNCTIONS} profiled functions, ${lines.length} line costs; median of ${REPEATS} unless said`,
+      `${text.split('\n').length - 1} lines, ${FUNCTIONS} profiled functions, ${lines.length} ` +
+        `line costs; median of ${REPEATS} unless said`,
     );
     printTable(
       ['request', 'response time', 'answer'],

@@ -7,7 +7,8 @@
  * The DWT_PCSR sampler has no board here: its rows run it against the OpenOCD Tcl RPC double
  * (test/doubles/) serving the Cortex-M4 hotloop's exact trace, so its rate is the adapter's and the
  * socket's (the double's reads take no time) and e is sampling noise plus any counting error.
- *   npm run bench -- sampling [--target rv32|cortex-m4] [--samples N] [--halting-samples N] [--only NAME-PREFIX] [--decoration-only]
+ *   npm run bench -- sampling [--target rv32|cortex-m4] [--samples N] [--halting-samples N]
+ *     [--only NAME-PREFIX] [--decoration-only]
  *   (--only openocd-pcsr runs the PCSR rows alone)
  */
 import type { SampleLocation, SamplerId } from '../common/dapCustom';
@@ -43,7 +44,10 @@ interface Config {
   server: Partial<QemuServerArgs>;
   rateHz?: number;
   samples: number;
-  /** Reserved RAM for the interrupt sampler: hotloop reserves only 4 KiB, and RV32 needs it within 1 MiB of the code. */
+  /**
+   * Reserved RAM for the interrupt sampler: hotloop reserves only 4 KiB, and RV32 needs it within
+   * 1 MiB of the code.
+   */
   reserved?: Record<FixtureTarget, { start: string; size: number }>;
 }
 
@@ -170,10 +174,10 @@ function printShares(what: string, sampled: ReadonlyMap<string, number>, truth: 
     .sort((a, b) => Math.abs(b.s - b.t) - Math.abs(a.s - a.t))
     .slice(0, 12);
   console.error(`${what}: function, sampled % / oracle % (difference)`);
-  for (const r of rows)
-    console.error(
-      `  ${r.n.padEnd(24)} ${r.s.toFixed(2).padStart(6)} / ${r.t.toFixed(2).padStart(6)} (${(r.s - r.t >= 0 ? '+' : '') + (r.s - r.t).toFixed(2)})`,
-    );
+  for (const r of rows) {
+    const difference = (r.s - r.t >= 0 ? '+' : '') + (r.s - r.t).toFixed(2);
+    console.error(`  ${r.n.padEnd(24)} ${r.s.toFixed(2).padStart(6)} / ${r.t.toFixed(2).padStart(6)} (${difference})`);
+  }
 }
 
 /**
@@ -327,7 +331,8 @@ async function measurePcsr(
       'cortex-m4',
       `openocd-pcsr via Tcl double, ${Math.round(core.sleepShare * 100)} % asleep`,
       total.toLocaleString('en-US'),
-      `${Math.round(total / seconds).toLocaleString('en-US')} (${Math.round((total + asleep) / seconds).toLocaleString('en-US')} reads/s)`,
+      `${Math.round(total / seconds).toLocaleString('en-US')} ` +
+        `(${Math.round((total + asleep) / seconds).toLocaleString('en-US')} reads/s)`,
       '-',
       '-',
       `${(profileError(byFunction(counts, locations), truth.functions) * 100).toFixed(2)} %`,
@@ -360,8 +365,10 @@ async function main(): Promise<void> {
     const truth = oracleMaps(oracle);
     const [fn, line] = [samplingFloor(truth.functions, wantedSamples), samplingFloor(truth.lines, wantedSamples)];
     floors.push(
-      `${target}: ideal random sampling at ${wantedSamples.toLocaleString('en-US')} samples would read e function ${(fn.median * 100).toFixed(2)} % ` +
-        `(95th percentile ${(fn.p95 * 100).toFixed(2)} %), e line ${(line.median * 100).toFixed(2)} % (${(line.p95 * 100).toFixed(2)} %)`,
+      `${target}: ideal random sampling at ${wantedSamples.toLocaleString('en-US')} samples would ` +
+        `read e function ${(fn.median * 100).toFixed(2)} % ` +
+        (`(95th percentile ${(fn.p95 * 100).toFixed(2)} %), e line ${(line.median * 100).toFixed(2)} ` +
+          `% (${(line.p95 * 100).toFixed(2)} %)`),
     );
     let plain = NaN;
     for (const config of configs) {
@@ -388,8 +395,11 @@ async function main(): Promise<void> {
   for (const f of floors) console.log(`statistical floor, ${f}`);
   const d = decorationUpdate();
   console.log(
-    `\ndecoration update, 5,000-line file, ${d.lines} decorated lines, 2,000 new samples per repaint: tally + levels + diff ${d.repaintMs.toFixed(2)} ms ` +
-      `(${d.changedLevels.toFixed(1)} of 8 levels handed to VS Code per repaint); every line's heat with intervals ${d.fullHeatMs.toFixed(2)} ms; whole profile (view, ≤ 1/s) ${d.profileMs.toFixed(2)} ms (medians of 30)`,
+    `\ndecoration update, 5,000-line file, ${d.lines} decorated lines, 2,000 new samples per ` +
+      `repaint: tally + levels + diff ${d.repaintMs.toFixed(2)} ms ` +
+      (`(${d.changedLevels.toFixed(1)} of 8 levels handed to VS Code per repaint); every line's ` +
+        `heat with intervals ${d.fullHeatMs.toFixed(2)} ms; whole profile (view, ≤ 1/s) ${d.profileMs.toFixed(2)} ` +
+        `ms (medians of 30)`),
   );
 }
 

@@ -161,7 +161,8 @@ async function main(): Promise<void> {
     rows,
   );
   console.log(
-    `\nload average at start: ${load.toFixed(1)} on ${cpus().length} cores (reads/s is wall time and follows the load; the µs columns are CPU time)`,
+    `\nload average at start: ${load.toFixed(1)} on ${cpus().length} cores (reads/s is wall ` +
+      `time and follows the load; the µs columns are CPU time)`,
   );
 }
 

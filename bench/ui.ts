@@ -353,11 +353,11 @@ async function timeDescent(
     if (Date.now() > deadline) {
       const lenses = await h.page.locator('.monaco-editor .contentWidgets .codelens-decoration').allInnerTexts();
       const tabs = await h.page.locator('.tab .label-name').allInnerTexts();
-      console.error(
-        `tabs: ${JSON.stringify(tabs)}; CodeLens: ${JSON.stringify(lenses)}; screenshot ${await h.screenshot('bench-ui-descent-timeout')}`,
-      );
+      const screenshot = await h.screenshot('bench-ui-descent-timeout');
+      console.error(`tabs: ${JSON.stringify(tabs)}; CodeLens: ${JSON.stringify(lenses)}; screenshot ${screenshot}`);
       throw new Error(
-        `the descent's results were not all shown within 180 s (CodeLens at ${times.lens}, report at ${times.report}; ${ended ?? 'no end notification'})`,
+        `the descent's results were not all shown within 180 s (CodeLens at ${times.lens}, report ` +
+          `at ${times.report}; ${ended ?? 'no end notification'})`,
       );
     }
     ended ??= (await notifications(h)).find((n) => /CycleLens descent (finished|failed)/.test(n));
@@ -374,7 +374,8 @@ async function timeDescent(
   const later = own.filter((r) => r.at > shown);
   if (later.length > 0)
     throw new Error(
-      `the results were shown before the descent's last requests (${later.map((r) => r.command).join(', ')}): the end of the descent is not the last response`,
+      `the results were shown before the descent's last requests (${later.map((r) => r.command).join(', ')}): ` +
+        `the end of the descent is not the last response`,
     );
   await h.stopDebugging({ maxPresses: 3 });
   return {
@@ -424,10 +425,11 @@ async function main(): Promise<void> {
     if (part('steps')) {
       const stepsTimed = await stepTimings(harness, proxy);
       what.push(`${stepCount} steps over (F10) on QEMU RISC-V 32`);
+      const stepSpread = (key: keyof StepTiming): string => spread(stepsTimed.map((s) => s[key]));
       rows.push(
-        ['F10 → adapter sends `stopped`', spread(stepsTimed.map((s) => s.keyToStoppedMs))],
-        ['`stopped` → CALL STACK shows the new frame', spread(stepsTimed.map((s) => s.stoppedToCallStackMs))],
-        ["`stopped` → Counters view shows minstret's new value", spread(stepsTimed.map((s) => s.stoppedToCountersMs))],
+        ['F10 → adapter sends `stopped`', stepSpread('keyToStoppedMs')],
+        ['`stopped` → CALL STACK shows the new frame', stepSpread('stoppedToCallStackMs')],
+        ["`stopped` → Counters view shows minstret's new value", stepSpread('stoppedToCountersMs')],
       );
     }
     if (part('descent')) {

@@ -83,7 +83,10 @@ export interface InjectArguments {
   targets: InjectionTarget[];
   /** `software` (default): snapshot a free-running counter and accumulate in RAM; `hardware`: gate a counter slot. */
   payload?: 'software' | 'hardware';
-  /** Functions whose entry cannot be patched (too short, a branch into the patch, an IT block …) are measured at their direct call sites instead of refused. */
+  /**
+   * Functions whose entry cannot be patched (too short, a branch into the patch, an IT block …) are
+   * measured at their direct call sites instead of refused.
+   */
   callSitesIfTooShort?: boolean;
 }
 
@@ -96,7 +99,10 @@ export interface InjectedMeasurementInfo {
   payload: 'software' | 'hardware';
   /** The counter the payload reads (`minstret`, `SysTick CVR`, `DWT CYCCNT` …). */
   counter: string;
-  /** Instructions per counter unit where the target facts fix it (QEMU's SysTick under `-icount shift=S`: 40/2^S, so 40 at shift 0). */
+  /**
+   * Instructions per counter unit where the target facts fix it (QEMU's SysTick under
+   * `-icount shift=S`: 40/2^S, so 40 at shift 0).
+   */
   instructionsPerUnit?: number;
   warnings: InjectionWarning[];
   /** A region's function and patch addresses, as fields (its `name` is for logs and the disassembly). */

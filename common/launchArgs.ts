@@ -23,7 +23,10 @@ export interface QemuServerArgs {
   args?: string[];
   /** Load CycleLens's instruction-counting TCG plugin: the exact sampler (`qemu-plugin`). */
   instructionCounts?: boolean;
-  /** One instruction per translation block (`-singlestep`): the monitor sampler then reads exact PCs, at a measured slowdown. */
+  /**
+   * One instruction per translation block (`-singlestep`): the monitor sampler then reads exact PCs,
+   * at a measured slowdown.
+   */
   singlestep?: boolean;
 }
 
@@ -99,7 +102,10 @@ export interface CycleLensLaunchArgs {
   postConnectCommands?: string[];
   /** Working directory for relative paths. Default: the workspace folder. */
   cwd?: string;
-  /** Source paths as compiled → where they are here, e.g. `{ "/build/fw": "${workspaceFolder}" }` (live hotspots, views). */
+  /**
+   * Source paths as compiled → where they are here, e.g. `{ "/build/fw": "${workspaceFolder}" }`
+   * (live hotspots, views).
+   */
   sourceMap?: Record<string, string>;
   /** Log every DAP and MI exchange to the Debug Console. */
   trace?: boolean;

@@ -9,8 +9,14 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const importRe =
-  /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]|require\(\s*['"]([^'"]+)['"]\s*\)|^\s*import\s+['"]([^'"]+)['"]/gm;
+const importRe = new RegExp(
+  [
+    /^\s*(import|export)\s+(type\s+)?[^'"]*?from\s+['"]([^'"]+)['"]/.source,
+    /require\(\s*['"]([^'"]+)['"]\s*\)/.source,
+    /^\s*import\s+['"]([^'"]+)['"]/.source,
+  ].join('|'),
+  'gm',
+);
 
 function* tsFiles(dir) {
   let entries;
@@ -46,7 +52,8 @@ function mayImportConcreteDebugger(rel) {
 /** The core families; a comparison with one of these names outside adapter/arch/ is a per-family branch. */
 const familyNames = ['cortex-m', 'riscv', 'arc'];
 const familyName = `'(?:${familyNames.join('|')})'|"(?:${familyNames.join('|')})"`;
-// `family === 'riscv'`, `elf.family !== "arc"`, `'cortex-m' === config.family` (any identifier ending in family/Family).
+// `family === 'riscv'`, `elf.family !== "arc"`, `'cortex-m' === config.family` (any identifier
+// ending in family/Family).
 const familyComparison = new RegExp(
   `\\b\\w*[fF]amily\\s*[!=]==?\\s*(?:${familyName})|(?:${familyName})\\s*[!=]==?\\s*[\\w.]*[fF]amily\\b`,
 );
@@ -67,7 +74,8 @@ export function familyBranches(rel, text) {
   if (mayBranchOnFamily(rel)) return [];
   const problems = [];
   const fix =
-    "ask the family's plugin instead (archPlugin(family) from adapter/arch/registry.ts) and put the per-family fact in adapter/arch/<family>/plugin.ts";
+    "ask the family's plugin instead (archPlugin(family) from adapter/arch/registry.ts) and put " +
+    'the per-family fact in adapter/arch/<family>/plugin.ts';
   const lines = text.split('\n');
   let switchDepth = -1;
   let depth = 0;
@@ -111,17 +119,21 @@ export function checkBoundaries(root) {
           !isType
         ) {
           problems.push(
-            `${rel}: imports '${spec}': ${rel.split(sep)[0]}/ is shared by the CLI, the editor and the language server and depends on neither the adapter nor the extension; declare the contract in common/.`,
+            `${rel}: imports '${spec}': ${rel.split(sep)[0]}/ is shared by the CLI, the editor and the ` +
+              `language server and depends on neither the adapter nor the extension; declare the contract ` +
+              `in common/.`,
           );
         }
         if (rel.startsWith('adapter' + sep) && /(^|\/)extension\//.test(spec)) {
           problems.push(
-            `${rel}: imports '${spec}': the adapter may not depend on the extension; share a contract in common/ instead.`,
+            `${rel}: imports '${spec}': the adapter may not depend on the extension; share a contract ` +
+              `in common/ instead.`,
           );
         }
         if (concreteDebugger.test(spec) && !mayImportConcreteDebugger(rel)) {
           problems.push(
-            `${rel}: imports the concrete debugger '${spec}': depend on the Debugger interface (adapter/debugger/debugger.ts); only adapter/debugger/factory.ts picks an implementation.`,
+            `${rel}: imports the concrete debugger '${spec}': depend on the Debugger interface ` +
+              `(adapter/debugger/debugger.ts); only adapter/debugger/factory.ts picks an implementation.`,
           );
         }
         if (
@@ -130,7 +142,8 @@ export function checkBoundaries(root) {
           !isType
         ) {
           problems.push(
-            `${rel}: imports adapter runtime code '${spec}': talk to the adapter over DAP; import contracts from common/ with 'import type'.`,
+            `${rel}: imports adapter runtime code '${spec}': talk to the adapter over DAP; import ` +
+              `contracts from common/ with 'import type'.`,
           );
         }
       }

@@ -94,7 +94,8 @@ function failedTests(tap) {
       if (field?.[1] === 'error' && !error) error = text.replace(/^['"]|['"]$/g, '');
       if (field?.[1] === 'location' && !location) location = field[2].replace(/^'|'$/g, '');
     }
-    if (error === '1 subtest failed' || /^\d+ subtests failed$/.test(error)) continue; // a suite: its failing test is listed
+    // a suite: its failing test is listed
+    if (error === '1 subtest failed' || /^\d+ subtests failed$/.test(error)) continue;
     failures.push({ name: m[2], error: error.slice(0, 400), location: relative(repoRoot, location) });
   }
   return failures;
@@ -105,7 +106,8 @@ function runTier(tier) {
   if (tier === 'e2e' && !hasDesktopVsCode()) {
     files = files.filter((f) => !f.includes(`${sep}electron${sep}`));
     console.log(
-      '\n*** electron tier NOT RUN: no desktop VS Code (`code` is not on PATH, VSCODE_EXECUTABLE is not set); the code-server tier covers the packaged extension. ***',
+      '\n*** electron tier NOT RUN: no desktop VS Code (`code` is not on PATH, VSCODE_EXECUTABLE ' +
+        'is not set); the code-server tier covers the packaged extension. ***',
     );
   }
   if (files.length === 0) {

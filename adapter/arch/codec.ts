@@ -45,7 +45,10 @@ export interface DecodedInstruction {
   /** Lower-case mnemonic as GNU objdump prints it for the forms that matter; a family name otherwise. */
   mnemonic: string;
   kind: InstructionKind;
-  /** The result depends on the instruction's own address (literal loads, ADR/AUIPC, PC-relative branches, PC as operand). */
+  /**
+   * The result depends on the instruction's own address (literal loads, ADR/AUIPC, PC-relative
+   * branches, PC as operand).
+   */
   readsPc: boolean;
   /**
    * Absolute address the instruction refers to: a direct branch/call target, the address a

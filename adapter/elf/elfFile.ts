@@ -131,7 +131,8 @@ export class ElfFile {
     if (shoff !== 0 && shoff + shnum * shentsize > bytes.length) {
       throw notAnElf(
         fileName,
-        `is truncated: its section headers (${shnum} at offset 0x${shoff.toString(16)}) run past the end of the file (${bytes.length} bytes)`,
+        `is truncated: its section headers (${shnum} at offset 0x${shoff.toString(16)}) run past ` +
+          `the end of the file (${bytes.length} bytes)`,
         RELINK_HINT,
       );
     }
@@ -226,7 +227,8 @@ export class ElfFile {
     if (offset + size > this.bytes.length) {
       throw notAnElf(
         this.fileName,
-        `is truncated: ${what} (${size} bytes at offset 0x${offset.toString(16)}) runs past the end of the file (${this.bytes.length} bytes)`,
+        `is truncated: ${what} (${size} bytes at offset 0x${offset.toString(16)}) runs past the end ` +
+          `of the file (${this.bytes.length} bytes)`,
         RELINK_HINT,
       );
     }

@@ -10,7 +10,8 @@ export function notAnElf(file: string, what: string, hint: string): CycleLensErr
 }
 
 export const RELINK_HINT =
-  'point `executable` at the linked .elf that the build produced (not the .bin/.hex), and rebuild it if it was cut short';
+  'point `executable` at the linked .elf that the build produced (not the .bin/.hex), and ' +
+  'rebuild it if it was cut short';
 
 /** Wraps a low-level read failure inside `structure` into the user-facing error. */
 export function corrupt(file: string, structure: string, err: unknown): CycleLensError {
@@ -30,13 +31,15 @@ export function debugInfoCorrupt(file: string, section: string, err: unknown): C
       : `is corrupt (${err instanceof Error ? err.message : String(err)})`;
   return new CycleLensError(
     ErrorCode.NotAnElf,
-    `${file}: the debug information in ${section} ${detail}: rebuild the program with -g (a current GCC or Clang), or check that no tool stripped or rewrote it`,
+    `${file}: the debug information in ${section} ${detail}: rebuild the program with -g (a ` +
+      `current GCC or Clang), or check that no tool stripped or rewrote it`,
   );
 }
 
 export function unsupportedArchitecture(file: string, what: string): CycleLensError {
   return new CycleLensError(
     ErrorCode.UnsupportedArchitecture,
-    `${file} ${what}: CycleLens profiles 32-bit little-endian Arm Cortex-M, RISC-V and ARC firmware; point \`executable\` at a program built for one of those`,
+    `${file} ${what}: CycleLens profiles 32-bit little-endian Arm Cortex-M, RISC-V and ARC ` +
+      `firmware; point \`executable\` at a program built for one of those`,
   );
 }

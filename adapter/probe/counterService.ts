@@ -101,7 +101,9 @@ export class CounterService {
       if (!pick) {
         throw new CycleLensError(
           ErrorCode.TooManyEvents,
-          `${eventIds.length} events asked for, but no free counter slot is left for '${id}'. Count fewer events at once, measure in several runs, or use an injected measurement with software accumulation.`,
+          `${eventIds.length} events asked for, but no free counter slot is left for '${id}'. Count ` +
+            `fewer events at once, measure in several runs, or use an injected measurement with ` +
+            `software accumulation.`,
         );
       }
       taken.add(`${pick.unit.unit}:${pick.slot.index}`);

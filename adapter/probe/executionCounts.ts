@@ -83,7 +83,9 @@ export async function executionCountsRequest(
       instructions: { instructionsPerUnit: 1, quantised: false },
       ...(ticks.fixed ? { ticks: { instructionsPerUnit: 1 / ticks.value, quantised: true } } : {}),
     },
-    method: `one run without the debugger, from reset to the program's exit (QEMU exit code ${run.exitCode}), instructions counted by the QEMU plugin under -icount shift=${shift}`,
+    method:
+      `one run without the debugger, from reset to the program's exit (QEMU exit code ${run.exitCode}), ` +
+      `instructions counted by the QEMU plugin under -icount shift=${shift}`,
     elapsedMs: run.elapsedMs,
   };
 }

@@ -99,7 +99,9 @@ export class BreakpointMeasurement {
               onProgress?.(out.length);
             }
           } else {
-            incomplete = `The target stopped outside the region (${describeStop(stop)}) after ${out.length} of ${passes} passes.`;
+            incomplete =
+              `The target stopped outside the region (${describeStop(stop)}) after ${out.length} of ${passes} ` +
+              `passes.`;
             break;
           }
         }

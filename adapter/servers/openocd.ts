@@ -21,7 +21,10 @@ export interface OpenOcdPorts {
 export interface OpenOcdOptions {
   /** Fixed ports; any not given is picked free. */
   ports?: Partial<OpenOcdPorts>;
-  /** How long OpenOCD may take to listen for GDB (examining a target through a slow probe takes seconds). Default 15 s. */
+  /**
+   * How long OpenOCD may take to listen for GDB (examining a target through a slow probe takes
+   * seconds). Default 15 s.
+   */
   readyTimeoutMs?: number;
   /** Environment of the OpenOCD process. Default: the adapter's. */
   env?: NodeJS.ProcessEnv;
@@ -91,7 +94,8 @@ export class OpenOcdServer implements GdbServer {
     const exe = requireExecutable(
       this.args.path ?? 'openocd',
       'OpenOCD',
-      'Install it (Debian: `apt-get install openocd`) or set `server.path` in the launch configuration to the openocd executable.',
+      'Install it (Debian: `apt-get install openocd`) or set `server.path` in the launch ' +
+        'configuration to the openocd executable.',
     );
     const searchDirs = (this.args.searchDirs ?? []).map((d) => resolve(ctx.cwd, d));
     for (const file of this.args.configFiles) checkConfigFile(file, ctx.cwd, searchDirs, exe);
@@ -189,7 +193,8 @@ export class OpenOcdServer implements GdbServer {
           settle(
             new CycleLensError(
               ErrorCode.ServerTimeout,
-              `OpenOCD did not report "Listening on port ${gdbPort} for gdb connections" within ${timeoutMs / 1000} s.${this.outputQuote()}`,
+              `OpenOCD did not report "Listening on port ${gdbPort} for gdb connections" within ${timeoutMs / 1000} ` +
+                `s.${this.outputQuote()}`,
             ),
           ),
         timeoutMs,
@@ -198,10 +203,13 @@ export class OpenOcdServer implements GdbServer {
         const ready = READY.exec(line);
         if (ready && Number(ready[1]) === gdbPort) return settle();
         if (NO_TARGET.test(line)) {
+          const said = line.replace(/^\w+\s*:\s*/, '');
           return settle(
             new CycleLensError(
               ErrorCode.ServerFailedToStart,
-              `OpenOCD started but configured no target: check your -f target/… file. \`server.configFiles\` must include a target configuration that runs \`target create\` (e.g. target/stm32f4x.cfg), after the interface file. OpenOCD said: "${line.replace(/^\w+\s*:\s*/, '')}".`,
+              `OpenOCD started but configured no target: check your -f target/… file. ` +
+                `\`server.configFiles\` must include a target configuration that runs \`target create\` ` +
+                `(e.g. target/stm32f4x.cfg), after the interface file. OpenOCD said: "${said}".`,
             ),
           );
         }
@@ -231,7 +239,9 @@ export class OpenOcdServer implements GdbServer {
         settle(
           new CycleLensError(
             ErrorCode.ServerFailedToStart,
-            `OpenOCD ${how} before it was ready for GDB.${this.outputQuote()}\nCheck \`server.configFiles\` (an interface file and a target file) and that the probe is connected.`,
+            `OpenOCD ${how} before it was ready for GDB.${this.outputQuote()}\nCheck ` +
+              `\`server.configFiles\` (an interface file and a target file) and that the probe is ` +
+              `connected.`,
           ),
         );
       });
@@ -289,7 +299,8 @@ function checkConfigFile(file: string, cwd: string, searchDirs: string[], exe: s
   const looked = isAbsolute(file) ? '' : ` Looked in: ${[cwd, ...dirs.map((d) => resolve(d))].join(', ')}.`;
   throw new CycleLensError(
     ErrorCode.InvalidLaunchArgs,
-    `OpenOCD configuration file '${file}' was not found.${looked} Correct \`server.configFiles\`, or add the folder that holds it to \`server.searchDirs\`.`,
+    `OpenOCD configuration file '${file}' was not found.${looked} Correct ` +
+      `\`server.configFiles\`, or add the folder that holds it to \`server.searchDirs\`.`,
   );
 }
 

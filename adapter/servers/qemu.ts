@@ -116,7 +116,10 @@ export class QemuServer implements GdbServer {
     };
   }
 
-  /** What both command lines share: the family's QEMU target (docs/design.md, "Truth: the oracle"), the image, the user's own arguments. */
+  /**
+   * What both command lines share: the family's QEMU target (docs/design.md, "Truth: the oracle"),
+   * the image, the user's own arguments.
+   */
   private guest(ctx: ServerContext): { binary: string; machine: string[]; tail: string[] } {
     const defaults = archPlugin(ctx.family).qemu;
     if (isUnsupported(defaults)) throw new CycleLensError(ErrorCode.UnsupportedArchitecture, defaults.unsupported);
@@ -219,8 +222,9 @@ export class QemuServer implements GdbServer {
         return;
       }
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      const lastOutput = this.tail.text ? ` Its last output:\n${this.tail.text}` : '';
       this.exitEmitter.fire({
-        message: `QEMU ${how} while the session was running.${this.tail.text ? ` Its last output:\n${this.tail.text}` : ''}`,
+        message: `QEMU ${how} while the session was running.${lastOutput}`,
         programEnded: false,
       });
     });
@@ -237,7 +241,8 @@ export class QemuServer implements GdbServer {
       if (/Address already in use|Failed to find an available port/i.test(output)) {
         throw new CycleLensError(
           ErrorCode.PortInUse,
-          `QEMU could not listen for GDB on port ${this.port}: it is already in use. Try again; CycleLens picks a free port each time.`,
+          `QEMU could not listen for GDB on port ${this.port}: it is already in use. Try again; ` +
+            `CycleLens picks a free port each time.`,
         );
       }
       const why =
@@ -246,7 +251,8 @@ export class QemuServer implements GdbServer {
           : 'exited before GDB could connect';
       throw new CycleLensError(
         ErrorCode.ServerFailedToStart,
-        `QEMU ${why}.${output ? ` It printed:\n${output}` : ''}\nCheck \`server.machine\` (${argv[1]}) and that the executable is built for it.`,
+        `QEMU ${why}.${output ? ` It printed:\n${output}` : ''}\nCheck \`server.machine\` (${argv[1]}) ` +
+          `and that the executable is built for it.`,
       );
     }
   }

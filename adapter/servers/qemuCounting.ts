@@ -62,7 +62,9 @@ export async function runCountingQemu(options: CountingRunOptions): Promise<Coun
     if (outcome.kind === 'timeout')
       return {
         counted: false,
-        reason: `the program did not end within ${Math.round(options.timeoutMs / 1000)} s when run without the debugger (it may loop forever after the end CycleLens measures to)`,
+        reason:
+          `the program did not end within ${Math.round(options.timeoutMs / 1000)} s when run without ` +
+          `the debugger (it may loop forever after the end CycleLens measures to)`,
         elapsedMs: elapsed(),
       };
     await proc.outputEnded(500);
@@ -70,7 +72,9 @@ export async function runCountingQemu(options: CountingRunOptions): Promise<Coun
     if (!existsSync(file))
       return {
         counted: false,
-        reason: `QEMU exited with code ${outcome.code} without writing the counts${tail.text ? `; it printed: ${tail.text}` : ''}`,
+        reason:
+          `QEMU exited with code ${outcome.code} without writing the counts` +
+          `${tail.text ? `; it printed: ${tail.text}` : ''}`,
         elapsedMs: elapsed(),
       };
     return {

@@ -36,16 +36,19 @@ export class RemoteServer implements GdbServer {
     } catch {
       throw new CycleLensError(
         ErrorCode.ConnectFailed,
-        `Nothing accepts connections at ${this.args.address}. Start the gdbserver first, or correct \`server.address\`.`,
+        `Nothing accepts connections at ${this.args.address}. Start the gdbserver first, or correct ` +
+          `\`server.address\`.`,
       );
     }
     const probe = await probeGdbServer(host, Number(m[2]), HANDSHAKE_TIMEOUT_MS);
     const hint =
-      'Check `server.address`: it must be the GDB port of the server (OpenOCD: 3333, not its telnet 4444 or Tcl 6666; J-Link: 2331; pyOCD: 3333).';
+      'Check `server.address`: it must be the GDB port of the server (OpenOCD: 3333, not its ' +
+      'telnet 4444 or Tcl 6666; J-Link: 2331; pyOCD: 3333).';
     if (probe.kind === 'silent') {
       throw new CycleLensError(
         ErrorCode.ConnectFailed,
-        `Nothing at ${this.args.address} answered as a gdbserver: it accepted the connection but did not answer a GDB remote protocol request within ${HANDSHAKE_TIMEOUT_MS / 1000} s. ${hint}`,
+        `Nothing at ${this.args.address} answered as a gdbserver: it accepted the connection but ` +
+          `did not answer a GDB remote protocol request within ${HANDSHAKE_TIMEOUT_MS / 1000} s. ${hint}`,
       );
     }
     if (probe.kind === 'other') {
@@ -55,13 +58,15 @@ export class RemoteServer implements GdbServer {
         .slice(0, 60);
       throw new CycleLensError(
         ErrorCode.ConnectFailed,
-        `Nothing at ${this.args.address} answered as a gdbserver: it replied "${said}", which is not the GDB remote protocol. ${hint}`,
+        `Nothing at ${this.args.address} answered as a gdbserver: it replied "${said}", which is ` +
+          `not the GDB remote protocol. ${hint}`,
       );
     }
     if (probe.kind === 'closed') {
       throw new CycleLensError(
         ErrorCode.ConnectFailed,
-        `Nothing at ${this.args.address} answered as a gdbserver: it closed the connection without answering (a gdbserver that already serves another debugger does this). ${hint}`,
+        `Nothing at ${this.args.address} answered as a gdbserver: it closed the connection without ` +
+          `answering (a gdbserver that already serves another debugger does this). ${hint}`,
       );
     }
   }

@@ -98,7 +98,8 @@ export function wrapCommand(id: number, script: string): string {
     `set ::cyclelens_cmd ${tclQuote(script)}`,
     'set ::cyclelens_log [capture {set ::cyclelens_rc [catch $::cyclelens_cmd ::cyclelens_res]; list}]',
     `if {$::cyclelens_rc in {${SUCCESS_CODES.join(' ')}}} {set ::cyclelens_log {}}`,
-    `${REPLY_PROC} "#${id} $::cyclelens_rc [string bytelength $::cyclelens_res] [string bytelength $::cyclelens_log] $::cyclelens_res$::cyclelens_log"`,
+    `${REPLY_PROC} "#${id} $::cyclelens_rc [string bytelength $::cyclelens_res] [string ` +
+      `bytelength $::cyclelens_log] $::cyclelens_res$::cyclelens_log"`,
   ].join('; ');
 }
 
@@ -289,7 +290,8 @@ export class TclRpcClient {
     const socket = await openSocket(host, port, options.connectTimeoutMs ?? 3000).catch((err: Error) => {
       throw new CycleLensError(
         ErrorCode.ConnectFailed,
-        `Could not connect to OpenOCD's Tcl RPC port at ${address}: ${err.message}. Check that OpenOCD runs with \`tcl_port ${port}\`.`,
+        `Could not connect to OpenOCD's Tcl RPC port at ${address}: ${err.message}. Check that ` +
+          `OpenOCD runs with \`tcl_port ${port}\`.`,
       );
     });
     const client = new TclRpcClient(socket, address, options.timeoutMs ?? 10_000);
@@ -333,7 +335,8 @@ export class TclRpcClient {
     if (values.length !== count || values.some((v) => !Number.isInteger(v))) {
       throw new CycleLensError(
         ErrorCode.TclError,
-        `OpenOCD answered read_memory of ${count} value(s) at ${hex(address)} with '${shorten(reply)}', which is not ${count} number(s).`,
+        `OpenOCD answered read_memory of ${count} value(s) at ${hex(address)} with '${shorten(reply)}', ` +
+          `which is not ${count} number(s).`,
       );
     }
     return values;
@@ -405,7 +408,8 @@ export class TclRpcClient {
       next.reject(
         new CycleLensError(
           ErrorCode.TclTimeout,
-          `OpenOCD did not answer \`${shorten(next.script)}\` within ${next.timeoutMs} ms. The probe or target may be stuck; check OpenOCD's output in the Debug Console.`,
+          `OpenOCD did not answer \`${shorten(next.script)}\` within ${next.timeoutMs} ms. The probe ` +
+            `or target may be stuck; check OpenOCD's output in the Debug Console.`,
         ),
       );
       this.pump();
@@ -429,7 +433,8 @@ export class TclRpcClient {
       pending.reject(
         new CycleLensError(
           ErrorCode.TclError,
-          `OpenOCD answered \`${shorten(pending.script)}\` with '${shorten(frame.text)}', which is not a CycleLens Tcl reply. Is this OpenOCD 0.12 or later?`,
+          `OpenOCD answered \`${shorten(pending.script)}\` with '${shorten(frame.text)}', which is ` +
+            `not a CycleLens Tcl reply. Is this OpenOCD 0.12 or later?`,
         ),
       );
     } else if (isSuccessCode(frame.code)) {
@@ -445,7 +450,9 @@ export class TclRpcClient {
   private onSocketClosed(): void {
     const why = this.closedByUs
       ? `The Tcl RPC connection to OpenOCD (${this.address}) was closed before OpenOCD answered.`
-      : `The Tcl RPC connection to OpenOCD (${this.address}) was lost${this.socketError ? ` (${this.socketError.message})` : ''}. OpenOCD has probably exited; its last output is in the Debug Console.`;
+      : `The Tcl RPC connection to OpenOCD (${this.address}) was lost` +
+        `${this.socketError ? ` (${this.socketError.message})` : ''}. ` +
+        `OpenOCD has probably exited; its last output is in the Debug Console.`;
     this.lost = new CycleLensError(ErrorCode.TclConnectionLost, why);
     const pending = [...(this.inFlight ? [this.inFlight] : []), ...this.queue.splice(0)];
     this.inFlight = undefined;

@@ -144,7 +144,9 @@ export class DebugTarget {
     if (!config.image.hasDebugInfo) {
       log({
         category: 'important',
-        text: `${config.executable} has no debug information: source lines, locals and stepping by line are unavailable. Build with -g to get them.\n`,
+        text:
+          `${config.executable} has no debug information: source lines, locals and stepping by line ` +
+          `are unavailable. Build with -g to get them.\n`,
       });
     }
     for (const c of config.initCommands) await gdb.command(c);
@@ -192,7 +194,9 @@ export class DebugTarget {
       } catch (err) {
         this.outputEmitter.fire({
           category: 'important',
-          text: `Cannot stop at '${entry}': ${errorMessage(err)}. Stopped at reset instead; set \`stopAtEntry\` to an existing function.\n`,
+          text:
+            `Cannot stop at '${entry}': ${errorMessage(err)}. Stopped at reset instead; set ` +
+            `\`stopAtEntry\` to an existing function.\n`,
         });
         const frame = (await this.debugger.stackFrames(1, 0, 0).catch(() => []))[0];
         this.showStop({
@@ -230,7 +234,8 @@ export class DebugTarget {
       if (!stop && !users)
         throw new CycleLensError(
           ErrorCode.NotStopped,
-          'The target did not halt when asked. It may be in a state the debugger cannot interrupt; try Pause, or restart the session.',
+          'The target did not halt when asked. It may be in a state the debugger cannot interrupt; ' +
+            'try Pause, or restart the session.',
         );
       const result = await fn();
       // Every stop after this resume is the user's: a breakpoint just set can be hit before the
@@ -341,7 +346,8 @@ export class DebugTarget {
     if (!reset) {
       throw new CycleLensError(
         ErrorCode.Unsupported,
-        `Restart needs a reset command, and a ${this.server.kind} gdbserver has none CycleLens knows. Stop and start the session instead.`,
+        `Restart needs a reset command, and a ${this.server.kind} gdbserver has none CycleLens ` +
+          `knows. Stop and start the session instead.`,
       );
     }
     await this.resetWith(reset);

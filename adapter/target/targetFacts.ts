@@ -42,7 +42,10 @@ export function ticksPerInstruction(clockHz: number, icountShift: number): numbe
   return (2 ** icountShift * clockHz) / NS_PER_SECOND;
 }
 
-/** The facts of a target as the launch configuration describes it. Throws when a QEMU launch asks for what cannot work. */
+/**
+ * The facts of a target as the launch configuration describes it. Throws when a QEMU launch asks
+ * for what cannot work.
+ */
 export function computeTargetFacts(family: TargetFamily, server: ServerArgs): TargetFacts {
   const plugin = archPlugin(family);
   if (server.type !== 'qemu') {
@@ -51,7 +54,9 @@ export function computeTargetFacts(family: TargetFamily, server: ServerArgs): Ta
       zeroCounters: [],
       coreClockTicksPerInstruction: {
         fixed: false,
-        reason: `on ${server.type === 'openocd' ? 'a board reached through OpenOCD' : 'a remote target'} the core's cycles per instruction vary with the code and its memory`,
+        reason:
+          `on ${server.type === 'openocd' ? 'a board reached through OpenOCD' : 'a remote target'} ` +
+          `the core's cycles per instruction vary with the code and its memory`,
       },
     };
   }
@@ -93,7 +98,9 @@ function clockRatio(
   if (!machine)
     return {
       fixed: false,
-      reason: `the core clock of QEMU machine ${machineName} is not known to CycleLens (known: ${[...knownQemuMachines().keys()].join(', ')})`,
+      reason:
+        `the core clock of QEMU machine ${machineName} is not known to CycleLens ` +
+        `(known: ${[...knownQemuMachines().keys()].join(', ')})`,
     };
   if (machine.coreClockHz === undefined)
     return { fixed: false, reason: `QEMU machine ${machineName} has no core-clock counter` };
@@ -101,7 +108,8 @@ function clockRatio(
     return {
       fixed: false,
       reason:
-        'QEMU runs without -icount ("icount": null), so virtual time follows the host and a tick stands for no fixed number of instructions; set "server.icount" to a shift from 0 to 10',
+        'QEMU runs without -icount ("icount": null), so virtual time follows the host and a tick ' +
+        'stands for no fixed number of instructions; set "server.icount" to a shift from 0 to 10',
     };
   }
   return { fixed: true, value: ticksPerInstruction(machine.coreClockHz, icountShift) };

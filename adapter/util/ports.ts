@@ -23,7 +23,8 @@ export function assertPortFree(port: number, purpose: string): Promise<void> {
       reject(
         new CycleLensError(
           ErrorCode.PortInUse,
-          `Port ${port} (${purpose}) is already in use. Stop the program using it, or remove the fixed port from the launch configuration so CycleLens picks a free one.`,
+          `Port ${port} (${purpose}) is already in use. Stop the program using it, or remove the ` +
+            `fixed port from the launch configuration so CycleLens picks a free one.`,
         ),
       ),
     );

@@ -143,7 +143,9 @@ function installSteps() {
     {
       name: "compile VS Code server's native modules for this Node",
       cwd: vscodeDir,
-      command: `npm_config_yes=true${asRoot ? ' npm_config_unsafe_perm=true' : ''} npm rebuild ${vscodeNativeModules.join(' ')}`,
+      command:
+        `npm_config_yes=true${asRoot ? ' npm_config_unsafe_perm=true' : ''} ` +
+        `npm rebuild ${vscodeNativeModules.join(' ')}`,
       check: () => loadError(vscodeDir, vscodeNativeModules),
       run: () => run('npm', ['rebuild', ...vscodeNativeModules], vscodeDir, rebuildEnv),
     },
@@ -303,7 +305,8 @@ export function ensureCodeServer({ force = false } = {}) {
     const steps = installSteps();
     const timings = [];
     console.log(
-      `[code-server] installing ${codeServerVersion} into ${codeServerPrefix} (a first install takes one to a few minutes)`,
+      `[code-server] installing ${codeServerVersion} into ${codeServerPrefix} (a first install ` +
+        `takes one to a few minutes)`,
     );
     for (const [i, step] of steps.entries()) {
       const label = `step ${i + 1}/${steps.length}: ${step.name}`;
@@ -360,9 +363,11 @@ export function ensureCodeServer({ force = false } = {}) {
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   try {
     const result = ensureCodeServer({ force: process.argv.includes('--force') });
+    const stepLine = (s) => `  ${s.skipped ? 'skipped' : `${s.seconds.toFixed(1).padStart(6)} s`}  ${s.step}`;
     console.log(
       result.installed
-        ? `[code-server] installed ${result.version} in ${result.seconds.toFixed(0)} s:\n${result.steps.map((s) => `  ${s.skipped ? 'skipped' : `${s.seconds.toFixed(1).padStart(6)} s`}  ${s.step}`).join('\n')}`
+        ? `[code-server] installed ${result.version} in ${result.seconds.toFixed(0)} s:\n` +
+            result.steps.map(stepLine).join('\n')
         : `[code-server] ${result.version} already installed and working (${codeServerPrefix})`,
     );
   } catch (e) {

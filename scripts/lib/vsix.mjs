@@ -65,7 +65,8 @@ export function packageExtension({ out = defaultVsixPath, typecheck = false } = 
     execFileSync(process.execPath, buildArgs, { cwd: repoRoot, stdio: 'inherit' });
   } catch {
     throw new Error(
-      `the production build failed (its messages are above); retry with: node scripts/build.mjs ${buildArgs.slice(1).join(' ')}`,
+      'the production build failed (its messages are above); ' +
+        `retry with: node scripts/build.mjs ${buildArgs.slice(1).join(' ')}`,
     );
   }
   const manifest = readManifest();
@@ -99,7 +100,8 @@ export function packageExtension({ out = defaultVsixPath, typecheck = false } = 
     execFileSync(process.execPath, args, { cwd: repoRoot, stdio: ['ignore', 'inherit', 'inherit'] });
   } catch {
     throw new Error(
-      `vsce could not package CycleLens (its message is above); retry with: node ${relative(repoRoot, vsceBin)} ${args.slice(1).join(' ')}`,
+      `vsce could not package CycleLens (its message is above); retry with: node ${relative(repoRoot, vsceBin)} ` +
+        `${args.slice(1).join(' ')}`,
     );
   }
   writeFileSync(`${out}.stamp`, inputsFingerprint());

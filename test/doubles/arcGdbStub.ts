@@ -235,7 +235,8 @@ export class ArcGdbStub {
     const result = this.cpu.resume(mode);
     this.lastSignal = result.reason === 'budget' ? SIGINT : SIGTRAP;
     this.log(
-      `   resume ${mode}: ${result.instructions} instructions, stop (${result.reason}) at 0x${this.cpu.pc.toString(16)}`,
+      `   resume ${mode}: ${result.instructions} instructions, ` +
+        `stop (${result.reason}) at 0x${this.cpu.pc.toString(16)}`,
     );
     return this.stopReply(this.lastSignal);
   }

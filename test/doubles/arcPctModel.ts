@@ -126,7 +126,10 @@ export const DEFAULT_BUILD: ArcPctBuild = {
   interrupts: false,
 };
 
-/** An access to an aux register the modelled core does not have (hardware: an instruction error; JTAG: a failed transaction). */
+/**
+ * An access to an aux register the modelled core does not have (hardware: an instruction error;
+ * JTAG: a failed transaction).
+ */
 export class IllegalAuxRegister extends Error {
   constructor(readonly aux: number) {
     super(`aux register 0x${aux.toString(16)} does not exist on this core`);

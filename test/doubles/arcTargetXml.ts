@@ -56,7 +56,8 @@ const CORE_NAMES: readonly string[] = [
 export const FIRST_PCT_REGNUM = REG.G_PACKET_COUNT;
 
 function reg(name: string, regnum: number, type: string, group?: string): string {
-  return `    <reg name="${name}" bitsize="32" regnum="${regnum}" type="${type}"${group !== undefined ? ` group="${group}"` : ''}/>`;
+  const groupAttribute = group !== undefined ? ` group="${group}"` : '';
+  return `    <reg name="${name}" bitsize="32" regnum="${regnum}" type="${type}"${groupAttribute}/>`;
 }
 
 function coreType(name: string): string {

@@ -11,7 +11,10 @@ export interface RecordedRequest {
   argsGiven: boolean;
 }
 
-/** A `then`-only object, as `Thenable` promises: a client that used `.catch` or `.finally` on it would break here too. */
+/**
+ * A `then`-only object, as `Thenable` promises: a client that used `.catch` or `.finally` on it
+ * would break here too.
+ */
 function thenable<T>(settle: () => T): PromiseLike<T> {
   return {
     then<A = T, B = never>(

@@ -19,8 +19,12 @@ function main(argv: string[]): number {
     const ms = Date.now() - t0;
     if (details.failed) {
       findings++;
+      const error =
+        details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
       console.log(
-        `FINDING  ${p.name}\n  after ${details.numRuns} inputs; replay with seed ${details.seed} path ${details.counterexamplePath}\n  input: ${fc.stringify(details.counterexample)}\n  error: ${details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)}`,
+        `FINDING  ${p.name}\n  after ${details.numRuns} inputs; replay with seed ${details.seed} ` +
+          `path ${details.counterexamplePath}\n  input: ${fc.stringify(details.counterexample)}\n  ` +
+          `error: ${error}`,
       );
     } else {
       console.log(`ok       ${p.name}: ${details.numRuns} inputs in ${ms} ms`);

@@ -51,23 +51,26 @@ function isError(code: ErrorCode, pattern: RegExp) {
 }
 
 describe('ARC PCT register decoding', () => {
-  it('decodes PCT_BUILD fields: version [7:0], width 32 + (s << 4) from [9:8], interrupt bit 10, counters [23:16]', () => {
-    assert.deepEqual(decodePctBuild(0x0008_0102 | (1 << 10), 0x0011_0001), {
-      version: 2,
-      counters: 8,
-      width: 48,
-      interrupts: true,
-      conditions: 17,
-    });
-    assert.deepEqual(decodePctBuild(0x0002_0003, 0x0004_0000), {
-      version: 3,
-      counters: 2,
-      width: 32,
-      interrupts: false,
-      conditions: 4,
-    });
-    assert.equal(decodePctBuild(0x0000_0201, 0).width, 64);
-  });
+  it(
+    'decodes PCT_BUILD fields: version [7:0], width 32 + (s << 4) from [9:8], interrupt bit 10, ' + 'counters [23:16]',
+    () => {
+      assert.deepEqual(decodePctBuild(0x0008_0102 | (1 << 10), 0x0011_0001), {
+        version: 2,
+        counters: 8,
+        width: 48,
+        interrupts: true,
+        conditions: 17,
+      });
+      assert.deepEqual(decodePctBuild(0x0002_0003, 0x0004_0000), {
+        version: 3,
+        counters: 2,
+        width: 32,
+        interrupts: false,
+        conditions: 4,
+      });
+      assert.equal(decodePctBuild(0x0000_0201, 0).width, 64);
+    },
+  );
 
   it('decodes CC_NAME0/CC_NAME1 little-endian and stops at the first NUL', () => {
     assert.equal(decodeConditionName(0x6e757263, 0), 'crun'); // 'c' in the low byte
@@ -211,33 +214,37 @@ describe('ArcPctUnit counting against the model', () => {
     });
   }
 
-  it('programs a slot with the documented sequence: PCT_INDEX, CONFIG = 0, COUNTL = COUNTH = 0; start writes the condition', async () => {
-    const { access, unit } = rig({ counters: 2 });
-    await unit.discover();
-    const at = access.log.length;
-    await unit.configure(1, 'arc.iall');
-    const writes = access.log.slice(at).filter((r) => r.op === 'write' && r.aux !== PctAux.PCT_CONTROL);
-    assert.deepEqual(
-      writes.map((w) => [w.aux, w.value]),
-      [
-        [PctAux.PCT_INDEX, 1],
-        [PctAux.PCT_CONFIG, 0],
-        [PctAux.PCT_COUNTL, 0],
-        [PctAux.PCT_COUNTH, 0],
-      ],
-    );
-    const at2 = access.log.length;
-    await unit.start([1]);
-    const w2 = access.log.slice(at2).filter((r) => r.op === 'write');
-    assert.deepEqual(
-      w2.map((w) => [w.aux, w.value]),
-      [
-        [PctAux.PCT_CONTROL, 1],
-        [PctAux.PCT_INDEX, 1],
-        [PctAux.PCT_CONFIG, DEFAULT_CONDITIONS.indexOf('iall')],
-      ],
-    );
-  });
+  it(
+    'programs a slot with the documented sequence: PCT_INDEX, CONFIG = 0, COUNTL = COUNTH = 0; ' +
+      'start writes the condition',
+    async () => {
+      const { access, unit } = rig({ counters: 2 });
+      await unit.discover();
+      const at = access.log.length;
+      await unit.configure(1, 'arc.iall');
+      const writes = access.log.slice(at).filter((r) => r.op === 'write' && r.aux !== PctAux.PCT_CONTROL);
+      assert.deepEqual(
+        writes.map((w) => [w.aux, w.value]),
+        [
+          [PctAux.PCT_INDEX, 1],
+          [PctAux.PCT_CONFIG, 0],
+          [PctAux.PCT_COUNTL, 0],
+          [PctAux.PCT_COUNTH, 0],
+        ],
+      );
+      const at2 = access.log.length;
+      await unit.start([1]);
+      const w2 = access.log.slice(at2).filter((r) => r.op === 'write');
+      assert.deepEqual(
+        w2.map((w) => [w.aux, w.value]),
+        [
+          [PctAux.PCT_CONTROL, 1],
+          [PctAux.PCT_INDEX, 1],
+          [PctAux.PCT_CONFIG, DEFAULT_CONDITIONS.indexOf('iall')],
+        ],
+      );
+    },
+  );
 
   it('stop freezes a slot (condition 0) and start resumes it with the remembered condition', async () => {
     const { pct, cpu, unit } = rig();

@@ -57,20 +57,24 @@ describe('arch plugin registry', () => {
     });
   }
 
-  test('facts per family: Cortex-M default map is flash below 0x20000000, RISC-V interrupted PC is mepc, ARC has no QEMU', () => {
-    assert.equal(memoryKindAt(undefined, 0x1000, 4, 'cortex-m'), 'flash');
-    assert.equal(memoryKindAt(undefined, 0x20000000, 4, 'cortex-m'), 'unknown');
-    assert.equal(memoryKindAt(undefined, 0x1000, 4, 'riscv'), 'unknown');
-    assert.equal(archPlugin('riscv').abi.interruptedPcRegister, 'mepc');
-    assert.equal(archPlugin('cortex-m').abi.interruptedPcRegister, undefined);
-    assert.ok(isUnsupported(archPlugin('arc').qemu));
-    assert.ok(isUnsupported(archPlugin('arc').injection));
-    const rvLldb = archPlugin('riscv').lldb;
-    assert.ok(
-      isUnsupported(rvLldb) && /use `"debugger": "gdb"`/.test(rvLldb.unsupported),
-      'LLDB on RISC-V is refused with the fix',
-    );
-    const cmLldb = archPlugin('cortex-m').lldb;
-    assert.ok(!isUnsupported(cmLldb) && cmLldb.triple === 'armv7em-none-eabi');
-  });
+  test(
+    'facts per family: Cortex-M default map is flash below 0x20000000, RISC-V interrupted PC is ' +
+      'mepc, ARC has no QEMU',
+    () => {
+      assert.equal(memoryKindAt(undefined, 0x1000, 4, 'cortex-m'), 'flash');
+      assert.equal(memoryKindAt(undefined, 0x20000000, 4, 'cortex-m'), 'unknown');
+      assert.equal(memoryKindAt(undefined, 0x1000, 4, 'riscv'), 'unknown');
+      assert.equal(archPlugin('riscv').abi.interruptedPcRegister, 'mepc');
+      assert.equal(archPlugin('cortex-m').abi.interruptedPcRegister, undefined);
+      assert.ok(isUnsupported(archPlugin('arc').qemu));
+      assert.ok(isUnsupported(archPlugin('arc').injection));
+      const rvLldb = archPlugin('riscv').lldb;
+      assert.ok(
+        isUnsupported(rvLldb) && /use `"debugger": "gdb"`/.test(rvLldb.unsupported),
+        'LLDB on RISC-V is refused with the fix',
+      );
+      const cmLldb = archPlugin('cortex-m').lldb;
+      assert.ok(!isUnsupported(cmLldb) && cmLldb.triple === 'armv7em-none-eabi');
+    },
+  );
 });

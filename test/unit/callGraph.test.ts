@@ -166,33 +166,37 @@ describe('static call graph rules', () => {
     );
   });
 
-  it('a register jump that is not a switch inside the function makes an indirect caller (a tail call through a pointer)', () => {
-    const p = program({
-      dispatch: [['nop'], ['ijump']],
-      vm: [['nop'], ['ijump'], ['nop'], ['ret']],
-      parse: [['ijump'], ['nop'], ['ret']],
-      handler: [['ret']],
-    });
-    const at = (fn: string, i: number): number => p.functions.find((f) => f.name === fn)!.start + 4 * i;
-    const jumpTables = [
-      // vm: a resolved switch whose targets stay inside vm
-      { branch: at('vm', 1), function: 'vm', resolved: true, targets: [at('vm', 2), at('vm', 3)] },
-      // parse: not resolved, but shaped like a compiler switch (offsets from the table base)
-      {
-        branch: at('parse', 0),
-        function: 'parse',
-        resolved: false,
-        targets: [],
-        reason: 'no bounds check',
-        switchShaped: true,
-      },
-      // dispatch: a table whose entries are other functions' entries
-      { branch: at('dispatch', 1), function: 'dispatch', resolved: true, targets: [at('handler', 0)] },
-    ];
-    assert.deepEqual(buildCallGraph(elf, { ...p, jumpTables }).indirectCallers, ['dispatch']);
-    // Without any table information every register jump may leave the function.
-    assert.deepEqual(buildCallGraph(elf, p).indirectCallers, ['dispatch', 'vm', 'parse']);
-  });
+  it(
+    'a register jump that is not a switch inside the function makes an indirect caller (a tail ' +
+      'call through a pointer)',
+    () => {
+      const p = program({
+        dispatch: [['nop'], ['ijump']],
+        vm: [['nop'], ['ijump'], ['nop'], ['ret']],
+        parse: [['ijump'], ['nop'], ['ret']],
+        handler: [['ret']],
+      });
+      const at = (fn: string, i: number): number => p.functions.find((f) => f.name === fn)!.start + 4 * i;
+      const jumpTables = [
+        // vm: a resolved switch whose targets stay inside vm
+        { branch: at('vm', 1), function: 'vm', resolved: true, targets: [at('vm', 2), at('vm', 3)] },
+        // parse: not resolved, but shaped like a compiler switch (offsets from the table base)
+        {
+          branch: at('parse', 0),
+          function: 'parse',
+          resolved: false,
+          targets: [],
+          reason: 'no bounds check',
+          switchShaped: true,
+        },
+        // dispatch: a table whose entries are other functions' entries
+        { branch: at('dispatch', 1), function: 'dispatch', resolved: true, targets: [at('handler', 0)] },
+      ];
+      assert.deepEqual(buildCallGraph(elf, { ...p, jumpTables }).indirectCallers, ['dispatch']);
+      // Without any table information every register jump may leave the function.
+      assert.deepEqual(buildCallGraph(elf, p).indirectCallers, ['dispatch', 'vm', 'parse']);
+    },
+  );
 
   it('keeps static functions of the same name apart', () => {
     const p = program({ helper: [['ret']], other: [['call', 'x']], x: [['ret']] });

@@ -35,7 +35,8 @@ async function until(cond: () => boolean, ms: number): Promise<boolean> {
 
 describe('the child watchdog', { skip: process.platform !== 'linux' }, () => {
   it('kills the registered groups when its parent is SIGKILLed, and only those', async () => {
-    const parentProgram = `
+    const parentProgram =
+      `
       const { spawn } = require('node:child_process');
       const { ChildWatchdog } = require(${JSON.stringify(watchdogModule)});
       const w = new ChildWatchdog();
@@ -45,7 +46,8 @@ describe('the child watchdog', { skip: process.platform !== 'linux' }, () => {
       const forgotten = spawn('sleep', ['60'], opts);
       for (const c of [plain, stubborn, forgotten]) w.watch(c.pid);
       w.forget(forgotten.pid);
-      console.log(JSON.stringify({ plain: plain.pid, stubborn: stubborn.pid, forgotten: forgotten.pid, watchdog: w.pid }));
+      console.log(JSON.stringify({ plain: plain.pid, stubborn: stubborn.pid, forgotten: forgotten.pid,` +
+      ` watchdog: w.pid }));
       setInterval(() => {}, 1000);`;
     const parent = spawn(process.execPath, ['-e', parentProgram], { stdio: ['ignore', 'pipe', 'inherit'] });
     const line = await new Promise<string>((resolve) =>

@@ -311,7 +311,8 @@ describe('DAP framing and client', () => {
 // ---- the whole CLI against a stand-in adapter ---------------------------------------------------
 
 /** A DAP adapter in plain JavaScript: a synthetic single-pass program, counters and injection. */
-const FAKE_ADAPTER = String.raw`
+const FAKE_ADAPTER =
+  String.raw`
 const fs = require('fs');
 const log = (line) => fs.appendFileSync(process.env.FAKE_LOG, line + '\n');
 const functions = ['main', 'work', 'tiny', 'leaf', 'cold', 'isr'];
@@ -321,21 +322,31 @@ const OVERHEAD = 7;
 // A group (members that never call one another) counts the sum of its members.
 const valueOf = (m) => (m.members ? m.members.reduce((s, n) => s + value[n], 0) : value[m.name]);
 let counter = 0, seq = 1, injected = [], nextId = 1, buf = Buffer.alloc(0);
-function send(m) { const j = Buffer.from(JSON.stringify({ seq: seq++, ...m })); process.stdout.write('Content-Length: ' + j.length + '\r\n\r\n'); process.stdout.write(j); }
-function reply(req, body, error) { send(error ? { type: 'response', request_seq: req.seq, command: req.command, success: false, message: error } : { type: 'response', request_seq: req.seq, command: req.command, success: true, body }); }
+function send(m) { const j = Buffer.from(JSON.stringify({ seq: seq++, ...m })); ` +
+  String.raw`process.stdout.write('Content-Length: ' + j.length + '\r\n\r\n'); process.stdout.write(j); }
+function reply(req, body, error) { send(error` +
+  String.raw` ? { type: 'response', request_seq: req.seq, command: req.command, success: false, message: error }` +
+  String.raw` : { type: 'response', request_seq: req.seq, command: req.command, success: true, body }); }
 function handle(req) {
   const a = req.arguments || {};
   log(req.command + ' ' + JSON.stringify(a));
   switch (req.command) {
     case 'initialize': return reply(req, { supportsConfigurationDoneRequest: true });
     case 'launch':
-      if (String(a.executable).includes('missing')) return reply(req, undefined, a.executable + ' does not exist: build the firmware first');
+      if (String(a.executable).includes('missing'))` +
+  String.raw` return reply(req, undefined, a.executable + ' does not exist: build the firmware first');
       send({ type: 'event', event: 'initialized' }); return reply(req, {});
-    case 'configurationDone': reply(req, {}); return send({ type: 'event', event: 'stopped', body: { reason: 'entry', threadId: 1 } });
-    case 'cyclelens/callGraph': return reply(req, { functions: functions.map((name, i) => ({ name, address: 0x100 * (i + 1), size: 64 })), edges: edges.map(([caller, callee], i) => ({ caller, callee, kind: 'call', sites: [0x1000 + i] })), indirectCallers: [] });
-    case 'cyclelens/counters': return reply(req, { units: [{ unit: 'RISC-V counters', present: true, resolution: 1, slots: [{ index: 2, name: 'minstret', width: 64, fixedEvent: 'instructions', running: true }] }] });
+    case 'configurationDone': reply(req, {}); ` +
+  String.raw`return send({ type: 'event', event: 'stopped', body: { reason: 'entry', threadId: 1 } });
+    case 'cyclelens/callGraph': return reply(req, {` +
+  String.raw` functions: functions.map((name, i) => ({ name, address: 0x100 * (i + 1), size: 64 })),` +
+  String.raw` edges: edges.map(([caller, callee], i) => ({ caller, callee, kind: 'call', sites: [0x1000 + i] })),` +
+  String.raw` indirectCallers: [] });
+    case 'cyclelens/counters': return reply(req, { units: [{ unit: 'RISC-V counters', present: true, resolution: 1,` +
+  String.raw` slots: [{ index: 2, name: 'minstret', width: 64, fixedEvent: 'instructions', running: true }] }] });
     case 'cyclelens/configure': return reply(req, { units: [] });
-    case 'cyclelens/read': return reply(req, { values: [{ unit: 'RISC-V counters', slot: 2, event: 'instructions', value: String(counter), reliable: true }] });
+    case 'cyclelens/read': return reply(req, { values: [{ unit: 'RISC-V counters', slot: 2, event: 'instructions',` +
+  String.raw` value: String(counter), reliable: true }] });
     case 'cyclelens/run':
       if (process.env.FAKE_FAIL_RUN) return reply(req, undefined, 'GDB lost the connection to the target');
       if (a.restart) { counter = 5; return reply(req, { reached: true }); }
@@ -344,15 +355,25 @@ function handle(req) {
     case 'cyclelens/inject': {
       const out = { injected: [], refused: [] };
       for (const t of a.targets) {
-        if (t.group) { const m = { id: nextId++, name: t.group.join(' + '), kind: 'group', members: t.group, payload: 'software', counter: 'minstret', warnings: [] }; injected.push(m); out.injected.push(m); }
-        else if (t.function === 'tiny') out.refused.push({ target: t, reason: 'tiny is 2 bytes long: too short for a 4-byte patch' });
-        else { const m = { id: nextId++, name: t.function, kind: 'function', payload: 'software', counter: 'minstret', warnings: [] }; injected.push(m); out.injected.push(m); }
+        if (t.group) { const m = { id: nextId++, name: t.group.join(' + '), kind: 'group', members: t.group,` +
+  String.raw` payload: 'software', counter: 'minstret', warnings: [] }; injected.push(m); out.injected.push(m); }
+        else if (t.function === 'tiny')` +
+  String.raw` out.refused.push({ target: t, reason: 'tiny is 2 bytes long: too short for a 4-byte patch' });
+        else { const m = { id: nextId++, name: t.function, kind: 'function',` +
+  String.raw` payload: 'software', counter: 'minstret', warnings: [] }; injected.push(m); out.injected.push(m); }
       }
       return reply(req, out);
     }
-    case 'cyclelens/injectedResults': return reply(req, { results: injected.map((m) => ({ id: m.id, name: m.name, counter: 'minstret', calls: 3, passes: 3, untracked: 0, total: valueOf(m) + OVERHEAD, compensatedTotal: valueOf(m), overheadPerPass: 2, min: 1, max: 2, mean: 1.5, meanCompensated: 1, lastPasses: [] })) });
-    case 'cyclelens/planInjection': return reply(req, { functions: a.functions.map((name) => name === 'tiny' ? { name, entry: false, callSites: false, reason: 'tiny is 2 bytes long: too short for a 4-byte patch' } : { name, entry: true }) });
-    case 'cyclelens/removeInjections': injected = injected.filter((m) => !(a.ids || []).includes(m.id)); return reply(req, {});
+    case 'cyclelens/injectedResults': return reply(req, { results: injected.map((m) => ({ id: m.id, name: m.name,` +
+  String.raw` counter: 'minstret', calls: 3, passes: 3, untracked: 0, total: valueOf(m) + OVERHEAD,` +
+  String.raw` compensatedTotal: valueOf(m), overheadPerPass: 2, min: 1, max: 2, mean: 1.5,` +
+  String.raw` meanCompensated: 1, lastPasses: [] })) });
+    case 'cyclelens/planInjection': return reply(req, { functions: a.functions.map((name) => name === 'tiny'` +
+  String.raw` ? { name, entry: false, callSites: false,` +
+  String.raw` reason: 'tiny is 2 bytes long: too short for a 4-byte patch' }` +
+  String.raw` : { name, entry: true }) });
+    case 'cyclelens/removeInjections': injected = injected.filter((m) => !(a.ids || []).includes(m.id));` +
+  String.raw` return reply(req, {});
     case 'disconnect': reply(req, {}); setTimeout(() => process.exit(0), 10); return;
     default: return reply(req, undefined, 'unknown request ' + req.command);
   }

@@ -103,7 +103,10 @@ describe('cyclelens export and --export', () => {
     assert.equal(code, 1);
     assert.match(
       io.stderr,
-      /--export pprof:.*no-such-folder.*p\.pb\.gz: .*the folder .*no-such-folder does not exist; create it or choose another path/,
+      new RegExp(
+        /--export pprof:.*no-such-folder.*p\.pb\.gz: .*the folder .*no-such-folder does not exist;/.source +
+          / create it or choose another path/.source,
+      ),
     );
     assert.doesNotMatch(io.stderr, /starting/);
     const folder = join(dir, 'a-folder');
@@ -128,7 +131,8 @@ describe('cyclelens export and --export', () => {
       assert.match(
         io3.stderr,
         new RegExp(
-          `x\\.csv cannot be written: nothing can be written in .*locked \\(${why}\\); choose a folder you can write to`,
+          `x\\.csv cannot be written: nothing can be written in .*locked \\(${why}\\); choose a ` +
+            `folder you can write to`,
         ),
       );
       assert.doesNotMatch(io3.stderr, /starting/);

@@ -49,7 +49,8 @@ function writeBundle(dir: string, extra = ''): string {
     file,
     `'use strict';
      exports.answer = 42;
-     globalThis.seen = { dirname: __dirname, filename: __filename, join: require('node:path').join('a', 'b'), exportsOk: module.exports.answer === 42 };
+     globalThis.seen = { dirname: __dirname, filename: __filename, join: require('node:path').join('a', 'b'),` +
+      ` exportsOk: module.exports.answer === 42 };
      function work(n) { let s = 0; for (let i = 0; i < n; i++) s += i; return s; }
      work(1000);${extra}\n`,
   );

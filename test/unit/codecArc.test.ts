@@ -20,7 +20,8 @@ const em = arcToolchain('em4_fpuda');
 const hs = arcToolchain('archs');
 // npm test builds ARC binutils in its set-up (scripts/buildArcBinutils.sh); without them these tests fail, never skip.
 const absent =
-  'arc-elf32 binutils are not installed: run scripts/buildArcBinutils.sh (builds GNU binutils 2.40 into the tool cache); the ARC codec is then checked against the real assembler';
+  'arc-elf32 binutils are not installed: run scripts/buildArcBinutils.sh (builds GNU binutils ' +
+  '2.40 into the tool cache); the ARC codec is then checked against the real assembler';
 if (!em) throw new Error(absent);
 const BASE = 0x10000;
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;

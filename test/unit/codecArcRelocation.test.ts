@@ -16,7 +16,8 @@ const codec = new ArcCodec();
 const em = arcToolchain('em4_fpuda');
 // npm test builds ARC binutils in its set-up (scripts/buildArcBinutils.sh); without them these tests fail, never skip.
 const absent =
-  'arc-elf32 binutils are not installed: run scripts/buildArcBinutils.sh (builds GNU binutils 2.40 into the tool cache); ARC relocations are then checked against the real assembler';
+  'arc-elf32 binutils are not installed: run scripts/buildArcBinutils.sh (builds GNU binutils ' +
+  '2.40 into the tool cache); ARC relocations are then checked against the real assembler';
 if (!em) throw new Error(absent);
 const BASE = 0x10000;
 const hex = (n: number): string => `0x${(n >>> 0).toString(16)}`;
@@ -248,7 +249,8 @@ test('arc relocation: every PCL-relative form keeps its effect at the new addres
 test('arc relocation: position-independent instructions move verbatim', () => {
   const prog = assemble(
     em!,
-    `j [blink]\n jl [r2]\n j 0x1234\n lr r0,[0x250]\n sr 0x10000,[0x255]\n push_s r13\n rtie\n mov_s r0,0x12345678\n add r0,r1,r2\n`,
+    `j [blink]\n jl [r2]\n j 0x1234\n lr r0,[0x250]\n sr 0x10000,[0x255]\n push_s r13\n rtie\n ` +
+      `mov_s r0,0x12345678\n add r0,r1,r2\n`,
     BASE,
   );
   const insns: DecodedInstruction[] = [];

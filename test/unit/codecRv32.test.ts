@@ -328,10 +328,10 @@ const encoderCases: { bytes: Uint8Array; asm: string }[] = [
 
 test('rv32 encoders: bytes equal what the GNU assembler produces, and objdump reads them back', () => {
   const src = encoderCases
-    .map(
-      (c, i) =>
-        `.balign 4\ne${i}:\n${c.bytes.length >= 4 ? `.option push\n.option norvc\n ${c.asm}\n.option pop` : ` ${c.asm}`}`,
-    )
+    .map((c, i) => {
+      const insn = c.bytes.length >= 4 ? `.option push\n.option norvc\n ${c.asm}\n.option pop` : ` ${c.asm}`;
+      return `.balign 4\ne${i}:\n${insn}`;
+    })
     .join('\n');
   const prog = assemble(tc, src, RAM);
   encoderCases.forEach((c, i) => {

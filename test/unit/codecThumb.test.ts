@@ -97,7 +97,8 @@ const cases: Case[] = [
   { asm: 'add r0, pc', kind: 'plain', mnemonic: 'add', readsPc: true, length: 2 },
   { asm: 'mov r0, pc', kind: 'plain', mnemonic: 'mov', readsPc: true, length: 2 },
   { asm: 'mov r9, pc', kind: 'plain', mnemonic: 'mov', readsPc: true, length: 2 },
-  { asm: '.inst.n 0x4578', kind: 'plain', mnemonic: 'cmp', readsPc: true, length: 2 }, // cmp r0, pc (gas refuses to write it)
+  // cmp r0, pc (gas refuses to write it)
+  { asm: '.inst.n 0x4578', kind: 'plain', mnemonic: 'cmp', readsPc: true, length: 2 },
   { asm: 'add pc, r0', kind: 'indirectBranch', mnemonic: 'add', readsPc: true },
   { asm: 'mov pc, lr', kind: 'return', mnemonic: 'mov' },
   { asm: 'mov pc, r2', kind: 'indirectBranch', mnemonic: 'mov' },
@@ -193,7 +194,9 @@ const cases: Case[] = [
 /** Assembles the cases with labels around them: `back` before, `fwd`/`lit` after, `far` 4 KiB away. */
 function assembleCases(): { prog: AssembledProgram; addrs: number[] } {
   const body = cases.map((c, i) => `${c.label ? `${c.label}:\n` : ''}c${i}: ${c.asm}`).join('\n');
-  const src = `back: nop\n nop\n${body}\nfwd: nop\n .align 2\nlit: .word 0x12345678\n .word 0x9abcdef0\n .space 0x1000\nfar: bx lr\n`;
+  const src =
+    `back: nop\n nop\n${body}\nfwd: nop\n .align 2\nlit: .word 0x12345678\n .word 0x9abcdef0\n ` +
+    `.space 0x1000\nfar: bx lr\n`;
   const prog = assemble(m4, src, 0x8000);
   return { prog, addrs: cases.map((_, i) => prog.symbols.get(`c${i}`)!) };
 }
@@ -283,7 +286,8 @@ function checkClassAgainstObjdump(insn: DecodedInstruction, line: ObjdumpLine, l
   if (/\[pc/.test(line.operands)) assert.ok(insn.readsPc, `${where}: PC-relative load not flagged`);
 }
 
-const cProgram = `
+const cProgram =
+  `
 typedef unsigned int u32;
 volatile u32 sink;
 static const u32 table[16] = {1, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 53};
@@ -296,7 +300,8 @@ __attribute__((noinline)) int classify(int x) {
   switch (x) { case 0: return 10; case 1: return 22; case 2: return 35; case 3: return 47; case 4: return 51;
                case 5: return 66; case 6: return 70; case 7: return 88; case 8: return 91; default: return -1; }
 }
-__attribute__((noinline)) float mix(float a, float b, int n) { float s = 0; for (int i = 0; i < n; i++) s += a * i + b / (i + 1); return s; }
+__attribute__((noinline)) float mix(float a, float b, int n) { float s = 0;` +
+  ` for (int i = 0; i < n; i++) s += a * i + b / (i + 1); return s; }
 __attribute__((noinline)) long long wide(long long a, long long b) { return a * b + (a >> 3) / (b | 1); }
 __attribute__((noinline)) u32 lookup(u32 i) { return table[i & 15] * 0x9e3779b9u + sink; }
 __attribute__((noinline)) void copy(u32 *d, const u32 *s, u32 n) { for (u32 i = 0; i < n; i++) d[i] = s[i] + i; }
@@ -304,7 +309,8 @@ int main(void) {
   u32 buf[64]; unsigned char bytes[32];
   for (int i = 0; i < 32; i++) bytes[i] = (unsigned char)(i * 7);
   copy(buf, (const u32 *)bytes, 8);
-  sink = crc(bytes, 32) + (u32)classify((int)sink) + (u32)mix(1.5f, 2.5f, (int)sink) + (u32)wide(sink, 77) + lookup(sink) + buf[3];
+  sink = crc(bytes, 32) + (u32)classify((int)sink) + (u32)mix(1.5f, 2.5f, (int)sink)` +
+  ` + (u32)wide(sink, 77) + lookup(sink) + buf[3];
   for (;;) {}
 }
 `;

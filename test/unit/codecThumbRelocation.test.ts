@@ -360,7 +360,9 @@ const relocCases: RelocCase[] = [
 function assembleRelocCases(): { sym: (n: string) => number; at: number[]; bytes: (a: number) => Uint8Array } {
   const body = relocCases.map((c, i) => `r${i}: ${c.asm}`).join('\n');
   // (gas turns a CBZ to the very next instruction into a NOP, so \`near\` sits one further.)
-  const src = `back: nop\n nop\n .word 0\n${body}\n nop\nnear: nop\n .align 2\nlit: .word 0x12345678\n .word 0x9abcdef0\n .space 0x1000\nfar: bx lr\n`;
+  const src =
+    `back: nop\n nop\n .word 0\n${body}\n nop\nnear: nop\n .align 2\nlit: .word 0x12345678\n ` +
+    `.word 0x9abcdef0\n .space 0x1000\nfar: bx lr\n`;
   const prog = assemble(tc, src, FLASH);
   const sym = (n: string): number => {
     const v = prog.symbols.get(n);
@@ -439,48 +441,55 @@ test('thumb relocation: every relocatable hazard keeps its effect at the new add
   t.diagnostic(`${runs} relocated sequences checked`);
 });
 
-test('thumb relocation with even exits: a conditional branch leaves by a jump of its own, one per path, wherever it would reach', () => {
-  const { sym, at, bytes } = assembleRelocCases();
-  let checked = 0;
-  relocCases.forEach((c, i) => {
-    if (!c.assume) return; // the conditional branches
-    const insn = codec.decode(bytes(at[i]!), at[i]!);
-    for (const profile of (c.profiles ?? v7).filter((p) => p !== 'armv6-m')) {
-      for (const dest of destinations()) {
-        const r = new ThumbRelocator(profile).relocate([insn], dest, { evenExits: true });
-        const what = `"${c.asm}" (${profile}) -> ${hex(dest)}`;
-        assert.ok(r.ok, `${what}: refused`);
-        // One instruction where B.W or LDR.W PC reach (ARMv7-M), like the stub's jump back.
-        if (profile === 'armv7-m')
-          assert.equal(r.exitJumps, 1, `${what}: one jump out, even where a direct branch reaches`);
-        else assert.ok(r.exitJumps! >= 1, `${what}: a jump out, even where a direct branch reaches`);
-        for (const assume of c.assume as Assume[]) {
-          const got = interpret(r.bytes, dest, assume);
-          const taken: boolean = assume.cond ? assume.cond.holds : c.asm.startsWith('cbz') === assume.zero;
-          assert.deepEqual(
-            got.exit,
-            taken ? c.expect(sym, at[i]!).exit : fall,
-            `${what} ${JSON.stringify(assume)}: exit`,
-          );
-          // The branch itself, and the jump on the way out: the path falling through runs the stub's
-          // jump back instead, so both cost the branch and one jump.
-          assert.equal(
-            got.executed.length,
-            taken ? 1 + r.exitJumps! : 1,
-            `${what} ${JSON.stringify(assume)}: instructions run`,
-          );
-          checked++;
+test(
+  'thumb relocation with even exits: a conditional branch leaves by a jump of its own, one ' +
+    'per path, wherever it would reach',
+  () => {
+    const { sym, at, bytes } = assembleRelocCases();
+    let checked = 0;
+    relocCases.forEach((c, i) => {
+      if (!c.assume) return; // the conditional branches
+      const insn = codec.decode(bytes(at[i]!), at[i]!);
+      for (const profile of (c.profiles ?? v7).filter((p) => p !== 'armv6-m')) {
+        for (const dest of destinations()) {
+          const r = new ThumbRelocator(profile).relocate([insn], dest, { evenExits: true });
+          const what = `"${c.asm}" (${profile}) -> ${hex(dest)}`;
+          assert.ok(r.ok, `${what}: refused`);
+          // One instruction where B.W or LDR.W PC reach (ARMv7-M), like the stub's jump back.
+          if (profile === 'armv7-m')
+            assert.equal(r.exitJumps, 1, `${what}: one jump out, even where a direct branch reaches`);
+          else assert.ok(r.exitJumps! >= 1, `${what}: a jump out, even where a direct branch reaches`);
+          for (const assume of c.assume as Assume[]) {
+            const got = interpret(r.bytes, dest, assume);
+            const taken: boolean = assume.cond ? assume.cond.holds : c.asm.startsWith('cbz') === assume.zero;
+            assert.deepEqual(
+              got.exit,
+              taken ? c.expect(sym, at[i]!).exit : fall,
+              `${what} ${JSON.stringify(assume)}: exit`,
+            );
+            // The branch itself, and the jump on the way out: the path falling through runs the stub's
+            // jump back instead, so both cost the branch and one jump.
+            assert.equal(
+              got.executed.length,
+              taken ? 1 + r.exitJumps! : 1,
+              `${what} ${JSON.stringify(assume)}: instructions run`,
+            );
+            checked++;
+          }
         }
       }
-    }
-    const direct = new ThumbRelocator('armv7-m').relocate([insn], destinations()[0]!);
-    assert.ok(direct.ok && direct.exitJumps === undefined, 'without the option nothing changes');
-  });
-  assert.ok(checked >= 30, `${checked} paths checked`);
-});
+      const direct = new ThumbRelocator('armv7-m').relocate([insn], destinations()[0]!);
+      assert.ok(direct.ok && direct.exitJumps === undefined, 'without the option nothing changes');
+    });
+    assert.ok(checked >= 30, `${checked} paths checked`);
+  },
+);
 
 test('thumb relocation: position-independent instructions and whole IT blocks move verbatim', () => {
-  const src = `ldr r0, [r1, #4]\n adds r0, r1\n push {r4, lr}\n pop {r4, pc}\n bx lr\n blx r3\n ldr.w pc, [r0, #4]\n itte eq\n moveq r0, r1\n addeq r0, r1\n movne r0, r1\n svc #0\n vadd.f32 s0, s1, s2\n`;
+  const src =
+    `ldr r0, [r1, #4]\n adds r0, r1\n push {r4, lr}\n pop {r4, pc}\n bx lr\n blx r3\n ldr.w pc, ` +
+    `[r0, #4]\n itte eq\n moveq r0, r1\n addeq r0, r1\n movne r0, r1\n svc #0\n vadd.f32 s0, ` +
+    `s1, s2\n`;
   const prog = assemble(tc, src, FLASH);
   const insns = decodeAll(codec, prog.text, prog.base);
   const r = new ThumbRelocator('armv7-m').relocate(insns, 0x20000000);
@@ -494,7 +503,9 @@ test('thumb relocation: position-independent instructions and whole IT blocks mo
 });
 
 test('thumb relocation: a block of several hazards relocates as one sequence', () => {
-  const src = `ldr r2, lit\n adr r1, lit\n bl far\n cmp r0, #0\n bne lit2\n nop\nlit2: nop\n .align 2\nlit: .word 1\n .space 0x2000\nfar: bx lr\n`;
+  const src =
+    `ldr r2, lit\n adr r1, lit\n bl far\n cmp r0, #0\n bne lit2\n nop\nlit2: nop\n .align ` +
+    `2\nlit: .word 1\n .space 0x2000\nfar: bx lr\n`;
   const prog = assemble(tc, src, FLASH);
   const insns = decodeAll(codec, prog.text.subarray(0, 12), prog.base);
   assert.equal(insns.length, 5);

@@ -159,36 +159,42 @@ describe('bounds from instruction counts', () => {
 });
 
 describe('descent with instruction counts', () => {
-  it('prunes what never ran without measuring it, and finds every function at the threshold in fewer runs', async () => {
-    let fewer = 0;
-    for (let seed = 1; seed <= 40; seed++) {
-      const p = randomProgram(seed);
-      for (const threshold of [0.05, 0.01]) {
-        const plain = new FakeMeasurer(4, p.values, p.total);
-        const without = await descend(p.counted, plain, threshold, { roots: p.roots });
-        const counting = new FakeMeasurer(4, p.values, p.total);
-        counting.counts = p.executed;
-        const r = await descend(p.counted, counting, threshold, { roots: p.roots });
-        assert.ok(r.counted, 'the result says the counts bounded it');
-        for (const f of p.graph.functions) {
-          const o = outcome(r, f.name);
-          const truth = p.values[f.name]! / p.total;
-          if (truth >= threshold)
-            assert.equal(o.status, 'measured', `seed ${seed}: ${f.name} at ${truth} is ${o.status}`);
-          if (o.bound !== undefined)
-            assert.ok(o.bound >= truth - 1e-12, `seed ${seed}: ${f.name} bound ${o.bound} < ${truth}`);
-          if (p.values[f.name] === 0 && o.status !== 'unreached') {
-            assert.ok(!counting.batches.flat().includes(f.name), `seed ${seed}: ${f.name} never ran but was measured`);
-            assert.equal(o.reason, 'its code never ran in the counting run');
+  it(
+    'prunes what never ran without measuring it, and finds every function at the threshold in ' + 'fewer runs',
+    async () => {
+      let fewer = 0;
+      for (let seed = 1; seed <= 40; seed++) {
+        const p = randomProgram(seed);
+        for (const threshold of [0.05, 0.01]) {
+          const plain = new FakeMeasurer(4, p.values, p.total);
+          const without = await descend(p.counted, plain, threshold, { roots: p.roots });
+          const counting = new FakeMeasurer(4, p.values, p.total);
+          counting.counts = p.executed;
+          const r = await descend(p.counted, counting, threshold, { roots: p.roots });
+          assert.ok(r.counted, 'the result says the counts bounded it');
+          for (const f of p.graph.functions) {
+            const o = outcome(r, f.name);
+            const truth = p.values[f.name]! / p.total;
+            if (truth >= threshold)
+              assert.equal(o.status, 'measured', `seed ${seed}: ${f.name} at ${truth} is ${o.status}`);
+            if (o.bound !== undefined)
+              assert.ok(o.bound >= truth - 1e-12, `seed ${seed}: ${f.name} bound ${o.bound} < ${truth}`);
+            if (p.values[f.name] === 0 && o.status !== 'unreached') {
+              assert.ok(
+                !counting.batches.flat().includes(f.name),
+                `seed ${seed}: ${f.name} never ran but was measured`,
+              );
+              assert.equal(o.reason, 'its code never ran in the counting run');
+            }
           }
+          assert.ok(
+            r.runs <= without.runs,
+            `seed ${seed} at ${threshold}: ${r.runs} runs with counts, ${without.runs} without`,
+          );
+          if (r.runs < without.runs) fewer++;
         }
-        assert.ok(
-          r.runs <= without.runs,
-          `seed ${seed} at ${threshold}: ${r.runs} runs with counts, ${without.runs} without`,
-        );
-        if (r.runs < without.runs) fewer++;
       }
-    }
-    assert.ok(fewer >= 10, `counts saved runs in ${fewer} of 80 descents`);
-  });
+      assert.ok(fewer >= 10, `counts saved runs in ${fewer} of 80 descents`);
+    },
+  );
 });

@@ -148,15 +148,18 @@ describe('PMU: discovery', () => {
     assert.equal(m.demcr, 0, 'TRCENA put back');
   });
 
-  test('with the target facts saying it reads zero (QEMU), one read of TYPE confirms it and DEMCR is not touched', async () => {
-    const m = new PmuModel(4, true);
-    const read: number[] = [];
-    m.beforeRead = (a) => void read.push(a);
-    const info = await new PmuCounters(m, { readsAsZero: true }).discover();
-    assert.equal(info.present, false);
-    assert.equal(info.note, 'PMU reads as zero (QEMU does not model it)');
-    assert.deepEqual(read, [BASE + 0xe00]);
-  });
+  test(
+    'with the target facts saying it reads zero (QEMU), one read of TYPE confirms it and DEMCR ' + 'is not touched',
+    async () => {
+      const m = new PmuModel(4, true);
+      const read: number[] = [];
+      m.beforeRead = (a) => void read.push(a);
+      const info = await new PmuCounters(m, { readsAsZero: true }).discover();
+      assert.equal(info.present, false);
+      assert.equal(info.note, 'PMU reads as zero (QEMU does not model it)');
+      assert.deepEqual(read, [BASE + 0xe00]);
+    },
+  );
 
   test('a PMU that answers although the facts say zero is probed in full', async () => {
     const info = await new PmuCounters(new PmuModel(2), { readsAsZero: true }).discover();

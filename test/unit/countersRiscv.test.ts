@@ -203,22 +203,25 @@ describe('RISC-V counters: counting, start and stop', () => {
     assert.equal(r.length, 2, 'unconfigured mhpmcounter3 is skipped by reset and read');
   });
 
-  test('QEMU 7.2 inhibit semantics: the write-back keeps stopped counters still and start() counts on from there', async () => {
-    const m = new RiscvCsrModel({ qemuInhibit: true });
-    const unit = new RiscvCounters(m);
-    await unit.discover(); // probing mcountinhibit marks every counter "started", as on QEMU
-    await unit.configure(2, 'instructions');
-    await unit.start([2]);
-    m.run(40);
-    await unit.stop([2]);
-    m.run(1000); // QEMU keeps counting underneath
-    const stopped = await unit.read();
-    assert.equal(valueOf(stopped, 2), 40n);
-    assert.equal(stopped[0]!.reliable, true);
-    await unit.start([2]);
-    m.run(2);
-    assert.equal(valueOf(await unit.read(), 2), 42n, 'the 1000 instructions while stopped are not counted');
-  });
+  test(
+    'QEMU 7.2 inhibit semantics: the write-back keeps stopped counters still and start() counts ' + 'on from there',
+    async () => {
+      const m = new RiscvCsrModel({ qemuInhibit: true });
+      const unit = new RiscvCounters(m);
+      await unit.discover(); // probing mcountinhibit marks every counter "started", as on QEMU
+      await unit.configure(2, 'instructions');
+      await unit.start([2]);
+      m.run(40);
+      await unit.stop([2]);
+      m.run(1000); // QEMU keeps counting underneath
+      const stopped = await unit.read();
+      assert.equal(valueOf(stopped, 2), 40n);
+      assert.equal(stopped[0]!.reliable, true);
+      await unit.start([2]);
+      m.run(2);
+      assert.equal(valueOf(await unit.read(), 2), 42n, 'the 1000 instructions while stopped are not counted');
+    },
+  );
 
   test('a counter that moves while inhibited is reported unreliable', async () => {
     const m = new RiscvCsrModel({});

@@ -194,26 +194,29 @@ describe('SysTick: owned by CycleLens', () => {
     assert.equal(m.csr & 7, 0);
   });
 
-  test('a reset CycleLens makes is not taken for the firmware: SysTick is programmed again and keeps counting', async () => {
-    const m = new SysTickModel(true);
-    const unit = new SysTickCounters(m, { coreStore: new ModelCoreStore(m) });
-    await unit.discover();
-    await unit.configure(0, 'cycles');
-    await unit.start([0]);
-    m.tick(80);
-    assert.equal((await readSlot(unit, 0)).value, 80n);
-    // B3.3.1: a reset clears SYST_CSR; QEMU also zeroes RVR and CVR.
-    m.csr = 0;
-    m.rvr = 0;
-    m.cvr = 0;
-    await unit.afterReset();
-    assert.equal(m.csr & 7, 0b101, 'enabled again on the processor clock, no interrupt');
-    assert.equal(m.rvr, 0xffffff);
-    m.tick(120);
-    const r = await readSlot(unit, 0);
-    assert.equal(r.reliable, true, r.note);
-    assert.equal(r.value, 200n, 'the count goes on from where the reset found it');
-  });
+  test(
+    'a reset CycleLens makes is not taken for the firmware: SysTick is programmed again and ' + 'keeps counting',
+    async () => {
+      const m = new SysTickModel(true);
+      const unit = new SysTickCounters(m, { coreStore: new ModelCoreStore(m) });
+      await unit.discover();
+      await unit.configure(0, 'cycles');
+      await unit.start([0]);
+      m.tick(80);
+      assert.equal((await readSlot(unit, 0)).value, 80n);
+      // B3.3.1: a reset clears SYST_CSR; QEMU also zeroes RVR and CVR.
+      m.csr = 0;
+      m.rvr = 0;
+      m.cvr = 0;
+      await unit.afterReset();
+      assert.equal(m.csr & 7, 0b101, 'enabled again on the processor clock, no interrupt');
+      assert.equal(m.rvr, 0xffffff);
+      m.tick(120);
+      const r = await readSlot(unit, 0);
+      assert.equal(r.reliable, true, r.note);
+      assert.equal(r.value, 200n, 'the count goes on from where the reset found it');
+    },
+  );
 
   test('the firmware taking SysTick over is noticed', async () => {
     const m = new SysTickModel();

@@ -279,7 +279,8 @@ describe('descent recall on random call graphs', () => {
               assert.equal(
                 outcome(r, f).status,
                 'measured',
-                `seed ${seed}, threshold ${threshold}, k=${slots}, lookahead ${lookahead}, residual ${siblingResidual}, order ${order}: ${f} missed`,
+                `seed ${seed}, threshold ${threshold}, k=${slots}, lookahead ${lookahead}, ` +
+                  `residual ${siblingResidual}, order ${order}: ${f} missed`,
               );
             for (const o of r.outcomes)
               if (o.status === 'pruned')

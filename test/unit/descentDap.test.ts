@@ -280,32 +280,36 @@ describe('DAP profiler, single-pass', () => {
     assert.equal(p.baselineRuns, 1);
   });
 
-  it('takes the total from a window injected beside the first batch when the adapter says where the program ends: no run of its own', async () => {
-    const t = new SimulatedTarget();
-    t.reportsEnd = true;
-    const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass' }, executable: '/fw/app.elf' });
-    const rs = await p.measure(['step', 'mac']);
-    assert.equal(
-      t.requests.filter((r) => r.command === 'cyclelens/run').length,
-      2,
-      'one restart to main, one run to the end',
-    );
-    assert.equal(p.baselineRuns, 0);
-    const injects = t.requests
-      .filter((r) => r.command === 'cyclelens/inject')
-      .map((r) => (r.args as InjectArguments).targets);
-    assert.deepEqual(injects, [
-      [{ start: { function: 'main' }, end: { address: '0x1007' } }],
-      [{ function: 'step' }, { function: 'mac' }],
-    ]);
-    // The window without any payload: the same 25,400 instructions as a run without injections.
-    assert.deepEqual(rs.run.totals, { instructions: 25_400 });
-    assert.match(rs.run.method, /total from the region main -> 0x1007 injected with the first batch/);
-    assert.equal(rs.measurements.find((m) => m.name === 'step')!.calls, 26);
-    await p.measure(['log']);
-    assert.equal(p.baselineRuns, 0, 'later batches reuse the total');
-    assert.equal(t.requests.filter((r) => r.command === 'cyclelens/run').length, 4);
-  });
+  it(
+    'takes the total from a window injected beside the first batch when the adapter says where ' +
+      'the program ends: no run of its own',
+    async () => {
+      const t = new SimulatedTarget();
+      t.reportsEnd = true;
+      const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass' }, executable: '/fw/app.elf' });
+      const rs = await p.measure(['step', 'mac']);
+      assert.equal(
+        t.requests.filter((r) => r.command === 'cyclelens/run').length,
+        2,
+        'one restart to main, one run to the end',
+      );
+      assert.equal(p.baselineRuns, 0);
+      const injects = t.requests
+        .filter((r) => r.command === 'cyclelens/inject')
+        .map((r) => (r.args as InjectArguments).targets);
+      assert.deepEqual(injects, [
+        [{ start: { function: 'main' }, end: { address: '0x1007' } }],
+        [{ function: 'step' }, { function: 'mac' }],
+      ]);
+      // The window without any payload: the same 25,400 instructions as a run without injections.
+      assert.deepEqual(rs.run.totals, { instructions: 25_400 });
+      assert.match(rs.run.method, /total from the region main -> 0x1007 injected with the first batch/);
+      assert.equal(rs.measurements.find((m) => m.name === 'step')!.calls, 26);
+      await p.measure(['log']);
+      assert.equal(p.baselineRuns, 0, 'later batches reuse the total');
+      assert.equal(t.requests.filter((r) => r.command === 'cyclelens/run').length, 4);
+    },
+  );
 
   it('refuses the function every run ends at, alone or in a group: it never runs inside the window', async () => {
     const t = new SimulatedTarget();
@@ -371,18 +375,26 @@ describe('DAP profiler, single-pass', () => {
     assert.match(rs.run.method, /region main -> 0x1007/);
   });
 
-  it('refuses a run total when the start function neither calls the end function once nor runs once (then it is its own window)', async () => {
-    const t = new SimulatedTarget();
-    t.unreliableAtEnd = true;
-    const p = new DapProfiler(t, { slots: 2, mode: { kind: 'single-pass', start: 'step' }, executable: '/fw/app.elf' });
-    await assert.rejects(
-      p.measure(['filter']),
-      (err: Error) =>
-        err instanceof ProfilingError &&
-        /step from its entry to its return was not measured exactly once \(26 passes, 26 calls\)/.test(err.message) &&
-        /"programEnd": "exit"/.test(err.message),
-    );
-  });
+  it(
+    'refuses a run total when the start function neither calls the end function once nor runs ' +
+      'once (then it is its own window)',
+    async () => {
+      const t = new SimulatedTarget();
+      t.unreliableAtEnd = true;
+      const p = new DapProfiler(t, {
+        slots: 2,
+        mode: { kind: 'single-pass', start: 'step' },
+        executable: '/fw/app.elf',
+      });
+      await assert.rejects(
+        p.measure(['filter']),
+        (err: Error) =>
+          err instanceof ProfilingError &&
+          /step from its entry to its return was not measured exactly once \(26 passes, 26 calls\)/.test(err.message) &&
+          /"programEnd": "exit"/.test(err.message),
+      );
+    },
+  );
 
   it('reports refused and unanswered functions, never drops them', async () => {
     const t = new SimulatedTarget();
@@ -561,27 +573,30 @@ describe('scenarios with a saved call graph', () => {
     generator: 'test',
   });
 
-  it('fails on a graph of another build that was asked for, and leaves out one found in the workspace with a note', async () => {
-    await assert.rejects(
-      runScenario(
-        { ...request, savedGraph: { document: otherBuild, file: 'calls.json' } },
+  it(
+    'fails on a graph of another build that was asked for, and leaves out one found in the ' + 'workspace with a note',
+    async () => {
+      await assert.rejects(
+        runScenario(
+          { ...request, savedGraph: { document: otherBuild, file: 'calls.json' } },
+          new DapProfiler(new SimulatedTarget(), { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' }),
+          options([]),
+        ),
+        /calls\.json was recorded on another build/,
+      );
+      const lines: string[] = [];
+      const outcome = await runScenario(
+        { ...request, savedGraph: { document: otherBuild, file: 'calls.json', optional: true } },
         new DapProfiler(new SimulatedTarget(), { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' }),
-        options([]),
-      ),
-      /calls\.json was recorded on another build/,
-    );
-    const lines: string[] = [];
-    const outcome = await runScenario(
-      { ...request, savedGraph: { document: otherBuild, file: 'calls.json', optional: true } },
-      new DapProfiler(new SimulatedTarget(), { slots: 2, mode: { kind: 'single-pass' }, executable: 'x' }),
-      options(lines),
-    );
-    assert.ok(
-      lines.some((l) => /another build .* Descent runs without its call counts/.test(l)),
-      lines.join('\n'),
-    );
-    assert.equal(outcome.result.outcomes.find((o) => o.name === 'step')!.status, 'measured');
-  });
+        options(lines),
+      );
+      assert.ok(
+        lines.some((l) => /another build .* Descent runs without its call counts/.test(l)),
+        lines.join('\n'),
+      );
+      assert.equal(outcome.result.outcomes.find((o) => o.name === 'step')!.status, 'measured');
+    },
+  );
 });
 
 describe('scenarios on several sessions (workers)', () => {
@@ -592,52 +607,62 @@ describe('scenarios on several sessions (workers)', () => {
     generator: 'test',
   });
 
-  it('a full profile on three sessions: the values of one, every run counted, the total formed once and shared', async () => {
-    const request: ScenarioRequest = {
-      command: 'profile',
-      threshold: { kind: 'share', value: 0 },
-      slots: 1,
-      start: 'main',
-      roots: [],
-      rounds: 1,
-      lookahead: true,
-    };
-    const alone = await runScenario(
-      request,
-      new DapProfiler(new SimulatedTarget(), { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' }),
-      options([]),
-    );
-    const first = new SimulatedTarget();
-    const primary = new DapProfiler(first, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' });
-    const extra: SimulatedTarget[] = [];
-    const lines: string[] = [];
-    const outcome = await runScenario(request, primary, {
-      ...options(lines),
-      workers: {
-        jobs: 3,
-        start: (index) => {
-          const t = new SimulatedTarget();
-          extra[index] = t;
-          return Promise.resolve(
-            new DapProfiler(t, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x', totalFrom: primary }),
-          );
+  it(
+    'a full profile on three sessions: the values of one, every run counted, the total formed ' + 'once and shared',
+    async () => {
+      const request: ScenarioRequest = {
+        command: 'profile',
+        threshold: { kind: 'share', value: 0 },
+        slots: 1,
+        start: 'main',
+        roots: [],
+        rounds: 1,
+        lookahead: true,
+      };
+      const alone = await runScenario(
+        request,
+        new DapProfiler(new SimulatedTarget(), { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' }),
+        options([]),
+      );
+      const first = new SimulatedTarget();
+      const primary = new DapProfiler(first, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x' });
+      const extra: SimulatedTarget[] = [];
+      const lines: string[] = [];
+      const outcome = await runScenario(request, primary, {
+        ...options(lines),
+        workers: {
+          jobs: 3,
+          start: (index) => {
+            const t = new SimulatedTarget();
+            extra[index] = t;
+            return Promise.resolve(
+              new DapProfiler(t, { slots: 1, mode: { kind: 'single-pass' }, executable: 'x', totalFrom: primary }),
+            );
+          },
         },
-      },
-    });
-    const values = (o: typeof alone) => o.result.outcomes.map((x) => [x.name, x.status, x.value]);
-    assert.deepEqual(values(outcome), values(alone));
-    assert.deepEqual(outcome.result.batches, alone.result.batches);
-    // One run formed the total (the counters read at main and at the end), on the first session only.
-    assert.equal(primary.baselineRuns, 1);
-    assert.equal(outcome.document.analysis!.runs, outcome.result.resultSets.length + 1, 'the baseline run is counted');
-    assert.equal(outcome.document.analysis!.runs, alone.document.analysis!.runs);
-    const ran = extra.filter((t) => t && t.requests.some((r) => r.command === 'cyclelens/inject'));
-    assert.ok(ran.length >= 1, 'an extra session measured batches');
-    for (const t of ran)
-      assert.ok(!t.requests.some((r) => r.command === 'cyclelens/read'), 'an extra session forms no total of its own');
-    assert.ok(
-      lines.some((l) => /^run \d+ \[worker [23]\]: /.test(l)),
-      lines.join('\n'),
-    );
-  });
+      });
+      const values = (o: typeof alone) => o.result.outcomes.map((x) => [x.name, x.status, x.value]);
+      assert.deepEqual(values(outcome), values(alone));
+      assert.deepEqual(outcome.result.batches, alone.result.batches);
+      // One run formed the total (the counters read at main and at the end), on the first session only.
+      assert.equal(primary.baselineRuns, 1);
+      assert.equal(
+        outcome.document.analysis!.runs,
+        outcome.result.resultSets.length + 1,
+        'the baseline run is counted',
+      );
+      assert.equal(outcome.document.analysis!.runs, alone.document.analysis!.runs);
+      const ran = extra.filter((t) => t && t.requests.some((r) => r.command === 'cyclelens/inject'));
+      assert.ok(ran.length >= 1, 'an extra session measured batches');
+      for (const t of ran)
+        assert.ok(
+          !t.requests.some((r) => r.command === 'cyclelens/read'),
+          'an extra session forms no total of its own',
+        );
+      assert.ok(
+        lines.some((l) => /^run \d+ \[worker [23]\]: /.test(l)),
+        lines.join('\n'),
+      );
+    },
+  );
 });

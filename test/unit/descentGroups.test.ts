@@ -181,24 +181,27 @@ describe('descent with group measurements', () => {
     assert.ok(Math.abs(outcome(r, 'x').bound! - 0.08) < 1e-12);
   });
 
-  it('on SysTick ticks, bounds by the top of the quantisation interval: one tick per call and one for the total', async () => {
-    // The group {a, b} read 40 ticks over 2 calls: the truth may be up to 43 of 1000.
-    const g = counted(graphOf({ main: ['a', 'b', 'big'] }), () => 1);
-    const earlier: ResultSet = {
-      ...earlierRun({ main: 1000, big: 900 }, [['a', 'b', 40]]),
-      run: { kind: 'synthetic', event: 'ticks', totals: { ticks: 1000 }, method: 'synthetic, SysTick' },
-    };
-    for (const rs of [earlier]) {
-      for (const m of rs.measurements) m.inclusive = { ticks: m.inclusive['instructions']! };
-      for (const x of rs.groups ?? []) x.inclusive = { ticks: x.inclusive['instructions']! };
-    }
-    const vals = { main: 1000, a: 30, b: 12, big: 900 };
-    const r = await descend(g, new GroupMeasurer(1, g, vals, 1000), 0.042, { previous: [earlier] });
-    assert.ok(Math.abs(outcome(r, 'b').bound! - 0.043) < 1e-12, `bound ${outcome(r, 'b').bound}`);
-    assert.equal(outcome(r, 'b').status, 'measured', 'not pruned: the truth may be above the threshold');
-    const r2 = await descend(g, new GroupMeasurer(1, g, vals, 1000), 0.044, { previous: [earlier] });
-    assert.equal(outcome(r2, 'b').status, 'pruned');
-  });
+  it(
+    'on SysTick ticks, bounds by the top of the quantisation interval: one tick per call and ' + 'one for the total',
+    async () => {
+      // The group {a, b} read 40 ticks over 2 calls: the truth may be up to 43 of 1000.
+      const g = counted(graphOf({ main: ['a', 'b', 'big'] }), () => 1);
+      const earlier: ResultSet = {
+        ...earlierRun({ main: 1000, big: 900 }, [['a', 'b', 40]]),
+        run: { kind: 'synthetic', event: 'ticks', totals: { ticks: 1000 }, method: 'synthetic, SysTick' },
+      };
+      for (const rs of [earlier]) {
+        for (const m of rs.measurements) m.inclusive = { ticks: m.inclusive['instructions']! };
+        for (const x of rs.groups ?? []) x.inclusive = { ticks: x.inclusive['instructions']! };
+      }
+      const vals = { main: 1000, a: 30, b: 12, big: 900 };
+      const r = await descend(g, new GroupMeasurer(1, g, vals, 1000), 0.042, { previous: [earlier] });
+      assert.ok(Math.abs(outcome(r, 'b').bound! - 0.043) < 1e-12, `bound ${outcome(r, 'b').bound}`);
+      assert.equal(outcome(r, 'b').status, 'measured', 'not pruned: the truth may be above the threshold');
+      const r2 = await descend(g, new GroupMeasurer(1, g, vals, 1000), 0.044, { previous: [earlier] });
+      assert.equal(outcome(r2, 'b').status, 'pruned');
+    },
+  );
 
   it('bounds each member by the whole value of its group, even once another member is measured alone', async () => {
     const g = counted(graphOf({ main: ['a', 'b', 'big'] }), () => 1);
@@ -303,34 +306,38 @@ describe('descent with group measurements', () => {
     assert.ok(grouped < alone, `with groups ${grouped} runs, one function per slot ${alone}`);
   });
 
-  it('without call counts keeps recall at 100 % on random programs and never takes more runs than measuring everything', async () => {
-    for (let seed = 1; seed <= 60; seed++) {
-      const p = randomProgram(seed);
-      for (const threshold of [0.01, 0.05, 0.2]) {
-        for (const slots of [1, 3, 8]) {
-          const m = new GroupMeasurer(slots, p.graph, p.values, p.total);
-          const r = await descend(p.graph, m, threshold);
-          const hot = Object.keys(p.values).filter((f) => p.values[f]! / p.total >= threshold);
-          for (const f of hot)
-            assert.equal(
-              outcome(r, f).status,
-              'measured',
-              `seed ${seed}, threshold ${threshold}, k=${slots}: ${f} missed`,
-            );
-          for (const o of r.outcomes)
-            if (o.status === 'pruned')
-              assert.ok(
-                p.values[o.name]! / p.total <= o.bound! + 1e-12,
-                `seed ${seed}: bound of ${o.name} below its value`,
+  it(
+    'without call counts keeps recall at 100 % on random programs and never takes more runs ' +
+      'than measuring everything',
+    async () => {
+      for (let seed = 1; seed <= 60; seed++) {
+        const p = randomProgram(seed);
+        for (const threshold of [0.01, 0.05, 0.2]) {
+          for (const slots of [1, 3, 8]) {
+            const m = new GroupMeasurer(slots, p.graph, p.values, p.total);
+            const r = await descend(p.graph, m, threshold);
+            const hot = Object.keys(p.values).filter((f) => p.values[f]! / p.total >= threshold);
+            for (const f of hot)
+              assert.equal(
+                outcome(r, f).status,
+                'measured',
+                `seed ${seed}, threshold ${threshold}, k=${slots}: ${f} missed`,
               );
-          assert.deepEqual(r.warnings, []);
-          const naive = Math.ceil(p.graph.functions.length / slots);
-          assert.ok(
-            r.runs <= naive,
-            `seed ${seed}, threshold ${threshold}, k=${slots}: ${r.runs} runs, measuring everything ${naive}`,
-          );
+            for (const o of r.outcomes)
+              if (o.status === 'pruned')
+                assert.ok(
+                  p.values[o.name]! / p.total <= o.bound! + 1e-12,
+                  `seed ${seed}: bound of ${o.name} below its value`,
+                );
+            assert.deepEqual(r.warnings, []);
+            const naive = Math.ceil(p.graph.functions.length / slots);
+            assert.ok(
+              r.runs <= naive,
+              `seed ${seed}, threshold ${threshold}, k=${slots}: ${r.runs} runs, measuring everything ${naive}`,
+            );
+          }
         }
       }
-    }
-  });
+    },
+  );
 });

@@ -362,31 +362,38 @@ describe('hand-made line programs (forms and opcodes GCC 12 does not emit)', () 
     assert.deepEqual(table.addressesForLine('/abs/inc.h', 11), [0x1004]);
   });
 
-  it('decodes DWARF 2 file tables with DW_LNE_define_file, comp_dir-relative directories and an extra standard opcode', () => {
-    const h = header(2, 14); // opcode_base 14: opcode 13 is standard, with one ULEB operand
-    h.str('inc').str('/opt/sys').u8(0); // include_directories 1, 2
-    h.str('m.c').uleb(0).uleb(0).uleb(0).str('h.h').uleb(1).uleb(0).uleb(0).u8(0);
-    const body = new Bytes()
-      .u8(0, 1 + 7 + 3, 3)
-      .str('late.c')
-      .uleb(2)
-      .uleb(0)
-      .uleb(0); // define_file: file 3
-    body.bytes(program(14, true));
-    body.u8(0, 5, 2).u32(0x2000).u8(4).uleb(3).u8(1).u8(0, 1, 1);
-    const unit = new Bytes().u16(2).u32(h.length).bytes(h).bytes(body);
-    const section = new Bytes().u32(unit.length).bytes(unit);
-    const programs = decodeLinePrograms({ line: Uint8Array.from(section.out) }, new Map([[0, { compDir: '/build' }]]));
-    assert.deepEqual(programs[0]!.files, ['', '/build/m.c', '/build/inc/h.h', '/opt/sys/late.c']);
-    const rows = programs[0]!.rows;
-    assert.deepEqual(
-      rows.map((r) => r.line),
-      [10, 11, 11, 6, 6, 1, 1],
-    );
-    assert.equal(rows[3]!.file, '/build/inc/h.h');
-    assert.equal(rows[5]!.file, '/opt/sys/late.c');
-    assert.equal(rows[5]!.address, 0x2000);
-  });
+  it(
+    'decodes DWARF 2 file tables with DW_LNE_define_file, comp_dir-relative directories and an ' +
+      'extra standard opcode',
+    () => {
+      const h = header(2, 14); // opcode_base 14: opcode 13 is standard, with one ULEB operand
+      h.str('inc').str('/opt/sys').u8(0); // include_directories 1, 2
+      h.str('m.c').uleb(0).uleb(0).uleb(0).str('h.h').uleb(1).uleb(0).uleb(0).u8(0);
+      const body = new Bytes()
+        .u8(0, 1 + 7 + 3, 3)
+        .str('late.c')
+        .uleb(2)
+        .uleb(0)
+        .uleb(0); // define_file: file 3
+      body.bytes(program(14, true));
+      body.u8(0, 5, 2).u32(0x2000).u8(4).uleb(3).u8(1).u8(0, 1, 1);
+      const unit = new Bytes().u16(2).u32(h.length).bytes(h).bytes(body);
+      const section = new Bytes().u32(unit.length).bytes(unit);
+      const programs = decodeLinePrograms(
+        { line: Uint8Array.from(section.out) },
+        new Map([[0, { compDir: '/build' }]]),
+      );
+      assert.deepEqual(programs[0]!.files, ['', '/build/m.c', '/build/inc/h.h', '/opt/sys/late.c']);
+      const rows = programs[0]!.rows;
+      assert.deepEqual(
+        rows.map((r) => r.line),
+        [10, 11, 11, 6, 6, 1, 1],
+      );
+      assert.equal(rows[3]!.file, '/build/inc/h.h');
+      assert.equal(rows[5]!.file, '/opt/sys/late.c');
+      assert.equal(rows[5]!.address, 0x2000);
+    },
+  );
 
   it('rejects a corrupt header and a truncated program with a clear RangeError (wrapped by ElfImage)', () => {
     const h = header(3, 13);

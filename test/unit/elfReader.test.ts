@@ -38,8 +38,11 @@ describe('ElfImage against GNU binutils', () => {
 
       it('sections equal readelf -S', () => {
         const text = run(tool(e.target, 'readelf'), ['-S', '-W', e.path]);
-        const re =
-          /^\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+([0-9a-f]{8})\s+([0-9a-f]{6,})\s+([0-9a-f]{6,})\s+[0-9a-f]{2}\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+$/gm;
+        const re = new RegExp(
+          /^\s*\[\s*(\d+)\]\s+(\S+)\s+(\S+)\s+([0-9a-f]{8})\s+([0-9a-f]{6,})\s+([0-9a-f]{6,})/.source +
+            /\s+[0-9a-f]{2}\s+([A-Za-z]*)\s+\d+\s+\d+\s+\d+$/.source,
+          'gm',
+        );
         const expected = [...text.matchAll(re)].filter((m) => m[1] !== '0');
         assert.equal(img.sections.length - 1, expected.length);
         for (const m of expected) {
@@ -71,8 +74,11 @@ describe('ElfImage against GNU binutils', () => {
 
       it('load segments equal readelf -l', () => {
         const text = run(tool(e.target, 'readelf'), ['-l', '-W', e.path]);
-        const re =
-          /^\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+([RWE ]+?)\s+0x[0-9a-f]+$/gm;
+        const re = new RegExp(
+          /^\s*LOAD\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)/.source +
+            /\s+0x([0-9a-f]+)\s+0x([0-9a-f]+)\s+([RWE ]+?)\s+0x[0-9a-f]+$/.source,
+          'gm',
+        );
         const expected = [...text.matchAll(re)].map((m) => ({
           offset: parseInt(m[1]!, 16),
           vaddr: parseInt(m[2]!, 16),

@@ -12,7 +12,8 @@ describe('parsers of outside input under fuzzing (fixed seed)', () => {
         details.failed,
         false,
         details.failed
-          ? `input ${fc.stringify(details.counterexample)}: ${details.errorInstance instanceof Error ? details.errorInstance.stack : String(details.errorInstance)}`
+          ? `input ${fc.stringify(details.counterexample)}: ` +
+              `${details.errorInstance instanceof Error ? details.errorInstance.stack : String(details.errorInstance)}`
           : '',
       );
       assert.equal(details.numRuns, 300);

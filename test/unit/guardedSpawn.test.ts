@@ -79,17 +79,22 @@ function killGroup(pid: number): void {
 describe('spawning a child that dies with the adapter', { skip: process.platform !== 'linux' || !sleep }, () => {
   after(() => rmSync(scratch, { recursive: true, force: true }));
 
-  it('the command runs once the watchdog has it, without the gate’s pipe, and the watchdog ends it with its parent', async () => {
-    await withParentSpawningSleep('new ChildWatchdog()', async (parent, child) => {
-      assert.ok(await until(() => cmdline(child) === sleep), 'the gate opens once the child is registered');
-      assert.ok(
-        !readdirSync(`/proc/${child}/fd`).includes('3'),
-        'the gate’s pipe (fd 3) is closed before the command runs',
-      );
-      parent.kill('SIGKILL');
-      assert.ok(await until(() => !alive(child)), 'the watchdog ends the child');
-    });
-  });
+  it(
+    'the command runs once the watchdog has it, ' +
+      'without the gate’s pipe, ' +
+      'and the watchdog ends it with its parent',
+    async () => {
+      await withParentSpawningSleep('new ChildWatchdog()', async (parent, child) => {
+        assert.ok(await until(() => cmdline(child) === sleep), 'the gate opens once the child is registered');
+        assert.ok(
+          !readdirSync(`/proc/${child}/fd`).includes('3'),
+          'the gate’s pipe (fd 3) is closed before the command runs',
+        );
+        parent.kill('SIGKILL');
+        assert.ok(await until(() => !alive(child)), 'the watchdog ends the child');
+      });
+    },
+  );
 
   it('a parent that dies before the registration leaves a gate that runs nothing', async () => {
     // A watchdog that never confirms the registration: the gate stays shut until the parent dies.

@@ -78,19 +78,22 @@ function code(stub: StubImage, at: number): string[] {
 }
 
 describe('RV32 callers that keep registers across a call (-fipa-ra)', { skip }, () => {
-  it('the planner names the kept registers instead of refusing, and neither the patch nor the jump back uses one', () => {
-    const { planner } = setup();
-    const site = entryOf(planner, '__adddf3');
-    assert.ok(((site.keptRegisters ?? 0) & (1 << T0)) !== 0, 'main keeps t0 across __adddf3');
-    assert.equal((site.freeRegisters & site.keptRegisters!) >>> 0, 0, 'no kept register is free');
-    assert.equal(site.shape.kind, 'rvAuipc');
-    if (site.shape.kind === 'rvAuipc')
-      assert.equal(
-        site.keptRegisters! & (1 << site.shape.scratch),
-        0,
-        'the patch goes through a register nobody keeps',
-      );
-  });
+  it(
+    'the planner names the kept registers instead of refusing, and neither the patch nor the ' + 'jump back uses one',
+    () => {
+      const { planner } = setup();
+      const site = entryOf(planner, '__adddf3');
+      assert.ok(((site.keptRegisters ?? 0) & (1 << T0)) !== 0, 'main keeps t0 across __adddf3');
+      assert.equal((site.freeRegisters & site.keptRegisters!) >>> 0, 0, 'no kept register is free');
+      assert.equal(site.shape.kind, 'rvAuipc');
+      if (site.shape.kind === 'rvAuipc')
+        assert.equal(
+          site.keptRegisters! & (1 << site.shape.scratch),
+          0,
+          'the patch goes through a register nobody keeps',
+        );
+    },
+  );
 
   it('the entry stub stores the kept t-registers before it uses them and loads them before the program runs on', () => {
     const { planner, generator } = setup();
@@ -113,36 +116,39 @@ describe('RV32 callers that keep registers across a call (-fipa-ra)', { skip }, 
     assert.ok(stub.counted.outer > 4 && /giving back x5/.test(stub.counted.explanation), stub.counted.explanation);
   });
 
-  it('a group whose members differ in kept registers: one set of costs, and every exit stub gives back the union', () => {
-    const { planner, model, generator } = setup();
-    const withKept = entryOf(planner, '__adddf3');
-    const plain = model.functions
-      .map((f) => f.name)
-      .find((n) => {
-        const p = planner.planFunction(n);
-        return p.ok && p.kind === 'function' && !p.entry.keptRegisters;
-      });
-    assert.ok(plain, 'a function nobody keeps registers across');
-    const runtime = generator.buildRuntime(LAYOUT);
-    const alone = generator.buildStubs(
-      { kind: 'function', payload: 'software', record: 0x87f0_1000, at: 0x87f0_2000, entry: entryOf(planner, plain) },
-      runtime,
-      LAYOUT,
-    );
-    assert.match(code(alone, alone.exit!)[0]!, /^csrr t3/, `${plain} alone keeps the plain exit`);
-    const stubs = buildGroupStubs(
-      generator,
-      [
-        { name: plain, entry: entryOf(planner, plain), at: 0x87f0_2000 },
-        { name: '__adddf3', entry: withKept, at: 0x87f0_2400 },
-      ],
-      0x87f0_1000,
-      runtime,
-      LAYOUT,
-    );
-    assert.deepEqual(stubs[0]!.costs, stubs[1]!.costs);
-    assert.equal(stubs[0]!.counted.outer, stubs[1]!.counted.outer);
-    for (const s of stubs) assert.match(code(s, s.exit!)[0]!, /^csrr ra/, 'the shared exit saves for the union');
-    assert.deepEqual(code(stubs[0]!, stubs[0]!.exit!).slice(0, 3), code(stubs[1]!, stubs[1]!.exit!).slice(0, 3));
-  });
+  it(
+    'a group whose members differ in kept registers: one set of costs, and every exit stub ' + 'gives back the union',
+    () => {
+      const { planner, model, generator } = setup();
+      const withKept = entryOf(planner, '__adddf3');
+      const plain = model.functions
+        .map((f) => f.name)
+        .find((n) => {
+          const p = planner.planFunction(n);
+          return p.ok && p.kind === 'function' && !p.entry.keptRegisters;
+        });
+      assert.ok(plain, 'a function nobody keeps registers across');
+      const runtime = generator.buildRuntime(LAYOUT);
+      const alone = generator.buildStubs(
+        { kind: 'function', payload: 'software', record: 0x87f0_1000, at: 0x87f0_2000, entry: entryOf(planner, plain) },
+        runtime,
+        LAYOUT,
+      );
+      assert.match(code(alone, alone.exit!)[0]!, /^csrr t3/, `${plain} alone keeps the plain exit`);
+      const stubs = buildGroupStubs(
+        generator,
+        [
+          { name: plain, entry: entryOf(planner, plain), at: 0x87f0_2000 },
+          { name: '__adddf3', entry: withKept, at: 0x87f0_2400 },
+        ],
+        0x87f0_1000,
+        runtime,
+        LAYOUT,
+      );
+      assert.deepEqual(stubs[0]!.costs, stubs[1]!.costs);
+      assert.equal(stubs[0]!.counted.outer, stubs[1]!.counted.outer);
+      for (const s of stubs) assert.match(code(s, s.exit!)[0]!, /^csrr ra/, 'the shared exit saves for the union');
+      assert.deepEqual(code(stubs[0]!, stubs[0]!.exit!).slice(0, 3), code(stubs[1]!, stubs[1]!.exit!).slice(0, 3));
+    },
+  );
 });

@@ -103,7 +103,8 @@ describe('reserved memory, memory kinds, records, allocation', () => {
   );
 
   it(
-    'without the linker symbols, finds a gap only where a memory map says RAM, with a warning, or refuses with what to do',
+    'without the linker symbols, finds a gap only where a memory map says RAM, with a warning, ' +
+      'or refuses with what to do',
     { skip: !haveRv || spawnSync('riscv64-unknown-elf-objcopy', ['--version']).status !== 0 },
     () => {
       const stripped = join(scratch, 'nosyms.elf');
@@ -119,7 +120,10 @@ describe('reserved memory, memory kinds, records, allocation', () => {
       assert.ok('ok' in none && !none.ok);
       assert.match(
         none.reason,
-        /define __cyclelens_scratch_start and __cyclelens_scratch_end .* or give the reserved memory in the launch configuration/,
+        new RegExp(
+          /define __cyclelens_scratch_start and __cyclelens_scratch_end .* or give/.source +
+            / the reserved memory in the launch configuration/.source,
+        ),
       );
       const gap = resolveReservedMemory(elf, { memoryMap: qemuMemoryMap('virt') }) as ReservedMemory;
       assert.equal(gap.source, 'unused');
@@ -134,7 +138,8 @@ describe('reserved memory, memory kinds, records, allocation', () => {
 
   it('reads GDB memory maps and treats the Cortex-M code region as flash when nothing says otherwise', () => {
     const map = parseGdbMemoryMap(
-      'Num Enb Low Addr   High Addr  Attrs\n0   y   0x08000000 0x08100000 flash blocksize 0x800 nocache\n1   y   0x20000000 0x20020000 rw nocache\n',
+      'Num Enb Low Addr   High Addr  Attrs\n0   y   0x08000000 0x08100000 flash blocksize 0x800 ' +
+        'nocache\n1   y   0x20000000 0x20020000 rw nocache\n',
     );
     assert.deepEqual(
       map.map((m) => m.kind),
@@ -203,27 +208,31 @@ describe(
       await assert.rejects(svc.measureFunction('crc16_step'), /Pause the target to inject a measurement/);
     });
 
-    it('journals the original bytes before the first code write, and removal restores the ELF bytes and deletes the journal', async () => {
-      const { svc, target, dir } = make();
-      const fn = elf.functionNamed('crc16_step')!;
-      const info = await svc.measureFunction('crc16_step');
-      const path = journalPath(dir, elf);
-      const journal = JSON.parse(readFileSync(path, 'utf8'));
-      assert.equal(journal.patches.length, 1);
-      assert.equal(journal.patches[0].address, fn.address);
-      assert.equal(journal.patches[0].original, Buffer.from(elf.file.readMemory(fn.address, 4)!).toString('hex'));
-      assert.equal(journal.threadPointer, '0', 'tp before the injector took it');
-      const patched = await target.readMemory(BigInt(fn.address), 4);
-      assert.equal(patched.toString('hex'), journal.patches[0].patched);
-      assert.equal(target.regs.get('tp'), BigInt(svc.layout.threadPointer!));
-      await svc.remove(info.id);
-      assert.deepEqual(
-        await target.readMemory(BigInt(fn.address), 4),
-        Buffer.from(elf.file.readMemory(fn.address, 4)!),
-      );
-      assert.equal(existsSync(path), false, 'journal gone once nothing is patched');
-      assert.equal(target.regs.get('tp'), 0n, 'tp given back');
-    });
+    it(
+      'journals the original bytes before the first code write, and removal restores the ELF ' +
+        'bytes and deletes the journal',
+      async () => {
+        const { svc, target, dir } = make();
+        const fn = elf.functionNamed('crc16_step')!;
+        const info = await svc.measureFunction('crc16_step');
+        const path = journalPath(dir, elf);
+        const journal = JSON.parse(readFileSync(path, 'utf8'));
+        assert.equal(journal.patches.length, 1);
+        assert.equal(journal.patches[0].address, fn.address);
+        assert.equal(journal.patches[0].original, Buffer.from(elf.file.readMemory(fn.address, 4)!).toString('hex'));
+        assert.equal(journal.threadPointer, '0', 'tp before the injector took it');
+        const patched = await target.readMemory(BigInt(fn.address), 4);
+        assert.equal(patched.toString('hex'), journal.patches[0].patched);
+        assert.equal(target.regs.get('tp'), BigInt(svc.layout.threadPointer!));
+        await svc.remove(info.id);
+        assert.deepEqual(
+          await target.readMemory(BigInt(fn.address), 4),
+          Buffer.from(elf.file.readMemory(fn.address, 4)!),
+        );
+        assert.equal(existsSync(path), false, 'journal gone once nothing is patched');
+        assert.equal(target.regs.get('tp'), 0n, 'tp given back');
+      },
+    );
 
     it('restoreFromJournal puts back what a dead session left, and leaves a conflicting byte alone', async () => {
       const first = make();
@@ -269,33 +278,36 @@ describe(
       assert.equal(patches.length, 0);
     });
 
-    it('moves a stop at a patched entry to where the trampoline comes back, and refuses one inside the patch', async () => {
-      const { svc } = make();
-      const fn = elf.functionNamed('vm_run')!;
-      const plan = svc.plan('vm_run');
-      assert.ok('ok' in plan && plan.ok && plan.kind === 'function');
-      const info = await svc.measureFunction('vm_run');
-      const length = info.patches[0]!.length;
-      assert.deepEqual(svc.stopPointFor(fn.address), {
-        ok: true,
-        address: plan.entry.resume,
-        moved: { from: fn.address, measurement: `measurement #${info.id} (vm_run)` },
-      });
-      assert.equal(plan.entry.resume, fn.address + length, 'the displaced instruction falls through to the next one');
-      const inside = svc.stopPointFor(fn.address + 2);
-      assert.ok(
-        !inside.ok &&
-          /inside the bytes patched by measurement #1 \(vm_run\)/.test(inside.reason) &&
-          /Remove that measurement/.test(inside.reason),
-      );
-      assert.deepEqual(svc.stopPointFor(fn.address + length), { ok: true, address: fn.address + length });
-      await svc.remove(info.id);
-      assert.deepEqual(
-        svc.stopPointFor(fn.address),
-        { ok: true, address: fn.address },
-        'nothing moves once the patch is gone',
-      );
-    });
+    it(
+      'moves a stop at a patched entry to where the trampoline comes back, and refuses one inside ' + 'the patch',
+      async () => {
+        const { svc } = make();
+        const fn = elf.functionNamed('vm_run')!;
+        const plan = svc.plan('vm_run');
+        assert.ok('ok' in plan && plan.ok && plan.kind === 'function');
+        const info = await svc.measureFunction('vm_run');
+        const length = info.patches[0]!.length;
+        assert.deepEqual(svc.stopPointFor(fn.address), {
+          ok: true,
+          address: plan.entry.resume,
+          moved: { from: fn.address, measurement: `measurement #${info.id} (vm_run)` },
+        });
+        assert.equal(plan.entry.resume, fn.address + length, 'the displaced instruction falls through to the next one');
+        const inside = svc.stopPointFor(fn.address + 2);
+        assert.ok(
+          !inside.ok &&
+            /inside the bytes patched by measurement #1 \(vm_run\)/.test(inside.reason) &&
+            /Remove that measurement/.test(inside.reason),
+        );
+        assert.deepEqual(svc.stopPointFor(fn.address + length), { ok: true, address: fn.address + length });
+        await svc.remove(info.id);
+        assert.deepEqual(
+          svc.stopPointFor(fn.address),
+          { ok: true, address: fn.address },
+          'nothing moves once the patch is gone',
+        );
+      },
+    );
 
     it('after a target reset the runtime is installed anew and all reserved memory is free again', async () => {
       const { svc, target } = make();
@@ -384,50 +396,54 @@ describe(
       return name;
     };
 
-    it('patches every member onto one record, journals every patch, moves stops at every entry, and removal restores all bytes', async () => {
-      const { svc, target, dir } = make();
-      const members = ['crc16_step', 'vm_run'];
-      const info = await svc.measureGroup(members);
-      assert.equal(info.kind, 'group');
-      assert.equal(info.name, 'crc16_step + vm_run');
-      assert.deepEqual(info.members, members);
-      assert.deepEqual(
-        info.patches.map((p) => p.address),
-        members.map((n) => elf.functionNamed(n)!.address),
-      );
-      const journal = JSON.parse(readFileSync(journalPath(dir, elf), 'utf8'));
-      assert.deepEqual(
-        journal.patches.map((p: { measurement: number; address: number }) => [p.measurement, p.address]),
-        info.patches.map((p) => [info.id, p.address]),
-      );
-      for (const [i, name] of members.entries()) {
-        assert.notDeepEqual(
-          await target.readMemory(BigInt(info.patches[i]!.address), 4),
-          original(name, 4),
-          `${name} patched`,
-        );
-        const stop = svc.stopPointFor(elf.functionNamed(name)!.address);
-        assert.ok(
-          stop.ok && stop.moved?.measurement === `measurement #${info.id} (crc16_step + vm_run)`,
-          `${name}: ${JSON.stringify(stop)}`,
-        );
-      }
-      // The record points at an exit stub that every member's entry hands out.
-      const record = decodeRecord(await target.readMemory(BigInt(info.record), RECORD_SIZE));
-      assert.equal(record.calls, 0);
-      const named = await svc.measureGroup(['partition', 'quicksort'], { name: 'sorting' });
-      assert.equal(named.name, 'sorting');
-      assert.equal((await svc.read()).length, 2, 'one result per group');
-      await svc.remove(info.id);
-      await svc.remove(named.id);
-      for (const name of [...members, 'partition', 'quicksort'])
+    it(
+      'patches every member onto one record, journals every patch, moves stops at every entry, ' +
+        'and removal restores all bytes',
+      async () => {
+        const { svc, target, dir } = make();
+        const members = ['crc16_step', 'vm_run'];
+        const info = await svc.measureGroup(members);
+        assert.equal(info.kind, 'group');
+        assert.equal(info.name, 'crc16_step + vm_run');
+        assert.deepEqual(info.members, members);
         assert.deepEqual(
-          await target.readMemory(BigInt(elf.functionNamed(name)!.address), 8),
-          original(name),
-          `${name} restored`,
+          info.patches.map((p) => p.address),
+          members.map((n) => elf.functionNamed(n)!.address),
         );
-      assert.equal(existsSync(journalPath(dir, elf)), false, 'journal gone once nothing is patched');
-    });
+        const journal = JSON.parse(readFileSync(journalPath(dir, elf), 'utf8'));
+        assert.deepEqual(
+          journal.patches.map((p: { measurement: number; address: number }) => [p.measurement, p.address]),
+          info.patches.map((p) => [info.id, p.address]),
+        );
+        for (const [i, name] of members.entries()) {
+          assert.notDeepEqual(
+            await target.readMemory(BigInt(info.patches[i]!.address), 4),
+            original(name, 4),
+            `${name} patched`,
+          );
+          const stop = svc.stopPointFor(elf.functionNamed(name)!.address);
+          assert.ok(
+            stop.ok && stop.moved?.measurement === `measurement #${info.id} (crc16_step + vm_run)`,
+            `${name}: ${JSON.stringify(stop)}`,
+          );
+        }
+        // The record points at an exit stub that every member's entry hands out.
+        const record = decodeRecord(await target.readMemory(BigInt(info.record), RECORD_SIZE));
+        assert.equal(record.calls, 0);
+        const named = await svc.measureGroup(['partition', 'quicksort'], { name: 'sorting' });
+        assert.equal(named.name, 'sorting');
+        assert.equal((await svc.read()).length, 2, 'one result per group');
+        await svc.remove(info.id);
+        await svc.remove(named.id);
+        for (const name of [...members, 'partition', 'quicksort'])
+          assert.deepEqual(
+            await target.readMemory(BigInt(elf.functionNamed(name)!.address), 8),
+            original(name),
+            `${name} restored`,
+          );
+        assert.equal(existsSync(journalPath(dir, elf)), false, 'journal gone once nothing is patched');
+      },
+    );
 
     it('refuses the whole group when one member cannot be patched, and writes and allocates nothing', async () => {
       const control = make();
@@ -440,7 +456,10 @@ describe(
       const memory = new Map(target.mem);
       await assert.rejects(
         svc.measureGroup(['vm_run', 'crc16_step']),
-        /^.*Group member crc16_step cannot be entry-patched, so nothing of the group was injected: 0x[0-9a-f]+ is already patched by measurement #1 \(crc16_step\)/,
+        new RegExp(
+          /^.*Group member crc16_step cannot be entry-patched, so nothing of the group was injected:/.source +
+            / 0x[0-9a-f]+ is already patched by measurement #1 \(crc16_step\)/.source,
+        ),
       );
       const refused = unpatchable(svc);
       await assert.rejects(
@@ -472,7 +491,10 @@ describe(
       );
       await assert.rejects(
         svc.measureGroup(['vm_run', 'no_such_function']),
-        /Group member no_such_function cannot be entry-patched, so nothing of the group was injected: There is no function named 'no_such_function'/,
+        new RegExp(
+          /Group member no_such_function cannot be entry-patched, so nothing of the group was injected:/.source +
+            / There is no function named 'no_such_function'/.source,
+        ),
       );
       await assert.rejects(svc.measureGroup([]), /The group has no members: name the functions it measures together\./);
       assert.equal(target.log.length, 0, 'nothing written');

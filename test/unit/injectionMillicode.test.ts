@@ -142,117 +142,133 @@ describe('RV32 -msave-restore millicode plans', { skip }, () => {
     }
   });
 
-  it('a jump from one save label into the code another owns is hooked as a second entry of that one, keeping what is live where it lands', () => {
-    const { planner, model } = setup();
-    let hooked = 0;
-    for (const f of model.functions.filter((x) => /^__riscv_save_\d+$/.test(x.name))) {
-      const p = planOf(planner, f.name);
-      // binutils' view: jumps from code before this label into [start, next label).
-      const into = objdump([
-        '-d',
-        `--start-address=0x${(f.start - 0x40).toString(16)}`,
-        `--stop-address=0x${f.start.toString(16)}`,
-        ELF,
-      ])
-        .map((x) => ({ address: x.address, target: /^j ([0-9a-f]+)$/.exec(x.text)?.[1] }))
-        .filter(
-          (x) =>
-            x.target !== undefined &&
-            parseInt(x.target, 16) > f.start &&
-            model.functionContaining(parseInt(x.target, 16)) === f,
+  it(
+    'a jump from one save label into the code another owns is hooked as a second entry of that ' +
+      'one, keeping what is live where it lands',
+    () => {
+      const { planner, model } = setup();
+      let hooked = 0;
+      for (const f of model.functions.filter((x) => /^__riscv_save_\d+$/.test(x.name))) {
+        const p = planOf(planner, f.name);
+        // binutils' view: jumps from code before this label into [start, next label).
+        const into = objdump([
+          '-d',
+          `--start-address=0x${(f.start - 0x40).toString(16)}`,
+          `--stop-address=0x${f.start.toString(16)}`,
+          ELF,
+        ])
+          .map((x) => ({ address: x.address, target: /^j ([0-9a-f]+)$/.exec(x.text)?.[1] }))
+          .filter(
+            (x) =>
+              x.target !== undefined &&
+              parseInt(x.target, 16) > f.start &&
+              model.functionContaining(parseInt(x.target, 16)) === f,
+          );
+        assert.deepEqual(
+          (p.bodyEntries ?? []).map((b) => b.displaced.at(-1)!.address),
+          into.map((x) => x.address),
+          `${f.name}: every jump into its own code from before it is hooked`,
         );
-      assert.deepEqual(
-        (p.bodyEntries ?? []).map((b) => b.displaced.at(-1)!.address),
-        into.map((x) => x.address),
-        `${f.name}: every jump into its own code from before it is hooked`,
-      );
-      for (const b of p.bodyEntries ?? []) {
-        hooked++;
-        assert.equal(b.link, T0, `${f.name}: the body entry returns through t0 too`);
-        assert.ok(b.bodyEntry);
-        assert.notEqual(
-          (b.keptRegisters ?? 0) & (1 << 6),
-          0,
-          `${f.name}: t1 (the frame size save_N subtracts at its end) is kept across the body entry's stub`,
+        for (const b of p.bodyEntries ?? []) {
+          hooked++;
+          assert.equal(b.link, T0, `${f.name}: the body entry returns through t0 too`);
+          assert.ok(b.bodyEntry);
+          assert.notEqual(
+            (b.keptRegisters ?? 0) & (1 << 6),
+            0,
+            `${f.name}: t1 (the frame size save_N subtracts at its end) is kept across the body entry's stub`,
+          );
+        }
+      }
+      assert.ok(hooked > 0, 'some save label is jumped into');
+    },
+  );
+
+  it(
+    '__riscv_restore_N hooks the stack word it loads ra from, and code falling through into its ' +
+      'entry runs a copy as long',
+    () => {
+      const { planner, model } = setup();
+      const restores = model.functions.filter((f) => /^__riscv_restore_\d+$/.test(f.name));
+      assert.ok(restores.length >= 4, 'picolibc brings __riscv_restore_N');
+      let diverted = 0;
+      for (const f of restores) {
+        const p = planOf(planner, f.name);
+        // binutils' view: the sp adjustments before `lw ra,N(sp)`, plus N.
+        let sp = 0;
+        let slot: number | undefined;
+        for (const t of throughRet(f.start)) {
+          const add = /^(?:c\.)?addi? sp,sp,(-?\d+)$/.exec(t);
+          const load = /^lw ra,(\d+)\(sp\)$/.exec(t);
+          if (add) sp += Number(add[1]);
+          if (load) slot = sp + Number(load[1]);
+        }
+        assert.equal(p.entry.returnSlot, slot, `${f.name}: ra comes from sp+${slot} at the entry`);
+        const previous = objdump([
+          '-d',
+          `--start-address=0x${(f.start - 2).toString(16)}`,
+          `--stop-address=0x${f.start.toString(16)}`,
+          ELF,
+        ]).at(-1)?.text;
+        const fallsIn = previous !== undefined && !/^(j|jr|ret)\b/.test(previous);
+        assert.equal(
+          p.bypass !== undefined,
+          fallsIn,
+          `${f.name}: diverted exactly when the code before it (${previous}) falls through`,
+        );
+        if (!p.bypass) continue;
+        diverted++;
+        const original = throughRet(p.bypass.address);
+        const copy = codeAt(p.bypass.copy, 0x8008_3000, 0x8008_3000);
+        assert.equal(
+          copy.length + 1,
+          original.length,
+          `${f.name}: the jump into the copy and the copy run as many instructions as the code they replace`,
+        );
+        assert.equal(copy.at(-1), 'ret');
+        const loaded = (xs: string[]): string[] =>
+          xs.map((t) => /^lw (\w+),/.exec(t)?.[1]).filter((r): r is string => r !== undefined);
+        assert.deepEqual(
+          loaded(copy),
+          loaded(original),
+          `${f.name}: the copy loads the same registers in the same order`,
         );
       }
-    }
-    assert.ok(hooked > 0, 'some save label is jumped into');
-  });
+      assert.ok(diverted > 0, 'some restore entry is reached by falling through');
+    },
+  );
 
-  it('__riscv_restore_N hooks the stack word it loads ra from, and code falling through into its entry runs a copy as long', () => {
-    const { planner, model } = setup();
-    const restores = model.functions.filter((f) => /^__riscv_restore_\d+$/.test(f.name));
-    assert.ok(restores.length >= 4, 'picolibc brings __riscv_restore_N');
-    let diverted = 0;
-    for (const f of restores) {
-      const p = planOf(planner, f.name);
-      // binutils' view: the sp adjustments before `lw ra,N(sp)`, plus N.
-      let sp = 0;
-      let slot: number | undefined;
-      for (const t of throughRet(f.start)) {
-        const add = /^(?:c\.)?addi? sp,sp,(-?\d+)$/.exec(t);
-        const load = /^lw ra,(\d+)\(sp\)$/.exec(t);
-        if (add) sp += Number(add[1]);
-        if (load) slot = sp + Number(load[1]);
-      }
-      assert.equal(p.entry.returnSlot, slot, `${f.name}: ra comes from sp+${slot} at the entry`);
-      const previous = objdump([
-        '-d',
-        `--start-address=0x${(f.start - 2).toString(16)}`,
-        `--stop-address=0x${f.start.toString(16)}`,
-        ELF,
-      ]).at(-1)?.text;
-      const fallsIn = previous !== undefined && !/^(j|jr|ret)\b/.test(previous);
-      assert.equal(
-        p.bypass !== undefined,
-        fallsIn,
-        `${f.name}: diverted exactly when the code before it (${previous}) falls through`,
+  it(
+    'code that falls through into an entry with no copy to divert it to is measured with a ' +
+      'warning, and padding after a return is no fall-through',
+    () => {
+      const elf = join(fixturesDir, 'build', 'cortex-m4', 'programs', 'crc32.elf');
+      if (!existsSync(elf)) return;
+      const arch = thumbInjectionArch();
+      const model = new ProgramModel(ElfImage.loadSync(elf), arch);
+      const planner = new InjectionPlanner(model, arch, { start: 0x2001_0000, size: 0x10000 });
+      // libgcc's __aeabi_dsub flips the sign and runs on into __adddf3: diverted on Thumb
+      // (injectionThumbFallThrough.test.ts), and without the family's copy it is a warning.
+      assert.ok(planOf(planner, '__adddf3').bypass, 'diverted');
+      const bare = { ...arch, relocatesFallThrough: false, farBypass: undefined };
+      const add = planOf(
+        new InjectionPlanner(new ProgramModel(ElfImage.loadSync(elf), bare), bare, {
+          start: 0x2001_0000,
+          size: 0x10000,
+        }),
+        '__adddf3',
       );
-      if (!p.bypass) continue;
-      diverted++;
-      const original = throughRet(p.bypass.address);
-      const copy = codeAt(p.bypass.copy, 0x8008_3000, 0x8008_3000);
-      assert.equal(
-        copy.length + 1,
-        original.length,
-        `${f.name}: the jump into the copy and the copy run as many instructions as the code they replace`,
+      assert.ok(
+        add.warnings.some(
+          (w) =>
+            w.code === 'fallThroughCounted' &&
+            /__aeabi_dsub's code falls through into __adddf3's entry/.test(w.message),
+        ),
+        JSON.stringify(add.warnings),
       );
-      assert.equal(copy.at(-1), 'ret');
-      const loaded = (xs: string[]): string[] =>
-        xs.map((t) => /^lw (\w+),/.exec(t)?.[1]).filter((r): r is string => r !== undefined);
-      assert.deepEqual(
-        loaded(copy),
-        loaded(original),
-        `${f.name}: the copy loads the same registers in the same order`,
-      );
-    }
-    assert.ok(diverted > 0, 'some restore entry is reached by falling through');
-  });
-
-  it('code that falls through into an entry with no copy to divert it to is measured with a warning, and padding after a return is no fall-through', () => {
-    const elf = join(fixturesDir, 'build', 'cortex-m4', 'programs', 'crc32.elf');
-    if (!existsSync(elf)) return;
-    const arch = thumbInjectionArch();
-    const model = new ProgramModel(ElfImage.loadSync(elf), arch);
-    const planner = new InjectionPlanner(model, arch, { start: 0x2001_0000, size: 0x10000 });
-    // libgcc's __aeabi_dsub flips the sign and runs on into __adddf3: diverted on Thumb
-    // (injectionThumbFallThrough.test.ts), and without the family's copy it is a warning.
-    assert.ok(planOf(planner, '__adddf3').bypass, 'diverted');
-    const bare = { ...arch, relocatesFallThrough: false, farBypass: undefined };
-    const add = planOf(
-      new InjectionPlanner(new ProgramModel(ElfImage.loadSync(elf), bare), bare, { start: 0x2001_0000, size: 0x10000 }),
-      '__adddf3',
-    );
-    assert.ok(
-      add.warnings.some(
-        (w) =>
-          w.code === 'fallThroughCounted' && /__aeabi_dsub's code falls through into __adddf3's entry/.test(w.message),
-      ),
-      JSON.stringify(add.warnings),
-    );
-    // __gtdf2 ends with a return and an alignment NOP before __ltdf2: nothing runs into __ltdf2.
-    const lt = planOf(planner, '__ltdf2');
-    assert.ok(!lt.warnings.some((w) => w.code === 'fallThroughCounted'), JSON.stringify(lt.warnings));
-  });
+      // __gtdf2 ends with a return and an alignment NOP before __ltdf2: nothing runs into __ltdf2.
+      const lt = planOf(planner, '__ltdf2');
+      assert.ok(!lt.warnings.some((w) => w.code === 'fallThroughCounted'), JSON.stringify(lt.warnings));
+    },
+  );
 });

@@ -70,39 +70,43 @@ describe(
     const record = cave + 700;
     const stubAt = cave + 900;
 
-    it('the runtime decodes completely; the entry masks MIE, pushes ra on the shadow stack and redirects it to the exit stub', () => {
-      const code = rt.filter((l) => l.address < runtime.address + runtime.bytes.length);
-      assert.ok(
-        code.every((l) => !l.isData),
-        code
-          .filter((l) => l.isData)
-          .map((l) => l.text)
-          .join('; '),
-      );
-      const ce = between(rt, runtime.labels.CE!, runtime.labels.CX!);
-      assert.equal(ce[0]!.text, 'csrrci\tt0,mstatus,8');
-      assert.ok(
-        ce.some((l) => l.text === 'sw\tra,0(t2)'),
-        'push of the real return address',
-      );
-      assert.ok(
-        ce.some((l) => l.text === `lw\tra,${Rec.exit}(t1)`),
-        'ra := exit stub',
-      );
-      const cx = between(rt, runtime.labels.CX!, runtime.labels.HX!);
-      assert.ok(
-        cx.some((l) => l.text === 'lw\tra,0(t6)'),
-        'pop of the real return address',
-      );
-      assert.equal(
-        cx.filter((l) => l.text === 'csrrw\tzero,mstatus,t0').length,
-        1,
-        'mstatus restored once, before the return',
-      );
-      const d = between(rt, runtime.labels.D!, runtime.labels.CE!);
-      assert.equal(runtime.labels.D, tp, 'the dispatcher sits where tp points (c.jalr tp lands on it)');
-      assert.equal(d.at(-1)!.mnemonic, 'ebreak');
-    });
+    it(
+      'the runtime decodes completely; the entry masks MIE, pushes ra on the shadow stack and ' +
+        'redirects it to the exit stub',
+      () => {
+        const code = rt.filter((l) => l.address < runtime.address + runtime.bytes.length);
+        assert.ok(
+          code.every((l) => !l.isData),
+          code
+            .filter((l) => l.isData)
+            .map((l) => l.text)
+            .join('; '),
+        );
+        const ce = between(rt, runtime.labels.CE!, runtime.labels.CX!);
+        assert.equal(ce[0]!.text, 'csrrci\tt0,mstatus,8');
+        assert.ok(
+          ce.some((l) => l.text === 'sw\tra,0(t2)'),
+          'push of the real return address',
+        );
+        assert.ok(
+          ce.some((l) => l.text === `lw\tra,${Rec.exit}(t1)`),
+          'ra := exit stub',
+        );
+        const cx = between(rt, runtime.labels.CX!, runtime.labels.HX!);
+        assert.ok(
+          cx.some((l) => l.text === 'lw\tra,0(t6)'),
+          'pop of the real return address',
+        );
+        assert.equal(
+          cx.filter((l) => l.text === 'csrrw\tzero,mstatus,t0').length,
+          1,
+          'mstatus restored once, before the return',
+        );
+        const d = between(rt, runtime.labels.D!, runtime.labels.CE!);
+        assert.equal(runtime.labels.D, tp, 'the dispatcher sits where tp points (c.jalr tp lands on it)');
+        assert.equal(d.at(-1)!.mnemonic, 'ebreak');
+      },
+    );
 
     it('the accumulation is straight-line (no branch), so every pass costs the payload the same', () => {
       const acc = between(rt, runtime.labels.ACC!, runtime.address + runtime.bytes.length);
@@ -167,37 +171,40 @@ describe(
       assert.equal(stub.counted.outer, 4);
     });
 
-    it('crc16_block: the displaced c.beqz becomes a beq to an exit jump, the fall-through path jumps back after it', () => {
-      const { plan, stub, lines } = functionStub('crc16_block');
-      const beqz = plan.entry.displaced[0]!;
-      assert.equal(beqz.mnemonic, 'c.beqz');
-      const entry = between(lines, stub.entry, stub.exit!);
-      const beq = entry.find((l) => l.mnemonic === 'beq' && l.operands.startsWith('a1,zero,'))!;
-      assert.ok(beq, entry.map((l) => l.text).join('\n'));
-      const exitJump = entry.find((l) => l.address === addressOf(beq.operands.split(',')[2]!))!;
-      assert.equal(exitJump.mnemonic, 'jalr');
-      const luiFor = (reg: string): number =>
-        parseInt(
-          /,(0x[0-9a-f]+)$/.exec(
-            entry.find((l) => l.mnemonic === 'lui' && l.operands.startsWith(`${reg},`))!.operands,
-          )![1]!,
-          16,
-        ) << 12;
-      const reg = /\((t\d)\)$/.exec(exitJump.operands)![1]!;
-      assert.equal(
-        (luiFor(reg) + Number(/^zero,(-?\d+)/.exec(exitJump.operands)![1])) >>> 0,
-        beqz.target,
-        'the exit jump goes to the branch target',
-      );
-      const back = entry[entry.indexOf(exitJump) - 1]!;
-      const backReg = /\((t\d)\)$/.exec(back.operands)![1]!;
-      assert.equal(
-        (luiFor(backReg) + Number(/^zero,(-?\d+)/.exec(back.operands)![1])) >>> 0,
-        plan.entry.resume,
-        'the jump back goes to the first undisplaced instruction',
-      );
-      assert.equal(stub.counted.outer, 4, 'either outcome runs one exit jump');
-    });
+    it(
+      'crc16_block: the displaced c.beqz becomes a beq to an exit jump, the fall-through path ' + 'jumps back after it',
+      () => {
+        const { plan, stub, lines } = functionStub('crc16_block');
+        const beqz = plan.entry.displaced[0]!;
+        assert.equal(beqz.mnemonic, 'c.beqz');
+        const entry = between(lines, stub.entry, stub.exit!);
+        const beq = entry.find((l) => l.mnemonic === 'beq' && l.operands.startsWith('a1,zero,'))!;
+        assert.ok(beq, entry.map((l) => l.text).join('\n'));
+        const exitJump = entry.find((l) => l.address === addressOf(beq.operands.split(',')[2]!))!;
+        assert.equal(exitJump.mnemonic, 'jalr');
+        const luiFor = (reg: string): number =>
+          parseInt(
+            /,(0x[0-9a-f]+)$/.exec(
+              entry.find((l) => l.mnemonic === 'lui' && l.operands.startsWith(`${reg},`))!.operands,
+            )![1]!,
+            16,
+          ) << 12;
+        const reg = /\((t\d)\)$/.exec(exitJump.operands)![1]!;
+        assert.equal(
+          (luiFor(reg) + Number(/^zero,(-?\d+)/.exec(exitJump.operands)![1])) >>> 0,
+          beqz.target,
+          'the exit jump goes to the branch target',
+        );
+        const back = entry[entry.indexOf(exitJump) - 1]!;
+        const backReg = /\((t\d)\)$/.exec(back.operands)![1]!;
+        assert.equal(
+          (luiFor(backReg) + Number(/^zero,(-?\d+)/.exec(back.operands)![1])) >>> 0,
+          plan.entry.resume,
+          'the jump back goes to the first undisplaced instruction',
+        );
+        assert.equal(stub.counted.outer, 4, 'either outcome runs one exit jump');
+      },
+    );
 
     it('a region stub: the end patch jump counts, registers the liveness found dead are used unsaved', () => {
       const dsp = `${fixturesDir}/src/dsp.c`;
@@ -245,27 +252,31 @@ describe(
     const runtime = g.buildRuntime(layout);
     const rt = disassembleBytes(cmTc, runtime.bytes, runtime.address);
 
-    it('the shared entry masks with PRIMASK, leaves only a FNC_RETURN LR untracked, and pushes the LR with post-increment', () => {
-      const ce = between(rt, runtime.labels.CE!, runtime.labels.CX!);
-      assert.deepEqual(
-        ce.slice(0, 6).map((l) => l.mnemonic),
-        ['push', 'mrs', 'cpsid', 'add.w', 'cmp.w', 'bcc.w'],
-      );
-      assert.match(ce[1]!.operands, /ip, PRIMASK/);
-      // r3 = LR + 0x02000000 is below 0x01000000 only for 0xFExxxxxx (FNC_RETURN); EXC_RETURN is tracked.
-      assert.match(ce[3]!.operands, /r3, r1, #33554432/);
-      assert.match(ce[4]!.operands, /r3, #16777216/);
-      assert.ok(
-        ce.some((l) => l.mnemonic === 'str.w' && /r1, \[r3\], #4/.test(l.operands)),
-        ce.map((l) => l.text).join('\n'),
-      );
-      const cx = between(rt, runtime.labels.CX!, runtime.labels.ACC!);
-      assert.ok(
-        cx.some((l) => /^ldr/.test(l.mnemonic) && /lr, \[ip, #-4\]!/.test(l.operands)),
-        'pop of the real LR',
-      );
-      assert.ok(cx.some((l) => l.mnemonic === 'msr' && /PRIMASK, r3/.test(l.operands)));
-    });
+    it(
+      'the shared entry masks with PRIMASK, leaves only a FNC_RETURN LR untracked, and pushes the ' +
+        'LR with post-increment',
+      () => {
+        const ce = between(rt, runtime.labels.CE!, runtime.labels.CX!);
+        assert.deepEqual(
+          ce.slice(0, 6).map((l) => l.mnemonic),
+          ['push', 'mrs', 'cpsid', 'add.w', 'cmp.w', 'bcc.w'],
+        );
+        assert.match(ce[1]!.operands, /ip, PRIMASK/);
+        // r3 = LR + 0x02000000 is below 0x01000000 only for 0xFExxxxxx (FNC_RETURN); EXC_RETURN is tracked.
+        assert.match(ce[3]!.operands, /r3, r1, #33554432/);
+        assert.match(ce[4]!.operands, /r3, #16777216/);
+        assert.ok(
+          ce.some((l) => l.mnemonic === 'str.w' && /r1, \[r3\], #4/.test(l.operands)),
+          ce.map((l) => l.text).join('\n'),
+        );
+        const cx = between(rt, runtime.labels.CX!, runtime.labels.ACC!);
+        assert.ok(
+          cx.some((l) => /^ldr/.test(l.mnemonic) && /lr, \[ip, #-4\]!/.test(l.operands)),
+          'pop of the real LR',
+        );
+        assert.ok(cx.some((l) => l.mnemonic === 'msr' && /PRIMASK, r3/.test(l.operands)));
+      },
+    );
 
     it('ACC subtracts down-counting SysTick values and masks to 24 bits; min/max use IT-predicated stores', () => {
       const acc = between(rt, runtime.labels.ACC!, runtime.address + runtime.bytes.length);
@@ -277,75 +288,82 @@ describe(
       assert.equal(acc.filter((l) => /^it$/.test(l.mnemonic)).length, 2);
     });
 
-    it('ticks_now: LDR.W pc, [pc] with the stub address | 1 as literal; the stub saves r0-r3 and reads SysTick CVR', () => {
-      const plan = planner.planFunction('ticks_now');
-      assert.ok(plan.ok);
-      const stub = g.buildStubs(
-        { kind: 'function', payload: 'software', record: cave + 2000, at: cave + 2200, entry: plan.entry },
-        runtime,
-        layout,
-      );
-      const patchBytes = g.encodePatch(plan.entry, stub.entry);
-      const patch = disassembleBytes(cmTc, patchBytes, plan.entry.address);
-      assert.equal(patch[0]!.mnemonic, 'ldr.w');
-      assert.match(patch[0]!.operands, /^pc, \[pc/);
-      const literalAt = (plan.entry.address + 4 + 3) & ~3;
-      assert.equal(Buffer.from(patchBytes).readUInt32LE(literalAt - plan.entry.address), (stub.entry | 1) >>> 0);
-      const lines = disassembleBytes(cmTc, stub.bytes, stub.address);
-      const entry = between(lines, stub.entry, stub.exit!);
-      // r0-r3, r12 and the flags are saved: a -fipa-ra caller may keep values there across the call.
-      assert.match(entry[0]!.text, /^(push(\.w)?|stmdb)\t(sp!, )?\{r0, r1, r2, r3, ip\}$/);
-      assert.match(entry[1]!.text, /^mrs\tr0, (APSR|CPSR)/);
-      assert.ok(entry.some((l) => l.text === 'mov\tr1, lr'));
-      // Raw bytes carry no M-profile attribute: objdump names APSR_nzcvqg with its A-profile alias CPSR_fs.
-      assert.ok(
-        entry.some((l) => /^msr\t(APSR_nzcvqg|CPSR_fs), r1$/.test(l.text)),
-        entry.map((l) => l.text).join('\n'),
-      );
-      const bl = entry.find((l) => l.mnemonic === 'bl')!;
-      assert.equal(addressOf(bl.operands), runtime.labels.CE);
-      const literals = Buffer.from(stub.bytes);
-      const words = new Set<number>();
-      for (let k = 0; k + 4 <= literals.length; k += 2) words.add(literals.readUInt32LE(k));
-      assert.ok(words.has(0xe000e018), 'SysTick CVR literal');
-      // The displaced bx lr leaves by itself: no jump back is needed after it.
-      assert.ok(!words.has((plan.entry.resume | 1) >>> 0), 'no jump back after a displaced return');
-      assert.ok(entry.some((l) => l.text === 'bx\tlr'));
-      const exit = between(lines, stub.exit!, stub.address + stub.bytes.length);
-      assert.match(
-        exit[0]!.text,
-        /^(push(\.w)?|stmdb)\t(sp!, )?\{r2, r3, ip\}$/,
-        'the exit gives r2, r3, r12 back too',
-      );
-      assert.deepEqual(
-        exit.slice(1, 3).map((l) => l.mnemonic),
-        ['ldr.w', 'ldr.w'],
-      );
-      assert.match(exit[2]!.operands, /ip, \[ip\]/);
-      assert.equal(hex(addressOf(exit.find((l) => l.mnemonic === 'b.w')!.operands)), hex(runtime.labels.CX!));
-    });
-
-    it('hash_finish: two literal loads move as address loads + LDR, and the stub jumps back through a literal with bit 0 set', () => {
-      const plan = planner.planFunction('hash_finish');
-      assert.ok(plan.ok, plan.ok ? '' : plan.reason);
-      const stub = g.buildStubs(
-        { kind: 'function', payload: 'software', record: cave + 2000, at: cave + 2200, entry: plan.entry },
-        runtime,
-        layout,
-      );
-      const lines = disassembleBytes(cmTc, stub.bytes, stub.address);
-      const entry = between(lines, stub.entry, stub.exit!);
-      const jump = entry.filter((l) => l.mnemonic === 'ldr.w' && /^pc, \[pc/.test(l.operands));
-      assert.equal(jump.length, 1, entry.map((l) => l.text).join('\n'));
-      const lit = addressOf(/@ \(?(0x[0-9a-f]+|[0-9a-f]+)/.exec(jump[0]!.comment)?.[1] ?? jump[0]!.comment);
-      const b = Buffer.from(stub.bytes);
-      assert.equal(b.readUInt32LE(lit - stub.address), (plan.entry.resume | 1) >>> 0);
-      for (const d of plan.entry.displaced.filter((x) => x.readsPc)) {
-        assert.ok(
-          entry.some((l) => l.mnemonic === 'movw'),
-          `literal load at ${hex(d.address)} rewritten with MOVW/MOVT`,
+    it(
+      'ticks_now: LDR.W pc, [pc] with the stub address | 1 as literal; the stub saves r0-r3 and ' + 'reads SysTick CVR',
+      () => {
+        const plan = planner.planFunction('ticks_now');
+        assert.ok(plan.ok);
+        const stub = g.buildStubs(
+          { kind: 'function', payload: 'software', record: cave + 2000, at: cave + 2200, entry: plan.entry },
+          runtime,
+          layout,
         );
-      }
-    });
+        const patchBytes = g.encodePatch(plan.entry, stub.entry);
+        const patch = disassembleBytes(cmTc, patchBytes, plan.entry.address);
+        assert.equal(patch[0]!.mnemonic, 'ldr.w');
+        assert.match(patch[0]!.operands, /^pc, \[pc/);
+        const literalAt = (plan.entry.address + 4 + 3) & ~3;
+        assert.equal(Buffer.from(patchBytes).readUInt32LE(literalAt - plan.entry.address), (stub.entry | 1) >>> 0);
+        const lines = disassembleBytes(cmTc, stub.bytes, stub.address);
+        const entry = between(lines, stub.entry, stub.exit!);
+        // r0-r3, r12 and the flags are saved: a -fipa-ra caller may keep values there across the call.
+        assert.match(entry[0]!.text, /^(push(\.w)?|stmdb)\t(sp!, )?\{r0, r1, r2, r3, ip\}$/);
+        assert.match(entry[1]!.text, /^mrs\tr0, (APSR|CPSR)/);
+        assert.ok(entry.some((l) => l.text === 'mov\tr1, lr'));
+        // Raw bytes carry no M-profile attribute: objdump names APSR_nzcvqg with its A-profile alias CPSR_fs.
+        assert.ok(
+          entry.some((l) => /^msr\t(APSR_nzcvqg|CPSR_fs), r1$/.test(l.text)),
+          entry.map((l) => l.text).join('\n'),
+        );
+        const bl = entry.find((l) => l.mnemonic === 'bl')!;
+        assert.equal(addressOf(bl.operands), runtime.labels.CE);
+        const literals = Buffer.from(stub.bytes);
+        const words = new Set<number>();
+        for (let k = 0; k + 4 <= literals.length; k += 2) words.add(literals.readUInt32LE(k));
+        assert.ok(words.has(0xe000e018), 'SysTick CVR literal');
+        // The displaced bx lr leaves by itself: no jump back is needed after it.
+        assert.ok(!words.has((plan.entry.resume | 1) >>> 0), 'no jump back after a displaced return');
+        assert.ok(entry.some((l) => l.text === 'bx\tlr'));
+        const exit = between(lines, stub.exit!, stub.address + stub.bytes.length);
+        assert.match(
+          exit[0]!.text,
+          /^(push(\.w)?|stmdb)\t(sp!, )?\{r2, r3, ip\}$/,
+          'the exit gives r2, r3, r12 back too',
+        );
+        assert.deepEqual(
+          exit.slice(1, 3).map((l) => l.mnemonic),
+          ['ldr.w', 'ldr.w'],
+        );
+        assert.match(exit[2]!.operands, /ip, \[ip\]/);
+        assert.equal(hex(addressOf(exit.find((l) => l.mnemonic === 'b.w')!.operands)), hex(runtime.labels.CX!));
+      },
+    );
+
+    it(
+      'hash_finish: two literal loads move as address loads + LDR, and the stub jumps back ' +
+        'through a literal with bit 0 set',
+      () => {
+        const plan = planner.planFunction('hash_finish');
+        assert.ok(plan.ok, plan.ok ? '' : plan.reason);
+        const stub = g.buildStubs(
+          { kind: 'function', payload: 'software', record: cave + 2000, at: cave + 2200, entry: plan.entry },
+          runtime,
+          layout,
+        );
+        const lines = disassembleBytes(cmTc, stub.bytes, stub.address);
+        const entry = between(lines, stub.entry, stub.exit!);
+        const jump = entry.filter((l) => l.mnemonic === 'ldr.w' && /^pc, \[pc/.test(l.operands));
+        assert.equal(jump.length, 1, entry.map((l) => l.text).join('\n'));
+        const lit = addressOf(/@ \(?(0x[0-9a-f]+|[0-9a-f]+)/.exec(jump[0]!.comment)?.[1] ?? jump[0]!.comment);
+        const b = Buffer.from(stub.bytes);
+        assert.equal(b.readUInt32LE(lit - stub.address), (plan.entry.resume | 1) >>> 0);
+        for (const d of plan.entry.displaced.filter((x) => x.readsPc)) {
+          assert.ok(
+            entry.some((l) => l.mnemonic === 'movw'),
+            `literal load at ${hex(d.address)} rewritten with MOVW/MOVT`,
+          );
+        }
+      },
+    );
   },
 );

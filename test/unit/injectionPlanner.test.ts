@@ -57,11 +57,8 @@ function objdumpBranchesInto(lines: ObjdumpLine[], start: number, end: number): 
 }
 
 function refused(r: unknown): InjectionRefusal {
-  assert.equal(
-    (r as { ok: boolean }).ok,
-    false,
-    `expected a refusal, got a plan: ${JSON.stringify(r, (_k, v) => (v instanceof Uint8Array ? undefined : v)).slice(0, 300)}`,
-  );
+  const plan = JSON.stringify(r, (_k, v) => (v instanceof Uint8Array ? undefined : v)).slice(0, 300);
+  assert.equal((r as { ok: boolean }).ok, false, `expected a refusal, got a plan: ${plan}`);
   return r as InjectionRefusal;
 }
 
@@ -116,25 +113,29 @@ describe(
       assert.match(r.reason, new RegExp(`mret at ${hex(mret.address)}`));
     });
 
-    it('refuses a patch whose bytes a loop branches into (8-byte auipc patch, cave beyond JAL range), naming the branch', () => {
-      const { planner, model } = setup(rvPath, rv32InjectionArch(), farCave);
-      const lines = readElfText(rv32Toolchain(), rvPath).lines;
-      let checked = 0;
-      for (const name of ['memcpy', 'histogram_fill', 'board_putc']) {
-        const fn = model.functionNamed(name)!;
-        const sources = objdumpBranchesInto(lines, fn.start, fn.start + 8);
-        assert.ok(sources.length > 0, `objdump shows a branch into the first 8 bytes of ${name}`);
-        const r = refused(planner.planFunction(name));
-        assert.equal(r.code, 'branchIntoPatch');
-        assert.ok(
-          sources.some((s) => r.reason.includes(`at ${hex(s)}`)),
-          r.reason,
-        );
-        assert.match(r.reason, /inside the 8 bytes the patch at/);
-        checked++;
-      }
-      assert.equal(checked, 3);
-    });
+    it(
+      'refuses a patch whose bytes a loop branches into (8-byte auipc patch, cave beyond JAL ' +
+        'range), naming the branch',
+      () => {
+        const { planner, model } = setup(rvPath, rv32InjectionArch(), farCave);
+        const lines = readElfText(rv32Toolchain(), rvPath).lines;
+        let checked = 0;
+        for (const name of ['memcpy', 'histogram_fill', 'board_putc']) {
+          const fn = model.functionNamed(name)!;
+          const sources = objdumpBranchesInto(lines, fn.start, fn.start + 8);
+          assert.ok(sources.length > 0, `objdump shows a branch into the first 8 bytes of ${name}`);
+          const r = refused(planner.planFunction(name));
+          assert.equal(r.code, 'branchIntoPatch');
+          assert.ok(
+            sources.some((s) => r.reason.includes(`at ${hex(s)}`)),
+            r.reason,
+          );
+          assert.match(r.reason, /inside the 8 bytes the patch at/);
+          checked++;
+        }
+        assert.equal(checked, 3);
+      },
+    );
 
     it('uses auipc t0 + jalr when the cave is beyond JAL and tp is not offered (t0 is dead at entry)', () => {
       const { planner } = setup(rvPath, rv32InjectionArch(), farCave);
@@ -143,26 +144,29 @@ describe(
       assert.deepEqual(plan.entry.shape, { kind: 'rvAuipc', length: 8, scratch: 5 });
     });
 
-    it('offers call-site instrumentation for a 2-byte function (idle_point) and plans it through the tp dispatcher', () => {
-      const { planner, model } = setup(rvCyclic, rv32InjectionArch(), tpCave);
-      const r = refused(planner.planFunction('idle_point'));
-      assert.equal(r.code, 'tooShort');
-      assert.match(r.reason, /needs 4 bytes .* only 2 byte/);
-      const listing = readElfText(rv32Toolchain(), rvCyclic).lines;
-      const fn = model.functionNamed('idle_point')!;
-      const calls = listing.filter(
-        (l) =>
-          /jal/.test(l.mnemonic) && !/^(c\.jr|jalr|c\.jalr)$/.test(l.mnemonic) && referencedAddress(l) === fn.start,
-      );
-      assert.ok(r.callSites, 'call sites offered');
-      assert.deepEqual(
-        r.callSites!.usable.map((s) => s.address),
-        calls.map((l) => l.address),
-      );
-      const plan = planner.planCallSites('idle_point');
-      assert.ok(plan.ok);
-      assert.equal(plan.sites[0]!.length, 2, 'c.jal: rewritten to c.jalr tp');
-    });
+    it(
+      'offers call-site instrumentation for a 2-byte function (idle_point) and plans it through ' + 'the tp dispatcher',
+      () => {
+        const { planner, model } = setup(rvCyclic, rv32InjectionArch(), tpCave);
+        const r = refused(planner.planFunction('idle_point'));
+        assert.equal(r.code, 'tooShort');
+        assert.match(r.reason, /needs 4 bytes .* only 2 byte/);
+        const listing = readElfText(rv32Toolchain(), rvCyclic).lines;
+        const fn = model.functionNamed('idle_point')!;
+        const calls = listing.filter(
+          (l) =>
+            /jal/.test(l.mnemonic) && !/^(c\.jr|jalr|c\.jalr)$/.test(l.mnemonic) && referencedAddress(l) === fn.start,
+        );
+        assert.ok(r.callSites, 'call sites offered');
+        assert.deepEqual(
+          r.callSites!.usable.map((s) => s.address),
+          calls.map((l) => l.address),
+        );
+        const plan = planner.planCallSites('idle_point');
+        assert.ok(plan.ok);
+        assert.equal(plan.sites[0]!.length, 2, 'c.jal: rewritten to c.jalr tp');
+      },
+    );
 
     it('without tp a 2-byte c.jal site is missed and the reason says why', () => {
       const { planner } = setup(rvCyclic, rv32InjectionArch(), farCave);
@@ -170,20 +174,24 @@ describe(
       assert.match(r.reason, /c\.jal .*\+\/-2 KiB/);
     });
 
-    it('checks a region against its CFG: the marked fir_filter loop body is fine; from the entry, the early return escapes', () => {
-      const { planner, elf, model } = setup(rvPath, rv32InjectionArch(), tpCave);
-      const dsp = `${fixturesDir}/src/dsp.c`;
-      const start = elf.lineTable.addressesForLine(dsp, markerLine(dsp, '#REGION_START'))[0]!;
-      const end = elf.lineTable.addressesForLine(dsp, markerLine(dsp, '#REGION_END'))[0]!;
-      const plan = planner.planRegion(start, end);
-      assert.ok(plan.ok, plan.ok ? '' : plan.reason);
-      const fn = model.functionNamed('fir_filter')!;
-      const r = refused(planner.planRegion(fn.start, end));
-      assert.equal(r.code, 'regionPaths');
-      assert.match(r.reason, /Not every path .* returns without passing it/);
-      const r2 = refused(planner.planRegion(start, model.functionNamed('clamp_s16')!.start));
-      assert.match(r2.reason, /same function/);
-    });
+    it(
+      'checks a region against its CFG: the marked fir_filter loop body is fine; from the entry, ' +
+        'the early return escapes',
+      () => {
+        const { planner, elf, model } = setup(rvPath, rv32InjectionArch(), tpCave);
+        const dsp = `${fixturesDir}/src/dsp.c`;
+        const start = elf.lineTable.addressesForLine(dsp, markerLine(dsp, '#REGION_START'))[0]!;
+        const end = elf.lineTable.addressesForLine(dsp, markerLine(dsp, '#REGION_END'))[0]!;
+        const plan = planner.planRegion(start, end);
+        assert.ok(plan.ok, plan.ok ? '' : plan.reason);
+        const fn = model.functionNamed('fir_filter')!;
+        const r = refused(planner.planRegion(fn.start, end));
+        assert.equal(r.code, 'regionPaths');
+        assert.match(r.reason, /Not every path .* returns without passing it/);
+        const r2 = refused(planner.planRegion(start, model.functionNamed('clamp_s16')!.start));
+        assert.match(r2.reason, /same function/);
+      },
+    );
 
     it('liveness: at the fir_filter loop head the saved registers are live and the temporaries dead', () => {
       const { model, elf } = setup(rvPath, rv32InjectionArch(), tpCave);
@@ -224,18 +232,22 @@ describe(
       for (const target of t.targets) assert.ok(starts.has(target), `${hex(target)} is an instruction`);
     });
 
-    it('moves an IT block the patch cuts whole (select_max: cmp; it lt ... with a 4-byte B.W): the stub resumes after its last member', () => {
-      const { planner, model } = setup(cmPath, thumbInjectionArch(), nearCave);
-      const plan = planner.planFunction('select_max');
-      assert.ok(plan.ok && plan.kind === 'function', JSON.stringify(plan));
-      const insns = model.functionNamed('select_max')!.instructions;
-      const itIndex = insns.findIndex((i) => i.kind === 'it');
-      const it = insns[itIndex]!;
-      const lastMember = insns[itIndex + it.itCount!]!;
-      assert.ok(it.address < plan.entry.address + 4, 'the IT lies inside the 4 patched bytes');
-      assert.ok(plan.entry.displaced.includes(lastMember), 'every predicated member is displaced with it');
-      assert.equal(plan.entry.resume, lastMember.address + lastMember.length);
-    });
+    it(
+      'moves an IT block the patch cuts whole (select_max: cmp; it lt ... with a 4-byte B.W): the ' +
+        'stub resumes after its last member',
+      () => {
+        const { planner, model } = setup(cmPath, thumbInjectionArch(), nearCave);
+        const plan = planner.planFunction('select_max');
+        assert.ok(plan.ok && plan.kind === 'function', JSON.stringify(plan));
+        const insns = model.functionNamed('select_max')!.instructions;
+        const itIndex = insns.findIndex((i) => i.kind === 'it');
+        const it = insns[itIndex]!;
+        const lastMember = insns[itIndex + it.itCount!]!;
+        assert.ok(it.address < plan.entry.address + 4, 'the IT lies inside the 4 patched bytes');
+        assert.ok(plan.entry.displaced.includes(lastMember), 'every predicated member is displaced with it');
+        assert.equal(plan.entry.resume, lastMember.address + lastMember.length);
+      },
+    );
 
     it('refuses a patch that starts inside an IT block (a region from a predicated instruction)', () => {
       const { planner, model } = setup(cmPath, thumbInjectionArch(), nearCave);
@@ -283,17 +295,21 @@ describe(
       }
     });
 
-    it('plans the literal-load entry of ticks_now (LDR pc-relative) and keeps the dead NOP after bx out of the move', () => {
-      const { planner } = setup(cmPath, thumbInjectionArch(), farCave);
-      const plan = planner.planFunction('ticks_now');
-      assert.ok(plan.ok, plan.ok ? '' : plan.reason);
-      assert.equal(plan.entry.shape.kind, 'thumbLdrPc');
-      const d = plan.entry.displaced;
-      assert.equal(d.length, 4);
-      assert.ok(d[0]!.readsPc && d[0]!.target !== undefined, 'a literal load first');
-      assert.equal(d[2]!.kind, 'return');
-      assert.equal(d[3]!.mnemonic, 'nop');
-    });
+    it(
+      'plans the literal-load entry of ticks_now (LDR pc-relative) and keeps the dead NOP after ' +
+        'bx out of the move',
+      () => {
+        const { planner } = setup(cmPath, thumbInjectionArch(), farCave);
+        const plan = planner.planFunction('ticks_now');
+        assert.ok(plan.ok, plan.ok ? '' : plan.reason);
+        assert.equal(plan.entry.shape.kind, 'thumbLdrPc');
+        const d = plan.entry.displaced;
+        assert.equal(d.length, 4);
+        assert.ok(d[0]!.readsPc && d[0]!.target !== undefined, 'a literal load first');
+        assert.equal(d[2]!.kind, 'return');
+        assert.equal(d[3]!.mnemonic, 'nop');
+      },
+    );
 
     it('instruments most functions even with the far cave', () => {
       const { model, planner } = setup(cmPath, thumbInjectionArch(), farCave);

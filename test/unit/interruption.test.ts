@@ -16,7 +16,8 @@ test('an interrupted analysis names the error, what ended the session and where 
   assert.deepEqual(interruptedAnalysisLines({ ...base, resumeHint: 'same-command' }), [
     'the debug session has ended',
     `the debug session ended in the middle of the analysis: ${died}`,
-    '3 finished run(s) (5 result set(s) in all) are saved in out.json; continue with the same command and --resume out.json',
+    '3 finished run(s) (5 result set(s) in all) are saved in out.json; continue with the same ' +
+      'command and --resume out.json',
   ]);
   assert.match(
     interruptedAnalysisLines({ ...base, resumeHint: 'command-line' })[2]!,

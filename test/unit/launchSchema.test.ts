@@ -110,12 +110,14 @@ function checkObject(fields: readonly Field[], schema: JsonSchema, where: string
     const p = props[f.name];
     assert.ok(
       p,
-      `${where}: package.json has no "${f.name}", which common/launchArgs.ts declares; add it to configurationAttributes`,
+      `${where}: package.json has no "${f.name}", which common/launchArgs.ts declares; add it to ` +
+        `configurationAttributes`,
     );
     for (const t of schemaTypes(p)) {
       assert.ok(
         f.jsonTypes.has(t),
-        `${where}.${f.name}: package.json allows JSON type "${t}", the TypeScript type allows ${[...f.jsonTypes].join('/')}`,
+        `${where}.${f.name}: package.json allows JSON type "${t}", ` +
+          `the TypeScript type allows ${[...f.jsonTypes].join('/')}`,
       );
     }
     assert.ok(p.description, `${where}.${f.name}: package.json has no description (IntelliSense shows it)`);
@@ -127,7 +129,8 @@ function checkObject(fields: readonly Field[], schema: JsonSchema, where: string
       assert.equal(
         required,
         !f.optional,
-        `${where}.${f.name}: ${f.optional ? 'optional' : 'required'} in common/launchArgs.ts but ${required ? 'required' : 'optional'} in package.json`,
+        `${where}.${f.name}: ${f.optional ? 'optional' : 'required'} in common/launchArgs.ts but ` +
+          `${required ? 'required' : 'optional'} in package.json`,
       );
     }
   }

@@ -100,44 +100,47 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
     }
   });
 
-  it('a full profile on three workers: the same batches and values, result sets in plan order, runs at once', async () => {
-    for (const seed of SEEDS) {
-      const p = randomProgram(seed);
-      const sequential = await runFullProfile(p.graph, new FakeMeasurer(2, p.values, p.total), {
-        engine,
-        metric: share,
-      });
-      const workers = ['w1', 'w2', 'w3'].map((n) => new Worker(n, 2, p.values, p.total));
-      Worker.maxInFlight = 0;
-      const progress: { run: number; worker?: number }[] = [];
-      const parallel = await runFullProfile(p.graph, poolOf(workers), {
-        engine,
-        metric: share,
-        onProgress: (x) => progress.push(x),
-      });
-      assert.deepEqual(parallel.batches, sequential.batches, `seed ${seed}`);
-      assert.deepEqual(
-        parallel.resultSets.map((rs) => rs.measurements.map((m) => m.name)),
-        sequential.batches,
-      );
-      assert.deepEqual(parallel.outcomes, sequential.outcomes);
-      assert.equal(parallel.runs, sequential.runs);
-      assert.deepEqual(
-        progress.map((x) => x.run),
-        sequential.batches.map((_, i) => i + 1),
-      );
-      // Every batch ran exactly once, spread over the workers, and more than one at a time.
-      assert.deepEqual(workers.flatMap((w) => w.batches).sort(), [...sequential.batches].sort());
-      if (sequential.batches.length > 2) {
-        assert.ok(Worker.maxInFlight > 1, `seed ${seed}: runs went one at a time`);
-        assert.ok(workers.filter((w) => w.batches.length > 0).length > 1, 'one worker did everything');
-        assert.ok(
-          progress.every((x) => x.worker !== undefined && x.worker >= 1 && x.worker <= 3),
-          'progress names the worker',
+  it(
+    'a full profile on three workers: the same batches and values, result sets in plan order, ' + 'runs at once',
+    async () => {
+      for (const seed of SEEDS) {
+        const p = randomProgram(seed);
+        const sequential = await runFullProfile(p.graph, new FakeMeasurer(2, p.values, p.total), {
+          engine,
+          metric: share,
+        });
+        const workers = ['w1', 'w2', 'w3'].map((n) => new Worker(n, 2, p.values, p.total));
+        Worker.maxInFlight = 0;
+        const progress: { run: number; worker?: number }[] = [];
+        const parallel = await runFullProfile(p.graph, poolOf(workers), {
+          engine,
+          metric: share,
+          onProgress: (x) => progress.push(x),
+        });
+        assert.deepEqual(parallel.batches, sequential.batches, `seed ${seed}`);
+        assert.deepEqual(
+          parallel.resultSets.map((rs) => rs.measurements.map((m) => m.name)),
+          sequential.batches,
         );
+        assert.deepEqual(parallel.outcomes, sequential.outcomes);
+        assert.equal(parallel.runs, sequential.runs);
+        assert.deepEqual(
+          progress.map((x) => x.run),
+          sequential.batches.map((_, i) => i + 1),
+        );
+        // Every batch ran exactly once, spread over the workers, and more than one at a time.
+        assert.deepEqual(workers.flatMap((w) => w.batches).sort(), [...sequential.batches].sort());
+        if (sequential.batches.length > 2) {
+          assert.ok(Worker.maxInFlight > 1, `seed ${seed}: runs went one at a time`);
+          assert.ok(workers.filter((w) => w.batches.length > 0).length > 1, 'one worker did everything');
+          assert.ok(
+            progress.every((x) => x.worker !== undefined && x.worker >= 1 && x.worker <= 3),
+            'progress names the worker',
+          );
+        }
       }
-    }
-  });
+    },
+  );
 
   it('a descent on three workers: every measured value equals the sequential one, nothing hot is lost', async () => {
     let parallelSteps = 0;
@@ -163,31 +166,37 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
     assert.ok(parallelSteps > 0, 'no descent used more than one worker');
   });
 
-  it('cancellation stops every worker: no run starts after the abort, finished runs are kept in plan order', async () => {
-    const p = randomProgram(27);
-    const workers = ['w1', 'w2'].map((n) => new Worker(n, 1, p.values, p.total));
-    const controller = new AbortController();
-    let started = 0;
-    let startedAfterAbort = 0;
-    for (const w of workers)
-      w.onStart = () => {
-        if (controller.signal.aborted) startedAfterAbort++;
-        if (++started === 4) controller.abort();
-      };
-    const r = await runFullProfile(p.graph, poolOf(workers), { engine, metric: share, signal: controller.signal });
-    assert.equal(r.cancelled, true);
-    assert.equal(startedAfterAbort, 0);
-    assert.equal(started, 4);
-    assert.ok(r.batches.length <= 4);
-    const sequential = await runFullProfile(p.graph, new FakeMeasurer(1, p.values, p.total), { engine, metric: share });
-    // Whatever finished is there, in the order of the plan.
-    const index = (b: string[]): number => sequential.batches.findIndex((s) => s.join() === b.join());
-    const at = r.batches.map(index);
-    assert.deepEqual(
-      at,
-      [...at].sort((a, b) => a - b),
-    );
-  });
+  it(
+    'cancellation stops every worker: no run starts after the abort, finished runs are kept in ' + 'plan order',
+    async () => {
+      const p = randomProgram(27);
+      const workers = ['w1', 'w2'].map((n) => new Worker(n, 1, p.values, p.total));
+      const controller = new AbortController();
+      let started = 0;
+      let startedAfterAbort = 0;
+      for (const w of workers)
+        w.onStart = () => {
+          if (controller.signal.aborted) startedAfterAbort++;
+          if (++started === 4) controller.abort();
+        };
+      const r = await runFullProfile(p.graph, poolOf(workers), { engine, metric: share, signal: controller.signal });
+      assert.equal(r.cancelled, true);
+      assert.equal(startedAfterAbort, 0);
+      assert.equal(started, 4);
+      assert.ok(r.batches.length <= 4);
+      const sequential = await runFullProfile(p.graph, new FakeMeasurer(1, p.values, p.total), {
+        engine,
+        metric: share,
+      });
+      // Whatever finished is there, in the order of the plan.
+      const index = (b: string[]): number => sequential.batches.findIndex((s) => s.join() === b.join());
+      const at = r.batches.map(index);
+      assert.deepEqual(
+        at,
+        [...at].sort((a, b) => a - b),
+      );
+    },
+  );
 
   it('a worker that dies fails the analysis with its name, and the others take no new batch', async () => {
     const p = randomProgram(40);
@@ -269,37 +278,41 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
     assert.equal(starts, 0, 'one batch holds every function: no extra worker');
   });
 
-  it('a descent whose counting run leaves more than one run of work starts its workers at once, and one with less none', async () => {
-    const p = randomProgram(5);
-    const started = (slots: number): Promise<{ starts: number[]; beforeFirstRun: number }> => {
-      const starts: number[] = [];
-      let beforeFirstRun = -1;
-      const primary = new FakeMeasurer(slots, p.values, p.total);
-      primary.counts = p.executed;
-      primary.onMeasure = () => {
-        if (beforeFirstRun < 0) beforeFirstRun = starts.length;
+  it(
+    'a descent whose counting run leaves more than one run of work starts its workers at once, ' +
+      'and one with less none',
+    async () => {
+      const p = randomProgram(5);
+      const started = (slots: number): Promise<{ starts: number[]; beforeFirstRun: number }> => {
+        const starts: number[] = [];
+        let beforeFirstRun = -1;
+        const primary = new FakeMeasurer(slots, p.values, p.total);
+        primary.counts = p.executed;
+        primary.onMeasure = () => {
+          if (beforeFirstRun < 0) beforeFirstRun = starts.length;
+        };
+        const pool = new MeasurerPool(primary, {
+          jobs: 3,
+          startWorker: (i) => {
+            starts.push(i);
+            const w = new FakeMeasurer(slots, p.values, p.total);
+            return Promise.resolve(w);
+          },
+        });
+        return runDescent(p.counted, pool, { engine, metric: share, threshold: 0.01, roots: p.roots }).then(() => ({
+          starts,
+          beforeFirstRun,
+        }));
       };
-      const pool = new MeasurerPool(primary, {
-        jobs: 3,
-        startWorker: (i) => {
-          starts.push(i);
-          const w = new FakeMeasurer(slots, p.values, p.total);
-          return Promise.resolve(w);
-        },
-      });
-      return runDescent(p.counted, pool, { engine, metric: share, threshold: 0.01, roots: p.roots }).then(() => ({
-        starts,
-        beforeFirstRun,
-      }));
-    };
-    const ran = p.executed.functions.length;
-    const busy = await started(1);
-    assert.ok(ran > 1, `${ran} functions ran`);
-    assert.deepEqual(busy.starts.slice(0, 2), [1, 2], 'both extra workers are started');
-    assert.equal(busy.beforeFirstRun, 2, 'before the first run');
-    const idle = await started(1000);
-    assert.deepEqual(idle.starts, [], 'one run holds every open function: no extra worker');
-  });
+      const ran = p.executed.functions.length;
+      const busy = await started(1);
+      assert.ok(ran > 1, `${ran} functions ran`);
+      assert.deepEqual(busy.starts.slice(0, 2), [1, 2], 'both extra workers are started');
+      assert.equal(busy.beforeFirstRun, 2, 'before the first run');
+      const idle = await started(1000);
+      assert.deepEqual(idle.starts, [], 'one run holds every open function: no extra worker');
+    },
+  );
 });
 
 describe('how many jobs', () => {
@@ -310,20 +323,24 @@ describe('how many jobs', () => {
     assert.ok(decideJobs(undefined, qemu).jobs >= 1);
     assert.equal(decideJobs(0, qemu, 1).jobs, 1);
   });
-  it('one real target, an attached session, QEMU without icount or a cyclic program: one job, and why when more were asked for', () => {
-    const openocd = decideJobs(4, { request: 'launch', server: { type: 'openocd' } });
-    assert.equal(openocd.jobs, 1);
-    assert.match(openocd.note!, /openocd, one real target/);
-    assert.match(decideJobs(2, { request: 'launch', server: { type: 'remote' } }).note!, /remote/);
-    assert.match(decideJobs(2, { request: 'launch', server: { type: 'qemu', icount: null } }).note!, /icount/);
-    assert.match(decideJobs(2, { ...qemu, request: 'attach' }).note!, /attached/);
-    assert.match(decideJobs(2, { ...qemu, cyclic: true }).note!, /cyclic/);
-    assert.deepEqual(
-      decideJobs(undefined, { request: 'launch', server: { type: 'openocd' } }),
-      { jobs: 1 },
-      'no note when nothing was asked for',
-    );
-  });
+  it(
+    'one real target, an attached session, QEMU without icount or a cyclic program: one job, ' +
+      'and why when more were asked for',
+    () => {
+      const openocd = decideJobs(4, { request: 'launch', server: { type: 'openocd' } });
+      assert.equal(openocd.jobs, 1);
+      assert.match(openocd.note!, /openocd, one real target/);
+      assert.match(decideJobs(2, { request: 'launch', server: { type: 'remote' } }).note!, /remote/);
+      assert.match(decideJobs(2, { request: 'launch', server: { type: 'qemu', icount: null } }).note!, /icount/);
+      assert.match(decideJobs(2, { ...qemu, request: 'attach' }).note!, /attached/);
+      assert.match(decideJobs(2, { ...qemu, cyclic: true }).note!, /cyclic/);
+      assert.deepEqual(
+        decideJobs(undefined, { request: 'launch', server: { type: 'openocd' } }),
+        { jobs: 1 },
+        'no note when nothing was asked for',
+      );
+    },
+  );
   it('--jobs takes a whole number >= 1, for descent and profile', () => {
     const ok = parseArgs(['profile', '--config', 'l.json', '--name', 'x', '--jobs', '2']);
     assert.equal(ok.kind === 'run' && ok.command.jobs, 2);

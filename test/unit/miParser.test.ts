@@ -20,7 +20,8 @@ const miShapeErrorFor =
 describe('GDB/MI parser', () => {
   it('parses a result record with token, tuple and list of results', () => {
     const r = parseMiLine(
-      '12^done,stack=[frame={level="0",addr="0x800006b0",func="summarise_window",file="src/dsp.c",line="128"},frame={level="1",addr="0x80000734",func="analyse_samples"}]',
+      '12^done,stack=[frame={level="0",addr="0x800006b0",func="summarise_window",file="src/dsp.c"' +
+        ',line="128"},frame={level="1",addr="0x80000734",func="analyse_samples"}]',
     );
     assert.equal(r.type, 'result');
     if (r.type !== 'result') return;
@@ -35,7 +36,8 @@ describe('GDB/MI parser', () => {
 
   it('parses exec, status and notify async records', () => {
     const stopped = parseMiLine(
-      '*stopped,reason="breakpoint-hit",disp="keep",bkptno="2",frame={addr="0x1a2",func="main",args=[]},thread-id="1",stopped-threads="all"',
+      '*stopped,reason="breakpoint-hit",disp="keep",bkptno="2",frame={addr="0x1a2",func="main",ar' +
+        'gs=[]},thread-id="1",stopped-threads="all"',
     );
     assert.equal(stopped.type, 'exec');
     if (stopped.type === 'exec') {

@@ -56,7 +56,8 @@ function program(fns: Record<string, FnSpec>): Program {
 }
 
 function traceLine(pc: number): string {
-  return `Trace 0: 0x7f3a5c0${(pc & 0xfff).toString(16).padStart(3, '0')}0 [00000000/${pc.toString(16).padStart(8, '0')}/00109003/ff020201] sym`;
+  const tbLow = (pc & 0xfff).toString(16).padStart(3, '0');
+  return `Trace 0: 0x7f3a5c0${tbLow}0 [00000000/${pc.toString(16).padStart(8, '0')}/00109003/ff020201] sym`;
 }
 
 /** Runs a trace through the real log parser (in uneven chunks) and the analyser. */

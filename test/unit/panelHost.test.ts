@@ -27,7 +27,9 @@ describe('profile panel page', () => {
     const csp = panelCsp(resources);
     assert.equal(
       csp,
-      "default-src 'none'; script-src 'nonce-N0nce' 'wasm-unsafe-eval'; style-src https://res.example; img-src https://res.example; font-src https://res.example; connect-src https://res.example; worker-src blob:",
+      "default-src 'none'; script-src 'nonce-N0nce' 'wasm-unsafe-eval'; style-src " +
+        'https://res.example; img-src https://res.example; font-src https://res.example; ' +
+        'connect-src https://res.example; worker-src blob:',
     );
     assert.ok(!/unsafe-inline|'unsafe-eval'/.test(csp));
   });

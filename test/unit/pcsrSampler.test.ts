@@ -28,7 +28,8 @@ describe('DWT_PCSR bursts: the Tcl script', () => {
     assert.equal(
       plan.script,
       'list [read_memory 0xe000101c 32 1] [read_memory 0xe0001000 32 1; read_memory 0xe000101c 32 1] ' +
-        '[read_memory 0xe0001000 32 1; read_memory 0xe0001000 32 1; read_memory 0xe000101c 32 1] [read_memory 0xe0001000 32 1; read_memory 0xe000101c 32 1]',
+        ('[read_memory 0xe0001000 32 1; read_memory 0xe0001000 32 1; read_memory 0xe000101c 32 1] ' +
+          '[read_memory 0xe0001000 32 1; read_memory 0xe000101c 32 1]'),
     );
   });
 
@@ -49,27 +50,30 @@ describe('DWT_PCSR bursts: the reply', () => {
     assert.deepEqual(parseBurstReply('16 18', 2), [16, 18]);
   });
 
-  test('a list of another length, a nested list or a word that is no 32-bit number is an error quoting the reply', () => {
-    const cases: Array<[string, number]> = [
-      ['0x10 0x12', 3],
-      ['', 1],
-      ['{0x10 0x12}', 2],
-      ['0x1ffffffff', 1],
-      ['0x10 zz', 2],
-      ['read_memory: failed to read memory', 5],
-    ];
-    for (const [reply, n] of cases) {
-      assert.throws(
-        () => parseBurstReply(reply, n),
-        (e: unknown) =>
-          e instanceof CycleLensError &&
-          e.code === ErrorCode.TclError &&
-          e.message.includes(`'${reply}'`) &&
-          e.message.includes(`list of ${n} 32-bit numbers`),
-        reply,
-      );
-    }
-  });
+  test(
+    'a list of another length, a nested list or a word that is no 32-bit number is an error ' + 'quoting the reply',
+    () => {
+      const cases: Array<[string, number]> = [
+        ['0x10 0x12', 3],
+        ['', 1],
+        ['{0x10 0x12}', 2],
+        ['0x1ffffffff', 1],
+        ['0x10 zz', 2],
+        ['read_memory: failed to read memory', 5],
+      ];
+      for (const [reply, n] of cases) {
+        assert.throws(
+          () => parseBurstReply(reply, n),
+          (e: unknown) =>
+            e instanceof CycleLensError &&
+            e.code === ErrorCode.TclError &&
+            e.message.includes(`'${reply}'`) &&
+            e.message.includes(`list of ${n} 32-bit numbers`),
+          reply,
+        );
+      }
+    },
+  );
 
   test('0xFFFFFFFF (core asleep or halted) is counted apart and never as an address', () => {
     assert.deepEqual(tallyBurst([0x100, 0xffffffff, 0x102, 0xffffffff]), {

@@ -165,24 +165,29 @@ describe('profile exports read by their consumers', () => {
   });
 
   for (const target of ['rv32', 'cortex-m4'] as const) {
-    it(`gmon.out: ${target} gprof prints the model’s self values and call counts against the fixture ELF, and the importer reads it back`, () => {
-      const elf = fixtureElf(target, 'singlepass');
-      const prefix = target === 'rv32' ? 'riscv64-unknown-elf-' : 'arm-none-eabi-';
-      const symbols = elfFunctionSymbols(`${prefix}nm`, elf);
-      const at = sampleAddresses(symbols);
-      const file = join(dir, `${target}.gmon.out`);
-      writeFileSync(file, exportFormat('gmon')!.write(sampleProfile(at, elf)));
-      const flat = gprofFlat(`${prefix}gprof`, elf, file);
-      for (const n of names) assert.equal(flat.get(n)?.self, expected.self[n], `${n} self`);
-      for (const [n, c] of Object.entries(expected.calls)) assert.equal(flat.get(n)?.calls, c, `${n} calls`);
-      const back = functionsByName(importGmon(readFileSync(file), { symbols, file }));
-      for (const n of names) {
-        assert.equal(back.get(n)?.self?.value, expected.self[n], `${n} self read back`);
-        assert.equal(back.get(n)?.inclusive?.value, expected.inclusive[n], `${n} inclusive read back`);
-      }
-      for (const [n, c] of Object.entries(expected.calls)) assert.equal(back.get(n)?.calls, c, `${n} calls read back`);
-      assert.equal(back.get('main')?.address, at.main.address);
-    });
+    it(
+      `gmon.out: ${target} gprof prints the model’s self values and call counts against the ` +
+        `fixture ELF, and the importer reads it back`,
+      () => {
+        const elf = fixtureElf(target, 'singlepass');
+        const prefix = target === 'rv32' ? 'riscv64-unknown-elf-' : 'arm-none-eabi-';
+        const symbols = elfFunctionSymbols(`${prefix}nm`, elf);
+        const at = sampleAddresses(symbols);
+        const file = join(dir, `${target}.gmon.out`);
+        writeFileSync(file, exportFormat('gmon')!.write(sampleProfile(at, elf)));
+        const flat = gprofFlat(`${prefix}gprof`, elf, file);
+        for (const n of names) assert.equal(flat.get(n)?.self, expected.self[n], `${n} self`);
+        for (const [n, c] of Object.entries(expected.calls)) assert.equal(flat.get(n)?.calls, c, `${n} calls`);
+        const back = functionsByName(importGmon(readFileSync(file), { symbols, file }));
+        for (const n of names) {
+          assert.equal(back.get(n)?.self?.value, expected.self[n], `${n} self read back`);
+          assert.equal(back.get(n)?.inclusive?.value, expected.inclusive[n], `${n} inclusive read back`);
+        }
+        for (const [n, c] of Object.entries(expected.calls))
+          assert.equal(back.get(n)?.calls, c, `${n} calls read back`);
+        assert.equal(back.get('main')?.address, at.main.address);
+      },
+    );
   }
 
   it('gmon.out: a self value above a 16-bit bin is written as several records that gprof adds up', () => {

@@ -55,17 +55,21 @@ describe(
       );
     });
 
-    it("an indirect call reaches only functions whose address the program holds: newlib's locks are called directly only", () => {
-      const elf = ElfImage.loadSync(sorting);
-      const model = new ProgramModel(elf, thumbInjectionArch());
-      const planner = new InjectionPlanner(model, thumbInjectionArch(), { start: 0x00100000, size: 4096 });
-      const direct = planner.planCallSites('__malloc_lock');
-      assert.ok(direct.ok, JSON.stringify(direct));
-      assert.deepEqual(
-        direct.warnings.filter((w) => w.code === 'indirectCallsMissed'),
-        [],
-        'nothing holds the address of __malloc_lock',
-      );
-    });
+    it(
+      "an indirect call reaches only functions whose address the program holds: newlib's locks " +
+        'are called directly only',
+      () => {
+        const elf = ElfImage.loadSync(sorting);
+        const model = new ProgramModel(elf, thumbInjectionArch());
+        const planner = new InjectionPlanner(model, thumbInjectionArch(), { start: 0x00100000, size: 4096 });
+        const direct = planner.planCallSites('__malloc_lock');
+        assert.ok(direct.ok, JSON.stringify(direct));
+        assert.deepEqual(
+          direct.warnings.filter((w) => w.code === 'indirectCallsMissed'),
+          [],
+          'nothing holds the address of __malloc_lock',
+        );
+      },
+    );
   },
 );

@@ -163,7 +163,8 @@ describe('QEMU monitor replies', () => {
     const rv = stripEcho('i\x1b[K\x1b[Dinfo registers\x1b[K\r\npc       80000e40\r\nmhartid  00000000\r\n');
     assert.equal(pcFromMonitorRegisters('riscv', rv), 0x80000e40);
     const arm = stripEcho(
-      'info registers\r\nR00=00000001 R01=00000002 R02=00000003 R03=00000004\r\nR12=00000000 R13=200047d8 R14=fffffff9 R15=000004b2\r\nXPSR=61000000 -ZC- T handler\r\n',
+      'info registers\r\nR00=00000001 R01=00000002 R02=00000003 R03=00000004\r\nR12=00000000 ' +
+        'R13=200047d8 R14=fffffff9 R15=000004b2\r\nXPSR=61000000 -ZC- T handler\r\n',
     );
     assert.equal(pcFromMonitorRegisters('cortex-m', arm), 0x4b2);
     assert.equal(pcFromMonitorRegisters('riscv', 'unknown command\n'), undefined);

@@ -45,19 +45,22 @@ function dynamic(graph: CallGraphResponse = program): CallGraphDocument {
 }
 
 describe('saved call graphs', () => {
-  it('puts the recorded counts on the static graph, keeps every static edge and adds the edges only the run showed', () => {
-    const g = withCallCounts(program, dynamic(), 'calls.json');
-    assert.deepEqual(
-      g.edges.map((e) => [e.caller, e.callee, e.count]),
-      [
-        ['main', 'work', 12],
-        ['main', 'unused', 0],
-        ['main', 'handler', 3],
-      ],
-    );
-    assert.deepEqual(g.indirectCallers, ['main'], 'the static graph decides the bounds: indirect callers stay');
-    assert.deepEqual(g.interrupts, dynamic().interrupts);
-  });
+  it(
+    'puts the recorded counts on the static graph, keeps every static edge and adds the edges ' + 'only the run showed',
+    () => {
+      const g = withCallCounts(program, dynamic(), 'calls.json');
+      assert.deepEqual(
+        g.edges.map((e) => [e.caller, e.callee, e.count]),
+        [
+          ['main', 'work', 12],
+          ['main', 'unused', 0],
+          ['main', 'handler', 3],
+        ],
+      );
+      assert.deepEqual(g.indirectCallers, ['main'], 'the static graph decides the bounds: indirect callers stay');
+      assert.deepEqual(g.interrupts, dynamic().interrupts);
+    },
+  );
 
   it('refuses a graph of another build, and a static one, saying how to record it again', () => {
     const moved = {

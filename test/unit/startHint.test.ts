@@ -74,31 +74,35 @@ describe('the start hint', () => {
     ]);
   });
 
-  it('remembers what a launch started under the hint and reads it back; another hint, none, or no cache finds nothing', () => {
-    const cache = newDir();
-    const env = adapterStartEnv({ executable: '/x/a.elf' });
-    assert.equal(savedStartPlan(env, cache), undefined);
-    rememberStart({ qemu: command }, env, cache);
-    assert.deepEqual(savedStartPlan(env, cache), { qemu: command });
-    rememberStart({ gdb: '/usr/bin/gdb-multiarch' }, env, cache);
-    assert.deepEqual(
-      savedStartPlan(env, cache),
-      { qemu: command, gdb: '/usr/bin/gdb-multiarch' },
-      'the parts are added to each other',
-    );
-    assert.equal(savedStartPlan(adapterStartEnv({ executable: '/x/b.elf' }), cache), undefined);
-    assert.equal(savedStartPlan({}, cache), undefined);
-    assert.equal(savedStartPlan(env, undefined), undefined);
-    assert.equal(
-      savedStartPlan({ [START_HINT_VAR]: '../../etc/passwd' }, cache),
-      undefined,
-      'a hint is a key, never a path',
-    );
-    assert.deepEqual(
-      readdirSync(cache).filter((f) => f.includes('partial')),
-      [],
-    );
-  });
+  it(
+    'remembers what a launch started under the hint and reads it back; another hint, none, or ' +
+      'no cache finds nothing',
+    () => {
+      const cache = newDir();
+      const env = adapterStartEnv({ executable: '/x/a.elf' });
+      assert.equal(savedStartPlan(env, cache), undefined);
+      rememberStart({ qemu: command }, env, cache);
+      assert.deepEqual(savedStartPlan(env, cache), { qemu: command });
+      rememberStart({ gdb: '/usr/bin/gdb-multiarch' }, env, cache);
+      assert.deepEqual(
+        savedStartPlan(env, cache),
+        { qemu: command, gdb: '/usr/bin/gdb-multiarch' },
+        'the parts are added to each other',
+      );
+      assert.equal(savedStartPlan(adapterStartEnv({ executable: '/x/b.elf' }), cache), undefined);
+      assert.equal(savedStartPlan({}, cache), undefined);
+      assert.equal(savedStartPlan(env, undefined), undefined);
+      assert.equal(
+        savedStartPlan({ [START_HINT_VAR]: '../../etc/passwd' }, cache),
+        undefined,
+        'a hint is a key, never a path',
+      );
+      assert.deepEqual(
+        readdirSync(cache).filter((f) => f.includes('partial')),
+        [],
+      );
+    },
+  );
 
   it(
     'reads no plan from a directory others may write (it names programs to run)',

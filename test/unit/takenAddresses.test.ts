@@ -48,77 +48,88 @@ function found(target: FixtureTarget, elf: string): { model: ProgramModel; taken
 }
 
 describe('addresses a program takes', { skip }, () => {
-  it("RV32 shell: the command table's handlers and every other function the tools show taken are found; strcpy is not", () => {
-    const truth = takenFunctions('rv32', shell);
-    const { model, taken } = found('rv32', shell);
-    // The handlers named in the command table's initialiser, called through its pointers.
-    const source = readFileSync(join(fixturesDir, 'programs', 'shell', 'commands.c'), 'utf8');
-    const handlers = [...source.matchAll(/\{"\w+", (cmd_\w+),/g)].map((m) => m[1]!);
-    assert.ok(handlers.length >= 5, `the command table lists its handlers: ${handlers.join(', ')}`);
-    const truthNames = new Set([...truth.taken.keys()].flatMap((a) => truth.functions.get(a)!));
-    for (const h of handlers) {
-      assert.ok(truthNames.has(h), `objdump shows ${h} in the command table`);
-      assert.ok(taken.has(model.functionNamed(h)!.start), `${h} is found taken`);
-    }
-    for (const [address, where] of truth.taken) {
-      assert.ok(
-        taken.has(address),
-        `${truth.functions.get(address)!.join('/')} at ${hex(address)} is taken (${where.join(', ')}) but not found`,
-      );
-    }
-    const strcpy = model.functionNamed('strcpy')!;
-    assert.ok(!truth.taken.has(strcpy.start), 'the tools show no take of strcpy');
-    assert.ok(!taken.has(strcpy.start), 'strcpy is not found taken');
-  });
-
-  it('RV32 shell: a function found beyond the tools is one whose entry an upper half loads whole (a constant such as LONG_MIN)', () => {
-    const truth = takenFunctions('rv32', shell);
-    const { model, taken } = found('rv32', shell);
-    const extra = model.functions.filter((f) => taken.has(f.start) && !truth.taken.has(f.start));
-    for (const f of extra)
-      assert.ok(
-        truth.upperConstants.has(f.start),
-        `${f.name} at ${hex(f.start)} is found taken, but nothing the tools show takes it`,
-      );
-    assert.ok(extra.length < model.functions.length / 10, `few extras: ${extra.map((f) => f.name).join(', ')}`);
-  });
-
-  it('RV32 shell: a call-site measurement notes the indirect calls exactly for functions whose address is taken', () => {
-    const truth = takenFunctions('rv32', shell);
-    const { model } = found('rv32', shell);
-    const planner = new InjectionPlanner(model, rv32InjectionArch(), {
-      start: 0x80300000,
-      size: 4096,
-      threadPointerBase: 0x80300800,
-    });
-    let planned = 0;
-    let noted = 0;
-    for (const fn of model.functions) {
-      const plan = planner.planCallSites(fn.start);
-      if (!plan.ok) continue;
-      planned++;
-      const note = plan.warnings.find((w) => w.code === 'indirectCallsMissed');
-      if (truth.taken.has(fn.start))
-        assert.ok(note, `${fn.name}: taken (${truth.taken.get(fn.start)!.join(', ')}) but no note`);
-      else if (!truth.upperConstants.has(fn.start))
-        assert.equal(note, undefined, `${fn.name}: nothing takes it, yet ${note?.message}`);
-      if (note) {
-        assert.match(note.message, new RegExp(`may also reach ${fn.name.replace(/[$.]/g, '\\$&')}`));
-        noted++;
+  it(
+    "RV32 shell: the command table's handlers and every other function the tools show taken are " +
+      'found; strcpy is not',
+    () => {
+      const truth = takenFunctions('rv32', shell);
+      const { model, taken } = found('rv32', shell);
+      // The handlers named in the command table's initialiser, called through its pointers.
+      const source = readFileSync(join(fixturesDir, 'programs', 'shell', 'commands.c'), 'utf8');
+      const handlers = [...source.matchAll(/\{"\w+", (cmd_\w+),/g)].map((m) => m[1]!);
+      assert.ok(handlers.length >= 5, `the command table lists its handlers: ${handlers.join(', ')}`);
+      const truthNames = new Set([...truth.taken.keys()].flatMap((a) => truth.functions.get(a)!));
+      for (const h of handlers) {
+        assert.ok(truthNames.has(h), `objdump shows ${h} in the command table`);
+        assert.ok(taken.has(model.functionNamed(h)!.start), `${h} is found taken`);
       }
-    }
-    const strcpy = planner.planCallSites('strcpy');
-    assert.ok(strcpy.ok, JSON.stringify(strcpy));
-    assert.deepEqual(
-      strcpy.warnings.filter((w) => w.code === 'indirectCallsMissed'),
-      [],
-      'strcpy is measured at its call sites without the note',
-    );
-    assert.ok(
-      planned > 20 && noted < planned,
-      `${planned} functions planned at their call sites, ${noted} with the note`,
-    );
-  });
+      for (const [address, where] of truth.taken) {
+        assert.ok(
+          taken.has(address),
+          `${truth.functions.get(address)!.join('/')} at ${hex(address)} is taken (${where.join(', ')}) but not found`,
+        );
+      }
+      const strcpy = model.functionNamed('strcpy')!;
+      assert.ok(!truth.taken.has(strcpy.start), 'the tools show no take of strcpy');
+      assert.ok(!taken.has(strcpy.start), 'strcpy is not found taken');
+    },
+  );
+
+  it(
+    'RV32 shell: a function found beyond the tools is one whose entry an upper half loads whole ' +
+      '(a constant such as LONG_MIN)',
+    () => {
+      const truth = takenFunctions('rv32', shell);
+      const { model, taken } = found('rv32', shell);
+      const extra = model.functions.filter((f) => taken.has(f.start) && !truth.taken.has(f.start));
+      for (const f of extra)
+        assert.ok(
+          truth.upperConstants.has(f.start),
+          `${f.name} at ${hex(f.start)} is found taken, but nothing the tools show takes it`,
+        );
+      assert.ok(extra.length < model.functions.length / 10, `few extras: ${extra.map((f) => f.name).join(', ')}`);
+    },
+  );
+
+  it(
+    'RV32 shell: a call-site measurement notes the indirect calls exactly for functions whose ' + 'address is taken',
+    () => {
+      const truth = takenFunctions('rv32', shell);
+      const { model } = found('rv32', shell);
+      const planner = new InjectionPlanner(model, rv32InjectionArch(), {
+        start: 0x80300000,
+        size: 4096,
+        threadPointerBase: 0x80300800,
+      });
+      let planned = 0;
+      let noted = 0;
+      for (const fn of model.functions) {
+        const plan = planner.planCallSites(fn.start);
+        if (!plan.ok) continue;
+        planned++;
+        const note = plan.warnings.find((w) => w.code === 'indirectCallsMissed');
+        if (truth.taken.has(fn.start))
+          assert.ok(note, `${fn.name}: taken (${truth.taken.get(fn.start)!.join(', ')}) but no note`);
+        else if (!truth.upperConstants.has(fn.start))
+          assert.equal(note, undefined, `${fn.name}: nothing takes it, yet ${note?.message}`);
+        if (note) {
+          assert.match(note.message, new RegExp(`may also reach ${fn.name.replace(/[$.]/g, '\\$&')}`));
+          noted++;
+        }
+      }
+      const strcpy = planner.planCallSites('strcpy');
+      assert.ok(strcpy.ok, JSON.stringify(strcpy));
+      assert.deepEqual(
+        strcpy.warnings.filter((w) => w.code === 'indirectCallsMissed'),
+        [],
+        'strcpy is measured at its call sites without the note',
+      );
+      assert.ok(
+        planned > 20 && noted < planned,
+        `${planned} functions planned at their call sites, ${noted} with the note`,
+      );
+    },
+  );
 
   it('the suite programs and the firmware fixtures, both targets: no function the tools show taken is missed', () => {
     for (const target of ['rv32', 'cortex-m4'] as const) {

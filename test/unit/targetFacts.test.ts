@@ -57,17 +57,21 @@ describe('target facts', () => {
     assert.ok(!ratio.fixed && /mps3-an547/.test(ratio.reason) && /mps2-an386/.test(ratio.reason));
   });
 
-  test('RAM maps and zero-reading counters of the known machines; RISC-V injects with minstret at one unit per instruction', () => {
-    const cm = computeTargetFacts('cortex-m', { type: 'qemu', icount: 3 });
-    assert.deepEqual(cm.memoryMap, qemuMemoryMap('mps2-an386'));
-    assert.deepEqual(cm.zeroCounters, ['DWT', 'PMU']);
-    assert.equal(cm.emulator, 'qemu');
-    const rv = computeTargetFacts('riscv', { type: 'qemu', icount: 3 });
-    assert.equal(rv.memoryMap?.[0]?.start, 0x80000000);
-    const { support, counterUnitsPerInstruction } = injectionOf('riscv').support([], rv);
-    assert.equal(counterUnitsPerInstruction, undefined);
-    assert.equal(support.generator.counter.name, 'minstret');
-  });
+  test(
+    'RAM maps and zero-reading counters of the known machines; RISC-V injects with minstret at ' +
+      'one unit per instruction',
+    () => {
+      const cm = computeTargetFacts('cortex-m', { type: 'qemu', icount: 3 });
+      assert.deepEqual(cm.memoryMap, qemuMemoryMap('mps2-an386'));
+      assert.deepEqual(cm.zeroCounters, ['DWT', 'PMU']);
+      assert.equal(cm.emulator, 'qemu');
+      const rv = computeTargetFacts('riscv', { type: 'qemu', icount: 3 });
+      assert.equal(rv.memoryMap?.[0]?.start, 0x80000000);
+      const { support, counterUnitsPerInstruction } = injectionOf('riscv').support([], rv);
+      assert.equal(counterUnitsPerInstruction, undefined);
+      assert.equal(support.generator.counter.name, 'minstret');
+    },
+  );
 
   test('ARC on QEMU is refused at launch; boards have no fixed ratio', () => {
     assert.throws(() => computeTargetFacts('arc', { type: 'qemu' }), /QEMU has no ARC target/);

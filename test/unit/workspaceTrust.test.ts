@@ -22,7 +22,12 @@ describe('Workspace Trust', () => {
     });
     assert.match(
       qemu!,
-      /^CycleLens does not start debug sessions in Restricted Mode: .* would run the debugger '\.\/tools\/gdb' \(gdbPath\), '\.\/tools\/qemu' \(server\.path\), 1 GDB command\(s\) from initCommands\/postConnectCommands\. If you trust this folder, choose "Manage Workspace Trust"/,
+      new RegExp(
+        /^CycleLens does not start debug sessions in Restricted Mode:/.source +
+          / .* would run the debugger '\.\/tools\/gdb' \(gdbPath\), '\.\/tools\/qemu' \(server\.path\),/.source +
+          / 1 GDB command\(s\) from initCommands\/postConnectCommands\./.source +
+          / If you trust this folder, choose "Manage Workspace Trust"/.source,
+      ),
     );
     const ocd = restrictedModeRefusal(false, {
       executable: 'fw.elf',

@@ -74,7 +74,9 @@ export class MonitorAuxAccess implements AuxRegisterAccess {
     if (value === undefined) {
       throw new CycleLensError(
         ErrorCode.CounterUnavailable,
-        `Could not read ${auxName(aux)} through the gdbserver monitor: it answered '${out.trim().slice(0, 200)}'. The gdbserver must be OpenOCD with an ARC target, or expose the PCT registers in its target description.`,
+        `Could not read ${auxName(aux)} through the gdbserver monitor: it answered '${out.trim().slice(0, 200)}'. ` +
+          `The gdbserver must be OpenOCD with an ARC target, or expose the PCT registers in its ` +
+          `target description.`,
       );
     }
     return value;
@@ -101,7 +103,9 @@ export class MonitorAuxAccess implements AuxRegisterAccess {
       if (err instanceof CycleLensError && err.code === ErrorCode.NotStopped) throw err;
       throw new CycleLensError(
         ErrorCode.CounterUnavailable,
-        `Could not ${what} ${auxName(aux)}: \`monitor ${command}\` failed (${errorMessage(err)}). The gdbserver must be OpenOCD with an ARC target, or expose the PCT registers in its target description.`,
+        `Could not ${what} ${auxName(aux)}: \`monitor ${command}\` failed (${errorMessage(err)}). ` +
+          `The gdbserver must be OpenOCD with an ARC target, or expose the PCT registers in its ` +
+          `target description.`,
       );
     }
   }

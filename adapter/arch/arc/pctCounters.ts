@@ -129,7 +129,8 @@ export class ArcPctUnit implements CounterUnit {
     }
     if ((pctBuild & 0xff) === 0) {
       return this.absent(
-        'This ARC core has no performance counters (PCT_BUILD reads version 0). Use a core built with the PCT option (nSIM: -prop=nsim_isa_pct_counters=N).',
+        'This ARC core has no performance counters (PCT_BUILD reads version 0). Use a core built ' +
+          'with the PCT option (nSIM: -prop=nsim_isa_pct_counters=N).',
       );
     }
     const ccBuild = await this.aux.read(PctAux.CC_BUILD);
@@ -254,7 +255,10 @@ export class ArcPctUnit implements CounterUnit {
       // wraps between reads look like one.
       if (s.wrapped && build.width < 48) {
         reading.reliable = false;
-        reading.note = `PCT[${n}] is ${build.width} bits wide and wrapped since it was reset; if it wrapped more than once between two reads the value is too small. Read more often or measure shorter regions.`;
+        reading.note =
+          `PCT[${n}] is ${build.width} bits wide and wrapped since it was reset; if it wrapped ` +
+          `more than once between two reads the value is too small. Read more often or measure ` +
+          `shorter regions.`;
       }
       readings.push(reading);
     }
@@ -357,7 +361,9 @@ export class ArcPctUnit implements CounterUnit {
     if (!Number.isInteger(slot) || slot < 0 || slot >= build.counters) {
       throw new CycleLensError(
         ErrorCode.CounterUnavailable,
-        `ARC PCT slot ${slot} does not exist: this core has ${build.counters} counter${build.counters === 1 ? '' : 's'} (slots 0–${build.counters - 1}).`,
+        `ARC PCT slot ${slot} does not exist: ` +
+          `this core has ${build.counters} counter${build.counters === 1 ? '' : 's'} ` +
+          `(slots 0–${build.counters - 1}).`,
       );
     }
   }

@@ -20,7 +20,8 @@ export const arcPlugin: ArchPlugin = {
   createCounterUnits: (access) => [new ArcPctUnit(new DeferredAuxAccess(access))],
   injection: {
     unsupported:
-      'Injected measurements are not available on ARC yet: use breakpoint-bounded measurements (Measure Selected Lines) with the PCT counters.',
+      'Injected measurements are not available on ARC yet: use breakpoint-bounded measurements ' +
+      '(Measure Selected Lines) with the PCT counters.',
   },
   callGraph: {
     unsupported:
@@ -28,7 +29,8 @@ export const arcPlugin: ArchPlugin = {
   },
   qemu: {
     unsupported:
-      'QEMU has no ARC target. Use `"server": { "type": "remote", "address": "host:port" }` with nSIM\'s or a board\'s gdbserver instead.',
+      'QEMU has no ARC target. Use `"server": { "type": "remote", "address": "host:port" }` with ' +
+      "nSIM's or a board's gdbserver instead.",
   },
   defaultGdb: 'arc-elf32-gdb',
   lldb: {

@@ -198,7 +198,8 @@ export class DwtCounters implements CounterUnit {
     this.present = this.slots.size > 0;
     if (!this.present) {
       this.note =
-        'This DWT has no cycle or profiling counters (NOCYCCNT/NOPRFCNT, or an ARMv6-M DWT). Use SysTick as the cycle source.';
+        'This DWT has no cycle or profiling counters (NOCYCCNT/NOPRFCNT, or an ARMv6-M DWT). Use ' +
+        'SysTick as the cycle source.';
       await this.trace.restore();
     } else if (!this.slots.has(0)) {
       this.note =
@@ -386,8 +387,11 @@ export class DwtCounters implements CounterUnit {
       if (s.def.width === 8 && (elapsed === undefined || elapsed > 255)) {
         s.unreliable ??=
           elapsed === undefined
-            ? `DWT_${s.def.name} is 8 bits wide and CycleLens has no cycle clock to tell whether it wrapped between reads (no CYCCNT, and SysTick not running): the value is a lower bound.`
-            : `DWT_${s.def.name} is 8 bits wide and ${elapsed} cycles passed between two reads (more than 255): it may have wrapped more than once, so the value is a lower bound. Read it within 255 cycles, e.g. from code injected around a short region.`;
+            ? `DWT_${s.def.name} is 8 bits wide and CycleLens has no cycle clock to tell whether it ` +
+              `wrapped between reads (no CYCCNT, and SysTick not running): the value is a lower bound.`
+            : `DWT_${s.def.name} is 8 bits wide and ${elapsed} cycles passed between two reads (more than ` +
+              `255): it may have wrapped more than once, so the value is a lower bound. Read it within ` +
+              `255 cycles, e.g. from code injected around a short region.`;
       }
     }
     await this.markClock();

@@ -24,7 +24,9 @@ import { CoreExecutedStore } from './sysTickCoreStore';
  * each period is random; it counts the samples it took inside a handler (EXC_RETURN bit 3 clear).
  */
 const HANDLER_HEX =
-  '1ef0040f0cbfeff30880eff30980806912490a68801a4a68d0408a68904228bf104601eb8000d0f800280132c0f80028c868400824bf0a695040c8604a6902408b691a44064b9a600122da601ef0080f02bfca690132ca61704700bf1111111100100040';
+  '1ef0040f0cbfeff30880eff30980806912490a68801a4a68d0408a68904228bf104601eb8000d0f800280132c0' +
+  'f80028c868400824bf0a695040c8604a6902408b691a44064b9a600122da601ef0080f02bfca690132ca617047' +
+  '00bf1111111100100040';
 /** The handler's literal holding the state block's address. */
 const AREA_LITERAL = 0x5c;
 const S = { textBase: 0, shift: 4, buckets: 8, lfsr: 12, taps: 16, mask: 20, base: 24, nested: 28 } as const;
@@ -50,7 +52,9 @@ const DEMOTED = 0x80;
 function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupported: string } {
   if (req.machine !== 'mps2-an386')
     return {
-      unsupported: `the Cortex-M interrupt sampler knows QEMU's \`mps2-an386\` (CMSDK timer 1); this target is ${req.machine ?? 'not QEMU'}`,
+      unsupported:
+        `the Cortex-M interrupt sampler knows QEMU's \`mps2-an386\` (CMSDK timer 1); this target is ` +
+        `${req.machine ?? 'not QEMU'}`,
     };
   const { area } = req;
   const room = area.size - BUCKETS_AT - 4;
@@ -73,7 +77,9 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
     nestedAt: area.start + S.nested,
     used: BUCKETS_AT + 4 * (buckets + 1),
     semantics:
-      "the stacked PC (the instruction about to run) when CMSDK timer 1 interrupts, at a random point of each interval in virtual time; inside the firmware's interrupt handlers too (the sampler's priority is above theirs)",
+      'the stacked PC (the instruction about to run) when CMSDK timer 1 interrupts, at a random ' +
+      "point of each interval in virtual time; inside the firmware's interrupt handlers too (the " +
+      "sampler's priority is above theirs)",
     async capture(access: TargetAccess): Promise<SavedState> {
       const saved: SavedState = { registers: {}, patchedRegisters: {}, words: [] };
       const word = async (address: number, patch: (o: number) => number): Promise<SavedWord> => {
@@ -155,6 +161,7 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
 
 export const cortexMInterruptSampler: InterruptSamplerArch = {
   needs:
-    "a Cortex-M target on QEMU's `mps2-an386` (the sampler's timer is CMSDK timer 1, IRQ 9) and at least 32 KiB of reserved RAM",
+    "a Cortex-M target on QEMU's `mps2-an386` (the sampler's timer is CMSDK timer 1, IRQ 9) and " +
+    'at least 32 KiB of reserved RAM',
   plan,
 };

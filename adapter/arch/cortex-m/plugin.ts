@@ -35,7 +35,9 @@ export const cortexMPlugin: ArchPlugin = {
     returnAddressRegister: 'lr',
     freeAtEntry: thumbArch.freeAtEntry,
     returnHooks:
-      'LR is redirected to the exit stub at entry; EXC_RETURN (0xFFxxxxxx) is redirected like a return address and the exit stub performs the exception return; FNC_RETURN (0xFExxxxxx) entries stay untracked.',
+      'LR is redirected to the exit stub at entry; EXC_RETURN (0xFFxxxxxx) is redirected like a ' +
+      'return address and the exit stub performs the exception return; FNC_RETURN (0xFExxxxxx) ' +
+      'entries stay untracked.',
   },
   createCounterUnits: (access, options) => {
     const coreStore = options.stepInstruction ? new CoreExecutedStore(access, options.stepInstruction) : undefined;
@@ -63,7 +65,8 @@ export const cortexMPlugin: ArchPlugin = {
       if (facts.emulator === 'qemu') {
         throw new CycleLensError(
           ErrorCode.Unsupported,
-          `Injected measurements on QEMU Cortex-M read SysTick, whose ticks per instruction are not fixed here: ${ratio.reason}.`,
+          `Injected measurements on QEMU Cortex-M read SysTick, whose ticks per instruction are not ` +
+            `fixed here: ${ratio.reason}.`,
         );
       }
       // A core without CYCCNT (Cortex-M0/M0+): SysTick counts cycles, and the payload's cost is

@@ -127,7 +127,8 @@ export class PmuCounters implements CounterUnit {
     this.slots.clear();
     this.present = false;
     this.note = undefined;
-    // The target facts say the PMU answers zeros (QEMU); a PMU_TYPE of zero confirms it (a PMU has N >= 1 or a cycle counter).
+    // The target facts say the PMU answers zeros (QEMU); a PMU_TYPE of zero confirms it (a PMU has
+    // N >= 1 or a cycle counter).
     if (this.options.readsAsZero && (await this.trace.read(TYPE).catch(() => 0)) === 0) {
       this.note = 'PMU reads as zero (QEMU does not model it)';
       return this.info();
@@ -169,7 +170,9 @@ export class PmuCounters implements CounterUnit {
       });
     this.present = this.slots.size > 0;
     if (this.originalEnables !== 0) {
-      this.note = `The firmware already counts with PMU counters (CNTENSET = 0x${this.originalEnables.toString(16)}): configuring those changes its results.`;
+      this.note =
+        `The firmware already counts with PMU counters (CNTENSET = 0x${this.originalEnables.toString(16)}): ` +
+        `configuring those changes its results.`;
     }
     return this.info();
   }
@@ -218,7 +221,8 @@ export class PmuCounters implements CounterUnit {
       if (eventId !== 'cycles')
         throw new CycleLensError(
           ErrorCode.UnknownEvent,
-          `PMU slot 31 is CCNTR and counts only 'cycles'. Count '${eventId}' on an event counter (slots 0–${this.eventCounters - 1}).`,
+          `PMU slot 31 is CCNTR and counts only 'cycles'. Count '${eventId}' on an event counter ` +
+            `(slots 0–${this.eventCounters - 1}).`,
         );
     } else {
       const number = this.resolveEvent(eventId);
@@ -357,7 +361,8 @@ export class PmuCounters implements CounterUnit {
       if (s.chainOf !== undefined)
         throw new CycleLensError(
           ErrorCode.CounterUnavailable,
-          `PMU slot ${n} is the upper half of slot ${s.chainOf} (chained to 32 bits): ${what} slot ${s.chainOf} instead, or configure slot ${n} with its own event.`,
+          `PMU slot ${n} is the upper half of slot ${s.chainOf} (chained to 32 bits): ${what} slot ${s.chainOf} ` +
+            `instead, or configure slot ${n} with its own event.`,
         );
       if (!s.configured)
         throw new CycleLensError(
@@ -377,15 +382,18 @@ export class PmuCounters implements CounterUnit {
       if (number === CHAIN)
         throw new CycleLensError(
           ErrorCode.UnknownEvent,
-          'CHAIN (0x001E) is how CycleLens joins two counters: configure an even slot and its odd partner is chained to it.',
+          'CHAIN (0x001E) is how CycleLens joins two counters: configure an even slot and its odd ' +
+            'partner is chained to it.',
         );
       return number;
     }
     const byName = pmuEventCatalogue.find((e) => e.name === eventId.toUpperCase());
     if (byName) return byName.number;
+    const architectural = pmuEventCatalogue.map((e) => `${pmuEventId(e.number)} ${e.name}`).join(', ');
     throw new CycleLensError(
       ErrorCode.UnknownEvent,
-      `Unknown PMU event '${eventId}'. Use 'cycles', 'instructions', an architectural event (${pmuEventCatalogue.map((e) => `${pmuEventId(e.number)} ${e.name}`).join(', ')}), or pmu.0xNNNN with an IMPLEMENTATION DEFINED number from the core's manual.`,
+      `Unknown PMU event '${eventId}'. Use 'cycles', 'instructions', an architectural event (${architectural}), ` +
+        "or pmu.0xNNNN with an IMPLEMENTATION DEFINED number from the core's manual.",
     );
   }
 
@@ -397,7 +405,8 @@ export class PmuCounters implements CounterUnit {
     if (back !== number) {
       throw new CycleLensError(
         ErrorCode.UnknownEvent,
-        `PMU EVTYPER${index} did not accept event 0x${number.toString(16)} (it reads back 0x${back.toString(16)}): this core does not count it.`,
+        `PMU EVTYPER${index} did not accept event 0x${number.toString(16)} (it reads back 0x${back.toString(16)}): ` +
+          `this core does not count it.`,
       );
     }
   }
@@ -436,7 +445,8 @@ export class PmuCounters implements CounterUnit {
     }
     throw new CycleLensError(
       ErrorCode.CounterUnreliable,
-      `PMU counters ${s.index}/${s.chainedWith} carried on every one of 4 reads: the core seems to be running. Halt it before reading counters.`,
+      `PMU counters ${s.index}/${s.chainedWith} carried on every one of 4 reads: the core seems ` +
+        `to be running. Halt it before reading counters.`,
     );
   }
 
@@ -460,7 +470,14 @@ export class PmuCounters implements CounterUnit {
       s.acc += BigInt(interval.count);
       s.last = raw;
       if (!interval.exact) {
-        s.unreliable ??= `${s.name}${s.chainedWith !== undefined ? ` (chained, 32-bit)` : ` (${s.width}-bit)`} overflowed since the last read: whole turns of ${this.modulus(s)} may be missing, so the value is a lower bound. ${s.chainedWith === undefined && s.index !== CYCLE_SLOT ? 'Configure an even slot with a free odd partner to get a 32-bit counter, or read' : 'Read'} more often.`;
+        const remedy =
+          s.chainedWith === undefined && s.index !== CYCLE_SLOT
+            ? 'Configure an even slot with a free odd partner to get a 32-bit counter, or read'
+            : 'Read';
+        s.unreliable ??=
+          `${s.name}${s.chainedWith !== undefined ? ` (chained, 32-bit)` : ` (${s.width}-bit)`} ` +
+          `overflowed since the last read: whole turns of ${this.modulus(s)} may be missing, so the ` +
+          `value is a lower bound. ${remedy} more often.`;
       }
     }
     if (consumed !== 0) await this.trace.write(OVSCLR, consumed >>> 0);

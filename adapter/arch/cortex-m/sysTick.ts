@@ -21,10 +21,11 @@ import { DebuggerStore, type PeripheralStore } from './sysTickCoreStore';
  *
  * On QEMU mps2-an386 SysTick's processor clock is the 25 MHz board clock in virtual time; with
  * `-icount shift=S` an instruction takes 2^S ns, so SysTick ticks 2^S/40 times per instruction (at
- * shift 0 once per 40 instructions, 25 per 1000, measured; TargetFacts.coreClockTicksPerInstruction). Resolution is one tick. QEMU 7.2 ignores the debugger's writes to SysTick (see
- * sysTickCoreStore.ts), and a continue lets its virtual clock jump to the next timer deadline
- * before a breakpoint stop, so on QEMU a region is timed exactly only when its end is reached by
- * single steps or read by code on the target.
+ * shift 0 once per 40 instructions, 25 per 1000, measured; TargetFacts.coreClockTicksPerInstruction).
+ * Resolution is one tick. QEMU 7.2 ignores the debugger's writes to SysTick (see sysTickCoreStore.ts),
+ * and a continue lets its virtual clock jump to the next timer deadline before a breakpoint stop, so
+ * on QEMU a region is timed exactly only when its end is reached by single steps or read by code on
+ * the target.
  */
 
 const SYST_CSR = 0xe000e010;
@@ -53,7 +54,10 @@ export interface SysTickOptions {
 }
 
 const virtualClockNote =
-  'On QEMU, SysTick follows its virtual clock, which jumps to the next timer deadline whenever the debugger resumes the target: intervals across a continue or a step over a call include that jump. Injected measurements never stop the target and are exact within one tick.';
+  'On QEMU, SysTick follows its virtual clock, which jumps to the next timer deadline ' +
+  'whenever the debugger resumes the target: intervals across a continue or a step over a ' +
+  'call include that jump. Injected measurements never stop the target and are exact within ' +
+  'one tick.';
 
 /** Elapsed processor cycles, for units that bound their own counters by a clock (DWT's 8-bit counters). */
 export interface CycleClockSample {
@@ -139,11 +143,14 @@ export class SysTickCounters implements CounterUnit {
     this.note = undefined;
     if (this.shared) {
       const polls = (csr & TICKINT) === 0;
+      const clock = (csr & CLKSOURCE) !== 0 ? 'processor clock' : 'reference clock';
       this.note =
-        `The firmware runs SysTick (reload ${rvr}, ${(csr & CLKSOURCE) !== 0 ? 'processor clock' : 'reference clock'}): CycleLens only reads it. ` +
+        `The firmware runs SysTick (reload ${rvr}, ${clock}): ` +
+        `CycleLens only reads it. ` +
         `A reading spanning a wrap (more than ${rvr + 1} ticks) is unreliable.` +
         (polls
-          ? ' The firmware polls COUNTFLAG (TICKINT = 0), so CycleLens does not read it and cannot see wraps: every reading is marked unreliable.'
+          ? ' The firmware polls COUNTFLAG (TICKINT = 0), so CycleLens does not read it and cannot see ' +
+            'wraps: every reading is marked unreliable.'
           : '');
       return this.info();
     }
@@ -196,7 +203,8 @@ export class SysTickCounters implements CounterUnit {
     if (eventId !== ev.id) {
       throw new CycleLensError(
         ErrorCode.UnknownEvent,
-        `SysTick counts only '${ev.id}' (${ev.name}), not '${eventId}'. Count other events with the DWT or PMU units where the core has them.`,
+        `SysTick counts only '${ev.id}' (${ev.name}), not '${eventId}'. Count other events with the ` +
+          `DWT or PMU units where the core has them.`,
       );
     }
     if (this.running) await this.stop([0]);
@@ -385,7 +393,9 @@ export class SysTickCounters implements CounterUnit {
     if (this.shared) {
       period = ((await this.access.readU32(BigInt(SYST_RVR))) & MAX_RELOAD) + 1;
     } else if (csr !== undefined && (csr & 7) !== (CLKSOURCE | ENABLE)) {
-      this.unreliable ??= `The firmware reconfigured SysTick while CycleLens was using it (SYST_CSR = 0x${csr.toString(16)}). CycleLens now only reads it.`;
+      this.unreliable ??=
+        `The firmware reconfigured SysTick while CycleLens was using it (SYST_CSR = 0x${csr.toString(16)}). ` +
+        `CycleLens now only reads it.`;
       this.shared = true;
       this.taken = false;
       this.originalCsr = csr;
@@ -399,8 +409,11 @@ export class SysTickCounters implements CounterUnit {
       this.inexactIntervals++;
       this.unreliable ??=
         flag === undefined
-          ? "SysTick wraps cannot be seen (the firmware polls COUNTFLAG, which a read would clear): the value counts each interval modulo the firmware's reload and may be short by whole periods."
-          : `SysTick wrapped since the last read, so whole periods of ${period} ticks may be missing: the value is a lower bound. Measure shorter intervals${this.shared ? " (the firmware's reload sets the limit)" : ` (under ${period} ticks)`}.`;
+          ? 'SysTick wraps cannot be seen (the firmware polls COUNTFLAG, which a read would clear): the ' +
+            "value counts each interval modulo the firmware's reload and may be short by whole periods."
+          : `SysTick wrapped since the last read, so whole periods of ${period} ticks may be missing: ` +
+            `the value is a lower bound. Measure shorter intervals` +
+            `${this.shared ? " (the firmware's reload sets the limit)" : ` (under ${period} ticks)`}.`;
     }
     if (this.shared || !rewind) this.last = current;
     else await this.rewind();
@@ -418,7 +431,9 @@ export class SysTickCounters implements CounterUnit {
       if (!this.options.coreStore) {
         throw new CycleLensError(
           ErrorCode.CounterUnavailable,
-          `SysTick ignored the debugger's write of 0x${value.toString(16)} to 0x${address.toString(16)} (QEMU drops debugger writes to device registers). CycleLens can write it by stepping one store instruction on the core: give the unit a core store (single-step support).`,
+          `SysTick ignored the debugger's write of 0x${value.toString(16)} to 0x${address.toString(16)} ` +
+            `(QEMU drops debugger writes to device registers). CycleLens can write it by stepping one ` +
+            `store instruction on the core: give the unit a core store (single-step support).`,
         );
       }
       this.useCoreStore = true;
@@ -427,7 +442,8 @@ export class SysTickCounters implements CounterUnit {
     if (!(await check())) {
       throw new CycleLensError(
         ErrorCode.CounterUnavailable,
-        `SysTick ignored a write of 0x${value.toString(16)} to 0x${address.toString(16)}, even from the core: it cannot be used as a cycle source here.`,
+        `SysTick ignored a write of 0x${value.toString(16)} to 0x${address.toString(16)}, even from ` +
+          `the core: it cannot be used as a cycle source here.`,
       );
     }
   }

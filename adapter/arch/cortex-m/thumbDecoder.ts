@@ -111,7 +111,8 @@ function decode16(hw: number, a: number): Fields {
   // A7.7.12 B T2: 11100 imm11; imm32 = SignExtend(imm11:'0', 32).
   if ((hw & 0xf800) === 0xe000)
     return { mnemonic: 'b', kind: 'branch', readsPc: true, target: pcOf(a) + signExtend((hw & 0x7ff) << 1, 12) };
-  if ((hw & 0xf000) === 0xc000) return plain(hw & 0x0800 ? 'ldmia' : 'stmia'); // A7.7.40 / A7.7.159 T1: low registers only
+  // A7.7.40 / A7.7.159 T1: low registers only
+  if ((hw & 0xf000) === 0xc000) return plain(hw & 0x0800 ? 'ldmia' : 'stmia');
   if ((hw & 0xf800) === 0xa800) return plain('add'); // A7.7.5 ADD (SP plus immediate) T1
   if (hw >>> 14 === 0) return plain('alu'); // A5.2.1 shift (immediate), add, subtract, move, compare
   if ((hw & 0xfc00) === 0x4000) return plain('alu'); // A5.2.2 data processing
@@ -246,7 +247,8 @@ function decodeDualExclusiveTable(hw1: number, hw2: number, a: number): Fields {
     if (rn === 15) insn.target = pcOf(a);
     return insn;
   }
-  return plain(op2 === 0 ? 'strex' : 'ldrex', rn === 15); // byte/halfword exclusives, ARMv8-M load-acquire/store-release
+  // byte/halfword exclusives, ARMv8-M load-acquire/store-release
+  return plain(op2 === 0 ? 'strex' : 'ldrex', rn === 15);
 }
 
 /** A5.3.11 Data processing (shifted register): 1110101 op(4) S Rn | 0 imm3 Rd imm2 type Rm. */
@@ -307,7 +309,8 @@ function decodeBranchMisc(hw1: number, hw2: number, a: number): Fields {
       if (hint === 0 || hint === 1) return plain(hint === 0 ? 'nop' : 'yield');
       return hint <= 4 ? system(['nop', 'yield', 'wfe', 'wfi', 'sev'][hint]!) : plain('hint');
     }
-    if (op === 0x3b) return system(['', '', 'clrex', '', 'dsb', 'dmb', 'isb'][(hw2 >> 4) & 0xf] || 'barrier'); // A5.3.4 misc control
+    // A5.3.4 misc control
+    if (op === 0x3b) return system(['', '', 'clrex', '', 'dsb', 'dmb', 'isb'][(hw2 >> 4) & 0xf] || 'barrier');
     if ((op & 0x7e) === 0x3e) return system('mrs'); // B5.2.2 MRS
     throw new DecodeError(a, 'UNDEFINED in the branches and miscellaneous control space');
   }

@@ -60,7 +60,8 @@ function branchOffset(from: number, to: number, bits: number, what: string): num
   if (offset % 2 !== 0) throw new RangeError(`${what}: target 0x${to.toString(16)} is not halfword aligned`);
   if (!fitsSigned(offset, bits)) {
     throw new RangeError(
-      `${what}: 0x${to.toString(16)} is out of reach from 0x${from.toString(16)} (offset ${offset}, ${bits}-bit signed)`,
+      `${what}: 0x${to.toString(16)} is out of reach from 0x${from.toString(16)} (offset ${offset}, ` +
+        `${bits}-bit signed)`,
     );
   }
   return offset;

@@ -140,7 +140,10 @@ function thumbCallSiteRefusal(site: CallSite, cave: CaveReach): string | undefin
   if (site.length !== 4 || (site.mnemonic !== 'bl' && site.mnemonic !== 'b'))
     return `${site.mnemonic} (${site.length} bytes) cannot be re-encoded to reach a stub`;
   if (reachesBW(site.address, cave.start) && reachesBW(site.address, cave.start + cave.size)) return undefined;
-  return `${site.mnemonic} reaches +/-16 MiB and the cave at ${hex(cave.start)} is farther (reserve RAM within 16 MiB of the code for call-site stubs)`;
+  return (
+    `${site.mnemonic} reaches +/-16 MiB and the cave at ${hex(cave.start)} is farther (reserve ` +
+    `RAM within 16 MiB of the code for call-site stubs)`
+  );
 }
 
 /** Everything the injection service needs for Cortex-M. */
@@ -198,7 +201,8 @@ async function prepareCounter(access: TargetAccess, counter: CounterSource): Pro
       throw new InjectionRefusedError(
         refusal(
           'memory',
-          `The program runs SysTick with reload ${hex(rvr)}; CycleLens needs it free-running (reload 0xFFFFFF). Use DWT CYCCNT, or let the profiler own SysTick.`,
+          `The program runs SysTick with reload ${hex(rvr)}; CycleLens needs it free-running (reload ` +
+            `0xFFFFFF). Use DWT CYCCNT, or let the profiler own SysTick.`,
         ),
       );
     }
@@ -403,10 +407,15 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
       exitNested: a.between('X', 'X_end') + P.CX_nested!,
     };
     const leaves = r.falls ? 1 : 0;
+    const paddingNote = padding.inside ? `, ${padding.inside} nop.w padding the group's stubs to one cost` : '';
+    const relocationNote = r.extra ? `, ${r.extra} extra from relocation` : '';
     const counted: CountedOverhead = {
       outer: 3 + padding.inside + leaves + r.extra + 3,
       nested: 0,
-      explanation: `per pass: str of the start value, msr PRIMASK, pop {r0-r3, r12}${padding.inside ? `, ${padding.inside} nop.w padding the group's stubs to one cost` : ''}${leaves ? ', the jump back' : ''}${r.extra ? `, ${r.extra} extra from relocation` : ''}, the exit stub's push {r2, r3, r12} and literal load of the counter address, and one of the two counter loads (${this.counter.name})`,
+      explanation:
+        `per pass: str of the start value, msr PRIMASK, pop {r0-r3, r12}${paddingNote}` +
+        `${leaves ? ', the jump back' : ''}${relocationNote}, the exit stub's push {r2, r3, r12} and literal load ` +
+        `of the counter address, and one of the two counter loads (${this.counter.name})`,
     };
     return {
       address: req.at,
@@ -509,7 +518,9 @@ export class ThumbPayloadGenerator implements PayloadGenerator {
       counted: {
         outer: after + before + 1,
         nested: 0,
-        explanation: `per pass: ${after} instruction(s) after the start's counter load, ${before} before the end's, and one counter load`,
+        explanation:
+          `per pass: ${after} instruction(s) after the start's counter load, ${before} before the ` +
+          `end's, and one counter load`,
       },
       notes: [...rs.notes, ...re.notes],
     };

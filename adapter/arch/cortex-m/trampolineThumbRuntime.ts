@@ -136,7 +136,8 @@ export class ThumbRuntime {
       a.ldrLiteral(R2, 'ctrl', layout.ctrl);
       a.i(encodeLdrImmediate(LR, R2, Ctrl.pay)).i(encodeLdrImmediate(R3, R0, Rec.costEntryNested));
       a.i(encodeAddRegister(LR, R3));
-      a.i(encodeAddImmediate(LR, LR, diffs[label] ?? 0)); // this path's length minus the nested path's (ADDW/SUBW: 4 bytes either way)
+      // this path's length minus the nested path's (ADDW/SUBW: 4 bytes either way)
+      a.i(encodeAddImmediate(LR, LR, diffs[label] ?? 0));
       a.i(encodeStrImmediate(LR, R2, Ctrl.pay))
         .i(thMovImmW(R3, 1))
         .i(encodePop([15]));

@@ -58,7 +58,9 @@ export interface RiscvCountersOptions {
 /** mie.MTIE (privileged spec, "Machine Interrupt Registers"): the machine timer interrupt is enabled. */
 const MIE_MTIE = 1n << 7n;
 const virtualClockNote =
-  'On QEMU these counters are its virtual clock, and with the timer interrupt enabled every debugger stop lets it jump to the next timer deadline: counts across stops include those jumps. Injected measurements never stop the target and are exact.';
+  'On QEMU these counters are its virtual clock, and with the timer interrupt enabled every ' +
+  'debugger stop lets it jump to the next timer deadline: counts across stops include those ' +
+  'jumps. Injected measurements never stop the target and are exact.';
 
 interface Slot {
   index: number;
@@ -145,12 +147,15 @@ export class RiscvCounters implements CounterUnit {
     await this.probeInhibit();
     if (!this.inhibitPresent) {
       notes.push(
-        "This core has no mcountinhibit: its counters cannot be stopped, so CycleLens holds a stopped counter's value itself (exact for start/stop at breakpoints, not for code that gates counters on the target).",
+        'This core has no mcountinhibit: its counters cannot be stopped, so CycleLens holds a ' +
+          "stopped counter's value itself (exact for start/stop at breakpoints, not for code that " +
+          'gates counters on the target).',
       );
     }
     if (this.slots.size === 0)
       notes.push(
-        'No machine counter CSR is visible to the debugger (mcycle, minstret, mhpmcounterN): check that the gdbserver exposes CSRs.',
+        'No machine counter CSR is visible to the debugger (mcycle, minstret, mhpmcounterN): check ' +
+          'that the gdbserver exposes CSRs.',
       );
     this.discovered = {
       unit: unitName,
@@ -220,7 +225,8 @@ export class RiscvCounters implements CounterUnit {
         await this.access.writeRegister(csr, this.originalEvents.get(slot)!);
         throw new CycleLensError(
           ErrorCode.UnknownEvent,
-          `${csr} did not accept event ${hex(selector)} (it reads back ${hex(back)}): this core cannot count that event on ${s.name}. Check the event number in the core's manual.`,
+          `${csr} did not accept event ${hex(selector)} (it reads back ${hex(back)}): this core ` +
+            `cannot count that event on ${s.name}. Check the event number in the core's manual.`,
         );
       }
     }
@@ -350,7 +356,8 @@ export class RiscvCounters implements CounterUnit {
     if (!s) {
       throw new CycleLensError(
         ErrorCode.CounterUnavailable,
-        `RISC-V counter slot ${slot} does not exist on this core${this.discovered ? '' : ' (run discover() first)'}. ${this.describeSlots()} Pick one of those slots.`,
+        `RISC-V counter slot ${slot} does not exist on this core${this.discovered ? '' : ' (run discover() first)'}. ` +
+          `${this.describeSlots()} Pick one of those slots.`,
       );
     }
     return s;
@@ -396,7 +403,9 @@ export class RiscvCounters implements CounterUnit {
     const known = this.hpmEvents.map((e) => `hpm.${e.selector} (${e.name})`);
     throw new CycleLensError(
       ErrorCode.UnknownEvent,
-      `Unknown event '${eventId}' for ${s.name}: programmable RISC-V events are implementation-defined numbers. Use hpm.<n> with the mhpmevent value from the core's manual${known.length ? `, or one of ${known.join(', ')}` : ''}.`,
+      `Unknown event '${eventId}' for ${s.name}: programmable RISC-V events are ` +
+        `implementation-defined numbers. Use hpm.<n> with the mhpmevent value from the core's ` +
+        `manual${known.length ? `, or one of ${known.join(', ')}` : ''}.`,
     );
   }
 
@@ -471,7 +480,8 @@ export class RiscvCounters implements CounterUnit {
     }
     throw new CycleLensError(
       ErrorCode.CounterUnreliable,
-      `${csr} carried into ${csr}h on every one of 4 reads: the core seems to be running. Halt it before reading counters.`,
+      `${csr} carried into ${csr}h on every one of 4 reads: the core seems to be running. Halt it ` +
+        `before reading counters.`,
     );
   }
 

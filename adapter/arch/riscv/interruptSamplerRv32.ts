@@ -456,12 +456,16 @@ const u32 = (v: number): Buffer => {
 function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupported: string } {
   if (req.machine !== 'virt')
     return {
-      unsupported: `the RV32 interrupt sampler knows QEMU's \`virt\` machine (Goldfish RTC and PLIC); this target is ${req.machine ?? 'not QEMU'}`,
+      unsupported:
+        `the RV32 interrupt sampler knows QEMU's \`virt\` machine (Goldfish RTC and PLIC); this ` +
+        `target is ${req.machine ?? 'not QEMU'}`,
     };
   const room = req.area.size - BUCKETS_AT - 4;
   if (room < 64 * 4)
     return {
-      unsupported: `the reserved RAM left for the interrupt sampler (${req.area.size} bytes) holds too few buckets; reserve at least 8 KiB`,
+      unsupported:
+        `the reserved RAM left for the interrupt sampler (${req.area.size} bytes) holds too few ` +
+        `buckets; reserve at least 8 KiB`,
     };
   let buckets = 1;
   while (buckets * 2 * 4 <= room && buckets < 16384) buckets *= 2;
@@ -472,7 +476,11 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
   const reach = (from: number, to: number): boolean => Math.abs(to - from) < JAL_REACH - 2048;
   if (!reach(area.start, req.text.start) || !reach(area.start + BUCKETS_AT, req.text.end))
     return {
-      unsupported: `its handler at 0x${area.start.toString(16)} must lie within 1 MiB of the code (0x${req.text.start.toString(16)}-0x${req.text.end.toString(16)}): it returns into interrupted handlers and enters the firmware's vectors with \`jal\`, which reaches +/-1 MiB. Reserve RAM near the code (\`reservedMemory\` in the launch configuration, e.g. right after the program's last section)`,
+      unsupported:
+        `its handler at 0x${area.start.toString(16)} must lie within 1 MiB of the code ` +
+        `(0x${req.text.start.toString(16)}-0x${req.text.end.toString(16)}): it returns into interrupted handlers ` +
+        "and enters the firmware's vectors with `jal`, which reaches +/-1 MiB. Reserve RAM near the code " +
+        "(`reservedMemory` in the launch configuration, e.g. right after the program's last section)",
     };
   const bucketsAt = area.start + BUCKETS_AT;
   const used = BUCKETS_AT + 4 * (buckets + 1);
@@ -490,7 +498,9 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
     nestedAt: area.start + S.nestedSamples,
     used,
     semantics:
-      "the interrupted PC (mepc) when a Goldfish RTC alarm on the virtual clock fires: the instruction about to run, at a random point of each interval; inside the firmware's interrupt handlers too (the sampler is enabled at their entry)",
+      'the interrupted PC (mepc) when a Goldfish RTC alarm on the virtual clock fires: the ' +
+      "instruction about to run, at a random point of each interval; inside the firmware's " +
+      'interrupt handlers too (the sampler is enabled at their entry)',
     async capture(access: TargetAccess): Promise<SavedState> {
       const saved: SavedState = { registers: {}, patchedRegisters: {}, words: [] };
       for (const name of registers) saved.registers[name] = await access.readRegister(name);
@@ -499,7 +509,8 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
         throw new Error(`mtvec holds 0x${mtvec.toString(16)}, a mode the interrupt sampler does not know`);
       if (Math.abs(mtvec - area.start) > JAL_REACH - 4096)
         throw new Error(
-          `the firmware's trap vector 0x${mtvec.toString(16)} is more than 1 MiB from the sampler's handler at 0x${area.start.toString(16)}: reserve RAM near it`,
+          `the firmware's trap vector 0x${mtvec.toString(16)} is more than 1 MiB from the sampler's ` +
+            `handler at 0x${area.start.toString(16)}: reserve RAM near it`,
         );
       saved.patchedRegisters = {
         mtvec: BigInt(buildRv32Sampler(area.start, mtvec).entry),
@@ -516,7 +527,8 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
       saved.words.push({ address: words[2]!, original: await access.readU32(BigInt(words[2]!)), patched: 1 });
       if (saved.words[0]!.original !== 0 || (enable & (1 << RTC_SOURCE)) !== 0 || saved.words[2]!.original !== 0)
         throw new Error(
-          'the program uses the Goldfish RTC interrupt itself (PLIC source 11 is enabled); the interrupt sampler needs it',
+          'the program uses the Goldfish RTC interrupt itself (PLIC source 11 is enabled); the ' +
+            'interrupt sampler needs it',
         );
       return saved;
     },
@@ -603,6 +615,7 @@ function plan(req: InterruptSamplerRequest): InterruptSamplerPlan | { unsupporte
 
 export const rv32InterruptSampler: InterruptSamplerArch = {
   needs:
-    "a RISC-V target on QEMU's `virt` machine (the sampler's timer is its Goldfish RTC, through the PLIC) and at least 8 KiB of reserved RAM",
+    "a RISC-V target on QEMU's `virt` machine (the sampler's timer is its Goldfish RTC, through " +
+    'the PLIC) and at least 8 KiB of reserved RAM',
   plan,
 };

@@ -26,7 +26,8 @@ export const riscvPlugin: ArchPlugin = {
     ...(rvArch.liveness ? { stubClobbers: rvArch.liveness.stubClobbers } : {}),
     threadPointerRegister: 'tp',
     returnHooks:
-      'ra is redirected to the exit stub at entry (any link register a call names: rd of jal/jalr); trap handlers return with mret and are measured through their own entry.',
+      'ra is redirected to the exit stub at entry (any link register a call names: rd of ' +
+      'jal/jalr); trap handlers return with mret and are measured through their own entry.',
   },
   createCounterUnits: (access, options) => [
     new RiscvCounters(access, options.emulator === 'qemu' ? { hpmEvents: qemuHpmEvents, virtualClock: true } : {}),

@@ -38,7 +38,10 @@ function formedAddresses(fn: FunctionCode, program: ProgramFacts): Set<number> |
   const insns = fn.instructions;
   // Code past an instruction that could not be decoded may form any address.
   if (fn.undecodable)
-    return `${fn.name}: its code from 0x${fn.undecodable.address.toString(16)} could not be decoded (${fn.undecodable.reason})`;
+    return (
+      `${fn.name}: its code from 0x${fn.undecodable.address.toString(16)} ` +
+      `could not be decoded (${fn.undecodable.reason})`
+    );
   const formed = new Set<number>();
   if (insns.length === 0) return formed;
   const flow = flowOf(insns);
@@ -155,7 +158,10 @@ function transfer(insn: DecodedInstruction, before: State, formed: Set<number>):
     const a = read(op.rs1);
     const b = op.rs2 === undefined ? [op.imm!] : read(op.rs2);
     if (op.fn === add && (op.rs1 === Reg.gp || op.rs2 === Reg.gp) && (a === undefined || b === undefined)) {
-      return `${insn.mnemonic} at 0x${insn.address.toString(16)} forms an address from gp, whose value is not known there`;
+      return (
+        `${insn.mnemonic} at 0x${insn.address.toString(16)} forms an address from gp, whose value ` +
+        `is not known there`
+      );
     }
     after[op.rd] = combine(a, b, op.fn);
     const v = after[op.rd];
@@ -175,7 +181,8 @@ function wholeReads(insn: DecodedInstruction): number {
     const w = rvWord(insn.bytes);
     const opcode = w & 0x7f;
     if ([0x03, 0x07, 0x27, 0x23, 0x2f, 0x67].includes(opcode)) uses &= ~(1 << ((w >> 15) & 0x1f));
-    if (opcode === 0x23 || opcode === 0x2f) uses |= 1 << ((w >> 20) & 0x1f); // the data stored, even from the base register
+    // the data stored, even from the base register
+    if (opcode === 0x23 || opcode === 0x2f) uses |= 1 << ((w >> 20) & 0x1f);
   } else {
     const hw = insn.bytes[0]! | (insn.bytes[1]! << 8);
     if ((hw & 3) === 0) uses &= ~(1 << (8 + ((hw >> 7) & 7))); // C.LW/C.SW/C.FLW ... base rs1'

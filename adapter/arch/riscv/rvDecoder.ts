@@ -56,7 +56,10 @@ export const abiNames = [
   't6',
 ] as const;
 
-/** Link registers of the calling convention; 2.5 "Control Transfer Instructions" uses them as return-address-stack hints. */
+/**
+ * Link registers of the calling convention; 2.5 "Control Transfer Instructions" uses them as
+ * return-address-stack hints.
+ */
 const isLink = (r: number): boolean => r === 1 || r === 5;
 
 interface Fields {

@@ -136,7 +136,10 @@ export class Rv32Relocator implements InstructionRelocator {
 }
 
 function farReason(target: number, at: number): string {
-  return `its target 0x${target.toString(16)} is beyond JAL's +/-1 MiB from 0x${at.toString(16)} and no scratch register was offered`;
+  return (
+    `its target 0x${target.toString(16)} is beyond JAL's +/-1 MiB from 0x${at.toString(16)} and ` +
+    `no scratch register was offered`
+  );
 }
 
 /**

@@ -164,7 +164,10 @@ function rv32ChoosePatch(site: number, cave: CaveReach, free: number): PatchShap
       (r) => (free & (1 << r)) !== 0 && r !== SP && r !== Reg.gp && r !== TP,
     );
   if (scratch === undefined)
-    return `no register is dead at ${hex(site)} for the 8-byte auipc + jalr patch, and the cave at ${hex(cave.start)} is beyond JAL's +/-1 MiB.`;
+    return (
+      `no register is dead at ${hex(site)} for the 8-byte auipc + jalr patch, and the cave at ${hex(cave.start)} ` +
+      `is beyond JAL's +/-1 MiB.`
+    );
   return { kind: 'rvAuipc', length: 8, scratch };
 }
 
@@ -219,7 +222,8 @@ export class Rv32PayloadGenerator implements PayloadGenerator {
         throw new InjectionRefusedError(
           refusal(
             'unrelocatable',
-            'Hardware gating measures whole functions through an entry patch; call-site measurement uses software accumulation.',
+            'Hardware gating measures whole functions through an entry patch; call-site measurement ' +
+              'uses software accumulation.',
           ),
         );
       return this.stubs.hardwareFunctionStubs(req, runtime, layout);

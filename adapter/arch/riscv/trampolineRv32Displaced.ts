@@ -56,7 +56,10 @@ export class Rv32DisplacedCode {
         throw new InjectionRefusedError(
           refusal(
             'noFreeRegister',
-            `No register is free to leave the trampoline for ${hex(t)}${site ? ` (patch at ${hex(site.address)})` : ''}: the stub is beyond JAL's +/-1 MiB from the code and the displaced instructions use every candidate.`,
+            `No register is free to leave the trampoline for ${hex(t)}` +
+              `${site ? ` (patch at ${hex(site.address)})` : ''}: ` +
+              `the stub is beyond JAL's +/-1 MiB from the code and the displaced instructions use every ` +
+              `candidate.`,
             site?.address ?? t,
           ),
         );

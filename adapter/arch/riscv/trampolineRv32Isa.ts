@@ -162,7 +162,8 @@ function compressedEffects(hw: number): RegisterEffects {
       case 2:
         return { uses: 0, defs: mask(rd) }; // C.LI
       case 3:
-        return rd === Reg.sp ? { uses: mask(Reg.sp), defs: mask(Reg.sp) } : { uses: 0, defs: mask(rd) }; // C.ADDI16SP / C.LUI
+        // C.ADDI16SP / C.LUI
+        return rd === Reg.sp ? { uses: mask(Reg.sp), defs: mask(Reg.sp) } : { uses: 0, defs: mask(rd) };
       case 4: {
         const op = (hw >> 10) & 3;
         if (op < 3) return { uses: mask(rs1p), defs: mask(rs1p) }; // C.SRLI/SRAI/ANDI

@@ -73,7 +73,10 @@ function epilogue(fn: FunctionCode, from: number): { steps: EpilogueStep[]; insn
   for (const insn of fn.instructions.slice(start)) {
     const s = stepOf(insn);
     if (!s || (s.op === 'load' && s.rd === SP))
-      return `${insn.mnemonic} at 0x${insn.address.toString(16)} is not an sp-relative load, an sp adjustment or the return`;
+      return (
+        `${insn.mnemonic} at 0x${insn.address.toString(16)} is not an sp-relative load, an sp ` +
+        `adjustment or the return`
+      );
     steps.push(s);
     insns.push(insn);
     if (s.op === 'ret') return { steps, insns };

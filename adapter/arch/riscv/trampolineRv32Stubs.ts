@@ -131,10 +131,20 @@ export class Rv32StubBuilder {
     const leaves = d.falls || d.exits.length > 0 ? 1 : 0;
     // The displaced code of a body entry is the jumping label's, not this function's.
     const foreign = site?.bodyEntry ? reachableDisplaced(site.displaced).length : 0;
+    const givenBack = [frame.describe(), t0Link ? 'ra and t0 (the millicode link, now the exit stub)' : '']
+      .filter(Boolean)
+      .join(' (kept by callers across the call), ');
+    const restoredNote = restored ? `, ${restored} instruction(s) giving back ${givenBack} and the stack` : '';
+    const paddingNote = padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : '';
+    const relocationNote = d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : '';
+    const foreignNote = foreign ? `, ${foreign} instruction(s) of the code that jumps into the body` : '';
     const counted: CountedOverhead = {
       outer: 3 + restored + padding.inside + d.extra + leaves + foreign,
       nested: 0,
-      explanation: `per pass: sw of the start value, csrw mstatus${restored ? `, ${restored} instruction(s) giving back ${[frame.describe(), t0Link ? 'ra and t0 (the millicode link, now the exit stub)' : ''].filter(Boolean).join(' (kept by callers across the call), ')} and the stack` : ''}${padding.inside ? `, ${padding.inside} nop(s) padding the group's stubs to one cost` : ''}${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${d.extra ? `, ${d.extra} extra instruction(s) from relocating the displaced code` : ''}${foreign ? `, ${foreign} instruction(s) of the code that jumps into the body` : ''}, and one of the two csrr ${this.counter.name}`,
+      explanation:
+        `per pass: sw of the start value, csrw mstatus${restoredNote}${paddingNote}` +
+        `${leaves ? ', the jump back (or the exit of a displaced branch)' : ''}${relocationNote}${foreignNote}` +
+        `, and one of the two csrr ${this.counter.name}`,
     };
     return {
       address: req.at,
@@ -159,7 +169,8 @@ export class Rv32StubBuilder {
       throw new InjectionRefusedError(
         refusal(
           'alternateLink',
-          'This is -msave-restore millicode, whose return is hooked by the software-accumulation stubs only. Measure it with software accumulation (the default payload).',
+          'This is -msave-restore millicode, whose return is hooked by the software-accumulation ' +
+            'stubs only. Measure it with software accumulation (the default payload).',
           site.address,
         ),
       );
@@ -168,7 +179,9 @@ export class Rv32StubBuilder {
       throw new InjectionRefusedError(
         refusal(
           'noFreeRegister',
-          `Callers keep values in ${regNames(keptHere)} across their calls of this function (-fipa-ra), and the hardware-gating stubs do not give registers back. Measure it with software accumulation (the default payload).`,
+          `Callers keep values in ${regNames(keptHere)} across their calls of this function ` +
+            `(-fipa-ra), and the hardware-gating stubs do not give registers back. Measure it with ` +
+            `software accumulation (the default payload).`,
           site.address,
         ),
       );
@@ -234,11 +247,16 @@ export class Rv32StubBuilder {
         outer: 4 + leaves + d.extra,
         nested: 11 + leaves + d.extra,
         nestedPayload: patchInsns + 2 + costs.entryNested + costs.exitNested,
-        explanation: `outer pass: the csrw re-base, csrci mcountinhibit, csrw mstatus and the jump back at entry${d.extra ? ` (+${d.extra} from relocation)` : ''}, csrsi at exit; a recursive call adds its entry stub up to the counter read and after the re-base, and csrsi, re-base, csrci and ret at its exit (QEMU 7.2 semantics)`,
+        explanation:
+          `outer pass: the csrw re-base, csrci mcountinhibit, csrw mstatus and the jump back at ` +
+          `entry${d.extra ? ` (+${d.extra} from relocation)` : ''}, csrsi at exit; a recursive call ` +
+          `adds its entry stub up to the counter read and after the re-base, and csrsi, re-base, ` +
+          `csrci and ret at its exit (QEMU 7.2 semantics)`,
       },
       notes: [
         ...d.notes,
-        'QEMU 7.2 does not stop its counters on mcountinhibit: the stubs re-base the counter with csrw at every start, which is a no-op on hardware.',
+        'QEMU 7.2 does not stop its counters on mcountinhibit: the stubs re-base the counter with ' +
+          'csrw at every start, which is a no-op on hardware.',
       ],
     };
   }
@@ -362,7 +380,10 @@ export class Rv32StubBuilder {
       counted: {
         outer: afterStartSnap + beforeEndSnap + 1,
         nested: 0,
-        explanation: `per pass: ${afterStartSnap} instruction(s) after the start's csrr (store, unmask, register restores, the jump back), ${beforeEndSnap} before the end's csrr (the end patch's jump, register saves), and one csrr`,
+        explanation:
+          `per pass: ${afterStartSnap} instruction(s) after the start's csrr (store, unmask, ` +
+          `register restores, the jump back), ${beforeEndSnap} before the end's csrr (the end patch's ` +
+          `jump, register saves), and one csrr`,
       },
       notes: [...ds.notes, ...de.notes],
     };

@@ -40,7 +40,8 @@ export function buildGroupStubs(
   throw new InjectionRefusedError(
     refusal(
       'unrelocatable',
-      `The trampolines of ${members.map((m) => m.name).join(', ')} could not be brought to one cost per pass, which a shared record needs; measure them separately.`,
+      `The trampolines of ${members.map((m) => m.name).join(', ')} could not be brought to one ` +
+        `cost per pass, which a shared record needs; measure them separately.`,
     ),
   );
 }

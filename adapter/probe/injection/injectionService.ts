@@ -62,7 +62,10 @@ export class InjectionService {
   private readonly readout: MeasurementReadout;
   private unitsPerInstruction: number;
 
-  /** Instructions per counter unit where the target facts fix it (40 for QEMU's SysTick under -icount shift=0), else undefined. */
+  /**
+   * Instructions per counter unit where the target facts fix it (40 for QEMU's SysTick under
+   * -icount shift=0), else undefined.
+   */
   get instructionsPerCounterUnit(): number | undefined {
     return this.unitsPerInstruction === 1 ? undefined : 1 / this.unitsPerInstruction;
   }
@@ -176,7 +179,10 @@ export class InjectionService {
     return this.live.remove(id);
   }
 
-  /** The target is being reset, every measurement already removed: the reserved memory is free again (LiveMeasurements.targetReset). */
+  /**
+   * The target is being reset, every measurement already removed: the reserved memory is free
+   * again (LiveMeasurements.targetReset).
+   */
   targetReset(): void {
     this.live.targetReset();
   }

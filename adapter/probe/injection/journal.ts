@@ -90,7 +90,10 @@ export function journalDir(cwd: string): string {
   return join(cwd, '.cyclelens', 'journal');
 }
 
-/** This process's journal for `elf` in `dir`; `tag` names a second journal of the same process (the interrupt sampler's). */
+/**
+ * This process's journal for `elf` in `dir`; `tag` names a second journal of the same process (the
+ * interrupt sampler's).
+ */
 export function journalPath(dir: string, elf: ElfImage, tag?: string): string {
   return join(dir, `${elfHash(elf)}.${process.pid}${tag ? `.${tag}` : ''}.json`);
 }
@@ -395,32 +398,40 @@ export function describeRestore(
         ? `It could not be moved aside and stays at ${d.path}`
         : `It was moved aside to ${d.movedTo} for inspection`;
     lines.push(
-      `The patch journal ${d.path} is damaged: ${d.problem}. ${kept}; the launch goes on with the program loaded from the ELF. If a previous session left measurements patched into a board's RAM, reset the board.`,
+      `The patch journal ${d.path} is damaged: ${d.problem}. ${kept}; the launch goes on with the ` +
+        `program loaded from the ELF. If a previous session left measurements patched into a ` +
+        `board's RAM, reset the board.`,
     );
   }
   if (report.journals.length > 0) {
     const parts: string[] = [];
     if (report.restored.length)
       parts.push(
-        `restored the original bytes at ${report.restored.length} address(es): ${where(report.restored, elf)}${report.threadPointerRestored ? ', and the tp register' : ''}`,
+        `restored the original bytes at ${report.restored.length} address(es): ${where(report.restored, elf)}` +
+          `${report.threadPointerRestored ? ', and the tp register' : ''}`,
       );
     if (report.registersRestored.length)
       parts.push(`restored the register(s) ${report.registersRestored.join(', ')} the interrupt sampler had changed`);
     if (report.alreadyOriginal.length)
       parts.push(
-        `found ${report.alreadyOriginal.length} address(es) already original (the program was reloaded since): ${where(report.alreadyOriginal, elf)}`,
+        `found ${report.alreadyOriginal.length} address(es) already original (the program was ` +
+          `reloaded since): ${where(report.alreadyOriginal, elf)}`,
       );
     if (report.conflicts.length)
       parts.push(
-        `left ${report.conflicts.length} address(es) alone because the target holds unexpected bytes there: ${report.conflicts.map((c) => `${where([c.address], elf)} reads ${c.found}`).join(', ')} (journal kept)`,
+        `left ${report.conflicts.length} address(es) alone because the target holds unexpected ` +
+          `bytes there: ${report.conflicts.map((c) => `${where([c.address], elf)} reads ${c.found}`).join(', ')} ` +
+          `(journal kept)`,
       );
     if (report.mismatches.length)
       parts.push(
-        `did not write ${report.mismatches.length} address(es) because the ELF changed since they were journaled: ${where(report.mismatches, elf)} (journal kept)`,
+        `did not write ${report.mismatches.length} address(es) because the ELF changed since they ` +
+          `were journaled: ${where(report.mismatches, elf)} (journal kept)`,
       );
     if (parts.length === 0) parts.push('found nothing left to restore');
+    const journals = report.journals.map((j) => basename(j)).join(', ');
     lines.push(
-      `CycleLens found patches a previous session left in this program (${report.journals.map((j) => basename(j)).join(', ')}) and ${parts.join('; ')}.`,
+      `CycleLens found patches a previous session left in this program (${journals}) and ${parts.join('; ')}.`,
     );
   }
   if (lines.length === 0) return undefined;

@@ -77,7 +77,8 @@ export class LiveMeasurements {
       throw new InjectionRefusedError(
         refusal(
           'memory',
-          `The reserved memory at ${hex(this.o.reserved.start)} is full (${this.allocator.freeBytes} bytes free, ${size} needed); remove measurements or reserve more RAM.`,
+          `The reserved memory at ${hex(this.o.reserved.start)} is full (${this.allocator.freeBytes} ` +
+            `bytes free, ${size} needed); remove measurements or reserve more RAM.`,
         ),
       );
     }
@@ -238,7 +239,9 @@ export class LiveMeasurements {
         if (a !== p.address)
           return {
             ok: false,
-            reason: `${hex(a)} is inside the bytes patched by ${who}, so the program never executes it there. Remove that measurement, or stop elsewhere.`,
+            reason:
+              `${hex(a)} is inside the bytes patched by ${who}, so the program never executes it there. ` +
+              `Remove that measurement, or stop elsewhere.`,
           };
         // Where the displaced code branches away it never comes back: stop on the jump itself.
         return p.stopAt !== undefined
@@ -263,7 +266,9 @@ export class LiveMeasurements {
             throw new InjectionRefusedError(
               refusal(
                 'branchIntoPatch',
-                `${hex(address)} carries the patch of measurement #${m.info.id} (${m.info.name}) that keeps the code here, which falls through into its entry, out of its count. Measure both in one request (the adapter puts this one first), or remove #${m.info.id} first.`,
+                `${hex(address)} carries the patch of measurement #${m.info.id} (${m.info.name}) that keeps ` +
+                  `the code here, which falls through into its entry, out of its count. Measure both in one ` +
+                  `request (the adapter puts this one first), or remove #${m.info.id} first.`,
                 address,
               ),
             );
@@ -294,14 +299,16 @@ export class LiveMeasurements {
       throw new InjectionRefusedError(
         refusal(
           'unrelocatable',
-          `${c.name} already gates another measurement; hardware gating takes one counter slot per measurement. Use software accumulation for more.`,
+          `${c.name} already gates another measurement; hardware gating takes one counter slot per ` +
+            `measurement. Use software accumulation for more.`,
         ),
       );
     if ([...this.measurements.values()].some((m) => m.info.payload === 'software')) {
       throw new InjectionRefusedError(
         refusal(
           'unrelocatable',
-          `Software measurements read ${c.name} as a free-running counter; gating it would break them. Remove them first, or use software accumulation.`,
+          `Software measurements read ${c.name} as a free-running counter; gating it would break ` +
+            `them. Remove them first, or use software accumulation.`,
         ),
       );
     }

@@ -52,7 +52,9 @@ export class MeasurementBuilder {
         throw new InjectionRefusedError(
           refusal(
             'alternateLink',
-            `${plan.function.name} is -msave-restore millicode, whose return is hooked by the software-accumulation stubs only. Measure it with software accumulation (the default payload).`,
+            `${plan.function.name} is -msave-restore millicode, whose return is hooked by the ` +
+              `software-accumulation stubs only. Measure it with software accumulation (the default ` +
+              `payload).`,
           ),
         );
       const fn = plan.function.name;
@@ -130,7 +132,8 @@ export class MeasurementBuilder {
       throw new InjectionRefusedError(
         refusal(
           'unrelocatable',
-          'Groups are measured with software accumulation only: hardware gating gives one counter slot to one function. Inject the group with the software payload.',
+          'Groups are measured with software accumulation only: hardware gating gives one counter ' +
+            'slot to one function. Inject the group with the software payload.',
         ),
       );
     }
@@ -164,7 +167,8 @@ export class MeasurementBuilder {
       throw new InjectionRefusedError(
         refusal(
           'unrelocatable',
-          `${this.live.counter.name} is gated by a hardware-gating measurement; software accumulation reads the same counter. Remove that measurement first.`,
+          `${this.live.counter.name} is gated by a hardware-gating measurement; software accumulation ` +
+            `reads the same counter. Remove that measurement first.`,
         ),
       );
     }
@@ -312,7 +316,8 @@ export class MeasurementBuilder {
       throw new InjectionRefusedError(
         refusal(
           'unrelocatable',
-          `${this.live.counter.name} is gated by a hardware-gating measurement; software accumulation reads the same counter. Remove that measurement first.`,
+          `${this.live.counter.name} is gated by a hardware-gating measurement; software accumulation ` +
+            `reads the same counter. Remove that measurement first.`,
         ),
       );
     }
@@ -424,7 +429,9 @@ export class MeasurementBuilder {
       throw new InjectionRefusedError(
         refusal(
           'branchIntoPatch',
-          `${bypass.from}'s code falls through into ${name}'s entry; measuring ${name} patches ${hex(bypass.address)} to keep those passes out of its count, and ${err.refusal.reason} Measure ${name} and ${bypass.from} in different runs.`,
+          `${bypass.from}'s code falls through into ${name}'s entry; ` +
+            `measuring ${name} patches ${hex(bypass.address)} to keep those passes out of its count, ` +
+            `and ${err.refusal.reason} Measure ${name} and ${bypass.from} in different runs.`,
           bypass.address,
         ),
       );
@@ -438,7 +445,8 @@ export class MeasurementBuilder {
         throw new InjectionRefusedError(
           refusal(
             'memory',
-            `The code at ${hex(s)} is in ${kind}; a debugger write would not stick (or would need a flash erase). Run the code from RAM, or allow flash writes in the launch configuration.`,
+            `The code at ${hex(s)} is in ${kind}; a debugger write would not stick (or would need a ` +
+              `flash erase). Run the code from RAM, or allow flash writes in the launch configuration.`,
             s,
           ),
         );
@@ -458,7 +466,8 @@ export class MeasurementBuilder {
           throw new InjectionRefusedError(
             refusal(
               'branchIntoPatch',
-              `${p.what} is at ${hex(p.address)}, inside the bytes a patch at ${hex(s)} would overwrite; step past ${hex(e)} first.`,
+              `${p.what} is at ${hex(p.address)}, inside the bytes a patch at ${hex(s)} would overwrite; ` +
+                `step past ${hex(e)} first.`,
               p.address,
             ),
           );
@@ -493,7 +502,8 @@ function pinsMemory(sites: readonly PatchSite[], name: string, warnings: Injecti
     warnings.push(
       warning(
         'memoryPinned',
-        `A call is among the instructions moved into the trampoline of ${name}; its return lands there, so that memory stays reserved until the session ends.`,
+        `A call is among the instructions moved into the trampoline of ${name}; its return lands ` +
+          `there, so that memory stays reserved until the session ends.`,
       ),
     );
   return pinned;
@@ -518,7 +528,10 @@ export function soloReason(plan: FunctionPlan): string | undefined {
   if (plan.bypass)
     return `code of ${plan.bypass.from} falls through into its entry and is diverted by a patch of its own`;
   if (plan.entry.link !== undefined)
-    return `it is linked through x${plan.entry.link} (millicode), and a group's exit stubs return through the standard link`;
+    return (
+      `it is linked through x${plan.entry.link} (millicode), and a group's exit stubs return ` +
+      `through the standard link`
+    );
   return undefined;
 }
 
@@ -526,8 +539,12 @@ function withOffer(r: InjectionRefusal): InjectionRefusal {
   const offer = r.callSites;
   if (!offer || offer.usable.length === 0) return r;
   const missed = offer.missed.length + offer.indirectCalls.length;
+  const missing = missed
+    ? ` (missing ${offer.missed.length} site(s) that cannot be rewritten and ` +
+      `${offer.indirectCalls.length} indirect call(s) in the program)`
+    : '';
   return {
     ...r,
-    reason: `${r.reason} It can be measured at its ${offer.usable.length} direct call site(s) instead${missed ? ` (missing ${offer.missed.length} site(s) that cannot be rewritten and ${offer.indirectCalls.length} indirect call(s) in the program)` : ''}.`,
+    reason: `${r.reason} It can be measured at its ${offer.usable.length} direct call site(s) instead${missing}.`,
   };
 }

@@ -44,7 +44,8 @@ export class PatchWriter {
           throw new InjectionRefusedError(
             refusal(
               'memory',
-              `The patch at ${hex(p.address)} did not stick (reads ${check.toString('hex')}); the code is probably in flash. Allow flash writes or reserve RAM for the code.`,
+              `The patch at ${hex(p.address)} did not stick (reads ${check.toString('hex')}); the code is ` +
+                `probably in flash. Allow flash writes or reserve RAM for the code.`,
               p.address,
             ),
           );

@@ -57,7 +57,10 @@ export type StubRequest =
       exitKeeps?: number;
       /** Code that falls through into the entry runs this copy instead (FunctionPlan.bypass). */
       bypass?: Uint8Array;
-      /** Thumb: that code's instructions, relocated by the stub ahead of the entry's displaced ones (BypassSite.code). */
+      /**
+       * Thumb: that code's instructions, relocated by the stub ahead of the entry's displaced ones
+       * (BypassSite.code).
+       */
       bypassCode?: DecodedInstruction[];
       /** Thumb: the bypass patch's length (the bytes of that code it overwrites). */
       bypassLength?: number;

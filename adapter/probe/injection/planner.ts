@@ -56,7 +56,8 @@ export class InjectionPlanner {
     return refusal(
       'notFound',
       inside
-        ? `${hex(target)} is inside ${inside.name} (which starts at ${hex(inside.start)}), not at a function's first instruction.`
+        ? `${hex(target)} is inside ${inside.name} (which starts at ${hex(inside.start)}), not at a ` +
+            `function's first instruction.`
         : `No function starts at ${hex(target)}.`,
       target,
     );
@@ -69,14 +70,17 @@ export class InjectionPlanner {
     if (fn.undecodable)
       return refusal(
         'undecodable',
-        `${name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}), so its code cannot be patched safely.`,
+        `${name} cannot be disassembled at ${hex(fn.undecodable.address)} (${fn.undecodable.reason}), ` +
+          `so its code cannot be patched safely.`,
         fn.undecodable.address,
       );
     const mret = fn.instructions.find((i) => i.kind === 'exceptionReturn');
     if (mret) {
       return refusal(
         'exceptionReturn',
-        `${name} is an exception handler: it returns with ${mret.mnemonic} at ${hex(mret.address)}, not through the return address, so its return cannot be redirected. Measure a region inside it instead.`,
+        `${name} is an exception handler: it returns with ${mret.mnemonic} at ${hex(mret.address)}, ` +
+          `not through the return address, so its return cannot be redirected. Measure a region ` +
+          `inside it instead.`,
         mret.address,
       );
     }
@@ -87,7 +91,8 @@ export class InjectionPlanner {
       if (from && e.kind !== 'call' && this.model.functionContaining(e.from) === fn) {
         return refusal(
           'entryLoop',
-          `${from.mnemonic} at ${hex(e.from)} jumps back to ${name}'s first instruction (a loop through the entry), so the entry payload would run again on every iteration.`,
+          `${from.mnemonic} at ${hex(e.from)} jumps back to ${name}'s first instruction (a loop ` +
+            `through the entry), so the entry payload would run again on every iteration.`,
           e.from,
         );
       }
@@ -102,12 +107,12 @@ export class InjectionPlanner {
     const kept = ((this.keptOf(fn)?.kept ?? 0) & ~(1 << link)) >>> 0;
     const free = this.entryFree(fn, kept, link);
     const shape = this.arch.choosePatch(fn.start, this.cave, free);
-    if (typeof shape === 'string')
-      return refusal(
-        'noFreeRegister',
-        `${name}: ${shape}${kept ? ` (callers keep values in ${regList(kept)} across their calls of ${name}, so those are not free either)` : ''}`,
-        fn.start,
-      );
+    if (typeof shape === 'string') {
+      const keptNote = kept
+        ? ` (callers keep values in ${regList(kept)} across their calls of ${name}, so those are not free either)`
+        : '';
+      return refusal('noFreeRegister', `${name}: ${shape}${keptNote}`, fn.start);
+    }
     const site = this.coverSite(fn, fn.start, shape, free);
     if (!('ok' in site) && kept) site.keptRegisters = kept;
     if ('ok' in site) {
@@ -152,8 +157,9 @@ export class InjectionPlanner {
     if (ipa) return ipa;
     const offer = this.callSiteOffer(fn);
     if (offer.usable.length === 0) {
+      const missedSites = offer.missed.map((m) => `${m.mnemonic} at ${hex(m.address)} (${m.refusal})`).join('; ');
       const why = offer.missed.length
-        ? ` Its ${offer.missed.length} direct call site(s) cannot be rewritten: ${offer.missed.map((m) => `${m.mnemonic} at ${hex(m.address)} (${m.refusal})`).join('; ')}.`
+        ? ` Its ${offer.missed.length} direct call site(s) cannot be rewritten: ${missedSites}.`
         : ' Nothing in the program calls it directly.';
       return refusal('tooShort', `${fn.name} cannot be measured at its call sites.${why}`, fn.start);
     }
@@ -163,16 +169,24 @@ export class InjectionPlanner {
       warnings.push(
         warning(
           'callSitesMissed',
-          `${offer.missed.length} direct call site(s) of ${fn.name} cannot be rewritten and are not counted: ${offer.missed.map((m) => `${hex(m.address)} in ${m.caller} (${m.refusal})`).join(', ')}.`,
+          `${offer.missed.length} direct call site(s) of ${fn.name} cannot be rewritten and are not ` +
+            `counted: ${offer.missed.map((m) => `${hex(m.address)} in ${m.caller} (${m.refusal})`).join(', ')}.`,
         ),
       );
-    if (offer.indirectCalls.length)
+    if (offer.indirectCalls.length) {
+      const shown = offer.indirectCalls.slice(0, 6).map(hex).join(', ');
+      const untold =
+        typeof this.takenAddresses === 'string'
+          ? ` Whether the program takes its address cannot be told: ${this.takenAddresses}.`
+          : '';
       warnings.push(
         warning(
           'indirectCallsMissed',
-          `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; they are not counted (at ${offer.indirectCalls.slice(0, 6).map(hex).join(', ')}${offer.indirectCalls.length > 6 ? ' ...' : ''}).${typeof this.takenAddresses === 'string' ? ` Whether the program takes its address cannot be told: ${this.takenAddresses}.` : ''}`,
+          `${offer.indirectCalls.length} indirect call(s) in the program may also reach ${fn.name}; ` +
+            `they are not counted (at ${shown}${offer.indirectCalls.length > 6 ? ' ...' : ''}).${untold}`,
         ),
       );
+    }
     const plan: CallSitePlan = { ok: true, kind: 'callSites', function: fn, sites, offer, warnings };
     return plan;
   }
@@ -199,7 +213,9 @@ export class InjectionPlanner {
     if (endFn !== fn && callInto.length !== 1) {
       return refusal(
         'regionPaths',
-        `The region start ${hex(start)} is in ${fn.name} but the end ${hex(end)} is ${endFn ? `in ${endFn.name}` : 'outside every function'}; a region starts and ends in the same function (or ends at the entry of a function called by its last instruction).`,
+        `The region start ${hex(start)} is in ${fn.name} but the end ${hex(end)} is ` +
+          `${endFn ? `in ${endFn.name}` : 'outside every function'}; a region starts and ends in the same ` +
+          'function (or ends at the entry of a function called by its last instruction).',
         end,
       );
     }
@@ -247,7 +263,8 @@ export class InjectionPlanner {
     if (e.address > s.address && e.address < s.address + s.shape.length) {
       return refusal(
         'regionPaths',
-        `The end ${hex(end)} lies inside the ${s.shape.length} bytes the start patch at ${hex(start)} overwrites; choose an end further on.`,
+        `The end ${hex(end)} lies inside the ${s.shape.length} bytes the start patch at ${hex(start)} ` +
+          `overwrites; choose an end further on.`,
         end,
       );
     }
@@ -265,17 +282,22 @@ export class InjectionPlanner {
     }
     if (check.escapes.length > 0) {
       const first = check.escapes[0]!;
+      const more = check.escapes.length > 1 ? ` (and ${check.escapes.length - 1} more way(s) out)` : '';
       return refusal(
         'regionPaths',
-        `Not every path from ${hex(start)} reaches the end ${hex(end)}: ${describeExit(first)} without passing it${check.escapes.length > 1 ? ` (and ${check.escapes.length - 1} more way(s) out)` : ''}. A pass would stay open; choose an end every path reaches.`,
+        `Not every path from ${hex(start)} reaches the end ${hex(end)}: ${describeExit(first)} ` +
+          `without passing it${more}. ` +
+          `A pass would stay open; choose an end every path reaches.`,
         first.insn.address,
       );
     }
     if (check.unknown.length > 0) {
+      const unresolved = check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ');
       warnings.push(
         warning(
           'pathsUnknown',
-          `Whether every path from ${hex(start)} reaches ${hex(end)} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`,
+          `Whether every path from ${hex(start)} reaches ${hex(end)} is unknown: ${unresolved} jump(s) to ` +
+            'addresses the disassembly could not resolve.',
         ),
       );
     }
@@ -335,22 +357,29 @@ export class InjectionPlanner {
       const first = check.escapes[0]!;
       return refusal(
         'regionPaths',
-        `Not every path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}: ${describeExit(first)} without passing it. A pass would stay open.`,
+        `Not every path from ${hex(start)} reaches the call of ${callee.name} at ${hex(callSite)}: ` +
+          `${describeExit(first)} without passing it. A pass would stay open.`,
         first.insn.address,
       );
     }
     const warnings = this.tableWarnings(fn);
-    if (check.unknown.length > 0)
+    if (check.unknown.length > 0) {
+      const unresolved = check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ');
       warnings.push(
         warning(
           'pathsUnknown',
-          `Whether every path from ${hex(start)} reaches ${callee.name} is unknown: ${check.unknown.map((u) => `${u.mnemonic} at ${hex(u.address)}`).join(', ')} jump(s) to addresses the disassembly could not resolve.`,
+          `Whether every path from ${hex(start)} reaches ${callee.name} is unknown: ${unresolved} jump(s) to ` +
+            'addresses the disassembly could not resolve.',
         ),
       );
+    }
     return { ok: true, kind: 'region', function: fn, start: sites[0]!, end: sites[1]!, warnings };
   }
 
-  /** The instructions a patch of `shape` at `address` covers, with every reason it cannot (public for returnHooks.ts). */
+  /**
+   * The instructions a patch of `shape` at `address` covers, with every reason it cannot (public
+   * for returnHooks.ts).
+   */
   coverSite(fn: FunctionCode, address: number, shape: PatchShape, free: number): PatchSite | InjectionRefusal {
     const insns = fn.instructions;
     let i = insns.findIndex((x) => x.address === address);
@@ -365,9 +394,10 @@ export class InjectionPlanner {
           !insn && address + covered >= fn.end
             ? `${fn.name} has only ${room} byte(s) from ${hex(address)} to its end`
             : `the code from ${hex(address)} runs into data (a literal pool or table) after ${room} byte(s)`;
+        const ending = last ? `, ending with ${last.mnemonic} at ${hex(last.address)}` : '';
         return refusal(
           'tooShort',
-          `The patch at ${hex(address)} needs ${shape.length} bytes (${describeShape(shape)}), but ${why}${last ? `, ending with ${last.mnemonic} at ${hex(last.address)}` : ''}.`,
+          `The patch at ${hex(address)} needs ${shape.length} bytes (${describeShape(shape)}), but ${why}${ending}.`,
           address,
         );
       }
@@ -387,9 +417,11 @@ export class InjectionPlanner {
         )
         .reverse()
         .find((x) => x.kind === 'it');
+      const predicate = it ? `${it.mnemonic} at ${hex(it.address)}` : 'an IT instruction';
       return refusal(
         'itBlock',
-        `${displaced[0]!.mnemonic} at ${hex(address)} is predicated by ${it ? `${it.mnemonic} at ${hex(it.address)}` : 'an IT instruction'}; a patch there would split the IT block.`,
+        `${displaced[0]!.mnemonic} at ${hex(address)} is predicated by ${predicate}; ` +
+          'a patch there would split the IT block.',
         address,
       );
     }
@@ -404,7 +436,8 @@ export class InjectionPlanner {
         if (member.address !== address + covered) {
           return refusal(
             'itBlock',
-            `${insn.mnemonic} at ${hex(insn.address)} predicates instructions up to ${hex(member.address)}, past data the patch cannot move; the patch would split the IT block.`,
+            `${insn.mnemonic} at ${hex(insn.address)} predicates instructions up to ${hex(member.address)}, ` +
+              `past data the patch cannot move; the patch would split the IT block.`,
             insn.address,
           );
         }
@@ -422,7 +455,9 @@ export class InjectionPlanner {
           : `${e.mnemonic} at ${hex(e.from)} jumps`;
       return refusal(
         'branchIntoPatch',
-        `${what} to ${hex(e.target)}, inside the ${shape.length} bytes the patch at ${hex(address)} overwrites${into.length > 1 ? ` (${into.length} branches do)` : ''}; execution would land in the middle of the jump.`,
+        `${what} to ${hex(e.target)}, inside the ${shape.length} bytes the patch at ${hex(address)} ` +
+          `overwrites${into.length > 1 ? ` (${into.length} branches do)` : ''}; execution would land ` +
+          `in the middle of the jump.`,
         e.from,
       );
     }
@@ -485,7 +520,8 @@ export class InjectionPlanner {
       .map((t) =>
         warning(
           'jumpTableUnresolved',
-          `The indirect jump at ${hex(t.branch)} in ${fn.name} could not be resolved (${t.reason}); its targets are assumed to lie outside the patched bytes.`,
+          `The indirect jump at ${hex(t.branch)} in ${fn.name} could not be resolved (${t.reason}); ` +
+            `its targets are assumed to lie outside the patched bytes.`,
         ),
       );
   }
@@ -588,7 +624,10 @@ export class InjectionPlanner {
       .sort((x, y) => x[0] - y[0])[0]!;
     return refusal(
       'noFreeRegister',
-      `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the call-site stubs do not give registers back (entry patches do, where one fits). Its instructions count in its callers' inclusive time.`,
+      `${at.caller} keeps a value in x${reg} across the ${at.site.mnemonic} at ${hex(at.site.address)} ` +
+        `to ${fn.name} (the compiler knows ${fn.name} never writes x${reg}: -fipa-ra), and the ` +
+        `call-site stubs do not give registers back (entry patches do, where one fits). Its ` +
+        `instructions count in its callers' inclusive time.`,
       at.site.address,
     );
   }

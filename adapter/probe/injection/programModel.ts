@@ -205,7 +205,9 @@ export class ProgramModel {
         } else if (!r.ok && !islands.some(([s]) => s === at)) {
           fn.undecodable = {
             address: at,
-            reason: `the inline jump table after ${insn.mnemonic} at 0x${insn.address.toString(16)} could not be sized (${r.reason})`,
+            reason:
+              `the inline jump table after ${insn.mnemonic} at 0x${insn.address.toString(16)} could not ` +
+              `be sized (${r.reason})`,
           };
           break;
         }

@@ -58,7 +58,8 @@ export function resolveReservedMemory(
     if (hit)
       return refusal(
         'memory',
-        `The reserved memory ${hex(start)}-${hex(start + size)} from the launch configuration overlaps the program's ${hit} section; reserve RAM the program does not use.`,
+        `The reserved memory ${hex(start)}-${hex(start + size)} from the launch configuration ` +
+          `overlaps the program's ${hit} section; reserve RAM the program does not use.`,
         start,
       );
     if (size < minimum)
@@ -82,7 +83,8 @@ export function resolveReservedMemory(
     if (size < minimum)
       return refusal(
         'memory',
-        `The linker reserves ${size} bytes between ${START_SYMBOL} and ${END_SYMBOL}; the injector needs at least ${minimum}.`,
+        `The linker reserves ${size} bytes between ${START_SYMBOL} and ${END_SYMBOL}; the injector ` +
+          `needs at least ${minimum}.`,
         s.address,
       );
     return { start: s.address, size, source: 'linker' };
@@ -97,12 +99,18 @@ export function resolveReservedMemory(
     return {
       ...gap,
       source: 'unused',
-      warning: `No RAM is reserved for CycleLens; using ${gap.size} bytes at ${hex(gap.start)}, which no section of the ELF occupies. If the program uses that memory at run time (heap, stack, DMA), reserve RAM in the linker script (${START_SYMBOL}/${END_SYMBOL}) or in the launch configuration.`,
+      warning:
+        `No RAM is reserved for CycleLens; using ${gap.size} bytes at ${hex(gap.start)}, which no ` +
+        `section of the ELF occupies. If the program uses that memory at run time (heap, stack, ` +
+        `DMA), reserve RAM in the linker script (${START_SYMBOL}/${END_SYMBOL}) or in the launch ` +
+        `configuration.`,
     };
   }
   return refusal(
     'memory',
-    `No RAM is reserved for injected code: define ${START_SYMBOL} and ${END_SYMBOL} in the linker script (at least ${minimum} bytes the program never touches), or give the reserved memory in the launch configuration.`,
+    `No RAM is reserved for injected code: define ${START_SYMBOL} and ${END_SYMBOL} in the ` +
+      `linker script (at least ${minimum} bytes the program never touches), or give the reserved ` +
+      `memory in the launch configuration.`,
   );
 }
 

@@ -53,7 +53,9 @@ export function linkOf(model: ProgramModel, arch: InjectionArch, fn: FunctionCod
     if (link !== undefined && l !== link) {
       return refusal(
         'alternateLink',
-        `${fn.name} is called with x${link} and with x${l} as the link register (${from.mnemonic} at ${hex(e.from)}); an entry patch hooks one of them. Its instructions count in the inclusive time of the functions that call it.`,
+        `${fn.name} is called with x${link} and with x${l} as the link register (${from.mnemonic} ` +
+          `at ${hex(e.from)}); an entry patch hooks one of them. Its instructions count in the ` +
+          `inclusive time of the functions that call it.`,
         e.from,
       );
     }
@@ -61,7 +63,10 @@ export function linkOf(model: ProgramModel, arch: InjectionArch, fn: FunctionCod
     if (l !== standard && (((arch.alternateLinks ?? 0) >>> l) & 1) === 0) {
       return refusal(
         'alternateLink',
-        `${from.mnemonic} at ${hex(e.from)} calls ${fn.name} with x${l} as its link register (a millicode convention), and the ${arch.family} stubs hook only x${standard}${arch.alternateLinks ? ' and the millicode link' : ''}. Its instructions count in the inclusive time of the functions that call it.`,
+        `${from.mnemonic} at ${hex(e.from)} calls ${fn.name} with x${l} as its link register (a ` +
+          `millicode convention), and the ${arch.family} stubs hook only ` +
+          `x${standard}${arch.alternateLinks ? ' and the millicode link' : ''}. ` +
+          'Its instructions count in the inclusive time of the functions that call it.',
         e.from,
       );
     }
@@ -69,7 +74,9 @@ export function linkOf(model: ProgramModel, arch: InjectionArch, fn: FunctionCod
   if (link !== undefined && link !== standard && tail) {
     return refusal(
       'alternateLink',
-      `${fn.name} is called with x${link} as the link register and also jumped to (${tail.mnemonic} at ${hex(tail.address)}), which links nothing; the stub could not tell where it returns. Its instructions count in the inclusive time of the functions that reach it.`,
+      `${fn.name} is called with x${link} as the link register and also jumped to (${tail.mnemonic} ` +
+        `at ${hex(tail.address)}), which links nothing; the stub could not tell where it returns. ` +
+        `Its instructions count in the inclusive time of the functions that reach it.`,
       tail.address,
     );
   }
@@ -182,7 +189,9 @@ export function planBypass(
   if (far) why = `${why}; ${far}`;
   return warning(
     'fallThroughCounted',
-    `${ft.from.name}'s code falls through into ${fn.name}'s entry (${ft.insn.mnemonic} at ${hex(ft.insn.address)}: aliased labels share their code) and cannot be diverted around the entry patch (${why}): its passes count as calls of ${fn.name} here, while the trace counts them in ${ft.from.name}.`,
+    `${ft.from.name}'s code falls through into ${fn.name}'s entry (${ft.insn.mnemonic} at ${hex(ft.insn.address)}: ` +
+      `aliased labels share their code) and cannot be diverted around the entry patch (${why}): ` +
+      `its passes count as calls of ${fn.name} here, while the trace counts them in ${ft.from.name}.`,
   );
 }
 
@@ -215,7 +224,11 @@ export function shortBeforeEntryHint(
 ): string {
   const next = model.functions.find((f) => f.start > fn.start && f.start < fn.start + shape.length);
   if (!next || !arch.farBypass || fallThroughInto(model, next)?.from !== fn) return '';
-  return ` Only ${next.start - fn.start} byte(s) of ${fn.name} run before it falls through into ${next.name}: with the reserved memory within B.W's +/-16 MiB of the code (the default takes unused code memory after the image), a 4-byte patch fits.`;
+  return (
+    ` Only ${next.start - fn.start} byte(s) of ${fn.name} run before it falls through into ${next.name}: ` +
+    `with the reserved memory within B.W's +/-16 MiB of the code (the default takes unused code ` +
+    `memory after the image), a 4-byte patch fits.`
+  );
 }
 
 /** Why [x, end) of `from` cannot be overwritten (a label or a branch target inside it), or undefined. */
@@ -230,10 +243,16 @@ function blockedAt(
     return `the instruction at ${hex(x)} is predicated by an IT block, which a patch there would split`;
   const label = model.functions.find((f) => f.start > x && f.start < end);
   if (label)
-    return `the entry of ${label.name} at ${hex(label.start)} lies inside the bytes a patch at ${hex(x)} would overwrite`;
+    return (
+      `the entry of ${label.name} at ${hex(label.start)} lies inside the bytes a patch at ${hex(x)} ` +
+      `would overwrite`
+    );
   const into = model.edgesInto(x, end);
   if (into.length > 0)
-    return `${into[0]!.mnemonic} at ${hex(into[0]!.from)} jumps to ${hex(into[0]!.target)}, inside the bytes a patch at ${hex(x)} would overwrite`;
+    return (
+      `${into[0]!.mnemonic} at ${hex(into[0]!.from)} jumps to ${hex(into[0]!.target)}, inside the ` +
+      `bytes a patch at ${hex(x)} would overwrite`
+    );
   return undefined;
 }
 
@@ -323,7 +342,10 @@ export function reloadsReturnAddress(
   const load = fn.instructions.find((x) => x.kind !== 'call' && (l.effects(x).defs & (1 << link)) !== 0);
   return refusal(
     'alternateLink',
-    `${fn.name} loads its return address${load ? ` (${load.mnemonic} at ${hex(load.address)})` : ''} instead of returning to the one it was called with: it is an epilogue shared by the functions that jump to it (-msave-restore millicode), and the stub cannot hook where it loads it from. Its instructions count in those functions' inclusive time.`,
+    `${fn.name} loads its return address${load ? ` (${load.mnemonic} at ${hex(load.address)})` : ''} ` +
+      `instead of returning to the one it was called with: it is an epilogue shared by the ` +
+      `functions that jump to it (-msave-restore millicode), and the stub cannot hook where it ` +
+      `loads it from. Its instructions count in those functions' inclusive time.`,
     load?.address ?? fn.start,
   );
 }
@@ -380,7 +402,9 @@ export function planBodyEntries(
     warnings.push(
       warning(
         'bodyEntryMissed',
-        `${from.name} jumps into ${fn.name}'s body (${jump.mnemonic} at ${hex(e.from)}) and that jump cannot be hooked${site && 'ok' in site ? ` (${site.reason})` : ''}: the trace counts the instructions after it in ${fn.name}'s inclusive time, this measurement does not.`,
+        `${from.name} jumps into ${fn.name}'s body (${jump.mnemonic} at ${hex(e.from)}) and that ` +
+          `jump cannot be hooked${site && 'ok' in site ? ` (${site.reason})` : ''}: the trace counts ` +
+          `the instructions after it in ${fn.name}'s inclusive time, this measurement does not.`,
       ),
     );
   }

@@ -52,7 +52,10 @@ export interface InjectionServiceOptions {
   /** RV32: keep the cave's base in tp when no instruction of the program names tp (default true). */
   useThreadPointer?: boolean;
   shadowSlots?: number;
-  /** Counter units per payload instruction (1 for instruction counters; 1/40 for SysTick at 25 MHz under -icount shift=0). */
+  /**
+   * Counter units per payload instruction (1 for instruction counters; 1/40 for SysTick at 25 MHz
+   * under -icount shift=0).
+   */
   counterUnitsPerInstruction?: number;
   runner?: TargetRunner;
   log?: (line: string) => void;
@@ -60,7 +63,10 @@ export interface InjectionServiceOptions {
 
 export interface MeasureOptions {
   payload?: PayloadKind;
-  /** When the entry cannot be patched (too short, a branch into the patch, an IT block …), measure at the call sites instead of refusing. */
+  /**
+   * When the entry cannot be patched (too short, a branch into the patch, an IT block …), measure at
+   * the call sites instead of refusing.
+   */
   callSitesIfTooShort?: boolean;
 }
 
@@ -134,7 +140,10 @@ export interface Measurement {
   heldBase?: number;
   /** A displaced call runs from the stub, so its memory is never reused in this session. */
   pinned: boolean;
-  /** Its entry patch at this address sends the code there to a copy that never reaches the next entry (PatchSite.divert). */
+  /**
+   * Its entry patch at this address sends the code there to a copy that never reaches the next
+   * entry (PatchSite.divert).
+   */
   diverts?: number;
   /**
    * A bypass patch (FunctionPlan.bypass) not written because measurement `host`'s diverting entry
