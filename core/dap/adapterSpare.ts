@@ -103,7 +103,7 @@ export class SpareAdapter {
 export interface SpareKeeperOptions extends AdapterProcessOptions {
   /** How long after a session took an adapter the next spare is spawned (it should not slow that launch). */
   refillAfterMs: number;
-  /** How long a spare may wait unused before it is ended. */
+  /** How long a spare may wait unused, from when it is ready, before it is ended. */
   idleMs: number;
   /** Asked before each spare is spawned (a setting may turn spares off); default: always. */
   wanted?: () => boolean;
@@ -112,7 +112,7 @@ export interface SpareKeeperOptions extends AdapterProcessOptions {
 /**
  * Keeps at most one spare. `take` hands a session the spare when there is one and spawns an adapter
  * with the hint otherwise; either way a new spare follows `refillAfterMs` later, for the next
- * session (a restart, the next run of a descent). An unused spare ends after `idleMs`.
+ * session (a restart, the next run of a descent). A spare ready and unused for `idleMs` ends.
  */
 export class SpareKeeper {
   private spare: SpareAdapter | undefined;
@@ -153,12 +153,20 @@ export class SpareKeeper {
       this.spare = spare;
     }
     clearTimeout(this.idle);
-    this.idle = setTimeout(() => {
-      this.spare?.discard();
-      this.spare = undefined;
-    }, this.o.idleMs);
-    this.idle.unref();
-    return this.spare;
+    this.idle = undefined;
+    const spare = this.spare;
+    // Idle time counts from when the spare is ready: loading it on a busy machine is not waiting.
+    void spare.ready.then((ok) => {
+      if (!ok || this.spare !== spare || this.disposed) return;
+      clearTimeout(this.idle);
+      this.idle = setTimeout(() => {
+        if (this.spare !== spare) return;
+        spare.discard();
+        this.spare = undefined;
+      }, this.o.idleMs);
+      this.idle.unref();
+    });
+    return spare;
   }
 
   private scheduleRefill(): void {
