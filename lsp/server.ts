@@ -5,11 +5,17 @@ import {
   DiagnosticSeverity,
   DidChangeConfigurationNotification,
   DidChangeWatchedFilesNotification,
+  ErrorCodes,
   InlayHintRefreshRequest,
   MarkupKind,
+  ResponseError,
   TextDocuments,
   TextDocumentSyncKind,
   type CodeLens,
+  type CodeLensParams,
+  type Hover,
+  type HoverParams,
+  type InlayHintParams,
   type Connection,
   type Diagnostic,
   type InitializeParams,
@@ -205,43 +211,70 @@ export function startProfileServer(connection: Connection): void {
     refreshAll();
   });
 
-  connection.onCodeLens((params): CodeLens[] => {
-    const doc = documents.get(params.textDocument.uri);
-    return (doc && placedIn(doc)?.lenses) ?? [];
-  });
+  /**
+   * A handler that cannot throw at the client: messages are checked before they arrive
+   * (messageChecks.ts), so an exception here is the server's own fault. The client gets an error
+   * that says which request failed; the details go to the server's log, not into the reply.
+   */
+  const guarded =
+    <P, R>(what: string, handler: (params: P) => R) =>
+    (params: P): R | ResponseError<void> => {
+      try {
+        return handler(params);
+      } catch (err) {
+        connection.console.error(
+          `CycleLens could not answer ${what}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+        );
+        return new ResponseError(
+          ErrorCodes.InternalError,
+          `CycleLens could not answer ${what}: an internal error, described in the language server's log.`,
+        );
+      }
+    };
 
-  connection.onHover((params) => {
-    const doc = documents.get(params.textDocument.uri);
-    const here = doc && placedIn(doc);
-    if (!doc || !here || !index) return null;
-    const line = params.position.line;
-    const fn = here.placed.find((p) => p.line === line);
-    if (fn) return { contents: { kind: MarkupKind.Markdown, value: functionHover(index.profile, fn.fn) } };
-    const path = localPath(doc.uri);
-    const cost = path !== undefined ? index.lines(path).find((l) => l.line - 1 === line) : undefined;
-    return cost ? { contents: { kind: MarkupKind.Markdown, value: lineHover(index.profile, cost) } } : null;
-  });
+  connection.onCodeLens(
+    guarded('textDocument/codeLens', (params: CodeLensParams): CodeLens[] => {
+      const doc = documents.get(params.textDocument.uri);
+      return (doc && placedIn(doc)?.lenses) ?? [];
+    }),
+  );
 
-  connection.languages.inlayHint.on((params): InlayHint[] => {
-    const doc = documents.get(params.textDocument.uri);
-    const path = doc && localPath(doc.uri);
-    if (!doc || path === undefined || !index) return [];
-    const hints: InlayHint[] = [];
-    const lines = placedIn(doc)!.lines;
-    for (const cost of index.lines(path)) {
-      const line = cost.line - 1;
-      if (line < params.range.start.line || line > params.range.end.line || line >= lines.lineCount) continue;
-      hints.push({
-        position: { line, character: lines.line(line).length },
-        label: hintLabels.get(cost) ?? lineHintLabel(index.profile, cost),
-        paddingLeft: true,
-      });
-    }
-    return hints;
-  });
+  connection.onHover(
+    guarded('textDocument/hover', (params: HoverParams): Hover | null => {
+      const doc = documents.get(params.textDocument.uri);
+      const here = doc && placedIn(doc);
+      if (!doc || !here || !index) return null;
+      const line = params.position.line;
+      const fn = here.placed.find((p) => p.line === line);
+      if (fn) return { contents: { kind: MarkupKind.Markdown, value: functionHover(index.profile, fn.fn) } };
+      const path = localPath(doc.uri);
+      const cost = path !== undefined ? index.lines(path).find((l) => l.line - 1 === line) : undefined;
+      return cost ? { contents: { kind: MarkupKind.Markdown, value: lineHover(index.profile, cost) } } : null;
+    }),
+  );
+
+  connection.languages.inlayHint.on(
+    guarded('textDocument/inlayHint', (params: InlayHintParams): InlayHint[] => {
+      const doc = documents.get(params.textDocument.uri);
+      const path = doc && localPath(doc.uri);
+      if (!doc || path === undefined || !index) return [];
+      const hints: InlayHint[] = [];
+      const lines = placedIn(doc)!.lines;
+      for (const cost of index.lines(path)) {
+        const line = cost.line - 1;
+        if (line < params.range.start.line || line > params.range.end.line || line >= lines.lineCount) continue;
+        hints.push({
+          position: { line, character: lines.line(line).length },
+          label: hintLabels.get(cost) ?? lineHintLabel(index.profile, cost),
+          paddingLeft: true,
+        });
+      }
+      return hints;
+    }),
+  );
 
   // Fired on open as well as on every edit.
-  documents.onDidChangeContent((e) => publishDiagnostics(e.document));
+  documents.onDidChangeContent((e) => guarded('the diagnostics', publishDiagnostics)(e.document));
   documents.onDidClose((e) => {
     placements.delete(e.document.uri);
     void connection.sendDiagnostics({ uri: e.document.uri, diagnostics: [] });
