@@ -86,28 +86,57 @@ export function startProfileServer(connection: Connection): void {
   const placement = (version: number, lines: LineSource, placed: PlacedFunction[]): Placement => {
     const lenses: CodeLens[] = [];
     const diagnostics: Diagnostic[] = [];
-    for (const { fn, line } of placed) {
-      const title = titles.get(fn);
-      if (title)
-        lenses.push({
-          range: { start: { line, character: 0 }, end: { line, character: 0 } },
-          command: { title, command: '' },
-        });
-      const message = hotMessages.get(fn);
-      if (message)
-        diagnostics.push({
-          range: { start: { line, character: 0 }, end: { line, character: lines.line(line).length } },
-          severity: DiagnosticSeverity.Information,
-          source: 'cyclelens',
-          code: 'hot-function',
-          message,
-        });
-    }
-    return { version, lines, placed, lenses, diagnostics };
+    const byLine = new Map<number, PlacedFunction>();
+    for (const p of placed) if (!byLine.has(p.line)) byLine.set(p.line, p);
+    // A file of many profiled functions gets lenses on its hottest ones only: a client asks for
+    // a whole document's lenses (CodeLens has no range), and 100k lenses were 15 MB per answer.
+    const withLens = placed.filter((p) => titles.get(p.fn));
+    const shown = withLens.length > MAX_LENSES ? hottest(withLens, MAX_LENSES) : withLens;
+    for (const { fn, line } of shown)
+      lenses.push({
+        range: { start: { line, character: 0 }, end: { line, character: 0 } },
+        command: { title: titles.get(fn)!, command: '' },
+      });
+    if (shown.length < withLens.length)
+      lenses.push({
+        range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
+        command: {
+          title: `CycleLens: lenses on the ${shown.length.toLocaleString('en-US')} hottest of the ${withLens.length.toLocaleString('en-US')} profiled functions in this file; hover a definition for its figures`,
+          command: '',
+        },
+      });
+    const hot = placed.filter((p) => hotMessages.get(p.fn));
+    for (const { fn, line } of hot.length > MAX_DIAGNOSTICS ? hottest(hot, MAX_DIAGNOSTICS) : hot)
+      diagnostics.push({
+        range: { start: { line, character: 0 }, end: { line, character: lines.line(line).length } },
+        severity: DiagnosticSeverity.Information,
+        source: 'cyclelens',
+        code: 'hot-function',
+        message: hotMessages.get(fn)!,
+      });
+    return { version, lines, placed, byLine, lenses, diagnostics };
   };
 
   const publishDiagnostics = (doc: TextDocument): void => {
     void connection.sendDiagnostics({ uri: doc.uri, diagnostics: placedIn(doc)?.diagnostics ?? [] });
+  };
+
+  /**
+   * Diagnostics after an edit wait for typing to pause: each version of a large file costs a
+   * placement, and a burst of edits needs only the last one (20 quick edits of a file of 100k
+   * functions queued 20 placements, and the server stopped answering).
+   */
+  const pending = new Map<string, NodeJS.Timeout>();
+  const publishSoon = (doc: TextDocument): void => {
+    clearTimeout(pending.get(doc.uri));
+    pending.set(
+      doc.uri,
+      setTimeout(() => {
+        pending.delete(doc.uri);
+        const current = documents.get(doc.uri);
+        if (current) guarded('the diagnostics', publishDiagnostics)(current);
+      }, EDIT_SETTLE_MS),
+    );
   };
 
   const refreshAll = (): void => {
@@ -245,10 +274,10 @@ export function startProfileServer(connection: Connection): void {
       const here = doc && placedIn(doc);
       if (!doc || !here || !index) return null;
       const line = params.position.line;
-      const fn = here.placed.find((p) => p.line === line);
+      const fn = here.byLine.get(line);
       if (fn) return { contents: { kind: MarkupKind.Markdown, value: functionHover(index.profile, fn.fn) } };
       const path = localPath(doc.uri);
-      const cost = path !== undefined ? index.lines(path).find((l) => l.line - 1 === line) : undefined;
+      const cost = path !== undefined ? index.linesIn(path, line + 1, line + 1)[0] : undefined;
       return cost ? { contents: { kind: MarkupKind.Markdown, value: lineHover(index.profile, cost) } } : null;
     }),
   );
@@ -260,9 +289,10 @@ export function startProfileServer(connection: Connection): void {
       if (!doc || path === undefined || !index) return [];
       const hints: InlayHint[] = [];
       const lines = placedIn(doc)!.lines;
-      for (const cost of index.lines(path)) {
+      // Only the range asked for (the lines the editor shows) is served.
+      for (const cost of index.linesIn(path, params.range.start.line + 1, params.range.end.line + 1)) {
         const line = cost.line - 1;
-        if (line < params.range.start.line || line > params.range.end.line || line >= lines.lineCount) continue;
+        if (line >= lines.lineCount) continue;
         hints.push({
           position: { line, character: lines.line(line).length },
           label: hintLabels.get(cost) ?? lineHintLabel(index.profile, cost),
@@ -274,8 +304,10 @@ export function startProfileServer(connection: Connection): void {
   );
 
   // Fired on open as well as on every edit.
-  documents.onDidChangeContent((e) => guarded('the diagnostics', publishDiagnostics)(e.document));
+  documents.onDidChangeContent((e) => publishSoon(e.document));
   documents.onDidClose((e) => {
+    clearTimeout(pending.get(e.document.uri));
+    pending.delete(e.document.uri);
     placements.delete(e.document.uri);
     void connection.sendDiagnostics({ uri: e.document.uri, diagnostics: [] });
   });
@@ -285,10 +317,26 @@ export function startProfileServer(connection: Connection): void {
   connection.listen();
 }
 
+/** The most lenses one document gets (its hottest functions), and the most hot diagnostics. */
+export const MAX_LENSES = 1000;
+export const MAX_DIAGNOSTICS = 200;
+/** How long after the last edit a document's diagnostics are formed again. */
+const EDIT_SETTLE_MS = 200;
+
+/** The `count` hottest of `placed` (by inclusive value, else self), in document order. */
+function hottest(placed: PlacedFunction[], count: number): PlacedFunction[] {
+  const weight = (p: PlacedFunction): number => p.fn.inclusive?.value ?? p.fn.self?.value ?? 0;
+  return [...placed]
+    .sort((a, b) => weight(b) - weight(a) || a.line - b.line)
+    .slice(0, count)
+    .sort((a, b) => a.line - b.line);
+}
+
 interface Placement {
   version: number;
   lines: LineSource;
   placed: PlacedFunction[];
+  byLine: Map<number, PlacedFunction>;
   lenses: CodeLens[];
   diagnostics: Diagnostic[];
 }
