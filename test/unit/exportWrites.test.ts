@@ -108,6 +108,18 @@ describe('export writes', () => {
     assert.ok(existsSync(a));
   });
 
+  it('cyclelens profile that fails before any run says its --export was not written', async () => {
+    const io = capture();
+    const target = join(dir, 'never.csv');
+    const code = await main(
+      ['profile', '--config', join(dir, 'no-launch.json'), '--name', 'x', '--export', `csv:${target}`],
+      io,
+    );
+    assert.equal(code, 1);
+    assert.match(io.stderr, /--export csv:.*never\.csv not written: the analysis ended before any run finished/);
+    assert.ok(!existsSync(target));
+  });
+
   describe(
     'on a full disk (a 64 KiB tmpfs)',
     { skip: process.getuid?.() !== 0 ? 'mounting a tmpfs needs root' : false },
