@@ -36,7 +36,7 @@ export async function unwritableReason(path: string): Promise<string | undefined
   } catch {
     return `${path} cannot be written: the folder ${folder} does not exist; create it or choose another path`;
   }
-  const refused = await probeWrite(full);
+  const refused = await probeWrite(full, PROBE_BYTES);
   if (refused)
     return `${path} cannot be written: nothing can be written in ${folder} (${refused}); choose a folder you can write to`;
   try {
@@ -168,21 +168,23 @@ function processAlive(pid: number): boolean {
 }
 
 /**
- * Creates, fills, syncs and removes a probe file next to `path`, as the atomic write will:
- * permission bits, a read-only mount and a full disk all show up here, for root too (access(2)
- * passes root through permissions it would then fail on). A full disk still has room for an empty
- * file, so the probe writes a block of data and syncs it. Returns the reason in words, or
- * undefined when it worked.
+ * Creates (and with `bytes`, fills and syncs) then removes a probe file next to `path`, as the
+ * atomic write will: permission bits, a read-only mount and a full disk all show up here, for root
+ * too (access(2) passes root through permissions it would then fail on). A full disk still has
+ * room for an empty file, so the export check (unwritableReason) writes a block of data. Returns
+ * the reason in words, or undefined when it worked.
  */
-export async function probeWrite(path: string): Promise<string | undefined> {
+export async function probeWrite(path: string, bytes = 0): Promise<string | undefined> {
   const probe = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.probe`;
   let made = false;
   try {
     const handle = await open(probe, 'wx');
     made = true;
     try {
-      await handle.writeFile(Buffer.alloc(PROBE_BYTES, 0x20));
-      await handle.sync();
+      if (bytes > 0) {
+        await handle.writeFile(Buffer.alloc(bytes, 0x20));
+        await handle.sync();
+      }
     } finally {
       await handle.close();
     }
@@ -194,7 +196,7 @@ export async function probeWrite(path: string): Promise<string | undefined> {
   return undefined;
 }
 
-/** What the probe writes: one block, so that a disk with no block left fails it. */
+/** What the export check's probe writes: one block, so that a disk with no block left fails it. */
 const PROBE_BYTES = 4096;
 
 /** An errno in words for a message (`read-only file system`), else the error's own message. */
