@@ -5,11 +5,15 @@
  * behind after each session, and the adapter's RSS and open file descriptors (handles) over the
  * cycles. The adapter runs with --expose-gc and collects after each session, so its RSS is what
  * sessions left alive rather than garbage V8 has not collected yet. Record the figures in
- * docs/benchmarks.md.
- *   npm run bench -- soak [--cycles N] [--sampling-sessions N] [--sampling-seconds S]
+ * docs/benchmarks.md. With `--heap-snapshots 100,1000` the adapter writes a V8 heap snapshot at
+ * those cycles (after the session's collection), and the soak prints what the live heap holds at
+ * each and which object kinds grew between them: growth that stops is warm-up, growth per cycle a leak.
+ *   npm run bench -- soak [--cycles N] [--sampling-sessions N] [--sampling-seconds S] [--heap-snapshots C,C]
  */
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DebugClient } from '@vscode/debugadapter-testsupport';
 import {
   CustomRequests,
@@ -23,10 +27,48 @@ import { qemuLaunchArgs } from '../test/support/dap';
 import { OWNER_TAG_VAR, newOwnerTag, processesWithTag, killTagged } from '../test/support/ownedProcesses';
 import { adapterBundle } from '../test/support/paths';
 import { option } from './support';
+import { heapGrowth, summariseHeapSnapshot, type HeapSummary } from './support/heapSnapshot';
 
 const cycles = Number(option(process.argv, '--cycles') ?? 100);
 const samplingSessions = Number(option(process.argv, '--sampling-sessions') ?? 2);
 const samplingSeconds = Number(option(process.argv, '--sampling-seconds') ?? 120);
+const snapshotCycles = new Set(
+  (option(process.argv, '--heap-snapshots') ?? '')
+    .split(',')
+    .filter((c) => c !== '')
+    .map(Number),
+);
+const snapshotDir = mkdtempSync(join(tmpdir(), 'cyclelens-soak-heap-'));
+
+/**
+ * Asks the adapter for a heap snapshot (SIGUSR2, `--heapsnapshot-signal`) and waits until the file
+ * is whole: V8 writes it synchronously, so a size that stays put while the adapter answers is final.
+ */
+async function heapSnapshot(pid: number, name: string): Promise<string> {
+  const before = new Set(readdirSync(snapshotDir));
+  process.kill(pid, 'SIGUSR2');
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const made = readdirSync(snapshotDir).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
+    if (made) {
+      const path = join(snapshotDir, made);
+      const size = statSync(path).size;
+      await new Promise((r) => setTimeout(r, 2000));
+      if (size > 0 && statSync(path).size === size) {
+        try {
+          JSON.parse(readFileSync(path, 'utf8'));
+          const named = join(snapshotDir, `${name}.heapsnapshot`);
+          renameSync(path, named);
+          return named;
+        } catch {
+          // Still being written.
+        }
+      }
+    }
+    if (Date.now() > deadline) throw new Error(`no heap snapshot from the adapter within 120 s (${snapshotDir})`);
+  }
+}
 
 function rssKiB(pid: number): number {
   const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -97,7 +139,8 @@ async function samplingSession(port: number, seconds: number, sample: () => void
 async function main(): Promise<void> {
   const tag = newOwnerTag();
   const port = await freePort();
-  const adapter = spawn(process.execPath, ['--expose-gc', adapterBundle, `--server=${port}`], {
+  const heapFlags = snapshotCycles.size > 0 ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${snapshotDir}`] : [];
+  const adapter = spawn(process.execPath, ['--expose-gc', ...heapFlags, adapterBundle, `--server=${port}`], {
     stdio: 'ignore',
     env: { ...process.env, [OWNER_TAG_VAR]: tag },
   });
@@ -108,6 +151,7 @@ async function main(): Promise<void> {
   const failures: string[] = [];
   let leaked = 0;
   const samples: Array<{ cycle: number; rss: number; fds: number }> = [];
+  const heaps: Array<{ cycle: number; summary: HeapSummary; rss: number }> = [];
   const started = Date.now();
   for (let i = 1; i <= cycles; i++) {
     try {
@@ -131,6 +175,18 @@ async function main(): Promise<void> {
         `[progress] cycle ${s.cycle}: ${((Date.now() - started) / 1000).toFixed(0)} s, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`,
       );
     }
+    if (snapshotCycles.has(i)) {
+      try {
+        const file = await heapSnapshot(pid, `cycle-${i}`);
+        const summary = summariseHeapSnapshot(file);
+        heaps.push({ cycle: i, summary, rss: rssKiB(pid) });
+        console.log(
+          `[progress] heap snapshot at cycle ${i}: ${file}, ${(summary.bytes / 1048576).toFixed(2)} MiB live in ${summary.nodes} objects`,
+        );
+      } catch (err) {
+        failures.push(`heap snapshot at cycle ${i}: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
   }
   const samplingRss: number[] = [];
   let sampled = 0;
@@ -151,6 +207,14 @@ async function main(): Promise<void> {
     console.log(
       `[progress] sampling session ${i} (${samplingSeconds} s): ${sampled} samples so far, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`,
     );
+  }
+  let sampledHeap: HeapSummary | undefined;
+  if (snapshotCycles.size > 0 && samplingSessions > 0) {
+    try {
+      sampledHeap = summariseHeapSnapshot(await heapSnapshot(pid, 'after-sampling'));
+    } catch (err) {
+      failures.push(`heap snapshot after sampling: ${err instanceof Error ? err.message : String(err)}`);
+    }
   }
   const seconds = (Date.now() - started) / 1000;
   const afterSampling = { rss: rssKiB(pid), fds: openFds(pid) };
@@ -173,6 +237,29 @@ async function main(): Promise<void> {
   console.log(
     `RSS growth from cycle ${ref.cycle} to ${last.cycle}: ${(((last.rss - ref.rss) / ref.rss) * 100).toFixed(1)} %; fds ${ref.fds} -> ${last.fds}`,
   );
+  for (let h = 1; h < heaps.length; h++) {
+    const a = heaps[h - 1]!;
+    const b = heaps[h]!;
+    const mib = (bytes: number): string => (bytes / 1048576).toFixed(2);
+    console.log(
+      `live heap (V8 snapshot) cycle ${a.cycle} -> ${b.cycle}: ${mib(a.summary.bytes)} -> ${mib(b.summary.bytes)} MiB (${(((b.summary.bytes - a.summary.bytes) / a.summary.bytes) * 100).toFixed(1)} %), ${a.summary.nodes} -> ${b.summary.nodes} objects; per cycle ${((b.summary.bytes - a.summary.bytes) / (b.cycle - a.cycle)).toFixed(0)} bytes`,
+    );
+    console.log('  grew most (bytes, count change, count after):');
+    for (const g of heapGrowth(a.summary, b.summary))
+      console.log(
+        `  ${String(g.bytes).padStart(10)}  ${String(g.countDelta).padStart(7)}  ${String(g.count).padStart(7)}  ${g.key}`,
+      );
+  }
+  const lastHeap = heaps[heaps.length - 1];
+  if (sampledHeap && lastHeap) {
+    console.log(
+      `live heap (V8 snapshot) cycle ${lastHeap.cycle} -> after sampling: ${(lastHeap.summary.bytes / 1048576).toFixed(2)} -> ${(sampledHeap.bytes / 1048576).toFixed(2)} MiB (${(((sampledHeap.bytes - lastHeap.summary.bytes) / lastHeap.summary.bytes) * 100).toFixed(1)} %)`,
+    );
+    for (const g of heapGrowth(lastHeap.summary, sampledHeap, 8))
+      console.log(
+        `  ${String(g.bytes).padStart(10)}  ${String(g.countDelta).padStart(7)}  ${String(g.count).padStart(7)}  ${g.key}`,
+      );
+  }
   if (samplingSessions > 0) {
     const mib = (k: number): string => (k / 1024).toFixed(1);
     console.log(

@@ -1,4 +1,4 @@
-import type { ResultSetDocument } from '../core/analysis/resultSet';
+import { resultSetDocument, type ResultSet, type ResultSetDocument } from '../core/analysis/resultSet';
 import { unwritableReason, writeExport, type ExportTarget } from '../core/export/writeExport';
 import { loadAnyProfile } from '../core/profile/json';
 import { profileFromResultSets } from '../core/profile/fromResultSet';
@@ -29,6 +29,49 @@ export async function writeExports(profile: Profile, targets: readonly ExportTar
       `cyclelens: ${t.format.label} written to ${t.path} (${bytes.toLocaleString('en-US')} bytes; opens in ${t.format.opensIn})\n`,
     );
   }
+}
+
+/**
+ * After an analysis that failed: each --export says what became of it. With finished runs, the
+ * exports are written from those (and say so); without any, each says it was not written and why.
+ * Returns how many could not be written.
+ */
+export async function writeExportsOfFailedRun(
+  targets: readonly ExportTarget[],
+  finished: readonly ResultSet[],
+  io: Io,
+): Promise<number> {
+  if (targets.length === 0) return 0;
+  if (finished.length === 0) {
+    for (const t of targets)
+      io.err(`cyclelens: --export ${t.format.id}:${t.path} not written: the analysis ended before any run finished\n`);
+    return targets.length;
+  }
+  let failed = 0;
+  let profile: Profile;
+  try {
+    profile = profileOfRun(resultSetDocument([...finished], undefined, 'cyclelens-cli (partial)'));
+  } catch (err) {
+    for (const t of targets)
+      io.err(
+        `cyclelens: --export ${t.format.id}:${t.path} not written: the finished runs do not make a profile (${err instanceof Error ? err.message : String(err)})\n`,
+      );
+    return targets.length;
+  }
+  for (const t of targets) {
+    try {
+      io.err(
+        `cyclelens: --export ${t.format.id}:${t.path}: the analysis did not finish; writing the ${finished.length} run(s) that did\n`,
+      );
+      await writeExports(profile, [t], io);
+    } catch (err) {
+      failed++;
+      io.err(
+        `cyclelens: --export ${t.format.id}:${t.path} not written: ${err instanceof Error ? err.message : String(err)}\n`,
+      );
+    }
+  }
+  return failed;
 }
 
 export function profileOfRun(doc: ResultSetDocument): Profile {

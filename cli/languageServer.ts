@@ -1,4 +1,4 @@
-import { createConnection } from 'vscode-languageserver/node';
+import { createProfileConnection } from '../lsp/connection';
 import { startProfileServer } from '../lsp/server';
 
 /**
@@ -8,7 +8,7 @@ import { startProfileServer } from '../lsp/server';
  * ends the process itself with the status LSP prescribes).
  */
 export function runLanguageServer(): Promise<number> {
-  const connection = createConnection();
+  const connection = createProfileConnection();
   const closed = new Promise<number>((resolve) => connection.onExit(() => resolve(0)));
   startProfileServer(connection);
   return closed;

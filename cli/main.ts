@@ -20,7 +20,7 @@ import { decideJobs, type JobsTarget } from '../core/profiling/parallelJobs';
 import { runScenario, type ScenarioWorkers } from '../core/profiling/scenarios';
 import { AdapterSession } from '../core/dap/adapterSession';
 import { USAGE, parseArgs } from './args';
-import { checkExportTargets, profileOfRun, runExportCommand, writeExports } from './exports';
+import { checkExportTargets, profileOfRun, runExportCommand, writeExports, writeExportsOfFailedRun } from './exports';
 import { runLanguageServer } from './languageServer';
 import { loadLaunchConfiguration } from './launchConfig';
 import { checkOutputWritable, writeOutputs } from './outputPaths';
@@ -98,9 +98,12 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
   // Sessions running at once finish runs in any order: their saves go one at a time, each writing
   // every run finished so far, in the order they finished.
   let saves = Promise.resolve();
+  /** Whether the --export destinations passed their check (a failed check is the error itself). */
+  let exportsChecked = false;
   try {
     // A run of many minutes must not end in "cannot write": every export destination is checked first.
     if (cmd.exports) await checkExportTargets(cmd.exports);
+    exportsChecked = true;
     const launch = await loadLaunchConfiguration(cmd.config, cmd.name);
     if (cmd.out) await checkOutputWritable(cmd.out, '--out');
     if (cmd.dot) await checkOutputWritable(cmd.dot, '--dot');
@@ -261,6 +264,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       resumeHint: 'same-command',
     });
     for (const line of lines) io.err(`cyclelens: ${line}\n`);
+    if (cmd.exports && exportsChecked) await writeExportsOfFailedRun(cmd.exports, finished, io);
     return controller.signal.aborted ? 130 : 1;
   } finally {
     removeInterrupt();

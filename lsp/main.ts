@@ -1,4 +1,4 @@
-import { createConnection } from 'vscode-languageserver/node';
+import { createProfileConnection } from './connection';
 import { startProfileServer } from './server';
 
 /**
@@ -6,4 +6,4 @@ import { startProfileServer } from './server';
  * command line, as LSP clients pass it: `--stdio`, `--node-ipc` (VS Code's language client) or
  * `--socket=PORT`.
  */
-startProfileServer(createConnection());
+startProfileServer(createProfileConnection());

@@ -41,6 +41,7 @@ export class ProfileIndex {
       list.push(l);
       this.linesByPath.set(l.path, list);
     }
+    for (const list of this.linesByPath.values()) list.sort((a, b) => a.line - b.line);
     this.resolver = new SourcePathResolver([...this.functionsByPath.keys(), ...this.linesByPath.keys()], map, root);
   }
 
@@ -55,6 +56,21 @@ export class ProfileIndex {
   lines(documentPath: string): ProfileLine[] {
     const path = this.resolver.profilePathFor(documentPath);
     return (path !== undefined ? this.linesByPath.get(path) : undefined) ?? [];
+  }
+
+  /** The line costs of a local file on 1-based lines `from` to `to`: a binary search, not a scan. */
+  linesIn(documentPath: string, from: number, to: number): ProfileLine[] {
+    const all = this.lines(documentPath);
+    let lo = 0;
+    let hi = all.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (all[mid]!.line < from) lo = mid + 1;
+      else hi = mid;
+    }
+    const out: ProfileLine[] = [];
+    for (let i = lo; i < all.length && all[i]!.line <= to; i++) out.push(all[i]!);
+    return out;
   }
 
   /**

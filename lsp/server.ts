@@ -5,11 +5,17 @@ import {
   DiagnosticSeverity,
   DidChangeConfigurationNotification,
   DidChangeWatchedFilesNotification,
+  ErrorCodes,
   InlayHintRefreshRequest,
   MarkupKind,
+  ResponseError,
   TextDocuments,
   TextDocumentSyncKind,
   type CodeLens,
+  type CodeLensParams,
+  type Hover,
+  type HoverParams,
+  type InlayHintParams,
   type Connection,
   type Diagnostic,
   type InitializeParams,
@@ -80,28 +86,57 @@ export function startProfileServer(connection: Connection): void {
   const placement = (version: number, lines: LineSource, placed: PlacedFunction[]): Placement => {
     const lenses: CodeLens[] = [];
     const diagnostics: Diagnostic[] = [];
-    for (const { fn, line } of placed) {
-      const title = titles.get(fn);
-      if (title)
-        lenses.push({
-          range: { start: { line, character: 0 }, end: { line, character: 0 } },
-          command: { title, command: '' },
-        });
-      const message = hotMessages.get(fn);
-      if (message)
-        diagnostics.push({
-          range: { start: { line, character: 0 }, end: { line, character: lines.line(line).length } },
-          severity: DiagnosticSeverity.Information,
-          source: 'cyclelens',
-          code: 'hot-function',
-          message,
-        });
-    }
-    return { version, lines, placed, lenses, diagnostics };
+    const byLine = new Map<number, PlacedFunction>();
+    for (const p of placed) if (!byLine.has(p.line)) byLine.set(p.line, p);
+    // A file of many profiled functions gets lenses on its hottest ones only: a client asks for
+    // a whole document's lenses (CodeLens has no range), and 100k lenses were 15 MB per answer.
+    const withLens = placed.filter((p) => titles.get(p.fn));
+    const shown = withLens.length > MAX_LENSES ? hottest(withLens, MAX_LENSES) : withLens;
+    for (const { fn, line } of shown)
+      lenses.push({
+        range: { start: { line, character: 0 }, end: { line, character: 0 } },
+        command: { title: titles.get(fn)!, command: '' },
+      });
+    if (shown.length < withLens.length)
+      lenses.push({
+        range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
+        command: {
+          title: `CycleLens: lenses on the ${shown.length.toLocaleString('en-US')} hottest of the ${withLens.length.toLocaleString('en-US')} profiled functions in this file; hover a definition for its figures`,
+          command: '',
+        },
+      });
+    const hot = placed.filter((p) => hotMessages.get(p.fn));
+    for (const { fn, line } of hot.length > MAX_DIAGNOSTICS ? hottest(hot, MAX_DIAGNOSTICS) : hot)
+      diagnostics.push({
+        range: { start: { line, character: 0 }, end: { line, character: lines.line(line).length } },
+        severity: DiagnosticSeverity.Information,
+        source: 'cyclelens',
+        code: 'hot-function',
+        message: hotMessages.get(fn)!,
+      });
+    return { version, lines, placed, byLine, lenses, diagnostics };
   };
 
   const publishDiagnostics = (doc: TextDocument): void => {
     void connection.sendDiagnostics({ uri: doc.uri, diagnostics: placedIn(doc)?.diagnostics ?? [] });
+  };
+
+  /**
+   * Diagnostics after an edit wait for typing to pause: each version of a large file costs a
+   * placement, and a burst of edits needs only the last one (20 quick edits of a file of 100k
+   * functions queued 20 placements, and the server stopped answering).
+   */
+  const pending = new Map<string, NodeJS.Timeout>();
+  const publishSoon = (doc: TextDocument): void => {
+    clearTimeout(pending.get(doc.uri));
+    pending.set(
+      doc.uri,
+      setTimeout(() => {
+        pending.delete(doc.uri);
+        const current = documents.get(doc.uri);
+        if (current) guarded('the diagnostics', publishDiagnostics)(current);
+      }, EDIT_SETTLE_MS),
+    );
   };
 
   const refreshAll = (): void => {
@@ -205,44 +240,74 @@ export function startProfileServer(connection: Connection): void {
     refreshAll();
   });
 
-  connection.onCodeLens((params): CodeLens[] => {
-    const doc = documents.get(params.textDocument.uri);
-    return (doc && placedIn(doc)?.lenses) ?? [];
-  });
+  /**
+   * A handler that cannot throw at the client: messages are checked before they arrive
+   * (messageChecks.ts), so an exception here is the server's own fault. The client gets an error
+   * that says which request failed; the details go to the server's log, not into the reply.
+   */
+  const guarded =
+    <P, R>(what: string, handler: (params: P) => R) =>
+    (params: P): R | ResponseError<void> => {
+      try {
+        return handler(params);
+      } catch (err) {
+        connection.console.error(
+          `CycleLens could not answer ${what}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+        );
+        return new ResponseError(
+          ErrorCodes.InternalError,
+          `CycleLens could not answer ${what}: an internal error, described in the language server's log.`,
+        );
+      }
+    };
 
-  connection.onHover((params) => {
-    const doc = documents.get(params.textDocument.uri);
-    const here = doc && placedIn(doc);
-    if (!doc || !here || !index) return null;
-    const line = params.position.line;
-    const fn = here.placed.find((p) => p.line === line);
-    if (fn) return { contents: { kind: MarkupKind.Markdown, value: functionHover(index.profile, fn.fn) } };
-    const path = localPath(doc.uri);
-    const cost = path !== undefined ? index.lines(path).find((l) => l.line - 1 === line) : undefined;
-    return cost ? { contents: { kind: MarkupKind.Markdown, value: lineHover(index.profile, cost) } } : null;
-  });
+  connection.onCodeLens(
+    guarded('textDocument/codeLens', (params: CodeLensParams): CodeLens[] => {
+      const doc = documents.get(params.textDocument.uri);
+      return (doc && placedIn(doc)?.lenses) ?? [];
+    }),
+  );
 
-  connection.languages.inlayHint.on((params): InlayHint[] => {
-    const doc = documents.get(params.textDocument.uri);
-    const path = doc && localPath(doc.uri);
-    if (!doc || path === undefined || !index) return [];
-    const hints: InlayHint[] = [];
-    const lines = placedIn(doc)!.lines;
-    for (const cost of index.lines(path)) {
-      const line = cost.line - 1;
-      if (line < params.range.start.line || line > params.range.end.line || line >= lines.lineCount) continue;
-      hints.push({
-        position: { line, character: lines.line(line).length },
-        label: hintLabels.get(cost) ?? lineHintLabel(index.profile, cost),
-        paddingLeft: true,
-      });
-    }
-    return hints;
-  });
+  connection.onHover(
+    guarded('textDocument/hover', (params: HoverParams): Hover | null => {
+      const doc = documents.get(params.textDocument.uri);
+      const here = doc && placedIn(doc);
+      if (!doc || !here || !index) return null;
+      const line = params.position.line;
+      const fn = here.byLine.get(line);
+      if (fn) return { contents: { kind: MarkupKind.Markdown, value: functionHover(index.profile, fn.fn) } };
+      const path = localPath(doc.uri);
+      const cost = path !== undefined ? index.linesIn(path, line + 1, line + 1)[0] : undefined;
+      return cost ? { contents: { kind: MarkupKind.Markdown, value: lineHover(index.profile, cost) } } : null;
+    }),
+  );
+
+  connection.languages.inlayHint.on(
+    guarded('textDocument/inlayHint', (params: InlayHintParams): InlayHint[] => {
+      const doc = documents.get(params.textDocument.uri);
+      const path = doc && localPath(doc.uri);
+      if (!doc || path === undefined || !index) return [];
+      const hints: InlayHint[] = [];
+      const lines = placedIn(doc)!.lines;
+      // Only the range asked for (the lines the editor shows) is served.
+      for (const cost of index.linesIn(path, params.range.start.line + 1, params.range.end.line + 1)) {
+        const line = cost.line - 1;
+        if (line >= lines.lineCount) continue;
+        hints.push({
+          position: { line, character: lines.line(line).length },
+          label: hintLabels.get(cost) ?? lineHintLabel(index.profile, cost),
+          paddingLeft: true,
+        });
+      }
+      return hints;
+    }),
+  );
 
   // Fired on open as well as on every edit.
-  documents.onDidChangeContent((e) => publishDiagnostics(e.document));
+  documents.onDidChangeContent((e) => publishSoon(e.document));
   documents.onDidClose((e) => {
+    clearTimeout(pending.get(e.document.uri));
+    pending.delete(e.document.uri);
     placements.delete(e.document.uri);
     void connection.sendDiagnostics({ uri: e.document.uri, diagnostics: [] });
   });
@@ -252,10 +317,26 @@ export function startProfileServer(connection: Connection): void {
   connection.listen();
 }
 
+/** The most lenses one document gets (its hottest functions), and the most hot diagnostics. */
+export const MAX_LENSES = 1000;
+export const MAX_DIAGNOSTICS = 200;
+/** How long after the last edit a document's diagnostics are formed again. */
+const EDIT_SETTLE_MS = 200;
+
+/** The `count` hottest of `placed` (by inclusive value, else self), in document order. */
+function hottest(placed: PlacedFunction[], count: number): PlacedFunction[] {
+  const weight = (p: PlacedFunction): number => p.fn.inclusive?.value ?? p.fn.self?.value ?? 0;
+  return [...placed]
+    .sort((a, b) => weight(b) - weight(a) || a.line - b.line)
+    .slice(0, count)
+    .sort((a, b) => a.line - b.line);
+}
+
 interface Placement {
   version: number;
   lines: LineSource;
   placed: PlacedFunction[];
+  byLine: Map<number, PlacedFunction>;
   lenses: CodeLens[];
   diagnostics: Diagnostic[];
 }

@@ -6,7 +6,9 @@ import { provenanceLabel, unitLabel } from '../profile/units';
  * CSV (RFC 4180: comma separated, CRLF, quotes doubled) for spreadsheets: one row per function, or
  * one per source line. Every row names the unit and the provenance, so a column of numbers never
  * travels without saying what it counts; bounds get their own columns. core/import/csv.ts reads
- * both tables back.
+ * both tables back. A text cell that a spreadsheet would take for a formula (it starts with `=`,
+ * `+`, `-` or `@`; C++ operators and assembler labels do) is written with a leading apostrophe,
+ * the spreadsheet's own "this is text" mark, and quoted (textCell); the importer removes it.
  */
 
 export const FUNCTION_COLUMNS = [
@@ -48,9 +50,9 @@ export function functionsCsv(p: Profile): string {
   const rows: string[][] = [[...FUNCTION_COLUMNS]];
   for (const f of p.functions) {
     rows.push([
-      f.name,
+      textCell(f.name),
       f.status,
-      f.location?.path ?? '',
+      textCell(f.location?.path ?? ''),
       num(f.location?.line),
       f.address !== undefined ? `0x${f.address.toString(16)}` : '',
       ...measure(f.inclusive),
@@ -63,7 +65,7 @@ export function functionsCsv(p: Profile): string {
       num(selfShare(p, f)),
       unit,
       provenance,
-      f.selfNote ?? f.reason ?? '',
+      textCell(f.selfNote ?? f.reason ?? ''),
     ]);
   }
   return table(rows);
@@ -75,9 +77,9 @@ export function linesCsv(p: Profile): string {
   const rows: string[][] = [[...LINE_COLUMNS]];
   for (const l of p.lines)
     rows.push([
-      l.path,
+      textCell(l.path),
       String(l.line),
-      l.function !== undefined ? (p.functions[l.function]?.name ?? '') : '',
+      textCell(l.function !== undefined ? (p.functions[l.function]?.name ?? '') : ''),
       ...measure(l.self),
       unit,
       provenance,
@@ -94,8 +96,21 @@ function num(n: number | undefined): string {
   return n === undefined ? '' : String(n);
 }
 
+/**
+ * A text cell as written: one that starts with a formula character (or with the apostrophe that
+ * marks text, so that a name that really starts with one reads back whole) gets an apostrophe.
+ */
+export function textCell(s: string): string {
+  return /^[=+\-@'\t\r]/.test(s) ? `'${s}` : s;
+}
+
+/** A text cell as read back: textCell undone. */
+export function textOfCell(s: string): string {
+  return s.startsWith("'") ? s.slice(1) : s;
+}
+
 export function csvField(s: string): string {
-  return /[",\r\n]/.test(s) || /^\s|\s$/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  return /[",\r\n]/.test(s) || /^[\s'=+\-@]|\s$/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 function table(rows: string[][]): string {

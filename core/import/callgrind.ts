@@ -137,10 +137,13 @@ export function importCallgrind(text: string, options: CallgrindImportOptions = 
   }
   if (!events) malformed(file, '', 'has no "events:" line', fix);
   const event = events[eventIndex] ?? events[0]!;
-  const b = new ProfileBuilder('callgrind import', cmd, unitOfEvent(/^ir$/i.test(event) ? 'instructions' : event), {
-    kind: 'exact',
-    counter: event,
-  });
+  const b = new ProfileBuilder(
+    'callgrind import',
+    cmd,
+    unitOfEvent(/^ir$/i.test(event) ? 'instructions' : event),
+    { kind: 'exact', counter: event },
+    file,
+  );
   const p = b.profile;
   const touch = (name: string) => {
     const f = b.fn(name);

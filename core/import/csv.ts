@@ -1,4 +1,4 @@
-import { FUNCTION_COLUMNS, LINE_COLUMNS } from '../export/csv';
+import { FUNCTION_COLUMNS, LINE_COLUMNS, textOfCell } from '../export/csv';
 import type { FunctionStatus, Measure, Profile, Unit } from '../profile/model';
 import { MAX_ADDRESS, MAX_COUNT, MAX_LINE, ProfileError } from '../profile/profileError';
 import { MAX_IMPORT_BYTES, ProfileBuilder, malformed } from './common';
@@ -14,7 +14,7 @@ export function importCsv(functionsText: string, options: { file?: string; lines
   const header = rows.shift() ?? [];
   const col = columnsOf(header, FUNCTION_COLUMNS, file);
   const unitText = rows[0]?.[col('unit')] ?? 'samples';
-  const b = new ProfileBuilder('CSV import', file, unitOfLabel(unitText), { kind: 'exact', counter: unitText });
+  const b = new ProfileBuilder('CSV import', file, unitOfLabel(unitText), { kind: 'exact', counter: unitText }, file);
   const statuses: readonly FunctionStatus[] = ['measured', 'pruned', 'unmeasurable', 'pending', 'unreached', 'sampled'];
   rows.forEach((r, i) => {
     const where = `row ${i + 2}`;
@@ -34,14 +34,16 @@ export function importCsv(functionsText: string, options: { file?: string; lines
             value: v,
             ...(low !== undefined && high !== undefined ? { bound: { low, high, kind: 'quantisation' as const } } : {}),
           };
-    if (!cell('function')) malformed(file, where, 'has no function name', 'Fill in the function column.');
-    const f = b.fn(cell('function'));
+    const name = textOfCell(cell('function'));
+    if (!name) malformed(file, where, 'has no function name', 'Fill in the function column.');
+    const f = b.fn(name);
     const status = cell('status') as FunctionStatus;
     if (!statuses.includes(status))
       malformed(file, where, `status "${status}" is not one of ${statuses.join(', ')}`, 'Correct the cell.');
     f.status = status;
     const line = num('line', MAX_LINE);
-    if (cell('file') && line !== undefined) f.location = { path: cell('file'), line };
+    const path = textOfCell(cell('file'));
+    if (path && line !== undefined) f.location = { path, line };
     const address = num('address', MAX_ADDRESS);
     if (address !== undefined) f.address = address;
     const inclusive = measure(num('inclusive'), num('inclusive_low'), num('inclusive_high'));
@@ -73,9 +75,9 @@ export function importCsv(functionsText: string, options: { file?: string; lines
           'line or self is not a number in range',
           'Correct the cell or export again.',
         );
-      const fn = r[lineCol('function')];
+      const fn = textOfCell(r[lineCol('function')] ?? '');
       b.profile.lines.push({
-        path: r[lineCol('file')] ?? '',
+        path: textOfCell(r[lineCol('file')] ?? ''),
         line,
         ...(fn ? { function: b.fn(fn).id } : {}),
         self: { value },

@@ -95,6 +95,7 @@ export function importGmon(bytes: Uint8Array, options: GmonImportOptions = {}): 
           attribution: 'time-proportional',
         }
       : { kind: 'exact', counter: dimension || 'gmon.out' },
+    file,
   );
   const p = b.profile;
   const symbols = [...(options.symbols ?? [])]

@@ -15,7 +15,7 @@ import {
   type SampleAttribution,
   type Unit,
 } from './model';
-import { JsonReader, MAX_ADDRESS, MAX_LINE, ProfileError } from './profileError';
+import { JsonReader, MAX_ADDRESS, MAX_LINE, MAX_NAME_LENGTH, ProfileError } from './profileError';
 
 /**
  * The native profile file (`cyclelens-profile/1`): the model as JSON. The loader treats the file as
@@ -156,7 +156,7 @@ export function parseProfileDocument(json: unknown, file = 'the profile'): Profi
   const lines = top.field('lines').array((r) => {
     const fn = r.optional('function', fnRef);
     return {
-      path: r.field('path').string(),
+      path: r.field('path').string(MAX_NAME_LENGTH),
       line: r.field('line').integer(0, MAX_LINE),
       ...(fn !== undefined ? { function: fn } : {}),
       self: readMeasure(r.field('self')),
@@ -197,7 +197,7 @@ export function parseProfileDocument(json: unknown, file = 'the profile'): Profi
 
 function readProgram(r: JsonReader): Profile['program'] {
   const family = r.optional('family', (x) => x.string(64));
-  return { executable: r.field('executable').string(), ...(family !== undefined ? { family } : {}) };
+  return { executable: r.field('executable').string(MAX_NAME_LENGTH), ...(family !== undefined ? { family } : {}) };
 }
 
 export function readUnit(r: JsonReader): Unit {
@@ -257,7 +257,11 @@ export function readMeasure(r: JsonReader): Measure {
 function readFunction(r: JsonReader, index: number): ProfileFunction {
   const id = r.field('id').integer(0, Number.MAX_SAFE_INTEGER);
   if (id !== index) r.field('id').fail(`is ${id}, but a function's id is its index in the list (${index})`);
-  const f: ProfileFunction = { id, name: r.field('name').string(), status: r.field('status').oneOf(STATUSES) };
+  const f: ProfileFunction = {
+    id,
+    name: r.field('name').string(MAX_NAME_LENGTH),
+    status: r.field('status').oneOf(STATUSES),
+  };
   const address = r.optional('address', (x) => x.integer(0, MAX_ADDRESS));
   if (address !== undefined) f.address = address;
   const size = r.optional('size', (x) => x.integer(0, 2 ** 32));
@@ -266,7 +270,7 @@ function readFunction(r: JsonReader, index: number): ProfileFunction {
     // A location is a real source line (DWARF's line 0, code with no line, has no location).
     const endLine = x.optional('endLine', (y) => y.integer(1, MAX_LINE));
     return {
-      path: x.field('path').string(),
+      path: x.field('path').string(MAX_NAME_LENGTH),
       line: x.field('line').integer(1, MAX_LINE),
       ...(endLine !== undefined ? { endLine } : {}),
     };
@@ -276,7 +280,7 @@ function readFunction(r: JsonReader, index: number): ProfileFunction {
   if (inclusive) f.inclusive = inclusive;
   const self = r.optional('self', readMeasure);
   if (self) f.self = self;
-  const selfNote = r.optional('selfNote', (x) => x.string());
+  const selfNote = r.optional('selfNote', (x) => x.string(MAX_NAME_LENGTH + 1024));
   if (selfNote !== undefined) f.selfNote = selfNote;
   const calls = r.optional('calls', (x) => x.amount());
   if (calls !== undefined) f.calls = calls;
@@ -288,7 +292,7 @@ function readFunction(r: JsonReader, index: number): ProfileFunction {
   if (distribution) f.distribution = distribution;
   const boundShare = r.optional('boundShare', (x) => x.number());
   if (boundShare !== undefined) f.boundShare = boundShare;
-  const reason = r.optional('reason', (x) => x.string());
+  const reason = r.optional('reason', (x) => x.string(MAX_NAME_LENGTH + 1024));
   if (reason !== undefined) f.reason = reason;
   const run = r.optional('run', (x) => x.integer(0, 1_000_000));
   if (run !== undefined) f.run = run;
@@ -297,22 +301,22 @@ function readFunction(r: JsonReader, index: number): ProfileFunction {
 
 function readRun(r: JsonReader): ProfileRun {
   const total = r.optional('total', (x) => x.amount());
-  const from = r.optional('from', (x) => x.string());
-  const to = r.optional('to', (x) => x.string());
+  const from = r.optional('from', (x) => x.string(MAX_NAME_LENGTH));
+  const to = r.optional('to', (x) => x.string(MAX_NAME_LENGTH));
   return {
     role: r.field('role').oneOf(['baseline', 'batch', 'oracle', 'sampling', 'synthetic'] as const),
-    method: r.field('method').string(),
+    method: r.field('method').string(MAX_NAME_LENGTH + 1024),
     ...(total !== undefined ? { total } : {}),
     ...(from !== undefined ? { from } : {}),
     ...(to !== undefined ? { to } : {}),
-    measured: r.field('measured').array((x) => x.string()),
+    measured: r.field('measured').array((x) => x.string(MAX_NAME_LENGTH)),
   };
 }
 
 function readAnalysis(r: JsonReader): ProfileAnalysis {
   const metric = r.optional('metric', (x) => x.string(128));
   const threshold = r.optional('threshold', (x) => x.number());
-  const roots = r.optional('roots', (x) => x.array((y) => y.string()));
+  const roots = r.optional('roots', (x) => x.array((y) => y.string(MAX_NAME_LENGTH)));
   const cancelled = r.optional('cancelled', (x) => x.boolean());
   return {
     scenario: r

@@ -24,6 +24,11 @@ export class ProfileError extends Error {
 export const MAX_COUNT = Number.MAX_SAFE_INTEGER;
 /** Addresses: 64-bit at most (a host profile); embedded ones fit in 32 bits. */
 export const MAX_ADDRESS = 2 ** 64;
+/**
+ * Names (functions, files, the program): C++ and Rust symbols with their template arguments run
+ * past 4,096 characters; every importer, exporter and loader accepts names up to this length.
+ */
+export const MAX_NAME_LENGTH = 64 * 1024;
 /** Source lines: no C file has ten million of them. */
 export const MAX_LINE = 10_000_000;
 

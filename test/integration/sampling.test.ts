@@ -144,21 +144,22 @@ for (const target of TARGETS) {
           for (const name of heaviest)
             assert.ok(topSampled.slice(0, 6).includes(name), `${name} not among ${topSampled.slice(0, 6).join(', ')}`);
         } else {
-          // The start of the running chain of translation blocks: a short callee's time moves to the
-          // caller whose block began the chain (RV32 crc16_step, 19.7 % of the instructions, read
-          // 7-15 % while crc16_block, 3.5 %, read 4-10 %), so ranks below the first move. The
-          // heaviest function stays among the two most sampled, and each of the four heaviest is
-          // sampled.
-          assert.ok(
-            topSampled.slice(0, 2).includes(heaviest[0]!),
-            `${heaviest[0]} not among ${topSampled.slice(0, 2).join(', ')}`,
-          );
-          for (const name of heaviest)
-            assert.ok(
-              (sampled.get(name) ?? 0) >= samples.total * 0.01,
-              `${name}: ${sampled.get(name) ?? 0} of ${samples.total} samples`,
-            );
+          // The start of the running chain of translation blocks, read in host time: which block
+          // began the chain depends on how TCG chained the blocks, and how long each took on the
+          // host, so a share or a rank moves with the host's load (a load of 8-12 once put vm_run
+          // outside the two most sampled). Only what the mode guarantees is checked: each sample is
+          // the first instruction of a block the program ran, so an address the oracle's trace
+          // executed, not merely a function it entered.
+          const executed = new Set(oracle.addresses.map((a) => a.address));
+          const notRun = [...samples.counts]
+            .filter(([a]) => !executed.has(a))
+            .map(([a, n]) => `0x${a.toString(16)} ${samples.locations.get(a)?.function ?? '?'} ×${n}`);
+          assert.deepEqual(notRun, [], 'samples at addresses the oracle never executed');
         }
+        // Taken while the target ran: it never stopped (above), the samples came in batches while
+        // it ran, and they read more than one PC (a stopped CPU reads the same PC every time).
+        assert.ok(samples.events.length >= 2, `${samples.events.length} sample events`);
+        assert.ok(samples.counts.size >= 2, `${samples.counts.size} distinct PCs sampled`);
         assert.ok(samples.events.every((ev) => ev.sampler === 'qemu-monitor'));
         for (const [name, count] of byWeight.slice(0, 8)) {
           const k = sampled.get(name) ?? 0;
