@@ -172,11 +172,13 @@ export interface InjectedResult {
   total: number;
   compensatedTotal: number;
   overheadPerPass: number;
+  /** Payloads of other measurements inside the passes, in counter units (out of total, min, max and the passes). */
+  nested?: number;
   min: number | null;
   max: number | null;
   mean: number | null;
   meanCompensated: number | null;
-  /** The last few passes, compensated: the distribution shown in hovers. */
+  /** The last few passes, each less the own payload per pass (may dip below zero: core/analysis/passes.ts clamps). */
   lastPasses: number[];
 }
 

@@ -352,6 +352,7 @@ function toWireResult(r: MeasurementResults): InjectedResult {
     total: r.total,
     compensatedTotal: r.compensatedTotal,
     overheadPerPass: r.ownOverheadPerPass,
+    nested: r.nested,
     min: r.min,
     max: r.max,
     mean: r.mean,
