@@ -484,6 +484,7 @@ export type CustomResponse<K extends CustomRequestName> = CustomRequestMap[K]['r
 export interface CustomEventMap {
   'cyclelens/capabilities': CapabilitiesEventBody;
   'cyclelens/injectionsRemoved': Record<string, never>;
+  'cyclelens/injectionsApplied': InjectResponse;
   'cyclelens/measurementProgress': MeasurementProgressEventBody;
   'cyclelens/samples': SamplesEventBody;
 }
@@ -518,6 +519,8 @@ export const CustomEvents = {
   capabilities: 'cyclelens/capabilities',
   /** Every injected measurement was removed (reset or restart): the editor drops its results. */
   injectionsRemoved: 'cyclelens/injectionsRemoved',
+  /** After a restart: the measurements asked for before it, injected again (new ids). */
+  injectionsApplied: 'cyclelens/injectionsApplied',
   /** Sent during a repeated measurement: passes done so far. */
   measurementProgress: 'cyclelens/measurementProgress',
   /** While sampling: counts since the previous event (SamplesEventBody). */

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import type {
   CallGraphFunction,
+  InjectResponse,
   InjectedMeasurementInfo,
   InjectedResult,
   InjectionTarget,
@@ -24,6 +25,15 @@ import { measurementLabel, warningNeedsAttention } from './injectedPresentation'
 interface Live {
   info: InjectedMeasurementInfo;
   result?: InjectedResult;
+  /** Share of the program's own run, fixed when its run ended. */
+  share?: number;
+}
+
+/** A measurement whose run ended or was reset: its last results stay, marked so. */
+interface Ended extends Live {
+  /** Ids of ended entries never collide with a live session's. */
+  key: number;
+  ended: string;
 }
 
 /**
@@ -34,6 +44,8 @@ interface Live {
  */
 export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.HoverProvider, vscode.Disposable {
   private live = new Map<number, Live>();
+  private ended: Ended[] = [];
+  private nextEndedKey = 1;
   private functions: CallGraphFunction[] = [];
   private pendingStart: { uri: vscode.Uri; line: number } | undefined;
   /** The status-bar hint that says how to finish the pending region: it lives exactly as long as the pending start. */
@@ -92,19 +104,54 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
       }),
       vscode.window.onDidChangeVisibleTextEditors(() => this.decorate()),
       vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
-        if (e.event === CustomEvents.injectionsRemoved && e.session.id === tracker.active?.id) {
-          this.live.clear();
+        if (e.session.id !== tracker.active?.id) return;
+        if (e.event === CustomEvents.injectionsRemoved) {
+          this.retire('from the run before the reset');
+          this.changed();
+        } else if (e.event === CustomEvents.injectionsApplied) {
+          // A restart applied the measurements asked for before it again.
+          for (const info of (e.body as InjectResponse).injected) this.live.set(info.id, { info });
           this.changed();
         }
       }),
     );
   }
 
-  all(): Array<{ info: InjectedMeasurementInfo; result?: InjectedResult; share?: number; ended?: string }> {
-    return [...this.live.values()].map((l) => {
+  /** The live measurements, then those of ended runs (newest first), with `ended` saying which run. */
+  all(): Array<{
+    info: InjectedMeasurementInfo;
+    result?: InjectedResult;
+    share?: number;
+    ended?: string;
+    key?: number;
+  }> {
+    const live = [...this.live.values()].map((l) => {
       const share = l.result ? this.share(l.result) : undefined;
       return { ...l, ...(share !== undefined ? { share } : {}) };
     });
+    return [...live, ...this.ended];
+  }
+
+  /** Drops the results of an ended run's measurement (they are the window's only copy). */
+  forgetEnded(key: number): void {
+    this.ended = this.ended.filter((e) => e.key !== key);
+    this.changed();
+  }
+
+  /**
+   * The live measurements leave (the run ended or was reset): their last results stay, marked as
+   * from that run. One never read says so.
+   */
+  private retire(which: string): void {
+    const at = new Date().toLocaleTimeString();
+    const retired = [...this.live.values()].map((l): Ended => ({
+      ...l,
+      ...(l.result && this.share(l.result) !== undefined ? { share: this.share(l.result)! } : {}),
+      key: this.nextEndedKey++,
+      ended: l.result ? `${which} (ended ${at})` : `${which}: no result was read before it ended`,
+    }));
+    this.ended = [...retired, ...this.ended];
+    this.live.clear();
   }
 
   // ---- user actions ------------------------------------------------------------------------------
@@ -292,9 +339,9 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     }
   }
 
-  /** Everything tied to a live session goes when it ends: patches are gone with it. */
+  /** Everything tied to a live session goes when it ends (patches are gone with it); results read stay. */
   private forgetSession(): void {
-    this.live.clear();
+    if (this.live.size > 0) this.retire('from the ended run');
     this.functions = [];
     this.setPendingStart(undefined);
     this.totalOfRun = undefined;

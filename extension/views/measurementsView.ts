@@ -14,7 +14,13 @@ function injectedUnit(info: InjectedMeasurementInfo, r: InjectedResult): PassUni
 /** Where injected measurements come from (the editor's InjectedMeasurements). */
 export interface InjectedSource {
   /** `share`: of the program's own run; `ended`: the results outlived their run, and how it ended. */
-  all(): Array<{ info: InjectedMeasurementInfo; result?: InjectedResult; share?: number; ended?: string }>;
+  all(): Array<{
+    info: InjectedMeasurementInfo;
+    result?: InjectedResult;
+    share?: number;
+    ended?: string;
+    key?: number;
+  }>;
   onDidChangeResults: vscode.Event<void>;
 }
 
@@ -25,6 +31,7 @@ type Node =
       result: InjectedResult | undefined;
       share: number | undefined;
       ended: string | undefined;
+      endedKey: number | undefined;
     }
   | { kind: 'record'; record: MeasurementRecord }
   | { kind: 'series'; record: MeasurementRecord; series: MeasurementSeries }
@@ -49,17 +56,30 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
   getChildren(node?: Node): Node[] {
     if (!node) {
       return [
-        ...this.injected
-          .all()
-          .map((l): Node => ({ kind: 'injected', info: l.info, result: l.result, share: l.share, ended: l.ended })),
+        ...this.injected.all().map((l): Node => ({
+          kind: 'injected',
+          info: l.info,
+          result: l.result,
+          share: l.share,
+          ended: l.ended,
+          endedKey: l.key,
+        })),
         ...this.store.all().map((record): Node => ({ kind: 'record', record })),
       ];
     }
     if (node.kind === 'injected') {
       const r = node.result;
-      if (!r) return [{ kind: 'stat', label: 'results', value: 'read at the next stop' }];
+      if (!r)
+        return [
+          {
+            kind: 'stat',
+            label: 'results',
+            value: node.ended ? 'none: the run ended before a stop read them' : 'read at the next stop',
+          },
+        ];
       const unit = injectedUnit(node.info, r);
       return [
+        ...(node.ended ? [{ kind: 'stat' as const, label: 'results', value: node.ended }] : []),
         { kind: 'stat', label: 'calls', value: String(r.calls) },
         ...passStats(passFigures(passCountsOf(r)), unit, node.share).map((x): Node => ({
           kind: 'stat',
@@ -110,9 +130,9 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
         // The adapter's warnings are information here; those that change the figures were also notified.
         for (const w of node.info.warnings) tooltip.appendMarkdown('\n\n').appendText(w.message);
         item.tooltip = tooltip;
-        item.iconPath = new vscode.ThemeIcon('pulse');
+        item.iconPath = new vscode.ThemeIcon(node.ended ? 'history' : 'pulse');
         item.contextValue = 'injectedMeasurement';
-        item.id = `injected-${node.info.id}`;
+        item.id = node.endedKey !== undefined ? `ended-${node.endedKey}` : `injected-${node.info.id}`;
         if (node.info.source) {
           item.command = {
             title: 'Go to source',
