@@ -178,11 +178,13 @@ export interface InjectedResult {
   total: number;
   compensatedTotal: number;
   overheadPerPass: number;
+  /** Payloads of other measurements inside the passes, in counter units (out of total, min, max and the passes). */
+  nested?: number;
   min: number | null;
   max: number | null;
   mean: number | null;
   meanCompensated: number | null;
-  /** The last few passes, compensated: the distribution shown in hovers. */
+  /** The last few passes, each less the own payload per pass (may dip below zero: core/analysis/passes.ts clamps). */
   lastPasses: number[];
 }
 
@@ -488,6 +490,7 @@ export type CustomResponse<K extends CustomRequestName> = CustomRequestMap[K]['r
 export interface CustomEventMap {
   'cyclelens/capabilities': CapabilitiesEventBody;
   'cyclelens/injectionsRemoved': Record<string, never>;
+  'cyclelens/injectionsApplied': InjectResponse;
   'cyclelens/measurementProgress': MeasurementProgressEventBody;
   'cyclelens/samples': SamplesEventBody;
 }
@@ -522,6 +525,8 @@ export const CustomEvents = {
   capabilities: 'cyclelens/capabilities',
   /** Every injected measurement was removed (reset or restart): the editor drops its results. */
   injectionsRemoved: 'cyclelens/injectionsRemoved',
+  /** After a restart: the measurements asked for before it, injected again (new ids). */
+  injectionsApplied: 'cyclelens/injectionsApplied',
   /** Sent during a repeated measurement: passes done so far. */
   measurementProgress: 'cyclelens/measurementProgress',
   /** While sampling: counts since the previous event (SamplesEventBody). */

@@ -204,6 +204,8 @@ export class CycleLensDebugSession extends DebugSession {
     target.debugger.onRunning(() => this.disassemblyCache.keepWithin(readOnlyCode));
     target.onEnded(({ message }) => {
       if (message) this.output({ category: 'important', text: `${message}\n` });
+      // QEMU ended with the program and took the patched code along: the journal has nothing to restore.
+      this.injection.targetEnded(config.server.type === 'qemu');
       // The last samples (the exact sampler's final counts at program exit) go out before the end.
       void this.sampling
         .stop()
@@ -239,7 +241,24 @@ export class CycleLensDebugSession extends DebugSession {
 
   private async restart(): Promise<void> {
     await this.invalidateStopState();
+    // The reset takes the measurements out; what was asked is applied again at the entry.
+    const requests = this.injection.liveRequests();
     await this.requireTarget().restart();
+    const applied = await this.injection.reapply(requests).catch((err: unknown) => {
+      this.output({
+        category: 'important',
+        text: `The measurements could not be applied again after the restart: ${errorMessage(err)}\n`,
+      });
+      return undefined;
+    });
+    if (applied) {
+      this.sendEvent(customEvent(CustomEvents.injectionsApplied, applied));
+      if (applied.refused.length > 0)
+        this.output({
+          category: 'important',
+          text: `After the restart, CycleLens could not measure again: ${applied.refused.map((r) => r.reason).join(' ')}\n`,
+        });
+    }
   }
 
   private async disconnect(terminate: boolean): Promise<void> {

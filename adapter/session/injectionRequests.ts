@@ -44,6 +44,8 @@ type InjectionRequestName = (typeof CustomRequests)[
 export class InjectionRequests {
   private service: InjectionService | undefined;
   private sources = new Map<number, InjectedMeasurementInfo['source']>();
+  /** What each live measurement was asked as: a restart applies the requests again. */
+  private requests = new Map<number, InjectArguments>();
   private counterAtFirstInjection: bigint | undefined;
 
   constructor(
@@ -117,6 +119,40 @@ export class InjectionRequests {
     const service = this.service;
     await this.target().withHalted(() => service.removeAll());
     this.sources.clear();
+    this.requests.clear();
+    this.counterAtFirstInjection = undefined;
+  }
+
+  /** The requests of the live measurements, to apply again after a restart (`reapply`). */
+  liveRequests(): InjectArguments[] {
+    return [...this.requests.values()];
+  }
+
+  /**
+   * After a restart, with the target halted at its entry: the measurements asked for before it,
+   * injected again. Undefined when there were none.
+   */
+  async reapply(requests: readonly InjectArguments[]): Promise<InjectResponse | undefined> {
+    if (requests.length === 0) return undefined;
+    const out: InjectResponse = { injected: [], refused: [] };
+    for (const a of requests) {
+      const r = await this.inject(a);
+      out.injected.push(...r.injected);
+      out.refused.push(...r.refused);
+    }
+    return out;
+  }
+
+  /**
+   * The target ended. An emulator takes the patched memory with it, so nothing is left patched:
+   * the journal is cleared and the next launch has nothing to restore. A board keeps its memory
+   * (and so the patches, when the session could not remove them): its journal stays.
+   */
+  targetEnded(memoryGone: boolean): void {
+    if (!memoryGone || !this.service) return;
+    this.service.targetGone();
+    this.sources.clear();
+    this.requests.clear();
     this.counterAtFirstInjection = undefined;
   }
 
@@ -165,6 +201,11 @@ export class InjectionRequests {
                 : undefined;
           }
           this.sources.set(info.id, source);
+          this.requests.set(info.id, {
+            targets: [t],
+            ...(a.payload ? { payload: a.payload } : {}),
+            ...(a.callSitesIfTooShort !== undefined ? { callSitesIfTooShort: a.callSitesIfTooShort } : {}),
+          });
           injected.push(toWireInfo(info, source, region, service.instructionsPerCounterUnit));
         } catch (err) {
           if (!(err instanceof InjectionRefusedError) && !(err instanceof CycleLensError)) throw err;
@@ -200,6 +241,7 @@ export class InjectionRequests {
       for (const id of ids) {
         await service.remove(id);
         this.sources.delete(id);
+        this.requests.delete(id);
       }
     });
   }
@@ -347,6 +389,7 @@ function toWireResult(r: MeasurementResults): InjectedResult {
     total: r.total,
     compensatedTotal: r.compensatedTotal,
     overheadPerPass: r.ownOverheadPerPass,
+    nested: r.nested,
     min: r.min,
     max: r.max,
     mean: r.mean,

@@ -484,10 +484,15 @@ export function semanticOf(event: string): string | undefined {
 export function formatMetric(format: MetricFormat, v: number): string {
   switch (format) {
     case 'percent':
-      return `${(v * 100).toFixed(v >= 0.1 || v <= -0.1 ? 1 : 2)}%`;
+      return `${noNegativeZero((v * 100).toFixed(v >= 0.1 || v <= -0.1 ? 1 : 2))}%`;
     case 'ratio':
-      return v.toFixed(3);
+      return noNegativeZero(v.toFixed(3));
     case 'count':
-      return Number.isInteger(v) ? String(v) : v.toFixed(1);
+      return Number.isInteger(v) ? String(v === 0 ? 0 : v) : noNegativeZero(v.toFixed(1));
   }
+}
+
+/** "-0.00" is a value that rounds to zero: it reads "0.00". */
+function noNegativeZero(text: string): string {
+  return /^-0(\.0+)?$/.test(text) ? text.slice(1) : text;
 }

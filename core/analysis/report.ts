@@ -23,6 +23,8 @@ export interface ReportHeader {
   /** `program`, `method` of the first result set. */
   program?: string;
   method?: string;
+  /** The counter the measurements read, from the first run that measured anything. */
+  counter?: string;
   /** Descent: the counting run that bounded the functions (AnalysisResult.counted). */
   counted?: { method: string; ran: number; functions: number };
 }
@@ -60,6 +62,7 @@ export function textReport(
   );
   if (header.slots !== undefined) facts.push(`${header.slots} per run`);
   facts.push(`roots ${header.roots.join(', ')}`);
+  if (header.counter !== undefined) facts.push(`counter ${header.counter}`);
   out.push(facts.join('; '));
   if (header.counted)
     out.push(

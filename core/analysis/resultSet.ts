@@ -27,6 +27,8 @@ export interface RunInfo {
   totals: Record<string, number>;
   /** How the values were taken, in words (`software injection, minstret`, `oracle (QEMU trace)` …). */
   method: string;
+  /** The counter the measurements read (`minstret`, `SysTick CVR` …), when the run measured anything. */
+  counter?: string;
   /** Where the window started and ended (`main`, `program_end`, `idle_point x20` …). */
   from?: string;
   to?: string;
@@ -135,6 +137,15 @@ export interface ResultSetDocument {
 }
 
 // ---- forming values inside one result set ---------------------------------------------------------
+
+/**
+ * The result set that describes an analysis (its header's method, counter and unit): the first
+ * run that measured something. A run whose batch was all refused says "no counter" and would
+ * describe the profile by a run that measured nothing.
+ */
+export function describingSet(sets: readonly ResultSet[]): ResultSet | undefined {
+  return sets.find((rs) => rs.measurements.length > 0 || (rs.groups?.length ?? 0) > 0) ?? sets[0];
+}
 
 export function measurementOf(rs: ResultSet, name: string): FunctionMeasurement | undefined {
   return rs.measurements.find((m) => m.name === name);
@@ -310,6 +321,7 @@ function readResultSet(r: Reader): ResultSet {
   const family = program.optional('family', (x) => x.string());
   const from = run.optional('from', (x) => x.string());
   const to = run.optional('to', (x) => x.string());
+  const counter = run.optional('counter', (x) => x.string());
   const totals = run.field('totals').counterRecord();
   return {
     id: r.field('id').string(),
@@ -320,6 +332,7 @@ function readResultSet(r: Reader): ResultSet {
       event: run.field('event').string(),
       totals,
       method: run.field('method').string(),
+      ...(counter !== undefined ? { counter } : {}),
       ...(from !== undefined ? { from } : {}),
       ...(to !== undefined ? { to } : {}),
     },

@@ -66,10 +66,12 @@ export function histogramBars(d: Distribution, width = 24): string[] {
   });
 }
 
+/** A count in a few characters (`12.3 k`); a value that rounds to zero reads "0", never "-0". */
 export function formatCount(v: number): string {
   if (!Number.isFinite(v)) return String(v);
   if (Math.abs(v) >= 1e9) return `${(v / 1e9).toFixed(2)} G`;
   if (Math.abs(v) >= 1e6) return `${(v / 1e6).toFixed(2)} M`;
   if (Math.abs(v) >= 1e4) return `${(v / 1e3).toFixed(1)} k`;
-  return Number.isInteger(v) ? String(v) : v.toFixed(1);
+  const text = Number.isInteger(v) ? String(v) : v.toFixed(1);
+  return /^-0(\.0+)?$/.test(text) ? text.slice(1) : text;
 }

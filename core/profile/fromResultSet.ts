@@ -1,7 +1,7 @@
 import type { CallGraphResponse } from '../../common/dapCustom';
 import { MetricsEngine } from '../analysis/metrics';
 import { profileRows, type ProfileRow } from '../analysis/profileRows';
-import { measurementOf, type ResultSet, type ResultSetDocument } from '../analysis/resultSet';
+import { describingSet, measurementOf, type ResultSet, type ResultSetDocument } from '../analysis/resultSet';
 import {
   emptyProfile,
   type ErrorBound,
@@ -31,7 +31,8 @@ export interface ResultSetProfileOptions {
 
 export function profileFromResultSets(doc: ResultSetDocument, options: ResultSetProfileOptions = {}): Profile {
   const sets = doc.resultSets;
-  const reference = sets[0];
+  // Described by a run that measured (a batch that was all refused says "no counter").
+  const reference = describingSet(sets);
   const event = reference?.run.event ?? 'cycles';
   const unit = unitOfEvent(event, reference?.run.method ?? '', options.perTick);
   const profile = emptyProfile({
@@ -71,7 +72,10 @@ export function profileFromResultSets(doc: ResultSetDocument, options: ResultSet
 
 function provenanceOf(rs: ResultSet | undefined, event: string): Provenance {
   const counter =
-    /\(([^)]+)\)\s*$/.exec(rs?.run.method ?? '')?.[1] ?? /,\s*([\w.]+)\s*$/.exec(rs?.run.method ?? '')?.[1] ?? event;
+    rs?.run.counter ??
+    /\(([^)]+)\)\s*$/.exec(rs?.run.method ?? '')?.[1] ??
+    /,\s*([\w.]+)\s*$/.exec(rs?.run.method ?? '')?.[1] ??
+    event;
   if (rs?.run.kind === 'oracle') return { kind: 'oracle', source: rs.run.method };
   return { kind: 'injected', payload: 'accumulated', counter };
 }

@@ -85,12 +85,15 @@ const twoDecimals = new Intl.NumberFormat('en-US', { maximumFractionDigits: 2, m
 /** 1234567 → "1,234,567"; fractions keep up to two decimals. */
 export function formatNumber(n: number): string {
   if (!Number.isFinite(n)) return String(n);
-  return (Number.isInteger(n) || Math.abs(n) >= 100 ? wholeNumbers : twoDecimals).format(n);
+  const text = (Number.isInteger(n) || Math.abs(n) >= 100 ? wholeNumbers : twoDecimals).format(n);
+  // A value that rounds to zero reads "0", never "-0".
+  return text === '-0' ? '0' : text;
 }
 
 /** "12.4 %" from 0.124. */
 export function formatShare(share: number, digits = 1): string {
-  return `${(share * 100).toFixed(digits)} %`;
+  const text = (share * 100).toFixed(digits);
+  return `${/^-0(\.0+)?$/.test(text) ? text.slice(1) : text} %`;
 }
 
 /** "±12 ticks", or "" without a bound. Asymmetric bounds show both sides. */

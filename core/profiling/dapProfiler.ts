@@ -13,6 +13,7 @@ import type {
 import { CustomRequests } from '../../common/dapCustom';
 import { customRequest, type CustomArgumentList, type CustomRequestPeer } from '../../common/dapCustomClient';
 import type { ExecutionCounts } from '../analysis/countBounds';
+import { passCountsOf, passFigures, programTotal } from '../analysis/passes';
 import type { BatchMeasurer, MeasurerPlan } from '../analysis/descent';
 import {
   newResultSetId,
@@ -544,7 +545,6 @@ export class DapProfiler implements BatchMeasurer {
     const byId = new Map(results.map((r) => [r.id, r]));
     const counter = injected.injected[0]?.counter;
     const event = counter !== undefined ? eventOfCounter(counter) : (Object.keys(w.totals)[0] ?? 'cycles');
-    let payloadCounts = 0;
     for (const info of injected.injected) {
       const r = byId.get(info.id);
       if (!r) {
@@ -564,20 +564,23 @@ export class DapProfiler implements BatchMeasurer {
         };
         if (r.untracked > 0) g.incomplete = `${r.untracked} entries could not be tracked`;
         groups.push(g);
-        payloadCounts += r.total - r.compensatedTotal;
         continue;
       }
+      // Total, min, max and mean from the same compensated passes (core/analysis/passes.ts).
+      const f = passFigures(passCountsOf(r));
       const m: FunctionMeasurement = {
         name: info.name,
-        inclusive: { [eventOfCounter(r.counter)]: r.compensatedTotal },
+        inclusive: { [eventOfCounter(r.counter)]: f ? f.total : Math.max(0, r.compensatedTotal) },
         calls: r.calls,
         passes: r.passes,
         untracked: r.untracked,
         rawTotal: r.total,
       };
-      if (r.min !== null) m.min = r.min;
-      if (r.max !== null) m.max = r.max;
-      if (r.meanCompensated !== null) m.mean = r.meanCompensated;
+      if (f) {
+        m.min = f.min;
+        m.max = f.max;
+        m.mean = f.mean;
+      }
       const gaps = [
         ...(r.untracked > 0 ? [`${r.untracked} entries could not be tracked`] : []),
         // Measured at call sites: calls through sites it could not rewrite are not counted.
@@ -592,13 +595,14 @@ export class DapProfiler implements BatchMeasurer {
         this.options.log?.(`${info.name}: ${m.incomplete}; its value may be low`);
       }
       measurements.push(m);
-      payloadCounts += r.total - r.compensatedTotal;
     }
     const answered = new Set([...measurements.map((m) => m.name), ...refused.map((r) => r.name)]);
     for (const name of batch)
       if (!answered.has(name)) refused.push({ name, reason: 'the adapter neither injected nor refused it' });
     const totals = { ...w.totals };
-    if (w.subtractPayload && totals[event] !== undefined) totals[event] = Math.max(0, totals[event]! - payloadCounts);
+    // The run's own total, the same denominator the editor's shares use (passes.programTotal).
+    const measured = injected.injected.flatMap((i) => byId.get(i.id) ?? []);
+    if (w.subtractPayload && totals[event] !== undefined) totals[event] = programTotal(totals[event], measured)!;
     return {
       id: newResultSetId(),
       createdAt: new Date().toISOString(),
@@ -607,6 +611,7 @@ export class DapProfiler implements BatchMeasurer {
         kind: this.options.mode.kind,
         event,
         totals,
+        ...(counter !== undefined ? { counter } : {}),
         method: `${this.options.payload ?? 'software'} injection, ${counter ?? 'no counter'}${injected.injected[0]?.instructionsPerUnit !== undefined ? `, in ${describeUnit(event, injected.injected[0].instructionsPerUnit)}` : ''}; ${w.method}`,
         from: w.from,
         to: w.to,

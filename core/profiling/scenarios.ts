@@ -13,6 +13,7 @@ import { MetricsEngine } from '../analysis/metrics';
 import { profileRows, type ProfileRow } from '../analysis/profileRows';
 import { textReport } from '../analysis/report';
 import {
+  describingSet,
   resultSetDocument,
   type CallGraphDocument,
   type ResultSet,
@@ -139,7 +140,7 @@ export async function runScenario(
   // The analysis counts every run of the program, the ones that only formed a total or counted
   // instructions included.
   const runs = result.runs + profilers.reduce((n, p) => n + p.baselineRuns + p.countingRuns, 0);
-  const first = result.resultSets[0];
+  const first = describingSet(result.resultSets);
   const report = textReport(
     {
       scenario: result.scenario,
@@ -151,7 +152,13 @@ export async function runScenario(
       roots: result.roots,
       cancelled: result.cancelled,
       warnings: result.warnings,
-      ...(first ? { program: first.program.executable, method: first.run.method } : {}),
+      ...(first
+        ? {
+            program: first.program.executable,
+            method: first.run.method,
+            ...(first.run.counter !== undefined ? { counter: first.run.counter } : {}),
+          }
+        : {}),
       ...(result.counted ? { counted: result.counted } : {}),
     },
     rows,

@@ -4,6 +4,7 @@ import { CustomRequests } from '../../common/dapCustom';
 import { customRequest } from '../../common/dapCustomClient';
 import type { MeasurementKind, MeasurementStore, SourceAnchor } from '../../core/analysis/measurements';
 import { formatCount } from '../../core/analysis/statistics';
+import { passUnit } from '../../core/analysis/passes';
 import type { SessionTracker } from '../debug/sessionTracker';
 import type { CountersView } from '../views/countersView';
 import { counterPickItems } from './counterPicks';
@@ -119,7 +120,7 @@ function record(
   const rec = store.add(kind, label, anchor, r);
   const first = rec.series[0]?.distribution;
   const summary = first
-    ? `${label}: ${formatCount(first.mean)} ${rec.series[0]!.event} per pass (${first.count} pass${first.count === 1 ? '' : 'es'})`
+    ? `${label}: ${formatCount(first.mean)} ${passUnit(rec.series[0]!.unit, rec.series[0]!.event).label} per pass (${first.count} pass${first.count === 1 ? '' : 'es'})`
     : `${label}: no complete pass`;
   if (r.incomplete) void vscode.window.showWarningMessage(`${summary}. ${r.incomplete}`);
   else void vscode.window.showInformationMessage(summary);

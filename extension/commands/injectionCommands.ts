@@ -51,9 +51,11 @@ export function registerInjectionCommands(injected: InjectedMeasurements): vscod
     // From a CodeLens the argument is the id; from the Measurements view, the tree node.
     vscode.commands.registerCommand(
       'cyclelens.removeInjected',
-      guarded(async (arg: number | { info: { id: number } }) =>
-        injected.remove(typeof arg === 'number' ? arg : arg.info.id),
-      ),
+      guarded(async (arg: number | { info: { id: number }; endedKey?: number }) => {
+        // An ended run's entry has no patch left: only its results go.
+        if (typeof arg !== 'number' && arg.endedKey !== undefined) return injected.forgetEnded(arg.endedKey);
+        return injected.remove(typeof arg === 'number' ? arg : arg.info.id);
+      }),
     ),
     vscode.commands.registerCommand(
       'cyclelens.removeAllInjected',

@@ -1,19 +1,39 @@
 import * as vscode from 'vscode';
 import type {
   CallGraphFunction,
+  InjectResponse,
   InjectedMeasurementInfo,
   InjectedResult,
   InjectionTarget,
 } from '../../common/dapCustom';
 import { CustomEvents, CustomRequests } from '../../common/dapCustom';
 import { customRequest } from '../../common/dapCustomClient';
-import { distribution, formatCount, histogramBars } from '../../core/analysis/statistics';
+import {
+  passCountsOf,
+  passFigures,
+  passLines,
+  passShare,
+  passSummary,
+  passUnit,
+  programTotal,
+  type PassUnit,
+} from '../../core/analysis/passes';
+import { distribution, histogramBars } from '../../core/analysis/statistics';
 import type { SessionTracker } from '../debug/sessionTracker';
 import { measurementLabel, warningNeedsAttention } from './injectedPresentation';
 
 interface Live {
   info: InjectedMeasurementInfo;
   result?: InjectedResult;
+  /** Share of the program's own run, fixed when its run ended. */
+  share?: number;
+}
+
+/** A measurement whose run ended or was reset: its last results stay, marked so. */
+interface Ended extends Live {
+  /** Ids of ended entries never collide with a live session's. */
+  key: number;
+  ended: string;
 }
 
 /**
@@ -24,6 +44,8 @@ interface Live {
  */
 export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.HoverProvider, vscode.Disposable {
   private live = new Map<number, Live>();
+  private ended: Ended[] = [];
+  private nextEndedKey = 1;
   private functions: CallGraphFunction[] = [];
   private pendingStart: { uri: vscode.Uri; line: number } | undefined;
   /** The status-bar hint that says how to finish the pending region: it lives exactly as long as the pending start. */
@@ -82,16 +104,54 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
       }),
       vscode.window.onDidChangeVisibleTextEditors(() => this.decorate()),
       vscode.debug.onDidReceiveDebugSessionCustomEvent((e) => {
-        if (e.event === CustomEvents.injectionsRemoved && e.session.id === tracker.active?.id) {
-          this.live.clear();
+        if (e.session.id !== tracker.active?.id) return;
+        if (e.event === CustomEvents.injectionsRemoved) {
+          this.retire('from the run before the reset');
+          this.changed();
+        } else if (e.event === CustomEvents.injectionsApplied) {
+          // A restart applied the measurements asked for before it again.
+          for (const info of (e.body as InjectResponse).injected) this.live.set(info.id, { info });
           this.changed();
         }
       }),
     );
   }
 
-  all(): Array<{ info: InjectedMeasurementInfo; result?: InjectedResult }> {
-    return [...this.live.values()];
+  /** The live measurements, then those of ended runs (newest first), with `ended` saying which run. */
+  all(): Array<{
+    info: InjectedMeasurementInfo;
+    result?: InjectedResult;
+    share?: number;
+    ended?: string;
+    key?: number;
+  }> {
+    const live = [...this.live.values()].map((l) => {
+      const share = l.result ? this.share(l.result) : undefined;
+      return { ...l, ...(share !== undefined ? { share } : {}) };
+    });
+    return [...live, ...this.ended];
+  }
+
+  /** Drops the results of an ended run's measurement (they are the window's only copy). */
+  forgetEnded(key: number): void {
+    this.ended = this.ended.filter((e) => e.key !== key);
+    this.changed();
+  }
+
+  /**
+   * The live measurements leave (the run ended or was reset): their last results stay, marked as
+   * from that run. One never read says so.
+   */
+  private retire(which: string): void {
+    const at = new Date().toLocaleTimeString();
+    const retired = [...this.live.values()].map((l): Ended => ({
+      ...l,
+      ...(l.result && this.share(l.result) !== undefined ? { share: this.share(l.result)! } : {}),
+      key: this.nextEndedKey++,
+      ended: l.result ? `${which} (ended ${at})` : `${which}: no result was read before it ended`,
+    }));
+    this.ended = [...retired, ...this.ended];
+    this.live.clear();
   }
 
   // ---- user actions ------------------------------------------------------------------------------
@@ -177,7 +237,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
         const measured = [...this.live.values()].find((l) => l.info.kind !== 'region' && l.info.name === f.name);
         if (measured) {
           return new vscode.CodeLens(range, {
-            title: `$(pulse) ${summary(measured.result, this.totalOfRun)}`,
+            title: `$(pulse) ${this.summary(measured)}`,
             command: 'cyclelens.removeInjected',
             arguments: [measured.info.id],
             tooltip: 'Click to stop measuring this function',
@@ -210,15 +270,10 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
       return new vscode.Hover(md);
     }
     md.appendMarkdown(`calls ${r.calls} · passes ${r.passes}${r.untracked ? ` · untracked ${r.untracked}` : ''}\n\n`);
-    md.appendMarkdown(
-      `total ${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)}, payload ${formatCount(r.overheadPerPass)}/pass removed)\n\n`,
-    );
-    if (r.mean !== null) {
-      md.appendMarkdown(
-        `per pass as counted: mean ${formatCount(r.mean)}, min ${formatCount(r.min ?? 0)}, max ${formatCount(r.max ?? 0)}; without the payload: mean ${formatCount(r.meanCompensated ?? 0)}\n\n`,
-      );
-    }
-    const d = distribution(r.lastPasses);
+    const unit = unitOf(l.info, r);
+    const f = passFigures(passCountsOf(r));
+    for (const line of passLines(f, unit, this.share(r))) md.appendMarkdown(`${escapeMarkdown(line)}\n\n`);
+    const d = f ? distribution(f.last) : undefined;
     if (d) md.appendCodeblock(histogramBars(d).join('\n'), 'text');
     if (notes) md.appendMarkdown(`\n${notes}\n`);
     return new vscode.Hover(md);
@@ -239,7 +294,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
           ends.push({ range: editor.document.lineAt(Math.min(src.endLine - 1, editor.document.lineCount - 1)).range });
         texts.push({
           range: new vscode.Range(line.range.end, line.range.end),
-          renderOptions: { after: { contentText: summary(l.result, this.totalOfRun) } },
+          renderOptions: { after: { contentText: this.summary(l) } },
         });
       }
       editor.setDecorations(this.startMarker, starts);
@@ -251,6 +306,20 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
           : [];
       editor.setDecorations(this.pendingMarker, pending);
     }
+  }
+
+  /** The one-line result: every figure from the same compensated passes (core/analysis/passes.ts). */
+  private summary(l: Live): string {
+    const r = l.result;
+    if (!r) return 'measuring… (results at the next stop)';
+    return passSummary(r.calls, passFigures(passCountsOf(r)), unitOf(l.info, r), this.share(r));
+  }
+
+  /** The share of the program's own run (payloads out), as a profile's rows form it. */
+  private share(r: InjectedResult): number | undefined {
+    const results = [...this.live.values()].flatMap((x) => (x.result ? [x.result] : []));
+    const f = passFigures(passCountsOf(r));
+    return f ? passShare(f.total, programTotal(this.totalOfRun, results)) : undefined;
   }
 
   private changed(): void {
@@ -270,9 +339,9 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
     }
   }
 
-  /** Everything tied to a live session goes when it ends: patches are gone with it. */
+  /** Everything tied to a live session goes when it ends (patches are gone with it); results read stay. */
   private forgetSession(): void {
-    this.live.clear();
+    if (this.live.size > 0) this.retire('from the ended run');
     this.functions = [];
     this.setPendingStart(undefined);
     this.totalOfRun = undefined;
@@ -321,10 +390,8 @@ function definitionLine(document: vscode.TextDocument, name: string, entryLine: 
   return Math.min(entryLine, document.lineCount - 1);
 }
 
-function summary(r: InjectedResult | undefined, total: number | undefined): string {
-  if (!r) return 'measuring… (results at the next stop)';
-  if (r.passes === 0) return `${r.calls} calls, no complete pass yet`;
-  const share = total ? ` · ${((r.compensatedTotal / total) * 100).toFixed(1)}%` : '';
-  // min and max are per-pass values as counted (payload included), so the mean beside them is too.
-  return `${r.calls} calls · ${formatCount(r.compensatedTotal)} ${r.counter} · per pass ${formatCount(r.mean ?? 0)} (${formatCount(r.min ?? 0)}–${formatCount(r.max ?? 0)})${share}`;
+/** The unit of a measurement's counter: SysTick ticks are ticks, with their ratio when the target fixes it. */
+function unitOf(info: InjectedMeasurementInfo, r: InjectedResult): PassUnit {
+  const per = info.instructionsPerUnit;
+  return passUnit(r.counter, undefined, per !== undefined ? { count: per, kind: 'instructions' } : undefined);
 }

@@ -3,15 +3,36 @@ import type { InjectedMeasurementInfo, InjectedResult } from '../../common/dapCu
 import type { MeasurementRecord, MeasurementSeries, MeasurementStore } from '../../core/analysis/measurements';
 import { distribution, formatCount, histogramBars } from '../../core/analysis/statistics';
 import { measurementLabel } from '../editor/injectedPresentation';
+import { passCountsOf, passFigures, passStats, passUnit, type PassUnit } from '../../core/analysis/passes';
+
+/** The unit of an injected measurement's counter, with the tick's ratio when the target fixes it. */
+function injectedUnit(info: InjectedMeasurementInfo, r: InjectedResult): PassUnit {
+  const per = info.instructionsPerUnit;
+  return passUnit(r.counter, undefined, per !== undefined ? { count: per, kind: 'instructions' } : undefined);
+}
 
 /** Where injected measurements come from (the editor's InjectedMeasurements). */
 export interface InjectedSource {
-  all(): Array<{ info: InjectedMeasurementInfo; result?: InjectedResult }>;
+  /** `share`: of the program's own run; `ended`: the results outlived their run, and how it ended. */
+  all(): Array<{
+    info: InjectedMeasurementInfo;
+    result?: InjectedResult;
+    share?: number;
+    ended?: string;
+    key?: number;
+  }>;
   onDidChangeResults: vscode.Event<void>;
 }
 
 type Node =
-  | { kind: 'injected'; info: InjectedMeasurementInfo; result: InjectedResult | undefined }
+  | {
+      kind: 'injected';
+      info: InjectedMeasurementInfo;
+      result: InjectedResult | undefined;
+      share: number | undefined;
+      ended: string | undefined;
+      endedKey: number | undefined;
+    }
   | { kind: 'record'; record: MeasurementRecord }
   | { kind: 'series'; record: MeasurementRecord; series: MeasurementSeries }
   | { kind: 'stat'; label: string; value: string };
@@ -35,24 +56,36 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
   getChildren(node?: Node): Node[] {
     if (!node) {
       return [
-        ...this.injected.all().map((l): Node => ({ kind: 'injected', info: l.info, result: l.result })),
+        ...this.injected.all().map((l): Node => ({
+          kind: 'injected',
+          info: l.info,
+          result: l.result,
+          share: l.share,
+          ended: l.ended,
+          endedKey: l.key,
+        })),
         ...this.store.all().map((record): Node => ({ kind: 'record', record })),
       ];
     }
     if (node.kind === 'injected') {
       const r = node.result;
-      if (!r) return [{ kind: 'stat', label: 'results', value: 'read at the next stop' }];
+      if (!r)
+        return [
+          {
+            kind: 'stat',
+            label: 'results',
+            value: node.ended ? 'none: the run ended before a stop read them' : 'read at the next stop',
+          },
+        ];
+      const unit = injectedUnit(node.info, r);
       return [
+        ...(node.ended ? [{ kind: 'stat' as const, label: 'results', value: node.ended }] : []),
         { kind: 'stat', label: 'calls', value: String(r.calls) },
-        { kind: 'stat', label: 'passes', value: String(r.passes) },
-        {
+        ...passStats(passFigures(passCountsOf(r)), unit, node.share).map((x): Node => ({
           kind: 'stat',
-          label: `total (${r.counter})`,
-          value: `${formatCount(r.compensatedTotal)} (raw ${formatCount(r.total)})`,
-        },
-        { kind: 'stat', label: 'mean per pass', value: formatCount(r.meanCompensated ?? 0) },
-        { kind: 'stat', label: 'min … max', value: `${formatCount(r.min ?? 0)} … ${formatCount(r.max ?? 0)}` },
-        { kind: 'stat', label: 'payload per pass', value: formatCount(r.overheadPerPass) },
+          label: x.label,
+          value: x.value,
+        })),
         ...(r.untracked ? [{ kind: 'stat' as const, label: 'untracked entries', value: String(r.untracked) }] : []),
       ];
     }
@@ -61,14 +94,15 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
     if (node.kind === 'series') {
       const d = node.series.distribution;
       if (!d) return [{ kind: 'stat', label: 'passes', value: '0' }];
+      const u = passUnit(node.series.unit, node.series.event).label;
       return [
         { kind: 'stat', label: 'passes', value: String(d.count) },
-        { kind: 'stat', label: 'mean', value: formatCount(d.mean) },
-        { kind: 'stat', label: 'median', value: formatCount(d.median) },
-        { kind: 'stat', label: 'min', value: formatCount(d.min) },
-        { kind: 'stat', label: 'max', value: formatCount(d.max) },
-        { kind: 'stat', label: 'std dev', value: formatCount(d.stddev) },
-        { kind: 'stat', label: 'total', value: formatCount(d.total) },
+        { kind: 'stat', label: 'mean', value: `${formatCount(d.mean)} ${u}` },
+        { kind: 'stat', label: 'median', value: `${formatCount(d.median)} ${u}` },
+        { kind: 'stat', label: 'min', value: `${formatCount(d.min)} ${u}` },
+        { kind: 'stat', label: 'max', value: `${formatCount(d.max)} ${u}` },
+        { kind: 'stat', label: 'std dev', value: `${formatCount(d.stddev)} ${u}` },
+        { kind: 'stat', label: 'total', value: `${formatCount(d.total)} ${u}` },
         ...(node.series.unreliablePasses
           ? [{ kind: 'stat' as const, label: 'unreliable passes', value: String(node.series.unreliablePasses) }]
           : []),
@@ -82,10 +116,12 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
       case 'injected': {
         const item = new vscode.TreeItem(measurementLabel(node.info), vscode.TreeItemCollapsibleState.Collapsed);
         const r = node.result;
+        const f = r ? passFigures(passCountsOf(r)) : undefined;
+        const ended = node.ended ? ` · ${node.ended}` : '';
         item.description = r
-          ? `${r.calls} calls · mean ${formatCount(r.meanCompensated ?? 0)} ${r.counter}`
-          : `${node.info.kind} · ${node.info.payload} · injected`;
-        const d = r ? distribution(r.lastPasses) : undefined;
+          ? `${f ? `${r.calls} calls · mean ${formatCount(f.mean)} ${injectedUnit(node.info, r).label}` : `${r.calls} calls, no complete pass`}${ended}`
+          : `${node.info.kind} · ${node.info.payload} · ${node.ended ?? 'injected'}`;
+        const d = f ? distribution(f.last) : undefined;
         const tooltip = new vscode.MarkdownString(
           d
             ? ['Last passes:', '```', ...histogramBars(d), '```'].join('\n')
@@ -94,9 +130,9 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
         // The adapter's warnings are information here; those that change the figures were also notified.
         for (const w of node.info.warnings) tooltip.appendMarkdown('\n\n').appendText(w.message);
         item.tooltip = tooltip;
-        item.iconPath = new vscode.ThemeIcon('pulse');
+        item.iconPath = new vscode.ThemeIcon(node.ended ? 'history' : 'pulse');
         item.contextValue = 'injectedMeasurement';
-        item.id = `injected-${node.info.id}`;
+        item.id = node.endedKey !== undefined ? `ended-${node.endedKey}` : `injected-${node.info.id}`;
         if (node.info.source) {
           item.command = {
             title: 'Go to source',
@@ -114,7 +150,7 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
         const item = new vscode.TreeItem(r.label, vscode.TreeItemCollapsibleState.Expanded);
         const first = r.series[0]?.distribution;
         item.description = first
-          ? `${first.count} pass${first.count === 1 ? '' : 'es'} · mean ${formatCount(first.mean)} ${r.series[0]!.event}`
+          ? `${first.count} pass${first.count === 1 ? '' : 'es'} · mean ${formatCount(first.mean)} ${passUnit(r.series[0]!.unit, r.series[0]!.event).label}`
           : 'no complete pass';
         item.tooltip = r.incomplete ? `Incomplete: ${r.incomplete}` : `${r.kind} · ${r.takenAt.toLocaleTimeString()}`;
         item.iconPath = new vscode.ThemeIcon(r.incomplete ? 'warning' : 'graph');
@@ -134,7 +170,11 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
       }
       case 'series': {
         const d = node.series.distribution;
-        const item = new vscode.TreeItem(node.series.event, vscode.TreeItemCollapsibleState.Collapsed);
+        const unit = passUnit(node.series.unit, node.series.event).label;
+        const item = new vscode.TreeItem(
+          unit === node.series.event ? unit : `${node.series.event} (${unit})`,
+          vscode.TreeItemCollapsibleState.Collapsed,
+        );
         item.description = d ? `${formatCount(d.min)} … ${formatCount(d.max)} (median ${formatCount(d.median)})` : '';
         if (d) item.tooltip = new vscode.MarkdownString(['```', ...histogramBars(d), '```'].join('\n'));
         item.iconPath = new vscode.ThemeIcon('symbol-numeric');

@@ -76,6 +76,17 @@ describe('call graph layout', () => {
     assert.ok(!lines.join(' ').includes('cyc'));
   });
 
+  it('prints a bound in the ± column once, and names both when inclusive and self differ', () => {
+    const p = descentProfile();
+    p.unit = { kind: 'ticks' };
+    const q = { low: 4_950, high: 5_050, kind: 'quantisation' as const };
+    p.functions[2]!.inclusive = { value: 5_000, bound: q };
+    p.functions[2]!.self = { value: 5_000, bound: q };
+    assert.equal(functionRows(p)[2]!.bound, '±50 ticks');
+    p.functions[2]!.self = { value: 1_000, bound: { low: 990, high: 1_010, kind: 'quantisation' } };
+    assert.equal(functionRows(p)[2]!.bound, 'incl ±50 ticks · self ±10 ticks');
+  });
+
   it('finds a neighbourhood to a depth along calls both ways', () => {
     const m = callGraphModel(descentProfile());
     assert.deepEqual([...neighbourhood(m, 2, 0)], [2]);

@@ -52,9 +52,7 @@ export function functionRows(p: Profile): FunctionRow[] {
     const row: FunctionRow = {
       id: f.id,
       name: f.name,
-      bound: [f.inclusive ? formatBound(f.inclusive, p.unit) : '', f.self ? formatBound(f.self, p.unit) : '']
-        .filter(Boolean)
-        .join(' / '),
+      bound: boundCell(f.inclusive ? formatBound(f.inclusive, p.unit) : '', f.self ? formatBound(f.self, p.unit) : ''),
       provenance,
       status: statusText(
         f.status,
@@ -76,6 +74,12 @@ export function functionRows(p: Profile): FunctionRow[] {
     }
     return row;
   });
+}
+
+/** One bound when inclusive and self share it; both, each named, when they differ. */
+function boundCell(inclusive: string, self: string): string {
+  if (!inclusive || !self || inclusive === self) return inclusive || self;
+  return `incl ${inclusive} · self ${self}`;
 }
 
 export function lineRows(p: Profile): LineRow[] {

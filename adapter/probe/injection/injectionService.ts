@@ -187,6 +187,11 @@ export class InjectionService {
     this.live.targetReset();
   }
 
+  /** The target ended and took the patched memory with it: nothing to restore (LiveMeasurements.targetGone). */
+  targetGone(): void {
+    this.live.targetGone();
+  }
+
   async removeAll(): Promise<void> {
     const errors: string[] = [];
     for (const id of this.live.ids()) {

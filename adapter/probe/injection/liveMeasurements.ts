@@ -172,6 +172,19 @@ export class LiveMeasurements {
     this.patches.clear();
   }
 
+  /**
+   * The target ended and its memory with it (an emulator that exits with the program): no patch
+   * is left anywhere, so the measurements are forgotten and the journal is cleared, and the next
+   * launch has nothing to restore.
+   */
+  targetGone(): void {
+    this.measurements.clear();
+    this.allocator = new CaveAllocator(this.stubRanges);
+    this.installed = undefined;
+    this.savedThreadPointer = undefined;
+    this.patches.clear();
+  }
+
   // ---- measurements going live and away --------------------------------------------------------
 
   /** Makes a built measurement live (see PatchWriter.apply); a failed write leaves nothing of it behind. */

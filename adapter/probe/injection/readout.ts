@@ -135,15 +135,20 @@ export class MeasurementReadout {
     const own = m.info.counted.outer * u;
     let total = Number(v.total);
     let nested = Number(v.nested) * u;
+    // What compensation takes out of each pass: the same amount for the total and for every pass.
+    let perPass = own;
     let compensated = total - nested - own * v.passes;
     if (m.info.payload === 'hardware' && m.heldBase !== undefined) {
       const outer = this.calibratedHardwareOverhead ?? own;
+      perPass = outer;
       // The gated counter itself holds the total; recursive entries of this same measurement are
       // in `nested` at their full cost but the counter skipped all but `counted.nested` of them.
       total = (v.held - m.heldBase) >>> 0;
       const recursive = v.calls - v.passes;
       nested -= recursive * (m.info.counted.nestedPayload ?? 0) * u;
       compensated = total - nested - outer * v.passes - m.info.counted.nested * u * recursive;
+      // The recursive entries' own payload is payload inside the passes too: `nested` holds all of it.
+      nested = total - compensated - outer * v.passes;
     }
     const raw = v.lastPasses;
     return {
@@ -159,12 +164,12 @@ export class MeasurementReadout {
       total,
       nested,
       compensatedTotal: compensated,
-      ownOverheadPerPass: own,
+      ownOverheadPerPass: perPass,
       min: v.passes ? v.min : null,
       max: v.passes ? v.max : null,
       mean: v.passes ? total / v.passes : null,
       meanCompensated: v.passes ? compensated / v.passes : null,
-      last: { raw, compensated: raw.map((x) => x - own) },
+      last: { raw, compensated: raw.map((x) => x - perPass) },
     };
   }
 }
