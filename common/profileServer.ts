@@ -19,3 +19,17 @@ export interface ProfileServerSettings {
 
 /** The default of `hotThreshold`, in percent. */
 export const DEFAULT_HOT_THRESHOLD = 5;
+
+/**
+ * `cyclelens/program`: the client tells the server which program it debugs now (the ELF of the
+ * active CycleLens session, or none). While one is named, the server serves the newest profile
+ * made from that ELF, or none: figures from another program's profile (an RV32 build of the same
+ * sources while the Cortex-M4 one is debugged) would be wrong on every line. A client that never
+ * sends it gets the workspace's newest profile.
+ */
+export const PROGRAM_NOTIFICATION = 'cyclelens/program';
+
+export interface ProgramParams {
+  /** The ELF's path on this machine; absent when no program is debugged. */
+  executable?: string;
+}

@@ -42,8 +42,11 @@ export type HostToWebview =
 export type WebviewToHost =
   /** The script has loaded and listens: the host sends the profile now. */
   | { type: 'ready' }
-  /** Open a source location in the editor (a node, row or source line was clicked). */
-  | { type: 'openLocation'; path: string; line: number }
+  /**
+   * Open a source location in the editor (a node, row or source line was clicked). `keepFocus`: the
+   * panel keeps the keyboard (a table row: the arrow keys go on moving the row).
+   */
+  | { type: 'openLocation'; path: string; line: number; keepFocus?: true }
   /** The user selected a function; the host may reveal it. */
   | { type: 'selectFunction'; name: string }
   /** Read a source file for the annotated source tab (paths as DWARF wrote them). */

@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { open, readdir, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join, normalize, resolve } from 'node:path';
 import { RESULT_SET_SCHEMA } from '../core/analysis/resultSet';
 import { loadAnyProfile } from '../core/profile/json';
 import { PROFILE_SCHEMA, type Profile } from '../core/profile/model';
@@ -40,8 +40,26 @@ function claimsProfile(schema: unknown): boolean {
   );
 }
 
-/** The newest readable profile of a workspace, or of `explicit` when one is configured. */
-export async function newestProfile(root: string, explicit?: string): Promise<ProfileSearch> {
+/**
+ * Whether `profile` was made from the ELF at `program`: the same path, or (a profile made on
+ * another machine or in another checkout) the same file name in a folder of the same name, as
+ * `build/rv32/singlepass.elf` is told from `build/cortex-m4/singlepass.elf`.
+ */
+export function madeFrom(profile: Profile, program: string, root: string): boolean {
+  const made = profile.program.executable;
+  if (!made) return false;
+  const a = normalize(resolve(root, made));
+  const b = normalize(resolve(root, program));
+  if (a === b) return true;
+  const tail = (p: string): string => join(basename(dirname(p)), basename(p));
+  return tail(a) === tail(b);
+}
+
+/**
+ * The newest readable profile of a workspace, or of `explicit` when one is configured. With
+ * `program`, only a profile made from that ELF (an explicit one is taken as it is).
+ */
+export async function newestProfile(root: string, explicit?: string, program?: string): Promise<ProfileSearch> {
   const problems: string[] = [];
   const candidates = explicit !== undefined ? [explicit] : await candidateFiles(root);
   const dated: Array<{ file: string; mtimeMs: number }> = [];
@@ -68,7 +86,9 @@ export async function newestProfile(root: string, explicit?: string): Promise<Pr
     // a truncated profile still names its schema, and is reported.
     if (explicit === undefined && !claimsProfile(await schemaOf(file))) continue;
     try {
-      return { loaded: { profile: await loadProfileFile(file), file, mtimeMs }, problems };
+      const profile = await loadProfileFile(file);
+      if (explicit === undefined && program !== undefined && !madeFrom(profile, program, root)) continue;
+      return { loaded: { profile, file, mtimeMs }, problems };
     } catch (err) {
       problems.push(err instanceof Error ? err.message : String(err));
     }

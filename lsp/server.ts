@@ -22,7 +22,12 @@ import {
   type InlayHint,
 } from 'vscode-languageserver';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { DEFAULT_HOT_THRESHOLD, type ProfileServerSettings } from '../common/profileServer';
+import {
+  DEFAULT_HOT_THRESHOLD,
+  PROGRAM_NOTIFICATION,
+  type ProfileServerSettings,
+  type ProgramParams,
+} from '../common/profileServer';
 import type { ProfileFunction, ProfileLine } from '../core/profile/model';
 import { linesOf, type LineSource } from './definitionLines';
 import { functionHover, hotMessage, lensTitle, lineHintLabel, lineHover } from './presentation';
@@ -49,6 +54,8 @@ export function startProfileServer(connection: Connection): void {
   let canRefreshHints = false;
   let canPullConfiguration = false;
   let watcher: ProfileWatcher | undefined;
+  /** The ELF the client debugs now (`cyclelens/program`): only its profiles are served. */
+  let program: string | undefined;
   /**
    * Placements per document version, with the CodeLens and diagnostics they make: formed when the
    * document opens or changes (the diagnostics need them then), so a CodeLens request that follows
@@ -167,7 +174,7 @@ export function startProfileServer(connection: Connection): void {
 
   const reload = async (): Promise<void> => {
     const explicit = effective().profile;
-    const search = await newestProfile(root, explicit !== undefined ? resolve(root, explicit) : undefined);
+    const search = await newestProfile(root, explicit !== undefined ? resolve(root, explicit) : undefined, program);
     const problems = search.problems.join('\n');
     if (problems && problems !== lastProblems) connection.console.warn(`CycleLens profiles passed over:\n${problems}`);
     lastProblems = problems;
@@ -178,7 +185,9 @@ export function startProfileServer(connection: Connection): void {
     connection.console.info(
       loaded
         ? `CycleLens profile: ${loaded.file} (${loaded.profile.functions.length} functions)`
-        : `CycleLens: no profile in ${root}/.cyclelens yet`,
+        : program !== undefined
+          ? `CycleLens: no profile of ${program} in ${root}/.cyclelens`
+          : `CycleLens: no profile in ${root}/.cyclelens yet`,
     );
     refreshAll();
   };
@@ -231,6 +240,12 @@ export function startProfileServer(connection: Connection): void {
   });
 
   connection.onDidChangeWatchedFiles(() => watcher?.poke());
+  connection.onNotification(PROGRAM_NOTIFICATION, async (params: ProgramParams | null | undefined) => {
+    const next = typeof params?.executable === 'string' && params.executable !== '' ? params.executable : undefined;
+    if (next === program) return;
+    program = next;
+    await reload();
+  });
   connection.onDidChangeConfiguration(async (change) => {
     const pushed = (change.settings as { cyclelens?: unknown } | null | undefined)?.cyclelens;
     if (pushed !== undefined && pushed !== null) settings = readSettings(pushed);

@@ -96,7 +96,7 @@ class ProfilePanel implements PanelContext {
       : undefined;
   }
 
-  select(fn: number | undefined, open: boolean): void {
+  select(fn: number | undefined, open: boolean, options: { keepFocus?: boolean } = {}): void {
     const f = fn !== undefined ? this.profile?.functions[fn] : undefined;
     if (f) this.state.selected = f.name;
     else delete this.state.selected;
@@ -104,7 +104,13 @@ class ProfilePanel implements PanelContext {
     for (const t of TABS) if (!this.stale.has(t.tab)) this.views[t.tab].selectionChanged(f?.id);
     if (f && open) {
       this.post({ type: 'selectFunction', name: f.name });
-      if (f.location) this.post({ type: 'openLocation', path: f.location.path, line: f.location.line });
+      if (f.location)
+        this.post({
+          type: 'openLocation',
+          path: f.location.path,
+          line: f.location.line,
+          ...(options.keepFocus ? { keepFocus: true } : {}),
+        });
     }
   }
 

@@ -6,8 +6,11 @@ export interface PanelContext {
   post(message: WebviewToHost): void;
   state: PanelState;
   saveState(): void;
-  /** Selects a function everywhere (tabs highlight it); `open` also opens its source in the editor. */
-  select(fn: number | undefined, open: boolean): void;
+  /**
+   * Selects a function everywhere (tabs highlight it); `open` also opens its source in the editor,
+   * which takes the keyboard unless `keepFocus`.
+   */
+  select(fn: number | undefined, open: boolean, options?: { keepFocus?: boolean }): void;
   /** Text of a source file, asked of the host once and cached. */
   sourceText(path: string): { text?: string; problem?: string } | undefined;
 }

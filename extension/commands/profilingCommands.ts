@@ -15,6 +15,7 @@ import { decideJobs, type JobsTarget } from '../../core/profiling/parallelJobs';
 import { workspaceCallGraph } from '../../core/analysis/savedGraph';
 import { runScenario, type ScenarioRequest, type ScenarioWorkers } from '../../core/profiling/scenarios';
 import type { SessionTracker } from '../debug/sessionTracker';
+import { resultsColumn } from '../panels/editorColumns';
 
 /**
  * "Where do my cycles go?": call-graph descent and the exact full profile, run from the editor on
@@ -188,7 +189,8 @@ export function registerProfilingCommands(
       const doc = reportFile
         ? await vscode.workspace.openTextDocument(vscode.Uri.file(reportFile))
         : await vscode.workspace.openTextDocument({ content: outcome.report, language: 'plaintext' });
-      await vscode.window.showTextDocument(doc, { preview: false, viewColumn: vscode.ViewColumn.Beside });
+      // In the results group, where "Open Call Graph" puts the panel too: one group, however many descents.
+      await vscode.window.showTextDocument(doc, { preview: false, viewColumn: resultsColumn() });
       const summary = `${outcome.document.analysis?.runs ?? outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
       const openGraph = 'Open Call Graph';
       void vscode.window

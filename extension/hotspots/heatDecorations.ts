@@ -4,11 +4,14 @@ import { changedLevels, HEAT_LEVELS } from '../../core/profile/lineHeat';
 /** Cool to hot (yellow → deep red), readable in light and dark themes. */
 const PALETTE = ['#fff3b0', '#ffe08a', '#ffc766', '#ffab4a', '#ff8c3a', '#f2672e', '#d94325', '#b3201c'];
 
-function gutterIcon(colour: string, level: number): vscode.Uri {
-  // A bar whose height grows with the level: heat is visible without relying on colour alone.
-  const h = Math.round(4 + (12 * (level + 1)) / HEAT_LEVELS);
-  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><rect x="5" y="${16 - h}" width="6" height="${h}" rx="1" fill="${colour}"/></svg>`;
-  return vscode.Uri.parse(`data:image/svg+xml;base64,${Buffer.from(svg).toString('base64')}`);
+/**
+ * The width of a level's stripe at the line's left edge, in pixels: heat is visible without relying
+ * on colour alone. A stripe, not a gutter icon: VS Code takes no breakpoint click in the glyph margin
+ * of a line that has another extension's glyph there (breakpointEditorContribution's
+ * marginFreeFromNonDebugDecorations), so gutter bars made hot lines the ones a user could not break on.
+ */
+export function heatStripeWidth(level: number): number {
+  return 1 + level;
 }
 
 /**
@@ -26,8 +29,10 @@ export class HeatDecorations implements vscode.Disposable {
         backgroundColor: `${colour}${Math.round(0x18 + (0x50 * level) / (HEAT_LEVELS - 1))
           .toString(16)
           .padStart(2, '0')}`,
-        gutterIconPath: gutterIcon(colour, level),
-        gutterIconSize: 'contain',
+        // In the text area (the view overlays, under the text), never the margin: its clicks stay the debugger's.
+        borderStyle: 'solid',
+        borderColor: colour,
+        borderWidth: `0 0 0 ${heatStripeWidth(level)}px`,
         overviewRulerColor: level >= HEAT_LEVELS / 2 ? colour : undefined,
         overviewRulerLane: vscode.OverviewRulerLane.Right,
       }),

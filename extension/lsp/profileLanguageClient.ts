@@ -5,7 +5,8 @@ import {
   type LanguageClientOptions,
   type ServerOptions,
 } from 'vscode-languageclient/node';
-import type { ProfileServerSettings } from '../../common/profileServer';
+import { PROGRAM_NOTIFICATION, type ProfileServerSettings, type ProgramParams } from '../../common/profileServer';
+import { DEBUG_TYPE } from '../debug/sessionTracker';
 
 /**
  * The profile language server (dist/lsp.js, lsp/ in the sources) started for the editor: it puts
@@ -28,15 +29,51 @@ export function startProfileLanguageClient(
     outputChannel: log,
   };
   const client = new LanguageClient('cyclelens.profile', 'CycleLens Profile', serverOptions, clientOptions);
-  client
-    .start()
-    .catch((err: unknown) =>
+  // The program debugged now: the server serves only profiles made from it (cyclelens/program).
+  const sessions = new Set<vscode.DebugSession>();
+  let told: string | undefined;
+  let started = false;
+  const tell = (): void => {
+    if (!started) return;
+    const active = vscode.debug.activeDebugSession;
+    const session = active?.type === DEBUG_TYPE && sessions.has(active) ? active : [...sessions].at(-1);
+    const executable = session ? programOf(session) : undefined;
+    if (executable === told) return;
+    told = executable;
+    const params: ProgramParams = executable !== undefined ? { executable } : {};
+    void client.sendNotification(PROGRAM_NOTIFICATION, params).catch(() => undefined);
+  };
+  const tracking = [
+    vscode.debug.onDidStartDebugSession((s) => {
+      if (s.type !== DEBUG_TYPE) return;
+      sessions.add(s);
+      tell();
+    }),
+    vscode.debug.onDidTerminateDebugSession((s) => {
+      if (sessions.delete(s)) tell();
+    }),
+    vscode.debug.onDidChangeActiveDebugSession(() => tell()),
+  ];
+  if (vscode.debug.activeDebugSession?.type === DEBUG_TYPE) sessions.add(vscode.debug.activeDebugSession);
+  client.start().then(
+    () => {
+      started = true;
+      tell();
+    },
+    (err: unknown) =>
       log.error(`the profile language server did not start: ${err instanceof Error ? err.message : String(err)}`),
-    );
+  );
   return new vscode.Disposable(() => {
     watcher.dispose();
+    for (const d of tracking) d.dispose();
     void client.stop().catch(() => undefined);
   });
+}
+
+/** The ELF a CycleLens session debugs, as its resolved launch configuration names it. */
+function programOf(session: vscode.DebugSession): string | undefined {
+  const executable: unknown = session.configuration['executable'];
+  return typeof executable === 'string' && executable !== '' ? executable : undefined;
 }
 
 /**

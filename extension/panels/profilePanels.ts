@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Profile } from '../../core/profile/model';
 import type { HostToWebview, LiveProfileState, PanelTab, WebviewToHost } from '../../common/webviewMessages';
+import { resultsColumn, sourceColumn } from './editorColumns';
 import { registerShowLiveProfile, type LivePicture, type LiveProfileSource } from './liveProfile';
 import { newNonce, panelHtml } from './panelHtml';
 import { functionAt, functionRanges, loadProfileFile, restorablePanel, resultSetOfReport } from './profileFiles';
@@ -22,6 +23,7 @@ class ProfileWebview implements vscode.Disposable {
     extensionUri: vscode.Uri,
     profile: Profile,
     title: string,
+    /** The tab a command asked for that the page has not been told yet (it is loading, or hidden). */
     private tab: PanelTab | undefined,
     private file: string | undefined,
     onDispose: () => void,
@@ -66,8 +68,15 @@ class ProfileWebview implements vscode.Disposable {
     if (this.ready) this.post(this.profileMessage());
   }
 
+  /**
+   * Shows `tab`, now or when the page says `ready`: a request made while the page loads or is hidden
+   * was once dropped, and the page then came up on the tab of an older request or its saved state.
+   */
   showTab(tab: PanelTab): void {
-    if (this.ready) this.post({ type: 'showTab', tab });
+    if (this.ready) {
+      this.post({ type: 'showTab', tab });
+      this.tab = undefined;
+    } else this.tab = tab;
   }
 
   private profileMessage(): HostToWebview {
@@ -89,7 +98,7 @@ class ProfileWebview implements vscode.Disposable {
       case 'ready':
         this.ready = true;
         this.post(this.profileMessage());
-        // The opening tab, once: after hiding, the page comes back on the tab it saved itself.
+        // The tab last asked for, once: after hiding, the page comes back on the tab it saved itself.
         if (this.tab) this.post({ type: 'showTab', tab: this.tab });
         this.tab = undefined;
         return;
@@ -103,8 +112,9 @@ class ProfileWebview implements vscode.Disposable {
         }
         const line = Math.max(0, message.line - 1);
         await vscode.window.showTextDocument(uri, {
-          viewColumn: vscode.ViewColumn.One,
+          viewColumn: sourceColumn(this.panel.viewColumn),
           selection: new vscode.Range(line, 0, line, 0),
+          preserveFocus: message.keepFocus === true,
         });
         return;
       }
@@ -176,16 +186,18 @@ class ProfileDocument implements vscode.CustomDocument {
 }
 
 /**
- * The profile panel's host: one "CycleLens Profile" panel for the command palette and the end of a
- * descent, and a custom editor for saved result sets and profile files. Live updates reach every
- * open panel through `update`.
+ * The profile panel's host: one panel for saved result sets (the command palette, the end of a
+ * descent), one for the live profile, and a custom editor for saved result sets and profile files.
+ * The two panels are apart so that "Show Call Graph" never takes over the live profile (nor the
+ * reverse); both open in the results group (editorColumns.ts), as tabs of one group.
  */
 export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<ProfileDocument>, vscode.Disposable {
   static readonly viewType = 'cyclelens.profile';
   static readonly editorViewType = 'cyclelens.profileEditor';
   private main: ProfileWebview | undefined;
+  private live: ProfileWebview | undefined;
   private readonly editors = new Set<ProfileWebview>();
-  /** While the main panel shows the live profile: the subscription to its newer pictures. */
+  /** While the live panel is open: the subscription to the live profile's newer pictures. */
   private following: vscode.Disposable | undefined;
 
   constructor(private readonly extensionUri: vscode.Uri) {}
@@ -201,27 +213,29 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   }
 
   show(profile: Profile, title: string, tab: PanelTab, file?: string): void {
-    this.stopFollowing();
     if (this.main) {
       this.main.update(profile, title, undefined, file);
       this.main.showTab(tab);
-      this.main.panel.reveal(vscode.ViewColumn.Beside);
+      // Where it is: revealing it "beside" moved it into a new group when its own was the active one.
+      this.main.panel.reveal();
       return;
     }
-    this.main = this.newMain(profile, title, tab, file);
+    this.main = this.newPanel(profile, title, tab, file);
   }
 
-  private newMain(profile: Profile, title: string, tab: PanelTab, file: string | undefined): ProfileWebview {
-    const panel = vscode.window.createWebviewPanel(ProfilePanels.viewType, title, vscode.ViewColumn.Beside, {
+  private newPanel(profile: Profile, title: string, tab: PanelTab, file: string | undefined): ProfileWebview {
+    const panel = vscode.window.createWebviewPanel(ProfilePanels.viewType, title, resultsColumn(), {
       enableScripts: true,
     });
-    return new ProfileWebview(panel, this.extensionUri, profile, title, tab, file, () => this.mainClosed(panel));
+    return new ProfileWebview(panel, this.extensionUri, profile, title, tab, file, () => this.panelClosed(panel));
   }
 
-  private mainClosed(panel: vscode.WebviewPanel): void {
-    if (this.main?.panel !== panel) return;
-    this.main = undefined;
-    this.stopFollowing();
+  private panelClosed(panel: vscode.WebviewPanel): void {
+    if (this.main?.panel === panel) this.main = undefined;
+    if (this.live?.panel === panel) {
+      this.live = undefined;
+      this.stopFollowing();
+    }
   }
 
   private stopFollowing(): void {
@@ -230,20 +244,19 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   }
 
   /**
-   * Shows the live profile in the panel and follows `source`: each newer picture (at most one a
+   * Shows the live profile in its panel and follows `source`: each newer picture (at most one a
    * second) redraws the page in place, which keeps its tab, selection, search, sort and zoom. When
    * the run goes (turned off), the last picture stays, marked as no longer live.
    */
   showLive(first: LivePicture, source: LiveProfileSource): void {
     this.stopFollowing();
-    if (this.main) {
-      this.main.update(first.profile, first.title, first.live, undefined);
-      this.main.panel.title = first.title;
-      this.main.panel.reveal();
+    if (this.live) {
+      this.live.update(first.profile, first.title, first.live, undefined);
+      this.live.panel.reveal();
     } else {
       // Sampled profiles are flat (no stacks): the table of functions is where they read best.
-      this.main = this.newMain(first.profile, first.title, 'table', undefined);
-      this.main.update(first.profile, first.title, first.live, undefined);
+      this.live = this.newPanel(first.profile, first.title, 'table', undefined);
+      this.live.update(first.profile, first.title, first.live, undefined);
     }
     let last = first;
     this.following = source.onDidChange(() => {
@@ -251,7 +264,7 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
       if (next) last = next;
       else if (last.live.running) last = { ...last, live: { ...last.live, running: false } };
       else return;
-      this.main?.update(last.profile, last.title, last.live, undefined);
+      this.live?.update(last.profile, last.title, last.live, undefined);
     });
   }
 
@@ -270,7 +283,7 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
       panel.title = title;
       if (this.main) this.main.panel.dispose();
       this.main = new ProfileWebview(panel, this.extensionUri, profile, title, saved.tab, saved.file, () =>
-        this.mainClosed(panel),
+        this.panelClosed(panel),
       );
     } catch (err) {
       showProblemPage(panel, err instanceof Error ? err.message : String(err));
@@ -296,6 +309,7 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
   dispose(): void {
     this.stopFollowing();
     this.main?.panel.dispose();
+    this.live?.panel.dispose();
     for (const e of this.editors) e.panel.dispose();
   }
 }

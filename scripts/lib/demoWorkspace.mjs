@@ -40,6 +40,53 @@ export function demoLaunchJson(program = 'singlepass', server = {}) {
   };
 }
 
+/** The demo workspace's README.md: what is in the folder, what to try, and how to rebuild it here. */
+export function demoReadme(program = 'singlepass') {
+  const elfs = demoConfigurations.map((c) => `build/${c.target}/${program}.elf`).join(' ');
+  const rows = demoConfigurations.map(
+    (c) => `| ${c.name} | \`build/${c.target}/${program}.elf\` | QEMU \`${c.machine}\` |`,
+  );
+  return [
+    '# CycleLens demo firmware',
+    '',
+    'Small bare-metal C programs, built for two QEMU boards. Each launch configuration in',
+    '`.vscode/launch.json` runs one of them under QEMU and stops at `main`:',
+    '',
+    '| configuration | program | machine |',
+    '|---|---|---|',
+    ...rows,
+    '',
+    '## Things to try',
+    '',
+    '1. Open **Run and Debug**, pick a configuration and press F5: the program stops at `main`.',
+    '2. **CycleLens: Where Do My Cycles Go?** finds the hottest functions in a few runs,',
+    '   then **Open Call Graph** shows them annotated.',
+    '3. Click **Measure** above a function, or right-click a line number for **Measure Region from Here**,',
+    '   and continue: each pass is counted by the target itself.',
+    '4. **CycleLens: Toggle Live Hotspots** (the flame in the debug toolbar) puts heat on the lines that run.',
+    '',
+    '## Layout',
+    '',
+    '- `src/`: the programs (`singlepass.c`, `cyclic.c`, `hotloop.c`) and the processing they share',
+    '  (`pipeline.c`, `crc16.c`, `dsp.c`, `sort.c`, `hash.c`, `script_vm.c`); `src/firmware/` a larger',
+    '  program shaped like real firmware.',
+    '- `cortex-m4/`, `rv32/`: start-up code, board drivers and linker script of each board.',
+    '- `build/<target>/`: the programs, built in this folder, so their debug information names these sources.',
+    '',
+    '## Rebuilding',
+    '',
+    'From this folder (a terminal opened in VS Code starts here), with the cross compilers',
+    '`arm-none-eabi-gcc` and `riscv64-unknown-elf-gcc`:',
+    '',
+    '```sh',
+    `make -j2 ${elfs}   # what the launch configurations run`,
+    'make -j2                # every program for both boards (takes a few minutes)',
+    'make TARGET=rv32        # one board: cortex-m4 or rv32',
+    '```',
+    '',
+  ].join('\n');
+}
+
 /** Copies build/<target>/*.elf (the linked programs; not the objects under obj/). */
 function copyElfs(builtDir, toDir) {
   if (!existsSync(builtDir)) return;
@@ -95,5 +142,8 @@ export function createDemoWorkspace({
   }
   mkdirSync(join(dir, '.vscode'), { recursive: true });
   writeFileSync(join(dir, '.vscode', 'launch.json'), `${JSON.stringify(demoLaunchJson(program, server), null, 2)}\n`);
+  // The fixtures' README is written for the CycleLens repository (`make -C test/fixtures`, test
+  // markers): the demo's own says what this folder holds and how to rebuild it from here.
+  writeFileSync(join(dir, 'README.md'), demoReadme(program));
   return { dir, missingFirmware: missing };
 }

@@ -18,7 +18,7 @@ import type { FixtureTarget } from '../support/paths';
 
 // Live hotspots in the packaged CycleLens, in code-server, as a person uses them: the demo's
 // firmware running its endless hot loop, "CycleLens: Toggle Live Hotspots" from the Command
-// Palette, then the heat read off the editor (gutter bars and line backgrounds), the status-bar
+// Palette, then the heat read off the editor (line backgrounds and their stripes), the status-bar
 // item and the Hotspots view. The demo's launch configurations load QEMU's counting plugin
 // ("instructionCounts": true), so the overlay shows exact instruction counts, and every figure is
 // judged against the oracle's exact trace of the same ELF: the hot loop's profile is stationary,
@@ -119,20 +119,21 @@ function definingFile(workspace: string, fn: string): string {
 
 // ---- what the workbench shows --------------------------------------------------------------------
 
-/** One line's heat as drawn: its gutter bar (height of 16 px, colour) and its line background. */
+/** One line's heat as drawn: the stripe at its left edge (width in px, colour) and its line background. */
 interface HeatLine {
   line: number;
-  barHeight: number;
-  barColour: string;
+  stripeWidth: number;
+  stripeColour: string;
   /** `rgb(r, g, b)` of the line background, alpha dropped; '' when the line has none. */
   background: string;
 }
 
 /**
- * The heat the active editor draws now, per rendered line. A gutter icon is drawn as a `.cgmr`
- * element whose CSS background is the icon's image: the overlay's bars are SVG data URIs, read
- * back here for the bar's height and fill. A whole-line background is a `.cdr` element in the
- * view overlays with the decoration type's `ced-…` class.
+ * The heat the active editor draws now, per rendered line. A whole-line decoration is a `.cdr`
+ * element in the view overlays with the decoration type's `ced-…` class: its background is the
+ * line's heat, its left border the stripe whose width grows with the level. Nothing of the overlay
+ * is in the glyph margin (`.cgmr`), where it would take the breakpoint clicks; a glyph there is
+ * reported as a line with a stripe of NaN.
  */
 async function heatLines(h: CodeServerHarness): Promise<HeatLine[]> {
   const drawn = await activeEditor(h).evaluate((editor) => {
@@ -141,49 +142,41 @@ async function heatLines(h: CodeServerHarness): Promise<HeatLine[]> {
       top: e.getBoundingClientRect().top,
     }));
     const lineAt = (y: number) => numbers.find((n) => Math.abs(n.top - y) < 3)?.line;
-    const bars: { line: number | undefined; svg: string }[] = [];
-    for (const e of Array.from(editor.querySelectorAll('.cgmr'))) {
-      const m = /data:image\/svg\+xml;base64,([A-Za-z0-9+/=]+)/.exec(getComputedStyle(e).backgroundImage);
-      if (m) bars.push({ line: lineAt(e.getBoundingClientRect().top), svg: atob(m[1]!) });
-    }
-    const backgrounds: { line: number | undefined; colour: string }[] = [];
+    const glyphs: (number | undefined)[] = [];
+    for (const e of Array.from(editor.querySelectorAll('.cgmr')))
+      if (/\bced-/.test(e.className)) glyphs.push(lineAt(e.getBoundingClientRect().top));
+    const lines: { line: number | undefined; colour: string; stripe: number; stripeColour: string }[] = [];
     for (const e of Array.from(editor.querySelectorAll('.view-overlays .cdr'))) {
       if (!/\bced-/.test(e.className)) continue;
-      const colour = getComputedStyle(e).backgroundColor;
+      const style = getComputedStyle(e);
+      const colour = style.backgroundColor;
       if (colour && colour !== 'transparent' && colour !== 'rgba(0, 0, 0, 0)')
-        backgrounds.push({ line: lineAt(e.getBoundingClientRect().top), colour });
+        lines.push({
+          line: lineAt(e.getBoundingClientRect().top),
+          colour,
+          stripe: style.borderLeftStyle === 'solid' ? parseFloat(style.borderLeftWidth) : 0,
+          stripeColour: style.borderLeftColor,
+        });
     }
-    return { bars, backgrounds };
+    return { glyphs, lines };
   });
   const rgb = (colour: string) => {
-    const hex = /^#([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})/i.exec(colour);
-    if (hex)
-      return `rgb(${hex
-        .slice(1)
-        .map((x) => parseInt(x, 16))
-        .join(', ')})`;
     const css = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(colour);
     return css ? `rgb(${css[1]}, ${css[2]}, ${css[3]})` : colour;
   };
   const out = new Map<number, HeatLine>();
-  for (const bar of drawn.bars) {
-    if (bar.line === undefined) continue;
-    // The bar is the SVG's <rect> (the <svg> element's own height is the 16 px box).
-    const rect = /<rect\b[^>]*>/.exec(bar.svg)?.[0] ?? '';
-    const height = /\bheight="([\d.]+)"/.exec(rect);
-    const fill = /\bfill="(#[0-9a-f]{6})"/i.exec(rect);
-    out.set(bar.line, {
-      line: bar.line,
-      barHeight: height ? Number(height[1]) : NaN,
-      barColour: fill ? rgb(fill[1]!) : '',
-      background: '',
+  for (const l of drawn.lines) {
+    if (l.line === undefined) continue;
+    out.set(l.line, {
+      line: l.line,
+      stripeWidth: l.stripe,
+      stripeColour: rgb(l.stripeColour),
+      background: rgb(l.colour),
     });
   }
-  for (const bg of drawn.backgrounds) {
-    if (bg.line === undefined) continue;
-    const line = out.get(bg.line) ?? { line: bg.line, barHeight: 0, barColour: '', background: '' };
-    line.background = rgb(bg.colour);
-    out.set(bg.line, line);
+  for (const line of drawn.glyphs) {
+    if (line === undefined) continue;
+    out.set(line, { ...(out.get(line) ?? { line, stripeColour: '', background: '' }), stripeWidth: NaN });
   }
   return [...out.values()].sort((a, b) => a.line - b.line);
 }
@@ -390,7 +383,7 @@ for (const { target, configuration } of targets) {
         () => heatLines(h),
         (hl) => {
           const lines = inView(hl.map((x) => x.line));
-          return lines.length > 0 && hl.every((x) => x.barHeight > 0 && x.background !== '');
+          return lines.length > 0 && hl.every((x) => x.stripeWidth > 0 && x.background !== '');
         },
         20_000,
       );
@@ -399,14 +392,14 @@ for (const { target, configuration } of targets) {
       const got = inView(heat.map((x) => x.line));
       await h.dismissHover();
       await h.screenshot(`live-hotspots-${target}`);
-      t.diagnostic(`heat in ${file}: ${heat.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
+      t.diagnostic(`heat in ${file}: ${heat.map((x) => `${x.line}:${x.stripeWidth}`).join(' ')}`);
       t.diagnostic(`oracle counts on these lines: ${want.map((l) => `${l}:${counts.get(l)}`).join(' ')}`);
       assert.deepEqual(got, want, `the lines of ${top} with heat are the lines the oracle counts instructions on`);
       for (const x of heat) {
-        assert.ok(x.barHeight > 0, `line ${x.line} has a line background but no gutter bar`);
-        assert.equal(x.background, x.barColour, `line ${x.line}: its background is the colour of its gutter bar`);
+        assert.ok(x.stripeWidth > 0, `line ${x.line} has a line background but no stripe (or a glyph in the margin)`);
+        assert.equal(x.background, x.stripeColour, `line ${x.line}: its background is the colour of its stripe`);
       }
-      // Hotter lines carry taller, redder bars: ordered as the oracle's counts (a sqrt scale of 8
+      // Hotter lines carry wider, redder stripes: ordered as the oracle's counts (a sqrt scale of 8
       // levels, so lines close in count may share a level, but never invert).
       const byCount = heat.filter((x) => counts.has(x.line)).sort((a, b) => counts.get(b.line)! - counts.get(a.line)!);
       for (let i = 0; i + 1 < byCount.length; i++) {
@@ -414,17 +407,17 @@ for (const { target, configuration } of targets) {
           const [hot, cool] = [byCount[i]!, byCount[j]!];
           if (counts.get(hot.line)! >= 1.5 * counts.get(cool.line)!) {
             assert.ok(
-              hot.barHeight >= cool.barHeight,
-              `line ${hot.line} (oracle ${counts.get(hot.line)}) has a shorter bar than line ${cool.line} (oracle ${counts.get(cool.line)})`,
+              hot.stripeWidth >= cool.stripeWidth,
+              `line ${hot.line} (oracle ${counts.get(hot.line)}) has a narrower stripe than line ${cool.line} (oracle ${counts.get(cool.line)})`,
             );
           }
         }
       }
       const hottest = byCount[0]!;
       assert.equal(
-        hottest.barHeight,
-        Math.max(...heat.map((x) => x.barHeight)),
-        `the oracle's hottest line here (${hottest.line}) has the tallest bar`,
+        hottest.stripeWidth,
+        Math.max(...heat.map((x) => x.stripeWidth)),
+        `the oracle's hottest line here (${hottest.line}) has the widest stripe`,
       );
       Object.assign(seen, { file, fn: top, heat, revealedLine: hotLine, rendered: shownLines });
 
@@ -468,7 +461,7 @@ for (const { target, configuration } of targets) {
       const now = await renderedLines(h);
       const keptLines = kept.map((x) => x.line).filter((l) => seen.rendered.includes(l));
       const seenLines = seen.heat.map((x) => x.line).filter((l) => now.includes(l));
-      t.diagnostic(`heat while paused: ${kept.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
+      t.diagnostic(`heat while paused: ${kept.map((x) => `${x.line}:${x.stripeWidth}`).join(' ')}`);
       assert.ok(seenLines.length > 0, 'no line with heat before the pause is rendered now');
       assert.deepEqual(keptLines, seenLines, `the heat of ${seen.file} stays on the same lines while paused`);
       const paused = statusItem(await statusBarText(h));
@@ -605,14 +598,14 @@ test(
       (hl) => hl.filter((x) => x.line >= fn.first && x.line <= fn.last).length >= 3,
       60_000,
     );
-    t.diagnostic(`monitor heat in ${file}: ${heat.map((x) => `${x.line}:${x.barHeight}`).join(' ')}`);
+    t.diagnostic(`monitor heat in ${file}: ${heat.map((x) => `${x.line}:${x.stripeWidth}`).join(' ')}`);
     assert.ok(
       heat.length >= 3,
       `the monitor's samples put heat on vm_run's lines (${JSON.stringify(heat.map((x) => x.line))})`,
     );
     const notRun = heat.filter((x) => !counts.has(x.line)).map((x) => x.line);
     assert.deepEqual(notRun, [], 'heat on lines the oracle never runs');
-    const tallest = heat.reduce((a, b) => (b.barHeight > a.barHeight ? b : a));
+    const tallest = heat.reduce((a, b) => (b.stripeWidth > a.stripeWidth ? b : a));
     const hover = await hoverOnLine(h, tallest.line, /95 % interval/, 20_000);
     await h.dismissHover();
     t.diagnostic(`hover on line ${tallest.line}: ${hover.replace(/\s+/g, ' ')}`);

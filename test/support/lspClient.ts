@@ -119,6 +119,11 @@ export class LspTestClient {
     await this.connection.sendNotification('workspace/didChangeConfiguration', { settings });
   }
 
+  /** Sends a notification of the server's own (`cyclelens/program`). */
+  async notify(method: string, params: unknown): Promise<void> {
+    await this.connection.sendNotification(method, params);
+  }
+
   codeLenses(uri: string): Promise<CodeLens[]> {
     return this.connection.sendRequest('textDocument/codeLens', { textDocument: { uri } });
   }

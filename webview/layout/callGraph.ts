@@ -199,8 +199,26 @@ const PADDING = 8;
 /** Nodes above which the layout trades a few edge crossings for speed. */
 export const LARGE_GRAPH = 300;
 
+/**
+ * The most characters a line of a box shows: longer names and reasons (an interrupt handler's
+ * "not measurable: …" sentence) end in "…", and the box's tooltip has them whole. One long line
+ * used to widen its box, its rank and so the whole layout, and Fit then shrank every name.
+ */
+export const MAX_LINE_CHARS = 40;
+
+/** `line` cut to `max` characters, the last of them an ellipsis. */
+export function elide(line: string, max = MAX_LINE_CHARS): string {
+  const chars = [...line];
+  return chars.length <= max ? line : `${chars.slice(0, max - 1).join('')}…`;
+}
+
+/** The lines a box shows: each elided. */
+export function boxLines(lines: readonly string[]): string[] {
+  return lines.map((l) => elide(l));
+}
+
 export function nodeSize(lines: readonly string[]): { width: number; height: number } {
-  const longest = Math.max(...lines.map((l) => l.length));
+  const longest = Math.max(...boxLines(lines).map((l) => [...l].length));
   return { width: longest * CHAR_WIDTH + 2 * PADDING, height: lines.length * LINE_HEIGHT + PADDING };
 }
 

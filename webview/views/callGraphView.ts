@@ -5,6 +5,7 @@ import { formatNumber } from '../../core/profile/units';
 import { el, labelled, svgEl } from '../dom';
 import {
   boxInRegion,
+  boxLines,
   callGraphModel,
   groupLines,
   LARGE_GRAPH,
@@ -21,6 +22,7 @@ import {
   type PlacedNode,
   type VisibleGraph,
 } from '../layout/callGraph';
+import { fitAll, fitLegible, wheelZoomExponent, ZOOM_EXTENT, type ViewTransform } from '../layout/graphView';
 import { heatLevel } from '../layout/source';
 import type { LayoutRequest, LayoutResponse } from '../layout/workerMessages';
 import type { PanelContext, PanelView } from '../panelContext';
@@ -81,14 +83,21 @@ export class CallGraphView implements PanelView {
     this.depth.value = String(ctx.state.depth);
     this.collapse.value = String(ctx.state.collapseBelow * 100);
     this.search.value = ctx.state.search;
-    const fit = el('button', { type: 'button' }, 'Fit');
+    const fit = el(
+      'button',
+      { type: 'button', title: 'The hottest functions, at a size their names can be read' },
+      'Fit',
+    );
     fit.addEventListener('click', () => this.fit());
+    const whole = el('button', { type: 'button', title: 'The whole graph, however small' }, 'Whole graph');
+    whole.addEventListener('click', () => this.fit(true));
     const bar = el('div', { class: 'toolbar' });
     bar.append(
       labelled('Find ', this.search),
       labelled('Show ', this.depth),
       labelled('Collapse below % ', this.collapse),
       fit,
+      whole,
     );
     this.svg.append(this.layer);
     const box = el('div', { class: 'graph-box' });
@@ -96,7 +105,9 @@ export class CallGraphView implements PanelView {
     this.element.append(bar, this.status, box);
     this.svgSelection = select(this.svg);
     this.zoomer = zoom<SVGSVGElement, unknown>()
-      .scaleExtent([0.02, 8])
+      .scaleExtent(ZOOM_EXTENT)
+      // Even steps: d3's default turns a wheel event's pixels into zoom, and a notch's pixels vary.
+      .wheelDelta((e: WheelEvent) => wheelZoomExponent(e))
       .on('zoom', (e: { transform: ZoomTransform }) => {
         this.transform = e.transform;
         this.layer.setAttribute('transform', e.transform.toString());
@@ -206,6 +217,7 @@ export class CallGraphView implements PanelView {
       edges.append(svgEl('path', { d: splinePath(e.points), class: 'edge', 'marker-end': 'url(#arrow)' }));
     const nodes = svgEl('g', { class: 'nodes' });
     this.nodeElements = new Map();
+    this.hottest = [];
     this.pendingText = [];
     this.edgeLabels = edges;
     for (const e of visible.edges) {
@@ -230,9 +242,14 @@ export class CallGraphView implements PanelView {
         'aria-label': [n.name, ...n.lines].join(', '),
         'data-fn': String(n.id),
       });
-      g.append(svgEl('rect', { width: at.width.toFixed(1), height: at.height.toFixed(1), rx: '3' }));
+      // The tooltip has every line whole; the box shows them elided (boxLines).
+      g.append(
+        svgEl('title', {}, [n.name, ...n.lines].join('\n')),
+        svgEl('rect', { width: at.width.toFixed(1), height: at.height.toFixed(1), rx: '3' }),
+      );
       nodes.append(g);
       this.nodeElements.set(n.id, g);
+      this.hottest.push({ at, weight: n.weight });
       this.pendingText.push({ at, g, lines: [n.name, ...n.lines], status: true });
     }
     for (const group of visible.groups) {
@@ -262,6 +279,7 @@ export class CallGraphView implements PanelView {
     if (!this.textOnDemand) this.addText(this.pendingText.splice(0));
     this.layer.replaceChildren(defs, edges, nodes);
     this.status.textContent = `${formatNumber(visible.nodes.length)} of ${formatNumber(model.nodes.length)} functions${visible.groups.length ? `, ${visible.groups.reduce((a, g) => a + g.members.length, 0)} collapsed` : ''}. Click a function to open its source; drag to pan, wheel to zoom${this.textOnDemand ? ' (names show when zoomed in)' : ''}.`;
+    this.hottest.sort((a, b) => b.weight - a.weight);
     this.highlight();
     if (this.keepZoom) {
       this.keepZoom = false;
@@ -272,6 +290,8 @@ export class CallGraphView implements PanelView {
   }
 
   private pendingText: PendingText[] = [];
+  /** The drawn functions' boxes, by inclusive share, hottest first: what Fit frames. */
+  private hottest: Array<{ at: PlacedNode; weight: number }> = [];
   private textOnDemand = false;
   private edgeLabels: SVGGElement | undefined;
   private textFrame = 0;
@@ -297,7 +317,7 @@ export class CallGraphView implements PanelView {
         continue;
       }
       const text = svgEl('text', { x: '8', y: String(LINE_HEIGHT) });
-      item.lines.forEach((line, i) => {
+      boxLines(item.lines).forEach((line, i) => {
         const cls = !item.status ? '' : i === 0 ? 'name' : i === item.lines.length - 1 ? 'status' : '';
         text.append(
           svgEl('tspan', { x: '8', dy: i === 0 ? '0' : String(LINE_HEIGHT), ...(cls ? { class: cls } : {}) }, line),
@@ -315,17 +335,24 @@ export class CallGraphView implements PanelView {
     }
   }
 
-  /** Fits the whole layout into the view. */
-  fit(): void {
+  /**
+   * Fits the layout into the view: the whole of it where its text stays legible, else the hottest
+   * functions that fit at a legible size (graphView.ts). `whole`: the whole layout, however small.
+   */
+  fit(whole = false): void {
     const l = this.layout;
     const w = this.svg.clientWidth;
     const h = this.svg.clientHeight;
     if (!l || w === 0 || h === 0) return;
-    const k = Math.min(2, 0.95 * Math.min(w / Math.max(1, l.width), h / Math.max(1, l.height)));
-    this.svgSelection.call(
-      this.zoomer.transform,
-      zoomIdentity.translate((w - l.width * k) / 2, (h - l.height * k) / 2).scale(k),
-    );
+    const t: ViewTransform = whole
+      ? fitAll(l, w, h)
+      : fitLegible(
+          l,
+          this.hottest.map((b) => b.at),
+          w,
+          h,
+        );
+    this.svgSelection.call(this.zoomer.transform, zoomIdentity.translate(t.x, t.y).scale(t.k));
     this.fitted = true;
   }
 

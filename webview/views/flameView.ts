@@ -2,6 +2,7 @@ import { scaleLinear } from 'd3-scale';
 import type { Profile } from '../../core/profile/model';
 import { formatNumber, formatShare, unitLabel } from '../../core/profile/units';
 import { el, labelled } from '../dom';
+import { labelColourOn } from '../layout/contrast';
 import {
   callTreeOf,
   flameRects,
@@ -148,6 +149,14 @@ export class FlameView implements PanelView {
     const text = themeColour('--cl-flame-text', '#000000');
     const dim = themeColour('--cl-flame-dim', '#888888');
     const match = themeColour('--cl-match', '#3794ff');
+    const background = themeColour('--cl-bg', '#ffffff');
+    // Each fill's label colour, by contrast: the theme's text colour was dark on the light themes' red.
+    const labels = new Map<string, string>();
+    const labelOn = (fill: string): string => {
+      let label = labels.get(fill);
+      if (label === undefined) labels.set(fill, (label = labelColourOn(fill, background, text)));
+      return label;
+    };
     const outline = themeColour('--cl-focus', '#007fd4');
     const query = this.search.value.trim().toLowerCase();
     g.font = '11px var(--vscode-editor-font-family, monospace)';
@@ -158,7 +167,8 @@ export class FlameView implements PanelView {
       const matched = query !== '' && r.name.toLowerCase().includes(query);
       // Heat: how much of the frame is its own code (a frame that only calls others stays cool).
       const ownShare = r.value > 0 ? r.self / r.value : 0;
-      g.fillStyle = query !== '' && !matched ? dim : matched ? match : colour(Math.max(0, Math.min(1, ownShare)));
+      const fill = query !== '' && !matched ? dim : matched ? match : colour(Math.max(0, Math.min(1, ownShare)));
+      g.fillStyle = fill;
       g.fillRect(d.x, y, Math.max(0.5, d.width - 0.5), ROW - 1);
       if ((this.selectedFn !== undefined && r.fn === this.selectedFn) || d.index === this.cursor) {
         g.strokeStyle = outline;
@@ -166,7 +176,7 @@ export class FlameView implements PanelView {
         g.strokeRect(d.x + 1, y + 1, Math.max(0, d.width - 2), ROW - 3);
       }
       if (d.width > 30) {
-        g.fillStyle = text;
+        g.fillStyle = labelOn(fill);
         g.fillText(fit(g, r.name, d.width - 6), d.x + 3, y + ROW / 2);
       }
     }

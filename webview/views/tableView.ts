@@ -87,8 +87,12 @@ export class TableView implements PanelView {
     });
     this.body.addEventListener('click', (e) => {
       const tr = (e.target as Element).closest('tr');
-      const r = tr ? this.rows[Number(tr.dataset['index'])] : undefined;
-      if (r) this.activate(r);
+      const index = Number(tr?.dataset['index']);
+      const r = tr ? this.rows[index] : undefined;
+      if (!r) return;
+      // The clicked row becomes the keyboard's: the arrow keys go on from it.
+      this.moveTo(index);
+      this.activate(r);
     });
     this.which.addEventListener('change', () => {
       this.ctx.state.tableView = this.which.value === 'lines' ? 'lines' : 'functions';
@@ -248,9 +252,10 @@ export class TableView implements PanelView {
     }
   }
 
+  /** Shows the row's source in the editor; the table keeps the keyboard, so the arrows go on moving the row. */
   private activate(r: FunctionRow | LineRow): void {
-    if ('id' in r) this.ctx.select(r.id, true);
-    else this.ctx.post({ type: 'openLocation', path: r.path, line: r.line });
+    if ('id' in r) this.ctx.select(r.id, true, { keepFocus: true });
+    else this.ctx.post({ type: 'openLocation', path: r.path, line: r.line, keepFocus: true });
   }
 
   private onKey(e: KeyboardEvent): void {
