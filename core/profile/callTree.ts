@@ -524,11 +524,21 @@ export function treeFigures(tree: CallTree): { self: Float64Array; inclusive: Fl
 export function treeCalls(tree: CallTree): Map<number, number> {
   const n = tree.functions.length;
   const out = new Map<number, number>();
-  for (const s of tree.stacks)
-    for (let i = 1; i < s.frames.length; i++) {
-      const key = s.frames[i - 1]! * n + s.frames[i]!;
-      out.set(key, (out.get(key) ?? 0) + s.value);
+  const seen = new Int32Array(n).fill(-1);
+  tree.stacks.forEach((s, index) => {
+    // A recorded stack may hold a function twice (recursion): the path of first occurrences, so
+    // that a function's own value plus its calls' is its value on the stacks, each stack once.
+    let prev = -1;
+    for (const id of s.frames) {
+      if (seen[id] === index) continue;
+      seen[id] = index;
+      if (prev >= 0) {
+        const key = prev * n + id;
+        out.set(key, (out.get(key) ?? 0) + s.value);
+      }
+      prev = id;
     }
+  });
   return out;
 }
 
