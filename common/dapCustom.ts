@@ -224,6 +224,8 @@ export interface CallGraphResponse {
   edges: CallGraphEdge[];
   /** Functions that contain indirect calls (their callees are unknown statically). */
   indirectCallers: string[];
+  /** Functions whose code may run on into another's without a call (the adapter's static graph sends it). */
+  fallThrough?: { caller: string; callee: string }[];
 }
 
 /**

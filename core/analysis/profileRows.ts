@@ -113,6 +113,7 @@ interface Structure {
   callees: Map<string, Set<string>>;
   callers: Map<string, Set<string>>;
   indirect: boolean;
+  indirectCallers: Set<string>;
 }
 
 function graphStructure(graph: CallGraphResponse): Structure {
@@ -127,7 +128,12 @@ function graphStructure(graph: CallGraphResponse): Structure {
     callees.get(e.caller)?.add(e.callee);
     callers.get(e.callee)?.add(e.caller);
   }
-  return { callees, callers, indirect: graph.indirectCallers.length > 0 };
+  return {
+    callees,
+    callers,
+    indirect: graph.indirectCallers.length > 0,
+    indirectCallers: new Set(graph.indirectCallers),
+  };
 }
 
 /** Sum of the callees' inclusive values in `rs`'s units, or undefined when it would not be exact. */
@@ -139,6 +145,8 @@ function calleesTotal(
   outcomes: ReadonlyMap<string, FunctionOutcome>,
   sets: readonly ResultSet[],
 ): number | undefined {
+  // A call through a pointer reaches callees nobody listed: its own time is not the inclusive.
+  if (s.indirectCallers.has(name)) return undefined;
   const callees = [...(s.callees.get(name) ?? [])];
   if (callees.length === 0) return 0;
   // With indirect calls anywhere, a callee's time may come from callers the graph does not show.

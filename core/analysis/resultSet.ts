@@ -507,7 +507,16 @@ function readCallGraph(r: Reader): CallGraphResponse {
       };
     }),
     indirectCallers: r.field('indirectCallers').array((s) => s.string()),
+    ...runOnOf(r),
   };
+}
+
+/** Code that runs on into another function's (optional: older documents lack it). */
+function runOnOf(r: Reader): Pick<CallGraphResponse, 'fallThrough'> {
+  const list = r.optional('fallThrough', (x) =>
+    x.array((e) => ({ caller: e.field('caller').string(), callee: e.field('callee').string() })),
+  );
+  return list ? { fallThrough: list } : {};
 }
 
 function readAnalysis(r: Reader, resultSets: number): AnalysisRecord {

@@ -1,4 +1,4 @@
-import { calleeShares, derivationNote, selfValue, treeTotals } from '../profile/callTree';
+import { notesWith, profileStacks, treeCalls, treeFigures } from '../profile/callTree';
 import type { Profile, ProfileFunction } from '../profile/model';
 import { unitLabel } from '../profile/units';
 import { unitId } from '../profile/units';
@@ -6,34 +6,34 @@ import { roundKeepingSum } from './common';
 
 /**
  * The callgrind format (valgrind's docs/cl-format), read by KCachegrind, QCachegrind and
- * callgrind_annotate. Each measured function gets its self cost at its source line (per line where
- * the profile has per-line data) and one `calls=` record per measured callee whose cost line is the
- * callee's inclusive share through this caller: tools add those to the self cost to form the
- * inclusive, so the split must add up. A shared callee is split as the derived call tree splits it
- * (core/profile/callTree.ts); integer rounding keeps each callee's shares summing to its total.
+ * callgrind_annotate, drawn from the call tree every format reads (core/profile/callTree.ts). Each
+ * function gets its self cost (its value on top of the tree's stacks) at its source line (per line
+ * where the profile has per-line data) and one `calls=` record per callee whose cost line is the
+ * callee's subtree under this caller: tools add those to the self cost to form the inclusive, so
+ * the file shows the tree's figures. Integer rounding keeps the sums.
  */
 export function callgrindText(p: Profile): string {
   const event = unitId(p.unit);
-  const shares = calleeShares(p);
-  const totals = treeTotals(p, shares);
-  const effective = totals.inclusive;
-  // Each callee's inclusive split into integer shares per caller, in a stable order; keyed by
-  // caller × function count + callee (numbers: a string key per call edge cost more than the rest).
-  const count = p.functions.length;
-  const splitOf = new Map<number, number>();
-  const byCallee = new Map<number, { caller: number; value: number }[]>();
-  for (const [caller, list] of shares) {
-    for (const k of list) {
-      const arr = byCallee.get(k.callee) ?? [];
-      // The callee's whole subtree through this caller, as the derived stacks count it.
-      arr.push({ caller, value: (effective.get(k.callee) ?? 0) * k.fraction });
-      byCallee.set(k.callee, arr);
-    }
+  const tree = profileStacks(p);
+  const fns = tree.functions;
+  const count = fns.length;
+  const figures = treeFigures(tree);
+  // Integer call costs per caller → callee, rounded so each callee's costs keep their sum.
+  const calls = treeCalls(tree);
+  const keys = [...calls.keys()].sort((a, b) => a - b);
+  const rounded = roundKeepingSum(keys.map((k) => calls.get(k)!));
+  const costOf = new Map<number, number>(keys.map((k, i) => [k, rounded[i]!]));
+  const calleesOf = new Map<number, number[]>();
+  for (const k of keys) {
+    const caller = Math.floor(k / count);
+    const list = calleesOf.get(caller) ?? [];
+    list.push(k % count);
+    calleesOf.set(caller, list);
   }
-  for (const [callee, arr] of byCallee) {
-    const rounded = roundKeepingSum(arr.map((a) => a.value));
-    arr.forEach((a, i) => splitOf.set(a.caller * count + callee, rounded[i]!));
-  }
+  const edgeCalls = new Map<number, number>();
+  for (const e of p.edges)
+    if (e.calls !== undefined)
+      edgeCalls.set(e.caller * count + e.callee, (edgeCalls.get(e.caller * count + e.callee) ?? 0) + e.calls);
   const lines: string[] = [
     '# callgrind format',
     'version: 1',
@@ -41,17 +41,10 @@ export function callgrindText(p: Profile): string {
     `cmd: ${oneLine(p.program.executable)}`,
     'positions: line',
   ];
-  // The same notes as the stack formats (the split is theirs), formed from the totals: this format
-  // lists no stacks, so none are derived for it.
-  const notes = [
-    ...(p.notes ?? []),
-    ...(p.stacks.length === 0 ? [derivationNote(shares, { ...totals, truncated: false })] : []),
-  ];
-  for (const note of notes) lines.push(`# ${oneLine(note)}`);
+  for (const note of notesWith(p, tree)) lines.push(`# ${oneLine(note)}`);
   lines.push(`event: ${event} : ${oneLine(unitLabel(p.unit))}`, `events: ${event}`);
-  // Without a window total, the roots' inclusive values add up to the whole.
-  const total =
-    p.total?.value ?? p.functions.reduce((s, f) => s + (f.inclusive && !byCallee.has(f.id) ? f.inclusive.value : 0), 0);
+  const stacksTotal = tree.stacks.reduce((s, x) => s + x.value, 0);
+  const total = p.total?.value ?? stacksTotal;
   lines.push(`summary: ${Math.round(total)}`, '');
 
   const linesOf = new Map<number, { line: number; value: number }[]>();
@@ -62,13 +55,12 @@ export function callgrindText(p: Profile): string {
     linesOf.set(l.function, arr);
   }
   // Each name and file once, not once per call record.
-  const names = p.functions.map((f) => oneLine(f.name));
-  const files = p.functions.map(fileOf);
-  for (const f of p.functions) {
-    if (!f.inclusive) continue;
-    const kids = shares.get(f.id) ?? [];
-    const allocated = kids.reduce((s, k) => s + (p.functions[k.callee]!.inclusive?.value ?? 0) * k.fraction, 0);
-    const self = Math.max(0, Math.round(selfValue(f, allocated)));
+  const names = fns.map((f) => oneLine(f.name));
+  const files = fns.map(fileOf);
+  const selfRounded = roundKeepingSum([...figures.self]);
+  for (const f of fns) {
+    if (figures.inclusive[f.id]! <= 0 && !f.inclusive) continue;
+    const self = Math.max(0, selfRounded[f.id]!);
     const at = f.location?.line ?? 0;
     lines.push(`fl=${files[f.id]}`, `fn=${names[f.id]}`);
     const perLine = linesOf.get(f.id) ?? [];
@@ -81,17 +73,14 @@ export function callgrindText(p: Profile): string {
     } else {
       lines.push(`${at} ${self}`);
     }
-    for (const k of kids) {
-      const callee = p.functions[k.callee]!;
-      const calls = k.calls ?? Math.max(1, Math.round((callee.calls ?? 1) * k.fraction));
+    for (const callee of calleesOf.get(f.id) ?? []) {
+      const key = f.id * count + callee;
+      const g = fns[callee]!;
+      const n = edgeCalls.get(key) ?? Math.max(1, Math.round(g.calls ?? 1));
       // cfl= every time, even for the caller's own file: callgrind_annotate shortens fl= names relative
       // to its working directory but not an inherited call file, and would see two functions.
-      lines.push(`cfl=${files[k.callee]}`);
-      lines.push(
-        `cfn=${names[k.callee]}`,
-        `calls=${calls} ${callee.location?.line ?? 0}`,
-        `${at} ${splitOf.get(f.id * count + k.callee) ?? 0}`,
-      );
+      lines.push(`cfl=${files[callee]}`);
+      lines.push(`cfn=${names[callee]}`, `calls=${n} ${g.location?.line ?? 0}`, `${at} ${costOf.get(key) ?? 0}`);
     }
     lines.push('');
   }

@@ -35,7 +35,7 @@ export function cpuProfileJson(p: Profile): string {
       key += `/${id}`;
       let node = index.get(key);
       if (!node) {
-        const f = p.functions[id]!;
+        const f = tree.functions[id]!;
         // lineNumber is 0-based in this format.
         node = {
           id: nodes.length + 1,

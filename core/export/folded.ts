@@ -14,7 +14,7 @@ export function foldedStacks(p: Profile): string {
   tree.stacks.forEach((s, i) => {
     if (counts[i]! <= 0) return;
     // `;` separates frames and the last space the count: names holding either would misparse.
-    lines.push(`${s.frames.map((id) => p.functions[id]!.name.replace(/[;\s]/g, '_')).join(';')} ${counts[i]}`);
+    lines.push(`${s.frames.map((id) => tree.functions[id]!.name.replace(/[;\s]/g, '_')).join(';')} ${counts[i]}`);
   });
   return lines.length ? `${lines.join('\n')}\n` : '';
 }

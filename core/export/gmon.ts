@@ -1,5 +1,5 @@
 import type { Profile, ProfileFunction } from '../profile/model';
-import { calleeShares, selfValue } from '../profile/callTree';
+import { profileStacks, treeFigures } from '../profile/callTree';
 import { roundKeepingSum } from './common';
 
 /**
@@ -9,7 +9,7 @@ import { roundKeepingSum } from './common';
  * record (tag 1) holds the call site, the callee's entry and a 32-bit count. Numbers are in the
  * target's byte order and addresses in its width, because gprof reads them with the ELF's BFD.
  *
- * Each function's self value becomes a one-bin histogram over the function's first two bytes: gprof
+ * Each function's self value (its value on top of the call tree's stacks, core/profile/callTree.ts) becomes a one-bin histogram over the function's first two bytes: gprof
  * wants every record at the same scale (bytes per bin), and a bin inside the function is credited
  * to it whole. A 16-bit bin holds at most 65,535: gprof adds up records with
  * the same range, so a larger value is written as several records. The rate is 1 per unit and the
@@ -48,14 +48,14 @@ export function gmonBytes(p: Profile, options: GmonOptions = {}): Uint8Array {
       'gmon.out needs function addresses, and this profile has none: export a profile measured on an ELF with symbols.',
     );
   const [dimension, abbreviation] = dimensionOf(p);
-  const shares = calleeShares(p);
+  // The self values of the tree every format reads: a function's value on top of its stacks. Time in
+  // the `[not measured]` frame has no address, so the histogram leaves it out.
+  const tree = profileStacks(p);
+  const figures = treeFigures(tree);
+  const fromTree = tree.stacks.length > 0;
   let records = 0;
   for (const f of located) {
-    const allocated = (shares.get(f.id) ?? []).reduce(
-      (s, k) => s + (p.functions[k.callee]!.inclusive?.value ?? 0) * k.fraction,
-      0,
-    );
-    let self = Math.round(f.inclusive || f.self ? selfValue(f, allocated) : 0);
+    let self = Math.round(fromTree ? figures.self[f.id]! : (f.self?.value ?? 0));
     if (self <= 0) continue;
     // Thumb entry points have bit 0 set; code starts at the even address (ARMv7-M ARM A5.1.2).
     const low = evenAddress(f.address!);

@@ -37,7 +37,7 @@ export function pprofBytes(p: Profile): Uint8Array {
   });
   const calls = new Array<number>(used.length).fill(0);
   for (const [top, indexes] of byTop) {
-    const n = p.functions[top]!.calls;
+    const n = tree.functions[top]!.calls;
     if (n === undefined) continue;
     const sum = indexes.reduce((s, i) => s + used[i]!.value, 0);
     const split = roundKeepingSum(indexes.map((i) => (sum > 0 ? (n * used[i]!.value) / sum : n / indexes.length)));
@@ -49,7 +49,7 @@ export function pprofBytes(p: Profile): Uint8Array {
     hasFunctions: true,
     hasLineNumbers: p.functions.some((f) => f.location !== undefined),
   });
-  const functions = p.functions.map(
+  const functions = tree.functions.map(
     (f) =>
       new PprofFunction({
         id: f.id + 1,
@@ -59,7 +59,7 @@ export function pprofBytes(p: Profile): Uint8Array {
         startLine: f.location?.line ?? 0,
       }),
   );
-  const locations = p.functions.map(
+  const locations = tree.functions.map(
     (f) =>
       new Location({
         id: f.id + 1,

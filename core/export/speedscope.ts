@@ -24,7 +24,7 @@ interface TrieNode {
 
 export function speedscopeJson(p: Profile): string {
   const tree = profileStacks(p);
-  const frames: Frame[] = p.functions.map((f) => ({
+  const frames: Frame[] = tree.functions.map((f) => ({
     name: f.name,
     ...(f.location ? { file: f.location.path, line: f.location.line } : {}),
   }));

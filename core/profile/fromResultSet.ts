@@ -12,6 +12,7 @@ import {
   type Provenance,
   type Unit,
 } from './model';
+import { withEdgeValues } from './callTree';
 import { unitOfEvent } from './units';
 
 /**
@@ -67,7 +68,8 @@ export function profileFromResultSets(doc: ResultSetDocument, options: ResultSet
   const baselineRuns = profile.runs.filter((r) => r.role === 'baseline').length;
   profile.functions = rows.map((row, id) => functionOf(row, id, sets, graph, unit, referenceTotal, baselineRuns));
   profile.edges = edgesOf(profile.functions, graph);
-  return profile;
+  markCallTreeConventions(profile, graph);
+  return withEdgeValues(profile);
 }
 
 function provenanceOf(rs: ResultSet | undefined, event: string): Provenance {
@@ -187,4 +189,33 @@ function edgesOf(functions: readonly ProfileFunction[], graph: CallGraphResponse
     edges.push({ caller, callee, kind: e.kind, ...(e.count !== undefined ? { calls: e.count } : {}) });
   }
   return edges;
+}
+
+/**
+ * What the call tree must know of the graph beyond its edges: who calls through a pointer (its own
+ * time is not formed from its callees: whatever it held, it is never its inclusive value) and whose
+ * code other code runs on into without a call (its value leaves those passes out).
+ */
+function markCallTreeConventions(p: Profile, graph: CallGraphResponse | undefined): void {
+  if (!graph) return;
+  const byName = new Map(p.functions.map((f) => [f.name, f]));
+  for (const name of graph.indirectCallers) {
+    const f = byName.get(name);
+    if (!f) continue;
+    f.indirectCalls = true;
+    if (f.self && f.inclusive) {
+      delete f.self;
+      f.selfNote = 'not formed: it calls through a pointer, and whom it calls there is not known';
+    }
+  }
+  for (const ft of graph.fallThrough ?? []) {
+    const f = byName.get(ft.callee);
+    if (!f) continue;
+    (f.runOnFrom ??= []).push(ft.caller);
+  }
+  for (const f of p.functions) {
+    if (!f.runOnFrom || !f.inclusive) continue;
+    const note = `leaves out the passes that run on into it from ${f.runOnFrom.join(', ')} without a call: they count under ${f.runOnFrom.length > 1 ? 'those' : 'that function'}`;
+    f.reason = f.reason ? `${f.reason}; ${note}` : `${note[0]!.toUpperCase()}${note.slice(1)}`;
+  }
 }

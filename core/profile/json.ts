@@ -146,11 +146,15 @@ export function parseProfileDocument(json: unknown, file = 'the profile'): Profi
   });
   const edges = top.field('edges').array((r): ProfileEdge => {
     const calls = r.optional('calls', (x) => x.amount());
+    const inclusive = r.optional('inclusive', readMeasure);
+    const provenance = r.optional('provenance', (x) => x.oneOf(['exact', 'injected', 'estimated'] as const));
     return {
       caller: fnRef(r.field('caller')),
       callee: fnRef(r.field('callee')),
       kind: r.field('kind').oneOf(['call', 'tail', 'interrupt'] as const),
       ...(calls !== undefined ? { calls } : {}),
+      ...(inclusive ? { inclusive } : {}),
+      ...(provenance ? { provenance } : {}),
     };
   });
   const lines = top.field('lines').array((r) => {
@@ -170,9 +174,14 @@ export function parseProfileDocument(json: unknown, file = 'the profile'): Profi
       self: readMeasure(r.field('self')),
     };
   });
-  const stacks = top
-    .field('stacks')
-    .array((r) => ({ frames: r.field('frames').array(fnRef, 10_000), value: r.field('value').amount() }));
+  const stacks = top.field('stacks').array((r) => {
+    const bound = r.optional('bound', (b) => ({ low: b.field('low').number(), high: b.field('high').number() }));
+    return {
+      frames: r.field('frames').array(fnRef, 10_000),
+      value: r.field('value').amount(),
+      ...(bound ? { bound } : {}),
+    };
+  });
   const total = top.optional('total', readMeasure);
   const analysis = top.optional('analysis', readAnalysis);
   const notes = top.optional('notes', (r) => r.array((x) => x.string(), 1000));
@@ -249,7 +258,11 @@ export function readMeasure(r: JsonReader): Measure {
     const low = b.field('low').number();
     const high = b.field('high').number();
     if (low > high) b.fail(`has low ${low} above high ${high}`);
-    return { low, high, kind: b.field('kind').oneOf(['quantisation', 'confidence95', 'compensation'] as const) };
+    return {
+      low,
+      high,
+      kind: b.field('kind').oneOf(['quantisation', 'confidence95', 'compensation', 'estimate'] as const),
+    };
   });
   return { value, ...(bound ? { bound } : {}) };
 }
@@ -296,6 +309,10 @@ function readFunction(r: JsonReader, index: number): ProfileFunction {
   if (reason !== undefined) f.reason = reason;
   const run = r.optional('run', (x) => x.integer(0, 1_000_000));
   if (run !== undefined) f.run = run;
+  const indirect = r.optional('indirectCalls', (x) => x.boolean());
+  if (indirect !== undefined) f.indirectCalls = indirect;
+  const runOnFrom = r.optional('runOnFrom', (x) => x.array((y) => y.string()));
+  if (runOnFrom) f.runOnFrom = runOnFrom;
   return f;
 }
 

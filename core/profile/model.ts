@@ -50,7 +50,7 @@ export interface ErrorBound {
   low: number;
   high: number;
   /** quantisation: counter resolution (±1 tick per boundary); confidence95: sampling; compensation: the payload residue. */
-  kind: 'quantisation' | 'confidence95' | 'compensation';
+  kind: 'quantisation' | 'confidence95' | 'compensation' | 'estimate';
 }
 
 /** One figure: a count in the profile's unit. */
@@ -96,7 +96,17 @@ export interface ProfileFunction {
   reason?: string;
   /** Index in `Profile.runs` of the run that measured it. */
   run?: number;
+  /** It calls through a pointer: whom it calls is not known, so its own time cannot be formed from its callees. */
+  indirectCalls?: boolean;
+  /**
+   * Passes that reach its code by running on from another function's (no call: `__aeabi_dsub` runs
+   * on into `__adddf3`): its values leave them out, they are counted under `from`.
+   */
+  runOnFrom?: string[];
 }
+
+/** Where an edge's value came from: measured per call site, or estimated from the functions' totals. */
+export type EdgeProvenance = 'exact' | 'injected' | 'estimated';
 
 export interface ProfileEdge {
   caller: number;
@@ -104,6 +114,13 @@ export interface ProfileEdge {
   kind: 'call' | 'tail' | 'interrupt';
   /** Calls observed along this edge, when a dynamic pass or the oracle counted them. */
   calls?: number;
+  /**
+   * The callee's inclusive value through this caller (all the caller's contexts together): measured
+   * per edge (`exact`: the counting plugin's shadow stack, the oracle; `injected`: gated at the call
+   * site), or `estimated` from the functions' totals, with the bound the measured values allow.
+   */
+  inclusive?: Measure;
+  provenance?: EdgeProvenance;
 }
 
 /** A cost per source line (self cost of the line's instructions). */
@@ -130,6 +147,8 @@ export interface ProfileAddress {
 export interface ProfileStack {
   frames: number[];
   value: number;
+  /** Where an edge on the path was split by estimate: the interval the value lies in. */
+  bound?: { low: number; high: number };
 }
 
 export type RunRole = 'baseline' | 'batch' | 'oracle' | 'sampling' | 'synthetic';

@@ -115,6 +115,8 @@ export function boundKindLabel(b: ErrorBound): string {
       return '95 % confidence interval';
     case 'compensation':
       return 'payload compensation residue';
+    case 'estimate':
+      return "estimated split of a shared callee (the interval its callers' measured values allow)";
   }
 }
 

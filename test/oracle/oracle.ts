@@ -10,6 +10,7 @@ import {
   AddressCount,
   Anomaly,
   CallEdge,
+  ContextStack,
   FunctionProfile,
   RegionSpec,
   TraceAnalyzer,
@@ -87,6 +88,8 @@ export interface OracleSummary {
   anomalies: Anomaly[];
   functions: FunctionProfile[];
   edges: CallEdge[];
+  /** The calling-context tree: every stack the run had, with the instructions run on it. */
+  contexts: ContextStack[];
   lines: LineCount[];
   addresses: AddressCount[];
   regions: RegionSummary[];
@@ -199,6 +202,7 @@ export function summarize(
     anomalies: result.anomalies,
     functions: result.functions,
     edges: result.edges,
+    contexts: result.contexts,
     lines,
     addresses: result.addresses,
     regions: result.regions.map((r) => {

@@ -48,6 +48,17 @@ export interface CallEdge {
   calls: number;
 }
 
+/**
+ * One node of the calling-context tree: the stack of functions from the root frame to it (as the
+ * shadow stack holds them: a tail callee above its tail caller, an interrupt handler above the code
+ * it interrupted, code run on into from another function under that function's frame) and the
+ * instructions executed with exactly that stack.
+ */
+export interface ContextStack {
+  frames: string[];
+  self: number;
+}
+
 export interface AddressCount {
   address: number;
   count: number;
@@ -67,6 +78,8 @@ export interface AnalysisResult {
   edges: CallEdge[];
   addresses: AddressCount[];
   regions: RegionResult[];
+  /** The calling-context tree, as stacks with their own counts (they add up to `total`). */
+  contexts: ContextStack[];
   /** Function of the first instruction: the bottom of the call stack for the whole run. */
   root: string;
   maxStackDepth: number;

@@ -5,6 +5,7 @@ import {
   AnalysisResult,
   Anomaly,
   CallEdge,
+  ContextStack,
   FunctionProfile,
   RegionResult,
   RegionSpec,
@@ -15,6 +16,7 @@ export type {
   AnalysisResult,
   Anomaly,
   CallEdge,
+  ContextStack,
   FunctionProfile,
   RegionResult,
   RegionSpec,
@@ -64,7 +66,14 @@ export class TraceAnalyzer {
   private sFn = new Int32Array(1024);
   private sRet = new Float64Array(1024);
   private sType = new Uint8Array(1024);
+  /** Each frame's node of the calling-context tree (the path of functions from the root to it). */
+  private sNode = new Int32Array(1024);
   private top = -1;
+  /** The calling-context tree: per node its parent (-1 at a root), function and own count. */
+  private ctxParent: number[] = [];
+  private ctxFn: number[] = [];
+  private ctxSelf: number[] = [];
+  private readonly ctxChild = new Map<number, number>();
   private maxDepth = 0;
 
   private readonly onStack: Int32Array;
@@ -147,6 +156,8 @@ export class TraceAnalyzer {
     let total = this.total;
     let prev = this.prev;
     let expect = this.expect;
+    const ctxSelf = this.ctxSelf;
+    let node = this.top >= 0 ? this.sNode[this.top]! : -1;
     for (let j = 0; j < n; j++) {
       const pc = pcs[j]!;
       let idx = -1;
@@ -172,12 +183,14 @@ export class TraceAnalyzer {
       if (pc !== expect) {
         this.total = total;
         this.transfer(prev, idx, pc);
+        node = this.sNode[this.top]!;
       }
       if (marks[idx] !== 0) {
         this.total = total;
         this.regionEvent(idx, pc);
       }
       counts[idx]!++;
+      if (node >= 0) ctxSelf[node]!++;
       total++;
       expect = fallNext[idx]!;
       prev = idx;
@@ -378,6 +391,7 @@ export class TraceAnalyzer {
 
   private resolve(frame: number, fn: number): void {
     this.sFn[frame] = fn;
+    this.sNode[frame] = this.contextOf(frame > 0 ? this.sNode[frame - 1]! : -1, fn);
     this.enterFunction(fn);
     this.countCall(frame > 0 ? this.sFn[frame - 1]! : -1, fn);
   }
@@ -391,12 +405,27 @@ export class TraceAnalyzer {
 
   // ---- the stack ----------------------------------------------------------------------------
 
+  /** The node of `fn` called in context `parent` (made on first use); an unresolved frame's is its own. */
+  private contextOf(parent: number, fn: number): number {
+    const key = (parent + 1) * (this.model.functions.length + 1) + (fn + 1);
+    let id = this.ctxChild.get(key);
+    if (id === undefined) {
+      id = this.ctxFn.length;
+      this.ctxParent.push(parent);
+      this.ctxFn.push(fn);
+      this.ctxSelf.push(0);
+      this.ctxChild.set(key, id);
+    }
+    return id;
+  }
+
   private push(fn: number, ret: number, type: number): void {
     const t = ++this.top;
     if (t === this.sFn.length) this.growStack();
     this.sFn[t] = fn;
     this.sRet[t] = ret;
     this.sType[t] = type;
+    this.sNode[t] = this.contextOf(t > 0 ? this.sNode[t - 1]! : -1, fn);
     if (t + 1 > this.maxDepth) this.maxDepth = t + 1;
     if (type === IRQ) {
       const d = ++this.asyncDepth;
@@ -459,6 +488,9 @@ export class TraceAnalyzer {
     ret.set(this.sRet);
     const type = new Uint8Array(n);
     type.set(this.sType);
+    const node = new Int32Array(n);
+    node.set(this.sNode);
+    this.sNode = node;
     this.sFn = fn;
     this.sRet = ret;
     this.sType = type;
@@ -506,6 +538,21 @@ export class TraceAnalyzer {
   }
 
   // ---- results ------------------------------------------------------------------------------
+
+  /** The calling-context tree's stacks: each node's path of function names (root first) and own count. */
+  private contexts(): ContextStack[] {
+    const m = this.model;
+    const name = (fn: number): string => (fn === UNRESOLVED ? '?' : m.functions[fn]!.name);
+    const out: ContextStack[] = [];
+    for (let i = 0; i < this.ctxFn.length; i++) {
+      const self = this.ctxSelf[i]!;
+      if (self === 0) continue;
+      const frames: string[] = [];
+      for (let k = i; k >= 0; k = this.ctxParent[k]!) frames.unshift(name(this.ctxFn[k]!));
+      out.push({ frames, self });
+    }
+    return out;
+  }
 
   /** The counts so far. Frames still on the stack are closed at the current instruction. */
   result(): AnalysisResult {
@@ -564,6 +611,7 @@ export class TraceAnalyzer {
         passesExcludingInterrupts: [...r.result.passesExcludingInterrupts],
         openAtEnd: r.open,
       })),
+      contexts: this.contexts(),
       root: stack[0] ?? '',
       maxStackDepth: this.maxDepth,
       finalStack: stack,

@@ -159,18 +159,21 @@ describe('call graph layout', () => {
 });
 
 describe('flame graph layout', () => {
-  it('builds the tree from edges, splitting a shared callee by call counts', () => {
+  it("builds the tree from edges, splitting a shared callee by call counts under its callers' caps", () => {
     const p = descentProfile();
     p.functions[3]!.inclusive = { value: 800 };
     const root = callTreeOf(p);
     const main = root.children[0]!;
     assert.equal(main.name, 'main');
     const work = main.children.find((c) => c.name === 'work')!;
-    // log: 800 split 2:6 between main and work.
-    assert.equal(main.children.find((c) => c.name === 'log')!.self, 200);
-    assert.equal(work.children.find((c) => c.name === 'log')!.self, 600);
-    assert.equal(work.self, 8_000 - 5_000 - 600);
-    assert.equal(main.self, 10_000 - 8_000 - 200);
+    // log: 800 by calls 2:6 would put 600 under work, but work's measured self (2,600) and leaf
+    // (5,000) leave it room for 400 of its 8,000: work holds 400, main the other 400.
+    assert.equal(main.children.find((c) => c.name === 'log')!.self, 400);
+    assert.equal(work.children.find((c) => c.name === 'log')!.self, 400);
+    assert.equal(work.self, 2_600);
+    assert.equal(main.self, 1_000);
+    // main's measured self and callees leave 600 of its 10,000 that nothing measured accounts for.
+    assert.equal(main.children.find((c) => c.name === '[not measured]')!.self, 600);
   });
 
   it('starts a tree at a function whose only callers have no value (main under _start)', () => {

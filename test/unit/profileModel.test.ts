@@ -76,6 +76,28 @@ describe('profile model from result sets', () => {
     assert.equal(f.get('log')?.calls, 2);
   });
 
+  it('forms no exclusive for a function that calls through a pointer, and names run-on entries', () => {
+    const doc = descentDocument('instructions', 'software injection, minstret');
+    // leaf has no direct callee but calls through a pointer; log's entry is run on into from leaf.
+    doc.analysis!.callGraph = { ...graph, indirectCallers: ['leaf'], fallThrough: [{ caller: 'leaf', callee: 'log' }] };
+    const p = profileFromResultSets(doc);
+    const f = functionsByName(p);
+    assert.equal(f.get('leaf')?.self, undefined, 'exclusive is not the inclusive');
+    assert.equal(f.get('leaf')?.indirectCalls, true);
+    assert.match(f.get('leaf')?.selfNote ?? '', /^not formed/);
+    assert.deepEqual(f.get('log')?.runOnFrom, ['leaf']);
+    assert.match(f.get('log')?.reason ?? '', /^Leaves out the passes that run on into it from leaf/);
+    // Without the pointer, leaf's exclusive is its inclusive (it calls nothing).
+    const plain = functionsByName(
+      profileFromResultSets(descentDocument('instructions', 'software injection, minstret')),
+    );
+    assert.equal(plain.get('leaf')?.self?.value, 5_000);
+    // The edges carry their value per caller and its provenance.
+    const edge = p.edges.find((e) => e.caller === f.get('work')!.id && e.callee === f.get('leaf')!.id);
+    assert.equal(edge?.inclusive?.value, 5_000);
+    assert.equal(edge?.provenance, 'injected');
+  });
+
   it('lists every run, the baseline included, and the edges with their call counts', () => {
     const p = profileFromResultSets(descentDocument('instructions', 'software injection, minstret'));
     assert.deepEqual(

@@ -1,3 +1,4 @@
+import { profileStacks } from '../../core/profile/callTree';
 import type { Profile } from '../../core/profile/model';
 
 /**
@@ -6,7 +7,7 @@ import type { Profile } from '../../core/profile/model';
  */
 
 export interface CallTreeNode {
-  /** Function id; -1 for the synthetic root. */
+  /** Function id; -1 for the synthetic root, -2 for the `[not measured]` frame. */
   fn: number;
   name: string;
   /** Cost of the node's own frame (what the partition sums). */
@@ -18,73 +19,30 @@ export interface CallTreeNode {
 export const MAX_TREE_NODES = 200_000;
 
 /**
- * A call tree: from the profile's stacks when it has them (sampling, the oracle), else from the
- * call edges and inclusive values (injected descent): a callee's inclusive value is split between
- * its callers by their call counts (evenly without counts), never more than the caller holds.
+ * The flame graph's call tree: the one every view and export reads (core/profile/callTree.ts), from
+ * the profile's stacks when it has them (the counting plugin, the oracle, sampling), else derived from
+ * the measured values only. Stacks past MAX_TREE_NODES nodes fold into their last frame.
  */
 export function callTreeOf(p: Profile): CallTreeNode {
   const root: CallTreeNode = { fn: -1, name: 'all', self: 0, children: [] };
-  if (p.stacks.length > 0) {
-    // Each node's children by function, so a stack costs its depth, not depth × siblings.
-    const childIndex = new Map<CallTreeNode, Map<number, CallTreeNode>>();
-    for (const s of p.stacks) {
-      let node = root;
-      for (const fn of s.frames) {
-        let byFn = childIndex.get(node);
-        if (!byFn) childIndex.set(node, (byFn = new Map()));
-        let child = byFn.get(fn);
-        if (!child) {
-          node.children.push((child = { fn, name: p.functions[fn]?.name ?? `#${fn}`, self: 0, children: [] }));
-          byFn.set(fn, child);
-        }
-        node = child;
+  const tree = profileStacks(p, { maxStacks: MAX_TREE_NODES });
+  // Each node's children by function, so a stack costs its depth, not depth × siblings.
+  const childIndex = new Map<CallTreeNode, Map<number, CallTreeNode>>();
+  for (const s of tree.stacks) {
+    let node = root;
+    for (const fn of s.frames) {
+      let byFn = childIndex.get(node);
+      if (!byFn) childIndex.set(node, (byFn = new Map()));
+      let child = byFn.get(fn);
+      if (!child) {
+        // The `[not measured]` frame is no function of the profile: nothing to select (-2).
+        const id = fn < p.functions.length ? fn : -2;
+        node.children.push((child = { fn: id, name: tree.functions[fn]?.name ?? `#${fn}`, self: 0, children: [] }));
+        byFn.set(fn, child);
       }
-      node.self += s.value;
+      node = child;
     }
-    return root;
-  }
-  const callees = new Map<number, { callee: number; calls?: number }[]>();
-  const incoming = new Map<number, { count: number; calls: number; allCounted: boolean }>();
-  for (const e of p.edges) {
-    if (!callees.has(e.caller)) callees.set(e.caller, []);
-    callees.get(e.caller)!.push({ callee: e.callee, ...(e.calls !== undefined ? { calls: e.calls } : {}) });
-    const inc = incoming.get(e.callee) ?? { count: 0, calls: 0, allCounted: true };
-    inc.count++;
-    inc.calls += e.calls ?? 0;
-    inc.allCounted &&= e.calls !== undefined;
-    incoming.set(e.callee, inc);
-  }
-  const inclusive = (fn: number): number => p.functions[fn]?.inclusive?.value ?? 0;
-  let made = 0;
-  const expand = (fn: number, value: number, path: Set<number>): CallTreeNode => {
-    made++;
-    const node: CallTreeNode = { fn, name: p.functions[fn]!.name, self: 0, children: [] };
-    const parts: Array<{ callee: number; value: number }> = [];
-    for (const e of callees.get(fn) ?? []) {
-      if (path.has(e.callee)) continue; // recursion folds into the outer frame
-      const inc = incoming.get(e.callee)!;
-      const portion = inc.allCounted && inc.calls > 0 ? (e.calls ?? 0) / inc.calls : 1 / inc.count;
-      const v = inclusive(e.callee) * portion;
-      if (v > 0) parts.push({ callee: e.callee, value: v });
-    }
-    const sum = parts.reduce((a, b) => a + b.value, 0);
-    // Callees cannot hold more than their caller: scale them down (counter noise, shares of other runs).
-    const scale = sum > value && sum > 0 ? value / sum : 1;
-    for (const part of parts) {
-      if (made >= MAX_TREE_NODES) break;
-      path.add(part.callee);
-      node.children.push(expand(part.callee, part.value * scale, path));
-      path.delete(part.callee);
-    }
-    node.self = Math.max(0, value - sum * scale);
-    return node;
-  };
-  // A root is a function no measured caller holds: a descent measures from main down, and main's
-  // caller (_start, the reset handler) has no value to split, so main must start a tree of its own.
-  const heldByCaller = new Set(p.edges.filter((e) => p.functions[e.caller]?.inclusive).map((e) => e.callee));
-  for (const f of p.functions) {
-    if (heldByCaller.has(f.id) || !f.inclusive) continue;
-    root.children.push(expand(f.id, f.inclusive.value, new Set([f.id])));
+    node.self += s.value;
   }
   return root;
 }
