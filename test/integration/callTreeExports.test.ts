@@ -103,8 +103,17 @@ function exact(actual: number | undefined, wanted: number, what: string): void {
   assert.equal(actual ?? 0, wanted, what);
 }
 
+/**
+ * Left out until the oracle is mended: on Cortex-M4 the trace analyser takes 802 control transfers
+ * in libgcc's soft-float code (dsubrun's __aeabi_dsub/__adddf3) for exception entries at unknown
+ * handlers, so its calling-context tree nests 802 frames deep and is not the truth. dsubrun on RV32
+ * is checked here; the run-on convention itself in test/unit/profileModel.test.ts.
+ */
+const ORACLE_DEFECT = new Set(['cortex-m4/dsubrun']);
+
 for (const target of TARGETS) {
   for (const program of PROGRAMS) {
+    if (ORACLE_DEFECT.has(`${target}/${program}`)) continue;
     describe(`call tree of ${program} on ${target} against the trace`, () => {
       const elf = join(fixturesDir, 'build', target, 'programs', `${program}.elf`);
       let oracle: OracleSummary;
