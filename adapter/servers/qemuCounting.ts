@@ -7,13 +7,20 @@ import { OutputTail } from './readiness';
 
 /**
  * One free run of the guest under QEMU with the counting plugin (adapter/sampling/qemuInsnCount.c):
- * no debugger, no halt, from reset until the program makes QEMU exit (semihosting exit, a test
- * device). The plugin writes its table at exit, so the counts cover the whole run.
+ * no debugger, no halt, from reset until the plugin's end stop (`stop`: where the measured runs end,
+ * so a spinning exit or a program that never ends is no matter) or, without one, until the program
+ * makes QEMU exit (semihosting exit, a test device). The plugin writes its table when it ends QEMU.
  */
 
 export type CountingRunResult =
   | { counted: true; snapshot: InstructionCountSnapshot; exitCode: number | null; elapsedMs: number }
   | { counted: false; reason: string; elapsedMs: number };
+
+/** Where a counting run ends: before the `hits`-th execution of the instruction at `address` (the plugin's end stop). */
+export interface CountingStop {
+  address: number;
+  hits: number;
+}
 
 export interface CountingRunOptions {
   binary: string;
