@@ -184,6 +184,7 @@ export class CycleLensDebugSession extends DebugSession {
       await Promise.all([releasePrestartedDebugger(), discardPrestartedQemu()]);
     }
     this.target = target;
+    target.userBreakpoints = () => this.breakpoints.ids();
     this.variables = new VariableStore(() => target.debugger, config.family);
     target.onOutput((o) => this.output(o));
     target.onStop((e) => this.reportStop(e));

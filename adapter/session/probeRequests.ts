@@ -155,7 +155,11 @@ export class ProbeRequests {
         ? { reached }
         : {
             reached,
-            detail: `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).`,
+            detail:
+              `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` +
+              (stop.reason === 'breakpoint'
+                ? ` Breakpoint ${stop.breakpointIds.join(', ') || '(unnumbered)'}${stop.frame?.file ? ` at ${stop.frame.file}:${stop.frame.line ?? '?'}` : ''} stopped the analysis run; this debugger cannot disable breakpoints for it: remove or disable that breakpoint while the analysis runs, then start it again.`
+                : ''),
           };
     });
     // The user's editor stays where it is: a profiling scenario makes many such stops.

@@ -699,7 +699,16 @@ export class DapProfiler implements BatchMeasurer {
       ...args,
       ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}),
     });
-    if (!r.reached) throw new ProfilingError(`the program did not reach ${what}${r.detail ? `: ${r.detail}` : ''}`);
+    if (!r.reached) {
+      // A single-pass run that never gets to its end: firmware that never ends (a super-loop).
+      const never = this.options.mode.kind === 'single-pass' && /did not get there within/.test(r.detail ?? '');
+      throw new ProfilingError(
+        `the program did not reach ${what}${r.detail ? `: ${r.detail}` : ''}` +
+          (never
+            ? ' If the firmware never ends (a super-loop), measure a window of passes instead: a number of passes over a function or line of its main loop (command line: --cyclic LOCATION --dwell N, for example --cyclic read_sensor --dwell 100 for 100 iterations; in the editor: the descent prompt\'s "a window of passes").'
+            : ''),
+      );
+    }
     return r;
   }
 

@@ -15,6 +15,7 @@ import { decideJobs, type JobsTarget } from '../../core/profiling/parallelJobs';
 import { workspaceCallGraph } from '../../core/analysis/savedGraph';
 import { runScenario, type ScenarioRequest, type ScenarioWorkers } from '../../core/profiling/scenarios';
 import type { SessionTracker } from '../debug/sessionTracker';
+import type { CodeLocation } from '../../common/dapCustom';
 
 /**
  * "Where do my cycles go?": call-graph descent and the exact full profile, run from the editor on
@@ -49,9 +50,55 @@ export function registerProfilingCommands(
       if (!text) return;
       threshold = { kind: 'share', value: Number(text.trim().slice(0, -1)) / 100 };
     }
+    // Firmware that never ends (a super-loop) has no end to run to: a window of passes over a
+    // function or line of its main loop is measured instead ("100 iterations of the main loop").
+    let window: { safeStop: CodeLocation; dwell: number } | undefined;
+    if (command === 'descent') {
+      const picked = await vscode.window.showQuickPick(
+        [
+          {
+            label: 'To the end of the program',
+            description: 'exit, programEnd, or the end found in the code',
+            window: false,
+          },
+          {
+            label: 'A window of passes',
+            description: 'firmware that never ends: N passes over a function or line of its main loop',
+            window: true,
+          },
+        ],
+        { title: 'Call-graph descent: where does a run end?' },
+      );
+      if (!picked) return;
+      if (picked.window) {
+        const where = await vscode.window.showInputBox({
+          title: 'Window of passes: the function or line each pass goes through',
+          prompt: 'A function (read_sensor), an address (0x80000412) or a line (main.c:42) of the main loop.',
+          placeHolder: 'e.g. read_sensor',
+          validateInput: (v) => (v.trim() ? undefined : 'Name a function, 0xADDRESS or file.c:LINE'),
+        });
+        if (!where) return;
+        const passes = await vscode.window.showInputBox({
+          title: 'Window of passes: how many passes per run',
+          value: '100',
+          validateInput: (v) => (/^[1-9]\d*$/.test(v.trim()) ? undefined : 'A whole number of passes, 1 or more'),
+        });
+        if (!passes) return;
+        window = { safeStop: passLocation(where.trim()), dwell: Number(passes.trim()) };
+      }
+    }
     const slots = vscode.workspace.getConfiguration('cyclelens').get<number>('profileSlots') ?? 4;
     const start = typeof config['stopAtEntry'] === 'string' ? config['stopAtEntry'] : 'main';
-    const request: ScenarioRequest = { command, threshold, slots, start, roots: [], rounds: 1, lookahead: true };
+    const request: ScenarioRequest = {
+      command,
+      threshold,
+      slots,
+      start,
+      roots: [],
+      rounds: 1,
+      lookahead: true,
+      ...(window ? { cyclic: window.safeStop } : {}),
+    };
     const workspace = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     // A dynamic call graph saved in the workspace lets descent measure cold functions in groups.
     const saved = command === 'descent' && workspace ? await workspaceCallGraph(workspace) : undefined;
@@ -103,7 +150,9 @@ export function registerProfilingCommands(
           });
           const profilerOptions: DapProfilerOptions = {
             slots,
-            mode: { kind: 'single-pass', start },
+            mode: window
+              ? { kind: 'cyclic', safeStop: window.safeStop, dwell: window.dwell }
+              : { kind: 'single-pass', start },
             executable: String(config['executable']),
             log: (line) => output.info(line),
             onResultSet: (rs) => (saves = saves.then(() => savePartial(rs))),
@@ -242,4 +291,12 @@ export function registerProfilingCommands(
       }
     }),
   ];
+}
+
+/** `read_sensor`, `0x80000412` or `main.c:42` as a location. */
+function passLocation(text: string): CodeLocation {
+  if (/^0x[0-9a-f]+$/i.test(text)) return { address: text };
+  const line = /^(.+):(\d+)$/.exec(text);
+  if (line) return { path: line[1]!, line: Number(line[2]) };
+  return { function: text };
 }
