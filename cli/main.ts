@@ -14,6 +14,7 @@ import {
   type CallGraphDocument,
   type ResultSet,
 } from '../core/analysis/resultSet';
+import { WorkerNotNeeded } from '../core/analysis/measurerPool';
 import { DapProfiler } from '../core/profiling/dapProfiler';
 import { interruptedAnalysisLines } from '../core/profiling/interruption';
 import { decideJobs, type JobsTarget } from '../core/profiling/parallelJobs';
@@ -189,7 +190,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
               const s = await starting;
               extras.push(s);
               // The analysis ended while this session was starting: it has nothing left to do.
-              if (closed) throw new Error('the analysis ended while the session was starting');
+              if (closed) throw new WorkerNotNeeded();
               return profilerFor(s, log, profiler);
             },
           }

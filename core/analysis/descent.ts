@@ -22,7 +22,7 @@ export { DescentError, isAbort } from './analysisRun';
 export type { AnalysisResult, BatchMeasurer, DescentProgress, MeasurerPlan } from './analysisRun';
 export { callCountEstimates } from './descentBounds';
 export { runFullProfile, runRoundRobin } from './fullProfile';
-export { MeasurerPool } from './measurerPool';
+export { MeasurerPool, WorkerNotNeeded } from './measurerPool';
 export type { PoolOptions } from './measurerPool';
 export type { FullProfileOptions, RoundRobinOptions } from './fullProfile';
 

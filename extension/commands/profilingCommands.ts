@@ -9,6 +9,7 @@ import {
   type ResultSet,
 } from '../../core/analysis/resultSet';
 import { AdapterSession } from '../../core/dap/adapterSession';
+import { WorkerNotNeeded } from '../../core/analysis/measurerPool';
 import { DapProfiler, type DapProfilerOptions } from '../../core/profiling/dapProfiler';
 import { interruptedAnalysisLines } from '../../core/profiling/interruption';
 import { decideJobs, type JobsTarget } from '../../core/profiling/parallelJobs';
@@ -190,7 +191,7 @@ export function registerProfilingCommands(
                     });
                     extraSessions.push(starting.catch(() => undefined));
                     const extra = await starting;
-                    if (ended) throw new Error('the analysis ended while the session was starting');
+                    if (ended) throw new WorkerNotNeeded();
                     return new DapProfiler(extra.client, { ...profilerOptions, log, totalFrom: profiler });
                   },
                 }
