@@ -287,6 +287,11 @@ export class DebugTarget {
   /** The user's breakpoints (their debugger numbers), which hidden runs pass by; the session sets it. */
   userBreakpoints: () => number[] = () => [];
 
+  /** True while the adapter runs the target for its own work (profiling runs, calibration). */
+  get runsInternally(): boolean {
+    return this.internalStops > 0;
+  }
+
   /** Runs `fn` (which may resume and halt the target) with its stops hidden from the user. */
   async internally<T>(fn: () => Promise<T>): Promise<T> {
     this.internalStops++;

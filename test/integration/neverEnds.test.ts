@@ -1,6 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DebugProtocol } from '@vscode/debugprotocol';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { QemuServerArgs } from '../../common/launchArgs';
 import { rootsForStart, runDescent } from '../../core/analysis/descent';
@@ -21,7 +23,8 @@ import { fixturesDir, type FixtureTarget } from '../support/paths';
  * descent), no run may be spent on exit, and the descent takes no more runs than measuring
  * everything. On Cortex-M4 with the scratch memory out of a 4-byte branch's reach no window can be
  * injected (main's `bl exit` has 4 bytes, exit's entry holds `b .`): the total then comes from the
- * counting runs. A user's breakpoint inside the work does not stop a descent.
+ * counting runs. A user's breakpoint inside the work does not stop a descent, and the program's
+ * output of the analysis runs goes to a file, not to the Debug Console.
  */
 const TARGETS: Array<{ target: FixtureTarget; server: QemuServerArgs; unit: number }> = [
   { target: 'rv32', server: { type: 'qemu', machine: 'virt', icount: 0 }, unit: 1 },
@@ -108,15 +111,19 @@ for (const { target, server, unit } of TARGETS) {
       });
   });
 
-  describe(`a user breakpoint during a descent on ${target}`, () => {
+  describe(`a descent in the user's session on ${target}: a user breakpoint, the program's output`, () => {
     const h = new AdapterHarness();
+    const cwd = mkdtempSync(join(tmpdir(), 'cyclelens-never-ends-cwd-'));
     before(async () => {
       await h.start();
-      await h.launchToEntry({ executable: elfOf(target, 'spinexit'), server, stopAtEntry: 'main' });
+      await h.launchToEntry({ executable: elfOf(target, 'spinexit'), server, stopAtEntry: 'main', cwd });
     });
-    after(async () => assert.deepEqual(await h.stop(), []));
+    after(async () => {
+      assert.deepEqual(await h.stop(), []);
+      rmSync(cwd, { recursive: true, force: true });
+    });
 
-    it('is passed by for the analysis runs and is there, verified, afterwards', async () => {
+    it('passes the breakpoint by, keeps the output in a file, and the breakpoint stops a continue after', async () => {
       const set = await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: 'fletcher32' }] });
       assert.equal(set.body.breakpoints[0]?.verified, true);
       const stopped: DebugProtocol.StoppedEvent[] = [];
@@ -137,6 +144,16 @@ for (const { target, server, unit } of TARGETS) {
       const fletcher = result.outcomes.find((o) => o.name === 'fletcher32')!;
       assert.equal(fletcher.status, 'measured', JSON.stringify(fletcher));
       assert.deepEqual(stopped, [], 'the user saw no stop during the descent');
+      // The program's output of the analysis runs is in a file; the Debug Console has one line naming it.
+      const file = join(cwd, '.cyclelens', 'analysis-output.log');
+      const printed = (readFileSync(file, 'utf8').match(/spinexit check=/g) ?? []).length;
+      assert.ok(printed >= result.runs, `${printed} lines of the program's output for ${result.runs} runs`);
+      assert.deepEqual(
+        h.output.filter((line) => /spinexit check=/.test(line)),
+        [],
+        "the program's output reached the Debug Console",
+      );
+      assert.equal(h.output.filter((line) => line.includes(file)).length, 1, h.output.join(''));
       // The breakpoint is still the user's: a restart to main and a continue stop at it.
       await h.dc.customRequest('cyclelens/run', { restart: true, until: { function: 'main' } });
       const hit = new Promise<DebugProtocol.StoppedEvent>((resolve) => h.dc.once('stopped', resolve));
