@@ -14,6 +14,7 @@ import {
   type CallGraphDocument,
   type ResultSet,
 } from '../core/analysis/resultSet';
+import { WorkerNotNeeded } from '../core/analysis/measurerPool';
 import { DapProfiler } from '../core/profiling/dapProfiler';
 import { interruptedAnalysisLines } from '../core/profiling/interruption';
 import { decideJobs, type JobsTarget } from '../core/profiling/parallelJobs';
@@ -163,17 +164,22 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       }
     };
     const profilerFor = (s: AdapterSession, log: (l: string) => void, totalFrom?: DapProfiler): DapProfiler =>
-      new DapProfiler(s.client, {
-        ...(totalFrom ? { totalFrom } : {}),
-        slots: cmd.slots,
-        mode: cmd.cyclic
-          ? { kind: 'cyclic', safeStop: cmd.cyclic, dwell: cmd.dwell }
-          : { kind: 'single-pass', start: cmd.start },
-        executable: String(launch.args.executable),
-        timeoutMs: cmd.timeoutMs,
-        log,
-        onResultSet: (rs) => (saves = saves.then(() => savePartial(rs))),
-      });
+      // A run may take the whole --timeout in the adapter: the client waits for its answer past that,
+      // so a run that never gets to its end (firmware that never ends) is told as such, not as silence.
+      new DapProfiler(
+        { customRequest: (c, a) => s.client.request(c, a, cmd.timeoutMs + 30_000) },
+        {
+          ...(totalFrom ? { totalFrom } : {}),
+          slots: cmd.slots,
+          mode: cmd.cyclic
+            ? { kind: 'cyclic', safeStop: cmd.cyclic, dwell: cmd.dwell }
+            : { kind: 'single-pass', start: cmd.start },
+          executable: String(launch.args.executable),
+          timeoutMs: cmd.timeoutMs,
+          log,
+          onResultSet: (rs) => (saves = saves.then(() => savePartial(rs))),
+        },
+      );
     const profiler = profilerFor(session, (l) => io.err(`${l}\n`));
     const decision = decideJobs(cmd.jobs, {
       request: launch.request,
@@ -192,7 +198,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
               const s = await starting;
               extras.push(s);
               // The analysis ended while this session was starting: it has nothing left to do.
-              if (closed) throw new Error('the analysis ended while the session was starting');
+              if (closed) throw new WorkerNotNeeded();
               return profilerFor(s, log, profiler);
             },
           }

@@ -260,6 +260,10 @@ export interface DynamicCallGraphResponse extends CallGraphResponse {
 export interface ExecutionCountsArguments {
   /** Give up when the program has not ended by then (default 20 s). */
   timeoutMs?: number;
+  /** Stop where the measured runs stop (default: `programEnd`, or the end found in the code). */
+  until?: CodeLocation;
+  /** Stop at the `hits`-th arrival at `until` (a window of passes: default 1). */
+  hits?: number;
 }
 
 export interface ExecutedFunction {

@@ -112,6 +112,8 @@ export interface Debugger {
   insertBreakpoint(request: BreakpointRequest): Promise<BreakpointInfo>;
   insertWatchpoint(request: WatchpointRequest): Promise<BreakpointInfo>;
   deleteBreakpoints(ids: number[]): Promise<void>;
+  /** Disables or enables breakpoints, keeping them (the adapter's own runs pass the user's by). */
+  setBreakpointsEnabled?(ids: number[], enabled: boolean): Promise<void>;
 
   // ---- stack, threads, variables
   threads(): Promise<Thread[]>;

@@ -10,7 +10,7 @@ import { archPlugin } from '../arch/registry';
 import type { ElfImage } from '../elf';
 import { exceptionHandlers } from './dynamicCallGraph';
 import type { InstructionCountSnapshot } from '../sampling/pluginSampler';
-import type { CountingRunResult } from '../servers/qemuCounting';
+import type { CountingRunResult, CountingStop } from '../servers/qemuCounting';
 import type { TargetFacts } from '../target/targetFacts';
 import type { StaticCallGraph } from './callGraph';
 
@@ -27,7 +27,13 @@ export const DEFAULT_COUNTING_TIMEOUT_MS = 20_000;
 export interface CountingSession {
   readonly facts: TargetFacts;
   /** The QEMU server's counting run, or undefined when the server is not QEMU. */
-  readonly countInstructions: ((timeoutMs: number) => Promise<CountingRunResult>) | undefined;
+  readonly countInstructions:
+    ((timeoutMs: number, signal?: AbortSignal, stop?: CountingStop) => Promise<CountingRunResult>) | undefined;
+  /**
+   * Where the measured runs end (the run's `until`, `programEnd`, or the end found in the code): the
+   * counting run stops there too, so it counts what they run and ends where they end.
+   */
+  end(a: ExecutionCountsArguments): Promise<{ stop: CountingStop; what: string } | undefined>;
   readonly graph: StaticCallGraph;
   /** The ELF's entry point (e_entry, Thumb bit cleared). */
   readonly entryAddress: number;
@@ -49,7 +55,8 @@ export async function executionCountsRequest(
     return refuse(
       'QEMU runs without -icount ("icount": null), so a run without the debugger need not repeat a measured run',
     );
-  const run = await session.countInstructions(a.timeoutMs ?? DEFAULT_COUNTING_TIMEOUT_MS);
+  const end = await session.end(a);
+  const run = await session.countInstructions(a.timeoutMs ?? DEFAULT_COUNTING_TIMEOUT_MS, undefined, end?.stop);
   if (!run.counted) return { counted: false, reason: run.reason, elapsedMs: run.elapsedMs };
   if (run.snapshot.dropped > 0)
     return {
@@ -83,9 +90,9 @@ export async function executionCountsRequest(
       instructions: { instructionsPerUnit: 1, quantised: false },
       ...(ticks.fixed ? { ticks: { instructionsPerUnit: 1 / ticks.value, quantised: true } } : {}),
     },
-    method:
-      `one run without the debugger, from reset to the program's exit (QEMU exit code ${run.exitCode}), ` +
-      `instructions counted by the QEMU plugin under -icount shift=${shift}`,
+    method: end
+      ? `one run without the debugger, from reset to ${end.what} (the end the measured runs stop at; the plugin ended QEMU there), instructions counted by the QEMU plugin under -icount shift=${shift}`
+      : `one run without the debugger, from reset to the program's exit (QEMU exit code ${run.exitCode}), instructions counted by the QEMU plugin under -icount shift=${shift}`,
     elapsedMs: run.elapsedMs,
   };
 }

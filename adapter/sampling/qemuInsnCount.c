@@ -15,6 +15,11 @@
  * written to PATH.tmp and renamed over PATH (readers never see half a file), every period and at
  * exit. Format: a header line "cyclelens-insn-counts 1 <translated> <dropped>", then one line per
  * executed instruction: "<hex address> <decimal count>".
+ *
+ * End stop: stop_at=ADDRESS (hex, 0x optional) and stop_hits=N (default 1). When the instruction at
+ * ADDRESS is about to run for the Nth time, the plugin writes the snapshot (that execution not
+ * counted, as a debugger's breakpoint there would leave it) and ends QEMU with status 0: a counting
+ * run ends where the measured runs end, also for firmware whose exit spins or that never exits.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -24,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef uint64_t qemu_plugin_id_t;
 typedef struct qemu_info_t qemu_info_t;
@@ -40,6 +46,9 @@ extern uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *insn);
 extern void qemu_plugin_register_vcpu_insn_exec_inline(struct qemu_plugin_insn *insn, enum qemu_plugin_op op, void *ptr, uint64_t imm);
 extern void qemu_plugin_register_atexit_cb(qemu_plugin_id_t id, qemu_plugin_udata_cb_t cb, void *userdata);
 extern void qemu_plugin_outs(const char *string);
+enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_CB_R_REGS, QEMU_PLUGIN_CB_RW_REGS };
+typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int vcpu_index, void *userdata);
+extern void qemu_plugin_register_vcpu_insn_exec_cb(struct qemu_plugin_insn *insn, qemu_plugin_vcpu_udata_cb_t cb, enum qemu_plugin_cb_flags flags, void *userdata);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 1;
 
@@ -79,6 +88,34 @@ static struct slot *slot_for(uint64_t vaddr)
     return NULL;
 }
 
+/* The end stop (stop_at, stop_hits): its own state, its own callback. */
+static bool stop_set;
+static uint64_t stop_address;
+static uint64_t stop_hits = 1;
+static uint64_t stop_seen;
+static void write_snapshot(void);
+
+/* Runs before the instruction at stop_address executes; counts it itself (no inline add there). */
+static void stop_exec(unsigned int vcpu_index, void *userdata)
+{
+    (void)vcpu_index;
+    struct slot *s = userdata;
+    if (++stop_seen >= stop_hits) {
+        write_snapshot();
+        fflush(NULL);
+        _exit(0);
+    }
+    s->count++;
+}
+
+/* True when the instruction is the end stop's: it gets the callback instead of the inline add. */
+static bool instrument_stop(struct qemu_plugin_insn *insn, uint64_t vaddr, struct slot *s)
+{
+    if (!stop_set || vaddr != stop_address) return false;
+    qemu_plugin_register_vcpu_insn_exec_cb(insn, stop_exec, QEMU_PLUGIN_CB_NO_REGS, s);
+    return true;
+}
+
 static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
@@ -91,6 +128,7 @@ static void tb_trans(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
             continue;
         }
         translated++;
+        if (instrument_stop(insn, qemu_plugin_insn_vaddr(insn), s)) continue;
         qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &s->count, 1);
     }
 }
@@ -153,13 +191,17 @@ __attribute__((visibility("default"))) int qemu_plugin_install(qemu_plugin_id_t 
     for (int i = 0; i < argc; i++) {
         if (strncmp(argv[i], "out=", 4) == 0) out_path = strdup(argv[i] + 4);
         else if (strncmp(argv[i], "period_ms=", 10) == 0) period_ms = (unsigned)strtoul(argv[i] + 10, NULL, 10);
+        else if (strncmp(argv[i], "stop_at=", 8) == 0) {
+            stop_address = strtoull(argv[i] + 8, NULL, 16);
+            stop_set = true;
+        } else if (strncmp(argv[i], "stop_hits=", 10) == 0) stop_hits = strtoull(argv[i] + 10, NULL, 10);
         else {
-            qemu_plugin_outs("cyclelens insn-count plugin: unknown argument (use out=PATH,period_ms=N)\n");
+            qemu_plugin_outs("cyclelens insn-count plugin: unknown argument (use out=PATH,period_ms=N,stop_at=ADDRESS,stop_hits=N)\n");
             return -1;
         }
     }
-    if (out_path == NULL || period_ms == 0) {
-        qemu_plugin_outs("cyclelens insn-count plugin: out=PATH is required and period_ms must be > 0\n");
+    if (out_path == NULL || period_ms == 0 || stop_hits == 0) {
+        qemu_plugin_outs("cyclelens insn-count plugin: out=PATH is required, period_ms and stop_hits must be > 0\n");
         return -1;
     }
     tmp_path = malloc(strlen(out_path) + 5);

@@ -14,7 +14,7 @@ import { codeCacheDir } from '../codeCache';
 import { FileFollower } from './fileFollower';
 import { rememberStart, type QemuCommand } from '../startPlan';
 import { DIR_SLOT, instantiate, PORT_SLOT, takePrestartedQemu } from './qemuPrestart';
-import { runCountingQemu, type CountingRunResult } from './qemuCounting';
+import { runCountingQemu, type CountingRunResult, type CountingStop } from './qemuCounting';
 import { OutputTail, waitForTcp } from './readiness';
 import type { GdbServer, ServerContext, ServerExit } from './strategy';
 
@@ -97,7 +97,7 @@ export class QemuServer implements GdbServer {
    * exit: the machine, semihosting, icount and image of the session's own command line, so that
    * under -icount it executes exactly what the session's runs execute (executionCounts.ts).
    */
-  countingCommandLine(ctx: ServerContext, countsFile: string): { binary: string; argv: string[] } {
+  countingCommandLine(ctx: ServerContext, countsFile: string, stop?: CountingStop): { binary: string; argv: string[] } {
     const { binary, machine, tail } = this.guest(ctx);
     return {
       binary,
@@ -110,7 +110,7 @@ export class QemuServer implements GdbServer {
         '-monitor',
         'none',
         '-plugin',
-        `${qemuPluginPath()},out=${countsFile},period_ms=60000`,
+        `${qemuPluginPath()},out=${countsFile},period_ms=60000${stop ? `,stop_at=0x${stop.address.toString(16)},stop_hits=${stop.hits}` : ''}`,
         ...tail,
       ],
     };
@@ -140,12 +140,12 @@ export class QemuServer implements GdbServer {
    * Runs the session's guest once more in a QEMU of its own, free and without a debugger, and
    * returns how often each instruction ran (runCountingQemu). The session's QEMU is not touched.
    */
-  async countInstructions(timeoutMs: number, signal?: AbortSignal): Promise<CountingRunResult> {
+  async countInstructions(timeoutMs: number, signal?: AbortSignal, stop?: CountingStop): Promise<CountingRunResult> {
     const ctx = this.context;
     if (!ctx) return { counted: false, reason: 'QEMU has not been started', elapsedMs: 0 };
     return await runCountingQemu({
       binary: this.countingCommandLine(ctx, '').binary,
-      argv: (file) => this.countingCommandLine(ctx, file).argv,
+      argv: (file) => this.countingCommandLine(ctx, file, stop).argv,
       cwd: ctx.cwd,
       timeoutMs,
       ...(signal ? { signal } : {}),

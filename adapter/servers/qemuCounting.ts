@@ -7,13 +7,20 @@ import { OutputTail } from './readiness';
 
 /**
  * One free run of the guest under QEMU with the counting plugin (adapter/sampling/qemuInsnCount.c):
- * no debugger, no halt, from reset until the program makes QEMU exit (semihosting exit, a test
- * device). The plugin writes its table at exit, so the counts cover the whole run.
+ * no debugger, no halt, from reset until the plugin's end stop (`stop`: where the measured runs end,
+ * so a spinning exit or a program that never ends is no matter) or, without one, until the program
+ * makes QEMU exit (semihosting exit, a test device). The plugin writes its table when it ends QEMU.
  */
 
 export type CountingRunResult =
   | { counted: true; snapshot: InstructionCountSnapshot; exitCode: number | null; elapsedMs: number }
   | { counted: false; reason: string; elapsedMs: number };
+
+/** Where a counting run ends: before the `hits`-th execution of the instruction at `address` (the plugin's end stop). */
+export interface CountingStop {
+  address: number;
+  hits: number;
+}
 
 export interface CountingRunOptions {
   binary: string;
@@ -62,9 +69,7 @@ export async function runCountingQemu(options: CountingRunOptions): Promise<Coun
     if (outcome.kind === 'timeout')
       return {
         counted: false,
-        reason:
-          `the program did not end within ${Math.round(options.timeoutMs / 1000)} s when run without ` +
-          `the debugger (it may loop forever after the end CycleLens measures to)`,
+        reason: `the program did not end within ${Math.round(options.timeoutMs / 1000)} s when run without the debugger (it may never reach the end the runs stop at: firmware that never ends is measured in a window of passes)`,
         elapsedMs: elapsed(),
       };
     await proc.outputEnded(500);

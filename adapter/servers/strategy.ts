@@ -1,4 +1,4 @@
-import type { CountingRunResult } from './qemuCounting';
+import type { CountingRunResult, CountingStop } from './qemuCounting';
 import type { ServerArgs, TargetFamily } from '../../common/launchArgs';
 
 /** What a server needs to know about the debug target to start. */
@@ -46,5 +46,5 @@ export interface GdbServer {
    * An emulator only: runs the session's program once more on an instance of its own, free, and
    * counts how often each instruction ran (adapter/servers/qemuCounting.ts).
    */
-  countInstructions?(timeoutMs: number, signal?: AbortSignal): Promise<CountingRunResult>;
+  countInstructions?(timeoutMs: number, signal?: AbortSignal, stop?: CountingStop): Promise<CountingRunResult>;
 }

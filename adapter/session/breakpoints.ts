@@ -83,6 +83,11 @@ export class BreakpointManager {
     return out;
   }
 
+  /** Every user breakpoint's debugger number. */
+  ids(): number[] {
+    return [...this.owned.values()].flat();
+  }
+
   /** Which kind of user breakpoint a GDB breakpoint number is, for the stop reason. */
   kindOf(id: number): Kind | undefined {
     for (const [key, ids] of this.owned) if (ids.includes(id)) return key.split(':')[0] as Kind;

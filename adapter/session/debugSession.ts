@@ -9,6 +9,8 @@ import {
   Thread,
 } from '@vscode/debugadapter';
 import type { DebugProtocol } from '@vscode/debugprotocol';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { CustomEvents } from '../../common/dapCustom';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { createCounterUnits } from '../arch/counterUnits';
@@ -184,6 +186,7 @@ export class CycleLensDebugSession extends DebugSession {
       await Promise.all([releasePrestartedDebugger(), discardPrestartedQemu()]);
     }
     this.target = target;
+    target.userBreakpoints = () => this.breakpoints.ids();
     this.variables = new VariableStore(() => target.debugger, config.family);
     target.onOutput((o) => this.output(o));
     target.onStop((e) => this.reportStop(e));
@@ -537,7 +540,55 @@ export class CycleLensDebugSession extends DebugSession {
   // ---- helpers ---------------------------------------------------------------------------------
 
   private output(o: TargetOutput): void {
+    // The program's own output during the adapter's runs (a descent runs it dozens of times) goes to
+    // a file, with one line in the Debug Console saying where.
+    if (o.category === 'stdout' && this.target?.runsInternally) {
+      this.keepAnalysisOutput(o.text, this.target.config.cwd);
+      return;
+    }
     this.sendEvent(new OutputEvent(o.text, o.category));
+  }
+
+  /** Where the program's output of analysis runs goes: `<cwd>/.cyclelens/analysis-output.log`. */
+  private analysisOutput: { file: string; failed: boolean } | undefined;
+
+  private keepAnalysisOutput(text: string, cwd: string): void {
+    if (!this.analysisOutput) {
+      const file = join(cwd, '.cyclelens', 'analysis-output.log');
+      this.analysisOutput = { file, failed: false };
+      try {
+        mkdirSync(dirname(file), { recursive: true });
+        // Appended (sessions of parallel runs share the file), each session under a line of its own.
+        appendFileSync(
+          file,
+          `--- ${new Date().toISOString()}: ${this.target?.config.image.path ?? 'the program'} (adapter ${process.pid}) ---\n`,
+        );
+        this.sendEvent(
+          new OutputEvent(
+            `The program's output during CycleLens's own runs (descent, full profile, measurements) is kept in ${file}, not shown here.\n`,
+            'console',
+          ),
+        );
+      } catch (err) {
+        this.analysisOutput.failed = true;
+        this.sendEvent(
+          new OutputEvent(
+            `The program's output during CycleLens's own runs cannot be kept in ${file} (${errorMessage(err)}); it is shown here.\n`,
+            'console',
+          ),
+        );
+      }
+    }
+    if (this.analysisOutput.failed) {
+      this.sendEvent(new OutputEvent(text, 'stdout'));
+      return;
+    }
+    try {
+      appendFileSync(this.analysisOutput.file, text);
+    } catch {
+      this.analysisOutput.failed = true;
+      this.sendEvent(new OutputEvent(text, 'stdout'));
+    }
   }
 
   private requireTarget(): DebugTarget {

@@ -2,6 +2,7 @@ import type {
   ConfigureArguments,
   CountersResponse,
   MeasurementResponse,
+  ExecutionCountsArguments,
   RunArguments,
   RunResponse,
 } from '../../common/dapCustom';
@@ -16,6 +17,7 @@ import { asynchronousHandlers, executionCountsRequest } from '../probe/execution
 import { BreakpointMeasurement } from '../probe/rangeMeasurement';
 import { breakpointLocation, describeBreakpointLocation } from '../debugger/locations';
 import type { StopPoint } from '../probe/injection';
+import type { CountingStop } from '../servers/qemuCounting';
 import type { DebugTarget } from '../target/debugTarget';
 import type { CustomRequestHandlers } from './customRequestTypes';
 
@@ -74,11 +76,25 @@ export class ProbeRequests {
             graph: this.callGraph(),
             entryAddress: target.config.image.header.entry,
             handlers: () => asynchronousHandlers(target.config.family, target.config.image, this.callGraph().functions),
+            end: (args) => this.countingEnd(args),
           },
           a,
         );
       },
     };
+  }
+
+  /** Where the counting run stops: where the measured runs end, at its `hits`-th arrival. */
+  private async countingEnd(a: ExecutionCountsArguments): Promise<{ stop: CountingStop; what: string } | undefined> {
+    const target = this.target();
+    const until =
+      a.until ?? (target.config.programEnd ? { function: target.config.programEnd } : this.automaticEnd()?.location);
+    if (!until) return undefined;
+    const fn = 'function' in until ? target.config.image.functionNamed(until.function) : undefined;
+    const raw = fn ? Number(fn.address) : Number(await target.internally(() => this.addressOf(until)));
+    const address = raw - (raw % 2); // a Thumb function's symbol has bit 0 set; the plugin sees the PC
+    const hits = a.hits ?? 1;
+    return { stop: { address, hits }, what: `${describeLocation(until)}${hits > 1 ? ` (arrival ${hits})` : ''}` };
   }
 
   private graph: StaticCallGraph | undefined;
@@ -139,7 +155,11 @@ export class ProbeRequests {
         ? { reached }
         : {
             reached,
-            detail: `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).`,
+            detail:
+              `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` +
+              (stop.reason === 'breakpoint'
+                ? ` Breakpoint ${stop.breakpointIds.join(', ') || '(unnumbered)'}${stop.frame?.file ? ` at ${stop.frame.file}:${stop.frame.line ?? '?'}` : ''} stopped the analysis run; this debugger cannot disable breakpoints for it: remove or disable that breakpoint while the analysis runs, then start it again.`
+                : ''),
           };
     });
     // The user's editor stays where it is: a profiling scenario makes many such stops.

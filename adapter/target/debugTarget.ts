@@ -274,8 +274,27 @@ export class DebugTarget {
     if (!options.hidden) return this.debugger.runTo(address, options);
     return this.internally(async () => {
       if (this.debugger.isRunning) await this.debugger.interrupt();
-      return this.debugger.runTo(address, options);
+      // The user's breakpoints are passed by (disabled for the run, enabled again after it): an
+      // analysis run stops only where it was sent.
+      const user = this.debugger.setBreakpointsEnabled ? this.userBreakpoints() : [];
+      if (user.length > 0) await this.debugger.setBreakpointsEnabled!(user, false);
+      try {
+        return await this.debugger.runTo(address, options);
+      } finally {
+        if (user.length > 0) {
+          if (this.debugger.isRunning) await this.debugger.interrupt().catch(() => undefined);
+          await this.debugger.setBreakpointsEnabled!(user, true);
+        }
+      }
     });
+  }
+
+  /** The user's breakpoints (their debugger numbers), which hidden runs pass by; the session sets it. */
+  userBreakpoints: () => number[] = () => [];
+
+  /** True while the adapter runs the target for its own work (profiling runs, calibration). */
+  get runsInternally(): boolean {
+    return this.internalStops > 0;
   }
 
   /** Runs `fn` (which may resume and halt the target) with its stops hidden from the user. */

@@ -22,7 +22,7 @@ export { DescentError, isAbort } from './analysisRun';
 export type { AnalysisResult, BatchMeasurer, DescentProgress, MeasurerPlan } from './analysisRun';
 export { callCountEstimates } from './descentBounds';
 export { runFullProfile, runRoundRobin } from './fullProfile';
-export { MeasurerPool } from './measurerPool';
+export { MeasurerPool, WorkerNotNeeded } from './measurerPool';
 export type { PoolOptions } from './measurerPool';
 export type { FullProfileOptions, RoundRobinOptions } from './fullProfile';
 
@@ -160,6 +160,8 @@ export async function runDescent(
   // everything takes: descent never takes more. With one slot there are none (a hot group costs a
   // whole run).
   const naive = Math.ceil(graph.functions.length / slots);
+  // The counting run is one of the runs the analysis takes: a failed one is not (it gave nothing).
+  const firstRunsUsed = counted ? 1 : 0;
   const packer =
     wantGroups && (estimates || slots > 1)
       ? new GroupPlanner(index, estimates ?? new Map(), slots, threshold, options.packing ?? 0.7, plan?.groupable)
@@ -194,6 +196,18 @@ export async function runDescent(
       } else {
         const first = left.filter(ready);
         batch = [...first, ...(lookahead ? left.filter((f) => !ready(f)) : [])].slice(0, slots);
+      }
+      // Never more runs than measuring everything: a job that would leave more open functions than
+      // the runs left can measure one per slot measures the next open functions, a full batch of
+      // singles, instead; a full batch keeps that budget, so once taken it holds to the end. Groups
+      // packed by call counts count as deciding their members (they are estimated cold; one that
+      // comes out hot is split within the budget that is left), blind ones as deciding nothing.
+      const used = firstRunsUsed + batches.length + step.length;
+      const grouped = estimates !== undefined ? groups.reduce((n, g) => n + g.length, 0) : 0;
+      const after = left.length - batch.length - grouped;
+      if (batch.length + groups.length > 0 && used + 1 + Math.ceil(after / slots) > naive) {
+        batch = left.slice(0, slots);
+        groups = [];
       }
       if (batch.length + groups.length === 0) break;
       step.push({ batch, groups });

@@ -198,13 +198,26 @@ export class MeasurerPool {
         started.catch((err: unknown) => {
           this.failedStarts++;
           this.workers[i] = undefined;
-          this.options.log?.(
-            `worker ${i + 1} could not start (${err instanceof Error ? err.message : String(err)}); the analysis goes on with the others`,
-          );
+          // The analysis was over before this session was ready (a short program): the normal
+          // end of a session started ahead, not a failure.
+          if (err instanceof WorkerNotNeeded)
+            this.options.log?.(`worker ${i + 1} was not needed: the analysis was done before its session was ready`);
+          else
+            this.options.log?.(
+              `worker ${i + 1} could not start (${err instanceof Error ? err.message : String(err)}); the analysis goes on with the others`,
+            );
           return undefined;
         }),
       );
     }
     return this.workers[index];
+  }
+}
+
+/** Thrown by `startWorker` when the analysis ended while the worker's session was starting. */
+export class WorkerNotNeeded extends Error {
+  override name = 'WorkerNotNeeded';
+  constructor() {
+    super('the analysis ended while the session was starting');
   }
 }

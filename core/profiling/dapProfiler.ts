@@ -35,6 +35,8 @@ import {
  */
 
 const Req = CustomRequests;
+/** Why the function every single-pass run ends at is never measured. */
+const ENDS_THE_RUN = 'every run ends at its entry (the end of the program), so none of it runs inside the window';
 
 /** What the profiler needs of a session: `customRequest` (vscode.DebugSession and the CLI's DAP client have it). */
 export type DapRequester = CustomRequestPeer;
@@ -160,14 +162,31 @@ export class DapProfiler implements BatchMeasurer {
   async plan(functions: readonly string[]): Promise<MeasurerPlan> {
     const r = await this.request(Req.planInjection, { functions: [...functions] });
     const callSites = this.options.callSitesIfTooShort ?? true;
-    return {
-      groupable: new Set(r.functions.filter((f) => f.entry && !f.solo).map((f) => f.name)),
-      unmeasurable: new Map(
-        r.functions
-          .filter((f) => !f.entry && !(callSites && f.callSites))
-          .map((f) => [f.name, f.reason ?? 'its entry cannot be patched']),
-      ),
-    };
+    const unmeasurable = new Map(
+      r.functions
+        .filter((f) => !f.entry && !(callSites && f.callSites))
+        .map((f) => [f.name, f.reason ?? 'its entry cannot be patched']),
+    );
+    // The function every run ends at is refused by every run (withInjected): no run is spent on it.
+    const ending = await this.endFunction();
+    if (ending !== undefined && functions.includes(ending)) unmeasurable.set(ending, ENDS_THE_RUN);
+    return { groupable: new Set(r.functions.filter((f) => f.entry && !f.solo).map((f) => f.name)), unmeasurable };
+  }
+
+  /**
+   * The function at whose entry every single-pass run ends: the mode's end, or the adapter's
+   * (`programEnd`, or the end found in the code), asked with a run to the start when not yet known.
+   */
+  private async endFunction(): Promise<string | undefined> {
+    const mode = this.options.mode;
+    if (mode.kind !== 'single-pass') return undefined;
+    if (mode.end) return 'function' in mode.end ? mode.end.function : undefined;
+    if (this.endsAt === undefined) {
+      const from = mode.start ?? 'main';
+      const start = await this.runTo({ restart: true, until: { function: from } }, `the start of the run (${from})`);
+      if (start.programEnd && 'function' in start.programEnd) this.endsAt = start.programEnd.function;
+    }
+    return this.endsAt;
   }
 
   /**
@@ -180,7 +199,9 @@ export class DapProfiler implements BatchMeasurer {
     checkAbort(signal);
     let r: CustomResponse<typeof Req.executionCounts>;
     try {
-      r = await this.request(Req.executionCounts, {});
+      // It stops where the measured runs stop (the mode's end, else the adapter's), never only at QEMU's exit.
+      const mode = this.options.mode;
+      r = await this.request(Req.executionCounts, mode.end ? { until: mode.end } : {});
     } catch (err) {
       checkAbort(signal);
       this.options.log?.(`no instruction counts: ${message(err)}; descent bounds functions by their callers alone`);
@@ -188,8 +209,8 @@ export class DapProfiler implements BatchMeasurer {
     }
     checkAbort(signal);
     if (!r.counted) {
+      // A counting run that gave no counts is not counted as a run: nothing of it is used.
       this.options.log?.(`no instruction counts: ${r.reason}; descent bounds functions by their callers alone`);
-      if (r.elapsedMs > 0) this.countingRuns++;
       return undefined;
     }
     this.countingRuns++;
@@ -331,12 +352,16 @@ export class DapProfiler implements BatchMeasurer {
     from: string,
     until: CodeLocation,
   ): Promise<{ id: number; what: string; region: boolean } | undefined> {
+    const ends = await this.windowEnds(from, until);
+    // When `from` calls the end itself (main calling an exit that never returns), it never returns
+    // inside the run: measured from its entry to its return it would never complete a pass.
+    const returns = !('function' in until) || ends.length === 0;
     const attempts: Array<{ target: InjectArguments['targets'][number]; what: string }> = [
-      ...(await this.windowEnds(from, until)).map((close) => ({
+      ...ends.map((close) => ({
         target: { start: { function: from }, end: close },
         what: `the region ${from} -> ${describe(close)}`,
       })),
-      { target: { function: from }, what: `${from} from its entry to its return` },
+      ...(returns ? [{ target: { function: from }, what: `${from} from its entry to its return` }] : []),
     ];
     for (const attempt of attempts) {
       const injected = await this.request(Req.inject, {
@@ -414,8 +439,60 @@ export class DapProfiler implements BatchMeasurer {
         );
       }
     }
+    const counted = await this.totalFromCounts(from, until, doubtful, signal);
+    if (counted) return { totals: { ...totals, ...counted.totals }, method: counted.method };
     this.options.log?.(`the run has no ${doubtful.join('/')} total`);
+    if (Object.keys(totals).length === 0)
+      throw new ProfilingError(
+        `the run from ${from} to ${describe(until)} has no total: no window from ${from} to the end could be injected, and the counters read at both ends are unreliable (${unreliable}). ` +
+          'Set `programEnd` in the launch configuration to a function that is called once at the end of the work and whose entry or call can be patched (for example "programEnd": "exit" or "programEnd": "board_exit").',
+      );
     return { totals, method: 'total from a run without injections (unreliable counters left out)' };
+  }
+
+  /**
+   * The fallback where no window can be injected and the counters read at halts cannot be trusted:
+   * the total from instruction counts read at the run's start and at its end, in two counting runs
+   * of their own (QEMU's plugin stops each at its address: reset to `from`, reset to the end). Their
+   * difference is the window exactly; an event of a fixed rate (SysTick on QEMU) is formed from it
+   * at that rate. Undefined where no counting run can be made (not QEMU, no -icount).
+   */
+  private async totalFromCounts(
+    from: string,
+    until: CodeLocation,
+    events: readonly string[],
+    signal: AbortSignal | undefined,
+  ): Promise<{ totals: Record<string, number>; method: string } | undefined> {
+    const reading = async (at: CodeLocation): Promise<CustomResponse<typeof Req.executionCounts> | undefined> => {
+      checkAbort(signal);
+      try {
+        const r = await this.request(Req.executionCounts, { until: at });
+        if (!r.counted) this.options.log?.(`no instruction counts to ${describe(at)}: ${r.reason}`);
+        return r.counted ? r : undefined;
+      } catch (err) {
+        this.options.log?.(`no instruction counts to ${describe(at)}: ${message(err)}`);
+        return undefined;
+      }
+    };
+    const start = await reading({ function: from });
+    if (!start) return undefined;
+    this.baselineRuns++;
+    const end = await reading(until);
+    if (!end?.counted || !start.counted) return undefined;
+    this.baselineRuns++;
+    const instructions = end.total - start.total;
+    const totals: Record<string, number> = {};
+    for (const e of events) {
+      const unit = end.units[e];
+      if (unit) totals[e] = instructions / unit.instructionsPerUnit;
+    }
+    if (Object.keys(totals).length === 0) return undefined;
+    const rate = Object.entries(totals)
+      .map(([e]) => `${e}: ${end.units[e]!.instructionsPerUnit} instructions each`)
+      .join(', ');
+    const method = `total from the instructions counted from reset to ${from} (${start.total}) and to ${describe(until)} (${end.total}) in two counting runs of their own (QEMU plugin, exact; ${rate})`;
+    this.options.log?.(`total ${from} -> ${describe(until)}: ${instructions} instructions (${method})`);
+    return { totals, method };
   }
 
   /**
@@ -489,7 +566,7 @@ export class DapProfiler implements BatchMeasurer {
     // The function at whose entry every run stops never finishes inside the window (and its entry
     // patch would sit on the window's own end): it is refused, not measured.
     const ending = this.options.mode.kind === 'single-pass' ? this.endsAt : undefined;
-    const why = `every run ends at its entry (the end of the program), so none of it runs inside the window`;
+    const why = ENDS_THE_RUN;
     const refusedHere: RefusedFunction[] = [
       ...batch.filter((f) => f === ending).map((name) => ({ name, reason: why })),
       ...groups
@@ -627,7 +704,16 @@ export class DapProfiler implements BatchMeasurer {
       ...args,
       ...(this.options.timeoutMs ? { timeoutMs: this.options.timeoutMs } : {}),
     });
-    if (!r.reached) throw new ProfilingError(`the program did not reach ${what}${r.detail ? `: ${r.detail}` : ''}`);
+    if (!r.reached) {
+      // A single-pass run that never gets to its end: firmware that never ends (a super-loop).
+      const never = this.options.mode.kind === 'single-pass' && /did not get there within/.test(r.detail ?? '');
+      throw new ProfilingError(
+        `the program did not reach ${what}${r.detail ? `: ${r.detail}` : ''}` +
+          (never
+            ? ' If the firmware never ends (a super-loop), measure a window of passes instead: a number of passes over a function or line of its main loop (command line: --cyclic LOCATION --dwell N, for example --cyclic read_sensor --dwell 100 for 100 iterations; in the editor: the descent prompt\'s "a window of passes").'
+            : ''),
+      );
+    }
     return r;
   }
 

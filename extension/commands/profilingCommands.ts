@@ -9,6 +9,7 @@ import {
   type ResultSet,
 } from '../../core/analysis/resultSet';
 import { AdapterSession } from '../../core/dap/adapterSession';
+import { WorkerNotNeeded } from '../../core/analysis/measurerPool';
 import { DapProfiler, type DapProfilerOptions } from '../../core/profiling/dapProfiler';
 import { interruptedAnalysisLines } from '../../core/profiling/interruption';
 import { decideJobs, type JobsTarget } from '../../core/profiling/parallelJobs';
@@ -16,6 +17,7 @@ import { workspaceCallGraph } from '../../core/analysis/savedGraph';
 import { runScenario, type ScenarioRequest, type ScenarioWorkers } from '../../core/profiling/scenarios';
 import type { SessionTracker } from '../debug/sessionTracker';
 import { resultsColumn } from '../panels/editorColumns';
+import type { CodeLocation } from '../../common/dapCustom';
 
 /**
  * "Where do my cycles go?": call-graph descent and the exact full profile, run from the editor on
@@ -50,9 +52,55 @@ export function registerProfilingCommands(
       if (!text) return;
       threshold = { kind: 'share', value: Number(text.trim().slice(0, -1)) / 100 };
     }
+    // Firmware that never ends (a super-loop) has no end to run to: a window of passes over a
+    // function or line of its main loop is measured instead ("100 iterations of the main loop").
+    let window: { safeStop: CodeLocation; dwell: number } | undefined;
+    if (command === 'descent') {
+      const picked = await vscode.window.showQuickPick(
+        [
+          {
+            label: 'To the end of the program',
+            description: 'exit, programEnd, or the end found in the code',
+            window: false,
+          },
+          {
+            label: 'A window of passes',
+            description: 'firmware that never ends: N passes over a function or line of its main loop',
+            window: true,
+          },
+        ],
+        { title: 'Call-graph descent: where does a run end?' },
+      );
+      if (!picked) return;
+      if (picked.window) {
+        const where = await vscode.window.showInputBox({
+          title: 'Window of passes: the function or line each pass goes through',
+          prompt: 'A function (read_sensor), an address (0x80000412) or a line (main.c:42) of the main loop.',
+          placeHolder: 'e.g. read_sensor',
+          validateInput: (v) => (v.trim() ? undefined : 'Name a function, 0xADDRESS or file.c:LINE'),
+        });
+        if (!where) return;
+        const passes = await vscode.window.showInputBox({
+          title: 'Window of passes: how many passes per run',
+          value: '100',
+          validateInput: (v) => (/^[1-9]\d*$/.test(v.trim()) ? undefined : 'A whole number of passes, 1 or more'),
+        });
+        if (!passes) return;
+        window = { safeStop: passLocation(where.trim()), dwell: Number(passes.trim()) };
+      }
+    }
     const slots = vscode.workspace.getConfiguration('cyclelens').get<number>('profileSlots') ?? 4;
     const start = typeof config['stopAtEntry'] === 'string' ? config['stopAtEntry'] : 'main';
-    const request: ScenarioRequest = { command, threshold, slots, start, roots: [], rounds: 1, lookahead: true };
+    const request: ScenarioRequest = {
+      command,
+      threshold,
+      slots,
+      start,
+      roots: [],
+      rounds: 1,
+      lookahead: true,
+      ...(window ? { cyclic: window.safeStop } : {}),
+    };
     const workspace = session.workspaceFolder?.uri.fsPath ?? vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
     // A dynamic call graph saved in the workspace lets descent measure cold functions in groups.
     const saved = command === 'descent' && workspace ? await workspaceCallGraph(workspace) : undefined;
@@ -104,7 +152,9 @@ export function registerProfilingCommands(
           });
           const profilerOptions: DapProfilerOptions = {
             slots,
-            mode: { kind: 'single-pass', start },
+            mode: window
+              ? { kind: 'cyclic', safeStop: window.safeStop, dwell: window.dwell }
+              : { kind: 'single-pass', start },
             executable: String(config['executable']),
             log: (line) => output.info(line),
             onResultSet: (rs) => (saves = saves.then(() => savePartial(rs))),
@@ -142,7 +192,7 @@ export function registerProfilingCommands(
                     });
                     extraSessions.push(starting.catch(() => undefined));
                     const extra = await starting;
-                    if (ended) throw new Error('the analysis ended while the session was starting');
+                    if (ended) throw new WorkerNotNeeded();
                     return new DapProfiler(extra.client, { ...profilerOptions, log, totalFrom: profiler });
                   },
                 }
@@ -244,4 +294,12 @@ export function registerProfilingCommands(
       }
     }),
   ];
+}
+
+/** `read_sensor`, `0x80000412` or `main.c:42` as a location. */
+function passLocation(text: string): CodeLocation {
+  if (/^0x[0-9a-f]+$/i.test(text)) return { address: text };
+  const line = /^(.+):(\d+)$/.exec(text);
+  if (line) return { path: line[1]!, line: Number(line[2]) };
+  return { function: text };
 }

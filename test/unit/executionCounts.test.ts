@@ -66,6 +66,7 @@ describe('when there are no counts', () => {
     graph,
     entryAddress: 0,
     handlers: () => [],
+    end: async () => undefined,
     ...over,
   });
 

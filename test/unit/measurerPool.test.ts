@@ -11,6 +11,7 @@ import type { ResultSet } from '../../core/analysis/resultSet';
 import { decideJobs } from '../../core/profiling/parallelJobs';
 import { parseArgs } from '../../cli/args';
 import { FakeMeasurer, engine, randomProgram, share } from '../support/syntheticDescent';
+import { WorkerNotNeeded } from '../../core/analysis/measurerPool';
 
 // The measurer pool (core/analysis/measurerPool.ts) over deterministic fake measurers: runs of one
 // program on several workers must give exactly what one worker gives, in plan order.
@@ -237,6 +238,19 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
     assert.deepEqual(r.outcomes, sequential.outcomes);
     assert.equal(pool.capacity, 2);
     assert.match(log.join('\n'), /worker 2 could not start \(QEMU did not start\)/);
+  });
+
+  it('a worker whose session was ready only after the analysis ended is noted as not needed, not as a failure', async () => {
+    const p = randomProgram(11);
+    const log: string[] = [];
+    const pool = new MeasurerPool(new Worker('w1', 2, p.values, p.total), {
+      jobs: 2,
+      startWorker: () => Promise.reject(new WorkerNotNeeded()),
+      log: (l) => log.push(l),
+    });
+    await runFullProfile(p.graph, pool, { engine, metric: share });
+    assert.match(log.join('\n'), /worker 2 was not needed: the analysis was done before its session was ready/);
+    assert.doesNotMatch(log.join('\n'), /could not start/);
   });
 
   it('a later call gives the batches to the workers that did start, past the one that did not', async () => {

@@ -360,6 +360,10 @@ export class GdbBackend extends DebuggerBase implements Debugger {
     if (ids.length > 0) await this.mi.send(`-break-delete ${ids.join(' ')}`);
   }
 
+  async setBreakpointsEnabled(ids: number[], enabled: boolean): Promise<void> {
+    if (ids.length > 0) await this.mi.send(`-break-${enabled ? 'enable' : 'disable'} ${ids.join(' ')}`);
+  }
+
   // ---- stack, threads, variables ---------------------------------------------------------------
 
   async threads(): Promise<Thread[]> {
