@@ -159,7 +159,10 @@ export class CycleLensDebugSession extends DebugSession {
         },
         (err: unknown) => {
           const code = err instanceof CycleLensError ? err.code : ErrorCode.CommandFailed;
-          const userFacing = err instanceof CycleLensError ? err.userFacing : false;
+          // What the client asks on its own (stacks, variables, hovers, memory and disassembly views)
+          // answers in its view; only what the user asked for shows a message of its own.
+          const userFacing =
+            err instanceof CycleLensError && err.userFacing && !askedByTheClient(request.command, request.arguments);
           // The DAP library substitutes `{_name}` only (other braces pass as written, so JSON examples such as
           // `{ "start": … }` stay readable); with no variables given, `{_…}` would throw inside it.
           this.sendErrorResponse(response, {
@@ -471,10 +474,27 @@ export class CycleLensDebugSession extends DebugSession {
   // ---- memory and code -------------------------------------------------------------------------
 
   /** Memory references are addresses (`0x…`) or expressions such as `&(buffer)`. */
-  private async resolveAddress(reference: string): Promise<bigint> {
-    if (/^(0x[0-9a-f]+|\d+)$/i.test(reference)) return BigInt(reference);
-    const value = await this.activeDebugger().evaluate(`(unsigned long)(${reference})`);
-    return BigInt(value.trim().split(/\s+/)[0]!);
+  private async resolveAddress(reference: string | undefined): Promise<bigint> {
+    const ref = (reference ?? '').trim();
+    if (/^(0x[0-9a-f]+|\d+)$/i.test(ref)) return BigInt(ref);
+    // The expression is the adapter's own around the client's reference: it is checked first, and
+    // GDB's complaint about it is never shown as a message of its own.
+    if (ref === '' || !balancedParentheses(ref))
+      throw new CycleLensError(
+        ErrorCode.InvalidRequest,
+        `No memory at ${JSON.stringify(ref)}: it is not an address.`,
+        false,
+      );
+    let value: string;
+    try {
+      value = await this.activeDebugger().evaluate(`(unsigned long)(${ref})`);
+    } catch (err) {
+      throw new CycleLensError(ErrorCode.CommandFailed, `No memory at ${ref}: ${errorMessage(err)}`, false);
+    }
+    const first = value.trim().split(/\s+/)[0] ?? '';
+    if (!/^(0x[0-9a-f]+|\d+)$/i.test(first))
+      throw new CycleLensError(ErrorCode.CommandFailed, `No memory at ${ref}: it is not an address (${value}).`, false);
+    return BigInt(first);
   }
 
   private async readMemory(a: DebugProtocol.ReadMemoryArguments): Promise<DebugProtocol.ReadMemoryResponse['body']> {
@@ -560,4 +580,24 @@ export class CycleLensDebugSession extends DebugSession {
     if (this.activeDebugger().isRunning)
       throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
   }
+}
+
+/** Requests the client sends by itself, not because the user asked: their errors belong in its views. */
+const CLIENT_REQUESTS = new Set(['threads', 'stackTrace', 'scopes', 'variables', 'readMemory', 'disassemble']);
+
+function askedByTheClient(command: string, args: unknown): boolean {
+  if (CLIENT_REQUESTS.has(command)) return true;
+  if (command !== 'evaluate') return false;
+  const context = (args as { context?: unknown } | undefined)?.context;
+  return context !== 'repl';
+}
+
+/** Whether every parenthesis in `text` closes one opened before it, so `(…)` around it keeps its meaning. */
+function balancedParentheses(text: string): boolean {
+  let depth = 0;
+  for (const c of text) {
+    if (c === '(') depth++;
+    else if (c === ')' && --depth < 0) return false;
+  }
+  return depth === 0;
 }

@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { DebugProtocol } from '@vscode/debugprotocol';
 import { CustomRequests, type InjectResponse } from '../../common/dapCustom';
 import { ElfImage } from '../../adapter/elf';
 import { AdapterHarness, qemuLaunchArgs } from '../support/dap';
@@ -219,5 +220,55 @@ describe('the patch journal and an owner not yet reaped', () => {
       undead.parent.kill('SIGKILL');
       assert.deepEqual(await board.stop(), []);
     }
+  });
+});
+
+describe("the adapter's own expressions never fail visibly", () => {
+  let h: AdapterHarness;
+  afterEach(async () => {
+    const left = await h.stop();
+    assert.deepEqual(left, [], `processes left behind: ${JSON.stringify(left)}`);
+  });
+
+  /** The raw response to a request, success or not. */
+  function raw(command: string, args: object): Promise<DebugProtocol.Response> {
+    const client = h.dc as unknown as {
+      doSend(command: string, args: object, done: (r: DebugProtocol.Response) => void): void;
+    };
+    return new Promise((resolve) => client.doSend(command, args, resolve));
+  }
+
+  it('memory and disassembly at references that are not addresses (Cortex-M4): answered in the view, no message, no GDB syntax error', async () => {
+    h = new AdapterHarness();
+    await h.start();
+    await h.launchToEntry(qemuLaunchArgs('cortex-m4', 'singlepass'));
+    // An empty reference (a disassembly view left open from the session before), references whose
+    // parentheses do not pair, and one GDB cannot evaluate.
+    for (const memoryReference of ['', '  ', 'g_ticks)', '(g_ticks', 'no_such_symbol']) {
+      for (const [command, args] of [
+        ['readMemory', { memoryReference, count: 16 }],
+        ['disassemble', { memoryReference, instructionCount: 8 }],
+      ] as const) {
+        const r = (await raw(command, args)) as DebugProtocol.ErrorResponse;
+        const what = `${command} at ${JSON.stringify(memoryReference)}: ${JSON.stringify(r)}`;
+        assert.equal(r.success, false, what);
+        assert.notEqual(r.body?.error?.showUser, true, `no message of its own: ${what}`);
+        assert.doesNotMatch(r.message ?? '', /syntax error/i, what);
+        assert.match(r.body?.error?.format ?? r.message ?? '', /^No memory at /, what);
+      }
+    }
+    // A real reference still reads, and a hover that GDB cannot parse answers in the hover only.
+    const ok = (await h.dc.customRequest('readMemory', { memoryReference: '&(g_ticks)', count: 4 }))
+      .body as DebugProtocol.ReadMemoryResponse['body'];
+    assert.equal(Buffer.from(ok?.data ?? '', 'base64').length, 4);
+    const frame = (await h.dc.stackTraceRequest({ threadId: 1, levels: 1 })).body.stackFrames[0]!;
+    const hover = (await raw('evaluate', {
+      expression: '(g_ticks',
+      context: 'hover',
+      frameId: frame.id,
+    })) as DebugProtocol.ErrorResponse;
+    assert.equal(hover.success, false);
+    assert.notEqual(hover.body?.error?.showUser, true, JSON.stringify(hover));
+    await h.dc.disconnectRequest({ terminateDebuggee: true });
   });
 });
