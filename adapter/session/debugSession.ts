@@ -29,6 +29,7 @@ import { customEvent, customRequestHandlers } from './customRequests';
 import { validateLaunchArgs, type ValidatedLaunch } from './launchValidation';
 import { releasePrestartedDebugger } from '../debugger/factory';
 import { discardPrestartedQemu } from '../servers/qemuPrestart';
+import { RunState } from './runState';
 import { VariableStore } from './variables';
 
 type Handler = (args: never) => Promise<unknown>;
@@ -57,11 +58,11 @@ export class CycleLensDebugSession extends DebugSession {
       this.sendEvent(customEvent(CustomEvents.measurementProgress, { passesDone, passesWanted })),
     (address) => this.injection.stopPointFor(address),
   );
-  /** The user's last resume was a continue (not a step) and no stop came since: halting samples may be taken. */
-  private freeRunning = false;
+  /** Whose run the target's is: the one owner of "the user's program runs" (runState.ts). */
+  private readonly runState = new RunState(() => this.target?.debugger.isRunning === true && !this.target.isEnded);
   private readonly sampling = new SamplingService(
     () => this.requireTarget(),
-    () => this.freeRunning,
+    this.runState,
     (body) => this.sendEvent(customEvent(CustomEvents.samples, body)),
     (text) => this.output({ category: 'important', text }),
   );
@@ -116,8 +117,19 @@ export class CycleLensDebugSession extends DebugSession {
       // DAP: after `terminate` the adapter reports the end; VS Code then disconnects.
       this.sendEvent(new TerminatedEvent());
     },
-    ...customRequestHandlers(this.probe, this.injection, this.sampling),
+    ...this.ownWork(customRequestHandlers(this.probe, this.injection, this.sampling)),
   };
+
+  /**
+   * The custom requests that run the adapter's own work (measurements, descents' runs): while they
+   * run, the core does not run the user's program. The sampling requests only read.
+   */
+  private ownWork<T extends Record<string, (args: never) => Promise<unknown>>>(handlers: T): T {
+    const out: Record<string, (args: never) => Promise<unknown>> = {};
+    for (const [name, handler] of Object.entries(handlers))
+      out[name] = /sampl/i.test(name) ? handler : (args: never) => this.runState.internally(() => handler(args));
+    return out as T;
+  }
 
   protected override initializeRequest(response: DebugProtocol.InitializeResponse): void {
     response.body = {
@@ -206,6 +218,7 @@ export class CycleLensDebugSession extends DebugSession {
     });
     target.debugger.onRunning(() => this.disassemblyCache.keepWithin(readOnlyCode));
     target.onEnded(({ message }) => {
+      this.runState.ended();
       if (message) this.output({ category: 'important', text: `${message}\n` });
       // The last samples (the exact sampler's final counts at program exit) go out before the end.
       void this.sampling
@@ -225,6 +238,7 @@ export class CycleLensDebugSession extends DebugSession {
     this.sendEvent(customEvent(CustomEvents.capabilities, { family: config.family, units }));
     await this.injection.restoreJournal();
     target.onBeforeReset(async () => {
+      this.runState.stopped();
       await this.injection.beforeReset();
       this.sendEvent(customEvent(CustomEvents.injectionsRemoved, {}));
     });
@@ -236,13 +250,22 @@ export class CycleLensDebugSession extends DebugSession {
 
   private async onConfigurationDone(): Promise<void> {
     this.configurationDone = true;
-    this.freeRunning = true;
+    this.runState.resumed(true);
     await this.requireTarget().runToEntry();
   }
 
   private async restart(): Promise<void> {
     await this.invalidateStopState();
-    await this.requireTarget().restart();
+    const target = this.requireTarget();
+    await this.sampling.hold();
+    try {
+      // The reset is the adapter's; the run to the entry after it is the user's program again.
+      await this.runState.internally(() => target.resetHalted());
+      this.runState.resumed(true);
+      await target.runToEntry();
+    } finally {
+      this.sampling.resume();
+    }
   }
 
   private async disconnect(terminate: boolean): Promise<void> {
@@ -303,9 +326,18 @@ export class CycleLensDebugSession extends DebugSession {
 
   private async resume(action: () => Promise<void>, freely = false): Promise<DebugProtocol.ContinueResponse['body']> {
     await this.invalidateStopState();
-    // A step must not be interrupted by a halting sample: GDB would report the sample's halt as the step's end.
-    this.freeRunning = freely;
-    await action();
+    // No halting sample may be in flight while the run starts: its resume would run a target the
+    // user just stepped, and its halt would end the step. A step takes none at all.
+    await this.sampling.hold();
+    try {
+      this.runState.resumed(freely);
+      await action();
+    } catch (err) {
+      if (!this.target?.debugger.isRunning) this.runState.stopped();
+      throw err;
+    } finally {
+      this.sampling.resume();
+    }
     return { allThreadsContinued: true };
   }
 
@@ -314,7 +346,7 @@ export class CycleLensDebugSession extends DebugSession {
     // A halting sample in flight has the target stopped for a moment and will resume it: wait for
     // it, so the user's pause is not undone.
     await this.sampling.hold();
-    this.freeRunning = false;
+    this.runState.stopped();
     try {
       if (!gdb.isRunning) return;
       const stop = await gdb.interrupt();
@@ -329,7 +361,7 @@ export class CycleLensDebugSession extends DebugSession {
   }
 
   private reportStop(e: StopEvent): void {
-    this.freeRunning = false;
+    this.runState.stopped();
     const kind = e.breakpointIds.length > 0 ? this.breakpoints.kindOf(e.breakpointIds[0]!) : undefined;
     const reason =
       e.reason === 'breakpoint' && kind === 'function'
