@@ -18,6 +18,7 @@ import { MonitorSampler } from './monitorSampler';
 import { PCSR_IDENTITY, PcsrSampler } from './pcsrSampler';
 import { PluginSampler } from './pluginSampler';
 import type { PcSampler, SamplerIdentity } from './sampler';
+import type { RunState } from '../session/runState';
 
 /** The halting sampler's default and ceiling: every sample is a GDB/MI interrupt and continue. */
 const HALTING_DEFAULT_HZ = 50;
@@ -194,7 +195,14 @@ export function createSampler(
   target: DebugTarget,
   args: StartSamplingArguments,
   log: (text: string) => void,
-  freeRunning: () => boolean = () => true,
+  runState: Pick<RunState, 'userProgramRuns' | 'freeRunning'> = {
+    get userProgramRuns() {
+      return !target.isEnded && target.debugger.isRunning;
+    },
+    get freeRunning() {
+      return !target.isEnded && target.debugger.isRunning;
+    },
+  },
 ): PcSampler {
   const all = describeSamplers(target);
   const wanted = args.sampler ?? all.find((s) => s.available)?.id;
@@ -202,7 +210,9 @@ export function createSampler(
   if (!description || !description.available) throw unavailableSampler(all, args.sampler);
   if (args.rateHz !== undefined && !(args.rateHz > 0))
     throw new CycleLensError(ErrorCode.InvalidRequest, '`rateHz` must be a positive number of samples per second.');
-  const isRunning = () => !target.isEnded && target.debugger.isRunning;
+  // Samples count only while the core runs the user's program: not halted, not resetting, not in
+  // the adapter's own runs (the session's run state says whose run it is).
+  const isRunning = () => !target.isEnded && target.debugger.isRunning && runState.userProgramRuns;
   const qemu = qemuOf(target);
   switch (description.id) {
     case 'qemu-plugin': {
@@ -245,7 +255,7 @@ export function createSampler(
     }
     case 'gdb-halting':
       return new HaltingSampler({
-        isRunning: () => isRunning() && freeRunning(),
+        isRunning: () => isRunning() && runState.freeRunning,
         withHalted: (fn) => target.withHalted(fn),
         readPc: async () => Number(await target.debugger.readRegister('pc')),
         rateHz: Math.min(args.rateHz ?? HALTING_DEFAULT_HZ, HALTING_MAX_HZ),

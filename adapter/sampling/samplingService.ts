@@ -14,6 +14,7 @@ import type { ElfImage } from '../elf';
 import type { DebugTarget } from '../target/debugTarget';
 import { createSampler, describeSamplers } from './catalog';
 import type { PcSampler } from './sampler';
+import type { RunState } from '../session/runState';
 
 const DEFAULT_EVENT_INTERVAL_MS = 250;
 
@@ -50,8 +51,8 @@ export class SamplingService {
 
   constructor(
     private readonly target: () => DebugTarget,
-    /** Whether the user let the program run freely (a continue, not a step): the halting sampler samples only then. */
-    private readonly freeRunning: () => boolean,
+    /** Whether the target runs the user's program (samples count only then), and runs it freely. */
+    private readonly runState: RunState,
     private readonly emit: (body: SamplesEventBody) => void,
     private readonly log: (text: string) => void,
   ) {}
@@ -72,7 +73,7 @@ export class SamplingService {
         false,
       );
     const target = this.target();
-    const sampler = createSampler(target, args, this.log, this.freeRunning);
+    const sampler = createSampler(target, args, this.log, this.runState);
     await sampler.start();
     this.sampler = sampler;
     this.image = target.config.image;

@@ -31,6 +31,7 @@ import { customEvent, customRequestHandlers } from './customRequests';
 import { validateLaunchArgs, type ValidatedLaunch } from './launchValidation';
 import { releasePrestartedDebugger } from '../debugger/factory';
 import { discardPrestartedQemu } from '../servers/qemuPrestart';
+import { RunState } from './runState';
 import { VariableStore } from './variables';
 
 type Handler = (args: never) => Promise<unknown>;
@@ -59,11 +60,11 @@ export class CycleLensDebugSession extends DebugSession {
       this.sendEvent(customEvent(CustomEvents.measurementProgress, { passesDone, passesWanted })),
     (address) => this.injection.stopPointFor(address),
   );
-  /** The user's last resume was a continue (not a step) and no stop came since: halting samples may be taken. */
-  private freeRunning = false;
+  /** Whose run the target's is: the one owner of "the user's program runs" (runState.ts). */
+  private readonly runState = new RunState(() => this.target?.debugger.isRunning === true && !this.target.isEnded);
   private readonly sampling = new SamplingService(
     () => this.requireTarget(),
-    () => this.freeRunning,
+    this.runState,
     (body) => this.sendEvent(customEvent(CustomEvents.samples, body)),
     (text) => this.output({ category: 'important', text }),
   );
@@ -118,8 +119,19 @@ export class CycleLensDebugSession extends DebugSession {
       // DAP: after `terminate` the adapter reports the end; VS Code then disconnects.
       this.sendEvent(new TerminatedEvent());
     },
-    ...customRequestHandlers(this.probe, this.injection, this.sampling),
+    ...this.ownWork(customRequestHandlers(this.probe, this.injection, this.sampling)),
   };
+
+  /**
+   * The custom requests that run the adapter's own work (measurements, descents' runs): while they
+   * run, the core does not run the user's program. The sampling requests only read.
+   */
+  private ownWork<T extends Record<string, (args: never) => Promise<unknown>>>(handlers: T): T {
+    const out: Record<string, (args: never) => Promise<unknown>> = {};
+    for (const [name, handler] of Object.entries(handlers))
+      out[name] = /sampl/i.test(name) ? handler : (args: never) => this.runState.internally(() => handler(args));
+    return out as T;
+  }
 
   protected override initializeRequest(response: DebugProtocol.InitializeResponse): void {
     response.body = {
@@ -161,7 +173,10 @@ export class CycleLensDebugSession extends DebugSession {
         },
         (err: unknown) => {
           const code = err instanceof CycleLensError ? err.code : ErrorCode.CommandFailed;
-          const userFacing = err instanceof CycleLensError ? err.userFacing : false;
+          // What the client asks on its own (stacks, variables, hovers, memory and disassembly views)
+          // answers in its view; only what the user asked for shows a message of its own.
+          const userFacing =
+            err instanceof CycleLensError && err.userFacing && !askedByTheClient(request.command, request.arguments);
           // The DAP library substitutes `{_name}` only (other braces pass as written, so JSON examples such as
           // `{ "start": … }` stay readable); with no variables given, `{_…}` would throw inside it.
           this.sendErrorResponse(response, {
@@ -206,6 +221,7 @@ export class CycleLensDebugSession extends DebugSession {
     });
     target.debugger.onRunning(() => this.disassemblyCache.keepWithin(readOnlyCode));
     target.onEnded(({ message }) => {
+      this.runState.ended();
       if (message) this.output({ category: 'important', text: `${message}\n` });
       // QEMU ended with the program and took the patched code along: the journal has nothing to restore.
       this.injection.targetEnded(config.server.type === 'qemu');
@@ -227,6 +243,7 @@ export class CycleLensDebugSession extends DebugSession {
     this.sendEvent(customEvent(CustomEvents.capabilities, { family: config.family, units }));
     await this.injection.restoreJournal();
     target.onBeforeReset(async () => {
+      this.runState.stopped();
       await this.injection.beforeReset();
       this.sendEvent(customEvent(CustomEvents.injectionsRemoved, {}));
     });
@@ -238,15 +255,24 @@ export class CycleLensDebugSession extends DebugSession {
 
   private async onConfigurationDone(): Promise<void> {
     this.configurationDone = true;
-    this.freeRunning = true;
+    this.runState.resumed(true);
     await this.requireTarget().runToEntry();
   }
 
   private async restart(): Promise<void> {
     await this.invalidateStopState();
+    const target = this.requireTarget();
     // The reset takes the measurements out; what was asked is applied again at the entry.
     const requests = this.injection.liveRequests();
-    await this.requireTarget().restart();
+    await this.sampling.hold();
+    try {
+      // The reset is the adapter's; the run to the entry after it is the user's program again.
+      await this.runState.internally(() => target.resetHalted());
+      this.runState.resumed(true);
+      await target.runToEntry();
+    } finally {
+      this.sampling.resume();
+    }
     const applied = await this.injection.reapply(requests).catch((err: unknown) => {
       this.output({
         category: 'important',
@@ -322,9 +348,18 @@ export class CycleLensDebugSession extends DebugSession {
 
   private async resume(action: () => Promise<void>, freely = false): Promise<DebugProtocol.ContinueResponse['body']> {
     await this.invalidateStopState();
-    // A step must not be interrupted by a halting sample: GDB would report the sample's halt as the step's end.
-    this.freeRunning = freely;
-    await action();
+    // No halting sample may be in flight while the run starts: its resume would run a target the
+    // user just stepped, and its halt would end the step. A step takes none at all.
+    await this.sampling.hold();
+    try {
+      this.runState.resumed(freely);
+      await action();
+    } catch (err) {
+      if (!this.target?.debugger.isRunning) this.runState.stopped();
+      throw err;
+    } finally {
+      this.sampling.resume();
+    }
     return { allThreadsContinued: true };
   }
 
@@ -333,7 +368,7 @@ export class CycleLensDebugSession extends DebugSession {
     // A halting sample in flight has the target stopped for a moment and will resume it: wait for
     // it, so the user's pause is not undone.
     await this.sampling.hold();
-    this.freeRunning = false;
+    this.runState.stopped();
     try {
       if (!gdb.isRunning) return;
       const stop = await gdb.interrupt();
@@ -348,7 +383,7 @@ export class CycleLensDebugSession extends DebugSession {
   }
 
   private reportStop(e: StopEvent): void {
-    this.freeRunning = false;
+    this.runState.stopped();
     const kind = e.breakpointIds.length > 0 ? this.breakpoints.kindOf(e.breakpointIds[0]!) : undefined;
     const reason =
       e.reason === 'breakpoint' && kind === 'function'
@@ -493,10 +528,27 @@ export class CycleLensDebugSession extends DebugSession {
   // ---- memory and code -------------------------------------------------------------------------
 
   /** Memory references are addresses (`0x…`) or expressions such as `&(buffer)`. */
-  private async resolveAddress(reference: string): Promise<bigint> {
-    if (/^(0x[0-9a-f]+|\d+)$/i.test(reference)) return BigInt(reference);
-    const value = await this.activeDebugger().evaluate(`(unsigned long)(${reference})`);
-    return BigInt(value.trim().split(/\s+/)[0]!);
+  private async resolveAddress(reference: string | undefined): Promise<bigint> {
+    const ref = (reference ?? '').trim();
+    if (/^(0x[0-9a-f]+|\d+)$/i.test(ref)) return BigInt(ref);
+    // The expression is the adapter's own around the client's reference: it is checked first, and
+    // GDB's complaint about it is never shown as a message of its own.
+    if (ref === '' || !balancedParentheses(ref))
+      throw new CycleLensError(
+        ErrorCode.InvalidRequest,
+        `No memory at ${JSON.stringify(ref)}: it is not an address.`,
+        false,
+      );
+    let value: string;
+    try {
+      value = await this.activeDebugger().evaluate(`(unsigned long)(${ref})`);
+    } catch (err) {
+      throw new CycleLensError(ErrorCode.CommandFailed, `No memory at ${ref}: ${errorMessage(err)}`, false);
+    }
+    const first = value.trim().split(/\s+/)[0] ?? '';
+    if (!/^(0x[0-9a-f]+|\d+)$/i.test(first))
+      throw new CycleLensError(ErrorCode.CommandFailed, `No memory at ${ref}: it is not an address (${value}).`, false);
+    return BigInt(first);
   }
 
   private async readMemory(a: DebugProtocol.ReadMemoryArguments): Promise<DebugProtocol.ReadMemoryResponse['body']> {
@@ -630,4 +682,24 @@ export class CycleLensDebugSession extends DebugSession {
     if (this.activeDebugger().isRunning)
       throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
   }
+}
+
+/** Requests the client sends by itself, not because the user asked: their errors belong in its views. */
+const CLIENT_REQUESTS = new Set(['threads', 'stackTrace', 'scopes', 'variables', 'readMemory', 'disassemble']);
+
+function askedByTheClient(command: string, args: unknown): boolean {
+  if (CLIENT_REQUESTS.has(command)) return true;
+  if (command !== 'evaluate') return false;
+  const context = (args as { context?: unknown } | undefined)?.context;
+  return context !== 'repl';
+}
+
+/** Whether every parenthesis in `text` closes one opened before it, so `(…)` around it keeps its meaning. */
+function balancedParentheses(text: string): boolean {
+  let depth = 0;
+  for (const c of text) {
+    if (c === '(') depth++;
+    else if (c === ')' && --depth < 0) return false;
+  }
+  return depth === 0;
 }

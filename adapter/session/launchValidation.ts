@@ -147,6 +147,12 @@ export function validateLaunchArgs(
   const server = validateServer(raw.server, cwd);
   const facts = computeTargetFacts(detected, server);
   const reserved = validateReservedMemory(raw.reservedMemory, image, facts.memoryMap);
+  // An address (`*0x…`) or a `file.c:LINE` is GDB's to resolve; a plain name must be a function of the ELF.
+  if (typeof stop === 'string' && /^[A-Za-z_.$][\w.$]*$/.test(stop) && !image.functionNamed(stop)) {
+    invalid(
+      `\`stopAtEntry\` (the command line's --start) names no function of ${executable}: ${JSON.stringify(stop)}. Name a function the program defines, such as "main", or set it to false to run freely.`,
+    );
+  }
   if (raw.programEnd !== undefined && (typeof raw.programEnd !== 'string' || !image.functionNamed(raw.programEnd))) {
     invalid(`\`programEnd\` must name a function of ${executable} (got ${JSON.stringify(raw.programEnd)}).`);
   }

@@ -19,12 +19,21 @@ export const demoConfigurations = [
 ];
 
 /**
+ * What the demo's QEMU loads by default: the counting plugin, so that live hotspots start with the
+ * exact sampler (every instruction counted) rather than one that samples host time.
+ */
+export const DEMO_SERVER = { instructionCounts: true };
+
+/** RAM the demo firmware leaves to CycleLens: the on-target sampler needs 32 KiB of it. */
+export const DEMO_SCRATCH_BYTES = 32 * 1024;
+
+/**
  * The launch.json body. Each entry is a common/launchArgs.ts `CycleLensLaunchArgs` plus VS Code's
  * `DebugConfigurationBase` fields; `${workspaceFolder}` keeps it valid wherever the folder is.
  * `server` adds QEMU server options to every configuration (`{ instructionCounts: true }` loads the
  * counting plugin, for exact live hotspots).
  */
-export function demoLaunchJson(program = 'singlepass', server = {}) {
+export function demoLaunchJson(program = 'singlepass', server = DEMO_SERVER) {
   return {
     version: '0.2.0',
     configurations: demoConfigurations.map((c) => ({
@@ -111,7 +120,7 @@ function copyElfs(builtDir, toDir) {
 export function createDemoWorkspace({
   dir = demoWorkspaceDir,
   program = 'singlepass',
-  server = {},
+  server = DEMO_SERVER,
   build = false,
   allowMissingFirmware = false,
 } = {}) {
@@ -127,7 +136,19 @@ export function createDemoWorkspace({
     // Only the programs launch.json names: the fixture suite's other programs (the ten benchmark
     // programs, each with its listing) take minutes to build and the demo does not use them.
     const elfs = demoConfigurations.map((c) => `build/${c.target}/${program}.elf`);
-    execFileSync('make', ['-C', dir, '-j2', '--no-print-directory', ...elfs], { stdio: 'inherit' });
+    // The on-target (interrupt) sampler needs 32 KiB of RAM the program never uses: the demo reserves it.
+    execFileSync(
+      'make',
+      [
+        '-C',
+        dir,
+        '-j2',
+        '--no-print-directory',
+        `EXTRA_LDFLAGS=-Wl,--defsym=SCRATCH_SIZE=${DEMO_SCRATCH_BYTES}`,
+        ...elfs,
+      ],
+      { stdio: 'inherit' },
+    );
   } else {
     copyElfs(builtDir, join(dir, 'build'));
   }

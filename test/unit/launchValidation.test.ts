@@ -36,8 +36,8 @@ describe('launch argument validation', () => {
     assert.equal(v.executable, rv32);
     assert.equal(v.stopAtEntry, undefined);
     assert.equal(
-      validateLaunchArgs({ executable: rv32, server: { type: 'qemu' }, stopAtEntry: 'reset_handler' }, dir).stopAtEntry,
-      'reset_handler',
+      validateLaunchArgs({ executable: rv32, server: { type: 'qemu' }, stopAtEntry: 'board_init' }, dir).stopAtEntry,
+      'board_init',
     );
     assert.equal(
       validateLaunchArgs({ executable: rv32, server: { type: 'qemu' }, stopAtEntry: true }, dir).stopAtEntry,
@@ -131,6 +131,11 @@ describe('launch argument validation', () => {
 
   it('checks the types of optional fields', () => {
     rejects({ executable: rv32, server: { type: 'qemu' }, stopAtEntry: 3 }, ErrorCode.InvalidLaunchArgs, /stopAtEntry/);
+    rejects(
+      { executable: rv32, server: { type: 'qemu' }, stopAtEntry: 'no_such_function' },
+      ErrorCode.InvalidLaunchArgs,
+      /`stopAtEntry` \(the command line's --start\) names no function of .*singlepass\.elf: "no_such_function"/,
+    );
     rejects({ executable: rv32, server: { type: 'qemu' }, gdbPath: ['gdb'] }, ErrorCode.InvalidLaunchArgs, /gdbPath/);
     rejects(
       { executable: rv32, server: { type: 'qemu' }, initCommands: 'set x' },

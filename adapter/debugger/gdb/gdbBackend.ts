@@ -1,3 +1,4 @@
+import { statSync } from 'node:fs';
 import { CycleLensError, ErrorCode, errorMessage } from '../../errors';
 import { OwnedProcess, requireExecutable } from '../../util/processes';
 import type { Debugger, ExecutionState, RunToOptions, RunToResult } from '../debugger';
@@ -99,18 +100,27 @@ export class GdbBackend extends DebuggerBase implements Debugger {
       'The debugger',
       'Install it (Debian: `apt-get install gdb-multiarch`) or set `gdbPath` in the launch configuration.',
     );
-    // The next adapter spawned for this launch configuration starts this GDB from its loader.
-    rememberStart({ gdb }, process.env, codeCacheDir());
+    if (isDirectory(gdb))
+      throw new CycleLensError(
+        ErrorCode.DebuggerFailed,
+        `The debugger '${gdb}' is a directory, not a program. Point \`gdbPath\` at gdb-multiarch or a GDB for your target.`,
+      );
     const prestarted = takePrestartedGdb(gdb);
     const proc = prestarted ?? OwnedProcess.spawn('gdb', gdb, GDB_ARGS, { cwd: options.cwd });
-    const spawnError = new Promise<never>((_, reject) =>
-      proc.child.once('error', (err) =>
-        reject(new CycleLensError(ErrorCode.DebuggerFailed, `Could not start GDB '${gdb}': ${err.message}`)),
-      ),
-    );
-    const backend = new GdbBackend(new MiConnection(proc));
-    // A GDB started before the launch runs in the adapter's directory: it moves to the session's.
-    await Promise.race([backend.prepare(prestarted ? options.cwd : undefined), spawnError]);
+    const mi = new MiConnection(proc);
+    const backend = new GdbBackend(mi);
+    try {
+      await answersAsGdb(gdb, proc, mi);
+      // A GDB started before the launch runs in the adapter's directory: it moves to the session's.
+      await backend.prepare(prestarted ? options.cwd : undefined);
+    } catch (err) {
+      await proc.kill();
+      throw err instanceof CycleLensError && err.code === ErrorCode.DebuggerExited
+        ? new CycleLensError(ErrorCode.DebuggerFailed, `The debugger '${gdb}' failed while it started: ${err.message}`)
+        : err;
+    }
+    // The next adapter spawned for this launch configuration starts this GDB from its loader.
+    rememberStart({ gdb }, process.env, codeCacheDir());
     return backend;
   }
 
@@ -130,9 +140,10 @@ export class GdbBackend extends DebuggerBase implements Debugger {
       ...settings.map(([variable, value]) => this.gdbSet(variable!, value!)),
       ...(cwd !== undefined ? [this.mi.send(`-environment-cd ${miQuote(cwd)}`)] : []),
     ]);
+    // Should GDB fail or die on the version, the settings fail with it: that is reported once, here.
+    settingsSent.catch(() => undefined);
     const version = await versionSent;
     if (!/GNU gdb/.test(version.console)) {
-      settingsSent.catch(() => undefined);
       throw new CycleLensError(
         ErrorCode.DebuggerFailed,
         `The debugger does not look like GDB (it printed: ${version.console.slice(0, 120)}). Point \`gdbPath\` at gdb-multiarch or a GDB for your target.`,
@@ -623,4 +634,74 @@ export class GdbBackend extends DebuggerBase implements Debugger {
 
 function delay(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** GDB prints its first MI prompt within this long of starting: 60-100 ms, a few seconds on a loaded machine. */
+const PROMPT_MS = 10_000;
+
+/**
+ * Waits for the first MI prompt of the program at `path`. A program that cannot be run, ends, or
+ * prints anything but MI for PROMPT_MS is named with what went wrong: its exit status and last output.
+ */
+async function answersAsGdb(path: string, proc: OwnedProcess, mi: MiConnection): Promise<void> {
+  const fix = 'Point `gdbPath` at gdb-multiarch or a GDB for your target.';
+  let timer: NodeJS.Timeout | undefined;
+  const failed = new Promise<never>((_, reject) => {
+    proc.child.once('error', (err: NodeJS.ErrnoException) =>
+      reject(
+        new CycleLensError(
+          ErrorCode.DebuggerFailed,
+          `The debugger '${path}' could not be started: ${whyNotStarted(path, err)}. ${fix}`,
+        ),
+      ),
+    );
+    void proc.exited.then(async ({ code, signal }) => {
+      await proc.outputEnded();
+      const how = signal
+        ? `was killed by ${signal}`
+        : `exited with code ${code}${code === 126 ? ' (it cannot be executed)' : code === 127 ? ' (it, or the interpreter its `#!` line names, was not found)' : ''}`;
+      const tail = mi.lastOutput.filter((l) => l.trim() !== '').slice(-5);
+      reject(
+        new CycleLensError(
+          ErrorCode.DebuggerFailed,
+          `The debugger '${path}' ${how} before it answered as GDB. ${
+            tail.length ? `Its last output:\n${tail.join('\n')}\n` : 'It printed nothing. '
+          }${fix}`,
+        ),
+      );
+    });
+    timer = setTimeout(() => {
+      const stray = mi.strayOutput.map((l) => l.slice(0, 120));
+      reject(
+        new CycleLensError(
+          ErrorCode.DebuggerFailed,
+          `The debugger '${path}' did not answer as GDB: no MI prompt within ${PROMPT_MS / 1000} s (${
+            stray.length ? `it printed:\n${stray.join('\n')}\n` : 'it printed nothing'
+          }). ${fix}`,
+        ),
+      );
+    }, PROMPT_MS);
+  });
+  failed.catch(() => undefined);
+  try {
+    await Promise.race([mi.firstPrompt(), failed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function whyNotStarted(path: string, err: NodeJS.ErrnoException): string {
+  if (isDirectory(path)) return 'it is a directory';
+  if (err.code === 'ENOENT')
+    return 'the system cannot run it (a script whose `#!` interpreter is missing, or a program for another machine)';
+  if (err.code === 'EACCES') return 'permission denied';
+  return err.message;
 }

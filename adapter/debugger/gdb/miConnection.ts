@@ -40,6 +40,10 @@ export class MiConnection {
   private exitInfo: MiExit | undefined;
   /** The command whose console output is being captured (GDB runs one command at a time). */
   private capturing: PendingCommand | undefined;
+  /** Lines of stdout that were not MI, kept (a few) to say what a program that is not GDB printed. */
+  private readonly unparsedSeen: string[] = [];
+  private promptSeen = false;
+  private readonly promptWaiters: Array<() => void> = [];
 
   private readonly asyncEmitter = new Emitter<MiAsyncRecord>();
   private readonly streamEmitter = new Emitter<MiStreamRecord>();
@@ -88,6 +92,27 @@ export class MiConnection {
 
   get exited(): boolean {
     return this.exitInfo !== undefined;
+  }
+
+  /** How the process ended, once it has. */
+  get exit(): MiExit | undefined {
+    return this.exitInfo;
+  }
+
+  /** The last lines of stderr and unparsed stdout so far. */
+  get lastOutput(): string[] {
+    return [...this.recentOutput];
+  }
+
+  /** The first lines of stdout that were not MI (what a program that is not GDB printed). */
+  get strayOutput(): readonly string[] {
+    return this.unparsedSeen;
+  }
+
+  /** Resolves at GDB's first MI prompt `(gdb)` (at once if it came already). */
+  firstPrompt(): Promise<void> {
+    if (this.promptSeen) return Promise.resolve();
+    return new Promise((resolve) => this.promptWaiters.push(resolve));
   }
 
   get process(): OwnedProcess {
@@ -163,8 +188,13 @@ export class MiConnection {
         this.streamEmitter.fire(record);
         break;
       case 'prompt':
+        if (!this.promptSeen) {
+          this.promptSeen = true;
+          for (const w of this.promptWaiters.splice(0)) w();
+        }
         break;
       case 'unparsed':
+        if (this.unparsedSeen.length < 5) this.unparsedSeen.push(line);
         this.remember(line);
         this.unparsedEmitter.fire(line);
         break;

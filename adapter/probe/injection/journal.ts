@@ -56,14 +56,20 @@ export function elfHash(elf: ElfImage): string {
   return createHash('sha256').update(elf.file.bytes).digest('hex').slice(0, 16);
 }
 
-function processStartTime(pid: number): string | undefined {
+/** Fields 3 and on of /proc/PID/stat (state first), or undefined when the process is not there. */
+function statFields(pid: number): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    // Fields after the command name (which may hold spaces) start at ") "; starttime is field 22.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    // Fields after the command name (which may hold spaces) start at ") ".
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
     return undefined;
   }
+}
+
+/** Kernel start time of a process (field 22 of /proc/PID/stat). */
+function processStartTime(pid: number): string | undefined {
+  return statFields(pid)?.[19];
 }
 
 const thisOwner: JournalOwner = {
@@ -81,7 +87,11 @@ export function ownerIsAlive(owner: JournalOwner | undefined): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
-  const start = processStartTime(owner.pid);
+  const fields = statFields(owner.pid);
+  // A process that has ended but is not yet reaped (a zombie, `Z`; `X` while it goes) still takes
+  // signals, yet runs no session: where nothing reaps it (a container without an init), it never goes.
+  if (fields && (fields[0] === 'Z' || fields[0] === 'X')) return false;
+  const start = fields?.[19];
   return owner.startTime === undefined || start === undefined || start === owner.startTime;
 }
 
