@@ -226,22 +226,27 @@ async function main(argv: string[]): Promise<void> {
   }
   const pct = (v: number): string => `${(v * 100).toFixed(0)}%`;
   console.log(
-    '\nCall-graph descent with the ORACLE as a perfect measurer (exact inclusive instruction counts from the QEMU trace).',
+    '\nCall-graph descent with the ORACLE as a perfect measurer (exact inclusive instruction ' +
+      'counts from the QEMU trace).',
   );
   console.log(
-    `Every run starts in ${START} (it spans the window; interrupt handlers are roots too). F functions, k slots per run, naive = ceil(F/k) runs.`,
+    `Every run starts in ${START} (it spans the window; interrupt handlers are roots too). F ` +
+      `functions, k slots per run, naive = ceil(F/k) runs.`,
   );
   console.log(
     'hot: functions at or above the threshold; any method must measure each, so ceil(hot/k) runs is a floor.',
   );
   console.log(
-    'runs: descent over the static call graph, one function per slot (callers decided first, heaviest static reach first, lookahead, sibling residual);',
+    'runs: descent over the static call graph, one function per slot (callers decided first, ' +
+      'heaviest static reach first, lookahead, sibling residual);',
   );
   console.log(
-    'bfs: the same in breadth-first call-site order; basic: breadth-first, bound rule only (no lookahead, no residual).',
+    'bfs: the same in breadth-first call-site order; basic: breadth-first, bound rule only (no ' +
+      'lookahead, no residual).',
   );
   console.log(
-    'grouped: descent with group measurements (one slot counts the union of several functions) over the dynamic call graph;',
+    'grouped: descent with group measurements (one slot counts the union of several functions) ' +
+      'over the dynamic call graph;',
   );
   console.log(
     '  its runs include the one run that records the dynamic graph. tests: single + group measurements taken.',

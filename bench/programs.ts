@@ -117,7 +117,8 @@ function profileRow(
     errors.push(Math.abs(m.inclusive[event]! / total - o.inclusive / window.total));
     if (m.calls !== o.calls)
       console.error(
-        `${label}: ${m.name}: ${m.calls} calls, ${pct(m.inclusive[event]! / total)} %; the trace: ${o.calls} calls, ${pct(o.inclusive / window.total)} %`,
+        `${label}: ${m.name}: ${m.calls} calls, ${pct(m.inclusive[event]! / total)} %; the trace: ${o.calls} ` +
+          `calls, ${pct(o.inclusive / window.total)} %`,
       );
   }
   const executed = [...window.inside].filter((n) => (oracle.functions.find((f) => f.name === n)?.calls ?? 0) > 0);

@@ -172,7 +172,8 @@ async function main(): Promise<void> {
       samples.push(s);
       // A long soak reports as it goes, so an interrupted run still leaves its figures.
       console.log(
-        `[progress] cycle ${s.cycle}: ${((Date.now() - started) / 1000).toFixed(0)} s, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`,
+        `[progress] cycle ${s.cycle}: ${((Date.now() - started) / 1000).toFixed(0)} s, failures ${failures.length}, ` +
+          `left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`,
       );
     }
     if (snapshotCycles.has(i)) {
@@ -181,7 +182,8 @@ async function main(): Promise<void> {
         const summary = summariseHeapSnapshot(file);
         heaps.push({ cycle: i, summary, rss: rssKiB(pid) });
         console.log(
-          `[progress] heap snapshot at cycle ${i}: ${file}, ${(summary.bytes / 1048576).toFixed(2)} MiB live in ${summary.nodes} objects`,
+          `[progress] heap snapshot at cycle ${i}: ${file}, ${(summary.bytes / 1048576).toFixed(2)} ` +
+            `MiB live in ${summary.nodes} objects`,
         );
       } catch (err) {
         failures.push(`heap snapshot at cycle ${i}: ${err instanceof Error ? err.message : String(err)}`);
@@ -205,7 +207,9 @@ async function main(): Promise<void> {
     }
     const s = { cycle: cycles + i, rss: rssKiB(pid), fds: openFds(pid) };
     console.log(
-      `[progress] sampling session ${i} (${samplingSeconds} s): ${sampled} samples so far, failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, fds ${s.fds}`,
+      `[progress] sampling session ${i} (${samplingSeconds} s): ${sampled} samples so far, ` +
+        `failures ${failures.length}, left behind ${leaked}, RSS ${(s.rss / 1024).toFixed(1)} MiB, ` +
+        `fds ${s.fds}`,
     );
   }
   let sampledHeap: HeapSummary | undefined;
@@ -224,7 +228,8 @@ async function main(): Promise<void> {
   const ref = samples.find((s) => s.cycle === 10) ?? samples[0]!;
   const last = samples[samples.length - 1]!;
   console.log(
-    `soak: ${cycles} cycles (launch rv32 singlepass -> inject fir_filter -> run to program_end -> disconnect) in ${seconds.toFixed(0)} s, one adapter process`,
+    `soak: ${cycles} cycles (launch rv32 singlepass -> inject fir_filter -> run to program_end ` +
+      `-> disconnect) in ${seconds.toFixed(0)} s, one adapter process`,
   );
   console.log(`failures: ${failures.length}`);
   for (const f of failures.slice(0, 20)) console.log(`  ${f}`);
@@ -235,35 +240,45 @@ async function main(): Promise<void> {
       `${String(s.cycle).padStart(5)}  ${(s.rss / 1024).toFixed(1).padStart(17)}  ${String(s.fds).padStart(8)}`,
     );
   console.log(
-    `RSS growth from cycle ${ref.cycle} to ${last.cycle}: ${(((last.rss - ref.rss) / ref.rss) * 100).toFixed(1)} %; fds ${ref.fds} -> ${last.fds}`,
+    `RSS growth from cycle ${ref.cycle} to ${last.cycle}: ${(((last.rss - ref.rss) / ref.rss) * 100).toFixed(1)} ` +
+      `%; fds ${ref.fds} -> ${last.fds}`,
   );
   for (let h = 1; h < heaps.length; h++) {
     const a = heaps[h - 1]!;
     const b = heaps[h]!;
     const mib = (bytes: number): string => (bytes / 1048576).toFixed(2);
     console.log(
-      `live heap (V8 snapshot) cycle ${a.cycle} -> ${b.cycle}: ${mib(a.summary.bytes)} -> ${mib(b.summary.bytes)} MiB (${(((b.summary.bytes - a.summary.bytes) / a.summary.bytes) * 100).toFixed(1)} %), ${a.summary.nodes} -> ${b.summary.nodes} objects; per cycle ${((b.summary.bytes - a.summary.bytes) / (b.cycle - a.cycle)).toFixed(0)} bytes`,
+      `live heap (V8 snapshot) cycle ${a.cycle} -> ${b.cycle}: ${mib(a.summary.bytes)} -> ${mib(b.summary.bytes)} ` +
+        `MiB (${(((b.summary.bytes - a.summary.bytes) / a.summary.bytes) * 100).toFixed(1)} %), ${a.summary.nodes} ` +
+        `-> ${b.summary.nodes} objects; per cycle ${((b.summary.bytes - a.summary.bytes) / (b.cycle - a.cycle)).toFixed(0)} ` +
+        `bytes`,
     );
     console.log('  grew most (bytes, count change, count after):');
     for (const g of heapGrowth(a.summary, b.summary))
       console.log(
-        `  ${String(g.bytes).padStart(10)}  ${String(g.countDelta).padStart(7)}  ${String(g.count).padStart(7)}  ${g.key}`,
+        `  ${String(g.bytes).padStart(10)}  ${String(g.countDelta).padStart(7)}  ${String(g.count).padStart(7)} ` +
+          ` ${g.key}`,
       );
   }
   const lastHeap = heaps[heaps.length - 1];
   if (sampledHeap && lastHeap) {
     console.log(
-      `live heap (V8 snapshot) cycle ${lastHeap.cycle} -> after sampling: ${(lastHeap.summary.bytes / 1048576).toFixed(2)} -> ${(sampledHeap.bytes / 1048576).toFixed(2)} MiB (${(((sampledHeap.bytes - lastHeap.summary.bytes) / lastHeap.summary.bytes) * 100).toFixed(1)} %)`,
+      `live heap (V8 snapshot) cycle ${lastHeap.cycle} -> after sampling: ${(lastHeap.summary.bytes / 1048576).toFixed(2)} ` +
+        `-> ${(sampledHeap.bytes / 1048576).toFixed(2)} MiB (${(((sampledHeap.bytes - lastHeap.summary.bytes) / lastHeap.summary.bytes) * 100).toFixed(1)} %)`,
     );
     for (const g of heapGrowth(lastHeap.summary, sampledHeap, 8))
       console.log(
-        `  ${String(g.bytes).padStart(10)}  ${String(g.countDelta).padStart(7)}  ${String(g.count).padStart(7)}  ${g.key}`,
+        `  ${String(g.bytes).padStart(10)}  ${String(g.countDelta).padStart(7)}  ${String(g.count).padStart(7)} ` +
+          ` ${g.key}`,
       );
   }
   if (samplingSessions > 0) {
     const mib = (k: number): string => (k / 1024).toFixed(1);
     console.log(
-      `live sampling: ${samplingSessions} session(s) of ${samplingSeconds} s, ${sampled} samples; adapter RSS while sampling ${mib(Math.min(...samplingRss))}-${mib(Math.max(...samplingRss))} MiB, after ${mib(afterSampling.rss)} MiB (${(((afterSampling.rss - last.rss) / last.rss) * 100).toFixed(1)} % against the last cycle); fds ${last.fds} -> ${afterSampling.fds}`,
+      `live sampling: ${samplingSessions} session(s) of ${samplingSeconds} s, ${sampled} samples; ` +
+        `adapter RSS while sampling ${mib(Math.min(...samplingRss))}-${mib(Math.max(...samplingRss))} ` +
+        `MiB, after ${mib(afterSampling.rss)} MiB (${(((afterSampling.rss - last.rss) / last.rss) * 100).toFixed(1)} ` +
+        `% against the last cycle); fds ${last.fds} -> ${afterSampling.fds}`,
     );
   }
   process.exitCode = failures.length > 0 ? 1 : 0;

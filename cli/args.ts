@@ -127,7 +127,8 @@ function parseExportCommand(rest: readonly string[]): ParsedArgs {
     return {
       kind: 'error',
       message:
-        'export needs the result-set or profile file to read, e.g. cyclelens export .cyclelens/results/descent.json --format pprof -o profile.pb.gz',
+        'export needs the result-set or profile file to read, e.g. cyclelens export ' +
+        '.cyclelens/results/descent.json --format pprof -o profile.pb.gz',
     };
   if (!format) return { kind: 'error', message: `export needs --format (one of ${formatIds()})` };
   const f = exportFormat(format);

@@ -26,7 +26,8 @@ export async function writeExports(profile: Profile, targets: readonly ExportTar
   for (const t of targets) {
     const bytes = await writeExport(profile, t);
     io.err(
-      `cyclelens: ${t.format.label} written to ${t.path} (${bytes.toLocaleString('en-US')} bytes; opens in ${t.format.opensIn})\n`,
+      `cyclelens: ${t.format.label} written to ${t.path} (${bytes.toLocaleString('en-US')} bytes; ` +
+        `opens in ${t.format.opensIn})\n`,
     );
   }
 }
@@ -54,14 +55,16 @@ export async function writeExportsOfFailedRun(
   } catch (err) {
     for (const t of targets)
       io.err(
-        `cyclelens: --export ${t.format.id}:${t.path} not written: the finished runs do not make a profile (${err instanceof Error ? err.message : String(err)})\n`,
+        `cyclelens: --export ${t.format.id}:${t.path} not written: the finished runs do not make a ` +
+          `profile (${err instanceof Error ? err.message : String(err)})\n`,
       );
     return targets.length;
   }
   for (const t of targets) {
     try {
       io.err(
-        `cyclelens: --export ${t.format.id}:${t.path}: the analysis did not finish; writing the ${finished.length} run(s) that did\n`,
+        `cyclelens: --export ${t.format.id}:${t.path}: the analysis did not finish; writing the ${finished.length} ` +
+          `run(s) that did\n`,
       );
       await writeExports(profile, [t], io);
     } catch (err) {

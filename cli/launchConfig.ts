@@ -84,7 +84,9 @@ export function substituteVariables(
       if (name === 'pathSeparator' || name === '/') return sep;
       if (name.startsWith('env:')) return (vars.env ?? process.env)[name.slice(4)] ?? '';
       throw new LaunchConfigError(
-        `${where} uses \${${name}}, which the CLI cannot substitute (it knows workspaceFolder, workspaceFolderBasename, userHome, pathSeparator and env:NAME); write the value out in the configuration`,
+        `${where} uses \${${name}}, which the CLI cannot substitute (it knows workspaceFolder, ` +
+          `workspaceFolderBasename, userHome, pathSeparator and env:NAME); write the value out in the ` +
+          `configuration`,
       );
     });
   }

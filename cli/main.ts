@@ -145,7 +145,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
       savedGraph.document.ended !== 'exited'
     ) {
       io.err(
-        `cyclelens: note: ${cmd.callGraph} saw part of the run only (${savedGraph.document.ended}); its counts still order the measurements, the bounds never depend on them\n`,
+        `cyclelens: note: ${cmd.callGraph} saw part of the run only (${savedGraph.document.ended}); ` +
+          `its counts still order the measurements, the bounds never depend on them\n`,
       );
     }
     const savePartial = async (rs: ResultSet): Promise<void> => {
@@ -158,7 +159,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
         // A place that filled up must not end the analysis: the findings still reach the report.
         if (partialSaved || newRuns === 1)
           io.err(
-            `cyclelens: the finished runs could not be saved to ${partialPath} (${err instanceof Error ? err.message : String(err)}); the analysis goes on\n`,
+            `cyclelens: the finished runs could not be saved to ${partialPath} (${err instanceof Error ? err.message : String(err)}); ` +
+              `the analysis goes on\n`,
           );
         partialSaved = false;
       }
@@ -303,7 +305,8 @@ async function saveCallGraph(
     io.err(`cyclelens: ${hits} calls in ${(elapsedMs / 1000).toFixed(1)} s, recording ended: ${ended}\n`);
     if (ended !== 'programEnd' && ended !== 'exited')
       io.err(
-        `cyclelens: note: the recording did not see the whole run (${ended}); raise --max-calls or --timeout for complete counts\n`,
+        `cyclelens: note: the recording did not see the whole run (${ended}); raise --max-calls or ` +
+          `--timeout for complete counts\n`,
       );
     doc = {
       schema: CALL_GRAPH_SCHEMA,
@@ -341,7 +344,8 @@ async function earlierResults(path: string, executable: string): Promise<ResultS
   const other = doc.resultSets.find((rs) => rs.program.executable !== executable);
   if (other)
     throw new Error(
-      `${path} holds results of ${other.program.executable}, not of ${executable}: ratios of different programs do not mix`,
+      `${path} holds results of ${other.program.executable}, not of ${executable}: ratios of ` +
+        `different programs do not mix`,
     );
   return doc.resultSets;
 }

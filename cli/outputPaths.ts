@@ -14,13 +14,15 @@ export async function checkOutputWritable(path: string, option: string): Promise
     await mkdir(dir, { recursive: true });
   } catch (err) {
     throw new Error(
-      `${option} ${path}: its directory ${dir} does not exist and cannot be created (${fileErrorWords(err)}). Choose a place you can write to.`,
+      `${option} ${path}: its directory ${dir} does not exist and cannot be created (${fileErrorWords(err)}). ` +
+        `Choose a place you can write to.`,
     );
   }
   const refused = await probeWrite(resolve(path));
   if (refused)
     throw new Error(
-      `${option} ${path}: nothing can be written in ${dir} (${refused}). Choose a place you can write to; no run has started.`,
+      `${option} ${path}: nothing can be written in ${dir} (${refused}). Choose a place you can ` +
+        `write to; no run has started.`,
     );
 }
 

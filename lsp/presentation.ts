@@ -61,7 +61,10 @@ export function lensTitle(p: Profile, f: ProfileFunction, style: LensStyle = {})
       return icon('flame') + figures(p, f).join(' · ');
     }
     case 'pruned':
-      return `${icon('filter')}pruned: ≤ ${f.boundShare !== undefined ? shareText(f.boundShare) : 'threshold'} (callers' bound)`;
+      return (
+        `${icon('filter')}pruned: ≤ ${f.boundShare !== undefined ? shareText(f.boundShare) : 'threshold'} ` +
+        `(callers' bound)`
+      );
     case 'unmeasurable':
       return `${icon('circle-slash')}not measured${f.reason ? ': see hover' : ''}`;
     case 'pending':
@@ -111,7 +114,8 @@ export function functionHover(p: Profile, f: ProfileFunction): string {
   }
   if (f.status === 'pruned' && f.boundShare !== undefined)
     out.push(
-      `- at most ${shareText(f.boundShare)} of the window: the sum of its callers' values bounds it below the threshold`,
+      `- at most ${shareText(f.boundShare)} of the window: the sum of its callers' values bounds ` +
+        `it below the threshold`,
     );
   if (f.reason) out.push(`- note: ${escapeMarkdown(f.reason)}`);
   out.push('');
@@ -153,7 +157,10 @@ export function hotMessage(p: Profile, f: ProfileFunction, thresholdPercent: num
   const share = inclusiveShare(p, f);
   if (share === undefined || share * 100 < thresholdPercent) return undefined;
   const self = selfShare(p, f);
-  return `${f.name} takes ${shareText(share)} of the window inclusive${self !== undefined ? ` (${shareText(self)} self)` : ''}: at or above the hot threshold of ${formatNumber(thresholdPercent)} %.`;
+  return (
+    `${f.name} takes ${shareText(share)} of the window inclusive${self !== undefined ? ` (${shareText(self)} self)` : ''}: ` +
+    `at or above the hot threshold of ${formatNumber(thresholdPercent)} %.`
+  );
 }
 
 function statusText(f: ProfileFunction): string {

@@ -76,7 +76,8 @@ export async function newestProfile(root: string, explicit?: string, program?: s
     } catch (err) {
       if (explicit !== undefined)
         problems.push(
-          `${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}): check the "profile" setting.`,
+          `${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)}): check the ` +
+            `"profile" setting.`,
         );
     }
   }

@@ -108,7 +108,9 @@ export function startProfileServer(connection: Connection): void {
       lenses.push({
         range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
         command: {
-          title: `CycleLens: lenses on the ${shown.length.toLocaleString('en-US')} hottest of the ${withLens.length.toLocaleString('en-US')} profiled functions in this file; hover a definition for its figures`,
+          title:
+            `CycleLens: lenses on the ${shown.length.toLocaleString('en-US')} hottest of the ${withLens.length.toLocaleString('en-US')} ` +
+            `profiled functions in this file; hover a definition for its figures`,
           command: '',
         },
       });

@@ -91,8 +91,11 @@ export async function executionCountsRequest(
       ...(ticks.fixed ? { ticks: { instructionsPerUnit: 1 / ticks.value, quantised: true } } : {}),
     },
     method: end
-      ? `one run without the debugger, from reset to ${end.what} (the end the measured runs stop at; the plugin ended QEMU there), instructions counted by the QEMU plugin under -icount shift=${shift}`
-      : `one run without the debugger, from reset to the program's exit (QEMU exit code ${run.exitCode}), instructions counted by the QEMU plugin under -icount shift=${shift}`,
+      ? `one run without the debugger, from reset to ${end.what} (the end the measured runs stop ` +
+        `at; the plugin ended QEMU there), instructions counted by the QEMU plugin under -icount ` +
+        `shift=${shift}`
+      : `one run without the debugger, from reset to the program's exit (QEMU exit code ${run.exitCode}), ` +
+        `instructions counted by the QEMU plugin under -icount shift=${shift}`,
     elapsedMs: run.elapsedMs,
   };
 }

@@ -66,8 +66,10 @@ function lastMeaningful(fn: FunctionCode): FunctionCode['instructions'][number] 
 /** The message when nothing marks the end: names the setting and gives an example. */
 export function noProgramEndMessage(executable: string, start = 'main'): string {
   return (
-    `CycleLens cannot tell where ${executable} ends: it has no \`exit\` or \`_exit\`, ${start}'s last instruction is not a call to a function that does not return, ` +
-    `and ${start} is not called once from the startup code. Set \`programEnd\` in the launch configuration to the function the program calls when its work is done, ` +
+    `CycleLens cannot tell where ${executable} ends: it has no \`exit\` or \`_exit\`, ${start}'s ` +
+    `last instruction is not a call to a function that does not return, ` +
+    (`and ${start} is not called once from the startup code. Set \`programEnd\` in the launch ` +
+      `configuration to the function the program calls when its work is done, `) +
     'for example "programEnd": "halt" (or "programEnd": "board_exit").'
   );
 }

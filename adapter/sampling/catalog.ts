@@ -61,15 +61,23 @@ const identities: Record<SamplerId, SamplerIdentity> = {
 const accuracy = {
   'qemu-plugin': 'exact: every executed instruction counted, equal to the oracle instruction for instruction',
   'qemu-monitor':
-    'biased by host time per instruction: function-level error 9-28 %, line-level 17-53 % against exact counts; use qemu-plugin ("instructionCounts": true) for exact shares',
+    'biased by host time per instruction: function-level error 9-28 %, line-level 17-53 % ' +
+    'against exact counts; use qemu-plugin ("instructionCounts": true) for exact shares',
   'qemu-monitor-singlestep':
-    'exact PC, but in host time: function-level error 8-13 %, line-level 10-18 % against exact counts, at a 16-52x slowdown',
+    'exact PC, but in host time: function-level error 8-13 %, line-level 10-18 % against exact ' +
+    'counts, at a 16-52x slowdown',
   'openocd-pcsr':
-    "not measured on a real core (no board runs here): against a double of OpenOCD's Tcl RPC serving PCSR values from an exact instruction trace, function-level error 0.8-1.3 % and line-level 2.8-3.1 % after 20,000 samples, 0.4 % and 1.0 % after 200,000 (sampling noise); on silicon a value is a recently executed instruction, whose lag behind the one holding the core is not measured",
+    "not measured on a real core (no board runs here): against a double of OpenOCD's Tcl RPC " +
+    'serving PCSR values from an exact instruction trace, function-level error 0.8-1.3 % and ' +
+    'line-level 2.8-3.1 % after 20,000 samples, 0.4 % and 1.0 % after 200,000 (sampling noise); ' +
+    'on silicon a value is a recently executed instruction, whose lag behind the one holding ' +
+    'the core is not measured',
   'gdb-halting':
     'function-level error 17-18 %, line-level 32-35 % against exact counts, halting the target for every sample',
   'target-interrupt':
-    'samples in virtual time at a random offset inside each interval, so shares follow instruction counts within the sampling noise (checked against the oracle on both QEMU targets); PCs are counted per bucket of 2^shift bytes',
+    'samples in virtual time at a random offset inside each interval, so shares follow ' +
+    'instruction counts within the sampling noise (checked against the oracle on both QEMU ' +
+    'targets); PCs are counted per bucket of 2^shift bytes',
 };
 
 /** Best first: exact counts, then non-halting reads, then the halting fallback. */
@@ -94,7 +102,8 @@ export function interruptPlan(
 ): { plan: InterruptSamplerPlan; area: { start: number; size: number } } | { needs: string } {
   const arch = archPlugin(target.config.family).sampling.interruptSampler;
   const generic =
-    'a core family with an interrupt sampler (RV32 on QEMU `virt`, Cortex-M on QEMU `mps2-an386`) and at least 32 KiB of reserved RAM';
+    'a core family with an interrupt sampler (RV32 on QEMU `virt`, Cortex-M on QEMU ' +
+    '`mps2-an386`) and at least 32 KiB of reserved RAM';
   if (!arch) return { needs: generic };
   const { image, facts } = target.config;
   if (!image) return { needs: arch.needs };
@@ -106,7 +115,10 @@ export function interruptPlan(
   const area = interruptSamplerShare(reserved);
   if (!area)
     return {
-      needs: `${arch.needs}: the reserved RAM is ${reserved.size} bytes; give at least 32 KiB (\`__cyclelens_scratch_start\`/\`__cyclelens_scratch_end\` or \`reservedMemory\` in the launch configuration)`,
+      needs:
+        `${arch.needs}: the reserved RAM is ${reserved.size} bytes; give at least 32 KiB ` +
+        `(\`__cyclelens_scratch_start\`/\`__cyclelens_scratch_end\` or \`reservedMemory\` in the ` +
+        `launch configuration)`,
     };
   const machine = qemuOf(target) ? facts?.qemu?.machine : undefined;
   const plan = arch.plan({ machine, area, text: textRange(image), meanInterval: 1e9 / rateHz });
@@ -141,7 +153,8 @@ export function describeSamplers(target: SamplerTargetFacts): SamplerDescription
             ...base,
             available: false,
             needs:
-              '`"instructionCounts": true` in the launch configuration\'s `server` (QEMU then loads the counting plugin)',
+              '`"instructionCounts": true` in the launch configuration\'s `server` (QEMU then loads the ' +
+              'counting plugin)',
           };
         return { ...base, available: true };
       case 'qemu-monitor':
@@ -166,7 +179,9 @@ export function describeSamplers(target: SamplerTargetFacts): SamplerDescription
             ...base,
             available: false,
             needs:
-              'a Cortex-M target (`"family": "cortex-m"`) served by OpenOCD (`"server": { "type": "openocd", … }`) whose DWT has DWT_PCSR (ARMv7-M and ARMv8-M Mainline cores; optional on ARMv6-M): it reads DWT_PCSR through OpenOCD\'s Tcl RPC port',
+              'a Cortex-M target (`"family": "cortex-m"`) served by OpenOCD (`"server": { "type": ' +
+              '"openocd", … }`) whose DWT has DWT_PCSR (ARMv7-M and ARMv8-M Mainline cores; optional on ' +
+              "ARMv6-M): it reads DWT_PCSR through OpenOCD's Tcl RPC port",
           };
         }
         return { ...base, available: true };

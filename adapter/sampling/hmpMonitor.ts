@@ -52,7 +52,8 @@ export class HmpMonitor {
       socket.destroy();
       throw new CycleLensError(
         ErrorCode.ConnectFailed,
-        `Could not reach QEMU's monitor (${monitor.failure?.message ?? 'no prompt within 5 s'}). The QEMU server strategy opens it; is this session running QEMU?`,
+        `Could not reach QEMU's monitor (${monitor.failure?.message ?? 'no prompt within 5 s'}). ` +
+          `The QEMU server strategy opens it; is this session running QEMU?`,
       );
     }
     return monitor;

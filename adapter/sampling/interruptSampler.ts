@@ -173,7 +173,8 @@ export class InterruptSampler implements PcSampler {
         return await this.readMonitor(this.monitor);
       } catch (err) {
         this.o.log(
-          `Reading the buckets through QEMU's monitor failed (${errorMessage(err)}); reading them with the target halted from now on.\n`,
+          `Reading the buckets through QEMU's monitor failed (${errorMessage(err)}); reading them ` +
+            `with the target halted from now on.\n`,
         );
         this.monitor.close();
         this.monitor = undefined;

@@ -71,7 +71,9 @@ export function parseBurstReply(reply: string, expected: number): number[] {
     const shown = reply.length > 120 ? `${reply.slice(0, 119)}…` : reply;
     throw new CycleLensError(
       ErrorCode.TclError,
-      `OpenOCD answered a burst of ${expected} DWT_PCSR reads with '${shown}', which is not a list of ${expected} 32-bit numbers. Is the target a Cortex-M with a DWT, and is this OpenOCD 0.12 or later?`,
+      `OpenOCD answered a burst of ${expected} DWT_PCSR reads with '${shown}', which is not a ` +
+        `list of ${expected} 32-bit numbers. Is the target a Cortex-M with a DWT, and is this ` +
+        `OpenOCD 0.12 or later?`,
     );
   }
   return values as number[];

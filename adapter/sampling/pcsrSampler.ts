@@ -83,7 +83,9 @@ export class PcsrSampler implements PcSampler {
     if ((after! & TRCENA) === 0) {
       throw new CycleLensError(
         ErrorCode.Unsupported,
-        `DEMCR (${hex(DEMCR)}) kept TRCENA clear after OpenOCD set it (read ${hex(after!)}): this core's DWT cannot be enabled from the debugger, so DWT_PCSR cannot be sampled. Use the \`gdb-halting\` sampler.`,
+        `DEMCR (${hex(DEMCR)}) kept TRCENA clear after OpenOCD set it (read ${hex(after!)}): this ` +
+          `core's DWT cannot be enabled from the debugger, so DWT_PCSR cannot be sampled. Use the ` +
+          `\`gdb-halting\` sampler.`,
       );
     }
     this.trcenaSetHere = true;

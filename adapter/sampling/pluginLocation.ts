@@ -55,7 +55,8 @@ export function qemuPluginPath(search: PluginSearch = defaultSearch()): string {
   if (!source) {
     throw new CycleLensError(
       ErrorCode.ProgramNotFound,
-      `The instruction-counting QEMU plugin is missing, and so is its source (${SOURCE}): reinstall CycleLens, or set CYCLELENS_QEMU_PLUGIN to a built ${SO}.`,
+      `The instruction-counting QEMU plugin is missing, and so is its source (${SOURCE}): ` +
+        `reinstall CycleLens, or set CYCLELENS_QEMU_PLUGIN to a built ${SO}.`,
     );
   }
   return buildPluginFromSource(source, search);
@@ -78,7 +79,9 @@ export function buildPluginFromSource(source: string, search: Pick<PluginSearch,
     if (e.code === 'ENOENT') {
       throw new CycleLensError(
         ErrorCode.ProgramNotFound,
-        `The exact sampler's QEMU plugin is built on first use with gcc, which is not installed. Install it (Debian/Ubuntu: \`apt-get install gcc\`) and start the session again, or set CYCLELENS_QEMU_PLUGIN to a built ${SO}.`,
+        `The exact sampler's QEMU plugin is built on first use with gcc, which is not installed. ` +
+          `Install it (Debian/Ubuntu: \`apt-get install gcc\`) and start the session again, or set ` +
+          `CYCLELENS_QEMU_PLUGIN to a built ${SO}.`,
       );
     }
     throw new CycleLensError(

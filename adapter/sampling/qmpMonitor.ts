@@ -47,7 +47,8 @@ export class QmpMonitor {
       socket.destroy();
       throw new CycleLensError(
         ErrorCode.ConnectFailed,
-        `Could not reach QEMU's QMP monitor at ${path} (${err instanceof Error ? err.message : String(err)}). The QEMU server strategy opens it; is this session running QEMU?`,
+        `Could not reach QEMU's QMP monitor at ${path} (${err instanceof Error ? err.message : String(err)}). ` +
+          `The QEMU server strategy opens it; is this session running QEMU?`,
       );
     }
     return monitor;

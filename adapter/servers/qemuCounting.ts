@@ -69,7 +69,10 @@ export async function runCountingQemu(options: CountingRunOptions): Promise<Coun
     if (outcome.kind === 'timeout')
       return {
         counted: false,
-        reason: `the program did not end within ${Math.round(options.timeoutMs / 1000)} s when run without the debugger (it may never reach the end the runs stop at: firmware that never ends is measured in a window of passes)`,
+        reason:
+          `the program did not end within ${Math.round(options.timeoutMs / 1000)} s when run without ` +
+          `the debugger (it may never reach the end the runs stop at: firmware that never ends is ` +
+          `measured in a window of passes)`,
         elapsedMs: elapsed(),
       };
     await proc.outputEnded(500);

@@ -304,7 +304,9 @@ export class CycleLensDebugSession extends DebugSession {
       await this.injection.removeAll().catch((err: unknown) =>
         this.output({
           category: 'important',
-          text: `Could not remove injected measurements (${errorMessage(err)}); the patch journal restores them at the next launch.\n`,
+          text:
+            `Could not remove injected measurements (${errorMessage(err)}); the patch journal restores ` +
+            `them at the next launch.\n`,
         }),
       );
       if (!terminate && counters) await target.withHalted(() => counters.release()).catch(() => undefined);
@@ -513,7 +515,9 @@ export class CycleLensDebugSession extends DebugSession {
     if (reset === 'runs') {
       throw new CycleLensError(
         ErrorCode.Unsupported,
-        `\`monitor ${command}\` lets the core run from reset behind the debugger's back. Use Restart (Ctrl+Shift+F5), or \`monitor ${target.server.resetCommand ?? 'reset halt'}\` to reset and stay halted.`,
+        `\`monitor ${command}\` lets the core run from reset behind the debugger's back. Use ` +
+          `Restart (Ctrl+Shift+F5), or \`monitor ${target.server.resetCommand ?? 'reset halt'}\` to ` +
+          `reset and stay halted.`,
         true,
       );
     }
@@ -613,11 +617,13 @@ export class CycleLensDebugSession extends DebugSession {
         // Appended (sessions of parallel runs share the file), each session under a line of its own.
         appendFileSync(
           file,
-          `--- ${new Date().toISOString()}: ${this.target?.config.image.path ?? 'the program'} (adapter ${process.pid}) ---\n`,
+          `--- ${new Date().toISOString()}: ${this.target?.config.image.path ?? 'the program'} ` +
+            `(adapter ${process.pid}) ---\n`,
         );
         this.sendEvent(
           new OutputEvent(
-            `The program's output during CycleLens's own runs (descent, full profile, measurements) is kept in ${file}, not shown here.\n`,
+            `The program's output during CycleLens's own runs (descent, full profile, measurements) is ` +
+              `kept in ${file}, not shown here.\n`,
             'console',
           ),
         );
@@ -625,7 +631,8 @@ export class CycleLensDebugSession extends DebugSession {
         this.analysisOutput.failed = true;
         this.sendEvent(
           new OutputEvent(
-            `The program's output during CycleLens's own runs cannot be kept in ${file} (${errorMessage(err)}); it is shown here.\n`,
+            `The program's output during CycleLens's own runs cannot be kept in ${file} (${errorMessage(err)}); ` +
+              `it is shown here.\n`,
             'console',
           ),
         );

@@ -276,7 +276,8 @@ export class InjectionRequests {
     if (addresses.length === 0) {
       throw new CycleLensError(
         ErrorCode.InvalidRequest,
-        `Line ${loc.line} of ${loc.path} has no code in ${image.path} (a comment, a declaration, or optimised away): choose a line with a statement.`,
+        `Line ${loc.line} of ${loc.path} has no code in ${image.path} (a comment, a declaration, or ` +
+          `optimised away): choose a line with a statement.`,
       );
     }
     return addresses[0]!;

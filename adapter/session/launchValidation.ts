@@ -70,7 +70,8 @@ export function validateServer(raw: unknown, cwd: string): ServerArgs {
       const configFiles = optionalStrings(s['configFiles'], 'server.configFiles');
       if (configFiles.length === 0)
         invalid(
-          '`server.configFiles` is empty: list your interface and target files, e.g. ["interface/stlink.cfg", "target/stm32f4x.cfg"].',
+          '`server.configFiles` is empty: list your interface and target files, e.g. ' +
+            '["interface/stlink.cfg", "target/stm32f4x.cfg"].',
         );
       for (const key of ['gdbPort', 'tclPort', 'telnetPort'] as const) {
         const v = s[key];
@@ -110,7 +111,8 @@ export function validateLaunchArgs(
   if (!existsSync(executable)) {
     throw new CycleLensError(
       ErrorCode.ExecutableNotFound,
-      `The executable ${executable} does not exist. Build the firmware first, or correct \`executable\` in launch.json.`,
+      `The executable ${executable} does not exist. Build the firmware first, or correct ` +
+        `\`executable\` in launch.json.`,
     );
   }
   if (!statSync(executable).isFile()) {
@@ -128,7 +130,8 @@ export function validateLaunchArgs(
   }
   if (raw.family !== undefined && raw.family !== detected) {
     invalid(
-      `\`family\` is "${raw.family}" but ${executable} is built for ${detected}. Remove \`family\` or fix \`executable\`.`,
+      `\`family\` is "${raw.family}" but ${executable} is built for ${detected}. Remove ` +
+        `\`family\` or fix \`executable\`.`,
     );
   }
   const stop = raw.stopAtEntry;
@@ -150,7 +153,8 @@ export function validateLaunchArgs(
   // An address (`*0x…`) or a `file.c:LINE` is GDB's to resolve; a plain name must be a function of the ELF.
   if (typeof stop === 'string' && /^[A-Za-z_.$][\w.$]*$/.test(stop) && !image.functionNamed(stop)) {
     invalid(
-      `\`stopAtEntry\` (the command line's --start) names no function of ${executable}: ${JSON.stringify(stop)}. Name a function the program defines, such as "main", or set it to false to run freely.`,
+      `\`stopAtEntry\` (the command line's --start) names no function of ${executable}: ${JSON.stringify(stop)}. ` +
+        `Name a function the program defines, such as "main", or set it to false to run freely.`,
     );
   }
   if (raw.programEnd !== undefined && (typeof raw.programEnd !== 'string' || !image.functionNamed(raw.programEnd))) {
@@ -207,13 +211,16 @@ export function validateReservedMemory(
   const map = givenMap?.some((x) => x.kind === 'ram') ? givenMap : undefined;
   const example = reservedExample(image, map);
   const allowed = map ? ` RAM on this target: ${ramList(map)}.` : '';
-  const shape = `\`reservedMemory\` must be an object \`{ "start": address, "size": bytes }\` naming RAM the program never uses (or be left out), e.g. ${example}.${allowed}`;
+  const shape =
+    `\`reservedMemory\` must be an object \`{ "start": address, "size": bytes }\` naming RAM ` +
+    `the program never uses (or be left out), e.g. ${example}.${allowed}`;
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) invalid(`${shape} Got ${JSON.stringify(raw)}.`);
   const r = raw as Record<string, unknown>;
   const start = typeof r.start === 'string' && /^(0x[0-9a-f]+|\d+)$/i.test(r.start.trim()) ? Number(r.start) : r.start;
   if (typeof start !== 'number' || !Number.isInteger(start) || start < 0 || start > 0xffff_ffff)
     invalid(
-      `\`reservedMemory.start\` must be a 32-bit address such as "0x20070000" (got ${JSON.stringify(r.start)}). ${shape}`,
+      `\`reservedMemory.start\` must be a 32-bit address such as "0x20070000" (got ${JSON.stringify(r.start)}). ` +
+        `${shape}`,
     );
   const size = r.size;
   if (typeof size !== 'number' || !Number.isInteger(size) || size <= 0)
@@ -224,7 +231,8 @@ export function validateReservedMemory(
     invalid(`\`reservedMemory\` (${hex32(s)}, ${n} bytes) runs past the end of the 32-bit address space. ${shape}`);
   if (map && !map.some((x) => x.kind === 'ram' && s >= x.start && s + n <= x.start + x.size)) {
     invalid(
-      `\`reservedMemory\` (${hex32(s)}-${hex32(s + n - 1)}) is not inside the target's RAM.${allowed} Reserve RAM the program never uses, e.g. ${example}.`,
+      `\`reservedMemory\` (${hex32(s)}-${hex32(s + n - 1)}) is not inside the target's RAM.${allowed} ` +
+        `Reserve RAM the program never uses, e.g. ${example}.`,
     );
   }
   const checked = resolveReservedMemory(image, { launch: { start: s, size: n } });

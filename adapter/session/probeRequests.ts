@@ -211,7 +211,8 @@ export class ProbeRequests {
       if (fixed.length === 0) {
         throw new CycleLensError(
           ErrorCode.CounterUnavailable,
-          'No counter is configured and this target has no fixed cycle or instruction counter. Configure a counter first (CycleLens: Configure Counters).',
+          'No counter is configured and this target has no fixed cycle or instruction counter. ' +
+            'Configure a counter first (CycleLens: Configure Counters).',
         );
       }
       await service.configure(service.planEvents([fixed[0]!]));

@@ -170,7 +170,8 @@ export class Ledger {
     const whole = this.engine.value(this.metric.id, wholeRunValues(rs));
     if (whole === undefined && this.needsWhole) {
       throw new DescentError(
-        `run ${index + 1} (${rs.run.method}) has no total of '${rs.run.event}' for the metric '${this.metric.id}' (${this.metric.label}); the analysis needs the run's total to form shares`,
+        `run ${index + 1} (${rs.run.method}) has no total of '${rs.run.event}' for the metric '${this.metric.id}' ` +
+          `(${this.metric.label}); the analysis needs the run's total to form shares`,
       );
     }
     if (whole !== undefined) this.whole = Math.max(this.whole ?? 0, whole);
@@ -237,7 +238,8 @@ export class Ledger {
       for (const m of members)
         this.groupRefused.set(m, 'the measurer returned neither a result nor a reason for its group');
       this.warnings.push(
-        `run ${index + 1}: no result and no reason for the group ${members.join(' + ')}; its members are measured alone`,
+        `run ${index + 1}: no result and no reason for the group ${members.join(' + ')}; its ` +
+          `members are measured alone`,
       );
     }
   }

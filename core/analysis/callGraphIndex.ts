@@ -67,7 +67,8 @@ export class CallGraphIndex {
     for (const r of roots)
       if (!known.has(r))
         throw new GraphError(
-          `'${r}' is not a function of the program's call graph: check the name (static functions may be listed as name@0xADDRESS)`,
+          `'${r}' is not a function of the program's call graph: check the name (static functions may ` +
+            `be listed as name@0xADDRESS)`,
         );
     if (roots.length === 0)
       throw new GraphError('the call graph has no function that nobody calls: name a root function');

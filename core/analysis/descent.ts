@@ -215,7 +215,8 @@ export async function runDescent(
     }
     if (step.length === 0)
       throw new DescentError(
-        'no function is ready to measure although some are undecided (internal error: the call graph order is inconsistent)',
+        'no function is ready to measure although some are undecided (internal error: the call ' +
+          'graph order is inconsistent)',
       );
     const finished = await pool.run(step, options.signal, (job, rs, worker) => {
       const { batch, groups } = step[job]!;
@@ -229,11 +230,15 @@ export async function runDescent(
         const fromCounts = givenBounds()?.get(f);
         if (m && fromCounts !== undefined && m.value > fromCounts * (1 + 1e-9) + 1e-12) {
           ledger.warnings.push(
-            `'${f}' measured ${m.value} above the bound its instruction counts give (${fromCounts}): the counting run executed less than this one (does the program's path depend on time?); pruning by counts may have missed functions`,
+            `'${f}' measured ${m.value} above the bound its instruction counts give (${fromCounts}): ` +
+              `the counting run executed less than this one (does the program's path depend on time?); ` +
+              `pruning by counts may have missed functions`,
           );
         } else if (m && m.value > b * (1 + 1e-9) + 1e-12) {
           ledger.warnings.push(
-            `'${f}' measured ${m.value} above its bound ${b}: the static call graph misses one of its callers (an indirect call, or code the disassembly could not follow); pruning near it may have missed functions`,
+            `'${f}' measured ${m.value} above its bound ${b}: the static call graph misses one of its ` +
+              `callers (an indirect call, or code the disassembly could not follow); pruning near it may ` +
+              `have missed functions`,
           );
         }
       }

@@ -204,7 +204,8 @@ export class MeasurerPool {
             this.options.log?.(`worker ${i + 1} was not needed: the analysis was done before its session was ready`);
           else
             this.options.log?.(
-              `worker ${i + 1} could not start (${err instanceof Error ? err.message : String(err)}); the analysis goes on with the others`,
+              `worker ${i + 1} could not start (${err instanceof Error ? err.message : String(err)}); the ` +
+                `analysis goes on with the others`,
             );
           return undefined;
         }),

@@ -455,7 +455,8 @@ export class MetricsEngine {
     }
     if (functionInputs !== 1)
       throw new MetricDefinitionError(
-        `metric '${d.id}' is declared monotone but reads ${functionInputs} per-function values; a monotone metric scales exactly one`,
+        `metric '${d.id}' is declared monotone but reads ${functionInputs} per-function values; a ` +
+          `monotone metric scales exactly one`,
       );
   }
 }

@@ -153,11 +153,13 @@ export function passNotes(f: PassFigures, u: PassUnit): string[] {
   const notes: string[] = [];
   if (f.clamped)
     notes.push(
-      `the payload compensation (${formatCount(f.ownPerPass)} ${u.label} per pass) exceeded a pass by up to ${formatCount(f.clamped.by)}: that pass is shown as 0, within ±${formatCount(f.clamped.by)}`,
+      `the payload compensation (${formatCount(f.ownPerPass)} ${u.label} per pass) exceeded a ` +
+        `pass by up to ${formatCount(f.clamped.by)}: that pass is shown as 0, within ±${formatCount(f.clamped.by)}`,
     );
   if (f.widened)
     notes.push(
-      `min … max widened by ${formatCount(f.widened.by)} to hold the exact mean (the per-pass values are rounded to whole counter units)`,
+      `min … max widened by ${formatCount(f.widened.by)} to hold the exact mean (the per-pass ` +
+        `values are rounded to whole counter units)`,
     );
   return notes;
 }
@@ -166,7 +168,10 @@ export function passNotes(f: PassFigures, u: PassUnit): string[] {
 export function passSummary(calls: number, f: PassFigures | undefined, u: PassUnit, share: number | undefined): string {
   if (!f) return `${calls} calls, no complete pass yet`;
   const s = share !== undefined ? ` · ${formatPassShare(share)} of the run` : '';
-  return `${calls} calls · ${f.passes} pass${f.passes === 1 ? '' : 'es'} · total ${formatCost(f.total, u)} · per pass ${formatCount(f.mean)} (${formatCount(f.min)}–${formatCount(f.max)})${s}${f.clamped ? ' · ≥0 clamped' : ''}`;
+  return (
+    `${calls} calls · ${f.passes} pass${f.passes === 1 ? '' : 'es'} · total ${formatCost(f.total, u)} ` +
+    `· per pass ${formatCount(f.mean)} (${formatCount(f.min)}–${formatCount(f.max)})${s}${f.clamped ? ' · ≥0 clamped' : ''}`
+  );
 }
 
 /** The counts of an injected measurement's result as the adapter sends it. */

@@ -66,7 +66,8 @@ export function textReport(
   out.push(facts.join('; '));
   if (header.counted)
     out.push(
-      `bounded by instruction counts (${header.counted.method}): ${header.counted.ran} of ${header.counted.functions} functions ran, the others are 0`,
+      `bounded by instruction counts (${header.counted.method}): ${header.counted.ran} of ${header.counted.functions} ` +
+        `functions ran, the others are 0`,
     );
   if (header.cancelled)
     out.push('CANCELLED: the analysis stopped before every function was decided; pending rows are open.');

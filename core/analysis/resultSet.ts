@@ -224,7 +224,8 @@ class Reader extends JsonWalker {
   fail(what: string): never {
     throw new ResultSetError(
       'malformed',
-      `${this.file}: ${this.path || 'the top level'} ${what}. The file is damaged or was not written by CycleLens; measure again or restore it.`,
+      `${this.file}: ${this.path || 'the top level'} ${what}. The file is damaged or was not ` +
+        `written by CycleLens; measure again or restore it.`,
     );
   }
 
@@ -306,7 +307,8 @@ function checkInclusive(m: Reader, inclusive: Record<string, number>, totals: Re
     m.field('inclusive')
       .field(event)
       .fail(
-        `is ${value}, far more than the whole run's total of ${total} (run.totals.${event}): a function cannot count more than the run it is part of`,
+        `is ${value}, far more than the whole run's total of ${total} (run.totals.${event}): a ` +
+          `function cannot count more than the run it is part of`,
       );
   }
 }
@@ -437,7 +439,8 @@ export function parseCallGraphDocument(json: Json, file = 'the call graph'): Cal
   if (schema !== CALL_GRAPH_SCHEMA) {
     throw new ResultSetError(
       schema === undefined ? 'notResultSet' : 'version',
-      `${file} is not a CycleLens call graph: its schema is ${schema === undefined ? 'missing' : `"${schema}"`}, expected "${CALL_GRAPH_SCHEMA}". Record it with \`cyclelens call-graph\`.`,
+      `${file} is not a CycleLens call graph: its schema is ${schema === undefined ? 'missing' : `"${schema}"`}, ` +
+        `expected "${CALL_GRAPH_SCHEMA}". Record it with \`cyclelens call-graph\`.`,
     );
   }
   const graph = readCallGraph(top.field('graph'));
@@ -554,7 +557,8 @@ export function parseResultSetDocument(json: Json, file = 'the result set'): Res
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
     throw new ResultSetError(
       'notResultSet',
-      `${file} is not a CycleLens result set: it holds ${Array.isArray(json) ? 'an array' : typeof json}, not an object with "schema": "${RESULT_SET_SCHEMA}".`,
+      `${file} is not a CycleLens result set: it holds ${Array.isArray(json) ? 'an array' : typeof json}, ` +
+        `not an object with "schema": "${RESULT_SET_SCHEMA}".`,
     );
   }
   if (!top.has('schema') || typeof (json as Record<string, Json>).schema !== 'string') {
@@ -599,7 +603,8 @@ export function parseResultSetText(text: string, file = 'the result set'): Resul
   } catch (err) {
     throw new ResultSetError(
       'notJson',
-      `${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}): it may be truncated or edited by hand; measure again or restore it.`,
+      `${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}): it may be ` +
+        `truncated or edited by hand; measure again or restore it.`,
     );
   }
   return parseResultSetDocument(json, file);

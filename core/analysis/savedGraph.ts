@@ -21,7 +21,8 @@ export function withCallCounts(
 ): CallGraphResponse & { interrupts?: CallGraphResponse['edges'] } {
   if (saved.kind !== 'dynamic')
     throw new SavedGraphError(
-      `${file} is a static call graph: it has no call counts. Record a dynamic one with \`cyclelens call-graph --dynamic --out ${file}\`.`,
+      `${file} is a static call graph: it has no call counts. Record a dynamic one with ` +
+        `\`cyclelens call-graph --dynamic --out ${file}\`.`,
     );
   const now = new Map(current.functions.map((f) => [f.name, f]));
   const differ = saved.graph.functions.filter((f) => {
@@ -33,7 +34,8 @@ export function withCallCounts(
       ? ` (${differ[0].name} at 0x${differ[0].address.toString(16)} is ${now.has(differ[0].name) ? 'elsewhere or of another size' : 'gone'} in the program now)`
       : '';
     throw new SavedGraphError(
-      `${file} was recorded on another build of ${saved.program}${example}: record it again with \`cyclelens call-graph --dynamic --out ${file}\`.`,
+      `${file} was recorded on another build of ${saved.program}${example}: record it again with ` +
+        `\`cyclelens call-graph --dynamic --out ${file}\`.`,
     );
   }
   const counts = new Map<string, number>();

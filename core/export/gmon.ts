@@ -63,7 +63,8 @@ export function gmonBytes(p: Profile, options: GmonOptions = {}): Uint8Array {
     while (self > 0) {
       if (++records > MAX_RECORDS)
         throw new GmonWriteError(
-          `gmon.out holds 16-bit histogram bins: ${f.name}'s value needs more than ${MAX_RECORDS} records. Export pprof or callgrind for profiles this large.`,
+          `gmon.out holds 16-bit histogram bins: ${f.name}'s value needs more than ${MAX_RECORDS} ` +
+            `records. Export pprof or callgrind for profiles this large.`,
         );
       const bin = Math.min(MAX_BIN, self);
       self -= bin;

@@ -38,7 +38,10 @@ export async function unwritableReason(path: string): Promise<string | undefined
   }
   const refused = await probeWrite(full, PROBE_BYTES);
   if (refused)
-    return `${path} cannot be written: nothing can be written in ${folder} (${refused}); choose a folder you can write to`;
+    return (
+      `${path} cannot be written: nothing can be written in ${folder} (${refused}); choose a ` +
+      `folder you can write to`
+    );
   try {
     const s = await stat(full);
     if (s.isDirectory())

@@ -42,7 +42,9 @@ export class ProfileBuilder {
       if (name.length > MAX_NAME_LENGTH)
         throw new ProfileError(
           'unsupported',
-          `${this.file} names a function of ${name.length} characters ("${name.slice(0, 40)}…"), over the ${MAX_NAME_LENGTH}-character limit of a CycleLens profile: shorten the name (demangle, or drop template arguments).`,
+          `${this.file} names a function of ${name.length} characters ("${name.slice(0, 40)}…"), over ` +
+            `the ${MAX_NAME_LENGTH}-character limit of a CycleLens profile: shorten the name (demangle, ` +
+            `or drop template arguments).`,
         );
       id = this.profile.functions.length;
       this.ids.set(name, id);

@@ -146,7 +146,8 @@ export function importGmon(bytes: Uint8Array, options: GmonImportOptions = {}): 
     },
   ];
   p.notes = [
-    'Inclusive values are formed as gprof forms them: each callee passes its inclusive value to its callers in proportion to the calls along each arc.',
+    'Inclusive values are formed as gprof forms them: each callee passes its inclusive value to ' +
+      'its callers in proportion to the calls along each arc.',
   ];
   return p;
 }

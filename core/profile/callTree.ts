@@ -444,7 +444,8 @@ function notMeasuredFunction(id: number): ProfileFunction {
     name: NOT_MEASURED,
     status: 'unmeasurable',
     reason:
-      'time no measurement attributes to a function: in callees that were not measured or are called through a pointer, or outside every measured function',
+      'time no measurement attributes to a function: in callees that were not measured or are ' +
+      'called through a pointer, or outside every measured function',
   };
 }
 
@@ -455,7 +456,8 @@ export function derivationNote(
   found: { recursive: boolean; truncated: boolean; maxStacks?: number; maxDepth?: number; usedNotMeasured: boolean },
 ): string {
   const parts = [
-    "Call stacks derived from the measured values (the source recorded no stacks): each measured function's inclusive value is split over its callers.",
+    'Call stacks derived from the measured values (the source recorded no stacks): each ' +
+      "measured function's inclusive value is split over its callers.",
   ];
   let shared = false;
   let measured = false;
@@ -471,15 +473,20 @@ export function derivationNote(
     );
   if (found.usedNotMeasured)
     parts.push(
-      `Time in callees that were not measured or are called through a pointer, and outside every measured function, is under "${NOT_MEASURED}", never in a caller's own value.`,
+      `Time in callees that were not measured or are called through a pointer, and outside every ` +
+        `measured function, is under "${NOT_MEASURED}", never in a caller's own value.`,
     );
   if (split.nested.length > 0)
     parts.push(
-      `Functions nothing measured calls that do not fit in the run's total beside the larger roots ran inside them, and are placed (estimated) under the functions that call through a pointer, else under the largest root: ${list(split.nested)}.`,
+      `Functions nothing measured calls that do not fit in the run's total beside the larger ` +
+        `roots ran inside them, and are placed (estimated) under the functions that call through a ` +
+        `pointer, else under the largest root: ${list(split.nested)}.`,
     );
   if (split.unplaced.size > 0)
     parts.push(
-      `Part of these functions' values ran from callers without a measured value or did not fit in their callers' (runs may differ slightly where interrupts land), and is not on their stacks: ${list([...split.unplaced])}.`,
+      `Part of these functions' values ran from callers without a measured value or did not fit ` +
+        `in their callers' (runs may differ slightly where interrupts land), and is not on their ` +
+        `stacks: ${list([...split.unplaced])}.`,
     );
   const runOn = p.functions.filter((f) => f.runOnFrom && f.runOnFrom.length > 0);
   if (runOn.length > 0)

@@ -215,7 +215,9 @@ function markCallTreeConventions(p: Profile, graph: CallGraphResponse | undefine
   }
   for (const f of p.functions) {
     if (!f.runOnFrom || !f.inclusive) continue;
-    const note = `leaves out the passes that run on into it from ${f.runOnFrom.join(', ')} without a call: they count under ${f.runOnFrom.length > 1 ? 'those' : 'that function'}`;
+    const note =
+      `leaves out the passes that run on into it from ${f.runOnFrom.join(', ')} without a call: ` +
+      `they count under ${f.runOnFrom.length > 1 ? 'those' : 'that function'}`;
     f.reason = f.reason ? `${f.reason}; ${note}` : `${note[0]!.toUpperCase()}${note.slice(1)}`;
   }
 }

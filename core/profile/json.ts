@@ -67,7 +67,8 @@ export async function loadAnyProfile(path: string, options: ResultSetProfileOpti
   if (typeof schema === 'string' && schema.startsWith('cyclelens-profile/')) return parseProfileDocument(json, path);
   throw new ProfileError(
     'notProfile',
-    `${path} is neither a CycleLens profile ("schema": "${PROFILE_SCHEMA}") nor a result set ("schema": "${RESULT_SET_SCHEMA}"): give the file an analysis or an export wrote.`,
+    `${path} is neither a CycleLens profile ("schema": "${PROFILE_SCHEMA}") nor a result set ` +
+      `("schema": "${RESULT_SET_SCHEMA}"): give the file an analysis or an export wrote.`,
   );
 }
 
@@ -91,7 +92,8 @@ function parseJson(text: string, file: string): unknown {
   } catch (err) {
     throw new ProfileError(
       'notJson',
-      `${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}): it may be truncated; export or measure again.`,
+      `${file} is not valid JSON (${err instanceof Error ? err.message : String(err)}): it may be ` +
+        `truncated; export or measure again.`,
     );
   }
 }

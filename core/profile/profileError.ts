@@ -41,7 +41,8 @@ export class JsonReader extends JsonWalker {
   fail(what: string): never {
     throw new ProfileError(
       'malformed',
-      `${this.file}: ${this.path || '$'} ${what}. The file is damaged or was not written by CycleLens; export the profile again.`,
+      `${this.file}: ${this.path || '$'} ${what}. The file is damaged or was not written by ` +
+        `CycleLens; export the profile again.`,
     );
   }
 

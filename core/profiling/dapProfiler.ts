@@ -215,7 +215,8 @@ export class DapProfiler implements BatchMeasurer {
     }
     this.countingRuns++;
     this.options.log?.(
-      `instruction counts: ${r.total} instructions, ${r.functions.length} functions ran (${(r.elapsedMs / 1000).toFixed(1)} s; ${r.method})`,
+      `instruction counts: ${r.total} instructions, ${r.functions.length} functions ran (${(r.elapsedMs / 1000).toFixed(1)} ` +
+        `s; ${r.method})`,
     );
     return r;
   }
@@ -320,7 +321,8 @@ export class DapProfiler implements BatchMeasurer {
         const value = r ? windowValue(r, window.region) : undefined;
         if (!r || value === undefined)
           throw new ProfilingError(
-            `${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`,
+            `${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): ` +
+              `the run has no total`,
           );
         this.baseline = {
           totals: { [eventOfCounter(r.counter)]: value },
@@ -405,13 +407,15 @@ export class DapProfiler implements BatchMeasurer {
       .map((e) => `${e}: ${after.get(e)!.reason ?? before.get(e)?.reason ?? 'marked unreliable'}`)
       .join('; ');
     this.options.log?.(
-      `the counters read at ${from} and at the end cannot make a total (${unreliable}); measuring the whole window by injection instead`,
+      `the counters read at ${from} and at the end cannot make a total (${unreliable}); measuring ` +
+        `the whole window by injection instead`,
     );
     const until = endAt ?? reply.until;
     if (until && 'function' in until) this.endsAt = until.function;
     if (!until)
       throw new ProfilingError(
-        'the adapter did not say where the program ends, so the run has no total: set `programEnd` in the launch configuration (for example "programEnd": "exit")',
+        'the adapter did not say where the program ends, so the run has no total: set `programEnd` ' +
+          'in the launch configuration (for example "programEnd": "exit")',
       );
     if (reply.endFoundBy) this.options.log?.(`the program ends ${reply.endFoundBy}`);
     checkAbort(signal);
@@ -425,8 +429,10 @@ export class DapProfiler implements BatchMeasurer {
         const value = r ? windowValue(r, window.region) : undefined;
         if (!r || value === undefined) {
           throw new ProfilingError(
-            `${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total. ` +
-              `Start the run at a function that runs once, or set \`programEnd\` to a function ${from} calls once (for example "programEnd": "exit").`,
+            `${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): ` +
+              `the run has no total. ` +
+              (`Start the run at a function that runs once, or set \`programEnd\` to a function ${from} ` +
+                `calls once (for example "programEnd": "exit").`),
           );
         }
         return {
@@ -444,8 +450,11 @@ export class DapProfiler implements BatchMeasurer {
     this.options.log?.(`the run has no ${doubtful.join('/')} total`);
     if (Object.keys(totals).length === 0)
       throw new ProfilingError(
-        `the run from ${from} to ${describe(until)} has no total: no window from ${from} to the end could be injected, and the counters read at both ends are unreliable (${unreliable}). ` +
-          'Set `programEnd` in the launch configuration to a function that is called once at the end of the work and whose entry or call can be patched (for example "programEnd": "exit" or "programEnd": "board_exit").',
+        `the run from ${from} to ${describe(until)} has no total: no window from ${from} to the end ` +
+          `could be injected, and the counters read at both ends are unreliable (${unreliable}). ` +
+          ('Set `programEnd` in the launch configuration to a function that is called once at the end ' +
+            'of the work and whose entry or call can be patched (for example "programEnd": "exit" or ' +
+            '"programEnd": "board_exit").'),
       );
     return { totals, method: 'total from a run without injections (unreliable counters left out)' };
   }
@@ -490,7 +499,9 @@ export class DapProfiler implements BatchMeasurer {
     const rate = Object.entries(totals)
       .map(([e]) => `${e}: ${end.units[e]!.instructionsPerUnit} instructions each`)
       .join(', ');
-    const method = `total from the instructions counted from reset to ${from} (${start.total}) and to ${describe(until)} (${end.total}) in two counting runs of their own (QEMU plugin, exact; ${rate})`;
+    const method =
+      `total from the instructions counted from reset to ${from} (${start.total}) and to ${describe(until)} ` +
+      `(${end.total}) in two counting runs of their own (QEMU plugin, exact; ${rate})`;
     this.options.log?.(`total ${from} -> ${describe(until)}: ${instructions} instructions (${method})`);
     return { totals, method };
   }
@@ -517,8 +528,10 @@ export class DapProfiler implements BatchMeasurer {
     if (sites.length === 0) return [];
     if (sites.length !== 1) {
       throw new ProfilingError(
-        `the run's total needs one call from ${from} to ${until.function}, where the window closes; ${from} has ${sites.length}. ` +
-          'Set the end of the run (programEnd) to a function the start function calls once, for example "programEnd": "exit".',
+        `the run's total needs one call from ${from} to ${until.function}, where the window closes; ` +
+          `${from} has ${sites.length}. ` +
+          ('Set the end of the run (programEnd) to a function the start function calls once, for ' +
+            'example "programEnd": "exit".'),
       );
     }
     return [{ address: `0x${sites[0]!.toString(16)}` }, { function: until.function }];
@@ -710,7 +723,10 @@ export class DapProfiler implements BatchMeasurer {
       throw new ProfilingError(
         `the program did not reach ${what}${r.detail ? `: ${r.detail}` : ''}` +
           (never
-            ? ' If the firmware never ends (a super-loop), measure a window of passes instead: a number of passes over a function or line of its main loop (command line: --cyclic LOCATION --dwell N, for example --cyclic read_sensor --dwell 100 for 100 iterations; in the editor: the descent prompt\'s "a window of passes").'
+            ? ' If the firmware never ends (a super-loop), measure a window of passes instead: a number ' +
+              'of passes over a function or line of its main loop (command line: --cyclic LOCATION ' +
+              '--dwell N, for example --cyclic read_sensor --dwell 100 for 100 iterations; in the editor: ' +
+              'the descent prompt\'s "a window of passes").'
             : ''),
       );
     }

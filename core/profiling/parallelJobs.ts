@@ -41,7 +41,8 @@ export function decideJobs(requested: number | undefined, target: JobsTarget, ba
   const server = target.server?.type;
   if (server !== 'qemu')
     return one(
-      `the server is ${server ?? 'not given'}, one real target; parallel runs need a QEMU target, where every run is deterministic and a second instance is cheap`,
+      `the server is ${server ?? 'not given'}, one real target; parallel runs need a QEMU target, ` +
+        `where every run is deterministic and a second instance is cheap`,
     );
   if (target.server?.icount === null)
     return one(

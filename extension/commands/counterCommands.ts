@@ -120,7 +120,8 @@ function record(
   const rec = store.add(kind, label, anchor, r);
   const first = rec.series[0]?.distribution;
   const summary = first
-    ? `${label}: ${formatCount(first.mean)} ${passUnit(rec.series[0]!.unit, rec.series[0]!.event).label} per pass (${first.count} pass${first.count === 1 ? '' : 'es'})`
+    ? `${label}: ${formatCount(first.mean)} ${passUnit(rec.series[0]!.unit, rec.series[0]!.event).label} ` +
+      `per pass (${first.count} pass${first.count === 1 ? '' : 'es'})`
     : `${label}: no complete pass`;
   if (r.incomplete) void vscode.window.showWarningMessage(`${summary}. ${r.incomplete}`);
   else void vscode.window.showInformationMessage(summary);

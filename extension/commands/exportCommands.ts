@@ -52,7 +52,8 @@ async function exportProfile(resource: vscode.Uri | undefined, output: vscode.Lo
     bytes = await writeExport(profile, { format, path: target.fsPath });
   } catch (err) {
     return failed(
-      `${target.fsPath} could not be written (${fileErrorWords(err)}): choose another folder, or free space on its disk`,
+      `${target.fsPath} could not be written (${fileErrorWords(err)}): choose another folder, or ` +
+        `free space on its disk`,
     );
   }
   output.info(`exported ${source} as ${format.label} to ${target.fsPath} (${bytes} bytes)`);

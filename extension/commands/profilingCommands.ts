@@ -129,7 +129,8 @@ export function registerProfilingCommands(
         // A full disk must not end the analysis: the findings still reach the report.
         if (partialSaved || finished.length === 1)
           output.warn(
-            `the finished runs could not be saved to ${partialFile} (${err instanceof Error ? err.message : String(err)}); the analysis goes on`,
+            `the finished runs could not be saved to ${partialFile} (${err instanceof Error ? err.message : String(err)}); ` +
+              `the analysis goes on`,
           );
         partialSaved = false;
       }

@@ -14,7 +14,8 @@ export function restrictedModeRefusal(trusted: boolean, config: Partial<CycleLen
   const server = config.server;
   if (server?.type === 'openocd') {
     runs.push(
-      `${typeof server.path === 'string' ? `'${server.path}' (server.path)` : 'OpenOCD'} with the scripts ${Array.isArray(server.configFiles) ? server.configFiles.join(', ') : '(none given)'}`,
+      `${typeof server.path === 'string' ? `'${server.path}' (server.path)` : 'OpenOCD'} with the ` +
+        `scripts ${Array.isArray(server.configFiles) ? server.configFiles.join(', ') : '(none given)'}`,
     );
   } else if (server?.type !== 'remote') {
     runs.push(typeof server?.path === 'string' ? `'${server.path}' (server.path)` : 'QEMU');
@@ -24,5 +25,9 @@ export function restrictedModeRefusal(trusted: boolean, config: Partial<CycleLen
     ...(Array.isArray(config.postConnectCommands) ? config.postConnectCommands : []),
   ];
   if (commands.length > 0) runs.push(`${commands.length} GDB command(s) from initCommands/postConnectCommands`);
-  return `CycleLens does not start debug sessions in Restricted Mode: this launch configuration comes from the workspace and would run ${runs.join(', ')}. If you trust this folder, choose "Manage Workspace Trust" and trust it, then start the session again.`;
+  return (
+    `CycleLens does not start debug sessions in Restricted Mode: this launch configuration ` +
+    `comes from the workspace and would run ${runs.join(', ')}. If you trust this folder, ` +
+    `choose "Manage Workspace Trust" and trust it, then start the session again.`
+  );
 }

@@ -282,12 +282,15 @@ export class LiveHotspots implements vscode.Disposable {
   private showStatus(run: LiveRun): void {
     const unit = run.profile ? unitLabel(run.profile.unit) : 'samples';
     const asleep = run.apart.asleepOrHalted ? ` · ${formatNumber(run.apart.asleepOrHalted)} core asleep or halted` : '';
-    this.status.text = `$(flame) ${run.samplerId} · ${formatNumber(run.samplesPerSecond)}/s · ${formatNumber(run.total)} ${unit}${asleep}${run.running ? '' : ' (stopped)'}`;
+    this.status.text =
+      `$(flame) ${run.samplerId} · ${formatNumber(run.samplesPerSecond)}/s · ${formatNumber(run.total)} ` +
+      `${unit}${asleep}${run.running ? '' : ' (stopped)'}`;
     // A reason the sampler reports at all is noted, at 0 too.
     const apartNotes = COUNTED_APART.filter((key) => run.apart[key] !== undefined)
       .map(
         (key) =>
-          ` Reads that found the core ${APART_REASONS[key]} are counted apart, never as code: ${formatNumber(run.apart[key]!)} so far.`,
+          ` Reads that found the core ${APART_REASONS[key]} are counted apart, never as code: ${formatNumber(run.apart[key]!)} ` +
+          `so far.`,
       )
       .join('');
     this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}.${apartNotes} Click to turn off.`;

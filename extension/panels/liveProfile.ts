@@ -32,7 +32,9 @@ export interface LivePanelHost {
 }
 
 export const NO_LIVE_SAMPLING =
-  'No live sampling is running, so there is no live profile to show: start a CycleLens debug session, run "CycleLens: Toggle Live Hotspots" (the flame in the debug toolbar), then "CycleLens: Show Live Profile".';
+  'No live sampling is running, so there is no live profile to show: start a CycleLens debug ' +
+  'session, run "CycleLens: Toggle Live Hotspots" (the flame in the debug toolbar), then ' +
+  '"CycleLens: Show Live Profile".';
 const TOGGLE = 'Toggle Live Hotspots';
 
 /**

@@ -126,7 +126,9 @@ class ProfileWebview implements vscode.Disposable {
           this.post({
             type: 'source',
             path: message.path,
-            problem: `${message.path} is not on this machine or in the workspace: open the folder the firmware was built from.`,
+            problem:
+              `${message.path} is not on this machine or in the workspace: open the folder the firmware ` +
+              `was built from.`,
           });
           return;
         }
@@ -277,7 +279,9 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
     try {
       if (!saved)
         throw new Error(
-          'This panel showed a live profile that was not saved, so there is nothing to reopen: run "CycleLens: Show Live Profile" while sampling, or "CycleLens: Show Call Graph" on a saved result set.',
+          'This panel showed a live profile that was not saved, so there is nothing to reopen: run ' +
+            '"CycleLens: Show Live Profile" while sampling, or "CycleLens: Show Call Graph" on a saved ' +
+            'result set.',
         );
       const { profile, title } = await loadProfileFile(saved.file);
       panel.title = title;
@@ -318,7 +322,9 @@ export class ProfilePanels implements vscode.CustomReadonlyEditorProvider<Profil
 function showProblemPage(panel: vscode.WebviewPanel, message: string): void {
   const text = message.replace(/&/g, '&amp;').replace(/</g, '&lt;');
   panel.webview.options = { enableScripts: false };
-  panel.webview.html = `<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'"></head><body><p>${text}</p></body></html>`;
+  panel.webview.html =
+    `<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" ` +
+    `content="default-src 'none'"></head><body><p>${text}</p></body></html>`;
 }
 
 /** The result sets saved in the workspace, newest first. */

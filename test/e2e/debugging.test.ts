@@ -94,7 +94,8 @@ test('the demo as `npm start` writes it: a breakpoint clicked in src/dsp.c binds
     assert.equal(
       unverified,
       0,
-      `the breakpoint is not bound in the demo workspace (BREAKPOINTS says "${label}"); continuing would run past #BP_LOCALS to the end of the program`,
+      `the breakpoint is not bound in the demo workspace (BREAKPOINTS says "${label}"); ` +
+        `continuing would run past #BP_LOCALS to the end of the program`,
     );
   } finally {
     const stopped = Date.now();

@@ -275,7 +275,8 @@ test('flame graph labels contrast with their fills in the light theme', { timeou
     .map((p) => ({ ...p, ratio: contrastRatio(parseColour(p.text)!, parseColour(p.fill)!) }))
     .sort((a, b) => a.ratio - b.ratio);
   t.diagnostic(
-    `${pairs.length} labels; lowest contrast ${worst[0]?.ratio.toFixed(2)}:1 (${worst[0]?.text} on ${worst[0]?.fill}, "${worst[0]?.label}")`,
+    `${pairs.length} labels; lowest contrast ${worst[0]?.ratio.toFixed(2)}:1 (${worst[0]?.text} ` +
+      `on ${worst[0]?.fill}, "${worst[0]?.label}")`,
   );
   await h.screenshot('panel-flame-light');
   assert.ok(pairs.length > 3, 'the flame graph draws labels');

@@ -125,7 +125,8 @@ async function pickItem(h: CodeServerHarness, label: string): Promise<void> {
     .first();
   await row.waitFor({ state: 'visible', timeout: 15_000 }).catch(async () => {
     assert.fail(
-      `the quick pick offers ${JSON.stringify(await widget.locator('.monaco-list-row .label-name').allInnerTexts())}, not "${label}"`,
+      `the quick pick offers ${JSON.stringify(await widget.locator('.monaco-list-row .label-name').allInnerTexts())}, ` +
+        `not "${label}"`,
     );
   });
   await row.click();
@@ -193,7 +194,8 @@ async function answerSaveDialog(h: CodeServerHarness, path: string): Promise<str
       .catch(() => '')
   ).replace(/\s+/g, ' ');
   assert.fail(
-    `the save dialog did not take ${path} (it offered ${offered}; it shows "${shown.slice(0, 300)}"; input "${await input.inputValue()}"); screenshot ${await h.screenshot('export-save-dialog')}`,
+    `the save dialog did not take ${path} (it offered ${offered}; it shows "${shown.slice(0, 300)}"; ` +
+      `input "${await input.inputValue()}"); screenshot ${await h.screenshot('export-save-dialog')}`,
   );
 }
 

@@ -46,7 +46,8 @@ function partialFiles(workspace: string): string[] {
 }
 
 test(
-  'QEMU killed during a descent from the Command Palette: the notification names what died and where the finished runs are, and they are kept',
+  'QEMU killed during a descent from the Command Palette: the notification names what died ' +
+    'and where the finished runs are, and they are kept',
   { timeout: 300_000 },
   async (t) => {
     const h = harness!;
@@ -103,7 +104,8 @@ test(
 
     assert.ok(
       ended,
-      `the descent did not end within 60 s of the kill (toasts: ${JSON.stringify(seen)}; nothing in the notification centre either)`,
+      `the descent did not end within 60 s of the kill (toasts: ${JSON.stringify(seen)}; nothing ` +
+        `in the notification centre either)`,
     );
     assert.match(ended, failed, 'the descent reports a failure, not a result');
     assert.equal(progressLeft, 0, 'the progress notification is gone');

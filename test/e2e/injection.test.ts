@@ -94,7 +94,8 @@ async function breakpointAtProgramEnd(h: CodeServerHarness): Promise<void> {
   );
   assert.ok(
     lines.includes(programEnd),
-    `a click in runtime.c's gutter puts a breakpoint on line ${programEnd} (#PROGRAM_END); glyphs on ${JSON.stringify(lines)}`,
+    `a click in runtime.c's gutter puts a breakpoint on line ${programEnd} (#PROGRAM_END); ` +
+      `glyphs on ${JSON.stringify(lines)}`,
   );
 }
 
@@ -161,7 +162,8 @@ test(
     for (const n of await notifications(h)) regionToasts.push(n);
     t.diagnostic(`status bar while pending: "${hint.pending}"; once the region is complete: "${hint.completed}"`);
     t.diagnostic(
-      `after marking: pending marker on ${JSON.stringify(pending)}, start markers ${JSON.stringify(starts)}, end markers ${JSON.stringify(ends)}, inline "${measuring}"`,
+      `after marking: pending marker on ${JSON.stringify(pending)}, start markers ${JSON.stringify(starts)}, ` +
+        `end markers ${JSON.stringify(ends)}, inline "${measuring}"`,
     );
     await h.screenshot('injection-region-marked');
     assert.ok(
@@ -327,6 +329,7 @@ test('the "Measure" CodeLens sits directly above fir_filter\'s definition line',
   assert.equal(
     firLensLine,
     fir.first,
-    `the CodeLens sits above line ${firLensLine}, inside the body, not above the definition "void fir_filter(…)" on line ${fir.first}`,
+    `the CodeLens sits above line ${firLensLine}, inside the body, not above the definition ` +
+      `"void fir_filter(…)" on line ${fir.first}`,
   );
 });

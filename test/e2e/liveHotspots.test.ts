@@ -339,14 +339,16 @@ for (const { target, configuration } of targets) {
       for (let i = 0; i < 4; i++) {
         assert.ok(
           Math.abs(shown[i]!.share - truth[i]!.share) <= shareTolerance,
-          `${shown[i]!.name}: the view shows "${shown[i]!.description}", the oracle ${truth[i]!.share.toFixed(2)} % (tolerance ${shareTolerance} point)`,
+          `${shown[i]!.name}: the view shows "${shown[i]!.description}", the oracle ${truth[i]!.share.toFixed(2)} ` +
+            `% (tolerance ${shareTolerance} point)`,
         );
       }
     },
   );
 
   test(
-    `${target}: a click on the top function opens its source, where the hot loop's lines carry heat as the oracle counts them`,
+    `${target}: a click on the top function opens its source, where the hot loop's lines carry ` +
+      `heat as the oracle counts them`,
     { timeout: 180_000 },
     async (t) => {
       const h = harness!;
@@ -408,7 +410,8 @@ for (const { target, configuration } of targets) {
           if (counts.get(hot.line)! >= 1.5 * counts.get(cool.line)!) {
             assert.ok(
               hot.stripeWidth >= cool.stripeWidth,
-              `line ${hot.line} (oracle ${counts.get(hot.line)}) has a narrower stripe than line ${cool.line} (oracle ${counts.get(cool.line)})`,
+              `line ${hot.line} (oracle ${counts.get(hot.line)}) has a narrower stripe than line ${cool.line} ` +
+                `(oracle ${counts.get(cool.line)})`,
             );
           }
         }
@@ -542,7 +545,8 @@ function hottestLine(oracle: OracleSummary, file: string, fn: { first: number; l
 }
 
 test(
-  'rv32: "Live Hotspots with Sampler…" runs the monitor sampler: samples, heat only on lines that run, a 95 % interval on hover',
+  'rv32: "Live Hotspots with Sampler…" runs the monitor sampler: samples, heat only on lines ' +
+    'that run, a 95 % interval on hover',
   { timeout: 240_000 },
   async (t) => {
     const h = harness!;

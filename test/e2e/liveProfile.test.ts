@@ -88,7 +88,8 @@ test('Show Live Profile without sampling says to start live hotspots', { timeout
 });
 
 test(
-  'the panel follows the live profile in place: the count grows, the page loads once, the hottest function is the oracle’s',
+  'the panel follows the live profile in place: the count grows, the page loads once, the ' +
+    'hottest function is the oracle’s',
   { timeout: 300_000 },
   async (t) => {
     const h = harness!;

@@ -240,7 +240,8 @@ for (const victim of ['npm', 'shell', 'startScript', 'codeServer'] as const) {
       assert.deepEqual(
         late.map((p) => `${short(p)} (${goneAfter.get(p.pid) ?? 'still running'} ms)`),
         [],
-        `processes of \`npm start\` outlived the ${deadlineMs} ms after SIGTERM to ${label}; npm start printed:\n${demo.output().slice(-2000)}`,
+        `processes of \`npm start\` outlived the ${deadlineMs} ms after SIGTERM to ${label}; npm ` +
+          `start printed:\n${demo.output().slice(-2000)}`,
       );
       assert.deepEqual(codeServer.taggedProcesses(demo.tag), [], 'a process code-server started is still running');
     },

@@ -150,7 +150,8 @@ test(
       `status bar ${Math.round((Date.now() - marked) / 1000)} s after the region was completed: "${status}"`,
     );
     t.diagnostic(
-      `decoration texts: ${JSON.stringify(texts)}; markers: ${JSON.stringify(markers)}; CodeLens: ${JSON.stringify(lenses)}`,
+      `decoration texts: ${JSON.stringify(texts)}; markers: ${JSON.stringify(markers)}; CodeLens: ` +
+        `${JSON.stringify(lenses)}`,
     );
     assert.deepEqual(
       texts.filter((x) => resultText.test(x)),

@@ -73,7 +73,8 @@ test('CycleLens activates from Run and Debug and shows as running', { timeout: 9
   if (dynamic && debuggerLabel) await h.selectDebugConfiguration(`${debuggerLabel}...`);
   if (views.length === 0 && !(dynamic && debuggerLabel)) {
     assert.fail(
-      'package.json gives no way to activate CycleLens from the UI without a debug session (no views, no onDebugDynamicConfigurations)',
+      'package.json gives no way to activate CycleLens from the UI without a debug session (no ' +
+        'views, no onDebugDynamicConfigurations)',
     );
   }
   // The extension host log names the event that activated it.

@@ -140,7 +140,8 @@ async function killHintedAtFork(n: number, what: string): Promise<void> {
     if (report.killed) return;
   }
   assert.fail(
-    `the adapter was never killed as its loader forked ${what} (its child #${n}); children seen at each kill: ${seen.join(', ')}`,
+    `the adapter was never killed as its loader forked ${what} (its child #${n}); children seen ` +
+      `at each kill: ${seen.join(', ')}`,
   );
 }
 
@@ -170,7 +171,8 @@ async function killAtLaunchFork(args: CycleLensLaunchArgs, n: number, what: stri
     if (report.killed) return;
   }
   assert.fail(
-    `the adapter was never killed as the launch forked ${what} (its child #${n}); new children seen at each kill: ${seen.join(', ')}`,
+    `the adapter was never killed as the launch forked ${what} (its child #${n}); new children ` +
+      `seen at each kill: ${seen.join(', ')}`,
   );
 }
 
@@ -243,50 +245,53 @@ describe('an adapter SIGKILLed at any moment leaves no process behind', () => {
 
   // The CLI's adapters are not killed with it: an adapter whose client vanishes (its stdin closed)
   // ends its session itself, putting the target back as it was, and then its children.
-  it('the CLI killed as it forks its first adapter and its parallel worker leaves no adapter, QEMU or GDB', async () => {
-    mkdirSync(join(workspace, '.vscode'), { recursive: true });
-    const elf = join(fixturesDir, 'build', 'rv32', 'programs', 'json.elf');
-    const configuration = {
-      type: 'cyclelens',
-      request: 'launch',
-      name: 'json',
-      executable: elf,
-      server: { type: 'qemu', machine: 'virt' },
-      stopAtEntry: 'main',
-    };
-    writeFileSync(
-      join(workspace, '.vscode', 'launch.json'),
-      JSON.stringify({ version: '0.2.0', configurations: [configuration] }),
-    );
-    for (const [n, what] of [
-      [1, 'its first adapter'],
-      [2, 'the adapter of its second job'],
-    ] as const) {
-      const tag = newOwnerTag();
-      tags.push(tag);
-      const arm = await killAtFork(n);
-      const argv = [
-        join(repoRoot, 'dist', 'cli.js'),
-        'profile',
-        '--slots',
-        '1',
-        '--jobs',
-        '2',
-        '--config',
-        '.vscode/launch.json',
-        '--name',
-        'json',
-        '--out',
-        join(workspace, 'out.json'),
-      ];
-      const cli = spawn(process.execPath, argv, {
-        cwd: workspace,
-        stdio: ['ignore', 'ignore', 'ignore'],
-        env: { ...process.env, CYCLELENS_CODE_CACHE: cache, [OWNER_TAG_VAR]: tag },
-      });
-      const report = await arm(cli.pid!);
-      await assertNothingLeft(tag, `the CLI as it forked ${what}`);
-      assert.ok(report.seen.length >= n, `the CLI forked ${what}`);
-    }
-  });
+  it(
+    'the CLI killed as it forks its first adapter and its parallel worker leaves no adapter, ' + 'QEMU or GDB',
+    async () => {
+      mkdirSync(join(workspace, '.vscode'), { recursive: true });
+      const elf = join(fixturesDir, 'build', 'rv32', 'programs', 'json.elf');
+      const configuration = {
+        type: 'cyclelens',
+        request: 'launch',
+        name: 'json',
+        executable: elf,
+        server: { type: 'qemu', machine: 'virt' },
+        stopAtEntry: 'main',
+      };
+      writeFileSync(
+        join(workspace, '.vscode', 'launch.json'),
+        JSON.stringify({ version: '0.2.0', configurations: [configuration] }),
+      );
+      for (const [n, what] of [
+        [1, 'its first adapter'],
+        [2, 'the adapter of its second job'],
+      ] as const) {
+        const tag = newOwnerTag();
+        tags.push(tag);
+        const arm = await killAtFork(n);
+        const argv = [
+          join(repoRoot, 'dist', 'cli.js'),
+          'profile',
+          '--slots',
+          '1',
+          '--jobs',
+          '2',
+          '--config',
+          '.vscode/launch.json',
+          '--name',
+          'json',
+          '--out',
+          join(workspace, 'out.json'),
+        ];
+        const cli = spawn(process.execPath, argv, {
+          cwd: workspace,
+          stdio: ['ignore', 'ignore', 'ignore'],
+          env: { ...process.env, CYCLELENS_CODE_CACHE: cache, [OWNER_TAG_VAR]: tag },
+        });
+        const report = await arm(cli.pid!);
+        await assertNothingLeft(tag, `the CLI as it forked ${what}`);
+        assert.ok(report.seen.length >= n, `the CLI forked ${what}`);
+      }
+    },
+  );
 });

@@ -69,36 +69,39 @@ describe('debug adapters started ahead of their session', () => {
     for (const dir of caches) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a spare waits with nothing started, then takes the QEMU and GDB its hint remembers and stops at main', async () => {
-    const cache = cacheDir();
-    const args = qemuLaunchArgs('cortex-m4', 'singlepass');
-    await teachStartPlan(args, cache);
-    const h = await spareHarness(cache);
-    // Loaded and ready: the spare is one process, titled as a spare, with no child.
-    await new Promise((r) => setTimeout(r, 200));
-    const waiting = processesWithTag(h.tag);
-    assert.deepEqual(
-      waiting.map((p) => p.pid),
-      [h.spareProcess!.pid],
-      `a waiting spare starts nothing: ${describeAll(waiting)}`,
-    );
-    assert.match(waiting[0]!.cmdline, /dist\/adapter\.js --spare$/);
-    h.handOver(args);
-    const stopped = await h.launchToEntry(args);
-    assert.equal(stopped.body.reason, 'entry');
-    assert.equal((await h.topFrame()).name, 'main');
-    assert.match(
-      h.allOutput,
-      /^Started ahead of the launch: \S*qemu-system-arm /m,
-      'the hint handed over found the remembered QEMU command',
-    );
-    const serving = processesWithTag(h.tag).find((p) => p.pid === h.spareProcess!.pid);
-    assert.ok(
-      serving && !/--spare/.test(serving.cmdline),
-      `handed a session, its title no longer says spare: ${serving?.cmdline}`,
-    );
-    await finishSession(h);
-  });
+  it(
+    'a spare waits with nothing started, then takes the QEMU and GDB its hint remembers and ' + 'stops at main',
+    async () => {
+      const cache = cacheDir();
+      const args = qemuLaunchArgs('cortex-m4', 'singlepass');
+      await teachStartPlan(args, cache);
+      const h = await spareHarness(cache);
+      // Loaded and ready: the spare is one process, titled as a spare, with no child.
+      await new Promise((r) => setTimeout(r, 200));
+      const waiting = processesWithTag(h.tag);
+      assert.deepEqual(
+        waiting.map((p) => p.pid),
+        [h.spareProcess!.pid],
+        `a waiting spare starts nothing: ${describeAll(waiting)}`,
+      );
+      assert.match(waiting[0]!.cmdline, /dist\/adapter\.js --spare$/);
+      h.handOver(args);
+      const stopped = await h.launchToEntry(args);
+      assert.equal(stopped.body.reason, 'entry');
+      assert.equal((await h.topFrame()).name, 'main');
+      assert.match(
+        h.allOutput,
+        /^Started ahead of the launch: \S*qemu-system-arm /m,
+        'the hint handed over found the remembered QEMU command',
+      );
+      const serving = processesWithTag(h.tag).find((p) => p.pid === h.spareProcess!.pid);
+      assert.ok(
+        serving && !/--spare/.test(serving.cmdline),
+        `handed a session, its title no longer says spare: ${serving?.cmdline}`,
+      );
+      await finishSession(h);
+    },
+  );
 
   it('a spare handed a configuration never launched starts its own QEMU, and counters and stepping work', async () => {
     const h = await spareHarness(cacheDir());
@@ -143,43 +146,46 @@ describe('debug adapters started ahead of their session', () => {
     assert.match(stderr, /--spare, but descriptor 3 is not a control pipe.*start it without --spare/);
   });
 
-  it("SIGKILL of the spare's keeper ends the spare; SIGKILL of a spare in its session leaves no QEMU or GDB", async () => {
-    const tag = newOwnerTag();
-    tags.push(tag);
-    // A keeper of its own, as the extension host is: it prints its spare's pid once the spare is ready.
-    const keeperProgram = `
+  it(
+    "SIGKILL of the spare's keeper ends the spare; SIGKILL of a spare in its session leaves no " + 'QEMU or GDB',
+    async () => {
+      const tag = newOwnerTag();
+      tags.push(tag);
+      // A keeper of its own, as the extension host is: it prints its spare's pid once the spare is ready.
+      const keeperProgram = `
       const { SpareAdapter } = require(${JSON.stringify(`${repoRoot}/out/core/dap/adapterSpare.js`)});
       const spare = SpareAdapter.spawn({ adapterPath: ${JSON.stringify(adapterBundle)} });
       spare.ready.then((ok) => process.stdout.write((ok ? spare.child.pid : 0) + '\\n'));
       setInterval(() => undefined, 1000);`;
-    const keeper = spawn(process.execPath, ['-e', keeperProgram], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, [OWNER_TAG_VAR]: tag },
-    });
-    const sparePid = await new Promise<number>((resolve) =>
-      keeper.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))),
-    );
-    assert.ok(sparePid > 0, 'the keeper had a spare ready');
-    keeper.kill('SIGKILL');
-    assert.ok(await gone(sparePid), 'the spare ended with its keeper');
-    assert.deepEqual(await waitForNoTaggedProcesses(tag, GONE_BOUND_MS), []);
+      const keeper = spawn(process.execPath, ['-e', keeperProgram], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, [OWNER_TAG_VAR]: tag },
+      });
+      const sparePid = await new Promise<number>((resolve) =>
+        keeper.stdout.once('data', (d: Buffer) => resolve(Number(d.toString().trim()))),
+      );
+      assert.ok(sparePid > 0, 'the keeper had a spare ready');
+      keeper.kill('SIGKILL');
+      assert.ok(await gone(sparePid), 'the spare ended with its keeper');
+      assert.deepEqual(await waitForNoTaggedProcesses(tag, GONE_BOUND_MS), []);
 
-    const h = await spareHarness(cacheDir());
-    const args = qemuLaunchArgs('cortex-m4', 'singlepass');
-    h.handOver(args);
-    await h.launchToEntry(args);
-    assert.ok(
-      processesWithTag(h.tag).some((p) => /qemu-system-arm/.test(p.cmdline)),
-      'the session runs QEMU',
-    );
-    h.spareProcess!.kill('SIGKILL');
-    const left = await waitForNoTaggedProcesses(h.tag, GONE_BOUND_MS);
-    assert.deepEqual(
-      left.map((p) => p.cmdline),
-      [],
-      'nothing the killed adapter started outlives it',
-    );
-  });
+      const h = await spareHarness(cacheDir());
+      const args = qemuLaunchArgs('cortex-m4', 'singlepass');
+      h.handOver(args);
+      await h.launchToEntry(args);
+      assert.ok(
+        processesWithTag(h.tag).some((p) => /qemu-system-arm/.test(p.cmdline)),
+        'the session runs QEMU',
+      );
+      h.spareProcess!.kill('SIGKILL');
+      const left = await waitForNoTaggedProcesses(h.tag, GONE_BOUND_MS);
+      assert.deepEqual(
+        left.map((p) => p.cmdline),
+        [],
+        'nothing the killed adapter started outlives it',
+      );
+    },
+  );
 
   it('the keeper hands out its spare, spawns the next one later, and ends an idle one', async () => {
     const tag = newOwnerTag();

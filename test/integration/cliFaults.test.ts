@@ -47,7 +47,8 @@ describe('cyclelens CLI: output places that fail', () => {
     assert.match(
       r.stderr,
       new RegExp(
-        `--out ${join(ro, 'p.json')}: nothing can be written in ${ro} \\(read-only file system\\)\\. Choose a place you can write to; no run has started\\.`,
+        `--out ${join(ro, 'p.json')}: nothing can be written in ${ro} \\(read-only file ` +
+          `system\\)\\. Choose a place you can write to; no run has started\\.`,
       ),
     );
     assert.doesNotMatch(r.stderr, /starting RV32/, 'no adapter, QEMU or GDB was started');
@@ -61,7 +62,8 @@ describe('cyclelens CLI: output places that fail', () => {
     assert.match(
       r.stderr,
       new RegExp(
-        `--dot ${dot}: its directory ${join(dir, 'not-a-dir', 'graphs')} does not exist and cannot be created \\(a part of the path is a file, not a directory\\)`,
+        `--dot ${dot}: its directory ${join(dir, 'not-a-dir', 'graphs')} does not exist and cannot ` +
+          `be created \\(a part of the path is a file, not a directory\\)`,
       ),
     );
     assert.doesNotMatch(r.stderr, /starting RV32/);
@@ -98,7 +100,8 @@ describe('cyclelens CLI: output places that fail', () => {
     assert.match(
       r.stderr,
       new RegExp(
-        `The result sets could not be written to ${out} \\(no space left on the device\\); the report above holds the findings`,
+        `The result sets could not be written to ${out} \\(no space left on the device\\); the ` +
+          `report above holds the findings`,
       ),
     );
     assert.match(readFileSync(dot, 'utf8'), /^digraph /);
@@ -106,82 +109,89 @@ describe('cyclelens CLI: output places that fail', () => {
     assert.equal(processesWithTag(tag).filter((p) => /qemu|gdb/.test(p.cmdline)).length, 0);
   });
 
-  it('QEMU killed in the middle of a descent: finished runs are kept, the message names what died, --resume continues', async () => {
-    const out = join(dir, 'interrupted.json');
-    const args = [
-      'descent',
-      '--config',
-      '.vscode/launch.json',
-      '--name',
-      'RV32',
-      '--threshold',
-      '1%',
-      '--slots',
-      '2',
-      '--no-groups',
-      '--out',
-      out,
-    ];
-    const run = start(args);
-    // Wait for the first run's result set on disk, then kill the emulator for real.
-    let qemuPid: number | undefined;
-    for (let i = 0; i < 600 && qemuPid === undefined; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      if (!existsSync(out) || run.child.exitCode !== null) continue;
-      const saved = await loadResultSetDocument(out).catch(() => undefined);
-      if ((saved?.resultSets.length ?? 0) >= 1)
-        qemuPid = processesWithTag(tag).find((p) => /qemu-system-riscv32/.test(p.cmdline))?.pid;
-    }
-    assert.ok(qemuPid, `no saved run to interrupt: ${run.stderr}`);
-    process.kill(qemuPid, 'SIGKILL');
-    assert.equal(await run.exited, 1, run.stderr);
-    assert.match(
-      run.stderr,
-      /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/,
-    );
-    assert.match(
-      run.stderr,
-      /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in interrupted\.json; continue with the same command and --resume interrupted\.json/,
-    );
-    const partial = await loadResultSetDocument(out);
-    assert.ok(partial.resultSets.length >= 1);
-    const savedRuns = Number(/(\d+) finished run\(s\)/.exec(run.stderr)![1]);
-    assert.equal(partial.resultSets.length, savedRuns, 'every finished run is in the file');
-
-    const resumed = cli(...args.slice(0, -2), '--resume', out, '--out', join(dir, 'resumed.json'));
-    assert.equal(resumed.status, 0, resumed.stderr);
-    const final = await loadResultSetDocument(join(dir, 'resumed.json'));
-    const ids = new Set(final.resultSets.map((r) => r.id));
-    for (const rs of partial.resultSets)
-      assert.ok(ids.has(rs.id), `result set ${rs.id} of the interrupted run is kept`);
-    assert.ok(final.analysis && !final.analysis.cancelled, 'the resumed descent finished');
-  });
-  it('GDB killed in the middle of a profile: the finished runs are kept and the message names GDB and how it died', async () => {
-    const out = join(dir, 'gdb-killed.json');
-    const run = start(['profile', '--config', '.vscode/launch.json', '--name', 'RV32', '--slots', '1', '--out', out]);
-    let gdbPid: number | undefined;
-    for (let i = 0; i < 1200 && gdbPid === undefined && run.child.exitCode === null; i++) {
-      await new Promise((r) => setTimeout(r, 100));
-      const saved = existsSync(out) ? await loadResultSetDocument(out).catch(() => undefined) : undefined;
-      if ((saved?.resultSets.length ?? 0) >= 1)
-        gdbPid = processesWithTag(tag).find((p) => /gdb-multiarch/.test(p.cmdline))?.pid;
-    }
-    assert.ok(gdbPid, `no saved run to interrupt: ${run.stderr}`);
-    process.kill(gdbPid, 'SIGKILL');
-    assert.equal(await run.exited, 1, run.stderr);
-    assert.match(run.stderr, /the debug session ended in the middle of the analysis: GDB was killed by SIGKILL/);
-    const m =
-      /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in gdb-killed\.json; a descent continues from them with --resume/.exec(
+  it(
+    'QEMU killed in the middle of a descent: finished runs are kept, the message names what ' +
+      'died, --resume continues',
+    async () => {
+      const out = join(dir, 'interrupted.json');
+      const args = [
+        'descent',
+        '--config',
+        '.vscode/launch.json',
+        '--name',
+        'RV32',
+        '--threshold',
+        '1%',
+        '--slots',
+        '2',
+        '--no-groups',
+        '--out',
+        out,
+      ];
+      const run = start(args);
+      // Wait for the first run's result set on disk, then kill the emulator for real.
+      let qemuPid: number | undefined;
+      for (let i = 0; i < 600 && qemuPid === undefined; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        if (!existsSync(out) || run.child.exitCode !== null) continue;
+        const saved = await loadResultSetDocument(out).catch(() => undefined);
+        if ((saved?.resultSets.length ?? 0) >= 1)
+          qemuPid = processesWithTag(tag).find((p) => /qemu-system-riscv32/.test(p.cmdline))?.pid;
+      }
+      assert.ok(qemuPid, `no saved run to interrupt: ${run.stderr}`);
+      process.kill(qemuPid, 'SIGKILL');
+      assert.equal(await run.exited, 1, run.stderr);
+      assert.match(
         run.stderr,
+        /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/,
       );
-    assert.ok(m, run.stderr);
-    assert.equal(
-      (await loadResultSetDocument(out)).resultSets.length,
-      Number(m[1]),
-      'every finished run is in the file',
-    );
-    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'QEMU went with GDB');
-  });
+      assert.match(
+        run.stderr,
+        /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in interrupted\.json; continue with the same command and --resume interrupted\.json/,
+      );
+      const partial = await loadResultSetDocument(out);
+      assert.ok(partial.resultSets.length >= 1);
+      const savedRuns = Number(/(\d+) finished run\(s\)/.exec(run.stderr)![1]);
+      assert.equal(partial.resultSets.length, savedRuns, 'every finished run is in the file');
+
+      const resumed = cli(...args.slice(0, -2), '--resume', out, '--out', join(dir, 'resumed.json'));
+      assert.equal(resumed.status, 0, resumed.stderr);
+      const final = await loadResultSetDocument(join(dir, 'resumed.json'));
+      const ids = new Set(final.resultSets.map((r) => r.id));
+      for (const rs of partial.resultSets)
+        assert.ok(ids.has(rs.id), `result set ${rs.id} of the interrupted run is kept`);
+      assert.ok(final.analysis && !final.analysis.cancelled, 'the resumed descent finished');
+    },
+  );
+  it(
+    'GDB killed in the middle of a profile: the finished runs are kept and the message names ' + 'GDB and how it died',
+    async () => {
+      const out = join(dir, 'gdb-killed.json');
+      const run = start(['profile', '--config', '.vscode/launch.json', '--name', 'RV32', '--slots', '1', '--out', out]);
+      let gdbPid: number | undefined;
+      for (let i = 0; i < 1200 && gdbPid === undefined && run.child.exitCode === null; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        const saved = existsSync(out) ? await loadResultSetDocument(out).catch(() => undefined) : undefined;
+        if ((saved?.resultSets.length ?? 0) >= 1)
+          gdbPid = processesWithTag(tag).find((p) => /gdb-multiarch/.test(p.cmdline))?.pid;
+      }
+      assert.ok(gdbPid, `no saved run to interrupt: ${run.stderr}`);
+      process.kill(gdbPid, 'SIGKILL');
+      assert.equal(await run.exited, 1, run.stderr);
+      assert.match(run.stderr, /the debug session ended in the middle of the analysis: GDB was killed by SIGKILL/);
+      const m =
+        /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in gdb-killed\.json; a descent continues from them with --resume/.exec(
+          run.stderr,
+        );
+      assert.ok(m, run.stderr);
+      assert.equal(
+        (await loadResultSetDocument(out)).resultSets.length,
+        Number(m[1]),
+        'every finished run is in the file',
+      );
+      assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'QEMU went with GDB');
+    },
+  );
 
   it('two CLIs at once on one workspace and one ELF: both finish and both result sets are kept', async () => {
     const run = (out: string): Promise<{ code: number | null; stderr: string }> => {

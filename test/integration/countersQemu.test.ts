@@ -142,7 +142,8 @@ async function continueTo(gdb: Debugger, bp: BreakpointInfo): Promise<void> {
   assert.deepEqual(
     e.breakpointIds,
     [bp.id],
-    `stopped (${e.reason}) at ${e.frame?.func}:${e.frame?.line} 0x${e.frame?.address.toString(16)}, breakpoints ${e.breakpointIds.join(',')}`,
+    `stopped (${e.reason}) at ${e.frame?.func}:${e.frame?.line} 0x${e.frame?.address.toString(16)}, ` +
+      `breakpoints ${e.breakpointIds.join(',')}`,
   );
 }
 
@@ -220,24 +221,28 @@ describe('counters on QEMU rv32 (virt)', () => {
     },
   );
 
-  it('gdbstub names the CSRs mcycle/mcycleh, minstret/minstreth, mhpmcounter3..18(h), mhpmevent3..31, mcountinhibit', async () => {
-    const names = new Set(await gdb.registerNames());
-    for (const n of [
-      'mcycle',
-      'mcycleh',
-      'minstret',
-      'minstreth',
-      'mcountinhibit',
-      'mhpmcounter3',
-      'mhpmcounter3h',
-      'mhpmcounter18',
-      'mhpmevent3',
-      'mhpmevent31',
-    ]) {
-      assert.ok(names.has(n), `no register ${n}`);
-    }
-    assert.ok(!names.has('mhpmcounter19'), 'QEMU 7.2 describes 16 programmable counters (pmu-num)');
-  });
+  it(
+    'gdbstub names the CSRs mcycle/mcycleh, minstret/minstreth, mhpmcounter3..18(h), ' +
+      'mhpmevent3..31, mcountinhibit',
+    async () => {
+      const names = new Set(await gdb.registerNames());
+      for (const n of [
+        'mcycle',
+        'mcycleh',
+        'minstret',
+        'minstreth',
+        'mcountinhibit',
+        'mhpmcounter3',
+        'mhpmcounter3h',
+        'mhpmcounter18',
+        'mhpmevent3',
+        'mhpmevent31',
+      ]) {
+        assert.ok(names.has(n), `no register ${n}`);
+      }
+      assert.ok(!names.has('mhpmcounter19'), 'QEMU 7.2 describes 16 programmable counters (pmu-num)');
+    },
+  );
 
   it('discovers mcycle, minstret, mcountinhibit, and the writable mhpmcounter3..18', async () => {
     unit = new RiscvCounters(access, { hpmEvents: qemuHpmEvents });
@@ -270,17 +275,21 @@ describe('counters on QEMU rv32 (virt)', () => {
     assert.equal(valueOf(r, 3), BigInt(regions.resetToMain), 'mhpmcounter3 with event 2 counts instructions');
   });
 
-  it('stops minstret through mcountinhibit: it holds across #MAIN_FIRST → board_timer_start, while mcycle counts it exactly', async () => {
-    const before = await unit.read();
-    await unit.stop([2]);
-    assert.equal((await access.readRegister('mcountinhibit')) & 4n, 4n, 'IR bit set');
-    await continueTo(gdb, bps.timerStart);
-    const after = await unit.read();
-    assert.equal(valueOf(after, 2), valueOf(before, 2), 'minstret held');
-    assert.equal(await access.readRegister('minstret'), valueOf(before, 2), 'the CSR itself reads the held value');
-    assert.equal(valueOf(after, 0) - valueOf(before, 0), BigInt(regions.mainToTimerStart), 'mcycle kept counting');
-    assert.equal(valueOf(after, 3) - valueOf(before, 3), BigInt(regions.mainToTimerStart));
-  });
+  it(
+    'stops minstret through mcountinhibit: it holds across #MAIN_FIRST → board_timer_start, ' +
+      'while mcycle counts it exactly',
+    async () => {
+      const before = await unit.read();
+      await unit.stop([2]);
+      assert.equal((await access.readRegister('mcountinhibit')) & 4n, 4n, 'IR bit set');
+      await continueTo(gdb, bps.timerStart);
+      const after = await unit.read();
+      assert.equal(valueOf(after, 2), valueOf(before, 2), 'minstret held');
+      assert.equal(await access.readRegister('minstret'), valueOf(before, 2), 'the CSR itself reads the held value');
+      assert.equal(valueOf(after, 0) - valueOf(before, 0), BigInt(regions.mainToTimerStart), 'mcycle kept counting');
+      assert.equal(valueOf(after, 3) - valueOf(before, 3), BigInt(regions.mainToTimerStart));
+    },
+  );
 
   it('starts minstret again: from then on it advances with mcycle', async () => {
     const before = await unit.read();
@@ -293,25 +302,29 @@ describe('counters on QEMU rv32 (virt)', () => {
     assert.ok(dInstret > 0n);
   });
 
-  it('QEMU 7.2 fact: once a device timer is armed, each debugger stop moves the virtual clock, and minstret, to its next deadline', async () => {
-    // Every stop the program causes (breakpoint, single step) lets QEMU advance virtual time to the
-    // next timer deadline before the VM stops. minstret and mcycle count virtual time, so a count
-    // across a stop includes that jump: only counts between stops taken with no timer armed (above)
-    // or taken on the target without stopping (injected code) are instruction-exact.
-    const before = valueOf(await unit.read(), 2);
-    await continueTo(gdb, bps.round);
-    const perRound = valueOf(await unit.read(), 2) - before;
-    assert.ok(
-      perRound > BigInt(regions.rounds[0]!),
-      `minstret ${perRound} vs ${regions.rounds[0]} instructions in the round`,
-    );
-    const beforeStep = valueOf(await unit.read(), 2);
-    const stepped = gdb.waitForStop(10_000);
-    await gdb.stepIn(true);
-    assert.ok(await stepped);
-    const step = valueOf(await unit.read(), 2) - beforeStep;
-    assert.ok(step > 1000n, `one instruction stepped, minstret moved by ${step}`);
-  });
+  it(
+    'QEMU 7.2 fact: once a device timer is armed, each debugger stop moves the virtual clock, ' +
+      'and minstret, to its next deadline',
+    async () => {
+      // Every stop the program causes (breakpoint, single step) lets QEMU advance virtual time to the
+      // next timer deadline before the VM stops. minstret and mcycle count virtual time, so a count
+      // across a stop includes that jump: only counts between stops taken with no timer armed (above)
+      // or taken on the target without stopping (injected code) are instruction-exact.
+      const before = valueOf(await unit.read(), 2);
+      await continueTo(gdb, bps.round);
+      const perRound = valueOf(await unit.read(), 2) - before;
+      assert.ok(
+        perRound > BigInt(regions.rounds[0]!),
+        `minstret ${perRound} vs ${regions.rounds[0]} instructions in the round`,
+      );
+      const beforeStep = valueOf(await unit.read(), 2);
+      const stepped = gdb.waitForStop(10_000);
+      await gdb.stepIn(true);
+      assert.ok(await stepped);
+      const step = valueOf(await unit.read(), 2) - beforeStep;
+      assert.ok(step > 1000n, `one instruction stepped, minstret moved by ${step}`);
+    },
+  );
 
   it('QEMU 7.2 fact: setting an inhibit bit does not stop the count, it only masks reads', async () => {
     // Why RiscvCounters.stop() writes the value back. Measured on the CSRs directly, with mcycle
@@ -379,51 +392,58 @@ describe('counters on QEMU cortex-m4 (mps2-an386)', () => {
     assert.match(info.note ?? '', /ignored the debugger's write.*QEMU/);
   });
 
-  it('SysTick with a core store counts #MAIN_FIRST → board_timer_start: ticks = instructions × 25/1000 within one tick', async () => {
-    const step: StepInstruction = async () => {
-      const stopped = gdb.waitForStop(10_000);
-      await gdb.stepIn(true);
-      assert.ok(await stopped, 'the single step stopped');
-    };
-    sysTick = new SysTickCounters(access, { coreStore: new CoreExecutedStore(access, step) });
-    const info = await sysTick.discover();
-    assert.equal(info.present, true, info.note);
-    await continueTo(gdb, bps.mainFirst);
-    await sysTick.configure(0, 'cycles');
-    assert.equal((await access.readU32(0xe000e014n)) & 0xffffff, 0xffffff, 'RVR taken');
-    await sysTick.start([0]);
-    assert.equal((await access.readU32(0xe000e010n)) & 7, 0b101, 'ENABLE + CLKSOURCE, TICKINT clear');
-    // Single steps to the end of the region: a continue would let QEMU move its virtual clock to
-    // SysTick's own deadline before stopping (next test).
-    let steps = 0;
-    while ((await access.readRegister('pc')) !== bps.timerStart.address) {
-      await step();
-      assert.ok(++steps <= regions.mainToTimerStart, 'reached board_timer_start');
-    }
-    assert.equal(steps, regions.mainToTimerStart, 'the steps retrace the trace');
-    const [r] = await sysTick.read();
-    assert.ok(r?.reliable, r?.note);
-    const expected = regions.mainToTimerStart / instructionsPerTick;
-    assert.ok(
-      Math.abs(Number(r.value) - expected) <= 1,
-      `SysTick counted ${r.value} ticks for ${regions.mainToTimerStart} instructions (expected ${expected})`,
-    );
-  });
+  it(
+    'SysTick with a core store counts #MAIN_FIRST → board_timer_start: ticks = instructions × ' +
+      '25/1000 within one tick',
+    async () => {
+      const step: StepInstruction = async () => {
+        const stopped = gdb.waitForStop(10_000);
+        await gdb.stepIn(true);
+        assert.ok(await stopped, 'the single step stopped');
+      };
+      sysTick = new SysTickCounters(access, { coreStore: new CoreExecutedStore(access, step) });
+      const info = await sysTick.discover();
+      assert.equal(info.present, true, info.note);
+      await continueTo(gdb, bps.mainFirst);
+      await sysTick.configure(0, 'cycles');
+      assert.equal((await access.readU32(0xe000e014n)) & 0xffffff, 0xffffff, 'RVR taken');
+      await sysTick.start([0]);
+      assert.equal((await access.readU32(0xe000e010n)) & 7, 0b101, 'ENABLE + CLKSOURCE, TICKINT clear');
+      // Single steps to the end of the region: a continue would let QEMU move its virtual clock to
+      // SysTick's own deadline before stopping (next test).
+      let steps = 0;
+      while ((await access.readRegister('pc')) !== bps.timerStart.address) {
+        await step();
+        assert.ok(++steps <= regions.mainToTimerStart, 'reached board_timer_start');
+      }
+      assert.equal(steps, regions.mainToTimerStart, 'the steps retrace the trace');
+      const [r] = await sysTick.read();
+      assert.ok(r?.reliable, r?.note);
+      const expected = regions.mainToTimerStart / instructionsPerTick;
+      assert.ok(
+        Math.abs(Number(r.value) - expected) <= 1,
+        `SysTick counted ${r.value} ticks for ${regions.mainToTimerStart} instructions (expected ${expected})`,
+      );
+    },
+  );
 
-  it('QEMU 7.2 fact: a continue lets the virtual clock jump to the next timer deadline before the breakpoint stop', async () => {
-    // With the firmware's 100 µs timer running, a stop at a breakpoint lands on the timer's deadline:
-    // between two #ROUND stops SysTick counts 100 µs = 2,500 ticks of the 25 MHz clock, for a round
-    // of about 1,500 ticks of work. So on QEMU, SysTick times a region exactly only when its end is
-    // reached without a continue (single steps above, or a read by injected code).
-    await continueTo(gdb, bps.round);
-    await continueTo(gdb, bps.round);
-    const [first] = await sysTick.read();
-    await continueTo(gdb, bps.round);
-    const [after] = await sysTick.read();
-    const ticks = Number(after!.value - first!.value);
-    assert.ok(regions.rounds[1]! / instructionsPerTick < 2000, `round of ${regions.rounds[1]} instructions`);
-    assert.ok(Math.abs(ticks - 2500) <= 3, `${ticks} ticks between two #ROUND stops`);
-  });
+  it(
+    'QEMU 7.2 fact: a continue lets the virtual clock jump to the next timer deadline before ' + 'the breakpoint stop',
+    async () => {
+      // With the firmware's 100 µs timer running, a stop at a breakpoint lands on the timer's deadline:
+      // between two #ROUND stops SysTick counts 100 µs = 2,500 ticks of the 25 MHz clock, for a round
+      // of about 1,500 ticks of work. So on QEMU, SysTick times a region exactly only when its end is
+      // reached without a continue (single steps above, or a read by injected code).
+      await continueTo(gdb, bps.round);
+      await continueTo(gdb, bps.round);
+      const [first] = await sysTick.read();
+      await continueTo(gdb, bps.round);
+      const [after] = await sysTick.read();
+      const ticks = Number(after!.value - first!.value);
+      assert.ok(regions.rounds[1]! / instructionsPerTick < 2000, `round of ${regions.rounds[1]} instructions`);
+      assert.ok(Math.abs(ticks - 2500) <= 3, `${ticks} ticks between two #ROUND stops`);
+    },
+  );
 
   it("release restores SysTick's CSR and RVR (through the core)", async () => {
     await sysTick.release();

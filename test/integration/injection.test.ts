@@ -167,32 +167,36 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
     }
   });
 
-  it('measured totals minus the stated overhead equal the oracle exactly, and calls match (leaf, loop, jump table, tail call)', async () => {
-    const s = await session();
-    try {
-      await s.runTo('main');
-      const names = ['crc16_step', 'vm_run', 'fir_filter', 'memcpy', 'hash_mix', 'window_moments', 'decode_samples'];
-      for (const n of names) await s.svc.measureFunction(n);
-      await maskTimer(s);
-      await s.runTo('board_exit');
-      const rs = await s.svc.read();
-      assert.equal(result(rs, 'crc16_step').nested, 0, 'a leaf has no other payload inside');
-      for (const n of names) {
-        const r = result(rs, n);
-        const o = fn(n);
-        assert.equal(r.calls, o.calls, `${n} calls`);
-        assert.equal(
-          r.total - r.nested - r.ownOverheadPerPass * r.passes,
-          o.inclusiveExcludingInterrupts,
-          `${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`,
-        );
-        assert.equal(r.compensatedTotal, o.inclusiveExcludingInterrupts);
+  it(
+    'measured totals minus the stated overhead equal the oracle exactly, and calls match (leaf, ' +
+      'loop, jump table, tail call)',
+    async () => {
+      const s = await session();
+      try {
+        await s.runTo('main');
+        const names = ['crc16_step', 'vm_run', 'fir_filter', 'memcpy', 'hash_mix', 'window_moments', 'decode_samples'];
+        for (const n of names) await s.svc.measureFunction(n);
+        await maskTimer(s);
+        await s.runTo('board_exit');
+        const rs = await s.svc.read();
+        assert.equal(result(rs, 'crc16_step').nested, 0, 'a leaf has no other payload inside');
+        for (const n of names) {
+          const r = result(rs, n);
+          const o = fn(n);
+          assert.equal(r.calls, o.calls, `${n} calls`);
+          assert.equal(
+            r.total - r.nested - r.ownOverheadPerPass * r.passes,
+            o.inclusiveExcludingInterrupts,
+            `${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`,
+          );
+          assert.equal(r.compensatedTotal, o.inclusiveExcludingInterrupts);
+        }
+        assert.match(await s.uart(), /checksum=0xe420b5dd/, 'the program computed what it always computes');
+      } finally {
+        await s.close();
       }
-      assert.match(await s.uart(), /checksum=0xe420b5dd/, 'the program computed what it always computes');
-    } finally {
-      await s.close();
-    }
-  });
+    },
+  );
 
   it('recursion (quicksort, depth 12): inclusive counted once, every call counted', async () => {
     const s = await session();
@@ -213,84 +217,97 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
     }
   });
 
-  it('nested measured functions (packet_validate > crc16_block > crc16_step, and seal_report tail-calling crc16_block)', async () => {
-    const s = await session();
-    try {
-      await s.runTo('main');
-      const names = [
-        'packet_validate',
-        'seal_report',
-        'crc16_block',
-        'crc16_step',
-        'quicksort',
-        'partition',
-        'swap_s16',
-      ];
-      for (const n of names) await s.svc.measureFunction(n);
-      await maskTimer(s);
-      await s.runTo('board_exit');
-      const rs = await s.svc.read();
-      for (const n of names) {
-        const r = result(rs, n);
-        assert.equal(r.calls, fn(n).calls, `${n} calls`);
-        assert.equal(
-          r.compensatedTotal,
-          fn(n).inclusiveExcludingInterrupts,
-          `${n}: raw ${r.total}, nested payloads ${r.nested}`,
-        );
-      }
-      assert.ok(result(rs, 'packet_validate').nested > 0);
-    } finally {
-      await s.close();
-    }
-  });
-
-  it("with the timer interrupt on: the handler's work is counted exactly, and an interrupted function differs from the oracle by whole interrupts", async () => {
-    const s = await session();
-    try {
-      await s.runTo('main');
-      await s.svc.measureFunction('app_timer_tick');
-      await s.svc.measureFunction('vm_run');
-      const trap = s.elf.functionNamed('trap_entry')!;
-      const mret = s.svc.model.functionNamed('trap_entry')!.instructions.find((i) => i.mnemonic === 'mret')!;
-      await s.svc.measureRegion(trap.address, mret.address);
-      await s.runTo('board_exit');
-      const gTicks = await s.access.readU32(BigInt(s.elf.symbols.objectNamed('g_ticks')!.address));
-      const rs = await s.svc.read();
-      const tick = result(rs, 'app_timer_tick');
-      assert.equal(tick.calls, gTicks, 'one call per tick');
-      // Tick k costs the same in both runs (its LFSR work depends on k only): compare tick by tick.
-      const perTick = oracle.regions.find((r) => r.name === 'tick')!.passes.map((p) => p + 1); // + the return
-      const firstInRing = tick.calls - tick.last.compensated.length;
-      let compared = 0;
-      tick.last.compensated.forEach((v, j) => {
-        const k = firstInRing + j;
-        if (k < perTick.length) {
-          assert.equal(v, perTick[k], `tick ${k + 1}`);
-          compared++;
+  it(
+    'nested measured functions (packet_validate > crc16_block > crc16_step, and seal_report ' +
+      'tail-calling crc16_block)',
+    async () => {
+      const s = await session();
+      try {
+        await s.runTo('main');
+        const names = [
+          'packet_validate',
+          'seal_report',
+          'crc16_block',
+          'crc16_step',
+          'quicksort',
+          'partition',
+          'swap_s16',
+        ];
+        for (const n of names) await s.svc.measureFunction(n);
+        await maskTimer(s);
+        await s.runTo('board_exit');
+        const rs = await s.svc.read();
+        for (const n of names) {
+          const r = result(rs, n);
+          assert.equal(r.calls, fn(n).calls, `${n} calls`);
+          assert.equal(
+            r.compensatedTotal,
+            fn(n).inclusiveExcludingInterrupts,
+            `${n}: raw ${r.total}, nested payloads ${r.nested}`,
+          );
         }
-      });
-      assert.ok(compared > 0 || tick.calls - perTick.length > 8, 'some ticks compared');
-      const beyond = tick.last.compensated.slice(Math.max(0, perTick.length - firstInRing)).reduce((a, b) => a + b, 0);
-      if (tick.calls - perTick.length <= tick.last.compensated.length) {
-        assert.equal(
-          tick.compensatedTotal,
-          perTick.slice(0, Math.min(tick.calls, perTick.length)).reduce((a, b) => a + b, 0) +
-            (tick.calls > perTick.length ? beyond : 0),
-        );
+        assert.ok(result(rs, 'packet_validate').nested > 0);
+      } finally {
+        await s.close();
       }
-      const isr = rs.find((r) => r.kind === 'region')!;
-      assert.equal(isr.passes, gTicks);
-      const vm = result(rs, 'vm_run');
-      const extra = vm.compensatedTotal - fn('vm_run').inclusiveExcludingInterrupts;
-      // Each interrupt inside vm_run adds one whole handler run: its region pass plus the MRET.
-      const handler = isr.last.compensated.at(-1)! + 1;
-      assert.ok(extra >= 0 && extra % handler === 0 && extra / handler <= gTicks, `vm_run +${extra} = k x ${handler}`);
-      assert.match(await s.uart(), /checksum=0xe420b5dd/);
-    } finally {
-      await s.close();
-    }
-  });
+    },
+  );
+
+  it(
+    "with the timer interrupt on: the handler's work is counted exactly, and an interrupted " +
+      'function differs from the oracle by whole interrupts',
+    async () => {
+      const s = await session();
+      try {
+        await s.runTo('main');
+        await s.svc.measureFunction('app_timer_tick');
+        await s.svc.measureFunction('vm_run');
+        const trap = s.elf.functionNamed('trap_entry')!;
+        const mret = s.svc.model.functionNamed('trap_entry')!.instructions.find((i) => i.mnemonic === 'mret')!;
+        await s.svc.measureRegion(trap.address, mret.address);
+        await s.runTo('board_exit');
+        const gTicks = await s.access.readU32(BigInt(s.elf.symbols.objectNamed('g_ticks')!.address));
+        const rs = await s.svc.read();
+        const tick = result(rs, 'app_timer_tick');
+        assert.equal(tick.calls, gTicks, 'one call per tick');
+        // Tick k costs the same in both runs (its LFSR work depends on k only): compare tick by tick.
+        const perTick = oracle.regions.find((r) => r.name === 'tick')!.passes.map((p) => p + 1); // + the return
+        const firstInRing = tick.calls - tick.last.compensated.length;
+        let compared = 0;
+        tick.last.compensated.forEach((v, j) => {
+          const k = firstInRing + j;
+          if (k < perTick.length) {
+            assert.equal(v, perTick[k], `tick ${k + 1}`);
+            compared++;
+          }
+        });
+        assert.ok(compared > 0 || tick.calls - perTick.length > 8, 'some ticks compared');
+        const beyond = tick.last.compensated
+          .slice(Math.max(0, perTick.length - firstInRing))
+          .reduce((a, b) => a + b, 0);
+        if (tick.calls - perTick.length <= tick.last.compensated.length) {
+          assert.equal(
+            tick.compensatedTotal,
+            perTick.slice(0, Math.min(tick.calls, perTick.length)).reduce((a, b) => a + b, 0) +
+              (tick.calls > perTick.length ? beyond : 0),
+          );
+        }
+        const isr = rs.find((r) => r.kind === 'region')!;
+        assert.equal(isr.passes, gTicks);
+        const vm = result(rs, 'vm_run');
+        const extra = vm.compensatedTotal - fn('vm_run').inclusiveExcludingInterrupts;
+        // Each interrupt inside vm_run adds one whole handler run: its region pass plus the MRET.
+        const handler = isr.last.compensated.at(-1)! + 1;
+        assert.ok(
+          extra >= 0 && extra % handler === 0 && extra / handler <= gTicks,
+          `vm_run +${extra} = k x ${handler}`,
+        );
+        assert.match(await s.uart(), /checksum=0xe420b5dd/);
+      } finally {
+        await s.close();
+      }
+    },
+  );
 
   it('call-site instrumentation of tiny functions (c.jal through the tp dispatcher, jal through tp)', async () => {
     const s = await session();
@@ -351,26 +368,30 @@ describe('injected measurement on QEMU rv32 against the oracle', { skip, timeout
     }
   });
 
-  it('removal at a halt restores the exact original bytes (checked against the ELF) and the program still runs right', async () => {
-    const s = await session();
-    try {
-      await s.runTo('main');
-      const infos = [];
-      for (const n of ['crc16_step', 'quicksort', 'vm_run', 'hash_mix']) infos.push(await s.svc.measureFunction(n));
-      infos.push(await s.svc.measureCallSites('read_be16'));
-      infos.push(await s.svc.measureRegion(fir.start, fir.end));
-      await s.runTo('partition'); // inside quicksort: measured calls are in flight
-      await s.svc.removeAll();
-      for (const p of infos.flatMap((i) => i.patches)) {
-        const now = await s.access.readMemory(BigInt(p.address), p.length);
-        assert.deepEqual(now, Buffer.from(s.elf.file.readMemory(p.address, p.length)!), `bytes at ${hex(p.address)}`);
+  it(
+    'removal at a halt restores the exact original bytes (checked against the ELF) and the ' +
+      'program still runs right',
+    async () => {
+      const s = await session();
+      try {
+        await s.runTo('main');
+        const infos = [];
+        for (const n of ['crc16_step', 'quicksort', 'vm_run', 'hash_mix']) infos.push(await s.svc.measureFunction(n));
+        infos.push(await s.svc.measureCallSites('read_be16'));
+        infos.push(await s.svc.measureRegion(fir.start, fir.end));
+        await s.runTo('partition'); // inside quicksort: measured calls are in flight
+        await s.svc.removeAll();
+        for (const p of infos.flatMap((i) => i.patches)) {
+          const now = await s.access.readMemory(BigInt(p.address), p.length);
+          assert.deepEqual(now, Buffer.from(s.elf.file.readMemory(p.address, p.length)!), `bytes at ${hex(p.address)}`);
+        }
+        await s.runTo('board_exit');
+        assert.match(await s.uart(), /checksum=0xe420b5dd/, 'calls in flight returned through their exit stubs');
+      } finally {
+        await s.close();
       }
-      await s.runTo('board_exit');
-      assert.match(await s.uart(), /checksum=0xe420b5dd/, 'calls in flight returned through their exit stubs');
-    } finally {
-      await s.close();
-    }
-  });
+    },
+  );
 
   it(
     'a dead session leaves a journal; restoreFromJournal puts the bytes back (GDB killed, then QEMU killed)',

@@ -150,53 +150,58 @@ describe('injected measurements through the adapter (QEMU RV32, minstret)', () =
     );
   });
 
-  it('a profiling run to a patched entry stops after the trampoline, says where, and leaves the editor alone', async () => {
-    const patched = await h.custom(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] });
-    assert.equal(patched.injected.length, 1, JSON.stringify(patched.refused));
-    const console: string[] = [];
-    const listen = (e: DebugProtocol.OutputEvent): void => void console.push(e.body.output);
-    h.dc.on('output', listen);
-    const stops: DebugProtocol.StoppedEvent[] = [];
-    const onStop = (e: DebugProtocol.StoppedEvent): void => void stops.push(e);
-    h.dc.on('stopped', onStop);
-    // The client already shows the target halted: a profiling run refreshes its stack (an
-    // `invalidated` event) rather than reporting a stop of its own per run (docs/design.md, "One
-    // hidden run-to").
-    const invalidated = h.dc.waitForEvent('invalidated') as Promise<DebugProtocol.InvalidatedEvent>;
-    const r = await h.custom(CustomRequests.run, { restart: true, until: { function: 'packet_validate' } });
-    const e = await invalidated;
-    // A restart removes every measurement first: the stop is on the original entry again.
-    assert.deepEqual(r, {
-      reached: true,
-      until: { function: 'packet_validate' },
-      programEnd: { function: 'program_end' },
-    });
-    assert.ok(e.body.areas?.includes('stacks'), JSON.stringify(e.body));
-    const entry = image.functionNamed('packet_validate')!.address;
-    const frame = (await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!;
-    assert.equal(Number(frame.instructionPointerReference), entry);
-    // Patched now, from right there: the program runs the trampoline and stops where it comes back.
-    const again = await h.custom(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] });
-    const id = again.injected[0]!.id;
-    const r2 = await h.custom(CustomRequests.run, { until: { function: 'packet_validate' } });
-    assert.equal(r2.reached, true);
-    const pc = Number((await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!.instructionPointerReference);
-    assert.ok(
-      pc > entry && pc < entry + 16,
-      `stopped at 0x${pc.toString(16)}, just past the patched entry 0x${entry.toString(16)}`,
-    );
-    const calls = (await h.custom(CustomRequests.injectedResults)).results.find((x) => x.id === id)!;
-    assert.equal(calls.calls, 1, 'the entry payload ran before the stop');
-    h.dc.removeListener('output', listen);
-    h.dc.removeListener('stopped', onStop);
-    assert.deepEqual(stops, [], "the runs' own stops never reach the client as stops");
-    assert.deepEqual(
-      console.filter((line) => /breakpoint/i.test(line)),
-      [],
-      "no GDB chatter about the runs' own breakpoints",
-    );
-    await h.custom(CustomRequests.removeInjections, {});
-  });
+  it(
+    'a profiling run to a patched entry stops after the trampoline, says where, and leaves the ' + 'editor alone',
+    async () => {
+      const patched = await h.custom(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] });
+      assert.equal(patched.injected.length, 1, JSON.stringify(patched.refused));
+      const console: string[] = [];
+      const listen = (e: DebugProtocol.OutputEvent): void => void console.push(e.body.output);
+      h.dc.on('output', listen);
+      const stops: DebugProtocol.StoppedEvent[] = [];
+      const onStop = (e: DebugProtocol.StoppedEvent): void => void stops.push(e);
+      h.dc.on('stopped', onStop);
+      // The client already shows the target halted: a profiling run refreshes its stack (an
+      // `invalidated` event) rather than reporting a stop of its own per run (docs/design.md, "One
+      // hidden run-to").
+      const invalidated = h.dc.waitForEvent('invalidated') as Promise<DebugProtocol.InvalidatedEvent>;
+      const r = await h.custom(CustomRequests.run, { restart: true, until: { function: 'packet_validate' } });
+      const e = await invalidated;
+      // A restart removes every measurement first: the stop is on the original entry again.
+      assert.deepEqual(r, {
+        reached: true,
+        until: { function: 'packet_validate' },
+        programEnd: { function: 'program_end' },
+      });
+      assert.ok(e.body.areas?.includes('stacks'), JSON.stringify(e.body));
+      const entry = image.functionNamed('packet_validate')!.address;
+      const frame = (await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!;
+      assert.equal(Number(frame.instructionPointerReference), entry);
+      // Patched now, from right there: the program runs the trampoline and stops where it comes back.
+      const again = await h.custom(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] });
+      const id = again.injected[0]!.id;
+      const r2 = await h.custom(CustomRequests.run, { until: { function: 'packet_validate' } });
+      assert.equal(r2.reached, true);
+      const pc = Number(
+        (await h.dc.stackTraceRequest({ threadId: 1 })).body.stackFrames[0]!.instructionPointerReference,
+      );
+      assert.ok(
+        pc > entry && pc < entry + 16,
+        `stopped at 0x${pc.toString(16)}, just past the patched entry 0x${entry.toString(16)}`,
+      );
+      const calls = (await h.custom(CustomRequests.injectedResults)).results.find((x) => x.id === id)!;
+      assert.equal(calls.calls, 1, 'the entry payload ran before the stop');
+      h.dc.removeListener('output', listen);
+      h.dc.removeListener('stopped', onStop);
+      assert.deepEqual(stops, [], "the runs' own stops never reach the client as stops");
+      assert.deepEqual(
+        console.filter((line) => /breakpoint/i.test(line)),
+        [],
+        "no GDB chatter about the runs' own breakpoints",
+      );
+      await h.custom(CustomRequests.removeInjections, {});
+    },
+  );
 
   it('a reset typed in the Debug Console takes the measurements out first and refreshes the stack', async () => {
     const patched = await h.custom(CustomRequests.inject, { targets: [{ function: 'packet_validate' }] });

@@ -150,22 +150,25 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
     }
   }
 
-  it('totals agree with the oracle within one SysTick tick per pass (leaf, loop, jump table, literal-load entry)', async () => {
-    const names = ['crc16_step', 'vm_run', 'fir_filter', 'window_moments', 'hash_finish', 'ticks_now'];
-    const { rs, uart } = await measureAndRun(names);
-    for (const n of names) {
-      const r = result(rs, n);
-      const o = fn(n);
-      assert.equal(r.calls, o.calls, `${n} calls`);
-      const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
-      // Each pass is read in whole ticks at both ends: at most one tick off per pass.
-      assert.ok(
-        Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
-        `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`,
-      );
-    }
-    assert.match(uart, /checksum=0xe420b5dd/);
-  });
+  it(
+    'totals agree with the oracle within one SysTick tick per pass (leaf, loop, jump table, ' + 'literal-load entry)',
+    async () => {
+      const names = ['crc16_step', 'vm_run', 'fir_filter', 'window_moments', 'hash_finish', 'ticks_now'];
+      const { rs, uart } = await measureAndRun(names);
+      for (const n of names) {
+        const r = result(rs, n);
+        const o = fn(n);
+        assert.equal(r.calls, o.calls, `${n} calls`);
+        const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
+        // Each pass is read in whole ticks at both ends: at most one tick off per pass.
+        assert.ok(
+          Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
+          `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`,
+        );
+      }
+      assert.match(uart, /checksum=0xe420b5dd/);
+    },
+  );
 
   it('recursion and nesting: the nested payloads are compensated, within a tick per pass', async () => {
     const names = ['packet_validate', 'crc16_block', 'crc16_step', 'quicksort', 'partition'];
@@ -177,50 +180,55 @@ describe('injected measurement on QEMU Cortex-M4 with SysTick', { skip, timeout:
       const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
       assert.ok(
         Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
-        `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes}, nested ${r.nested.toFixed(1)})`,
+        `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes}, ` +
+          `nested ${r.nested.toFixed(1)})`,
       );
       assert.ok(n !== 'packet_validate' || r.nested > 0, 'measured callees ran inside');
     }
   });
 
-  it('interrupt handlers are measured: EXC_RETURN is redirected and the exit stub returns from the exception (TIMER0 tail-calls app_timer_tick)', async () => {
-    const s = await session();
-    try {
-      await s.runTo('main');
-      await s.svc.measureFunction('TIMER0_IRQHandler');
-      await s.svc.measureFunction('app_timer_tick');
-      await s.runTo('board_exit');
-      const rs = await s.svc.read();
-      const ticks = await s.access.readU32(BigInt(s.elf.symbols.objectNamed('g_ticks')!.address));
-      assert.ok(ticks >= 10, `${ticks} timer interrupts`);
-      assert.match(
-        await s.uart(),
-        /checksum=0xe420b5dd/,
-        'every exception return went through the exit stub and the program ran on unchanged',
-      );
-      for (const n of ['TIMER0_IRQHandler', 'app_timer_tick']) {
-        const r = result(rs, n);
-        assert.equal(r.untracked, 0, `${n}: no entry left untracked`);
-        assert.equal(r.calls, ticks, `${n}: one entry per interrupt`);
-        assert.equal(r.passes, ticks, `${n}: every pass closed`);
-      }
-      // Per interrupt: what the trace shows the handler runs, within a tick per pass.
-      const o = fn('app_timer_tick');
-      const perTick = o.inclusive / Math.max(1, o.calls + o.interrupts) / INSTRUCTIONS_PER_TICK;
-      for (const n of ['TIMER0_IRQHandler', 'app_timer_tick']) {
-        const r = result(rs, n);
-        assert.ok(
-          Math.abs(r.compensatedTotal / r.passes - perTick) <= 1.5,
-          `${n}: ${(r.compensatedTotal / r.passes).toFixed(2)} ticks per interrupt vs oracle ${perTick.toFixed(2)}`,
+  it(
+    'interrupt handlers are measured: EXC_RETURN is redirected and the exit stub returns from ' +
+      'the exception (TIMER0 tail-calls app_timer_tick)',
+    async () => {
+      const s = await session();
+      try {
+        await s.runTo('main');
+        await s.svc.measureFunction('TIMER0_IRQHandler');
+        await s.svc.measureFunction('app_timer_tick');
+        await s.runTo('board_exit');
+        const rs = await s.svc.read();
+        const ticks = await s.access.readU32(BigInt(s.elf.symbols.objectNamed('g_ticks')!.address));
+        assert.ok(ticks >= 10, `${ticks} timer interrupts`);
+        assert.match(
+          await s.uart(),
+          /checksum=0xe420b5dd/,
+          'every exception return went through the exit stub and the program ran on unchanged',
         );
+        for (const n of ['TIMER0_IRQHandler', 'app_timer_tick']) {
+          const r = result(rs, n);
+          assert.equal(r.untracked, 0, `${n}: no entry left untracked`);
+          assert.equal(r.calls, ticks, `${n}: one entry per interrupt`);
+          assert.equal(r.passes, ticks, `${n}: every pass closed`);
+        }
+        // Per interrupt: what the trace shows the handler runs, within a tick per pass.
+        const o = fn('app_timer_tick');
+        const perTick = o.inclusive / Math.max(1, o.calls + o.interrupts) / INSTRUCTIONS_PER_TICK;
+        for (const n of ['TIMER0_IRQHandler', 'app_timer_tick']) {
+          const r = result(rs, n);
+          assert.ok(
+            Math.abs(r.compensatedTotal / r.passes - perTick) <= 1.5,
+            `${n}: ${(r.compensatedTotal / r.passes).toFixed(2)} ticks per interrupt vs oracle ${perTick.toFixed(2)}`,
+          );
+        }
+        const handler = result(rs, 'TIMER0_IRQHandler');
+        assert.ok(
+          handler.compensatedTotal >= result(rs, 'app_timer_tick').compensatedTotal - handler.passes,
+          'the handler includes the function it tail-calls',
+        );
+      } finally {
+        await s.close();
       }
-      const handler = result(rs, 'TIMER0_IRQHandler');
-      assert.ok(
-        handler.compensatedTotal >= result(rs, 'app_timer_tick').compensatedTotal - handler.passes,
-        'the handler includes the function it tail-calls',
-      );
-    } finally {
-      await s.close();
-    }
-  });
+    },
+  );
 });

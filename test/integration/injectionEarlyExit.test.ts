@@ -52,7 +52,8 @@ describe('an entry patch over an early return (QEMU Cortex-M4, SysTick)', () => 
   it('measures the recursive function itself within a tick per pass', () => {
     assert.ok(
       Math.abs(sort.compensatedTotal * UNIT - truth('merge_sort.constprop.0')) <= UNIT * (sort.passes + 1),
-      `merge_sort: ${sort.compensatedTotal * UNIT} instructions measured, ${truth('merge_sort.constprop.0')} in the trace`,
+      `merge_sort: ${sort.compensatedTotal * UNIT} instructions measured, ${truth('merge_sort.constprop.0')} ` +
+        `in the trace`,
     );
   });
 });

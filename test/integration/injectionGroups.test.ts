@@ -67,7 +67,8 @@ for (const { target, instructionsPerUnit, periodRegister } of TARGETS) {
       const tolerance = instructionsPerUnit === 1 ? 0 : r.passes + 1;
       assert.ok(
         Math.abs(r.compensatedTotal - expected) <= tolerance,
-        `${what}: ${r.compensatedTotal.toFixed(1)} vs oracle ${expected.toFixed(1)} (passes ${r.passes}, raw ${r.total}, payload ${r.overheadPerPass}/pass)`,
+        `${what}: ${r.compensatedTotal.toFixed(1)} vs oracle ${expected.toFixed(1)} (passes ${r.passes}, ` +
+          `raw ${r.total}, payload ${r.overheadPerPass}/pass)`,
       );
     };
 

@@ -54,95 +54,101 @@ after(async () => {
 });
 
 describe(`injected measurement on QEMU Cortex-M4 under -icount shift=${SHIFT}`, { skip, timeout: 300_000 }, () => {
-  it('the facts give 2^S/40 ticks per instruction, and measured functions agree with the oracle within a tick per pass', async () => {
-    const server = { type: 'qemu' as const, icount: SHIFT };
-    const facts = computeTargetFacts('cortex-m', server);
-    const injection = archPlugin('cortex-m').injection;
-    assert.ok(!isUnsupported(injection));
-    // QEMU's DWT reads as zero: discovery reports it absent, so the payloads read SysTick.
-    const { support, counterUnitsPerInstruction } = injection.support(
-      [{ unit: 'DWT', present: false, slots: [], resolution: 1 }],
-      facts,
-    );
-    assert.equal(counterUnitsPerInstruction, 2 ** SHIFT / 40);
-    const instructionsPerTick = 1 / counterUnitsPerInstruction!;
-
-    const elf = ElfImage.loadSync(ELF);
-    const qemu = new QemuServer(server);
-    await qemu.start({ executable: ELF, family: 'cortex-m', cwd: scratch, log: () => undefined });
-    const gdb = await startGdb(scratch, 'cortex-m');
-    try {
-      await gdb.loadProgram(ELF);
-      await gdb.connectRemote(qemu.gdbAddress);
-      const runTo = async (location: string): Promise<void> => {
-        const bp = await gdb.insertBreakpoint({ location: parseLocationSpec(location) });
-        const stopped = gdb.waitForStop(60_000);
-        await gdb.continue();
-        assert.ok((await stopped)?.breakpointIds.includes(bp.id), `stopped at ${location}`);
-        await gdb.deleteBreakpoints([bp.id]);
-      };
-      const svc = new InjectionService({
-        access: new DebuggerTargetAccess(gdb),
-        elf,
-        support,
-        counterUnitsPerInstruction,
-        isHalted: () => gdb.executionState === 'stopped',
-        journalDir: join(scratch, 'journal'),
-        reserved: resolveReservedMemory(elf) as ReservedMemory,
-        ...(facts.memoryMap ? { memoryMap: facts.memoryMap } : {}),
-        runner: debuggerTargetRunner(gdb),
-      });
-      await runTo('main');
-      // Calibration runs a known function 2000 times: its ticks are (instructions + payload) x 0.1,
-      // within one instruction per pass (measured: 10 instructions per pass where 9 are stated).
-      const c = await svc.calibrate(2000);
-      const expectedTicks = (c.functionInstructions * counterUnitsPerInstruction! + c.statedOverhead) * c.passes;
-      assert.ok(
-        Math.abs(c.perPassRaw * c.passes - expectedTicks) <= c.passes * counterUnitsPerInstruction! + 2,
-        `calibration ${JSON.stringify(c)} vs ${expectedTicks} ticks`,
+  it(
+    'the facts give 2^S/40 ticks per instruction, and measured functions agree with the oracle ' +
+      'within a tick per pass',
+    async () => {
+      const server = { type: 'qemu' as const, icount: SHIFT };
+      const facts = computeTargetFacts('cortex-m', server);
+      const injection = archPlugin('cortex-m').injection;
+      assert.ok(!isUnsupported(injection));
+      // QEMU's DWT reads as zero: discovery reports it absent, so the payloads read SysTick.
+      const { support, counterUnitsPerInstruction } = injection.support(
+        [{ unit: 'DWT', present: false, slots: [], resolution: 1 }],
+        facts,
       );
-      console.log(
-        `shift ${SHIFT} calibration: ${c.perPassRaw} ticks per pass, stated ${(c.functionInstructions * counterUnitsPerInstruction! + c.statedOverhead).toFixed(2)}`,
-      );
+      assert.equal(counterUnitsPerInstruction, 2 ** SHIFT / 40);
+      const instructionsPerTick = 1 / counterUnitsPerInstruction!;
 
-      const names = ['crc16_step', 'fir_filter', 'vm_run', 'window_moments'];
-      for (const n of names) await svc.measureFunction(n);
-      await runTo(ROUND);
-      // ldr r0, [pc, #4]; movs r1, #0; str r1, [r0]; bkpt; .word TIMER0_CTRL
-      const access = new DebuggerTargetAccess(gdb);
-      const code = Buffer.from([0x01, 0x48, 0x00, 0x21, 0x01, 0x60, 0x00, 0xbe, 0, 0, 0, 0]);
-      code.writeUInt32LE(TIMER0_CTRL, 8);
-      const saved = new Map<string, bigint>();
-      for (const r of ['r0', 'r1', 'pc', 'xpsr']) saved.set(r, await access.readRegister(r));
-      await access.writeMemory(BigInt(HELPER), code);
-      await access.writeRegister('pc', BigInt(HELPER | 1));
-      assert.ok(await debuggerTargetRunner(gdb).runTo(HELPER + 6, 10_000), 'timer-stop routine ran');
-      for (const [r, v] of saved) await access.writeRegister(r, v);
-      await runTo('board_exit');
-      const rs = await svc.read();
-      for (const n of names) {
-        const r = rs.find((x) => x.name === n)!;
-        const o = oracle.functions.find((f) => f.name === n)!;
-        assert.equal(r.calls, o.calls, `${n} calls`);
-        const expected = o.inclusiveExcludingInterrupts / instructionsPerTick;
-        // Whole ticks at both ends of a pass: at most one tick (10 instructions here) off per pass.
+      const elf = ElfImage.loadSync(ELF);
+      const qemu = new QemuServer(server);
+      await qemu.start({ executable: ELF, family: 'cortex-m', cwd: scratch, log: () => undefined });
+      const gdb = await startGdb(scratch, 'cortex-m');
+      try {
+        await gdb.loadProgram(ELF);
+        await gdb.connectRemote(qemu.gdbAddress);
+        const runTo = async (location: string): Promise<void> => {
+          const bp = await gdb.insertBreakpoint({ location: parseLocationSpec(location) });
+          const stopped = gdb.waitForStop(60_000);
+          await gdb.continue();
+          assert.ok((await stopped)?.breakpointIds.includes(bp.id), `stopped at ${location}`);
+          await gdb.deleteBreakpoints([bp.id]);
+        };
+        const svc = new InjectionService({
+          access: new DebuggerTargetAccess(gdb),
+          elf,
+          support,
+          counterUnitsPerInstruction,
+          isHalted: () => gdb.executionState === 'stopped',
+          journalDir: join(scratch, 'journal'),
+          reserved: resolveReservedMemory(elf) as ReservedMemory,
+          ...(facts.memoryMap ? { memoryMap: facts.memoryMap } : {}),
+          runner: debuggerTargetRunner(gdb),
+        });
+        await runTo('main');
+        // Calibration runs a known function 2000 times: its ticks are (instructions + payload) x 0.1,
+        // within one instruction per pass (measured: 10 instructions per pass where 9 are stated).
+        const c = await svc.calibrate(2000);
+        const expectedTicks = (c.functionInstructions * counterUnitsPerInstruction! + c.statedOverhead) * c.passes;
         assert.ok(
-          Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
-          `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`,
+          Math.abs(c.perPassRaw * c.passes - expectedTicks) <= c.passes * counterUnitsPerInstruction! + 2,
+          `calibration ${JSON.stringify(c)} vs ${expectedTicks} ticks`,
         );
         console.log(
-          `shift ${SHIFT} ${n}: ${r.compensatedTotal.toFixed(1)} ticks (${(r.compensatedTotal * instructionsPerTick).toFixed(0)} instructions) vs oracle ${o.inclusiveExcludingInterrupts} instructions, ${r.passes} passes`,
+          `shift ${SHIFT} calibration: ${c.perPassRaw} ticks per pass, stated ${(c.functionInstructions * counterUnitsPerInstruction! + c.statedOverhead).toFixed(2)}`,
         );
+
+        const names = ['crc16_step', 'fir_filter', 'vm_run', 'window_moments'];
+        for (const n of names) await svc.measureFunction(n);
+        await runTo(ROUND);
+        // ldr r0, [pc, #4]; movs r1, #0; str r1, [r0]; bkpt; .word TIMER0_CTRL
+        const access = new DebuggerTargetAccess(gdb);
+        const code = Buffer.from([0x01, 0x48, 0x00, 0x21, 0x01, 0x60, 0x00, 0xbe, 0, 0, 0, 0]);
+        code.writeUInt32LE(TIMER0_CTRL, 8);
+        const saved = new Map<string, bigint>();
+        for (const r of ['r0', 'r1', 'pc', 'xpsr']) saved.set(r, await access.readRegister(r));
+        await access.writeMemory(BigInt(HELPER), code);
+        await access.writeRegister('pc', BigInt(HELPER | 1));
+        assert.ok(await debuggerTargetRunner(gdb).runTo(HELPER + 6, 10_000), 'timer-stop routine ran');
+        for (const [r, v] of saved) await access.writeRegister(r, v);
+        await runTo('board_exit');
+        const rs = await svc.read();
+        for (const n of names) {
+          const r = rs.find((x) => x.name === n)!;
+          const o = oracle.functions.find((f) => f.name === n)!;
+          assert.equal(r.calls, o.calls, `${n} calls`);
+          const expected = o.inclusiveExcludingInterrupts / instructionsPerTick;
+          // Whole ticks at both ends of a pass: at most one tick (10 instructions here) off per pass.
+          assert.ok(
+            Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
+            `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`,
+          );
+          console.log(
+            `shift ${SHIFT} ${n}: ${r.compensatedTotal.toFixed(1)} ticks (${(r.compensatedTotal * instructionsPerTick).toFixed(0)} ` +
+              `instructions) vs oracle ${o.inclusiveExcludingInterrupts} instructions, ${r.passes} passes`,
+          );
+        }
+      } finally {
+        await gdb.exit();
+        await qemu.stop();
       }
-    } finally {
-      await gdb.exit();
-      await qemu.stop();
-    }
-  });
+    },
+  );
 });
 
 describe(
-  `the adapter under -icount shift=${SHIFT}: the launch's shift sets the ratio, and icount off refuses SysTick injection`,
+  `the adapter under -icount shift=${SHIFT}: the launch's shift sets the ratio, and icount ` +
+    `off refuses SysTick injection`,
   { skip, timeout: 300_000 },
   () => {
     it('reports 40/2^S instructions per tick and totals that agree with the oracle', async () => {

@@ -85,54 +85,58 @@ const marker = (r: number): bigint => 0x5eed_0000n + BigInt(r);
 const RESULT = /acc -?\d+ money -?\d+/;
 
 describe('RV32 functions whose callers keep registers across the call (-fipa-ra)', { skip, timeout: 900_000 }, () => {
-  it('are measured exactly, the registers kept across the call survive it, and the program prints what it prints unpatched', async () => {
-    const site = keptCallInMain();
-    const plain = await session();
-    let reference: Awaited<ReturnType<typeof observe>>;
-    try {
-      await plain.runTo('main');
-      reference = await observe(plain, site);
-    } finally {
-      await plain.close();
-    }
-    assert.match(reference.output, RESULT, 'the unpatched program printed its result');
-    assert.deepEqual(
-      reference.after,
-      site.kept.map(marker),
-      `unpatched, __adddf3 leaves ${site.kept.map((r) => ABI[r]).join(', ')} alone`,
-    );
-
-    const s = await session();
-    try {
-      await s.runTo('main');
-      for (const n of MEASURED) await s.svc.measureFunction(n);
-      const patched = await observe(s, site);
-      // The stubs overwrite t0 with mstatus at entry and exit: only the save gives it back.
-      assert.deepEqual(
-        patched.after,
-        site.kept.map(marker),
-        `measured, ${site.kept.map((r) => ABI[r]).join(', ')} survive main's call of __adddf3`,
-      );
-      assert.equal(
-        patched.output.match(RESULT)?.[0],
-        reference.output.match(RESULT)?.[0],
-        'the program printed what it prints unpatched',
-      );
-      const rs = await s.svc.read();
-      for (const n of MEASURED) {
-        const r = rs.find((x) => x.name === n);
-        const o = oracle.functions.find((f) => f.name === n);
-        assert.ok(r && o, `${n} measured and traced`);
-        assert.equal(r.calls, o.calls, `${n}: calls`);
-        assert.equal(r.open, 0, `${n}: no pass left open`);
-        assert.equal(
-          r.compensatedTotal,
-          o.inclusive,
-          `${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`,
-        );
+  it(
+    'are measured exactly, the registers kept across the call survive it, and the program ' +
+      'prints what it prints unpatched',
+    async () => {
+      const site = keptCallInMain();
+      const plain = await session();
+      let reference: Awaited<ReturnType<typeof observe>>;
+      try {
+        await plain.runTo('main');
+        reference = await observe(plain, site);
+      } finally {
+        await plain.close();
       }
-    } finally {
-      await s.close();
-    }
-  });
+      assert.match(reference.output, RESULT, 'the unpatched program printed its result');
+      assert.deepEqual(
+        reference.after,
+        site.kept.map(marker),
+        `unpatched, __adddf3 leaves ${site.kept.map((r) => ABI[r]).join(', ')} alone`,
+      );
+
+      const s = await session();
+      try {
+        await s.runTo('main');
+        for (const n of MEASURED) await s.svc.measureFunction(n);
+        const patched = await observe(s, site);
+        // The stubs overwrite t0 with mstatus at entry and exit: only the save gives it back.
+        assert.deepEqual(
+          patched.after,
+          site.kept.map(marker),
+          `measured, ${site.kept.map((r) => ABI[r]).join(', ')} survive main's call of __adddf3`,
+        );
+        assert.equal(
+          patched.output.match(RESULT)?.[0],
+          reference.output.match(RESULT)?.[0],
+          'the program printed what it prints unpatched',
+        );
+        const rs = await s.svc.read();
+        for (const n of MEASURED) {
+          const r = rs.find((x) => x.name === n);
+          const o = oracle.functions.find((f) => f.name === n);
+          assert.ok(r && o, `${n} measured and traced`);
+          assert.equal(r.calls, o.calls, `${n}: calls`);
+          assert.equal(r.open, 0, `${n}: no pass left open`);
+          assert.equal(
+            r.compensatedTotal,
+            o.inclusive,
+            `${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`,
+          );
+        }
+      } finally {
+        await s.close();
+      }
+    },
+  );
 });

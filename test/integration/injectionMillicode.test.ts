@@ -72,56 +72,64 @@ async function measured(
 }
 
 describe('RV32 -msave-restore millicode', { skip, timeout: 900_000 }, () => {
-  it('save (t0 link) and restore (return address from the stack) are measured exactly, and the program prints what it prints unpatched', async () => {
-    const plain = await session();
-    let reference: string;
-    try {
-      await plain.runTo('exit');
-      reference = (await plain.output()).match(RESULT)?.[0] ?? '';
-    } finally {
-      await plain.close();
-    }
-    assert.match(reference, RESULT, 'the unpatched program printed its result');
-
-    // Run 1: two saves (save_12 jumps into save_8's body) and the restore that restore_12 falls into:
-    // restore_12's entry is patched to send that code to a copy.
-    const one = await measured(['__riscv_save_12', '__riscv_save_8', '__riscv_restore_10']);
-    // Run 2: both restores; restore_12's own stub runs the copy, so restore_10 needs no patch there.
-    const two = await measured(['__riscv_restore_12', '__riscv_restore_10']);
-    // Run 3: the same, then restore_12 goes before the program runs: restore_10's diverting patch goes in.
-    let refusedAgain = '';
-    const three = await measured(['__riscv_restore_12', '__riscv_restore_10'], async (s, ids) => {
-      await s.svc.remove(ids.get('__riscv_restore_12')!);
-      refusedAgain = await s.svc.measureFunction('__riscv_restore_12').then(
-        () => 'measured',
-        (err: unknown) => String(err),
-      );
-    });
-    assert.match(
-      refusedAgain,
-      /__riscv_restore_10\) that keeps the code here, which falls through into its entry, out of its count/,
-      'restore_12 is refused while restore_10 diverts its code, saying so',
-    );
-    for (const [run, m, names] of [
-      ['first', one, ['__riscv_save_12', '__riscv_save_8', '__riscv_restore_10']],
-      ['second', two, ['__riscv_restore_12', '__riscv_restore_10']],
-      ['third', three, ['__riscv_restore_10']],
-    ] as const) {
-      assert.equal(m.output.match(RESULT)?.[0], reference, `${run} run: the program printed what it prints unpatched`);
-      assert.deepEqual([...m.results.keys()].sort(), [...names].sort(), `${run} run: measured ${names.join(', ')}`);
-      for (const n of names) {
-        const r = m.results.get(n)!;
-        const o = traced(n);
-        assert.ok(o.calls > 0, `${n} is called in the trace`);
-        assert.equal(r.calls, o.calls, `${run} run, ${n}: calls`);
-        assert.equal(r.open, 0, `${run} run, ${n}: no pass left open`);
-        assert.equal(r.untracked, 0, `${run} run, ${n}: every entry tracked`);
-        assert.equal(
-          r.compensatedTotal,
-          o.inclusive,
-          `${run} run, ${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`,
-        );
+  it(
+    'save (t0 link) and restore (return address from the stack) are measured exactly, and the ' +
+      'program prints what it prints unpatched',
+    async () => {
+      const plain = await session();
+      let reference: string;
+      try {
+        await plain.runTo('exit');
+        reference = (await plain.output()).match(RESULT)?.[0] ?? '';
+      } finally {
+        await plain.close();
       }
-    }
-  });
+      assert.match(reference, RESULT, 'the unpatched program printed its result');
+
+      // Run 1: two saves (save_12 jumps into save_8's body) and the restore that restore_12 falls into:
+      // restore_12's entry is patched to send that code to a copy.
+      const one = await measured(['__riscv_save_12', '__riscv_save_8', '__riscv_restore_10']);
+      // Run 2: both restores; restore_12's own stub runs the copy, so restore_10 needs no patch there.
+      const two = await measured(['__riscv_restore_12', '__riscv_restore_10']);
+      // Run 3: the same, then restore_12 goes before the program runs: restore_10's diverting patch goes in.
+      let refusedAgain = '';
+      const three = await measured(['__riscv_restore_12', '__riscv_restore_10'], async (s, ids) => {
+        await s.svc.remove(ids.get('__riscv_restore_12')!);
+        refusedAgain = await s.svc.measureFunction('__riscv_restore_12').then(
+          () => 'measured',
+          (err: unknown) => String(err),
+        );
+      });
+      assert.match(
+        refusedAgain,
+        /__riscv_restore_10\) that keeps the code here, which falls through into its entry, out of its count/,
+        'restore_12 is refused while restore_10 diverts its code, saying so',
+      );
+      for (const [run, m, names] of [
+        ['first', one, ['__riscv_save_12', '__riscv_save_8', '__riscv_restore_10']],
+        ['second', two, ['__riscv_restore_12', '__riscv_restore_10']],
+        ['third', three, ['__riscv_restore_10']],
+      ] as const) {
+        assert.equal(
+          m.output.match(RESULT)?.[0],
+          reference,
+          `${run} run: the program printed what it prints unpatched`,
+        );
+        assert.deepEqual([...m.results.keys()].sort(), [...names].sort(), `${run} run: measured ${names.join(', ')}`);
+        for (const n of names) {
+          const r = m.results.get(n)!;
+          const o = traced(n);
+          assert.ok(o.calls > 0, `${n} is called in the trace`);
+          assert.equal(r.calls, o.calls, `${run} run, ${n}: calls`);
+          assert.equal(r.open, 0, `${run} run, ${n}: no pass left open`);
+          assert.equal(r.untracked, 0, `${run} run, ${n}: every entry tracked`);
+          assert.equal(
+            r.compensatedTotal,
+            o.inclusive,
+            `${run} run, ${n}: ${r.total} - ${r.nested} - ${r.ownOverheadPerPass} x ${r.passes}`,
+          );
+        }
+      }
+    },
+  );
 });

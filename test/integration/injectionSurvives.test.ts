@@ -53,27 +53,30 @@ describe('measurements across the end of a run and a restart (QEMU RV32)', () =>
     for (const h of harnesses) assert.deepEqual(await h.stop(), []);
   });
 
-  it('a program that finishes with measurements in leaves no patch record, and the next launch warns of none', async () => {
-    const ws = workspace();
-    const h = harness();
-    await h.start();
-    await h.launchToEntry(qemuLaunchArgs('rv32', 'singlepass', { cwd: ws }));
-    const r = await h.custom(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] });
-    assert.equal(r.injected.length, 1, JSON.stringify(r.refused));
-    assert.equal(journals(ws).length, 1, 'the patch is recorded while it is in');
-    const terminated = h.dc.waitForEvent('terminated', 60_000);
-    await h.dc.continueRequest({ threadId: 1 });
-    await terminated;
-    assert.deepEqual(journals(ws), [], 'a clean end clears the record: QEMU took the patched memory with it');
+  it(
+    'a program that finishes with measurements in leaves no patch record, and the next launch ' + 'warns of none',
+    async () => {
+      const ws = workspace();
+      const h = harness();
+      await h.start();
+      await h.launchToEntry(qemuLaunchArgs('rv32', 'singlepass', { cwd: ws }));
+      const r = await h.custom(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] });
+      assert.equal(r.injected.length, 1, JSON.stringify(r.refused));
+      assert.equal(journals(ws).length, 1, 'the patch is recorded while it is in');
+      const terminated = h.dc.waitForEvent('terminated', 60_000);
+      await h.dc.continueRequest({ threadId: 1 });
+      await terminated;
+      assert.deepEqual(journals(ws), [], 'a clean end clears the record: QEMU took the patched memory with it');
 
-    // The next launch in the same folder has nothing to restore and says nothing about it.
-    const next = harness();
-    await next.start();
-    await next.launchToEntry(qemuLaunchArgs('rv32', 'singlepass', { cwd: ws }));
-    const said = next.output.join('');
-    assert.doesNotMatch(said, /previous session/i, said);
-    assert.deepEqual(await codeAt(next, image.functionNamed('fir_filter')!.address), original('fir_filter'));
-  });
+      // The next launch in the same folder has nothing to restore and says nothing about it.
+      const next = harness();
+      await next.start();
+      await next.launchToEntry(qemuLaunchArgs('rv32', 'singlepass', { cwd: ws }));
+      const said = next.output.join('');
+      assert.doesNotMatch(said, /previous session/i, said);
+      assert.deepEqual(await codeAt(next, image.functionNamed('fir_filter')!.address), original('fir_filter'));
+    },
+  );
 
   it('a restart applies the measurements asked for again, and they count the new run as the oracle does', async () => {
     const ws = workspace();

@@ -139,43 +139,54 @@ async function measureFromMainToExit(
 describe('code falling through into a measured entry on QEMU Cortex-M4 (fft)', { skip, timeout: 600_000 }, () => {
   // The README's configuration takes unused code memory after the image: B.W patches of 4 bytes,
   // so fsub's entry is patched too, and its stub runs fadd's displaced code (PatchSite.divertCode).
-  it('fadd, fsub, cfcmple and cfrcmple in one run: calls equal the trace, values within a tick per pass, fft keeps its time, nothing left patched', async () => {
-    // The diverting entries first, as the adapter orders one request (a bypass patch waits for them).
-    const names = ['__aeabi_fsub', '__aeabi_fadd', '__aeabi_cfrcmple', '__aeabi_cfcmple', 'fft.constprop.0'];
-    const { rs, output, warnings, restored } = await measureFromMainToExit(names);
-    assert.deepEqual(
-      warnings.filter((w) => w.endsWith('fallThroughCounted')),
-      [],
-      'every fall-through is diverted',
-    );
-    for (const n of names) {
-      const r = rs.find((x) => x.name === n)!;
-      const o = traced(n);
-      assert.equal(r.calls, o.calls, `${n}: calls`);
-      assert.equal(r.untracked, 0, `${n}: no entry untracked`);
-      const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
-      assert.ok(
-        Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
-        `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs the trace's ${expected.toFixed(1)} (passes ${r.passes}, nested ${r.nested.toFixed(1)})`,
+  it(
+    'fadd, fsub, cfcmple and cfrcmple in one run: calls equal the trace, values within a tick ' +
+      'per pass, fft keeps its time, nothing left patched',
+    async () => {
+      // The diverting entries first, as the adapter orders one request (a bypass patch waits for them).
+      const names = ['__aeabi_fsub', '__aeabi_fadd', '__aeabi_cfrcmple', '__aeabi_cfcmple', 'fft.constprop.0'];
+      const { rs, output, warnings, restored } = await measureFromMainToExit(names);
+      assert.deepEqual(
+        warnings.filter((w) => w.endsWith('fallThroughCounted')),
+        [],
+        'every fall-through is diverted',
       );
-    }
-    assert.match(output, /fft peak \d+ error x1000 \d+/);
-    assert.ok(restored, 'the code is as the ELF has it after the measurements are removed');
-  });
+      for (const n of names) {
+        const r = rs.find((x) => x.name === n)!;
+        const o = traced(n);
+        assert.equal(r.calls, o.calls, `${n}: calls`);
+        assert.equal(r.untracked, 0, `${n}: no entry untracked`);
+        const expected = o.inclusiveExcludingInterrupts / INSTRUCTIONS_PER_TICK;
+        assert.ok(
+          Math.abs(r.compensatedTotal - expected) <= r.passes + 1,
+          `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs the trace's ${expected.toFixed(1)} (passes ` +
+            `${r.passes}, nested ${r.nested.toFixed(1)})`,
+        );
+      }
+      assert.match(output, /fft peak \d+ error x1000 \d+/);
+      assert.ok(restored, 'the code is as the ELF has it after the measurements are removed');
+    },
+  );
 
-  it('with the injector’s RAM out of B.W reach: fsub’s 4 bytes jump through a second literal of fadd’s patch', async () => {
-    const names = ['__aeabi_fadd', '__aeabi_cfcmple', 'fft.constprop.0'];
-    const { rs, output, warnings, restored } = await measureFromMainToExit(names, FAR);
-    assert.deepEqual(
-      warnings.filter((w) => w.endsWith('fallThroughCounted')),
-      [],
-    );
-    agreesWithTrace(names, rs, output, restored);
-  });
+  it(
+    'with the injector’s RAM out of B.W reach: fsub’s 4 bytes jump through a second literal of ' + 'fadd’s patch',
+    async () => {
+      const names = ['__aeabi_fadd', '__aeabi_cfcmple', 'fft.constprop.0'];
+      const { rs, output, warnings, restored } = await measureFromMainToExit(names, FAR);
+      assert.deepEqual(
+        warnings.filter((w) => w.endsWith('fallThroughCounted')),
+        [],
+      );
+      agreesWithTrace(names, rs, output, restored);
+    },
+  );
 
-  it('with cfrcmple not measured, its code is patched to run the copy, and fcmpgt, which calls it, keeps its time', async () => {
-    const names = ['__aeabi_cfcmple', '__aeabi_fcmpgt', '__aeabi_fadd'];
-    const { rs, output, restored } = await measureFromMainToExit(names);
-    agreesWithTrace(names, rs, output, restored);
-  });
+  it(
+    'with cfrcmple not measured, its code is patched to run the copy, and fcmpgt, which calls ' + 'it, keeps its time',
+    async () => {
+      const names = ['__aeabi_cfcmple', '__aeabi_fcmpgt', '__aeabi_fadd'];
+      const { rs, output, restored } = await measureFromMainToExit(names);
+      agreesWithTrace(names, rs, output, restored);
+    },
+  );
 });

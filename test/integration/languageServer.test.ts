@@ -119,125 +119,133 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
 
   after(close);
 
-  it('answers CodeLens, hover and hot diagnostics with the measured figures (vscode-languageserver-protocol client)', async () => {
-    const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env, {
-      hotThreshold: HOT_PERCENT,
-    });
-    try {
-      const uri = await client.open(DSP);
-      const lenses = await client.until(
-        () => client.codeLenses(uri),
-        (ls) => ls.length > 0,
-      );
-      for (const e of expected) {
-        const onLine = lenses.filter((l) => l.range.start.line === e.line).map((l) => l.command?.title ?? '');
-        assert.equal(
-          onLine.length,
-          1,
-          `one CodeLens on ${e.name}'s definition line ${e.line + 1} (lenses: ${JSON.stringify(lenses)})`,
+  it(
+    'answers CodeLens, hover and hot diagnostics with the measured figures ' +
+      '(vscode-languageserver-protocol client)',
+    async () => {
+      const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env, {
+        hotThreshold: HOT_PERCENT,
+      });
+      try {
+        const uri = await client.open(DSP);
+        const lenses = await client.until(
+          () => client.codeLenses(uri),
+          (ls) => ls.length > 0,
         );
-        const title = onLine[0]!;
-        assert.ok(
-          title.startsWith(`${percentText(e.share)} incl`),
-          `${e.name}: "${title}" starts with its share ${percentText(e.share)}`,
-        );
-        assert.match(
-          title,
-          new RegExp(`· ${e.calls.toLocaleString('en-US')} calls?\\b`),
-          `${e.name}: "${title}" shows its ${e.calls} calls`,
-        );
-        assert.equal(
-          title,
-          lensTitle(model, functionsByName(model).get(e.name)!),
-          `${e.name}: the lens is the model's`,
-        );
-        assert.doesNotMatch(title, /\$\(/, 'no codicons for a client that did not ask for them');
+        for (const e of expected) {
+          const onLine = lenses.filter((l) => l.range.start.line === e.line).map((l) => l.command?.title ?? '');
+          assert.equal(
+            onLine.length,
+            1,
+            `one CodeLens on ${e.name}'s definition line ${e.line + 1} (lenses: ${JSON.stringify(lenses)})`,
+          );
+          const title = onLine[0]!;
+          assert.ok(
+            title.startsWith(`${percentText(e.share)} incl`),
+            `${e.name}: "${title}" starts with its share ${percentText(e.share)}`,
+          );
+          assert.match(
+            title,
+            new RegExp(`· ${e.calls.toLocaleString('en-US')} calls?\\b`),
+            `${e.name}: "${title}" shows its ${e.calls} calls`,
+          );
+          assert.equal(
+            title,
+            lensTitle(model, functionsByName(model).get(e.name)!),
+            `${e.name}: the lens is the model's`,
+          );
+          assert.doesNotMatch(title, /\$\(/, 'no codicons for a client that did not ask for them');
 
-        const hover = await client.hover(uri, e.line);
-        const text = typeof hover?.contents === 'object' && 'value' in hover.contents ? hover.contents.value : '';
-        assert.match(
-          text,
-          new RegExp(e.name.replace(/_/g, '\\\\_')),
-          `the hover of line ${e.line + 1} names ${e.name}`,
+          const hover = await client.hover(uri, e.line);
+          const text = typeof hover?.contents === 'object' && 'value' in hover.contents ? hover.contents.value : '';
+          assert.match(
+            text,
+            new RegExp(e.name.replace(/_/g, '\\\\_')),
+            `the hover of line ${e.line + 1} names ${e.name}`,
+          );
+          assert.ok(
+            text.includes(
+              `inclusive: ${e.inclusive.toLocaleString('en-US')} instructions (${percentText(e.share)} of the window)`,
+            ),
+            `${e.name}'s hover gives its inclusive count in instructions: ${text}`,
+          );
+          assert.ok(text.includes(`calls: ${e.calls.toLocaleString('en-US')}`), `${e.name}'s hover gives its calls`);
+          assert.match(text, /Unit: instructions\. Provenance: injected software accumulation \(minstret\)/);
+          assert.match(text, /Error bound: /);
+        }
+        // Pruned functions carry their callers' bound, from the descent's own outcome.
+        for (const o of doc.analysis!.outcomes.filter((x) => x.status === 'pruned' && x.bound !== undefined)) {
+          const fn = doc.analysis!.callGraph!.functions.find((f) => f.name === o.name);
+          if (fn?.path !== DSP) continue;
+          const line = definitionLineOf(DSP, o.name);
+          assert.ok(
+            lenses.some(
+              (l) =>
+                l.range.start.line === line &&
+                l.command?.title === `pruned: ≤ ${percentText(o.bound!)} (callers' bound)`,
+            ),
+            `${o.name} shows "pruned: ≤ ${percentText(o.bound!)}" (lenses: ${JSON.stringify(lenses.filter((l) => l.range.start.line === line))})`,
+          );
+        }
+        const hot = expected.filter((e) => e.share * 100 >= HOT_PERCENT);
+        const diagnostics = await client.until(
+          () => client.diagnosticsOf(uri),
+          (d) => d !== undefined,
         );
-        assert.ok(
-          text.includes(
-            `inclusive: ${e.inclusive.toLocaleString('en-US')} instructions (${percentText(e.share)} of the window)`,
-          ),
-          `${e.name}'s hover gives its inclusive count in instructions: ${text}`,
+        assert.deepEqual(
+          diagnostics!.map((d) => d.range.start.line).sort((a, b) => a - b),
+          hot.map((e) => e.line).sort((a, b) => a - b),
+          'an Information diagnostic on each function at or above 5 %, and on no other',
         );
-        assert.ok(text.includes(`calls: ${e.calls.toLocaleString('en-US')}`), `${e.name}'s hover gives its calls`);
-        assert.match(text, /Unit: instructions\. Provenance: injected software accumulation \(minstret\)/);
-        assert.match(text, /Error bound: /);
-      }
-      // Pruned functions carry their callers' bound, from the descent's own outcome.
-      for (const o of doc.analysis!.outcomes.filter((x) => x.status === 'pruned' && x.bound !== undefined)) {
-        const fn = doc.analysis!.callGraph!.functions.find((f) => f.name === o.name);
-        if (fn?.path !== DSP) continue;
-        const line = definitionLineOf(DSP, o.name);
-        assert.ok(
-          lenses.some(
-            (l) =>
-              l.range.start.line === line && l.command?.title === `pruned: ≤ ${percentText(o.bound!)} (callers' bound)`,
-          ),
-          `${o.name} shows "pruned: ≤ ${percentText(o.bound!)}" (lenses: ${JSON.stringify(lenses.filter((l) => l.range.start.line === line))})`,
+        for (const d of diagnostics!) {
+          assert.equal(d.severity, 3, 'Information');
+          assert.match(d.message, /takes \d+\.\d+ % of the window inclusive/);
+        }
+        // A higher threshold from the editor's settings: only the hottest function stays marked.
+        const sorted = [...expected].sort((a, b) => b.share - a.share);
+        const between = ((sorted[0]!.share + sorted[1]!.share) / 2) * 100;
+        await client.configure({ cyclelens: { hotThreshold: between } });
+        const fewer = await client.until(
+          () => client.diagnosticsOf(uri),
+          (d) => d !== undefined && d.length === 1,
         );
+        assert.deepEqual(
+          fewer!.map((d) => d.range.start.line),
+          [sorted[0]!.line],
+          `hotThreshold ${between.toFixed(2)} % leaves ${sorted[0]!.name} alone marked`,
+        );
+      } finally {
+        assert.equal(await client.stop(), 0, 'the server exits with 0 after shutdown and exit');
       }
-      const hot = expected.filter((e) => e.share * 100 >= HOT_PERCENT);
-      const diagnostics = await client.until(
-        () => client.diagnosticsOf(uri),
-        (d) => d !== undefined,
-      );
-      assert.deepEqual(
-        diagnostics!.map((d) => d.range.start.line).sort((a, b) => a - b),
-        hot.map((e) => e.line).sort((a, b) => a - b),
-        'an Information diagnostic on each function at or above 5 %, and on no other',
-      );
-      for (const d of diagnostics!) {
-        assert.equal(d.severity, 3, 'Information');
-        assert.match(d.message, /takes \d+\.\d+ % of the window inclusive/);
-      }
-      // A higher threshold from the editor's settings: only the hottest function stays marked.
-      const sorted = [...expected].sort((a, b) => b.share - a.share);
-      const between = ((sorted[0]!.share + sorted[1]!.share) / 2) * 100;
-      await client.configure({ cyclelens: { hotThreshold: between } });
-      const fewer = await client.until(
-        () => client.diagnosticsOf(uri),
-        (d) => d !== undefined && d.length === 1,
-      );
-      assert.deepEqual(
-        fewer!.map((d) => d.range.start.line),
-        [sorted[0]!.line],
-        `hotThreshold ${between.toFixed(2)} % leaves ${sorted[0]!.name} alone marked`,
-      );
-    } finally {
-      assert.equal(await client.stop(), 0, 'the server exits with 0 after shutdown and exit');
-    }
-  });
+    },
+  );
 
-  it("serves the same lenses from dist/lsp.js over Node IPC, the transport the extension's language client uses", async () => {
-    const client = await LspTestClient.startIpc(join(repoRoot, 'dist', 'lsp.js'), dir, env, {
-      hotThreshold: HOT_PERCENT,
-      codicons: true,
-    });
-    try {
-      const uri = await client.open(DSP);
-      const lenses = await client.until(
-        () => client.codeLenses(uri),
-        (ls) => ls.length > 0,
-      );
-      for (const e of expected) {
-        const title = lenses.find((l) => l.range.start.line === e.line)?.command?.title;
-        assert.equal(
-          title,
-          `$(flame) ${lensTitle(model, functionsByName(model).get(e.name)!)}`,
-          `${e.name}: VS Code's lens carries the flame codicon`,
+  it(
+    "serves the same lenses from dist/lsp.js over Node IPC, the transport the extension's " + 'language client uses',
+    async () => {
+      const client = await LspTestClient.startIpc(join(repoRoot, 'dist', 'lsp.js'), dir, env, {
+        hotThreshold: HOT_PERCENT,
+        codicons: true,
+      });
+      try {
+        const uri = await client.open(DSP);
+        const lenses = await client.until(
+          () => client.codeLenses(uri),
+          (ls) => ls.length > 0,
         );
+        for (const e of expected) {
+          const title = lenses.find((l) => l.range.start.line === e.line)?.command?.title;
+          assert.equal(
+            title,
+            `$(flame) ${lensTitle(model, functionsByName(model).get(e.name)!)}`,
+            `${e.name}: VS Code's lens carries the flame codicon`,
+          );
+        }
+      } finally {
+        assert.equal(await client.stop(), 0);
       }
-    } finally {
-      assert.equal(await client.stop(), 0);
-    }
-  });
+    },
+  );
 
   it("answers Neovim's built-in LSP client (headless) with the same CodeLens and hover", { timeout: 60_000 }, () => {
     const output = join(dir, 'nvim-answers.json');
@@ -296,65 +304,68 @@ vim.cmd('qa!')
     );
   });
 
-  it('follows the newest profile as it is saved: a later result set, then a native profile with line costs', async () => {
-    const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env);
-    try {
-      const uri = await client.open(DSP);
-      const target = expected.reduce((a, b) => (b.share > a.share ? b : a));
-      const titleOf = async (): Promise<string | undefined> =>
-        (await client.codeLenses(uri)).find((l) => l.range.start.line === target.line)?.command?.title;
-      assert.match(
-        (await client.until(titleOf, (t) => t !== undefined)) ?? '',
-        new RegExp(`${target.calls.toLocaleString('en-US')} calls`),
-      );
+  it(
+    'follows the newest profile as it is saved: a later result set, then a native profile with ' + 'line costs',
+    async () => {
+      const client = await LspTestClient.start(process.execPath, [cliBundle, 'lsp', '--stdio'], dir, env);
+      try {
+        const uri = await client.open(DSP);
+        const target = expected.reduce((a, b) => (b.share > a.share ? b : a));
+        const titleOf = async (): Promise<string | undefined> =>
+          (await client.codeLenses(uri)).find((l) => l.range.start.line === target.line)?.command?.title;
+        assert.match(
+          (await client.until(titleOf, (t) => t !== undefined)) ?? '',
+          new RegExp(`${target.calls.toLocaleString('en-US')} calls`),
+        );
 
-      // A later descent: same measurements, the target's call count changed so its lens must change.
-      const later = structuredClone(doc);
-      for (const rs of later.resultSets) for (const m of rs.measurements) if (m.name === target.name) m.calls = 4321;
-      await writeFileAtomic(join(results, 'descent-2.json'), JSON.stringify(later));
-      assert.match(
-        (await client.until(titleOf, (t) => t?.includes('4,321 calls') === true)) ?? '',
-        /· 4,321 calls/,
-        'the lens follows the newer result set',
-      );
+        // A later descent: same measurements, the target's call count changed so its lens must change.
+        const later = structuredClone(doc);
+        for (const rs of later.resultSets) for (const m of rs.measurements) if (m.name === target.name) m.calls = 4321;
+        await writeFileAtomic(join(results, 'descent-2.json'), JSON.stringify(later));
+        assert.match(
+          (await client.until(titleOf, (t) => t?.includes('4,321 calls') === true)) ?? '',
+          /· 4,321 calls/,
+          'the lens follows the newer result set',
+        );
 
-      // A native profile (cyclelens-profile/1) with a per-line table is newer still.
-      const profile = profileFromResultSets(doc);
-      const fn = functionsByName(profile).get(target.name)!;
-      fn.calls = 999;
-      const costLine = target.line + 3;
-      profile.lines = [{ path: DSP, line: costLine + 1, function: fn.id, self: { value: 1234 } }];
-      mkdirSync(join(dir, '.cyclelens', 'profiles'), { recursive: true });
-      await writeFileAtomic(
-        join(dir, '.cyclelens', 'profiles', 'later.cyclelens-profile.json'),
-        JSON.stringify(profile),
-      );
-      assert.match(
-        (await client.until(titleOf, (t) => t?.includes('999 calls') === true)) ?? '',
-        /· 999 calls/,
-        'the lens follows the native profile',
-      );
-      const hints = (await client.inlayHints(uri, 0, 400)) ?? [];
-      const lineText = readFileSync(DSP, 'utf8').split('\n')[costLine]!;
-      assert.deepEqual(
-        hints.map((h) => ({ line: h.position.line, character: h.position.character, label: h.label })),
-        [
-          {
-            line: costLine,
-            character: lineText.length,
-            label: `1,234 insn · ${percentText(1234 / profile.total!.value)}`,
-          },
-        ],
-        'one inlay hint, at the end of the line the profile costs',
-      );
-      assert.ok(
-        client.log.some((l) => l.includes('later.cyclelens-profile.json')),
-        `the server says which profile it reads (${client.log.join(' | ')})`,
-      );
-    } finally {
-      assert.equal(await client.stop(), 0);
-    }
-  });
+        // A native profile (cyclelens-profile/1) with a per-line table is newer still.
+        const profile = profileFromResultSets(doc);
+        const fn = functionsByName(profile).get(target.name)!;
+        fn.calls = 999;
+        const costLine = target.line + 3;
+        profile.lines = [{ path: DSP, line: costLine + 1, function: fn.id, self: { value: 1234 } }];
+        mkdirSync(join(dir, '.cyclelens', 'profiles'), { recursive: true });
+        await writeFileAtomic(
+          join(dir, '.cyclelens', 'profiles', 'later.cyclelens-profile.json'),
+          JSON.stringify(profile),
+        );
+        assert.match(
+          (await client.until(titleOf, (t) => t?.includes('999 calls') === true)) ?? '',
+          /· 999 calls/,
+          'the lens follows the native profile',
+        );
+        const hints = (await client.inlayHints(uri, 0, 400)) ?? [];
+        const lineText = readFileSync(DSP, 'utf8').split('\n')[costLine]!;
+        assert.deepEqual(
+          hints.map((h) => ({ line: h.position.line, character: h.position.character, label: h.label })),
+          [
+            {
+              line: costLine,
+              character: lineText.length,
+              label: `1,234 insn · ${percentText(1234 / profile.total!.value)}`,
+            },
+          ],
+          'one inlay hint, at the end of the line the profile costs',
+        );
+        assert.ok(
+          client.log.some((l) => l.includes('later.cyclelens-profile.json')),
+          `the server says which profile it reads (${client.log.join(' | ')})`,
+        );
+      } finally {
+        assert.equal(await client.stop(), 0);
+      }
+    },
+  );
 });
 
 describe('profile language server over stdio, on a saved Cortex-M4 descent (SysTick)', () => {

@@ -86,26 +86,29 @@ describe('profile language server over stdio, malformed messages', () => {
     assert.ok(!client.messages.some((m) => m.id === 999), 'the body of the bad frame was not taken as a request');
   });
 
-  it('a header without Content-Length, a body that is not JSON, and a header that never ends are each skipped', async () => {
-    for (const [bytes, pattern] of [
-      ['Content-Type: x\r\n\r\n', /without Content-Length/],
-      ['Content-Length: 7\r\n\r\n{"a": }', /not JSON/],
-      ['Content-Length: 99999999999\r\n\r\n', /not a byte count|over the/],
-      [`X-${'y'.repeat(10_000)}`, /header block of more than/],
-      ['Content-Length: 5\r\n\r\n[1,2]', /not a JSON object/],
-    ] as const) {
-      const from = client.messages.length;
-      client.raw(bytes);
-      const error = await client.waitFor(
-        (m) => m.id === null && 'error' in m,
-        `an error for ${bytes.slice(0, 30)}`,
-        20_000,
-        from,
-      );
-      assert.match((error.error as { message: string }).message, pattern);
-      await stillAnswers(JSON.stringify(bytes.slice(0, 30)));
-    }
-  });
+  it(
+    'a header without Content-Length, a body that is not JSON, and a header that never ends are ' + 'each skipped',
+    async () => {
+      for (const [bytes, pattern] of [
+        ['Content-Type: x\r\n\r\n', /without Content-Length/],
+        ['Content-Length: 7\r\n\r\n{"a": }', /not JSON/],
+        ['Content-Length: 99999999999\r\n\r\n', /not a byte count|over the/],
+        [`X-${'y'.repeat(10_000)}`, /header block of more than/],
+        ['Content-Length: 5\r\n\r\n[1,2]', /not a JSON object/],
+      ] as const) {
+        const from = client.messages.length;
+        client.raw(bytes);
+        const error = await client.waitFor(
+          (m) => m.id === null && 'error' in m,
+          `an error for ${bytes.slice(0, 30)}`,
+          20_000,
+          from,
+        );
+        assert.match((error.error as { message: string }).message, pattern);
+        await stillAnswers(JSON.stringify(bytes.slice(0, 30)));
+      }
+    },
+  );
 
   it('requests with params of the wrong type get InvalidParams naming the field, with no exception text', async () => {
     const cases: Array<[string, unknown, RegExp]> = [

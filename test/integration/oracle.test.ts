@@ -124,7 +124,8 @@ describe('oracle on the singlepass fixture under QEMU', () => {
       const main = img.functionNamed('main')!;
       const scan = await scanLog(log, main.address);
       t.diagnostic(
-        `${s.totals.instructions} instructions, ${s.trace.lines} log lines, parsed at ${(s.trace.linesPerSecond / 1e6).toFixed(2)} M lines/s; QEMU ${s.qemu?.seconds.toFixed(1)} s`,
+        `${s.totals.instructions} instructions, ${s.trace.lines} log lines, parsed at ${(s.trace.linesPerSecond / 1e6).toFixed(2)} ` +
+          `M lines/s; QEMU ${s.qemu?.seconds.toFixed(1)} s`,
       );
       checkCommon(s, scan, img, target);
 

@@ -16,7 +16,8 @@ import { syntheticProfile } from '../support/syntheticProfile';
  * table keeps the keyboard in the panel.
  */
 const reason =
-  'its first instruction is the target of an exception vector, and the entry patch would move the vector table entry it shares with trap_return';
+  'its first instruction is the target of an exception vector, and the entry patch would move ' +
+  'the vector table entry it shares with trap_return';
 
 interface Drawn {
   name: string;

@@ -48,90 +48,97 @@ describe('a live profile redrawn in place', () => {
     await panel?.close();
   });
 
-  it('keeps the page, tab, selection, search, sort, filter and zooms across updates, and follows the count', async () => {
-    const page = panel.page;
-    const loaded = await pageLoad(panel);
-    assert.ok(loaded, 'the page marks its load');
-    assert.equal(await page.locator('.header .live').textContent(), 'live');
-    assert.match(
-      (await page.locator('.live-note').textContent()) ?? '',
-      new RegExp(`^${first.total!.value.toLocaleString('en-US')} instructions so far`),
-    );
+  it(
+    'keeps the page, tab, selection, search, sort, filter and zooms across updates, and follows ' + 'the count',
+    async () => {
+      const page = panel.page;
+      const loaded = await pageLoad(panel);
+      assert.ok(loaded, 'the page marks its load');
+      assert.equal(await page.locator('.header .live').textContent(), 'live');
+      assert.match(
+        (await page.locator('.live-note').textContent()) ?? '',
+        new RegExp(`^${first.total!.value.toLocaleString('en-US')} instructions so far`),
+      );
 
-    // The call graph: a search, a selection, and a zoom of the user's own.
-    await page.getByLabel('Find a function').fill('fn_1');
-    await page.locator('g.node[data-fn="7"]').click();
-    await page.locator('svg.graph').hover();
-    await page.mouse.wheel(0, -400);
-    await page.waitForFunction(() =>
-      /scale\((?!1\))/.test(document.querySelector('svg.graph > g')?.getAttribute('transform') ?? ''),
-    );
-    const zoomed = await page.locator('svg.graph > g').getAttribute('transform');
-    await panel.send({ type: 'profile', profile: later(first, 2), title: 'Live profile: synthetic.elf', live });
-    await panel.graphDrawn();
-    assert.equal(
-      await page.locator('svg.graph > g').getAttribute('transform'),
-      zoomed,
-      'the call graph keeps its zoom and pan',
-    );
-    assert.equal(await page.getByLabel('Find a function').inputValue(), 'fn_1');
-    assert.deepEqual(
-      await page.locator('g.node.selected .name').allTextContents(),
-      ['fn_7'],
-      'the selection stays on fn_7',
-    );
-    assert.ok((await page.locator('g.node.match').count()) > 1, 'the search still highlights');
+      // The call graph: a search, a selection, and a zoom of the user's own.
+      await page.getByLabel('Find a function').fill('fn_1');
+      await page.locator('g.node[data-fn="7"]').click();
+      await page.locator('svg.graph').hover();
+      await page.mouse.wheel(0, -400);
+      await page.waitForFunction(() =>
+        /scale\((?!1\))/.test(document.querySelector('svg.graph > g')?.getAttribute('transform') ?? ''),
+      );
+      const zoomed = await page.locator('svg.graph > g').getAttribute('transform');
+      await panel.send({ type: 'profile', profile: later(first, 2), title: 'Live profile: synthetic.elf', live });
+      await panel.graphDrawn();
+      assert.equal(
+        await page.locator('svg.graph > g').getAttribute('transform'),
+        zoomed,
+        'the call graph keeps its zoom and pan',
+      );
+      assert.equal(await page.getByLabel('Find a function').inputValue(), 'fn_1');
+      assert.deepEqual(
+        await page.locator('g.node.selected .name').allTextContents(),
+        ['fn_7'],
+        'the selection stays on fn_7',
+      );
+      assert.ok((await page.locator('g.node.match').count()) > 1, 'the search still highlights');
 
-    // The flame graph zoomed into a frame two levels down, by the keyboard.
-    await page.getByRole('tab', { name: 'Flame Graph' }).click();
-    const canvas = page.locator('.flame-view canvas');
-    await canvas.focus();
-    for (const key of ['ArrowDown', 'ArrowDown', 'ArrowRight', 'Enter']) await page.keyboard.press(key);
-    const zoomedFrame = await page.evaluate(() => {
-      const f = (window as unknown as PanelInternals).cyclelensPanel.flame;
-      return f.rects[f.focus]!.name;
-    });
-    assert.notEqual(zoomedFrame, 'all', 'the flame graph is zoomed into a frame');
-    await panel.send({ type: 'profile', profile: later(first, 3), title: 'Live profile: synthetic.elf', live });
-    const flame = await page.evaluate(async () => {
-      const f = (window as unknown as PanelInternals).cyclelensPanel.flame;
-      await f.drawn;
-      return { name: f.rects[f.focus]!.name, focus: f.focus };
-    });
-    assert.equal(flame.name, zoomedFrame, 'the flame graph stays zoomed into the same frame');
+      // The flame graph zoomed into a frame two levels down, by the keyboard.
+      await page.getByRole('tab', { name: 'Flame Graph' }).click();
+      const canvas = page.locator('.flame-view canvas');
+      await canvas.focus();
+      for (const key of ['ArrowDown', 'ArrowDown', 'ArrowRight', 'Enter']) await page.keyboard.press(key);
+      const zoomedFrame = await page.evaluate(() => {
+        const f = (window as unknown as PanelInternals).cyclelensPanel.flame;
+        return f.rects[f.focus]!.name;
+      });
+      assert.notEqual(zoomedFrame, 'all', 'the flame graph is zoomed into a frame');
+      await panel.send({ type: 'profile', profile: later(first, 3), title: 'Live profile: synthetic.elf', live });
+      const flame = await page.evaluate(async () => {
+        const f = (window as unknown as PanelInternals).cyclelensPanel.flame;
+        await f.drawn;
+        return { name: f.rects[f.focus]!.name, focus: f.focus };
+      });
+      assert.equal(flame.name, zoomedFrame, 'the flame graph stays zoomed into the same frame');
 
-    // The table: sorted by self, filtered, scrolled.
-    await page.getByRole('tab', { name: 'Table' }).click();
-    await page.getByRole('button', { name: /^Self/ }).click();
-    await page.getByLabel('Filter rows').fill('fn_');
-    await panel.send({ type: 'profile', profile: later(first, 4), title: 'Live profile: synthetic.elf', live });
-    await page.locator('.live-note', { hasText: (first.total!.value * 4).toLocaleString('en-US') }).waitFor();
-    assert.equal(await page.locator('th[aria-sort="descending"]').textContent(), 'Self (insn) ▼', 'the sort stays');
-    assert.equal(await page.getByLabel('Filter rows').inputValue(), 'fn_');
-    const selfs = (await page.locator('table.grid tbody tr td:nth-child(2)').allTextContents()).map((t) =>
-      Number(t.replace(/,/g, '')),
-    );
-    assert.deepEqual(
-      selfs,
-      [...selfs].sort((a, b) => b - a),
-      'the new counts, sorted as the user asked',
-    );
-    assert.equal(
-      selfs[0],
-      Math.max(...first.functions.filter((f) => f.name.startsWith('fn_')).map((f) => f.self!.value)) * 4,
-      'the rows carry the new counts',
-    );
-    assert.equal(await page.getByRole('tab', { name: 'Table' }).getAttribute('aria-selected'), 'true', 'the tab stays');
+      // The table: sorted by self, filtered, scrolled.
+      await page.getByRole('tab', { name: 'Table' }).click();
+      await page.getByRole('button', { name: /^Self/ }).click();
+      await page.getByLabel('Filter rows').fill('fn_');
+      await panel.send({ type: 'profile', profile: later(first, 4), title: 'Live profile: synthetic.elf', live });
+      await page.locator('.live-note', { hasText: (first.total!.value * 4).toLocaleString('en-US') }).waitFor();
+      assert.equal(await page.locator('th[aria-sort="descending"]').textContent(), 'Self (insn) ▼', 'the sort stays');
+      assert.equal(await page.getByLabel('Filter rows').inputValue(), 'fn_');
+      const selfs = (await page.locator('table.grid tbody tr td:nth-child(2)').allTextContents()).map((t) =>
+        Number(t.replace(/,/g, '')),
+      );
+      assert.deepEqual(
+        selfs,
+        [...selfs].sort((a, b) => b - a),
+        'the new counts, sorted as the user asked',
+      );
+      assert.equal(
+        selfs[0],
+        Math.max(...first.functions.filter((f) => f.name.startsWith('fn_')).map((f) => f.self!.value)) * 4,
+        'the rows carry the new counts',
+      );
+      assert.equal(
+        await page.getByRole('tab', { name: 'Table' }).getAttribute('aria-selected'),
+        'true',
+        'the tab stays',
+      );
 
-    const state = await page.evaluate(() => (window as unknown as PanelInternals).cyclelensPanel.state);
-    // Enter in the flame graph selected the frame it zoomed into.
-    assert.equal(state.selected, zoomedFrame, 'the selection is kept by name');
-    assert.equal(state.search, 'fn_1');
-    assert.deepEqual(state.tableSort, { key: 'self', descending: true });
-    assert.equal(await pageLoad(panel), loaded, 'the page was never reloaded');
-    assert.deepEqual(panel.errors, []);
-    assert.deepEqual(await panel.violations(), []);
-  });
+      const state = await page.evaluate(() => (window as unknown as PanelInternals).cyclelensPanel.state);
+      // Enter in the flame graph selected the frame it zoomed into.
+      assert.equal(state.selected, zoomedFrame, 'the selection is kept by name');
+      assert.equal(state.search, 'fn_1');
+      assert.deepEqual(state.tableSort, { key: 'self', descending: true });
+      assert.equal(await pageLoad(panel), loaded, 'the page was never reloaded');
+      assert.deepEqual(panel.errors, []);
+      assert.deepEqual(await panel.violations(), []);
+    },
+  );
 
   it('says when sampling stopped and keeps the last picture', async () => {
     const page = panel.page;

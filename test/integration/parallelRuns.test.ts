@@ -89,34 +89,37 @@ describe('parallel runs (--jobs) on QEMU RV32 against one job and the oracle', (
     assert.ok(compared >= 10, `${compared} functions compared with the trace`);
   });
 
-  it('descent at 1 %: two jobs give the sequential value of every function both measure, and find every hot one', async () => {
-    const one = cli('descent', '--threshold', '1%', '--slots', '2', '--jobs', '1');
-    const two = cli('descent', '--threshold', '1%', '--slots', '2', '--jobs', '2');
-    assert.match(two.stderr, /^run \d+ \[worker 2\]: /m, 'the second session ran batches');
-    const [a, b] = [await one.doc, await two.doc];
-    const ma = measured(a);
-    const mb = measured(b);
-    let common = 0;
-    for (const [name, v] of ma) {
-      if (!mb.has(name)) continue;
-      assert.deepEqual(mb.get(name), v, `${name}: two jobs measured another value`);
-      common++;
-    }
-    assert.ok(common >= 10, `${common} functions measured by both`);
-    // Two jobs may measure more (batches planned side by side know less) or prune a function a
-    // sequential step measured, but never leave a hot one out.
-    const total = a.resultSets[0]!.run.totals[a.resultSets[0]!.run.event]!;
-    const hot = [...ma].filter(([, v]) => v.value >= 0.01 * total).map(([name]) => name);
-    assert.ok(hot.length >= 3);
-    for (const name of hot) assert.ok(mb.has(name), `${name} is hot, measured with one job only`);
-    assert.ok(b.analysis!.counted, 'on QEMU a counting run bounded the descent');
-    assert.equal(
-      b.analysis!.runs,
-      b.resultSets.length + 1,
-      'analysis.runs counts every run: the total came with the first batch, and the counting run has no result set',
-    );
-    checkAgainstOracle(b);
-  });
+  it(
+    'descent at 1 %: two jobs give the sequential value of every function both measure, and ' + 'find every hot one',
+    async () => {
+      const one = cli('descent', '--threshold', '1%', '--slots', '2', '--jobs', '1');
+      const two = cli('descent', '--threshold', '1%', '--slots', '2', '--jobs', '2');
+      assert.match(two.stderr, /^run \d+ \[worker 2\]: /m, 'the second session ran batches');
+      const [a, b] = [await one.doc, await two.doc];
+      const ma = measured(a);
+      const mb = measured(b);
+      let common = 0;
+      for (const [name, v] of ma) {
+        if (!mb.has(name)) continue;
+        assert.deepEqual(mb.get(name), v, `${name}: two jobs measured another value`);
+        common++;
+      }
+      assert.ok(common >= 10, `${common} functions measured by both`);
+      // Two jobs may measure more (batches planned side by side know less) or prune a function a
+      // sequential step measured, but never leave a hot one out.
+      const total = a.resultSets[0]!.run.totals[a.resultSets[0]!.run.event]!;
+      const hot = [...ma].filter(([, v]) => v.value >= 0.01 * total).map(([name]) => name);
+      assert.ok(hot.length >= 3);
+      for (const name of hot) assert.ok(mb.has(name), `${name} is hot, measured with one job only`);
+      assert.ok(b.analysis!.counted, 'on QEMU a counting run bounded the descent');
+      assert.equal(
+        b.analysis!.runs,
+        b.resultSets.length + 1,
+        'analysis.runs counts every run: the total came with the first batch, and the counting run has no result set',
+      );
+      checkAgainstOracle(b);
+    },
+  );
 
   /**
    * A two-job profile run in the background until the second session has run a batch; then
@@ -159,29 +162,38 @@ describe('parallel runs (--jobs) on QEMU RV32 against one job and the oracle', (
     return { status: await run.exited, stderr: run.stderr };
   }
 
-  it('Ctrl-C with two jobs: both sessions stop after their run in hand, finished runs are written, no QEMU is left', async () => {
-    const out = join(dir, 'cancelled.json');
-    const r = await interrupted(out, (child) => child.kill('SIGINT'));
-    assert.equal(r.status, 130, r.stderr);
-    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'no QEMU or GDB of either session outlives the CLI');
-    const doc = await loadResultSetDocument(out);
-    assert.ok(doc.analysis?.cancelled, 'the analysis says it was cancelled');
-    assert.ok(doc.resultSets.length >= 2, `${doc.resultSets.length} runs written`);
-  });
+  it(
+    'Ctrl-C with two jobs: both sessions stop after their run in hand, finished runs are ' + 'written, no QEMU is left',
+    async () => {
+      const out = join(dir, 'cancelled.json');
+      const r = await interrupted(out, (child) => child.kill('SIGINT'));
+      assert.equal(r.status, 130, r.stderr);
+      assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'no QEMU or GDB of either session outlives the CLI');
+      const doc = await loadResultSetDocument(out);
+      assert.ok(doc.analysis?.cancelled, 'the analysis says it was cancelled');
+      assert.ok(doc.resultSets.length >= 2, `${doc.resultSets.length} runs written`);
+    },
+  );
 
-  it("the second session's QEMU killed: the profile fails naming that worker and what died, finished runs are kept, the other session is closed", async () => {
-    const out = join(dir, 'worker-killed.json');
-    const r = await interrupted(out, (_, qemu) => process.kill(qemu.second, 'SIGKILL'));
-    assert.equal(r.status, 1, r.stderr);
-    assert.match(r.stderr, /worker 2: /);
-    assert.match(r.stderr, /QEMU was killed by SIGKILL/);
-    const m = /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in worker-killed\.json/.exec(r.stderr);
-    assert.ok(m, r.stderr);
-    assert.equal(
-      (await loadResultSetDocument(out)).resultSets.length,
-      Number(m[1]),
-      'every finished run is in the file',
-    );
-    assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the first session is closed too');
-  });
+  it(
+    "the second session's QEMU killed: the profile fails naming that worker and what died, " +
+      'finished runs are kept, the other session is closed',
+    async () => {
+      const out = join(dir, 'worker-killed.json');
+      const r = await interrupted(out, (_, qemu) => process.kill(qemu.second, 'SIGKILL'));
+      assert.equal(r.status, 1, r.stderr);
+      assert.match(r.stderr, /worker 2: /);
+      assert.match(r.stderr, /QEMU was killed by SIGKILL/);
+      const m = /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in worker-killed\.json/.exec(
+        r.stderr,
+      );
+      assert.ok(m, r.stderr);
+      assert.equal(
+        (await loadResultSetDocument(out)).resultSets.length,
+        Number(m[1]),
+        'every finished run is in the file',
+      );
+      assert.deepEqual(await waitForNoTaggedProcesses(tag), [], 'the first session is closed too');
+    },
+  );
 });

@@ -103,7 +103,9 @@ describe('DWT_PCSR sampler against the OpenOCD Tcl RPC double (exact trace of th
       assert.deepEqual(outsideBinomialBound(sampled, fixture.functionCounts), []);
       const e = profileError(sampled, fixture.functionCounts);
       console.log(
-        `# PCSR through the double: ${total(run.counts)} code samples, ${run.asleepOrHalted} asleep (${((run.asleepOrHalted / reads) * 100).toFixed(1)} %), ${Math.round((reads / run.elapsedMs) * 1000)} reads/s, function-level e = ${(e * 100).toFixed(2)} %`,
+        `# PCSR through the double: ${total(run.counts)} code samples, ${run.asleepOrHalted} asleep ` +
+          `(${((run.asleepOrHalted / reads) * 100).toFixed(1)} %), ${Math.round((reads / run.elapsedMs) * 1000)} ` +
+          `reads/s, function-level e = ${(e * 100).toFixed(2)} %`,
       );
 
       // Only memory reads and writes reached OpenOCD: no halt, no resume, no reset.

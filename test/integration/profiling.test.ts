@@ -124,43 +124,57 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       assert.ok(compared >= 30, `only ${compared} functions compared`);
     });
 
-    it('descent at 1 %: every function the oracle puts at ≥ 1 % is measured or reported unmeasurable, never pruned; fewer measured than exist', async () => {
-      const out = join(dir, 'descent.json');
-      const r = cli('descent', '--config', '.vscode/launch.json', '--name', target, '--threshold', '1%', '--out', out);
-      assert.equal(r.status, 0, r.stderr);
-      const doc = await loadResultSetDocument(out);
-      const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
-      const hot = [...share]
-        .filter(
-          ([name, s]) =>
-            s >= 0.01 && name !== 'main' && !name.startsWith('[') && !OUTSIDE.has(name) && !handlers.has(name),
-        )
-        .map(([name]) => name);
-      assert.ok(hot.length >= 20, `${hot.length} functions at ≥ 1 %`);
-      for (const name of hot) {
-        const o = outcomes.get(name);
-        assert.ok(
-          o && (o.status === 'measured' || o.status === 'unmeasurable'),
-          `${name} is at ${(100 * share.get(name)!).toFixed(2)} % in the oracle but the descent says ${o?.status}`,
+    it(
+      'descent at 1 %: every function the oracle puts at ≥ 1 % is measured or reported ' +
+        'unmeasurable, never pruned; fewer measured than exist',
+      async () => {
+        const out = join(dir, 'descent.json');
+        const r = cli(
+          'descent',
+          '--config',
+          '.vscode/launch.json',
+          '--name',
+          target,
+          '--threshold',
+          '1%',
+          '--out',
+          out,
         );
-        if (o.status === 'measured')
+        assert.equal(r.status, 0, r.stderr);
+        const doc = await loadResultSetDocument(out);
+        const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
+        const hot = [...share]
+          .filter(
+            ([name, s]) =>
+              s >= 0.01 && name !== 'main' && !name.startsWith('[') && !OUTSIDE.has(name) && !handlers.has(name),
+          )
+          .map(([name]) => name);
+        assert.ok(hot.length >= 20, `${hot.length} functions at ≥ 1 %`);
+        for (const name of hot) {
+          const o = outcomes.get(name);
           assert.ok(
-            Math.abs(o.value! - share.get(name)!) <= shareTolerance,
-            `${name}: ${o.value} vs ${share.get(name)}`,
+            o && (o.status === 'measured' || o.status === 'unmeasurable'),
+            `${name} is at ${(100 * share.get(name)!).toFixed(2)} % in the oracle but the descent says ${o?.status}`,
           );
-        // Unmeasurable: still shown, with the bound its callers give, which must not hide it.
-        else assert.ok(o.bound! >= 0.01, `${name} is unmeasurable with a bound of ${o.bound}`);
-      }
-      const pruned = [...outcomes.values()].filter((o) => o.status === 'pruned');
-      assert.ok(pruned.length > 0, 'something was pruned');
-      for (const p of pruned)
-        assert.ok(
-          (share.get(p.name) ?? 0) < 0.01,
-          `${p.name} was pruned but the oracle puts it at ${share.get(p.name)}`,
-        );
-      const measured = doc.resultSets.flatMap((s) => s.measurements).length;
-      assert.ok(measured < oracle.functions.length, `measured ${measured} of ${oracle.functions.length}`);
-    });
+          if (o.status === 'measured')
+            assert.ok(
+              Math.abs(o.value! - share.get(name)!) <= shareTolerance,
+              `${name}: ${o.value} vs ${share.get(name)}`,
+            );
+          // Unmeasurable: still shown, with the bound its callers give, which must not hide it.
+          else assert.ok(o.bound! >= 0.01, `${name} is unmeasurable with a bound of ${o.bound}`);
+        }
+        const pruned = [...outcomes.values()].filter((o) => o.status === 'pruned');
+        assert.ok(pruned.length > 0, 'something was pruned');
+        for (const p of pruned)
+          assert.ok(
+            (share.get(p.name) ?? 0) < 0.01,
+            `${p.name} was pruned but the oracle puts it at ${share.get(p.name)}`,
+          );
+        const measured = doc.resultSets.flatMap((s) => s.measurements).length;
+        assert.ok(measured < oracle.functions.length, `measured ${measured} of ${oracle.functions.length}`);
+      },
+    );
   });
 
   describe(`descent with group measurements on ${target} (firmware, QEMU) against the oracle`, () => {
@@ -227,77 +241,82 @@ for (const { target, machine, shareTolerance } of TARGETS) {
       );
     });
 
-    it("descent at 5 %: groups prune cold functions together, every group reads its members' sum, nothing hot is lost, fewer runs than one function per slot", async () => {
-      const out = join(dir, 'grouped.json');
-      const r = cli(
-        'descent',
-        '--config',
-        '.vscode/launch.json',
-        '--name',
-        target,
-        '--threshold',
-        '5%',
-        '--slots',
-        '4',
-        '--call-graph',
-        'calls.json',
-        '--out',
-        out,
-      );
-      assert.equal(r.status, 0, r.stderr);
-      const doc = await loadResultSetDocument(out);
-      const groups = doc.resultSets.flatMap((rs) =>
-        (rs.groups ?? []).map((g) => ({ g, total: rs.run.totals[rs.run.event]!, event: rs.run.event })),
-      );
-      assert.ok(groups.length >= 5, `${groups.length} group measurements`);
-      for (const { g, total, event } of groups) {
-        // Members never call one another; the union is their sum unless an interrupt handler's
-        // code preempts one member while another is on the stack (then less).
-        const sum = g.members.reduce((acc, m) => acc + (share.get(m) ?? 0), 0);
-        const value = g.inclusive[event]! / total;
-        assert.ok(value <= sum + 0.01 && value >= sum - 0.01, `${g.name}: ${value} vs the oracle's sum ${sum}`);
-      }
-      const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
-      const hot = [...share]
-        .filter(
-          ([name, s]) =>
-            s >= 0.05 && outcomes.has(name) && name !== 'main' && !OUTSIDE.has(name) && !handlers.has(name),
-        )
-        .map(([name]) => name);
-      assert.ok(hot.length >= 12, `${hot.length} functions at ≥ 5 %`);
-      for (const name of hot) {
-        const o = outcomes.get(name)!;
-        assert.ok(
-          o.status === 'measured' || (o.status === 'unmeasurable' && o.bound! >= 0.05),
-          `${name} is at ${(100 * share.get(name)!).toFixed(2)} % in the oracle but the descent says ${o.status} (bound ${o.bound})`,
+    it(
+      "descent at 5 %: groups prune cold functions together, every group reads its members' sum, " +
+        'nothing hot is lost, fewer runs than one function per slot',
+      async () => {
+        const out = join(dir, 'grouped.json');
+        const r = cli(
+          'descent',
+          '--config',
+          '.vscode/launch.json',
+          '--name',
+          target,
+          '--threshold',
+          '5%',
+          '--slots',
+          '4',
+          '--call-graph',
+          'calls.json',
+          '--out',
+          out,
         );
-      }
-      const pruned = [...outcomes.values()].filter((o) => o.status === 'pruned');
-      assert.ok(pruned.length > 150, `${pruned.length} pruned`);
-      for (const p of pruned)
-        assert.ok(
-          (share.get(p.name) ?? 0) < 0.05,
-          `${p.name} was pruned but the oracle puts it at ${share.get(p.name)}`,
+        assert.equal(r.status, 0, r.stderr);
+        const doc = await loadResultSetDocument(out);
+        const groups = doc.resultSets.flatMap((rs) =>
+          (rs.groups ?? []).map((g) => ({ g, total: rs.run.totals[rs.run.event]!, event: rs.run.event })),
         );
-      const plain = cli(
-        'descent',
-        '--config',
-        '.vscode/launch.json',
-        '--name',
-        target,
-        '--threshold',
-        '5%',
-        '--slots',
-        '4',
-        '--call-graph',
-        'calls.json',
-        '--no-groups',
-      );
-      assert.equal(plain.status, 0, plain.stderr);
-      assert.ok(
-        runsOf(r.stdout) < runsOf(plain.stdout),
-        `${runsOf(r.stdout)} runs with groups, ${runsOf(plain.stdout)} without`,
-      );
-    });
+        assert.ok(groups.length >= 5, `${groups.length} group measurements`);
+        for (const { g, total, event } of groups) {
+          // Members never call one another; the union is their sum unless an interrupt handler's
+          // code preempts one member while another is on the stack (then less).
+          const sum = g.members.reduce((acc, m) => acc + (share.get(m) ?? 0), 0);
+          const value = g.inclusive[event]! / total;
+          assert.ok(value <= sum + 0.01 && value >= sum - 0.01, `${g.name}: ${value} vs the oracle's sum ${sum}`);
+        }
+        const outcomes = new Map(doc.analysis!.outcomes.map((o) => [o.name, o]));
+        const hot = [...share]
+          .filter(
+            ([name, s]) =>
+              s >= 0.05 && outcomes.has(name) && name !== 'main' && !OUTSIDE.has(name) && !handlers.has(name),
+          )
+          .map(([name]) => name);
+        assert.ok(hot.length >= 12, `${hot.length} functions at ≥ 5 %`);
+        for (const name of hot) {
+          const o = outcomes.get(name)!;
+          assert.ok(
+            o.status === 'measured' || (o.status === 'unmeasurable' && o.bound! >= 0.05),
+            `${name} is at ${(100 * share.get(name)!).toFixed(2)} % in the oracle but the descent says ${o.status} ` +
+              `(bound ${o.bound})`,
+          );
+        }
+        const pruned = [...outcomes.values()].filter((o) => o.status === 'pruned');
+        assert.ok(pruned.length > 150, `${pruned.length} pruned`);
+        for (const p of pruned)
+          assert.ok(
+            (share.get(p.name) ?? 0) < 0.05,
+            `${p.name} was pruned but the oracle puts it at ${share.get(p.name)}`,
+          );
+        const plain = cli(
+          'descent',
+          '--config',
+          '.vscode/launch.json',
+          '--name',
+          target,
+          '--threshold',
+          '5%',
+          '--slots',
+          '4',
+          '--call-graph',
+          'calls.json',
+          '--no-groups',
+        );
+        assert.equal(plain.status, 0, plain.stderr);
+        assert.ok(
+          runsOf(r.stdout) < runsOf(plain.stdout),
+          `${runsOf(r.stdout)} runs with groups, ${runsOf(plain.stdout)} without`,
+        );
+      },
+    );
   });
 }

@@ -79,30 +79,33 @@ describe('QEMU started ahead of the launch', () => {
     for (const dir of caches) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a launch of the hinted configuration takes the QEMU and the GDB the loader started before the request', async () => {
-    const cache = cacheDir();
-    const args = qemuLaunchArgs('cortex-m4', 'singlepass');
-    // Before any request: the loader started QEMU from the remembered command.
-    const { second, ahead } = await adapterWithQemuAhead(args, cache);
-    const gdbAhead = gdbsOf(second);
-    assert.equal(gdbAhead.length, 1, 'the remembered GDB was started with QEMU, before the adapter program');
-    const stopped = await second.launchToEntry(args);
-    assert.equal(stopped.body.reason, 'entry');
-    assert.equal((await second.topFrame()).name, 'main');
-    assert.deepEqual(
-      gdbsOf(second).map((p) => p.pid),
-      [gdbAhead[0]!.pid],
-      'the session runs on the GDB started ahead, and no other',
-    );
-    assert.match(second.allOutput, /^Started ahead of the launch: \S*qemu-system-arm /m);
-    const qemus = processesWithTag(second.tag).filter((p) => /qemu-system-arm/.test(p.cmdline));
-    assert.deepEqual(
-      qemus.map((p) => p.pid),
-      [ahead.pid],
-      'the session runs on the QEMU started ahead, and no other',
-    );
-    await finish(second);
-  });
+  it(
+    'a launch of the hinted configuration takes the QEMU and the GDB the loader started before ' + 'the request',
+    async () => {
+      const cache = cacheDir();
+      const args = qemuLaunchArgs('cortex-m4', 'singlepass');
+      // Before any request: the loader started QEMU from the remembered command.
+      const { second, ahead } = await adapterWithQemuAhead(args, cache);
+      const gdbAhead = gdbsOf(second);
+      assert.equal(gdbAhead.length, 1, 'the remembered GDB was started with QEMU, before the adapter program');
+      const stopped = await second.launchToEntry(args);
+      assert.equal(stopped.body.reason, 'entry');
+      assert.equal((await second.topFrame()).name, 'main');
+      assert.deepEqual(
+        gdbsOf(second).map((p) => p.pid),
+        [gdbAhead[0]!.pid],
+        'the session runs on the GDB started ahead, and no other',
+      );
+      assert.match(second.allOutput, /^Started ahead of the launch: \S*qemu-system-arm /m);
+      const qemus = processesWithTag(second.tag).filter((p) => /qemu-system-arm/.test(p.cmdline));
+      assert.deepEqual(
+        qemus.map((p) => p.pid),
+        [ahead.pid],
+        'the session runs on the QEMU started ahead, and no other',
+      );
+      await finish(second);
+    },
+  );
 
   it('a launch that builds another command ends the QEMU started ahead and starts its own', async () => {
     const cache = cacheDir();
@@ -124,22 +127,25 @@ describe('QEMU started ahead of the launch', () => {
     await finish(second);
   });
 
-  it('an ELF rebuilt after QEMU started ahead is not debugged on the old image: the launch starts its own', async () => {
-    const cache = cacheDir();
-    const dir = cacheDir();
-    const elf = join(dir, 'singlepass.elf');
-    copyFileSync(fixtureElf('cortex-m4', 'singlepass'), elf);
-    const args = { ...qemuLaunchArgs('cortex-m4', 'singlepass'), executable: elf };
-    const { second, ahead } = await adapterWithQemuAhead(args, cache);
-    // A build between the adapter's start and the launch: same path, new time.
-    const later = new Date(Date.now() + 5_000);
-    utimesSync(elf, later, later);
-    const stopped = await second.launchToEntry(args);
-    assert.equal(stopped.body.reason, 'entry');
-    assert.match(second.allOutput, /^Starting \S*qemu-system-arm /m);
-    assert.ok(!processesWithTag(second.tag).some((p) => p.pid === ahead.pid), 'the QEMU started ahead is ended');
-    await finish(second);
-  });
+  it(
+    'an ELF rebuilt after QEMU started ahead is not debugged on the old image: the launch ' + 'starts its own',
+    async () => {
+      const cache = cacheDir();
+      const dir = cacheDir();
+      const elf = join(dir, 'singlepass.elf');
+      copyFileSync(fixtureElf('cortex-m4', 'singlepass'), elf);
+      const args = { ...qemuLaunchArgs('cortex-m4', 'singlepass'), executable: elf };
+      const { second, ahead } = await adapterWithQemuAhead(args, cache);
+      // A build between the adapter's start and the launch: same path, new time.
+      const later = new Date(Date.now() + 5_000);
+      utimesSync(elf, later, later);
+      const stopped = await second.launchToEntry(args);
+      assert.equal(stopped.body.reason, 'entry');
+      assert.match(second.allOutput, /^Starting \S*qemu-system-arm /m);
+      assert.ok(!processesWithTag(second.tag).some((p) => p.pid === ahead.pid), 'the QEMU started ahead is ended');
+      await finish(second);
+    },
+  );
 
   it('SIGKILL of the adapter just after it started QEMU leaves nothing behind', async () => {
     const cache = cacheDir();

@@ -74,41 +74,44 @@ describe('PC sampling counts only the running user program', () => {
   });
 
   for (const target of ['cortex-m4', 'rv32'] as const)
-    it(`${target}: rapid steps and pauses with halting sampling on: stack and variables valid at every stop`, async () => {
-      h = new AdapterHarness();
-      await h.start();
-      await h.launchToEntry(qemuLaunchArgs(target, 'hotloop'));
-      await h.dc.continueRequest({ threadId: 1 });
-      await h.dc.customRequest(CustomRequests.startSampling, {
-        sampler: 'gdb-halting',
-        rateHz: 200,
-        eventIntervalMs: 50,
-      });
-      const samples = new SampleCollector(h);
-      await samples.waitFor((c) => c.total >= 10, 60_000, '10 halting samples');
-      /** Stack, scopes and the first scope's variables, as the client reads them at a stop. */
-      const inspect = async (what: string): Promise<void> => {
-        const st = await h.dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 20 });
-        const top = st.body.stackFrames[0];
-        assert.ok(top, `${what}: a stack`);
-        const scopes = await h.dc.scopesRequest({ frameId: top.id });
-        assert.ok(scopes.body.scopes.length > 0, `${what}: scopes`);
-        await h.dc.variablesRequest({ variablesReference: scopes.body.scopes[0]!.variablesReference });
-      };
-      for (let round = 0; round < 3; round++) {
-        const paused = h.dc.waitForEvent('stopped');
-        await h.dc.pauseRequest({ threadId: 1 });
-        await paused;
-        await inspect(`round ${round}, pause`);
-        for (let step = 0; step < 8; step++) {
-          const stepped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
-          await h.dc.nextRequest({ threadId: 1 });
-          assert.equal((await stepped).body.reason, 'step');
-          await inspect(`round ${round}, step ${step}`);
-        }
-        const from = samples.total;
+    it(
+      `${target}: rapid steps and pauses with halting sampling on: stack and variables valid at ` + `every stop`,
+      async () => {
+        h = new AdapterHarness();
+        await h.start();
+        await h.launchToEntry(qemuLaunchArgs(target, 'hotloop'));
         await h.dc.continueRequest({ threadId: 1 });
-        await samples.waitFor((c) => c.total >= from + 5, 60_000, 'samples after continuing');
-      }
-    });
+        await h.dc.customRequest(CustomRequests.startSampling, {
+          sampler: 'gdb-halting',
+          rateHz: 200,
+          eventIntervalMs: 50,
+        });
+        const samples = new SampleCollector(h);
+        await samples.waitFor((c) => c.total >= 10, 60_000, '10 halting samples');
+        /** Stack, scopes and the first scope's variables, as the client reads them at a stop. */
+        const inspect = async (what: string): Promise<void> => {
+          const st = await h.dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 20 });
+          const top = st.body.stackFrames[0];
+          assert.ok(top, `${what}: a stack`);
+          const scopes = await h.dc.scopesRequest({ frameId: top.id });
+          assert.ok(scopes.body.scopes.length > 0, `${what}: scopes`);
+          await h.dc.variablesRequest({ variablesReference: scopes.body.scopes[0]!.variablesReference });
+        };
+        for (let round = 0; round < 3; round++) {
+          const paused = h.dc.waitForEvent('stopped');
+          await h.dc.pauseRequest({ threadId: 1 });
+          await paused;
+          await inspect(`round ${round}, pause`);
+          for (let step = 0; step < 8; step++) {
+            const stepped = h.dc.waitForEvent('stopped') as Promise<DebugProtocol.StoppedEvent>;
+            await h.dc.nextRequest({ threadId: 1 });
+            assert.equal((await stepped).body.reason, 'step');
+            await inspect(`round ${round}, step ${step}`);
+          }
+          const from = samples.total;
+          await h.dc.continueRequest({ threadId: 1 });
+          await samples.waitFor((c) => c.total >= from + 5, 60_000, 'samples after continuing');
+        }
+      },
+    );
 });

@@ -62,7 +62,8 @@ describe('start-up failures: a DAP error naming the program, never a crash', () 
     launchFails(
       qemuLaunchArgs('rv32', 'singlepass', { gdbPath: exits3 }),
       new RegExp(
-        `The debugger '${exits3}' exited with code 3 before it answered as GDB\\. Its last output:\\nwrapper: the real gdb is not installed\\nPoint \`gdbPath\` at gdb-multiarch`,
+        `The debugger '${exits3}' exited with code 3 before it answered as GDB\\. Its last ` +
+          `output:\\nwrapper: the real gdb is not installed\\nPoint \`gdbPath\` at gdb-multiarch`,
       ),
     ));
 
@@ -76,7 +77,8 @@ describe('start-up failures: a DAP error naming the program, never a crash', () 
     launchFails(
       qemuLaunchArgs('rv32', 'singlepass', { gdbPath: noInterpreter }),
       new RegExp(
-        `The debugger '${noInterpreter}' exited with code 127 \\(it, or the interpreter its \`#!\` line names, was not found\\) before it answered as GDB\\. Its last output:\\n.*not found`,
+        `The debugger '${noInterpreter}' exited with code 127 \\(it, or the interpreter its \`#!\` ` +
+          `line names, was not found\\) before it answered as GDB\\. Its last output:\\n.*not found`,
       ),
     ));
 
@@ -116,7 +118,8 @@ describe('start-up failures on the command line', () => {
     assert.match(
       r.stderr,
       new RegExp(
-        `launch failed: The debugger '${exits3}' exited with code 3 before it answered as GDB\\. Its last output:\\nwrapper: the real gdb is not installed`,
+        `launch failed: The debugger '${exits3}' exited with code 3 before it answered as GDB\\. ` +
+          `Its last output:\\nwrapper: the real gdb is not installed`,
       ),
     );
     assert.doesNotMatch(r.stderr, /closed its output/);
@@ -238,37 +241,41 @@ describe("the adapter's own expressions never fail visibly", () => {
     return new Promise((resolve) => client.doSend(command, args, resolve));
   }
 
-  it('memory and disassembly at references that are not addresses (Cortex-M4): answered in the view, no message, no GDB syntax error', async () => {
-    h = new AdapterHarness();
-    await h.start();
-    await h.launchToEntry(qemuLaunchArgs('cortex-m4', 'singlepass'));
-    // An empty reference (a disassembly view left open from the session before), references whose
-    // parentheses do not pair, and one GDB cannot evaluate.
-    for (const memoryReference of ['', '  ', 'g_ticks)', '(g_ticks', 'no_such_symbol']) {
-      for (const [command, args] of [
-        ['readMemory', { memoryReference, count: 16 }],
-        ['disassemble', { memoryReference, instructionCount: 8 }],
-      ] as const) {
-        const r = (await raw(command, args)) as DebugProtocol.ErrorResponse;
-        const what = `${command} at ${JSON.stringify(memoryReference)}: ${JSON.stringify(r)}`;
-        assert.equal(r.success, false, what);
-        assert.notEqual(r.body?.error?.showUser, true, `no message of its own: ${what}`);
-        assert.doesNotMatch(r.message ?? '', /syntax error/i, what);
-        assert.match(r.body?.error?.format ?? r.message ?? '', /^No memory at /, what);
+  it(
+    'memory and disassembly at references that are not addresses (Cortex-M4): answered in the ' +
+      'view, no message, no GDB syntax error',
+    async () => {
+      h = new AdapterHarness();
+      await h.start();
+      await h.launchToEntry(qemuLaunchArgs('cortex-m4', 'singlepass'));
+      // An empty reference (a disassembly view left open from the session before), references whose
+      // parentheses do not pair, and one GDB cannot evaluate.
+      for (const memoryReference of ['', '  ', 'g_ticks)', '(g_ticks', 'no_such_symbol']) {
+        for (const [command, args] of [
+          ['readMemory', { memoryReference, count: 16 }],
+          ['disassemble', { memoryReference, instructionCount: 8 }],
+        ] as const) {
+          const r = (await raw(command, args)) as DebugProtocol.ErrorResponse;
+          const what = `${command} at ${JSON.stringify(memoryReference)}: ${JSON.stringify(r)}`;
+          assert.equal(r.success, false, what);
+          assert.notEqual(r.body?.error?.showUser, true, `no message of its own: ${what}`);
+          assert.doesNotMatch(r.message ?? '', /syntax error/i, what);
+          assert.match(r.body?.error?.format ?? r.message ?? '', /^No memory at /, what);
+        }
       }
-    }
-    // A real reference still reads, and a hover that GDB cannot parse answers in the hover only.
-    const ok = (await h.dc.customRequest('readMemory', { memoryReference: '&(g_ticks)', count: 4 }))
-      .body as DebugProtocol.ReadMemoryResponse['body'];
-    assert.equal(Buffer.from(ok?.data ?? '', 'base64').length, 4);
-    const frame = (await h.dc.stackTraceRequest({ threadId: 1, levels: 1 })).body.stackFrames[0]!;
-    const hover = (await raw('evaluate', {
-      expression: '(g_ticks',
-      context: 'hover',
-      frameId: frame.id,
-    })) as DebugProtocol.ErrorResponse;
-    assert.equal(hover.success, false);
-    assert.notEqual(hover.body?.error?.showUser, true, JSON.stringify(hover));
-    await h.dc.disconnectRequest({ terminateDebuggee: true });
-  });
+      // A real reference still reads, and a hover that GDB cannot parse answers in the hover only.
+      const ok = (await h.dc.customRequest('readMemory', { memoryReference: '&(g_ticks)', count: 4 }))
+        .body as DebugProtocol.ReadMemoryResponse['body'];
+      assert.equal(Buffer.from(ok?.data ?? '', 'base64').length, 4);
+      const frame = (await h.dc.stackTraceRequest({ threadId: 1, levels: 1 })).body.stackFrames[0]!;
+      const hover = (await raw('evaluate', {
+        expression: '(g_ticks',
+        context: 'hover',
+        frameId: frame.id,
+      })) as DebugProtocol.ErrorResponse;
+      assert.equal(hover.success, false);
+      assert.notEqual(hover.body?.error?.showUser, true, JSON.stringify(hover));
+      await h.dc.disconnectRequest({ terminateDebuggee: true });
+    },
+  );
 });

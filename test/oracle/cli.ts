@@ -13,7 +13,9 @@ import { OracleOptions, RegionRequest, formatTopTable, runOracle } from './oracl
 
 function usage(message: string): never {
   process.stderr.write(
-    `${message}\nusage: cli.js --elf FILE [--target rv32|cortex-m4] [--log LOG] [--keep-log PATH] [--out JSON] [--max-instructions N] [--timeout S] [--region NAME=START,END]... [--handler SYMBOL]... [--top N]\n`,
+    `${message}\nusage: cli.js --elf FILE [--target rv32|cortex-m4] [--log LOG] [--keep-log ` +
+      `PATH] [--out JSON] [--max-instructions N] [--timeout S] [--region NAME=START,END]... ` +
+      `[--handler SYMBOL]... [--top N]\n`,
   );
   process.exit(2);
 }

@@ -123,14 +123,16 @@ export async function runOracle(options: OracleOptions): Promise<OracleSummary> 
       });
       if (qemu.timedOut) {
         throw new Error(
-          `QEMU did not finish within ${(options.timeoutMs ?? 120_000) / 1000} s: the program may not exit; bound the run with --max-instructions`,
+          `QEMU did not finish within ${(options.timeoutMs ?? 120_000) / 1000} s: the program may not ` +
+            `exit; bound the run with --max-instructions`,
         );
       }
       // A QEMU killed by a signal left a trace that stops mid-program (its log buffer is lost too):
       // every share read from it would be wrong, so it is no reference.
       if (qemu.signal && !qemu.stoppedAtLimit) {
         throw new Error(
-          `QEMU was killed by ${qemu.signal} before the program ended, so its trace is incomplete; stderr: ${qemu.stderr.trim().slice(-400) || '(empty)'}`,
+          `QEMU was killed by ${qemu.signal} before the program ended, so its trace is incomplete; ` +
+            `stderr: ${qemu.stderr.trim().slice(-400) || '(empty)'}`,
         );
       }
     }
@@ -267,13 +269,16 @@ export function formatTopTable(summary: OracleSummary, topN = 15): string {
     r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out = [
     `${summary.target} ${summary.elf}`,
-    `${t.instructions} instructions (${summary.trace.lines} log lines, ${summary.trace.withdrawn} withdrawn; parsed at ${(summary.trace.linesPerSecond / 1e6).toFixed(1)} M lines/s); root ${t.root}; ${t.consistent ? 'consistent' : 'INCONSISTENT'}`,
+    `${t.instructions} instructions (${summary.trace.lines} log lines, ${summary.trace.withdrawn} ` +
+      `withdrawn; parsed at ${(summary.trace.linesPerSecond / 1e6).toFixed(1)} M lines/s); root ${t.root}; ` +
+      `${t.consistent ? 'consistent' : 'INCONSISTENT'}`,
     fmt(header),
     ...rows.map(fmt),
   ];
   for (const r of summary.regions) {
     out.push(
-      `region ${r.name} 0x${r.start.toString(16)}..0x${r.end.toString(16)}: ${r.count} passes, min ${r.min ?? '-'}, max ${r.max ?? '-'}, mean ${r.mean === null ? '-' : r.mean.toFixed(1)}`,
+      `region ${r.name} 0x${r.start.toString(16)}..0x${r.end.toString(16)}: ${r.count} passes, ` +
+        `min ${r.min ?? '-'}, max ${r.max ?? '-'}, mean ${r.mean === null ? '-' : r.mean.toFixed(1)}`,
     );
   }
   for (const a of summary.anomalies) out.push(`anomaly ${a.kind}: ${a.count}`);

@@ -105,7 +105,8 @@ export class DebugWorkbench extends WorkbenchDriver {
       if (top && top.name === name && (line === undefined || top.line === line)) return frames;
       if (Date.now() > deadline) {
         throw new Error(
-          `the CALL STACK's top frame is not ${name}${line ? `:${line}` : ''} within ${timeoutMs / 1000} s (it shows ${JSON.stringify(frames)})`,
+          `the CALL STACK's top frame is not ${name}${line ? `:${line}` : ''} within ${timeoutMs / 1000} ` +
+            `s (it shows ${JSON.stringify(frames)})`,
         );
       }
       await sleep(100);

@@ -87,7 +87,8 @@ export class LspTestClient {
       });
     } catch (err) {
       throw new Error(
-        `the language server did not initialize (${err instanceof Error ? err.message : String(err)}); its stderr: ${stderr}`,
+        `the language server did not initialize (${err instanceof Error ? err.message : String(err)}); ` +
+          `its stderr: ${stderr}`,
       );
     }
     await connection.sendNotification('initialized', {});

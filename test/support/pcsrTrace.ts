@@ -84,7 +84,8 @@ export function outsideBinomialBound(
     const tail = binomialTail(n, p, k);
     if (tail < alpha)
       out.push(
-        `${name}: sampled ${k} of ${n}, oracle share ${(p * 100).toFixed(3)} % (expected ${(n * p).toFixed(1)}, tail ${tail.toExponential(1)})`,
+        `${name}: sampled ${k} of ${n}, oracle share ${(p * 100).toFixed(3)} % (expected ${(n * p).toFixed(1)}, ` +
+          `tail ${tail.toExponential(1)})`,
       );
   }
   return out;

@@ -232,7 +232,8 @@ export class WorkbenchDriver {
             : 'none';
         });
         console.error(
-          `[harness] a click was covered (attempt ${attempt}); hovers ${JSON.stringify(covering)}, focus on ${focused}; screenshot ${await this.screenshot(`covered-click-${attempt}`)}`,
+          `[harness] a click was covered (attempt ${attempt}); hovers ${JSON.stringify(covering)}, ` +
+            `focus on ${focused}; screenshot ${await this.screenshot(`covered-click-${attempt}`)}`,
         );
         await this.dismissHover();
       }
@@ -291,7 +292,8 @@ export class WorkbenchDriver {
       if (last && matches(last.description)) return last;
       if (Date.now() > deadline) {
         throw new Error(
-          `the ${view} view has no row "${label}" with a matching description within ${timeoutMs / 1000} s (last: ${JSON.stringify(last)})`,
+          `the ${view} view has no row "${label}" with a matching description within ${timeoutMs / 1000} ` +
+            `s (last: ${JSON.stringify(last)})`,
         );
       }
       await sleep(100);

@@ -49,36 +49,39 @@ describe('export writes', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cyclelens-export-writes-'));
   after(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('a writer SIGKILLed mid-write leaves a visible partial file, which the next export to that folder removes', async () => {
-    const out = join(dir, 'killed');
-    mkdirSync(out);
-    const target = join(out, 'profile.profile.json');
-    // A real writer, killed between writing its temporary file and renaming it.
-    const script = `
+  it(
+    'a writer SIGKILLed mid-write leaves a visible partial file, which the next export to that ' + 'folder removes',
+    async () => {
+      const out = join(dir, 'killed');
+      mkdirSync(out);
+      const target = join(out, 'profile.profile.json');
+      // A real writer, killed between writing its temporary file and renaming it.
+      const script = `
       const { partialFileName } = require(${JSON.stringify(join(repoRoot, 'out', 'core', 'export', 'writeExport.js'))});
       require('node:fs').writeFileSync(partialFileName(${JSON.stringify(target)}), '');
       process.kill(process.pid, 'SIGKILL');`;
-    const r = spawnSync(process.execPath, ['-e', script]);
-    assert.equal(r.signal, 'SIGKILL');
-    const left = readdirSync(out);
-    assert.equal(left.length, 1);
-    assert.match(
-      left[0]!,
-      /^profile\.profile\.json\.cyclelens-partial-\d+\.[0-9a-f]+\.tmp$/,
-      'named after the export, not hidden',
-    );
-    // A partial file of a writer that still runs (this process) is not touched.
-    const mine = join(out, `other.csv.cyclelens-partial-${process.pid}.abcd0123.tmp`);
-    writeFileSync(mine, 'x');
-    const bytes = await writeExport(sampleProfile(), { format: json, path: target });
-    assert.ok(bytes > 0);
-    assert.deepEqual(
-      readdirSync(out).sort(),
-      ['other.csv.cyclelens-partial-' + process.pid + '.abcd0123.tmp', 'profile.profile.json'].sort(),
-    );
-    rmSync(mine);
-    assert.deepEqual(await removeAbandonedPartials(out), []);
-  });
+      const r = spawnSync(process.execPath, ['-e', script]);
+      assert.equal(r.signal, 'SIGKILL');
+      const left = readdirSync(out);
+      assert.equal(left.length, 1);
+      assert.match(
+        left[0]!,
+        /^profile\.profile\.json\.cyclelens-partial-\d+\.[0-9a-f]+\.tmp$/,
+        'named after the export, not hidden',
+      );
+      // A partial file of a writer that still runs (this process) is not touched.
+      const mine = join(out, `other.csv.cyclelens-partial-${process.pid}.abcd0123.tmp`);
+      writeFileSync(mine, 'x');
+      const bytes = await writeExport(sampleProfile(), { format: json, path: target });
+      assert.ok(bytes > 0);
+      assert.deepEqual(
+        readdirSync(out).sort(),
+        ['other.csv.cyclelens-partial-' + process.pid + '.abcd0123.tmp', 'profile.profile.json'].sort(),
+      );
+      rmSync(mine);
+      assert.deepEqual(await removeAbandonedPartials(out), []);
+    },
+  );
 
   it('an analysis that fails says what became of each --export, and writes what the finished runs hold', async () => {
     const io = capture();

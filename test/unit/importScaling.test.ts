@@ -31,22 +31,25 @@ function foldedText(edges: number): string {
 }
 
 describe('importers: linear in call edges', () => {
-  it('ProfileBuilder.edge reads no edge entries to find an edge: the work per edge does not grow with the table', () => {
-    for (const n of [1_000, 8_000]) {
-      const b = new ProfileBuilder('test', 'x', { kind: 'samples' }, { kind: 'exact', counter: 'x' });
-      const ids = Array.from({ length: n + 1 }, (_, i) => b.fn(`f${i}`).id);
-      const counter = countingEdges(b);
-      for (let i = 1; i <= n; i++) b.edge(ids[0]!, ids[i]!, 1);
-      for (let i = 1; i <= n; i++) b.edge(ids[0]!, ids[i]!, 2);
-      assert.equal(b.profile.edges.length, n, `${n} distinct edges`);
-      assert.ok(
-        b.profile.edges.every((e) => e.calls === 3),
-        'repeated edges are merged, their calls summed',
-      );
-      // A list search would read n²/2 + n² entries here (1.5 M for n = 1,000); an index reads none.
-      assert.ok(counter.reads <= 2 * n, `${counter.reads} edge reads for ${2 * n} edge() calls`);
-    }
-  });
+  it(
+    'ProfileBuilder.edge reads no edge entries to find an edge: the work per edge does not grow ' + 'with the table',
+    () => {
+      for (const n of [1_000, 8_000]) {
+        const b = new ProfileBuilder('test', 'x', { kind: 'samples' }, { kind: 'exact', counter: 'x' });
+        const ids = Array.from({ length: n + 1 }, (_, i) => b.fn(`f${i}`).id);
+        const counter = countingEdges(b);
+        for (let i = 1; i <= n; i++) b.edge(ids[0]!, ids[i]!, 1);
+        for (let i = 1; i <= n; i++) b.edge(ids[0]!, ids[i]!, 2);
+        assert.equal(b.profile.edges.length, n, `${n} distinct edges`);
+        assert.ok(
+          b.profile.edges.every((e) => e.calls === 3),
+          'repeated edges are merged, their calls summed',
+        );
+        // A list search would read n²/2 + n² entries here (1.5 M for n = 1,000); an index reads none.
+        assert.ok(counter.reads <= 2 * n, `${counter.reads} edge reads for ${2 * n} edge() calls`);
+      }
+    },
+  );
 
   it('the folded importer merges identical stacks and sums their counts; 8x the edges gives 8x the profile', () => {
     const small = importFolded(foldedText(1_000));

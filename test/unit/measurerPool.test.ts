@@ -240,18 +240,21 @@ describe('measurer pool: parallel runs equal sequential runs', () => {
     assert.match(log.join('\n'), /worker 2 could not start \(QEMU did not start\)/);
   });
 
-  it('a worker whose session was ready only after the analysis ended is noted as not needed, not as a failure', async () => {
-    const p = randomProgram(11);
-    const log: string[] = [];
-    const pool = new MeasurerPool(new Worker('w1', 2, p.values, p.total), {
-      jobs: 2,
-      startWorker: () => Promise.reject(new WorkerNotNeeded()),
-      log: (l) => log.push(l),
-    });
-    await runFullProfile(p.graph, pool, { engine, metric: share });
-    assert.match(log.join('\n'), /worker 2 was not needed: the analysis was done before its session was ready/);
-    assert.doesNotMatch(log.join('\n'), /could not start/);
-  });
+  it(
+    'a worker whose session was ready only after the analysis ended is noted as not needed, not ' + 'as a failure',
+    async () => {
+      const p = randomProgram(11);
+      const log: string[] = [];
+      const pool = new MeasurerPool(new Worker('w1', 2, p.values, p.total), {
+        jobs: 2,
+        startWorker: () => Promise.reject(new WorkerNotNeeded()),
+        log: (l) => log.push(l),
+      });
+      await runFullProfile(p.graph, pool, { engine, metric: share });
+      assert.match(log.join('\n'), /worker 2 was not needed: the analysis was done before its session was ready/);
+      assert.doesNotMatch(log.join('\n'), /could not start/);
+    },
+  );
 
   it('a later call gives the batches to the workers that did start, past the one that did not', async () => {
     const p = randomProgram(11);

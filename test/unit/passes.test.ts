@@ -64,29 +64,32 @@ function randomPasses(next: () => number, own: number): Pass[] {
 }
 
 describe('one definition of a pass', () => {
-  it('forms total, mean, min, max and the last passes from the same compensated passes (600 random measurements)', () => {
-    const next = rng(28);
-    for (let k = 0; k < 600; k++) {
-      const own = Math.floor(next() * 60);
-      const passes = randomPasses(next, own);
-      const f = passFigures(record(passes, own))!;
-      const costs = passes.map((p) => p.raw - p.nested - own);
-      const sum = costs.reduce((s, v) => s + v, 0);
-      assert.equal(f.passes, passes.length);
-      assert.equal(f.total, sum, 'total = the sum of the compensated passes');
-      assert.equal(f.min, Math.min(...costs));
-      assert.equal(f.max, Math.max(...costs));
-      assert.ok(f.min <= f.mean && f.mean <= f.max, `mean ${f.mean} within [${f.min}, ${f.max}]`);
-      assert.ok(Math.abs(f.mean * f.passes - f.total) < 1e-6, 'mean x passes = total');
-      assert.deepEqual(f.last, costs.slice(-8));
-      // Raw: the same passes with the own payload in, labelled as raw, and consistent among themselves.
-      assert.equal(f.raw.total, sum + own * passes.length);
-      assert.ok(f.raw.min <= f.raw.mean && f.raw.mean <= f.raw.max);
-      assert.equal(f.raw.min - f.min, own);
-      assert.equal(f.clamped, undefined);
-      assert.equal(f.widened, undefined);
-    }
-  });
+  it(
+    'forms total, mean, min, max and the last passes from the same compensated passes (600 ' + 'random measurements)',
+    () => {
+      const next = rng(28);
+      for (let k = 0; k < 600; k++) {
+        const own = Math.floor(next() * 60);
+        const passes = randomPasses(next, own);
+        const f = passFigures(record(passes, own))!;
+        const costs = passes.map((p) => p.raw - p.nested - own);
+        const sum = costs.reduce((s, v) => s + v, 0);
+        assert.equal(f.passes, passes.length);
+        assert.equal(f.total, sum, 'total = the sum of the compensated passes');
+        assert.equal(f.min, Math.min(...costs));
+        assert.equal(f.max, Math.max(...costs));
+        assert.ok(f.min <= f.mean && f.mean <= f.max, `mean ${f.mean} within [${f.min}, ${f.max}]`);
+        assert.ok(Math.abs(f.mean * f.passes - f.total) < 1e-6, 'mean x passes = total');
+        assert.deepEqual(f.last, costs.slice(-8));
+        // Raw: the same passes with the own payload in, labelled as raw, and consistent among themselves.
+        assert.equal(f.raw.total, sum + own * passes.length);
+        assert.ok(f.raw.min <= f.raw.mean && f.raw.mean <= f.raw.max);
+        assert.equal(f.raw.min - f.min, own);
+        assert.equal(f.clamped, undefined);
+        assert.equal(f.widened, undefined);
+      }
+    },
+  );
 
   it('gives the same share in the editor and in a profile row formed from the same run', () => {
     const next = rng(29);

@@ -51,7 +51,8 @@ export function callGraphModel(p: Profile): CallGraphModel {
     const lines: string[] = [];
     if (f.inclusive)
       lines.push(
-        `incl ${share !== undefined ? `${formatShare(share)} · ` : ''}${formatNumber(f.inclusive.value)} ${unit}${boundText(f.inclusive, p)}`,
+        `incl ${share !== undefined ? `${formatShare(share)} · ` : ''}${formatNumber(f.inclusive.value)} ` +
+          `${unit}${boundText(f.inclusive, p)}`,
       );
     if (f.self)
       lines.push(

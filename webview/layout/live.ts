@@ -44,6 +44,8 @@ export function liveBanner(profile: Profile, live: LiveProfileState): LiveBanner
   return {
     badge: 'no longer live',
     running: false,
-    text: `Sampling stopped (the session ended or live hotspots were turned off): the last ${count} · ${how}. Run "CycleLens: Toggle Live Hotspots" in a session to sample again.`,
+    text:
+      `Sampling stopped (the session ended or live hotspots were turned off): the last ${count} · ` +
+      `${how}. Run "CycleLens: Toggle Live Hotspots" in a session to sample again.`,
   };
 }

@@ -278,7 +278,10 @@ export class CallGraphView implements PanelView {
     this.textOnDemand = this.pendingText.length > LARGE_GRAPH * 2;
     if (!this.textOnDemand) this.addText(this.pendingText.splice(0));
     this.layer.replaceChildren(defs, edges, nodes);
-    this.status.textContent = `${formatNumber(visible.nodes.length)} of ${formatNumber(model.nodes.length)} functions${visible.groups.length ? `, ${visible.groups.reduce((a, g) => a + g.members.length, 0)} collapsed` : ''}. Click a function to open its source; drag to pan, wheel to zoom${this.textOnDemand ? ' (names show when zoomed in)' : ''}.`;
+    this.status.textContent =
+      `${formatNumber(visible.nodes.length)} of ${formatNumber(model.nodes.length)} ` +
+      `functions${visible.groups.length ? `, ${visible.groups.reduce((a, g) => a + g.members.length, 0)} collapsed` : ''}. ` +
+      `Click a function to open its source; drag to pan, wheel to zoom${this.textOnDemand ? ' (names show when zoomed in)' : ''}.`;
     this.hottest.sort((a, b) => b.weight - a.weight);
     this.highlight();
     if (this.keepZoom) {

@@ -103,7 +103,8 @@ export class GdbBackend extends DebuggerBase implements Debugger {
     if (isDirectory(gdb))
       throw new CycleLensError(
         ErrorCode.DebuggerFailed,
-        `The debugger '${gdb}' is a directory, not a program. Point \`gdbPath\` at gdb-multiarch or a GDB for your target.`,
+        `The debugger '${gdb}' is a directory, not a program. Point \`gdbPath\` at gdb-multiarch or ` +
+          `a GDB for your target.`,
       );
     const prestarted = takePrestartedGdb(gdb);
     const proc = prestarted ?? OwnedProcess.spawn('gdb', gdb, GDB_ARGS, { cwd: options.cwd });
@@ -146,7 +147,8 @@ export class GdbBackend extends DebuggerBase implements Debugger {
     if (!/GNU gdb/.test(version.console)) {
       throw new CycleLensError(
         ErrorCode.DebuggerFailed,
-        `The debugger does not look like GDB (it printed: ${version.console.slice(0, 120)}). Point \`gdbPath\` at gdb-multiarch or a GDB for your target.`,
+        `The debugger does not look like GDB (it printed: ${version.console.slice(0, 120)}). Point ` +
+          `\`gdbPath\` at gdb-multiarch or a GDB for your target.`,
       );
     }
     await settingsSent;

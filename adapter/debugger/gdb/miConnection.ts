@@ -148,7 +148,8 @@ export class MiConnection {
           reject(
             new CycleLensError(
               ErrorCode.DebuggerFailed,
-              `GDB did not answer '${command}' within ${timeoutMs / 1000} s. The target may be unresponsive: check the connection, or restart the session.`,
+              `GDB did not answer '${command}' within ${timeoutMs / 1000} s. The target may be ` +
+                `unresponsive: check the connection, or restart the session.`,
             ),
           );
         }, timeoutMs);

@@ -13,6 +13,7 @@ export function lldbBridgePath(from: string = __dirname): string {
   if (found) return found;
   throw new CycleLensError(
     ErrorCode.DebuggerFailed,
-    `The LLDB bridge (lldb/bridge.py) is missing beside ${from}: the installation is incomplete. Reinstall the extension, or run \`npm run build\` in a checkout.`,
+    `The LLDB bridge (lldb/bridge.py) is missing beside ${from}: the installation is ` +
+      `incomplete. Reinstall the extension, or run \`npm run build\` in a checkout.`,
   );
 }

@@ -262,7 +262,8 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
   async download(): Promise<void> {
     throw new CycleLensError(
       ErrorCode.Unsupported,
-      'Loading a program onto a board is not available with LLDB here: use `"debugger": "gdb"`, or load it with the server first.',
+      'Loading a program onto a board is not available with LLDB here: use `"debugger": "gdb"`, ' +
+        'or load it with the server first.',
     );
   }
 
