@@ -176,7 +176,7 @@ export default defineConfig(
     files: ['test/**/*.ts', 'bench/**/*.ts', 'scripts/**/*.ts'],
     rules: restrict({
       patterns: [
-        { regex: '(^|/)debugger/(gdb[^/]*/gdbBackend|lldb[^/]*/lldbDebugger)$', message: messages.backendInTests },
+        { regex: '(^|/)debugger/(gdb[^/]*/gdbDebugger|lldb[^/]*/lldbDebugger)$', message: messages.backendInTests },
       ],
     }),
   },

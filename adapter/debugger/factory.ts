@@ -1,7 +1,7 @@
 import type { DebuggerKind, TargetFamily } from '../../common/launchArgs';
 import { archFamilies, archPlugin } from '../arch/registry';
 import type { Debugger } from './debugger';
-import { GdbBackend } from './gdb/gdbBackend';
+import { GdbDebugger } from './gdb/gdbDebugger';
 import { discardPrestartedGdb, prestartGdb } from './gdb/gdbPrestart';
 import { LldbDebugger } from './lldb/lldbDebugger';
 
@@ -15,7 +15,7 @@ export interface DebuggerChoice {
 
 /** The one place that knows the concrete debuggers: services receive the `Debugger` it returns. */
 export async function startDebugger(choice: DebuggerChoice): Promise<Debugger> {
-  if (choice.kind === 'gdb') return GdbBackend.start({ gdbPath: choice.gdbPath, cwd: choice.cwd });
+  if (choice.kind === 'gdb') return GdbDebugger.start({ gdbPath: choice.gdbPath, cwd: choice.cwd });
   await discardPrestartedGdb();
   return LldbDebugger.start({ python: choice.lldbPython, cwd: choice.cwd, family: choice.family });
 }

@@ -41,7 +41,8 @@ const PREFETCH_FRAMES = 20;
 
 /**
  * The DAP face of CycleLens. It translates requests into calls on the target's services and their
- * events into DAP events; the work happens in DebugTarget, the GDB backend and the probe services.
+ * events into DAP events; the work happens in DebugTarget, the Debugger port (GdbDebugger or
+ * LldbDebugger) and the probe services.
  * Every request goes through one dispatcher, which turns any thrown error into a DAP error response.
  */
 export class CycleLensDebugSession extends DebugSession {

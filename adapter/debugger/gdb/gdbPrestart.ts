@@ -21,7 +21,7 @@ const state = globalThis as { [SLOT]?: Warm };
  * Starts the default GDB as soon as the adapter starts, before the launch request arrives. GDB takes
  * 60-100 ms to start (its Python, its architectures), the largest part of a launch; started here it
  * starts while the adapter loads and the client sends its requests. The launch takes it when it
- * asks for the same executable (GdbBackend.start), and any other launch ends it. It is an owned
+ * asks for the same executable (GdbDebugger.start), and any other launch ends it. It is an owned
  * process like any other: the exit hooks and the watchdog end it with the adapter.
  */
 export function prestartGdb(name: string): void {

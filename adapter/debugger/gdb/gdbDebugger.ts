@@ -57,7 +57,7 @@ export interface GdbStartOptions {
  * GDB as the run-control backend: one typed method per MI command CycleLens uses, results read by
  * field name, and target state tracked from `*running` / `*stopped` records.
  */
-export class GdbBackend extends DebuggerBase implements Debugger {
+export class GdbDebugger extends DebuggerBase implements Debugger {
   readonly kind = 'gdb' as const;
   private state: ExecutionState = 'stopped';
   private registerNameCache: string[] | undefined;
@@ -94,7 +94,7 @@ export class GdbBackend extends DebuggerBase implements Debugger {
   }
 
   /** Starts GDB in MI mode and prepares it for an embedded target. */
-  static async start(options: GdbStartOptions): Promise<GdbBackend> {
+  static async start(options: GdbStartOptions): Promise<GdbDebugger> {
     const gdb = requireExecutable(
       options.gdbPath,
       'The debugger',
@@ -109,7 +109,7 @@ export class GdbBackend extends DebuggerBase implements Debugger {
     const prestarted = takePrestartedGdb(gdb);
     const proc = prestarted ?? OwnedProcess.spawn('gdb', gdb, GDB_ARGS, { cwd: options.cwd });
     const mi = new MiConnection(proc);
-    const backend = new GdbBackend(mi);
+    const backend = new GdbDebugger(mi);
     try {
       await answersAsGdb(gdb, proc, mi);
       // A GDB started before the launch runs in the adapter's directory: it moves to the session's.
