@@ -160,8 +160,6 @@ export async function runDescent(
   // everything takes: descent never takes more. With one slot there are none (a hot group costs a
   // whole run).
   const naive = Math.ceil(graph.functions.length / slots);
-  // The counting run is one of the runs the analysis takes: a failed one is not (it gave nothing).
-  const firstRunsUsed = counted ? 1 : 0;
   const packer =
     wantGroups && (estimates || slots > 1)
       ? new GroupPlanner(index, estimates ?? new Map(), slots, threshold, options.packing ?? 0.7, plan?.groupable)
@@ -202,7 +200,10 @@ export async function runDescent(
       // singles, instead; a full batch keeps that budget, so once taken it holds to the end. Groups
       // packed by call counts count as deciding their members (they are estimated cold; one that
       // comes out hot is split within the budget that is left), blind ones as deciding nothing.
-      const used = firstRunsUsed + batches.length + step.length;
+      // The budget counts measured runs. The counting run (one run without the debugger, reported
+      // among the runs) is left out of it: counted in, it forced full batches one step earlier and
+      // made descents with counts take more measured runs than the same descent without them.
+      const used = batches.length + step.length;
       const grouped = estimates !== undefined ? groups.reduce((n, g) => n + g.length, 0) : 0;
       const after = left.length - batch.length - grouped;
       if (batch.length + groups.length > 0 && used + 1 + Math.ceil(after / slots) > naive) {
