@@ -76,6 +76,9 @@ const coreRules = {
   'no-unused-private-class-members': 'error',
 };
 
+// Prettier wraps code at 120 columns, but not comments or strings: this rule holds those to it too.
+const lineLength = { 'max-len': ['error', { code: 120, ignoreUrls: true }] };
+
 export default defineConfig(
   {
     ignores: ['node_modules/', 'out/', 'dist/', 'test-output/', 'test/fixtures/', '.cache/', '**/*.js', '**/*.cjs'],
@@ -115,12 +118,13 @@ export default defineConfig(
       '@typescript-eslint/only-throw-error': 'error',
       '@typescript-eslint/switch-exhaustiveness-check': ['error', { considerDefaultExhaustiveForUnions: true }],
       ...coreRules,
+      ...lineLength,
     },
   },
   {
     files: ['**/*.mjs'],
     linterOptions: { reportUnusedDisableDirectives: 'error' },
-    rules: coreRules,
+    rules: { ...coreRules, ...lineLength },
   },
   // ---- the rooms (docs/design.md, "Rooms") ------------------------------------------------------
   {

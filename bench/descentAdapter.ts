@@ -178,8 +178,8 @@ async function main(argv: string[]): Promise<void> {
             callGraph,
           );
           console.error(
-            `${row.program} k=${row.k} ${row.threshold}: ${row.runs} runs (naive ${row.naive}), recall ${row.recall}, ` +
-              `${row.wall}`,
+            `${row.program} k=${row.k} ${row.threshold}: ${row.runs} runs (naive ${row.naive}), ` +
+              `recall ${row.recall}, ${row.wall}`,
           );
           rows.push(row);
         }

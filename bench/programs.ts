@@ -165,7 +165,8 @@ function descentRow(
   );
   for (const u of unsafe)
     console.error(
-      `${label} ${threshold * 100}%: UNSAFE bound ${u.name}: ${u.bound} < trace ${shareOf(oracle, u.name, window.total)}`,
+      `${label} ${threshold * 100}%: UNSAFE bound ${u.name}: ${u.bound} < ` +
+        `trace ${shareOf(oracle, u.name, window.total)}`,
     );
   return [
     label,

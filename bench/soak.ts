@@ -250,7 +250,8 @@ async function main(): Promise<void> {
     console.log(
       `live heap (V8 snapshot) cycle ${a.cycle} -> ${b.cycle}: ${mib(a.summary.bytes)} -> ${mib(b.summary.bytes)} ` +
         `MiB (${(((b.summary.bytes - a.summary.bytes) / a.summary.bytes) * 100).toFixed(1)} %), ${a.summary.nodes} ` +
-        `-> ${b.summary.nodes} objects; per cycle ${((b.summary.bytes - a.summary.bytes) / (b.cycle - a.cycle)).toFixed(0)} ` +
+        `-> ${b.summary.nodes} objects; ` +
+        `per cycle ${((b.summary.bytes - a.summary.bytes) / (b.cycle - a.cycle)).toFixed(0)} ` +
         `bytes`,
     );
     console.log('  grew most (bytes, count change, count after):');
@@ -263,8 +264,10 @@ async function main(): Promise<void> {
   const lastHeap = heaps[heaps.length - 1];
   if (sampledHeap && lastHeap) {
     console.log(
-      `live heap (V8 snapshot) cycle ${lastHeap.cycle} -> after sampling: ${(lastHeap.summary.bytes / 1048576).toFixed(2)} ` +
-        `-> ${(sampledHeap.bytes / 1048576).toFixed(2)} MiB (${(((sampledHeap.bytes - lastHeap.summary.bytes) / lastHeap.summary.bytes) * 100).toFixed(1)} %)`,
+      `live heap (V8 snapshot) cycle ${lastHeap.cycle} -> after sampling: ` +
+        `${(lastHeap.summary.bytes / 1048576).toFixed(2)} ` +
+        `-> ${(sampledHeap.bytes / 1048576).toFixed(2)} MiB ` +
+        `(${(((sampledHeap.bytes - lastHeap.summary.bytes) / lastHeap.summary.bytes) * 100).toFixed(1)} %)`,
     );
     for (const g of heapGrowth(lastHeap.summary, sampledHeap, 8))
       console.log(

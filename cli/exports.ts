@@ -70,7 +70,8 @@ export async function writeExportsOfFailedRun(
     } catch (err) {
       failed++;
       io.err(
-        `cyclelens: --export ${t.format.id}:${t.path} not written: ${err instanceof Error ? err.message : String(err)}\n`,
+        `cyclelens: --export ${t.format.id}:${t.path} not written: ` +
+          `${err instanceof Error ? err.message : String(err)}\n`,
       );
     }
   }

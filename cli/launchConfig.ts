@@ -123,7 +123,10 @@ export function selectConfiguration(
     .map((c) => `"${String((c as Record<string, unknown>).name)}"`);
   if (named.length === 0) {
     throw new LaunchConfigError(
-      `${file} has no configuration named "${name}"${ours.length ? `; CycleLens configurations there: ${ours.join(', ')}` : ' and no configuration of type "cyclelens"'}`,
+      `${file} has no configuration named "${name}"` +
+        (ours.length
+          ? `; CycleLens configurations there: ${ours.join(', ')}`
+          : ' and no configuration of type "cyclelens"'),
     );
   }
   if (named.length > 1)

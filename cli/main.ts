@@ -159,8 +159,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo): Prom
         // A place that filled up must not end the analysis: the findings still reach the report.
         if (partialSaved || newRuns === 1)
           io.err(
-            `cyclelens: the finished runs could not be saved to ${partialPath} (${err instanceof Error ? err.message : String(err)}); ` +
-              `the analysis goes on\n`,
+            `cyclelens: the finished runs could not be saved to ${partialPath} ` +
+              `(${err instanceof Error ? err.message : String(err)}); the analysis goes on\n`,
           );
         partialSaved = false;
       }

@@ -97,7 +97,8 @@ export function functionHover(p: Profile, f: ProfileFunction): string {
   const row = (label: string, m: Measure | undefined, share: number | undefined): void => {
     if (!m) return;
     out.push(
-      `- ${label}: ${formatMeasure(m, p.unit)}${share !== undefined ? ` (${shareText(share)} of the window)` : ''}${conversion(m.value, p)}`,
+      `- ${label}: ${formatMeasure(m, p.unit)}` +
+        `${share !== undefined ? ` (${shareText(share)} of the window)` : ''}${conversion(m.value, p)}`,
     );
   };
   row('inclusive', f.inclusive, inclusiveShare(p, f));
@@ -139,16 +140,21 @@ export function lineHover(p: Profile, line: ProfileLine): string {
   const share = total ? ` (${shareText(line.self.value / total)} of the window)` : '';
   const owner = line.function !== undefined ? p.functions[line.function]?.name : undefined;
   return [
-    `**line ${line.line}**${owner ? ` in ${escapeMarkdown(owner)}` : ''}: ${formatMeasure(line.self, p.unit)}${share}${conversion(line.self.value, p)}`,
+    `**line ${line.line}**${owner ? ` in ${escapeMarkdown(owner)}` : ''}: ` +
+      `${formatMeasure(line.self, p.unit)}${share}${conversion(line.self.value, p)}`,
     '',
-    `Self cost of the line's instructions. Unit: ${unitLabel(p.unit)}. Provenance: ${escapeMarkdown(provenanceLabel(p.provenance))}.`,
+    `Self cost of the line's instructions. Unit: ${unitLabel(p.unit)}. ` +
+      `Provenance: ${escapeMarkdown(provenanceLabel(p.provenance))}.`,
   ].join('\n');
 }
 
 /** The inlay hint at a line's end: "1,234 insn · 2.1 %". */
 export function lineHintLabel(p: Profile, line: ProfileLine): string {
   const total = p.total?.value;
-  return `${formatNumber(line.self.value)} ${unitShort(p.unit)}${total ? ` · ${shareText(line.self.value / total)}` : ''}`;
+  return (
+    `${formatNumber(line.self.value)} ${unitShort(p.unit)}` +
+    `${total ? ` · ${shareText(line.self.value / total)}` : ''}`
+  );
 }
 
 /** The Information diagnostic of a function at or above the hot threshold (percent), or undefined. */
@@ -158,7 +164,8 @@ export function hotMessage(p: Profile, f: ProfileFunction, thresholdPercent: num
   if (share === undefined || share * 100 < thresholdPercent) return undefined;
   const self = selfShare(p, f);
   return (
-    `${f.name} takes ${shareText(share)} of the window inclusive${self !== undefined ? ` (${shareText(self)} self)` : ''}: ` +
+    `${f.name} takes ${shareText(share)} of the window inclusive` +
+    `${self !== undefined ? ` (${shareText(self)} self)` : ''}: ` +
     `at or above the hot threshold of ${formatNumber(thresholdPercent)} %.`
   );
 }

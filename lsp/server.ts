@@ -109,8 +109,9 @@ export function startProfileServer(connection: Connection): void {
         range: { start: { line: 0, character: 0 }, end: { line: 0, character: 0 } },
         command: {
           title:
-            `CycleLens: lenses on the ${shown.length.toLocaleString('en-US')} hottest of the ${withLens.length.toLocaleString('en-US')} ` +
-            `profiled functions in this file; hover a definition for its figures`,
+            `CycleLens: lenses on the ${shown.length.toLocaleString('en-US')} hottest ` +
+            `of the ${withLens.length.toLocaleString('en-US')} profiled functions in this file; ` +
+            'hover a definition for its figures',
           command: '',
         },
       });

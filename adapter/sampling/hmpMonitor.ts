@@ -96,7 +96,10 @@ export class HmpMonitor {
     return stripEcho(text);
   }
 
-  /** Read through a call: the check above narrows `this.failure` to undefined, though the socket may fail during an await. */
+  /**
+   * Read through a call: the check above narrows `this.failure` to undefined, though the socket may fail
+   * during an await.
+   */
   private currentFailure(): Error | undefined {
     return this.failure;
   }

@@ -9,7 +9,10 @@ import { findUp } from '../util/findUp';
 const SO = 'qemuInsnCount.so';
 const SOURCE = 'qemuInsnCount.c';
 
-/** Where a prebuilt plugin sits next to the bundles: dist/qemu-plugin/<platform>-<arch>/ (scripts/build.mjs puts it there, so the .vsix has it). */
+/**
+ * Where a prebuilt plugin sits next to the bundles: dist/qemu-plugin/<platform>-<arch>/ (scripts/build.mjs
+ * puts it there, so the .vsix has it).
+ */
 export function packagedPluginDir(distDir: string): string {
   return join(distDir, 'qemu-plugin', `${process.platform}-${process.arch}`);
 }

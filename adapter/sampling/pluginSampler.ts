@@ -16,7 +16,8 @@ export function parseInstructionCounts(text: string): InstructionCountSnapshot {
   if (!header)
     throw new CycleLensError(
       ErrorCode.CommandFailed,
-      `The instruction-count snapshot does not start with the plugin's header (got ${JSON.stringify((lines[0] ?? '').slice(0, 40))}).`,
+      `The instruction-count snapshot does not start with the plugin's header ` +
+        `(got ${JSON.stringify((lines[0] ?? '').slice(0, 40))}).`,
     );
   const counts = new Map<number, number>();
   for (let i = 1; i < lines.length; i++) {

@@ -110,7 +110,8 @@ export class QemuServer implements GdbServer {
         '-monitor',
         'none',
         '-plugin',
-        `${qemuPluginPath()},out=${countsFile},period_ms=60000${stop ? `,stop_at=0x${stop.address.toString(16)},stop_hits=${stop.hits}` : ''}`,
+        `${qemuPluginPath()},out=${countsFile},period_ms=60000` +
+          (stop ? `,stop_at=0x${stop.address.toString(16)},stop_hits=${stop.hits}` : ''),
         ...tail,
       ],
     };

@@ -16,7 +16,10 @@ export type CountingRunResult =
   | { counted: true; snapshot: InstructionCountSnapshot; exitCode: number | null; elapsedMs: number }
   | { counted: false; reason: string; elapsedMs: number };
 
-/** Where a counting run ends: before the `hits`-th execution of the instruction at `address` (the plugin's end stop). */
+/**
+ * Where a counting run ends: before the `hits`-th execution of the instruction at `address` (the plugin's
+ * end stop).
+ */
 export interface CountingStop {
   address: number;
   hits: number;

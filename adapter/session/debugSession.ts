@@ -286,7 +286,9 @@ export class CycleLensDebugSession extends DebugSession {
       if (applied.refused.length > 0)
         this.output({
           category: 'important',
-          text: `After the restart, CycleLens could not measure again: ${applied.refused.map((r) => r.reason).join(' ')}\n`,
+          text:
+            'After the restart, CycleLens could not measure again: ' +
+            `${applied.refused.map((r) => r.reason).join(' ')}\n`,
         });
     }
   }

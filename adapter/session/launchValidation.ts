@@ -16,7 +16,10 @@ export interface ValidatedLaunch {
   cwd: string;
   family: TargetFamily;
   server: ServerArgs;
-  /** What is known of the target before connecting (RAM map, counter quirks, ticks per instruction), computed once here. */
+  /**
+   * What is known of the target before connecting (RAM map, counter quirks, ticks per instruction),
+   * computed once here.
+   */
   facts: TargetFacts;
   debugger: DebuggerKind;
   gdbPath: string;

@@ -156,9 +156,13 @@ export class ProbeRequests {
         : {
             reached,
             detail:
-              `It stopped first at ${stop.frame?.func ?? 'an unknown place'} (${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` +
+              `It stopped first at ${stop.frame?.func ?? 'an unknown place'} ` +
+              `(${stop.reason}${stop.description ? ` ${stop.description}` : ''}).` +
               (stop.reason === 'breakpoint'
-                ? ` Breakpoint ${stop.breakpointIds.join(', ') || '(unnumbered)'}${stop.frame?.file ? ` at ${stop.frame.file}:${stop.frame.line ?? '?'}` : ''} stopped the analysis run; this debugger cannot disable breakpoints for it: remove or disable that breakpoint while the analysis runs, then start it again.`
+                ? ` Breakpoint ${stop.breakpointIds.join(', ') || '(unnumbered)'}` +
+                  (stop.frame?.file ? ` at ${stop.frame.file}:${stop.frame.line ?? '?'}` : '') +
+                  ' stopped the analysis run; this debugger cannot disable breakpoints for it: remove or ' +
+                  'disable that breakpoint while the analysis runs, then start it again.'
                 : ''),
           };
     });

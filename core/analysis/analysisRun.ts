@@ -200,7 +200,8 @@ export class Ledger {
         }
         this.refuse(
           name,
-          `it was measured, but '${this.metric.id}' cannot be formed from what was counted (${Object.keys(raw).join(', ')})`,
+          `it was measured, but '${this.metric.id}' cannot be formed from what was counted ` +
+            `(${Object.keys(raw).join(', ')})`,
         );
       } else if (refusal) {
         this.refuse(name, refusal.reason);

@@ -120,7 +120,10 @@ export class CountBounds {
     return [...this.executed.values()].filter((e) => e.inRange > 0).length;
   }
 
-  /** The upper bound of the function's inclusive count, in instructions (the whole run's count for a name it does not know). */
+  /**
+   * The upper bound of the function's inclusive count, in instructions (the whole run's count for a name
+   * it does not know).
+   */
   instructions(name: string): number {
     return this.bound.get(name) ?? this.counts.total;
   }

@@ -68,7 +68,8 @@ export function callGraphDot(graph: CallGraphResponse, rows: readonly ProfileRow
     }
     const tooltip = r.source ? `${r.source.path}${r.source.line ? `:${r.source.line}` : ''}` : name;
     out.push(
-      `  ${ids.get(name)} [label=${quote(lines.join('\n'))}, tooltip=${quote(tooltip)}${attrs.length ? `, ${attrs.join(', ')}` : ''}];`,
+      `  ${ids.get(name)} [label=${quote(lines.join('\n'))}, tooltip=${quote(tooltip)}` +
+        `${attrs.length ? `, ${attrs.join(', ')}` : ''}];`,
     );
   }
   for (const e of graph.edges) {

@@ -376,10 +376,11 @@ export class MetricsEngine {
     if (!d) throw new MetricDefinitionError(`unknown metric '${id}'`);
     if (!d.monotone) {
       throw new MetricDefinitionError(
-        `metric '${id}' (${d.label}) is not monotone: a caller's value does not bound its callees', so it cannot drive pruning. Use ${this.metrics
-          .filter((m) => m.monotone)
-          .map((m) => `'${m.id}'`)
-          .join(', ')}.`,
+        `metric '${id}' (${d.label}) is not monotone: a caller's value does not bound its callees', ` +
+          `so it cannot drive pruning. Use ${this.metrics
+            .filter((m) => m.monotone)
+            .map((m) => `'${m.id}'`)
+            .join(', ')}.`,
       );
     }
     return d as MonotoneMetric;

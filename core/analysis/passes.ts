@@ -170,7 +170,8 @@ export function passSummary(calls: number, f: PassFigures | undefined, u: PassUn
   const s = share !== undefined ? ` · ${formatPassShare(share)} of the run` : '';
   return (
     `${calls} calls · ${f.passes} pass${f.passes === 1 ? '' : 'es'} · total ${formatCost(f.total, u)} ` +
-    `· per pass ${formatCount(f.mean)} (${formatCount(f.min)}–${formatCount(f.max)})${s}${f.clamped ? ' · ≥0 clamped' : ''}`
+    `· per pass ${formatCount(f.mean)} (${formatCount(f.min)}–${formatCount(f.max)})${s}` +
+    `${f.clamped ? ' · ≥0 clamped' : ''}`
   );
 }
 

@@ -58,7 +58,8 @@ export function textReport(
   const facts = [`metric ${header.metric}${metricDef ? ` (${metricDef.label})` : ''}`];
   if (header.threshold !== undefined) facts.push(`threshold ${fmtMetric(header.threshold)}`);
   facts.push(
-    `${header.runs} run${header.runs === 1 ? '' : 's'}${header.naiveRuns !== undefined ? ` (measuring everything: ${header.naiveRuns})` : ''}`,
+    `${header.runs} run${header.runs === 1 ? '' : 's'}` +
+      `${header.naiveRuns !== undefined ? ` (measuring everything: ${header.naiveRuns})` : ''}`,
   );
   if (header.slots !== undefined) facts.push(`${header.slots} per run`);
   facts.push(`roots ${header.roots.join(', ')}`);
@@ -66,7 +67,8 @@ export function textReport(
   out.push(facts.join('; '));
   if (header.counted)
     out.push(
-      `bounded by instruction counts (${header.counted.method}): ${header.counted.ran} of ${header.counted.functions} ` +
+      `bounded by instruction counts (${header.counted.method}): ` +
+        `${header.counted.ran} of ${header.counted.functions} ` +
         `functions ran, the others are 0`,
     );
   if (header.cancelled)

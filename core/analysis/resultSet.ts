@@ -120,7 +120,10 @@ export interface AnalysisRecord {
   metric: string;
   threshold?: number;
   roots: string[];
-  /** Every run of the program the analysis took: its result sets, the runs that only formed the total, the counting run. */
+  /**
+   * Every run of the program the analysis took: its result sets, the runs that only formed the total,
+   * the counting run.
+   */
   runs: number;
   cancelled: boolean;
   outcomes: FunctionOutcome[];

@@ -31,7 +31,8 @@ export function withCallCounts(
   });
   if (differ.length > 0 || saved.graph.functions.length !== current.functions.length) {
     const example = differ[0]
-      ? ` (${differ[0].name} at 0x${differ[0].address.toString(16)} is ${now.has(differ[0].name) ? 'elsewhere or of another size' : 'gone'} in the program now)`
+      ? ` (${differ[0].name} at 0x${differ[0].address.toString(16)} is ` +
+        `${now.has(differ[0].name) ? 'elsewhere or of another size' : 'gone'} in the program now)`
       : '';
     throw new SavedGraphError(
       `${file} was recorded on another build of ${saved.program}${example}: record it again with ` +

@@ -41,7 +41,8 @@ function nodeAttributes(p: Profile, f: ProfileFunction): string[] {
   if (f.inclusive) {
     const bound = formatBound(f.inclusive, p.unit);
     label.push(
-      `${formatNumber(f.inclusive.value)} ${unitShort(p.unit)}${bound ? ` ${bound}` : ''}${share !== undefined ? ` (${formatShare(share)})` : ''}`,
+      `${formatNumber(f.inclusive.value)} ${unitShort(p.unit)}${bound ? ` ${bound}` : ''}` +
+        `${share !== undefined ? ` (${formatShare(share)})` : ''}`,
     );
   }
   if (f.self) {

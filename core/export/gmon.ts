@@ -9,10 +9,11 @@ import { roundKeepingSum } from './common';
  * record (tag 1) holds the call site, the callee's entry and a 32-bit count. Numbers are in the
  * target's byte order and addresses in its width, because gprof reads them with the ELF's BFD.
  *
- * Each function's self value (its value on top of the call tree's stacks, core/profile/callTree.ts) becomes a one-bin histogram over the function's first two bytes: gprof
- * wants every record at the same scale (bytes per bin), and a bin inside the function is credited
- * to it whole. A 16-bit bin holds at most 65,535: gprof adds up records with
- * the same range, so a larger value is written as several records. The rate is 1 per unit and the
+ * Each function's self value (its value on top of the call tree's stacks, core/profile/callTree.ts)
+ * becomes a one-bin histogram over the function's first two bytes: gprof wants every record at the
+ * same scale (bytes per bin), and a bin inside the function is credited to it whole. A 16-bit bin
+ * holds at most 65,535: gprof adds up records with the same range, so a larger value is written as
+ * several records. The rate is 1 per unit and the
  * dimension is the unit's name, so gprof's "seconds" columns print the profile's counts.
  */
 

@@ -45,7 +45,10 @@ export async function unwritableReason(path: string): Promise<string | undefined
   try {
     const s = await stat(full);
     if (s.isDirectory())
-      return `${path} is a folder: give a file name, e.g. ${path.replace(/[\\/]+$/, '')}/profile${EXPORT_FORMATS[0]!.extension}`;
+      return (
+        `${path} is a folder: give a file name, ` +
+        `e.g. ${path.replace(/[\\/]+$/, '')}/profile${EXPORT_FORMATS[0]!.extension}`
+      );
     await access(full, constants.W_OK).catch(() => {
       throw new Error('read-only');
     });

@@ -17,7 +17,8 @@ import type { EdgeProvenance, Profile, ProfileFunction, ProfileStack } from './m
  * nothing through a pointer. Whatever else a caller holds (time in unmeasured or unknown callees)
  * goes to a `[not measured]` frame under it, never to its self. Functions nothing measured calls
  * are the roots; roots that do not fit in the run's total must run inside another root and are
- * placed (estimated) under the functions that call through a pointer, else under the largest root; the run time no root covers is a `[not measured]` root.
+ * placed (estimated) under the functions that call through a pointer, else under the largest root;
+ * the run time no root covers is a `[not measured]` root.
  * So every profile's stacks add up to its total, and each function's to its inclusive value.
  * Within a context the callee's and the function's own values scale together. Recursion is cut at
  * the first repeat (the repeat's value stays in the `[not measured]` frame of the one calling it).
@@ -469,7 +470,12 @@ export function derivationNote(
   if (measured) parts.push('Edges measured per caller keep their measured values.');
   if (shared)
     parts.push(
-      `A callee shared by several callers is split ${split.equalShares ? 'in equal shares where call counts are unknown, by call counts elsewhere' : 'by call counts'}, never beyond what a caller's measured value holds; such splits are estimates, and their stacks carry the bound the measured values allow.`,
+      'A callee shared by several callers is split ' +
+        (split.equalShares
+          ? 'in equal shares where call counts are unknown, by call counts elsewhere'
+          : 'by call counts') +
+        ", never beyond what a caller's measured value holds; such splits are estimates, and their stacks " +
+        'carry the bound the measured values allow.',
     );
   if (found.usedNotMeasured)
     parts.push(
@@ -491,10 +497,11 @@ export function derivationNote(
   const runOn = p.functions.filter((f) => f.runOnFrom && f.runOnFrom.length > 0);
   if (runOn.length > 0)
     parts.push(
-      `Values leave out passes that run on into a function's code without a call; they count under the function they run on from: ${runOn
-        .slice(0, 5)
-        .map((f) => `${f.name} (from ${f.runOnFrom!.join(', ')})`)
-        .join(', ')}${runOn.length > 5 ? ` and ${runOn.length - 5} more` : ''}.`,
+      "Values leave out passes that run on into a function's code without a call; " +
+        `they count under the function they run on from: ${runOn
+          .slice(0, 5)
+          .map((f) => `${f.name} (from ${f.runOnFrom!.join(', ')})`)
+          .join(', ')}${runOn.length > 5 ? ` and ${runOn.length - 5} more` : ''}.`,
     );
   if (found.recursive || split.cycleEntered) parts.push('Recursive calls are cut at the first repeat.');
   if (found.truncated)

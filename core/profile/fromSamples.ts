@@ -83,7 +83,10 @@ export function profileFromSamples(set: SampleSet): Profile {
   profile.total = { value: total };
   profile.runs.push({
     role: 'sampling',
-    method: `${set.sampler}${exact ? ' (every instruction counted)' : ` (${set.halting ? 'halting' : 'non-halting'}, ${set.attribution})`}${set.elapsedMs !== undefined ? `, ${(set.elapsedMs / 1000).toFixed(1)} s` : ''}`,
+    method:
+      `${set.sampler}` +
+      (exact ? ' (every instruction counted)' : ` (${set.halting ? 'halting' : 'non-halting'}, ${set.attribution})`) +
+      (set.elapsedMs !== undefined ? `, ${(set.elapsedMs / 1000).toFixed(1)} s` : ''),
     total,
     measured: profile.functions.map((f) => f.name),
   });

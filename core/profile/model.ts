@@ -49,7 +49,10 @@ export type SampleAttribution =
 export interface ErrorBound {
   low: number;
   high: number;
-  /** quantisation: counter resolution (±1 tick per boundary); confidence95: sampling; compensation: the payload residue. */
+  /**
+   * quantisation: counter resolution (±1 tick per boundary); confidence95: sampling; compensation: the
+   * payload residue.
+   */
   kind: 'quantisation' | 'confidence95' | 'compensation' | 'estimate';
 }
 

@@ -131,9 +131,15 @@ export function provenanceLabel(p: Provenance): string {
     case 'exact':
       return `exact counter reads (${p.counter})`;
     case 'injected':
-      return `injected ${p.payload === 'gated' ? 'counter gating' : 'software accumulation'} (${p.counter}${p.compensation !== undefined ? `, ${formatNumber(p.compensation)} per call compensated` : ''})`;
+      return (
+        `injected ${p.payload === 'gated' ? 'counter gating' : 'software accumulation'} (${p.counter}` +
+        `${p.compensation !== undefined ? `, ${formatNumber(p.compensation)} per call compensated` : ''})`
+      );
     case 'sampled':
-      return `${p.halting ? 'halting' : 'non-halting'} PC sampling (${p.sampler}; a sample's PC is the ${attributionLabel(p.attribution)})`;
+      return (
+        `${p.halting ? 'halting' : 'non-halting'} PC sampling ` +
+        `(${p.sampler}; a sample's PC is the ${attributionLabel(p.attribution)})`
+      );
     case 'oracle':
       return `exact instruction trace (${p.source})`;
   }

@@ -215,8 +215,8 @@ export class DapProfiler implements BatchMeasurer {
     }
     this.countingRuns++;
     this.options.log?.(
-      `instruction counts: ${r.total} instructions, ${r.functions.length} functions ran (${(r.elapsedMs / 1000).toFixed(1)} ` +
-        `s; ${r.method})`,
+      `instruction counts: ${r.total} instructions, ${r.functions.length} functions ran ` +
+        `(${(r.elapsedMs / 1000).toFixed(1)} s; ${r.method})`,
     );
     return r;
   }
@@ -321,8 +321,8 @@ export class DapProfiler implements BatchMeasurer {
         const value = r ? windowValue(r, window.region) : undefined;
         if (!r || value === undefined)
           throw new ProfilingError(
-            `${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): ` +
-              `the run has no total`,
+            `${window.what} was not measured exactly once ` +
+              `(${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total`,
           );
         this.baseline = {
           totals: { [eventOfCounter(r.counter)]: value },
@@ -429,8 +429,8 @@ export class DapProfiler implements BatchMeasurer {
         const value = r ? windowValue(r, window.region) : undefined;
         if (!r || value === undefined) {
           throw new ProfilingError(
-            `${window.what} was not measured exactly once (${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): ` +
-              `the run has no total. ` +
+            `${window.what} was not measured exactly once ` +
+              `(${r ? `${r.passes} passes, ${r.calls} calls` : 'no result'}): the run has no total. ` +
               (`Start the run at a function that runs once, or set \`programEnd\` to a function ${from} ` +
                 `calls once (for example "programEnd": "exit").`),
           );
@@ -702,7 +702,12 @@ export class DapProfiler implements BatchMeasurer {
         event,
         totals,
         ...(counter !== undefined ? { counter } : {}),
-        method: `${this.options.payload ?? 'software'} injection, ${counter ?? 'no counter'}${injected.injected[0]?.instructionsPerUnit !== undefined ? `, in ${describeUnit(event, injected.injected[0].instructionsPerUnit)}` : ''}; ${w.method}`,
+        method:
+          `${this.options.payload ?? 'software'} injection, ${counter ?? 'no counter'}` +
+          (injected.injected[0]?.instructionsPerUnit !== undefined
+            ? `, in ${describeUnit(event, injected.injected[0].instructionsPerUnit)}`
+            : '') +
+          `; ${w.method}`,
         from: w.from,
         to: w.to,
       },
@@ -770,7 +775,10 @@ export class DapProfiler implements BatchMeasurer {
     return out;
   }
 
-  /** after - before per event, modulo the counter's width when it wrapped (once: a 24-bit SysTick wraps every 16.7 M cycles). */
+  /**
+   * after - before per event, modulo the counter's width when it wrapped (once: a 24-bit SysTick wraps
+   * every 16.7 M cycles).
+   */
   private window(before: Map<string, Reading>, after: Map<string, Reading>): Record<string, number> {
     const out: Record<string, number> = {};
     for (const [event, a] of after) {

@@ -116,7 +116,8 @@ export async function runScenario(
     signal: options.signal,
     onProgress: (p: { run: number; batch: readonly string[]; open: number; worker?: number }) =>
       options.onProgress?.(
-        `run ${p.run}${p.worker !== undefined ? ` [worker ${p.worker}]` : ''}: ${p.batch.join(', ')}${p.open ? ` (${p.open} undecided)` : ''}`,
+        `run ${p.run}${p.worker !== undefined ? ` [worker ${p.worker}]` : ''}: ${p.batch.join(', ')}` +
+          `${p.open ? ` (${p.open} undecided)` : ''}`,
       ),
   };
   let result: AnalysisResult;

@@ -100,7 +100,11 @@ async function pickSource(): Promise<string | undefined> {
     }
   }
   saved.sort((a, b) => b.mtime - a.mtime);
-  const browse = { label: '$(folder-opened) Browse…', description: 'a result set or profile file elsewhere', path: '' };
+  const browse = {
+    label: '$(folder-opened) Browse…',
+    description: 'a result set or profile file elsewhere',
+    path: '',
+  };
   const items = [
     ...saved.map((s) => ({ label: basename(s.path), description: new Date(s.mtime).toLocaleString(), path: s.path })),
     browse,

@@ -129,8 +129,8 @@ export function registerProfilingCommands(
         // A full disk must not end the analysis: the findings still reach the report.
         if (partialSaved || finished.length === 1)
           output.warn(
-            `the finished runs could not be saved to ${partialFile} (${err instanceof Error ? err.message : String(err)}); ` +
-              `the analysis goes on`,
+            `the finished runs could not be saved to ${partialFile} ` +
+              `(${err instanceof Error ? err.message : String(err)}); the analysis goes on`,
           );
         partialSaved = false;
       }
@@ -242,7 +242,10 @@ export function registerProfilingCommands(
         : await vscode.workspace.openTextDocument({ content: outcome.report, language: 'plaintext' });
       // In the results group, where "Open Call Graph" puts the panel too: one group, however many descents.
       await vscode.window.showTextDocument(doc, { preview: false, viewColumn: resultsColumn() });
-      const summary = `${outcome.document.analysis?.runs ?? outcome.result.runs} runs; ${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
+      const summary =
+        `${outcome.document.analysis?.runs ?? outcome.result.runs} runs; ` +
+        `${outcome.rows.filter((r) => r.status === 'measured').length} functions measured, ` +
+        `${outcome.rows.filter((r) => r.status === 'pruned').length} pruned`;
       const openGraph = 'Open Call Graph';
       void vscode.window
         .showInformationMessage(
@@ -288,7 +291,8 @@ export function registerProfilingCommands(
         const doc = await loadResultSetDocument(picked[0].fsPath);
         const outcomes = doc.analysis?.outcomes ?? [];
         void vscode.window.showInformationMessage(
-          `${basename(picked[0].fsPath)}: ${doc.resultSets.length} result set(s), ${outcomes.filter((o) => o.status === 'measured').length} functions measured.`,
+          `${basename(picked[0].fsPath)}: ${doc.resultSets.length} result set(s), ` +
+            `${outcomes.filter((o) => o.status === 'measured').length} functions measured.`,
         );
       } catch (err) {
         void vscode.window.showErrorMessage(err instanceof Error ? err.message : String(err));

@@ -69,7 +69,9 @@ export class HotspotsView implements vscode.TreeDataProvider<Node>, vscode.Dispo
     }
     const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
     item.description = `${share(node.measure, node.total)}${node.detail ? ` · ${node.detail}` : ''}`;
-    item.tooltip = `${formatNumber(node.measure.value)} of ${formatNumber(node.total)}${node.measure.bound ? ' (± is the 95 % interval)' : ''}`;
+    item.tooltip =
+      `${formatNumber(node.measure.value)} of ${formatNumber(node.total)}` +
+      `${node.measure.bound ? ' (± is the 95 % interval)' : ''}`;
     item.iconPath = new vscode.ThemeIcon('flame');
     if (node.path && node.line) {
       item.command = {

@@ -275,13 +275,16 @@ export class LiveHotspots implements vscode.Disposable {
         : ' (exact)';
     const what = run.sampler ? `${run.sampler.label}: ${run.sampler.attribution}` : run.samplerId;
     return new vscode.MarkdownString(
-      `**${formatShare(l.share)}**${ci} · ${formatNumber(l.count)} ${unit}${l.function ? ` · \`${l.function}\`` : ''}\n\n${what}`,
+      `**${formatShare(l.share)}**${ci} · ${formatNumber(l.count)} ${unit}` +
+        `${l.function ? ` · \`${l.function}\`` : ''}\n\n${what}`,
     );
   }
 
   private showStatus(run: LiveRun): void {
     const unit = run.profile ? unitLabel(run.profile.unit) : 'samples';
-    const asleep = run.apart.asleepOrHalted ? ` · ${formatNumber(run.apart.asleepOrHalted)} core asleep or halted` : '';
+    const asleep = run.apart.asleepOrHalted
+      ? ` · ${formatNumber(run.apart.asleepOrHalted)}` + ' core asleep or halted'
+      : '';
     this.status.text =
       `$(flame) ${run.samplerId} · ${formatNumber(run.samplesPerSecond)}/s · ${formatNumber(run.total)} ` +
       `${unit}${asleep}${run.running ? '' : ' (stopped)'}`;
@@ -289,11 +292,15 @@ export class LiveHotspots implements vscode.Disposable {
     const apartNotes = COUNTED_APART.filter((key) => run.apart[key] !== undefined)
       .map(
         (key) =>
-          ` Reads that found the core ${APART_REASONS[key]} are counted apart, never as code: ${formatNumber(run.apart[key]!)} ` +
-          `so far.`,
+          ` Reads that found the core ${APART_REASONS[key]} are counted apart, never as code: ` +
+          `${formatNumber(run.apart[key]!)} so far.`,
       )
       .join('');
-    this.status.tooltip = `Live hotspots${run.sampler ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}` : ''}.${apartNotes} Click to turn off.`;
+    const samplerNote = run.sampler
+      ? `: ${run.sampler.label}, a sample's PC is ${run.sampler.attribution}` +
+        `${run.sampler.halting ? ', halts the target per sample' : ''}. Accuracy: ${run.sampler.accuracy}`
+      : '';
+    this.status.tooltip = `Live hotspots${samplerNote}.${apartNotes} Click to turn off.`;
     this.status.show();
   }
 

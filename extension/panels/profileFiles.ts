@@ -14,7 +14,10 @@ export async function loadProfileFile(path: string): Promise<{ profile: Profile;
   return { profile: await loadAnyProfile(path), title: basename(path) };
 }
 
-/** Where a function is, as line ranges per file: its DWARF line to its end line, or to the next function in the file. */
+/**
+ * Where a function is, as line ranges per file: its DWARF line to its end line, or to the next function
+ * in the file.
+ */
 export function functionRanges(p: Profile): Map<string, Array<{ name: string; first: number; last: number }>> {
   const byFile = new Map<string, Array<{ name: string; first: number; last: number }>>();
   const located = p.functions.filter((f) => f.location).sort((a, b) => a.location!.line - b.location!.line);

@@ -119,7 +119,9 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
         const f = r ? passFigures(passCountsOf(r)) : undefined;
         const ended = node.ended ? ` · ${node.ended}` : '';
         item.description = r
-          ? `${f ? `${r.calls} calls · mean ${formatCount(f.mean)} ${injectedUnit(node.info, r).label}` : `${r.calls} calls, no complete pass`}${ended}`
+          ? (f
+              ? `${r.calls} calls · mean ${formatCount(f.mean)} ${injectedUnit(node.info, r).label}`
+              : `${r.calls} calls, no complete pass`) + ended
           : `${node.info.kind} · ${node.info.payload} · ${node.ended ?? 'injected'}`;
         const d = f ? distribution(f.last) : undefined;
         const tooltip = new vscode.MarkdownString(
@@ -150,7 +152,8 @@ export class MeasurementsView implements vscode.TreeDataProvider<Node>, vscode.D
         const item = new vscode.TreeItem(r.label, vscode.TreeItemCollapsibleState.Expanded);
         const first = r.series[0]?.distribution;
         item.description = first
-          ? `${first.count} pass${first.count === 1 ? '' : 'es'} · mean ${formatCount(first.mean)} ${passUnit(r.series[0]!.unit, r.series[0]!.event).label}`
+          ? `${first.count} pass${first.count === 1 ? '' : 'es'} · mean ${formatCount(first.mean)} ` +
+            `${passUnit(r.series[0]!.unit, r.series[0]!.event).label}`
           : 'no complete pass';
         item.tooltip = r.incomplete ? `Incomplete: ${r.incomplete}` : `${r.kind} · ${r.takenAt.toLocaleTimeString()}`;
         item.iconPath = new vscode.ThemeIcon(r.incomplete ? 'warning' : 'graph');

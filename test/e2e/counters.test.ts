@@ -146,7 +146,9 @@ test('RV32: each step over (F10) changes the instruction count minstret shows', 
     const after = await h.waitForTreeRow(view, 'minstret', (d) => d !== before, 20_000);
     const tooltip = await h.hoverText(h.treeItem(view, 'minstret').locator('.label-name'), 'minstret').catch(() => '');
     steps.push({ from, to, description: after.description, icon: after.icon, tooltip });
-    t.diagnostic(`step ${i + 1}: ${from} → ${to}: minstret "${before}" → "${after.description}" (icon ${after.icon})`);
+    t.diagnostic(
+      `step ${i + 1}: ${from} → ${to}: minstret "${before}" → "${after.description}" ` + `(icon ${after.icon})`,
+    );
     const was = minstretReading(before).value;
     const now = minstretReading(after.description).value;
     assert.notEqual(after.description, before, `step ${i + 1}: the minstret description changes`);

@@ -125,7 +125,8 @@ async function pickItem(h: CodeServerHarness, label: string): Promise<void> {
     .first();
   await row.waitFor({ state: 'visible', timeout: 15_000 }).catch(async () => {
     assert.fail(
-      `the quick pick offers ${JSON.stringify(await widget.locator('.monaco-list-row .label-name').allInnerTexts())}, ` +
+      'the quick pick offers ' +
+        `${JSON.stringify(await widget.locator('.monaco-list-row .label-name').allInnerTexts())}, ` +
         `not "${label}"`,
     );
   });
@@ -199,7 +200,10 @@ async function answerSaveDialog(h: CodeServerHarness, path: string): Promise<str
   );
 }
 
-/** Picks `format`, answers the save dialog with a file in `folder`, and checks the default offered and the notification. */
+/**
+ * Picks `format`, answers the save dialog with a file in `folder`, and checks the default offered and the
+ * notification.
+ */
 async function exportAs(
   h: CodeServerHarness,
   target: FixtureTarget,

@@ -114,10 +114,11 @@ test(
       /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/,
       'the message names what died and how',
     );
-    const saved =
-      /(\d+) finished run\(s\) \((\d+) result set\(s\) in all\) are saved in (\.cyclelens\/results\/descent-\S+\.partial\.json); a descent on the command line continues from them: cyclelens descent … --resume \3/.exec(
-        ended,
-      );
+    const saved = new RegExp(
+      /(\d+) finished run\(s\) \((\d+) result set\(s\) in all\) are saved in /.source +
+        /(\.cyclelens\/results\/descent-\S+\.partial\.json); a descent on the command line continues /.source +
+        'from them: cyclelens descent … --resume \\3',
+    ).exec(ended);
     assert.ok(saved, `the message says where the finished runs are: "${ended}"`);
 
     // The file it names holds exactly the runs it counts, at least those seen before the kill.

@@ -110,7 +110,10 @@ test('one Stop (Shift+F5) ends the session', { timeout: 60_000 }, async (t) => {
   if (!first.ended) {
     // What a person sees while the first press has not ended the session.
     const procs = await h.serverProcesses(sessionProcesses);
-    stop.between = `call stack ${JSON.stringify(await h.callStack())} (${await h.callStackState()}); inline "${await afterLineText(h, regionStart)}"; processes: ${procs.map((p) => p.command.split(' ')[0]!.split('/').pop()).join(', ') || 'none'}`;
+    stop.between =
+      `call stack ${JSON.stringify(await h.callStack())} (${await h.callStackState()}); ` +
+      `inline "${await afterLineText(h, regionStart)}"; ` +
+      `processes: ${procs.map((p) => p.command.split(' ')[0]!.split('/').pop()).join(', ') || 'none'}`;
     await h.screenshot('sessionEnd-after-first-stop');
     t.diagnostic(`10 s after the first Shift+F5: ${stop.between}`);
     // Go on stopping so the next tests judge an ended session.

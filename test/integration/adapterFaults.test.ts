@@ -66,7 +66,10 @@ describe('debug adapter faults', () => {
   it('server that fails to start', () =>
     launchFails(
       { ...qemuLaunchArgs('cortex-m4'), server: { type: 'qemu', machine: 'no-such-board' } },
-      /QEMU exited before GDB could connect\. It printed:[\s\S]*unsupported machine type[\s\S]*Check `server\.machine` \(no-such-board\)/,
+      new RegExp(
+        /QEMU exited before GDB could connect\. It printed:[\s\S]*unsupported machine type[\s\S]*/.source +
+          /Check `server\.machine` \(no-such-board\)/.source,
+      ),
     ));
 
   it('server that exits early on bad arguments', () =>

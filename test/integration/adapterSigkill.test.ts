@@ -102,7 +102,10 @@ function childrenOf(pid: number): number[] {
   return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
 }
 
-/** The adapter as the extension's factory spawns it: the bundle under Node, stdio pipes, the hint in its environment. */
+/**
+ * The adapter as the extension's factory spawns it: the bundle under Node, stdio pipes, the hint in its
+ * environment.
+ */
 function spawnAdapter(env: Record<string, string>): { child: ChildProcess; tag: string } {
   const tag = newOwnerTag();
   tags.push(tag);

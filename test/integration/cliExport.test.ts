@@ -79,9 +79,12 @@ for (const target of ['rv32', 'cortex-m4'] as FixtureTarget[]) {
       checkCallgrindAndPprof(exported(), fig);
     });
 
-    it('gprof prints the model’s self values and call counts against the ELF; the importer reads the file back', () => {
-      checkGprof(exported(), fig, elf, prefix);
-    });
+    it(
+      'gprof prints the model’s self values and call counts against the ELF; ' + 'the importer reads the file back',
+      () => {
+        checkGprof(exported(), fig, elf, prefix);
+      },
+    );
 
     it('speedscope, folded, cpuprofile, CSV, DOT and JSON each read back', async () => {
       await checkReadBack(exported(), fig, 'process_packet');

@@ -143,11 +143,17 @@ describe('cyclelens CLI: output places that fail', () => {
       assert.equal(await run.exited, 1, run.stderr);
       assert.match(
         run.stderr,
-        /the debug session ended in the middle of the analysis: QEMU was killed by SIGKILL while the session was running/,
+        new RegExp(
+          /the debug session ended in the middle of the analysis: /.source +
+            /QEMU was killed by SIGKILL while the session was running/.source,
+        ),
       );
       assert.match(
         run.stderr,
-        /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in interrupted\.json; continue with the same command and --resume interrupted\.json/,
+        new RegExp(
+          /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in interrupted\.json; /.source +
+            /continue with the same command and --resume interrupted\.json/.source,
+        ),
       );
       const partial = await loadResultSetDocument(out);
       assert.ok(partial.resultSets.length >= 1);
@@ -179,10 +185,10 @@ describe('cyclelens CLI: output places that fail', () => {
       process.kill(gdbPid, 'SIGKILL');
       assert.equal(await run.exited, 1, run.stderr);
       assert.match(run.stderr, /the debug session ended in the middle of the analysis: GDB was killed by SIGKILL/);
-      const m =
-        /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in gdb-killed\.json; a descent continues from them with --resume/.exec(
-          run.stderr,
-        );
+      const m = new RegExp(
+        /(\d+) finished run\(s\) \(\d+ result set\(s\) in all\) are saved in gdb-killed\.json; /.source +
+          /a descent continues from them with --resume/.source,
+      ).exec(run.stderr);
       assert.ok(m, run.stderr);
       assert.equal(
         (await loadResultSetDocument(out)).resultSets.length,

@@ -24,9 +24,9 @@ import { killTagged, newOwnerTag, OWNER_TAG_VAR, waitForNoTaggedProcesses } from
 import { fixtureElf, fixturesDir, type FixtureTarget, repoRoot } from '../support/paths';
 
 /**
- * The counter units against real QEMU 7.2 through the adapter's own pieces (QemuServer, GDB through the debugger factory,
- * DebuggerTargetAccess). Counts are checked against an instruction trace of the same program
- * (`-singlestep -d exec,nochain`), which under `-icount shift=0,sleep=off` runs identically.
+ * The counter units against real QEMU 7.2 through the adapter's own pieces (QemuServer, GDB through the
+ * debugger factory, DebuggerTargetAccess). Counts are checked against an instruction trace of the same
+ * program (`-singlestep -d exec,nochain`), which under `-icount shift=0,sleep=off` runs identically.
  */
 
 const singlepass = join(fixturesDir, 'src', 'singlepass.c');

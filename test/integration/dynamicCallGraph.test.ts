@@ -81,8 +81,8 @@ describe('dynamic call graph through the adapter (QEMU RV32)', () => {
     assert.equal(top.name, 'main');
     assert.equal(top.line, roundLine);
     console.log(
-      `dynamic call graph: ${graph.hits} calls in ${seconds.toFixed(1)} s (${((seconds * 1000) / graph.hits).toFixed(2)} ` +
-        `s per 1000 calls)`,
+      `dynamic call graph: ${graph.hits} calls in ${seconds.toFixed(1)} s ` +
+        `(${((seconds * 1000) / graph.hits).toFixed(2)} s per 1000 calls)`,
     );
   });
 

@@ -191,7 +191,8 @@ describe('faults: nothing lost, nothing left behind', () => {
           h.allOutput,
           new RegExp(
             `CycleLens found patches a previous session left in this program ` +
-              `\\([0-9a-f]+\\.\\d+\\.json\\) and restored the original bytes at 2 address\\(es\\): ${addr('process_packet')} ` +
+              `\\([0-9a-f]+\\.\\d+\\.json\\) and restored the original bytes at 2 address\\(es\\): ` +
+              `${addr('process_packet')} ` +
               `\\(process_packet\\), ${addr('frame_seed')} \\(frame_seed\\), and the tp register\\.`,
           ),
           `${firstOutput}\n---\n${h.allOutput}`,
@@ -244,7 +245,10 @@ describe('faults: nothing lost, nothing left behind', () => {
   it('reservedMemory of 1 TiB is refused at launch', () =>
     launchFails(
       qemuLaunchArgs('cortex-m4', 'singlepass', { reservedMemory: { start: '0x20000000', size: 2 ** 40 } }),
-      /`reservedMemory` \(0x20000000, 1099511627776 bytes\) runs past the end of the 32-bit address space\. .*RAM on this target: 0x00000000-0x003fffff \(SSRAM1 \(code\)\), 0x20000000-0x203fffff \(SSRAM2\/3\)/,
+      new RegExp(
+        /`reservedMemory` \(0x20000000, 1099511627776 bytes\) runs past the end of the 32-bit address space\. /.source +
+          /.*RAM on this target: 0x00000000-0x003fffff \(SSRAM1 \(code\)\), 0x20000000-0x203fffff \(SSRAM2\/3\)/.source,
+      ),
     ));
 
   it('a stripped ELF is named, with the fix', async () => {

@@ -105,7 +105,8 @@ describe(`injected measurement on QEMU Cortex-M4 under -icount shift=${SHIFT}`, 
           `calibration ${JSON.stringify(c)} vs ${expectedTicks} ticks`,
         );
         console.log(
-          `shift ${SHIFT} calibration: ${c.perPassRaw} ticks per pass, stated ${(c.functionInstructions * counterUnitsPerInstruction! + c.statedOverhead).toFixed(2)}`,
+          `shift ${SHIFT} calibration: ${c.perPassRaw} ticks per pass, ` +
+            `stated ${(c.functionInstructions * counterUnitsPerInstruction! + c.statedOverhead).toFixed(2)}`,
         );
 
         const names = ['crc16_step', 'fir_filter', 'vm_run', 'window_moments'];
@@ -134,8 +135,9 @@ describe(`injected measurement on QEMU Cortex-M4 under -icount shift=${SHIFT}`, 
             `${n}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`,
           );
           console.log(
-            `shift ${SHIFT} ${n}: ${r.compensatedTotal.toFixed(1)} ticks (${(r.compensatedTotal * instructionsPerTick).toFixed(0)} ` +
-              `instructions) vs oracle ${o.inclusiveExcludingInterrupts} instructions, ${r.passes} passes`,
+            `shift ${SHIFT} ${n}: ${r.compensatedTotal.toFixed(1)} ticks ` +
+              `(${(r.compensatedTotal * instructionsPerTick).toFixed(0)} instructions) ` +
+              `vs oracle ${o.inclusiveExcludingInterrupts} instructions, ${r.passes} passes`,
           );
         }
       } finally {
@@ -157,7 +159,8 @@ describe(
         await h.start();
         const args = qemuLaunchArgs('cortex-m4', 'singlepass', { programEnd: 'program_end' });
         await h.launchToEntry({ ...args, server: { type: 'qemu', machine: 'mps2-an386', icount: SHIFT } });
-        // As in injectionGroups.test.ts: the timer slowed to one tick in minutes, so the measured run takes no interrupt.
+        // As in injectionGroups.test.ts: the timer slowed to one tick in minutes, so the measured run
+        // takes no interrupt.
         await h.dc.setFunctionBreakpointsRequest({ breakpoints: [{ name: '*board_timer_start' }] });
         await Promise.all([h.dc.continueRequest({ threadId: 1 }), h.dc.waitForEvent('stopped')]);
         await h.dc.evaluateRequest({ expression: '> set var $r0 = 170000000', context: 'repl' });
@@ -191,7 +194,8 @@ describe(
             `${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)} (passes ${r.passes})`,
           );
           console.log(
-            `adapter, shift ${SHIFT} ${i.name}: ${r.compensatedTotal.toFixed(1)} ticks vs oracle ${expected.toFixed(1)}`,
+            `adapter, shift ${SHIFT} ${i.name}: ${r.compensatedTotal.toFixed(1)} ticks ` +
+              `vs oracle ${expected.toFixed(1)}`,
           );
         }
       } finally {

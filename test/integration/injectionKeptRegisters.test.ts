@@ -56,7 +56,8 @@ function keptCallInMain(): { call: number; after: number; kept: number[] } {
   const at = k.where.get(T0);
   assert.ok(
     at && at.caller === 'main',
-    `main keeps t0 across a call of __adddf3 (found: ${JSON.stringify([...k.where.entries()].map(([r, w]) => [r, w.caller]))})`,
+    'main keeps t0 across a call of __adddf3 ' +
+      `(found: ${JSON.stringify([...k.where.entries()].map(([r, w]) => [r, w.caller]))})`,
   );
   const kept = [...k.where.entries()].filter(([, w]) => w.site.address === at.site.address).map(([r]) => r);
   return { call: at.site.address, after: at.site.address + at.site.length, kept };

@@ -51,7 +51,10 @@ const traced = (name: string): OracleSummary['functions'][number] => {
   return f;
 };
 
-/** Each function's calls equal the trace's and its ticks are within its quantisation bound; the program ran through; the code is back. */
+/**
+ * Each function's calls equal the trace's and its ticks are within its quantisation bound; the program
+ * ran through; the code is back.
+ */
 function agreesWithTrace(
   names: readonly string[],
   rs: readonly MeasurementResults[],
@@ -78,7 +81,10 @@ function agreesWithTrace(
  */
 const FAR: ReservedMemory = { start: 0x2030_0000, size: 0x10000, source: 'launch' };
 
-/** Measures `names` from main to exit; the results, the output, and whether the code is as the ELF has it after removal. */
+/**
+ * Measures `names` from main to exit; the results, the output, and whether the code is as the ELF has it
+ * after removal.
+ */
 async function measureFromMainToExit(
   names: string[],
   reserved?: ReservedMemory,

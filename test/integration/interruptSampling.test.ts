@@ -99,7 +99,8 @@ for (const { target, program } of CASES) {
           assert.equal(stops, 0, 'the target never stopped for the user');
           const rate = samples.events.filter((e) => !e.final).map((e) => e.samplesPerSecond);
           console.log(
-            `# ${target} interrupt sampler: ${samples.total} samples in ${stopped.elapsedMs} ms, ${Math.round((samples.total * 1000) / stopped.elapsedMs)} samples/s (events: ${rate.join(' ')})`,
+            `# ${target} interrupt sampler: ${samples.total} samples in ${stopped.elapsedMs} ms, ` +
+              `${Math.round((samples.total * 1000) / stopped.elapsedMs)} samples/s (events: ${rate.join(' ')})`,
           );
 
           const sampled = byFunction(samples.counts, samples.locations);

@@ -184,7 +184,8 @@ describe('profile language server (stdio and Node IPC), on a saved RV32 descent'
                 l.range.start.line === line &&
                 l.command?.title === `pruned: ≤ ${percentText(o.bound!)} (callers' bound)`,
             ),
-            `${o.name} shows "pruned: ≤ ${percentText(o.bound!)}" (lenses: ${JSON.stringify(lenses.filter((l) => l.range.start.line === line))})`,
+            `${o.name} shows "pruned: ≤ ${percentText(o.bound!)}" ` +
+              `(lenses: ${JSON.stringify(lenses.filter((l) => l.range.start.line === line))})`,
           );
         }
         const hot = expected.filter((e) => e.share * 100 >= HOT_PERCENT);
@@ -271,8 +272,10 @@ vim.wait(10000, function()
   lenses = (answers[client_id] or {}).result or {}
   return #lenses > 0
 end, 100)
-local hover = vim.lsp.buf_request_sync(buf, 'textDocument/hover', { textDocument = doc, position = { line = ${fir.line}, character = 0 } }, 5000) or {}
-vim.fn.writefile({ vim.fn.json_encode({ lenses = lenses, hover = (hover[client_id] or {}).result }) }, ${JSON.stringify(output)})
+local hover = vim.lsp.buf_request_sync(buf, 'textDocument/hover', ` +
+        `{ textDocument = doc, position = { line = ${fir.line}, character = 0 } }, 5000) or {}
+vim.fn.writefile({ vim.fn.json_encode({ lenses = lenses, hover = (hover[client_id] or {}).result }) }, ` +
+        `${JSON.stringify(output)})
 vim.lsp.stop_client(client_id)
 vim.wait(5000, function() return vim.lsp.get_client_by_id(client_id) == nil end, 50)
 vim.cmd('qa!')

@@ -149,7 +149,11 @@ describe('OpenOcdServer with the dummy adapter', () => {
       start(openocd({ configFiles: ['dummy-no-target.cfg'] })),
       failsWith(
         ErrorCode.ServerFailedToStart,
-        /^OpenOCD started but configured no target: check your -f target\/… file\..*"gdb services need one or more targets defined"/s,
+        new RegExp(
+          /^OpenOCD started but configured no target: check your -f target\/… file\./.source +
+            /.*"gdb services need one or more targets defined"/.source,
+          's',
+        ),
       ),
     );
   });
@@ -159,7 +163,11 @@ describe('OpenOcdServer with the dummy adapter', () => {
       start(openocd({ configFiles: ['dummy-cortex-m.cfg'] })),
       failsWith(
         ErrorCode.ServerFailedToStart,
-        /OpenOCD exited with code 1 before it was ready for GDB\. Its last output:\n.*Invalid ACK \(7\) in DAP response/s,
+        new RegExp(
+          /OpenOCD exited with code 1 before it was ready for GDB\. Its last output:/.source +
+            /\n.*Invalid ACK \(7\) in DAP response/.source,
+          's',
+        ),
       ),
     );
   });

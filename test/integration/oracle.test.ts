@@ -124,8 +124,8 @@ describe('oracle on the singlepass fixture under QEMU', () => {
       const main = img.functionNamed('main')!;
       const scan = await scanLog(log, main.address);
       t.diagnostic(
-        `${s.totals.instructions} instructions, ${s.trace.lines} log lines, parsed at ${(s.trace.linesPerSecond / 1e6).toFixed(2)} ` +
-          `M lines/s; QEMU ${s.qemu?.seconds.toFixed(1)} s`,
+        `${s.totals.instructions} instructions, ${s.trace.lines} log lines, ` +
+          `parsed at ${(s.trace.linesPerSecond / 1e6).toFixed(2)} M lines/s; QEMU ${s.qemu?.seconds.toFixed(1)} s`,
       );
       checkCommon(s, scan, img, target);
 
@@ -204,9 +204,10 @@ describe('oracle on the sample program under QEMU', () => {
         assert.equal(profile(s, 'tick_work').calls, handler.interrupts);
 
         if (target === 'rv32') {
-          // minstret counts retired instructions exactly under -icount (docs/design.md, "Truth: the oracle"): read by the
-          // program just before exit, it must equal the instructions the trace holds before the
-          // reading instruction, plus that instruction itself. Withdrawn trace lines must not count.
+          // minstret counts retired instructions exactly under -icount (docs/design.md, "Truth: the
+          // oracle"): read by the program just before exit, it must equal the instructions the trace
+          // holds before the reading instruction, plus that instruction itself. Withdrawn trace lines
+          // must not count.
           const read = img.symbols.named('sample_minstret_read')[0]!;
           const before = (await scanLog(log, read.address)).before;
           assert.equal(

@@ -102,7 +102,10 @@ describe('the call graph at Fit, under the wheel, and the table keyboard', () =>
     const box = boxes.find((b) => b.title.startsWith(`${long.name}\n`))!;
     const widest = Math.max(...boxes.filter((b) => b !== box).map((b) => b.boxWidth));
     assert.ok(box.title.includes(reason), 'the tooltip has the whole reason');
-    assert.ok(box.boxWidth <= Math.max(widest, 40 * 7 + 16), `the box is ${box.boxWidth} px wide (others ≤ ${widest})`);
+    assert.ok(
+      box.boxWidth <= Math.max(widest, 40 * 7 + 16),
+      `the box is ${box.boxWidth} px wide ` + `(others ≤ ${widest})`,
+    );
     const shown = await panel.page.locator(`g.node[data-fn="${long.id}"] tspan.status`).textContent();
     assert.match(shown ?? '', /^not measurable: .+…$/, `the box ends the reason in an ellipsis ("${shown}")`);
   });

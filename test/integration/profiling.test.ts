@@ -31,7 +31,10 @@ const TARGETS: Array<{ target: FixtureTarget; machine: string; shareTolerance: n
   { target: 'rv32', machine: 'virt', shareTolerance: 0.01 },
   { target: 'cortex-m4', machine: 'mps2-an386', shareTolerance: 0.01 },
 ];
-/** Outside main's window: the reset code before it, program_end with what follows, and the oracle's `[outside program]` (QEMU's reset ROM). */
+/**
+ * Outside main's window: the reset code before it, program_end with what follows, and the oracle's
+ * `[outside program]` (QEMU's reset ROM).
+ */
 const OUTSIDE = new Set(['_start', 'rv_reset', 'Reset_Handler', 'program_end', 'board_exit']);
 
 /** A workspace whose launch.json runs `elf` on QEMU, and the CLI run in it under an owner tag. */

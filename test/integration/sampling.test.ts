@@ -70,8 +70,8 @@ for (const target of TARGETS) {
         .filter((a) => expected.get(a) !== samples.counts.get(a))
         .map(
           (a) =>
-            `0x${a.toString(16)} ${samples.locations.get(a)?.function ?? '?'}: counted ${samples.counts.get(a) ?? 0}, ` +
-            `traced ${expected.get(a) ?? 0}`,
+            `0x${a.toString(16)} ${samples.locations.get(a)?.function ?? '?'}: ` +
+            `counted ${samples.counts.get(a) ?? 0}, traced ${expected.get(a) ?? 0}`,
         );
       assert.deepEqual(differ, []);
       assert.equal(samples.total, oracle.totals.instructions);
@@ -123,9 +123,10 @@ for (const target of TARGETS) {
           const truth = oracleMap(oracle, 'functions');
           const oracleTotal = [...truth.values()].reduce((a, b) => a + b, 0);
           const e = profileError(sampled, truth);
+          const lineE = profileError(byLine(samples.counts, samples.locations), oracleMap(oracle, 'lines'));
           console.log(
             `# ${target} monitor${singlestep ? ' -singlestep' : ''}: ${samples.total} samples, ` +
-              `function-level e = ${(e * 100).toFixed(2)} %, line-level e = ${(profileError(byLine(samples.counts, samples.locations), oracleMap(oracle, 'lines')) * 100).toFixed(2)} %`,
+              `function-level e = ${(e * 100).toFixed(2)} %, line-level e = ${(lineE * 100).toFixed(2)} %`,
           );
           // Host time is what the monitor samples, not guest instructions: TCG runs some code faster
           // per instruction than other code, so shares carry a bias beyond the statistical bound that
@@ -173,8 +174,9 @@ for (const target of TARGETS) {
             const k = sampled.get(name) ?? 0;
             const ci = wilsonInterval(k, samples.total, 3.29);
             console.log(
-              `#   ${name}: oracle ${((count / oracleTotal) * 100).toFixed(2)} %, sampled ${((k / samples.total) * 100).toFixed(2)} ` +
-                `% [${(ci.low * 100).toFixed(2)}, ${(ci.high * 100).toFixed(2)}]`,
+              `#   ${name}: oracle ${((count / oracleTotal) * 100).toFixed(2)} %, ` +
+                `sampled ${((k / samples.total) * 100).toFixed(2)} % ` +
+                `[${(ci.low * 100).toFixed(2)}, ${(ci.high * 100).toFixed(2)}]`,
             );
           }
         },

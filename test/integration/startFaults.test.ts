@@ -99,7 +99,10 @@ describe('start-up failures: a DAP error naming the program, never a crash', () 
   it('stopAtEntry naming no function of the ELF is refused before anything starts', () =>
     launchFails(
       qemuLaunchArgs('rv32', 'singlepass', { stopAtEntry: 'no_such_function' }),
-      /`stopAtEntry` \(the command line's --start\) names no function of \S+singlepass\.elf: "no_such_function"\. Name a function the program defines/,
+      new RegExp(
+        /`stopAtEntry` \(the command line's --start\) names no function of \S+singlepass\.elf: /.source +
+          /"no_such_function"\. Name a function the program defines/.source,
+      ),
     ));
 });
 

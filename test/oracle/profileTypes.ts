@@ -11,7 +11,10 @@ export interface RegionResult {
   name: string;
   start: number;
   end: number;
-  /** Instructions of each completed pass: from `start` (counted) to `end` (not counted), callees and interrupts included. */
+  /**
+   * Instructions of each completed pass: from `start` (counted) to `end` (not counted), callees and
+   * interrupts included.
+   */
   passes: number[];
   /** The same passes without the instructions of interrupt handlers that ran meanwhile. */
   passesExcludingInterrupts: number[];
@@ -30,7 +33,10 @@ export interface FunctionProfile {
   aliases: string[];
   /** Instructions whose PC lies in the function. */
   exclusive: number;
-  /** Instructions executed while the function was anywhere on the call stack (each counted once, even under recursion). */
+  /**
+   * Instructions executed while the function was anywhere on the call stack (each counted once, even
+   * under recursion).
+   */
   inclusive: number;
   /** `inclusive` without interrupt handlers that preempted the function (traps it raised itself stay in). */
   inclusiveExcludingInterrupts: number;

@@ -331,7 +331,23 @@ export function buildSamples(
       // Relative source paths on purpose: the line tables then need DW_AT_comp_dir / directory 0.
       run('sh', [
         '-c',
-        `cd '${dir}' && ${[tool(target, 'gcc'), ...COMPILE_FLAGS[target], ...v.flags, '-nostdlib', '-ffreestanding', '-Wl,--no-warn-rwx-segments', '-T', 'link.ld', 'start.S', 'main.c', 'board.c', 'sub/helper.c', '-o', elf].join(' ')}`,
+        `cd '${dir}' && ` +
+          [
+            tool(target, 'gcc'),
+            ...COMPILE_FLAGS[target],
+            ...v.flags,
+            '-nostdlib',
+            '-ffreestanding',
+            '-Wl,--no-warn-rwx-segments',
+            '-T',
+            'link.ld',
+            'start.S',
+            'main.c',
+            'board.c',
+            'sub/helper.c',
+            '-o',
+            elf,
+          ].join(' '),
       ]);
       builds.push({ target, variant: v.name, elf, dir, runnable: v.runnable === true });
     }

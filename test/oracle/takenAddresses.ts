@@ -21,8 +21,12 @@ export interface TakenFunctions {
 }
 
 /** Calls, jumps and branches: their targets are reached, not taken (RISC-V, `-M no-aliases`; Arm). */
-const CONTROL =
-  /^(jal|jalr|c\.j|c\.jal|c\.jr|c\.jalr|beq|bne|blt|bge|bltu|bgeu|c\.beqz|c\.bnez|b|bl|blx|bx|cbz|cbnz|b\.w|b[a-z]{2}(\.w|\.n)?)$/;
+const CONTROL = new RegExp(
+  '^(' +
+    /jal|jalr|c\.j|c\.jal|c\.jr|c\.jalr|beq|bne|blt|bge|bltu|bgeu|/.source +
+    /c\.beqz|c\.bnez|b|bl|blx|bx|cbz|cbnz|b\.w|b[a-z]{2}(\.w|\.n)?/.source +
+    ')$',
+);
 
 export function takenFunctions(target: ToolTarget, elf: string): TakenFunctions {
   const functions = new Map<number, string[]>();

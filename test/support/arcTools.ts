@@ -24,7 +24,8 @@ export function ensureArcGdb(): string {
   });
   if (r.status !== 0 || !existsSync(arcGdbPath)) {
     throw new Error(
-      `scripts/buildArcGdb.sh failed (${r.status ?? r.signal}):\n${(r.stdout ?? '').slice(-3000)}${(r.stderr ?? '').slice(-3000)}`,
+      `scripts/buildArcGdb.sh failed (${r.status ?? r.signal}):\n` +
+        `${(r.stdout ?? '').slice(-3000)}${(r.stderr ?? '').slice(-3000)}`,
     );
   }
   return arcGdbPath;

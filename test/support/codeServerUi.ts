@@ -181,8 +181,8 @@ export async function waitForCodeLens(
   if (!found) {
     const above = rows.filter((l) => l.line === line).map((l) => l.text);
     throw new Error(
-      `no CodeLens matching ${text} above line ${line} within ${timeoutMs / 1000} s (above it: ${JSON.stringify(above)}; ` +
-        `all: ${JSON.stringify(rows)})`,
+      `no CodeLens matching ${text} above line ${line} within ${timeoutMs / 1000} s ` +
+        `(above it: ${JSON.stringify(above)}; all: ${JSON.stringify(rows)})`,
     );
   }
   return found;

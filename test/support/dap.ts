@@ -94,7 +94,10 @@ export class AdapterHarness {
     return stopped;
   }
 
-  /** A custom request through the one typed client (common/dapCustomClient.ts): the response body, as the contract declares it. */
+  /**
+   * A custom request through the one typed client (common/dapCustomClient.ts): the response body, as the
+   * contract declares it.
+   */
   custom<K extends CustomRequestName>(name: K, ...args: CustomArgumentList<K>): Promise<CustomResponse<K>> {
     return customRequest(
       { customRequest: async (command: string, a?: unknown) => (await this.dc.customRequest(command, a)).body },

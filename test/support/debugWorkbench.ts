@@ -133,7 +133,8 @@ export class DebugWorkbench extends WorkbenchDriver {
           .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
           .map((e) => {
             const level = Number(e.getAttribute('aria-level') ?? 0);
-            const name = (e.querySelector('.name')?.textContent ?? e.textContent ?? '').trim().replace(/\s*[=:]$/, ''); // drawn as "st ="
+            // drawn as "st ="
+            const name = (e.querySelector('.name')?.textContent ?? e.textContent ?? '').trim().replace(/\s*[=:]$/, '');
             const value = (e.querySelector('.value')?.textContent ?? '').trim();
             return { level, name, value };
           }),
@@ -149,7 +150,8 @@ export class DebugWorkbench extends WorkbenchDriver {
       if (names.every((n) => shown.includes(n))) return rows;
       if (Date.now() > deadline)
         throw new Error(
-          `VARIABLES does not list ${names.join(', ')} within ${timeoutMs / 1000} s (it shows ${shown.join(', ') || 'nothing'})`,
+          `VARIABLES does not list ${names.join(', ')} within ${timeoutMs / 1000} s ` +
+            `(it shows ${shown.join(', ') || 'nothing'})`,
         );
       await sleep(100);
     }

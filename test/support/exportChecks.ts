@@ -114,7 +114,10 @@ export function checkCallgrindAndPprof(x: ExportedFiles, fig: StackFigures): voi
   }
 }
 
-/** The target's gprof against the ELF prints the model's self values and call counts; the importer reads the file back. */
+/**
+ * The target's gprof against the ELF prints the model's self values and call counts; the importer reads
+ * the file back.
+ */
 export function checkGprof(x: ExportedFiles, fig: StackFigures, elf: string, toolPrefix: string): void {
   const { model } = x;
   const flat = gprofFlat(`${toolPrefix}gprof`, elf, x.file('gmon'));

@@ -30,7 +30,9 @@ export interface GnuToolchain {
 export const thumbToolchain = (cpu = 'cortex-m4', fpu = 'fpv4-sp-d16'): GnuToolchain => ({
   name: 'thumb',
   prefix: 'arm-none-eabi-',
-  header: `.syntax unified\n.thumb\n${cpu.startsWith('arch:') ? `.arch ${cpu.slice(5)}` : `.cpu ${cpu}`}\n${fpu ? `.fpu ${fpu}\n` : ''}`,
+  header:
+    '.syntax unified\n.thumb\n' +
+    `${cpu.startsWith('arch:') ? `.arch ${cpu.slice(5)}` : `.cpu ${cpu}`}\n${fpu ? `.fpu ${fpu}\n` : ''}`,
   asFlags: [cpu.startsWith('arch:') ? `-march=${cpu.slice(5)}` : `-mcpu=${cpu}`, '-mthumb'],
   ldFlags: [],
   // Raw bytes carry no mapping symbols, so tell objdump they are Thumb.

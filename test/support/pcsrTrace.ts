@@ -96,7 +96,8 @@ export function binomialTail(n: number, p: number, k: number): number {
   if (p <= 0) return k === 0 ? 1 : 0;
   if (p >= 1) return k === n ? 1 : 0;
   const up = k > n * p;
-  // log P(X = k) = log C(n, k) + k·log p + (n − k)·log(1 − p), C(n, k) as a sum of logs (exact enough for n in the tens of thousands).
+  // log P(X = k) = log C(n, k) + k·log p + (n − k)·log(1 − p), C(n, k) as a sum of logs (exact enough
+  // for n in the tens of thousands).
   let logC = 0;
   for (let i = 1; i <= Math.min(k, n - k); i++) logC += Math.log((n - i + 1) / i);
   let term = Math.exp(logC + k * Math.log(p) + (n - k) * Math.log1p(-p));

@@ -56,7 +56,10 @@ export class QemuBoard {
     return existsSync(join(this.runDir, 'uart.log')) ? readFileSync(join(this.runDir, 'uart.log'), 'latin1') : '';
   }
 
-  /** Kills the board and removes its run directory; resolves with whatever of its own is still running after that (nothing, normally). */
+  /**
+   * Kills the board and removes its run directory; resolves with whatever of its own is still running
+   * after that (nothing, normally).
+   */
   async stop(): Promise<LiveProcess[]> {
     this.process.kill('SIGKILL');
     const left = await waitForNoTaggedProcesses(this.tag);

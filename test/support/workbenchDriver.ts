@@ -228,7 +228,8 @@ export class WorkbenchDriver {
         const focused = await this.page.evaluate(() => {
           const a = document.activeElement;
           return a
-            ? `${a.tagName.toLowerCase()}.${Array.from(a.classList).join('.')} "${(a.getAttribute('aria-label') ?? '').slice(0, 60)}"`
+            ? `${a.tagName.toLowerCase()}.${Array.from(a.classList).join('.')} ` +
+                `"${(a.getAttribute('aria-label') ?? '').slice(0, 60)}"`
             : 'none';
         });
         console.error(

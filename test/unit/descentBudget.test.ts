@@ -49,7 +49,8 @@ describe('descent run budget', () => {
               const r = await descend(withCounts ? p.counted : p.graph, m, threshold, { lookahead });
               const naive = Math.ceil(p.graph.functions.length / slots);
               const runs = r.runs + (withCounts ? 1 : 0);
-              const what = `seed ${seed}, threshold ${threshold}, k=${slots}, lookahead ${lookahead}, counts ${withCounts}`;
+              const what =
+                `seed ${seed}, threshold ${threshold}, k=${slots}, ` + `lookahead ${lookahead}, counts ${withCounts}`;
               // The counting run is a run: where it prunes nothing (every function ran) it is the one
               // run over naive, and the runs after it are full batches.
               const ran = p.executed.functions.filter((f) => f.instructions > 0).length;

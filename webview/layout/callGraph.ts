@@ -56,7 +56,8 @@ export function callGraphModel(p: Profile): CallGraphModel {
       );
     if (f.self)
       lines.push(
-        `self ${total ? `${formatShare(selfShare)} · ` : ''}${formatNumber(f.self.value)} ${unit}${boundText(f.self, p)}`,
+        `self ${total ? `${formatShare(selfShare)} · ` : ''}` +
+          `${formatNumber(f.self.value)} ${unit}${boundText(f.self, p)}`,
       );
     if (f.calls !== undefined) lines.push(`${formatNumber(f.calls)} calls`);
     const hot = f.status !== 'pruned' && share !== undefined && share >= threshold;

@@ -144,7 +144,10 @@ export function rectAt(drawn: readonly DrawnRect[], x: number, row: number): Dra
   return drawn.find((d) => d.row === row && x >= d.x && x < d.x + d.width);
 }
 
-/** The functions from the root's child down to rect `index` (a frame's identity across profiles: ids of rects are not). */
+/**
+ * The functions from the root's child down to rect `index` (a frame's identity across profiles: ids of
+ * rects are not).
+ */
 export function rectPath(rects: readonly FlameRect[], index: number): number[] {
   const path: number[] = [];
   for (let i = index; i > 0 && rects[i]; i = rects[i]!.parent) path.push(rects[i]!.fn);

@@ -94,7 +94,10 @@ export function lineRows(p: Profile): LineRow[] {
   }));
 }
 
-/** One collator for every string comparison: `localeCompare` builds one per call, 300,000 times per sort of 20,000 rows. */
+/**
+ * One collator for every string comparison: `localeCompare` builds one per call, 300,000 times per sort
+ * of 20,000 rows.
+ */
 const collator = new Intl.Collator();
 
 /**

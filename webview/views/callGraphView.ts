@@ -280,8 +280,10 @@ export class CallGraphView implements PanelView {
     this.layer.replaceChildren(defs, edges, nodes);
     this.status.textContent =
       `${formatNumber(visible.nodes.length)} of ${formatNumber(model.nodes.length)} ` +
-      `functions${visible.groups.length ? `, ${visible.groups.reduce((a, g) => a + g.members.length, 0)} collapsed` : ''}. ` +
-      `Click a function to open its source; drag to pan, wheel to zoom${this.textOnDemand ? ' (names show when zoomed in)' : ''}.`;
+      'functions' +
+      `${visible.groups.length ? `, ${visible.groups.reduce((a, g) => a + g.members.length, 0)} collapsed` : ''}. ` +
+      'Click a function to open its source; drag to pan, wheel to zoom' +
+      `${this.textOnDemand ? ' (names show when zoomed in)' : ''}.`;
     this.hottest.sort((a, b) => b.weight - a.weight);
     this.highlight();
     if (this.keepZoom) {

@@ -193,7 +193,9 @@ export class FlameView implements PanelView {
     if (index === undefined || !p) return;
     const r = this.rects[index]!;
     const total = this.rects[0]!.value;
-    this.details.textContent = `${r.name}: ${formatNumber(r.value)} ${unitLabel(p.unit)}${total ? ` (${formatShare(r.value / total)} of all)` : ''}, depth ${r.depth}`;
+    this.details.textContent =
+      `${r.name}: ${formatNumber(r.value)} ${unitLabel(p.unit)}` +
+      `${total ? ` (${formatShare(r.value / total)} of all)` : ''}, depth ${r.depth}`;
   }
 
   private onKey(e: KeyboardEvent): void {

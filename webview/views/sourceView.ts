@@ -109,7 +109,12 @@ export class SourceView implements PanelView {
   }
 
   private noteText(p: Profile, path: string, annotated: AnnotatedSource): string {
-    return `${path} · per-line self cost in ${unitLabel(p.unit)}${annotated.total ? `, ${formatNumber(annotated.total)} on these lines` : ' (the profile has no per-line values for this function)'}`;
+    return (
+      `${path} · per-line self cost in ${unitLabel(p.unit)}` +
+      (annotated.total
+        ? `, ${formatNumber(annotated.total)} on these lines`
+        : ' (the profile has no per-line values for this function)')
+    );
   }
 
   private render(): void {

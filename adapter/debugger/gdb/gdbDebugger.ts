@@ -172,7 +172,10 @@ export class GdbDebugger extends DebuggerBase implements Debugger {
     await this.mi.send(`-file-exec-and-symbols ${miQuote(path)}`);
   }
 
-  /** Connects to a gdbserver (`target extended-remote` would let GDB restart it; embedded stubs expect plain remote). */
+  /**
+   * Connects to a gdbserver (`target extended-remote` would let GDB restart it; embedded stubs expect
+   * plain remote).
+   */
   async connectRemote(address: string, timeoutMs = 20_000): Promise<Frame | undefined> {
     const r = await this.mi.send(`-target-select remote ${miQuote(address)}`, timeoutMs);
     this.state = 'stopped';
@@ -661,7 +664,12 @@ async function answersAsGdb(path: string, proc: OwnedProcess, mi: MiConnection):
       await proc.outputEnded();
       const how = signal
         ? `was killed by ${signal}`
-        : `exited with code ${code}${code === 126 ? ' (it cannot be executed)' : code === 127 ? ' (it, or the interpreter its `#!` line names, was not found)' : ''}`;
+        : `exited with code ${code}` +
+          (code === 126
+            ? ' (it cannot be executed)'
+            : code === 127
+              ? ' (it, or the interpreter its `#!` line names, was not found)'
+              : '');
       const tail = mi.lastOutput.filter((l) => l.trim() !== '').slice(-5);
       reject(
         new CycleLensError(

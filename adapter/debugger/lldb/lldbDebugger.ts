@@ -28,7 +28,10 @@ export interface LldbStartOptions {
   family: TargetFamily;
 }
 
-/** The LLVM triple LLDB needs to decode a family's code and registers, from the family's plugin (LLDB 14 has Cortex-M only). */
+/**
+ * The LLVM triple LLDB needs to decode a family's code and registers, from the family's plugin (LLDB 14
+ * has Cortex-M only).
+ */
 function tripleFor(family: TargetFamily): string {
   const lldb = archPlugin(family).lldb;
   if (isUnsupported(lldb)) throw new CycleLensError(ErrorCode.Unsupported, lldb.unsupported);

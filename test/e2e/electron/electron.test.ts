@@ -29,7 +29,9 @@ function findDesktopVsCode(): { executable: string } | { missing: string } {
   const version = spawnSync(executable, ['--version'], { encoding: 'utf8', timeout: 30_000, env });
   if (version.status !== 0 || !/^\d+\.\d+\.\d+/.test(version.stdout)) {
     return {
-      missing: `${executable} is not a desktop VS Code (\`--version\` printed ${JSON.stringify(version.stdout.slice(0, 80))})`,
+      missing:
+        `${executable} is not a desktop VS Code ` +
+        `(\`--version\` printed ${JSON.stringify(version.stdout.slice(0, 80))})`,
     };
   }
   return { executable };
