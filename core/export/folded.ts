@@ -13,8 +13,14 @@ export function foldedStacks(p: Profile): string {
   const lines: string[] = [];
   tree.stacks.forEach((s, i) => {
     if (counts[i]! <= 0) return;
-    // `;` separates frames and the last space the count: names holding either would misparse.
-    lines.push(`${s.frames.map((id) => tree.functions[id]!.name.replace(/[;\s]/g, '_')).join(';')} ${counts[i]}`);
+    // `;` separates frames and a line break stacks; the count is after the last space, so spaces and
+    // brackets inside a name (`[not measured]`, `operator new(unsigned int)`) read back as they are.
+    lines.push(`${s.frames.map((id) => foldedName(tree.functions[id]!.name)).join(';')} ${counts[i]}`);
   });
   return lines.length ? `${lines.join('\n')}\n` : '';
+}
+
+/** A frame name as folded stacks can hold it: `;` and line breaks become `_`, and so do spaces at its ends. */
+export function foldedName(name: string): string {
+  return name.replace(/[;\r\n]/g, '_').replace(/^\s+|\s+$/g, (edge) => '_'.repeat(edge.length));
 }

@@ -13,8 +13,10 @@ import { roundKeepingSum } from './common';
  * becomes a one-bin histogram over the function's first two bytes: gprof wants every record at the
  * same scale (bytes per bin), and a bin inside the function is credited to it whole. A 16-bit bin
  * holds at most 65,535: gprof adds up records with the same range, so a larger value is written as
- * several records. The rate is 1 per unit and the
- * dimension is the unit's name, so gprof's "seconds" columns print the profile's counts.
+ * several records. The rate is 1 per unit and the dimension is the unit's name, so gprof's
+ * "seconds" columns print the profile's counts. The `[not measured]` frame has no address, so
+ * gmon.out leaves the unattributed time out: gprof's total is the run's total less that frame's
+ * value.
  */
 
 export interface GmonOptions {

@@ -7,7 +7,7 @@ import { ElfImage } from '../../adapter/elf';
 import { staticCallGraph } from '../../adapter/probe/callGraph';
 import { callgrindText } from '../../core/export/callgrind';
 import { cpuProfileJson } from '../../core/export/cpuprofile';
-import { foldedStacks } from '../../core/export/folded';
+import { foldedName, foldedStacks } from '../../core/export/folded';
 import { gmonBytes } from '../../core/export/gmon';
 import { pprofBytes } from '../../core/export/pprof';
 import { speedscopeJson } from '../../core/export/speedscope';
@@ -186,7 +186,7 @@ for (const target of TARGETS) {
 
         const folded = functionsByName(importFolded(readFileSync(file('folded'), 'utf8')));
         for (const [name, inclusive] of truth.inclusive)
-          exact(folded.get(name.replace(/[;\s]/g, '_'))?.inclusive?.value, inclusive, `${name} folded inclusive`);
+          exact(folded.get(foldedName(name))?.inclusive?.value, inclusive, `${name} folded inclusive`);
         const cpu = JSON.parse(readFileSync(file('cpuprofile'), 'utf8')) as { endTime: number; timeDeltas: number[] };
         assert.equal(cpu.endTime, truth.total, '.cpuprofile spans the run');
 

@@ -4,7 +4,7 @@ import type { ExportFormatId } from '../../core/export/formats';
 import { importCsv } from '../../core/import/csv';
 import { importFolded } from '../../core/import/folded';
 import { importGmon } from '../../core/import/gmon';
-import { profileStacks } from '../../core/profile/callTree';
+import { NOT_MEASURED, profileStacks } from '../../core/profile/callTree';
 import { loadProfile } from '../../core/profile/json';
 import { functionsByName, type Profile } from '../../core/profile/model';
 import {
@@ -125,12 +125,28 @@ export function checkGprof(x: ExportedFiles, fig: StackFigures, elf: string, too
   const back = functionsByName(importGmon(readFileSync(x.file('gmon')), { symbols }));
   let compared = 0;
   for (const [name, value] of fig.top) {
-    if (Math.round(value) === 0) continue;
+    // The `[not measured]` frame has no address for a histogram bin: checked against the total below.
+    if (name === NOT_MEASURED || Math.round(value) === 0) continue;
     near(fig, flat.get(name)?.self, value, name, 'gprof self');
     near(fig, back.get(name)?.self?.value, value, name, 'gmon import self');
     compared++;
   }
   assert.ok(compared >= 3);
+  // gmon.out leaves the unattributed time out: what gprof and the importer hold, plus the model's
+  // `[not measured]` value, is the run's total. Each function's bins are its rounded self (±0.5).
+  const unattributed = fig.top.get(NOT_MEASURED) ?? 0;
+  const runTotal = model.total?.value ?? fig.stacksTotal;
+  const allowed = fig.top.size + 1;
+  assert.ok(!flat.has(NOT_MEASURED) && !back.has(NOT_MEASURED), 'gmon.out holds no frame without an address');
+  for (const [what, held] of [
+    ['gprof', [...flat.values()].reduce((sum, r) => sum + r.self, 0)],
+    ['the gmon import', [...back.values()].reduce((sum, f) => sum + (f.self?.value ?? 0), 0)],
+  ] as const)
+    assert.ok(
+      Math.abs(held + unattributed - runTotal) <= allowed,
+      `${what} holds ${held}, and with the ${unattributed} not measured that is not the run's ` +
+        `${runTotal} (±${allowed})`,
+    );
   const byName = functionsByName(model);
   for (const [name, row] of flat) {
     const calls = byName.get(name)?.calls;

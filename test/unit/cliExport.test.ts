@@ -175,7 +175,7 @@ describe('cyclelens export and --export', () => {
       assert.match(io.stderr, new RegExp(`written to .*rs${f.extension.replace(/\./g, '\\.')}`));
     }
     // The stacks add up to the run's total: what no measured function holds is `[not measured]`.
-    assert.equal(readFileSync(join(out, 'rs.folded'), 'utf8'), 'work 600\n[not_measured] 400\n');
+    assert.equal(readFileSync(join(out, 'rs.folded'), 'utf8'), 'work 600\n[not measured] 400\n');
     const profilePath = join(dir, 'in.profile.json');
     await saveProfile(profilePath, sampleProfile());
     const io = capture();

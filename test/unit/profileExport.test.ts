@@ -144,6 +144,23 @@ describe('profile exports read by their consumers', () => {
     }
   });
 
+  it('folded stacks keep spaces and brackets in a name; only `;` and line breaks are replaced', () => {
+    const p = sampleProfile();
+    const renamed: Partial<Record<SampleName, string>> = {
+      fir_filter: 'operator new(unsigned int)',
+      histogram_fill: 'fill;step\n[cold]',
+    };
+    for (const f of p.functions) f.name = renamed[f.name as SampleName] ?? f.name;
+    const text = readFileSync(write('folded', p), 'utf8');
+    assert.match(text, /^main;fill_step_\[cold\];operator new\(unsigned int\) 5000$/m);
+    const back = functionsByName(importFolded(text, { unit: { kind: 'instructions' } }));
+    for (const n of names) {
+      const name = (renamed[n] ?? n).replace(/[;\n]/g, '_');
+      assert.equal(back.get(name)?.self?.value, expected.self[n], `${name} self`);
+      assert.equal(back.get(name)?.inclusive?.value, expected.inclusive[n], `${name} inclusive`);
+    }
+  });
+
   it('Chrome .cpuprofile: each function’s sample durations add up to its self value', () => {
     const doc = JSON.parse(readFileSync(write('cpuprofile'), 'utf8')) as {
       nodes: { id: number; callFrame: { functionName: string }; children: number[] }[];
