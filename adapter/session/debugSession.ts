@@ -11,7 +11,7 @@ import {
 import type { DebugProtocol } from '@vscode/debugprotocol';
 import { appendFileSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { CustomEvents } from '../../common/dapCustom';
+import { CustomEvents, type InjectArguments } from '../../common/dapCustom';
 import type { CycleLensLaunchArgs } from '../../common/launchArgs';
 import { createCounterUnits } from '../arch/counterUnits';
 import { familyTraits } from '../arch/traits';
@@ -263,17 +263,24 @@ export class CycleLensDebugSession extends DebugSession {
   private async restart(): Promise<void> {
     await this.invalidateStopState();
     const target = this.requireTarget();
-    // The reset takes the measurements out; what was asked is applied again at the entry.
+    // The reset takes the measurements out; what was asked is applied again at the entry, halted
+    // there and before the client is shown the stop: applied to a target still running there, its
+    // interrupt could land on the entry itself and the resume after it pass the entry by.
     const requests = this.injection.liveRequests();
     await this.sampling.hold();
     try {
-      // The reset is the adapter's; the run to the entry after it is the user's program again.
+      // The reset is the adapter's; the run to the entry after it is the user's program again, and
+      // the measuring at the entry is the adapter's. The entry stop ends the run (reportStop).
       await this.runState.internally(() => target.resetHalted());
       this.runState.resumed(true);
-      await target.runToEntry();
+      await target.runToEntry(() => this.runState.internally(() => this.reapply(requests)));
     } finally {
       this.sampling.resume();
     }
+  }
+
+  /** After a restart, halted at the entry: the measurements asked for before it, applied again. */
+  private async reapply(requests: readonly InjectArguments[]): Promise<void> {
     const applied = await this.injection.reapply(requests).catch((err: unknown) => {
       this.output({
         category: 'important',
@@ -281,16 +288,15 @@ export class CycleLensDebugSession extends DebugSession {
       });
       return undefined;
     });
-    if (applied) {
-      this.sendEvent(customEvent(CustomEvents.injectionsApplied, applied));
-      if (applied.refused.length > 0)
-        this.output({
-          category: 'important',
-          text:
-            'After the restart, CycleLens could not measure again: ' +
-            `${applied.refused.map((r) => r.reason).join(' ')}\n`,
-        });
-    }
+    if (!applied) return;
+    this.sendEvent(customEvent(CustomEvents.injectionsApplied, applied));
+    if (applied.refused.length > 0)
+      this.output({
+        category: 'important',
+        text:
+          'After the restart, CycleLens could not measure again: ' +
+          `${applied.refused.map((r) => r.reason).join(' ')}\n`,
+      });
   }
 
   private async disconnect(terminate: boolean): Promise<void> {

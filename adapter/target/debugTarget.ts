@@ -14,6 +14,9 @@ export interface TargetOutput {
 
 export type LaunchMode = 'launch' | 'attach';
 
+/** How long a restart waits for the program to reach its entry before it works on a running target. */
+const ENTRY_WAIT_MS = 30_000;
+
 /**
  * A connected debug target: the gdbserver strategy plus GDB, and the lifecycle rules that keep them
  * consistent — startup order, halting briefly to change breakpoints while running, and a teardown
@@ -181,8 +184,14 @@ export class DebugTarget {
     return this.ended;
   }
 
-  /** Lets the program run to `stopAtEntry` (reported as reason `entry`) or freely. */
-  async runToEntry(): Promise<void> {
+  /**
+   * Lets the program run to `stopAtEntry` (reported as reason `entry`) or freely. With `atEntry`
+   * (the adapter's own work, such as measurements applied again after a restart), the run is
+   * awaited: `atEntry` runs halted at the first stop, before the user is shown it, so nothing has
+   * to interrupt a target that is still on its way there. Without an entry to stop at, it runs
+   * halted where the target is now, before the free run starts.
+   */
+  async runToEntry(atEntry?: () => Promise<void>): Promise<void> {
     const entry = this.config.stopAtEntry;
     if (entry !== undefined) {
       try {
@@ -198,6 +207,7 @@ export class DebugTarget {
             `Cannot stop at '${entry}': ${errorMessage(err)}. Stopped at reset instead; set ` +
             `\`stopAtEntry\` to an existing function.\n`,
         });
+        if (atEntry) await this.internally(atEntry);
         const frame = (await this.debugger.stackFrames(1, 0, 0).catch(() => []))[0];
         this.showStop({
           reason: 'entry',
@@ -209,7 +219,30 @@ export class DebugTarget {
         return;
       }
     }
-    await this.debugger.continue();
+    if (!atEntry) {
+      await this.debugger.continue();
+      return;
+    }
+    if (entry === undefined) {
+      await this.internally(atEntry);
+      await this.debugger.continue();
+      return;
+    }
+    // The stop is taken hidden, so the work runs before the client sees the target halted there.
+    const stop = await this.internally(async () => {
+      const stopped = this.debugger.waitForStop(ENTRY_WAIT_MS);
+      await this.debugger.continue();
+      const e = await stopped;
+      if (e && !this.ended && this.debugger.executionState === 'stopped') await atEntry();
+      return e;
+    });
+    if (stop) {
+      if (!this.ended) this.deliverStop(stop);
+      return;
+    }
+    // Not there in time (a program that waits before its entry): the work is done the way any
+    // change to a running target is, and the entry stop comes when it is reached.
+    if (!this.ended) await this.withHalted(atEntry);
   }
 
   /**
