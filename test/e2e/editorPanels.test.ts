@@ -7,7 +7,7 @@ import { LEGIBLE_TEXT_PX, ZOOM_STEP } from '../../webview/layout/graphView';
 import { CodeServerHarness, poll, sessionProcesses } from '../support/codeServerHarness';
 import {
   activeEditor,
-  answerInputBox,
+  answerDescentPrompts,
   notifications,
   revealLine,
   rv32,
@@ -160,7 +160,7 @@ test(
     await h.waitForTopFrame('main', mainLine, 90_000);
     assert.equal(await groups(h), 1, 'one editor group before the descent');
     await h.runCommand('CycleLens: Where Do My Cycles Go? (Call-Graph Descent)…');
-    await answerInputBox(h, '5%');
+    await answerDescentPrompts(h, '5%');
     const toast = h.page.locator('.notifications-toasts .notification-toast', {
       hasText: /CycleLens descent finished/,
     });

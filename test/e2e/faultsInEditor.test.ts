@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { loadResultSetDocument } from '../../core/analysis/resultSet';
 import { CodeServerHarness } from '../support/codeServerHarness';
-import { answerInputBox, notifications, rv32, stopAndExpectNothingLeft } from '../support/codeServerUi';
+import { answerDescentPrompts, notifications, rv32, stopAndExpectNothingLeft } from '../support/codeServerUi';
 import { markerLine } from '../support/markers';
 
 // A fault under the editor, as under the command line (test/integration/cliFaults.test.ts): a
@@ -54,7 +54,7 @@ test(
     await h.startDebugging(rv32);
     await h.waitForTopFrame('main', mainLine, 60_000);
     await h.runCommand(descentCommand);
-    await answerInputBox(h, '1%');
+    await answerDescentPrompts(h, '1%');
 
     // Wait for a finished run on disk, then kill the session's emulator for real.
     let killed: { pid: number; command: string } | undefined;

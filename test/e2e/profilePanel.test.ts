@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import type { FrameLocator } from 'playwright-core';
 import { CodeServerHarness, poll } from '../support/codeServerHarness';
 import {
-  answerInputBox,
+  answerDescentPrompts,
   functionLines,
   notifications,
   rv32,
@@ -50,7 +50,7 @@ test(
     await h.startDebugging(rv32);
     await h.waitForTopFrame('main', markerLine(join(h.workspace, 'src', 'singlepass.c'), '#MAIN_FIRST'), 60_000);
     await h.runCommand('CycleLens: Where Do My Cycles Go? (Call-Graph Descent)…');
-    await answerInputBox(h, '5%');
+    await answerDescentPrompts(h, '5%');
     const toast = h.page.locator('.notifications-toasts .notification-toast', {
       hasText: /CycleLens descent finished/,
     });

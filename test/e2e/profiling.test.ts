@@ -5,7 +5,7 @@ import { after, before, test } from 'node:test';
 import { CodeServerHarness } from '../support/codeServerHarness';
 import {
   activeEditorText,
-  answerInputBox,
+  answerDescentPrompts,
   codeLenses,
   stopAndExpectNothingLeft,
   functionLines,
@@ -70,7 +70,7 @@ test(
     await h.waitForTopFrame('main', mainLine, 60_000);
 
     await h.runCommand(descentCommand);
-    const box = await answerInputBox(h, '5%');
+    const box = await answerDescentPrompts(h, '5%');
     t.diagnostic(`input box: "${box.prompt}", offered "${box.offered}"`);
     assert.equal(box.offered, '1%', 'the threshold box offers 1% by default');
 

@@ -380,6 +380,18 @@ export async function answerInputBox(
   timeoutMs = 15_000,
 ): Promise<{ offered: string; prompt: string }> {
   const widget = h.page.locator('.quick-input-widget');
+  const answered = await fillInputBox(h, value, timeoutMs);
+  await widget.waitFor({ state: 'hidden', timeout: timeoutMs });
+  return answered;
+}
+
+/** Types `value` into the open input box and presses Enter; what it offered first, and its text. */
+async function fillInputBox(
+  h: CodeServerHarness,
+  value: string,
+  timeoutMs: number,
+): Promise<{ offered: string; prompt: string }> {
+  const widget = h.page.locator('.quick-input-widget');
   const input = widget.locator('input');
   await input.waitFor({ state: 'visible', timeout: timeoutMs });
   // The box opens empty and gets its value a moment later.
@@ -391,8 +403,25 @@ export async function answerInputBox(
   const prompt = (await widget.innerText()).replace(/\s+/g, ' ').trim();
   await input.fill(value);
   await h.page.keyboard.press('Enter');
-  await widget.waitFor({ state: 'hidden', timeout: timeoutMs });
   return { offered, prompt };
+}
+
+/**
+ * The descent command's prompts: the threshold box, then "where does a run end?", answered with
+ * the program's own end (the other choice is a window of passes, for firmware that never ends).
+ */
+export async function answerDescentPrompts(
+  h: CodeServerHarness,
+  threshold: string,
+  timeoutMs = 15_000,
+): Promise<{ offered: string; prompt: string }> {
+  const widget = h.page.locator('.quick-input-widget');
+  const answered = await fillInputBox(h, threshold, timeoutMs);
+  const toTheEnd = widget.locator('.monaco-list-row', { hasText: 'To the end of the program' });
+  await toTheEnd.waitFor({ state: 'visible', timeout: timeoutMs });
+  await toTheEnd.click();
+  await widget.waitFor({ state: 'hidden', timeout: timeoutMs });
+  return answered;
 }
 
 /** The text of the active editor as drawn (the lines currently rendered, top to bottom). */
