@@ -29,6 +29,18 @@ interface Live {
   share?: number;
 }
 
+/**
+ * One measurement as the view lists it. `share`: of the program's own run; `ended`: the results
+ * outlived their run, and how it ended; `key`: tells apart the entries of ended runs.
+ */
+export interface InjectedEntry {
+  info: InjectedMeasurementInfo;
+  result?: InjectedResult;
+  share?: number;
+  ended?: string;
+  key?: number;
+}
+
 /** A measurement whose run ended or was reset: its last results stay, marked so. */
 interface Ended extends Live {
   /** Ids of ended entries never collide with a live session's. */
@@ -118,13 +130,7 @@ export class InjectedMeasurements implements vscode.CodeLensProvider, vscode.Hov
   }
 
   /** The live measurements, then those of ended runs (newest first), with `ended` saying which run. */
-  all(): Array<{
-    info: InjectedMeasurementInfo;
-    result?: InjectedResult;
-    share?: number;
-    ended?: string;
-    key?: number;
-  }> {
+  all(): InjectedEntry[] {
     const live = [...this.live.values()].map((l) => {
       const share = l.result ? this.share(l.result) : undefined;
       return { ...l, ...(share !== undefined ? { share } : {}) };

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import type { InjectedMeasurementInfo, InjectedResult } from '../../common/dapCustom';
 import type { MeasurementRecord, MeasurementSeries, MeasurementStore } from '../../core/analysis/measurements';
 import { distribution, formatCount, histogramBars } from '../../core/analysis/statistics';
+import type { InjectedEntry } from '../editor/injectedMeasurements';
 import { measurementLabel } from '../editor/injectedPresentation';
 import { passCountsOf, passFigures, passStats, passUnit, type PassUnit } from '../../core/analysis/passes';
 
@@ -13,14 +14,7 @@ function injectedUnit(info: InjectedMeasurementInfo, r: InjectedResult): PassUni
 
 /** Where injected measurements come from (the editor's InjectedMeasurements). */
 export interface InjectedSource {
-  /** `share`: of the program's own run; `ended`: the results outlived their run, and how it ended. */
-  all(): Array<{
-    info: InjectedMeasurementInfo;
-    result?: InjectedResult;
-    share?: number;
-    ended?: string;
-    key?: number;
-  }>;
+  all(): InjectedEntry[];
   onDidChangeResults: vscode.Event<void>;
 }
 
