@@ -96,24 +96,30 @@ export async function runQemuTrace(options: QemuRunOptions): Promise<QemuRunResu
 
   let watcher: LineWatcher | undefined;
   let poll: NodeJS.Timeout | undefined;
+  // The count in progress when QEMU ends: the log is closed only after it, so no read of a closed
+  // file is left running.
+  let counting: Promise<void> = Promise.resolve();
+  let finished = false;
   if (options.maxInstructions !== undefined) {
     watcher = new LineWatcher(options.logPath);
     const limit = options.maxInstructions + LIMIT_SLACK;
     const tick = async (): Promise<void> => {
-      if (qemu.hasExited) return;
+      if (finished || qemu.hasExited) return;
       if ((await watcher!.count()) >= limit) {
         stoppedAtLimit = true;
         await qemu.kill(500);
         return;
       }
-      poll = setTimeout(() => void tick(), POLL_MS);
+      if (!finished) poll = setTimeout(() => (counting = tick()), POLL_MS);
     };
-    poll = setTimeout(() => void tick(), POLL_MS);
+    poll = setTimeout(() => (counting = tick()), POLL_MS);
   }
 
   const outcome = await Promise.race([qemu.exited, spawnError]);
+  finished = true;
   clearTimeout(timeout);
   if (poll) clearTimeout(poll);
+  await counting.catch(() => undefined);
   await watcher?.close();
   if (outcome instanceof Error) {
     throw new Error(
