@@ -20,6 +20,7 @@ import { EXPORT_FORMATS } from '../../core/export/formats';
 import { importFolded } from '../../core/import/folded';
 import { loadProfile, saveProfile } from '../../core/profile/json';
 import { sampleProfile } from '../support/sampleProfiles';
+import { smallResultSet } from '../support/smallResultSet';
 
 const dir = mkdtempSync(join(tmpdir(), 'cyclelens-cli-export-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -143,19 +144,7 @@ describe('cyclelens export and --export', () => {
   });
 
   it('exports a saved result set and a profile file to every format', async () => {
-    const rs: ResultSet = {
-      id: 'rs-1',
-      createdAt: '2026-01-01T00:00:00.000Z',
-      program: { executable: '/fw/fw.elf' },
-      run: {
-        kind: 'single-pass',
-        event: 'instructions',
-        totals: { instructions: 1_000 },
-        method: 'software injection, minstret',
-      },
-      measurements: [{ name: 'work', inclusive: { instructions: 600 }, calls: 3 }],
-      refused: [],
-    };
+    const rs: ResultSet = smallResultSet();
     const rsPath = join(dir, 'results.json');
     await saveResultSetDocument(rsPath, resultSetDocument([rs]));
     const out = join(dir, 'exports');

@@ -13,6 +13,7 @@ import { removeAbandonedPartials, unwritableReason, writeExport } from '../../co
 import { saveProfile } from '../../core/profile/json';
 import { sampleProfile } from '../support/sampleProfiles';
 import { repoRoot } from '../support/paths';
+import { smallResultSet } from '../support/smallResultSet';
 
 /**
  * Writing exports when things go wrong: a writer killed mid-write, a disk that is full (a 64 KiB
@@ -31,19 +32,7 @@ function capture(): CliIo & { stdout: string; stderr: string } {
 
 const json = exportFormat('json')!;
 const csv = exportFormat('csv')!;
-const rs: ResultSet = {
-  id: 'rs-1',
-  createdAt: '2026-01-01T00:00:00.000Z',
-  program: { executable: '/fw/fw.elf' },
-  run: {
-    kind: 'single-pass',
-    event: 'instructions',
-    totals: { instructions: 1_000 },
-    method: 'software injection, minstret',
-  },
-  measurements: [{ name: 'work', inclusive: { instructions: 600 }, calls: 3 }],
-  refused: [],
-};
+const rs: ResultSet = smallResultSet();
 
 describe('export writes', () => {
   const dir = mkdtempSync(join(tmpdir(), 'cyclelens-export-writes-'));

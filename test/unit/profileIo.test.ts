@@ -10,6 +10,7 @@ import { loadAnyProfile, loadProfile, parseProfileText, profileText, saveProfile
 import { emptyProfile } from '../../core/profile/model';
 import { ProfileError } from '../../core/profile/profileError';
 import { expected, sampleProfile, type SampleName } from '../support/sampleProfiles';
+import { smallResultSet } from '../support/smallResultSet';
 
 const dir = mkdtempSync(join(tmpdir(), 'cyclelens-profile-io-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -78,19 +79,7 @@ describe('native profile JSON', () => {
   });
 
   it('loadAnyProfile reads a result-set document or a profile file', async () => {
-    const rs: ResultSet = {
-      id: 'rs-1',
-      createdAt: '2026-01-01T00:00:00.000Z',
-      program: { executable: '/fw/fw.elf' },
-      run: {
-        kind: 'single-pass',
-        event: 'instructions',
-        totals: { instructions: 1_000 },
-        method: 'software injection, minstret',
-      },
-      measurements: [{ name: 'work', inclusive: { instructions: 600 }, calls: 3 }],
-      refused: [],
-    };
+    const rs: ResultSet = smallResultSet();
     const rsPath = join(dir, 'results.json');
     await saveResultSetDocument(rsPath, resultSetDocument([rs]));
     const fromSets = await loadAnyProfile(rsPath);
