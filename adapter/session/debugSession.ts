@@ -209,7 +209,12 @@ export class CycleLensDebugSession extends DebugSession {
     target.onMovedWhileHalted(
       () => void this.invalidateStopState().then(() => this.sendEvent(new InvalidatedEvent(['stacks', 'variables']))),
     );
-    target.debugger.onRunning(() => void this.invalidateStopState());
+    // A run of the adapter's own while the user sees the target halted (a measurement's calibration)
+    // leaves the core where it was: the frames the client holds stay valid. A hidden run that does
+    // move it says so (onMovedWhileHalted); any other run makes them stale.
+    target.debugger.onRunning(() => {
+      if (!target.runsInternally) void this.invalidateStopState();
+    });
     // Disassembly stays valid while the target runs only where the program cannot write its code.
     const readOnlyCode = config.image.loadSegments
       .filter((p) => (p.flags & PF_W) === 0 && p.memSize > 0)

@@ -54,9 +54,16 @@ for (const { target, debugger: debuggerKind } of LEGS) {
     after(async () => assert.deepEqual(await h.stop(), []));
 
     it('injects a measurement (its calibration runs the core) without a stop the client sees', async () => {
+      // The client read the stack at the stop; the hidden runs of the calibration leave the core
+      // where it was, so the frame it holds must still answer (the Variables view after "Measure").
+      const before = (await h.dc.stackTraceRequest({ threadId: 1, startFrame: 0, levels: 5 })).body.stackFrames[0];
+      assert.ok(before, 'a stack at main');
       const injected = (await h.dc.customRequest(CustomRequests.inject, { targets: [{ function: 'fir_filter' }] }))
         .body as InjectResponse;
       assert.equal(injected.injected.length, 1, JSON.stringify(injected.refused));
+      const scopes = await h.dc.scopesRequest({ frameId: before.id });
+      assert.ok(scopes.body.scopes.length > 0, 'the frame read before the injection still has scopes');
+      await h.dc.variablesRequest({ variablesReference: scopes.body.scopes[0]!.variablesReference });
       await h.dc.customRequest(CustomRequests.removeInjections, { ids: injected.injected.map((i) => i.id) });
       assert.deepEqual(
         stopped.map((e) => e.body.reason),
