@@ -1,5 +1,7 @@
+import { CycleLensError, ErrorCode } from '../errors';
 import { Emitter } from '../util/emitter';
-import type { OutputLine } from './debugger';
+import type { Debugger, OutputLine, RunToOptions, RunToResult } from './debugger';
+import { runToWithTemporaryBreakpoint } from './runTo';
 import type { ExitEvent, StopEvent } from './types';
 
 /**
@@ -15,6 +17,8 @@ export abstract class DebuggerBase {
   protected readonly diedEmitter = new Emitter<string>();
   protected readonly memoryWriteEmitter = new Emitter<void>();
   private stopWaiters: Array<(e: StopEvent | undefined) => void> = [];
+  /** Hidden run-tos under way: their stops are internal, and their chatter is not the user's. */
+  protected hiddenRuns = 0;
 
   readonly onStop = this.stopEmitter.event;
   readonly onRunning = this.runningEmitter.event;
@@ -42,6 +46,25 @@ export abstract class DebuggerBase {
       };
       this.stopWaiters.push(waiter);
     });
+  }
+
+  /** A run to an address, the same for every debugger; a hidden one marks its stop as internal. */
+  async runTo(this: DebuggerBase & Debugger, address: bigint, options: RunToOptions): Promise<RunToResult> {
+    this.expectStopped('run to an address');
+    if (options.hidden) this.hiddenRuns++;
+    try {
+      return await runToWithTemporaryBreakpoint(this, address, options.timeoutMs ?? 120_000);
+    } finally {
+      if (options.hidden) this.hiddenRuns--;
+    }
+  }
+
+  /** Refuses `what` unless the target is halted, with what to do instead. */
+  protected expectStopped(this: DebuggerBase & Debugger, what: string): void {
+    if (this.executionState === 'running')
+      throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
+    if (this.executionState === 'exited')
+      throw new CycleLensError(ErrorCode.NotRunning, `Cannot ${what}: the program has ended. Restart the session.`);
   }
 
   protected resolveStopWaiters(e: StopEvent | undefined): void {

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { CycleLensError, ErrorCode, errorMessage } from '../../errors';
 import { OwnedProcess, requireExecutable } from '../../util/processes';
-import type { Debugger, ExecutionState, RunToOptions, RunToResult } from '../debugger';
+import type { Debugger, ExecutionState } from '../debugger';
 import { codeCacheDir } from '../../codeCache';
 import { rememberStart } from '../../startPlan';
 import { GDB_ARGS, takePrestartedGdb } from './gdbPrestart';
@@ -17,7 +17,6 @@ import {
   parseVarObject,
 } from './miRecords';
 import { DebuggerBase, mayWriteMemory, writesOnlyRegisters } from '../debuggerBase';
-import { runToWithTemporaryBreakpoint } from '../runTo';
 import type {
   BreakpointInfo,
   MemoryRegion,
@@ -62,7 +61,6 @@ export class GdbDebugger extends DebuggerBase implements Debugger {
   private state: ExecutionState = 'stopped';
   private registerNameCache: string[] | undefined;
   /** Hidden run-tos under way: their stops are marked internal and GDB's console chatter is dropped. */
-  private hiddenRuns = 0;
   /** `*stopped` records seen so far. */
   private stops = 0;
   /** Whether the target still holds the program's read-only sections as the file has them. */
@@ -331,23 +329,6 @@ export class GdbDebugger extends DebuggerBase implements Debugger {
   async stepOut(): Promise<void> {
     this.expectStopped('step out');
     await this.resume('-exec-finish');
-  }
-
-  async runTo(address: bigint, options: RunToOptions): Promise<RunToResult> {
-    this.expectStopped('run to an address');
-    if (options.hidden) this.hiddenRuns++;
-    try {
-      return await runToWithTemporaryBreakpoint(this, address, options.timeoutMs ?? 120_000);
-    } finally {
-      if (options.hidden) this.hiddenRuns--;
-    }
-  }
-
-  private expectStopped(what: string): void {
-    if (this.state === 'running')
-      throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
-    if (this.state === 'exited')
-      throw new CycleLensError(ErrorCode.NotRunning, `Cannot ${what}: the program has ended. Restart the session.`);
   }
 
   // ---- breakpoints -----------------------------------------------------------------------------

@@ -4,9 +4,8 @@ import { archPlugin } from '../../arch/registry';
 import { CycleLensError, ErrorCode } from '../../errors';
 import { Emitter } from '../../util/emitter';
 import { OwnedProcess, requireExecutable } from '../../util/processes';
-import type { Debugger, ExecutionState, RunToOptions, RunToResult } from '../debugger';
+import type { Debugger, ExecutionState } from '../debugger';
 import { DebuggerBase, mayWriteMemory } from '../debuggerBase';
-import { runToWithTemporaryBreakpoint } from '../runTo';
 import type {
   BreakpointInfo,
   BreakpointRequest,
@@ -87,7 +86,6 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
     number,
     { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }
   >();
-  private hiddenRuns = 0;
   private exited = false;
   private buffer = '';
   private readonly traceEmitter = new Emitter<string>();
@@ -243,13 +241,6 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
     }
   }
 
-  private expectStopped(what: string): void {
-    if (this.state === 'running')
-      throw new CycleLensError(ErrorCode.NotStopped, `Cannot ${what} while the target is running: pause it first.`);
-    if (this.state === 'exited')
-      throw new CycleLensError(ErrorCode.NotRunning, `Cannot ${what}: the program has ended. Restart the session.`);
-  }
-
   // ---- session and target
 
   async loadProgram(path: string): Promise<void> {
@@ -340,16 +331,6 @@ export class LldbDebugger extends DebuggerBase implements Debugger {
     this.expectStopped('step out');
     this.state = 'running';
     await this.call('stepOut');
-  }
-
-  async runTo(address: bigint, options: RunToOptions): Promise<RunToResult> {
-    this.expectStopped('run to an address');
-    if (options.hidden) this.hiddenRuns++;
-    try {
-      return await runToWithTemporaryBreakpoint(this, address, options.timeoutMs ?? 120_000);
-    } finally {
-      if (options.hidden) this.hiddenRuns--;
-    }
   }
 
   // ---- breakpoints
