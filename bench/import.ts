@@ -1,5 +1,5 @@
 /**
- * The importers against input size: folded stacks (from text, and streamed from a file), callgrind
+ * The importers against input size: folded stacks and callgrind (each from text, and streamed from a file)
  * and gmon.out-free CSV, each at growing numbers of call edges, in a child process per run so that
  * the peak RSS is that run's own. Prints time and peak RSS per size; linear work shows as a time
  * ratio near the size ratio. Record the figures in docs/benchmarks.md.
@@ -9,11 +9,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { importCallgrind } from '../core/import/callgrind';
+import { importCallgrind, importCallgrindFile } from '../core/import/callgrind';
 import { importFolded, importFoldedFile } from '../core/import/folded';
 import { option, printTable } from './support';
 
-type Kind = 'folded' | 'folded-stream' | 'callgrind';
+type Kind = 'folded' | 'folded-stream' | 'callgrind' | 'callgrind-stream';
 
 function foldedInput(edges: number): string {
   const lines: string[] = [];
@@ -35,7 +35,9 @@ async function child(kind: Kind, file: string): Promise<void> {
       ? await importFoldedFile(file)
       : kind === 'folded'
         ? importFolded(readFileSync(file, 'utf8'), { file })
-        : importCallgrind(readFileSync(file, 'utf8'), { file });
+        : kind === 'callgrind-stream'
+          ? await importCallgrindFile(file)
+          : importCallgrind(readFileSync(file, 'utf8'), { file });
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   console.log(JSON.stringify({ ms, edges: p.edges.length, maxRssKiB: process.resourceUsage().maxRSS }));
 }
@@ -45,11 +47,11 @@ function main(): void {
   const dir = mkdtempSync(join(tmpdir(), 'cyclelens-bench-import-'));
   const rows: string[][] = [];
   try {
-    for (const kind of ['folded', 'folded-stream', 'callgrind'] as const) {
+    for (const kind of ['folded', 'folded-stream', 'callgrind', 'callgrind-stream'] as const) {
       let first: { ms: number; n: number } | undefined;
       for (const n of sizes) {
         const file = join(dir, `${kind}-${n}.txt`);
-        writeFileSync(file, kind === 'callgrind' ? callgrindInput(n) : foldedInput(n));
+        writeFileSync(file, kind.startsWith('callgrind') ? callgrindInput(n) : foldedInput(n));
         const r = JSON.parse(
           execFileSync(process.execPath, [__filename, '--child', kind, file], { encoding: 'utf8' }).trim(),
         ) as { ms: number; edges: number; maxRssKiB: number };
