@@ -1,9 +1,17 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
-import { CodeServerHarness, type TreeRow, sessionProcesses } from '../support/codeServerHarness';
+import { CodeServerHarness, poll, type TreeRow, sessionProcesses } from '../support/codeServerHarness';
 import { markerLine } from '../support/markers';
-import { stopAndExpectNothingLeft } from '../support/codeServerUi';
+import {
+  clickCodeLens,
+  codeLenses,
+  functionLines,
+  notifications,
+  revealLine,
+  stopAndExpectNothingLeft,
+  waitForCodeLens,
+} from '../support/codeServerUi';
 
 // The Counters view of the packaged CycleLens in code-server: on QEMU RV32 the machine counters,
 // configured through the view's title button and a multi-select quick pick, then read at each step;
@@ -221,5 +229,46 @@ test('Cortex-M4: the Counters view shows DWT as not available, with the QEMU not
     await h.hoverText(h.treeItem(view, 'DWT').locator('.label-name'), 'DWT');
   });
   await h.dismissHover();
-  await h.stopDebugging({ maxPresses: 3 });
 });
+
+test(
+  'Cortex-M4: after "Measure" while halted, VARIABLES keeps answering, at the stop and each step after',
+  { timeout: 120_000 },
+  async (t) => {
+    const h = harness!;
+    // Halted at main from the test above. The measurement's calibration runs the core to its stubs
+    // and back, hidden: the frames the client holds must stay valid, and so must those of the stops
+    // after it (the Variables view once broke for good here: "That stack frame is no longer valid").
+    await h.openFile('src/dsp.c');
+    const fir = functionLines(join(h.workspace, 'src', 'dsp.c'), 'fir_filter');
+    await revealLine(h, fir.first);
+    const inFir = (l: { text: string; line?: number }): boolean =>
+      l.text === 'Measure' && l.line !== undefined && l.line >= fir.first - 1 && l.line <= fir.last;
+    const lenses = await poll(
+      () => codeLenses(h),
+      (ls) => ls.some(inFir),
+      20_000,
+    );
+    const lens = lenses.find(inFir)?.line;
+    assert.ok(lens !== undefined, `a "Measure" CodeLens on fir_filter; drawn: ${JSON.stringify(lenses)}`);
+    await clickCodeLens(h, lens, /^Measure$/);
+    await waitForCodeLens(h, lens, /\$\(pulse\)/, 15_000);
+    const problems: string[] = [];
+    for (let step = 0; step <= 3; step++) {
+      if (step > 0) {
+        await h.page.keyboard.press('F10');
+        await h.waitForTopFrame('main', undefined, 30_000);
+      }
+      await h.setViewExpanded('Variables', true);
+      const rows = await h.waitForVariables(['checksum']).catch((e: unknown) => {
+        problems.push(`after ${step} steps: ${String(e)}`);
+        return [];
+      });
+      t.diagnostic(`after ${step} steps: ${rows.map((r) => r.name).join(', ')}`);
+      const toasts = (await notifications(h)).filter((n) => /no longer valid|is running/.test(n));
+      if (toasts.length > 0) problems.push(`after ${step} steps: ${toasts.join(' | ')}`);
+    }
+    assert.deepEqual(problems, []);
+    await h.stopDebugging({ maxPresses: 3 });
+  },
+);
