@@ -188,27 +188,47 @@ export async function waitForCodeLens(
   return found;
 }
 
-/** Clicks the CodeLens command whose text matches `text` above `line` of the active editor. */
-export async function clickCodeLens(h: CodeServerHarness, line: number, text: RegExp): Promise<void> {
-  await waitForCodeLens(h, line, text);
+/**
+ * Clicks the CodeLens command whose text matches `text` above `line` of the active editor. The
+ * lenses are drawn again whenever their provider refreshes (a stop, a new result), so a lens seen a
+ * moment ago may be gone from the DOM when it is looked for: it is looked for again until it is
+ * clicked or `timeoutMs` has passed.
+ */
+export async function clickCodeLens(
+  h: CodeServerHarness,
+  line: number,
+  text: RegExp,
+  timeoutMs = 10_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await waitForCodeLens(h, line, text);
+    if (await clickLensOnce(h, line, text)) return;
+    if (Date.now() > deadline) throw new Error(`no clickable CodeLens matching ${text} above line ${line}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/** One look for the lens link above `line` and a click on it; false when it is not drawn there now. */
+async function clickLensOnce(h: CodeServerHarness, line: number, text: RegExp): Promise<boolean> {
   const at = (await lineTops(h)).find((t) => t.line === line);
-  if (!at) throw new Error(`line ${line} is not rendered`);
+  if (!at) return false;
   const links = activeEditor(h).locator('.contentWidgets .codelens-decoration a');
   for (let i = 0, n = await links.count(); i < n; i++) {
     const link = links.nth(i);
-    const box = await link.boundingBox();
+    const box = await link.boundingBox().catch(() => null);
     const lensBottom = box ? box.y + box.height : -1;
     if (
       box &&
       lensBottom <= at.top + 4 &&
       at.top - lensBottom <= at.bottom - at.top &&
-      text.test((await link.innerText()).trim())
+      text.test((await link.innerText().catch(() => '')).trim())
     ) {
       await link.click();
-      return;
+      return true;
     }
   }
-  throw new Error(`no clickable CodeLens matching ${text} above line ${line}`);
+  return false;
 }
 
 /**
