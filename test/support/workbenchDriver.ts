@@ -153,7 +153,7 @@ export class WorkbenchDriver {
       .locator('.margin-view-overlays .line-numbers', { hasText: new RegExp(`^\\s*${line}\\s*$`) })
       .first();
     await number.waitFor({ state: 'visible', timeout: 10_000 });
-    const numberBox = await number.boundingBox();
+    const numberBox = await this.settledBox(number);
     if (!numberBox) throw new Error(`line ${line} is not rendered in the editor`);
     let x = numberBox.x + numberBox.width / 2;
     if ((options.area ?? 'glyph') === 'glyph') {
@@ -162,6 +162,21 @@ export class WorkbenchDriver {
       x = glyph.x + glyph.width / 2;
     }
     await this.page.mouse.click(x, numberBox.y + numberBox.height / 2, { button: options.button ?? 'left' });
+  }
+
+  /**
+   * The element's box once it has stopped moving (the editor may still be scrolling to a line it
+   * was sent to): two reads 100 ms apart that agree, or the last read after 3 s.
+   */
+  private async settledBox(element: Locator): Promise<{ x: number; y: number; width: number; height: number } | null> {
+    let box = await element.boundingBox();
+    for (const deadline = Date.now() + 3000; Date.now() < deadline;) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const again = await element.boundingBox();
+      if (box && again && again.x === box.x && again.y === box.y) return again;
+      box = again;
+    }
+    return box;
   }
 
   /** Waits for an element matching `selector` that contains `text`; returns it. */
