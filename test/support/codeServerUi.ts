@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Locator } from 'playwright-core';
 import { poll, type CodeServerHarness, type TreeRow } from './codeServerHarness';
+import { sleep } from './workbenchDriver';
 
 /*
  * What the e2e tests of injected measurements and profiling read off the workbench: the editor's
@@ -205,7 +206,7 @@ export async function clickCodeLens(
     await waitForCodeLens(h, line, text);
     if (await clickLensOnce(h, line, text)) return;
     if (Date.now() > deadline) throw new Error(`no clickable CodeLens matching ${text} above line ${line}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await sleep(200);
   }
 }
 

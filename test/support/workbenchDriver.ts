@@ -171,7 +171,7 @@ export class WorkbenchDriver {
   private async settledBox(element: Locator): Promise<{ x: number; y: number; width: number; height: number } | null> {
     let box = await element.boundingBox();
     for (const deadline = Date.now() + 3000; Date.now() < deadline;) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await sleep(100);
       const again = await element.boundingBox();
       if (box && again && again.x === box.x && again.y === box.y) return again;
       box = again;

@@ -60,7 +60,6 @@ export class GdbDebugger extends DebuggerBase implements Debugger {
   readonly kind = 'gdb' as const;
   private state: ExecutionState = 'stopped';
   private registerNameCache: string[] | undefined;
-  /** Hidden run-tos under way: their stops are marked internal and GDB's console chatter is dropped. */
   /** `*stopped` records seen so far. */
   private stops = 0;
   /** Whether the target still holds the program's read-only sections as the file has them. */
