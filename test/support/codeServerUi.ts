@@ -199,13 +199,25 @@ export async function clickCodeLens(
   h: CodeServerHarness,
   line: number,
   text: RegExp,
-  timeoutMs = 10_000,
+  timeoutMs = 20_000,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    await waitForCodeLens(h, line, text);
-    if (await clickLensOnce(h, line, text)) return;
-    if (Date.now() > deadline) throw new Error(`no clickable CodeLens matching ${text} above line ${line}`);
+  for (let look = 0; ; look++) {
+    // A redraw of the lenses (the provider refreshes when a session starts, stops or measures) can
+    // scroll the editor: bring the line back into the middle of the view before each new look.
+    if (look > 0 || !(await lineTops(h)).some((t) => t.line === line)) await revealLine(h, line);
+    const found = await waitForCodeLens(h, line, text, Math.min(5_000, Math.max(1_000, deadline - Date.now()))).catch(
+      (e: unknown) => e as Error,
+    );
+    if (!(found instanceof Error) && (await clickLensOnce(h, line, text))) return;
+    if (Date.now() > deadline) {
+      const shown = (await lineTops(h)).map((t) => t.line);
+      throw new Error(
+        `no clickable CodeLens matching ${text} above line ${line} within ${timeoutMs / 1000} s ` +
+          `(lines in view: ${shown[0] ?? '-'}–${shown[shown.length - 1] ?? '-'})` +
+          (found instanceof Error ? `: ${found.message}` : ''),
+      );
+    }
     await sleep(200);
   }
 }
