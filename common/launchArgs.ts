@@ -4,7 +4,10 @@
  * and mirrored for users in package.json `contributes.debuggers[0].configurationAttributes`.
  */
 
-/** Core families CycleLens knows; detected from the ELF's e_machine when not given. */
+/**
+ * Core families CycleLens knows (one plugin each under adapter/arch/); detected from the ELF's
+ * e_machine when not given. The one family type: the ELF reader, the plugins and injection use it.
+ */
 export type TargetFamily = 'cortex-m' | 'riscv' | 'arc';
 
 /** QEMU as a gdbserver: no hardware needed. */

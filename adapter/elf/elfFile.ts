@@ -1,8 +1,6 @@
 import { ByteCursor, stringAt } from './byteCursor';
+import type { TargetFamily } from '../../common/launchArgs';
 import { corrupt, notAnElf, RELINK_HINT, unsupportedArchitecture } from './errors';
-
-/** Core families CycleLens knows (the rooms under adapter/arch/). */
-export type CoreFamily = 'cortex-m' | 'riscv' | 'arc';
 
 /** e_machine values (System V gABI registry; EM_ARC_COMPACT3 from binutils include/elf/common.h). */
 export const EM_ARM = 40;
@@ -11,7 +9,7 @@ export const EM_ARCV2 = 195;
 export const EM_RISCV = 243;
 export const EM_ARC_COMPACT3 = 255;
 
-const FAMILY_BY_MACHINE: ReadonlyMap<number, CoreFamily> = new Map<number, CoreFamily>([
+const FAMILY_BY_MACHINE: ReadonlyMap<number, TargetFamily> = new Map<number, TargetFamily>([
   [EM_ARM, 'cortex-m'],
   [EM_RISCV, 'riscv'],
   [EM_ARC_COMPACT, 'arc'],
@@ -57,7 +55,7 @@ export const PF_R = 0x4;
 export interface ElfHeader {
   /** e_machine as found in the file. */
   readonly machine: number;
-  readonly family: CoreFamily;
+  readonly family: TargetFamily;
   /** e_type: ET_EXEC for linked firmware. */
   readonly type: number;
   /** e_entry. On Arm the Thumb bit is cleared here; `entryIsThumb` keeps it. */

@@ -1,20 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import type { TargetFamily } from '../../common/launchArgs';
 import { CycleLensError, ErrorCode } from '../errors';
 import { TruncatedData } from './byteCursor';
 import { decodeLinePrograms } from './dwarfLine';
 import { unitsByLineOffset } from './dwarfUnits';
-import {
-  CoreFamily,
-  ElfFile,
-  ElfHeader,
-  Segment,
-  SectionHeader,
-  PF_X,
-  SHF_ALLOC,
-  SHF_WRITE,
-  SHT_NOBITS,
-} from './elfFile';
+import { ElfFile, ElfHeader, Segment, SectionHeader, PF_X, SHF_ALLOC, SHF_WRITE, SHT_NOBITS } from './elfFile';
 import { corrupt, debugInfoCorrupt } from './errors';
 import { LineRange, LineTable } from './lineTable';
 import { ElfSymbol, SymbolTable } from './symbols';
@@ -74,7 +65,7 @@ export class ElfImage {
     return this.file.header;
   }
 
-  get family(): CoreFamily {
+  get family(): TargetFamily {
     return this.file.header.family;
   }
 

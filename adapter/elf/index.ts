@@ -3,7 +3,7 @@
  * line table, in pure TypeScript (the adapter never shells out to binutils).
  */
 export { ElfImage } from './elfImage';
-export type { CoreFamily, ElfHeader, SectionHeader, Segment } from './elfFile';
+export type { ElfHeader, SectionHeader, Segment } from './elfFile';
 export {
   ElfFile,
   EM_ARM,

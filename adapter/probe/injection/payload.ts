@@ -1,6 +1,7 @@
+import type { TargetFamily } from '../../../common/launchArgs';
 import type { DecodedInstruction } from '../../arch/codec';
 import type { PathCosts } from './recordLayout';
-import type { CallSite, CounterSource, InjectionFamily, PatchSite, PayloadKind } from './types';
+import type { CallSite, CounterSource, PatchSite, PayloadKind } from './types';
 
 /**
  * The contract between the service (which owns the cave and the records) and a family's payload
@@ -106,7 +107,7 @@ export interface DispatchEntry {
 }
 
 export interface PayloadGenerator {
-  readonly family: InjectionFamily;
+  readonly family: TargetFamily;
   readonly counter: CounterSource;
   /** Upper bound of the runtime's size. */
   runtimeSize(layout: RuntimeLayout): number;

@@ -1,12 +1,11 @@
 import type { InjectionWarning } from '../../../common/dapCustom';
+import type { TargetFamily } from '../../../common/launchArgs';
 import type { DecodedInstruction, InstructionCodec, InstructionRelocator } from '../../arch/codec';
 
 /**
  * Shared vocabulary of code injection: what the planner decides, what the per-family payload
  * generators (adapter/arch/<family>/trampoline*.ts) build, and what the service reports.
  */
-
-export type InjectionFamily = 'riscv' | 'cortex-m';
 
 /** Where the counter value comes from and how it moves. */
 export type CounterSource =
@@ -92,7 +91,7 @@ export interface JumpTableInfo {
 
 /** Per-family knowledge the planner needs; implemented in adapter/arch/<family>/. */
 export interface InjectionArch {
-  readonly family: InjectionFamily;
+  readonly family: TargetFamily;
   readonly codec: InstructionCodec;
   readonly relocator: InstructionRelocator;
   /** Mapping-symbol names that start data ($d) or code ($t, $x...) inside a code section. */
