@@ -155,13 +155,25 @@ export class WorkbenchDriver {
     await number.waitFor({ state: 'visible', timeout: 10_000 });
     const numberBox = await this.settledBox(number);
     if (!numberBox) throw new Error(`line ${line} is not rendered in the editor`);
+    // The line's row of the margin spans the glyph margin and the line numbers. It is clicked at a
+    // position relative to itself, which Playwright resolves at the moment of the click: a view zone
+    // that comes or goes just before (a CodeLens redrawn when a session ends) cannot move the click
+    // onto the next line, as a click at page coordinates read earlier could.
+    const row = number.locator('xpath=..');
+    const rowBox = await row.boundingBox();
+    if (!rowBox) throw new Error(`line ${line}'s margin row is not rendered in the editor`);
     let x = numberBox.x + numberBox.width / 2;
     if ((options.area ?? 'glyph') === 'glyph') {
       const glyph = await editor.locator('.glyph-margin').first().boundingBox();
       if (!glyph) throw new Error('the editor has no glyph margin');
       x = glyph.x + glyph.width / 2;
     }
-    await this.page.mouse.click(x, numberBox.y + numberBox.height / 2, { button: options.button ?? 'left' });
+    // force: the glyph margin's layer lies over the row, so the row itself is never the hit target.
+    await row.click({
+      position: { x: x - rowBox.x, y: rowBox.height / 2 },
+      button: options.button ?? 'left',
+      force: true,
+    });
   }
 
   /**
